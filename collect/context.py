@@ -1,0 +1,51 @@
+"""What a phase gets from the runner: run identity, profile, device facts and safe writes."""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from .jsonio import write_json_atomic
+from .schema.manifest import Manifest
+
+
+@dataclass
+class RunContext:
+    """Handed to every phase's `run(ctx)`."""
+
+    run_id: str
+    out_dir: Path
+    profile: str  # "quick" or "full"
+    manifest: Manifest
+    phase: str = ""
+    filename: str = ""
+    on_flags: Callable[[list[str]], None] | None = field(default=None, repr=False)
+
+    @property
+    def quick(self) -> bool:
+        return self.profile == "quick"
+
+    def progress(self, iterable: Iterable[Any], total: int | None = None, desc: str | None = None):
+        """A tqdm bar on stderr, one per phase; plain iteration where tqdm is missing."""
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:  # pragma: no cover - tqdm is on every GPU image we target
+            return iterable
+        return tqdm(iterable, total=total, desc=desc or self.phase, file=sys.stderr, dynamic_ncols=True, leave=True)
+
+    def checkpoint(self, result: Any) -> None:
+        """Write the phase's file as it stands, so a crash later keeps the rows measured so far."""
+        write_json_atomic(self.out_dir / self.filename, result)
+
+    def measured(self, name: str) -> float | None:
+        """A measured ceiling's median rate (bytes/s or FLOP/s) from the env phase, if it ran."""
+        for c in self.manifest.measured_ceilings:
+            if c.name == name and c.status == "ok":
+                return c.per_s_median
+        return None
+
+    def record_profiler_flags(self, flags: list[str]) -> None:
+        """The profile phase reports the ncu flags it used; they go into the manifest."""
+        if self.on_flags is not None:
+            self.on_flags(list(flags))

@@ -1,0 +1,46 @@
+"""Vendor datasheet figures (dense, no structured sparsity), each with its source.
+
+Only facts printed in NVIDIA's public datasheets; the report always shows measured ceilings beside
+them. A GPU missing here still collects: its datasheet fields stay empty and the report says so.
+"""
+from __future__ import annotations
+
+import re
+
+from .schema.manifest import DatasheetCeilings
+
+T, G, MB, GB = 1e12, 1e9, 1024**2, 1e9
+
+_SHEETS = [
+    # key, name pattern, marketing name, memory type, bandwidth B/s, fp16 tensor, bf16 tensor, fp32, L2, SMs, memory, source
+    ("h200-sxm", r"H200", "NVIDIA H200 (SXM)", "HBM3e", 4.8e12, 989 * T, 989 * T, 67 * T, 50 * MB, 132, 141 * GB,
+     "NVIDIA H200 Tensor Core GPU datasheet (dense figures are half the sparsity figures printed there); SM count and L2 from the Hopper architecture whitepaper"),
+    ("h100-pcie", r"H100.*PCIe", "NVIDIA H100 PCIe", "HBM2e", 2.0e12, 756 * T, 756 * T, 51 * T, 50 * MB, 114, 80 * GB,
+     "NVIDIA H100 Tensor Core GPU datasheet (dense = half of the sparsity figure); NVIDIA Hopper architecture whitepaper"),
+    ("h100-sxm", r"H100", "NVIDIA H100 SXM", "HBM3", 3.35e12, 989 * T, 989 * T, 67 * T, 50 * MB, 132, 80 * GB,
+     "NVIDIA H100 Tensor Core GPU datasheet (dense = half of the sparsity figure); NVIDIA Hopper architecture whitepaper"),
+    ("a100-80gb", r"A100.*80\s?GB", "NVIDIA A100 80GB (SXM)", "HBM2e", 2.039e12, 312 * T, 312 * T, 19.5 * T, 40 * MB, 108, 80 * GB,
+     "NVIDIA A100 Tensor Core GPU datasheet; NVIDIA Ampere GA100 whitepaper (PCIe 80GB: 1.935 TB/s)"),
+    ("a100-40gb", r"A100", "NVIDIA A100 40GB", "HBM2", 1.555e12, 312 * T, 312 * T, 19.5 * T, 40 * MB, 108, 40 * GB,
+     "NVIDIA A100 Tensor Core GPU datasheet; NVIDIA Ampere GA100 whitepaper"),
+    ("a10", r"\bA10\b", "NVIDIA A10", "GDDR6", 600 * G, 125 * T, 125 * T, 31.2 * T, 6 * MB, 72, 24 * GB,
+     "NVIDIA A10 Tensor Core GPU datasheet; NVIDIA Ampere GA102 whitepaper"),
+    ("l4", r"\bL4\b", "NVIDIA L4", "GDDR6", 300 * G, 121 * T, 121 * T, 30.3 * T, 48 * MB, 58, 24 * GB,
+     "NVIDIA L4 Tensor Core GPU datasheet (dense = half of the sparsity figure); NVIDIA Ada Lovelace whitepaper"),
+    ("t4", r"\bT4\b", "NVIDIA T4", "GDDR6", 320 * G, 65 * T, None, 8.1 * T, 4 * MB, 40, 16 * GB,
+     "NVIDIA T4 Tensor Core GPU datasheet; NVIDIA Turing architecture whitepaper (no bf16 tensor cores)"),
+]
+
+
+def lookup(device_name: str) -> DatasheetCeilings | None:
+    """First matching entry; order matters (H100 PCIe before H100, A100 80GB before A100)."""
+    for key, pattern, name, mem, bw, f16, bf16, f32, l2, sms, memsize, src in _SHEETS:
+        if re.search(pattern, device_name, flags=re.I):
+            return DatasheetCeilings(key=key, marketing_name=name, memory_type=mem, memory_bandwidth_bytes_per_s=bw,
+                                     fp16_tensor_flops_per_s=f16, bf16_tensor_flops_per_s=bf16, fp32_flops_per_s=f32,
+                                     l2_bytes=int(l2), sm_count=sms, memory_bytes=int(memsize), source=src)
+    return None
+
+
+def known_keys() -> list[str]:
+    return [s[0] for s in _SHEETS]

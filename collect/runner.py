@@ -1,0 +1,154 @@
+"""Runs phases in order into data/runs/<run-id>/, keeping the manifest true at every moment."""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .context import RunContext
+from .jsonio import write_json_atomic
+from .phases import PHASE_ORDER, filename, phase_module
+from .schema import SCHEMA_VERSION
+from .schema.manifest import Manifest, PhaseRecord
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class CollectConfig:
+    """Everything a collect run is parameterized by (the CLI flags)."""
+
+    phases: list[str] = field(default_factory=lambda: list(PHASE_ORDER))
+    profile: str = "quick"
+    run_id: str | None = None
+    out: Path = REPO_ROOT / "data" / "runs"
+    resume: bool = False
+
+
+def now_utc() -> str:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def device_slug(name: str) -> str:
+    """'NVIDIA H200' -> 'h200', 'Tesla T4' -> 't4', 'NVIDIA A100-SXM4-80GB' -> 'a100-sxm4-80gb'."""
+    s = re.sub(r"^(nvidia|tesla|geforce|quadro)\s+", "", name.strip(), flags=re.I)
+    s = re.sub(r"^(nvidia|tesla|geforce|quadro)\s+", "", s, flags=re.I)
+    return re.sub(r"[^a-z0-9]+", "-", s.lower()).strip("-") or "gpu"
+
+
+def default_run_id(device_name: str | None) -> str:
+    return f"{device_slug(device_name or 'gpu')}-{dt.date.today():%Y%m%d}"
+
+
+def git_info() -> tuple[str | None, bool | None]:
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10)
+        if commit.returncode != 0:
+            return None, None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT,
+                               capture_output=True, text=True, timeout=10)
+        return commit.stdout.strip(), bool(dirty.stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+
+
+def load_or_new_manifest(run_dir: Path, run_id: str, profile: str, command: str) -> Manifest:
+    path = run_dir / "manifest.json"
+    if path.exists():
+        from .manifest_io import read_manifest
+
+        m = read_manifest(path)
+        m.command, m.updated_utc = command, now_utc()
+        return m
+    commit, dirty = git_info()
+    return Manifest(schema_version=SCHEMA_VERSION, run_id=run_id, created_utc=now_utc(), updated_utc=now_utc(),
+                    profile=profile, command=command, git_commit=commit, git_dirty=dirty,
+                    hostname=socket.gethostname())
+
+
+def _set_record(m: Manifest, rec: PhaseRecord) -> None:
+    m.phases = [p for p in m.phases if p.name != rec.name] + [rec]
+    m.phases.sort(key=lambda p: PHASE_ORDER.index(p.name) if p.name in PHASE_ORDER else 99)
+
+
+def _row_count(result) -> int:
+    from dataclasses import fields, is_dataclass
+
+    if not is_dataclass(result):
+        return 0
+    return sum(len(getattr(result, f.name)) for f in fields(result) if isinstance(getattr(result, f.name), list))
+
+
+def run_collect(cfg: CollectConfig, command: str = "") -> int:
+    """Run the phases; returns the number that failed. A failure never stops the others."""
+    from . import env as env_phase
+
+    unknown = [p for p in cfg.phases if p not in PHASE_ORDER]
+    if unknown:
+        raise ValueError(f"unknown phase(s) {unknown}; choose from {PHASE_ORDER}")
+    if cfg.profile not in ("quick", "full"):
+        raise ValueError(f"profile must be 'quick' or 'full', got {cfg.profile!r}")
+
+    device = env_phase.describe_device()  # raises a clear error when there is no CUDA GPU
+    run_id = cfg.run_id or default_run_id(device.name)
+    run_dir = Path(cfg.out) / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    manifest = load_or_new_manifest(run_dir, run_id, cfg.profile, command)
+    manifest.device = manifest.device or device
+    manifest.software = env_phase.software_versions()  # the code that runs the phases below
+    manifest_path = run_dir / "manifest.json"
+
+    def save() -> None:
+        manifest.updated_utc = now_utc()
+        write_json_atomic(manifest_path, manifest)
+
+    def on_flags(flags: list[str]) -> None:
+        manifest.profiler_flags = flags
+        save()
+
+    save()
+    print(f"collect: run {run_id} -> {run_dir} (profile {cfg.profile})", file=sys.stderr)
+    ordered = [p for p in PHASE_ORDER if p in cfg.phases]
+    failed = 0
+    for name in ordered:
+        prev = next((p for p in manifest.phases if p.name == name), None)
+        if cfg.resume and prev is not None and prev.status == "complete" and prev.profile == cfg.profile and (
+            name == "env" or (run_dir / filename(name)).exists()):
+            print(f"collect: {name}: already complete, skipped (--resume)", file=sys.stderr)
+            continue
+        started, t0 = now_utc(), time.perf_counter()
+        rec = PhaseRecord(name=name, status="running", file=filename(name), started_utc=started, profile=cfg.profile)
+        _set_record(manifest, rec)
+        save()
+        ctx = RunContext(run_id=run_id, out_dir=run_dir, profile=cfg.profile, manifest=manifest, phase=name,
+                         filename=filename(name), on_flags=on_flags)
+        try:
+            result = phase_module(name).run(ctx)
+            if name == "env":
+                env_phase.merge_into_manifest(manifest, result)
+                rec.rows = len(result.measured_ceilings)
+            else:
+                write_json_atomic(run_dir / filename(name), result)
+                rec.rows = _row_count(result)
+            rec.status = "complete"
+        except KeyboardInterrupt:
+            rec.status, rec.error = "failed", "interrupted (Ctrl-C)"
+            rec.duration_s = round(time.perf_counter() - t0, 2)
+            save()
+            raise
+        except BaseException as exc:  # noqa: BLE001 - one phase's crash must not lose the others
+            failed += 1
+            rec.status = "failed"
+            rec.error = f"{type(exc).__name__}: {exc}\n" + "".join(traceback.format_exc(limit=6))[-4000:]
+            print(f"collect: {name} FAILED: {type(exc).__name__}: {exc}", file=sys.stderr)
+        rec.duration_s = round(time.perf_counter() - t0, 2)
+        save()
+        print(f"collect: {name}: {rec.status} in {rec.duration_s:.1f} s", file=sys.stderr)
+    return failed

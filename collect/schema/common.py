@@ -1,0 +1,26 @@
+"""Pieces every data file shares: the schema version, row statuses and documented fields."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+# A row that could not be measured keeps its place with one of these and a reason.
+STATUSES = ("ok", "oom", "unsupported", "error")
+
+
+def doc(text: str, default: Any = dataclasses.MISSING, default_factory: Any = dataclasses.MISSING):
+    """A dataclass field whose description feeds the generated "Data format" page."""
+    return dataclasses.field(default=default, default_factory=default_factory, metadata={"doc": text})
+
+
+# Pydantic reads this plain dict from each dataclass (no pydantic import needed here):
+# unknown keys, NaN and infinity are data errors, and "3" is not silently an int.
+STRICT = {"extra": "forbid", "allow_inf_nan": False, "strict": True}
+
+
+def strict(cls):
+    """Class decorator: attach the strict validation config that render/ enforces."""
+    cls.__pydantic_config__ = STRICT
+    return cls

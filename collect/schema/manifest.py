@@ -1,0 +1,120 @@
+"""manifest.json: provenance of a run (device, software, clocks, profiler flags, phase status)
+plus the env phase's datasheet and measured ceilings."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .common import doc, strict
+
+
+@strict
+@dataclass
+class DeviceFacts:
+    """What the GPU reports about itself; limits the occupancy model needs."""
+
+    name: str = doc("Device name as the driver reports it, e.g. 'NVIDIA H200'.")
+    compute_capability: str = doc("Major.minor, e.g. '9.0'.")
+    sm_count: int = doc("Streaming multiprocessors.")
+    regs_per_sm: int | None = doc("32-bit registers per SM.", None)
+    regs_per_block_max: int | None = doc("Most registers one block may use.", None)
+    smem_per_sm_bytes: int | None = doc("Shared memory per SM.", None)
+    smem_per_block_bytes: int | None = doc("Default shared memory limit per block.", None)
+    smem_per_block_optin_bytes: int | None = doc("Shared memory per block with opt-in.", None)
+    max_threads_per_sm: int | None = doc("Resident threads per SM.", None)
+    max_warps_per_sm: int | None = doc("Resident warps per SM (threads / warp size).", None)
+    max_blocks_per_sm: int | None = doc("Resident blocks per SM.", None)
+    warp_size: int = doc("Threads per warp.", 32)
+    l2_bytes: int | None = doc("L2 cache size.", None)
+    memory_bytes: int | None = doc("Device memory size.", None)
+    memory_bus_width_bits: int | None = doc("Memory bus width.", None)
+    sm_clock_max_mhz: float | None = doc("Maximum SM clock the driver reports.", None)
+    mem_clock_max_mhz: float | None = doc("Maximum memory clock the driver reports.", None)
+    driver_version: str | None = doc("NVIDIA driver version.", None)
+    cuda_version: str | None = doc("CUDA runtime version torch was built with.", None)
+    supports_bf16: bool | None = doc("Whether bf16 tensor-core math is supported.", None)
+
+
+@strict
+@dataclass
+class ClockSample:
+    """One reading of the clocks; they are recorded, never changed."""
+
+    moment: str = doc("When it was read, e.g. 'env-start', 'after-matmul'.")
+    sm_clock_mhz: float | None = doc("SM clock at that moment.", None)
+    mem_clock_mhz: float | None = doc("Memory clock at that moment.", None)
+    temperature_c: float | None = doc("GPU temperature.", None)
+    power_w: float | None = doc("Board power draw.", None)
+    source: str = doc("Where it came from (nvidia-smi, pynvml).", "nvidia-smi")
+
+
+@strict
+@dataclass
+class DatasheetCeilings:
+    """Vendor figures for a known GPU, each with its source."""
+
+    key: str = doc("Table key matched from the device name, e.g. 'h200-sxm'.")
+    marketing_name: str = doc("Name as the datasheet gives it.")
+    memory_type: str = doc("HBM3e, GDDR6, ...")
+    memory_bandwidth_bytes_per_s: float = doc("Peak DRAM bandwidth.")
+    fp16_tensor_flops_per_s: float = doc("Dense fp16 tensor-core peak (no sparsity).")
+    bf16_tensor_flops_per_s: float | None = doc("Dense bf16 tensor-core peak; null where unsupported.")
+    fp32_flops_per_s: float = doc("Non-tensor fp32 peak.")
+    l2_bytes: int = doc("L2 cache size.")
+    sm_count: int = doc("Streaming multiprocessors.")
+    memory_bytes: int = doc("Memory size.")
+    source: str = doc("Document the figures come from.")
+
+
+@strict
+@dataclass
+class MeasuredCeiling:
+    """A measured ceiling: a large device-to-device copy or a large matmul on random data."""
+
+    name: str = doc("'copy_bandwidth', 'matmul_fp16', 'matmul_bf16' or 'matmul_fp32'.")
+    quantity: str = doc("'bytes' (bandwidth) or 'flops' (compute).")
+    status: str = doc("ok, oom, unsupported or error.")
+    reason: str | None = doc("Why it is not ok.", None)
+    problem: str = doc("What was run, e.g. '2 GiB copy' or 'M=N=K=8192'.", "")
+    repeats: int = doc("Timed repeats.", 0)
+    per_s_median: float | None = doc("Median rate: bytes/s (read + written) or FLOP/s.", None)
+    per_s_p10: float | None = doc("10th percentile of the rate.", None)
+    per_s_p90: float | None = doc("90th percentile of the rate.", None)
+
+
+@strict
+@dataclass
+class PhaseRecord:
+    """What happened to one phase in this run."""
+
+    name: str = doc("Phase name.")
+    status: str = doc("'complete', 'failed' or 'running'.")
+    file: str | None = doc("Data file the phase wrote, relative to the run folder.", None)
+    started_utc: str | None = doc("ISO 8601 start time.", None)
+    duration_s: float | None = doc("Wall time of the phase.", None)
+    rows: int | None = doc("Rows written.", None)
+    error: str | None = doc("The error, with its type, when the phase failed.", None)
+    profile: str | None = doc("Profile the phase ran under.", None)
+
+
+@strict
+@dataclass
+class Manifest:
+    """manifest.json: one per run."""
+
+    schema_version: int = doc("Version of this data contract.")
+    run_id: str = doc("Short device slug and date, e.g. 'h200-20261129'.")
+    created_utc: str = doc("ISO 8601 time the run was created.")
+    updated_utc: str = doc("ISO 8601 time of the last write.")
+    profile: str = doc("'quick' or 'full'.")
+    command: str = doc("The collect command line.")
+    git_commit: str | None = doc("Commit of the code that collected.", None)
+    git_dirty: bool | None = doc("Whether the tree had uncommitted changes.", None)
+    hostname: str | None = doc("Host the run came from.", None)
+    device: DeviceFacts | None = doc("The GPU.", None)
+    software: dict[str, str | None] = doc("Versions: python, torch, triton, transformers, ncu, ...", default_factory=dict)
+    clocks: list[ClockSample] = doc("Clock readings during the run.", default_factory=list)
+    datasheet: DatasheetCeilings | None = doc("Vendor figures; null for a GPU missing from the table.", None)
+    measured_ceilings: list[MeasuredCeiling] = doc("Measured copy bandwidth and matmul rates.", default_factory=list)
+    profiler_flags: list[str] = doc("Nsight Compute flags used by the profile phase.", default_factory=list)
+    phases: list[PhaseRecord] = doc("Status of each phase.", default_factory=list)
+    notes: list[str] = doc("Anything the collector wants the reader to know.", default_factory=list)

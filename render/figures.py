@@ -1,0 +1,48 @@
+"""Plotly figures to HTML fragments: deterministic ids, one shared look, a caption on each."""
+from __future__ import annotations
+
+import html
+import re
+
+import plotly.graph_objects as go
+
+# Okabe-Ito: distinguishable for colour-blind readers and legible on light and dark backgrounds.
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#999999"]
+
+_ID_SAFE = re.compile(r"[^a-z0-9-]+")
+
+
+def figure_id(*parts: str) -> str:
+    """A stable DOM id from page and figure names, so the same data builds the same site."""
+    return "fig-" + _ID_SAFE.sub("-", "-".join(parts).lower()).strip("-")
+
+
+def styled(fig: go.Figure, height: int = 420) -> go.Figure:
+    """Transparent backgrounds: the page's light/dark theme script sets text and grid colours."""
+    fig.update_layout(
+        template="plotly_white",
+        colorway=PALETTE,
+        height=height,
+        margin=dict(l=60, r=20, t=40, b=50),
+        paper_bgcolor="rgba(0,0,0,0)",
+        plot_bgcolor="rgba(0,0,0,0)",
+        font=dict(family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif", size=13),
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
+        hoverlabel=dict(namelength=-1),
+    )
+    return fig
+
+
+def figure_html(fig: go.Figure, fig_id: str, caption: str, height: int = 420) -> str:
+    """The figure as a <figure> block; plotly.js itself is loaded once in the page head."""
+    styled(fig, height)
+    body = fig.to_html(
+        full_html=False,
+        include_plotlyjs=False,
+        div_id=fig_id,
+        config={"displaylogo": False, "responsive": True},
+    )
+    return (
+        f'\n<figure class="report-figure" id="{fig_id}-figure">\n{body}\n'
+        f"<figcaption>{html.escape(caption)}</figcaption>\n</figure>\n"
+    )

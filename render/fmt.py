@@ -1,0 +1,62 @@
+"""Number formatting for prose and tables: the units live here, the values come from data."""
+from __future__ import annotations
+
+import math
+
+_MISSING = "n/a"
+
+
+def _ok(x) -> bool:
+    return x is not None and not (isinstance(x, float) and math.isnan(x))
+
+
+def num(x, digits: int = 3) -> str:
+    """Significant-figure formatting without scientific notation for everyday magnitudes."""
+    if not _ok(x):
+        return _MISSING
+    if x == 0:
+        return "0"
+    mag = math.floor(math.log10(abs(x)))
+    decimals = max(0, digits - 1 - mag)
+    return f"{x:,.{decimals}f}"
+
+
+def bytes_(x, binary: bool = True) -> str:
+    if not _ok(x):
+        return _MISSING
+    base, units = (1024, ["B", "KiB", "MiB", "GiB", "TiB"]) if binary else (1000, ["B", "kB", "MB", "GB", "TB"])
+    v, i = float(x), 0
+    while abs(v) >= base and i < len(units) - 1:
+        v /= base
+        i += 1
+    return f"{num(v)} {units[i]}"
+
+
+def rate(x, unit: str) -> str:
+    """A per-second rate with an SI prefix: rate(4.1e12, 'B/s') -> '4.10 TB/s'."""
+    if not _ok(x):
+        return _MISSING
+    for p, f in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= f:
+            return f"{num(x / f)} {p}{unit}"
+    return f"{num(x)} {unit}"
+
+
+def bandwidth(x) -> str:
+    return rate(x, "B/s")
+
+
+def flops(x) -> str:
+    return rate(x, "FLOP/s")
+
+
+def ms(x) -> str:
+    return _MISSING if not _ok(x) else f"{num(x)} ms"
+
+
+def pct(x, digits: int = 3) -> str:
+    return _MISSING if not _ok(x) else f"{num(x, digits)}%"
+
+
+def ratio(x) -> str:
+    return _MISSING if not _ok(x) else f"{num(x)}×"

@@ -1,0 +1,47 @@
+"""Shared behaviour of a page's template context: figures, captions, the missing-data note."""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from ..figures import figure_html, figure_id
+from ..runs import Run
+
+
+class Page:
+    """A page's Jinja2 context object. Subclasses add methods the Markdown calls."""
+
+    slug = "page"
+    phase = "env"
+
+    def __init__(self, run: Run, runs: list[Run]):
+        self.run = run
+        self.runs = runs
+
+    @property
+    def data(self):
+        return self.run.phase(self.phase)
+
+    @property
+    def available(self) -> bool:
+        return self.run.has(self.phase)
+
+    def missing(self) -> str:
+        """Admonition shown in place of a phase this run did not collect (or that failed)."""
+        rec = self.run.phase_record(self.phase)
+        why = ""
+        if rec is not None and rec.status == "failed":
+            why = f" The phase failed: `{(rec.error or '').splitlines()[0][:300]}`."
+        return (
+            f'!!! warning "Not collected in this run"\n'
+            f"    Run `{self.run.id}` has no `{self.phase}` data.{why} "
+            f"Collect it on a GPU with `python -m collect {self.phase} --run-id {self.run.id} --resume`.\n"
+        )
+
+    def conditions(self) -> str:
+        """Who measured what, on what: the tail of every caption."""
+        m = self.run.manifest
+        dev = m.device.name if m.device else "unknown GPU"
+        return f"Run {self.run.id} on {dev}, profile {m.profile}"
+
+    def figure(self, name: str, fig: go.Figure, caption: str, height: int = 420) -> str:
+        return figure_html(fig, figure_id(self.slug, name), f"{caption} {self.conditions()}.", height)

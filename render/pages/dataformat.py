@@ -1,0 +1,68 @@
+"""The Data format page, generated from the schema dataclasses so the docs cannot drift from the code."""
+from __future__ import annotations
+
+import dataclasses
+import html
+import typing
+
+from collect.schema import SCHEMA_VERSION, STATUSES, available_specs
+
+from .base import Page
+
+
+def _type_name(tp) -> str:
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is list:
+        return f"list of {_type_name(args[0])}"
+    if origin is dict:
+        return f"object of {_type_name(args[1])}"
+    if args and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        return " or ".join(_type_name(a) for a in rest) + " or null"
+    if dataclasses.is_dataclass(tp):
+        return f"<a href='#{tp.__name__.lower()}'>{tp.__name__}</a>"
+    return {str: "string", int: "integer", float: "number", bool: "boolean"}.get(tp, getattr(tp, "__name__", str(tp)))
+
+
+def _walk(cls, seen: list) -> None:
+    if cls in seen:
+        return
+    seen.append(cls)
+    for tp in typing.get_type_hints(cls).values():
+        for t in (tp, *typing.get_args(tp), *[a for x in typing.get_args(tp) for a in typing.get_args(x)]):
+            if dataclasses.is_dataclass(t):
+                _walk(t, seen)
+
+
+class DataFormatPage(Page):
+    slug = "dataformat"
+    phase = "env"
+
+    def version(self) -> int:
+        return SCHEMA_VERSION
+
+    def statuses(self) -> str:
+        return ", ".join(f"`{s}`" for s in STATUSES)
+
+    def files(self) -> str:
+        out = []
+        for spec in available_specs():
+            cls = spec.dataclass()
+            out.append(f"## `{spec.filename}`: {spec.title}\n")
+            classes: list = []
+            _walk(cls, classes)
+            for c in classes:
+                out.append(self._table(c))
+        return "\n".join(out)
+
+    def _table(self, cls) -> str:
+        hints = typing.get_type_hints(cls)
+        rows = []
+        for f in dataclasses.fields(cls):
+            required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+            rows.append(f"<tr><td><code>{f.name}</code></td><td>{_type_name(hints[f.name])}</td>"
+                        f"<td>{'yes' if required else 'no'}</td><td>{html.escape(f.metadata.get('doc', ''))}</td></tr>")
+        doc = html.escape((cls.__doc__ or "").strip().splitlines()[0]) if cls.__doc__ else ""
+        return (f'\n<h3 id="{cls.__name__.lower()}"><code>{cls.__name__}</code></h3>\n<p>{doc}</p>\n'
+                f'<div class="report-table"><table><thead><tr><th>Field</th><th>Type</th><th>Required</th>'
+                f"<th>Meaning</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>\n")

@@ -1,0 +1,31 @@
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+for p in (ROOT, ROOT / "tests"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+import os
+import subprocess
+
+import pytest
+
+
+def mkdocs_build(site_dir: Path, data_dir: Path | None = None, strict: bool = True) -> subprocess.CompletedProcess:
+    """Build the site the way `make build` does, optionally from another data folder."""
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    env.pop("REPORT_RUN", None)
+    if data_dir is not None:
+        env["REPORT_DATA_DIR"] = str(data_dir)
+    cmd = [sys.executable, "-m", "mkdocs", "build", "--site-dir", str(site_dir)] + (["--strict"] if strict else [])
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory) -> Path:
+    """The site built with --strict from the committed data (shared by the build and browser tests)."""
+    site = tmp_path_factory.mktemp("site")
+    proc = mkdocs_build(site)
+    assert proc.returncode == 0, f"mkdocs build --strict failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return site

@@ -1,0 +1,117 @@
+"""The collect runner on the CPU: phases are faked, the bookkeeping is real."""
+import json
+import types
+
+import pytest
+
+import synthetic
+from collect import cli, env, runner
+from collect.jsonio import write_json_atomic
+from collect.schema import SCHEMA_VERSION
+from collect.schema.manifest import MeasuredCeiling
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """A device and fake phase modules, so the runner's logic runs without CUDA."""
+    calls = []
+    monkeypatch.setattr(env, "describe_device", lambda: synthetic.device("NVIDIA H200"))
+    monkeypatch.setattr(env, "software_versions", lambda: {"python": "3.x"})
+
+    def env_run(ctx):
+        calls.append("env")
+        return env.EnvResult(device=synthetic.device(), software={"python": "3.x"}, clocks=[], datasheet=None,
+                             measured_ceilings=[MeasuredCeiling(name="copy_bandwidth", quantity="bytes", status="ok",
+                                                                per_s_median=1e12)])
+
+    def ok_phase(name):
+        def run(ctx):
+            calls.append(name)
+            assert ctx.measured("copy_bandwidth") == 1e12  # env's ceilings reach later phases
+            return {"schema_version": SCHEMA_VERSION, "run_id": ctx.run_id, "rows": [{"x": 1}]}
+        return run
+
+    def crash(ctx):
+        calls.append("bench")
+        ctx.checkpoint({"schema_version": SCHEMA_VERSION, "run_id": ctx.run_id, "rows": [{"kept": True}]})
+        raise RuntimeError("boom in the middle")
+
+    modules = {"env": types.SimpleNamespace(run=env_run), "correctness": types.SimpleNamespace(run=ok_phase("correctness")),
+               "bench": types.SimpleNamespace(run=crash), "profile": types.SimpleNamespace(run=ok_phase("profile")),
+               "decode": types.SimpleNamespace(run=ok_phase("decode"))}
+    monkeypatch.setattr(runner, "phase_module", lambda name: modules[name])
+    return calls
+
+
+def test_failed_phase_is_recorded_and_others_still_run(tmp_path, fake_gpu):
+    failed = runner.run_collect(runner.CollectConfig(out=tmp_path, run_id="t-1"))
+    assert failed == 1
+    assert fake_gpu == ["env", "correctness", "bench", "profile", "decode"]
+    m = json.loads((tmp_path / "t-1" / "manifest.json").read_text())
+    status = {p["name"]: p for p in m["phases"]}
+    assert status["bench"]["status"] == "failed" and "boom in the middle" in status["bench"]["error"]
+    assert all(status[p]["status"] == "complete" for p in ("env", "correctness", "profile", "decode"))
+    assert all(status[p]["duration_s"] is not None for p in status)
+    # the crashed phase's checkpoint survives: rows measured before the crash are not lost
+    assert json.loads((tmp_path / "t-1" / "bench.json").read_text())["rows"] == [{"kept": True}]
+    assert m["measured_ceilings"][0]["per_s_median"] == 1e12
+
+
+def test_resume_skips_complete_phases_only(tmp_path, fake_gpu):
+    runner.run_collect(runner.CollectConfig(out=tmp_path, run_id="t-2"))
+    fake_gpu.clear()
+    runner.run_collect(runner.CollectConfig(out=tmp_path, run_id="t-2", resume=True))
+    assert fake_gpu == ["bench"]
+    fake_gpu.clear()
+    # a different profile is different data: resume does not skip it
+    runner.run_collect(runner.CollectConfig(out=tmp_path, run_id="t-2", resume=True, profile="full",
+                                            phases=["correctness"]))
+    assert fake_gpu == ["correctness"]
+
+
+def test_default_run_id_is_device_slug_and_date():
+    assert runner.device_slug("NVIDIA H200") == "h200"
+    assert runner.device_slug("Tesla T4") == "t4"
+    assert runner.device_slug("NVIDIA A100-SXM4-80GB") == "a100-sxm4-80gb"
+    assert runner.default_run_id("NVIDIA L4").startswith("l4-20")
+
+
+def test_cli_rejects_unknown_phase(capsys):
+    with pytest.raises(SystemExit):
+        cli.parse_args(["warp-drive"])
+    assert "unknown phase warp-drive" in capsys.readouterr().err
+
+
+def test_cli_defaults_and_flags(tmp_path):
+    cfg = cli.parse_args(["bench", "env", "--profile", "full", "--run-id", "x-1", "--resume", "--out", str(tmp_path)])
+    assert cfg.phases == ["bench", "env"] and cfg.profile == "full" and cfg.run_id == "x-1" and cfg.resume
+    assert cli.parse_args([]).phases == runner.PHASE_ORDER
+
+
+def test_no_gpu_is_a_clear_error(monkeypatch, capsys):
+    def no_gpu():
+        raise RuntimeError("no CUDA GPU is visible to torch")
+    monkeypatch.setattr(env, "describe_device", no_gpu)
+    assert cli.main(["env"]) == 2
+    assert "no CUDA GPU" in capsys.readouterr().err
+
+
+def test_atomic_write_keeps_old_file_when_serialization_fails(tmp_path):
+    path = write_json_atomic(tmp_path / "f.json", {"a": 1})
+    with pytest.raises(TypeError):
+        write_json_atomic(path, {"a": object()})
+    assert json.loads(path.read_text()) == {"a": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["f.json"]  # no temp file left behind
+
+
+def test_datasheet_lookup_order():
+    from collect.datasheets import lookup
+
+    assert lookup("NVIDIA H100 PCIe").key == "h100-pcie"
+    assert lookup("NVIDIA H100 80GB HBM3").key == "h100-sxm"
+    assert lookup("NVIDIA H200").key == "h200-sxm"
+    assert lookup("NVIDIA A100-SXM4-80GB").key == "a100-80gb"
+    assert lookup("NVIDIA A100-PCIE-40GB").key == "a100-40gb"
+    assert lookup("NVIDIA A10").key == "a10"
+    assert lookup("Tesla T4").bf16_tensor_flops_per_s is None
+    assert lookup("NVIDIA GeForce RTX 4090") is None

@@ -1,0 +1,84 @@
+"""The site: builds --strict from committed data, works offline, fails loudly on bad data."""
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+import synthetic
+from conftest import ROOT, mkdocs_build
+from render.site import Report
+
+
+def nav_pages():
+    cfg = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=yaml.BaseLoader)
+    return [list(item.values())[0] for item in cfg["nav"]]
+
+
+def html_path(site, md):
+    return site / ("index.html" if md == "index.md" else md.replace(".md", "/index.html"))
+
+
+def test_every_nav_page_is_built(built_site):
+    for md in nav_pages():
+        assert html_path(built_site, md).exists(), md
+
+
+def test_plotly_loaded_once_from_the_site_and_no_web_fonts(built_site):
+    assert (built_site / "assets/javascripts/plotly.min.js").stat().st_size > 1_000_000
+    for md in nav_pages():
+        text = html_path(built_site, md).read_text()
+        assert len(re.findall(r"<script[^>]+plotly\.min\.js", text)) == 1, md
+        assert "cdn.plot.ly" not in text and "fonts.googleapis" not in text and "fonts.gstatic" not in text, md
+
+
+def test_raw_json_is_published(built_site):
+    report = Report.load()
+    for p in report.run.path.glob("*.json"):
+        assert json.loads((built_site / "data" / report.run.id / p.name).read_text()) == json.loads(p.read_text())
+
+
+def test_rendering_is_deterministic():
+    page = (ROOT / "docs" / "hardware.md").read_text()
+    a, b = Report.load().render_markdown(page), Report.load().render_markdown(page)
+    assert a == b and 'id="fig-hardware-ceilings"' in a
+
+
+def test_every_page_renders_the_missing_note_for_a_bare_run(tmp_path):
+    """A run with only a manifest (env failed too) renders every page without error."""
+    run_dir = synthetic.make_run(tmp_path, "bare-1")
+    m = json.loads((run_dir / "manifest.json").read_text())
+    m["phases"][0]["status"] = "failed"
+    m["phases"][0]["error"] = "RuntimeError: synthetic"
+    (run_dir / "manifest.json").write_text(json.dumps(m))
+    report = Report.load(tmp_path)
+    for md in nav_pages():
+        out = report.render_markdown((ROOT / "docs" / md).read_text(), md)
+        assert "{{" not in out and "{%" not in out
+    assert "Not collected in this run" in report.render_markdown((ROOT / "docs" / "hardware.md").read_text())
+
+
+def test_bad_data_fails_the_build_naming_file_and_field(tmp_path):
+    run_dir = synthetic.make_run(tmp_path, "bad-1")
+    m = json.loads((run_dir / "manifest.json").read_text())
+    m["device"]["sm_count"] = "lots"
+    (run_dir / "manifest.json").write_text(json.dumps(m))
+    proc = mkdocs_build(tmp_path / "site", data_dir=tmp_path)
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert "manifest.json" in out and "device.sm_count" in out and "'lots'" in out
+
+
+def test_empty_data_fails_the_build_with_advice(tmp_path):
+    proc = mkdocs_build(tmp_path / "site", data_dir=tmp_path)
+    assert proc.returncode != 0 and "no runs found" in proc.stdout + proc.stderr
+
+
+def test_render_never_imports_torch():
+    code = ("import sys; from render.site import Report; import render.pages as p; r = Report.load(); "
+            "r.context(); bad = [m for m in ('torch', 'triton') if m in sys.modules]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
