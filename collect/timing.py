@@ -42,25 +42,19 @@ def summarize(times_ms: Sequence[float]) -> Timing:
 
 
 def bench_gpu(fn: Callable[[], object], min_reps: int = MIN_REPS, min_time_ms: float = 100.0, warmup_ms: float = 25.0) -> Timing:
-    """Time `fn` on the device: at least `min_reps` runs and `min_time_ms` of samples, L2 flushed each run.
+    """Time `fn` on the device: at least `min_reps` runs and about `min_time_ms` of samples, L2 flushed each run.
 
-    The caller warms up first (compilation, autotuning); do_bench warms up again briefly.
+    The caller warms up first (compilation, autotuning). do_bench sizes its repeat count from a
+    5-run estimate that a clock still ramping up from idle inflates, so we call it again until
+    the sample count is guaranteed.
     """
-    import torch
     import triton.testing
 
-    # do_bench sizes its repeat count from a time budget; estimate one call so the budget buys min_reps.
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    fn()
-    torch.cuda.synchronize()
-    start.record()
-    for _ in range(3):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    est_ms = max(start.elapsed_time(end) / 3, 1e-3)
-    rep_ms = max(min_time_ms, est_ms * min_reps * 1.3)
-    times = triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="all")
+    times: list[float] = []
+    for _ in range(20):
+        times += triton.testing.do_bench(fn, warmup=warmup_ms, rep=min_time_ms, return_mode="all")
+        if len(times) >= min_reps:
+            break
     return summarize(times)
 
 

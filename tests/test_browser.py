@@ -55,6 +55,7 @@ def test_page_renders_every_plot_without_console_errors(server, browser, built_s
     errors = []
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("requestfailed", lambda req: errors.append(f"request failed: {req.url}"))
     page.goto(page_url(server, md), wait_until="load")
     plots = page.locator("div.js-plotly-plot")
     n = plots.count()

@@ -39,19 +39,24 @@ class HardwarePage(Page):
         return c.per_s_median if c is not None and c.status == "ok" else None
 
     def device_table(self) -> str:
-        d, m = self.device, self.run.manifest
+        """Facts the device reports, with the datasheet's where it states the same thing."""
+        d, m, s = self.device, self.run.manifest, self.sheet
         rows = [
-            ("Device", d.name), ("Compute capability", d.compute_capability), ("SMs", d.sm_count),
-            ("Registers per SM", d.regs_per_sm), ("Shared memory per SM", fmt.bytes_(d.smem_per_sm_bytes)),
-            ("Shared memory per block (opt-in)", fmt.bytes_(d.smem_per_block_optin_bytes)),
-            ("Max warps per SM", d.max_warps_per_sm), ("Max blocks per SM", d.max_blocks_per_sm),
-            ("L2 cache", fmt.bytes_(d.l2_bytes)), ("Memory", fmt.bytes_(d.memory_bytes)),
-            ("Max SM / memory clock", f"{fmt.num(d.sm_clock_max_mhz, 4)} / {fmt.num(d.mem_clock_max_mhz, 4)} MHz"),
-            ("Driver / CUDA", f"{d.driver_version or 'n/a'} / {d.cuda_version or 'n/a'}"),
+            ("Device", d.name, s.marketing_name if s else None), ("Compute capability", d.compute_capability, None),
+            ("SMs", d.sm_count, s.sm_count if s else None),
+            ("Registers per SM", d.regs_per_sm, None), ("Shared memory per SM", fmt.bytes_(d.smem_per_sm_bytes), None),
+            ("Shared memory per block (opt-in)", fmt.bytes_(d.smem_per_block_optin_bytes), None),
+            ("Max warps per SM", d.max_warps_per_sm, None), ("Max blocks per SM", d.max_blocks_per_sm, None),
+            ("L2 cache", fmt.bytes_(d.l2_bytes), fmt.bytes_(s.l2_bytes) if s else None),
+            ("Memory", fmt.bytes_(d.memory_bytes), f"{fmt.bytes_(s.memory_bytes, binary=False)} {s.memory_type}" if s else None),
+            ("Max SM / memory clock", f"{fmt.num(d.sm_clock_max_mhz, 4)} / {fmt.num(d.mem_clock_max_mhz, 4)} MHz", None),
+            ("Driver / CUDA", f"{d.driver_version or 'n/a'} / {d.cuda_version or 'n/a'}", None),
         ]
-        rows += [(k, v or "not installed") for k, v in m.software.items()]
-        df = pd.DataFrame(rows, columns=["fact", "value"])
-        return table_html(df, {"fact": "", "value": "This run"}, {"value": lambda v: "n/a" if v is None else v})
+        rows += [(k, v or "not installed", None) for k, v in m.software.items()]
+        df = pd.DataFrame(rows, columns=["fact", "value", "sheet"])
+        show = lambda v: "" if v is None else v  # noqa: E731
+        return table_html(df, {"fact": "", "value": "Reported by this device", "sheet": "Datasheet"},
+                          {"value": show, "sheet": show})
 
     def clocks_table(self) -> str:
         df = self.run.frame("env", "clocks")
