@@ -15,6 +15,7 @@ from mkdocs.exceptions import PluginError  # noqa: E402
 from mkdocs.structure.files import File  # noqa: E402
 
 from render.errors import DataError  # noqa: E402
+from render.provenance import provenance  # noqa: E402
 from render.site import DATA_DIR, Report  # noqa: E402
 
 _report: Report | None = None
@@ -27,6 +28,7 @@ def on_config(config):
     except DataError as exc:
         raise PluginError(f"report data: {exc}") from None
     config["extra"]["report_run"] = _report.run.id
+    config["extra"]["report_provenance"] = provenance(_report.run)
     return config
 
 

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 import yaml
+from pathlib import Path
 
 import synthetic
 from conftest import ROOT, mkdocs_build
@@ -82,3 +83,60 @@ def test_render_never_imports_torch():
             "print(bad); sys.exit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# ---- quality gates ------------------------------------------------------------------------------
+
+UNIT = r"(ms|us|µs|GB/s|TB/s|GB|MB|GiB|MiB|KiB|TFLOP/s|TFLOPs|FLOP/s|tokens/s|%|x|×)"
+
+
+def typed_numbers(text: str) -> list[str]:
+    """Numbers with a unit in page prose, outside template expressions and code."""
+    stripped = re.sub(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}|```.*?```|`[^`]*`", "", text, flags=re.S)
+    return [m.group(0) for m in re.finditer(r"\b\d+(\.\d+)?\s?" + UNIT + r"(?![A-Za-z])", stripped)]
+
+
+def test_typed_number_check_catches_a_typed_number():
+    assert typed_numbers("The kernel ran at 12.5 TFLOP/s and used 3 GiB.") == ["12.5 TFLOP/s", "3 GiB"]
+    assert typed_numbers("It ran at {{ fmt.flops(x) }} in `0.5 ms` code.") == []
+
+
+def test_no_measured_number_is_typed_into_docs():
+    hits = {p.name: typed_numbers(p.read_text()) for p in sorted((ROOT / "docs").glob("**/*.md"))}
+    assert {k: v for k, v in hits.items() if v} == {}
+
+
+def test_pages_are_small_enough(built_site):
+    for md in nav_pages():
+        size = html_path(built_site, md).stat().st_size
+        assert size <= 1_000_000, f"{md} is {size} bytes; keep a page under 1 MB (fewer traces, facets or dropdowns)"
+
+
+def test_every_figure_has_a_caption_and_every_plot_is_a_figure(built_site):
+    for md in nav_pages():
+        text = html_path(built_site, md).read_text()
+        figures = re.findall(r'<figure class="report-figure".*?</figure>', text, flags=re.S)
+        for fig in figures:
+            cap = re.search(r"<figcaption>(.*?)</figcaption>", fig, flags=re.S)
+            assert cap and len(cap.group(1).strip()) > 20, f"{md}: a figure without a real caption"
+        assert text.count("Plotly.newPlot") == len(figures), f"{md}: a plot outside a captioned figure"
+
+
+def test_no_broken_internal_links(built_site):
+    cfg = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=yaml.BaseLoader)
+    prefix = "/" + cfg["site_url"].split("://", 1)[-1].split("/", 1)[-1].strip("/")
+    broken = []
+    for page in built_site.rglob("*.html"):
+        for href in re.findall(r'(?:href|src)="([^"#?]+)', page.read_text()):
+            if re.match(r"^[a-z]+:", href) or href.startswith("//"):
+                continue
+            if href.startswith("/"):  # 404.html links absolutely, under site_url's path
+                href = str(built_site) + "/" + href[len(prefix):].lstrip("/") if href.startswith(prefix) else href
+                target = Path(href)
+            else:
+                target = (page.parent / href).resolve()
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.exists():
+                broken.append(f"{page.relative_to(built_site)} -> {href}")
+    assert broken == []

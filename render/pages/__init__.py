@@ -14,6 +14,7 @@ PAGES = {
     "bytes": "render.pages.byte_arithmetic:ByteArithmeticPage",
     "profile": "render.pages.profile:ProfilePage",
     "decode": "render.pages.decode:DecodePage",
+    "reproduce": "render.pages.reproduce:ReproducePage",
 }
 
 

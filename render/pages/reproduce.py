@@ -1,0 +1,43 @@
+"""Reproduce: the exact commands behind the narrated run and what each phase cost."""
+from __future__ import annotations
+
+import pandas as pd
+
+from .. import fmt
+from ..tables import table_html
+from .base import Page
+
+
+class ReproducePage(Page):
+    slug = "reproduce"
+    phase = "env"
+
+    def commands(self) -> str:
+        m = self.run.manifest
+        commit = m.git_commit or "<commit unknown: the collecting tree had no git metadata>"
+        lines = [
+            "git clone <this repository> && cd <it>",
+            f"git checkout {commit}",
+            f"{m.command}   # as recorded; `make collect PROFILE={m.profile} RUN_ID={self.run.id}` is equivalent",
+            f"REPORT_RUN={self.run.id} make serve",
+        ]
+        return "```bash\n" + "\n".join(lines) + "\n```\n"
+
+    def phase_table(self) -> str:
+        recs = self.run.manifest.phases
+        if not recs:
+            return "_No phase records in this run._"
+        df = pd.DataFrame([{"name": r.name, "status": r.status, "profile": r.profile or "", "file": r.file or "",
+                            "rows": r.rows, "duration_s": r.duration_s,
+                            "error": (r.error or "").splitlines()[0][:160] if r.error else ""} for r in recs])
+        return table_html(df, {"name": "Phase", "status": "Status", "profile": "Profile", "file": "File",
+                               "rows": "Rows", "duration_s": "Wall time (s)", "error": "Error"},
+                          {"duration_s": lambda v: fmt.num(v), "rows": lambda v: "" if v is None or pd.isna(v) else str(int(v))})
+
+    def total_time(self) -> str:
+        ds = [r.duration_s for r in self.run.manifest.phases if r.duration_s is not None]
+        return fmt.num(sum(ds)) + " s" if ds else "n/a"
+
+    def flags(self) -> str:
+        f = self.run.manifest.profiler_flags
+        return f"`ncu {' '.join(f)}`" if f else "not recorded (the profile phase did not run)"
