@@ -102,6 +102,17 @@ def run_dirs(data_dir: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
+def load_references(data_dir: Path) -> list[Run]:
+    """Published figures in data/reference/<id>/, validated like runs; they must say they are published."""
+    root = Path(data_dir) / "reference"
+    refs = [load_run(d) for d in sorted(root.iterdir()) if d.is_dir()] if root.is_dir() else []
+    for r in refs:
+        if r.manifest.origin != "published" or not r.manifest.citation:
+            raise DataError(f"{r.path / 'manifest.json'}: field origin: value {r.manifest.origin!r}: data/reference/ "
+                            "holds published figures only; set origin to 'published' and give a citation.")
+    return refs
+
+
 def load_runs(data_dir: Path) -> list[Run]:
     """Every run under data/runs, oldest first by creation time; none at all is an error."""
     dirs = run_dirs(data_dir)

@@ -118,3 +118,6 @@ class Manifest:
     profiler_flags: list[str] = doc("Nsight Compute flags used by the profile phase.", default_factory=list)
     phases: list[PhaseRecord] = doc("Status of each phase.", default_factory=list)
     notes: list[str] = doc("Anything the collector wants the reader to know.", default_factory=list)
+    origin: str = doc("'measured' by `python -m collect`, or 'published': figures transcribed from a write-up "
+                      "(data/reference/), not re-measured here.", "measured")
+    citation: str | None = doc("For published figures: the write-up they were transcribed from.", None)
