@@ -1,0 +1,592 @@
+"""Phase profile: Nsight Compute counters for every implementation, and the register-cap experiment.
+
+One `ncu` process profiles every case: collect/ncu_target.py warms each case up with the profiler
+off, then runs one call between cudaProfilerStart/Stop inside an NVTX range "case=<id>".
+`--profile-from-start off` keeps warm-up and autotuning out of the profile; the NVTX range (read
+back from the raw CSV) says which case each kernel belongs to. Clocks are left alone
+(`--clock-control none`): ncu's default locks them to base, which inflates durations.
+
+The register-cap experiment runs the Triton kernel's autotuned tile config with and without
+`maxnreg`, profiles each (registers, occupancy) and times each outside the profiler.
+
+Standalone, for the GPU fixture: `python -m collect.profile --tiny --keep DIR` runs the same ncu
+command on a tiny case set and keeps every raw file in DIR.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import ncu_parse
+from .ncu_parse import KernelRecord, NcuFailure
+from .occupancy import SmLimits, blocks_by_registers, limits_from_device, register_cap_for_blocks
+from .schema import SCHEMA_VERSION
+from .schema.profile import ImplRow, KernelRow, ProfileFile, RegCapRow, StallRow
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+NCU_TIMEOUT_S = 240  # a hung profile must not eat the whole collect budget (typical run: under a minute)
+SECTIONS = ["LaunchStats", "Occupancy", "WarpStateStats"]
+
+# Requested on every GPU: these exist from Turing (sm_75) on.
+CORE_METRICS = [
+    "gpu__time_duration.sum",
+    "sm__cycles_elapsed.avg.per_second",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "lts__t_bytes.sum",
+    "lts__t_sector_hit_rate.pct",
+    "l1tex__t_bytes.sum",
+    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum",
+]
+# Tensor-pipe instructions: the generic counter, else HMMA (mma.sync) / GMMA (wgmma, Hopper).
+TENSOR_INST_METRICS = ["sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_gmma.sum"]
+TENSOR_INST_FALLBACK = "sm__inst_executed_pipe_tensor.sum"
+# Tensor-core operation counters per instruction family and input type (dense only). Disjoint, so
+# they add up; which ones exist depends on the GPU.
+TENSOR_FLOP_METRICS = [
+    "sm__ops_path_tensor_op_hmma_src_fp16_dst_fp16_sparsity_off.sum",
+    "sm__ops_path_tensor_op_hmma_src_fp16_dst_fp32_sparsity_off.sum",
+    "sm__ops_path_tensor_op_hmma_src_bf16_dst_fp32_sparsity_off.sum",
+    "sm__ops_path_tensor_op_hgmma_src_fp16_sparsity_off.sum",
+    "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off.sum",
+]
+# One counted tensor "op" is one FLOP: on the H200 fixture the Triton and cuDNN kernels count exactly
+# 4·B·H·N²·d (tests/fixtures/ncu/).
+TENSOR_FLOPS_PER_OP = 1.0
+SHARED_BYTES_METRICS = ["sm__sass_data_bytes_mem_shared.sum"]
+LOCAL_BYTES_METRICS = ["l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"]
+OPTIONAL_METRICS = [TENSOR_INST_FALLBACK, *TENSOR_INST_METRICS, *TENSOR_FLOP_METRICS, *SHARED_BYTES_METRICS,
+                    *LOCAL_BYTES_METRICS]
+
+IMPLS = ["naive", "sdpa", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "sdpa-math", "triton"]
+HEADLINE = dict(batch=2, heads=8, seq_len=2048, head_dim=64, dtype="float16", causal=False)
+LARGE_D128 = dict(batch=2, heads=8, seq_len=4096, head_dim=128, dtype="float16", causal=False)
+TINY = dict(batch=1, heads=2, seq_len=256, head_dim=64, dtype="float16", causal=False)
+
+
+# ------------------------------------------------------------------------------------------------
+# Finding and asking ncu
+# ------------------------------------------------------------------------------------------------
+
+
+def find_ncu() -> str | None:
+    """ncu on PATH, else $NCU, else the usual install folders (newest version first)."""
+    for cand in (os.environ.get("NCU"), shutil.which("ncu")):
+        if cand and os.access(cand, os.X_OK):
+            return cand
+    found = sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"), reverse=True) + ["/usr/local/cuda/bin/ncu"]
+    return next((c for c in found if os.access(c, os.X_OK)), None)
+
+
+NCU_MISSING = ("Nsight Compute (`ncu`) is not installed or not on PATH. Install it with the CUDA toolkit "
+               "(or the standalone Nsight Compute package), then put its folder on PATH, e.g. "
+               "`export PATH=/usr/local/cuda/bin:$PATH`, or point $NCU at the binary.")
+
+
+def ncu_version(ncu: str) -> str | None:
+    try:
+        out = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"Version\s+(\S+)", out)
+    return m.group(1) if m else (out.strip().splitlines() or [None])[-1]
+
+
+def available_metrics(ncu: str) -> set[str] | None:
+    """Base metric names this GPU has, or None when ncu cannot say (then ask for all and retry)."""
+    try:
+        out = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    names = ncu_parse.parse_query_metrics(out.stdout)
+    return names if len(names) > 50 else None
+
+
+def choose_metrics(available: set[str] | None) -> list[str]:
+    """Core metrics always; optional ones only where the GPU lists them (all of them if it cannot say)."""
+    if available is None:
+        return CORE_METRICS + OPTIONAL_METRICS
+    return CORE_METRICS + [m for m in OPTIONAL_METRICS if ncu_parse.base_name(m) in available]
+
+
+def ncu_flags(metrics: list[str]) -> list[str]:
+    """Every ncu option the phase uses; the manifest records exactly these."""
+    flags = [
+        "--clock-control", "none",          # never touch the clocks (the default locks them to base)
+        "--profile-from-start", "off",      # only between cudaProfilerStart/Stop: no warm-up, no autotuning
+        "--nvtx",                           # record NVTX ranges: each kernel is tagged "case=<id>"
+        "--target-processes", "application-only",
+        "--replay-mode", "kernel",
+        "--cache-control", "all",           # flush caches before each replay pass: every pass starts cold
+    ]
+    for s in SECTIONS:
+        flags += ["--section", s]
+    return flags + ["--metrics", ",".join(metrics)]
+
+
+def target_command(spec: Path, result: Path) -> list[str]:
+    return [sys.executable, "-m", "collect.ncu_target", str(spec), str(result)]
+
+
+def subprocess_env() -> dict[str, str]:
+    """The target imports kernels/ and collect/ from the repository root whatever the caller's cwd."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+def run_tool(cmd: list[str], log: Path | None, timeout: float) -> tuple[int, str]:
+    """Run a command; stdout+stderr as one text (also written to `log`)."""
+    try:
+        proc = subprocess.run(cmd, cwd=REPO_ROOT, env=subprocess_env(), capture_output=True, text=True,
+                              timeout=timeout)
+        rc, text = proc.returncode, proc.stdout + ("\n" + proc.stderr if proc.stderr else "")
+    except subprocess.TimeoutExpired as exc:
+        def _s(x):
+            return x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
+        rc, text = 124, _s(exc.stdout) + _s(exc.stderr) + f"\n==ERROR== timed out after {timeout:.0f} s\n"
+    if log is not None:
+        log.write_text(text, encoding="utf-8")
+    return rc, text
+
+
+# ------------------------------------------------------------------------------------------------
+# Cases
+# ------------------------------------------------------------------------------------------------
+
+
+def shape_tag(shape: dict) -> str:
+    return f"b{shape['batch']}h{shape['heads']}n{shape['seq_len']}d{shape['head_dim']}"
+
+
+def config_tag(cfg: dict) -> str:
+    cap = cfg.get("maxnreg")
+    return (f"{cfg['BLOCK_M']}x{cfg['BLOCK_N']}w{cfg['num_warps']}s{cfg['num_stages']}"
+            f"-r{cap if cap is not None else 'none'}")
+
+
+def config_text(cfg: dict | None) -> str | None:
+    if not cfg:
+        return None
+    cap = cfg.get("maxnreg")
+    return (f"BLOCK_M={cfg['BLOCK_M']} BLOCK_N={cfg['BLOCK_N']} warps={cfg['num_warps']} "
+            f"stages={cfg['num_stages']} maxnreg={cap if cap is not None else 'none'}")
+
+
+def make_case(group: str, impl: str, shape: dict, config: dict | None = None) -> dict:
+    cid = f"{group}-{shape_tag(shape)}-{impl}" + (f"-{config_tag(config)}" if group == "regcap" and config else "")
+    return dict(id=cid, group=group, impl=impl, config=config, **shape)
+
+
+def register_caps(lim: SmLimits | None, num_warps: int, regs_now: int | None, n: int = 2) -> list[int]:
+    """The largest caps below the kernel's own register count that let one, then two, more blocks
+    per SM fit by registers: each cap is the most registers per thread that still fits that many."""
+    if lim is None or regs_now is None:
+        return []
+    threads = num_warps * lim.warp_size
+    caps: list[int] = []
+    most = min(lim.max_blocks_per_sm, lim.max_warps_per_sm // num_warps)  # more blocks would not fit anyway
+    for blocks in range(blocks_by_registers(lim, threads, regs_now) + 1, most + 1):
+        cap = register_cap_for_blocks(lim, threads, blocks)
+        if cap is None or cap < 32:  # below this the kernel is mostly spill traffic
+            break
+        if cap < regs_now and cap not in caps:
+            caps.append(cap)
+        if len(caps) == n:
+            break
+    return caps
+
+
+def regcap_bases(best: dict | None, quick: bool) -> list[dict]:
+    """Uncapped tile configs of the experiment: the autotuned one, and in the full profile also the
+    first candidate with another warp count."""
+    if not best:
+        return []
+    bases = [{k: best[k] for k in ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages")}]
+    if not quick:
+        try:
+            import torch
+
+            from kernels.attention import _CONFIGS_BY_ARCH, arch_of
+
+            table = _CONFIGS_BY_ARCH.get(arch_of(torch.cuda.get_device_capability()), [])
+            alt = next((c for c in table if c[2] != best["num_warps"]), None)
+        except Exception:  # the table moved: the experiment runs on the autotuned config alone
+            alt = None
+        if alt is not None:
+            bases.append(dict(BLOCK_M=alt[0], BLOCK_N=alt[1], num_warps=alt[2], num_stages=alt[3]))
+    return [dict(b, maxnreg=None) for b in bases]
+
+
+def capped_configs(bases: list[dict], regs: dict[str, int | None], lim: SmLimits | None) -> list[dict]:
+    """Each base config with the caps its measured register count suggests (`regs` by config_tag)."""
+    out = []
+    for b in bases:
+        out += [dict(b, maxnreg=cap) for cap in register_caps(lim, b["num_warps"], regs.get(config_tag(b)))]
+    return out
+
+
+def main_cases(quick: bool, tiny: bool = False) -> list[dict]:
+    if tiny:
+        return [make_case("main", i, TINY) for i in ("naive", "sdpa", "triton")]
+    cases = [make_case("main", i, HEADLINE) for i in IMPLS]
+    big_impls = ["naive", "sdpa", "triton"] if quick else IMPLS
+    return cases + [make_case("main", i, LARGE_D128) for i in big_impls]
+
+
+# ------------------------------------------------------------------------------------------------
+# From ncu output to rows
+# ------------------------------------------------------------------------------------------------
+
+
+def _sum(rec: KernelRecord, names: list[str], weights: list[float] | None = None) -> float | None:
+    vals = [(rec.metrics.get(n), w) for n, w in zip(names, weights or [1.0] * len(names))]
+    vals = [(v, w) for v, w in vals if v is not None]
+    return sum(v * w for v, w in vals) if vals else None
+
+
+def _int(x: float | None) -> int | None:
+    return None if x is None else int(round(x))
+
+
+def kernel_row(case: dict, launch: int, rec: KernelRecord, passes: int | None) -> KernelRow:
+    g = rec.get
+    dur_s = g("gpu__time_duration.sum")
+    clock = g("sm__cycles_elapsed.avg.per_second")
+    smem_static, smem_dyn = g("launch__shared_mem_per_block_static"), g("launch__shared_mem_per_block_dynamic")
+    # On Hopper the generic, HMMA and GMMA counters all report the same instructions: never add them.
+    tensor_inst = g(TENSOR_INST_FALLBACK)
+    if tensor_inst is None:
+        per_op = [v for v in (g(m) for m in TENSOR_INST_METRICS) if v is not None]
+        tensor_inst = max(per_op) if per_op else None
+    tensor_ops = _sum(rec, TENSOR_FLOP_METRICS)
+    p = "smsp__sass_thread_inst_executed_op_"
+    return KernelRow(
+        case_id=case["id"], impl=case["impl"], launch=launch, ncu_id=rec.ncu_id, kernel_name=rec.name,
+        block_size=_int(g("launch__block_size")) or ncu_parse.block_dims(rec.columns.get("Block Size")),
+        grid_size=_int(g("launch__grid_size")) or ncu_parse.block_dims(rec.columns.get("Grid Size")),
+        duration_ms=None if dur_s is None else dur_s * 1e3,
+        sm_clock_mhz=None if clock is None else clock / 1e6,
+        dram_read_bytes=g("dram__bytes_read.sum"), dram_write_bytes=g("dram__bytes_write.sum"),
+        l2_bytes=g("lts__t_bytes.sum"), l2_hit_rate_pct=g("lts__t_sector_hit_rate.pct"),
+        l1_bytes=g("l1tex__t_bytes.sum"), shared_bytes=_sum(rec, SHARED_BYTES_METRICS),
+        local_bytes=_sum(rec, LOCAL_BYTES_METRICS),
+        flops_fp32=_sum(rec, [p + "fadd_pred_on.sum", p + "fmul_pred_on.sum", p + "ffma_pred_on.sum"], [1, 1, 2]),
+        flops_fp16=_sum(rec, [p + "hadd_pred_on.sum", p + "hmul_pred_on.sum", p + "hfma_pred_on.sum"], [2, 2, 4]),
+        flops_tensor=None if tensor_ops is None else tensor_ops * TENSOR_FLOPS_PER_OP,
+        tensor_inst=tensor_inst,
+        achieved_occupancy_pct=g("sm__warps_active.avg.pct_of_peak_sustained_active"),
+        theoretical_occupancy_pct=g("sm__maximum_warps_per_active_cycle_pct"),
+        block_limit_registers=_int(g("launch__occupancy_limit_registers")),
+        block_limit_smem=_int(g("launch__occupancy_limit_shared_mem")),
+        block_limit_warps=_int(g("launch__occupancy_limit_warps")),
+        block_limit_blocks=_int(g("launch__occupancy_limit_blocks")),
+        registers_per_thread=_int(g("launch__registers_per_thread")),
+        smem_per_block_bytes=None if smem_static is None and smem_dyn is None else _int((smem_static or 0) + (smem_dyn or 0)),
+        smem_driver_bytes=_int(g("launch__shared_mem_per_block_driver")),
+        smem_config_bytes=_int(g("launch__shared_mem_config_size")),
+        waves_per_sm=g("launch__waves_per_multiprocessor"),
+        replay_passes=_int(g("profiler__replayer_passes")) or passes,
+    )
+
+
+def flops_model(case: dict) -> float:
+    f = 4.0 * case["batch"] * case["heads"] * case["seq_len"] ** 2 * case["head_dim"]
+    return f / 2 if case["causal"] else f
+
+
+def _total(rows: list[KernelRow], field: str) -> float | None:
+    vals = [getattr(r, field) for r in rows]
+    return None if not vals or any(v is None for v in vals) else float(sum(vals))
+
+
+def impl_row(case: dict, result: dict | None, kernels: list[KernelRow], counted_tensor: bool) -> ImplRow:
+    status, reason = "ok", None
+    if result is None:
+        status, reason = "error", "the target never reached this case (it crashed or timed out earlier)"
+    elif result.get("status") != "ok":
+        status, reason = result.get("status", "error"), result.get("reason")
+    elif not kernels:
+        status, reason = "error", ("no kernel matched the profiling range for this case: the call launched "
+                                   "nothing between cudaProfilerStart and cudaProfilerStop")
+    cfg = (result or {}).get("config") or case.get("config")
+    flops = None
+    if kernels and counted_tensor:
+        parts = [_total(kernels, "flops_fp32"), _total(kernels, "flops_fp16"), _total(kernels, "flops_tensor")]
+        flops = None if any(x is None for x in parts) else sum(parts)
+    return ImplRow(
+        case_id=case["id"], group=case["group"], impl=case["impl"], batch=case["batch"], heads=case["heads"],
+        seq_len=case["seq_len"], head_dim=case["head_dim"], dtype=case["dtype"], causal=case["causal"],
+        status=status, reason=reason, config=config_text(cfg) if case["impl"] == "triton" else None,
+        kernels=len(kernels), duration_ms=_total(kernels, "duration_ms"),
+        dram_read_bytes=_total(kernels, "dram_read_bytes"), dram_write_bytes=_total(kernels, "dram_write_bytes"),
+        l2_bytes=_total(kernels, "l2_bytes"), l1_bytes=_total(kernels, "l1_bytes"),
+        flops_counted=flops, flops_tensor=_total(kernels, "flops_tensor") if counted_tensor else None,
+        tensor_inst=_total(kernels, "tensor_inst"), flops_model=flops_model(case),
+    )
+
+
+def assemble(cases: list[dict], results: list[dict], csv_text: str, console: str,
+             profile: ProfileFile) -> ProfileFile:
+    """Fill `profile` with kernel, stall and implementation rows from ncu's CSV and console output."""
+    records = ncu_parse.parse_raw_csv(csv_text)
+    if records and all(r.case_id is None for r in records):
+        raise NcuFailure("error", "the kernels in the report carry no NVTX range, so they cannot be attributed to "
+                         "implementations; was ncu run with --nvtx?")
+    passes = ncu_parse.parse_passes(console)
+    pass_of = {i: n for i, (_, n) in enumerate(passes)} if len(passes) == len(records) else {}
+    by_id = {r.get("id"): r for r in results}
+    counted_tensor = any(r.get(*TENSOR_FLOP_METRICS) is not None for r in records)
+    profile.flops_source = "counters" if counted_tensor else "analytical"
+    order = sorted(range(len(records)), key=lambda i: records[i].ncu_id)
+    for case in cases:
+        mine = [i for i in order if records[i].case_id == case["id"]]
+        rows = [kernel_row(case, n, records[i], pass_of.get(i)) for n, i in enumerate(mine)]
+        profile.kernels += rows
+        for n, i in enumerate(mine):
+            for reason, value in sorted(ncu_parse.stall_reasons(records[i]).items()):
+                profile.stalls.append(StallRow(case_id=case["id"], launch=n, reason=reason, warps_per_issue=value))
+        profile.impls.append(impl_row(case, by_id.get(case["id"]), rows, counted_tensor))
+    return profile
+
+
+# ------------------------------------------------------------------------------------------------
+# The register-cap experiment: latency outside the profiler
+# ------------------------------------------------------------------------------------------------
+
+
+def autotuned_config(shape: dict) -> dict | None:
+    """The config the Triton autotuner picks at `shape` (times every candidate once: warm-up)."""
+    import torch
+
+    from kernels import attention
+
+    q, k, v = (torch.randn(shape["batch"], shape["heads"], shape["seq_len"], shape["head_dim"], device="cuda",
+                           dtype=getattr(torch, shape["dtype"])) for _ in range(3))
+    attention.flash_attention(q, k, v, causal=shape["causal"])
+    torch.cuda.synchronize()
+    cfg = attention.kernel_config_of_last_call()
+    return None if cfg is None else {k: cfg[k] for k in ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages")}
+
+
+def time_config(shape: dict, config: dict):
+    """do_bench latency of the Triton kernel with a fixed config (warm-up compiles it first)."""
+    import torch
+
+    from kernels import attention
+
+    from .timing import bench_gpu
+
+    q, k, v = (torch.randn(shape["batch"], shape["heads"], shape["seq_len"], shape["head_dim"], device="cuda",
+                           dtype=getattr(torch, shape["dtype"])) for _ in range(3))
+    fn = lambda: attention.flash_attention(q, k, v, causal=shape["causal"], config=config)  # noqa: E731
+    fn()
+    torch.cuda.synchronize()
+    return bench_gpu(fn)
+
+
+def regcap_rows(cases: list[dict], profile: ProfileFile, latencies: dict[str, object],
+                errors: dict[str, str], best: dict | None) -> list[RegCapRow]:
+    impl_by = {r.case_id: r for r in profile.impls}
+    out = []
+    for case in cases:
+        cfg = case["config"]
+        row = impl_by.get(case["id"])
+        kern = [k for k in profile.kernels if k.case_id == case["id"]]
+        k = max(kern, key=lambda r: r.duration_ms or 0.0) if kern else None  # the attention kernel itself
+        status, reason = (row.status, row.reason) if row else ("error", "not profiled")
+        t = latencies.get(case["id"])
+        if case["id"] in errors and status == "ok":
+            status, reason = "error", f"timing failed: {errors[case['id']]}"
+        out.append(RegCapRow(
+            case_id=case["id"], block_m=cfg["BLOCK_M"], block_n=cfg["BLOCK_N"], num_warps=cfg["num_warps"],
+            num_stages=cfg["num_stages"], maxnreg=cfg.get("maxnreg"),
+            autotuned=bool(best) and all(cfg[x] == best[x] for x in ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages")),
+            status=status, reason=reason,
+            registers_per_thread=k.registers_per_thread if k else None,
+            theoretical_occupancy_pct=k.theoretical_occupancy_pct if k else None,
+            achieved_occupancy_pct=k.achieved_occupancy_pct if k else None,
+            block_limit_registers=k.block_limit_registers if k else None,
+            block_limit_smem=k.block_limit_smem if k else None,
+            local_bytes=k.local_bytes if k else None,
+            latency_ms_median=getattr(t, "median_ms", None), latency_ms_p10=getattr(t, "p10_ms", None),
+            latency_ms_p90=getattr(t, "p90_ms", None),
+        ))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# The whole profile
+# ------------------------------------------------------------------------------------------------
+
+
+def profile_cases(cases: list[dict], workdir: Path, run_id: str, ncu: str | None = None,
+                  on_flags=None, extra_flags: list[str] | None = None,
+                  metrics: list[str] | None = None) -> ProfileFile:
+    """Run ncu once over `cases` and return the filled ProfileFile; never raises for ncu trouble:
+    the file's status and reason say what went wrong."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    pf = ProfileFile(schema_version=SCHEMA_VERSION, run_id=run_id, status="ok")
+    ncu = ncu or find_ncu()
+    if ncu is None:
+        pf.status, pf.reason = "unsupported", NCU_MISSING
+        return _mark_all(pf, cases, "unsupported", NCU_MISSING)
+    pf.ncu_version = ncu_version(ncu)
+    metrics = list(metrics) if metrics is not None else choose_metrics(available_metrics(ncu))
+    spec, result, report = workdir / "cases.json", workdir / "target_result.json", workdir / "profile"
+    spec.write_text(json.dumps({"cases": cases}, indent=1), encoding="utf-8")
+    result.unlink(missing_ok=True)
+    Path(str(report) + ".ncu-rep").unlink(missing_ok=True)  # a stale report must never pass for this run's
+    t0 = time.perf_counter()
+    for attempt in range(3):
+        flags = ncu_flags(metrics) + list(extra_flags or [])
+        cmd = [ncu, *flags, "--export", str(report), "--force-overwrite", *target_command(spec, result)]
+        pf.ncu_command = [Path(cmd[0]).name, *flags, "--export", "profile", "--force-overwrite",
+                          "python", "-m", "collect.ncu_target", "cases.json", "target_result.json"]
+        if on_flags is not None:
+            on_flags(flags)
+        rc, console = run_tool(cmd, workdir / "ncu_console.txt", NCU_TIMEOUT_S)
+        missing = ncu_parse.missing_metrics(console)
+        if missing and attempt < 2:  # this GPU lacks an optional metric: drop it and run again
+            pf.metrics_missing = sorted(set(pf.metrics_missing) | set(missing))
+            metrics = [m for m in metrics if m not in missing and ncu_parse.base_name(m) not in missing]
+            continue
+        break
+    pf.wall_s = round(time.perf_counter() - t0, 2)
+    results = json.loads(result.read_text(encoding="utf-8"))["cases"] if result.exists() else []
+    try:
+        ncu_parse.check_console(console, rc, report_exists=Path(str(report) + ".ncu-rep").exists())
+        rc2, csv_text = run_tool([ncu, "--import", str(report) + ".ncu-rep", "--page", "raw", "--csv",
+                                  "--print-units", "base"], None, 300)
+        (workdir / "raw.csv").write_text(csv_text, encoding="utf-8")
+        if rc2 != 0:
+            raise NcuFailure("error", f"`ncu --import` failed (status {rc2}): {csv_text.strip()[-300:]}")
+        assemble(cases, results, csv_text, console, pf)
+        trouble = ncu_parse.error_lines(console)
+        if trouble or rc != 0:  # a report exists, so keep it, and say what else went wrong
+            pf.reason = (f"ncu exited with status {rc}" + (f": {trouble[0][:300]}" if trouble else "")
+                         + "; cases without kernels are marked below.")
+    except NcuFailure as exc:
+        pf.status, pf.reason = exc.status, exc.reason
+        return _mark_all(pf, cases, exc.status, exc.reason, results)
+    return pf
+
+
+def _mark_all(pf: ProfileFile, cases: list[dict], status: str, reason: str, results=()) -> ProfileFile:
+    """No profile at all: every case keeps its row with the reason (a case that failed on its own keeps its own)."""
+    by_id = {r.get("id"): r for r in results}
+    for case in cases:
+        own = by_id.get(case["id"])
+        row = impl_row(case, own if own and own.get("status") != "ok" else {"status": status, "reason": reason},
+                       [], False)
+        pf.impls.append(row)
+    return pf
+
+
+def _merge(into: ProfileFile, other: ProfileFile, what: str) -> None:
+    """Append a second ncu run's rows; its failure becomes a note, its rows keep their reasons."""
+    into.impls += other.impls
+    into.kernels += other.kernels
+    into.stalls += other.stalls
+    into.metrics_missing = sorted(set(into.metrics_missing) | set(other.metrics_missing))
+    into.wall_s = round((into.wall_s or 0) + (other.wall_s or 0), 2)
+    if other.status != "ok" and other.reason:
+        into.reason = (into.reason + "; " if into.reason else "") + f"{what}: {other.reason}"
+
+
+def run(ctx) -> ProfileFile:
+    """Phase entry point (see collect/runner.py).
+
+    Two ncu runs: the implementations plus the uncapped Triton configs, then the capped configs,
+    whose caps follow from the registers the first run measured."""
+    import torch
+
+    lim = limits_from_device(ctx.manifest.device)
+    workdir = Path(ctx.out_dir) / "ncu"
+    best, best_error = None, None
+    try:
+        best = autotuned_config(HEADLINE)
+    except Exception as exc:  # noqa: BLE001 - the experiment then reports why it has no rows
+        best_error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+    cases = main_cases(ctx.quick)
+    if best is not None:  # the same config in every process: the profiled process does not re-tune
+        next(c for c in cases if c["impl"] == "triton" and c["head_dim"] == HEADLINE["head_dim"])["config"] = \
+            dict(best, maxnreg=None)
+    bases = [make_case("regcap", "triton", HEADLINE, cfg) for cfg in regcap_bases(best, ctx.quick)]
+    torch.cuda.empty_cache()
+    ncu = find_ncu()
+    metrics = choose_metrics(available_metrics(ncu)) if ncu else None
+    pf = profile_cases(cases + bases, workdir, ctx.run_id, ncu=ncu, on_flags=ctx.record_profiler_flags,
+                       metrics=metrics)
+    ctx.checkpoint(pf)
+
+    regs = {}
+    for case in bases:
+        k = [r for r in pf.kernels if r.case_id == case["id"]]
+        regs[config_tag(case["config"])] = k[0].registers_per_thread if k else None
+    capped = [make_case("regcap", "triton", HEADLINE, cfg)
+              for cfg in capped_configs([c["config"] for c in bases], regs, lim)]
+    if capped and pf.status == "ok":
+        _merge(pf, profile_cases(capped, workdir / "regcap", ctx.run_id, ncu=ncu, metrics=metrics),
+               "register-capped run")
+        ctx.checkpoint(pf)
+    elif capped:
+        _mark_all(pf, capped, pf.status, pf.reason or "not profiled")
+
+    reg_cases = bases + capped
+    latencies, errors = {}, {}
+    for case in ctx.progress(reg_cases, total=len(reg_cases), desc="profile: register caps"):
+        try:
+            latencies[case["id"]] = time_config(HEADLINE, case["config"])
+        except Exception as exc:  # noqa: BLE001 - a cap that does not compile is a result
+            errors[case["id"]] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+            from .timing import free_cuda_memory
+
+            free_cuda_memory()
+    pf.regcap = regcap_rows(reg_cases, pf, latencies, errors, best)
+    if best is None and best_error:
+        pf.reason = (pf.reason + "; " if pf.reason else "") + f"register-cap experiment skipped: autotuning failed ({best_error})"
+    return pf
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m collect.profile",
+                                 description="Run the profile phase's ncu command outside a collect run.")
+    ap.add_argument("--tiny", action="store_true", help="naive, sdpa and triton at B=1 H=2 N=256 d=64 (the test fixture)")
+    ap.add_argument("--keep", type=Path, required=True, help="folder for the raw ncu files and profile.json")
+    ap.add_argument("--headline", action="store_true", help="the phase's main cases (quick profile) instead")
+    ap.add_argument("--only", help="comma-separated implementations to keep, e.g. naive,triton")
+    ap.add_argument("--extra-flag", action="append", default=[], help="extra ncu option (repeatable), "
+                    "e.g. --extra-flag=--kernel-name --extra-flag=regex:^nothing$ to exercise the no-match path")
+    a = ap.parse_args(argv)
+    cases = main_cases(quick=True, tiny=not a.headline)
+    if a.only:
+        keep = a.only.split(",")
+        cases = [c for c in cases if c["impl"] in keep]
+    for c in cases:  # pinned: a fixture must not depend on autotuning
+        if c["impl"] == "triton":
+            c["config"] = (dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=3, maxnreg=None) if a.headline
+                           else dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2, maxnreg=None))
+    pf = profile_cases(cases, a.keep, "fixture", extra_flags=a.extra_flag)
+    from .jsonio import write_json_atomic
+
+    write_json_atomic(a.keep / "profile.json", pf)
+    print(f"profile: status {pf.status}; {len(pf.kernels)} kernels; {pf.reason or ''}", file=sys.stderr)
+    return 0 if pf.status == "ok" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

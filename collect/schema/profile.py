@@ -1,0 +1,132 @@
+"""profile.json: Nsight Compute counters per kernel launch, summed per implementation, plus the
+register-cap experiment on the Triton kernel."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .common import doc, strict
+
+
+@strict
+@dataclass
+class KernelRow:
+    """One kernel launch as Nsight Compute measured it (one replay-averaged profile)."""
+
+    case_id: str = doc("The profiled case this launch belongs to, e.g. 'main-d64-naive'.")
+    impl: str = doc("Implementation: naive, triton, sdpa, sdpa-flash, sdpa-cudnn, sdpa-efficient, sdpa-math.")
+    launch: int = doc("Position of this launch within its case (0 = first kernel the call launched).")
+    ncu_id: int = doc("Nsight Compute's running kernel ID in the report.")
+    kernel_name: str = doc("Demangled kernel name as Nsight Compute printed it; untrusted text (escape it).")
+    block_size: int | None = doc("Threads per block.", None)
+    grid_size: int | None = doc("Blocks in the grid.", None)
+    duration_ms: float | None = doc("gpu__time_duration.sum, with clocks left as they were (--clock-control none).", None)
+    sm_clock_mhz: float | None = doc("Average SM clock while the kernel ran (sm__cycles_elapsed.avg.per_second).", None)
+    dram_read_bytes: float | None = doc("dram__bytes_read.sum.", None)
+    dram_write_bytes: float | None = doc("dram__bytes_write.sum.", None)
+    l2_bytes: float | None = doc("lts__t_bytes.sum: all traffic through the L2 slices.", None)
+    l2_hit_rate_pct: float | None = doc("lts__t_sector_hit_rate.pct.", None)
+    l1_bytes: float | None = doc("l1tex__t_bytes.sum: global and local traffic through L1/TEX (not shared memory).", None)
+    shared_bytes: float | None = doc("Shared-memory data bytes (sm__sass_data_bytes_mem_shared.sum) where the GPU has the counter.", None)
+    local_bytes: float | None = doc("Local-memory (register spill) bytes through L1, loads plus stores.", None)
+    flops_fp32: float | None = doc("fp32 FLOPs from SASS counters: fadd + fmul + 2 x ffma (per thread).", None)
+    flops_fp16: float | None = doc("fp16 FLOPs from SASS counters, 2 per HADD2/HMUL2 and 4 per HFMA2 (packed pairs).", None)
+    flops_tensor: float | None = doc("Tensor-core FLOPs from the sm__ops_path_tensor counters; null where the GPU lacks them.", None)
+    tensor_inst: float | None = doc("Warp instructions executed on the tensor pipe (HMMA + GMMA); 0 means tensor cores did not run.", None)
+    achieved_occupancy_pct: float | None = doc("sm__warps_active.avg.pct_of_peak_sustained_active.", None)
+    theoretical_occupancy_pct: float | None = doc("sm__maximum_warps_per_active_cycle_pct.", None)
+    block_limit_registers: int | None = doc("Blocks per SM the register file allows (launch__occupancy_limit_registers).", None)
+    block_limit_smem: int | None = doc("Blocks per SM shared memory allows (launch__occupancy_limit_shared_mem).", None)
+    block_limit_warps: int | None = doc("Blocks per SM the warp slots allow (launch__occupancy_limit_warps).", None)
+    block_limit_blocks: int | None = doc("Blocks per SM the hardware block limit allows (launch__occupancy_limit_blocks).", None)
+    registers_per_thread: int | None = doc("launch__registers_per_thread.", None)
+    smem_per_block_bytes: int | None = doc("Static + dynamic shared memory per block (the driver's reserve excluded).", None)
+    smem_driver_bytes: int | None = doc("Shared memory the driver reserves per block (launch__shared_mem_per_block_driver).", None)
+    smem_config_bytes: int | None = doc("Shared-memory carveout the driver chose for the launch (launch__shared_mem_config_size).", None)
+    waves_per_sm: float | None = doc("launch__waves_per_multiprocessor.", None)
+    replay_passes: int | None = doc("Replay passes Nsight Compute needed for this launch.", None)
+
+
+@strict
+@dataclass
+class ImplRow:
+    """One profiled call of one implementation at one shape: its launches summed."""
+
+    case_id: str = doc("Case id; joins KernelRow.case_id.")
+    group: str = doc("'main' (implementations compared) or 'regcap' (register-cap experiment).")
+    impl: str = doc("Implementation name.")
+    batch: int = doc("Batch size.")
+    heads: int = doc("Attention heads.")
+    seq_len: int = doc("Sequence length.")
+    head_dim: int = doc("Head dimension.")
+    dtype: str = doc("'float16', 'bfloat16' or 'float32'.")
+    causal: bool = doc("Causal mask.")
+    status: str = doc("ok, oom, unsupported or error.")
+    reason: str | None = doc("Why the row is not ok.", None)
+    config: str | None = doc("Triton tile config that ran, e.g. 'BLOCK_M=128 BLOCK_N=64 warps=8 stages=3 maxnreg=none'.", None)
+    kernels: int = doc("Kernel launches the call made inside the profiled range.", 0)
+    duration_ms: float | None = doc("Sum of kernel durations (no launch gaps).", None)
+    dram_read_bytes: float | None = doc("Sum over launches.", None)
+    dram_write_bytes: float | None = doc("Sum over launches.", None)
+    l2_bytes: float | None = doc("Sum over launches.", None)
+    l1_bytes: float | None = doc("Sum over launches.", None)
+    flops_counted: float | None = doc("fp32 + fp16 + tensor FLOPs from counters; null when tensor FLOPs could not be counted.", None)
+    flops_tensor: float | None = doc("Tensor-core FLOPs from counters.", None)
+    tensor_inst: float | None = doc("Tensor-pipe warp instructions, summed.", None)
+    flops_model: float = doc("Analytical FLOPs: 4·B·H·N²·d (2·B·H·N²·d for each of QKᵀ and PV), halved when causal.", 0.0)
+
+
+@strict
+@dataclass
+class StallRow:
+    """Why warps were not issuing, for one launch: one reason per row."""
+
+    case_id: str = doc("Case id.")
+    launch: int = doc("Launch within the case; joins KernelRow.")
+    reason: str = doc("Stall reason as Nsight Compute names it (long_scoreboard, mio_throttle, barrier, ...).")
+    warps_per_issue: float = doc("smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio: warps stalled "
+                                 "for this reason per issued instruction.")
+
+
+@strict
+@dataclass
+class RegCapRow:
+    """The register-cap experiment: one Triton tile config with or without maxnreg."""
+
+    case_id: str = doc("Case id of the profiled launch.")
+    block_m: int = doc("BLOCK_M.")
+    block_n: int = doc("BLOCK_N.")
+    num_warps: int = doc("Warps per block.")
+    num_stages: int = doc("Software pipeline stages.")
+    maxnreg: int | None = doc("Register cap per thread passed to the compiler; null = no cap.", None)
+    autotuned: bool = doc("Whether this tile shape is the one the autotuner picked at this shape.", False)
+    status: str = doc("ok, oom, unsupported or error.", "ok")
+    reason: str | None = doc("Why the row is not ok.", None)
+    registers_per_thread: int | None = doc("Registers per thread the compiled kernel uses.", None)
+    theoretical_occupancy_pct: float | None = doc("From Nsight Compute.", None)
+    achieved_occupancy_pct: float | None = doc("From Nsight Compute.", None)
+    block_limit_registers: int | None = doc("Blocks per SM the registers allow.", None)
+    block_limit_smem: int | None = doc("Blocks per SM shared memory allows.", None)
+    local_bytes: float | None = doc("Register-spill traffic (local memory), bytes.", None)
+    latency_ms_median: float | None = doc("Median latency outside the profiler (do_bench, L2 flushed).", None)
+    latency_ms_p10: float | None = doc("10th percentile latency.", None)
+    latency_ms_p90: float | None = doc("90th percentile latency.", None)
+
+
+@strict
+@dataclass
+class ProfileFile:
+    """profile.json: the profile phase's output."""
+
+    schema_version: int = doc("Version of this data contract.")
+    run_id: str = doc("Run this file belongs to.")
+    status: str = doc("ok when Nsight Compute produced data; unsupported or error (with reason) when it could not.", "ok")
+    reason: str | None = doc("Why there is no data: ncu missing, no permission for the counters, no kernel profiled...", None)
+    ncu_version: str | None = doc("`ncu --version` of the profiler that ran.", None)
+    ncu_command: list[str] = doc("The ncu command line, target included.", default_factory=list)
+    flops_source: str = doc("'counters' when tensor FLOPs came from the tensor-op counters, else 'analytical'.", "analytical")
+    metrics_missing: list[str] = doc("Metrics asked for that this GPU or ncu version does not have.", default_factory=list)
+    wall_s: float | None = doc("Wall time of the ncu run.", None)
+    impls: list[ImplRow] = doc("One row per profiled call (per implementation and shape).", default_factory=list)
+    kernels: list[KernelRow] = doc("One row per kernel launch.", default_factory=list)
+    stalls: list[StallRow] = doc("Warp stall reasons per launch.", default_factory=list)
+    regcap: list[RegCapRow] = doc("The register-cap experiment.", default_factory=list)
