@@ -1,0 +1,400 @@
+"""Phase correctness: the fused kernel against a float64 reference over seq_len x head_dim x batch x
+causal x dtype, one row per case.
+
+Lengths 1, 17, 1000 and 4097 are in the grid because they are not multiples of any tile size, so
+the masked tail tiles run (a grid of powers of two never touches them). The reference is computed in
+float64 from the very same rounded inputs, so the error measured is the kernel's arithmetic alone.
+
+Tile configs: on a GPU each case runs with a fixed config taken in turn from the autotuner's own
+candidate list for that GPU, head_dim and dtype, so every config the autotuner could pick for the
+benchmarks is checked on ragged lengths. Autotuning instead would time every candidate for each
+(length bucket, head_dim, causal, dtype) key, over a minute in all, and check only the winners.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+import zlib
+from dataclasses import dataclass
+from typing import Callable
+
+from .context import RunContext
+from .schema import SCHEMA_VERSION
+from .schema.correctness import CorrectnessFile, CorrectnessRow, Tolerance
+from .timing import free_cuda_memory, is_oom
+
+DTYPES = ("float16", "bfloat16")
+
+# The kernel rounds twice (P to the input dtype before the PV product, then the output), each
+# worth at most u relative to the values involved: 4u leaves a factor of two above that bound.
+TOL_FACTOR = 4.0
+
+HEADS = 3  # not a power of two and != batch, so a (batch, head) index mix-up cannot cancel out
+QUICK = dict(seq_lens=(1, 17, 1000, 4097), head_dims=(64,), batches=(1,))
+MAIN = dict(seq_lens=(1, 17, 128, 1000, 2048, 4097), head_dims=(64, 128), batches=(1, 2))
+# The other head dims the kernel supports, at small N only (their cost is compile time, not data).
+SMALL_N_EXTRA = dict(seq_lens=(1, 17, 128), head_dims=(16, 32, 256), batches=(1,))
+# PyTorch implementations judged by the same reference and tolerance, for scale (full profile only).
+COMPARISON = dict(impls=("naive", "sdpa"), seq_lens=(17, 1000, 4097), head_dims=(64,), batches=(1,))
+
+# The reference materialises (heads, N, N) float64 scores: cap that per chunk of heads.
+REFERENCE_CHUNK_BYTES = 512 * 2**20
+
+# Kernel variants compile in parallel before the cases run (see precompile); 0 or 1 turns it off.
+PRECOMPILE_WORKERS = 8
+PRECOMPILE_STALL_S = 90.0  # longest wait for the next compiled variant (includes worker start-up)
+
+REFERENCE_TEXT = ("float64 softmax(q k^T / sqrt(d) [causal mask]) v on the GPU "
+                  "(kernels.attention.reference_attention), from the same rounded q, k, v the implementation received, upcast exactly to float64")
+INPUTS_TEXT = "q, k, v standard normal, drawn in float32 from a per-shape seed, then rounded to the case's dtype"
+CONFIG_POLICY_TEXT = ("triton rows on a GPU: a fixed tile config taken in turn from the autotuner's candidate list "
+                      "for that GPU, head_dim and dtype (every candidate is exercised); under TRITON_INTERPRET=1: "
+                      "the kernel's interpreter config")
+
+
+@dataclass(frozen=True)
+class Case:
+    impl: str
+    dtype: str
+    causal: bool
+    batch: int
+    heads: int
+    seq_len: int
+    head_dim: int
+
+    @property
+    def seed(self) -> int:
+        """Same inputs for every dtype and implementation of one shape, so their errors compare."""
+        return zlib.crc32(f"{self.batch}x{self.heads}x{self.seq_len}x{self.head_dim}:{self.causal}".encode())
+
+
+def _cases(impl: str, seq_lens, head_dims, batches) -> list[Case]:
+    return [Case(impl, dt, causal, b, HEADS, n, d)
+            for dt in DTYPES for causal in (False, True) for d in head_dims for n in seq_lens for b in batches]
+
+
+def build_grid(profile: str) -> list[Case]:
+    """The cases for a profile: `quick` is a subset of `full`; comparison rows come last."""
+    if profile == "quick":
+        return _cases("triton", **QUICK)
+    if profile != "full":
+        raise ValueError(f"profile must be 'quick' or 'full', got {profile!r}")
+    cases = _cases("triton", **MAIN) + _cases("triton", **SMALL_N_EXTRA)
+    for impl in COMPARISON["impls"]:
+        cases += _cases(impl, COMPARISON["seq_lens"], COMPARISON["head_dims"], COMPARISON["batches"])
+    return cases
+
+
+# --- tolerances ------------------------------------------------------------------------------
+
+
+def tolerance_for(dtype_name: str) -> Tolerance:
+    """u from torch's own description of the format (eps = 2^-mantissa_bits, u = eps / 2)."""
+    import torch
+
+    eps = torch.finfo(getattr(torch, dtype_name)).eps
+    u = eps / 2
+    return Tolerance(dtype=dtype_name, mantissa_bits=int(round(-math.log2(eps))), unit_roundoff=u,
+                     factor=TOL_FACTOR, tol_abs=TOL_FACTOR * u, tol_rel=TOL_FACTOR * u)
+
+
+# --- error metrics ---------------------------------------------------------------------------
+
+
+def error_metrics(out, ref, v, tol: Tolerance) -> dict:
+    """Compare `out` with the float64 `ref` (both (B, H, N, d)); `v` gives the first row's scale.
+
+    Returns the CorrectnessRow metric fields. A non-finite output fails and is named in `reason`.
+    """
+    import torch
+
+    out64 = out.double()
+    n, d = ref.shape[-2], ref.shape[-1]
+    bad = int((~torch.isfinite(out64)).sum())
+    abs_ref = ref.abs()
+    max_abs_ref = float(abs_ref.max()) if ref.numel() else 0.0
+    v_row0 = float(v[..., 0, :].double().abs().max())
+    if bad:
+        return dict(max_abs_err=None, max_rel_err=None, max_abs_ref=max_abs_ref, worst_query=None,
+                    worst_query_keys=None, first_row_max_abs_err=None, first_row_max_abs_v=v_row0,
+                    tol_usage=None, passed=False, reason=f"{bad} of {out.numel()} outputs are NaN or infinite")
+    err = (out64 - ref).abs()
+    flat = int(err.flatten().argmax())
+    max_abs = float(err.flatten()[flat])
+    worst_q = (flat // d) % n
+    if max_abs_ref > 0:
+        rel = max_abs / max_abs_ref
+    else:  # all-zero reference: any error is infinitely large relative to it
+        rel = 0.0 if max_abs == 0 else None
+    usage = float((err / (tol.tol_abs + tol.tol_rel * abs_ref)).max())
+    return dict(max_abs_err=max_abs, max_rel_err=rel, max_abs_ref=max_abs_ref, worst_query=worst_q,
+                worst_query_keys=None, first_row_max_abs_err=float(err[..., 0, :].max()),
+                first_row_max_abs_v=v_row0, tol_usage=usage, passed=usage <= 1.0, reason=None)
+
+
+def reference(q, k, v, causal: bool):
+    """The float64 reference, a chunk of heads at a time so the (N, N) scores stay bounded."""
+    import torch
+
+    from kernels.attention import reference_attention
+
+    b, h, n, d = q.shape
+    flat = [t.reshape(1, b * h, n, d) for t in (q, k, v)]
+    per_head = n * n * 8 * 3  # scores, their softmax, the mask's share (generously)
+    step = max(1, REFERENCE_CHUNK_BYTES // max(per_head, 1))
+    parts = [reference_attention(*(t[:, s:s + step] for t in flat), causal=causal) for s in range(0, b * h, step)]
+    return torch.cat(parts, dim=1).reshape(b, h, n, d)
+
+
+# --- tile configs ----------------------------------------------------------------------------
+
+
+def spec_class(seq_len: int) -> str:
+    """Triton compiles one variant per integer specialisation (==1, divisible by 16, other)."""
+    return "one" if seq_len == 1 else "div16" if seq_len % 16 == 0 else "ragged"
+
+
+def assign_configs(cases: list[Case], candidates: Callable[[int, str], list]) -> dict[Case, list]:
+    """For each triton case, its candidate configs rotated so that the first is the one to use.
+
+    One config per (head_dim, dtype, causal, spec class) keeps compilations to one per variant;
+    the rotation moves on with each variant of a head_dim (12 in the full grid: 2 dtypes x causal
+    x 3 spec classes), so every candidate for that head_dim runs when there are at most 12.
+    Later entries are fallbacks for a config that does not fit this GPU's shared memory.
+    """
+    out: dict[Case, list] = {}
+    turn: dict[tuple, int] = {}  # variant -> its index among the variants of its head_dim
+    per_dim: dict[int, int] = {}
+    for c in cases:
+        if c.impl != "triton":
+            continue
+        variant = (c.head_dim, c.dtype, c.causal, spec_class(c.seq_len))
+        if variant not in turn:
+            turn[variant] = per_dim.get(c.head_dim, 0)
+            per_dim[c.head_dim] = turn[variant] + 1
+        cands = list(candidates(c.head_dim, c.dtype))
+        if not cands:
+            out[c] = [None]
+            continue
+        i = turn[variant] % len(cands)
+        out[c] = cands[i:] + cands[:i]
+    return out
+
+
+def _gpu_candidates(device) -> Callable[[int, str], list]:
+    """The autotuner's candidate list for this GPU, as fixed-config dicts for flash_attention."""
+    import torch
+
+    from kernels import attention
+
+    cap = torch.cuda.get_device_capability(device)
+    # The same shared-memory limit the autotuner prunes with, so the candidate lists agree.
+    smem_of = getattr(attention, "_smem_limit", None)
+    smem = smem_of(device) if smem_of else None
+
+    def cands(head_dim: int, dtype_name: str) -> list:
+        return [dict(BLOCK_M=c.kwargs["BLOCK_M"], BLOCK_N=c.kwargs["BLOCK_N"], num_warps=c.num_warps,
+                     num_stages=c.num_stages)
+                for c in attention.candidate_configs(cap, head_dim, getattr(torch, dtype_name), smem)]
+
+    return cands
+
+
+def _is_out_of_resources(exc: BaseException) -> bool:
+    """Triton's compile-time 'does not fit' (shared memory, registers), not a device OOM."""
+    return type(exc).__name__ == "OutOfResources"
+
+
+def _config_text(cfg: dict | None) -> str | None:
+    if not cfg:
+        return None
+    how = "autotuned" if cfg.get("autotuned") else "fixed"
+    return (f"BLOCK_M={cfg.get('BLOCK_M')} BLOCK_N={cfg.get('BLOCK_N')} num_warps={cfg.get('num_warps')} "
+            f"num_stages={cfg.get('num_stages')} ({how})")
+
+
+# --- running one case ------------------------------------------------------------------------
+
+
+def _unsupported_reason(case: Case, device) -> str | None:
+    """Why this GPU cannot run the case at all (bf16 before compute capability 8.0), else None."""
+    import torch
+
+    if device.type != "cuda":
+        return None
+    cap = tuple(torch.cuda.get_device_capability(device))
+    if case.dtype == "bfloat16" and cap < (8, 0):
+        return (f"bfloat16 needs a GPU of compute capability >= 8.0; this one is {cap[0]}.{cap[1]} "
+                "(no bf16 tensor-core instructions)")
+    return None
+
+
+def _inputs(case: Case, device):
+    import torch
+
+    g = torch.Generator(device=device)
+    g.manual_seed(case.seed)
+    shape = (case.batch, case.heads, case.seq_len, case.head_dim)
+    dtype = getattr(torch, case.dtype)
+    return [torch.randn(shape, generator=g, device=device, dtype=torch.float32).to(dtype) for _ in range(3)]
+
+
+def _call(case: Case, q, k, v, configs: list):
+    """Run the implementation; returns (output, config text). Falls through configs that do not fit."""
+    from kernels import attention
+
+    if case.impl != "triton":
+        return attention.get_impl(case.impl)(q, k, v, case.causal), None
+    last: BaseException | None = None
+    for cfg in configs or [None]:
+        try:
+            out = attention.flash_attention(q, k, v, causal=case.causal, config=cfg)
+            _sync(q.device)
+            return out, _config_text(attention.kernel_config_of_last_call())
+        except Exception as exc:  # noqa: BLE001 - only "does not fit" moves on to the next config
+            if not _is_out_of_resources(exc):
+                raise
+            last = exc
+    raise last  # type: ignore[misc]
+
+
+def _sync(device) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)  # surfaces asynchronous launch errors inside this case
+
+
+def run_case(case: Case, device, tol: Tolerance, configs: list | None = None) -> CorrectnessRow:
+    """One row; every failure becomes a status and a reason, never an exception."""
+    t0 = time.perf_counter()
+    row = CorrectnessRow(impl=case.impl, dtype=case.dtype, causal=case.causal, batch=case.batch, heads=case.heads,
+                         seq_len=case.seq_len, head_dim=case.head_dim, status="ok", seed=case.seed,
+                         tol_abs=tol.tol_abs, tol_rel=tol.tol_rel)
+    why = _unsupported_reason(case, device)
+    if why is not None:
+        row.status, row.reason = "unsupported", why
+        return row
+    try:
+        row.config, m = _measure(case, device, tol, configs or [None])
+    except Exception as exc:  # noqa: BLE001 - a case's failure is a result, not a crash
+        fits = not _is_out_of_resources(exc)
+        row.status = "unsupported" if not fits else ("oom" if is_oom(exc) else "error")
+        row.reason = f"{type(exc).__name__}: {str(exc).strip()}"[:600]
+    else:
+        for key, value in m.items():
+            setattr(row, key, value)
+        if row.worst_query is not None:
+            row.worst_query_keys = row.worst_query + 1 if case.causal else case.seq_len
+    if row.status == "oom":
+        free_cuda_memory()  # here, not in the except block, whose traceback still holds the tensors
+    row.wall_s = round(time.perf_counter() - t0, 4)
+    return row
+
+
+def _measure(case: Case, device, tol: Tolerance, configs: list) -> tuple[str | None, dict]:
+    """Inputs, implementation, reference, metrics; its tensors die with its frame."""
+    q, k, v = _inputs(case, device)
+    out, config = _call(case, q, k, v, configs)
+    _sync(device)
+    ref = reference(q, k, v, case.causal)
+    m = error_metrics(out, ref, v, tol)
+    _sync(device)
+    return config, m
+
+
+def _proxy_seq_len(seq_len: int) -> int:
+    """A tiny length that compiles to the same kernel variant as `seq_len` (see spec_class)."""
+    return {"one": 1, "div16": 16, "ragged": 17}[spec_class(seq_len)]
+
+
+def _compile_variant(task) -> str | None:
+    """Worker: run one kernel variant once on tiny inputs, which leaves it in Triton's disk cache."""
+    device_name, dtype, causal, seq_len, head_dim, configs = task
+    import torch
+
+    device = torch.device(device_name)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    case = Case("triton", dtype, causal, 1, HEADS, seq_len, head_dim)
+    try:
+        q, k, v = _inputs(case, device)
+        _call(case, q, k, v, configs)
+    except Exception as exc:  # noqa: BLE001 - the real case will meet (and record) the same error
+        return f"{type(exc).__name__}: {exc}"[:200]
+    return None
+
+
+def compile_tasks(cases: list[Case], configs: dict[Case, list], device_name: str) -> list[tuple]:
+    """One task per kernel variant the triton cases need: a tiny stand-in case with its config list."""
+    seen: dict[tuple, tuple] = {}
+    for c in cases:
+        if c.impl != "triton":
+            continue
+        cfgs = configs.get(c) or [None]
+        key = (c.dtype, c.causal, _proxy_seq_len(c.seq_len), c.head_dim, repr(cfgs))
+        seen.setdefault(key, (device_name, c.dtype, c.causal, key[2], c.head_dim, cfgs))
+    return list(seen.values())
+
+
+def precompile(cases: list[Case], configs: dict[Case, list], device, workers: int | None = None) -> int | None:
+    """Compile every kernel variant the grid needs in parallel worker processes.
+
+    Each variant costs a second or two of single-threaded compilation and the full grid needs
+    dozens; the workers fill Triton's on-disk cache, so the cases themselves only load. Best
+    effort: on any failure or stall the cases compile for themselves, as they would without this.
+    Returns how many variants raised, or None when it did not run to the end.
+    """
+    import multiprocessing as mp
+    import sys
+
+    tasks = compile_tasks(cases, configs, str(device))
+    if workers is None:
+        workers = min(PRECOMPILE_WORKERS, max(1, (os.cpu_count() or 1) - 1))
+    workers = min(workers, len(tasks))
+    if workers < 2:
+        return None
+    t0 = time.perf_counter()
+    pool = mp.get_context("spawn").Pool(workers)  # fork would copy this process's CUDA context
+    failed = 0
+    try:
+        results = pool.imap_unordered(_compile_variant, tasks)
+        for _ in tasks:
+            # A crashed worker loses its task silently: a stall, not an exception, so bound each wait.
+            failed += results.next(timeout=PRECOMPILE_STALL_S) is not None
+        print(f"correctness: compiled {len(tasks)} kernel variants with {workers} processes in "
+              f"{time.perf_counter() - t0:.1f} s ({failed} raised; their cases will record why)", file=sys.stderr)
+        return failed
+    except Exception as exc:  # noqa: BLE001 - best effort, see docstring
+        print(f"correctness: parallel compilation stopped ({type(exc).__name__}: {exc}); "
+              "the remaining variants compile as their cases run", file=sys.stderr)
+        return None
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+def _device():
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.device("cuda", torch.cuda.current_device())
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        return torch.device("cpu")
+    raise RuntimeError("the correctness phase needs a CUDA GPU (or TRITON_INTERPRET=1 for a CPU test run)")
+
+
+def run(ctx: RunContext) -> CorrectnessFile:
+    device = _device()
+    cases = build_grid(ctx.profile)
+    tols = {dt: tolerance_for(dt) for dt in DTYPES}
+    configs = assign_configs(cases, _gpu_candidates(device)) if device.type == "cuda" else {}
+    if device.type == "cuda":
+        precompile(cases, configs, device)
+    result = CorrectnessFile(schema_version=SCHEMA_VERSION, run_id=ctx.run_id, rows=[], tolerances=list(tols.values()),
+                             reference=REFERENCE_TEXT, inputs=INPUTS_TEXT, config_policy=CONFIG_POLICY_TEXT)
+    for case in ctx.progress(cases, total=len(cases), desc="correctness"):
+        result.rows.append(run_case(case, device, tols[case.dtype], configs.get(case)))
+        ctx.checkpoint(result)
+    return result

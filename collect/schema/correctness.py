@@ -1,0 +1,73 @@
+"""correctness.json: the fused kernel against a float64 reference over a shape x dtype x causal grid."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .common import doc, strict
+
+
+@strict
+@dataclass
+class Tolerance:
+    """The pass criterion for one dtype, derived from its unit roundoff rather than typed."""
+
+    dtype: str = doc("'float16' or 'bfloat16'.")
+    mantissa_bits: int = doc("Stored fraction bits of the format (10 for float16, 7 for bfloat16).")
+    unit_roundoff: float = doc("u = 2^-(mantissa_bits + 1): the largest relative error of one round-to-nearest.")
+    factor: float = doc("Multiple of u allowed (the kernel rounds twice: P before the PV product, and the output).")
+    tol_abs: float = doc("Absolute tolerance, factor * u.")
+    tol_rel: float = doc("Relative tolerance, factor * u.")
+
+
+@strict
+@dataclass
+class CorrectnessRow:
+    """One case of the grid: one implementation, shape, dtype and masking against the float64 reference."""
+
+    impl: str = doc("Implementation under test: 'triton' for the grid; 'naive' or 'sdpa' for comparison rows.")
+    dtype: str = doc("'float16' or 'bfloat16': the dtype of q, k, v and the output.")
+    causal: bool = doc("Whether query i attends only to keys 0..i.")
+    batch: int = doc("Batch size B.")
+    heads: int = doc("Attention heads H.")
+    seq_len: int = doc("Sequence length N (queries = keys).")
+    head_dim: int = doc("Head dimension d.")
+    status: str = doc("ok, oom, unsupported or error.")
+    reason: str | None = doc("Why the case is not ok (exception type and message, or the missing capability), or why "
+                             "an ok case failed outright (non-finite outputs).", None)
+    seed: int = doc("Seed of the standard-normal inputs (drawn in float32, then cast to dtype).", 0)
+    max_abs_err: float | None = doc("max |out - ref| over every element, the output upcast to float64.", None)
+    max_rel_err: float | None = doc(
+        "Normwise relative error: max |out - ref| / max |ref| over the whole output. Normwise rather than "
+        "elementwise because ref is close to 0 in some elements, where an elementwise ratio explodes.", None)
+    max_abs_ref: float | None = doc("max |ref|: the scale max_rel_err divides by.", None)
+    worst_query: int | None = doc("Query position (0-based) of the element with the largest |out - ref|.", None)
+    worst_query_keys: int | None = doc("Keys that query attends to: worst_query + 1 when causal, else seq_len.", None)
+    first_row_max_abs_err: float | None = doc(
+        "max |out - ref| over query position 0 (every batch, head and channel). Under causal masking that query "
+        "attends only to key 0, so the reference there is exactly v[..., 0, :].", None)
+    first_row_max_abs_v: float | None = doc(
+        "max |v[..., 0, :]|: the size of the values query 0 copies when causal.", None)
+    tol_abs: float | None = doc("Absolute tolerance applied (from this dtype's Tolerance).", None)
+    tol_rel: float | None = doc("Relative tolerance applied (from this dtype's Tolerance).", None)
+    tol_usage: float | None = doc(
+        "max over elements of |out - ref| / (tol_abs + tol_rel * |ref|); the case passes when this is <= 1.", None)
+    passed: bool | None = doc("Every element within tol_abs + tol_rel * |ref|; null when the case did not run.", None)
+    config: str | None = doc(
+        "Tile config the kernel ran with (block sizes, warps, stages; fixed or autotuned); null for PyTorch rows.", None)
+    wall_s: float | None = doc(
+        "Wall time of the case: inputs, kernel (with any compilation), reference and metrics.", None)
+
+
+@strict
+@dataclass
+class CorrectnessFile:
+    """correctness.json: one row per case; the tolerances and the reference it was judged by."""
+
+    schema_version: int = doc("Version of this data contract.")
+    run_id: str = doc("The run this file belongs to.")
+    rows: list[CorrectnessRow] = doc(
+        "One row per case, in grid order; comparison rows (naive, sdpa) follow.", default_factory=list)
+    tolerances: list[Tolerance] = doc("The per-dtype pass criterion every row was judged by.", default_factory=list)
+    reference: str = doc("How the reference output is computed.", "")
+    inputs: str = doc("How the inputs are drawn.", "")
+    config_policy: str = doc("Which tile config each triton row ran with, and why.", "")

@@ -1,0 +1,560 @@
+"""Correctness: the kernel against a float64 reference, the error by case, and the causal error floor."""
+from __future__ import annotations
+
+import html
+import math
+from functools import cached_property
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ..figures import PALETTE
+from ..tables import table_html
+from .base import Page
+
+# Stored fraction bits of each format: IEEE 754 binary16 has 1 sign, 5 exponent and 10 fraction bits;
+# bfloat16 keeps float32's 8 exponent bits and the top 7 of its fraction bits.
+MANTISSA_BITS = {"float16": 10, "bfloat16": 7}
+SHORT = {"float16": "fp16", "bfloat16": "bf16"}
+
+# A measured floor "matches" u when it lies within this factor of it either way (two bits): round-to-
+# nearest gives up to u relative to the value rounded, so a max over many elements normalised by the
+# largest |output| lands between about u/2 and u per rounding, and the kernel rounds twice.
+MATCH_FACTOR = 4.0
+# Queries this early see so few keys that their outputs are still the size of one V value.
+EARLY_QUERIES = 32
+# A ratio between two measurements "stays flat" inside this factor, else it grows or shrinks.
+TREND_FACTOR = 2.0
+
+# The published T4 study (shared/seeds/003_correctness-and-benchmarks.txt): its constant causal maximum
+# absolute error per dtype, as it reported them (2^-9 and 2^-6). Cited, not measured here.
+T4_STUDY_CAUSAL_MAX_ABS_ERR = {"float16": 2.0**-9, "bfloat16": 2.0**-6}
+
+
+def unit_roundoff(dtype: str) -> float:
+    """u = 2^-(p) with p = fraction bits + 1 (the implicit leading bit): the largest relative error of one rounding."""
+    if dtype not in MANTISSA_BITS:
+        raise ValueError(f"unknown dtype {dtype!r}; the correctness page knows {sorted(MANTISSA_BITS)}")
+    return 2.0 ** -(MANTISSA_BITS[dtype] + 1)
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def sci(x) -> str:
+    """3 significant figures in powers of ten, e.g. 4.88×10⁻⁴ (errors span too many decades for fixed point)."""
+    if _missing(x):
+        return "n/a"
+    if x == 0:
+        return "0"
+    exp = math.floor(math.log10(abs(x)))
+    mant = x / 10**exp
+    if round(abs(mant), 2) >= 10:  # 9.996 rounds up a decade
+        mant, exp = mant / 10, exp + 1
+    if -2 <= exp <= 2:
+        return f"{x:.3g}"
+    sup = str(exp).translate(_SUPERSCRIPT)
+    return f"{mant:.2f}×10{sup}"
+
+
+def _short(x: float) -> str:
+    """Two significant figures, for a heatmap cell: 1.8e-4."""
+    mant, exp = f"{x:.1e}".split("e")
+    return f"{mant}e{int(exp)}"
+
+
+def _pow2(n: int) -> str:
+    return "2" + str(n).translate(_SUPERSCRIPT)
+
+
+def in_u(x, u: float) -> str:
+    return "n/a" if _missing(x) else f"{x / u:.2g} u"
+
+
+def _join(items: list[str]) -> str:
+    items = [str(i) for i in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _missing(x) -> bool:
+    """None or NaN: pandas stores an absent value as either, depending on the column's dtype."""
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def _text(x) -> str:
+    return "" if _missing(x) else str(x)
+
+
+def _label(dtype: str, causal: bool) -> str:
+    return f"{SHORT.get(dtype, dtype)}, {'causal' if causal else 'non-causal'}"
+
+
+class CorrectnessPage(Page):
+    slug = "correctness"
+    phase = "correctness"
+
+    # --- frames ----------------------------------------------------------------------------
+
+    @cached_property
+    def rows(self) -> pd.DataFrame:
+        return self.run.frame("correctness", "rows")
+
+    @cached_property
+    def grid(self) -> pd.DataFrame:
+        """The kernel's cases (comparison implementations excluded)."""
+        df = self.rows
+        return df[df["impl"] == "triton"].copy() if not df.empty else df
+
+    @cached_property
+    def ok(self) -> pd.DataFrame:
+        g = self.grid
+        return g[(g["status"] == "ok") & g["max_abs_err"].notna()].copy() if not g.empty else g
+
+    @property
+    def dtypes(self) -> list[str]:
+        present = set(self.grid["dtype"]) if not self.grid.empty else set()
+        return [d for d in MANTISSA_BITS if d in present] + sorted(present - set(MANTISSA_BITS))
+
+    def _u(self, dtype: str) -> float | None:
+        return unit_roundoff(dtype) if dtype in MANTISSA_BITS else None
+
+    def _heads(self) -> str:
+        heads = sorted(set(self.grid["heads"])) if not self.grid.empty else []
+        return f"heads {_join(heads)}" if heads else "heads n/a"
+
+    def _cond(self) -> str:
+        """Conditions every figure shares (the caption adds run and device)."""
+        data = self.data
+        return self._heads() + (f"; inputs: {data.inputs}" if data is not None and data.inputs else "")
+
+    # --- summary ---------------------------------------------------------------------------
+
+    def summary(self) -> str:
+        """What the grid covered and how many cases passed."""
+        g = self.grid
+        if g.empty:
+            return "This run's correctness file has no kernel cases."
+        axes = [f"seq_len {_join(sorted(set(g['seq_len'])))}", f"head_dim {_join(sorted(set(g['head_dim'])))}",
+                f"batch {_join(sorted(set(g['batch'])))}", "causal and non-causal" if g["causal"].nunique() > 1
+                else ("causal only" if bool(g["causal"].iloc[0]) else "non-causal only"),
+                _join([SHORT.get(d, d) for d in self.dtypes])]
+        n = len(g)
+        passed = int((g["passed"] == True).sum())  # noqa: E712 - the column holds None too
+        failed = int(((g["status"] == "ok") & (g["passed"] == False)).sum())  # noqa: E712
+        not_run = g[g["status"] != "ok"]["status"].value_counts()
+        main = set(self._main_dims())
+        by_lengths: dict[tuple, list] = {}
+        for d, grp in g.groupby("head_dim"):
+            if d not in main:
+                by_lengths.setdefault(tuple(sorted(set(grp["seq_len"]))), []).append(d)
+        partial = [f"head_dim {_join(dims)} only at seq_len {_join(ns)}" for ns, dims in by_lengths.items()]
+        parts = [f"The kernel was checked on **{n} cases** ({'; '.join(axes + partial)}; {self._heads()})."]
+        if passed == n:
+            parts.append(f"**All {n} pass** the tolerance below.")
+        else:
+            detail = [f"{failed} ran and exceeded the tolerance"] if failed else []
+            detail += [f"{c} {s}" for s, c in not_run.items()]
+            parts.append(f"**{passed} of {n} pass**; {_join(detail)} (each is listed under *Cases that did not pass*).")
+        return " ".join(parts)
+
+    def ragged_lengths(self) -> str:
+        """The grid's lengths that no tile divides (every tile size is a power of two of at least 16)."""
+        g = self.grid
+        odd = sorted(n for n in set(g["seq_len"]) if n % 16) if not g.empty else []
+        if not odd:
+            return ("Every length in this run's grid is a multiple of 16, so the masked tail tile may never have run: "
+                    "this grid does not test it.")
+        return (f"The lengths {_join(odd)} in this run's grid are not multiples of 16, the smallest tile, so no tile "
+                "size divides them and the masked tail tile runs in every one of those cases.")
+
+    def u_check(self) -> str:
+        """Whether the collector's u (torch.finfo) and this page's u (bit counts) agree."""
+        data = self.data
+        if data is None or not data.tolerances:
+            return ""
+        same = [t for t in data.tolerances if self._u(t.dtype) == t.unit_roundoff]
+        differ = [t for t in data.tolerances if t not in same]
+        if not differ:
+            return f"The two agree for {_join([SHORT.get(t.dtype, t.dtype) for t in same])}."
+        return "They **disagree** for " + _join([
+            f"{SHORT.get(t.dtype, t.dtype)} (collector {sci(t.unit_roundoff)}, page {sci(self._u(t.dtype))})"
+            for t in differ]) + ": the tolerances were derived from a different u than this page assumes."
+
+    def all_passed(self) -> bool:
+        g = self.grid
+        return not g.empty and bool((g["passed"] == True).all())  # noqa: E712
+
+    def tolerance_table(self) -> str:
+        data = self.data
+        if data is None or not data.tolerances:
+            return "_This run recorded no tolerances._"
+        rows = []
+        for t in data.tolerances:
+            u = self._u(t.dtype)
+            rows.append({"dtype": SHORT.get(t.dtype, t.dtype), "bits": t.mantissa_bits, "u": sci(t.unit_roundoff),
+                         "u_render": sci(u), "factor": f"{t.factor:g}", "atol": sci(t.tol_abs), "rtol": sci(t.tol_rel)})
+        return table_html(pd.DataFrame(rows), {
+            "dtype": "dtype", "bits": "fraction bits", "u": "u (collect, from torch.finfo)",
+            "u_render": "u (this page, from the bit count)", "factor": "factor", "atol": "tol_abs", "rtol": "tol_rel"})
+
+    def tolerance_rule(self) -> str:
+        """The pass rule in words, with the factor from the data."""
+        data = self.data
+        factors = sorted({t.factor for t in data.tolerances}) if data is not None and data.tolerances else []
+        f = _join([f"{x:g}" for x in factors]) if factors else "a stated multiple of"
+        return (f"A case passes when every output element satisfies |out − ref| ≤ tol_abs + tol_rel·|ref|, "
+                f"with both tolerances {f} × u of the case's dtype. The relative error reported is normwise: "
+                "max |out − ref| / max |ref| over the whole output, so elements where the reference is close to "
+                "zero cannot blow it up.")
+
+    def reference_note(self) -> str:
+        data = self.data
+        if data is None:
+            return ""
+        out = f"Reference: {data.reference}." if data.reference else ""
+        if data.config_policy:
+            out += f" Tile configs: {data.config_policy}."
+        return html.escape(out)
+
+    # --- figures ---------------------------------------------------------------------------
+
+    def _cell_frame(self) -> pd.DataFrame:
+        """One cell per (dtype, causal, head_dim, seq_len): the worst batch; a non-ok status wins."""
+        g = self.grid
+        cells = []
+        for key, grp in g.groupby(["dtype", "causal", "head_dim", "seq_len"], sort=True):
+            bad = grp[grp["status"] != "ok"]
+            if not bad.empty:
+                r = bad.iloc[0]
+            elif grp["max_abs_err"].notna().any():
+                r = grp.loc[grp["max_abs_err"].idxmax()]
+            else:
+                r = grp.iloc[0]
+            cells.append(r)
+        return pd.DataFrame(cells)
+
+    def heatmap_figure(self) -> str:
+        """Max |error| per case, faceted by dtype (rows) and causal (columns)."""
+        g = self.grid
+        if g.empty:
+            return "_No kernel cases to plot._"
+        cells = self._cell_frame()
+        dtypes, causals = self.dtypes, sorted(set(g["causal"]))
+        seqs = [str(n) for n in sorted(set(g["seq_len"]))]
+        dims = [str(d) for d in sorted(set(g["head_dim"]))]
+        fig = make_subplots(rows=len(dtypes), cols=len(causals), shared_xaxes=True, shared_yaxes=True,
+                            subplot_titles=[_label(d, c) for d in dtypes for c in causals],
+                            vertical_spacing=0.12, horizontal_spacing=0.06)
+        positive = cells["max_abs_err"][cells["max_abs_err"] > 0] if "max_abs_err" in cells else pd.Series(dtype=float)
+        zmin = math.floor(math.log10(positive.min())) if not positive.empty else -6
+        zmax = math.ceil(math.log10(positive.max())) if not positive.empty else 0
+        zmax = max(zmax, zmin + 1)
+        for i, dt in enumerate(dtypes):
+            for j, causal in enumerate(causals):
+                sub = cells[(cells["dtype"] == dt) & (cells["causal"] == causal)]
+                fails: list[tuple[int, int]] = []
+                z = [[None] * len(seqs) for _ in dims]
+                text = [[""] * len(seqs) for _ in dims]
+                hover = [[""] * len(seqs) for _ in dims]
+                for _, r in sub.iterrows():
+                    y, x = dims.index(str(r["head_dim"])), seqs.index(str(r["seq_len"]))
+                    err = r["max_abs_err"]
+                    if r["status"] != "ok":
+                        text[y][x] = str(r["status"])
+                        hover[y][x] = html.escape(f"{r['status']}: {_text(r['reason'])}"[:200])
+                        continue
+                    if _missing(err):
+                        text[y][x] = "no value"
+                        hover[y][x] = html.escape(_text(r["reason"]))
+                        continue
+                    z[y][x] = math.log10(err) if err > 0 else zmin
+                    text[y][x] = "exact" if err == 0 else _short(float(err))
+                    if not r["passed"]:
+                        fails.append((x, y))
+                    hover[y][x] = html.escape(
+                        f"N={r['seq_len']}, d={r['head_dim']}, batch {r['batch']}: max |err| {sci(float(err))}, "
+                        f"normwise {sci(r['max_rel_err'])}, tolerance used {r['tol_usage']:.2f}, "
+                        f"{'pass' if r['passed'] else 'FAIL'}; config {_text(r['config']) or 'n/a'}")
+                fig.add_trace(go.Heatmap(
+                    x=seqs, y=dims, z=z, text=text, texttemplate="%{text}", customdata=hover,
+                    hovertemplate="%{customdata}<extra></extra>", zmin=zmin, zmax=zmax, coloraxis="coloraxis",
+                    textfont=dict(size=10), xgap=2, ygap=2), row=i + 1, col=j + 1)
+                if fails:
+                    fig.add_trace(go.Scatter(
+                        x=[seqs[x] for x, _ in fails], y=[dims[y] for _, y in fails], mode="markers",
+                        marker=dict(symbol="square-open", size=30, line=dict(width=3, color=PALETTE[3])),
+                        name="failed", showlegend=False, hoverinfo="skip"), row=i + 1, col=j + 1)
+        ticks = list(range(zmin, zmax + 1))
+        fig.update_layout(coloraxis=dict(colorscale="Viridis", cmin=zmin, cmax=zmax, colorbar=dict(
+            title="max |error|", tickvals=ticks, ticktext=[f"1e{t}" for t in ticks])))
+        fig.update_xaxes(type="category", title_text="seq_len", row=len(dtypes))
+        fig.update_yaxes(type="category", title_text="head_dim", col=1)
+        return self.figure("error-heatmap", fig,
+                           "Largest absolute error against the float64 reference for each case (worst batch size; "
+                           "a framed cell marks a failed case, 'exact' an error of zero, a status word a case that did "
+                           "not run); "
+                           f"colour on a log scale; {self._cond()}.", height=260 * len(dtypes) + 80)
+
+    def _main_dims(self) -> list[int]:
+        """Head dims present at every seq_len, so each line compares like with like across N."""
+        g = self.grid
+        all_n = set(g["seq_len"])
+        dims = [d for d, grp in g.groupby("head_dim") if set(grp["seq_len"]) == all_n]
+        return dims or sorted(set(g["head_dim"]))
+
+    def _lines(self) -> pd.DataFrame:
+        """Per dtype, causal and seq_len: the largest errors over batch and the main head dims."""
+        ok = self.ok
+        if ok.empty:
+            return ok
+        ok = ok[ok["head_dim"].isin(self._main_dims())]
+        return (ok.groupby(["dtype", "causal", "seq_len"], as_index=False)
+                  .agg(max_abs_err=("max_abs_err", "max"), max_rel_err=("max_rel_err", "max"),
+                       max_abs_ref=("max_abs_ref", "max")))
+
+    def error_vs_seq_figure(self) -> str:
+        lines = self._lines()
+        if lines.empty:
+            return "_No measured kernel cases to plot._"
+        fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.17)
+        drawn = lines[lines["max_rel_err"] > 0]["seq_len"]
+        n_lo, n_hi = (float(drawn.min()), float(drawn.max())) if not drawn.empty else (1.0, 1.0)
+        for i, dt in enumerate(self.dtypes):
+            colour = PALETTE[i % len(PALETTE)]
+            for causal in (False, True):
+                sub = lines[(lines["dtype"] == dt) & (lines["causal"] == causal)].sort_values("seq_len")
+                name = _label(dt, causal)
+                for col, field in ((1, "max_abs_err"), (2, "max_rel_err")):
+                    pts = sub[sub[field] > 0]  # log axis: an exact 0 has no place on it
+                    if pts.empty:
+                        continue
+                    fig.add_trace(go.Scatter(x=list(pts["seq_len"]), y=list(pts[field]), mode="lines+markers",
+                                             name=name, legendgroup=name, showlegend=col == 1,
+                                             line=dict(color=colour, dash="solid" if causal else "dot"),
+                                             hovertemplate=f"{html.escape(name)}: N=%{{x}}, %{{y:.3g}}<extra></extra>"),
+                                  row=1, col=col)
+            u = self._u(dt)
+            if u is not None:  # a trace, not a shape: annotations on log axes misplace themselves
+                label = f"u ({SHORT.get(dt, dt)})"
+                fig.add_trace(go.Scatter(x=[n_lo, n_hi], y=[u, u], mode="lines", name=label,
+                                         line=dict(color=colour, dash="dash", width=1),
+                                         hovertemplate=f"{label} = {u:.3g}<extra></extra>"), row=1, col=2)
+        fig.update_xaxes(type="log", title_text="seq_len")
+        fig.update_yaxes(type="log")
+        fig.update_yaxes(title_text="max |out − ref|", row=1, col=1)
+        fig.update_yaxes(title_text="max |out − ref| / max |ref|", row=1, col=2)
+        dims = _join(self._main_dims())
+        exact = int((self.ok["max_abs_err"] == 0).sum())
+        note = (f" {exact} case{'s' if exact != 1 else ''} with an error of exactly zero cannot sit on the log axis "
+                "and are left out.") if exact else ""
+        return self.figure("error-vs-seq", fig,
+                           f"Largest error over batch sizes and head_dim {dims} at each sequence length; solid lines "
+                           f"causal, dotted non-causal; dashed lines mark each dtype's unit roundoff u.{note} "
+                           f"{self._cond()}.", height=440)
+
+    def seq_trend_finding(self) -> str:
+        """How error moves with N for each dtype and masking, in words chosen by the data."""
+        lines = self._lines()
+        if lines.empty:
+            return ""
+        out = []
+        for dt in self.dtypes:
+            for causal in (False, True):
+                sub = lines[(lines["dtype"] == dt) & (lines["causal"] == causal) & (lines["seq_len"] > 1)
+                            & (lines["max_abs_err"] > 0)].sort_values("seq_len")
+                if len(sub) < 2:
+                    continue
+                a, b = sub.iloc[0], sub.iloc[-1]
+                ratio = b["max_abs_err"] / a["max_abs_err"]
+                if ratio < 1 / TREND_FACTOR:
+                    move = f"**shrinks {1 / ratio:.2g}×**"
+                elif ratio > TREND_FACTOR:
+                    move = f"**grows {ratio:.2g}×**"
+                else:
+                    move = f"**stays within a factor of {TREND_FACTOR:g}** (×{ratio:.2g})"
+                ref_ratio = b["max_abs_ref"] / a["max_abs_ref"] if a["max_abs_ref"] else float("nan")
+                out.append(f"- {_label(dt, causal)}: the largest error {move} from N={a['seq_len']} "
+                           f"({sci(a['max_abs_err'])}) to N={b['seq_len']} ({sci(b['max_abs_err'])}); over the same "
+                           f"range the largest |output| goes from {a['max_abs_ref']:.3g} to {b['max_abs_ref']:.3g} "
+                           f"(×{ref_ratio:.2g}).")
+        return "\n".join(out)
+
+    # --- the causal floor ------------------------------------------------------------------
+
+    def floors(self) -> pd.DataFrame:
+        """Per dtype, from the causal kernel cases with more than one key: the floor and the row-0 probe."""
+        ok = self.ok
+        rows = []
+        for dt in self.dtypes:
+            u = self._u(dt)
+            c = ok[(ok["dtype"] == dt) & (ok["causal"] == True) & (ok["seq_len"] > 1)]  # noqa: E712
+            if c.empty or u is None:
+                continue
+            row0 = c[c["first_row_max_abs_v"] > 0]
+            r0 = row0["first_row_max_abs_err"] / row0["first_row_max_abs_v"]
+            floor = float(c["max_rel_err"].median())
+            rows.append(dict(
+                dtype=dt, u=u, cases=len(c),
+                abs_min=float(c["max_abs_err"].min()), abs_max=float(c["max_abs_err"].max()),
+                floor=floor, floor_max=float(c["max_rel_err"].max()), floor_in_u=floor / u,
+                matches=u / MATCH_FACTOR <= floor <= u * MATCH_FACTOR,
+                row0_max=float(r0.max()) if not r0.empty else None, row0_exact=int((r0 == 0).sum()), row0_cases=len(r0),
+                worst_q_median=float(c["worst_query"].median()), worst_q_max=int(c["worst_query"].max())))
+        return pd.DataFrame(rows)
+
+    def floor_table(self) -> str:
+        f = self.floors()
+        if f.empty:
+            return "_No measured causal cases with more than one key in this run._"
+        df = f.assign(
+            dtype=f["dtype"].map(lambda d: SHORT.get(d, d)), u=f["u"].map(sci),
+            abs_range=[f"{sci(a)} – {sci(b)}" for a, b in zip(f["abs_min"], f["abs_max"])],
+            floor=[f"{sci(x)} ({x / u:.2g} u)" for x, u in zip(f["floor"], f["u"])],
+            verdict=f["matches"].map(lambda m: "matches u" if m else "does not match u"),
+            row0=[("0 (exact)" if (m == 0 and e == n) else in_u(m, u)) if not _missing(m) else "n/a"
+                  for m, e, n, u in zip(f["row0_max"], f["row0_exact"], f["row0_cases"], f["u"])],
+            worst=[f"{m:g} (max {x})" for m, x in zip(f["worst_q_median"], f["worst_q_max"])])
+        return table_html(df, {"dtype": "dtype", "u": "u", "cases": "causal cases",
+                               "abs_range": "max |error| over N", "floor": "floor: median normwise error",
+                               "verdict": f"within {MATCH_FACTOR:g}× of u?", "row0": "query 0: max error / max |v|",
+                               "worst": "query position of the largest error: median"})
+
+    def floor_finding(self) -> str:
+        """Whether each dtype's measured floor matches its unit roundoff, and the ratio between dtypes."""
+        f = self.floors()
+        if f.empty:
+            return "The run has no measured causal cases, so the floor cannot be compared with u here."
+        out = []
+        for _, r in f.iterrows():
+            verdict = "matches" if r["matches"] else "does not match"
+            out.append(f"For {SHORT.get(r['dtype'], r['dtype'])}, the causal floor (the median normwise error over "
+                       f"{r['cases']} causal cases) is {sci(r['floor'])}, {r['floor_in_u']:.2g} u: it **{verdict}** "
+                       f"the unit roundoff u = {_pow2(-(MANTISSA_BITS[r['dtype']] + 1))} = {sci(r['u'])} (a match means "
+                       f"within a factor of {MATCH_FACTOR:g}).")
+        if {"float16", "bfloat16"} <= set(f["dtype"]):
+            a = f[f["dtype"] == "float16"].iloc[0]
+            b = f[f["dtype"] == "bfloat16"].iloc[0]
+            expect = 2.0 ** (MANTISSA_BITS["float16"] - MANTISSA_BITS["bfloat16"])
+            ratio = b["floor"] / a["floor"] if a["floor"] else float("nan")
+            close = expect / TREND_FACTOR <= ratio <= expect * TREND_FACTOR
+            out.append(f"The bf16 floor is {ratio:.2g}× the fp16 floor; the formats' fraction bits differ by "
+                       f"{MANTISSA_BITS['float16'] - MANTISSA_BITS['bfloat16']}, which predicts {expect:g}×: "
+                       f"{'consistent with it' if close else '**not consistent** with it'} (allowing a factor of "
+                       f"{TREND_FACTOR:g} either way).")
+        return "\n\n".join(out)
+
+    def row0_finding(self) -> str:
+        """What query 0 itself did, and where the largest causal errors sit instead or as well."""
+        f = self.floors()
+        if f.empty:
+            return ""
+        out = []
+        for _, r in f.iterrows():
+            name, u, r0 = SHORT.get(r["dtype"], r["dtype"]), r["u"], r["row0_max"]
+            if _missing(r0):
+                first = f"For {name} the run holds no query-0 measurement."
+            elif r0 == 0:
+                first = (f"For {name}, query 0 comes out **exact** in all {r['row0_cases']} causal cases: its one "
+                         f"weight is exactly 1 and its V row is already representable in {name}, so copying it "
+                         "involves no rounding at all, and query 0 cannot be what sets the floor.")
+            elif r0 <= u:
+                first = (f"For {name}, query 0's error is at most {in_u(r0, u)} of max |v|: no more than one rounding "
+                         "of a V value, as the explanation predicts.")
+            else:
+                first = (f"For {name}, query 0's error reaches {in_u(r0, u)} of max |v|: **more than one rounding**, "
+                         "which copying a V value cannot explain; the kernel's first tile deserves a look.")
+            where = (f"The largest error of a causal case sits at query position {r['worst_q_median']:g} (median over "
+                     f"{r['cases']} cases), never later than position {r['worst_q_max']}")
+            if r["worst_q_max"] < EARLY_QUERIES:
+                where += (f", a query that sees at most {r['worst_q_max'] + 1} keys. Such a query averages only a few "
+                          "V rows, with weights rounded to the input dtype, so its output stays the size of a V value "
+                          "and rounding costs about u·|v| there at every sequence length: that is the floor.")
+            else:
+                where += (f": not confined to the first {EARLY_QUERIES} queries, so the few-keys explanation does not "
+                          "account for every causal maximum on this run.")
+            out.append(f"{first} {where}")
+        return "\n\n".join(out)
+
+    def study_comparison(self) -> str:
+        """What the published T4 study saw, next to this run."""
+        f = self.floors()
+        parts = []
+        for dt, theirs in T4_STUDY_CAUSAL_MAX_ABS_ERR.items():
+            u = unit_roundoff(dt)
+            mine = f[f["dtype"] == dt] if not f.empty else f
+            ours = (f"this run's causal maximum ranges {sci(mine.iloc[0]['abs_min'])} – {sci(mine.iloc[0]['abs_max'])} "
+                    f"({mine.iloc[0]['abs_min'] / theirs:.2g}× – {mine.iloc[0]['abs_max'] / theirs:.2g}× theirs)"
+                    if not mine.empty else "this run has no causal measurement for it")
+            parts.append(f"{SHORT[dt]}: {sci(theirs)}, which is {theirs / u:g} u; {ours}")
+        return ("The published four-part study of a Triton fused-attention kernel on a Tesla T4 (see "
+                "`shared/seeds/003_correctness-and-benchmarks.txt`) reported a causal maximum absolute error that did "
+                "not move with sequence length, while the non-causal error fell as N grew, and attributed the constant "
+                "to the first query copying one V value through a rounding. Its constants, per dtype: "
+                + "; ".join(parts) + ". Its yardstick was a plain PyTorch implementation checked with "
+                "`torch.allclose`; ours is float64 on the same rounded inputs, so our errors need not equal theirs.")
+
+    # --- tables ----------------------------------------------------------------------------
+
+    _COLS = {"impl": "impl", "dtype": "dtype", "causal": "causal", "batch": "B", "heads": "H", "seq_len": "N",
+             "head_dim": "d", "status": "status", "max_abs_err": "max |err|", "max_rel_err": "normwise",
+             "tol_usage": "tolerance used", "passed": "pass", "worst_query": "worst query", "config": "tile config",
+             "reason": "reason"}
+    _FMT = {"max_abs_err": sci, "max_rel_err": sci, "dtype": lambda d: SHORT.get(d, d),
+            "causal": lambda c: "yes" if c else "no",
+            "tol_usage": lambda x: "n/a" if _missing(x) else f"{x:.2f}",
+            "passed": lambda p: "n/a" if _missing(p) else ("yes" if p else "NO"),
+            "worst_query": lambda q: "n/a" if _missing(q) else str(int(q)),
+            "reason": lambda r: _text(r)[:300], "config": _text}
+
+    def failures(self) -> str:
+        """Every kernel case that did not pass, with why."""
+        g = self.grid
+        bad = g[g["passed"] != True] if not g.empty else g  # noqa: E712
+        if g.empty:
+            return "_No kernel cases._"
+        if bad.empty:
+            return f"None: all {len(g)} kernel cases ran and passed."
+        bad = bad.assign(reason=[self._why(r) for _, r in bad.iterrows()])
+        cols = {k: v for k, v in self._COLS.items() if k not in ("impl", "config")}
+        return table_html(bad, cols, self._FMT)
+
+    @staticmethod
+    def _why(r) -> str:
+        """A failed row's explanation: the recorded reason, else where the error broke the tolerance."""
+        if r["status"] != "ok" or not _missing(r["reason"]):
+            return _text(r["reason"])
+        if _missing(r["worst_query"]):
+            return "error exceeded the tolerance"
+        return (f"error reached {r['tol_usage']:.2f}× the tolerance at query {int(r['worst_query'])} "
+                f"({int(r['worst_query_keys'])} keys visible)")
+
+    def comparison(self) -> str:
+        """The PyTorch implementations judged by the same reference, next to the kernel on the same cases."""
+        rows = self.rows
+        other = rows[rows["impl"] != "triton"] if not rows.empty else rows
+        if other.empty:
+            return "_This run has no comparison rows (they are collected with `--profile full`)._"
+        key = ["dtype", "causal", "batch", "seq_len", "head_dim"]
+        mine = self.grid[key + ["max_rel_err"]].rename(columns={"max_rel_err": "triton"})
+        merged = other.merge(mine, on=key, how="left")
+        parts = []
+        for impl, grp in merged[merged["status"] == "ok"].groupby("impl"):
+            both = grp.dropna(subset=["max_rel_err", "triton"])
+            both = both[both["triton"] > 0]
+            if both.empty:
+                continue
+            r = float((both["max_rel_err"] / both["triton"]).median())
+            passed = int((grp["passed"] == True).sum())  # noqa: E712 - the column holds None too
+            parts.append(f"{html.escape(str(impl))}'s normwise error is {r:.2g}× the kernel's (median over "
+                         f"{len(both)} shared cases); {passed} of {len(grp)} pass")
+        sentence = ("On the same inputs, " + "; ".join(parts) + ".") if parts else ""
+        cols = {k: v for k, v in self._COLS.items() if k not in ("config", "heads", "worst_query")}
+        return sentence + "\n\n" + table_html(other, cols, self._FMT)
+
+    def cases_table(self) -> str:
+        g = self.grid
+        if g.empty:
+            return ""
+        return ("<details><summary>All " + str(len(g)) + " kernel cases</summary>\n"
+                + table_html(g, {k: v for k, v in self._COLS.items() if k != "impl"}, self._FMT) + "</details>\n")

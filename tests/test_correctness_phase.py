@@ -1,0 +1,295 @@
+"""The correctness phase: grid, error metrics, tolerance, failure rows, a tiny end-to-end run under
+Triton's interpreter, and the page rendered from synthetic runs."""
+import os
+
+# Must precede the first import of triton: @triton.jit picks the interpreter at decoration time.
+os.environ["TRITON_INTERPRET"] = "1"
+
+import importlib  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from triton.runtime.errors import OutOfResources  # noqa: E402
+from triton.runtime.interpreter import InterpretedFunction  # noqa: E402
+
+from kernels import attention  # noqa: E402
+
+if not isinstance(attention._attn_fwd, InterpretedFunction):
+    # Another test module imported the kernels before TRITON_INTERPRET was set.
+    attention = importlib.reload(attention)
+
+from collect import correctness as phase  # noqa: E402
+from collect.context import RunContext  # noqa: E402
+from collect.jsonio import write_json_atomic  # noqa: E402
+from collect.schema.correctness import CorrectnessFile  # noqa: E402
+from render.pages.correctness import CorrectnessPage, unit_roundoff  # noqa: E402
+from render.runs import load_run  # noqa: E402
+from render.site import Report  # noqa: E402
+from render.validate import load_validated  # noqa: E402
+
+from _synthetic_correctness import make_correctness_run  # noqa: E402
+from synthetic import make_run, manifest  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning")
+ROOT = Path(__file__).resolve().parent.parent
+CPU = torch.device("cpu")
+
+
+# --- grid ------------------------------------------------------------------------------------
+
+
+def test_full_grid_has_at_least_96_kernel_cases_with_ragged_lengths():
+    full = phase.build_grid("full")
+    kernel = [c for c in full if c.impl == "triton"]
+    assert len(kernel) >= 96
+    assert len(set(full)) == len(full), "a case appears twice"
+    assert {1, 17, 1000, 4097} <= {c.seq_len for c in kernel}
+    assert {c.dtype for c in kernel} == {"float16", "bfloat16"} and {c.causal for c in kernel} == {False, True}
+    assert len({c.head_dim for c in kernel}) >= 2 and len({c.batch for c in kernel}) >= 2
+
+
+def test_quick_grid_is_a_small_subset_of_full():
+    quick, full = phase.build_grid("quick"), set(phase.build_grid("full"))
+    assert 8 <= len(quick) <= 24
+    assert set(quick) <= full
+    assert {1, 17, 1000, 4097} <= {c.seq_len for c in quick}
+
+
+def test_unknown_profile_is_a_clear_error():
+    with pytest.raises(ValueError, match="quick' or 'full"):
+        phase.build_grid("medium")
+
+
+def test_every_candidate_config_is_used_and_a_variant_keeps_one_config():
+    cases = phase.build_grid("full")
+    # seven candidates against six variants per (head_dim, dtype): the rotation must not restart per group
+    sizes = [16, 32, 64, 128, 256, 512, 1024]
+    cands = [dict(BLOCK_M=m, BLOCK_N=16, num_warps=4, num_stages=2) for m in sizes]
+    out = phase.assign_configs(cases, lambda d, dt: cands)
+    assert all(c.impl == "triton" for c in out) and len(out) == sum(c.impl == "triton" for c in cases)
+    for d in (64, 128):
+        assert {out[c][0]["BLOCK_M"] for c in out if c.head_dim == d} == set(sizes)
+    # every list is the full candidate list rotated, so the rest are fallbacks
+    assert all(sorted(x["BLOCK_M"] for x in lst) == sizes for lst in out.values())
+    by_variant = {}
+    for c, lst in out.items():
+        key = (c.head_dim, c.dtype, c.causal, phase.spec_class(c.seq_len))
+        by_variant.setdefault(key, set()).add(lst[0]["BLOCK_M"])
+    assert all(len(v) == 1 for v in by_variant.values())
+
+
+def test_compile_tasks_cover_each_variant_once_with_a_tiny_stand_in():
+    cases = phase.build_grid("full")
+    cands = [dict(BLOCK_M=m, BLOCK_N=16, num_warps=4, num_stages=2) for m in (16, 32, 64)]
+    configs = phase.assign_configs(cases, lambda d, dt: cands)
+    tasks = phase.compile_tasks(cases, configs, "cuda:0")
+    variants = {(c.dtype, c.causal, c.head_dim, phase.spec_class(c.seq_len)) for c in cases if c.impl == "triton"}
+    assert len(tasks) == len(variants)
+    assert all(t[0] == "cuda:0" and t[3] in (1, 16, 17) for t in tasks)
+    assert {(t[1], t[2], t[4], phase.spec_class(t[3])) for t in tasks} == variants
+
+
+def test_precompile_runs_its_workers_and_reports_failures(capsys):
+    good = phase.Case("triton", "float16", True, 1, 3, 40, 16)
+    bad = phase.Case("triton", "float16", False, 1, 3, 64, 16)
+    configs = {bad: [dict(BLOCK_M=24, BLOCK_N=16)]}  # not a power of two: the kernel refuses it
+    assert phase.precompile([good, bad], configs, CPU, workers=2) == 1
+    assert "compiled 2 kernel variants with 2 processes" in capsys.readouterr().err
+
+
+# --- tolerances and metrics ------------------------------------------------------------------
+
+
+def test_tolerance_is_a_multiple_of_the_unit_roundoff():
+    fp16, bf16 = phase.tolerance_for("float16"), phase.tolerance_for("bfloat16")
+    assert (fp16.mantissa_bits, bf16.mantissa_bits) == (10, 7)
+    assert fp16.unit_roundoff == 2.0**-11 and bf16.unit_roundoff == 2.0**-8
+    assert fp16.tol_abs == fp16.tol_rel == phase.TOL_FACTOR * 2.0**-11
+    assert bf16.tol_abs == phase.TOL_FACTOR * 2.0**-8
+    # the page's own u (from bit counts) agrees with numpy's and torch's description of the formats
+    assert unit_roundoff("float16") == float(np.finfo(np.float16).eps) / 2 == fp16.unit_roundoff
+    assert unit_roundoff("bfloat16") == bf16.unit_roundoff
+    with pytest.raises(ValueError, match="unknown dtype"):
+        unit_roundoff("float8")
+
+
+def test_error_metrics_find_a_known_error_and_where_it_is():
+    g = torch.Generator().manual_seed(0)
+    v = torch.randn(1, 2, 5, 4, generator=g, dtype=torch.float64)
+    ref = torch.randn(1, 2, 5, 4, generator=g, dtype=torch.float64)
+    out = ref.clone()
+    out[0, 1, 3, 2] += 0.01
+    out[0, 0, 0, 1] -= 0.004
+    tol = phase.tolerance_for("float16")
+    m = phase.error_metrics(out, ref, v, tol)
+    assert m["max_abs_err"] == pytest.approx(0.01, rel=1e-9)
+    assert m["worst_query"] == 3
+    assert m["max_abs_ref"] == pytest.approx(float(ref.abs().max()))
+    assert m["max_rel_err"] == pytest.approx(0.01 / float(ref.abs().max()), rel=1e-9)
+    assert m["first_row_max_abs_err"] == pytest.approx(0.004, rel=1e-9)
+    assert m["first_row_max_abs_v"] == pytest.approx(float(v[..., 0, :].abs().max()))
+    def usage(e, at):
+        return e / (tol.tol_abs + tol.tol_rel * abs(float(ref[at])))
+
+    assert m["tol_usage"] == pytest.approx(max(usage(0.01, (0, 1, 3, 2)), usage(0.004, (0, 0, 0, 1))))
+    assert m["passed"] is False and m["reason"] is None
+
+
+def test_error_metrics_pass_within_tolerance_and_fail_on_nan():
+    ref = torch.full((1, 1, 3, 2), 2.0, dtype=torch.float64)
+    tol = phase.tolerance_for("bfloat16")
+    inside = ref + 0.9 * (tol.tol_abs + tol.tol_rel * 2.0)
+    m = phase.error_metrics(inside, ref, ref, tol)
+    assert m["passed"] is True and m["tol_usage"] == pytest.approx(0.9)
+    just_out = ref + 1.1 * (tol.tol_abs + tol.tol_rel * 2.0)
+    assert phase.error_metrics(just_out, ref, ref, tol)["passed"] is False
+    nan = ref.clone()
+    nan[0, 0, 1, 0] = float("nan")
+    m = phase.error_metrics(nan, ref, ref, tol)
+    assert m["passed"] is False and m["max_abs_err"] is None and "1 of 6" in m["reason"]
+
+
+# --- rows that did not run -------------------------------------------------------------------
+
+TINY = phase.Case("triton", "float16", True, 1, 3, 17, 16)
+
+
+def test_an_exception_becomes_an_error_row(monkeypatch):
+    def boom(*a, **k):
+        raise RuntimeError("illegal memory access")
+
+    monkeypatch.setattr(attention, "flash_attention", boom)
+    row = phase.run_case(TINY, CPU, phase.tolerance_for("float16"))
+    assert row.status == "error" and "RuntimeError: illegal memory access" in row.reason
+    assert row.passed is None and row.max_abs_err is None
+
+
+def test_out_of_memory_becomes_an_oom_row(monkeypatch):
+    def oom(*a, **k):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(attention, "flash_attention", oom)
+    row = phase.run_case(TINY, CPU, phase.tolerance_for("float16"))
+    assert row.status == "oom" and "out of memory" in row.reason
+
+
+def test_a_config_that_does_not_fit_falls_back_then_is_unsupported(monkeypatch):
+    real = attention.flash_attention
+    big = dict(BLOCK_M=128, BLOCK_N=128, num_warps=8, num_stages=3)
+    small = dict(BLOCK_M=16, BLOCK_N=16, num_warps=4, num_stages=1)
+
+    def picky(q, k, v, causal=False, sm_scale=None, *, config=None, **kw):
+        if config and config["BLOCK_M"] == 128:
+            raise OutOfResources(300000, 232448, "shared memory")
+        return real(q, k, v, causal, sm_scale, config=config, **kw)
+
+    monkeypatch.setattr(attention, "flash_attention", picky)
+    row = phase.run_case(TINY, CPU, phase.tolerance_for("float16"), [big, small])
+    assert row.status == "ok" and row.passed and "BLOCK_M=16" in row.config
+    row = phase.run_case(TINY, CPU, phase.tolerance_for("float16"), [big])
+    assert row.status == "unsupported" and "shared memory" in row.reason
+
+
+def test_bf16_on_a_pre_ampere_gpu_is_unsupported_with_the_reason(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a, **k: (7, 5))
+    case = phase.Case("triton", "bfloat16", False, 1, 3, 17, 64)
+    row = phase.run_case(case, torch.device("cuda", 0), phase.tolerance_for("bfloat16"))
+    assert row.status == "unsupported" and "7.5" in row.reason and row.passed is None
+
+
+# --- end to end under the interpreter --------------------------------------------------------
+
+
+def test_run_writes_a_file_that_validates(tmp_path, monkeypatch):
+    cases = [phase.Case("triton", "float16", True, 1, 3, 17, 16), phase.Case("triton", "bfloat16", False, 2, 3, 1, 16),
+             phase.Case("naive", "float16", True, 1, 3, 17, 16)]
+    monkeypatch.setattr(phase, "build_grid", lambda profile: cases)
+    ctx = RunContext(run_id="tiny-20261129", out_dir=tmp_path, profile="quick", manifest=manifest("tiny-20261129"),
+                     phase="correctness", filename="correctness.json")
+    result = phase.run(ctx)
+    data = load_validated(tmp_path / "correctness.json", CorrectnessFile)
+    assert [r.status for r in data.rows] == ["ok", "ok", "ok"] and len(result.rows) == 3
+    causal, single, naive = data.rows
+    assert causal.passed and causal.max_abs_err > 0 and causal.worst_query_keys == causal.worst_query + 1
+    assert causal.first_row_max_abs_err == 0.0  # query 0 sees one key: its output is v[0] itself
+    assert causal.config and "BLOCK_M" in causal.config
+    assert single.max_abs_err == 0.0 and single.passed
+    assert naive.impl == "naive" and naive.config is None and naive.passed
+    assert {t.dtype for t in data.tolerances} == {"float16", "bfloat16"}
+
+
+# --- the page --------------------------------------------------------------------------------
+
+
+def _page(tmp_path, **kw) -> CorrectnessPage:
+    run = load_run(make_correctness_run(tmp_path, **kw))
+    return CorrectnessPage(run, [run])
+
+
+def test_page_figures_have_their_ids(tmp_path):
+    page = _page(tmp_path)
+    heat, lines = page.heatmap_figure(), page.error_vs_seq_figure()
+    assert 'id="fig-correctness-error-heatmap"' in heat and "exact" in heat
+    assert 'id="fig-correctness-error-vs-seq"' in lines
+    assert "synthetic-20261129" in heat and "NVIDIA H200" in lines
+
+
+def test_floor_sentence_follows_the_data(tmp_path):
+    near = _page(tmp_path / "a", floor_in_u=0.6).floor_finding()
+    far = _page(tmp_path / "b", floor_in_u=40.0).floor_finding()
+    assert "**matches**" in near and "does not match" not in near
+    assert "**does not match**" in far
+    assert "consistent with it" in near and "not consistent" not in near  # same multiple of u: the 2^3 ratio holds
+
+
+def test_row0_finding_follows_the_data(tmp_path):
+    assert "**exact**" in _page(tmp_path / "a", row0_in_u=0.0).row0_finding()
+    one = _page(tmp_path / "b", row0_in_u=0.5).row0_finding()
+    assert "no more than one rounding" in one
+    assert "more than one rounding" in _page(tmp_path / "c", row0_in_u=3.0).row0_finding()
+    assert "that is the floor" in one
+    late = _page(tmp_path / "d", causal_worst=500).row0_finding()
+    assert "not confined to the first" in late and "that is the floor" not in late
+
+
+def test_summary_counts_passes_failures_and_unsupported(tmp_path):
+    page = _page(tmp_path / "a")
+    assert "**All" in page.summary() and page.all_passed() and page.failures().startswith("None")
+    bad = _page(tmp_path / "b", fail=2, unsupported_bf16=True)
+    text = bad.summary()
+    n = len(bad.grid)
+    passed = int((bad.grid["passed"] == True).sum())  # noqa: E712
+    assert f"**{passed} of {n} pass**" in text and "2 ran and exceeded" in text and "unsupported" in text
+    assert "1.70× the tolerance" in bad.failures() and "compute capability" in bad.failures()
+
+
+def test_seq_trend_uses_words_from_the_data(tmp_path):
+    text = _page(tmp_path).seq_trend_finding()
+    assert "fp16, non-causal: the largest error **shrinks" in text
+    assert "fp16, causal: the largest error **stays within" in text
+
+
+def test_template_renders_and_a_missing_phase_says_so(tmp_path):
+    source = (ROOT / "docs" / "correctness.md").read_text()
+    run = load_run(make_correctness_run(tmp_path / "with"))
+    out = Report(runs=[run], run=run).render_markdown(source, "correctness.md")
+    assert 'id="fig-correctness-error-heatmap"' in out and "{{" not in out
+    assert "T4" in out and "naive" in out
+    bare = load_run(make_run(tmp_path / "without"))
+    out = Report(runs=[bare], run=bare).render_markdown(source, "correctness.md")
+    assert "Not collected in this run" in out and "fig-correctness" not in out
+
+
+def test_summary_names_the_head_dims_run_only_at_small_n_and_u_check_flags_disagreement(tmp_path):
+    page = _page(tmp_path / "a")
+    assert "head_dim 16, 32 and 256 only at seq_len 1, 17 and 128" in page.summary()
+    assert page.u_check().startswith("The two agree")
+    assert "1, 17, 1000 and 4097" in page.ragged_lengths()
+    run_dir = make_correctness_run(tmp_path / "b")
+    data = load_validated(run_dir / "correctness.json", CorrectnessFile)
+    data.tolerances[0].unit_roundoff *= 2
+    write_json_atomic(run_dir / "correctness.json", data)
+    run = load_run(run_dir)
+    assert "**disagree** for fp16" in CorrectnessPage(run, [run]).u_check()
