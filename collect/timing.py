@@ -41,28 +41,55 @@ def summarize(times_ms: Sequence[float]) -> Timing:
     return Timing(percentile(xs, 50), percentile(xs, 10), percentile(xs, 90), sum(xs) / len(xs), len(xs))
 
 
-def bench_gpu(fn: Callable[[], object], min_reps: int = MIN_REPS, min_time_ms: float = 100.0, warmup_ms: float = 25.0) -> Timing:
-    """Time `fn` on the device: at least `min_reps` runs and about `min_time_ms` of samples, L2 flushed each run.
+def time_fixed(fn: Callable[[], object], n: int) -> Timing:
+    """Exactly `n` device-timed calls of an already warm `fn`, the L2 flushed before each (as do_bench does)."""
+    import torch
+    from triton import runtime
 
-    The caller warms up first (compilation, autotuning). do_bench sizes its repeat count from a
-    5-run estimate that a clock still ramping up from idle inflates, so we call it again until
-    the sample count is guaranteed.
+    driver = runtime.driver.active
+    cache = driver.get_empty_cache_for_benchmark()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    for start, end in zip(starts, ends):
+        driver.clear_cache(cache)
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    return summarize([s.elapsed_time(e) for s, e in zip(starts, ends)])
+
+
+def bench_gpu(fn: Callable[[], object], min_reps: int = MIN_REPS, min_time_ms: float = 100.0, warmup_ms: float = 25.0,
+              max_reps: int = 5000) -> Timing:
+    """Time `fn` on the device: at least `min_reps` calls and about `min_time_ms` of them, L2 flushed each call.
+
+    The caller warms up first (compilation, autotuning); this adds `warmup_ms` of untimed calls so a
+    clock ramping up from idle settles. The run count is fixed up front from a short estimate, so
+    the guarantee of `min_reps` samples does not depend on the estimate being right.
     """
-    import triton.testing
+    import time
 
-    times: list[float] = []
-    for _ in range(20):
-        times += triton.testing.do_bench(fn, warmup=warmup_ms, rep=min_time_ms, return_mode="all")
-        if len(times) >= min_reps:
-            break
-    return summarize(times)
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    calls = 0
+    while calls < 3 or (time.perf_counter() - t0) * 1e3 < warmup_ms:
+        fn()
+        calls += 1
+        torch.cuda.synchronize()
+    est_ms = max((time.perf_counter() - t0) * 1e3 / calls, 1e-3)
+    n = min(max(min_reps, math.ceil(min_time_ms / est_ms)), max(max_reps, min_reps))
+    return time_fixed(fn, n)
 
 
 def is_oom(exc: BaseException) -> bool:
     """CUDA out-of-memory, whichever way torch or triton raised it."""
     name = type(exc).__name__
     text = str(exc).lower()
-    return name == "OutOfMemoryError" or "out of memory" in text or "outofresources" in name.lower() and "memory" in text
+    # Triton's OutOfResources (a tile too big for shared memory) is not device memory: not an OOM row.
+    return name == "OutOfMemoryError" or "out of memory" in text
 
 
 def free_cuda_memory() -> None:

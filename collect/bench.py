@@ -1,0 +1,397 @@
+"""Phase bench: latency, TFLOP/s and peak memory of every attention implementation over seq_len.
+
+Implementations: naive PyTorch; SDPA with each backend forced in turn (a backend that refuses the
+inputs is a row with status unsupported and PyTorch's reasons); SDPA left to choose, recording the
+backend it chose; our Triton kernel. Each case: one warm-up call (compilation and autotuning land
+there), one call with the peak-memory statistics freshly reset, then at least 50 device-timed calls
+with L2 flushed before each. Out of memory is a result: a row with the size asked for.
+
+The case loop (`measure_cases`) takes the measuring function as an argument, so the bookkeeping
+(statistics, OOM, refusals, checkpoints, the time budget) is tested on the CPU with fakes.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from kernels.attention import HEAD_DIMS, IMPLEMENTATIONS, SDPA_BACKENDS
+
+from .context import RunContext
+from .schema import SCHEMA_VERSION
+from .schema.bench import BenchFile, BenchRow
+from .timing import MIN_REPS, Timing, free_cuda_memory, is_oom, time_fixed
+
+# Every implementation the phase measures, in the order it measures those that share inputs.
+IMPLS = ("naive", *(f"sdpa-{b}" for b in SDPA_BACKENDS), "sdpa", "triton")
+# Measured last: they put the others in context but are the slowest and least decisive.
+CONTEXT_IMPLS = ("sdpa-efficient", "sdpa-math")
+ELEMENT_BYTES = {"float16": 2, "bfloat16": 2}
+
+# Timed calls per case: exactly MIN_REPS for a long call (the sweep's cost is dominated by them, so no
+# margin), more for a short one, up to about MIN_TIME_MS of device time (flush included) or MAX_REPS.
+MIN_TIME_MS = 15.0
+MAX_REPS = 500
+FLUSH_MS = 0.1  # a 256 MB memset on a fast GPU; only sizes the run count, never enters a timing
+
+# The whole collect must fit in a few minutes on an H200; past this many seconds the remaining cases
+# become rows that say they were not run. BENCH_BUDGET_S overrides it (0: no limit).
+BUDGET_S = {"quick": 90.0, "full": 175.0}
+BUDGET_ENV = "BENCH_BUDGET_S"
+
+TIMING_METHOD = (f"CUDA events around each call, the L2 flushed before each (Triton's benchmark cache buffer zeroed, as "
+                 f"triton.testing.do_bench does); {MIN_REPS} to {MAX_REPS} timed calls (at least {MIN_REPS}, more for "
+                 f"short calls, up to about {MIN_TIME_MS:g} ms of device time) after a warm-up call (compilation, "
+                 "autotuning) and the peak-memory call; median, p10 and p90 over all timed calls")
+BACKEND_CHOICE_METHOD = ("torch._fused_sdp_choice(q, k, v, is_causal=...) on the case's inputs, which runs PyTorch's "
+                         "own backend selection without computing attention")
+# PyTorch's words when every allowed SDPA backend declines the inputs (CUDA, then CPU builds).
+_REFUSALS = ("No available kernel", "No viable backend")
+
+
+@dataclass(frozen=True)
+class Case:
+    impl: str
+    dtype: str
+    causal: bool
+    batch: int
+    heads: int
+    seq_len: int
+    head_dim: int
+
+    @property
+    def backend_requested(self) -> str | None:
+        return self.impl.removeprefix("sdpa-") if self.impl.startswith("sdpa-") else None
+
+    @property
+    def elem_bytes(self) -> int:
+        return ELEMENT_BYTES[self.dtype]
+
+    @property
+    def flops(self) -> float:
+        """4*B*H*N*N*d (two matmuls), halved when causal: the usual convention."""
+        f = 4.0 * self.batch * self.heads * self.seq_len**2 * self.head_dim
+        return f / 2 if self.causal else f
+
+    @property
+    def input_bytes(self) -> int:
+        return 3 * self.batch * self.heads * self.seq_len * self.head_dim * self.elem_bytes
+
+    def least_bytes(self) -> int:
+        """Memory this case cannot run without: inputs, output and, where it is materialised, one score matrix."""
+        need = self.input_bytes * 4 // 3
+        if self.impl in ("naive", "sdpa-math"):
+            need += self.batch * self.heads * self.seq_len**2 * self.elem_bytes
+        return need
+
+    def label(self) -> str:
+        return (f"{self.impl} {self.dtype} {'causal' if self.causal else 'full'} "
+                f"B={self.batch} H={self.heads} N={self.seq_len} d={self.head_dim}")
+
+
+@dataclass(frozen=True)
+class Sweep:
+    shapes: tuple[tuple[int, int, int], ...]  # (batch, heads, head_dim)
+    seq_lens: tuple[int, ...]
+    dtypes: tuple[str, ...]
+    causal: tuple[bool, ...] = (False, True)
+    impls: tuple[str, ...] = IMPLS
+
+    def cases(self) -> list[Case]:
+        """In the order a time-budget cut hurts least: the implementations the report argues about
+        first, SDPA's slow math and memory-efficient backends after; within each, cheap shapes first
+        and N ascending. Cases with the same inputs stay together, so the inputs are made once."""
+        tiers = [[i for i in self.impls if i not in CONTEXT_IMPLS], [i for i in self.impls if i in CONTEXT_IMPLS]]
+        return [Case(impl, dt, causal, b, h, n, d)
+                for tier in tiers for b, h, d in self.shapes for n in self.seq_lens for dt in self.dtypes
+                for causal in self.causal for impl in tier]
+
+
+STUDY_SHAPE = (2, 8, 64)  # the published study's batch, heads, head_dim
+LARGE_SHAPE = (4, 32, 128)
+PROFILES = {
+    "full": Sweep(shapes=(STUDY_SHAPE, LARGE_SHAPE), seq_lens=tuple(2**i for i in range(9, 15)),
+                  dtypes=("float16", "bfloat16")),
+    "quick": Sweep(shapes=(STUDY_SHAPE,), seq_lens=(512, 2048, 8192), dtypes=("float16",)),
+}
+
+
+def validate_cases(cases: Iterable[Case]) -> None:
+    """Every name and shape checked on the host, before any GPU work; ValueError says what to fix."""
+    for c in cases:
+        if c.impl.startswith("sdpa-") and c.backend_requested not in SDPA_BACKENDS:
+            raise ValueError(f"unknown SDPA backend {c.backend_requested!r} in implementation {c.impl!r}; "
+                             f"valid backends: {', '.join(SDPA_BACKENDS)}")
+        if c.impl not in IMPLEMENTATIONS:
+            raise ValueError(f"unknown implementation {c.impl!r}; valid: {', '.join(IMPLEMENTATIONS)}")
+        if c.dtype not in ELEMENT_BYTES:
+            raise ValueError(f"unknown dtype {c.dtype!r}; valid: {', '.join(ELEMENT_BYTES)}")
+        if min(c.batch, c.heads, c.seq_len, c.head_dim) < 1:
+            raise ValueError(f"batch, heads, seq_len and head_dim must be >= 1: {c.label()}")
+        if c.impl == "triton" and c.head_dim not in HEAD_DIMS:
+            raise ValueError(f"the Triton kernel supports head_dim in {HEAD_DIMS}, not {c.head_dim}: {c.label()}")
+
+
+# --- what one measurement returns, and the rows built from it ----------------------------------
+
+
+@dataclass
+class Measurement:
+    timing: Timing
+    peak_mem_bytes: int | None
+    backend_used: str | None = None
+    kernel_config: dict[str, int] = field(default_factory=dict)
+    warmup_s: float | None = None
+
+
+class BackendRefused(RuntimeError):
+    """A forced SDPA backend declined these inputs; the message carries PyTorch's reasons."""
+
+
+def _base_row(case: Case, status: str, reason: str | None = None) -> BenchRow:
+    return BenchRow(impl=case.impl, backend_requested=case.backend_requested, backend_used=None, dtype=case.dtype,
+                    causal=case.causal, batch=case.batch, heads=case.heads, seq_len=case.seq_len,
+                    head_dim=case.head_dim, status=status, reason=reason, flops=case.flops,
+                    input_bytes=case.input_bytes)
+
+
+def ok_row(case: Case, m: Measurement) -> BenchRow:
+    row = _base_row(case, "ok")
+    t = m.timing
+    row.latency_ms_median, row.latency_ms_p10, row.latency_ms_p90, row.n_timed_runs = (
+        t.median_ms, t.p10_ms, t.p90_ms, t.n)
+    row.tflops = case.flops / (t.median_ms * 1e-3) / 1e12 if t.median_ms > 0 else None
+    row.peak_mem_bytes = m.peak_mem_bytes
+    row.backend_used = m.backend_used if m.backend_used is not None else case.backend_requested
+    row.kernel_config = dict(m.kernel_config)
+    row.warmup_s = m.warmup_s
+    if t.n < MIN_REPS:
+        row.reason = f"only {t.n} timed calls, fewer than the {MIN_REPS} this phase promises"
+    return row
+
+
+_UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+_ASKED = re.compile(r"Tried to allocate ([0-9.]+) (B|KiB|MiB|GiB|TiB)")
+
+
+def requested_bytes(message: str) -> int | None:
+    """The allocation PyTorch's caching allocator failed on, from its error message."""
+    m = _ASKED.search(message)
+    return int(float(m.group(1)) * _UNITS[m.group(2)]) if m else None
+
+
+def _trim(text: str, limit: int = 600) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def failure_row(case: Case, exc: BaseException) -> BenchRow:
+    """What an exception during a case means: out of memory, a refusal, or an error."""
+    text = str(exc)
+    out_of_resources = type(exc).__name__ == "OutOfResources"  # Triton: a tile that does not fit on chip
+    if is_oom(exc) and not out_of_resources:
+        row = _base_row(case, "oom", _trim(f"{type(exc).__name__}: {text}", 300))
+        row.requested_bytes = requested_bytes(text) or case.least_bytes()
+        return row
+    refused = isinstance(exc, BackendRefused) or (
+        case.backend_requested is not None and isinstance(exc, RuntimeError) and any(r in text for r in _REFUSALS))
+    if refused or out_of_resources:
+        return _base_row(case, "unsupported", _trim(text))
+    return _base_row(case, "error", _trim(f"{type(exc).__name__}: {text}"))
+
+
+# --- the case loop ---------------------------------------------------------------------------
+
+
+def measure_cases(cases: list[Case], measure: Callable[[Case], Measurement], on_row: Callable[[BenchRow], None], *,
+                  memory_bytes: int | None = None, supports_bf16: bool | None = None,
+                  deadline: float | None = None, clock: Callable[[], float] = time.monotonic,
+                  progress: Callable[[Iterable[Case], int], Iterable[Case]] = lambda it, total: it,
+                  free: Callable[[], None] = free_cuda_memory) -> list[BenchRow]:
+    """Measure every case in order, handing each row to on_row as soon as it exists.
+
+    A case fails alone: an exception becomes its row and the loop goes on. memory_bytes lets a case
+    that cannot fit even its score matrix be recorded as oom without trying; deadline (a clock()
+    value) turns the cases left after it into rows that say they were not run.
+    """
+    validate_cases(cases)
+    rows = []
+    bar = progress(cases, len(cases))
+    for case in bar:
+        if hasattr(bar, "set_postfix_str"):
+            bar.set_postfix_str(case.label(), refresh=False)
+        if deadline is not None and clock() > deadline:
+            row = _base_row(case, "error", f"not run: the bench phase's time budget was spent before this case "
+                                           f"(set {BUDGET_ENV}=0 for no limit)")
+        elif case.dtype == "bfloat16" and supports_bf16 is False:
+            row = _base_row(case, "unsupported", "this GPU has no bfloat16 tensor-core support")
+        elif memory_bytes is not None and case.least_bytes() > memory_bytes:
+            row = _base_row(case, "oom", f"not attempted: predicted need of at least {case.least_bytes()} bytes "
+                                         f"(inputs, output, one score matrix) > device memory {memory_bytes} bytes")
+            row.requested_bytes = case.least_bytes()
+        else:
+            try:
+                row = ok_row(case, measure(case))
+            except Exception as exc:  # noqa: BLE001 - a case's failure is its row, not the phase's end
+                row = failure_row(case, exc)
+            if row.status != "ok":
+                free()  # the failed call's tensors are unreachable once `exc` is gone
+        rows.append(row)
+        on_row(row)
+    return rows
+
+
+# --- measuring on the device -----------------------------------------------------------------
+
+_BACKEND_NAMES = {"FLASH_ATTENTION": "flash", "EFFICIENT_ATTENTION": "efficient", "CUDNN_ATTENTION": "cudnn",
+                  "MATH": "math"}
+
+
+def chosen_backend(q, k, v, causal: bool) -> str:
+    """The SDPA backend PyTorch picks for these inputs when none is forced."""
+    try:
+        import torch
+        from torch.nn.attention import SDPBackend
+
+        name = SDPBackend(int(torch._fused_sdp_choice(q, k, v, is_causal=causal))).name
+    except Exception:  # noqa: BLE001 - a private API; its absence must not cost the row
+        return "unknown"
+    return _BACKEND_NAMES.get(name, name.lower())
+
+
+def timed_runs(est_ms: float) -> int:
+    """How many calls to time, given one call's rough duration."""
+    return max(MIN_REPS, min(MAX_REPS, math.ceil(MIN_TIME_MS / max(est_ms + FLUSH_MS, 1e-3))))
+
+
+def time_on_device(fn: Callable[[], object], est_ms: float) -> Timing:
+    """A fixed number of device-timed calls, sized from the warm-up estimate (see timed_runs).
+
+    bench_gpu adds warm-up calls this sweep cannot afford at large N; the first call already warmed it.
+    """
+    return time_fixed(fn, timed_runs(est_ms))
+
+
+class DeviceMeasurer:
+    """Measures one case: inputs (shared by the cases that can share them), warm-up, peak memory, timing."""
+
+    def __init__(self, device: str = "cuda", timer: Callable[[Callable[[], object], float], Timing] = time_on_device):
+        self.device = device
+        self.timer = timer
+        self._key = None
+        self._qkv = None
+
+    def inputs(self, case: Case):
+        import torch
+
+        key = (case.dtype, case.batch, case.heads, case.seq_len, case.head_dim)
+        if key != self._key:
+            self._key = self._qkv = None
+            free_cuda_memory()
+            g = torch.Generator(device=self.device).manual_seed(0)
+            shape = (case.batch, case.heads, case.seq_len, case.head_dim)
+            self._qkv = tuple(torch.randn(shape, generator=g, device=self.device, dtype=getattr(torch, case.dtype))
+                              for _ in range(3))
+            self._key = key
+        return self._qkv
+
+    def _sync(self) -> None:
+        import torch
+
+        if self.device != "cpu":
+            torch.cuda.synchronize()
+
+    def __call__(self, case: Case) -> Measurement:
+        import torch
+
+        from kernels import attention
+
+        q, k, v = self.inputs(case)
+        fn = attention.get_impl(case.impl)
+
+        def call():
+            return fn(q, k, v, case.causal)
+
+        t0 = time.perf_counter()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                call()
+                self._sync()
+            except RuntimeError as exc:
+                if case.backend_requested is None or is_oom(exc) or not any(r in str(exc) for r in _REFUSALS):
+                    raise
+                # PyTorch gives its reasons as warnings and raises a generic error: keep both.
+                why = list(dict.fromkeys(str(w.message).strip() for w in caught))
+                raise BackendRefused(" | ".join([str(exc).strip(), *why])) from None
+        warmup_s = time.perf_counter() - t0
+
+        config = {}
+        if case.impl == "triton":
+            last = attention.kernel_config_of_last_call() or {}
+            config = {key: val for key, val in last.items() if isinstance(val, int) and not isinstance(val, bool)}
+        used = chosen_backend(q, k, v, case.causal) if case.impl == "sdpa" else None
+
+        # Peak memory after warm-up, so autotuning scratch is never counted; baseline holds the inputs.
+        peak = None
+        cuda = self.device != "cpu"
+        if cuda:
+            self._sync()
+            base = torch.cuda.memory_allocated()
+            torch.cuda.reset_peak_memory_stats()
+        t0 = time.perf_counter()
+        out = call()
+        self._sync()
+        est_ms = (time.perf_counter() - t0) * 1e3
+        if cuda:
+            peak = torch.cuda.max_memory_allocated() - base
+        del out
+        timing = self.timer(call, est_ms)
+        return Measurement(timing=timing, peak_mem_bytes=peak, backend_used=used, kernel_config=config,
+                           warmup_s=warmup_s)
+
+
+def budget_seconds(profile: str) -> float | None:
+    raw = os.environ.get(BUDGET_ENV)
+    if raw is None:
+        return BUDGET_S[profile]
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{BUDGET_ENV} must be a number of seconds (0 for no limit), got {raw!r}") from None
+    return value if value > 0 else None
+
+
+def run(ctx: RunContext) -> BenchFile:
+    if ctx.profile not in PROFILES:
+        raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {ctx.profile!r}")
+    cases = PROFILES[ctx.profile].cases()
+    budget = budget_seconds(ctx.profile)
+    import torch
+
+    if not torch.cuda.is_available():
+        raise RuntimeError("the bench phase times kernels on a CUDA GPU and none is visible")
+    dev = ctx.manifest.device
+    result = BenchFile(schema_version=SCHEMA_VERSION, run_id=ctx.run_id, profile=ctx.profile,
+                       timing_method=TIMING_METHOD, backend_choice_method=BACKEND_CHOICE_METHOD,
+                       min_timed_runs=MIN_REPS)
+
+    def on_row(row: BenchRow) -> None:
+        result.rows.append(row)
+        ctx.checkpoint(result)
+
+    t0 = time.monotonic()
+    measure_cases(cases, DeviceMeasurer(), on_row,
+                  memory_bytes=dev.memory_bytes if dev else None,
+                  supports_bf16=dev.supports_bf16 if dev else None,
+                  deadline=t0 + budget if budget else None,
+                  progress=lambda it, total: ctx.progress(it, total=total, desc="bench"))
+    skipped = sum(1 for r in result.rows if r.reason and r.reason.startswith("not run"))
+    if skipped:
+        result.notes.append(f"{skipped} of {len(cases)} cases were not run: the phase's time budget of "
+                            f"{budget:.0f} s was spent (set {BUDGET_ENV}=0 for no limit).")
+    return result

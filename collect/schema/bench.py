@@ -1,0 +1,55 @@
+"""bench.json: latency, TFLOP/s and peak memory of each attention implementation over seq_len."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .common import doc, strict
+
+
+@strict
+@dataclass
+class BenchRow:
+    """One implementation at one shape, dtype and masking: measured, or why not."""
+
+    impl: str = doc("'naive', 'triton', 'sdpa' (PyTorch chooses) or 'sdpa-<backend>' (one backend forced).")
+    backend_requested: str | None = doc("SDPA backend forced: flash, cudnn, efficient or math; null when none was.")
+    backend_used: str | None = doc("SDPA backend that ran: the forced one, or the one PyTorch chose for 'sdpa' "
+                                   "('unknown' if it could not be read); null for naive and triton.")
+    dtype: str = doc("'float16' or 'bfloat16'.")
+    causal: bool = doc("Causal mask on (each query sees only keys at or before it).")
+    batch: int = doc("B.")
+    heads: int = doc("H.")
+    seq_len: int = doc("N, the query and key length.")
+    head_dim: int = doc("d.")
+    status: str = doc("ok, oom, unsupported or error.")
+    reason: str | None = doc("Why the row is not ok: PyTorch's refusal, the failed allocation, the exception.", None)
+    latency_ms_median: float | None = doc("Median device time of one forward call, L2 flushed before each.", None)
+    latency_ms_p10: float | None = doc("10th percentile of the timed calls.", None)
+    latency_ms_p90: float | None = doc("90th percentile of the timed calls.", None)
+    n_timed_runs: int | None = doc("Timed calls behind the statistics (at least 50).", None)
+    flops: float = doc("FLOP counted per call: 4*B*H*N*N*d, halved when causal.", 0.0)
+    tflops: float | None = doc("flops / median latency, in 10^12 FLOP/s.", None)
+    input_bytes: int = doc("Bytes of Q, K and V together.", 0)
+    peak_mem_bytes: int | None = doc("Peak allocated bytes above what was allocated before the measured call "
+                                     "(the inputs), with peak statistics reset after warm-up; includes the output.", None)
+    requested_bytes: int | None = doc("oom rows: the allocation that failed (from PyTorch's message) or, when the "
+                                      "case was not attempted, the predicted need.", None)
+    warmup_s: float | None = doc("Wall time of the first call: compilation and Triton autotuning land here.", None)
+    kernel_config: dict[str, int] = doc("triton rows: the tile config the autotuner chose (BLOCK_M, BLOCK_N, "
+                                        "num_warps, num_stages).", default_factory=dict)
+
+
+@strict
+@dataclass
+class BenchFile:
+    """bench.json: one per run."""
+
+    schema_version: int = doc("Version of this data contract.")
+    run_id: str = doc("The run this file belongs to.")
+    profile: str = doc("'quick' or 'full'.")
+    timing_method: str = doc("How latency was timed, in words.")
+    backend_choice_method: str = doc("How backend_used was found for 'sdpa' with no backend forced.")
+    min_timed_runs: int = doc("Least number of timed calls behind any ok row.")
+    rows: list[BenchRow] = doc("One row per implementation x shape x dtype x causal.", default_factory=list)
+    notes: list[str] = doc("Anything the phase wants the reader to know (time budget, skipped cases).",
+                           default_factory=list)

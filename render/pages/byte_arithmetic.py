@@ -1,0 +1,372 @@
+"""Byte arithmetic: the traffic model of attention evaluated for this run's GPU, beside what was measured."""
+from __future__ import annotations
+
+import math
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from .. import fmt, model
+from ..figures import PALETTE
+from ..tables import table_html
+from .base import Page
+from .bench import IMPL_COLORS, SHORT, BenchPage, facet_label, impl_label, join, shape_label
+from .hardware import HardwarePage
+
+E = 2  # bytes per element: every dtype the bench phase sweeps (fp16, bf16) is two bytes wide
+# Implementations that write the score matrix to memory; the rest are fused (S stays on chip).
+MATERIALISING = {"naive", "sdpa-math"}
+# measured / predicted causal speedup within this band either way "matches" the block count.
+MATCH = 1.05
+
+
+def _matmul_ceiling(dtype: str) -> str:
+    return {"bfloat16": "bf16"}.get(dtype, "fp16")
+
+
+class ByteArithmeticPage(Page):
+    slug = "bytes"
+    phase = "bench"
+
+    @cached_property
+    def bench(self) -> BenchPage:
+        return BenchPage(self.run, self.runs)
+
+    @cached_property
+    def hw(self) -> HardwarePage:
+        return HardwarePage(self.run, self.runs)
+
+    @property
+    def available(self) -> bool:
+        return self.run.has("bench") and self.run.manifest.device is not None
+
+    @property
+    def device(self):
+        return self.run.manifest.device
+
+    @property
+    def l2_bytes(self) -> int | None:
+        sheet = self.run.manifest.datasheet
+        return self.device.l2_bytes or (sheet.l2_bytes if sheet else None)
+
+    def shapes(self) -> list[tuple]:
+        return self.bench.shapes()
+
+    def seq_lens(self, shape) -> list[int]:
+        rows = self.bench.rows
+        return sorted(set(rows[rows["shape"] == shape]["seq_len"]))
+
+    def bandwidth(self) -> float | None:
+        return self.hw.measured_rate("copy_bandwidth")
+
+    def ridge(self, dtype: str = "float16") -> float | None:
+        return self.hw.ridge("measured", _matmul_ceiling(dtype))
+
+    # --- the device ------------------------------------------------------------------------
+
+    def device_sentence(self) -> str:
+        d = self.device
+        bw, peak = self.bandwidth(), self.hw.measured_rate("matmul_fp16")
+        text = (f"Evaluated for **{d.name}**: L2 cache {fmt.bytes_(self.l2_bytes)}, memory {fmt.bytes_(d.memory_bytes)}, "
+                f"measured copy bandwidth {fmt.bandwidth(bw)} and fp16 matmul rate {fmt.flops(peak)}")
+        r_meas, r_sheet = self.ridge(), self.hw.ridge("datasheet", "fp16")
+        if r_meas is not None:
+            text += f", so a measured fp16 ridge point of **{fmt.num(r_meas)} FLOP/byte**"
+        if r_sheet is not None:
+            text += f" ({fmt.num(r_sheet)} from the datasheet)"
+        return text + ". Every element is two bytes (fp16 and bf16 alike)."
+
+    # --- traffic ---------------------------------------------------------------------------
+
+    def traffic_table(self, shape) -> str:
+        b, h, d = shape
+        heads = b * h
+        bw = self.bandwidth()
+        naive_ms = self.bench.latency(shape, "float16", False, "naive")
+        rows = []
+        for n in self.seq_lens(shape):
+            naive_all = model.naive_traffic_bytes(n, d, E, heads)
+            rows.append({
+                "n": n, "s": fmt.bytes_(model.s_matrix_bytes(n, E)), "ends": fmt.bytes_(model.endpoint_bytes(n, d, E)),
+                "naive": fmt.bytes_(model.naive_traffic_bytes(n, d, E)), "fused": fmt.bytes_(model.fused_traffic_bytes(n, d, E)),
+                "ratio": fmt.ratio(model.traffic_ratio(n, d)), "naive_all": fmt.bytes_(naive_all),
+                "fused_all": fmt.bytes_(model.fused_traffic_bytes(n, d, E, heads)),
+                "floor": fmt.ms(naive_all / bw * 1e3) if bw else "n/a",
+                "meas": fmt.ms(naive_ms[n]) if n in naive_ms.index else "did not run",
+            })
+        return table_html(pd.DataFrame(rows), {
+            "n": "N", "s": "S, one head", "ends": "Q, K, V, O, one head", "naive": "naive traffic, one head",
+            "fused": "fused traffic, one head", "ratio": "naive / fused = 1 + N/d",
+            "naive_all": f"naive, all {heads} heads", "fused_all": f"fused, all {heads} heads",
+            "floor": "naive traffic at measured bandwidth", "meas": "naive measured (fp16, non-causal)"},
+            caption=f"{shape_label(shape)}, two-byte elements.")
+
+    def traffic_finding(self, shape) -> str:
+        """Measured naive latency against the time its modelled traffic takes at the measured bandwidth."""
+        b, h, d = shape
+        bw = self.bandwidth()
+        naive_ms = self.bench.latency(shape, "float16", False, "naive")
+        if bw is None or naive_ms.empty:
+            return ("Without a measured copy bandwidth and an fp16 non-causal naive run, the traffic model cannot be "
+                    "set against a latency here.")
+        ratios = {n: naive_ms[n] / (model.naive_traffic_bytes(n, d, E, b * h) / bw * 1e3) for n in naive_ms.index}
+        lo, hi = min(ratios.values()), max(ratios.values())
+        span = f"about {fmt.ratio(lo)}" if hi / lo < 1.05 else f"{fmt.ratio(lo)} to {fmt.ratio(hi)}"
+        text = (f"For {shape_label(shape)} (fp16, non-causal), naive PyTorch took {span} the time its modelled "
+                "traffic needs at the measured bandwidth. ")
+        if lo >= 1:
+            text += ("It never beats that floor, as a memory-bound kernel cannot; the excess is traffic the model leaves "
+                     "out (this report's naive softmax writes P in fp32, four bytes an element, before casting it "
+                     "back) plus time in which the GPU is not streaming at full rate.")
+        else:
+            text += ("Where it takes less, part of the modelled traffic never reached DRAM: score matrices small enough "
+                     "to stay in the L2 cache between the passes.")
+        return text
+
+    # --- cache and memory limits -----------------------------------------------------------
+
+    @cached_property
+    def limits(self) -> list[dict]:
+        """Per shape: where S stops fitting in L2 and where naive stops fitting in memory, predicted and seen."""
+        out = []
+        rows = self.bench.rows
+        mem, l2 = self.device.memory_bytes, self.l2_bytes
+        for shape in self.shapes():
+            heads = shape[0] * shape[1]
+            naive = rows[(rows["shape"] == shape) & (rows["impl"] == "naive")]
+            oom = sorted(set(naive[naive["status"] == "oom"]["seq_len"]))
+            ok = naive[(naive["status"] == "ok") & naive["peak_mem_bytes"].notna()]
+            live = None
+            if not ok.empty:
+                top = ok.loc[ok["seq_len"].idxmax()]
+                live = float(top["peak_mem_bytes"]) / model.s_matrix_bytes(int(top["seq_len"]), E, heads)
+            out.append({
+                "shape": shape, "heads": heads,
+                "l2_one": model.max_n_s_fits(l2, E) if l2 else None,
+                "l2_all": model.max_n_s_fits(l2, E, heads) if l2 else None,
+                "oom_model": model.max_n_before_oom(mem, heads, E) if mem else None,
+                "live": live,
+                "oom_live": model.max_n_before_oom(mem, heads, E, live) if mem and live else None,
+                "first_oom": oom[0] if oom else None,
+                "ns": self.seq_lens(shape),
+            })
+        return out
+
+    def limits_table(self) -> str:
+        rows = [{**r, "shape": shape_label(r["shape"]),
+                 "seen": f"N={r['first_oom']:,}" if r["first_oom"] else f"none up to N={r['ns'][-1]:,}"}
+                for r in self.limits]
+        n_or = lambda v: "n/a" if v is None or v != v else f"{int(v):,}"  # noqa: E731
+        return table_html(pd.DataFrame(rows), {
+            "shape": "Shape", "heads": "B·H heads", "l2_one": "S of one head fits L2 up to N",
+            "l2_all": "S of all heads fit L2 up to N", "oom_model": "naive fits memory up to N (two live S tensors)",
+            "live": "naive peak / one S tensor (measured)", "oom_live": "naive fits up to N (measured tensors)",
+            "seen": "naive first out of memory"},
+            {"l2_one": n_or, "l2_all": n_or, "oom_model": n_or, "oom_live": n_or,
+             "live": lambda v: "n/a" if v is None or v != v else fmt.num(v)})
+
+    def limits_finding(self) -> str:
+        parts = []
+        for r in self.limits:
+            s, ns = shape_label(r["shape"]), r["ns"]
+            if r["l2_all"] is not None:
+                if r["l2_all"] < ns[0]:
+                    where = "at every length swept the naive path's passes over S go to DRAM"
+                elif r["l2_all"] >= ns[-1]:
+                    where = "at every length swept they could stay in the cache between passes"
+                else:
+                    where = f"from N={min(n for n in ns if n > r['l2_all']):,} on the naive path's passes over S go to DRAM"
+                parts.append(f"For {s}, the {r['heads']} score matrices share the L2 only up to N={r['l2_all']:,} "
+                             f"(one head alone: N={r['l2_one']:,}), so {where}.")
+            if r["oom_model"] is None:
+                continue
+            first = r["first_oom"]
+            if first is None:
+                verdict = (f"the sweep stopped at N={ns[-1]:,}, short of it" if ns[-1] <= r["oom_model"] else
+                           f"yet naive ran at N={ns[-1]:,}, so it held fewer than two score tensors at once")
+                parts.append(f"The model with two live score tensors lets naive run up to N={r['oom_model']:,}; "
+                             f"{verdict}.")
+                continue
+            if first > r["oom_model"]:
+                agree = "consistent with the model"
+            else:
+                agree = "earlier than that model allows"
+                if r["live"]:
+                    agree += (f": naive's measured peak at its longest successful length was {fmt.num(r['live'])} "
+                              f"score-sized tensors, and with that many the limit moves to N={r['oom_live']:,}")
+            parts.append(f"Naive first ran out of memory at N={first:,}; two live score tensors would fit up to "
+                         f"N={r['oom_model']:,}, so this is {agree}.")
+        return " ".join(parts)
+
+    # --- arithmetic intensity --------------------------------------------------------------
+
+    def intensity_table(self) -> str:
+        ridge = self.ridge()
+        rows = []
+        for shape in self.shapes():
+            d = shape[2]
+            for n in self.seq_lens(shape):
+                a_n, a_f = model.naive_intensity(n, d, E), model.fused_intensity(n, d, E)
+                bound = lambda a: "n/a" if ridge is None else ("compute" if a >= ridge else "memory")  # noqa: E731
+                rows.append({"d": d, "n": n, "naive": fmt.num(a_n), "nb": bound(a_n), "fused": fmt.num(a_f),
+                             "fb": bound(a_f)})
+        df = pd.DataFrame(rows).drop_duplicates()
+        return table_html(df, {"d": "d", "n": "N", "naive": "naive FLOP/byte", "nb": "naive: bound by (model)",
+                               "fused": "fused FLOP/byte", "fb": "fused: bound by (model)"},
+                          caption=f"Against the measured fp16 ridge point of {fmt.num(ridge)} FLOP/byte.")
+
+    def intensity_finding(self) -> str:
+        ridge = self.ridge()
+        if ridge is None:
+            return "No measured ridge point in this run, so the intensities cannot be placed against it."
+        parts = []
+        for d in sorted({s[2] for s in self.shapes()}):
+            lim = model.naive_intensity_limit(d, E)
+            cross = model.naive_crosses_ridge_n(ridge, d, E)
+            if cross is None:
+                parts.append(f"With d={d}, naive's intensity approaches {fmt.num(lim)} FLOP/byte and never passes it, "
+                             f"below the ridge of {fmt.num(ridge)}: memory-bound at every N.")
+            else:
+                parts.append(f"With d={d}, naive's intensity approaches {fmt.num(lim)} FLOP/byte, above the ridge of "
+                             f"{fmt.num(ridge)}: this GPU's ridge is low enough that naive turns compute-bound from "
+                             f"N≈{fmt.num(cross)}.")
+        n_cross = model.fused_crosses_ridge_n(ridge, E)
+        ns = sorted(set(self.bench.rows["seq_len"]))
+        share = ("every length swept" if ns[0] >= n_cross else "none of the lengths swept" if ns[-1] < n_cross
+                 else f"the lengths from N={min(n for n in ns if n >= n_cross)} on")
+        parts.append(f"A fused kernel's intensity N/2 reaches the ridge at N≈{fmt.num(n_cross)}, which puts {share} on "
+                     "the compute side of it.")
+        return " ".join(parts)
+
+    def roofline_figure(self, shape) -> str:
+        """Measured TFLOP/s of each implementation at its modelled intensity, under this GPU's roofs."""
+        dtype, causal = next(((dt, c) for dt, c in self.bench.facets(shape) if not c), self.bench.facets(shape)[0])
+        ceiling = _matmul_ceiling(dtype)
+        bw, peak = self.bandwidth(), self.hw.measured_rate(f"matmul_{ceiling}")
+        sheet = self.run.manifest.datasheet
+        d = shape[2]
+        ns = self.seq_lens(shape)
+        x = np.logspace(0, math.log10(max(model.fused_intensity(ns[-1], d, E), 10) * 2), 80)
+        fig = go.Figure()
+        sheet_bw = sheet.memory_bandwidth_bytes_per_s if sheet else None
+        sheet_peak = getattr(sheet, f"{ceiling}_tensor_flops_per_s") if sheet else None
+        for label, b_, p_, dash in (("measured roofs", bw, peak, "solid"), ("datasheet roofs", sheet_bw, sheet_peak, "dash")):
+            if b_ and p_:
+                fig.add_trace(go.Scatter(x=x, y=[model.attainable_flops(a, p_, b_) / 1e12 for a in x], mode="lines",
+                                         name=label, line=dict(color=PALETTE[7], dash=dash, width=1.5),
+                                         hoverinfo="skip"))
+        ok = self.bench.facet_rows(self.bench.ok, shape, dtype, causal)
+        for impl in self.bench.impls():
+            g = ok[(ok["impl"] == impl) & ok["tflops"].notna()].sort_values("seq_len")
+            if g.empty:
+                continue
+            used = g["backend_used"].fillna("")
+            mat = [impl in MATERIALISING or (impl == "sdpa" and u == "math") for u in used]
+            ai = [model.naive_intensity(n, d, E) if m else model.fused_intensity(n, d, E)
+                  for n, m in zip(g["seq_len"], mat)]
+            label = impl_label(impl)
+            fig.add_trace(go.Scatter(x=ai, y=g["tflops"], mode="markers+lines", name=label,
+                                     marker=dict(color=IMPL_COLORS.get(impl, PALETTE[6]), size=8),
+                                     line=dict(color=IMPL_COLORS.get(impl, PALETTE[6]), width=1),
+                                     customdata=g["seq_len"],
+                                     hovertemplate=f"{label}<br>N=%{{customdata}}<br>%{{x:.3g}} FLOP/byte (model)"
+                                                   "<br>%{y:.3g} TFLOP/s (measured)<extra></extra>"))
+        ridge = self.ridge(dtype)
+        if ridge:
+            fig.add_vline(x=ridge, line_dash="dot", line_color=PALETTE[7], line_width=1)
+        fig.update_xaxes(type="log", title_text="arithmetic intensity (FLOP per DRAM byte, from the model)")
+        fig.update_yaxes(type="log", title_text="TFLOP/s")
+        return self.figure(f"roofline-{'x'.join(map(str, shape))}", fig,
+                           f"Each implementation's measured TFLOP/s at its modelled intensity (naive and SDPA math: "
+                           f"N·d/(2(N+d)); fused: N/2), one point per N, under the {ceiling} roofs; dotted: the "
+                           f"measured ridge point. {shape_label(shape)}, {facet_label(dtype, causal)}.")
+
+    # --- causal ----------------------------------------------------------------------------
+
+    @cached_property
+    def causal(self) -> pd.DataFrame:
+        """Triton's measured causal speedup beside the block-count prediction, per shape, dtype and N."""
+        out = []
+        for shape in self.shapes():
+            for dtype in dict.fromkeys(dt for dt, _ in self.bench.facets(shape)):
+                full = self.bench.latency(shape, dtype, False, "triton")
+                caus = self.bench.latency(shape, dtype, True, "triton")
+                flash_f = self.bench.latency(shape, dtype, False, "sdpa-flash")
+                flash_c = self.bench.latency(shape, dtype, True, "sdpa-flash")
+                configs = self._configs(shape, dtype)
+                for n in [n for n in full.index if n in caus.index]:
+                    cfg_c, cfg_f = configs.get((True, n), {}), configs.get((False, n), {})
+                    bm, bn = cfg_c.get("BLOCK_M"), cfg_c.get("BLOCK_N")
+                    pred = model.predicted_causal_speedup(n, bm, bn) if bm and bn else None
+                    programs = shape[0] * shape[1] * -(-n // bm) if bm else None
+                    out.append({
+                        "shape": shape, "dtype": dtype, "n": n, "measured": full[n] / caus[n], "predicted": pred,
+                        "t": -(-n // bm) if bm else None, "bm": bm, "bn": bn, "same_config": cfg_c == cfg_f,
+                        "diag": model.causal_diagonal_visits(n, bm, bn) if pred else None,
+                        "visited": model.causal_blocks_visited(n, bm, bn)[0] if pred else None,
+                        "programs": programs,
+                        "flash": flash_f[n] / flash_c[n] if n in flash_f.index and n in flash_c.index else None,
+                    })
+        return pd.DataFrame(out)
+
+    def _configs(self, shape, dtype) -> dict:
+        t = self.bench.facet_rows(self.bench.ok, shape, dtype, True)
+        t = pd.concat([t, self.bench.facet_rows(self.bench.ok, shape, dtype, False)])
+        t = t[t["impl"] == "triton"]
+        return {(c, n): cfg for c, n, cfg in zip(t["causal"], t["seq_len"], t["kernel_config"])}
+
+    def causal_table(self) -> str:
+        df = self.causal
+        if df.empty:
+            return "No seq_len has both a causal and a non-causal Triton measurement."
+        df = df.assign(shape_l=df["shape"].map(shape_label), dt=df["dtype"].map(lambda d: SHORT.get(d, d)),
+                       blocks=[f"{int(a)}×{int(b)}" if a == a and a else "not recorded" for a, b in zip(df["bm"], df["bn"])])
+        r = lambda v: "n/a" if v is None or v != v else fmt.ratio(v)  # noqa: E731
+        return table_html(df, {"shape_l": "Shape", "dt": "dtype", "n": "N", "blocks": "BLOCK_M×BLOCK_N (causal)",
+                               "t": "T query blocks", "predicted": "predicted 2T/(T+1)", "measured": "Triton measured",
+                               "flash": "SDPA flash measured"},
+                          {"predicted": r, "measured": r, "flash": r, "t": lambda v: "n/a" if v != v or v is None else int(v)})
+
+    def causal_finding(self) -> str:
+        df = self.causal
+        if df.empty:
+            return "The causal speedup cannot be measured: no length has both a causal and a non-causal Triton run."
+        known = df[df["predicted"].notna()]
+        if known.empty:
+            return ("The Triton rows do not record their tile sizes, so T, and with it the prediction, is unknown; "
+                    f"the measured causal speedup was {fmt.ratio(df['measured'].min())} to "
+                    f"{fmt.ratio(df['measured'].max())} against the limit of 2× that (T+1)/(2T) tends to.")
+        q = known["measured"] / known["predicted"]
+        short, over = known[q < 1 / MATCH], known[q > MATCH]
+        text = (f"Measured against the block count, Triton's causal speedup reaches {fmt.num(q.min())} to "
+                f"{fmt.num(q.max())} of the prediction ({len(short)} of {len(known)} cases fall short by more than "
+                f"{fmt.pct(100 * (MATCH - 1), 2)}, {len(over)} exceed it by more). ")
+        if len(short):
+            worst = short.loc[(short["measured"] / short["predicted"]).idxmin()]
+            text += (f"The block count treats every visited tile as equal, and the shortfall comes from what it leaves "
+                     f"out. At N={worst['n']} ({shape_label(worst['shape'])}), {int(worst['diag'])} of the "
+                     f"{int(worst['visited'])} tiles visited straddle the diagonal: they cost a full tile and keep "
+                     f"about half of it. The query tile that visits the most key tiles visits {int(worst['t'])} "
+                     f"against an average of {fmt.num((worst['t'] + 1) / 2)}, and "
+                     f"{int(worst['programs']):,} programs share {self.device.sm_count} SMs, so the longest ones "
+                     f"{'set the finishing time' if worst['programs'] < 4 * self.device.sm_count else 'are partly hidden behind shorter ones'}. "
+                     "Per-program costs (loading the Q tile, storing O, the launch) do not shrink with masking. ")
+            trend = known[(known["shape"] == worst["shape"]) & (known["dtype"] == worst["dtype"])].sort_values("n")
+            if len(trend) > 1:
+                first, last = trend.iloc[0], trend.iloc[-1]
+                qa, qb = first["measured"] / first["predicted"], last["measured"] / last["predicted"]
+                if qb > qa * 1.02:
+                    text += ("For that shape the shortfall shrinks as N grows, as fixed costs spread over more tiles "
+                             "and more programs even out the imbalance. ")
+                elif qb < qa / 1.02:
+                    text += "For that shape the shortfall widens as N grows. "
+        if len(over):
+            differ = over[~over["same_config"]]
+            text += (f"Where the speedup exceeds the block count (N={join(sorted(set(over['n'])))}), something besides "
+                     "the skipped tiles changed: ")
+            text += (f"the autotuner picked a different tile config for the causal case in {len(differ)} of them."
+                     if len(differ) else "the same tile config ran both ways, so per visited tile the causal run "
+                                         "was the quicker one.")
+        return text
