@@ -1,0 +1,568 @@
+"""
+Fused attention forward in Triton, and the implementations it is measured against
+==============================================================================
+
+Every function here has the same signature and the same tensor layout:
+``q, k, v`` of shape ``(batch, heads, seq_len, head_dim)``, self-attention (the query and
+key sequences have the same length), returning ``o`` of the same shape and dtype as ``q``.
+
+- :func:`flash_attention`: one Triton kernel. Each program owns ``BLOCK_M`` query rows of one
+  head and streams the keys and values past them in tiles of ``BLOCK_N``, keeping a running
+  maximum ``m``, a running denominator ``l`` and an unnormalised output ``acc`` (the online
+  softmax). The ``seq_len x seq_len`` score matrix never exists in memory.
+- :func:`naive_attention`: what ordinary PyTorch code does; it materialises the scores.
+- :func:`sdpa_attention`: ``torch.nn.functional.scaled_dot_product_attention``, optionally
+  with one backend forced.
+- :func:`reference_attention`: the same maths in float64, the yardstick for all of them.
+
+The file reads top to bottom: the kernel, its tile configurations, the wrapper that checks
+its inputs and launches it, then the PyTorch implementations and a name -> function registry.
+No file I/O and no plotting live here; ``collect/`` does that.
+"""
+
+import functools
+import math
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+# softmax(x) = 2^(x * log2(e)) / sum(...): folding log2(e) into the scale lets the kernel call
+# exp2, a single hardware instruction, instead of exp.
+LOG2E = 1.4426950408889634
+
+HEAD_DIMS = (16, 32, 64, 128, 256)
+SDPA_BACKENDS = ("flash", "cudnn", "efficient", "math")
+PATHS = (None, "portable", "hopper")
+
+
+def _interpreting():
+    """True when Triton runs kernels in its CPU interpreter (TRITON_INTERPRET=1)."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. The kernel
+# ---------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _attend_to_keys(
+    acc, l_i, m_i, q,
+    K_head, V_head, stride_kn, stride_vn,
+    offs_m, offs_n, offs_d, lo, hi, seq_len, qk_scale,
+    BLOCK_N: tl.constexpr,
+    MASKED: tl.constexpr,
+    CAUSAL: tl.constexpr,
+    UPCAST_DOT: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,
+):
+    """Fold the key/value tiles in [lo, hi) into the running softmax state of one query tile.
+
+    MASKED=False is the hot loop: every key in range is real and visible to every query row,
+    so there is no bounds check and no `where`. MASKED=True handles the tile that straddles
+    the diagonal (CAUSAL) or the end of the sequence.
+    """
+    # Only scalars are carried from one iteration to the next: a loop-carried tensor of
+    # pointers would cost 2 registers per element per thread.
+    k_offs = offs_n[:, None] * stride_kn + offs_d[None, :]
+    v_offs = offs_n[:, None] * stride_vn + offs_d[None, :]
+    for start_n in range(lo, hi, BLOCK_N):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        cols = start_n + offs_n
+        k_ptrs = K_head + start_n * stride_kn + k_offs
+        v_ptrs = V_head + start_n * stride_vn + v_offs
+        if MASKED:
+            in_bounds = cols < seq_len
+            k = tl.load(k_ptrs, mask=in_bounds[:, None], other=0.0)
+        else:
+            k = tl.load(k_ptrs)
+        if UPCAST_DOT:
+            k = k.to(tl.float32)
+        qk = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION)
+
+        if MASKED:
+            visible = in_bounds[None, :]
+            if CAUSAL:
+                visible = visible & (offs_m[:, None] >= cols[None, :])
+            qk = tl.where(visible, qk * qk_scale, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(qk, 1))
+            qk = qk - m_new[:, None]
+        else:
+            # Scale after the row max so that scale-and-subtract fuse into one FMA per score.
+            m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+            qk = qk * qk_scale - m_new[:, None]
+        p = tl.math.exp2(qk)
+
+        # Rescale what was accumulated under the old maximum; exp2(-inf) = 0 on the first tile.
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+
+        if MASKED:
+            v = tl.load(v_ptrs, mask=in_bounds[:, None], other=0.0)
+        else:
+            v = tl.load(v_ptrs)
+        # P is rounded to the input dtype before the second matmul, as on the tensor cores.
+        p = p.to(v.dtype)
+        if UPCAST_DOT:
+            p = p.to(tl.float32)
+            v = v.to(tl.float32)
+        acc = tl.dot(p, v, acc, input_precision=DOT_PRECISION)
+
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@triton.jit(do_not_specialize=["SEQ_BUCKET"])
+def _attn_fwd(
+    Q, K, V, O,
+    stride_qb, stride_qh, stride_qn,
+    stride_kb, stride_kh, stride_kn,
+    stride_vb, stride_vh, stride_vn,
+    stride_ob, stride_oh, stride_on,
+    num_heads, seq_len, qk_scale,
+    SEQ_BUCKET,  # unused by the code: the autotuner keys on it (seq_len rounded up)
+    HEAD_DIM: tl.constexpr,
+    CAUSAL: tl.constexpr,
+    UPCAST_DOT: tl.constexpr,
+    DOT_PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
+    """One program = BLOCK_M query rows of one (batch, head). Grid: (query tiles, batch*heads)."""
+    tile_m = tl.program_id(0)
+    if CAUSAL:
+        # Query tiles near the end of the sequence see the most keys: launch them first so the
+        # short ones fill the gaps at the tail of the grid.
+        tile_m = tl.num_programs(0) - 1 - tile_m
+    bh = tl.program_id(1)
+    b = (bh // num_heads).to(tl.int64)  # int64: batch*heads*seq*dim can pass 2^31
+    h = (bh % num_heads).to(tl.int64)
+
+    offs_m = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+
+    q_ptrs = Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :]
+    K_head = K + b * stride_kb + h * stride_kh
+    V_head = V + b * stride_vb + h * stride_vh
+
+    # Rows past the end of the sequence load zeros; they are computed and never stored.
+    row_ok = offs_m < seq_len
+    q = tl.load(q_ptrs, mask=row_ok[:, None], other=0.0)
+    if UPCAST_DOT:
+        q = q.to(tl.float32)
+
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+
+    if CAUSAL:
+        # Stage 1: key tiles wholly below the diagonal. All visible, all in bounds, no mask.
+        # (BLOCK_M is a multiple of BLOCK_N, so the diagonal starts on a key tile boundary.)
+        diag_lo = tile_m * BLOCK_M
+        acc, l_i, m_i = _attend_to_keys(
+            acc, l_i, m_i, q, K_head, V_head, stride_kn, stride_vn,
+            offs_m, offs_n, offs_d, 0, diag_lo, seq_len, qk_scale,
+            BLOCK_N, False, True, UPCAST_DOT, DOT_PRECISION)
+        # Stage 2: the key tiles on the diagonal, masked. Tiles above it are never visited.
+        diag_hi = tl.minimum(diag_lo + BLOCK_M, seq_len)
+        acc, l_i, m_i = _attend_to_keys(
+            acc, l_i, m_i, q, K_head, V_head, stride_kn, stride_vn,
+            offs_m, offs_n, offs_d, diag_lo, diag_hi, seq_len, qk_scale,
+            BLOCK_N, True, True, UPCAST_DOT, DOT_PRECISION)
+    else:
+        # Every full key tile without a mask, then the ragged tail (if any) with one.
+        full_hi = (seq_len // BLOCK_N) * BLOCK_N
+        acc, l_i, m_i = _attend_to_keys(
+            acc, l_i, m_i, q, K_head, V_head, stride_kn, stride_vn,
+            offs_m, offs_n, offs_d, 0, full_hi, seq_len, qk_scale,
+            BLOCK_N, False, False, UPCAST_DOT, DOT_PRECISION)
+        acc, l_i, m_i = _attend_to_keys(
+            acc, l_i, m_i, q, K_head, V_head, stride_kn, stride_vn,
+            offs_m, offs_n, offs_d, full_hi, seq_len, seq_len, qk_scale,
+            BLOCK_N, True, False, UPCAST_DOT, DOT_PRECISION)
+
+    # Each real row saw at least key 0, so l_i > 0 there.
+    acc = acc / l_i[:, None]
+    o_ptrs = O + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :]
+    tl.store(o_ptrs, acc.to(O.dtype.element_ty), mask=row_ok[:, None])
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. Tile configurations per GPU generation
+# ---------------------------------------------------------------------------------------------
+
+# (BLOCK_M, BLOCK_N, num_warps, num_stages). BLOCK_M is always a multiple of BLOCK_N.
+# Register and shared-memory figures quoted below come from compiling for each target with
+# Triton 3.6 (ptxas -v), fp16, no GPU needed.
+_CONFIGS_BY_ARCH = {
+    # Turing (T4): Triton 3.6 lowers tl.dot to FMA on sm_75, not to tensor cores, so the
+    # score and output tiles live in registers: small tiles (64x64 spills at d=64), and one
+    # stage, as there is no cp.async to pipeline with. 64 KB of shared memory per block.
+    "sm75": [
+        (64, 32, 8, 1), (32, 32, 8, 1), (32, 32, 4, 1), (32, 16, 4, 1), (16, 16, 4, 1),
+    ],
+    # Ampere/Ada (A100: 163 KB per block; A10/L4/RTX: 99 KB): mma.sync with cp.async
+    # pipelining. 128x64 with 8 warps compiles to ~210 registers at d=128, no spills.
+    "sm80": [
+        (128, 64, 4, 3), (128, 64, 8, 3), (128, 32, 4, 3), (128, 128, 8, 2),
+        (64, 64, 4, 3), (64, 64, 4, 4), (64, 32, 4, 2),
+    ],
+    # Hopper (H100/H200: 227 KB per block): wgmma from two warpgroups over a 128-row tile,
+    # 64 or 128 keys per step, 2-4 stages. At d=128, 128x64/8 warps uses ~190 registers and
+    # 128 KB (3 stages); 128x128 reaches 255 registers. 64x32 is the d=256 fallback.
+    "sm90": [
+        (128, 128, 8, 2), (128, 128, 8, 3), (128, 64, 8, 3), (128, 64, 8, 4),
+        (64, 64, 4, 3), (64, 32, 4, 2),
+    ],
+}
+
+# Shared memory per block (opt-in maximum) when the driver cannot be asked.
+_SMEM_FALLBACK = {"sm75": 64 * 1024, "sm80": 99 * 1024, "sm90": 227 * 1024}
+
+# Used under TRITON_INTERPRET=1: one small tile, no tuning, so CPU tests stay fast.
+_INTERPRETER_CONFIG = dict(BLOCK_M=16, BLOCK_N=16, num_warps=4, num_stages=1, maxnreg=None)
+
+
+def arch_of(capability):
+    """The config family for a CUDA compute capability (major, minor)."""
+    major, minor = capability
+    if major >= 9:
+        return "sm90"  # Blackwell reuses the Hopper list until it gets its own path
+    if major == 8:
+        return "sm80"
+    return "sm75"
+
+
+def _smem_bytes(block_m, block_n, num_stages, head_dim, elem_bytes, arch="sm80"):
+    """Shared memory of the kernel as Triton 3.6 lays it out: the Q tile plus K and V tiles
+    for each pipeline buffer (num_stages of them on Hopper, num_stages - 1 before). A lower
+    bound (a layout-conversion scratch can come on top): underestimating is safe, because
+    the autotuner skips a config that does not fit when it is loaded."""
+    buffers = num_stages if arch == "sm90" else max(1, num_stages - 1)
+    return elem_bytes * head_dim * (block_m + 2 * buffers * block_n)
+
+
+def _fp32_regs_per_thread(block_m, block_n, num_warps, head_dim):
+    """Registers each thread needs just to hold its share of the fp32 accumulator and the
+    fp32 score tile. Compiled for sm80/sm90, configs above 128 here used all 255 registers
+    a thread may have and spilled; 96 compiles to ~190-210 registers."""
+    return (block_m * head_dim + block_m * block_n) // (32 * num_warps)
+
+
+_MAX_FP32_REGS = 128
+
+
+def candidate_configs(capability, head_dim, dtype, smem_limit=None):
+    """The configs the autotuner will time for this GPU, head_dim and dtype, as
+    triton.Config objects: those whose tiles cannot fit in shared memory, or whose
+    accumulators alone would crowd the register file, are dropped."""
+    arch = arch_of(capability)
+    limit = smem_limit or _SMEM_FALLBACK[arch]
+    elem = torch.tensor([], dtype=dtype).element_size()
+    table = _CONFIGS_BY_ARCH[arch]
+    fits = [c for c in table
+            if _smem_bytes(c[0], c[1], c[3], head_dim, elem, arch) <= limit
+            and _fp32_regs_per_thread(c[0], c[1], c[2], head_dim) <= _MAX_FP32_REGS]
+    if not fits:  # large head_dim on a small GPU: keep the smallest tile and let it try
+        fits = [min(table, key=lambda c: _smem_bytes(c[0], c[1], c[3], head_dim, elem, arch))]
+    return [triton.Config(dict(BLOCK_M=bm, BLOCK_N=bn), num_warps=w, num_stages=s)
+            for bm, bn, w, s in fits]
+
+
+def _smem_limit(device):
+    """Opt-in shared memory per block of this device, or None if it cannot be read."""
+    props = torch.cuda.get_device_properties(device)
+    limit = getattr(props, "shared_memory_per_block_optin", None)
+    if limit:
+        return int(limit)
+    try:
+        return int(triton.runtime.driver.active.utils.get_device_properties(
+            device.index if device.index is not None else torch.cuda.current_device())["max_shared_mem"])
+    except Exception:
+        return None
+
+
+@functools.lru_cache(maxsize=None)
+def _autotuned_kernel(capability, smem_limit):
+    """An autotuner over _attn_fwd for one GPU generation (built lazily: at import time there
+    may be no GPU to ask). Keyed on the rounded sequence length, head_dim, causal and dtype
+    (the autotuner adds the dtypes of tensor arguments to the key itself)."""
+    arch = arch_of(capability)
+    table = [triton.Config(dict(BLOCK_M=bm, BLOCK_N=bn), num_warps=w, num_stages=s)
+             for bm, bn, w, s in _CONFIGS_BY_ARCH[arch]]
+
+    def prune(configs, named_args, **kwargs):
+        wanted = candidate_configs(capability, kwargs["HEAD_DIM"], named_args["Q"].dtype, smem_limit)
+        wanted = {(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_warps, c.num_stages) for c in wanted}
+        return [c for c in configs
+                if (c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_warps, c.num_stages) in wanted]
+
+    return triton.autotune(
+        configs=table,
+        key=["SEQ_BUCKET", "HEAD_DIM", "CAUSAL"],
+        prune_configs_by={"early_config_prune": prune},
+    )(_attn_fwd)
+
+
+_last_config = None
+
+
+def kernel_config_of_last_call():
+    """The tile config the last flash_attention call ran with, or None before the first call:
+    dict(BLOCK_M, BLOCK_N, num_warps, num_stages, maxnreg, autotuned)."""
+    return None if _last_config is None else dict(_last_config)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. The wrapper
+# ---------------------------------------------------------------------------------------------
+
+_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+_CONFIG_KEYS = {"BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "maxnreg"}
+
+
+def _check_inputs(q, k, v, path):
+    """Raise ValueError, saying what was expected, for anything the kernel cannot run."""
+    if path not in PATHS:
+        raise ValueError(f"path must be one of {PATHS}, got {path!r}")
+    if path == "hopper":
+        raise ValueError("path='hopper' (TMA / tensor descriptors) is not available yet; "
+                         "use path=None or 'portable'")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 4:
+            raise ValueError(f"{name} must be 4-D (batch, heads, seq_len, head_dim), "
+                             f"got shape {tuple(t.shape)}")
+    if not (q.shape == k.shape == v.shape):
+        raise ValueError("q, k, v must have the same shape (self-attention), got "
+                         f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise ValueError(f"q, k, v must have the same dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    if not (q.device == k.device == v.device):
+        raise ValueError(f"q, k, v must be on the same device, got {q.device}, {k.device}, {v.device}")
+    if q.dtype not in _DTYPES:
+        raise ValueError(f"dtype must be one of float16, bfloat16, float32, got {q.dtype}")
+    batch, heads, seq_len, head_dim = q.shape
+    if head_dim not in HEAD_DIMS:
+        raise ValueError(f"head_dim must be one of {HEAD_DIMS}, got {head_dim}")
+    if seq_len < 1:
+        raise ValueError(f"seq_len must be >= 1, got {seq_len}")
+    if batch < 1 or heads < 1:
+        raise ValueError(f"batch and heads must be >= 1, got batch={batch}, heads={heads}")
+    if _interpreting():
+        return
+    if q.device.type == "cpu":
+        raise ValueError("q, k, v are CPU tensors: the Triton kernel needs a CUDA GPU "
+                         "(set TRITON_INTERPRET=1 to run on the CPU)")
+    if q.device.type != "cuda":
+        raise ValueError(f"q, k, v must be CUDA tensors, got device {q.device}")
+    check_dtype_supported(q.dtype, torch.cuda.get_device_capability(q.device))
+
+
+def check_dtype_supported(dtype, capability):
+    """Raise ValueError if a GPU of this compute capability cannot run the kernel in dtype."""
+    if dtype == torch.bfloat16 and tuple(capability) < (8, 0):
+        raise ValueError(f"bfloat16 needs a GPU of compute capability >= 8.0; this one is "
+                         f"{capability[0]}.{capability[1]} (use float16)")
+
+
+def _check_config(config):
+    """Fill defaults into a fixed tile config and reject ones the kernel cannot use."""
+    unknown = set(config) - _CONFIG_KEYS
+    if unknown:
+        raise ValueError(f"config keys must be among {sorted(_CONFIG_KEYS)}, got {sorted(unknown)}")
+    if "BLOCK_M" not in config or "BLOCK_N" not in config:
+        raise ValueError("config needs BLOCK_M and BLOCK_N")
+    cfg = {"num_warps": 4, "num_stages": 2, "maxnreg": None, **config}
+    bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
+    for name in ("BLOCK_M", "BLOCK_N"):
+        x = cfg[name]
+        if not isinstance(x, int) or x < 16 or x & (x - 1):
+            raise ValueError(f"{name} must be a power of two >= 16, got {x!r}")
+    if bm % bn:
+        raise ValueError(f"BLOCK_M must be a multiple of BLOCK_N, got {bm} and {bn}")
+    return cfg
+
+
+def flash_attention(q, k, v, causal=False, sm_scale=None, *, path=None, config=None):
+    """softmax(q k^T * sm_scale [+ causal mask]) v with the fused Triton kernel.
+
+    q, k, v: (batch, heads, seq_len, head_dim), float16/bfloat16 (float32 works too, mainly
+    for the CPU interpreter). sm_scale defaults to 1/sqrt(head_dim). path: None or
+    "portable" (the same kernel today). config: None to autotune, or a fixed
+    dict(BLOCK_M=, BLOCK_N=, num_warps=, num_stages=, maxnreg=) run without tuning.
+    """
+    global _last_config
+    _check_inputs(q, k, v, path)
+    batch, heads, seq_len, head_dim = q.shape
+    if sm_scale is None:
+        sm_scale = 1.0 / math.sqrt(head_dim)
+    sm_scale = float(sm_scale)
+    if not math.isfinite(sm_scale) or sm_scale <= 0:
+        # The hot loop scales each row's maximum rather than every score: needs a positive scale.
+        raise ValueError(f"sm_scale must be finite and > 0, got {sm_scale}")
+    fixed = _check_config(config) if config is not None else None
+
+    # The kernel assumes unit stride along head_dim (the other three strides are free).
+    q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
+    o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+
+    if _interpreting() and fixed is None:
+        fixed = dict(_INTERPRETER_CONFIG)
+    if fixed is not None:
+        launch = dict(BLOCK_M=fixed["BLOCK_M"], BLOCK_N=fixed["BLOCK_N"],
+                      num_warps=fixed["num_warps"], num_stages=fixed["num_stages"])
+        if fixed["maxnreg"] is not None:
+            launch["maxnreg"] = fixed["maxnreg"]
+        _launch(_attn_fwd, q, k, v, o, causal, sm_scale, **launch)
+        _last_config = dict(fixed, autotuned=False)
+    else:
+        with torch.cuda.device(q.device):
+            tuner = _autotuned_kernel(torch.cuda.get_device_capability(q.device), _smem_limit(q.device))
+            _precompile_candidates(tuner, q, k, v, o, causal, sm_scale)
+            _launch(tuner, q, k, v, o, causal, sm_scale)
+        best = tuner.best_config
+        _last_config = dict(BLOCK_M=best.kwargs["BLOCK_M"], BLOCK_N=best.kwargs["BLOCK_N"],
+                            num_warps=best.num_warps, num_stages=best.num_stages,
+                            maxnreg=best.maxnreg, autotuned=True)
+    return o
+
+
+def _launch(kernel, q, k, v, o, causal, sm_scale, warmup=False, **launch):
+    """Launch kernel (_attn_fwd, or an autotuner over it) writing o; inputs already checked.
+    warmup=True compiles without launching."""
+    batch, heads, seq_len, head_dim = q.shape
+
+    def grid(meta):
+        return (triton.cdiv(seq_len, meta["BLOCK_M"]), batch * heads)
+
+    call = functools.partial(kernel.warmup, grid=grid) if warmup else kernel[grid]
+    call(
+        q, k, v, o,
+        q.stride(0), q.stride(1), q.stride(2),
+        k.stride(0), k.stride(1), k.stride(2),
+        v.stride(0), v.stride(1), v.stride(2),
+        o.stride(0), o.stride(1), o.stride(2),
+        heads, seq_len, sm_scale * LOG2E,
+        triton.next_power_of_2(seq_len),
+        HEAD_DIM=head_dim,
+        CAUSAL=bool(causal),
+        # The interpreter multiplies bf16 tl.dot operands wrongly (raw bits) and fp16 ones
+        # without fp32 accumulation: give it fp32 operands. Never on a GPU.
+        UPCAST_DOT=_interpreting(),
+        # fp32 inputs mean fp32 maths, not TF32; fp16/bf16 ignore this.
+        DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
+        **launch,
+    )
+
+
+# Compiling a config takes seconds and the autotuner compiles its candidates one after the
+# other; compiling them first on a thread pool (Triton's own async-compile hook) divides the
+# wait by the number of cores. ATTN_PARALLEL_COMPILE=0 turns it off.
+_PARALLEL_COMPILE = os.environ.get("ATTN_PARALLEL_COMPILE", "1") != "0"
+
+
+def _tuning_key(q, causal):
+    """The key Triton's Autotuner.run files this call under (keys, then tensor dtypes)."""
+    return (triton.next_power_of_2(q.shape[2]), q.shape[3], bool(causal)) + (str(q.dtype),) * 4
+
+
+def _precompile_candidates(tuner, q, k, v, o, causal, sm_scale):
+    """Compile every candidate config in parallel before the first tuning of this key.
+    Best effort: on any failure the autotuner simply compiles them itself, serially."""
+    if not _PARALLEL_COMPILE or _tuning_key(q, causal) in tuner.cache:
+        return
+    try:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from triton.runtime._async_compile import AsyncCompileMode
+
+        workers = min(len(tuner.configs), os.cpu_count() or 1)
+        if workers < 2:
+            return
+        with ThreadPoolExecutor(workers) as pool, AsyncCompileMode(pool, ignore_errors=True):
+            _launch(tuner, q, k, v, o, causal, sm_scale, warmup=True)
+    except Exception:
+        pass
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. What it is compared against
+# ---------------------------------------------------------------------------------------------
+
+
+def _scale(q, sm_scale):
+    return 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else float(sm_scale)
+
+
+def _causal_mask(n, device):
+    """True above the diagonal: the future keys a query must not see."""
+    return torch.ones(n, n, dtype=torch.bool, device=device).triu(1)
+
+
+def naive_attention(q, k, v, causal=False, sm_scale=None):
+    """Attention as ordinary PyTorch code writes it: the full score matrix is materialised
+    in the input dtype, softmax runs in fp32 and is cast back before multiplying by v."""
+    scores = (q @ k.transpose(-2, -1)) * _scale(q, sm_scale)
+    if causal:
+        scores = scores.masked_fill(_causal_mask(q.shape[-2], q.device), float("-inf"))
+    probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+    return probs @ v
+
+
+def _sdpa_backend(name):
+    from torch.nn.attention import SDPBackend
+
+    members = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+               "efficient": SDPBackend.EFFICIENT_ATTENTION, "math": SDPBackend.MATH}
+    if name not in members:
+        raise ValueError(f"unknown SDPA backend {name!r}; valid: {', '.join(SDPA_BACKENDS)} "
+                         "(or None to let PyTorch choose)")
+    return members[name]
+
+
+def sdpa_attention(q, k, v, causal=False, sm_scale=None, backend=None):
+    """torch.nn.functional.scaled_dot_product_attention; backend None lets PyTorch choose,
+    else one of SDPA_BACKENDS is forced. A forced backend that cannot run this input makes
+    PyTorch raise RuntimeError ("No available kernel")."""
+    import torch.nn.functional as F
+
+    if backend is None:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sm_scale)
+    from torch.nn.attention import sdpa_kernel
+
+    with sdpa_kernel(_sdpa_backend(backend)):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sm_scale)
+
+
+def reference_attention(q, k, v, causal=False, sm_scale=None):
+    """The yardstick: the same maths in float64 on the inputs' device; returns float64."""
+    q, k, v = q.double(), k.double(), v.double()
+    scores = (q @ k.transpose(-2, -1)) * _scale(q, sm_scale)
+    if causal:
+        scores = scores.masked_fill(_causal_mask(q.shape[-2], q.device), float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Registry for the benchmarks
+# ---------------------------------------------------------------------------------------------
+
+IMPLEMENTATIONS = {
+    "naive": naive_attention,
+    "triton": flash_attention,
+    "sdpa": sdpa_attention,
+    **{f"sdpa-{b}": functools.partial(sdpa_attention, backend=b) for b in SDPA_BACKENDS},
+}
+
+
+def get_impl(name):
+    """The attention function registered under name, called as f(q, k, v, causal, sm_scale)."""
+    if name not in IMPLEMENTATIONS:
+        raise ValueError(f"unknown implementation {name!r}; valid: {', '.join(IMPLEMENTATIONS)}")
+    return IMPLEMENTATIONS[name]

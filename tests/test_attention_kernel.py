@@ -1,0 +1,250 @@
+"""The fused attention kernel and its PyTorch counterparts, on the CPU through Triton's
+interpreter. Shapes are tiny: this checks the maths and the input checks, not speed."""
+import os
+
+# Must precede the first import of triton: @triton.jit picks the interpreter at decoration time.
+os.environ["TRITON_INTERPRET"] = "1"
+
+import importlib  # noqa: E402
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from triton.runtime.interpreter import InterpretedFunction  # noqa: E402
+
+from kernels import attention  # noqa: E402
+
+if not isinstance(attention._attn_fwd, InterpretedFunction):
+    # Another test module imported the kernels before TRITON_INTERPRET was set.
+    attention = importlib.reload(attention)
+
+from kernels.attention import (  # noqa: E402
+    IMPLEMENTATIONS,
+    SDPA_BACKENDS,
+    candidate_configs,
+    check_dtype_supported,
+    flash_attention,
+    get_impl,
+    kernel_config_of_last_call,
+    naive_attention,
+    reference_attention,
+    sdpa_attention,
+)
+
+# The interpreter's own numpy code warns about a deprecated array-to-int conversion.
+pytestmark = pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning")
+
+# Largest |error| against the float64 reference. Outputs are O(1): the half-precision ones are
+# a few units of the last place of the output dtype (P is rounded to it before P @ V too).
+ATOL = {torch.float32: 2e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}
+
+
+def qkv(shape, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return tuple(torch.randn(shape, generator=g).to(dtype) for _ in range(3))
+
+
+def max_err(out, q, k, v, causal, sm_scale=None):
+    assert out.shape == q.shape
+    return (out.double() - reference_attention(q, k, v, causal, sm_scale)).abs().max().item()
+
+
+# --- the Triton kernel against the float64 reference -----------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("seq_len", [1, 17, 33, 70])
+@pytest.mark.parametrize("head_dim", [16, 32])
+def test_flash_matches_reference(dtype, causal, seq_len, head_dim):
+    q, k, v = qkv((1, 2, seq_len, head_dim), dtype)
+    out = flash_attention(q, k, v, causal)
+    assert out.dtype == dtype
+    assert max_err(out, q, k, v, causal) <= ATOL[dtype]
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_flash_head_dim_64_batch_2(causal):
+    q, k, v = qkv((2, 1, 40, 64), torch.float16, seed=1)
+    assert max_err(flash_attention(q, k, v, causal), q, k, v, causal) <= ATOL[torch.float16]
+
+
+@pytest.mark.parametrize("config", [
+    dict(BLOCK_M=32, BLOCK_N=16),                          # two masked sub-tiles on the diagonal
+    dict(BLOCK_M=64, BLOCK_N=16, num_warps=8, num_stages=3),
+    dict(BLOCK_M=32, BLOCK_N=32, maxnreg=128),             # the register-cap experiment's knob
+], ids=["32x16", "64x16", "32x32-maxnreg"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_flash_fixed_config(config, causal):
+    q, k, v = qkv((1, 2, 70, 16), torch.bfloat16, seed=2)
+    out = flash_attention(q, k, v, causal, config=config)
+    assert max_err(out, q, k, v, causal) <= ATOL[torch.bfloat16]
+    used = kernel_config_of_last_call()
+    assert used["autotuned"] is False
+    assert {k: used[k] for k in config} == config
+
+
+def test_flash_custom_scale_and_strided_inputs():
+    # q, k, v as views into one packed (batch, seq, 3, heads, dim) projection: not contiguous.
+    packed = torch.randn(2, 33, 3, 2, 32)
+    q, k, v = packed.permute(2, 0, 3, 1, 4).unbind(0)
+    assert not q.is_contiguous()
+    out = flash_attention(q, k, v, True, sm_scale=0.3)
+    assert max_err(out, q, k, v, True, sm_scale=0.3) <= ATOL[torch.float32]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_causal_first_row_copies_v0(dtype):
+    # Row 0 sees only key 0: softmax over one score is exactly 1, so o[0] is v[0] in the output
+    # dtype, up to one rounding. This is the constant error floor of causal attention.
+    q, k, v = qkv((1, 2, 33, 16), dtype, seed=3)
+    out = flash_attention(q, k, v, causal=True)
+    eps = torch.finfo(dtype).eps
+    torch.testing.assert_close(out[..., 0, :], v[..., 0, :], rtol=eps, atol=0)
+
+
+def test_kernel_config_of_last_call_reports_interpreter_tile():
+    q, k, v = qkv((1, 1, 17, 16), torch.float32)
+    flash_attention(q, k, v)
+    used = kernel_config_of_last_call()
+    assert set(used) == {"BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "maxnreg", "autotuned"}
+    assert (used["BLOCK_M"], used["BLOCK_N"]) == (16, 16)
+
+
+def test_autotuner_wiring_with_fake_timer():
+    # The GPU path (prune -> time each config -> run the best) with a stand-in timer.
+    tuner = attention._autotuned_kernel((9, 0), 227 * 1024)
+    timed = []
+
+    def fake_do_bench(fn, quantiles=None, **_):
+        fn()
+        timed.append(1)
+        return [10.0 - len(timed)] * 3  # later configs "win"
+
+    tuner.__dict__["do_bench"] = fake_do_bench
+    q, k, v = qkv((1, 1, 20, 16), torch.float16, seed=4)
+    out = torch.empty_like(q)
+    attention._precompile_candidates(tuner, q, k, v, out, True, 0.25)  # no GPU: quietly does nothing
+    attention._launch(tuner, q, k, v, out, True, 0.25)
+    assert len(timed) == len(candidate_configs((9, 0), 16, torch.float16, 227 * 1024))
+    assert attention._tuning_key(q, True) in tuner.cache  # how the wrapper knows tuning is done
+    assert max_err(out, q, k, v, True, 0.25) <= ATOL[torch.float16]
+    assert tuner.best_config.kwargs["BLOCK_M"] % tuner.best_config.kwargs["BLOCK_N"] == 0
+
+
+@pytest.mark.parametrize("capability", [(7, 5), (8, 0), (8, 6), (8, 9), (9, 0), (10, 0)])
+@pytest.mark.parametrize("head_dim", [16, 32, 64, 128, 256])
+def test_candidate_configs_fit(capability, head_dim):
+    configs = candidate_configs(capability, head_dim, torch.float16)
+    assert configs
+    for c in configs:
+        bm, bn = c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]
+        assert bm % bn == 0 and bn >= 16
+        if capability == (7, 5):  # a T4 has 64 KB of shared memory per block
+            assert attention._smem_bytes(bm, bn, c.num_stages, head_dim, 2) <= 64 * 1024
+
+
+# --- the PyTorch implementations against the same reference ----------------------------------
+
+
+@pytest.mark.parametrize("name", ["naive", "sdpa", "sdpa-math"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_torch_impls_match_reference(name, dtype, causal):
+    q, k, v = qkv((2, 2, 33, 32), dtype, seed=5)
+    out = get_impl(name)(q, k, v, causal)
+    assert out.dtype == dtype
+    assert max_err(out, q, k, v, causal) <= ATOL[dtype]
+
+
+def test_naive_and_sdpa_honour_sm_scale():
+    q, k, v = qkv((1, 2, 17, 16), torch.float32, seed=6)
+    for out in (naive_attention(q, k, v, True, 0.7), sdpa_attention(q, k, v, True, 0.7, backend="math")):
+        assert max_err(out, q, k, v, True, 0.7) <= ATOL[torch.float32]
+
+
+def test_reference_is_float64_and_causal_row0_is_v0():
+    q, k, v = qkv((1, 1, 5, 16), torch.float16)
+    ref = reference_attention(q, k, v, causal=True)
+    assert ref.dtype == torch.float64
+    torch.testing.assert_close(ref[..., 0, :], v[..., 0, :].double())
+
+
+def test_registry_names():
+    assert set(IMPLEMENTATIONS) == {"naive", "triton", "sdpa", "sdpa-flash", "sdpa-cudnn",
+                                    "sdpa-efficient", "sdpa-math"}
+    assert SDPA_BACKENDS == ("flash", "cudnn", "efficient", "math")
+    assert get_impl("triton") is flash_attention
+    with pytest.raises(ValueError, match="sdpa-cudnn"):
+        get_impl("flashy")
+
+
+def test_sdpa_unknown_backend():
+    q, k, v = qkv((1, 1, 4, 16), torch.float32)
+    with pytest.raises(ValueError, match="flash, cudnn, efficient, math"):
+        sdpa_attention(q, k, v, backend="fast")
+
+
+# --- bad input is refused on the host, with a message that says what was expected ------------
+
+
+def _t(*shape, dtype=torch.float16, device="cpu"):
+    return torch.zeros(shape, dtype=dtype, device=device)
+
+
+@pytest.mark.parametrize("args, match", [
+    ((_t(1, 2, 8, 16), _t(1, 2, 9, 16), _t(1, 2, 8, 16)), "same shape"),
+    ((_t(1, 2, 8, 16), _t(1, 2, 8, 16, dtype=torch.bfloat16), _t(1, 2, 8, 16)), "same dtype"),
+    ((_t(1, 2, 8, 16), _t(1, 2, 8, 16, device="meta"), _t(1, 2, 8, 16)), "same device"),
+    ((_t(2, 8, 16),) * 3, "4-D"),
+    ((_t(1, 2, 8, 48),) * 3, "head_dim must be one of"),
+    ((_t(1, 2, 8, 512),) * 3, "head_dim must be one of"),
+    ((_t(1, 2, 8, 16, dtype=torch.float64),) * 3, "dtype must be one of"),
+    ((_t(1, 2, 8, 16, dtype=torch.int32),) * 3, "dtype must be one of"),
+    ((_t(1, 2, 0, 16),) * 3, "seq_len must be >= 1"),
+    ((_t(0, 2, 8, 16),) * 3, "batch and heads"),
+    (("q", "k", "v"), "torch.Tensor"),
+], ids=["shape", "dtype", "device", "3d", "d48", "d512", "fp64", "int32", "seq0", "batch0", "not-tensor"])
+def test_bad_inputs(args, match):
+    with pytest.raises(ValueError, match=match):
+        flash_attention(*args)
+
+
+def test_cpu_tensor_without_interpreter(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    with pytest.raises(ValueError, match="set TRITON_INTERPRET=1 to run on the CPU"):
+        flash_attention(*qkv((1, 1, 8, 16), torch.float16))
+
+
+def test_bf16_refused_before_ampere():
+    with pytest.raises(ValueError, match="compute capability >= 8.0"):
+        check_dtype_supported(torch.bfloat16, (7, 5))
+    check_dtype_supported(torch.bfloat16, (8, 0))
+    check_dtype_supported(torch.float16, (7, 5))
+
+
+@pytest.mark.parametrize("sm_scale", [0.0, -0.5, float("nan"), float("inf")])
+def test_bad_sm_scale(sm_scale):
+    with pytest.raises(ValueError, match="sm_scale must be finite and > 0"):
+        flash_attention(*qkv((1, 1, 8, 16), torch.float16), sm_scale=sm_scale)
+
+
+@pytest.mark.parametrize("path, match", [("hopper", "not available"), ("fast", "path must be one of")])
+def test_bad_path(path, match):
+    with pytest.raises(ValueError, match=match):
+        flash_attention(*qkv((1, 1, 8, 16), torch.float16), path=path)
+
+
+@pytest.mark.parametrize("config, match", [
+    (dict(BLOCK_M=16, BLOCK_N=32), "multiple of BLOCK_N"),
+    (dict(BLOCK_M=24, BLOCK_N=16), "power of two"),
+    (dict(BLOCK_M=16), "needs BLOCK_M and BLOCK_N"),
+    (dict(BLOCK_M=16, BLOCK_N=16, warps=4), "config keys"),
+])
+def test_bad_config(config, match):
+    with pytest.raises(ValueError, match=match):
+        flash_attention(*qkv((1, 1, 8, 16), torch.float16), config=config)
+
+
+def test_portable_path_is_the_default_kernel():
+    q, k, v = qkv((1, 1, 17, 16), torch.float16)
+    torch.testing.assert_close(flash_attention(q, k, v, path="portable"), flash_attention(q, k, v), rtol=0, atol=0)
