@@ -6,7 +6,7 @@ import importlib
 from .schema import FILE_SPECS
 
 # env first: every later phase reads its device facts and measured ceilings.
-PHASE_ORDER = ["env", "correctness", "bench", "profile", "decode"]
+PHASE_ORDER = ["env", "correctness", "bench", "iterations", "profile", "decode"]
 
 
 def phase_module(name: str):

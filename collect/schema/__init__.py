@@ -34,6 +34,7 @@ FILE_SPECS: dict[str, PhaseFileSpec] = {
         PhaseFileSpec("bench", "bench.json", "collect.schema.bench", "BenchFile", "Benchmark sweeps"),
         PhaseFileSpec("profile", "profile.json", "collect.schema.profile", "ProfileFile", "Nsight Compute profiles"),
         PhaseFileSpec("decode", "decode.json", "collect.schema.decode", "DecodeFile", "KV-cache decode"),
+        PhaseFileSpec("iterations", "iterations.json", "collect.schema.iterations", "IterationsFile", "Kernel iterations"),
     ]
 }
 

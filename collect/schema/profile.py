@@ -15,8 +15,8 @@ class KernelRow:
     case_id: str = doc("The profiled case this launch belongs to, e.g. 'main-d64-naive'.")
     impl: str = doc("Implementation: naive, triton, sdpa, sdpa-flash, sdpa-cudnn, sdpa-efficient, sdpa-math.")
     launch: int = doc("Position of this launch within its case (0 = first kernel the call launched).")
-    ncu_id: int = doc("Nsight Compute's running kernel ID in the report.")
     kernel_name: str = doc("Demangled kernel name as Nsight Compute printed it; untrusted text (escape it).")
+    ncu_id: int | None = doc("Nsight Compute's running kernel ID in the report; null for published figures.", None)
     block_size: int | None = doc("Threads per block.", None)
     grid_size: int | None = doc("Blocks in the grid.", None)
     duration_ms: float | None = doc("gpu__time_duration.sum, with clocks left as they were (--clock-control none).", None)
@@ -67,6 +67,8 @@ class ImplRow:
     duration_ms: float | None = doc("Sum of kernel durations (no launch gaps).", None)
     dram_read_bytes: float | None = doc("Sum over launches.", None)
     dram_write_bytes: float | None = doc("Sum over launches.", None)
+    dram_bytes: float | None = doc("DRAM bytes read plus written where only the total is known (published figures); "
+                                   "null when the read and write parts are given.", None)
     l2_bytes: float | None = doc("Sum over launches.", None)
     l1_bytes: float | None = doc("Sum over launches.", None)
     flops_counted: float | None = doc("fp32 + fp16 + tensor FLOPs from counters; null when tensor FLOPs could not be counted.", None)

@@ -14,7 +14,10 @@ PAGES = {
     "bytes": "render.pages.byte_arithmetic:ByteArithmeticPage",
     "profile": "render.pages.profile:ProfilePage",
     "decode": "render.pages.decode:DecodePage",
+    "iterations": "render.pages.iterations:IterationsPage",
     "reproduce": "render.pages.reproduce:ReproducePage",
+    "compare": "render.pages.compare:ComparePage",
+    "home": "render.pages.home:HomePage",
 }
 
 

@@ -1,0 +1,298 @@
+"""Home: the headline findings of the narrated run, each computed from its data and linked to its page.
+
+A phase the run lacks gives a headline that says so. Every outcome word (fewer, faster, limited by)
+is chosen here from the numbers, so the headlines hold on whatever GPU collected the run.
+"""
+from __future__ import annotations
+
+import math
+from functools import cached_property
+
+import pandas as pd
+
+from collect.occupancy import limits_from_device, occupancy
+
+from .. import fmt, model
+from .bench import speedup_words
+from .base import Page
+
+# The published study's shape: headlines use it when the run has it, else the run's first shape.
+STUDY = dict(batch=2, heads=8, head_dim=64, dtype="float16", causal=False)
+STUDY_N = 2048
+FUSED = "triton"
+ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
+# Step time over bandwidth floor: at or below NEAR the bytes set the pace; above FAR fixed costs do.
+NEAR, FAR = 1.5, 3.0
+# Peak memories within this fraction of each other are "the same".
+SAME = 0.005
+VARIANT_WORDS = {"graph": "our loop in a CUDA graph", "eager": "our eager loop", "hf": "transformers' loop",
+                 "int8-kernel": "int8 cache read by our kernel", "int8-dequant": "int8 cache dequantized every step"}
+LIMIT_WORDS = {"registers": "registers", "smem": "shared memory", "warps": "warp slots", "blocks": "the per-SM block limit"}
+
+
+def _ok(x) -> bool:
+    return x is not None and not (isinstance(x, float) and math.isnan(x))
+
+
+def _join(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _versus(s: float, other: str) -> str:
+    """Ours against `other` when the other takes s times as long: '2.00× faster than X', 'on par with X'."""
+    words = speedup_words(s)
+    return f"on par with {other} ({fmt.ratio(s)})" if words.startswith("on par") else f"{words} than {other}"
+
+
+def _shape_text(b, h, d, dtype, causal, n=None) -> str:
+    ns = f"N={n}, " if n is not None else ""
+    return f"B={b}, H={h}, {ns}d={d}, {dtype}, {'causal' if causal else 'non-causal'}"
+
+
+class HomePage(Page):
+    slug = "home"
+    phase = "env"
+
+    # --- the list the home page shows ----------------------------------------------------------
+
+    def headlines(self) -> str:
+        """Every headline as a Markdown list, each ending in a link to the page that explains it."""
+        items = [("Bytes moved", self.bytes_headline()), ("Speed", self.speed_headline()),
+                 ("Occupancy", self.occupancy_headline()), ("Decode against its floor", self.decode_floor_headline()),
+                 ("int8 KV cache", self.int8_headline())]
+        return "\n".join(f"- **{title}.** {text}" for title, text in items) + "\n"
+
+    def _not_collected(self, phase: str, what: str, link: str) -> str:
+        rec = self.run.phase_record(phase)
+        how = "failed" if rec is not None and rec.status == "failed" else "was not collected"
+        return f"The `{phase}` phase {how} in this run, so {what} is not known for {self.run.device_name}. {link}"
+
+    # --- bytes -------------------------------------------------------------------------------
+
+    def _profile_pair(self):
+        """(naive row, fused row, shape) from the profile at the study shape (else its first main shape)."""
+        df = self.run.frame("profile", "impls")
+        if df.empty:
+            return None
+        df = df[(df["group"] == "main") & (df["status"] == "ok") & df["dram_read_bytes"].notna()]
+        if df.empty:
+            return None
+        keys = list(dict.fromkeys(zip(df["batch"], df["heads"], df["seq_len"], df["head_dim"], df["dtype"], df["causal"])))
+        study = (STUDY["batch"], STUDY["heads"], STUDY_N, STUDY["head_dim"], STUDY["dtype"], STUDY["causal"])
+        for key in ([study] if study in keys else []) + keys:
+            g = df[(df["batch"] == key[0]) & (df["heads"] == key[1]) & (df["seq_len"] == key[2])
+                   & (df["head_dim"] == key[3]) & (df["dtype"] == key[4]) & (df["causal"] == key[5])]
+            naive, fused = g[g["impl"] == "naive"], g[g["impl"] == FUSED]
+            if not naive.empty and not fused.empty:
+                return naive.iloc[0], fused.iloc[0], key
+        return None
+
+    @staticmethod
+    def _dram(row) -> float:
+        return float(row["dram_read_bytes"]) + (float(row["dram_write_bytes"]) if _ok(row["dram_write_bytes"]) else 0.0)
+
+    def bytes_headline(self) -> str:
+        pair = self._profile_pair() if self.run.has("profile") else None
+        if pair is not None:
+            naive, fused, (b, h, n, d, dt, c) = pair
+            a, f = self._dram(naive), self._dram(fused)
+            if f < a:
+                verdict = f"{fmt.ratio(a / f)} fewer bytes"
+            elif f > a:
+                verdict = f"{fmt.ratio(f / a)} more bytes: at this shape fusing did not cut DRAM traffic"
+            else:
+                verdict = "the same number of bytes"
+            return (f"On {self.run.device_name}, one call of naive PyTorch moved {fmt.bytes_(a)} through DRAM and our "
+                    f"fused Triton kernel {fmt.bytes_(f)}: {verdict} (Nsight Compute's DRAM counters, read plus "
+                    f"written; {_shape_text(b, h, d, dt, c, n)}). [Profiling](profiling.md)")
+        b, h, d, dt = STUDY["batch"], STUDY["heads"], STUDY["head_dim"], STUDY["dtype"]
+        e = ELEMENT_BYTES[dt]
+        a = model.naive_traffic_bytes(STUDY_N, d, e, b * h)
+        f = model.fused_traffic_bytes(STUDY_N, d, e, b * h)
+        rec = self.run.phase_record("profile")
+        if self.run.has("profile"):
+            why = "the profile has no DRAM counts for naive PyTorch and the Triton kernel at one shape"
+        elif rec is not None and rec.status == "failed":
+            why = "the profile phase failed"
+        else:
+            why = "no profile was collected"
+        return (f"Not measured in this run ({why}). The byte-arithmetic model predicts that naive attention moves "
+                f"{fmt.bytes_(a)} and a fused kernel {fmt.bytes_(f)} at {_shape_text(b, h, d, dt, False, STUDY_N)}: "
+                f"{fmt.ratio(a / f)} fewer, which is 1 + N/d. [Byte arithmetic](byte-arithmetic.md)")
+
+    # --- speed -------------------------------------------------------------------------------
+
+    @cached_property
+    def _bench(self) -> pd.DataFrame:
+        df = self.run.frame("bench", "rows")
+        return df[(df["status"] == "ok") & df["latency_ms_median"].notna()] if not df.empty else df
+
+    def _bench_facet(self) -> pd.DataFrame:
+        df = self._bench
+        if df.empty:
+            return df
+        m = pd.Series(True, index=df.index)
+        for k, v in STUDY.items():
+            m &= df[k] == v
+        if m.any() and (df[m]["impl"] == FUSED).any():
+            return df[m]
+        tri = df[df["impl"] == FUSED]
+        if tri.empty:
+            return tri
+        r = tri.iloc[0]
+        return df[(df["batch"] == r["batch"]) & (df["heads"] == r["heads"]) & (df["head_dim"] == r["head_dim"])
+                  & (df["dtype"] == r["dtype"]) & (df["causal"] == r["causal"])]
+
+    def speed_headline(self) -> str:
+        link = "[Benchmarks](benchmarks.md)"
+        if not self.run.has("bench"):
+            return self._not_collected("bench", "how fast our kernel is", link)
+        f = self._bench_facet()
+        if f.empty:
+            return f"Our Triton kernel did not complete a single benchmark case in this run. {link}"
+        r0 = f.iloc[0]
+        shape = _shape_text(r0["batch"], r0["heads"], r0["head_dim"], r0["dtype"], r0["causal"])
+        tri = f[f["impl"] == FUSED].set_index("seq_len")["latency_ms_median"].sort_index()
+        naive = f[f["impl"] == "naive"].set_index("seq_len")["latency_ms_median"]
+        sdpa = f[f["impl"].str.startswith("sdpa")]
+        parts = []
+        common = [n for n in tri.index if n in naive.index]
+        if common:
+            n = common[-1]
+            parts.append(f"{_versus(naive[n] / tri[n], 'naive PyTorch')} at N={n} "
+                         f"({fmt.ms(tri[n])} against {fmt.ms(naive[n])})")
+        else:
+            parts.append("never measured beside naive PyTorch (naive ran at no length ours did)")
+        common = [n for n in tri.index if n in set(sdpa["seq_len"])]
+        if common:
+            n = common[-1]
+            best = sdpa[sdpa["seq_len"] == n].sort_values("latency_ms_median").iloc[0]
+            backend = best["backend_used"] if _ok(best["backend_used"]) else best["impl"]
+            parts.append(f"{_versus(best['latency_ms_median'] / tri[n], 'the fastest SDPA backend')} there "
+                         f"({backend}, {fmt.ms(best['latency_ms_median'])})")
+        else:
+            parts.append("never measured beside any SDPA backend")
+        return f"On {self.run.device_name} ({shape}), our Triton kernel is {_join(parts)}. {link}"
+
+    # --- occupancy ---------------------------------------------------------------------------
+
+    def _fused_kernel(self):
+        pair = self._profile_pair()
+        df = self.run.frame("profile", "kernels")
+        if df.empty:
+            return None
+        if pair is not None:
+            case = pair[1]["case_id"]
+        else:
+            impls = self.run.frame("profile", "impls")
+            impls = impls[(impls["impl"] == FUSED) & (impls["group"] == "main") & (impls["status"] == "ok")]
+            if impls.empty:
+                return None
+            case = impls.iloc[0]["case_id"]
+        k = df[df["case_id"] == case]
+        return None if k.empty else k.sort_values("duration_ms", ascending=False, na_position="last").iloc[0]
+
+    def occupancy_headline(self) -> str:
+        link = "[Profiling](profiling.md)"
+        if not self.run.has("profile"):
+            return self._not_collected("profile", "what limits our kernel's occupancy", link)
+        k = self._fused_kernel()
+        if k is None:
+            return f"The profile has no launch of our Triton kernel, so its occupancy is not known. {link}"
+        limits = {name: int(k[f"block_limit_{name}"]) for name in LIMIT_WORDS if _ok(k[f"block_limit_{name}"])}
+        source = "Nsight Compute's block limits"
+        if not limits:
+            lim = limits_from_device(self.run.manifest.device)
+            need = ("block_size", "registers_per_thread", "smem_per_block_bytes")
+            if lim is None or not all(_ok(k[c]) for c in need):
+                return f"Nsight Compute reported no occupancy limits for our Triton kernel in this run. {link}"
+            o = occupancy(lim, int(k["block_size"]), int(k["registers_per_thread"]), int(k["smem_per_block_bytes"]))
+            limits = {"registers": o.blocks_by_registers, "smem": o.blocks_by_smem, "warps": o.blocks_by_warps,
+                      "blocks": o.blocks_by_blocks}
+            source = "the occupancy rules applied to its launch (Nsight Compute reported no block limits)"
+        least = min(limits.values())
+        binding = [name for name, v in limits.items() if v == least]
+        detail = {"registers": f"{int(k['registers_per_thread'])} registers per thread" if _ok(k["registers_per_thread"]) else None,
+                  "smem": f"{fmt.bytes_(k['smem_per_block_bytes'])} of shared memory per block" if _ok(k["smem_per_block_bytes"]) else None,
+                  "warps": f"{int(k['block_size'])} threads per block" if _ok(k["block_size"]) else None,
+                  "blocks": None}
+        why = [LIMIT_WORDS[b] + (f" ({detail[b]})" if detail[b] else "") for b in binding]
+        tie = " (tied)" if len(binding) > 1 else ""
+        text = (f"Our Triton kernel's occupancy is limited by {_join(why)}{tie}: they allow {least} "
+                f"block{'s' if least != 1 else ''} per SM, the fewest of any resource, per {source}.")
+        th, ach = k["theoretical_occupancy_pct"], k["achieved_occupancy_pct"]
+        if _ok(th):
+            text += f" Theoretical occupancy is {fmt.pct(th)}"
+            text += f" and {fmt.pct(ach)} was achieved." if _ok(ach) else "."
+        return f"{text} {link}"
+
+    # --- decode ------------------------------------------------------------------------------
+
+    @cached_property
+    def _decode(self) -> pd.DataFrame:
+        df = self.run.frame("decode", "rows")
+        if df.empty:
+            return df
+        df = df[df["status"] == "ok"]
+        models = list(dict.fromkeys(df["model"]))
+        return df[df["model"] == ("gpt2" if "gpt2" in models else models[0])] if models else df
+
+    def decode_floor_headline(self) -> str:
+        link = "[Decode](decode.md)"
+        if not self.run.has("decode"):
+            return self._not_collected("decode", "how close decode comes to its bandwidth floor", link)
+        df = self._decode
+        df = df[df["achieved_over_floor"].notna() & df["floor_ms"].notna()] if not df.empty else df
+        if df.empty:
+            return f"No decode step in this run has a bandwidth floor (no copy bandwidth was measured). {link}"
+        counts = df.groupby("batch")["context"].nunique().sort_values(kind="stable", ascending=False)
+        b = int(counts.index[0])
+        g = df[df["batch"] == b]
+        c = int(g["context"].max())
+        best = g[g["context"] == c].sort_values("achieved_over_floor").iloc[0]
+        r = float(best["achieved_over_floor"])
+        if r <= NEAR:
+            words = "close enough that moving bytes sets the pace"
+        elif r <= FAR:
+            words = "bandwidth is a large part of the step, but not all of it"
+        else:
+            words = "fixed per-step costs (kernel launches, small kernels), not bandwidth, set the pace"
+        return (f"Decoding {best['model']} at batch {b} and context {c}, the fastest loop ({VARIANT_WORDS.get(best['variant'], best['variant'])}) takes "
+                f"{fmt.ms(best['step_ms_median'])} per step, {fmt.ratio(r)} its bandwidth floor of "
+                f"{fmt.ms(best['floor_ms'])} (the weights and cache a step must read, at the measured copy "
+                f"bandwidth): {words}. {link}")
+
+    def int8_headline(self) -> str:
+        link = "[Decode](decode.md)"
+        if not self.run.has("decode"):
+            return self._not_collected("decode", "what the int8 cache saves", link)
+        df = self._decode
+        df = df[df["kv_cache_bytes"].notna()] if not df.empty else df
+        best = None
+        for (b, c), g in df.groupby(["batch", "context"]):
+            e = g[g["variant"] == "eager"]
+            q = g[g["variant"].str.startswith("int8")]
+            if not e.empty and not q.empty and (best is None or e.iloc[0]["kv_cache_bytes"] > best[2]["kv_cache_bytes"]):
+                best = (int(b), int(c), e.iloc[0], q)
+        if best is None:
+            return f"No shape in this run ran both the bf16 and an int8 cache. {link}"
+        b, c, e, q = best
+        cache = q.iloc[0]["kv_cache_bytes"]
+        text = (f"At batch {b} and context {c}, the int8 cache holds {fmt.bytes_(cache)} against the bf16 cache's "
+                f"{fmt.bytes_(e['kv_cache_bytes'])} ({fmt.pct(100 * cache / e['kv_cache_bytes'])}).")
+        peaks = []
+        names = {"int8-dequant": "dequantizing the whole cache every step", "int8-kernel": "reading it with the int8 kernel"}
+        for _, r in q.iterrows():
+            if not _ok(r["peak_mem_bytes"]) or not _ok(e["peak_mem_bytes"]):
+                continue
+            diff = r["peak_mem_bytes"] - e["peak_mem_bytes"]
+            if abs(diff) <= SAME * e["peak_mem_bytes"]:
+                rel = "the same as bf16"
+            else:
+                rel = f"{fmt.pct(100 * abs(diff) / e['peak_mem_bytes'])} {'more' if diff > 0 else 'less'} than bf16"
+            peaks.append(f"{names.get(r['variant'], r['variant'])} peaks at {fmt.bytes_(r['peak_mem_bytes'])}, {rel}")
+        if peaks:
+            text += f" Peak memory: bf16 {fmt.bytes_(e['peak_mem_bytes'])}; {'; '.join(peaks)}."
+        else:
+            text += " No peak memory was recorded for these rows."
+        return f"{text} {link}"

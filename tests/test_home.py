@@ -1,0 +1,168 @@
+"""The home page's headline findings: computed from the narrated run, worded by the data, linked to their pages.
+
+The small phase-file builders here are shared with test_compare.py.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import synthetic
+from collect.jsonio import write_json_atomic
+from collect.schema import SCHEMA_VERSION
+from collect.schema.bench import BenchFile, BenchRow
+from collect.schema.decode import DecodeFile, DecodeRow
+from collect.schema.profile import ImplRow, KernelRow, ProfileFile
+from conftest import ROOT
+from render.pages.home import HomePage
+from render.runs import load_run
+from render.site import Report
+
+B, H, D = 2, 8, 64
+
+
+def bench_file(run_id: str, triton_ms=1.0, naive_ms=2.0, sdpa_ms=0.5, ns=(512, 2048), shape=(B, H, D)) -> BenchFile:
+    rows = []
+    for n in ns:
+        flops = 4.0 * shape[0] * shape[1] * n * n * shape[2]
+        for impl, ms, used in (("naive", naive_ms, None), ("triton", triton_ms, None), ("sdpa-flash", sdpa_ms, "flash"),
+                               ("sdpa-math", 10 * max(naive_ms, triton_ms, sdpa_ms), "math")):
+            t = ms * n / ns[0]
+            rows.append(BenchRow(impl=impl, backend_requested=used, backend_used=used, dtype="float16", causal=False,
+                                 batch=shape[0], heads=shape[1], seq_len=n, head_dim=shape[2], status="ok",
+                                 latency_ms_median=t, latency_ms_p10=0.9 * t, latency_ms_p90=1.1 * t, n_timed_runs=50,
+                                 flops=flops, tflops=flops / (t * 1e-3) / 1e12, peak_mem_bytes=n * n * (4 if impl == "naive" else 1)))
+    return BenchFile(schema_version=SCHEMA_VERSION, run_id=run_id, profile="quick", timing_method="synthetic",
+                     backend_choice_method="synthetic", min_timed_runs=50, rows=rows)
+
+
+def profile_file(run_id: str, naive_dram=1e9, triton_dram=1e7, limits=(2, 3, 8, 32), regs=128, smem=65536,
+                 theoretical=25.0, achieved=23.5) -> ProfileFile:
+    impls, kernels = [], []
+    for impl, dram in (("naive", naive_dram), ("triton", triton_dram)):
+        case = f"main-b2h8n2048d64-{impl}"
+        impls.append(ImplRow(case_id=case, group="main", impl=impl, batch=B, heads=H, seq_len=2048, head_dim=D,
+                             dtype="float16", causal=False, status="ok", kernels=1, duration_ms=0.1,
+                             dram_read_bytes=dram * 0.6, dram_write_bytes=dram * 0.4, flops_model=1.7e10))
+        lr, ls, lw, lb = limits if impl == "triton" else (8, 8, 8, 32)
+        kernels.append(KernelRow(case_id=case, impl=impl, launch=0, ncu_id=len(kernels), kernel_name=f"{impl}_kernel<T>",
+                                 block_size=256, duration_ms=0.1, achieved_occupancy_pct=achieved,
+                                 theoretical_occupancy_pct=theoretical, block_limit_registers=lr, block_limit_smem=ls,
+                                 block_limit_warps=lw, block_limit_blocks=lb, registers_per_thread=regs,
+                                 smem_per_block_bytes=smem))
+    return ProfileFile(schema_version=SCHEMA_VERSION, run_id=run_id, impls=impls, kernels=kernels)
+
+
+def decode_file(run_id: str, graph_over_floor=6.0, dequant_peak_extra=50e6, kernel_peak_extra=-20e6,
+                contexts=(128, 1000)) -> DecodeFile:
+    rows = []
+    weights = 250e6
+    for c in contexts:
+        bf16_cache = 4 * (c + 64) * 36864
+        base_peak = weights + bf16_cache + 10e6
+        floor = (weights + bf16_cache) / 4e12 * 1e3
+        steps = {"eager": 4.0, "graph": graph_over_floor * floor, "int8-dequant": 9.0, "int8-kernel": 6.0}
+        peaks = {"eager": base_peak, "graph": base_peak, "int8-dequant": base_peak + dequant_peak_extra,
+                 "int8-kernel": base_peak + kernel_peak_extra}
+        for v, ms in steps.items():
+            cache = bf16_cache if not v.startswith("int8") else bf16_cache * 0.53
+            rows.append(DecodeRow(model="gpt2", variant=v, batch=4, context=c, new_tokens=65, status="ok",
+                                  steps_timed=64, step_ms_median=ms, tokens_per_s=4e3 / ms,
+                                  peak_mem_bytes=int(peaks[v]), kv_cache_bytes=int(cache), floor_ms=floor,
+                                  achieved_over_floor=ms / floor, token_match=None if v == "eager" else 1.0))
+    return DecodeFile(schema_version=SCHEMA_VERSION, run_id=run_id, floor_bandwidth_bytes_per_s=4e12, rows=rows)
+
+
+def write_run(data_dir: Path, run_id: str, device="NVIDIA H200", created="2026-11-29T08:00:00+00:00",
+              bench=None, profile=None, decode=None, phases=("bench", "profile", "decode")) -> Path:
+    """A run with the given phase files (defaults for each phase in `phases` not given)."""
+    run_dir = synthetic.make_run(data_dir, run_id, name=device, created=created)
+    files = {"bench": bench or (bench_file(run_id) if "bench" in phases else None),
+             "profile": profile or (profile_file(run_id) if "profile" in phases else None),
+             "decode": decode or (decode_file(run_id) if "decode" in phases else None)}
+    for phase, obj in files.items():
+        if obj is not None:
+            write_json_atomic(run_dir / f"{phase}.json", obj)
+    return run_dir
+
+
+def home(tmp_path, **kw) -> HomePage:
+    run = load_run(write_run(tmp_path, "h-1", **kw))
+    return HomePage(run, [run])
+
+
+def test_headlines_follow_a_kernel_that_wins(tmp_path):
+    page = home(tmp_path)
+    text = page.headlines()
+    assert "100× fewer bytes" in page.bytes_headline()
+    speed = page.speed_headline()
+    assert "2.00× faster than naive PyTorch at N=2048" in speed
+    assert "2.00× slower than the fastest SDPA backend there (flash" in speed
+    occ = page.occupancy_headline()
+    assert "limited by registers (128 registers per thread)" in occ and "2 blocks per SM" in occ
+    assert "25.0%" in occ and "23.5%" in occ and "tied" not in occ
+    floor = page.decode_floor_headline()
+    assert "context 1000" in floor and "CUDA graph" in floor and "fixed per-step costs" in floor
+    int8 = page.int8_headline()
+    assert "53.0%" in int8 and "more than bf16" in int8 and "less than bf16" in int8
+    for link in ("(profiling.md)", "(benchmarks.md)", "(decode.md)"):
+        assert link in text
+    assert text.count("\n- **") == 4
+
+
+def test_headlines_flip_with_the_data(tmp_path):
+    page = home(tmp_path, bench=bench_file("h-1", triton_ms=3.0, naive_ms=1.0, sdpa_ms=6.0),
+                profile=profile_file("h-1", naive_dram=1e7, triton_dram=5e7, limits=(3, 3, 8, 32)),
+                decode=decode_file("h-1", graph_over_floor=1.2, dequant_peak_extra=-30e6, kernel_peak_extra=0))
+    assert "5.00× more bytes" in page.bytes_headline() and "did not cut" in page.bytes_headline()
+    speed = page.speed_headline()
+    assert "3.00× slower than naive PyTorch" in speed and "2.00× faster than the fastest SDPA" in speed
+    occ = page.occupancy_headline()
+    assert "registers" in occ and "shared memory (64.0 KiB of shared memory per block) (tied)" in occ
+    assert "3 blocks per SM" in occ
+    assert "moving bytes sets the pace" in page.decode_floor_headline()
+    int8 = page.int8_headline()
+    assert "less than bf16" in int8 and "the same as bf16" in int8 and "more than bf16" not in int8
+
+
+def test_occupancy_falls_back_on_the_rules_without_ncu_block_limits(tmp_path):
+    prof = profile_file("h-1")
+    for k in prof.kernels:
+        k.block_limit_registers = k.block_limit_smem = k.block_limit_warps = k.block_limit_blocks = None
+        k.registers_per_thread, k.smem_per_block_bytes = 64, 200_000  # shared memory binds on an H200
+    occ = home(tmp_path, profile=prof).occupancy_headline()
+    assert "limited by shared memory" in occ and "occupancy rules" in occ and "1 block per SM" in occ
+
+
+def test_missing_phases_say_so_and_bytes_fall_back_on_the_model(tmp_path):
+    page = home(tmp_path, phases=())
+    assert "Not measured in this run (no profile was collected)" in page.bytes_headline()
+    assert "33.0× fewer" in page.bytes_headline() and "(byte-arithmetic.md)" in page.bytes_headline()
+    for text in (page.speed_headline(), page.occupancy_headline(), page.decode_floor_headline(), page.int8_headline()):
+        assert "was not collected in this run" in text
+    assert "not collected" in page.speed_headline() and "NVIDIA H200" in page.speed_headline()
+
+
+def test_a_failed_phase_is_called_failed(tmp_path):
+    run_dir = write_run(tmp_path, "h-1", phases=("bench", "decode"))
+    m = json.loads((run_dir / "manifest.json").read_text())
+    m["phases"].append({"name": "profile", "status": "failed", "error": "RuntimeError: ncu missing"})
+    (run_dir / "manifest.json").write_text(json.dumps(m))
+    run = load_run(run_dir)
+    page = HomePage(run, [run])
+    assert "the profile phase failed" in page.bytes_headline()
+    assert "The `profile` phase failed in this run" in page.occupancy_headline()
+
+
+def test_index_keeps_the_phase_table_and_shows_the_headlines(tmp_path):
+    write_run(tmp_path, "h-1")
+    out = Report.load(tmp_path).render_markdown((ROOT / "docs" / "index.md").read_text(), "index.md")
+    assert "## Headline findings" in out and "fewer bytes" in out and "[Profiling](profiling.md)" in out
+    assert "| `bench` | [Benchmarks](benchmarks.md) |" in out and "| `decode` | [Decode](decode.md) |" in out
+    assert "(compare.md)" in out and "{{" not in out
+
+
+def test_even_timings_read_as_on_par(tmp_path):
+    speed = home(tmp_path, bench=bench_file("h-1", triton_ms=1.0, naive_ms=1.02, sdpa_ms=0.99)).speed_headline()
+    assert "on par with naive PyTorch (1.02×) at N=2048" in speed
+    assert "on par with the fastest SDPA backend (0.990×) there" in speed
