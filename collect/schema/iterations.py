@@ -1,0 +1,94 @@
+"""iterations.json: every recorded version of our kernel, timed side by side with SDPA's fastest
+backends at the goal shapes, with the prediction made before each version was first measured
+and the resources its compiled kernel uses."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .common import doc, strict
+
+
+@strict
+@dataclass
+class PredictedRange:
+    """The speedup a version was expected to give, written before it was measured."""
+
+    masking: str = doc("'non-causal' or 'causal'.")
+    low: float = doc("Lowest expected factor on TFLOP/s against the baseline (geometric mean over the goal cases).")
+    high: float = doc("Highest expected factor.")
+
+
+@strict
+@dataclass
+class KernelVersionInfo:
+    """One step of the optimisation journey, as kernels/attention_hopper.py VERSIONS records it."""
+
+    name: str = doc("Version name, e.g. 'v0-portable', 'v1-tma'; ordered as the journey went.")
+    path: str = doc("'portable' (kernels/attention.py) or 'hopper' (kernels/attention_hopper.py, compute capability 9.x).")
+    features: str = doc("Kernel switches of a Hopper version: 'tma', 'overlap', 'warp_spec'; '' for the portable path.")
+    change: str = doc("What this version changed, in words.")
+    prediction: str = doc("The prediction written before the version was first measured.")
+    predicted_at: str = doc("ISO date the prediction was written.")
+    baseline: str = doc("What the predicted speedup compares against: another version's name, or 'sdpa' for the "
+                        "fastest SDPA backend of the same case.", "")
+    predicted: list[PredictedRange] = doc("The predicted speedup range per masking.", default_factory=list)
+    outcome: str = doc("What the author concluded after measuring (free text, written after); '' when none.", "")
+    role: str = doc("'t4-fix' for the version that tries the fix the published T4 study left open (fewer, wider "
+                    "loads); '' otherwise.", "")
+    configs: dict[str, str] = doc("Fixed tile config per masking ('non-causal'/'causal'), e.g. '128x128/w4/s2' "
+                                  "(BLOCK_M x BLOCK_N / warps / pipeline stages).", default_factory=dict)
+
+
+@strict
+@dataclass
+class IterationRow:
+    """One implementation at one goal case: timed, or why not."""
+
+    impl: str = doc("A version name, or 'sdpa-cudnn' / 'sdpa-flash' (one SDPA backend forced).")
+    kind: str = doc("'version' (ours) or 'sdpa'.")
+    dtype: str = doc("'float16' or 'bfloat16'.")
+    causal: bool = doc("Causal mask on.")
+    batch: int = doc("B.")
+    heads: int = doc("H.")
+    seq_len: int = doc("N.")
+    head_dim: int = doc("d.")
+    status: str = doc("ok, oom, unsupported or error.")
+    reason: str | None = doc("Why the row is not ok (e.g. the Hopper path on a GPU that is not compute capability 9.x).", None)
+    latency_ms_median: float | None = doc("Median device time of one call, L2 flushed before each.", None)
+    latency_ms_p10: float | None = doc("10th percentile.", None)
+    latency_ms_p90: float | None = doc("90th percentile.", None)
+    n_timed_runs: int | None = doc("Timed calls behind the statistics.", None)
+    flops: float = doc("FLOP counted per call: 4*B*H*N*N*d, halved when causal.", 0.0)
+    tflops: float | None = doc("flops / median latency, in 10^12 FLOP/s.", None)
+    config: str | None = doc("Tile config the kernel ran with, e.g. '128x128/w4/s2'; null for SDPA.", None)
+    warp_specialized: bool | None = doc("Whether Triton warp-specialized the kernel (producer and consumer warpgroups).", None)
+    registers_per_thread: int | None = doc("Registers per thread of the compiled kernel (its n_regs; for a warp-specialized "
+                                           "kernel the launch figure, which setmaxnreg then moves between warpgroups).", None)
+    spilled_registers: int | None = doc("Registers the compiler spilled to local memory (n_spills).", None)
+    shared_mem_bytes: int | None = doc("Dynamic shared memory per block of the compiled kernel (metadata.shared).", None)
+    warps_per_block: int | None = doc("Warps per block as launched (all warpgroups of a warp-specialized kernel).", None)
+    blocks_per_sm: int | None = doc("Theoretical resident blocks per SM from registers, shared memory and warp slots "
+                                    "(collect/occupancy.py, the device's limits).", None)
+    occupancy_pct: float | None = doc("Theoretical occupancy: resident warps / the SM's maximum.", None)
+    occupancy_limiter: str | None = doc("The resource(s) that set blocks_per_sm, e.g. 'registers' or 'shared memory'.", None)
+    max_abs_diff_vs_sdpa: float | None = doc("max |out - SDPA's out| on the same inputs: a sanity check at full size "
+                                             "(the correctness phase is the real test).", None)
+    warmup_s: float | None = doc("Wall time of the first call: compilation (or loading from Triton's cache) lands here.", None)
+
+
+@strict
+@dataclass
+class IterationsFile:
+    """iterations.json: one per run."""
+
+    schema_version: int = doc("Version of this data contract.")
+    run_id: str = doc("The run this file belongs to.")
+    profile: str = doc("'quick' or 'full'.")
+    timing_method: str = doc("How latency was timed, in words.")
+    goal_ratio: float = doc("The goal: our final version at this fraction or more of the fastest SDPA backend's TFLOP/s.")
+    final_version: str = doc("The version hopper_attention runs by default (the end of the journey).")
+    hopper_available: bool = doc("Whether this GPU could run the Hopper versions.")
+    hopper_reason: str = doc("Why not, when it could not.", "")
+    versions: list[KernelVersionInfo] = doc("The recorded versions, in journey order.", default_factory=list)
+    rows: list[IterationRow] = doc("One row per implementation x dtype x causal x shape.", default_factory=list)
+    notes: list[str] = doc("Anything the phase wants the reader to know (time budget, skipped cases).", default_factory=list)

@@ -1,0 +1,454 @@
+"""Split-KV decode attention in Triton: one query token per (batch, head) against a long KV cache.
+
+Decode attention reads the whole cache to produce a single row of output, so it is a bandwidth
+problem, and at small batch it is also a parallelism problem: batch x heads programs are too few
+to fill a large GPU. Following flash-decoding, each (batch, head) splits its cache into chunks
+handled by separate programs; each program writes a partial output and its log-sum-exp, and a
+second small kernel merges the partials exactly.
+
+The same kernel reads a bf16/fp16 cache or an int8 cache with one fp32 scale per token per head.
+For int8 the scale factors out of both products: score_j = scale_k[j] * (q . k_int8[j]) and
+out = sum_j (p_j * scale_v[j]) * v_int8[j]. Each tile is widened to fp32 in registers right after
+its load (see `_widen`), so no dequantized copy of the cache ever exists in memory.
+
+Layout: q (B, H, D); k, v (B, H, L, D) with L the cache capacity; scales (B, H, L); seq_lens (B,)
+or (1,) int32 on the device, the number of valid keys per batch element. Reading the length from
+device memory keeps one launch valid for every step, which is what lets a CUDA graph replay it.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+from .kv_quant import SCALE_DTYPE
+
+LOG2E = 1.4426950408889634
+
+
+# --- kernels ----------------------------------------------------------------------------------
+
+@triton.jit
+def _widen(x, IS_INT8: tl.constexpr):
+    """A loaded tile as fp32. An int8 value x comes out as 1.5 + x/256, not x.
+
+    Converting int8 with the int-to-float instruction runs at a fraction of the ALU rate, and decode
+    attention on an int8 cache has little arithmetic to spare per byte. One integer multiply-add puts x
+    straight into the mantissa of 1.5 (x * 2^15 + bits(1.5)), exactly; the kernel then removes the
+    offset once per row (sum of q times 1.5) instead of once per element. The offset is the same
+    size as the signal, so fp32 keeps about seven digits of it: far finer than int8's steps.
+    """
+    if IS_INT8:
+        return (x.to(tl.int32) * 32768 + 0x3FC00000).to(tl.float32, bitcast=True)
+    else:
+        return x.to(tl.float32)
+
+
+@triton.jit
+def _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn, mask_d,
+               BLOCK_N: tl.constexpr, IS_INT8: tl.constexpr, MASKED: tl.constexpr):
+    """Keys, values (and their scales) of rows [n0, n0 + BLOCK_N). A MASKED tile does not read rows at
+    or past `end`; every other tile lies wholly inside the chunk and needs no per-row predicates."""
+    offs_n = n0 + tl.arange(0, BLOCK_N)
+    if MASKED:
+        mask_n = offs_n < end
+        mask = mask_n[:, None] & mask_d[None, :]
+        k = tl.load(k_ptrs + offs_n[:, None] * stride_kn, mask=mask, other=0)
+        v = tl.load(v_ptrs + offs_n[:, None] * stride_vn, mask=mask, other=0)
+        if IS_INT8:
+            ks = tl.load(ks_ptrs + offs_n, mask=mask_n, other=0.0)
+            vs = tl.load(vs_ptrs + offs_n, mask=mask_n, other=0.0)
+        else:
+            ks = tl.zeros([BLOCK_N], tl.float32)
+            vs = tl.zeros([BLOCK_N], tl.float32)
+    else:
+        mask = mask_d[None, :]
+        k = tl.load(k_ptrs + offs_n[:, None] * stride_kn, mask=mask, other=0)
+        v = tl.load(v_ptrs + offs_n[:, None] * stride_vn, mask=mask, other=0)
+        if IS_INT8:
+            ks = tl.load(ks_ptrs + offs_n)
+            vs = tl.load(vs_ptrs + offs_n)
+        else:
+            ks = tl.zeros([BLOCK_N], tl.float32)
+            vs = tl.zeros([BLOCK_N], tl.float32)
+    return k, v, ks, vs
+
+
+@triton.jit
+def _rows_step(q, q_offset, m_r, l_r, w_r, acc, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn,
+               mask_d, BLOCK_N: tl.constexpr, IS_INT8: tl.constexpr, MASKED: tl.constexpr):
+    k, v, ks, vs = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn, mask_d,
+                              BLOCK_N, IS_INT8, MASKED)
+    s = tl.sum(q[None, :] * _widen(k, IS_INT8), axis=1)
+    if IS_INT8:
+        s = (s - q_offset) * (256.0 * ks)
+    if MASKED:
+        s = tl.where((n0 + tl.arange(0, BLOCK_N)) < end, s, float("-inf"))
+    m_new = tl.maximum(m_r, s)
+    m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key yet must not make NaN
+    alpha = tl.exp2(m_r - m_safe)
+    p = tl.exp2(s - m_safe)
+    l_r = l_r * alpha + p
+    if IS_INT8:
+        p *= 256.0 * vs
+        w_r = w_r * alpha + p
+    acc = acc * alpha[:, None] + p[:, None] * _widen(v, IS_INT8)
+    return m_new, l_r, w_r, acc
+
+
+@triton.jit
+def _rows_loop(q, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, start, end, stride_kn, stride_vn, mask_d,
+               BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, IS_INT8: tl.constexpr):
+    """CUDA-core schedule. Each of the BLOCK_N rows of a tile is its own online-softmax stream (row r
+    sees keys r, r + BLOCK_N, ...), so the loop is elementwise apart from q.k; the streams are merged
+    once after the loop. A single running max would need a reduction across warps on every tile."""
+    q_offset = 1.5 * tl.sum(q, axis=0)  # int8: what the widened keys' 1.5 adds to every score
+    m_r = tl.full([BLOCK_N], float("-inf"), tl.float32)
+    l_r = tl.zeros([BLOCK_N], tl.float32)
+    w_r = tl.zeros([BLOCK_N], tl.float32)  # int8: sum of the value weights, to remove the 1.5 offset
+    acc = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
+    full_end = start + (end - start) // BLOCK_N * BLOCK_N
+    for n0 in range(start, full_end, BLOCK_N):
+        m_r, l_r, w_r, acc = _rows_step(q, q_offset, m_r, l_r, w_r, acc, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end,
+                                        stride_kn, stride_vn, mask_d, BLOCK_N, IS_INT8, False)
+    if full_end < end:
+        m_r, l_r, w_r, acc = _rows_step(q, q_offset, m_r, l_r, w_r, acc, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, full_end,
+                                        end, stride_kn, stride_vn, mask_d, BLOCK_N, IS_INT8, True)
+    m_i = tl.max(m_r, axis=0)
+    m_i = tl.where(m_i == float("-inf"), 0.0, m_i)
+    w = tl.exp2(m_r - m_i)
+    l_i = tl.sum(l_r * w, axis=0)
+    if IS_INT8:
+        acc = acc - 1.5 * w_r[:, None]
+    return m_i, l_i, tl.sum(acc * w[:, None], axis=0)
+
+
+@triton.jit
+def _dot_step(qm, qk_scale_log2, m_i, l_i, acc, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn,
+              mask_d, BLOCK_N: tl.constexpr, IS_INT8: tl.constexpr, UPCAST: tl.constexpr, MASKED: tl.constexpr):
+    k, v, ks, vs = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn, mask_d,
+                              BLOCK_N, IS_INT8, MASKED)
+    if UPCAST:
+        kd = k.to(tl.float32)
+    elif IS_INT8:
+        kd = k.to(qm.dtype)  # exact (|k| <= 127); Triton widens int8 to bf16 with a few packed ops
+    else:
+        kd = k
+    s = tl.dot(qm, tl.trans(kd))
+    if IS_INT8:
+        s = s * (qk_scale_log2 * ks[None, :])
+    else:
+        s = s * qk_scale_log2
+    if MASKED:
+        s = tl.where(((n0 + tl.arange(0, BLOCK_N)) < end)[None, :], s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, axis=1))  # finite: every tile has a key below `end`
+    alpha = tl.exp2(m_i - m_new)
+    p = tl.exp2(s - m_new[:, None])
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    if UPCAST:
+        pv = p * vs[None, :] if IS_INT8 else p
+        o = tl.dot(pv, v.to(tl.float32))
+    elif IS_INT8:
+        # fp16 keeps the weights to 2^-11. The bits 0x6480 + v are 1152 + v in fp16, exactly, so v needs
+        # one integer add to widen (int8 to fp16 proper is the slow path); one subtraction per row
+        # removes the 1152 afterwards.
+        pv = (p * vs[None, :]).to(tl.float16)
+        vh = (v.to(tl.int16) + 0x6480).to(tl.float16, bitcast=True)
+        o = tl.dot(pv, vh) - 1152.0 * tl.sum(pv.to(tl.float32), axis=1)[:, None]
+    else:
+        o = tl.dot(p.to(v.dtype), v)
+    return m_new, l_i, acc * alpha[:, None] + o
+
+
+@triton.jit
+def _dot_loop(q, qk_scale_log2, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, start, end, stride_kn, stride_vn, mask_d,
+              BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, IS_INT8: tl.constexpr, UPCAST: tl.constexpr):
+    """Tensor-core schedule: the one query is repeated on 16 rows (the smallest dot), so q.k and p.v run
+    on tensor cores and the CUDA cores only widen the int8 tiles. Each iteration's loads feed dots, so
+    Triton's pipeliner keeps the next tiles in flight. Every row computes the same answer.
+
+    `q` arrives unscaled in its own dtype (bf16 q is exact as a dot operand); the softmax scale is
+    applied to the fp32 scores. UPCAST (the interpreter, which mishandles bf16 dots and conversions)
+    does the same maths in fp32.
+    """
+    BLOCK_M: tl.constexpr = 16
+    qm = tl.broadcast_to(q[None, :], [BLOCK_M, BLOCK_D])
+    if UPCAST:
+        qm = qm.to(tl.float32)
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+    full_end = start + (end - start) // BLOCK_N * BLOCK_N
+    for n0 in range(start, full_end, BLOCK_N):
+        m_i, l_i, acc = _dot_step(qm, qk_scale_log2, m_i, l_i, acc, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end,
+                                  stride_kn, stride_vn, mask_d, BLOCK_N, IS_INT8, UPCAST, False)
+    if full_end < end:
+        m_i, l_i, acc = _dot_step(qm, qk_scale_log2, m_i, l_i, acc, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, full_end, end,
+                                  stride_kn, stride_vn, mask_d, BLOCK_N, IS_INT8, UPCAST, True)
+    # All rows agree; reduce them to one.
+    m = tl.max(m_i, axis=0)
+    m = tl.where(m == float("-inf"), 0.0, m)
+    return m, tl.sum(l_i, axis=0) / BLOCK_M, tl.sum(acc, axis=0) / BLOCK_M
+
+
+@triton.jit(do_not_specialize=["H", "num_splits", "stride_lens", "len_bucket"])
+def _split_kv_kernel(
+    Q, K, V, KScale, VScale, Lens, OPart, LsePart,
+    stride_qb, stride_qh,
+    stride_kb, stride_kh, stride_kn,
+    stride_vb, stride_vh, stride_vn,
+    stride_sb, stride_sh,
+    stride_lens,
+    H, num_splits, qk_scale_log2,
+    len_bucket,  # autotuning key only: the best tile differs between short and long caches
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, IS_INT8: tl.constexpr,
+    USE_DOT: tl.constexpr, UPCAST: tl.constexpr,
+):
+    split = tl.program_id(0)
+    bh = tl.program_id(1)
+    b = bh // H
+    h = bh % H
+
+    seq_len = tl.load(Lens + b * stride_lens)
+    # Chunks are sized from the live length, not the capacity, so every split gets work as the cache fills.
+    chunk = tl.cdiv(tl.cdiv(seq_len, num_splits), BLOCK_N) * BLOCK_N
+    start = split * chunk
+    end = tl.minimum(start + chunk, seq_len)
+
+    offs_d = tl.arange(0, BLOCK_D)
+    if BLOCK_D == HEAD_DIM:
+        mask_d = tl.full([BLOCK_D], 1, tl.int1)  # constant: the compiler drops the column predicates
+    else:
+        mask_d = offs_d < HEAD_DIM
+    q = tl.load(Q + b * stride_qb + h * stride_qh + offs_d, mask=mask_d, other=0.0)
+    k_ptrs = K + b * stride_kb + h * stride_kh + offs_d[None, :]
+    v_ptrs = V + b * stride_vb + h * stride_vh + offs_d[None, :]
+    ks_ptrs = KScale + b * stride_sb + h * stride_sh
+    vs_ptrs = VScale + b * stride_sb + h * stride_sh
+    if USE_DOT:
+        m_i, l_i, acc_d = _dot_loop(q, qk_scale_log2, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, start, end, stride_kn,
+                                    stride_vn, mask_d, BLOCK_N, BLOCK_D, IS_INT8, UPCAST)
+    else:
+        # Scores live in the log2 domain (exp2 is the fast instruction); the softmax scale is folded into q.
+        m_i, l_i, acc_d = _rows_loop(q.to(tl.float32) * qk_scale_log2, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, start, end,
+                                     stride_kn, stride_vn, mask_d, BLOCK_N, BLOCK_D, IS_INT8)
+
+    # A split past the live length did no work: weight -inf, so the merge ignores it.
+    has_work = l_i > 0
+    l_safe = tl.where(has_work, l_i, 1.0)
+    out = acc_d / l_safe
+    lse = tl.where(has_work, m_i + tl.log2(l_safe), float("-inf"))
+    row = bh * num_splits + split
+    tl.store(OPart + row * HEAD_DIM + offs_d, out, mask=mask_d)
+    tl.store(LsePart + row, lse)
+
+
+@triton.jit(do_not_specialize=["H", "num_splits"])
+def _merge_kernel(
+    OPart, LsePart, Out, stride_ob, stride_oh, H, num_splits,
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_S: tl.constexpr,
+):
+    bh = tl.program_id(0)
+    b = bh // H
+    h = bh % H
+    offs_s = tl.arange(0, BLOCK_S)
+    mask_s = offs_s < num_splits
+    offs_d = tl.arange(0, BLOCK_D)
+    mask_d = offs_d < HEAD_DIM
+    lse = tl.load(LsePart + bh * num_splits + offs_s, mask=mask_s, other=float("-inf"))
+    m = tl.max(lse, axis=0)
+    w = tl.where(mask_s, tl.exp2(lse - m), 0.0)
+    rows = bh * num_splits + offs_s
+    o = tl.load(OPart + rows[:, None] * HEAD_DIM + offs_d[None, :], mask=mask_s[:, None] & mask_d[None, :], other=0.0)
+    out = tl.sum(w[:, None] * o, axis=0) / tl.sum(w, axis=0)
+    tl.store(Out + b * stride_ob + h * stride_oh + offs_d, out.to(Out.dtype.element_ty), mask=mask_d)
+
+
+# Few configs on purpose: the phase pays for every compile and every timing of them.
+# Under the interpreter (CPU tests) one fixed config runs; autotuning needs a GPU.
+def _config(block_n, warps, dot=False, stages=1):
+    return triton.Config({"BLOCK_N": block_n, "USE_DOT": dot}, num_warps=warps, num_stages=stages)
+
+
+# Few configs on purpose: the phase pays for every compile and every timing of them. CUDA-core
+# schedules first, then tensor-core ones (where Triton's pipeliner keeps loads in flight).
+AUTOTUNE_CONFIGS = [
+    _config(32, 4),
+    _config(64, 4),
+    _config(64, 8),
+    _config(64, 4, dot=True, stages=3),
+    _config(128, 8, dot=True, stages=3),
+]
+# Under the interpreter (CPU tests) one fixed config runs; autotuning needs a GPU.
+INTERPRET_CONFIG = {"BLOCK_N": 16, "USE_DOT": False, "num_warps": 1, "num_stages": 1}
+
+
+def _prune(configs, named_args, **kwargs):
+    # bf16 tensor-core dots need Ampere or newer; a T4 keeps the CUDA-core schedules.
+    q = named_args.get("Q")
+    if q is not None and q.is_cuda and torch.cuda.get_device_capability(q.device) < (8, 0):
+        return [c for c in configs if not c.kwargs["USE_DOT"]]
+    return list(configs)
+
+
+def _quick_bench(fn, quantiles):
+    return triton.testing.do_bench(fn, warmup=5, rep=20, quantiles=quantiles)
+
+
+_split_kv_tuned = triton.autotune(
+    configs=AUTOTUNE_CONFIGS, key=["HEAD_DIM", "IS_INT8", "len_bucket"], do_bench=_quick_bench,
+    prune_configs_by={"early_config_prune": _prune},
+)(_split_kv_kernel)
+
+
+# --- wrapper ----------------------------------------------------------------------------------
+
+def _interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+def _len_bucket(capacity: int) -> int:
+    """Coarse cache-length classes so autotuning runs a few times, not once per length."""
+    return 0 if capacity <= 1024 else 1 if capacity <= 8192 else 2
+
+
+_SM_COUNT: dict[int, int] = {}
+
+
+def _sm_count(device: torch.device) -> int:
+    if device.type != "cuda":
+        return 4
+    idx = device.index if device.index is not None else torch.cuda.current_device()
+    if idx not in _SM_COUNT:
+        _SM_COUNT[idx] = torch.cuda.get_device_properties(idx).multi_processor_count
+    return _SM_COUNT[idx]
+
+
+def default_num_splits(batch: int, heads: int, capacity: int, device: torch.device, min_chunk: int = 128) -> int:
+    """Enough programs for about four waves on the device, but no chunk shorter than `min_chunk` keys."""
+    want = math.ceil(4 * _sm_count(device) / max(1, batch * heads))
+    return max(1, min(want, math.ceil(capacity / min_chunk), 256))
+
+
+def last_config() -> str | None:
+    """The autotuner's choice for the most recent tuned launch, for the report."""
+    cfg = getattr(_split_kv_tuned, "best_config", None)
+    if cfg is None:
+        return None
+    kind = "tensor cores" if cfg.kwargs.get("USE_DOT") else "CUDA cores"
+    return f"{kind}, BLOCK_N={cfg.kwargs.get('BLOCK_N')}, num_warps={cfg.num_warps}, num_stages={cfg.num_stages}"
+
+
+def _check(q, k, v, seq_lens, k_scale, v_scale):
+    if q.dim() != 3 or k.dim() != 4 or v.dim() != 4:
+        raise ValueError(f"expected q (B, H, D) and k, v (B, H, L, D); got q {tuple(q.shape)}, "
+                         f"k {tuple(k.shape)}, v {tuple(v.shape)}.")
+    B, H, D = q.shape
+    if k.shape != v.shape or k.shape[0] != B or k.shape[1] != H or k.shape[3] != D:
+        raise ValueError(f"k {tuple(k.shape)} and v {tuple(v.shape)} must both be (B={B}, H={H}, L, D={D}).")
+    if D > 256:
+        raise ValueError(f"head_dim {D} is above the 256 this kernel keeps in registers.")
+    if q.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+        raise ValueError(f"q must be fp16, bf16 or fp32, got {q.dtype}.")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.stride(-1) != 1:
+            raise ValueError(f"{name} needs a contiguous last (head_dim) dimension; call .contiguous() first.")
+        if t.device != q.device:
+            raise ValueError(f"{name} is on {t.device} but q is on {q.device}; keep everything on one device.")
+    is_int8 = k.dtype == torch.int8
+    if is_int8 != (v.dtype == torch.int8):
+        raise ValueError(f"k is {k.dtype} but v is {v.dtype}; both int8 or both floating.")
+    if is_int8:
+        if k_scale is None or v_scale is None:
+            raise ValueError("an int8 cache needs k_scale and v_scale (B, H, L) from kernels.kv_quant.quantize.")
+        for name, s in (("k_scale", k_scale), ("v_scale", v_scale)):
+            if s.shape != k.shape[:3] or s.dtype != SCALE_DTYPE or s.stride(-1) != 1:
+                raise ValueError(f"{name} must be a (B, H, L) = {tuple(k.shape[:3])} {SCALE_DTYPE} tensor with a "
+                                 f"contiguous last dim; got {tuple(s.shape)} {s.dtype}.")
+        if k_scale.stride() != v_scale.stride():
+            raise ValueError("k_scale and v_scale must share one layout (same strides).")
+    elif k_scale is not None or v_scale is not None:
+        raise ValueError(f"scales are only for an int8 cache; k is {k.dtype}.")
+    elif k.dtype != q.dtype:
+        raise ValueError(f"a floating cache must match q's dtype: k is {k.dtype}, q is {q.dtype}.")
+    if seq_lens.dtype != torch.int32 or seq_lens.dim() != 1 or seq_lens.shape[0] not in (1, B):
+        raise ValueError(f"seq_lens must be an int32 tensor of shape (B,) or (1,), got {seq_lens.dtype} "
+                         f"{tuple(seq_lens.shape)}.")
+    return is_int8
+
+
+def decode_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    seq_lens: torch.Tensor,
+    *,
+    k_scale: torch.Tensor | None = None,
+    v_scale: torch.Tensor | None = None,
+    sm_scale: float | None = None,
+    num_splits: int | None = None,
+    config: dict | None = None,
+) -> torch.Tensor:
+    """softmax(q k[:len]^T * sm_scale) v[:len] for one query per (batch, head); returns (B, H, D) in q's dtype.
+
+    The caller guarantees 1 <= seq_lens <= L (the lengths live on the device; checking them here
+    would cost a synchronization every step). `config` pins {"BLOCK_N", "USE_DOT", "num_warps",
+    "num_stages"} instead of autotuning.
+    """
+    is_int8 = _check(q, k, v, seq_lens, k_scale, v_scale)
+    B, H, D = q.shape
+    L = k.shape[2]
+    sm_scale = 1.0 / math.sqrt(D) if sm_scale is None else sm_scale
+    splits = num_splits or default_num_splits(B, H, L, q.device)
+    block_d = triton.next_power_of_2(D)
+    o_part = torch.empty((B * H * splits, D), device=q.device, dtype=torch.float32)
+    lse_part = torch.empty((B * H * splits,), device=q.device, dtype=torch.float32)
+    out = torch.empty_like(q)
+    ks = k_scale if is_int8 else k
+    vs = v_scale if is_int8 else v
+    s_strides = (k_scale.stride(0), k_scale.stride(1)) if is_int8 else (0, 0)
+    args = (
+        q, k, v, ks, vs, seq_lens, o_part, lse_part,
+        q.stride(0), q.stride(1),
+        k.stride(0), k.stride(1), k.stride(2),
+        v.stride(0), v.stride(1), v.stride(2),
+        *s_strides,
+        seq_lens.stride(0) if seq_lens.shape[0] == B else 0,
+        H, splits, sm_scale * LOG2E, _len_bucket(L),
+    )
+    grid = (splits, B * H)
+    if config is None and _interpreting():
+        config = INTERPRET_CONFIG
+    if config is None:
+        _split_kv_tuned[grid](*args, HEAD_DIM=D, BLOCK_D=block_d, IS_INT8=is_int8, UPCAST=False)
+    else:
+        config = {"USE_DOT": False, **config}
+        _split_kv_kernel[grid](*args, HEAD_DIM=D, BLOCK_D=block_d, IS_INT8=is_int8, UPCAST=_interpreting(),
+                               **config)
+    _merge_kernel[(B * H,)](
+        o_part, lse_part, out, out.stride(0), out.stride(1), H, splits,
+        HEAD_DIM=D, BLOCK_D=block_d, BLOCK_S=triton.next_power_of_2(splits),
+        num_warps=1 if _interpreting() else 4,
+    )
+    return out
+
+
+# --- reference --------------------------------------------------------------------------------
+
+def reference_decode_attention(q, k, v, seq_lens, *, k_scale=None, v_scale=None, sm_scale=None) -> torch.Tensor:
+    """The same maths in float64 on whatever device the inputs are on; int8 inputs are dequantized first."""
+    B, H, D = q.shape
+    sm_scale = 1.0 / math.sqrt(D) if sm_scale is None else sm_scale
+    kf, vf = k.double(), v.double()
+    if k.dtype == torch.int8:
+        kf = kf * k_scale.double().unsqueeze(-1)
+        vf = vf * v_scale.double().unsqueeze(-1)
+    lens = seq_lens.to(torch.int64).expand(B).tolist()
+    out = torch.empty((B, H, D), dtype=torch.float64, device=q.device)
+    for b, n in enumerate(lens):
+        s = torch.einsum("hd,hnd->hn", q[b].double(), kf[b, :, :n]) * sm_scale
+        out[b] = torch.einsum("hn,hnd->hd", torch.softmax(s, dim=-1), vf[b, :, :n])
+    return out

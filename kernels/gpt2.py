@@ -1,0 +1,590 @@
+"""A compact GPT-2 decoder with a preallocated KV cache and greedy decoding, in the spirit of gpt-fast.
+
+Weights come from a transformers GPT2LMHeadModel and are shared with it (no copy), so the
+transformers baseline and our loop run on the very same tensors. Three cache layouts:
+
+  Bf16Cache          the cache as bf16, read by the split-KV Triton kernel
+  Int8DequantCache   int8 + scales, dequantized in full to a bf16 copy at the start of every step
+                     (the straightforward approach; its peak memory is the point)
+  Int8Cache          int8 + scales, read directly by the Triton kernel; no bf16 copy ever exists
+
+Every limit is checked on the host before the GPU sees anything: an index past GPT-2's 1024
+positions would otherwise surface as an asynchronous device-side assert far from its cause.
+"""
+from __future__ import annotations
+
+import inspect
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from .decode_attention import decode_attention
+from .kv_quant import SCALE_BYTES, SCALE_DTYPE, dequantize, quantize, quantize_store_
+
+
+# --- configuration ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ModelArgs:
+    n_layer: int = 12
+    n_head: int = 12
+    n_embd: int = 768
+    vocab_size: int = 50257
+    n_positions: int = 1024
+    layer_norm_epsilon: float = 1e-5
+
+    @property
+    def head_dim(self) -> int:
+        return self.n_embd // self.n_head
+
+    def to_hf_config(self):
+        from transformers import GPT2Config
+
+        # No token ids: random prompts need none, and a small test vocabulary would reject 50256.
+        return GPT2Config(
+            n_layer=self.n_layer, n_head=self.n_head, n_embd=self.n_embd, vocab_size=self.vocab_size,
+            n_positions=self.n_positions, layer_norm_epsilon=self.layer_norm_epsilon,
+            bos_token_id=None, eos_token_id=None,
+        )
+
+    @classmethod
+    def from_hf_config(cls, cfg) -> "ModelArgs":
+        if getattr(cfg, "model_type", "gpt2") != "gpt2":
+            raise ValueError(f"expected a GPT-2 checkpoint, found model_type {cfg.model_type!r}.")
+        unsupported = [k for k in ("scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "add_cross_attention")
+                       if getattr(cfg, k, False)]
+        if unsupported or not getattr(cfg, "scale_attn_weights", True):
+            raise ValueError(f"this decoder implements plain GPT-2 attention; the checkpoint sets {unsupported or ['scale_attn_weights=False']}.")
+        if cfg.n_embd % cfg.n_head:
+            raise ValueError(f"n_embd {cfg.n_embd} is not a multiple of n_head {cfg.n_head}.")
+        return cls(cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.vocab_size, cfg.n_positions, cfg.layer_norm_epsilon)
+
+
+# The published GPT-2 shapes; weights are random unless a checkpoint is given.
+PRESETS = {
+    "gpt2": ModelArgs(n_layer=12, n_head=12, n_embd=768),
+    "gpt2-medium": ModelArgs(n_layer=24, n_head=16, n_embd=1024),
+    "gpt2-large": ModelArgs(n_layer=36, n_head=20, n_embd=1280),
+    "gpt2-xl": ModelArgs(n_layer=48, n_head=25, n_embd=1600),
+}
+
+
+def check_limits(args: ModelArgs, prompt_len: int, new_tokens: int, batch: int = 1) -> None:
+    """Refuse, on the host, a request the model cannot serve."""
+    if batch < 1:
+        raise ValueError(f"batch must be at least 1, got {batch}.")
+    if prompt_len < 1:
+        raise ValueError(f"the prompt needs at least one token, got {prompt_len}.")
+    if new_tokens < 1:
+        raise ValueError(f"new_tokens must be at least 1, got {new_tokens}.")
+    if prompt_len + new_tokens > args.n_positions:
+        raise ValueError(
+            f"prompt ({prompt_len}) + new tokens ({new_tokens}) = {prompt_len + new_tokens} exceeds the model's "
+            f"{args.n_positions} positions (n_positions); shorten the prompt or generate at most "
+            f"{max(0, args.n_positions - prompt_len)} tokens."
+        )
+
+
+def check_tokens(tokens: torch.Tensor, vocab_size: int) -> None:
+    """Token ids out of range would be a device-side assert in the embedding lookup; catch them here."""
+    if tokens.dtype != torch.int64 or tokens.dim() != 2:
+        raise ValueError(f"tokens must be an int64 (batch, length) tensor, got {tokens.dtype} {tuple(tokens.shape)}.")
+    lo, hi = int(tokens.min()), int(tokens.max())
+    if lo < 0 or hi >= vocab_size:
+        raise ValueError(f"token ids must lie in [0, {vocab_size}); found {lo}..{hi}.")
+
+
+# --- transformers models ----------------------------------------------------------------------
+
+def random_hf_model(args: ModelArgs, seed: int = 0, device: str | torch.device = "cuda", dtype=torch.bfloat16):
+    """A GPT2LMHeadModel with transformers' own random init, built directly on `device` in `dtype`.
+
+    Built in place because initializing 1.5B parameters on the CPU in fp32 and then moving them
+    takes longer than the whole decode phase may.
+    """
+    from transformers import GPT2LMHeadModel
+
+    torch.manual_seed(seed)
+    prev = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        with torch.device(device):
+            model = GPT2LMHeadModel(args.to_hf_config())
+    finally:
+        torch.set_default_dtype(prev)
+    return model.to(device=device, dtype=dtype).eval()
+
+
+def load_hf_model(path: str, device: str | torch.device = "cuda", dtype=torch.bfloat16):
+    """A local GPT-2 checkpoint directory (config.json + weights); nothing is downloaded."""
+    from transformers import GPT2LMHeadModel
+
+    model = GPT2LMHeadModel.from_pretrained(path, dtype=dtype, local_files_only=True)
+    ModelArgs.from_hf_config(model.config)
+    return model.to(device).eval()
+
+
+def _cache_kwarg(hf_model) -> str:
+    """transformers renamed `past_key_values` to `cache` during 5.x; use whichever this version takes."""
+    params = inspect.signature(hf_model.forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
+def _cache_of(output):
+    return output["cache"] if "cache" in output else output["past_key_values"]
+
+
+# --- the decoder ------------------------------------------------------------------------------
+
+def _linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    # transformers' Conv1D stores (in, out), so y = x @ w + b without any transpose or copy.
+    return torch.addmm(b, x.reshape(-1, x.shape[-1]), w).view(*x.shape[:-1], w.shape[1])
+
+
+@dataclass
+class Block:
+    ln1_w: torch.Tensor
+    ln1_b: torch.Tensor
+    attn_w: torch.Tensor
+    attn_b: torch.Tensor
+    proj_w: torch.Tensor
+    proj_b: torch.Tensor
+    ln2_w: torch.Tensor
+    ln2_b: torch.Tensor
+    fc_w: torch.Tensor
+    fc_b: torch.Tensor
+    out_w: torch.Tensor
+    out_b: torch.Tensor
+
+
+class GPT2:
+    """GPT-2 inference only: a prefill over the prompt and a one-token step over a cache."""
+
+    def __init__(self, args: ModelArgs, wte, wpe, blocks: list[Block], lnf_w, lnf_b, lm_head, gelu_approx: str):
+        self.args, self.wte, self.wpe, self.blocks = args, wte, wpe, blocks
+        self.lnf_w, self.lnf_b, self.lm_head, self.gelu_approx = lnf_w, lnf_b, lm_head, gelu_approx
+
+    @classmethod
+    def from_hf(cls, hf_model) -> "GPT2":
+        """Borrow the weights of a GPT2LMHeadModel; both models then read the same memory."""
+        cfg = hf_model.config
+        args = ModelArgs.from_hf_config(cfg)
+        act = cfg.activation_function
+        approx = {"gelu_new": "tanh", "gelu_pytorch_tanh": "tanh", "gelu": "none"}.get(act)
+        if approx is None:
+            raise ValueError(f"activation {act!r} is not one this decoder implements (gelu_new, gelu).")
+        t = hf_model.transformer
+        blocks = [
+            Block(*(p.detach() for p in (
+                h.ln_1.weight, h.ln_1.bias, h.attn.c_attn.weight, h.attn.c_attn.bias, h.attn.c_proj.weight,
+                h.attn.c_proj.bias, h.ln_2.weight, h.ln_2.bias, h.mlp.c_fc.weight, h.mlp.c_fc.bias,
+                h.mlp.c_proj.weight, h.mlp.c_proj.bias)))
+            for h in t.h
+        ]
+        return cls(args, t.wte.weight.detach(), t.wpe.weight.detach(), blocks, t.ln_f.weight.detach(),
+                   t.ln_f.bias.detach(), hf_model.lm_head.weight.detach(), approx)
+
+    @property
+    def device(self) -> torch.device:
+        return self.wte.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.wte.dtype
+
+    def weight_bytes_per_step(self) -> int:
+        """Bytes of weights one decode step must read: every block, the final norm and the LM head.
+
+        The position table and the token embedding contribute one row each, so they are left out;
+        a tied LM head is the token embedding read in full, counted once.
+        """
+        seen, total = set(), 0
+        tensors = [t for b in self.blocks for t in vars(b).values()] + [self.lnf_w, self.lnf_b, self.lm_head]
+        for t in tensors:
+            if t.data_ptr() not in seen:
+                seen.add(t.data_ptr())
+                total += t.numel() * t.element_size()
+        return total
+
+    def parameter_count(self) -> int:
+        seen, total = set(), 0
+        for t in [self.wte, self.wpe, self.lnf_w, self.lnf_b, self.lm_head] + [t for b in self.blocks for t in vars(b).values()]:
+            if t.data_ptr() not in seen:
+                seen.add(t.data_ptr())
+                total += t.numel()
+        return total
+
+    def _ln(self, x, w, b):
+        return F.layer_norm(x, (x.shape[-1],), w, b, self.args.layer_norm_epsilon)
+
+    def _mlp(self, blk: Block, x):
+        h = F.gelu(_linear(self._ln(x, blk.ln2_w, blk.ln2_b), blk.fc_w, blk.fc_b), approximate=self.gelu_approx)
+        return x + _linear(h, blk.out_w, blk.out_b)
+
+    def prefill(self, tokens: torch.Tensor, cache) -> torch.Tensor:
+        """Run the prompt (B, T), fill cache positions [0, T), return the last position's logits (B, V).
+
+        Attention here is ordinary causal SDPA on the prompt's own bf16 keys and values; an int8
+        cache stores them quantized, so quantization first shows in the decode steps.
+        """
+        B, T = tokens.shape
+        H, D = self.args.n_head, self.args.head_dim
+        x = self.wte[tokens] + self.wpe[:T]
+        for i, blk in enumerate(self.blocks):
+            qkv = _linear(self._ln(x, blk.ln1_w, blk.ln1_b), blk.attn_w, blk.attn_b)
+            q, k, v = qkv.view(B, T, 3, H, D).permute(2, 0, 3, 1, 4).unbind(0)
+            cache.store_prompt(i, k, v)
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + _linear(a.transpose(1, 2).reshape(B, T, H * D), blk.proj_w, blk.proj_b)
+            x = self._mlp(blk, x)
+        return F.linear(self._ln(x[:, -1], self.lnf_w, self.lnf_b), self.lm_head)
+
+    def step(self, tok: torch.Tensor, pos: torch.Tensor, cache) -> torch.Tensor:
+        """One token per sequence: tok (B,) at position pos ((1,) int64 on the device) -> logits (B, V).
+
+        The position is a device tensor so the same launches stay valid at every step (CUDA graphs).
+        """
+        B = tok.shape[0]
+        H, D = self.args.n_head, self.args.head_dim
+        lens = (pos + 1).to(torch.int32)
+        x = self.wte[tok] + self.wpe[pos]
+        for i, blk in enumerate(self.blocks):
+            qkv = _linear(self._ln(x, blk.ln1_w, blk.ln1_b), blk.attn_w, blk.attn_b)
+            q, k, v = qkv.view(B, 3, H, D).unbind(1)
+            cache.store_token(i, pos, k, v)
+            a = cache.attend(i, q, lens)
+            x = x + _linear(a.reshape(B, H * D), blk.proj_w, blk.proj_b)
+            x = self._mlp(blk, x)
+        return F.linear(self._ln(x, self.lnf_w, self.lnf_b), self.lm_head)
+
+
+# --- caches -----------------------------------------------------------------------------------
+
+class Bf16Cache:
+    """(layers, B, H, capacity, D) keys and values in the model's dtype."""
+
+    kind = "bf16"
+
+    def __init__(self, args: ModelArgs, batch: int, capacity: int, device, dtype=torch.bfloat16):
+        shape = (args.n_layer, batch, args.n_head, capacity, args.head_dim)
+        self.k = torch.zeros(shape, device=device, dtype=dtype)
+        self.v = torch.zeros(shape, device=device, dtype=dtype)
+
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.tensors())
+
+    def tensors(self) -> list[torch.Tensor]:
+        return [self.k, self.v]
+
+    def bytes_per_token(self) -> int:
+        """Bytes one cached position occupies across all layers and the batch."""
+        return self.nbytes() // self.k.shape[3]
+
+    def begin_step(self, n_cached: int) -> None:
+        """Hook before an eager step; only the dequantizing cache needs it."""
+
+    def end_step(self) -> None:
+        pass
+
+    def store_prompt(self, i, k, v):
+        T = k.shape[2]
+        self.k[i, :, :, :T].copy_(k)
+        self.v[i, :, :, :T].copy_(v)
+
+    def store_token(self, i, pos, k, v):
+        self.k[i].index_copy_(2, pos, k.unsqueeze(2))
+        self.v[i].index_copy_(2, pos, v.unsqueeze(2))
+
+    def attend(self, i, q, lens):
+        return decode_attention(q, self.k[i], self.v[i], lens)
+
+
+class Int8Cache(Bf16Cache):
+    """int8 keys and values with one fp32 scale per token per head, read by the int8 kernel."""
+
+    kind = "int8"
+
+    def __init__(self, args: ModelArgs, batch: int, capacity: int, device, dtype=torch.bfloat16):
+        shape = (args.n_layer, batch, args.n_head, capacity, args.head_dim)
+        self.dtype = dtype
+        self.k = torch.zeros(shape, device=device, dtype=torch.int8)
+        self.v = torch.zeros(shape, device=device, dtype=torch.int8)
+        self.k_scale = torch.ones(shape[:-1], device=device, dtype=SCALE_DTYPE)
+        self.v_scale = torch.ones(shape[:-1], device=device, dtype=SCALE_DTYPE)
+
+    def tensors(self):
+        return [self.k, self.v, self.k_scale, self.v_scale]
+
+    def store_prompt(self, i, k, v):
+        T = k.shape[2]
+        for vals, scales, x in ((self.k, self.k_scale, k), (self.v, self.v_scale, v)):
+            q, s = quantize(x)
+            vals[i, :, :, :T].copy_(q)
+            scales[i, :, :, :T].copy_(s)
+
+    def store_token(self, i, pos, k, v):
+        quantize_store_(k, v, self.k[i], self.v[i], self.k_scale[i], self.v_scale[i], pos)
+
+    def attend(self, i, q, lens):
+        return decode_attention(q, self.k[i], self.v[i], lens, k_scale=self.k_scale[i], v_scale=self.v_scale[i])
+
+
+class Int8DequantCache(Int8Cache):
+    """int8 storage, but every step first dequantizes the whole cache (all layers) to bf16.
+
+    This is the approach that needs no new kernel: attention code written for bf16 reads the copy.
+    While a step runs, the int8 cache and a full bf16 copy are both alive, which is why its peak
+    memory exceeds a plain bf16 cache. Eager only: the copy's length changes every step.
+    """
+
+    kind = "int8-dequant"
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self._k16 = self._v16 = None
+
+    def begin_step(self, n_cached: int) -> None:
+        # One slot more than what is cached: the step's own token is written into the copy too.
+        n = n_cached + 1
+        self._k16 = dequantize(self.k[:, :, :, :n], self.k_scale[:, :, :, :n], self.dtype)
+        self._v16 = dequantize(self.v[:, :, :, :n], self.v_scale[:, :, :, :n], self.dtype)
+
+    def end_step(self) -> None:
+        self._k16 = self._v16 = None
+
+    def store_token(self, i, pos, k, v):
+        if self._k16 is None:
+            raise RuntimeError("Int8DequantCache.begin_step must run before each step (it is eager-only).")
+        super().store_token(i, pos, k, v)
+        # The copy gets the token as the cache now holds it (quantized), so both int8 paths see one cache.
+        for copy, vals, scales in ((self._k16, self.k, self.k_scale), (self._v16, self.v, self.v_scale)):
+            tok = dequantize(vals[i].index_select(2, pos), scales[i].index_select(2, pos), self.dtype)
+            copy[i].index_copy_(2, pos, tok)
+
+    def attend(self, i, q, lens):
+        return decode_attention(q, self._k16[i], self._v16[i], lens)
+
+
+CACHES = {c.kind: c for c in (Bf16Cache, Int8Cache, Int8DequantCache)}
+
+
+# --- greedy decoding --------------------------------------------------------------------------
+
+class StepTimer:
+    """Per-step wall time: CUDA events on a GPU (no synchronization inside the loop), else the host clock.
+
+    An eager loop is bound by the host launching kernels, so the device reaches each event about when
+    the host records it: event gaps are then wall time per step, not only the device's busy time.
+    """
+
+    def __init__(self, device: torch.device, n: int):
+        self.cuda = device.type == "cuda"
+        if self.cuda:
+            self.events = [torch.cuda.Event(enable_timing=True) for _ in range(n + 1)]
+        self.host: list[float] = []
+
+    def mark(self, i: int) -> None:
+        if self.cuda:
+            self.events[i].record()
+        else:
+            self.host.append(time.perf_counter())
+
+    def step_ms(self) -> list[float]:
+        if self.cuda:
+            torch.cuda.synchronize()
+            return [a.elapsed_time(b) for a, b in zip(self.events, self.events[1:])]
+        return [(b - a) * 1e3 for a, b in zip(self.host, self.host[1:])]
+
+
+@dataclass
+class DecodeResult:
+    tokens: torch.Tensor            # (B, new_tokens) on the CPU: the prefill's token, then one per step
+    step_ms: list[float]            # one per timed decode step (new_tokens - 1 of them)
+    last_logits: torch.Tensor       # (B, V) float32 logits of the final step
+    cache_bytes: int                # bytes the cache holds at the end
+    extra: dict = field(default_factory=dict)
+
+
+def _sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+@torch.inference_mode()
+def generate(
+    model: GPT2,
+    prompt: torch.Tensor,
+    new_tokens: int,
+    cache_kind: str = "bf16",
+    cuda_graph: bool = False,
+    warmup_steps: int = 3,
+    before_timed: Callable[[], None] | None = None,
+    after_timed: Callable[[], None] | None = None,
+) -> DecodeResult:
+    """Greedy decoding with our loop: prefill, `new_tokens - 1` single-token steps, each one timed.
+
+    Warm-up steps run first (compilation, autotuning, graph capture); the cache is then refilled by
+    a fresh prefill so the timed steps start exactly at the prompt's length.
+    """
+    B, T = prompt.shape
+    check_limits(model.args, T, new_tokens, B)
+    check_tokens(prompt, model.args.vocab_size)
+    if cache_kind not in CACHES:
+        raise ValueError(f"unknown cache {cache_kind!r}; choose one of {sorted(CACHES)}.")
+    if cuda_graph and (cache_kind == "int8-dequant" or model.device.type != "cuda"):
+        raise ValueError("a CUDA graph needs a CUDA device and a cache of fixed shape (bf16 or int8).")
+    dev = model.device
+    prompt = prompt.to(dev)
+    capacity = T + new_tokens - 1  # the last generated token is never fed back
+    cache = CACHES[cache_kind](model.args, B, capacity, dev, model.dtype)
+    history = torch.zeros((B, capacity + 1), dtype=torch.int64, device=dev)
+    pos = torch.zeros((1,), dtype=torch.int64, device=dev)
+    warmup_steps = min(warmup_steps, new_tokens - 1)
+
+    def start():
+        logits = model.prefill(prompt, cache)
+        history[:, :T] = prompt
+        history[:, T] = logits.argmax(-1)
+        pos.fill_(T)
+
+    def one_step():
+        tok = history.index_select(1, pos).squeeze(1)
+        logits = model.step(tok, pos, cache)
+        history.index_copy_(1, pos + 1, logits.argmax(-1).unsqueeze(1))
+        pos.add_(1)
+        return logits
+
+    def eager_step(n_cached: int):
+        cache.begin_step(n_cached)
+        logits = one_step()
+        cache.end_step()
+        return logits
+
+    graph = None
+    start()
+    if cuda_graph:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(max(1, warmup_steps)):
+                one_step()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_logits = one_step()
+        start()  # capture did not run the step; rewind the warm-up's writes anyway
+        for _ in range(warmup_steps):
+            graph.replay()
+    else:
+        for s in range(warmup_steps):
+            eager_step(T + s)
+    start()
+    _sync(dev)
+
+    n_steps = new_tokens - 1
+    timer = StepTimer(dev, n_steps)
+    if before_timed is not None:
+        before_timed()
+    timer.mark(0)
+    logits = None
+    for s in range(n_steps):
+        if graph is not None:
+            graph.replay()
+        else:
+            logits = eager_step(T + s)
+        timer.mark(s + 1)
+    step_ms = timer.step_ms()
+    if after_timed is not None:
+        after_timed()
+    if graph is not None:
+        logits = static_logits
+    if logits is None:  # new_tokens == 1: only the prefill ran
+        logits = model.prefill(prompt, cache)
+    _sync(dev)
+    return DecodeResult(history[:, T:T + new_tokens].cpu(), step_ms, logits.float().clone(), cache.nbytes())
+
+
+@torch.inference_mode()
+def generate_hf(
+    hf_model,
+    prompt: torch.Tensor,
+    new_tokens: int,
+    warmup_steps: int = 3,
+    before_timed: Callable[[], None] | None = None,
+    after_timed: Callable[[], None] | None = None,
+) -> DecodeResult:
+    """The baseline a user would write: transformers' model, its default dynamic cache, a greedy loop."""
+    args = ModelArgs.from_hf_config(hf_model.config)
+    B, T = prompt.shape
+    check_limits(args, T, new_tokens, B)
+    check_tokens(prompt, args.vocab_size)
+    dev = next(hf_model.parameters()).device
+    prompt = prompt.to(dev)
+    kw = _cache_kwarg(hf_model)
+
+    def run(n_steps: int, timer: StepTimer | None):
+        out = hf_model(input_ids=prompt, use_cache=True)
+        cache, tok = _cache_of(out), out.logits[:, -1].argmax(-1)
+        toks, logits = [tok], out.logits[:, -1]
+        if timer is not None:
+            if before_timed is not None:
+                _sync(dev)
+                before_timed()
+            timer.mark(0)
+        for s in range(n_steps):
+            out = hf_model(input_ids=tok.unsqueeze(1), use_cache=True, **{kw: cache})
+            cache, logits = _cache_of(out), out.logits[:, -1]
+            tok = logits.argmax(-1)
+            toks.append(tok)
+            if timer is not None:
+                timer.mark(s + 1)
+        return torch.stack(toks, 1), logits, cache
+
+    run(min(warmup_steps, new_tokens - 1), None)
+    _sync(dev)
+    timer = StepTimer(dev, new_tokens - 1)
+    tokens, logits, cache = run(new_tokens - 1, timer)
+    step_ms = timer.step_ms()
+    if after_timed is not None:
+        after_timed()
+    # Cache bytes at the end: 2 tensors per layer of (B, H, length, D), whatever class holds them.
+    length = cache.get_seq_length()
+    cache_bytes = length * cache_bytes_per_token(args, B, False, next(hf_model.parameters()).element_size())
+    return DecodeResult(tokens.cpu(), step_ms, logits.float().clone(), cache_bytes,
+                        {"attn_implementation": getattr(hf_model.config, "_attn_implementation", None)})
+
+
+@torch.inference_mode()
+def teacher_forced_logits(model: GPT2, tokens: torch.Tensor, prompt_len: int, cache_kind: str = "bf16") -> torch.Tensor:
+    """Logits at positions prompt_len-1 .. S-2 of a fixed sequence (B, S): prefill, then steps fed `tokens`.
+
+    Compared with transformers' full forward of the same sequence, this checks prefill, the cache
+    and the step together. Returns (B, S - prompt_len, V) float32.
+    """
+    B, S = tokens.shape
+    check_limits(model.args, prompt_len, S - prompt_len, B)
+    check_tokens(tokens, model.args.vocab_size)
+    tokens = tokens.to(model.device)
+    cache = CACHES[cache_kind](model.args, B, S, model.device, model.dtype)
+    out = [model.prefill(tokens[:, :prompt_len], cache).float()]
+    for p in range(prompt_len, S - 1):
+        cache.begin_step(p)
+        out.append(model.step(tokens[:, p], torch.tensor([p], device=model.device), cache).float())
+        cache.end_step()
+    return torch.stack(out, 1)
+
+
+def cache_bytes_per_token(args: ModelArgs, batch: int, int8: bool, dtype_bytes: int = 2) -> int:
+    """Bytes one cached position holds: keys and values, all layers, the whole batch."""
+    per_vec = args.head_dim + SCALE_BYTES if int8 else args.head_dim * dtype_bytes
+    return 2 * args.n_layer * batch * args.n_head * per_vec
+
+
+__all__ = [
+    "ModelArgs", "PRESETS", "check_limits", "check_tokens", "random_hf_model", "load_hf_model", "GPT2",
+    "Bf16Cache", "Int8Cache", "Int8DequantCache", "CACHES", "generate", "generate_hf", "teacher_forced_logits",
+    "DecodeResult", "cache_bytes_per_token",
+]

@@ -1,0 +1,111 @@
+"""The split-KV decode-attention kernel under TRITON_INTERPRET=1 against a float64 reference."""
+import os
+
+os.environ["TRITON_INTERPRET"] = "1"  # before kernels/ is imported: @triton.jit reads it then
+
+import pytest
+import torch
+
+from kernels.decode_attention import decode_attention, default_num_splits, reference_decode_attention
+from kernels.kv_quant import quantize
+
+
+def _inputs(B, H, L, D, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(shape, generator=g).to(dtype) for shape in ((B, H, D), (B, H, L, D), (B, H, L, D))]
+
+
+@pytest.mark.parametrize("splits", [1, 3, 7])
+def test_matches_float64_at_every_split_count(splits):
+    q, k, v = _inputs(2, 3, 70, 32)
+    lens = torch.tensor([70, 23], dtype=torch.int32)  # per-sequence lengths; the tail of sequence 1 is ignored
+    out = decode_attention(q, k, v, lens, num_splits=splits)
+    ref = reference_decode_attention(q, k, v, lens)
+    assert out.shape == q.shape and out.dtype == q.dtype
+    assert (out.double() - ref).abs().max() < 1e-5
+
+
+@pytest.mark.parametrize("use_dot", [False, True])
+@pytest.mark.parametrize("int8", [False, True])
+@pytest.mark.parametrize("head_dim", [32, 40])
+def test_both_schedules_agree_with_the_reference(use_dot, int8, head_dim):
+    # Lengths that leave a partial last tile (45, 30) and one that fills whole tiles (32).
+    q, k, v = _inputs(3, 2, 45, head_dim, seed=7)
+    lens = torch.tensor([45, 30, 32], dtype=torch.int32)
+    kw = {}
+    if int8:
+        (k, kw["k_scale"]), (v, kw["v_scale"]) = quantize(k), quantize(v)
+    cfg = {"BLOCK_N": 16, "USE_DOT": use_dot, "num_warps": 1, "num_stages": 1}
+    out = decode_attention(q, k, v, lens, num_splits=2, config=cfg, **kw)
+    assert (out.double() - reference_decode_attention(q, k, v, lens, **kw)).abs().max() < 1e-5
+
+
+def test_splits_past_the_live_length_are_ignored():
+    # 8 splits of a 5-key cache: most splits get no key and must not disturb the merge.
+    q, k, v = _inputs(1, 2, 40, 16, seed=1)
+    lens = torch.tensor([5], dtype=torch.int32)
+    out = decode_attention(q, k, v, lens, num_splits=8)
+    assert (out.double() - reference_decode_attention(q, k, v, lens)).abs().max() < 1e-5
+
+
+def test_single_key_returns_its_value():
+    q, k, v = _inputs(2, 2, 9, 16, seed=2)
+    out = decode_attention(q, k, v, torch.tensor([1], dtype=torch.int32), num_splits=2)
+    assert torch.allclose(out, v[:, :, 0], atol=1e-6)
+
+
+def test_keys_beyond_the_length_do_not_leak():
+    q, k, v = _inputs(1, 2, 48, 16, seed=3)
+    lens = torch.tensor([20], dtype=torch.int32)
+    a = decode_attention(q, k, v, lens, num_splits=2)
+    k[:, :, 20:] = 1e4
+    v[:, :, 20:] = float("nan")
+    b = decode_attention(q, k, v, lens, num_splits=2)
+    assert torch.equal(a, b)
+
+
+def test_non_power_of_two_head_dim_and_custom_scale():
+    q, k, v = _inputs(1, 2, 33, 40, seed=4)
+    lens = torch.tensor([33], dtype=torch.int32)
+    out = decode_attention(q, k, v, lens, sm_scale=0.3)
+    assert (out.double() - reference_decode_attention(q, k, v, lens, sm_scale=0.3)).abs().max() < 1e-5
+
+
+def test_int8_cache_matches_the_dequantized_reference():
+    q, k, v = _inputs(2, 2, 50, 32, seed=5)
+    (kq, ks), (vq, vs) = quantize(k * 3), quantize(v)
+    lens = torch.tensor([50, 17], dtype=torch.int32)
+    out = decode_attention(q, kq, vq, lens, k_scale=ks, v_scale=vs, num_splits=3)
+    ref = reference_decode_attention(q, kq, vq, lens, k_scale=ks, v_scale=vs)
+    assert (out.double() - ref).abs().max() < 1e-5
+    # and it stays close to attention over the unquantized cache
+    assert (out.double() - reference_decode_attention(q, k * 3, v, lens)).abs().max() < 0.05
+
+
+def test_bf16_inputs_within_bf16_rounding():
+    q, k, v = _inputs(1, 2, 64, 32, dtype=torch.bfloat16, seed=6)
+    lens = torch.tensor([64], dtype=torch.int32)
+    out = decode_attention(q, k, v, lens, num_splits=2)
+    assert out.dtype == torch.bfloat16
+    assert (out.double() - reference_decode_attention(q, k, v, lens)).abs().max() < 2e-2
+
+
+def test_num_splits_heuristic_is_bounded():
+    cpu = torch.device("cpu")
+    assert default_num_splits(64, 32, 100_000, cpu) == 1  # plenty of programs already
+    assert default_num_splits(1, 1, 64, cpu) == 1  # no chunk shorter than the minimum
+    assert 1 <= default_num_splits(1, 1, 10**7, cpu) <= 256
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda a: {**a, "k": a["k"][:, :1]}, "must both be"),
+    (lambda a: {**a, "seq_lens": a["seq_lens"].long()}, "int32"),
+    (lambda a: {**a, "k": a["k"].to(torch.int8), "v": a["v"].to(torch.int8)}, "k_scale and v_scale"),
+    (lambda a: {**a, "k": a["k"].double()}, "match q's dtype"),
+    (lambda a: {**a, "k": a["k"].transpose(2, 3)}, "must both be|contiguous"),
+])
+def test_bad_inputs_are_refused_on_the_host(change, match):
+    q, k, v = _inputs(1, 2, 8, 16)
+    args = change({"q": q, "k": k, "v": v, "seq_lens": torch.tensor([8], dtype=torch.int32)})
+    with pytest.raises(ValueError, match=match):
+        decode_attention(**args)

@@ -1,0 +1,343 @@
+"""The iterations phase and its page on the CPU: the case list, the bookkeeping of the case loop
+(unsupported Hopper versions, bf16, budget, failures, occupancy), the data file's round trip
+through validation, and the page's computed words. Speed is measured by `make collect`."""
+import dataclasses
+from pathlib import Path
+
+import jinja2
+import pytest
+
+import synthetic
+from collect import iterations as it
+from collect.iterations import Case, Measurement, build_cases, measure_cases
+from collect.jsonio import write_json_atomic
+from collect.occupancy import SmLimits
+from collect.schema import SCHEMA_VERSION
+from collect.schema.iterations import IterationRow, IterationsFile, KernelVersionInfo, PredictedRange
+from render import fmt
+from render.pages.iterations import IterationsPage, verdict
+from render.runs import Run
+from render.validate import load_validated
+
+ROOT = Path(__file__).resolve().parent.parent
+VERSIONS = [("v0-portable", ("non-causal", "causal")), ("v1-tma", ("non-causal", "causal")),
+            ("v2-split", ("causal",))]
+
+
+def case(impl="v1-tma", kind="version", dtype="float16", causal=False, n=4096):
+    return Case(impl, kind, dtype, causal, 4, 32, n, 128)
+
+
+def fake_measure(ms=2.0, regs=168, smem=197024, warps=12, log=None):
+    def measure(c):
+        if log is not None:
+            log.append(c)
+        return Measurement(median_ms=ms, p10_ms=ms * 0.99, p90_ms=ms * 1.01, n=30, config="128x128/w4/s2",
+                           warp_specialized=True, n_regs=regs, n_spills=0, shared_bytes=smem, num_warps=warps,
+                           max_abs_diff=1e-4, warmup_s=1.0)
+    return measure
+
+
+def run_cases(cases, measure, **kw):
+    seen = []
+    kw.setdefault("requires_hopper", lambda name: name != "v0-portable")
+    kw.setdefault("hopper_ok", True)
+    rows = measure_cases(cases, measure, seen.append, free=lambda: None, **kw)
+    assert seen == rows  # each row is handed over as soon as it exists
+    return rows
+
+
+# --- the case list -------------------------------------------------------------------------
+
+
+def test_cases_cover_the_goal_set_in_budget_order():
+    cases = build_cases("full", VERSIONS)
+    assert {(c.seq_len, c.dtype, c.causal) for c in cases} == {
+        (n, dt, c) for n in (4096, 16384) for dt in ("float16", "bfloat16") for c in (False, True)}
+    assert all((c.batch, c.heads, c.head_dim) == (4, 32, 128) for c in cases)
+    # N=4096 entirely before N=16384; within a case the yardstick (SDPA) before our versions.
+    assert max(i for i, c in enumerate(cases) if c.seq_len == 4096) < min(i for i, c in enumerate(cases) if c.seq_len == 16384)
+    first = [c.impl for c in cases if (c.seq_len, c.dtype, c.causal) == (4096, "float16", False)]
+    assert first == ["sdpa-cudnn", "sdpa-flash", "v0-portable", "v1-tma"]
+
+
+def test_a_version_is_timed_only_on_the_maskings_it_changes():
+    cases = build_cases("full", VERSIONS)
+    assert {c.causal for c in cases if c.impl == "v2-split"} == {True}
+    assert len([c for c in cases if c.impl == "v1-tma"]) == 8
+
+
+def test_quick_profile_is_one_case_per_masking():
+    cases = build_cases("quick", VERSIONS)
+    assert {(c.seq_len, c.dtype) for c in cases} == {(4096, "float16")}
+
+
+def test_unknown_profile_is_refused():
+    with pytest.raises(ValueError, match="profile"):
+        build_cases("exhaustive", VERSIONS)
+
+
+def test_flops_halve_when_causal():
+    assert case(causal=True).flops == case().flops / 2 == 2 * 4 * 32 * 4096 ** 2 * 128
+
+
+# --- the case loop ---------------------------------------------------------------------------
+
+
+def test_ok_rows_carry_rate_resources_and_occupancy():
+    lim = SmLimits()  # H100/H200 limits
+    (row,) = run_cases([case()], fake_measure(ms=2.0), limits=lim)
+    assert row.status == "ok" and row.n_timed_runs == 30
+    assert row.tflops == pytest.approx(case().flops / 2e-3 / 1e12)
+    assert (row.registers_per_thread, row.shared_mem_bytes, row.warps_per_block) == (168, 197024, 12)
+    # 12 warps x 168 registers fill the register file; 197 KB leaves room for one block too.
+    assert row.blocks_per_sm == 1 and row.occupancy_pct == pytest.approx(100 * 12 / 64)
+    assert "registers" in row.occupancy_limiter and "shared memory" in row.occupancy_limiter
+
+
+def test_without_device_limits_occupancy_stays_empty():
+    (row,) = run_cases([case()], fake_measure(), limits=None)
+    assert row.status == "ok" and row.occupancy_pct is None and row.blocks_per_sm is None
+
+
+def test_hopper_versions_are_unsupported_elsewhere_and_not_measured():
+    log = []
+    cases = [case("v0-portable"), case("v1-tma"), case("sdpa-cudnn", kind="sdpa")]
+    rows = run_cases(cases, fake_measure(log=log), hopper_ok=False, hopper_reason="compute capability 7.5")
+    assert [r.status for r in rows] == ["ok", "unsupported", "ok"]
+    assert "compute capability 7.5" in rows[1].reason
+    assert [c.impl for c in log] == ["v0-portable", "sdpa-cudnn"]
+
+
+def test_bf16_without_support_is_unsupported():
+    rows = run_cases([case(dtype="bfloat16")], fake_measure(), supports_bf16=False)
+    assert rows[0].status == "unsupported" and "bfloat16" in rows[0].reason
+
+
+def test_cases_after_the_deadline_are_kept_as_not_run():
+    ticks = iter([0.0, 10.0, 20.0])
+    rows = run_cases([case(n=4096), case(n=16384), case(causal=True)], fake_measure(), deadline=15.0,
+                     clock=lambda: next(ticks))
+    assert [r.status for r in rows] == ["ok", "ok", "error"]
+    assert rows[2].reason.startswith("not run") and it.BUDGET_ENV in rows[2].reason
+
+
+class OutOfResources(Exception):
+    """Stands in for triton.runtime.errors.OutOfResources (matched by name)."""
+
+
+@pytest.mark.parametrize("exc, kind, status, words", [
+    (RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"), "version", "oom", "out of memory"),
+    (OutOfResources("out of resource: shared memory, Required: 300000"), "version", "unsupported", "shared memory"),
+    (RuntimeError("No available kernel. Aborting execution."), "sdpa", "unsupported", "No available kernel"),
+    (ValueError("boom"), "version", "error", "ValueError: boom"),
+    (it.WrongOutput("output differs from SDPA's by up to 1.3"), "version", "error", "WrongOutput: output differs"),
+])
+def test_a_failure_is_its_own_row(exc, kind, status, words):
+    def measure(c):
+        if c.seq_len == 4096:
+            raise exc
+        return fake_measure()(c)
+
+    impl = "sdpa-cudnn" if kind == "sdpa" else "v1-tma"
+    rows = run_cases([case(impl, kind=kind), case(impl, kind=kind, n=16384)], measure)
+    assert rows[0].status == status and words in rows[0].reason
+    assert rows[1].status == "ok"  # the next case still ran
+
+
+def test_run_times_per_case_stay_in_bounds():
+    assert it.timed_runs(30.0) == it.MIN_RUNS          # a 30 ms call: a few runs suffice
+    assert it.timed_runs(2.0) == 30                     # ~60 ms of device time
+    assert it.timed_runs(0.001) == it.MAX_RUNS
+
+
+def test_budget_from_the_environment(monkeypatch):
+    monkeypatch.setenv(it.BUDGET_ENV, "0")
+    assert it.budget_seconds("full") is None
+    monkeypatch.setenv(it.BUDGET_ENV, "12.5")
+    assert it.budget_seconds("full") == 12.5
+    monkeypatch.setenv(it.BUDGET_ENV, "soon")
+    with pytest.raises(ValueError, match=it.BUDGET_ENV):
+        it.budget_seconds("full")
+    monkeypatch.delenv(it.BUDGET_ENV)
+    assert it.budget_seconds("full") == it.BUDGET_S["full"]
+
+
+def test_run_needs_a_gpu(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible")
+    ctx = it.RunContext(run_id="t-1", out_dir=tmp_path, profile="quick", manifest=synthetic.manifest("t-1"))
+    with pytest.raises(RuntimeError, match="CUDA GPU"):
+        it.run(ctx)
+
+
+def test_capture_records_and_restores():
+    class Jit:
+        def run(self, *a, **k):
+            return ("kernel", a)
+
+    fn = Jit()
+    with it.CaptureCompiled([fn]) as cap:
+        assert fn.run(1) == ("kernel", (1,))
+        fn.run(2)
+    assert cap.first == ("kernel", (1,)) and len(cap.kernels) == 2
+    assert "run" not in fn.__dict__  # the class's method is back
+
+
+def test_kernel_facts_reads_a_compiled_kernel():
+    class Md:
+        shared, num_warps = 1024, 12
+
+    class Kernel:
+        n_regs, n_spills, metadata = 168, 0, Md()
+
+    assert it.kernel_facts(Kernel()) == dict(n_regs=168, n_spills=0, shared_bytes=1024, num_warps=12)
+    assert it.kernel_facts(None) == {}
+
+
+# --- the versions' stories and the data file ------------------------------------------------
+
+
+def test_registry_versions_become_documented_records():
+    from kernels import attention_hopper as H
+
+    infos = [it.version_info(v) for v in H.VERSIONS.values()]
+    assert [i.name for i in infos] == list(H.VERSIONS)
+    v0 = infos[0]
+    assert v0.path == "portable" and v0.features == "" and v0.baseline == "sdpa"
+    assert v0.configs == {"non-causal": "128x64/w8/s4", "causal": "128x64/w8/s3"}
+    assert all(p.low <= p.high for i in infos for p in i.predicted)
+    assert [i.name for i in infos if i.role == "t4-fix"] == ["v2-wide"]
+
+
+def sample_file(run_id="synthetic-20261129", final="v2-ws", hopper=True) -> IterationsFile:
+    versions = [
+        KernelVersionInfo(name="v0-portable", path="portable", features="", change="portable kernel",
+                          prediction="about 0.8x", predicted_at="2026-11-29", baseline="sdpa",
+                          predicted=[PredictedRange("non-causal", 0.78, 0.86)], configs={"non-causal": "128x64/w8/s4"}),
+        KernelVersionInfo(name="v1-wide", path="hopper", features="tma", change="fewer, wider loads <b>",
+                          prediction="+5%", predicted_at="2026-11-29", baseline="v0-portable",
+                          predicted=[PredictedRange("non-causal", 1.03, 1.08)], role="t4-fix"),
+        KernelVersionInfo(name="v2-ws", path="hopper", features="warp_spec", change="warp specialization",
+                          prediction="+20%", predicted_at="2026-11-29", baseline="v1-wide",
+                          predicted=[PredictedRange("non-causal", 1.1, 1.2)]),
+    ]
+    tf = {"sdpa-cudnn": 650.0, "sdpa-flash": 340.0, "v0-portable": 520.0, "v1-wide": 470.0, "v2-ws": 600.0}
+    rows = []
+    for n in (4096, 16384):
+        for impl, t in tf.items():
+            c = Case(impl, "sdpa" if impl.startswith("sdpa") else "version", "float16", False, 4, 32, n, 128)
+            t = t * (1.0 if n == 4096 else 1.05 if impl == "v2-ws" else 0.95)  # v2-ws beats 0.9x only at 16384
+            m = Measurement(median_ms=c.flops / (t * 1e12) * 1e3, p10_ms=1.0, p90_ms=1.0, n=30,
+                            config=None if c.kind == "sdpa" else "128x128/w4/s2",
+                            n_regs=None if c.kind == "sdpa" else 168, n_spills=0, shared_bytes=197024,
+                            num_warps=12, warp_specialized=impl == "v2-ws")
+            rows.append(it.ok_row(c, m, SmLimits()))
+    rows.append(dataclasses.replace(it._base_row(Case("v2-ws", "version", "float16", True, 4, 32, 4096, 128),
+                                                  "error", "not run: budget"), reason="not run: <budget>"))
+    return IterationsFile(schema_version=SCHEMA_VERSION, run_id=run_id, profile="full", timing_method="events",
+                          goal_ratio=0.9, final_version=final, hopper_available=hopper,
+                          hopper_reason="" if hopper else "compute capability 7.5", versions=versions, rows=rows,
+                          notes=["a <note>"])
+
+
+def test_data_file_round_trips_through_strict_validation(tmp_path):
+    f = sample_file()
+    path = tmp_path / "iterations.json"
+    write_json_atomic(path, f)
+    back = load_validated(path, IterationsFile)
+    assert back == f
+
+
+def test_bad_data_is_rejected_with_the_field_named(tmp_path):
+    import json
+
+    f = sample_file()
+    path = tmp_path / "iterations.json"
+    write_json_atomic(path, f)
+    data = json.loads(path.read_text())
+    data["rows"][0]["n_timed_runs"] = 3.0  # strict: an int field rejects a float
+    path.write_text(json.dumps(data))
+    with pytest.raises(Exception, match="n_timed_runs"):
+        load_validated(path, IterationsFile)
+
+
+# --- the page --------------------------------------------------------------------------------
+
+
+def page_for(f: IterationsFile | None) -> IterationsPage:
+    run_id = "synthetic-20261129"
+    run = Run(id=run_id, path=Path("/nonexistent"), manifest=synthetic.manifest(run_id),
+              phases={} if f is None else {"iterations": f})
+    return IterationsPage(run, [run])
+
+
+@pytest.mark.parametrize("measured, low, high, word", [
+    (1.05, 1.03, 1.08, "as predicted"), (1.10, 1.03, 1.08, "better than predicted"),
+    (0.90, 1.03, 1.08, "worse than predicted"), (None, 1.0, 1.1, "not measured"),
+    (1.025, 1.03, 1.08, "as predicted"),  # within the slack for noise
+])
+def test_verdict_words(measured, low, high, word):
+    assert verdict(measured, low, high) == word
+
+
+def test_goal_finding_counts_the_cases_met():
+    text = page_for(sample_file()).goal_finding()
+    # v2-ws: 600/650 = 0.92 at N=4096 (met); at 16384, 630/617.5 >= 0.9 (met): 2 of 2.
+    assert "reaches it in 2 of 2 cases" in text
+    assert "at least as fast as every SDPA backend measured in 1 of 2 cases" in text
+
+
+def test_goal_finding_names_the_misses():
+    f = sample_file(final="v1-wide")
+    text = page_for(f).goal_finding()
+    assert "reaches it in 0 of 2 cases" in text and "falls short at" in text
+    assert fmt.ratio(470 / 650) in text
+
+
+def test_journey_table_sets_measurement_beside_prediction():
+    html_table = page_for(sample_file()).journey_table()
+    # v1-wide vs v0: 470/520 = 0.90 (predicted 1.03-1.08); v2-ws vs v1-wide: 600/470 = 1.28 at 4096.
+    assert "worse than predicted" in html_table and "better than predicted" in html_table
+    assert "&lt;b&gt;" in html_table and "<b>" not in html_table  # tool and author strings are escaped
+
+
+def test_wide_loads_finding_reports_either_way():
+    text = page_for(sample_file()).wide_loads_finding()
+    assert "v1-wide" in text and "slower" in text and "worse than predicted" in text
+
+
+def test_ceiling_and_limits_findings_use_the_data():
+    page = page_for(sample_file())
+    assert fmt.flops(7.5e14) in page.ceiling_finding()
+    limits = page.limits_finding()
+    assert "168 registers a thread" in limits and "1 block(s) of 12 warps per SM" in limits
+
+
+def test_tables_and_figure_render():
+    page = page_for(sample_file())
+    assert "SDPA cuDNN" in page.ratio_table() and "128x128/w4/s2" in page.resources_table()
+    fig = page.tflops_figure()
+    assert 'id="fig-iterations-tflops"' in fig and "matmul ceiling" in fig
+
+
+def test_summary_notes_escape_and_mention_a_missing_hopper():
+    text = page_for(sample_file(hopper=False)).summary()
+    assert "compute capability 7.5" in text and "&lt;note&gt;" in text
+
+
+def test_missing_phase_renders_the_notice():
+    page = page_for(None)
+    assert not page.available
+    assert "Not collected in this run" in page.missing()
+
+
+def test_template_renders_with_and_without_data():
+    source = (ROOT / "docs" / "iterations.md").read_text()
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    out = env.from_string(source).render(iterations=page_for(sample_file()), fmt=fmt)
+    assert "fig-iterations-tflops" in out and "Not collected" not in out
+    out = env.from_string(source).render(iterations=page_for(None), fmt=fmt)
+    assert "Not collected in this run" in out
