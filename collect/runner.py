@@ -50,7 +50,8 @@ def default_run_id(device_name: str | None) -> str:
 def git_info() -> tuple[str | None, bool | None]:
     """The commit that collected; $COLLECT_GIT_COMMIT stands in where the tree was copied without .git."""
     if os.environ.get("COLLECT_GIT_COMMIT"):
-        return os.environ["COLLECT_GIT_COMMIT"], os.environ.get("COLLECT_GIT_DIRTY") == "1" or None
+        dirty = os.environ.get("COLLECT_GIT_DIRTY")
+        return os.environ["COLLECT_GIT_COMMIT"], None if dirty is None else dirty == "1"
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10)
         if commit.returncode != 0:
