@@ -21,6 +21,7 @@ from typing import Callable, Iterable
 
 from kernels.attention import HEAD_DIMS, IMPLEMENTATIONS, SDPA_BACKENDS
 
+from .budget import budget_seconds as shared_budget_seconds
 from .context import RunContext
 from .schema import SCHEMA_VERSION
 from .schema.bench import BenchFile, BenchRow
@@ -356,14 +357,7 @@ class DeviceMeasurer:
 
 
 def budget_seconds(profile: str) -> float | None:
-    raw = os.environ.get(BUDGET_ENV)
-    if raw is None:
-        return BUDGET_S[profile]
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{BUDGET_ENV} must be a number of seconds (0 for no limit), got {raw!r}") from None
-    return value if value > 0 else None
+    return shared_budget_seconds(BUDGET_ENV, BUDGET_S, profile)
 
 
 def run(ctx: RunContext) -> BenchFile:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .budget import budget_seconds as shared_budget_seconds
 from .context import RunContext
 from .schema import SCHEMA_VERSION
 from .schema.decode import (
@@ -84,14 +85,7 @@ PLANS = {
 
 
 def budget_seconds(profile: str) -> float | None:
-    raw = os.environ.get(BUDGET_ENV)
-    if raw is None:
-        return BUDGET_S[profile]
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{BUDGET_ENV} must be a number of seconds (0 for no limit), got {raw!r}") from None
-    return value or None
+    return shared_budget_seconds(BUDGET_ENV, BUDGET_S, profile)
 
 
 # --- arithmetic the rows report (pure, tested on the CPU) -------------------------------------

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from .budget import budget_seconds as shared_budget_seconds
 from .context import RunContext
 from .occupancy import limits_from_device, occupancy
 from .schema import SCHEMA_VERSION
@@ -438,14 +439,7 @@ def precompile(tasks: list[tuple], workers: int | None = None) -> int | None:
 
 
 def budget_seconds(profile: str) -> float | None:
-    raw = os.environ.get(BUDGET_ENV)
-    if raw is None:
-        return BUDGET_S[profile]
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{BUDGET_ENV} must be a number of seconds (0 for no limit), got {raw!r}") from None
-    return value if value > 0 else None
+    return shared_budget_seconds(BUDGET_ENV, BUDGET_S, profile)
 
 
 def new_file(ctx: RunContext, versions, hopper_ok: bool, hopper_reason: str, final: str) -> IterationsFile:

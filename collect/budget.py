@@ -1,0 +1,16 @@
+"""Per-phase time budgets, so one full collect fits in one device command."""
+from __future__ import annotations
+
+import os
+
+
+def budget_seconds(env_var: str, defaults: dict[str, float], profile: str) -> float | None:
+    """The phase's budget for this profile; $env_var overrides it, and 0 there means no limit."""
+    raw = os.environ.get(env_var)
+    if raw is None:
+        return defaults[profile]
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{env_var} must be a number of seconds (0 for no limit), got {raw!r}") from None
+    return value if value > 0 else None
