@@ -32,7 +32,7 @@ $(VENV)/.test: pyproject.toml | $(VENV)/bin/activate
 	@touch $@ $(VENV)/.report
 
 serve: $(VENV)/.report ## serve the report from data/ at http://127.0.0.1:8000 (HOST=...; rebuilds when data/ changes)
-	$(VENV)/bin/mkdocs serve --dev-addr $(HOST)
+	SITE_URL=http://$(HOST)/ $(VENV)/bin/mkdocs serve --dev-addr $(HOST)
 
 build: $(VENV)/.report ## build the static site into site/ (mkdocs build --strict)
 	$(VENV)/bin/mkdocs build --strict --site-dir site

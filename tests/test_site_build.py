@@ -124,7 +124,8 @@ def test_every_figure_has_a_caption_and_every_plot_is_a_figure(built_site):
 
 def test_no_broken_internal_links(built_site):
     cfg = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=yaml.BaseLoader)
-    prefix = "/" + cfg["site_url"].split("://", 1)[-1].split("/", 1)[-1].strip("/")
+    site_url = cfg["site_url"][-1] if isinstance(cfg["site_url"], list) else cfg["site_url"]  # !ENV [VAR, default]
+    prefix = "/" + site_url.split("://", 1)[-1].split("/", 1)[-1].strip("/")
     broken = []
     for page in built_site.rglob("*.html"):
         for href in re.findall(r'(?:href|src)="([^"#?]+)', page.read_text()):
