@@ -209,14 +209,15 @@ def _split_kv_kernel(
 ):
     split = tl.program_id(0)
     bh = tl.program_id(1)
-    b = bh // H
-    h = bh % H
+    # 64-bit: batch x (heads x length x head_dim) passes 2^31 elements for a 64k cache at batch 16.
+    b = (bh // H).to(tl.int64)
+    h = (bh % H).to(tl.int64)
 
     seq_len = tl.load(Lens + b * stride_lens)
     # Chunks are sized from the live length, not the capacity, so every split gets work as the cache fills.
     chunk = tl.cdiv(tl.cdiv(seq_len, num_splits), BLOCK_N) * BLOCK_N
     start = split * chunk
-    end = tl.minimum(start + chunk, seq_len)
+    end = tl.maximum(tl.minimum(start + chunk, seq_len), start)  # a split past the length gets [start, start)
 
     offs_d = tl.arange(0, BLOCK_D)
     if BLOCK_D == HEAD_DIM:
@@ -252,8 +253,8 @@ def _merge_kernel(
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_S: tl.constexpr,
 ):
     bh = tl.program_id(0)
-    b = bh // H
-    h = bh % H
+    b = (bh // H).to(tl.int64)
+    h = (bh % H).to(tl.int64)
     offs_s = tl.arange(0, BLOCK_S)
     mask_s = offs_s < num_splits
     offs_d = tl.arange(0, BLOCK_D)

@@ -75,8 +75,8 @@ def _quantize_store_kernel(
     H, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
     bh = tl.program_id(0)
-    b = bh // H
-    h = bh % H
+    b = (bh // H).to(tl.int64)  # 64-bit offsets: a large cache passes 2^31 elements
+    h = (bh % H).to(tl.int64)
     pos = tl.load(Pos)
     offs_d = tl.arange(0, BLOCK_D)
     mask_d = offs_d < HEAD_DIM

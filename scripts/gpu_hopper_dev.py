@@ -3,6 +3,7 @@ kernel version (kernels/attention_hopper.py VERSIONS) and a few candidate varian
 with SDPA's cuDNN and flash backends at the goal shapes.
 
     python3 scripts/gpu_hopper_dev.py            # on an H100/H200, < 150 s
+    python3 scripts/gpu_hopper_dev.py --only sdpa-cudnn,v4-warpspec   # a subset
     python3 scripts/gpu_hopper_dev.py --cpu-smoke  # exercise this script on a CPU (interpreter)
 
 A supervisor process runs the measurements in a worker process and reads one JSON line per item:

@@ -148,12 +148,17 @@ def microbench() -> None:
     from triton.testing import do_bench
 
     H, D = 32, 128
-    for B, L in [(4, 8192), (1, 8192), (16, 16384), (1, 65536), (4, 1024)]:
+    # (16, 65536): batch x heads x length x head_dim passes 2^31 elements, so 32-bit offsets would fail.
+    for B, L in [(4, 8192), (1, 8192), (16, 16384), (1, 65536), (4, 1024), (16, 65536)]:
         q = torch.randn(B, H, D, device="cuda", dtype=torch.bfloat16)
         k = torch.randn(B, H, L, D, device="cuda", dtype=torch.bfloat16)
         v = torch.randn_like(k)
-        kq, ks = quantize(k)
-        vq, vs = quantize(v)
+        kq, vq = torch.empty(k.shape, device="cuda", dtype=torch.int8), torch.empty(k.shape, device="cuda", dtype=torch.int8)
+        ks, vs = torch.empty(k.shape[:3], device="cuda"), torch.empty(k.shape[:3], device="cuda")
+        for b in range(B):  # per sequence: quantize's fp32 temporaries stay small
+            kq[b], ks[b] = quantize(k[b])
+            vq[b], vs[b] = quantize(v[b])
+        ref = F.scaled_dot_product_attention(q[:, :, None], k, v).squeeze(2).float()
         sl = torch.tensor([L], device="cuda", dtype=torch.int32)
         cases = {
             "triton-bf16": (lambda: da.decode_attention(q, k, v, sl), 2 * k.numel() * 2),
@@ -161,7 +166,8 @@ def microbench() -> None:
             "sdpa": (lambda: F.scaled_dot_product_attention(q[:, :, None], k, v), 2 * k.numel() * 2),
         }
         for name, (fn, nbytes) in cases.items():
-            fn()
+            diff = (fn().reshape(ref.shape).float() - ref).abs().max().item()
+            expect(diff < (0.05 if "int8" in name else 0.01), f"{name} B={B} L={L}: max |out - SDPA| {diff:.2e}")
             tuned = {("dot" if c.kwargs.get("USE_DOT") else "rows") + f"/{c.kwargs.get('BLOCK_N')}/{c.num_warps}/"
                      f"{c.num_stages}": round(t[0], 4)
                      for c, t in getattr(da._split_kv_tuned, "configs_timings", {}).items()} if "triton" in name else {}
@@ -175,7 +181,7 @@ def microbench() -> None:
                 f"{bw / 1e12:.2f} TB/s ({100 * bw / 4.16e12:.0f}% of 4.16 TB/s copy) "
                 f"{da.last_config() if 'triton' in name else ''} splits={da.default_num_splits(B, H, L, q.device)} "
                 f"last tuning (kind/BLOCK_N/warps/stages: ms) {tuned}")
-        del q, k, v, kq, vq, ks, vs
+        del q, k, v, kq, vq, ks, vs, ref
         torch.cuda.empty_cache()
 
 

@@ -25,7 +25,8 @@ class KernelVersionInfo:
 
     name: str = doc("Version name, e.g. 'v0-portable', 'v1-tma'; ordered as the journey went.")
     path: str = doc("'portable' (kernels/attention.py) or 'hopper' (kernels/attention_hopper.py, compute capability 9.x).")
-    features: str = doc("Kernel switches of a Hopper version: 'tma', 'overlap', 'warp_spec'; '' for the portable path.")
+    features: str = doc("Kernel switches of a Hopper version ('tma', 'overlap', 'warp_spec', 'causal_split', "
+                        "'persistent', joined by '+'); 'per shape' when hopper_attention chooses; '' for the portable path.")
     change: str = doc("What this version changed, in words.")
     prediction: str = doc("The prediction written before the version was first measured.")
     predicted_at: str = doc("ISO date the prediction was written.")

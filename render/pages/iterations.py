@@ -202,9 +202,9 @@ class IterationsPage(Page):
             parts.append(bit + f" of the measured {fmt.flops(ceil)} matmul rate")
         if not parts:
             return "No measured matmul ceiling (or no non-causal case) in this run to set the attention rates against."
-        return ("Attention does two matmuls per score tile plus a softmax in between, so the rate of one large matmul "
-                "(from the Hardware page) is the roof it approaches and cannot pass. Non-causal, the longest "
-                "sequence: " + "; ".join(parts) + ".")
+        return ("The FLOPs counted for attention are those of two matmuls per score tile, with a softmax between them "
+                "that the tensor cores do not do, so the measured rate of one large matmul (Hardware page) is the "
+                "natural roof to compare against. Non-causal, the longest sequence: " + "; ".join(parts) + ".")
 
     def wide_loads_finding(self) -> str:
         """What the T4 study's open fix (fewer, wider loads) did here."""
