@@ -21,13 +21,15 @@ def parse_args(argv: list[str] | None = None) -> CollectConfig:
                     help="quick: a subset of every sweep, for a first look (default); full: the report's dataset")
     ap.add_argument("--run-id", help="folder name under --out (default: <device-slug>-<YYYYMMDD>, e.g. h200-20261129)")
     ap.add_argument("--resume", action="store_true", help="skip phases this run already completed")
+    ap.add_argument("--model-path", help="decode phase: a local GPT-2 checkpoint folder (GPT2LMHeadModel."
+                    "from_pretrained) instead of the default random weights; the report says which was used")
     ap.add_argument("--out", type=Path, default=REPO_ROOT / "data" / "runs", help="where runs live (default: data/runs)")
     a = ap.parse_args(argv)
     unknown = [p for p in a.phases if p not in PHASE_ORDER]
     if unknown:
         ap.error(f"unknown phase {', '.join(unknown)}; choose from {', '.join(PHASE_ORDER)}")
     return CollectConfig(phases=a.phases or list(PHASE_ORDER), profile=a.profile, run_id=a.run_id, out=a.out,
-                         resume=a.resume)
+                         resume=a.resume, model_path=a.model_path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,6 +20,7 @@ class RunContext:
     manifest: Manifest
     phase: str = ""
     filename: str = ""
+    model_path: str | None = None  # decode: a local GPT-2 checkpoint instead of random weights
     on_flags: Callable[[list[str]], None] | None = field(default=None, repr=False)
 
     @property

@@ -30,6 +30,7 @@ class CollectConfig:
     run_id: str | None = None
     out: Path = REPO_ROOT / "data" / "runs"
     resume: bool = False
+    model_path: str | None = None
 
 
 def now_utc() -> str:
@@ -132,7 +133,7 @@ def run_collect(cfg: CollectConfig, command: str = "") -> int:
         _set_record(manifest, rec)
         save()
         ctx = RunContext(run_id=run_id, out_dir=run_dir, profile=cfg.profile, manifest=manifest, phase=name,
-                         filename=filename(name), on_flags=on_flags)
+                         filename=filename(name), on_flags=on_flags, model_path=cfg.model_path)
         try:
             result = phase_module(name).run(ctx)
             if name == "env":

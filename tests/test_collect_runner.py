@@ -86,6 +86,7 @@ def test_cli_defaults_and_flags(tmp_path):
     cfg = cli.parse_args(["bench", "env", "--profile", "full", "--run-id", "x-1", "--resume", "--out", str(tmp_path)])
     assert cfg.phases == ["bench", "env"] and cfg.profile == "full" and cfg.run_id == "x-1" and cfg.resume
     assert cli.parse_args([]).phases == runner.PHASE_ORDER
+    assert cli.parse_args(["decode", "--model-path", "/ckpt/gpt2"]).model_path == "/ckpt/gpt2"
 
 
 def test_no_gpu_is_a_clear_error(monkeypatch, capsys):
