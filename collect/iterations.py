@@ -340,7 +340,8 @@ class DeviceMeasurer:
             def call():
                 return version(q, k, v, case.causal)
 
-        capture = CaptureCompiled([A._attn_fwd, H._hopper_fwd, H._hopper_fwd_ws, H._diag_merge])
+        capture = CaptureCompiled([A._attn_fwd, H._hopper_fwd, H._hopper_fwd_ws, H._hopper_fwd_ws_persistent,
+                                   H._diag_merge])
         t0 = time.perf_counter()
         with capture:
             out = call()

@@ -209,7 +209,7 @@ def run_item(item, impls, device):
                         hopper_available=list(H.hopper_available()))
         return info
     name, dtype, causal, shape = item["impl"], item["dtype"], item["causal"], tuple(item["shape"])
-    capture = Capture([A._attn_fwd, H._hopper_fwd, H._hopper_fwd_ws, H._diag_merge])
+    capture = Capture([A._attn_fwd, H._hopper_fwd, H._hopper_fwd_ws, H._hopper_fwd_ws_persistent, H._diag_merge])
     if kind == "corr":
         q, k, v = _inputs(shape, dtype, device, seed=shape[2])
         t0 = time.perf_counter()

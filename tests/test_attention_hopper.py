@@ -249,6 +249,12 @@ def test_final_version_is_what_the_public_function_runs():
     assert final.features is None or final.features == H.BEST
 
 
+def test_non_causal_takes_the_persistent_kernel():
+    f = H.best_features(False, 4096)
+    assert f.warp_spec and f.persistent and not f.causal_split
+    assert not H.best_features(True, 4096).persistent
+
+
 def test_long_causal_sequences_take_the_split_schedule():
     assert not H.best_features(True, H.SPLIT_FROM_SEQ_LEN - 1).causal_split
     assert H.best_features(True, H.SPLIT_FROM_SEQ_LEN).causal_split
