@@ -19,6 +19,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Callable
 
+from .precompile import compile_in_pool
 from .context import RunContext
 from .schema import SCHEMA_VERSION
 from .schema.correctness import CorrectnessFile, CorrectnessRow, Tolerance
@@ -346,33 +347,8 @@ def precompile(cases: list[Case], configs: dict[Case, list], device, workers: in
     effort: on any failure or stall the cases compile for themselves, as they would without this.
     Returns how many variants raised, or None when it did not run to the end.
     """
-    import multiprocessing as mp
-    import sys
-
     tasks = compile_tasks(cases, configs, str(device))
-    if workers is None:
-        workers = min(PRECOMPILE_WORKERS, max(1, (os.cpu_count() or 1) - 1))
-    workers = min(workers, len(tasks))
-    if workers < 2:
-        return None
-    t0 = time.perf_counter()
-    pool = mp.get_context("spawn").Pool(workers)  # fork would copy this process's CUDA context
-    failed = 0
-    try:
-        results = pool.imap_unordered(_compile_variant, tasks)
-        for _ in tasks:
-            # A crashed worker loses its task silently: a stall, not an exception, so bound each wait.
-            failed += results.next(timeout=PRECOMPILE_STALL_S) is not None
-        print(f"correctness: compiled {len(tasks)} kernel variants with {workers} processes in "
-              f"{time.perf_counter() - t0:.1f} s ({failed} raised; their cases will record why)", file=sys.stderr)
-        return failed
-    except Exception as exc:  # noqa: BLE001 - best effort, see docstring
-        print(f"correctness: parallel compilation stopped ({type(exc).__name__}: {exc}); "
-              "the remaining variants compile as their cases run", file=sys.stderr)
-        return None
-    finally:
-        pool.terminate()
-        pool.join()
+    return compile_in_pool(_compile_variant, tasks, "correctness", workers, PRECOMPILE_WORKERS, PRECOMPILE_STALL_S)
 
 
 def _device():

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from .precompile import compile_in_pool
 from .budget import budget_seconds as shared_budget_seconds
 from .context import RunContext
 from .occupancy import limits_from_device, occupancy
@@ -413,30 +414,7 @@ def precompile(tasks: list[tuple], workers: int | None = None) -> int | None:
     """Compile the versions' kernels in parallel spawned processes (a second or two each, single-
     threaded, dozens in all). Best effort: on any failure the cases compile for themselves.
     Returns how many tasks raised, or None when it did not run to the end."""
-    import multiprocessing as mp
-
-    if workers is None:
-        workers = min(PRECOMPILE_WORKERS, max(1, (os.cpu_count() or 1) - 1))
-    workers = min(workers, len(tasks))
-    if workers < 2:
-        return None
-    t0 = time.perf_counter()
-    pool = mp.get_context("spawn").Pool(workers)  # fork would copy this process's CUDA context
-    failed = 0
-    try:
-        results = pool.imap_unordered(_compile_one, tasks)
-        for _ in tasks:
-            failed += results.next(timeout=PRECOMPILE_STALL_S) is not None
-        print(f"iterations: compiled {len(tasks)} kernels with {workers} processes in {time.perf_counter() - t0:.1f} s "
-              f"({failed} raised; their cases will record why)", file=sys.stderr)
-        return failed
-    except Exception as exc:  # noqa: BLE001 - best effort, see docstring
-        print(f"iterations: parallel compilation stopped ({type(exc).__name__}: {exc}); the cases compile as they run",
-              file=sys.stderr)
-        return None
-    finally:
-        pool.terminate()
-        pool.join()
+    return compile_in_pool(_compile_one, tasks, "iterations", workers, PRECOMPILE_WORKERS, PRECOMPILE_STALL_S)
 
 
 def budget_seconds(profile: str) -> float | None:
