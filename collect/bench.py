@@ -11,6 +11,7 @@ The case loop (`measure_cases`) takes the measuring function as an argument, so 
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -28,7 +29,10 @@ from .schema.bench import BenchFile, BenchRow
 from .timing import MIN_REPS, Timing, free_cuda_memory, is_oom, time_fixed
 
 # Every implementation the phase measures, in the order it measures those that share inputs.
-IMPLS = ("naive", *(f"sdpa-{b}" for b in SDPA_BACKENDS), "sdpa", "triton")
+IMPLS = ("naive", *(f"sdpa-{b}" for b in SDPA_BACKENDS), "sdpa", "triton", "triton-portable")
+# Our kernel as shipped (path chosen at run time) and held to the portable path. The second is
+# measured only where the first runs another path (Hopper), so it shows what that path buys.
+KERNEL_IMPLS = ("triton", "triton-portable")
 # Measured last: they put the others in context but are the slowest and least decisive.
 CONTEXT_IMPLS = ("sdpa-efficient", "sdpa-math")
 ELEMENT_BYTES = {"float16": 2, "bfloat16": 2}
@@ -41,7 +45,7 @@ FLUSH_MS = 0.1  # a 256 MB memset on a fast GPU; only sizes the run count, never
 
 # The whole collect must fit in a few minutes on an H200; past this many seconds the remaining cases
 # become rows that say they were not run. BENCH_BUDGET_S overrides it (0: no limit).
-BUDGET_S = {"quick": 90.0, "full": 175.0}
+BUDGET_S = {"quick": 90.0, "full": 205.0}
 BUDGET_ENV = "BENCH_BUDGET_S"
 
 TIMING_METHOD = (f"CUDA events around each call, the L2 flushed before each (Triton's benchmark cache buffer zeroed, as "
@@ -133,7 +137,7 @@ def validate_cases(cases: Iterable[Case]) -> None:
             raise ValueError(f"unknown dtype {c.dtype!r}; valid: {', '.join(ELEMENT_BYTES)}")
         if min(c.batch, c.heads, c.seq_len, c.head_dim) < 1:
             raise ValueError(f"batch, heads, seq_len and head_dim must be >= 1: {c.label()}")
-        if c.impl == "triton" and c.head_dim not in HEAD_DIMS:
+        if c.impl in KERNEL_IMPLS and c.head_dim not in HEAD_DIMS:
             raise ValueError(f"the Triton kernel supports head_dim in {HEAD_DIMS}, not {c.head_dim}: {c.label()}")
 
 
@@ -332,7 +336,7 @@ class DeviceMeasurer:
         warmup_s = time.perf_counter() - t0
 
         config = {}
-        if case.impl == "triton":
+        if case.impl in KERNEL_IMPLS:
             last = attention.kernel_config_of_last_call() or {}
             config = {key: val for key, val in last.items() if isinstance(val, int) and not isinstance(val, bool)}
         used = chosen_backend(q, k, v, case.causal) if case.impl == "sdpa" else None
@@ -356,6 +360,20 @@ class DeviceMeasurer:
                            warmup_s=warmup_s)
 
 
+def hopper_path_runs() -> bool:
+    """Whether flash_attention takes the Hopper path on the current GPU (half precision)."""
+    from kernels import attention_hopper
+
+    return attention_hopper.hopper_available()[0]
+
+
+def sweep_for_device(sweep: Sweep, hopper: bool) -> Sweep:
+    """Without the Hopper path, `triton-portable` would time the very kernel `triton` does: drop it."""
+    if hopper:
+        return sweep
+    return dataclasses.replace(sweep, impls=tuple(i for i in sweep.impls if i != "triton-portable"))
+
+
 def budget_seconds(profile: str) -> float | None:
     return shared_budget_seconds(BUDGET_ENV, BUDGET_S, profile)
 
@@ -363,12 +381,12 @@ def budget_seconds(profile: str) -> float | None:
 def run(ctx: RunContext) -> BenchFile:
     if ctx.profile not in PROFILES:
         raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {ctx.profile!r}")
-    cases = PROFILES[ctx.profile].cases()
     budget = budget_seconds(ctx.profile)
     import torch
 
     if not torch.cuda.is_available():
         raise RuntimeError("the bench phase times kernels on a CUDA GPU and none is visible")
+    cases = sweep_for_device(PROFILES[ctx.profile], hopper_path_runs()).cases()
     dev = ctx.manifest.device
     result = BenchFile(schema_version=SCHEMA_VERSION, run_id=ctx.run_id, profile=ctx.profile,
                        timing_method=TIMING_METHOD, backend_choice_method=BACKEND_CHOICE_METHOD,

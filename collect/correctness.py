@@ -5,10 +5,17 @@ Lengths 1, 17, 1000 and 4097 are in the grid because they are not multiples of a
 the masked tail tiles run (a grid of powers of two never touches them). The reference is computed in
 float64 from the very same rounded inputs, so the error measured is the kernel's arithmetic alone.
 
-Tile configs: on a GPU each case runs with a fixed config taken in turn from the autotuner's own
-candidate list for that GPU, head_dim and dtype, so every config the autotuner could pick for the
-benchmarks is checked on ragged lengths. Autotuning instead would time every candidate for each
-(length bucket, head_dim, causal, dtype) key, over a minute in all, and check only the winners.
+Kernel paths: `triton` rows run flash_attention as it ships (the path chosen at run time: the
+Hopper kernel for float16/bfloat16 on compute capability 9.x, the portable one elsewhere). On a
+Hopper GPU the grid runs a second time as `triton-portable` rows, held to the portable path, so
+both paths are checked on the same cases.
+
+Tile configs: on a GPU each portable-path case runs with a fixed config taken in turn from the
+autotuner's own candidate list for that GPU, head_dim and dtype, so every config the autotuner
+could pick for the benchmarks is checked on ragged lengths. Autotuning instead would time every
+candidate for each (length bucket, head_dim, causal, dtype) key, over a minute in all, and check
+only the winners. Hopper-path cases run with the config and kernel variant the path picks for the
+shape (one config per head_dim for 64 and 128), which is what the benchmarks run.
 """
 from __future__ import annotations
 
@@ -26,6 +33,8 @@ from .schema.correctness import CorrectnessFile, CorrectnessRow, Tolerance
 from .timing import free_cuda_memory, is_oom
 
 DTYPES = ("float16", "bfloat16")
+# Our kernel as flash_attention ships it, and held to the portable path (Hopper GPUs only).
+KERNEL_IMPLS = ("triton", "triton-portable")
 
 # The kernel rounds twice (P to the input dtype before the PV product, then the output), each
 # worth at most u relative to the values involved: 4u leaves a factor of two above that bound.
@@ -49,9 +58,10 @@ PRECOMPILE_STALL_S = 90.0  # longest wait for the next compiled variant (include
 REFERENCE_TEXT = ("float64 softmax(q k^T / sqrt(d) [causal mask]) v on the GPU "
                   "(kernels.attention.reference_attention), from the same rounded q, k, v the implementation received, upcast exactly to float64")
 INPUTS_TEXT = "q, k, v standard normal, drawn in float32 from a per-shape seed, then rounded to the case's dtype"
-CONFIG_POLICY_TEXT = ("triton rows on a GPU: a fixed tile config taken in turn from the autotuner's candidate list "
-                      "for that GPU, head_dim and dtype (every candidate is exercised); under TRITON_INTERPRET=1: "
-                      "the kernel's interpreter config")
+CONFIG_POLICY_TEXT = ("portable-path rows on a GPU: a fixed tile config taken in turn from the autotuner's candidate "
+                      "list for that GPU, head_dim and dtype (every candidate is exercised); Hopper-path rows: the "
+                      "config and kernel variant the path picks for the shape; under TRITON_INTERPRET=1: the "
+                      "kernel's interpreter config")
 
 
 @dataclass(frozen=True)
@@ -75,13 +85,15 @@ def _cases(impl: str, seq_lens, head_dims, batches) -> list[Case]:
             for dt in DTYPES for causal in (False, True) for d in head_dims for n in seq_lens for b in batches]
 
 
-def build_grid(profile: str) -> list[Case]:
-    """The cases for a profile: `quick` is a subset of `full`; comparison rows come last."""
+def build_grid(profile: str, hopper: bool = False) -> list[Case]:
+    """The cases for a profile: `quick` is a subset of `full`; comparison rows come last.
+    hopper: the GPU runs the Hopper path by default, so the grid runs again on the portable one."""
+    kernels = KERNEL_IMPLS if hopper else KERNEL_IMPLS[:1]
     if profile == "quick":
-        return _cases("triton", **QUICK)
+        return [c for impl in kernels for c in _cases(impl, **QUICK)]
     if profile != "full":
         raise ValueError(f"profile must be 'quick' or 'full', got {profile!r}")
-    cases = _cases("triton", **MAIN) + _cases("triton", **SMALL_N_EXTRA)
+    cases = [c for impl in kernels for c in _cases(impl, **MAIN) + _cases(impl, **SMALL_N_EXTRA)]
     for impl in COMPARISON["impls"]:
         cases += _cases(impl, COMPARISON["seq_lens"], COMPARISON["head_dims"], COMPARISON["batches"])
     return cases
@@ -156,8 +168,10 @@ def spec_class(seq_len: int) -> str:
     return "one" if seq_len == 1 else "div16" if seq_len % 16 == 0 else "ragged"
 
 
-def assign_configs(cases: list[Case], candidates: Callable[[int, str], list]) -> dict[Case, list]:
-    """For each triton case, its candidate configs rotated so that the first is the one to use.
+def assign_configs(cases: list[Case], candidates: Callable[[int, str], list],
+                   impls: tuple = ("triton",)) -> dict[Case, list]:
+    """For each case of `impls` (those running the portable path), its candidate configs rotated
+    so that the first is the one to use.
 
     One config per (head_dim, dtype, causal, spec class) keeps compilations to one per variant;
     the rotation moves on with each variant of a head_dim (12 in the full grid: 2 dtypes x causal
@@ -168,7 +182,7 @@ def assign_configs(cases: list[Case], candidates: Callable[[int, str], list]) ->
     turn: dict[tuple, int] = {}  # variant -> its index among the variants of its head_dim
     per_dim: dict[int, int] = {}
     for c in cases:
-        if c.impl != "triton":
+        if c.impl not in impls:
             continue
         variant = (c.head_dim, c.dtype, c.causal, spec_class(c.seq_len))
         if variant not in turn:
@@ -211,8 +225,10 @@ def _config_text(cfg: dict | None) -> str | None:
     if not cfg:
         return None
     how = "autotuned" if cfg.get("autotuned") else "fixed"
-    return (f"BLOCK_M={cfg.get('BLOCK_M')} BLOCK_N={cfg.get('BLOCK_N')} num_warps={cfg.get('num_warps')} "
-            f"num_stages={cfg.get('num_stages')} ({how})")
+    path = f"{cfg['path']} path, " if cfg.get("path") else ""
+    feats = f" [{cfg['features']}]" if cfg.get("features") else ""
+    return (f"{path}BLOCK_M={cfg.get('BLOCK_M')} BLOCK_N={cfg.get('BLOCK_N')} num_warps={cfg.get('num_warps')} "
+            f"num_stages={cfg.get('num_stages')} ({how}){feats}")
 
 
 # --- running one case ------------------------------------------------------------------------
@@ -245,12 +261,13 @@ def _call(case: Case, q, k, v, configs: list):
     """Run the implementation; returns (output, config text). Falls through configs that do not fit."""
     from kernels import attention
 
-    if case.impl != "triton":
+    if case.impl not in KERNEL_IMPLS:
         return attention.get_impl(case.impl)(q, k, v, case.causal), None
+    path = "portable" if case.impl == "triton-portable" else None
     last: BaseException | None = None
     for cfg in configs or [None]:
         try:
-            out = attention.flash_attention(q, k, v, causal=case.causal, config=cfg)
+            out = attention.flash_attention(q, k, v, causal=case.causal, config=cfg, path=path)
             _sync(q.device)
             return out, _config_text(attention.kernel_config_of_last_call())
         except Exception as exc:  # noqa: BLE001 - only "does not fit" moves on to the next config
@@ -312,13 +329,13 @@ def _proxy_seq_len(seq_len: int) -> int:
 
 def _compile_variant(task) -> str | None:
     """Worker: run one kernel variant once on tiny inputs, which leaves it in Triton's disk cache."""
-    device_name, dtype, causal, seq_len, head_dim, configs = task
+    device_name, impl, dtype, causal, seq_len, head_dim, configs = task
     import torch
 
     device = torch.device(device_name)
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    case = Case("triton", dtype, causal, 1, HEADS, seq_len, head_dim)
+    case = Case(impl, dtype, causal, 1, HEADS, seq_len, head_dim)
     try:
         q, k, v = _inputs(case, device)
         _call(case, q, k, v, configs)
@@ -331,11 +348,11 @@ def compile_tasks(cases: list[Case], configs: dict[Case, list], device_name: str
     """One task per kernel variant the triton cases need: a tiny stand-in case with its config list."""
     seen: dict[tuple, tuple] = {}
     for c in cases:
-        if c.impl != "triton":
+        if c.impl not in KERNEL_IMPLS:
             continue
         cfgs = configs.get(c) or [None]
-        key = (c.dtype, c.causal, _proxy_seq_len(c.seq_len), c.head_dim, repr(cfgs))
-        seen.setdefault(key, (device_name, c.dtype, c.causal, key[2], c.head_dim, cfgs))
+        key = (c.impl, c.dtype, c.causal, _proxy_seq_len(c.seq_len), c.head_dim, repr(cfgs))
+        seen.setdefault(key, (device_name, c.impl, c.dtype, c.causal, key[3], c.head_dim, cfgs))
     return list(seen.values())
 
 
@@ -351,6 +368,15 @@ def precompile(cases: list[Case], configs: dict[Case, list], device, workers: in
     return compile_in_pool(_compile_variant, tasks, "correctness", workers, PRECOMPILE_WORKERS, PRECOMPILE_STALL_S)
 
 
+def _runs_hopper_path(device) -> bool:
+    """Whether flash_attention picks the Hopper path on this device (for half precision)."""
+    if device.type != "cuda":
+        return False
+    from kernels import attention_hopper
+
+    return attention_hopper.hopper_available(device)[0]
+
+
 def _device():
     import torch
 
@@ -363,9 +389,11 @@ def _device():
 
 def run(ctx: RunContext) -> CorrectnessFile:
     device = _device()
-    cases = build_grid(ctx.profile)
+    hopper = _runs_hopper_path(device)
+    cases = build_grid(ctx.profile, hopper)
     tols = {dt: tolerance_for(dt) for dt in DTYPES}
-    configs = assign_configs(cases, _gpu_candidates(device)) if device.type == "cuda" else {}
+    portable = ("triton-portable",) if hopper else ("triton",)
+    configs = assign_configs(cases, _gpu_candidates(device), portable) if device.type == "cuda" else {}
     if device.type == "cuda":
         precompile(cases, configs, device)
     result = CorrectnessFile(schema_version=SCHEMA_VERSION, run_id=ctx.run_id, rows=[], tolerances=list(tols.values()),

@@ -216,7 +216,7 @@ def _cfg_text(cfg: dict | None) -> str | None:
 
 def version_info(v) -> KernelVersionInfo:
     """A KernelVersion (kernels/attention_hopper.py) as the data file records it."""
-    feats = "" if v.path == "portable" else ("per shape" if v.features is None else v.features.label())
+    feats = v.features_label()
     predicted = [PredictedRange(masking=m, low=float(lo), high=float(hi)) for m, (lo, hi) in v.predicted_speedup.items()]
     configs = {("causal" if c else "non-causal"): _cfg_text(cfg) for c, cfg in sorted(v.configs.items()) if cfg}
     return KernelVersionInfo(name=v.name, path=v.path, features=feats, change=v.change, prediction=v.prediction,

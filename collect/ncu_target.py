@@ -36,8 +36,9 @@ def _status_of(exc: BaseException) -> str:
 def _impl(name: str, config: dict | None):
     from kernels import attention
 
-    if name == "triton":
-        return lambda q, k, v, causal: attention.flash_attention(q, k, v, causal=causal, config=config)
+    if name in ("triton", "triton-portable"):
+        path = "portable" if name == "triton-portable" else None
+        return lambda q, k, v, causal: attention.flash_attention(q, k, v, causal=causal, config=config, path=path)
     fn = attention.get_impl(name)
     return lambda q, k, v, causal: fn(q, k, v, causal)
 
@@ -62,7 +63,7 @@ def run_case(case: dict) -> dict:
     finally:
         torch.cuda.profiler.stop()
         torch.cuda.nvtx.range_pop()
-    if case["impl"] == "triton":
+    if case["impl"] in ("triton", "triton-portable"):
         from kernels import attention
 
         out["config"] = attention.kernel_config_of_last_call()

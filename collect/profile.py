@@ -72,6 +72,9 @@ OPTIONAL_METRICS = [TENSOR_INST_FALLBACK, *TENSOR_INST_METRICS, *TENSOR_FLOP_MET
                     *LOCAL_BYTES_METRICS]
 
 IMPLS = ["naive", "sdpa", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "sdpa-math", "triton"]
+# On a GPU where flash_attention takes the Hopper path, the portable kernel is profiled beside it,
+# and the register-cap experiment (a portable-kernel knob) runs on it.
+PORTABLE = "triton-portable"
 HEADLINE = dict(batch=2, heads=8, seq_len=2048, head_dim=64, dtype="float16", causal=False)
 LARGE_D128 = dict(batch=2, heads=8, seq_len=4096, head_dim=128, dtype="float16", causal=False)
 TINY = dict(batch=1, heads=2, seq_len=256, head_dim=64, dtype="float16", causal=False)
@@ -239,12 +242,18 @@ def capped_configs(bases: list[dict], regs: dict[str, int | None], lim: SmLimits
     return out
 
 
-def main_cases(quick: bool, tiny: bool = False) -> list[dict]:
+def main_cases(quick: bool, tiny: bool = False, hopper: bool = False) -> list[dict]:
+    extra = [PORTABLE] if hopper else []
     if tiny:
-        return [make_case("main", i, TINY) for i in ("naive", "sdpa", "triton")]
-    cases = [make_case("main", i, HEADLINE) for i in IMPLS]
-    big_impls = ["naive", "sdpa", "triton"] if quick else IMPLS
+        return [make_case("main", i, TINY) for i in ("naive", "sdpa", "triton", *extra)]
+    cases = [make_case("main", i, HEADLINE) for i in IMPLS + extra]
+    big_impls = ["naive", "sdpa", "triton", *extra] if quick else IMPLS + extra
     return cases + [make_case("main", i, LARGE_D128) for i in big_impls]
+
+
+def portable_impl(hopper: bool) -> str:
+    """The implementation name under which the portable kernel runs on this GPU."""
+    return PORTABLE if hopper else "triton"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -330,7 +339,7 @@ def impl_row(case: dict, result: dict | None, kernels: list[KernelRow], counted_
     return ImplRow(
         case_id=case["id"], group=case["group"], impl=case["impl"], batch=case["batch"], heads=case["heads"],
         seq_len=case["seq_len"], head_dim=case["head_dim"], dtype=case["dtype"], causal=case["causal"],
-        status=status, reason=reason, config=config_text(cfg) if case["impl"] == "triton" else None,
+        status=status, reason=reason, config=config_text(cfg) if case["impl"] in ("triton", PORTABLE) else None,
         kernels=len(kernels), duration_ms=_total(kernels, "duration_ms"),
         dram_read_bytes=_total(kernels, "dram_read_bytes"), dram_write_bytes=_total(kernels, "dram_write_bytes"),
         l2_bytes=_total(kernels, "l2_bytes"), l1_bytes=_total(kernels, "l1_bytes"),
@@ -376,7 +385,7 @@ def autotuned_config(shape: dict) -> dict | None:
 
     q, k, v = (torch.randn(shape["batch"], shape["heads"], shape["seq_len"], shape["head_dim"], device="cuda",
                            dtype=getattr(torch, shape["dtype"])) for _ in range(3))
-    attention.flash_attention(q, k, v, causal=shape["causal"])
+    attention.flash_attention(q, k, v, causal=shape["causal"], path="portable")
     torch.cuda.synchronize()
     cfg = attention.kernel_config_of_last_call()
     return None if cfg is None else {k: cfg[k] for k in ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages")}
@@ -392,7 +401,7 @@ def time_config(shape: dict, config: dict):
 
     q, k, v = (torch.randn(shape["batch"], shape["heads"], shape["seq_len"], shape["head_dim"], device="cuda",
                            dtype=getattr(torch, shape["dtype"])) for _ in range(3))
-    fn = lambda: attention.flash_attention(q, k, v, causal=shape["causal"], config=config)  # noqa: E731
+    fn = lambda: attention.flash_attention(q, k, v, causal=shape["causal"], config=config, path="portable")  # noqa: E731
     fn()
     torch.cuda.synchronize()
     return bench_gpu(fn)
@@ -521,11 +530,15 @@ def run(ctx) -> ProfileFile:
         best = autotuned_config(HEADLINE)
     except Exception as exc:  # noqa: BLE001 - the experiment then reports why it has no rows
         best_error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
-    cases = main_cases(ctx.quick)
+    from kernels import attention_hopper
+
+    hopper = attention_hopper.hopper_available()[0]
+    portable = portable_impl(hopper)
+    cases = main_cases(ctx.quick, hopper=hopper)
     if best is not None:  # the same config in every process: the profiled process does not re-tune
-        next(c for c in cases if c["impl"] == "triton" and c["head_dim"] == HEADLINE["head_dim"])["config"] = \
+        next(c for c in cases if c["impl"] == portable and c["head_dim"] == HEADLINE["head_dim"])["config"] = \
             dict(best, maxnreg=None)
-    bases = [make_case("regcap", "triton", HEADLINE, cfg) for cfg in regcap_bases(best, ctx.quick)]
+    bases = [make_case("regcap", portable, HEADLINE, cfg) for cfg in regcap_bases(best, ctx.quick)]
     torch.cuda.empty_cache()
     ncu = find_ncu()
     metrics = choose_metrics(available_metrics(ncu)) if ncu else None
@@ -537,7 +550,7 @@ def run(ctx) -> ProfileFile:
     for case in bases:
         k = [r for r in pf.kernels if r.case_id == case["id"]]
         regs[config_tag(case["config"])] = k[0].registers_per_thread if k else None
-    capped = [make_case("regcap", "triton", HEADLINE, cfg)
+    capped = [make_case("regcap", portable, HEADLINE, cfg)
               for cfg in capped_configs([c["config"] for c in bases], regs, lim)]
     if capped and pf.status == "ok":
         _merge(pf, profile_cases(capped, workdir / "regcap", ctx.run_id, ncu=ncu, metrics=metrics),

@@ -329,9 +329,6 @@ def _check_inputs(q, k, v, path):
     """Raise ValueError, saying what was expected, for anything the kernel cannot run."""
     if path not in PATHS:
         raise ValueError(f"path must be one of {PATHS}, got {path!r}")
-    if path == "hopper":
-        raise ValueError("path='hopper' (TMA / tensor descriptors) is not available yet; "
-                         "use path=None or 'portable'")
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
             raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -389,16 +386,39 @@ def _check_config(config):
     return cfg
 
 
+def resolve_path(q, path=None):
+    """The kernel path flash_attention runs for these inputs: `path` when given; otherwise
+    "hopper" for float16/bfloat16 on a compute capability 9.x GPU (kernels/attention_hopper.py:
+    TMA, warp specialization), "portable" everywhere else (this file: sm75 to sm89, float32,
+    and the CPU interpreter)."""
+    if path is not None:
+        return path
+    if q.dtype == torch.float32 or _interpreting() or not q.is_cuda:
+        return "portable"
+    from . import attention_hopper  # imported here: it builds on this module
+
+    return "hopper" if attention_hopper.hopper_available(q.device)[0] else "portable"
+
+
 def flash_attention(q, k, v, causal=False, sm_scale=None, *, path=None, config=None):
     """softmax(q k^T * sm_scale [+ causal mask]) v with the fused Triton kernel.
 
     q, k, v: (batch, heads, seq_len, head_dim), float16/bfloat16 (float32 works too, mainly
-    for the CPU interpreter). sm_scale defaults to 1/sqrt(head_dim). path: None or
-    "portable" (the same kernel today). config: None to autotune, or a fixed
-    dict(BLOCK_M=, BLOCK_N=, num_warps=, num_stages=, maxnreg=) run without tuning.
+    for the CPU interpreter). sm_scale defaults to 1/sqrt(head_dim). path: None to choose at
+    run time (see resolve_path), "portable" or "hopper". config: None to let the path choose
+    (the portable path autotunes), or a fixed dict(BLOCK_M=, BLOCK_N=, num_warps=, num_stages=,
+    maxnreg=) run without tuning (maxnreg: portable path only).
     """
     global _last_config
     _check_inputs(q, k, v, path)
+    if resolve_path(q, path) == "hopper":
+        from . import attention_hopper
+
+        o = attention_hopper.hopper_attention(q, k, v, causal, sm_scale, config=config)
+        last = attention_hopper.last_launch()
+        _last_config = dict(last["config"], maxnreg=None, autotuned=last["autotuned"], path="hopper",
+                            features=last["features"].label())
+        return o
     batch, heads, seq_len, head_dim = q.shape
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(head_dim)
@@ -420,7 +440,7 @@ def flash_attention(q, k, v, causal=False, sm_scale=None, *, path=None, config=N
         if fixed["maxnreg"] is not None:
             launch["maxnreg"] = fixed["maxnreg"]
         _launch(_attn_fwd, q, k, v, o, causal, sm_scale, **launch)
-        _last_config = dict(fixed, autotuned=False)
+        _last_config = dict(fixed, autotuned=False, path="portable")
     else:
         with torch.cuda.device(q.device):
             tuner = _autotuned_kernel(torch.cuda.get_device_capability(q.device), _smem_limit(q.device))
@@ -429,7 +449,7 @@ def flash_attention(q, k, v, causal=False, sm_scale=None, *, path=None, config=N
         best = tuner.best_config
         _last_config = dict(BLOCK_M=best.kwargs["BLOCK_M"], BLOCK_N=best.kwargs["BLOCK_N"],
                             num_warps=best.num_warps, num_stages=best.num_stages,
-                            maxnreg=best.maxnreg, autotuned=True)
+                            maxnreg=best.maxnreg, autotuned=True, path="portable")
     return o
 
 
@@ -556,6 +576,8 @@ def reference_attention(q, k, v, causal=False, sm_scale=None):
 IMPLEMENTATIONS = {
     "naive": naive_attention,
     "triton": flash_attention,
+    # The same kernel held to the portable path: on a Hopper GPU, what TMA and warp specialization buy.
+    "triton-portable": functools.partial(flash_attention, path="portable"),
     "sdpa": sdpa_attention,
     **{f"sdpa-{b}": functools.partial(sdpa_attention, backend=b) for b in SDPA_BACKENDS},
 }

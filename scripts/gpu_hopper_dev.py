@@ -36,13 +36,25 @@ DTYPES = ("float16", "bfloat16")
 TOL = {"float16": 4e-3, "bfloat16": 3e-2}
 SDPA = ("sdpa-cudnn", "sdpa-flash")
 
-# Candidates beyond the registered versions: (features, config) per name; config applies to both
-# causal and non-causal.
+# Candidates beyond the registered versions: name -> (Features keywords, config, maskings); the
+# config applies to every masking tried.
+_WS = dict(BLOCK_M=128, BLOCK_N=128, num_warps=4, num_stages=2)
 CANDIDATES = {
-    # Warp-specialized with 64-key tiles: v4's "fewer, wider loads" counterpart.
-    "cand-ws-128x64-s2": ("warp_spec", dict(BLOCK_M=128, BLOCK_N=64, num_warps=4, num_stages=2)),
-    # v6 with one descriptor set per tile: how much of v6's change is the flat descriptors.
-    "cand-persist-per-tile": ("persistent_per_tile", dict(BLOCK_M=128, BLOCK_N=128, num_warps=4, num_stages=2)),
+    # Run 3: the causal gap. v4 with the cheaper mask; plus the unmasked loop below the diagonal
+    # and a masked one on it, in one kernel; plus a longest-first order over groups of 8 heads;
+    # and the persistent kernel with each.
+    "cand-lean": (dict(warp_spec=True, lean_mask=True), _WS, ("causal",)),
+    "cand-two-loops": (dict(warp_spec=True, lean_mask=True, two_loops=True), _WS, ("causal",)),
+    "cand-two-loops-g8": (dict(warp_spec=True, lean_mask=True, two_loops=True, head_group=8), _WS, ("causal",)),
+    "cand-lean-g8": (dict(warp_spec=True, lean_mask=True, head_group=8), _WS, ("causal",)),
+    "cand-persist-lean": (dict(warp_spec=True, persistent=True, lean_mask=True), _WS, ("causal",)),
+    "cand-persist-two-loops": (dict(warp_spec=True, persistent=True, lean_mask=True, two_loops=True), _WS,
+                               ("causal",)),
+    # Run 4: query tiles i and n-1-i as one unit of n+1 key tiles; persistent, or one program per unit.
+    "cand-pairs-persist": (dict(warp_spec=True, persistent=True, causal_pairs=True), _WS, ("causal",)),
+    "cand-pairs-grid": (dict(warp_spec=True, causal_pairs=True), _WS, ("causal",)),
+    "cand-pairs-persist-lean": (dict(warp_spec=True, persistent=True, causal_pairs=True, lean_mask=True), _WS,
+                                ("causal",)),
 }
 # Run 1 (2026-11-29) also tried: ws 128x64/s3 (NaN outputs), tma 128x128/w8/s3 (0.73-0.85x cuDNN),
 # tma 128x32/w4/s3, two CTAs per SM (0.65-0.71x cuDNN). Run 2: tma 128x64/w8/s4, as fast as v1
@@ -65,11 +77,10 @@ def _impls():
     from kernels import attention_hopper as H
 
     out = {name: v for name, v in H.VERSIONS.items()}
-    for name, (feat, cfg) in CANDIDATES.items():
-        feats = H.Features(warp_spec=feat in ("warp_spec", "persistent_per_tile"),
-                           persistent=feat == "persistent_per_tile", flat_descs=False)
+    for name, (feats, cfg, maskings) in CANDIDATES.items():
         out[name] = H.KernelVersion(name=name, change="candidate", prediction="", predicted_at="", path="hopper",
-                                    features=feats, configs={False: cfg, True: cfg})
+                                    features=H.Features(**feats), configs={False: cfg, True: cfg},
+                                    maskings=maskings)
     return out
 
 
@@ -129,7 +140,7 @@ def _call(name, impls, q, k, v, causal):
         return o, dict(config=last["config"], ws=last["warp_specialized"], autotuned=True)
     ver = impls[name]
     if interp and ver.path == "hopper":
-        o = H.run_for_test(q, k, v, causal, features=ver.features)
+        o = H.run_for_test(q, k, v, causal, features=ver.features_for(causal, q.shape[2]))
         return o, dict(config=H.last_launch()["config"])
     o = ver(q, k, v, causal)
     if ver.path == "hopper":
@@ -287,6 +298,8 @@ def _maskings(name):
     sys.path.insert(0, str(ROOT))
     from kernels.attention_hopper import VERSIONS
 
+    if name in CANDIDATES:
+        return CANDIDATES[name][2]
     return VERSIONS[name].maskings if name in VERSIONS else ("non-causal", "causal")
 
 
@@ -338,7 +351,7 @@ def build_items(cpu_smoke, only=None):
                               dtype="float16", causal=causal, shape=list(shape)))
     # Correctness of what changed since run 1 first (warp-specialized causal), then every
     # performance case (all implementations of a case together, N=4096 first), then the rest.
-    first = {final, "v6-persistent", *[c for c in CANDIDATES if CANDIDATES[c][0] != "tma"]}
+    first = {final, *CANDIDATES}
     perf = [i for i in items if i["kind"] == "perf"]
     corr = [i for i in items if i["kind"] == "corr"]
     key_corr = [i for i in corr if i["impl"] in first]

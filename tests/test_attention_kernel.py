@@ -106,7 +106,8 @@ def test_kernel_config_of_last_call_reports_interpreter_tile():
     q, k, v = qkv((1, 1, 17, 16), torch.float32)
     flash_attention(q, k, v)
     used = kernel_config_of_last_call()
-    assert set(used) == {"BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "maxnreg", "autotuned"}
+    assert set(used) == {"BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "maxnreg", "autotuned", "path"}
+    assert used["path"] == "portable"
     assert (used["BLOCK_M"], used["BLOCK_N"]) == (16, 16)
 
 
@@ -170,7 +171,7 @@ def test_reference_is_float64_and_causal_row0_is_v0():
 
 
 def test_registry_names():
-    assert set(IMPLEMENTATIONS) == {"naive", "triton", "sdpa", "sdpa-flash", "sdpa-cudnn",
+    assert set(IMPLEMENTATIONS) == {"naive", "triton", "triton-portable", "sdpa", "sdpa-flash", "sdpa-cudnn",
                                     "sdpa-efficient", "sdpa-math"}
     assert SDPA_BACKENDS == ("flash", "cudnn", "efficient", "math")
     assert get_impl("triton") is flash_attention
@@ -228,10 +229,31 @@ def test_bad_sm_scale(sm_scale):
         flash_attention(*qkv((1, 1, 8, 16), torch.float16), sm_scale=sm_scale)
 
 
-@pytest.mark.parametrize("path, match", [("hopper", "not available"), ("fast", "path must be one of")])
+@pytest.mark.parametrize("path, match", [("hopper", "cannot run here.*TRITON_INTERPRET.*path='portable'"),
+                                         ("fast", "path must be one of")])
 def test_bad_path(path, match):
     with pytest.raises(ValueError, match=match):
         flash_attention(*qkv((1, 1, 8, 16), torch.float16), path=path)
+
+
+def test_the_path_is_chosen_at_run_time(monkeypatch):
+    from types import SimpleNamespace
+
+    from kernels import attention_hopper
+
+    def fake(dtype):  # resolve_path reads only these attributes
+        return SimpleNamespace(dtype=dtype, is_cuda=True, device=torch.device("cuda", 0))
+
+    q = qkv((1, 1, 8, 16), torch.float16)[0]
+    assert attention.resolve_path(q) == "portable"  # a CPU tensor under the interpreter
+    assert attention.resolve_path(q, "hopper") == "hopper"  # an explicit path is kept
+    monkeypatch.setattr(attention, "_interpreting", lambda: False)
+    monkeypatch.setattr(attention_hopper, "hopper_available", lambda device=None: (True, ""))
+    assert attention.resolve_path(fake(torch.float16)) == "hopper"
+    assert attention.resolve_path(fake(torch.bfloat16)) == "hopper"
+    assert attention.resolve_path(fake(torch.float32)) == "portable"  # the Hopper path is half precision
+    monkeypatch.setattr(attention_hopper, "hopper_available", lambda device=None: (False, "compute capability 8.0"))
+    assert attention.resolve_path(fake(torch.float16)) == "portable"
 
 
 @pytest.mark.parametrize("config, match", [

@@ -87,8 +87,36 @@ def test_compile_tasks_cover_each_variant_once_with_a_tiny_stand_in():
     tasks = phase.compile_tasks(cases, configs, "cuda:0")
     variants = {(c.dtype, c.causal, c.head_dim, phase.spec_class(c.seq_len)) for c in cases if c.impl == "triton"}
     assert len(tasks) == len(variants)
-    assert all(t[0] == "cuda:0" and t[3] in (1, 16, 17) for t in tasks)
-    assert {(t[1], t[2], t[4], phase.spec_class(t[3])) for t in tasks} == variants
+    assert all(t[0] == "cuda:0" and t[1] == "triton" and t[4] in (1, 16, 17) for t in tasks)
+    assert {(t[2], t[3], t[5], phase.spec_class(t[4])) for t in tasks} == variants
+
+
+def test_on_hopper_the_grid_runs_again_on_the_portable_path_with_the_portable_configs():
+    cases = phase.build_grid("full", hopper=True)
+    shipped = [c for c in cases if c.impl == "triton"]
+    portable = [c for c in cases if c.impl == "triton-portable"]
+    assert len(shipped) == len(portable) >= 96
+    strip = lambda c: (c.dtype, c.causal, c.batch, c.heads, c.seq_len, c.head_dim)  # noqa: E731
+    assert {strip(c) for c in shipped} == {strip(c) for c in portable}
+    assert not {c.impl for c in phase.build_grid("full")} & {"triton-portable"}
+    cands = [dict(BLOCK_M=64, BLOCK_N=16, num_warps=4, num_stages=2)]
+    configs = phase.assign_configs(cases, lambda d, dt: cands, ("triton-portable",))
+    assert set(configs) == set(portable)  # the Hopper path picks its own config
+    tasks = phase.compile_tasks(cases, configs, "cuda:0")
+    assert {t[1] for t in tasks} == {"triton", "triton-portable"}
+    assert all(t[6] == [None] for t in tasks if t[1] == "triton")
+
+
+def test_portable_rows_run_the_portable_path(monkeypatch):
+    from kernels import attention
+
+    seen = []
+    real = attention.flash_attention
+    monkeypatch.setattr(attention, "flash_attention", lambda *a, **kw: seen.append(kw.get("path")) or real(*a, **kw))
+    q = k = v = torch.randn(1, 3, 17, 16)
+    for impl in ("triton", "triton-portable"):
+        phase._call(phase.Case(impl, "float16", False, 1, 3, 17, 16), q.half(), k.half(), v.half(), [None])
+    assert seen == [None, "portable"]
 
 
 def test_precompile_runs_its_workers_and_reports_failures(capsys):
@@ -205,7 +233,7 @@ def test_bf16_on_a_pre_ampere_gpu_is_unsupported_with_the_reason(monkeypatch):
 def test_run_writes_a_file_that_validates(tmp_path, monkeypatch):
     cases = [phase.Case("triton", "float16", True, 1, 3, 17, 16), phase.Case("triton", "bfloat16", False, 2, 3, 1, 16),
              phase.Case("naive", "float16", True, 1, 3, 17, 16)]
-    monkeypatch.setattr(phase, "build_grid", lambda profile: cases)
+    monkeypatch.setattr(phase, "build_grid", lambda profile, hopper=False: cases)
     ctx = RunContext(run_id="tiny-20261129", out_dir=tmp_path, profile="quick", manifest=manifest("tiny-20261129"),
                      phase="correctness", filename="correctness.json")
     result = phase.run(ctx)

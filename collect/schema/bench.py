@@ -11,7 +11,8 @@ from .common import doc, strict
 class BenchRow:
     """One implementation at one shape, dtype and masking: measured, or why not."""
 
-    impl: str = doc("'naive', 'triton', 'sdpa' (PyTorch chooses) or 'sdpa-<backend>' (one backend forced).")
+    impl: str = doc("'naive', 'triton' (our kernel, its path chosen at run time), 'triton-portable' (held to the "
+                    "portable path; Hopper GPUs only), 'sdpa' (PyTorch chooses) or 'sdpa-<backend>' (one backend forced).")
     backend_requested: str | None = doc("SDPA backend forced: flash, cudnn, efficient or math; null when none was.")
     backend_used: str | None = doc("SDPA backend that ran: the forced one, or the one PyTorch chose for 'sdpa' "
                                    "('unknown' if it could not be read); null for naive and triton.")
@@ -35,7 +36,7 @@ class BenchRow:
     requested_bytes: int | None = doc("oom rows: the allocation that failed (from PyTorch's message) or, when the "
                                       "case was not attempted, the predicted need.", None)
     warmup_s: float | None = doc("Wall time of the first call: compilation and Triton autotuning land here.", None)
-    kernel_config: dict[str, int] = doc("triton rows: the tile config the autotuner chose (BLOCK_M, BLOCK_N, "
+    kernel_config: dict[str, int] = doc("triton rows: the tile config that ran (BLOCK_M, BLOCK_N, "
                                         "num_warps, num_stages).", default_factory=dict)
 
 
