@@ -55,6 +55,11 @@ CANDIDATES = {
     "cand-pairs-grid": (dict(warp_spec=True, causal_pairs=True), _WS, ("causal",)),
     "cand-pairs-persist-lean": (dict(warp_spec=True, persistent=True, causal_pairs=True, lean_mask=True), _WS,
                                 ("causal",)),
+    # Run 5: let Triton see across tiles: flatten the persistent loop nest, or warp-specialize the tile loop.
+    "cand-persist-flatten": (dict(warp_spec=True, persistent=True, outer=1), _WS, ("non-causal", "causal")),
+    "cand-persist-outer-ws": (dict(warp_spec=True, persistent=True, outer=2), _WS, ("non-causal", "causal")),
+    "cand-pairs-flatten": (dict(warp_spec=True, persistent=True, causal_pairs=True, outer=1), _WS, ("causal",)),
+    "cand-pairs-outer-ws": (dict(warp_spec=True, persistent=True, causal_pairs=True, outer=2), _WS, ("causal",)),
 }
 # Run 1 (2026-11-29) also tried: ws 128x64/s3 (NaN outputs), tma 128x128/w8/s3 (0.73-0.85x cuDNN),
 # tma 128x32/w4/s3, two CTAs per SM (0.65-0.71x cuDNN). Run 2: tma 128x64/w8/s4, as fast as v1
