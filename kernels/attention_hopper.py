@@ -194,7 +194,16 @@ def _ws_step(acc, l_i, m_i, q, desc_k, desc_v, row0, start_n, rows, offs_n, seq_
     per score on top of the unmasked work, instead of also a multiply and a subtract."""
     start_n = tl.multiple_of(start_n, BLOCK_N)
     qk = _scores(q, desc_k, 0, 0, row0 + start_n, BLOCK_N, HEAD_DIM, True, UPCAST)
-    if MASK == 1 and LEAN:
+    if MASK == 1 and LEAN == 2:
+        # The mask as arithmetic, no boolean tile: each score is capped by a bound that is huge for
+        # a visible key and -5e19 for a future one, so a future score's exp2 underflows to 0. The
+        # row term is clamped to [-1, BLOCK_N] so the bound stays exact in fp32 at any length.
+        # (A row never meets a tile whose keys are all in its future before its first visible key.)
+        ahead = tl.minimum(tl.maximum(rows - start_n, -1), BLOCK_N).to(tl.float32)
+        bound = (ahead * 1e20 + 5e19)[:, None] - (offs_n.to(tl.float32) * 1e20)[None, :]
+        qk = tl.minimum(qk, bound)
+        p, m_i, l_i, acc = _softmax_step(qk, m_i, l_i, acc, qk_scale, rows, start_n + offs_n, seq_len, 0)
+    elif MASK == 1 and LEAN:
         qk = tl.where(offs_n[None, :] <= (rows - start_n)[:, None], qk, float("-inf"))
         p, m_i, l_i, acc = _softmax_step(qk, m_i, l_i, acc, qk_scale, rows, start_n + offs_n, seq_len, 0)
     else:
@@ -341,7 +350,8 @@ def _hopper_fwd_ws_persistent(Q, K, V, O, ROWS, stride_qb, stride_qh, stride_qn,
                               HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr,
                               BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, UPCAST: tl.constexpr,
                               WARP_SPEC: tl.constexpr, FLAT: tl.constexpr, LEAN: tl.constexpr = False,
-                              TWO_LOOPS: tl.constexpr = False, PAIRS: tl.constexpr = False):
+                              TWO_LOOPS: tl.constexpr = False, PAIRS: tl.constexpr = False,
+                              OUTER: tl.constexpr = 0):
     """_hopper_fwd_ws as a persistent kernel: one program per SM walks the (head, query tile)
     list with a stride of the grid size, so no last partial wave of programs idles most SMs, and
     a program's next tile starts while the SM is still warm.
@@ -382,7 +392,10 @@ def _hopper_fwd_ws_persistent(Q, K, V, O, ROWS, stride_qb, stride_qh, stride_qn,
         lo = pid
         hi_t = n_tiles
         step = nprog
-    for t in tl.range(lo, hi_t, step):
+    # OUTER (experiments): 1 asks Triton to flatten the tile and key loops into one it can pipeline
+    # across tiles; 2 warp-specializes the tile loop instead of the key loop.
+    INNER_WS: tl.constexpr = WARP_SPEC and OUTER != 2
+    for t in tl.range(lo, hi_t, step, flatten=OUTER == 1, warp_specialize=WARP_SPEC and OUTER == 2):
         if CAUSAL and PAIRS:
             u = pid + (t // 2) * nprog
             bh = u // n_pairs
@@ -422,14 +435,14 @@ def _hopper_fwd_ws_persistent(Q, K, V, O, ROWS, stride_qb, stride_qh, stride_qn,
             hi = seq_len
         MASK: tl.constexpr = 1 if CAUSAL else (0 if EVEN_N else 2)
         if CAUSAL and TWO_LOOPS:
-            for start_n in tl.range(0, start_m, BLOCK_N, warp_specialize=WARP_SPEC):
+            for start_n in tl.range(0, start_m, BLOCK_N, warp_specialize=INNER_WS):
                 acc, l_i, m_i = _ws_step(acc, l_i, m_i, q, desc_k, desc_v, row0, start_n, rows, offs_n, seq_len,
                                          qk_scale, BLOCK_N, HEAD_DIM, 0, LEAN, UPCAST)
-            for start_n in tl.range(start_m, hi, BLOCK_N, warp_specialize=WARP_SPEC):
+            for start_n in tl.range(start_m, hi, BLOCK_N, warp_specialize=INNER_WS):
                 acc, l_i, m_i = _ws_step(acc, l_i, m_i, q, desc_k, desc_v, row0, start_n, rows, offs_n, seq_len,
                                          qk_scale, BLOCK_N, HEAD_DIM, 1, LEAN, UPCAST)
         else:
-            for start_n in tl.range(0, hi, BLOCK_N, warp_specialize=WARP_SPEC):
+            for start_n in tl.range(0, hi, BLOCK_N, warp_specialize=INNER_WS):
                 acc, l_i, m_i = _ws_step(acc, l_i, m_i, q, desc_k, desc_v, row0, start_n, rows, offs_n, seq_len,
                                          qk_scale, BLOCK_N, HEAD_DIM, MASK, LEAN, UPCAST)
         desc_o.store([row0 + start_m, 0], (acc / l_i[:, None]).to(desc_o.dtype))
@@ -525,16 +538,19 @@ class Features:
     causal_split: bool = False  # causal, warp-specialized: unmasked tiles in one launch, diagonal + merge in a second
     persistent: bool = False    # warp-specialized, one program per SM walking the tiles
     flat_descs: bool = True     # persistent: all heads under one descriptor set, built once, where valid
-    lean_mask: bool = False     # warp-specialized causal: -inf into the raw scores, then the unmasked step
+    lean_mask: int = 0          # warp-specialized causal: 1 -inf into the raw scores; 2 the mask as a min() bound
     two_loops: bool = False     # warp-specialized causal: unmasked loop below the diagonal, masked loop on it
     head_group: int = 0         # warp-specialized causal, not persistent: longest-first order over groups of heads
     causal_pairs: bool = False  # warp-specialized causal: programs take query tiles i and n-1-i together
+    outer: int = 0              # persistent, experiments: 1 flatten the loop nest, 2 warp-specialize the tile loop
 
     def label(self):
         on = (("overlap", self.overlap), ("warp_spec", self.warp_spec), ("causal_split", self.causal_split),
               ("persistent", self.persistent), ("per-tile descriptors", self.persistent and not self.flat_descs),
-              ("lean_mask", self.lean_mask), ("two_loops", self.two_loops),
-              (f"head_group{self.head_group}", self.head_group > 0), ("causal_pairs", self.causal_pairs))
+              ("lean_mask" if self.lean_mask == 1 else f"lean_mask{int(self.lean_mask)}", bool(self.lean_mask)),
+              ("two_loops", self.two_loops),
+              (f"head_group{self.head_group}", self.head_group > 0), ("causal_pairs", self.causal_pairs),
+              (f"outer{self.outer}", self.outer > 0))
         return "+".join(n for n, flag in on if flag) or "tma"
 
 
@@ -754,8 +770,8 @@ def _launch(q, k, v, o, causal, scale, cfg: TileConfig, feats: Features):
             kernel = _hopper_fwd_ws_persistent[(n_prog,)](
                 q, k, v, o, rows, *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *o.stride()[:3],
                 heads, batch * heads, seq_len, rows.numel(), scale * LOG2E, EVEN_N=even,
-                WARP_SPEC=not _interpreting(), FLAT=flat, LEAN=feats.lean_mask, TWO_LOOPS=feats.two_loops,
-                PAIRS=pairs, **common)
+                WARP_SPEC=not _interpreting(), FLAT=flat, LEAN=int(feats.lean_mask), TWO_LOOPS=feats.two_loops,
+                PAIRS=pairs, OUTER=feats.outer, **common)
             return kernel, not _interpreting()
         split = bool(causal) and feats.causal_split
         rows = _row_positions(q.device, grid[0] * cfg.BLOCK_M)
@@ -764,7 +780,7 @@ def _launch(q, k, v, o, causal, scale, cfg: TileConfig, feats: Features):
         kernel = _hopper_fwd_ws[grid](
             q, k, v, o, rows, lse, *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *o.stride()[:3],
             heads, seq_len, rows_len if split else rows.numel(), scale * LOG2E, EVEN_N=even,
-            WARP_SPEC=not _interpreting(), OFFDIAG=split, LEAN=feats.lean_mask, TWO_LOOPS=feats.two_loops,
+            WARP_SPEC=not _interpreting(), OFFDIAG=split, LEAN=int(feats.lean_mask), TWO_LOOPS=feats.two_loops,
             GROUP=feats.head_group if causal else 0, **common)
         if split:
             descs = _host_descs(q, k, v, o, cfg)
