@@ -78,6 +78,9 @@ PORTABLE = "triton-portable"
 HEADLINE = dict(batch=2, heads=8, seq_len=2048, head_dim=64, dtype="float16", causal=False)
 LARGE_D128 = dict(batch=2, heads=8, seq_len=4096, head_dim=128, dtype="float16", causal=False)
 TINY = dict(batch=1, heads=2, seq_len=256, head_dim=64, dtype="float16", causal=False)
+# The Hopper kernel's goal shape, causal (full profile): where it trails cuDNN most.
+GOAL_CAUSAL = dict(batch=4, heads=32, seq_len=4096, head_dim=128, dtype="float16", causal=True)
+GOAL_IMPLS = ["sdpa-cudnn", "triton"]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -248,7 +251,10 @@ def main_cases(quick: bool, tiny: bool = False, hopper: bool = False) -> list[di
         return [make_case("main", i, TINY) for i in ("naive", "sdpa", "triton", *extra)]
     cases = [make_case("main", i, HEADLINE) for i in IMPLS + extra]
     big_impls = ["naive", "sdpa", "triton", *extra] if quick else IMPLS + extra
-    return cases + [make_case("main", i, LARGE_D128) for i in big_impls]
+    cases += [make_case("main", i, LARGE_D128) for i in big_impls]
+    if not quick:
+        cases += [make_case("main", i, GOAL_CAUSAL) for i in GOAL_IMPLS + extra]
+    return cases
 
 
 def portable_impl(hopper: bool) -> str:

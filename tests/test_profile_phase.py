@@ -6,6 +6,7 @@ tests/fixtures/ncu/ holds a small real export recorded on an H200 by scripts/gpu
 import csv
 import io
 import json
+import re
 import stat
 import sys
 from pathlib import Path
@@ -384,16 +385,17 @@ def test_limits_from_manifest_device():
 # --- the page ----------------------------------------------------------------------------------
 
 
-def profile_file_for_page(status="ok", reason=None):
-    cases = profile.main_cases(quick=True)  # headline (all impls) + the d=128 shape
+def profile_file_for_page(status="ok", reason=None, cases=None):
+    cases = cases or profile.main_cases(quick=True)  # headline (all impls) + the d=128 shape
+    ours = ("triton", "triton-portable")
     recs = []
     for c in cases:
         n = 3 if c["impl"] == "naive" else 1
         for i in range(n):
-            name = EVIL if (c["impl"] == "naive" and i == 1) else ("_attn_fwd" if c["impl"] == "triton" else "flash_fwd<64>")
-            recs.append((c["id"], name, kmetrics(t_ns=10_000 * (i + 1), dram_kb=4_000, tensor=10, regs=168 if c["impl"] == "triton" else 64)))
+            name = EVIL if (c["impl"] == "naive" and i == 1) else ("_attn_fwd" if c["impl"] in ours else "flash_fwd<64>")
+            recs.append((c["id"], name, kmetrics(t_ns=10_000 * (i + 1), dram_kb=4_000, tensor=10, regs=168 if c["impl"] in ours else 64)))
     results = [dict(id=c["id"], status="ok", reason=None,
-                    config=dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=3, maxnreg=None) if c["impl"] == "triton" else None)
+                    config=dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=3, maxnreg=None) if c["impl"] in ours else None)
                for c in cases]
     results[-1] = dict(id=cases[-1]["id"], status="oom", reason="OutOfMemoryError: <b>CUDA</b> out of memory", config=None)
     pf = profile.assemble(cases, results, raw_csv(recs), "", new_file())
@@ -629,3 +631,20 @@ def test_run_profiles_twice_and_times_the_register_caps(tmp_path, monkeypatch):
     assert pf.regcap[2].status == "error" and "too many spills" in pf.regcap[2].reason
     assert (tmp_path / "run" / "ncu" / "regcap" / "cases.json").exists()
     assert (tmp_path / "run" / "profile.json").exists()  # checkpointed
+
+
+def test_full_profile_on_hopper_adds_the_portable_kernel_and_the_causal_goal_shape(tmp_path):
+    cases = profile.main_cases(quick=False, hopper=True)
+    goal = [c for c in cases if c["causal"]]
+    assert {c["impl"] for c in goal} == {"sdpa-cudnn", "triton", "triton-portable"}
+    assert (goal[0]["batch"], goal[0]["heads"], goal[0]["seq_len"], goal[0]["head_dim"]) == (4, 32, 4096, 128)
+    assert "triton-portable" in {c["impl"] for c in cases if not c["causal"]}
+    assert "triton-portable" not in {c["impl"] for c in profile.main_cases(quick=False)}
+    assert profile.portable_impl(True) == "triton-portable" and profile.portable_impl(False) == "triton"
+    write_run(tmp_path, profile_file_for_page(cases=cases))
+    text = render_page(tmp_path)
+    # the causal goal shape shares N and d with the d=128 shape: its figures need their own ids
+    assert "fig-profile-roofline-4096-128-causal" in text and "fig-profile-roofline-4096-128\"" in text
+    assert "fig-profile-stalls-4096-128-causal" in text
+    ids = re.findall(r'id="(fig-[^"]+)"', text)
+    assert len(ids) == len(set(ids))

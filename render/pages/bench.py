@@ -17,12 +17,14 @@ from .base import Page
 IMPL_LABELS = {
     "naive": "naive PyTorch", "sdpa-flash": "SDPA flash", "sdpa-cudnn": "SDPA cuDNN",
     "sdpa-efficient": "SDPA mem-efficient", "sdpa-math": "SDPA math", "sdpa": "SDPA (PyTorch's choice)",
-    "triton": "Triton (ours)",
+    "triton": "Triton (ours)", "triton-portable": "Triton (ours, portable path)",
 }
 IMPL_COLORS = {
     "naive": PALETTE[7], "sdpa-flash": PALETTE[0], "sdpa-cudnn": PALETTE[5], "sdpa-efficient": PALETTE[2],
     "sdpa-math": PALETTE[4], "sdpa": PALETTE[1], "triton": PALETTE[3],
+    "triton-portable": PALETTE[3],  # our colour, dashed: the same kernel family on its other path
 }
+IMPL_DASH = {"sdpa": "dot", "triton-portable": "dash"}
 SHORT = {"float16": "fp16", "bfloat16": "bf16"}
 
 # Two latencies within this factor either way are "on par"; timing noise on a busy GPU is a few percent.
@@ -197,6 +199,11 @@ class BenchPage(Page):
             who = (f"the fastest SDPA backend ({names[0]} at every N)" if len(names) == 1
                    else f"the fastest SDPA backend ({join(names)}, depending on N)")
             parts.append(describe_gap(common, [fast.loc[n, "latency_ms_median"] / tri[n] for n in common], who))
+            port = self.latency(shape, dtype, causal, "triton-portable")
+            common = [n for n in tri.index if n in port.index]
+            if common:  # what the path flash_attention chose here buys over the portable kernel
+                parts.append(describe_gap(common, [port[n] / tri[n] for n in common],
+                                          "our own kernel held to the portable path"))
             if tri.empty:
                 parts = [f"No Triton case ran ({self._statuses(shape, dtype, causal, 'triton')})."]
             out.append(f"- **{facet_label(dtype, causal)}.** " + " ".join(p for p in parts if p))
@@ -334,7 +341,7 @@ class BenchPage(Page):
                     y = g[column] * scale
                     trace = dict(x=g["seq_len"], y=y, mode="lines+markers", name=label, legendgroup=impl,
                                  showlegend=impl not in shown, line=dict(color=color,
-                                                                          dash="dot" if impl == "sdpa" else "solid"),
+                                                                          dash=IMPL_DASH.get(impl, "solid")),
                                  hovertemplate=f"{label}<br>N=%{{x}}<br>{fmt_hover}<extra></extra>")
                     if errors:
                         trace["error_y"] = dict(type="data", symmetric=False, thickness=1, width=3,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from functools import cached_property
 
 import pandas as pd
@@ -17,6 +18,7 @@ from .base import Page
 # bfloat16 keeps float32's 8 exponent bits and the top 7 of its fraction bits.
 MANTISSA_BITS = {"float16": 10, "bfloat16": 7}
 SHORT = {"float16": "fp16", "bfloat16": "bf16"}
+PORTABLE = "triton-portable"  # the grid again on the portable path (Hopper GPUs, where it is not the default)
 
 # A measured floor "matches" u when it lies within this factor of it either way (two bits): round-to-
 # nearest gives up to u relative to the value rounded, so a max over many elements normalised by the
@@ -107,6 +109,12 @@ class CorrectnessPage(Page):
         return df[df["impl"] == "triton"].copy() if not df.empty else df
 
     @cached_property
+    def portable(self) -> pd.DataFrame:
+        """The same grid held to the portable path (collected on Hopper GPUs only)."""
+        df = self.rows
+        return df[df["impl"] == PORTABLE].copy() if not df.empty else df
+
+    @cached_property
     def ok(self) -> pd.DataFrame:
         g = self.grid
         return g[(g["status"] == "ok") & g["max_abs_err"].notna()].copy() if not g.empty else g
@@ -157,6 +165,36 @@ class CorrectnessPage(Page):
             detail += [f"{c} {s}" for s, c in not_run.items()]
             parts.append(f"**{passed} of {n} pass**; {_join(detail)} (each is listed under *Cases that did not pass*).")
         return " ".join(parts)
+
+    def paths_summary(self) -> str:
+        """Which kernel path the grid ran, and how the portable path did on the same cases."""
+        g, p = self.grid, self.portable
+        if g.empty:
+            return ""
+        paths = {m.group(1) for m in (re.match(r"(\w+) path", _text(c)) for c in g["config"]) if m}
+        if not paths:
+            return ""
+        ran = (f"These rows ran flash_attention as it ships, which chose the **{_join(sorted(paths))}** path "
+               f"on this GPU.")
+        if p.empty:
+            return ran + (" The portable path is what runs on every GPU without the Hopper path, so no second "
+                          "grid was needed here.") if paths == {"portable"} else ran
+        n, passed = len(p), int((p["passed"] == True).sum())  # noqa: E712 - the column holds None too
+        worst = []
+        for dt, grp in p[p["status"] == "ok"].groupby("dtype"):
+            if grp["max_abs_err"].notna().any():
+                r = grp.loc[grp["max_abs_err"].idxmax()]
+                worst.append(f"{SHORT.get(dt, dt)} {r['max_abs_err']:.3g} (N={int(r['seq_len'])}, "
+                             f"d={int(r['head_dim'])}{', causal' if r['causal'] else ''})")
+        verdict = f"**all {n} pass**" if passed == n else f"**{passed} of {n} pass**"
+        text = (f"{ran} The same {n} cases held to the portable path (`{PORTABLE}` rows): {verdict}"
+                + (f"; worst absolute errors {_join(worst)}" if worst else "") + ".")
+        bad = p[p["passed"] != True]  # noqa: E712
+        if not bad.empty:
+            bad = bad.assign(reason=[self._why(r) for _, r in bad.iterrows()])
+            cols = {k: v for k, v in self._COLS.items() if k not in ("impl", "config")}
+            text += "\n\n" + table_html(bad, cols, self._FMT)
+        return text
 
     def ragged_lengths(self) -> str:
         """The grid's lengths that no tile divides (every tile size is a power of two of at least 16)."""
@@ -532,7 +570,7 @@ class CorrectnessPage(Page):
     def comparison(self) -> str:
         """The PyTorch implementations judged by the same reference, next to the kernel on the same cases."""
         rows = self.rows
-        other = rows[rows["impl"] != "triton"] if not rows.empty else rows
+        other = rows[~rows["impl"].isin(["triton", PORTABLE])] if not rows.empty else rows
         if other.empty:
             return "_This run has no comparison rows (they are collected with `--profile full`)._"
         key = ["dtype", "causal", "batch", "seq_len", "head_dim"]

@@ -143,11 +143,17 @@ class IterationsPage(Page):
         shapes = dict.fromkeys(f"B={b}, H={h}, d={hd}" for b, h, hd in zip(self.rows["batch"], self.rows["heads"],
                                                                           self.rows["head_dim"]))
         ns = sorted(set(self.rows["seq_len"]))
-        text = (f"This run timed {len(self.version_names())} versions of our kernel and "
+        timed = set(self.rows[self.rows["kind"] != "sdpa"]["impl"]) if "kind" in self.rows else set()
+        untimed = [n for n in self.version_names() if n not in timed]
+        text = (f"This run timed {len([n for n in self.version_names() if n in timed])} versions of our kernel and "
                 f"{join(SDPA_LABELS.get(i, i) for i in dict.fromkeys(self.rows[self.rows['kind'] == 'sdpa']['impl']))} "
                 f"in {len(self.rows)} cases ({status}): {join(shapes)}; N = {join(ns)}; "
                 f"{join(SHORT.get(x, x) for x in dict.fromkeys(self.rows['dtype']))}; causal and not. "
                 f"Timing: {html.escape(d.timing_method)}.")
+        if untimed:
+            text += (f" {join(untimed)} {'is' if len(untimed) == 1 else 'are'} recorded with {'its' if len(untimed) == 1 else 'their'} "
+                     "story but not timed by this phase (superseded, to keep the phase short); the notes give what the "
+                     "development runs measured.")
         if not d.hopper_available:
             text += (f"\n\n!!! note \"Hopper versions not run\"\n    This GPU could not run the Hopper versions: "
                      f"{html.escape(d.hopper_reason)}. Their rows are kept as unsupported; only the portable kernel "

@@ -21,7 +21,12 @@ from ..tables import table_html
 from .base import Page
 
 # Implementations that never write the score matrix to memory; the others follow the naive model.
-FUSED = {"triton", "sdpa", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient"}
+FUSED = {"triton", "triton-portable", "sdpa", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient"}
+
+
+def _shape_id(shape) -> str:
+    """Figure-id part for a shape: N and d, and whether causal (two shapes may differ only there)."""
+    return f"{shape[2]}-{shape[3]}" + ("-causal" if shape[5] else "")
 LEVELS = [("dram", "DRAM", "circle"), ("l2", "L2", "square"), ("l1", "L1", "diamond")]
 MIN_STALL_SHARE = 0.03  # reasons below this share of a kernel's stalls are summed as "other"
 # Enough distinct colours for a dozen stall reasons: Okabe-Ito first, then Tableau's muted set.
@@ -268,7 +273,7 @@ class ProfilePage(Page):
         if shape is None:
             return "_Nothing to draw._"
         src = "counted" if self.data.flops_source == "counters" else "analytical"
-        return self.figure(f"roofline-{shape[2]}-{shape[3]}", self.roofline_fig(shape),
+        return self.figure(f"roofline-{_shape_id(shape)}", self.roofline_fig(shape),
                            f"Roofline with measured bytes at three levels of the memory hierarchy (circle DRAM, square "
                            f"L2, diamond L1) and {src} FLOPs per implementation; roofs are the DRAM bandwidth and the "
                            f"fp16 tensor peak, datasheet (dashed) and measured (solid), ridge points marked. "
@@ -357,7 +362,7 @@ class ProfilePage(Page):
                     customdata=full, hovertemplate="%{customdata}<br>achieved %{x:.3g}%<extra></extra>")
         fig.update_layout(barmode="group", xaxis_title="Occupancy (% of the SM's warp slots)", xaxis_range=[0, 100],
                           yaxis=dict(autorange="reversed", tickmode="array", tickvals=labels, ticktext=labels))
-        return self.figure(f"occupancy-{shape[2]}-{shape[3]}", fig,
+        return self.figure(f"occupancy-{_shape_id(shape)}", fig,
                            "Theoretical occupancy (what the launch's registers, shared memory and block size allow) "
                            "against achieved occupancy (warps actually resident, averaged over the run), per kernel "
                            f"taking at least 5% of its call. {self.caption_conditions(shape)}.",
@@ -404,7 +409,7 @@ class ProfilePage(Page):
         if fig is None:
             return "_The Triton kernel's launch or this GPU's limits are missing, so no occupancy curve can be drawn._"
         k = self._triton_kernel(shape)
-        return self.figure(f"occupancy-curves-{shape[2]}-{shape[3]}", fig,
+        return self.figure(f"occupancy-curves-{_shape_id(shape)}", fig,
                            f"Theoretical occupancy of a {int(k['block_size'])}-thread block as registers per thread (left, "
                            f"shared memory fixed at the kernel's {fmt.bytes_(k['smem_per_block_bytes'])}) and shared memory "
                            f"per block (right, registers fixed at {int(k['registers_per_thread'])}) vary, from this GPU's "
@@ -471,7 +476,7 @@ class ProfilePage(Page):
                           yaxis=dict(autorange="reversed", tickmode="array", tickvals=labels, ticktext=labels),
                           # Measured from the figure's edge, not the plot's: long kernel labels narrow the plot.
                           legend=dict(xref="container", entrywidth=130, traceorder="normal"))
-        return self.figure(f"stalls-{shape[2]}-{shape[3]}", fig,
+        return self.figure(f"stalls-{_shape_id(shape)}", fig,
                            "Why warps were not issuing: each stall reason's share of the warps stalled per issued "
                            "instruction (smsp__average_warps_issue_stalled_*), reasons under 3% summed as other. "
                            f"{self.caption_conditions(shape)}.", height=220 + 36 * len(labels) + 24 * (len(order) // 4))
@@ -525,7 +530,7 @@ class ProfilePage(Page):
         fig.add_bar(name="measured L2 traffic", x=x, y=df["l2"], marker_color=PALETTE[5],
                     hovertemplate="%{x}: L2 %{y:.4s}B<extra></extra>")
         fig.update_layout(barmode="group", yaxis_type="log", yaxis_title="Bytes")
-        return self.figure(f"bytes-{shape[2]}-{shape[3]}", fig,
+        return self.figure(f"bytes-{_shape_id(shape)}", fig,
                            "Bytes each implementation moved, measured by the DRAM and L2 counters, beside the byte-"
                            "arithmetic model (naive: 4eNd + 4eN² per head; fused: 4eNd per head). "
                            f"{self.caption_conditions(shape)}.")
