@@ -71,6 +71,7 @@ def load_or_new_manifest(run_dir: Path, run_id: str, profile: str, command: str)
 
         m = read_manifest(path)
         m.command, m.updated_utc = command, now_utc()
+        m.git_commit, m.git_dirty = git_info()  # this invocation's code; earlier phases keep theirs
         return m
     commit, dirty = git_info()
     return Manifest(schema_version=SCHEMA_VERSION, run_id=run_id, created_utc=now_utc(), updated_utc=now_utc(),
@@ -129,7 +130,8 @@ def run_collect(cfg: CollectConfig, command: str = "") -> int:
             print(f"collect: {name}: already complete, skipped (--resume)", file=sys.stderr)
             continue
         started, t0 = now_utc(), time.perf_counter()
-        rec = PhaseRecord(name=name, status="running", file=filename(name), started_utc=started, profile=cfg.profile)
+        rec = PhaseRecord(name=name, status="running", file=filename(name), started_utc=started, profile=cfg.profile,
+                          git_commit=manifest.git_commit)
         _set_record(manifest, rec)
         save()
         ctx = RunContext(run_id=run_id, out_dir=run_dir, profile=cfg.profile, manifest=manifest, phase=name,

@@ -116,3 +116,15 @@ def test_datasheet_lookup_order():
     assert lookup("NVIDIA A10").key == "a10"
     assert lookup("Tesla T4").bf16_tensor_flops_per_s is None
     assert lookup("NVIDIA GeForce RTX 4090") is None
+
+
+def test_a_later_collect_into_the_same_run_records_its_own_commit(tmp_path, fake_gpu, monkeypatch):
+    monkeypatch.setenv("COLLECT_GIT_COMMIT", "a" * 40)
+    monkeypatch.setenv("COLLECT_GIT_DIRTY", "0")
+    runner.run_collect(runner.CollectConfig(out=tmp_path, run_id="t-3"))
+    monkeypatch.setenv("COLLECT_GIT_COMMIT", "b" * 40)
+    runner.run_collect(runner.CollectConfig(out=tmp_path, run_id="t-3", phases=["correctness"]))
+    m = json.loads((tmp_path / "t-3" / "manifest.json").read_text())
+    assert m["git_commit"] == "b" * 40 and m["git_dirty"] is False
+    by_phase = {p["name"]: p["git_commit"] for p in m["phases"]}
+    assert by_phase["correctness"] == "b" * 40 and by_phase["env"] == "a" * 40

@@ -94,6 +94,8 @@ class PhaseRecord:
     rows: int | None = doc("Rows written.", None)
     error: str | None = doc("The error, with its type, when the phase failed.", None)
     profile: str | None = doc("Profile the phase ran under.", None)
+    git_commit: str | None = doc("Commit of the code that ran this phase (a run's phases may come from "
+                                 "different collect invocations).", None)
 
 
 @strict
@@ -106,9 +108,9 @@ class Manifest:
     created_utc: str = doc("ISO 8601 time the run was created.")
     updated_utc: str = doc("ISO 8601 time of the last write.")
     profile: str = doc("'quick' or 'full'.")
-    command: str = doc("The collect command line.")
-    git_commit: str | None = doc("Commit of the code that collected.", None)
-    git_dirty: bool | None = doc("Whether the tree had uncommitted changes.", None)
+    command: str = doc("The latest collect command line that wrote into this run.")
+    git_commit: str | None = doc("Commit of the code of that latest collect (each phase records its own).", None)
+    git_dirty: bool | None = doc("Whether that tree had uncommitted changes.", None)
     hostname: str | None = doc("Host the run came from.", None)
     device: DeviceFacts | None = doc("The GPU.", None)
     software: dict[str, str | None] = doc("Versions: python, torch, triton, transformers, ncu, ...", default_factory=dict)
