@@ -321,3 +321,16 @@ def test_summary_names_the_head_dims_run_only_at_small_n_and_u_check_flags_disag
     write_json_atomic(run_dir / "correctness.json", data)
     run = load_run(run_dir)
     assert "**disagree** for fp16" in CorrectnessPage(run, [run]).u_check()
+
+
+def test_paths_summary_names_the_path_and_checks_the_portable_grid(tmp_path):
+    page = _page(tmp_path / "h", hopper=True)
+    text = page.paths_summary()
+    assert "chose the **hopper** path" in text and "all 132 pass" in text and "triton-portable" in text
+    assert "worst absolute errors bf16" in text and "fp16 0.000879" in text
+    # the portable rows are not PyTorch comparison rows
+    assert "triton-portable" not in page.comparison()
+    bad = _page(tmp_path / "b", hopper=True, portable_fail=2).paths_summary()
+    assert "**130 of 132 pass**" in bad and "1.90× the tolerance" in bad
+    # no path recorded (older runs): nothing to say
+    assert _page(tmp_path / "o").paths_summary() == ""

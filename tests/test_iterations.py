@@ -341,3 +341,58 @@ def test_template_renders_with_and_without_data():
     assert "fig-iterations-tflops" in out and "Not collected" not in out
     out = env.from_string(source).render(iterations=page_for(None), fmt=fmt)
     assert "Not collected in this run" in out
+
+
+# --- cross-checks against the bench and profile phases of the same run -----------------------
+
+
+def _with_bench_and_profile(f: IterationsFile, ours_tflops: float = 560.0) -> IterationsPage:
+    from collect.schema.bench import BenchFile, BenchRow
+    from collect.schema.profile import ImplRow, KernelRow, ProfileFile, StallRow
+
+    rows = []
+    for n in (4096, 16384):
+        for impl, t in (("sdpa-cudnn", 650.0), ("sdpa-flash", 340.0), ("triton", ours_tflops)):
+            rows.append(BenchRow(impl=impl, backend_requested=None, backend_used=None, dtype="float16", causal=False,
+                                 batch=4, heads=32, seq_len=n, head_dim=128, status="ok", tflops=t))
+    bench = BenchFile(schema_version=SCHEMA_VERSION, run_id="synthetic-20261129", profile="full",
+                      timing_method="back to back, L2 flushed", backend_choice_method="x", min_timed_runs=50, rows=rows)
+    shape = dict(batch=4, heads=32, seq_len=4096, head_dim=128, dtype="float16", causal=True)
+    impls = [ImplRow(case_id=f"goal-{i}", group="main", impl=i, status="ok", **shape) for i in ("sdpa-cudnn", "triton")]
+    kernels = [KernelRow(case_id="goal-triton", impl="triton", launch=0, kernel_name="_hopper_fwd_ws_persistent"),
+               KernelRow(case_id="goal-sdpa-cudnn", impl="sdpa-cudnn", launch=0, kernel_name="cudnn_sdpa")]
+    stalls = [StallRow(case_id="goal-triton", launch=0, reason="long_scoreboard", warps_per_issue=2.4),
+              StallRow(case_id="goal-triton", launch=0, reason="barrier", warps_per_issue=1.6),
+              StallRow(case_id="goal-sdpa-cudnn", launch=0, reason="barrier", warps_per_issue=1.7),
+              StallRow(case_id="goal-sdpa-cudnn", launch=0, reason="long_scoreboard", warps_per_issue=0.6)]
+    prof = ProfileFile(schema_version=SCHEMA_VERSION, run_id="synthetic-20261129", status="ok", impls=impls,
+                       kernels=kernels, stalls=stalls)
+    run_id = "synthetic-20261129"
+    run = Run(id=run_id, path=Path("/nonexistent"), manifest=synthetic.manifest(run_id),
+              phases={"iterations": f, "bench": bench, "profile": prof})
+    return IterationsPage(run, [run])
+
+
+def test_bench_crosscheck_gives_the_bench_verdict_and_where_the_methods_disagree():
+    # This page: v2-ws at 600/650 = 0.92 (N=4096) and 0.98 (16384); the bench: 560/650 = 0.86 at both.
+    text = _with_bench_and_profile(sample_file()).bench_crosscheck()
+    assert fmt.ratio(560 / 650) in text and "reaching 0.900× in 0 of 2 cases" in text
+    assert "The verdict depends on the method at fp16, non-causal, N=4096 and fp16, non-causal, N=16384" in text
+    agree = _with_bench_and_profile(sample_file(), ours_tflops=605.0).bench_crosscheck()
+    assert "in 2 of 2 cases" in agree and "verdict depends" not in agree
+    assert "no second measurement" in page_for(sample_file()).bench_crosscheck()
+
+
+def test_limits_finding_reads_the_profilers_stall_reasons_when_the_goal_is_missed():
+    text = _with_bench_and_profile(sample_file(final="v1-wide")).limits_finding()
+    assert "long_scoreboard" in text and "2.40; theirs 0.60" in text and "where theirs is barrier (1.70)" in text
+    assert "mbarriers" in text  # the warp-specialized kernel: the waits are on TMA arrivals
+    assert "no profile of a goal shape" in page_for(sample_file(final="v1-wide")).limits_finding()
+
+
+def test_a_version_not_timed_is_named_in_the_summary():
+    f = sample_file()
+    f.versions.append(KernelVersionInfo(name="v3-old", path="hopper", features="x", change="c", prediction="p",
+                                        predicted_at="2026-11-29", baseline="v2-ws"))
+    text = page_for(f).summary()
+    assert "timed 3 versions" in text and "v3-old is recorded with its story but not timed" in text

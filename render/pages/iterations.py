@@ -23,6 +23,8 @@ SDPA_LABELS = {"sdpa-cudnn": "SDPA cuDNN", "sdpa-flash": "SDPA flash"}
 CEILINGS = {"float16": "matmul_fp16", "bfloat16": "matmul_bf16"}
 # A measured factor within this much of a predicted range's edge still "holds": run-to-run noise.
 SLACK = 0.01
+# Two timing methods whose ratios differ by more than this in some case are worth a word.
+MATERIAL = 0.03
 
 
 def masking(causal: bool) -> str:
@@ -188,6 +190,49 @@ class IterationsPage(Page):
             head += (f" It is at least as fast as every SDPA backend measured in {len(beats)} of {len(measured)} cases.")
         return head
 
+    def bench_ratio(self, dtype: str, causal: bool, n: int) -> float | None:
+        """The bench phase's ratio at one goal case: `triton` (flash_attention as shipped) over the fastest
+        SDPA backend, same shape (this phase's batch, heads and head_dim)."""
+        b = self.run.frame("bench", "rows")
+        if b.empty or self.rows.empty:
+            return None
+        r0 = self.rows.iloc[0]
+        f = b[(b["status"] == "ok") & (b["dtype"] == dtype) & (b["causal"] == causal) & (b["seq_len"] == n)
+              & (b["batch"] == r0["batch"]) & (b["heads"] == r0["heads"]) & (b["head_dim"] == r0["head_dim"])
+              & b["tflops"].notna()]
+        ours = f[f["impl"] == "triton"]["tflops"]
+        sdpa = f[f["impl"].str.startswith("sdpa")]["tflops"]
+        return float(ours.iloc[0] / sdpa.max()) if len(ours) and len(sdpa) else None
+
+    def bench_crosscheck(self) -> str:
+        """The same goal cases as the bench phase measured them, with its own timing method."""
+        bench = self.run.phase("bench")
+        got = [(c, self.bench_ratio(*c)) for c in self.cases()]
+        got = [(c, r) for c, r in got if r is not None]
+        if bench is None or not got:
+            return ("The bench phase did not measure these shapes in this run, so this page's ratios have no second "
+                    "measurement to be checked against.")
+        goal = self.data.goal_ratio
+        met = sum(r >= goal for _, r in got)
+        text = (f"The bench phase measured the same shapes with its own method ({html.escape(bench.timing_method)}) "
+                f"and `flash_attention` as shipped: {join(f'{case_label(*c)} {fmt.ratio(r)}' for c, r in got)} of the "
+                f"fastest SDPA backend, reaching {fmt.ratio(goal)} in {met} of {len(got)} cases.")
+        final = self.data.final_version
+        diffs = [(c, r - self.ratio(final, *c)) for c, r in got if self.ratio(final, *c) is not None]
+        if diffs:
+            lo, hi = min(diffs, key=lambda x: x[1]), max(diffs, key=lambda x: x[1])
+            text += (f" Case by case, the bench phase's ratio minus this page's runs from {lo[1]:+.3f} "
+                     f"({case_label(*lo[0])}) to {hi[1]:+.3f} ({case_label(*hi[0])}).")
+            flips = [c for c, _ in diffs if (self.bench_ratio(*c) >= goal) != (self.ratio(final, *c) >= goal)]
+            if max(abs(d) for _, d in diffs) > MATERIAL:
+                text += (" The methods differ in what happens just before each timed call: this page keeps the GPU "
+                         "busy first, the bench phase runs the calls back to back, each after zeroing Triton's "
+                         "L2-flush buffer.")
+            if flips:
+                text += (f" The verdict depends on the method at {join(case_label(*c) for c in flips)}; the issue "
+                         "that set the goal names the bench phase as its judge.")
+        return text
+
     def ceiling_finding(self) -> str:
         """The final version and the fastest SDPA backend as fractions of the measured matmul rate."""
         final = self.data.final_version
@@ -264,8 +309,46 @@ class IterationsPage(Page):
                  if res else "")
         if not below:
             return facts + spill_txt
-        return (f"Where it is short of the goal, the data here cannot name the bottleneck on its own: the Profiling "
-                f"page's counters say where the time goes. {facts}{spill_txt}")
+        return (f"Where it is short of the goal, the compiled kernel alone cannot name the bottleneck. {facts}"
+                f"{spill_txt} {self.stall_comparison()}").rstrip()
+
+    def stall_comparison(self) -> str:
+        """Nsight Compute's stall reasons for our kernel against the fastest SDPA backend's, at the causal goal
+        shape the profile phase adds, when this run has it."""
+        impls, stalls = self.run.frame("profile", "impls"), self.run.frame("profile", "stalls")
+        if impls.empty or stalls.empty:
+            return "This run has no profile of a goal shape to say where the time goes."
+        goal = impls[(impls["status"] == "ok") & (impls["causal"] == True) & (impls["group"] == "main")]  # noqa: E712
+        ours = goal[goal["impl"] == "triton"]
+        theirs = goal[goal["impl"].str.startswith("sdpa")]
+        if ours.empty or theirs.empty:
+            return "This run has no profile of a causal goal shape beside an SDPA backend."
+
+        def top(case_id):
+            s = stalls[stalls["case_id"] == case_id].groupby("reason")["warps_per_issue"].sum().sort_values(ascending=False)
+            return float(s.sum()), s
+
+        o = ours.iloc[0]
+        t = theirs.iloc[0]
+        o_tot, o_s = top(o["case_id"])
+        t_tot, t_s = top(t["case_id"])
+        if o_s.empty or t_s.empty:
+            return ""
+        lead = o_s.index[0]
+        shape = f"B={o['batch']}, H={o['heads']}, N={o['seq_len']}, d={o['head_dim']}, {SHORT.get(o['dtype'], o['dtype'])}, causal"
+        text = (f"The Profiling page has both kernels at {shape}: our kernel's warps wait {o_tot:.2f} cycles per "
+                f"issued instruction, {SDPA_LABELS.get(t['impl'], t['impl'])}'s {t_tot:.2f}. Our largest stall reason "
+                f"is **{html.escape(lead)}** ({o_s.iloc[0]:.2f}; theirs {float(t_s.get(lead, 0.0)):.2f})")
+        if o_s.index[0] != t_s.index[0]:
+            text += f", where theirs is {html.escape(t_s.index[0])} ({t_s.iloc[0]:.2f})"
+        text += "."
+        if lead == "long_scoreboard" and "_ws" in str(o.get("kernel_name", "")) + " ".join(
+                self.run.frame("profile", "kernels").query("case_id == @o.case_id")["kernel_name"].astype(str)):
+            text += (" In the sm90 SASS of the warp-specialized kernel (Triton 3.6) the consumer loop has no global "
+                     "loads, so these waits are on the mbarriers through which the producer's TMA copies arrive: the "
+                     "consumers wait for K and V tiles, which the two-stage pipeline, restarted for each query "
+                     "tile, does not fetch early enough.")
+        return text
 
     # --- tables ----------------------------------------------------------------------------
 
