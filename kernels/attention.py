@@ -358,7 +358,14 @@ def _check_inputs(q, k, v, path):
                          "(set TRITON_INTERPRET=1 to run on the CPU)")
     if q.device.type != "cuda":
         raise ValueError(f"q, k, v must be CUDA tensors, got device {q.device}")
-    check_dtype_supported(q.dtype, torch.cuda.get_device_capability(q.device))
+    index = q.device.index if q.device.index is not None else torch.cuda.current_device()
+    check_dtype_supported(q.dtype, _capability(index))
+
+
+@functools.lru_cache(maxsize=None)
+def _capability(index):
+    """Compute capability of CUDA device `index`, asked once: every call checks it."""
+    return torch.cuda.get_device_capability(index)
 
 
 def check_dtype_supported(dtype, capability):
@@ -414,7 +421,8 @@ def flash_attention(q, k, v, causal=False, sm_scale=None, *, path=None, config=N
     if resolve_path(q, path) == "hopper":
         from . import attention_hopper
 
-        o = attention_hopper.hopper_attention(q, k, v, causal, sm_scale, config=config)
+        # Chosen here (path None), the path is known to be available; asked for, it is checked.
+        o = attention_hopper.run_validated(q, k, v, causal, sm_scale, config, available=path is None)
         last = attention_hopper.last_launch()
         _last_config = dict(last["config"], maxnreg=None, autotuned=last["autotuned"], path="hopper",
                             features=last["features"].label())

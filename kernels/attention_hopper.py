@@ -707,6 +707,11 @@ def _tma_compatible(t):
 def _check(q, k, v, sm_scale):
     """Validate like the portable path, plus what this one needs; returns the softmax scale."""
     portable._check_inputs(q, k, v, "portable")
+    return _hopper_scale(q, sm_scale)
+
+
+def _hopper_scale(q, sm_scale):
+    """The checks only this path needs (dtype, a positive scale); returns the softmax scale."""
     if q.dtype not in _DTYPES:
         raise ValueError(f"the Hopper path runs float16 or bfloat16, got {q.dtype} "
                          "(use path='portable' for float32)")
@@ -750,12 +755,13 @@ def _config_from(config, causal):
 def _launch(q, k, v, o, causal, scale, cfg: TileConfig, feats: Features):
     """Launch one kernel writing o; returns (CompiledKernel, warp-specialized?). A config the
     warp-specialized kernel cannot split (see ws_capable) runs the descriptor kernel instead."""
+    interp = _interpreting()  # read once: each read of the environment shows in small calls' latency
     batch, heads, seq_len, head_dim = q.shape
     grid = (triton.cdiv(seq_len, cfg.BLOCK_M), batch * heads)
     common = dict(HEAD_DIM=head_dim, CAUSAL=bool(causal), BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N,
-                  UPCAST=_interpreting(), num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+                  UPCAST=interp, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
     # Under the interpreter (tests) the warp-specialized kernel runs at any tile size, unsplit.
-    if feats.warp_spec and (ws_capable(cfg, head_dim) or _interpreting()):
+    if feats.warp_spec and (ws_capable(cfg, head_dim) or interp):
         triton.set_allocator(_alloc_scratch)
         # EVEN_N only matters without a causal mask (which covers the tail too): fixing it when
         # causal saves a compilation per ragged length.
@@ -770,9 +776,9 @@ def _launch(q, k, v, o, causal, scale, cfg: TileConfig, feats: Features):
             kernel = _hopper_fwd_ws_persistent[(n_prog,)](
                 q, k, v, o, rows, *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *o.stride()[:3],
                 heads, batch * heads, seq_len, rows.numel(), scale * LOG2E, EVEN_N=even,
-                WARP_SPEC=not _interpreting(), FLAT=flat, LEAN=int(feats.lean_mask), TWO_LOOPS=feats.two_loops,
+                WARP_SPEC=not interp, FLAT=flat, LEAN=int(feats.lean_mask), TWO_LOOPS=feats.two_loops,
                 PAIRS=pairs, OUTER=feats.outer, **common)
-            return kernel, not _interpreting()
+            return kernel, not interp
         split = bool(causal) and feats.causal_split
         rows = _row_positions(q.device, grid[0] * cfg.BLOCK_M)
         rows_len = grid[0] * cfg.BLOCK_M  # LSE row stride: a multiple of BLOCK_M keeps TMA aligned
@@ -780,14 +786,14 @@ def _launch(q, k, v, o, causal, scale, cfg: TileConfig, feats: Features):
         kernel = _hopper_fwd_ws[grid](
             q, k, v, o, rows, lse, *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *o.stride()[:3],
             heads, seq_len, rows_len if split else rows.numel(), scale * LOG2E, EVEN_N=even,
-            WARP_SPEC=not _interpreting(), OFFDIAG=split, LEAN=int(feats.lean_mask), TWO_LOOPS=feats.two_loops,
+            WARP_SPEC=not interp, OFFDIAG=split, LEAN=int(feats.lean_mask), TWO_LOOPS=feats.two_loops,
             GROUP=feats.head_group if causal else 0, **common)
         if split:
             descs = _host_descs(q, k, v, o, cfg)
             _diag_merge[grid](*descs, lse, heads, seq_len, rows_len, scale * LOG2E, HEAD_DIM=head_dim,
-                              BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, UPCAST=_interpreting(), num_warps=8,
+                              BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, UPCAST=interp, num_warps=8,
                               num_stages=2)
-        return kernel, not _interpreting()
+        return kernel, not interp
     kernel = _hopper_fwd[grid](*_host_descs(q, k, v, o, cfg), heads, seq_len, scale * LOG2E,
                                OVERLAP=feats.overlap, **common)
     return kernel, False
@@ -855,12 +861,23 @@ def hopper_attention(q, k, v, causal=False, sm_scale=None, *, config=None, featu
     candidates (timed once per shape bucket), or a fixed dict(BLOCK_M=, BLOCK_N=, num_warps=,
     num_stages=). features: a :class:`Features`; None means :func:`best_features` for the shape.
     """
-    scale = _check(q, k, v, sm_scale)
-    ok, why = hopper_available(q.device)
-    if not ok:
-        raise ValueError(f"the Hopper path cannot run here: {why}; use path='portable'")
+    return _checked_run(q, k, v, causal, _check(q, k, v, sm_scale), config, features)
+
+
+def _checked_run(q, k, v, causal, scale, config, features, available=False):
+    if not available:
+        ok, why = hopper_available(q.device)
+        if not ok:
+            raise ValueError(f"the Hopper path cannot run here: {why}; use path='portable'")
     feats = best_features(causal, q.shape[2]) if features is None else features
     return _run(q, k, v, causal, scale, config, feats)
+
+
+def run_validated(q, k, v, causal, sm_scale, config, available):
+    """hopper_attention for flash_attention, which has already validated q, k, v (and, when
+    `available`, found the path available): the checks are not paid twice per call, where the
+    host's time shows in the latency of small problems."""
+    return _checked_run(q, k, v, causal, _hopper_scale(q, sm_scale), config, None, available)
 
 
 def _run(q, k, v, causal, scale, config, feats):
