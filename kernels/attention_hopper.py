@@ -25,7 +25,10 @@ around what a Hopper SM offers and the portable kernel cannot assume:
   mask; only the tiles on the diagonal compute one. The descriptor kernel does it in two loops;
   the warp-specialized one, whose compiler pass accepts a single plain loop, either masks every
   tile or (``causal_split``) runs the unmasked tiles in one launch and finishes the diagonal in a
-  second, merging the two partial results through their log-sum-exp.
+  second, merging the two partial results through their log-sum-exp. Where it masks every tile,
+  the mask can be arithmetic (``lean_mask=2``: a min() against a bound, no boolean tile), and the
+  persistent grid can deal out query tiles in pairs i, n-1-i (``causal_pairs``) so that every
+  program does the same work.
 
 The file reads top to bottom: the kernels, availability and tile configs, the launcher and the
 public :func:`hopper_attention`, then :data:`VERSIONS`: every kernel version tried on the way
