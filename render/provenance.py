@@ -11,7 +11,11 @@ def provenance(run: Run) -> dict[str, str]:
     versions = ", ".join(f"{k} {sw[k]}" for k in ("python", "torch", "triton", "transformers", "ncu") if sw.get(k))
     clocks = "; ".join(f"{c.moment}: SM {fmt.num(c.sm_clock_mhz)} MHz, memory {fmt.num(c.mem_clock_mhz)} MHz"
                        for c in m.clocks) or "not recorded"
-    commit = (m.git_commit or "unknown")[:12] + (" (uncommitted changes)" if m.git_dirty else "")
+    commits = list(dict.fromkeys((r.git_commit or m.git_commit) for r in m.phases)) or [m.git_commit]
+    if len(commits) > 1:  # written by several collects: the Reproduce page lists which phase ran where
+        commit = "commits " + ", ".join((c or "unknown")[:12] for c in commits) + " (per phase: Reproduce page)"
+    else:
+        commit = (commits[0] or "unknown")[:12] + (" (uncommitted changes)" if m.git_dirty else "")
     return {"run_id": run.id, "device": run.device_name, "profile": m.profile, "created": m.created_utc,
             "commit": commit, "versions": versions or "not recorded", "clocks": clocks,
             "flags": short_flags(m.profiler_flags)}

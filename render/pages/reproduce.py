@@ -14,13 +14,18 @@ class ReproducePage(Page):
 
     def commands(self) -> str:
         m = self.run.manifest
-        commit = m.git_commit or "<commit unknown: the collecting tree had no git metadata>"
-        lines = [
-            "git clone <this repository> && cd <it>",
-            f"git checkout {commit}",
-            f"{m.command}   # as recorded; `make collect PROFILE={m.profile} RUN_ID={self.run.id}` is equivalent",
-            f"REPORT_RUN={self.run.id} make serve",
-        ]
+        unknown = "<commit unknown: the collecting tree had no git metadata>"
+        by_commit = phase_commits(m)
+        lines = ["git clone <this repository> && cd <it>"]
+        if len(by_commit) <= 1:
+            lines += [f"git checkout {m.git_commit or unknown}",
+                      f"{m.command}   # as recorded; `make collect PROFILE={m.profile} RUN_ID={self.run.id}` is equivalent"]
+        else:
+            # The run was written by several collects: replay each phase at the commit that ran it.
+            for commit, phases in by_commit.items():
+                lines += [f"git checkout {commit or unknown}",
+                          f"python -m collect {' '.join(phases)} --profile {m.profile} --run-id {self.run.id}"]
+        lines.append(f"REPORT_RUN={self.run.id} make serve")
         return "```bash\n" + "\n".join(lines) + "\n```\n"
 
     def phase_table(self) -> str:
@@ -28,10 +33,10 @@ class ReproducePage(Page):
         if not recs:
             return "_No phase records in this run._"
         df = pd.DataFrame([{"name": r.name, "status": r.status, "profile": r.profile or "", "file": r.file or "",
-                            "rows": r.rows, "duration_s": r.duration_s,
+                            "commit": (r.git_commit or "")[:12], "rows": r.rows, "duration_s": r.duration_s,
                             "error": (r.error or "").splitlines()[0][:160] if r.error else ""} for r in recs])
         return table_html(df, {"name": "Phase", "status": "Status", "profile": "Profile", "file": "File",
-                               "rows": "Rows", "duration_s": "Wall time (s)", "error": "Error"},
+                               "commit": "Commit", "rows": "Rows", "duration_s": "Wall time (s)", "error": "Error"},
                           {"duration_s": lambda v: fmt.num(v), "rows": lambda v: "" if v is None or pd.isna(v) else str(int(v))})
 
     def total_time(self) -> str:
@@ -41,3 +46,12 @@ class ReproducePage(Page):
     def flags(self) -> str:
         f = self.run.manifest.profiler_flags
         return f"`ncu {' '.join(f)}`" if f else "not recorded (the profile phase did not run)"
+
+
+def phase_commits(m) -> dict:
+    """Commit -> the phases it ran, in phase order; phases recorded without a commit (older runs)
+    count under the run's own commit."""
+    out: dict = {}
+    for r in m.phases:
+        out.setdefault(r.git_commit or m.git_commit, []).append(r.name)
+    return out

@@ -1,0 +1,37 @@
+"""The Reproduce page and the footer when a run was written by more than one collect."""
+from pathlib import Path
+
+import synthetic
+from collect.schema.manifest import PhaseRecord
+from render.pages.reproduce import ReproducePage, phase_commits
+from render.provenance import provenance
+from render.runs import Run
+
+
+def run_with(phases, commit="c" * 40):
+    m = synthetic.manifest("synthetic-20261129")
+    m.git_commit, m.phases = commit, phases
+    return Run(id="synthetic-20261129", path=Path("/nonexistent"), manifest=m, phases={})
+
+
+def test_one_commit_gives_the_recorded_command():
+    run = run_with([PhaseRecord(name="env", status="complete", git_commit="c" * 40),
+                    PhaseRecord(name="bench", status="complete")])  # an older record: the run's commit
+    page = ReproducePage(run, [run])
+    assert phase_commits(run.manifest) == {"c" * 40: ["env", "bench"]}
+    text = page.commands()
+    assert text.count("git checkout") == 1 and run.manifest.command in text
+    assert provenance(run)["commit"] == "c" * 12
+
+
+def test_phases_from_several_commits_are_replayed_each_at_its_own():
+    run = run_with([PhaseRecord(name="env", status="complete", git_commit="a" * 40),
+                    PhaseRecord(name="correctness", status="complete", git_commit="b" * 40),
+                    PhaseRecord(name="bench", status="complete", git_commit="b" * 40),
+                    PhaseRecord(name="decode", status="complete", git_commit="c" * 40)])
+    page = ReproducePage(run, [run])
+    text = page.commands()
+    assert text.index("git checkout " + "a" * 40) < text.index("python -m collect env --profile")
+    assert "python -m collect correctness bench --profile" in text and "git checkout " + "c" * 40 in text
+    assert "b" * 12 in page.phase_table()
+    assert provenance(run)["commit"].startswith("commits " + "a" * 12 + ", " + "b" * 12 + ", " + "c" * 12)
