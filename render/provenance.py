@@ -13,7 +13,7 @@ def provenance(run: Run) -> dict[str, str]:
                        for c in m.clocks) or "not recorded"
     commits = list(dict.fromkeys((r.git_commit or m.git_commit) for r in m.phases)) or [m.git_commit]
     if len(commits) > 1:  # written by several collects: the Reproduce page lists which phase ran where
-        commit = "commits " + ", ".join((c or "unknown")[:12] for c in commits) + " (per phase: Reproduce page)"
+        commit = ", ".join((c or "unknown")[:12] for c in commits) + " (which phase ran where: Reproduce page)"
     else:
         commit = (commits[0] or "unknown")[:12] + (" (uncommitted changes)" if m.git_dirty else "")
     return {"run_id": run.id, "device": run.device_name, "profile": m.profile, "created": m.created_utc,

@@ -34,4 +34,4 @@ def test_phases_from_several_commits_are_replayed_each_at_its_own():
     assert text.index("git checkout " + "a" * 40) < text.index("python -m collect env --profile")
     assert "python -m collect correctness bench --profile" in text and "git checkout " + "c" * 40 in text
     assert "b" * 12 in page.phase_table()
-    assert provenance(run)["commit"].startswith("commits " + "a" * 12 + ", " + "b" * 12 + ", " + "c" * 12)
+    assert provenance(run)["commit"].startswith("a" * 12 + ", " + "b" * 12 + ", " + "c" * 12)
