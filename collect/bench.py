@@ -360,13 +360,6 @@ class DeviceMeasurer:
                            warmup_s=warmup_s)
 
 
-def hopper_path_runs() -> bool:
-    """Whether flash_attention takes the Hopper path on the current GPU (half precision)."""
-    from kernels import attention_hopper
-
-    return attention_hopper.hopper_available()[0]
-
-
 def sweep_for_device(sweep: Sweep, hopper: bool) -> Sweep:
     """Without the Hopper path, `triton-portable` would time the very kernel `triton` does: drop it."""
     if hopper:
@@ -386,6 +379,8 @@ def run(ctx: RunContext) -> BenchFile:
 
     if not torch.cuda.is_available():
         raise RuntimeError("the bench phase times kernels on a CUDA GPU and none is visible")
+    from kernels.attention import hopper_path_runs
+
     cases = sweep_for_device(PROFILES[ctx.profile], hopper_path_runs()).cases()
     dev = ctx.manifest.device
     result = BenchFile(schema_version=SCHEMA_VERSION, run_id=ctx.run_id, profile=ctx.profile,

@@ -368,15 +368,6 @@ def precompile(cases: list[Case], configs: dict[Case, list], device, workers: in
     return compile_in_pool(_compile_variant, tasks, "correctness", workers, PRECOMPILE_WORKERS, PRECOMPILE_STALL_S)
 
 
-def _runs_hopper_path(device) -> bool:
-    """Whether flash_attention picks the Hopper path on this device (for half precision)."""
-    if device.type != "cuda":
-        return False
-    from kernels import attention_hopper
-
-    return attention_hopper.hopper_available(device)[0]
-
-
 def _device():
     import torch
 
@@ -389,7 +380,9 @@ def _device():
 
 def run(ctx: RunContext) -> CorrectnessFile:
     device = _device()
-    hopper = _runs_hopper_path(device)
+    from kernels.attention import hopper_path_runs
+
+    hopper = device.type == "cuda" and hopper_path_runs(device)
     cases = build_grid(ctx.profile, hopper)
     tols = {dt: tolerance_for(dt) for dt in DTYPES}
     portable = ("triton-portable",) if hopper else ("triton",)

@@ -536,9 +536,9 @@ def run(ctx) -> ProfileFile:
         best = autotuned_config(HEADLINE)
     except Exception as exc:  # noqa: BLE001 - the experiment then reports why it has no rows
         best_error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
-    from kernels import attention_hopper
+    from kernels.attention import hopper_path_runs
 
-    hopper = attention_hopper.hopper_available()[0]
+    hopper = hopper_path_runs()
     portable = portable_impl(hopper)
     cases = main_cases(ctx.quick, hopper=hopper)
     if best is not None:  # the same config in every process: the profiled process does not re-tune

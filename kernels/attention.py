@@ -407,6 +407,17 @@ def resolve_path(q, path=None):
     return "hopper" if attention_hopper.hopper_available(q.device)[0] else "portable"
 
 
+def hopper_path_runs(device=None) -> bool:
+    """Whether flash_attention takes the Hopper path for half-precision inputs on `device` (default:
+    the current CUDA device). The collect phases ask it to decide whether the portable path needs
+    measuring separately."""
+    if _interpreting() or not torch.cuda.is_available():
+        return False
+    from . import attention_hopper
+
+    return attention_hopper.hopper_available(device)[0]
+
+
 def flash_attention(q, k, v, causal=False, sm_scale=None, *, path=None, config=None):
     """softmax(q k^T * sm_scale [+ causal mask]) v with the fused Triton kernel.
 

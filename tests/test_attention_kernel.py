@@ -246,6 +246,7 @@ def test_the_path_is_chosen_at_run_time(monkeypatch):
 
     q = qkv((1, 1, 8, 16), torch.float16)[0]
     assert attention.resolve_path(q) == "portable"  # a CPU tensor under the interpreter
+    assert attention.hopper_path_runs() is False  # what the collect phases ask: no GPU here
     assert attention.resolve_path(q, "hopper") == "hopper"  # an explicit path is kept
     monkeypatch.setattr(attention, "_interpreting", lambda: False)
     monkeypatch.setattr(attention_hopper, "hopper_available", lambda device=None: (True, ""))
