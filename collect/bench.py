@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import re
 import time
 import warnings
@@ -25,6 +24,7 @@ from kernels.attention import HEAD_DIMS, IMPLEMENTATIONS, SDPA_BACKENDS
 from .budget import budget_seconds as shared_budget_seconds
 from .context import RunContext
 from .schema import SCHEMA_VERSION
+from .shapes import AttentionCase
 from .schema.bench import BenchFile, BenchRow
 from .timing import MIN_REPS, Timing, free_cuda_memory, is_oom, time_fixed
 
@@ -59,7 +59,7 @@ _REFUSALS = ("No available kernel", "No viable backend")
 
 
 @dataclass(frozen=True)
-class Case:
+class Case(AttentionCase):
     impl: str
     dtype: str
     causal: bool
@@ -77,12 +77,6 @@ class Case:
         return ELEMENT_BYTES[self.dtype]
 
     @property
-    def flops(self) -> float:
-        """4*B*H*N*N*d (two matmuls), halved when causal: the usual convention."""
-        f = 4.0 * self.batch * self.heads * self.seq_len**2 * self.head_dim
-        return f / 2 if self.causal else f
-
-    @property
     def input_bytes(self) -> int:
         return 3 * self.batch * self.heads * self.seq_len * self.head_dim * self.elem_bytes
 
@@ -92,10 +86,6 @@ class Case:
         if self.impl in ("naive", "sdpa-math"):
             need += self.batch * self.heads * self.seq_len**2 * self.elem_bytes
         return need
-
-    def label(self) -> str:
-        return (f"{self.impl} {self.dtype} {'causal' if self.causal else 'full'} "
-                f"B={self.batch} H={self.heads} N={self.seq_len} d={self.head_dim}")
 
 
 @dataclass(frozen=True)

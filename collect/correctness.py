@@ -29,6 +29,7 @@ from typing import Callable
 from .precompile import compile_in_pool
 from .context import RunContext
 from .schema import SCHEMA_VERSION
+from .shapes import AttentionCase
 from .schema.correctness import CorrectnessFile, CorrectnessRow, Tolerance
 from .timing import free_cuda_memory, is_oom
 
@@ -65,7 +66,7 @@ CONFIG_POLICY_TEXT = ("portable-path rows on a GPU: a fixed tile config taken in
 
 
 @dataclass(frozen=True)
-class Case:
+class Case(AttentionCase):
     impl: str
     dtype: str
     causal: bool

@@ -15,10 +15,8 @@ is tested on the CPU with fakes.
 from __future__ import annotations
 
 import math
-import os
-import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from .precompile import compile_in_pool
@@ -26,6 +24,7 @@ from .budget import budget_seconds as shared_budget_seconds
 from .context import RunContext
 from .occupancy import limits_from_device, occupancy
 from .schema import SCHEMA_VERSION
+from .shapes import AttentionCase
 from .schema.iterations import IterationRow, IterationsFile, KernelVersionInfo, PredictedRange
 from .timing import free_cuda_memory, is_oom, summarize
 
@@ -67,7 +66,7 @@ TIMING_METHOD = (f"CUDA events around each call, the L2 flushed before each (Tri
 
 
 @dataclass(frozen=True)
-class Case:
+class Case(AttentionCase):
     impl: str
     kind: str  # "version" or "sdpa"
     dtype: str
@@ -81,15 +80,6 @@ class Case:
     def shape(self) -> tuple[int, int, int, int]:
         return (self.batch, self.heads, self.seq_len, self.head_dim)
 
-    @property
-    def flops(self) -> float:
-        """4*B*H*N*N*d, halved when causal (the usual convention)."""
-        f = 4.0 * self.batch * self.heads * self.seq_len ** 2 * self.head_dim
-        return f / 2 if self.causal else f
-
-    def label(self) -> str:
-        return (f"{self.impl} {self.dtype} {'causal' if self.causal else 'full'} "
-                f"B={self.batch} H={self.heads} N={self.seq_len} d={self.head_dim}")
 
 
 def build_cases(profile: str, versions: Iterable[tuple[str, tuple[str, ...]]]) -> list[Case]:

@@ -29,6 +29,7 @@ from . import ncu_parse
 from .ncu_parse import KernelRecord, NcuFailure
 from .occupancy import SmLimits, blocks_by_registers, limits_from_device, register_cap_for_blocks
 from .schema import SCHEMA_VERSION
+from .schema.common import attention_flops
 from .schema.profile import ImplRow, KernelRow, ProfileFile, RegCapRow, StallRow
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -319,8 +320,7 @@ def kernel_row(case: dict, launch: int, rec: KernelRecord, passes: int | None) -
 
 
 def flops_model(case: dict) -> float:
-    f = 4.0 * case["batch"] * case["heads"] * case["seq_len"] ** 2 * case["head_dim"]
-    return f / 2 if case["causal"] else f
+    return attention_flops(case["batch"], case["heads"], case["seq_len"], case["head_dim"], case["causal"])
 
 
 def _total(rows: list[KernelRow], field: str) -> float | None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+from collect.schema.common import attention_flops
+
 
 def s_matrix_bytes(n: int, e: int = 2, heads: int = 1) -> int:
     """One N x N score matrix per head."""
@@ -38,8 +40,7 @@ def traffic_ratio(n: int, d: int) -> float:
 
 def flops(n: int, d: int, heads: int = 1, causal: bool = False) -> float:
     """4*N^2*d per head (QK^T and PV, 2*N^2*d each); the causal convention halves it."""
-    f = 4.0 * heads * n * n * d
-    return f / 2 if causal else f
+    return attention_flops(1, heads, n, d, causal)
 
 
 def max_n_s_fits(cache_bytes: int, e: int = 2, heads: int = 1) -> int:

@@ -93,41 +93,16 @@ def _impls():
     return out
 
 
-class Capture:
-    """Records the CompiledKernel returned by each launch of the given JIT functions."""
-
-    def __init__(self, fns):
-        self.fns = fns
-        self.first = None  # the main kernel when a call launches two
-
-    def __enter__(self):
-        for fn in self.fns:
-            orig = fn.run
-
-            def run(*args, _orig=orig, **kwargs):
-                kernel = _orig(*args, **kwargs)
-                if self.first is None:
-                    self.first = kernel
-                return kernel
-
-            fn.run = run
-        return self
-
-    def __exit__(self, *exc):
-        for fn in self.fns:
-            del fn.run  # back to the class attribute
-        return False
-
-
 def _kernel_facts(kernel):
-    if kernel is None:
-        return {}
-    if getattr(kernel, "n_regs", None) is None and hasattr(kernel, "_init_handles"):
-        kernel._init_handles()
-    md = kernel.metadata
-    return dict(n_regs=getattr(kernel, "n_regs", None), n_spills=getattr(kernel, "n_spills", None),
-                shared=getattr(md, "shared", None), num_warps=getattr(md, "num_warps", None),
-                num_stages=getattr(md, "num_stages", None), kernel_name=getattr(md, "name", None))
+    """The iterations phase's facts of a CompiledKernel, plus what this script also prints."""
+    from collect.iterations import kernel_facts
+
+    facts = kernel_facts(kernel)
+    if facts:
+        md = kernel.metadata
+        facts.update(shared=facts.pop("shared_bytes"), num_stages=getattr(md, "num_stages", None),
+                     kernel_name=getattr(md, "name", None))
+    return facts
 
 
 def _call(name, impls, q, k, v, causal):
@@ -213,6 +188,8 @@ _SDPA_OUT: dict = {}  # per perf case, the first SDPA backend's output: a sanity
 def run_item(item, impls, device):
     import torch
 
+    from collect.iterations import CaptureCompiled
+    from collect.schema.common import attention_flops
     from kernels import attention as A
     from kernels import attention_hopper as H
 
@@ -229,7 +206,7 @@ def run_item(item, impls, device):
                         hopper_available=list(H.hopper_available()))
         return info
     name, dtype, causal, shape = item["impl"], item["dtype"], item["causal"], tuple(item["shape"])
-    capture = Capture([A._attn_fwd, H._hopper_fwd, H._hopper_fwd_ws, H._hopper_fwd_ws_persistent, H._diag_merge])
+    capture = CaptureCompiled([A._attn_fwd, H._hopper_fwd, H._hopper_fwd_ws, H._hopper_fwd_ws_persistent, H._diag_merge])
     if kind == "corr":
         q, k, v = _inputs(shape, dtype, device, seed=shape[2])
         t0 = time.perf_counter()
@@ -260,8 +237,7 @@ def run_item(item, impls, device):
             diff = None if ref is None else (o.float() - ref.float()).abs().max().item()
         del o
         facts = _kernel_facts(capture.first)
-        b, h, n, d = shape
-        flops = 4.0 * b * h * n * n * d / (2 if causal else 1)
+        flops = attention_flops(*shape, causal)
         reps = item.get("reps", 10)
         fn = (lambda: _call(name, impls, q, k, v, causal))
         fn()

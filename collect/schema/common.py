@@ -24,3 +24,10 @@ def strict(cls):
     """Class decorator: attach the strict validation config that render/ enforces."""
     cls.__pydantic_config__ = STRICT
     return cls
+
+
+def attention_flops(batch: int, heads: int, seq_len: int, head_dim: int, causal: bool) -> float:
+    """FLOP counted for one attention call: 4*B*H*N*N*d (Q Kᵀ and P V, 2*N*N*d each per head),
+    halved when causal. The convention every phase's `flops` field and every TFLOP/s use."""
+    f = 4.0 * batch * heads * seq_len * seq_len * head_dim
+    return f / 2 if causal else f
