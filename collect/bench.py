@@ -26,7 +26,7 @@ from .context import RunContext
 from .schema import SCHEMA_VERSION
 from .shapes import AttentionCase
 from .schema.bench import BenchFile, BenchRow
-from .timing import MIN_REPS, Timing, free_cuda_memory, is_oom, time_fixed
+from .timing import MIN_REPS, Timing, free_cuda_memory, is_oom, bench_gpu as _bench_gpu
 
 # Every implementation the phase measures, in the order it measures those that share inputs.
 IMPLS = ("naive", *(f"sdpa-{b}" for b in SDPA_BACKENDS), "sdpa", "triton", "triton-portable")
@@ -268,7 +268,7 @@ def time_on_device(fn: Callable[[], object], est_ms: float) -> Timing:
 
     bench_gpu adds warm-up calls this sweep cannot afford at large N; the first call already warmed it.
     """
-    return time_fixed(fn, timed_runs(est_ms))
+    return _bench_gpu(fn, timed_runs(est_ms))
 
 
 class DeviceMeasurer:

@@ -1,16 +1,46 @@
-"""Device timing and its statistics, shared by every phase that measures speed.
+"""The one clock every phase measures speed with: device time, host time and loop time of a call.
 
-Timing uses triton.testing.do_bench (CUDA events, L2 flushed before every run) and keeps all the
-samples, so we report the median and a p10..p90 spread over a guaranteed number of runs.
+- **Device time**: the GPU time of one call alone. Before each timed call the L2 is flushed
+  (Triton's benchmark buffer zeroed, as `triton.testing.do_bench` does) and the GPU is then kept
+  spinning while the host issues the call, so the start event fires only after the call's work is
+  queued: no host time falls inside the interval, and the flush is outside it. The spin is timed
+  too; cycles over elapsed time is the SM clock seen right before each call.
+- **Host time**: the CPU time one call takes to return while the GPU has a backlog, so the call
+  never waits for it. The calls rotate over a pool of distinct inputs, so nothing keyed on
+  pointers can skip work a real caller pays for.
+- **Loop time**: calls back to back with no sync between them, per call, over a pool of inputs
+  larger than twice the L2: what a model's forward loop sees. Host-bound calls show their host time
+  here, device-bound ones their device time.
+
+Each returns a `Timing` (median, p10, p90, mean, n in milliseconds). The statistics are plain
+Python, tested on the CPU; the GPU parts are exercised by `make collect`.
 """
 from __future__ import annotations
 
 import gc
 import math
+import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+# At least this many timed calls for a call under LONG_CALL_MS of device time, and LONG_MIN_REPS above.
 MIN_REPS = 50
+LONG_CALL_MS = 20.0
+LONG_MIN_REPS = 10
+# Past the minimum, short calls get more samples, up to about TARGET_MS of device time or MAX_REPS.
+TARGET_MS = 15.0
+MAX_REPS = 500
+# The spin before each timed call lasts this many times the call's slowest host time (plus a floor),
+# so the host has always queued the call before the GPU reaches it.
+SPIN_HOST_FACTOR = 2.0
+SPIN_FLOOR_US = 40.0
+# Loop time: each loop runs at least this long and this many calls; the median over LOOP_REPEATS loops.
+LOOP_TARGET_MS = 10.0
+LOOP_MIN_CALLS = 5
+LOOP_REPEATS = 5
+# Host time: this many calls (fewer for long calls, whose queued work takes long to drain).
+HOST_CALLS = 50
+HOST_CALLS_LONG = 10
 
 
 @dataclass(frozen=True)
@@ -20,6 +50,16 @@ class Timing:
     p90_ms: float
     mean_ms: float
     n: int
+
+
+@dataclass(frozen=True)
+class DeviceTiming:
+    """Device time, and the SM clock (MHz) seen in the spin before each call: median, min, max."""
+
+    timing: Timing
+    sm_clock_mhz: float | None = None
+    sm_clock_min_mhz: float | None = None
+    sm_clock_max_mhz: float | None = None
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
@@ -41,47 +81,143 @@ def summarize(times_ms: Sequence[float]) -> Timing:
     return Timing(percentile(xs, 50), percentile(xs, 10), percentile(xs, 90), sum(xs) / len(xs), len(xs))
 
 
-def time_fixed(fn: Callable[[], object], n: int) -> Timing:
-    """Exactly `n` device-timed calls of an already warm `fn`, the L2 flushed before each (as do_bench does)."""
+def min_reps(est_ms: float) -> int:
+    """The fewest timed calls a measurement of a call this long may have."""
+    return LONG_MIN_REPS if est_ms >= LONG_CALL_MS else MIN_REPS
+
+
+def timed_calls(est_ms: float, flush_ms: float = 0.1) -> int:
+    """How many calls to time, given one call's rough device time: the minimum, more for short calls."""
+    floor = min_reps(est_ms)
+    return max(floor, min(MAX_REPS, math.ceil(TARGET_MS / max(est_ms + flush_ms, 1e-3))))
+
+
+def loop_calls(est_ms: float) -> int:
+    """Calls per timed loop: about LOOP_TARGET_MS of work, never fewer than LOOP_MIN_CALLS."""
+    return max(LOOP_MIN_CALLS, math.ceil(LOOP_TARGET_MS / max(est_ms, 1e-3)))
+
+
+def pool_size(set_bytes: int, l2_bytes: int | None, budget_bytes: int | None = None, least: int = 2) -> int:
+    """Distinct input sets to rotate over: together more than twice the L2, at least `least`,
+    and no more than `budget_bytes` allows (never fewer than `least`, which the caller already has)."""
+    l2 = l2_bytes or 64 * 2**20
+    want = max(least, math.floor(2 * l2 / max(set_bytes, 1)) + 1)
+    if budget_bytes is not None:
+        want = min(want, max(least, budget_bytes // max(set_bytes, 1)))
+    return want
+
+
+def spin_cycles(host_us: float, clock_mhz: float) -> int:
+    """Cycles to spin before a timed call so it covers the call's host time with margin."""
+    return int(math.ceil((SPIN_HOST_FACTOR * host_us + SPIN_FLOOR_US) * clock_mhz))
+
+
+def clock_mhz(cycles: int, elapsed_ms: float) -> float | None:
+    """The SM clock a spin of `cycles` ran at, from its elapsed time; None if too short to tell."""
+    if elapsed_ms <= 0:
+        return None
+    return cycles / (elapsed_ms * 1e3)
+
+
+# --- on the GPU -------------------------------------------------------------------------------
+
+
+def _torch():
     import torch
+
+    return torch
+
+
+def sync() -> None:
+    _torch().cuda.synchronize()
+
+
+def host_time(calls: Sequence[Callable[[], object]], n: int, wall_ms: float) -> Timing:
+    """CPU time per call, the GPU kept busy. A spin long enough to outlast the issuing of all `n`
+    calls is queued first; `wall_ms`, one synchronised call's wall time, bounds a call's host time
+    (capped at 1 ms: a longer call keeps the GPU busy with its own work)."""
+    torch = _torch()
+    if not calls:
+        raise ValueError("host_time needs at least one call")
+    sync()
+    torch.cuda._sleep(spin_cycles(n * 1e3 * min(wall_ms, 1.0), 2000.0))
+    samples = []
+    for i in range(n):
+        fn = calls[i % len(calls)]
+        t0 = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - t0) * 1e3)
+    sync()
+    return summarize(samples)
+
+
+def host_calls(est_ms: float) -> int:
+    """Host-timed calls: fewer for long calls, whose queued work takes long to drain."""
+    return HOST_CALLS_LONG if est_ms >= LONG_CALL_MS else HOST_CALLS
+
+
+def device_time(fn: Callable[[], object], n: int, host_us: float, max_clock_mhz: float = 2000.0) -> DeviceTiming:
+    """Exactly `n` device-timed calls of an already warm `fn`: L2 flushed, then a spin covering
+    the host time, then the call between two events."""
+    torch = _torch()
     from triton import runtime
 
     driver = runtime.driver.active
     cache = driver.get_empty_cache_for_benchmark()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
-    for start, end in zip(starts, ends):
+    cycles = spin_cycles(host_us, max_clock_mhz)
+    marks = [[torch.cuda.Event(enable_timing=True) for _ in range(3)] for _ in range(n)]
+    for spin_start, start, end in marks:
         driver.clear_cache(cache)
+        spin_start.record()
+        torch.cuda._sleep(cycles)
         start.record()
         fn()
         end.record()
-    torch.cuda.synchronize()
-    return summarize([s.elapsed_time(e) for s, e in zip(starts, ends)])
+    sync()
+    timing = summarize([s.elapsed_time(e) for _, s, e in marks])
+    clocks = sorted(c for c in (clock_mhz(cycles, a.elapsed_time(s)) for a, s, _ in marks) if c)
+    if not clocks:
+        return DeviceTiming(timing)
+    return DeviceTiming(timing, percentile(clocks, 50), clocks[0], clocks[-1])
 
 
-def bench_gpu(fn: Callable[[], object], min_reps: int = MIN_REPS, min_time_ms: float = 100.0, warmup_ms: float = 25.0,
-              max_reps: int = 5000) -> Timing:
-    """Time `fn` on the device: at least `min_reps` calls and about `min_time_ms` of them, L2 flushed each call.
+def loop_time(calls: Sequence[Callable[[], object]], per_loop: int, repeats: int = LOOP_REPEATS) -> Timing:
+    """Per-call time of `per_loop` calls issued back to back (rotating over `calls`), no sync in
+    between; the median over `repeats` loops, after one untimed loop."""
+    torch = _torch()
+    if not calls:
+        raise ValueError("loop_time needs at least one call")
+    samples = []
+    for r in range(repeats + 1):
+        sync()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for i in range(per_loop):
+            calls[i % len(calls)]()
+        end.record()
+        sync()
+        if r:
+            samples.append(start.elapsed_time(end) / per_loop)
+    return summarize(samples)
 
-    The caller warms up first (compilation, autotuning); this adds `warmup_ms` of untimed calls so a
-    clock ramping up from idle settles. The run count is fixed up front from a short estimate, so
-    the guarantee of `min_reps` samples does not depend on the estimate being right.
-    """
-    import time
 
-    import torch
+@dataclass(frozen=True)
+class CallTimes:
+    """All three times of one call."""
 
-    fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    calls = 0
-    while calls < 3 or (time.perf_counter() - t0) * 1e3 < warmup_ms:
-        fn()
-        calls += 1
-        torch.cuda.synchronize()
-    est_ms = max((time.perf_counter() - t0) * 1e3 / calls, 1e-3)
-    n = min(max(min_reps, math.ceil(min_time_ms / est_ms)), max(max_reps, min_reps))
-    return time_fixed(fn, n)
+    device: DeviceTiming
+    host: Timing
+    loop: Timing | None
+
+
+def measure_call(calls: Sequence[Callable[[], object]], wall_ms: float, *, loop: bool = True,
+                 max_clock_mhz: float = 2000.0) -> CallTimes:
+    """Host, device and loop time of a warm call. `calls` are the same call over distinct inputs
+    (see pool_size); device time uses the first. `wall_ms`: one synchronised call's wall time."""
+    host = host_time(calls, host_calls(wall_ms), wall_ms)
+    dev = device_time(calls[0], timed_calls(wall_ms), host.p90_ms * 1e3, max_clock_mhz)
+    looped = loop_time(calls, loop_calls(dev.timing.median_ms)) if loop else None
+    return CallTimes(device=dev, host=host, loop=looped)
 
 
 def is_oom(exc: BaseException) -> bool:
@@ -103,3 +239,14 @@ def free_cuda_memory() -> None:
             torch.cuda.empty_cache()
     except Exception:  # a broken context is reported by the next case, not here
         pass
+
+
+def bench_gpu(fn: Callable[[], object], min_reps: int = MIN_REPS, **_ignored) -> Timing:
+    """Transitional: device time of a warm `fn` through the one clock, for callers not yet moved
+    to measure_call. Removed once every phase calls measure_call or device_time directly."""
+    t0 = time.perf_counter()
+    fn()
+    sync()
+    wall_ms = (time.perf_counter() - t0) * 1e3
+    host = host_time([fn], host_calls(wall_ms), wall_ms)
+    return device_time(fn, max(min_reps, timed_calls(wall_ms)), host.p90_ms * 1e3).timing
