@@ -7,7 +7,8 @@ from typing import Any
 SCHEMA_VERSION = 1
 
 # A row that could not be measured keeps its place with one of these and a reason.
-STATUSES = ("ok", "oom", "unsupported", "error")
+# `skipped`: a case not run for time (a budget), with the reason.
+STATUSES = ("ok", "oom", "unsupported", "error", "skipped")
 
 
 def doc(text: str, default: Any = dataclasses.MISSING, default_factory: Any = dataclasses.MISSING):

@@ -53,12 +53,25 @@ class IterationRow:
     heads: int = doc("H.")
     seq_len: int = doc("N.")
     head_dim: int = doc("d.")
-    status: str = doc("ok, oom, unsupported or error.")
+    status: str = doc("ok, oom, unsupported, error, or skipped (not run for time).")
     reason: str | None = doc("Why the row is not ok (e.g. the Hopper path on a GPU that is not compute capability 9.x).", None)
-    latency_ms_median: float | None = doc("Median device time of one call, L2 flushed before each.", None)
+    latency_ms_median: float | None = doc("Device time: median GPU time of one call alone (L2 flushed and the GPU spinning while the host "
+                                            "issues the call, so no host time is inside).", None)
     latency_ms_p10: float | None = doc("10th percentile.", None)
     latency_ms_p90: float | None = doc("90th percentile.", None)
     n_timed_runs: int | None = doc("Timed calls behind the statistics.", None)
+    host_us_median: float | None = doc("Host time: median CPU time one call takes to return, the GPU kept busy so the "
+                                       "call never waits for it; inputs rotate over a pool of distinct tensors.", None)
+    host_us_p10: float | None = doc("10th percentile of the host time.", None)
+    host_us_p90: float | None = doc("90th percentile of the host time.", None)
+    loop_ms_median: float | None = doc("Loop time: per-call time of calls issued back to back with no sync, inputs "
+                                       "rotating over a pool larger than twice the L2 (median over loops).", None)
+    loop_ms_p10: float | None = doc("10th percentile of the loop time.", None)
+    loop_ms_p90: float | None = doc("90th percentile of the loop time.", None)
+    sm_clock_mhz: float | None = doc("Median SM clock seen during the device timing (from the timed spin before each "
+                                     "call: cycles over elapsed time).", None)
+    sm_clock_min_mhz: float | None = doc("Lowest SM clock seen during the device timing.", None)
+    sm_clock_max_mhz: float | None = doc("Highest SM clock seen during the device timing.", None)
     flops: float = doc("FLOP counted per call: 4*B*H*N*N*d, halved when causal.", 0.0)
     tflops: float | None = doc("flops / median latency, in 10^12 FLOP/s.", None)
     config: str | None = doc("Tile config the kernel ran with, e.g. '128x128/w4/s2'; null for SDPA.", None)

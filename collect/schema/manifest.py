@@ -67,10 +67,21 @@ class DatasheetCeilings:
 
 @strict
 @dataclass
-class MeasuredCeiling:
-    """A measured ceiling: a large device-to-device copy or a large matmul on random data."""
+class SweepPoint:
+    """One shape of a ceiling's sweep: the ceiling is the best median over its points."""
 
-    name: str = doc("'copy_bandwidth', 'matmul_fp16', 'matmul_bf16' or 'matmul_fp32'.")
+    problem: str = doc("What was run, e.g. 'M=N=K=4096 fp16'.")
+    per_s_median: float = doc("Median rate of this shape: bytes/s or FLOP/s.")
+    sm_clock_mhz: float | None = doc("Median SM clock seen while it was timed.", None)
+
+
+@strict
+@dataclass
+class MeasuredCeiling:
+    """A measured ceiling: the best a microbenchmark reached (a copy, L2 or shared-memory reads, a matmul sweep)."""
+
+    name: str = doc("'copy_bandwidth' (DRAM, read + written), 'l2_bandwidth' (reads served by L2), "
+                    "'smem_bandwidth' (shared-memory reads, whole GPU), 'matmul_fp16', 'matmul_bf16' or 'matmul_fp32'.")
     quantity: str = doc("'bytes' (bandwidth) or 'flops' (compute).")
     status: str = doc("ok, oom, unsupported or error.")
     reason: str | None = doc("Why it is not ok.", None)
@@ -79,6 +90,9 @@ class MeasuredCeiling:
     per_s_median: float | None = doc("Median rate: bytes/s (read + written) or FLOP/s.", None)
     per_s_p10: float | None = doc("10th percentile of the rate.", None)
     per_s_p90: float | None = doc("90th percentile of the rate.", None)
+    sm_clock_mhz: float | None = doc("Median SM clock seen while the best shape was timed.", None)
+    sweep: list[SweepPoint] = doc("Every shape timed; the ceiling is the best median among them.",
+                                  default_factory=list)
 
 
 @strict

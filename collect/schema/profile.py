@@ -109,9 +109,31 @@ class RegCapRow:
     block_limit_registers: int | None = doc("Blocks per SM the registers allow.", None)
     block_limit_smem: int | None = doc("Blocks per SM shared memory allows.", None)
     local_bytes: float | None = doc("Register-spill traffic (local memory), bytes.", None)
-    latency_ms_median: float | None = doc("Median latency outside the profiler (do_bench, L2 flushed).", None)
+    latency_ms_median: float | None = doc("Median device time outside the profiler (the one clock: L2 flushed, no host time).", None)
     latency_ms_p10: float | None = doc("10th percentile latency.", None)
     latency_ms_p90: float | None = doc("90th percentile latency.", None)
+
+
+@strict
+@dataclass
+class ClockCheckRow:
+    """Our device time beside Nsight Compute's for the same call: the proof of the one clock."""
+
+    case_id: str = doc("Case id; joins ImplRow.case_id.")
+    impl: str = doc("Implementation name.")
+    batch: int = doc("Batch size.")
+    heads: int = doc("Attention heads.")
+    seq_len: int = doc("Sequence length.")
+    head_dim: int = doc("Head dimension.")
+    dtype: str = doc("'float16', 'bfloat16' or 'float32'.")
+    causal: bool = doc("Causal mask.")
+    kernels: int = doc("Kernel launches in the call.")
+    ncu_ms: float = doc("Sum of the call's kernels' gpu__time_duration under Nsight Compute (--clock-control none, "
+                        "caches flushed).")
+    device_ms: float = doc("Our device time of the same call (median), measured outside the profiler.")
+    device_over_ncu: float = doc("device_ms / ncu_ms: 1 when the two clocks agree.")
+    gap_ms: float = doc("device_ms - ncu_ms: for a multi-kernel call, the time between its kernels.")
+    sm_clock_mhz: float | None = doc("SM clock seen during our device timing.", None)
 
 
 @strict
@@ -132,3 +154,5 @@ class ProfileFile:
     kernels: list[KernelRow] = doc("One row per kernel launch.", default_factory=list)
     stalls: list[StallRow] = doc("Warp stall reasons per launch.", default_factory=list)
     regcap: list[RegCapRow] = doc("The register-cap experiment.", default_factory=list)
+    clock_check: list[ClockCheckRow] = doc("Our device time beside Nsight Compute's, per profiled call.",
+                                           default_factory=list)
