@@ -1,18 +1,22 @@
-"""Phase bench: latency, TFLOP/s and peak memory of every attention implementation over seq_len.
+"""Phase bench: device, host and loop time, TFLOP/s and peak memory of every attention implementation
+over seq_len.
 
 Implementations: naive PyTorch; SDPA with each backend forced in turn (a backend that refuses the
 inputs is a row with status unsupported and PyTorch's reasons); SDPA left to choose, recording the
 backend it chose; our Triton kernel. Each case: one warm-up call (compilation and autotuning land
-there), one call with the peak-memory statistics freshly reset, then at least 50 device-timed calls
-with L2 flushed before each. Out of memory is a result: a row with the size asked for.
+there), one call with the peak-memory statistics freshly reset, then the one clock of
+collect/timing.py: host time over a pool of distinct inputs, device time (L2 flushed, no host
+time inside), loop time over a pool larger than twice the L2. A forced backend's context manager
+is entered once around the whole measurement, never inside a timed call. Out of memory is a
+result: a row with the size asked for.
 
 The case loop (`measure_cases`) takes the measuring function as an argument, so the bookkeeping
 (statistics, OOM, refusals, checkpoints, the time budget) is tested on the CPU with fakes.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import math
 import re
 import time
 import warnings
@@ -21,12 +25,13 @@ from typing import Callable, Iterable
 
 from kernels.attention import HEAD_DIMS, IMPLEMENTATIONS, SDPA_BACKENDS
 
+from . import timing
 from .budget import budget_seconds as shared_budget_seconds
 from .context import RunContext
 from .schema import SCHEMA_VERSION
-from .shapes import AttentionCase
 from .schema.bench import BenchFile, BenchRow
-from .timing import MIN_REPS, Timing, free_cuda_memory, is_oom, bench_gpu as _bench_gpu
+from .shapes import AttentionCase
+from .timing import CallTimes, free_cuda_memory, is_oom
 
 # Every implementation the phase measures, in the order it measures those that share inputs.
 IMPLS = ("naive", *(f"sdpa-{b}" for b in SDPA_BACKENDS), "sdpa", "triton", "triton-portable")
@@ -35,61 +40,37 @@ IMPLS = ("naive", *(f"sdpa-{b}" for b in SDPA_BACKENDS), "sdpa", "triton", "trit
 KERNEL_IMPLS = ("triton", "triton-portable")
 # Measured last: they put the others in context but are the slowest and least decisive.
 CONTEXT_IMPLS = ("sdpa-efficient", "sdpa-math")
-ELEMENT_BYTES = {"float16": 2, "bfloat16": 2}
+BENCH_DTYPES = ("float16", "bfloat16")
 
-# Timed calls per case: exactly MIN_REPS for a long call (the sweep's cost is dominated by them, so no
-# margin), more for a short one, up to about MIN_TIME_MS of device time (flush included) or MAX_REPS.
-MIN_TIME_MS = 15.0
-MAX_REPS = 500
-FLUSH_MS = 0.1  # a 256 MB memset on a fast GPU; only sizes the run count, never enters a timing
-
-# The whole collect must fit in a few minutes on an H200; past this many seconds the remaining cases
-# become rows that say they were not run. BENCH_BUDGET_S overrides it (0: no limit).
-BUDGET_S = {"quick": 90.0, "full": 190.0}
+# The whole collect must fit in one device command (9 minutes on an H200). The budget is a safety
+# net for a slower GPU, not a plan: past it the remaining cases become `skipped` rows that say so.
+# BENCH_BUDGET_S overrides it (0: no limit).
+BUDGET_S = {"quick": 150.0, "full": 330.0}
 BUDGET_ENV = "BENCH_BUDGET_S"
+# Extra input sets for host and loop time may take at most this share of device memory.
+POOL_MEMORY_SHARE = 0.2
 
-TIMING_METHOD = (f"CUDA events around each call, the L2 flushed before each (Triton's benchmark cache buffer zeroed, as "
-                 f"triton.testing.do_bench does); {MIN_REPS} to {MAX_REPS} timed calls (at least {MIN_REPS}, more for "
-                 f"short calls, up to about {MIN_TIME_MS:g} ms of device time) after a warm-up call (compilation, "
-                 "autotuning) and the peak-memory call; median, p10 and p90 over all timed calls")
+TIMING_METHOD = (
+    "The one clock (collect/timing.py). Device time: CUDA events around each call, the L2 flushed before it "
+    "(Triton's benchmark buffer zeroed) and the GPU spinning while the host issues the call, so neither the flush "
+    f"nor host time is inside; at least {timing.MIN_REPS} timed calls ({timing.LONG_MIN_REPS} for calls over "
+    f"{timing.LONG_CALL_MS:g} ms), more for short calls, up to about {timing.TARGET_MS:g} ms of device time. Host "
+    "time: CPU time per call with the GPU kept busy, inputs rotating over distinct tensors. Loop time: calls back to "
+    f"back with no sync, per call, median of {timing.LOOP_REPEATS} loops, inputs rotating over a pool larger than "
+    "twice the L2. All after a warm-up call (compilation, autotuning) and the peak-memory call; a forced SDPA "
+    "backend's context manager is entered outside the timed calls.")
 BACKEND_CHOICE_METHOD = ("torch._fused_sdp_choice(q, k, v, is_causal=...) on the case's inputs, which runs PyTorch's "
                          "own backend selection without computing attention")
 # PyTorch's words when every allowed SDPA backend declines the inputs (CUDA, then CPU builds).
 _REFUSALS = ("No available kernel", "No viable backend")
 
-
-@dataclass(frozen=True)
-class Case(AttentionCase):
-    impl: str
-    dtype: str
-    causal: bool
-    batch: int
-    heads: int
-    seq_len: int
-    head_dim: int
-
-    @property
-    def backend_requested(self) -> str | None:
-        return self.impl.removeprefix("sdpa-") if self.impl.startswith("sdpa-") else None
-
-    @property
-    def elem_bytes(self) -> int:
-        return ELEMENT_BYTES[self.dtype]
-
-    @property
-    def input_bytes(self) -> int:
-        return 3 * self.batch * self.heads * self.seq_len * self.head_dim * self.elem_bytes
-
-    def least_bytes(self) -> int:
-        """Memory this case cannot run without: inputs, output and, where it is materialised, one score matrix."""
-        need = self.input_bytes * 4 // 3
-        if self.impl in ("naive", "sdpa-math"):
-            need += self.batch * self.heads * self.seq_len**2 * self.elem_bytes
-        return need
+Case = AttentionCase
 
 
 @dataclass(frozen=True)
-class Sweep:
+class Plan:
+    """A profile's sweep."""
+
     shapes: tuple[tuple[int, int, int], ...]  # (batch, heads, head_dim)
     seq_lens: tuple[int, ...]
     dtypes: tuple[str, ...]
@@ -108,10 +89,9 @@ class Sweep:
 
 STUDY_SHAPE = (2, 8, 64)  # the published study's batch, heads, head_dim
 LARGE_SHAPE = (4, 32, 128)
-PROFILES = {
-    "full": Sweep(shapes=(STUDY_SHAPE, LARGE_SHAPE), seq_lens=tuple(2**i for i in range(9, 15)),
-                  dtypes=("float16", "bfloat16")),
-    "quick": Sweep(shapes=(STUDY_SHAPE,), seq_lens=(512, 2048, 8192), dtypes=("float16",)),
+PLANS = {
+    "full": Plan(shapes=(STUDY_SHAPE, LARGE_SHAPE), seq_lens=tuple(2**i for i in range(9, 15)), dtypes=BENCH_DTYPES),
+    "quick": Plan(shapes=(STUDY_SHAPE,), seq_lens=(512, 2048, 8192), dtypes=("float16",)),
 }
 
 
@@ -123,8 +103,8 @@ def validate_cases(cases: Iterable[Case]) -> None:
                              f"valid backends: {', '.join(SDPA_BACKENDS)}")
         if c.impl not in IMPLEMENTATIONS:
             raise ValueError(f"unknown implementation {c.impl!r}; valid: {', '.join(IMPLEMENTATIONS)}")
-        if c.dtype not in ELEMENT_BYTES:
-            raise ValueError(f"unknown dtype {c.dtype!r}; valid: {', '.join(ELEMENT_BYTES)}")
+        if c.dtype not in BENCH_DTYPES:
+            raise ValueError(f"unknown dtype {c.dtype!r}; valid: {', '.join(BENCH_DTYPES)}")
         if min(c.batch, c.heads, c.seq_len, c.head_dim) < 1:
             raise ValueError(f"batch, heads, seq_len and head_dim must be >= 1: {c.label()}")
         if c.impl in KERNEL_IMPLS and c.head_dim not in HEAD_DIMS:
@@ -136,7 +116,7 @@ def validate_cases(cases: Iterable[Case]) -> None:
 
 @dataclass
 class Measurement:
-    timing: Timing
+    times: CallTimes
     peak_mem_bytes: int | None
     backend_used: str | None = None
     kernel_config: dict[str, int] = field(default_factory=dict)
@@ -156,17 +136,28 @@ def _base_row(case: Case, status: str, reason: str | None = None) -> BenchRow:
 
 def ok_row(case: Case, m: Measurement) -> BenchRow:
     row = _base_row(case, "ok")
-    t = m.timing
-    row.latency_ms_median, row.latency_ms_p10, row.latency_ms_p90, row.n_timed_runs = (
-        t.median_ms, t.p10_ms, t.p90_ms, t.n)
-    row.tflops = case.flops / (t.median_ms * 1e-3) / 1e12 if t.median_ms > 0 else None
+    fill_times(row, m.times, case.flops)
     row.peak_mem_bytes = m.peak_mem_bytes
     row.backend_used = m.backend_used if m.backend_used is not None else case.backend_requested
     row.kernel_config = dict(m.kernel_config)
     row.warmup_s = m.warmup_s
-    if t.n < MIN_REPS:
-        row.reason = f"only {t.n} timed calls, fewer than the {MIN_REPS} this phase promises"
+    need = timing.min_reps(row.latency_ms_median)
+    if row.n_timed_runs < need:
+        row.reason = f"only {row.n_timed_runs} timed calls, fewer than the {need} this phase promises"
     return row
+
+
+def fill_times(row, t: CallTimes, flops: float) -> None:
+    """Device, host and loop time of one call into a bench or iterations row."""
+    d = t.device.timing
+    row.latency_ms_median, row.latency_ms_p10, row.latency_ms_p90, row.n_timed_runs = d.median_ms, d.p10_ms, d.p90_ms, d.n
+    row.tflops = flops / (d.median_ms * 1e-3) / 1e12 if d.median_ms > 0 else None
+    row.sm_clock_mhz, row.sm_clock_min_mhz, row.sm_clock_max_mhz = (
+        t.device.sm_clock_mhz, t.device.sm_clock_min_mhz, t.device.sm_clock_max_mhz)
+    row.host_us_median, row.host_us_p10, row.host_us_p90 = (
+        t.host.median_ms * 1e3, t.host.p10_ms * 1e3, t.host.p90_ms * 1e3)
+    if t.loop is not None:
+        row.loop_ms_median, row.loop_ms_p10, row.loop_ms_p90 = t.loop.median_ms, t.loop.p10_ms, t.loop.p90_ms
 
 
 _UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
@@ -220,8 +211,8 @@ def measure_cases(cases: list[Case], measure: Callable[[Case], Measurement], on_
         if hasattr(bar, "set_postfix_str"):
             bar.set_postfix_str(case.label(), refresh=False)
         if deadline is not None and clock() > deadline:
-            row = _base_row(case, "error", f"not run: the bench phase's time budget was spent before this case "
-                                           f"(set {BUDGET_ENV}=0 for no limit)")
+            row = _base_row(case, "skipped", f"not run: the bench phase's time budget was spent before this case "
+                                             f"(set {BUDGET_ENV}=0 for no limit)")
         elif case.dtype == "bfloat16" and supports_bf16 is False:
             row = _base_row(case, "unsupported", "this GPU has no bfloat16 tensor-core support")
         elif memory_bytes is not None and case.least_bytes() > memory_bytes:
@@ -258,41 +249,84 @@ def chosen_backend(q, k, v, causal: bool) -> str:
     return _BACKEND_NAMES.get(name, name.lower())
 
 
-def timed_runs(est_ms: float) -> int:
-    """How many calls to time, given one call's rough duration."""
-    return max(MIN_REPS, min(MAX_REPS, math.ceil(MIN_TIME_MS / max(est_ms + FLUSH_MS, 1e-3))))
+def sdpa_call(q, k, v, causal: bool) -> Callable[[], object]:
+    """Plain SDPA on fixed inputs; a forced backend is the caller's context manager, not this call's."""
+    import torch.nn.functional as F
+
+    return lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
-def time_on_device(fn: Callable[[], object], est_ms: float) -> Timing:
-    """A fixed number of device-timed calls, sized from the warm-up estimate (see timed_runs).
+def forced_backend(case: Case):
+    """The context manager that forces the case's SDPA backend (a no-op for anything else)."""
+    if case.backend_requested is None:
+        return contextlib.nullcontext()
+    from torch.nn.attention import sdpa_kernel
 
-    bench_gpu adds warm-up calls this sweep cannot afford at large N; the first call already warmed it.
-    """
-    return _bench_gpu(fn, timed_runs(est_ms))
+    from kernels.attention import _sdpa_backend
+
+    return sdpa_kernel(_sdpa_backend(case.backend_requested))
+
+
+def call_for(case: Case, q, k, v) -> Callable[[], object]:
+    """One call of the case's implementation on these inputs, with nothing else inside it."""
+    if case.is_sdpa:
+        return sdpa_call(q, k, v, case.causal)
+    from kernels import attention
+
+    fn = attention.get_impl(case.impl)
+    return lambda: fn(q, k, v, case.causal)
+
+
+class InputPool:
+    """The case's inputs: one seeded set, plus distinct sets for host and loop time (together more
+    than twice the L2), made once per shape and dtype and shared by the implementations."""
+
+    def __init__(self, device: str, l2_bytes: int | None, budget_bytes: int | None):
+        self.device, self.l2_bytes, self.budget_bytes = device, l2_bytes, budget_bytes
+        self._key = None
+        self.sets: list[tuple] = []
+
+    def _make(self, case: Case, seed: int):
+        import torch
+
+        g = torch.Generator(device=self.device).manual_seed(seed)
+        return tuple(torch.randn(case.shape, generator=g, device=self.device, dtype=getattr(torch, case.dtype))
+                     for _ in range(3))
+
+    def first(self, case: Case):
+        key = (case.dtype, case.shape)
+        if key != self._key:
+            self._key, self.sets = None, []
+            free_cuda_memory()
+            self.sets = [self._make(case, 0)]
+            self._key = key
+        return self.sets[0]
+
+    def all(self, case: Case) -> list[tuple]:
+        """Every set (made on first use); an allocation that fails ends the pool where it is."""
+        set_bytes = case.input_bytes * 4 // 3  # inputs and the output each call allocates
+        want = timing.pool_size(set_bytes, self.l2_bytes, self.budget_bytes)
+        while len(self.sets) < want:
+            try:
+                self.sets.append(self._make(case, len(self.sets)))
+            except Exception as exc:  # noqa: BLE001 - a smaller pool still measures; only OOM is expected
+                if not is_oom(exc):
+                    raise
+                free_cuda_memory()
+                break
+        return self.sets
 
 
 class DeviceMeasurer:
-    """Measures one case: inputs (shared by the cases that can share them), warm-up, peak memory, timing."""
+    """Measures one case: inputs, warm-up, peak memory, then host, device and loop time."""
 
-    def __init__(self, device: str = "cuda", timer: Callable[[Callable[[], object], float], Timing] = time_on_device):
+    def __init__(self, device: str = "cuda", *, l2_bytes: int | None = None, pool_budget_bytes: int | None = None,
+                 max_clock_mhz: float | None = None,
+                 times: Callable[[list[Callable[[], object]], float], CallTimes] | None = None):
         self.device = device
-        self.timer = timer
-        self._key = None
-        self._qkv = None
-
-    def inputs(self, case: Case):
-        import torch
-
-        key = (case.dtype, case.batch, case.heads, case.seq_len, case.head_dim)
-        if key != self._key:
-            self._key = self._qkv = None
-            free_cuda_memory()
-            g = torch.Generator(device=self.device).manual_seed(0)
-            shape = (case.batch, case.heads, case.seq_len, case.head_dim)
-            self._qkv = tuple(torch.randn(shape, generator=g, device=self.device, dtype=getattr(torch, case.dtype))
-                              for _ in range(3))
-            self._key = key
-        return self._qkv
+        self.pool = InputPool(device, l2_bytes, pool_budget_bytes)
+        self.times = times or (lambda calls, wall_ms: timing.measure_call(calls, wall_ms,
+                                                                          max_clock_mhz=max_clock_mhz or 2000.0))
 
     def _sync(self) -> None:
         import torch
@@ -301,16 +335,16 @@ class DeviceMeasurer:
             torch.cuda.synchronize()
 
     def __call__(self, case: Case) -> Measurement:
+        with forced_backend(case):
+            return self._measure(case)
+
+    def _measure(self, case: Case) -> Measurement:
         import torch
 
         from kernels import attention
 
-        q, k, v = self.inputs(case)
-        fn = attention.get_impl(case.impl)
-
-        def call():
-            return fn(q, k, v, case.causal)
-
+        q, k, v = self.pool.first(case)
+        call = call_for(case, q, k, v)
         t0 = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -341,20 +375,20 @@ class DeviceMeasurer:
         t0 = time.perf_counter()
         out = call()
         self._sync()
-        est_ms = (time.perf_counter() - t0) * 1e3
+        wall_ms = (time.perf_counter() - t0) * 1e3
         if cuda:
             peak = torch.cuda.max_memory_allocated() - base
         del out
-        timing = self.timer(call, est_ms)
-        return Measurement(timing=timing, peak_mem_bytes=peak, backend_used=used, kernel_config=config,
-                           warmup_s=warmup_s)
+        calls = [call_for(case, *qkv) for qkv in self.pool.all(case)] if cuda else [call]
+        return Measurement(times=self.times(calls, wall_ms), peak_mem_bytes=peak, backend_used=used,
+                           kernel_config=config, warmup_s=warmup_s)
 
 
-def sweep_for_device(sweep: Sweep, hopper: bool) -> Sweep:
+def plan_for_device(plan: Plan, hopper: bool) -> Plan:
     """Without the Hopper path, `triton-portable` would time the very kernel `triton` does: drop it."""
     if hopper:
-        return sweep
-    return dataclasses.replace(sweep, impls=tuple(i for i in sweep.impls if i != "triton-portable"))
+        return plan
+    return dataclasses.replace(plan, impls=tuple(i for i in plan.impls if i != "triton-portable"))
 
 
 def budget_seconds(profile: str) -> float | None:
@@ -362,8 +396,8 @@ def budget_seconds(profile: str) -> float | None:
 
 
 def run(ctx: RunContext) -> BenchFile:
-    if ctx.profile not in PROFILES:
-        raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {ctx.profile!r}")
+    if ctx.profile not in PLANS:
+        raise ValueError(f"profile must be one of {', '.join(PLANS)}, got {ctx.profile!r}")
     budget = budget_seconds(ctx.profile)
     import torch
 
@@ -371,24 +405,27 @@ def run(ctx: RunContext) -> BenchFile:
         raise RuntimeError("the bench phase times kernels on a CUDA GPU and none is visible")
     from kernels.attention import hopper_path_runs
 
-    cases = sweep_for_device(PROFILES[ctx.profile], hopper_path_runs()).cases()
+    cases = plan_for_device(PLANS[ctx.profile], hopper_path_runs()).cases()
     dev = ctx.manifest.device
     result = BenchFile(schema_version=SCHEMA_VERSION, run_id=ctx.run_id, profile=ctx.profile,
                        timing_method=TIMING_METHOD, backend_choice_method=BACKEND_CHOICE_METHOD,
-                       min_timed_runs=MIN_REPS)
+                       min_timed_runs=timing.LONG_MIN_REPS)
 
     def on_row(row: BenchRow) -> None:
         result.rows.append(row)
         ctx.checkpoint(result)
 
+    memory = dev.memory_bytes if dev and dev.memory_bytes else torch.cuda.get_device_properties(0).total_memory
+    measurer = DeviceMeasurer(l2_bytes=dev.l2_bytes if dev else None,
+                              pool_budget_bytes=int(POOL_MEMORY_SHARE * memory),
+                              max_clock_mhz=dev.sm_clock_max_mhz if dev else None)
     t0 = time.monotonic()
-    measure_cases(cases, DeviceMeasurer(), on_row,
-                  memory_bytes=dev.memory_bytes if dev else None,
+    measure_cases(cases, measurer, on_row, memory_bytes=memory,
                   supports_bf16=dev.supports_bf16 if dev else None,
                   deadline=t0 + budget if budget else None,
                   progress=lambda it, total: ctx.progress(it, total=total, desc="bench"))
-    skipped = sum(1 for r in result.rows if r.reason and r.reason.startswith("not run"))
+    skipped = sum(1 for r in result.rows if r.status == "skipped")
     if skipped:
-        result.notes.append(f"{skipped} of {len(cases)} cases were not run: the phase's time budget of "
+        result.notes.append(f"{skipped} of {len(cases)} cases were skipped: the phase's time budget of "
                             f"{budget:.0f} s was spent (set {BUDGET_ENV}=0 for no limit).")
     return result

@@ -34,9 +34,12 @@ MAX_REPS = 500
 # so the host has always queued the call before the GPU reaches it.
 SPIN_HOST_FACTOR = 2.0
 SPIN_FLOOR_US = 40.0
-# Loop time: each loop runs at least this long and this many calls; the median over LOOP_REPEATS loops.
-LOOP_TARGET_MS = 10.0
-LOOP_MIN_CALLS = 5
+# Loop time: each loop holds about LOOP_TARGET_MS of device work, within [LOOP_MIN_CALLS,
+# LOOP_MAX_CALLS] calls (a host-bound call takes longer than its device time says); the median over
+# LOOP_REPEATS loops.
+LOOP_TARGET_MS = 5.0
+LOOP_MIN_CALLS = 3
+LOOP_MAX_CALLS = 50
 LOOP_REPEATS = 5
 # Host time: this many calls (fewer for long calls, whose queued work takes long to drain).
 HOST_CALLS = 50
@@ -93,8 +96,8 @@ def timed_calls(est_ms: float, flush_ms: float = 0.1) -> int:
 
 
 def loop_calls(est_ms: float) -> int:
-    """Calls per timed loop: about LOOP_TARGET_MS of work, never fewer than LOOP_MIN_CALLS."""
-    return max(LOOP_MIN_CALLS, math.ceil(LOOP_TARGET_MS / max(est_ms, 1e-3)))
+    """Calls per timed loop: about LOOP_TARGET_MS of device work, within [LOOP_MIN_CALLS, LOOP_MAX_CALLS]."""
+    return max(LOOP_MIN_CALLS, min(LOOP_MAX_CALLS, math.ceil(LOOP_TARGET_MS / max(est_ms, 1e-3))))
 
 
 def pool_size(set_bytes: int, l2_bytes: int | None, budget_bytes: int | None = None, least: int = 2) -> int:

@@ -15,7 +15,8 @@ from collect import bench
 from collect.bench import Case, Measurement, measure_cases
 from collect.context import RunContext
 from collect.schema.bench import BenchFile
-from collect.timing import summarize
+from collect import timing
+from collect.timing import CallTimes, DeviceTiming, summarize
 from render.runs import load_run
 
 SHAPE = dict(batch=2, heads=8, seq_len=1024, head_dim=64)
@@ -25,11 +26,17 @@ def case(impl="triton", dtype="float16", causal=False, **kw):
     return Case(impl=impl, dtype=dtype, causal=causal, **{**SHAPE, **kw})
 
 
+def call_times(times, host_us=(40.0, 50.0, 60.0), loop=(1.5, 2.0, 2.5), clock=(1900.0, 1980.0, 1950.0)):
+    dev = summarize(times)
+    return CallTimes(device=DeviceTiming(dev, sorted(clock)[1], min(clock), max(clock)),
+                     host=summarize([h / 1e3 for h in host_us]), loop=summarize(loop))
+
+
 def fake_measure(times=(1.0, 2.0, 3.0) * 20, peak=1000, log=None):
     def measure(c):
         if log is not None:
             log.append(c)
-        return Measurement(timing=summarize(times), peak_mem_bytes=peak, kernel_config={"BLOCK_M": 128})
+        return Measurement(times=call_times(times), peak_mem_bytes=peak, kernel_config={"BLOCK_M": 128})
     return measure
 
 
@@ -44,9 +51,9 @@ def collect_rows(cases, measure, **kw):
 
 
 def test_profiles_cover_the_issue_sweep_and_quick_is_a_subset():
-    hopper_full = bench.PROFILES["full"].cases()
-    full = bench.sweep_for_device(bench.PROFILES["full"], hopper=False).cases()
-    quick = bench.sweep_for_device(bench.PROFILES["quick"], hopper=False).cases()
+    hopper_full = bench.PLANS["full"].cases()
+    full = bench.plan_for_device(bench.PLANS["full"], hopper=False).cases()
+    quick = bench.plan_for_device(bench.PLANS["quick"], hopper=False).cases()
     assert len(full) == 2 * 6 * 2 * 2 * 7 == 336
     assert len(quick) == 42 and set(quick) <= set(full)
     assert {c.seq_len for c in full} == {512, 1024, 2048, 4096, 8192, 16384}
@@ -95,11 +102,18 @@ def test_ok_row_carries_the_timing_statistics_and_flop_rate():
     assert causal.tflops == pytest.approx(full.tflops / 2)
     assert full.peak_mem_bytes == 12345 and full.input_bytes == 3 * 2 * 8 * 1024 * 64 * 2
     assert full.kernel_config == {"BLOCK_M": 128}
+    # host time is kept in microseconds, loop time in milliseconds, and the clock seen beside them
+    assert full.host_us_median == pytest.approx(50.0) and full.host_us_p10 == pytest.approx(42.0)
+    assert full.loop_ms_median == 2.0 and full.loop_ms_p90 == pytest.approx(2.4)
+    assert (full.sm_clock_mhz, full.sm_clock_min_mhz, full.sm_clock_max_mhz) == (1950.0, 1900.0, 1980.0)
 
 
 def test_too_few_timed_runs_is_said_in_the_row():
     [row] = collect_rows([case()], fake_measure(times=[1.0] * 10))
     assert row.status == "ok" and row.n_timed_runs == 10 and "only 10 timed calls" in row.reason
+    # ten calls are enough for a call longer than 20 ms
+    [long] = collect_rows([case()], fake_measure(times=[30.0] * 10))
+    assert long.status == "ok" and long.reason is None
 
 
 def test_forced_backend_is_recorded_as_used():
@@ -107,12 +121,12 @@ def test_forced_backend_is_recorded_as_used():
     assert (row.backend_requested, row.backend_used) == ("efficient", "efficient")
 
 
-def test_timed_run_count_is_exactly_the_minimum_for_long_calls_and_more_for_short_ones(monkeypatch):
-    assert bench.timed_runs(80.0) == bench.MIN_REPS
-    assert bench.timed_runs(0.2) == bench.MIN_REPS  # 15 ms / (0.2 + 0.1 flush) ms = 50
-    assert bench.timed_runs(0.05) == 100  # 15 ms / 0.15 ms
-    monkeypatch.setattr(bench, "FLUSH_MS", 0.0)
-    assert bench.timed_runs(0.001) == bench.MAX_REPS
+def test_timed_run_count_is_the_minimum_for_long_calls_and_more_for_short_ones():
+    assert timing.timed_calls(80.0) == timing.LONG_MIN_REPS == 10
+    assert timing.timed_calls(19.0) == timing.MIN_REPS == 50
+    assert timing.timed_calls(0.2) == timing.MIN_REPS  # 15 ms / (0.2 + 0.1 flush) ms = 50
+    assert timing.timed_calls(0.05) == 100  # 15 ms / 0.15 ms
+    assert timing.timed_calls(0.001, flush_ms=0.0) == timing.MAX_REPS
 
 
 # --- failures are rows ------------------------------------------------------------------------
@@ -174,7 +188,7 @@ def test_time_budget_turns_the_rest_into_not_run_rows():
     now = iter([0.0, 5.0, 11.0, 12.0])
     rows = collect_rows([case(seq_len=n) for n in (512, 1024, 2048, 4096)], fake_measure(), deadline=10.0,
                         clock=lambda: next(now))
-    assert [r.status for r in rows] == ["ok", "ok", "error", "error"]
+    assert [r.status for r in rows] == ["ok", "ok", "skipped", "skipped"]
     assert rows[2].reason.startswith("not run") and bench.BUDGET_ENV in rows[2].reason
 
 
@@ -238,27 +252,28 @@ def test_run_needs_a_gpu_and_says_so(tmp_path):
 # --- the real measurer, on the CPU ------------------------------------------------------------
 
 
-def cpu_timer(fn, est_ms):
+def cpu_times(calls, wall_ms):
     import time
 
-    assert est_ms > 0  # the measurer times one warm call to size the run count
+    assert wall_ms > 0 and calls  # the measurer times one warm call to size the run count
     times = []
-    for _ in range(bench.MIN_REPS):
+    for _ in range(timing.MIN_REPS):
         t0 = time.perf_counter()
-        fn()
+        calls[0]()
         times.append((time.perf_counter() - t0) * 1e3)
-    return summarize(times)
+    t = summarize(times)
+    return CallTimes(device=DeviceTiming(t), host=t, loop=t)
 
 
 def test_device_measurer_end_to_end_on_the_cpu():
     """Real PyTorch implementations, a CPU timer: SDPA's choice is read, a refused backend is unsupported."""
     cases = [Case(impl, "float16", causal, 1, 2, 32, 16)
              for causal in (False, True) for impl in ("naive", "sdpa-math", "sdpa", "sdpa-cudnn")]
-    measurer = bench.DeviceMeasurer(device="cpu", timer=cpu_timer)
+    measurer = bench.DeviceMeasurer(device="cpu", times=cpu_times)
     rows = collect_rows(cases, measurer)
     by = {(r.impl, r.causal): r for r in rows}
     for causal in (False, True):
-        assert by[("naive", causal)].status == "ok" and by[("naive", causal)].n_timed_runs == bench.MIN_REPS
+        assert by[("naive", causal)].status == "ok" and by[("naive", causal)].n_timed_runs == timing.MIN_REPS
         assert by[("sdpa-math", causal)].backend_used == "math"
         auto = by[("sdpa", causal)]
         assert auto.status == "ok" and auto.backend_requested is None
@@ -278,7 +293,7 @@ from conftest import ROOT  # noqa: E402
 FUSED_RATE = {"sdpa-flash": 400e12, "sdpa-cudnn": 450e12, "sdpa-efficient": 250e12, "sdpa": 400e12}
 
 
-def synthetic_rows(triton_rate=300e12, triton_overhead_ms=0.0, naive_oom_from=16384, shapes=bench.PROFILES["full"],
+def synthetic_rows(triton_rate=300e12, triton_overhead_ms=0.0, naive_oom_from=16384, shapes=bench.PLANS["full"],
                    causal_efficiency=1.0):
     """A plausible sweep: fused kernels at a fixed FLOP rate, naive at a fixed bandwidth, flash refused for bf16."""
     rows = []
@@ -408,7 +423,7 @@ def test_pages_show_the_missing_note_without_bench_data(tmp_path):
 
 
 def test_pages_survive_a_quick_run_where_our_kernel_failed_everywhere(tmp_path):
-    rows = synthetic_rows(shapes=bench.PROFILES["quick"])
+    rows = synthetic_rows(shapes=bench.PLANS["quick"])
     for r in rows:
         if r.impl == "triton":
             r.status, r.reason, r.latency_ms_median, r.tflops, r.kernel_config = "error", "CompilationError: x", None, None, {}

@@ -36,3 +36,44 @@ def test_is_oom():
     assert is_oom(OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"))
     assert is_oom(RuntimeError("CUDA error: out of memory"))
     assert not is_oom(RuntimeError("illegal memory access"))
+
+
+# --- the one clock's sizing rules (the GPU parts are exercised by `make collect`) ------------
+
+from collect import timing  # noqa: E402
+
+
+def test_minimum_sample_counts_follow_the_call_length():
+    assert timing.min_reps(0.05) == timing.timed_calls(19.9) == 50
+    assert timing.min_reps(20.0) == timing.timed_calls(30.0) == 10
+    assert timing.timed_calls(0.01) > 50  # short calls get more samples
+    assert timing.timed_calls(1e-6, flush_ms=0.0) == timing.MAX_REPS
+
+
+def test_input_pool_is_larger_than_twice_the_l2_and_respects_the_memory_budget():
+    l2 = 60 * 2**20
+    small = 4 * 2**20
+    n = timing.pool_size(small, l2)
+    assert n * small > 2 * l2 and (n - 1) * small <= 2 * l2 + small
+    # a set bigger than twice the L2 still gets a second, distinct set for host time
+    assert timing.pool_size(2**30, l2) == 2
+    # a tight budget caps the pool, but never below the sets the caller already needs
+    assert timing.pool_size(small, l2, budget_bytes=10 * small) == 10
+    assert timing.pool_size(small, l2, budget_bytes=0) == 2
+    # an unknown L2 assumes a large one rather than a pool too small to leave the cache
+    assert timing.pool_size(small, None) * small > 2 * 64 * 2**20
+
+
+def test_spin_covers_the_host_time_and_the_clock_follows_from_it():
+    cycles = timing.spin_cycles(host_us=100.0, clock_mhz=2000.0)
+    assert cycles >= 2 * 100 * 2000  # at least twice the host time at the highest clock
+    # a spin of 2e6 cycles that took 1 ms ran at 2000 MHz
+    assert timing.clock_mhz(2_000_000, 1.0) == pytest.approx(2000.0)
+    assert timing.clock_mhz(1000, 0.0) is None
+
+
+def test_loop_and_host_call_counts():
+    assert timing.loop_calls(0.01) == timing.LOOP_MAX_CALLS  # host time would make more calls slow
+    assert timing.loop_calls(1.0) == 5  # about 5 ms of device work per loop
+    assert timing.loop_calls(30.0) == timing.LOOP_MIN_CALLS
+    assert timing.host_calls(0.1) == timing.HOST_CALLS and timing.host_calls(50.0) == timing.HOST_CALLS_LONG
