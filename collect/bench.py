@@ -15,7 +15,6 @@ The case loop (`measure_cases`) takes the measuring function as an argument, so 
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import re
 import time
@@ -31,6 +30,7 @@ from .context import RunContext
 from .schema import SCHEMA_VERSION
 from .schema.bench import BenchFile, BenchRow
 from .shapes import AttentionCase
+from .calls import InputPool, call_for, forced_backend
 from .timing import CallTimes, free_cuda_memory, is_oom
 
 # Every implementation the phase measures, in the order it measures those that share inputs.
@@ -136,7 +136,7 @@ def _base_row(case: Case, status: str, reason: str | None = None) -> BenchRow:
 
 def ok_row(case: Case, m: Measurement) -> BenchRow:
     row = _base_row(case, "ok")
-    fill_times(row, m.times, case.flops)
+    timing.record(row, m.times, case.flops)
     row.peak_mem_bytes = m.peak_mem_bytes
     row.backend_used = m.backend_used if m.backend_used is not None else case.backend_requested
     row.kernel_config = dict(m.kernel_config)
@@ -145,19 +145,6 @@ def ok_row(case: Case, m: Measurement) -> BenchRow:
     if row.n_timed_runs < need:
         row.reason = f"only {row.n_timed_runs} timed calls, fewer than the {need} this phase promises"
     return row
-
-
-def fill_times(row, t: CallTimes, flops: float) -> None:
-    """Device, host and loop time of one call into a bench or iterations row."""
-    d = t.device.timing
-    row.latency_ms_median, row.latency_ms_p10, row.latency_ms_p90, row.n_timed_runs = d.median_ms, d.p10_ms, d.p90_ms, d.n
-    row.tflops = flops / (d.median_ms * 1e-3) / 1e12 if d.median_ms > 0 else None
-    row.sm_clock_mhz, row.sm_clock_min_mhz, row.sm_clock_max_mhz = (
-        t.device.sm_clock_mhz, t.device.sm_clock_min_mhz, t.device.sm_clock_max_mhz)
-    row.host_us_median, row.host_us_p10, row.host_us_p90 = (
-        t.host.median_ms * 1e3, t.host.p10_ms * 1e3, t.host.p90_ms * 1e3)
-    if t.loop is not None:
-        row.loop_ms_median, row.loop_ms_p10, row.loop_ms_p90 = t.loop.median_ms, t.loop.p10_ms, t.loop.p90_ms
 
 
 _UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
@@ -247,74 +234,6 @@ def chosen_backend(q, k, v, causal: bool) -> str:
     except Exception:  # noqa: BLE001 - a private API; its absence must not cost the row
         return "unknown"
     return _BACKEND_NAMES.get(name, name.lower())
-
-
-def sdpa_call(q, k, v, causal: bool) -> Callable[[], object]:
-    """Plain SDPA on fixed inputs; a forced backend is the caller's context manager, not this call's."""
-    import torch.nn.functional as F
-
-    return lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-
-
-def forced_backend(case: Case):
-    """The context manager that forces the case's SDPA backend (a no-op for anything else)."""
-    if case.backend_requested is None:
-        return contextlib.nullcontext()
-    from torch.nn.attention import sdpa_kernel
-
-    from kernels.attention import _sdpa_backend
-
-    return sdpa_kernel(_sdpa_backend(case.backend_requested))
-
-
-def call_for(case: Case, q, k, v) -> Callable[[], object]:
-    """One call of the case's implementation on these inputs, with nothing else inside it."""
-    if case.is_sdpa:
-        return sdpa_call(q, k, v, case.causal)
-    from kernels import attention
-
-    fn = attention.get_impl(case.impl)
-    return lambda: fn(q, k, v, case.causal)
-
-
-class InputPool:
-    """The case's inputs: one seeded set, plus distinct sets for host and loop time (together more
-    than twice the L2), made once per shape and dtype and shared by the implementations."""
-
-    def __init__(self, device: str, l2_bytes: int | None, budget_bytes: int | None):
-        self.device, self.l2_bytes, self.budget_bytes = device, l2_bytes, budget_bytes
-        self._key = None
-        self.sets: list[tuple] = []
-
-    def _make(self, case: Case, seed: int):
-        import torch
-
-        g = torch.Generator(device=self.device).manual_seed(seed)
-        return tuple(torch.randn(case.shape, generator=g, device=self.device, dtype=getattr(torch, case.dtype))
-                     for _ in range(3))
-
-    def first(self, case: Case):
-        key = (case.dtype, case.shape)
-        if key != self._key:
-            self._key, self.sets = None, []
-            free_cuda_memory()
-            self.sets = [self._make(case, 0)]
-            self._key = key
-        return self.sets[0]
-
-    def all(self, case: Case) -> list[tuple]:
-        """Every set (made on first use); an allocation that fails ends the pool where it is."""
-        set_bytes = case.input_bytes * 4 // 3  # inputs and the output each call allocates
-        want = timing.pool_size(set_bytes, self.l2_bytes, self.budget_bytes)
-        while len(self.sets) < want:
-            try:
-                self.sets.append(self._make(case, len(self.sets)))
-            except Exception as exc:  # noqa: BLE001 - a smaller pool still measures; only OOM is expected
-                if not is_oom(exc):
-                    raise
-                free_cuda_memory()
-                break
-        return self.sets
 
 
 class DeviceMeasurer:

@@ -1,102 +1,106 @@
 """Phase iterations: every recorded version of our kernel, timed side by side with SDPA's cuDNN and
-flash backends at the goal shapes (batch 4, 32 heads, head_dim 128, N = 4096 and 16384, fp16 and
-bf16, causal and not), with the registers and shared memory of each compiled kernel and the
-theoretical occupancy they allow on this GPU.
+flash backends at the goal shapes (fp16 and bf16, causal and not; head_dim 128 at B=4 H=32 for
+N = 4096 and 16384, head_dim 64 at B=2 H=8 for N = 2048 to 16384), with the registers and shared
+memory of each compiled kernel and the theoretical occupancy they allow on this GPU.
 
-The versions and their stories (change, prediction and its date) come from
-kernels/attention_hopper.py VERSIONS. Each runs with its fixed tile config: tuning at collect time
-would cost minutes. The kernels are compiled first in parallel worker processes (filling Triton's
-disk cache), so the timed process only loads them. A Hopper version on a GPU that is not compute
-capability 9.x keeps its row as 'unsupported', with the reason.
+The versions and their stories (change, prediction and its date) come from the kernel's VERSIONS
+record. Each runs with its fixed tile config: tuning at collect time would cost minutes. The
+kernels are compiled first in parallel worker processes (filling Triton's disk cache), so the
+timed process only loads them. A Hopper version on a GPU that is not compute capability 9.x keeps
+its row as 'unsupported', with the reason. Timing is the one clock (collect/timing.py), measured
+here for itself: the bench phase times the same shipped kernel on its own.
 
 The case loop (`measure_cases`) takes the measuring function as an argument, so the bookkeeping
 is tested on the CPU with fakes.
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from .precompile import compile_in_pool
+from . import timing
 from .budget import budget_seconds as shared_budget_seconds
+from .calls import InputPool, call_for, forced_backend
 from .context import RunContext
 from .occupancy import limits_from_device, occupancy
+from .precompile import compile_in_pool
 from .schema import SCHEMA_VERSION
-from .shapes import AttentionCase
 from .schema.iterations import IterationRow, IterationsFile, KernelVersionInfo, PredictedRange
-from .timing import free_cuda_memory, is_oom, summarize
+from .shapes import AttentionCase
+from .timing import CallTimes, free_cuda_memory, is_oom
 
-GOAL_SHAPES = ((4, 32, 4096, 128), (4, 32, 16384, 128))  # the bench phase's large shape at the goal lengths
+# (batch, heads, seq_len, head_dim). The d128 shapes are where every version of the journey is
+# timed; at the d64 shapes only the portable baseline and the shipped version run beside SDPA,
+# which keeps the phase inside the collect's time limit.
+JOURNEY_SHAPES = ((4, 32, 4096, 128), (4, 32, 16384, 128))
+D64_SHAPES = tuple((2, 8, n, 64) for n in (2048, 4096, 8192, 16384))
 DTYPES = ("float16", "bfloat16")
 SDPA_IMPLS = ("sdpa-cudnn", "sdpa-flash")
-GOAL_RATIO = 0.9
-PROFILES = {
-    "full": dict(shapes=GOAL_SHAPES, dtypes=DTYPES),
-    "quick": dict(shapes=GOAL_SHAPES[:1], dtypes=DTYPES[:1]),
-}
-ELEMENT_BYTES = {"float16": 2, "bfloat16": 2}
-
-# Timed calls per case: about TARGET_MS of device time, within [MIN_RUNS, MAX_RUNS]. A 30 ms call
-# (N=16384) gets 5 runs, a 2 ms one 20: the spread of such long kernels is well under 1%, and the
-# whole phase must fit in ~45 s on an H200.
-TARGET_MS = 40.0
-MIN_RUNS = 5
-MAX_RUNS = 50
-BUDGET_S = {"quick": 25.0, "full": 45.0}
-BUDGET_ENV = "ITERATIONS_BUDGET_S"
-PRECOMPILE_WORKERS = 16
-PRECOMPILE_STALL_S = 120.0
-PROXY_SHAPE = (1, 16, 256, 128)
-# Past this max |out - SDPA's out| on the same inputs, a version's output is wrong and its speed
-# meaningless: two correct implementations differ by about 1e-3 here (fp16) and 4e-3 (bf16).
-WRONG_OUTPUT = {"float16": 1e-2, "bfloat16": 5e-2}  # compiles to the same kernel variants as the goal shapes (every int a multiple of 16)
-
-# Before each timed call the GPU spins this many cycles (~0.5 ms), so the host has queued the call
-# before the start event: device time only. Without it, a Python wrapper that takes longer to
-# launch than the L2 flush takes to run leaves the GPU idle inside the timed interval (on the
-# H200 that is several percent of a 2 ms call), which would favour C++-launched SDPA.
-SPIN_CYCLES = 1_000_000
-
-TIMING_METHOD = (f"CUDA events around each call, the L2 flushed before each (Triton's benchmark cache buffer zeroed) "
-                 f"and the GPU first kept busy for {SPIN_CYCLES:,} cycles, so launch overhead is not timed; "
-                 f"{MIN_RUNS} to {MAX_RUNS} timed calls, about {TARGET_MS:g} ms of device time, after a warm-up call "
-                 "(compilation or loading from Triton's cache) and one untimed call; median, p10 and p90")
+# Our device time over the fastest SDPA backend's, as a speed ratio, that the kernel aims for.
+GOAL_RATIO = 1.0
 
 
 @dataclass(frozen=True)
-class Case(AttentionCase):
-    impl: str
-    kind: str  # "version" or "sdpa"
-    dtype: str
-    causal: bool
-    batch: int
-    heads: int
-    seq_len: int
-    head_dim: int
+class Plan:
+    """A profile's goal cases: every version at the journey shapes, the endpoints at the others."""
 
-    @property
-    def shape(self) -> tuple[int, int, int, int]:
-        return (self.batch, self.heads, self.seq_len, self.head_dim)
+    journey_shapes: tuple[tuple[int, int, int, int], ...]
+    endpoint_shapes: tuple[tuple[int, int, int, int], ...]
+    dtypes: tuple[str, ...]
 
 
+PLANS = {
+    "full": Plan(journey_shapes=JOURNEY_SHAPES, endpoint_shapes=D64_SHAPES, dtypes=DTYPES),
+    "quick": Plan(journey_shapes=JOURNEY_SHAPES[:1], endpoint_shapes=D64_SHAPES[:1], dtypes=DTYPES[:1]),
+}
 
-def build_cases(profile: str, versions: Iterable[tuple[str, tuple[str, ...]]]) -> list[Case]:
-    """Goal cases in the order a time-budget cut hurts least: N=4096 before 16384; within a case the
+BUDGET_S = {"quick": 40.0, "full": 90.0}
+BUDGET_ENV = "ITERATIONS_BUDGET_S"
+PRECOMPILE_WORKERS = 16
+PRECOMPILE_STALL_S = 120.0
+# A small shape per head_dim that compiles to the same kernel variants as the goal shapes (every
+# int a multiple of 16).
+PROXY_SHAPES = {128: (1, 16, 256, 128), 64: (1, 16, 256, 64)}
+# Past this max |out - SDPA's out| on the same inputs, a version's output is wrong and its speed
+# meaningless: two correct implementations differ by about 1e-3 here (fp16) and 4e-3 (bf16).
+WRONG_OUTPUT = {"float16": 1e-2, "bfloat16": 5e-2}
+POOL_MEMORY_SHARE = 0.2
+
+TIMING_METHOD = (
+    "The one clock (collect/timing.py), as in the bench phase but measured here for itself: device time between "
+    "CUDA events, the L2 flushed before each call and the GPU spinning while the host issues it (neither inside); "
+    f"at least {timing.MIN_REPS} timed calls ({timing.LONG_MIN_REPS} for calls over {timing.LONG_CALL_MS:g} ms); "
+    "host and loop time over pools of distinct inputs; after a warm-up call (compilation or loading from Triton's "
+    "cache) and an output check against SDPA")
+
+Case = AttentionCase
+
+
+def kind_of(case: Case) -> str:
+    """'sdpa' for a forced SDPA backend, 'version' for one of ours."""
+    return "sdpa" if case.is_sdpa else "version"
+
+
+def build_cases(profile: str, versions: Iterable[tuple[str, tuple[str, ...]]], endpoints: Iterable[str] = ()) -> list[Case]:
+    """Goal cases in the order a time-budget cut hurts least: shorter N first; within a case the
     SDPA backends first (they are the yardstick), then the versions in journey order. `versions`:
-    (name, maskings it is timed on), e.g. ("v5-causal-split", ("causal",))."""
-    if profile not in PROFILES:
-        raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
-    p = PROFILES[profile]
+    (name, maskings it is timed on), e.g. ("v5-causal-split", ("causal",)); `endpoints`: the
+    version names also timed at the endpoint shapes."""
+    if profile not in PLANS:
+        raise ValueError(f"profile must be one of {', '.join(PLANS)}, got {profile!r}")
+    p = PLANS[profile]
     versions = list(versions)
+    endpoints = set(endpoints)
+    shapes = [(s, True) for s in p.journey_shapes] + [(s, False) for s in p.endpoint_shapes]
     out = []
-    for b, h, n, d in p["shapes"]:
-        for dt in p["dtypes"]:
+    for (b, h, n, d), journey in sorted(shapes, key=lambda x: (x[0][0] * x[0][1] * x[0][2] ** 2 * x[0][3], not x[1])):
+        for dt in p.dtypes:
             for causal in (False, True):
                 masking = "causal" if causal else "non-causal"
-                out += [Case(s, "sdpa", dt, causal, b, h, n, d) for s in SDPA_IMPLS]
-                out += [Case(name, "version", dt, causal, b, h, n, d) for name, ms in versions if masking in ms]
+                out += [Case(s, dt, causal, b, h, n, d) for s in SDPA_IMPLS]
+                out += [Case(name, dt, causal, b, h, n, d) for name, ms in versions
+                        if masking in ms and (journey or name in endpoints)]
     return out
 
 
@@ -105,10 +109,7 @@ def build_cases(profile: str, versions: Iterable[tuple[str, tuple[str, ...]]]) -
 
 @dataclass
 class Measurement:
-    median_ms: float
-    p10_ms: float
-    p90_ms: float
-    n: int
+    times: CallTimes
     config: str | None = None
     warp_specialized: bool | None = None
     n_regs: int | None = None
@@ -120,15 +121,14 @@ class Measurement:
 
 
 def _base_row(case: Case, status: str, reason: str | None = None) -> IterationRow:
-    return IterationRow(impl=case.impl, kind=case.kind, dtype=case.dtype, causal=case.causal, batch=case.batch,
+    return IterationRow(impl=case.impl, kind=kind_of(case), dtype=case.dtype, causal=case.causal, batch=case.batch,
                         heads=case.heads, seq_len=case.seq_len, head_dim=case.head_dim, status=status, reason=reason,
                         flops=case.flops)
 
 
 def ok_row(case: Case, m: Measurement, limits=None) -> IterationRow:
     row = _base_row(case, "ok")
-    row.latency_ms_median, row.latency_ms_p10, row.latency_ms_p90, row.n_timed_runs = m.median_ms, m.p10_ms, m.p90_ms, m.n
-    row.tflops = case.flops / (m.median_ms * 1e-3) / 1e12 if m.median_ms > 0 else None
+    timing.record(row, m.times, case.flops)
     row.config, row.warp_specialized = m.config, m.warp_specialized
     row.registers_per_thread, row.spilled_registers = m.n_regs, m.n_spills
     row.shared_mem_bytes, row.warps_per_block = m.shared_bytes, m.num_warps
@@ -137,6 +137,9 @@ def ok_row(case: Case, m: Measurement, limits=None) -> IterationRow:
         occ = occupancy(limits, 32 * m.num_warps, m.n_regs, m.shared_bytes)
         row.blocks_per_sm, row.occupancy_pct = occ.active_blocks, occ.occupancy_pct
         row.occupancy_limiter = ", ".join(occ.limiters)
+    need = timing.min_reps(row.latency_ms_median)
+    if row.n_timed_runs < need:
+        row.reason = f"only {row.n_timed_runs} timed calls, fewer than the {need} this phase promises"
     return row
 
 
@@ -155,7 +158,7 @@ def failure_row(case: Case, exc: BaseException) -> IterationRow:
     out_of_resources = type(exc).__name__ == "OutOfResources"  # a tile that does not fit on chip
     if is_oom(exc) and not out_of_resources:
         return _base_row(case, "oom", _trim(f"{type(exc).__name__}: {text}", 300))
-    if out_of_resources or (case.kind == "sdpa" and any(r in text for r in _REFUSALS)):
+    if out_of_resources or (case.is_sdpa and any(r in text for r in _REFUSALS)):
         return _base_row(case, "unsupported", _trim(text))
     return _base_row(case, "error", _trim(f"{type(exc).__name__}: {text}"))
 
@@ -177,9 +180,9 @@ def measure_cases(cases: list[Case], measure: Callable[[Case], Measurement], on_
         if hasattr(bar, "set_postfix_str"):
             bar.set_postfix_str(case.label(), refresh=False)
         if deadline is not None and clock() > deadline:
-            row = _base_row(case, "error", f"not run: the iterations phase's time budget was spent before this case "
-                                           f"(set {BUDGET_ENV}=0 for no limit)")
-        elif case.kind == "version" and requires_hopper(case.impl) and not hopper_ok:
+            row = _base_row(case, "skipped", f"not run: the iterations phase's time budget was spent before this "
+                                             f"case (set {BUDGET_ENV}=0 for no limit)")
+        elif not case.is_sdpa and requires_hopper(case.impl) and not hopper_ok:
             row = _base_row(case, "unsupported", f"Hopper version: {hopper_reason}")
         elif case.dtype == "bfloat16" and supports_bf16 is False:
             row = _base_row(case, "unsupported", "this GPU has no bfloat16 tensor-core support")
@@ -264,72 +267,33 @@ def kernel_facts(kernel) -> dict:
                 shared_bytes=getattr(md, "shared", None), num_warps=getattr(md, "num_warps", None))
 
 
-def timed_runs(est_ms: float) -> int:
-    return max(MIN_RUNS, min(MAX_RUNS, math.ceil(TARGET_MS / max(est_ms, 1e-3))))
-
-
-def time_on_device(fn: Callable[[], object], est_ms: float):
-    """timed_runs(est_ms) device-timed calls of an already warm fn, L2 flushed before each, the
-    GPU kept busy while the host launches (see SPIN_CYCLES)."""
-    import torch
-    from triton import runtime
-
-    driver = runtime.driver.active
-    cache = driver.get_empty_cache_for_benchmark()
-    n = timed_runs(est_ms)
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
-    for start, end in zip(starts, ends):
-        torch.cuda._sleep(SPIN_CYCLES)
-        driver.clear_cache(cache)
-        start.record()
-        fn()
-        end.record()
-    torch.cuda.synchronize()
-    return summarize([s.elapsed_time(e) for s, e in zip(starts, ends)])
-
-
 class DeviceMeasurer:
     """Measures one case on the GPU: shared inputs, warm-up (captures the compiled kernel), a sanity
-    comparison with the case's first SDPA output, then the timed calls."""
+    comparison with the case's first SDPA output, then the one clock."""
 
-    def __init__(self, device: str = "cuda"):
+    def __init__(self, device: str = "cuda", *, l2_bytes: int | None = None, pool_budget_bytes: int | None = None,
+                 max_clock_mhz: float | None = None):
         self.device = device
+        self.pool = InputPool(device, l2_bytes, pool_budget_bytes)
+        self.max_clock_mhz = max_clock_mhz or 2000.0
         self._key = None
-        self._qkv = None
         self._ref = {}
 
-    def inputs(self, case: Case):
-        import torch
-
-        key = (case.dtype, case.shape)
-        if key != self._key:
-            self._key = self._qkv = None
-            self._ref.clear()
-            free_cuda_memory()
-            g = torch.Generator(device=self.device).manual_seed(0)
-            self._qkv = tuple(torch.randn(case.shape, generator=g, device=self.device, dtype=torch.float32)
-                              .to(getattr(torch, case.dtype)) for _ in range(3))
-            self._key = key
-        return self._qkv
-
     def __call__(self, case: Case) -> Measurement:
+        with forced_backend(case):
+            return self._measure(case)
+
+    def _measure(self, case: Case) -> Measurement:
         import torch
 
         from kernels import attention as A
         from kernels import attention_hopper as H
 
-        q, k, v = self.inputs(case)
-        if case.kind == "sdpa":
-            impl = A.get_impl(case.impl)
-
-            def call():
-                return impl(q, k, v, case.causal)
-        else:
-            version = H.get_version(case.impl)
-
-            def call():
-                return version(q, k, v, case.causal)
+        q, k, v = self.pool.first(case)
+        if (case.dtype, case.shape) != self._key:
+            self._key, self._ref = (case.dtype, case.shape), {}
+        version = None if case.is_sdpa else H.get_version(case.impl)
+        call = call_for(case, q, k, v, fn=version)
 
         capture = CaptureCompiled([A._attn_fwd, H._hopper_fwd, H._hopper_fwd_ws, H._hopper_fwd_ws_persistent,
                                    H._diag_merge])
@@ -338,22 +302,20 @@ class DeviceMeasurer:
             out = call()
             torch.cuda.synchronize()
         warmup_s = time.perf_counter() - t0
-        facts = kernel_facts(capture.first) if case.kind == "version" else {}
+        facts = kernel_facts(capture.first) if version is not None else {}
         config = ws = None
-        if case.kind == "version":
-            version = H.get_version(case.impl)
+        if version is not None:
             if version.path == "hopper":
                 last = H.last_launch() or {}
                 config, ws = _cfg_text(last.get("config")), last.get("warp_specialized")
             else:
                 config, ws = _cfg_text(A.kernel_config_of_last_call()), False
-        ref_key = (case.causal,)
         diff = None
-        if ref_key not in self._ref:
-            if case.kind == "sdpa":
-                self._ref[ref_key] = out
+        if case.causal not in self._ref:
+            if case.is_sdpa:
+                self._ref[case.causal] = out
         else:
-            diff = (out.float() - self._ref[ref_key].float()).abs().max().item()
+            diff = (out.float() - self._ref[case.causal].float()).abs().max().item()
             if not diff <= WRONG_OUTPUT[case.dtype]:  # NaN lands here too
                 raise WrongOutput(f"output differs from SDPA's by up to {diff:.3g} (> {WRONG_OUTPUT[case.dtype]:g}): "
                                   "the kernel is wrong here, so it is not timed")
@@ -361,10 +323,11 @@ class DeviceMeasurer:
         t0 = time.perf_counter()
         call()
         torch.cuda.synchronize()
-        est_ms = (time.perf_counter() - t0) * 1e3
-        t = time_on_device(call, est_ms)
-        return Measurement(median_ms=t.median_ms, p10_ms=t.p10_ms, p90_ms=t.p90_ms, n=t.n, config=config,
-                           warp_specialized=ws, max_abs_diff=diff, warmup_s=warmup_s, **facts)
+        wall_ms = (time.perf_counter() - t0) * 1e3
+        calls = [call_for(case, *qkv, fn=version) for qkv in self.pool.all(case)]
+        times = timing.measure_call(calls, wall_ms, max_clock_mhz=self.max_clock_mhz)
+        return Measurement(times=times, config=config, warp_specialized=ws, max_abs_diff=diff, warmup_s=warmup_s,
+                           **facts)
 
 
 # --- compiling in parallel -------------------------------------------------------------------
@@ -372,7 +335,7 @@ class DeviceMeasurer:
 
 def _compile_one(task) -> str | None:
     """Worker: run one version once on the proxy shape, which leaves its kernel in Triton's disk cache."""
-    name, dtype, causal, device_name = task
+    name, dtype, causal, head_dim, device_name = task
     import torch
 
     from kernels import attention_hopper as H
@@ -381,7 +344,7 @@ def _compile_one(task) -> str | None:
         device = torch.device(device_name)
         torch.cuda.set_device(device)
         g = torch.Generator(device=device).manual_seed(0)
-        q, k, v = (torch.randn(PROXY_SHAPE, generator=g, device=device).to(getattr(torch, dtype)) for _ in range(3))
+        q, k, v = (torch.randn(PROXY_SHAPES[head_dim], generator=g, device=device).to(getattr(torch, dtype)) for _ in range(3))
         H.get_version(name)(q, k, v, causal)
         torch.cuda.synchronize()
     except Exception as exc:  # noqa: BLE001 - the timed case will meet (and record) the same error
@@ -390,13 +353,13 @@ def _compile_one(task) -> str | None:
 
 
 def compile_tasks(cases: list[Case], hopper_ok: bool, requires_hopper: Callable[[str], bool], device_name: str) -> list[tuple]:
-    """One task per (version, dtype, causal) the cases will run: the goal lengths and the proxy
-    compile to the same kernel, so one compilation serves both."""
+    """One task per (version, dtype, causal, head_dim) the cases will run: the goal lengths and the
+    proxy compile to the same kernel, so one compilation serves both."""
     seen = {}
     for c in cases:
-        if c.kind != "version" or (requires_hopper(c.impl) and not hopper_ok):
+        if c.is_sdpa or (requires_hopper(c.impl) and not hopper_ok):
             continue
-        seen.setdefault((c.impl, c.dtype, c.causal), (c.impl, c.dtype, c.causal, device_name))
+        seen.setdefault((c.impl, c.dtype, c.causal, c.head_dim), (c.impl, c.dtype, c.causal, c.head_dim, device_name))
     return list(seen.values())
 
 
@@ -419,8 +382,8 @@ def new_file(ctx: RunContext, versions, hopper_ok: bool, hopper_reason: str, fin
 
 
 def run(ctx: RunContext) -> IterationsFile:
-    if ctx.profile not in PROFILES:
-        raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {ctx.profile!r}")
+    if ctx.profile not in PLANS:
+        raise ValueError(f"profile must be one of {', '.join(PLANS)}, got {ctx.profile!r}")
     import torch
 
     from kernels import attention_hopper as H
@@ -428,7 +391,9 @@ def run(ctx: RunContext) -> IterationsFile:
     if not torch.cuda.is_available():
         raise RuntimeError("the iterations phase times kernels on a CUDA GPU and none is visible")
     versions = [v for v in H.VERSIONS.values() if v.in_phase]
-    cases = build_cases(ctx.profile, [(v.name, tuple(v.maskings)) for v in versions])
+    # The endpoints of the journey: where it started (the portable kernel) and what ships.
+    endpoints = [versions[0].name, H.FINAL_VERSION]
+    cases = build_cases(ctx.profile, [(v.name, tuple(v.maskings)) for v in versions], endpoints)
     hopper_ok, hopper_reason = H.hopper_available()
     dev = ctx.manifest.device
     # Every version's story is recorded; only those in the phase are timed.
@@ -447,13 +412,16 @@ def run(ctx: RunContext) -> IterationsFile:
         result.rows.append(row)
         ctx.checkpoint(result)
 
-    measure_cases(cases, DeviceMeasurer(), on_row, requires_hopper=requires_hopper, hopper_ok=hopper_ok,
+    memory = dev.memory_bytes if dev and dev.memory_bytes else torch.cuda.get_device_properties(0).total_memory
+    measurer = DeviceMeasurer(l2_bytes=dev.l2_bytes if dev else None, pool_budget_bytes=int(POOL_MEMORY_SHARE * memory),
+                              max_clock_mhz=dev.sm_clock_max_mhz if dev else None)
+    measure_cases(cases, measurer, on_row, requires_hopper=requires_hopper, hopper_ok=hopper_ok,
                   hopper_reason=hopper_reason, supports_bf16=supports_bf16, limits=limits_from_device(dev),
                   deadline=t0 + budget if budget else None,
                   progress=lambda it, total: ctx.progress(it, total=total, desc="iterations"))
-    skipped = sum(1 for r in result.rows if r.reason and r.reason.startswith("not run"))
+    skipped = sum(1 for r in result.rows if r.status == "skipped")
     if skipped:
-        result.notes.append(f"{skipped} of {len(cases)} cases were not run: the phase's time budget of {budget:.0f} s "
+        result.notes.append(f"{skipped} of {len(cases)} cases were skipped: the phase's time budget of {budget:.0f} s "
                             f"was spent (set {BUDGET_ENV}=0 for no limit).")
     if not hopper_ok:
         result.notes.append(f"The Hopper versions did not run on this GPU: {hopper_reason}.")

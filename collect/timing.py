@@ -223,6 +223,20 @@ def measure_call(calls: Sequence[Callable[[], object]], wall_ms: float, *, loop:
     return CallTimes(device=dev, host=host, loop=looped)
 
 
+def record(row, t: CallTimes, flops: float) -> None:
+    """Device, host and loop time of one call into a row with the schema's timing fields
+    (latency_ms_*, n_timed_runs, tflops, host_us_*, loop_ms_*, sm_clock_*)."""
+    d = t.device.timing
+    row.latency_ms_median, row.latency_ms_p10, row.latency_ms_p90, row.n_timed_runs = d.median_ms, d.p10_ms, d.p90_ms, d.n
+    row.tflops = flops / (d.median_ms * 1e-3) / 1e12 if d.median_ms > 0 else None
+    row.sm_clock_mhz, row.sm_clock_min_mhz, row.sm_clock_max_mhz = (
+        t.device.sm_clock_mhz, t.device.sm_clock_min_mhz, t.device.sm_clock_max_mhz)
+    row.host_us_median, row.host_us_p10, row.host_us_p90 = (
+        t.host.median_ms * 1e3, t.host.p10_ms * 1e3, t.host.p90_ms * 1e3)
+    if t.loop is not None:
+        row.loop_ms_median, row.loop_ms_p10, row.loop_ms_p90 = t.loop.median_ms, t.loop.p10_ms, t.loop.p90_ms
+
+
 def is_oom(exc: BaseException) -> bool:
     """CUDA out-of-memory, whichever way torch or triton raised it."""
     name = type(exc).__name__

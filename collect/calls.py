@@ -1,0 +1,87 @@
+"""One case's call and its inputs, as every timing phase makes them: nothing but the call is timed.
+
+`call_for` gives a zero-argument call of an implementation on fixed inputs. A forced SDPA backend is
+not inside it: `forced_backend` is the context manager the caller enters once around a whole
+measurement, so its cost never lands in a timed call. `InputPool` holds one seeded input set plus
+distinct sets for host and loop time, whose total exceeds twice the L2.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Callable
+
+from . import timing
+from .shapes import AttentionCase
+from .timing import free_cuda_memory, is_oom
+
+
+def sdpa_call(q, k, v, causal: bool) -> Callable[[], object]:
+    """Plain SDPA on fixed inputs; a forced backend is the caller's context manager, not this call's."""
+    import torch.nn.functional as F
+
+    return lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+def forced_backend(case: AttentionCase):
+    """The context manager that forces the case's SDPA backend (a no-op for anything else)."""
+    if case.backend_requested is None:
+        return contextlib.nullcontext()
+    from torch.nn.attention import sdpa_kernel
+
+    from kernels.attention import _sdpa_backend
+
+    return sdpa_kernel(_sdpa_backend(case.backend_requested))
+
+
+def call_for(case: AttentionCase, q, k, v, fn: Callable | None = None) -> Callable[[], object]:
+    """One call of the case's implementation (or of `fn(q, k, v, causal)`, e.g. a recorded kernel
+    version) on these inputs, with nothing else inside it."""
+    if fn is None and case.is_sdpa:
+        return sdpa_call(q, k, v, case.causal)
+    if fn is None:
+        from kernels import attention
+
+        fn = attention.get_impl(case.impl)
+    return lambda: fn(q, k, v, case.causal)
+
+
+class InputPool:
+    """The case's inputs: one seeded set, plus distinct sets for host and loop time (together more
+    than twice the L2), made once per shape and dtype and shared by the implementations."""
+
+    def __init__(self, device: str, l2_bytes: int | None, budget_bytes: int | None):
+        self.device, self.l2_bytes, self.budget_bytes = device, l2_bytes, budget_bytes
+        self._key = None
+        self.sets: list[tuple] = []
+
+    def _make(self, case: AttentionCase, seed: int):
+        import torch
+
+        g = torch.Generator(device=self.device).manual_seed(seed)
+        return tuple(torch.randn(case.shape, generator=g, device=self.device, dtype=getattr(torch, case.dtype))
+                     for _ in range(3))
+
+    def first(self, case: AttentionCase):
+        key = (case.dtype, case.shape)
+        if key != self._key:
+            self._key, self.sets = None, []
+            free_cuda_memory()
+            self.sets = [self._make(case, 0)]
+            self._key = key
+        return self.sets[0]
+
+    def all(self, case: AttentionCase) -> list[tuple]:
+        """Every set (made on first use); an allocation that fails ends the pool where it is."""
+        set_bytes = case.input_bytes * 4 // 3  # inputs and the output each call allocates
+        want = timing.pool_size(set_bytes, self.l2_bytes, self.budget_bytes)
+        while len(self.sets) < want:
+            try:
+                self.sets.append(self._make(case, len(self.sets)))
+            except Exception as exc:  # noqa: BLE001 - a smaller pool still measures; only OOM is expected
+                if not is_oom(exc):
+                    raise
+                free_cuda_memory()
+                break
+        return self.sets
+
+
