@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 import os
 import time
-import zlib
 from dataclasses import dataclass
 from typing import Callable
 
@@ -42,12 +41,39 @@ KERNEL_IMPLS = ("triton", "triton-portable")
 TOL_FACTOR = 4.0
 
 HEADS = 3  # not a power of two and != batch, so a (batch, head) index mix-up cannot cancel out
-QUICK = dict(seq_lens=(1, 17, 1000, 4097), head_dims=(64,), batches=(1,))
-MAIN = dict(seq_lens=(1, 17, 128, 1000, 2048, 4097), head_dims=(64, 128), batches=(1, 2))
-# The other head dims the kernel supports, at small N only (their cost is compile time, not data).
-SMALL_N_EXTRA = dict(seq_lens=(1, 17, 128), head_dims=(16, 32, 256), batches=(1,))
-# PyTorch implementations judged by the same reference and tolerance, for scale (full profile only).
-COMPARISON = dict(impls=("naive", "sdpa"), seq_lens=(17, 1000, 4097), head_dims=(64,), batches=(1,))
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Lengths x head dims x batches, every dtype and masking, for the implementations named."""
+
+    seq_lens: tuple[int, ...]
+    head_dims: tuple[int, ...]
+    batches: tuple[int, ...]
+    impls: tuple[str, ...] = ()  # empty: our kernel's paths (see build_grid)
+
+    def cases(self, impls: tuple[str, ...]) -> list[Case]:
+        return [Case(impl, dt, causal, b, HEADS, n, d) for impl in (self.impls or impls)
+                for dt in DTYPES for causal in (False, True) for d in self.head_dims for n in self.seq_lens
+                for b in self.batches]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A profile's grids: our kernel's, then PyTorch's implementations judged the same way, for scale."""
+
+    grids: tuple[Grid, ...]
+
+
+PLANS = {
+    "quick": Plan(grids=(Grid(seq_lens=(1, 17, 1000, 4097), head_dims=(64,), batches=(1,)),)),
+    "full": Plan(grids=(
+        Grid(seq_lens=(1, 17, 128, 1000, 2048, 4097), head_dims=(64, 128), batches=(1, 2)),
+        # The other head dims the kernel supports, at small N only (their cost is compile time, not data).
+        Grid(seq_lens=(1, 17, 128), head_dims=(16, 32, 256), batches=(1,)),
+        Grid(seq_lens=(17, 1000, 4097), head_dims=(64,), batches=(1,), impls=("naive", "sdpa")),
+    )),
+}
 
 # The reference materialises (heads, N, N) float64 scores: cap that per chunk of heads.
 REFERENCE_CHUNK_BYTES = 512 * 2**20
@@ -64,40 +90,18 @@ CONFIG_POLICY_TEXT = ("portable-path rows on a GPU: a fixed tile config taken in
                       "config and kernel variant the path picks for the shape; under TRITON_INTERPRET=1: the "
                       "kernel's interpreter config")
 
-
-@dataclass(frozen=True)
-class Case(AttentionCase):
-    impl: str
-    dtype: str
-    causal: bool
-    batch: int
-    heads: int
-    seq_len: int
-    head_dim: int
-
-    @property
-    def seed(self) -> int:
-        """Same inputs for every dtype and implementation of one shape, so their errors compare."""
-        return zlib.crc32(f"{self.batch}x{self.heads}x{self.seq_len}x{self.head_dim}:{self.causal}".encode())
-
-
-def _cases(impl: str, seq_lens, head_dims, batches) -> list[Case]:
-    return [Case(impl, dt, causal, b, HEADS, n, d)
-            for dt in DTYPES for causal in (False, True) for d in head_dims for n in seq_lens for b in batches]
+Case = AttentionCase
 
 
 def build_grid(profile: str, hopper: bool = False) -> list[Case]:
     """The cases for a profile: `quick` is a subset of `full`; comparison rows come last.
     hopper: the GPU runs the Hopper path by default, so the grid runs again on the portable one."""
-    kernels = KERNEL_IMPLS if hopper else KERNEL_IMPLS[:1]
-    if profile == "quick":
-        return [c for impl in kernels for c in _cases(impl, **QUICK)]
-    if profile != "full":
+    if profile not in PLANS:
         raise ValueError(f"profile must be 'quick' or 'full', got {profile!r}")
-    cases = [c for impl in kernels for c in _cases(impl, **MAIN) + _cases(impl, **SMALL_N_EXTRA)]
-    for impl in COMPARISON["impls"]:
-        cases += _cases(impl, COMPARISON["seq_lens"], COMPARISON["head_dims"], COMPARISON["batches"])
-    return cases
+    kernels = KERNEL_IMPLS if hopper else KERNEL_IMPLS[:1]
+    ours = [g for g in PLANS[profile].grids if not g.impls]
+    theirs = [g for g in PLANS[profile].grids if g.impls]
+    return [c for impl in kernels for g in ours for c in g.cases((impl,))] + [c for g in theirs for c in g.cases(())]
 
 
 # --- tolerances ------------------------------------------------------------------------------
