@@ -23,14 +23,15 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import ncu_parse
 from .ncu_parse import KernelRecord, NcuFailure
 from .occupancy import SmLimits, blocks_by_registers, limits_from_device, register_cap_for_blocks
 from .schema import SCHEMA_VERSION
-from .schema.common import attention_flops
-from .schema.profile import ImplRow, KernelRow, ProfileFile, RegCapRow, StallRow
+from .schema.profile import ClockCheckRow, ImplRow, KernelRow, ProfileFile, RegCapRow, StallRow
+from .shapes import AttentionCase
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 NCU_TIMEOUT_S = 240  # a hung profile must not eat the whole collect budget (typical run: under a minute)
@@ -82,6 +83,61 @@ TINY = dict(batch=1, heads=2, seq_len=256, head_dim=64, dtype="float16", causal=
 # The Hopper kernel's goal shape, causal (full profile): where it trails cuDNN most.
 GOAL_CAUSAL = dict(batch=4, heads=32, seq_len=4096, head_dim=128, dtype="float16", causal=True)
 GOAL_IMPLS = ["sdpa-cudnn", "triton"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a profile profiles: every implementation at the headline shape, some at the others."""
+
+    headline_impls: tuple[str, ...]
+    d128_impls: tuple[str, ...]
+    goal_impls: tuple[str, ...] = ()
+    regcap_alternative: bool = False  # also cap a second tile config with another warp count
+
+
+PLANS = {
+    "quick": Plan(headline_impls=tuple(IMPLS), d128_impls=("naive", "sdpa", "triton")),
+    "full": Plan(headline_impls=tuple(IMPLS), d128_impls=tuple(IMPLS), goal_impls=tuple(GOAL_IMPLS),
+                 regcap_alternative=True),
+}
+
+
+@dataclass(frozen=True)
+class ProfileCase:
+    """One profiled call: an attention case, the experiment it belongs to, and a pinned tile config."""
+
+    case: AttentionCase
+    group: str  # "main" (implementations compared) or "regcap" (register-cap experiment)
+    config: dict | None = field(default=None, hash=False, compare=False)
+
+    @property
+    def id(self) -> str:
+        c = self.case
+        tag = f"b{c.batch}h{c.heads}n{c.seq_len}d{c.head_dim}"
+        return f"{self.group}-{tag}-{c.impl}" + (f"-{config_tag(self.config)}" if self.group == "regcap" and self.config else "")
+
+    def __getattr__(self, name):  # the attention case's fields read through: case.impl, case.seq_len, ...
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(object.__getattribute__(self, "case"), name)
+
+    def with_config(self, config: dict | None) -> "ProfileCase":
+        return ProfileCase(self.case, self.group, config)
+
+    @classmethod
+    def from_spec(cls, spec: dict) -> "ProfileCase":
+        """The case a spec (as written to cases.json) describes; its id must be the one it would get."""
+        c = cls(AttentionCase(spec["impl"], spec["dtype"], spec["causal"], spec["batch"], spec["heads"],
+                              spec["seq_len"], spec["head_dim"]), spec["group"], spec.get("config"))
+        if c.id != spec["id"]:
+            raise ValueError(f"case spec id {spec['id']!r} does not match its fields (expected {c.id!r})")
+        return c
+
+    def spec(self) -> dict:
+        """What collect/ncu_target.py reads for this case."""
+        c = self.case
+        return dict(id=self.id, group=self.group, impl=c.impl, config=self.config, batch=c.batch, heads=c.heads,
+                    seq_len=c.seq_len, head_dim=c.head_dim, dtype=c.dtype, causal=c.causal)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -175,10 +231,6 @@ def run_tool(cmd: list[str], log: Path | None, timeout: float) -> tuple[int, str
 # ------------------------------------------------------------------------------------------------
 
 
-def shape_tag(shape: dict) -> str:
-    return f"b{shape['batch']}h{shape['heads']}n{shape['seq_len']}d{shape['head_dim']}"
-
-
 def config_tag(cfg: dict) -> str:
     cap = cfg.get("maxnreg")
     return (f"{cfg['BLOCK_M']}x{cfg['BLOCK_N']}w{cfg['num_warps']}s{cfg['num_stages']}"
@@ -193,9 +245,8 @@ def config_text(cfg: dict | None) -> str | None:
             f"stages={cfg['num_stages']} maxnreg={cap if cap is not None else 'none'}")
 
 
-def make_case(group: str, impl: str, shape: dict, config: dict | None = None) -> dict:
-    cid = f"{group}-{shape_tag(shape)}-{impl}" + (f"-{config_tag(config)}" if group == "regcap" and config else "")
-    return dict(id=cid, group=group, impl=impl, config=config, **shape)
+def make_case(group: str, impl: str, shape: dict, config: dict | None = None) -> ProfileCase:
+    return ProfileCase(AttentionCase(impl=impl, **shape), group, config)
 
 
 def register_caps(lim: SmLimits | None, num_warps: int, regs_now: int | None, n: int = 2) -> list[int]:
@@ -246,15 +297,15 @@ def capped_configs(bases: list[dict], regs: dict[str, int | None], lim: SmLimits
     return out
 
 
-def main_cases(quick: bool, tiny: bool = False, hopper: bool = False) -> list[dict]:
-    extra = [PORTABLE] if hopper else []
+def main_cases(quick: bool, tiny: bool = False, hopper: bool = False) -> list[ProfileCase]:
+    extra = (PORTABLE,) if hopper else ()
     if tiny:
         return [make_case("main", i, TINY) for i in ("naive", "sdpa", "triton", *extra)]
-    cases = [make_case("main", i, HEADLINE) for i in IMPLS + extra]
-    big_impls = ["naive", "sdpa", "triton", *extra] if quick else IMPLS + extra
-    cases += [make_case("main", i, LARGE_D128) for i in big_impls]
-    if not quick:
-        cases += [make_case("main", i, GOAL_CAUSAL) for i in GOAL_IMPLS + extra]
+    plan = PLANS["quick" if quick else "full"]
+    cases = [make_case("main", i, HEADLINE) for i in plan.headline_impls + extra]
+    cases += [make_case("main", i, LARGE_D128) for i in plan.d128_impls + extra]
+    if plan.goal_impls:
+        cases += [make_case("main", i, GOAL_CAUSAL) for i in plan.goal_impls + extra]
     return cases
 
 
@@ -278,7 +329,7 @@ def _int(x: float | None) -> int | None:
     return None if x is None else int(round(x))
 
 
-def kernel_row(case: dict, launch: int, rec: KernelRecord, passes: int | None) -> KernelRow:
+def kernel_row(case: ProfileCase, launch: int, rec: KernelRecord, passes: int | None) -> KernelRow:
     g = rec.get
     dur_s = g("gpu__time_duration.sum")
     clock = g("sm__cycles_elapsed.avg.per_second")
@@ -291,7 +342,7 @@ def kernel_row(case: dict, launch: int, rec: KernelRecord, passes: int | None) -
     tensor_ops = _sum(rec, TENSOR_FLOP_METRICS)
     p = "smsp__sass_thread_inst_executed_op_"
     return KernelRow(
-        case_id=case["id"], impl=case["impl"], launch=launch, ncu_id=rec.ncu_id, kernel_name=rec.name,
+        case_id=case.id, impl=case.impl, launch=launch, ncu_id=rec.ncu_id, kernel_name=rec.name,
         block_size=_int(g("launch__block_size")) or ncu_parse.block_dims(rec.columns.get("Block Size")),
         grid_size=_int(g("launch__grid_size")) or ncu_parse.block_dims(rec.columns.get("Grid Size")),
         duration_ms=None if dur_s is None else dur_s * 1e3,
@@ -319,8 +370,8 @@ def kernel_row(case: dict, launch: int, rec: KernelRecord, passes: int | None) -
     )
 
 
-def flops_model(case: dict) -> float:
-    return attention_flops(case["batch"], case["heads"], case["seq_len"], case["head_dim"], case["causal"])
+def flops_model(case: ProfileCase) -> float:
+    return case.case.flops
 
 
 def _total(rows: list[KernelRow], field: str) -> float | None:
@@ -328,7 +379,7 @@ def _total(rows: list[KernelRow], field: str) -> float | None:
     return None if not vals or any(v is None for v in vals) else float(sum(vals))
 
 
-def impl_row(case: dict, result: dict | None, kernels: list[KernelRow], counted_tensor: bool) -> ImplRow:
+def impl_row(case: ProfileCase, result: dict | None, kernels: list[KernelRow], counted_tensor: bool) -> ImplRow:
     status, reason = "ok", None
     if result is None:
         status, reason = "error", "the target never reached this case (it crashed or timed out earlier)"
@@ -337,15 +388,15 @@ def impl_row(case: dict, result: dict | None, kernels: list[KernelRow], counted_
     elif not kernels:
         status, reason = "error", ("no kernel matched the profiling range for this case: the call launched "
                                    "nothing between cudaProfilerStart and cudaProfilerStop")
-    cfg = (result or {}).get("config") or case.get("config")
+    cfg = (result or {}).get("config") or case.config
     flops = None
     if kernels and counted_tensor:
         parts = [_total(kernels, "flops_fp32"), _total(kernels, "flops_fp16"), _total(kernels, "flops_tensor")]
         flops = None if any(x is None for x in parts) else sum(parts)
     return ImplRow(
-        case_id=case["id"], group=case["group"], impl=case["impl"], batch=case["batch"], heads=case["heads"],
-        seq_len=case["seq_len"], head_dim=case["head_dim"], dtype=case["dtype"], causal=case["causal"],
-        status=status, reason=reason, config=config_text(cfg) if case["impl"] in ("triton", PORTABLE) else None,
+        case_id=case.id, group=case.group, impl=case.impl, batch=case.batch, heads=case.heads,
+        seq_len=case.seq_len, head_dim=case.head_dim, dtype=case.dtype, causal=case.causal,
+        status=status, reason=reason, config=config_text(cfg) if case.impl in ("triton", PORTABLE) else None,
         kernels=len(kernels), duration_ms=_total(kernels, "duration_ms"),
         dram_read_bytes=_total(kernels, "dram_read_bytes"), dram_write_bytes=_total(kernels, "dram_write_bytes"),
         l2_bytes=_total(kernels, "l2_bytes"), l1_bytes=_total(kernels, "l1_bytes"),
@@ -354,7 +405,7 @@ def impl_row(case: dict, result: dict | None, kernels: list[KernelRow], counted_
     )
 
 
-def assemble(cases: list[dict], results: list[dict], csv_text: str, console: str,
+def assemble(cases: list[ProfileCase], results: list[dict], csv_text: str, console: str,
              profile: ProfileFile) -> ProfileFile:
     """Fill `profile` with kernel, stall and implementation rows from ncu's CSV and console output."""
     records = ncu_parse.parse_raw_csv(csv_text)
@@ -368,13 +419,13 @@ def assemble(cases: list[dict], results: list[dict], csv_text: str, console: str
     profile.flops_source = "counters" if counted_tensor else "analytical"
     order = sorted(range(len(records)), key=lambda i: records[i].ncu_id)
     for case in cases:
-        mine = [i for i in order if records[i].case_id == case["id"]]
+        mine = [i for i in order if records[i].case_id == case.id]
         rows = [kernel_row(case, n, records[i], pass_of.get(i)) for n, i in enumerate(mine)]
         profile.kernels += rows
         for n, i in enumerate(mine):
             for reason, value in sorted(ncu_parse.stall_reasons(records[i]).items()):
-                profile.stalls.append(StallRow(case_id=case["id"], launch=n, reason=reason, warps_per_issue=value))
-        profile.impls.append(impl_row(case, by_id.get(case["id"]), rows, counted_tensor))
+                profile.stalls.append(StallRow(case_id=case.id, launch=n, reason=reason, warps_per_issue=value))
+        profile.impls.append(impl_row(case, by_id.get(case.id), rows, counted_tensor))
     return profile
 
 
@@ -397,37 +448,70 @@ def autotuned_config(shape: dict) -> dict | None:
     return None if cfg is None else {k: cfg[k] for k in ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages")}
 
 
-def time_config(shape: dict, config: dict):
-    """do_bench latency of the Triton kernel with a fixed config (warm-up compiles it first)."""
+def our_device_time(case: ProfileCase, max_clock_mhz: float | None = None):
+    """Our device time (the one clock) of the same call the profiler timed: same shape, same seeded
+    inputs as collect/ncu_target.py, same pinned config, a forced backend entered outside the call."""
     import torch
 
-    from kernels import attention
+    from . import timing
+    from .calls import call_for, forced_backend
 
-    from .timing import bench_gpu
+    c = case.case
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    q, k, v = (torch.randn(c.shape, device="cuda", dtype=getattr(torch, c.dtype), generator=gen) for _ in range(3))
+    fn = None
+    if c.impl in ("triton", PORTABLE):
+        from kernels import attention
 
-    q, k, v = (torch.randn(shape["batch"], shape["heads"], shape["seq_len"], shape["head_dim"], device="cuda",
-                           dtype=getattr(torch, shape["dtype"])) for _ in range(3))
-    fn = lambda: attention.flash_attention(q, k, v, causal=shape["causal"], config=config, path="portable")  # noqa: E731
-    fn()
-    torch.cuda.synchronize()
-    return bench_gpu(fn)
+        path = "portable" if c.impl == PORTABLE else None
+        fn = lambda q, k, v, causal: attention.flash_attention(q, k, v, causal=causal, config=case.config,  # noqa: E731
+                                                                 path=path)
+    with forced_backend(c):
+        call = call_for(c, q, k, v, fn=fn)
+        for _ in range(2):  # compilation, autotuning, cuBLAS heuristics
+            call()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        call()
+        torch.cuda.synchronize()
+        wall_ms = (time.perf_counter() - t0) * 1e3
+        host = timing.host_time([call], timing.host_calls(wall_ms), wall_ms)
+        return timing.device_time(call, timing.timed_calls(wall_ms), host.p90_ms * 1e3, max_clock_mhz or 2000.0)
 
 
-def regcap_rows(cases: list[dict], profile: ProfileFile, latencies: dict[str, object],
+def clock_check_rows(cases: list[ProfileCase], profile: ProfileFile, timings: dict) -> list[ClockCheckRow]:
+    """ncu's time (its kernels' gpu__time_duration summed) beside our device time, per profiled call."""
+    impl_by = {r.case_id: r for r in profile.impls}
+    out = []
+    for case in cases:
+        row, t = impl_by.get(case.id), timings.get(case.id)
+        if row is None or row.status != "ok" or not row.duration_ms or t is None:
+            continue
+        dev = t.timing.median_ms
+        out.append(ClockCheckRow(case_id=case.id, impl=case.impl, batch=case.batch, heads=case.heads,
+                                 seq_len=case.seq_len, head_dim=case.head_dim, dtype=case.dtype, causal=case.causal,
+                                 kernels=row.kernels, ncu_ms=row.duration_ms, device_ms=dev,
+                                 device_over_ncu=dev / row.duration_ms, gap_ms=dev - row.duration_ms,
+                                 sm_clock_mhz=t.sm_clock_mhz))
+    return out
+
+
+def regcap_rows(cases: list[ProfileCase], profile: ProfileFile, latencies: dict[str, object],
                 errors: dict[str, str], best: dict | None) -> list[RegCapRow]:
     impl_by = {r.case_id: r for r in profile.impls}
     out = []
     for case in cases:
-        cfg = case["config"]
-        row = impl_by.get(case["id"])
-        kern = [k for k in profile.kernels if k.case_id == case["id"]]
+        cfg = case.config
+        row = impl_by.get(case.id)
+        kern = [k for k in profile.kernels if k.case_id == case.id]
         k = max(kern, key=lambda r: r.duration_ms or 0.0) if kern else None  # the attention kernel itself
         status, reason = (row.status, row.reason) if row else ("error", "not profiled")
-        t = latencies.get(case["id"])
-        if case["id"] in errors and status == "ok":
-            status, reason = "error", f"timing failed: {errors[case['id']]}"
+        t = latencies.get(case.id)
+        t = getattr(t, "timing", t)  # a DeviceTiming, or a plain Timing
+        if case.id in errors and status == "ok":
+            status, reason = "error", f"timing failed: {errors[case.id]}"
         out.append(RegCapRow(
-            case_id=case["id"], block_m=cfg["BLOCK_M"], block_n=cfg["BLOCK_N"], num_warps=cfg["num_warps"],
+            case_id=case.id, block_m=cfg["BLOCK_M"], block_n=cfg["BLOCK_N"], num_warps=cfg["num_warps"],
             num_stages=cfg["num_stages"], maxnreg=cfg.get("maxnreg"),
             autotuned=bool(best) and all(cfg[x] == best[x] for x in ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages")),
             status=status, reason=reason,
@@ -448,7 +532,7 @@ def regcap_rows(cases: list[dict], profile: ProfileFile, latencies: dict[str, ob
 # ------------------------------------------------------------------------------------------------
 
 
-def profile_cases(cases: list[dict], workdir: Path, run_id: str, ncu: str | None = None,
+def profile_cases(cases: list[ProfileCase], workdir: Path, run_id: str, ncu: str | None = None,
                   on_flags=None, extra_flags: list[str] | None = None,
                   metrics: list[str] | None = None) -> ProfileFile:
     """Run ncu once over `cases` and return the filled ProfileFile; never raises for ncu trouble:
@@ -462,7 +546,7 @@ def profile_cases(cases: list[dict], workdir: Path, run_id: str, ncu: str | None
     pf.ncu_version = ncu_version(ncu)
     metrics = list(metrics) if metrics is not None else choose_metrics(available_metrics(ncu))
     spec, result, report = workdir / "cases.json", workdir / "target_result.json", workdir / "profile"
-    spec.write_text(json.dumps({"cases": cases}, indent=1), encoding="utf-8")
+    spec.write_text(json.dumps({"cases": [c.spec() for c in cases]}, indent=1), encoding="utf-8")
     result.unlink(missing_ok=True)
     Path(str(report) + ".ncu-rep").unlink(missing_ok=True)  # a stale report must never pass for this run's
     t0 = time.perf_counter()
@@ -500,11 +584,11 @@ def profile_cases(cases: list[dict], workdir: Path, run_id: str, ncu: str | None
     return pf
 
 
-def _mark_all(pf: ProfileFile, cases: list[dict], status: str, reason: str, results=()) -> ProfileFile:
+def _mark_all(pf: ProfileFile, cases: list[ProfileCase], status: str, reason: str, results=()) -> ProfileFile:
     """No profile at all: every case keeps its row with the reason (a case that failed on its own keeps its own)."""
     by_id = {r.get("id"): r for r in results}
     for case in cases:
-        own = by_id.get(case["id"])
+        own = by_id.get(case.id)
         row = impl_row(case, own if own and own.get("status") != "ok" else {"status": status, "reason": reason},
                        [], False)
         pf.impls.append(row)
@@ -542,9 +626,10 @@ def run(ctx) -> ProfileFile:
     portable = portable_impl(hopper)
     cases = main_cases(ctx.quick, hopper=hopper)
     if best is not None:  # the same config in every process: the profiled process does not re-tune
-        next(c for c in cases if c["impl"] == portable and c["head_dim"] == HEADLINE["head_dim"])["config"] = \
-            dict(best, maxnreg=None)
-    bases = [make_case("regcap", portable, HEADLINE, cfg) for cfg in regcap_bases(best, ctx.quick)]
+        i = next(i for i, c in enumerate(cases) if c.impl == portable and c.head_dim == HEADLINE["head_dim"])
+        cases[i] = cases[i].with_config(dict(best, maxnreg=None))
+    bases = [make_case("regcap", portable, HEADLINE, cfg)
+             for cfg in regcap_bases(best, not PLANS["quick" if ctx.quick else "full"].regcap_alternative)]
     torch.cuda.empty_cache()
     ncu = find_ncu()
     metrics = choose_metrics(available_metrics(ncu)) if ncu else None
@@ -554,10 +639,10 @@ def run(ctx) -> ProfileFile:
 
     regs = {}
     for case in bases:
-        k = [r for r in pf.kernels if r.case_id == case["id"]]
-        regs[config_tag(case["config"])] = k[0].registers_per_thread if k else None
+        k = [r for r in pf.kernels if r.case_id == case.id]
+        regs[config_tag(case.config)] = k[0].registers_per_thread if k else None
     capped = [make_case("regcap", portable, HEADLINE, cfg)
-              for cfg in capped_configs([c["config"] for c in bases], regs, lim)]
+              for cfg in capped_configs([c.config for c in bases], regs, lim)]
     if capped and pf.status == "ok":
         _merge(pf, profile_cases(capped, workdir / "regcap", ctx.run_id, ncu=ncu, metrics=metrics),
                "register-capped run")
@@ -565,17 +650,22 @@ def run(ctx) -> ProfileFile:
     elif capped:
         _mark_all(pf, capped, pf.status, pf.reason or "not profiled")
 
+    # Our clock on every profiled call, outside the profiler: the register caps' latencies and the
+    # cross-check of our device time against ncu's.
     reg_cases = bases + capped
+    timed = [c for c in cases if c.group == "main"] + reg_cases
+    max_clock = ctx.manifest.device.sm_clock_max_mhz if ctx.manifest.device else None
     latencies, errors = {}, {}
-    for case in ctx.progress(reg_cases, total=len(reg_cases), desc="profile: register caps"):
+    for case in ctx.progress(timed, total=len(timed), desc="profile: our clock"):
         try:
-            latencies[case["id"]] = time_config(HEADLINE, case["config"])
+            latencies[case.id] = our_device_time(case, max_clock)
         except Exception as exc:  # noqa: BLE001 - a cap that does not compile is a result
-            errors[case["id"]] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+            errors[case.id] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
             from .timing import free_cuda_memory
 
             free_cuda_memory()
     pf.regcap = regcap_rows(reg_cases, pf, latencies, errors, best)
+    pf.clock_check = clock_check_rows(cases, pf, latencies)
     if best is None and best_error:
         pf.reason = (pf.reason + "; " if pf.reason else "") + f"register-cap experiment skipped: autotuning failed ({best_error})"
     return pf
@@ -594,11 +684,11 @@ def main(argv: list[str] | None = None) -> int:
     cases = main_cases(quick=True, tiny=not a.headline)
     if a.only:
         keep = a.only.split(",")
-        cases = [c for c in cases if c["impl"] in keep]
-    for c in cases:  # pinned: a fixture must not depend on autotuning
-        if c["impl"] == "triton":
-            c["config"] = (dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=3, maxnreg=None) if a.headline
-                           else dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2, maxnreg=None))
+        cases = [c for c in cases if c.impl in keep]
+    pinned = (dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=3, maxnreg=None) if a.headline
+              else dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=2, maxnreg=None))
+    # pinned: a fixture must not depend on autotuning
+    cases = [c.with_config(pinned) if c.impl == "triton" else c for c in cases]
     pf = profile_cases(cases, a.keep, "fixture", extra_flags=a.extra_flag)
     from .jsonio import write_json_atomic
 

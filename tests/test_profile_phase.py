@@ -25,7 +25,7 @@ from render.site import Report
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ncu"
 TINY_CASES = profile.main_cases(quick=True, tiny=True)
-NAIVE, SDPA, TRITON = (c["id"] for c in TINY_CASES)
+NAIVE, SDPA, TRITON = (c.id for c in TINY_CASES)
 EVIL = "void at::native::softmax<c10::Half, float, <script>alert(1)</script>>(c10::Half*, int)"
 
 H200 = SmLimits(regs_per_sm=65536, regs_per_block=65536, smem_per_sm_bytes=233472, smem_per_block_optin_bytes=232448,
@@ -313,12 +313,12 @@ def test_regcap_rows_join_profile_and_latency():
     cfgs = bases + profile.capped_configs(bases, {profile.config_tag(bases[0]): 213}, H200)
     assert [c["maxnreg"] for c in cfgs] == [None, 168, 128]
     cases = [profile.make_case("regcap", "triton", profile.TINY, c) for c in cfgs]
-    kern = [(cases[0]["id"], "_attn_fwd", kmetrics(regs=213)), (cases[1]["id"], "_attn_fwd", kmetrics(regs=168))]
-    results = [dict(id=c["id"], status="ok", reason=None, config=c["config"]) for c in cases]
+    kern = [(cases[0].id, "_attn_fwd", kmetrics(regs=213)), (cases[1].id, "_attn_fwd", kmetrics(regs=168))]
+    results = [dict(id=c.id, status="ok", reason=None, config=c.config) for c in cases]
     pf = profile.assemble(cases, results, raw_csv(kern), "", new_file())
     from collect.timing import summarize
-    lat = {cases[0]["id"]: summarize([1.0, 1.1, 1.2]), cases[1]["id"]: summarize([1.3, 1.4, 1.5])}
-    rows = profile.regcap_rows(cases, pf, lat, {cases[2]["id"]: "CompilationError: too few registers"}, cfgs[0])
+    lat = {cases[0].id: summarize([1.0, 1.1, 1.2]), cases[1].id: summarize([1.3, 1.4, 1.5])}
+    rows = profile.regcap_rows(cases, pf, lat, {cases[2].id: "CompilationError: too few registers"}, cfgs[0])
     assert [r.maxnreg for r in rows] == [None, 168, 128]
     assert rows[0].registers_per_thread == 213 and rows[1].registers_per_thread == 168
     assert rows[1].latency_ms_median == pytest.approx(1.4) and all(r.autotuned for r in rows)
@@ -390,14 +390,14 @@ def profile_file_for_page(status="ok", reason=None, cases=None):
     ours = ("triton", "triton-portable")
     recs = []
     for c in cases:
-        n = 3 if c["impl"] == "naive" else 1
+        n = 3 if c.impl == "naive" else 1
         for i in range(n):
-            name = EVIL if (c["impl"] == "naive" and i == 1) else ("_attn_fwd" if c["impl"] in ours else "flash_fwd<64>")
-            recs.append((c["id"], name, kmetrics(t_ns=10_000 * (i + 1), dram_kb=4_000, tensor=10, regs=168 if c["impl"] in ours else 64)))
-    results = [dict(id=c["id"], status="ok", reason=None,
-                    config=dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=3, maxnreg=None) if c["impl"] in ours else None)
+            name = EVIL if (c.impl == "naive" and i == 1) else ("_attn_fwd" if c.impl in ours else "flash_fwd<64>")
+            recs.append((c.id, name, kmetrics(t_ns=10_000 * (i + 1), dram_kb=4_000, tensor=10, regs=168 if c.impl in ours else 64)))
+    results = [dict(id=c.id, status="ok", reason=None,
+                    config=dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=3, maxnreg=None) if c.impl in ours else None)
                for c in cases]
-    results[-1] = dict(id=cases[-1]["id"], status="oom", reason="OutOfMemoryError: <b>CUDA</b> out of memory", config=None)
+    results[-1] = dict(id=cases[-1].id, status="oom", reason="OutOfMemoryError: <b>CUDA</b> out of memory", config=None)
     pf = profile.assemble(cases, results, raw_csv(recs), "", new_file())
     base = dict(case_id="regcap-x", block_m=128, block_n=64, num_warps=8, num_stages=3, autotuned=True,
                 registers_per_thread=168, theoretical_occupancy_pct=12.5, achieved_occupancy_pct=11.0,
@@ -501,7 +501,7 @@ def fixture_text(name):
 
 
 def fixture_profile(which="tiny"):
-    cases = json.loads(fixture_text(f"{which}_cases.json"))["cases"]
+    cases = [profile.ProfileCase.from_spec(c) for c in json.loads(fixture_text(f"{which}_cases.json"))["cases"]]
     results = json.loads(fixture_text(f"{which}_target_result.json"))["cases"]
     return cases, profile.assemble(cases, results, fixture_text(f"{which}_raw.csv"),
                                    fixture_text(f"{which}_console.txt"), new_file())
@@ -613,11 +613,16 @@ def test_run_profiles_twice_and_times_the_register_caps(tmp_path, monkeypatch):
     monkeypatch.setattr(profile, "available_metrics", lambda ncu: None)
     monkeypatch.setattr(profile, "autotuned_config", lambda shape: dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=3))
 
-    def timing(shape, cfg):
-        if cfg["maxnreg"] == 64:
+    from collect.timing import DeviceTiming
+
+    def timing(case, max_clock_mhz=None):
+        cfg = case.config or {}
+        if cfg.get("maxnreg") == 64:
             raise RuntimeError("ptxas: too many spills")
-        return summarize([1.0 + (cfg["maxnreg"] or 0) / 1000] * 5)
-    monkeypatch.setattr(profile, "time_config", timing)
+        if case.group == "main":  # the fake profiler says every kernel took 1,000 ns
+            return DeviceTiming(summarize([1.0e-3 * (1.05 if case.impl == "naive" else 1.0)] * 5), 1980.0)
+        return DeviceTiming(summarize([1.0 + (cfg.get("maxnreg") or 0) / 1000] * 5), 1980.0)
+    monkeypatch.setattr(profile, "our_device_time", timing)
     flags = []
     ctx = RunContext(run_id="r", out_dir=tmp_path / "run", profile="quick", manifest=synthetic.manifest("r"),
                      phase="profile", filename="profile.json", on_flags=flags.append)
@@ -631,15 +636,21 @@ def test_run_profiles_twice_and_times_the_register_caps(tmp_path, monkeypatch):
     assert pf.regcap[2].status == "error" and "too many spills" in pf.regcap[2].reason
     assert (tmp_path / "run" / "ncu" / "regcap" / "cases.json").exists()
     assert (tmp_path / "run" / "profile.json").exists()  # checkpointed
+    # every profiled main call has our device time beside ncu's
+    check = {r.impl: r for r in pf.clock_check if r.head_dim == 64}
+    assert set(check) == {r.impl for r in pf.impls if r.group == "main" and r.head_dim == 64 and r.status == "ok"}
+    assert check["triton"].device_over_ncu == pytest.approx(1.0) and check["triton"].ncu_ms == pytest.approx(1e-3)
+    assert check["naive"].device_over_ncu == pytest.approx(1.05) and check["naive"].gap_ms == pytest.approx(5e-5)
+    assert check["triton"].sm_clock_mhz == 1980.0
 
 
 def test_full_profile_on_hopper_adds_the_portable_kernel_and_the_causal_goal_shape(tmp_path):
     cases = profile.main_cases(quick=False, hopper=True)
-    goal = [c for c in cases if c["causal"]]
-    assert {c["impl"] for c in goal} == {"sdpa-cudnn", "triton", "triton-portable"}
-    assert (goal[0]["batch"], goal[0]["heads"], goal[0]["seq_len"], goal[0]["head_dim"]) == (4, 32, 4096, 128)
-    assert "triton-portable" in {c["impl"] for c in cases if not c["causal"]}
-    assert "triton-portable" not in {c["impl"] for c in profile.main_cases(quick=False)}
+    goal = [c for c in cases if c.causal]
+    assert {c.impl for c in goal} == {"sdpa-cudnn", "triton", "triton-portable"}
+    assert (goal[0].batch, goal[0].heads, goal[0].seq_len, goal[0].head_dim) == (4, 32, 4096, 128)
+    assert "triton-portable" in {c.impl for c in cases if not c.causal}
+    assert "triton-portable" not in {c.impl for c in profile.main_cases(quick=False)}
     assert profile.portable_impl(True) == "triton-portable" and profile.portable_impl(False) == "triton"
     write_run(tmp_path, profile_file_for_page(cases=cases))
     text = render_page(tmp_path)
