@@ -5,11 +5,14 @@ import platform
 import re
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from .datasheets import lookup
-from .schema.manifest import ClockSample, DatasheetCeilings, DeviceFacts, Manifest, MeasuredCeiling
-from .timing import bench_gpu, free_cuda_memory, is_oom
+from . import timing
+from .schema.manifest import ClockSample, DatasheetCeilings, DeviceFacts, Manifest, MeasuredCeiling, SweepPoint
+from .timing import free_cuda_memory, is_oom, sync
 
 # Resident blocks per SM by compute capability: not exposed by torch, so from the CUDA C++
 # Programming Guide's table of technical specifications per compute capability.
@@ -129,32 +132,87 @@ def sample_clocks(moment: str) -> ClockSample:
                        temperature_c=_float(v[2]), power_w=_float(v[3]), source="nvidia-smi" if v[0] else "unavailable")
 
 
-def _measure(name: str, quantity: str, problem: str, make, work: float, min_reps: int) -> MeasuredCeiling:
-    """Time `make()`'s returned callable; `work` is bytes or FLOPs per call."""
-    try:
-        fn = make()
-        fn()  # first call: cuBLAS heuristics and allocation happen here, not in the timing
-        t = bench_gpu(fn, min_reps=min_reps, warmup_ms=200.0)  # long warm-up: clocks ramp up from idle
-        del fn
-        return MeasuredCeiling(name=name, quantity=quantity, status="ok", problem=problem, repeats=t.n,
-                               per_s_median=work / (t.median_ms * 1e-3), per_s_p10=work / (t.p90_ms * 1e-3),
-                               per_s_p90=work / (t.p10_ms * 1e-3))
-    except Exception as exc:  # noqa: BLE001 - recorded as a row, the phase goes on
-        status = "oom" if is_oom(exc) else "error"
-        return MeasuredCeiling(name=name, quantity=quantity, status=status, reason=f"{type(exc).__name__}: {exc}"[:500],
-                               problem=problem)
-    finally:
-        free_cuda_memory()
+def _time_rate(fn, work: float, max_clock_mhz: float, flush: bool = True) -> tuple[float, float, float, int, float | None]:
+    """(median, p10, p90 rate, calls, SM clock MHz) of a warm `fn` doing `work` bytes or FLOPs per call."""
+    fn()
+    sync()
+    t0 = time.perf_counter()
+    fn()
+    sync()
+    wall_ms = (time.perf_counter() - t0) * 1e3
+    host = timing.host_time([fn], timing.host_calls(wall_ms), wall_ms)
+    d = timing.device_time(fn, timing.timed_calls(wall_ms), host.p90_ms * 1e3, max_clock_mhz, flush=flush)
+    t = d.timing
+    return work / (t.median_ms * 1e-3), work / (t.p90_ms * 1e-3), work / (t.p10_ms * 1e-3), t.n, d.sm_clock_mhz
 
 
-CEILING_COUNT = 4
+def _failed(name: str, quantity: str, problem: str, exc: BaseException) -> MeasuredCeiling:
+    status = "oom" if is_oom(exc) else "error"
+    return MeasuredCeiling(name=name, quantity=quantity, status=status, reason=f"{type(exc).__name__}: {exc}"[:500],
+                           problem=problem)
 
 
-def measure_ceilings(device: DeviceFacts, quick: bool):
+def _best_of(name: str, quantity: str, points: list[tuple[str, Callable[[], Callable[[], object]], float]],
+             max_clock_mhz: float, flush: bool = True) -> MeasuredCeiling:
+    """Time every (problem, make, work) point; the ceiling is the best median among them, with the sweep."""
+    sweep, best, errors = [], None, []
+    for problem, make, work in points:
+        try:
+            fn = make()
+            med, lo, hi, n, clock = _time_rate(fn, work, max_clock_mhz, flush)
+            del fn
+        except Exception as exc:  # noqa: BLE001 - one shape failing leaves the others
+            errors.append(_failed(name, quantity, problem, exc))
+            continue
+        finally:
+            free_cuda_memory()
+        sweep.append(SweepPoint(problem=problem, per_s_median=med, sm_clock_mhz=clock))
+        if best is None or med > best[1]:
+            best = (problem, med, lo, hi, n, clock)
+    if best is None:
+        return errors[0] if errors else MeasuredCeiling(name=name, quantity=quantity, status="error",
+                                                        reason="nothing was measured")
+    problem, med, lo, hi, n, clock = best
+    if len(points) > 1:
+        problem = f"best of {len(points)} shapes: {problem}"
+    return MeasuredCeiling(name=name, quantity=quantity, status="ok", problem=problem, repeats=n, per_s_median=med,
+                           per_s_p10=lo, per_s_p90=hi, sm_clock_mhz=clock, sweep=sweep if len(points) > 1 else [])
+
+
+# Matmul ceilings: the best median over a sweep of square shapes (one shape is not a roof: cuBLAS
+# picks different kernels per shape, and the largest is not always the fastest).
+MATMUL_SIZES = {"full": (4096, 6144, 8192, 12288, 16384), "quick": (4096, 8192)}
+FP32_SIZES = {"full": (4096, 8192), "quick": (4096,)}
+WARMUP_S = 1.0  # of matmuls before anything is timed: an idle GPU starts at its lowest clock
+CEILING_COUNT = 6
+
+
+def warm_up(seconds: float = WARMUP_S) -> None:
+    """Keep the GPU busy for `seconds` so the first measurement does not see an idle clock."""
+    import torch
+
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for _ in range(20):
+            a @ a
+        sync()
+    del a
+    free_cuda_memory()
+
+
+def measure_ceilings(device: DeviceFacts, quick: bool, warm: bool = True):
     """Yields one MeasuredCeiling at a time, so the progress bar moves as each finishes."""
     import torch
 
-    # Copy: big enough to dwarf the L2 many times over; bytes counted = read + written.
+    from kernels import membench
+
+    clock = device.sm_clock_max_mhz or 2000.0
+    profile = "quick" if quick else "full"
+    if warm:
+        warm_up()
+
+    # DRAM: a copy big enough to dwarf the L2 many times over; bytes counted = read + written.
     n_bytes = min(1 << 30, (device.memory_bytes or 1 << 34) // 8)
 
     def make_copy():
@@ -162,28 +220,59 @@ def measure_ceilings(device: DeviceFacts, quick: bool):
         dst = torch.empty_like(src)
         return lambda: dst.copy_(src)
 
-    yield (_measure("copy_bandwidth", "bytes", f"{n_bytes / 2**30:.2f} GiB device-to-device copy", make_copy,
-                         2.0 * n_bytes, min_reps=50))
+    yield _best_of("copy_bandwidth", "bytes", [(f"{n_bytes / 2**30:.2f} GiB device-to-device copy", make_copy,
+                                                2.0 * n_bytes)], clock)
 
-    size = 4096 if quick else 8192
+    # L2: a buffer a quarter of the L2, read from a warm L2 (no flush before the timed calls).
+    programs = 16 * device.sm_count
+    l2 = device.l2_bytes or 4 * 2**20
+    elems = max(membench.L2_CHUNK, (l2 // 4 // 4) // membench.L2_CHUNK * membench.L2_CHUNK)
+    reps = 256
+
+    def make_l2():
+        buf = torch.randn(elems, device="cuda", dtype=torch.float32)
+        out = torch.empty(programs, device="cuda", dtype=torch.float32)
+        return lambda: membench.l2_read(buf, out, reps)
+
+    l2_work = programs * reps * membench.L2_CHUNK * 4
+    yield _best_of("l2_bandwidth", "bytes", [(f"{elems * 4 / 2**20:.1f} MiB resident in L2, read by "
+                                              f"{programs} programs with ld.global.cg", make_l2, l2_work)],
+                   clock, flush=False)
+
+    # Shared memory: each program re-reads its own tiles; four programs per SM keep it busy.
+    smem_programs = 4 * device.sm_count
+    smem_reps = 2048
+
+    def make_smem():
+        out = torch.empty(smem_programs, device="cuda", dtype=torch.float32)
+        return lambda: membench.smem_read(out, smem_reps)
+
+    smem_work = smem_programs * smem_reps * membench.SMEM_ROWS * membench.SMEM_COLS * 4
+    yield _best_of("smem_bandwidth", "bytes", [(f"{smem_programs} programs re-reading 16 KiB tiles with "
+                                                "16-byte shared loads", make_smem, smem_work)], clock)
+
     for dtype_name, dtype in (("fp16", torch.float16), ("bf16", torch.bfloat16), ("fp32", torch.float32)):
         name = f"matmul_{dtype_name}"
-        problem = f"M=N=K={size} {dtype_name} random normal" + (" (TF32 off)" if dtype_name == "fp32" else "")
+        sizes = FP32_SIZES[profile] if dtype_name == "fp32" else MATMUL_SIZES[profile]
         if dtype_name == "bf16" and not device.supports_bf16:
-            yield MeasuredCeiling(name=name, quantity="flops", status="unsupported", problem=problem,
+            yield MeasuredCeiling(name=name, quantity="flops", status="unsupported",
+                                  problem=f"M=N=K {dtype_name} random normal",
                                   reason=f"compute capability {device.compute_capability} has no bf16 tensor cores")
             continue
 
-        def make_mm(dtype=dtype):
+        def make_mm(size, dtype=dtype):
             a = torch.randn(size, size, device="cuda", dtype=dtype)
             b = torch.randn(size, size, device="cuda", dtype=dtype)
             c = torch.empty(size, size, device="cuda", dtype=dtype)
             return lambda: torch.matmul(a, b, out=c)
 
+        fits = [n for n in sizes if 3 * n * n * dtype.itemsize * 2 < (device.memory_bytes or 1 << 34)]
+        points = [(f"M=N=K={n} {dtype_name} random normal" + (" (TF32 off)" if dtype_name == "fp32" else ""),
+                   lambda n=n: make_mm(n), 2.0 * n**3) for n in fits]
         prev_tf32 = torch.backends.cuda.matmul.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = False  # the fp32 ceiling means real fp32, not TF32
         try:
-            yield _measure(name, "flops", problem, make_mm, 2.0 * size**3, min_reps=20 if dtype_name == "fp32" else 50)
+            yield _best_of(name, "flops", points, clock)
         finally:
             torch.backends.cuda.matmul.allow_tf32 = prev_tf32
 
@@ -191,7 +280,9 @@ def measure_ceilings(device: DeviceFacts, quick: bool):
 def run(ctx) -> EnvResult:
     device = describe_device()
     clocks = [sample_clocks("env-start")]
-    ceilings = list(ctx.progress(measure_ceilings(device, ctx.quick), total=CEILING_COUNT, desc="env"))
+    warm_up()
+    clocks.append(sample_clocks("env-after-warm-up"))
+    ceilings = list(ctx.progress(measure_ceilings(device, ctx.quick, warm=False), total=CEILING_COUNT, desc="env"))
     clocks.append(sample_clocks("after-ceilings"))
     sheet = lookup(device.name)
     notes = [] if sheet else [f"{device.name} is not in the datasheet table (collect/datasheets.py); "

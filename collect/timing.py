@@ -159,9 +159,11 @@ def host_calls(est_ms: float) -> int:
     return HOST_CALLS_LONG if est_ms >= LONG_CALL_MS else HOST_CALLS
 
 
-def device_time(fn: Callable[[], object], n: int, host_us: float, max_clock_mhz: float = 2000.0) -> DeviceTiming:
+def device_time(fn: Callable[[], object], n: int, host_us: float, max_clock_mhz: float = 2000.0,
+                flush: bool = True) -> DeviceTiming:
     """Exactly `n` device-timed calls of an already warm `fn`: L2 flushed, then a spin covering
-    the host time, then the call between two events."""
+    the host time, then the call between two events. flush=False only for a microbenchmark whose
+    point is to read from a warm L2."""
     torch = _torch()
     from triton import runtime
 
@@ -170,7 +172,8 @@ def device_time(fn: Callable[[], object], n: int, host_us: float, max_clock_mhz:
     cycles = spin_cycles(host_us, max_clock_mhz)
     marks = [[torch.cuda.Event(enable_timing=True) for _ in range(3)] for _ in range(n)]
     for spin_start, start, end in marks:
-        driver.clear_cache(cache)
+        if flush:
+            driver.clear_cache(cache)
         spin_start.record()
         torch.cuda._sleep(cycles)
         start.record()
@@ -214,11 +217,11 @@ class CallTimes:
 
 
 def measure_call(calls: Sequence[Callable[[], object]], wall_ms: float, *, loop: bool = True,
-                 max_clock_mhz: float = 2000.0) -> CallTimes:
+                 max_clock_mhz: float = 2000.0, flush: bool = True) -> CallTimes:
     """Host, device and loop time of a warm call. `calls` are the same call over distinct inputs
     (see pool_size); device time uses the first. `wall_ms`: one synchronised call's wall time."""
     host = host_time(calls, host_calls(wall_ms), wall_ms)
-    dev = device_time(calls[0], timed_calls(wall_ms), host.p90_ms * 1e3, max_clock_mhz)
+    dev = device_time(calls[0], timed_calls(wall_ms), host.p90_ms * 1e3, max_clock_mhz, flush=flush)
     looped = loop_time(calls, loop_calls(dev.timing.median_ms)) if loop else None
     return CallTimes(device=dev, host=host, loop=looped)
 
