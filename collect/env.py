@@ -140,8 +140,7 @@ def _time_rate(fn, work: float, max_clock_mhz: float, flush: bool = True) -> tup
     fn()
     sync()
     wall_ms = (time.perf_counter() - t0) * 1e3
-    host = timing.host_time([fn], timing.host_calls(wall_ms), wall_ms)
-    d = timing.device_time(fn, timing.timed_calls(wall_ms), host.p90_ms * 1e3, max_clock_mhz, flush=flush)
+    d = timing.device_time(fn, wall_ms, max_clock_mhz=max_clock_mhz, flush=flush)
     t = d.timing
     return work / (t.median_ms * 1e-3), work / (t.p90_ms * 1e-3), work / (t.p10_ms * 1e-3), t.n, d.sm_clock_mhz
 

@@ -475,8 +475,7 @@ def our_device_time(case: ProfileCase, max_clock_mhz: float | None = None):
         call()
         torch.cuda.synchronize()
         wall_ms = (time.perf_counter() - t0) * 1e3
-        host = timing.host_time([call], timing.host_calls(wall_ms), wall_ms)
-        return timing.device_time(call, timing.timed_calls(wall_ms), host.p90_ms * 1e3, max_clock_mhz or 2000.0)
+        return timing.device_time(call, wall_ms, max_clock_mhz=max_clock_mhz or 2000.0)
 
 
 def clock_check_rows(cases: list[ProfileCase], profile: ProfileFile, timings: dict) -> list[ClockCheckRow]:

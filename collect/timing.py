@@ -30,10 +30,15 @@ LONG_MIN_REPS = 10
 # Past the minimum, short calls get more samples, up to about TARGET_MS of device time or MAX_REPS.
 TARGET_MS = 15.0
 MAX_REPS = 500
-# The spin before each timed call lasts this many times the call's slowest host time (plus a floor),
-# so the host has always queued the call before the GPU reaches it.
+# The spin before each timed call lasts at least this many times the call's host time (bounded by
+# its synchronised wall time) plus a floor, so the host has always queued the call before the GPU
+# reaches it; and at least REST_FRACTION of the call's own length, so back-to-back heavy calls do
+# not hold the GPU at its power limit (on the H200 that pulled the SM clock from ~1.9 GHz to
+# ~1.6 GHz and a 1.67 ms call to 1.88 ms). A spin is one thread on one SM: it rests the GPU.
 SPIN_HOST_FACTOR = 2.0
 SPIN_FLOOR_US = 40.0
+REST_FRACTION = 0.5
+SPIN_MAX_US = 20_000.0
 # Loop time: each loop holds about LOOP_TARGET_MS of device work, within [LOOP_MIN_CALLS,
 # LOOP_MAX_CALLS] calls (a host-bound call takes longer than its device time says); the median over
 # LOOP_REPEATS loops.
@@ -111,8 +116,16 @@ def pool_size(set_bytes: int, l2_bytes: int | None, budget_bytes: int | None = N
 
 
 def spin_cycles(host_us: float, clock_mhz: float) -> int:
-    """Cycles to spin before a timed call so it covers the call's host time with margin."""
+    """Cycles to spin so that the spin outlasts `host_us` of host time with margin."""
     return int(math.ceil((SPIN_HOST_FACTOR * host_us + SPIN_FLOOR_US) * clock_mhz))
+
+
+def rest_us(wall_ms: float) -> float:
+    """Spin before each timed call of a call whose synchronised wall time is `wall_ms`: long enough to
+    cover its host time (at most its wall time, and a host time over 1 ms is not expected) and to
+    rest the GPU for REST_FRACTION of the call."""
+    wall_us = wall_ms * 1e3
+    return min(SPIN_MAX_US, max(SPIN_HOST_FACTOR * min(wall_us, 1000.0) + SPIN_FLOOR_US, REST_FRACTION * wall_us))
 
 
 def clock_mhz(cycles: int, elapsed_ms: float) -> float | None:
@@ -159,17 +172,18 @@ def host_calls(est_ms: float) -> int:
     return HOST_CALLS_LONG if est_ms >= LONG_CALL_MS else HOST_CALLS
 
 
-def device_time(fn: Callable[[], object], n: int, host_us: float, max_clock_mhz: float = 2000.0,
+def device_time(fn: Callable[[], object], wall_ms: float, n: int | None = None, max_clock_mhz: float = 2000.0,
                 flush: bool = True) -> DeviceTiming:
-    """Exactly `n` device-timed calls of an already warm `fn`: L2 flushed, then a spin covering
-    the host time, then the call between two events. flush=False only for a microbenchmark whose
-    point is to read from a warm L2."""
+    """`n` (default: timed_calls(wall_ms)) device-timed calls of an already warm `fn` whose
+    synchronised wall time is `wall_ms`: L2 flushed, then a spin (see rest_us), then the call between
+    two events. flush=False only for a microbenchmark whose point is to read from a warm L2."""
     torch = _torch()
     from triton import runtime
 
     driver = runtime.driver.active
     cache = driver.get_empty_cache_for_benchmark()
-    cycles = spin_cycles(host_us, max_clock_mhz)
+    n = n or timed_calls(wall_ms)
+    cycles = int(math.ceil(rest_us(wall_ms) * max_clock_mhz))
     marks = [[torch.cuda.Event(enable_timing=True) for _ in range(3)] for _ in range(n)]
     for spin_start, start, end in marks:
         if flush:
@@ -219,9 +233,10 @@ class CallTimes:
 def measure_call(calls: Sequence[Callable[[], object]], wall_ms: float, *, loop: bool = True,
                  max_clock_mhz: float = 2000.0, flush: bool = True) -> CallTimes:
     """Host, device and loop time of a warm call. `calls` are the same call over distinct inputs
-    (see pool_size); device time uses the first. `wall_ms`: one synchronised call's wall time."""
+    (see pool_size); device time uses the first. `wall_ms`: one synchronised call's wall time.
+    Device time first: host and loop time keep the GPU busy back to back, which heats it."""
+    dev = device_time(calls[0], wall_ms, max_clock_mhz=max_clock_mhz, flush=flush)
     host = host_time(calls, host_calls(wall_ms), wall_ms)
-    dev = device_time(calls[0], timed_calls(wall_ms), host.p90_ms * 1e3, max_clock_mhz, flush=flush)
     looped = loop_time(calls, loop_calls(dev.timing.median_ms)) if loop else None
     return CallTimes(device=dev, host=host, loop=looped)
 
@@ -268,5 +283,4 @@ def bench_gpu(fn: Callable[[], object], min_reps: int = MIN_REPS, **_ignored) ->
     fn()
     sync()
     wall_ms = (time.perf_counter() - t0) * 1e3
-    host = host_time([fn], host_calls(wall_ms), wall_ms)
-    return device_time(fn, max(min_reps, timed_calls(wall_ms)), host.p90_ms * 1e3).timing
+    return device_time(fn, wall_ms, max(min_reps, timed_calls(wall_ms))).timing

@@ -72,6 +72,15 @@ def test_spin_covers_the_host_time_and_the_clock_follows_from_it():
     assert timing.clock_mhz(1000, 0.0) is None
 
 
+def test_the_rest_before_a_timed_call_covers_its_host_time_and_half_its_length():
+    # a host-bound call: twice its wall time (which bounds its host time) plus the floor
+    assert timing.rest_us(0.2) == pytest.approx(2 * 200 + timing.SPIN_FLOOR_US)
+    # a 2 ms call: the GPU rests half as long as it works, so heavy calls do not run at the power limit
+    assert timing.rest_us(2.0) == pytest.approx(2 * 1000 + timing.SPIN_FLOOR_US)
+    assert timing.rest_us(10.0) == pytest.approx(5000.0)
+    assert timing.rest_us(1000.0) == timing.SPIN_MAX_US
+
+
 def test_loop_and_host_call_counts():
     assert timing.loop_calls(0.01) == timing.LOOP_MAX_CALLS  # host time would make more calls slow
     assert timing.loop_calls(1.0) == 5  # about 5 ms of device work per loop
