@@ -629,6 +629,9 @@ def _launch_args(version, shape, causal, scale, sm_count):
     plan = tile_plan(version.kernel, head_dim)
     qk_scale = scale * LOG2E
     if plan.kernel == "g1":
+        if batch * heads > 65535:  # the grid's second axis; the first stays the query tiles, for L2
+            raise ValueError(f"gluon_attention: version {version.name} runs at most 65535 batch x heads, "
+                             f"got {batch * heads}; use a later version or split the batch")
         grid = (triton.cdiv(seq_len, plan.q_rows), batch * heads)
         return (_g1_kernel, grid, dict(num_heads=heads, seq_len=seq_len, qk_scale=qk_scale),
                 dict(CAUSAL=bool(causal), STAGES=plan.stages), dict(num_warps=plan.num_warps), plan)
@@ -751,8 +754,8 @@ GLUON_VERSIONS = [
         prediction="A baseline that should be right first time rather than fast: within each program the tensor "
                    "cores idle while the softmax runs, since both matmuls are waited on at once and both "
                    "warpgroups meet at a barrier every key tile before the buffer is refilled. At d128 only one "
-                   "program fits on an SM (160 KB of shared memory), so nothing hides that; at d64 two fit and "
-                   "partly cover each other. Expect clearly below cuDNN: about 0.60-0.80x non-causal and "
+                   "program fits on an SM (160 KB of shared memory), so nothing hides that; at d64 non-causal two "
+                   "fit and partly cover each other (causal needs 156 registers a thread, so one). Expect clearly below cuDNN: about 0.60-0.80x non-causal and "
                    "0.55-0.75x causal, and below the Triton Hopper kernel of attention_hopper.py.",
         predicted_at="2026-11-30",
         predicted_speedup={"non-causal": (0.60, 0.80), "causal": (0.55, 0.75)},
