@@ -1,0 +1,196 @@
+"""The Gluon Hopper kernels on a machine without a GPU: every version compiles for sm90 at every
+dtype, head size and masking, to code that uses wgmma and TMA and does not spill; the inputs are
+checked before any launch; the version registry is well formed. Gluon's Hopper operations do not
+run under Triton's CPU interpreter, so the numbers themselves are checked on the H200 only."""
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+# Like the other kernel tests: importing `kernels` creates the portable @triton.jit kernels, which
+# must be interpreted ones for the test modules that run them.
+os.environ["TRITON_INTERPRET"] = "1"
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from kernels import attention_gluon as G  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SMEM_LIMIT_SM90 = 227 * 1024  # the most shared memory one sm90 block may take
+VARIANTS = [(ver.name, dtype, head_dim, causal) for ver in G.GLUON_VERSIONS for dtype in G.DTYPES
+            for head_dim in G.HEAD_DIMS for causal in (False, True)]
+
+# Compiling runs in a fresh interpreter: with TRITON_INTERPRET=1 set (as the kernel tests set it),
+# Triton's own helpers that Gluon calls (cdiv, max, sum) become interpreted functions a compile
+# cannot take.
+COMPILE_SCRIPT = r"""
+import json, re, subprocess, sys
+from pathlib import Path
+import torch, triton
+from kernels import attention_gluon as G
+
+out_dir = Path(sys.argv[1])
+cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+report = {}
+for ver in G.GLUON_VERSIONS:
+    for dtype in G.DTYPES:
+        for head_dim in G.HEAD_DIMS:
+            for causal in (False, True):
+                key = f"{ver.name}-{str(dtype).removeprefix('torch.')}-d{head_dim}-{'causal' if causal else 'full'}"
+                try:
+                    kernel = G.compile_for_target(ver.name, dtype, head_dim, causal)
+                except Exception as exc:
+                    report[key] = {"error": f"{type(exc).__name__}: {exc}"[-3000:]}
+                    continue
+                (out_dir / f"{key}.ptx").write_text(kernel.asm["ptx"])
+                cubin = out_dir / f"{key}.cubin"
+                cubin.write_bytes(kernel.asm["cubin"])
+                usage = subprocess.run([str(cuobjdump), "-res-usage", str(cubin)], capture_output=True, text=True,
+                                       check=True).stdout
+                # ptxas puts spilled registers on the stack frame and in local memory.
+                stack, local = re.search(r"STACK:(\d+) SHARED:\d+ LOCAL:(\d+)", usage).groups()
+                report[key] = {"shared": kernel.metadata.shared, "spilled": int(stack) + int(local),
+                               "num_warps": kernel.metadata.num_warps}
+(out_dir / "report.json").write_text(json.dumps(report))
+"""
+
+
+def variant_id(variant):
+    name, dtype, head_dim, causal = variant
+    return f"{name}-{str(dtype).removeprefix('torch.')}-d{head_dim}-{'causal' if causal else 'full'}"
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """Every variant compiled for sm90: key -> {shared, spilled, num_warps, ptx} or {error}."""
+    out_dir = tmp_path_factory.mktemp("gluon_sm90")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    proc = subprocess.run([sys.executable, "-c", COMPILE_SCRIPT, str(out_dir)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads((out_dir / "report.json").read_text())
+    for key, facts in report.items():
+        if "error" not in facts:
+            facts["ptx"] = (out_dir / f"{key}.ptx").read_text()
+    return report
+
+
+# --- compiled for sm90 ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=variant_id)
+def test_every_variant_compiles_for_sm90_to_wgmma_and_tma(variant, compiled):
+    facts = compiled[variant_id(variant)]
+    assert "error" not in facts, facts.get("error")
+    ptx = facts["ptx"]
+    assert "wgmma.mma_async" in ptx, "the matmuls must run as warpgroup MMA"
+    assert re.search(r"cp\.async\.bulk\.tensor\.4d\.shared::cluster\.global", ptx), "tiles must arrive by TMA"
+    assert re.search(r"cp\.async\.bulk\.tensor\.4d\.global\.shared::cta", ptx), "the output must leave by TMA"
+    assert "mbarrier.try_wait" in ptx
+    assert facts["shared"] <= SMEM_LIMIT_SM90
+    assert facts["spilled"] == 0
+
+
+@pytest.mark.parametrize("dtype", G.DTYPES, ids=str)
+@pytest.mark.parametrize("head_dim", G.HEAD_DIMS)
+def test_each_version_compiles_to_the_schedule_it_claims(dtype, head_dim, compiled):
+    ptx = {ver.name: compiled[variant_id((ver.name, dtype, head_dim, True))]["ptx"] for ver in G.GLUON_VERSIONS}
+    # g1 runs 8 warps in one partition; the warp-specialized versions hand registers around.
+    assert "setmaxnreg" not in ptx["g1"]
+    for name in ("g2", "g3", "g4"):
+        assert "setmaxnreg.dec.sync.aligned.u32 \t24;" in ptx[name], f"{name}: the producer warp keeps 24 registers"
+        assert "setmaxnreg.inc.sync.aligned.u32 \t240;" in ptx[name], f"{name}: a consumer warpgroup gets 240"
+    # Overlap: Q K_{j+1}ᵀ is waited on while P_j V_j stays in flight.
+    assert "wgmma.wait_group.sync.aligned 1;" not in ptx["g2"]
+    assert "wgmma.wait_group.sync.aligned 1;" in ptx["g3"]
+    # Ping-pong adds the turn handoff: one more wait and one more arrive per key step.
+    assert ptx["g4"].count("mbarrier.arrive") > ptx["g3"].count("mbarrier.arrive")
+    assert ptx["g4"].count("mbarrier.try_wait") > ptx["g3"].count("mbarrier.try_wait")
+
+
+@pytest.mark.parametrize("kernel", ["g1", "ws"])
+@pytest.mark.parametrize("head_dim", G.HEAD_DIMS)
+def test_tile_plan_accounts_for_the_shared_memory_it_compiles_to(kernel, head_dim, compiled):
+    plan = G.tile_plan(kernel, head_dim)
+    name = "g1" if kernel == "g1" else "g2"
+    shared = compiled[variant_id((name, torch.float16, head_dim, False))]["shared"]
+    # The tiles are all of it but the mbarriers and a little compiler scratch.
+    assert plan.smem_bytes(head_dim) <= shared <= plan.smem_bytes(head_dim) + 4096
+    assert shared <= SMEM_LIMIT_SM90
+
+
+# --- input checks, before any launch ------------------------------------------------------------
+
+
+def qkv(shape=(1, 2, 16, 64), dtype=torch.float16):
+    return tuple(torch.zeros(shape, dtype=dtype) for _ in range(3))
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda q, k, v: (q[0], k[0], v[0]), "must be 4-D"),
+    (lambda q, k, v: (q, k[:, :, :8], v), "must have the same shape"),
+    (lambda q, k, v: (q.float(), k.float(), v.float()), "float16 or all bfloat16"),
+    (lambda q, k, v: (q, k.bfloat16(), v), "float16 or all bfloat16"),
+    (lambda q, k, v: (q[..., :32], k[..., :32], v[..., :32]), "head_dim must be one of"),
+    (lambda q, k, v: (q[:, :, :0], k[:, :, :0], v[:, :, :0]), "at least 1"),
+    (lambda q, k, v: (q, k, v), "sm90 CUDA GPU only"),
+    (lambda q, k, v: ("q", k, v), "must be a torch.Tensor"),
+])
+def test_bad_inputs_are_refused_with_a_clear_message(change, message):
+    with pytest.raises(ValueError, match=message):
+        G.gluon_attention(*change(*qkv()))
+
+
+@pytest.mark.parametrize("sm_scale", [0.0, -0.125, float("nan"), float("inf"), "0.1"])
+def test_a_scale_that_is_not_a_positive_number_is_refused(sm_scale):
+    with pytest.raises(ValueError, match="sm_scale must be a finite number > 0"):
+        G.gluon_attention(*qkv(), sm_scale=sm_scale)
+
+
+def test_unknown_version_names_the_known_ones():
+    with pytest.raises(ValueError, match=r"unknown version 'g9'.*'g1'"):
+        G.get_version("g9")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the answer on a machine without a GPU")
+def test_unavailable_without_a_gpu_and_says_why(monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    assert G.gluon_available() == (False, "no CUDA GPU is visible to torch")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    ok, reason = G.gluon_available()
+    assert not ok and "interpreter" in reason
+
+
+def test_tma_takes_a_transposed_view_as_is_and_copies_what_it_cannot_address():
+    bnhd = torch.randn(2, 10, 3, 64).half()
+    view = bnhd.transpose(1, 2)  # (batch, heads, seq_len, head_dim) with a seq_len stride of heads * 64
+    assert G._tma_operand(view) is view
+    strided = torch.randn(2, 3, 10, 128).half()[..., ::2]  # last stride 2: not addressable
+    copy = G._tma_operand(strided)
+    assert copy.stride() == (3 * 10 * 64, 10 * 64, 64, 1) and torch.equal(copy, strided)
+    odd_rows = torch.randn(2, 3, 10, 68).half()[..., :64]  # a row stride of 136 bytes, not a multiple of 16
+    assert not G._tma_ready(odd_rows) and G._tma_ready(G._tma_operand(odd_rows))
+
+
+# --- the record of versions ---------------------------------------------------------------------
+
+
+def test_versions_are_a_dated_journey_with_ranges():
+    names = [ver.name for ver in G.GLUON_VERSIONS]
+    assert names == sorted(set(names)) and G.DEFAULT_VERSION in names
+    for ver in G.GLUON_VERSIONS:
+        datetime.date.fromisoformat(ver.predicted_at)
+        assert ver.change and ver.prediction and ver.baseline == "sdpa"
+        assert set(ver.predicted_speedup) <= set(ver.maskings)
+        for low, high in ver.predicted_speedup.values():
+            assert 0 < low <= high
+        assert ver.kernel in ("g1", "ws") and (ver.kernel == "ws" or not (ver.overlap or ver.pingpong))
+    # Each later version adds one change to the one before it.
+    by_name = {ver.name: ver for ver in G.GLUON_VERSIONS}
+    assert (by_name["g2"].overlap, by_name["g3"].overlap, by_name["g3"].pingpong, by_name["g4"].pingpong) == \
+        (False, True, False, True)
