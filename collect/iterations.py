@@ -22,7 +22,7 @@ from typing import Callable, Iterable
 from .precompile import compile_in_pool
 from .budget import budget_seconds as shared_budget_seconds
 from .context import RunContext
-from .occupancy import limits_from_device, occupancy
+from .schema.occupancy import limits_from_device, occupancy
 from .schema import SCHEMA_VERSION
 from .shapes import AttentionCase
 from .schema.iterations import IterationRow, IterationsFile, KernelVersionInfo, PredictedRange
