@@ -177,10 +177,24 @@ class BenchPage(Page):
                 f"{join(impl_label(i) for i in self.impls())}, at seq_len {ns[0]} to {ns[-1]}, shapes "
                 f"{join(shape_label(s) for s in self.shapes())}, in "
                 f"{join(dtype_short(d) for d in dict.fromkeys(self.rows['dtype']))}, causal and not.")
+        text += self._clock_sentence()
         text += f'\n\n??? info "How each case was timed"\n    {escape.text(data.timing_method)}\n'
         for note in data.notes:
             text += f"\n!!! note\n    {escape.text(note)}\n"
         return text
+
+    def _clock_sentence(self) -> str:
+        """The SM clock seen while the device time was measured, where the run recorded it."""
+        ok = self.ok
+        if "sm_clock_mhz" not in ok or ok["sm_clock_mhz"].isna().all():
+            return " The SM clock during the timing was not recorded in this run."
+        med = ok["sm_clock_mhz"].dropna()
+        lo = ok["sm_clock_min_mhz"].dropna().min() if "sm_clock_min_mhz" in ok else med.min()
+        hi = ok["sm_clock_max_mhz"].dropna().max() if "sm_clock_max_mhz" in ok else med.max()
+        lo = med.min() if lo != lo else lo
+        hi = med.max() if hi != hi else hi
+        return (f" While the device time was measured, the SM clock ran between {fmt.num(lo, 4)} and "
+                f"{fmt.num(hi, 4)} MHz (clocks are read, never set).")
 
     def backend_choice(self) -> str:
         """Which backend PyTorch chose when none was forced."""

@@ -218,6 +218,51 @@ class ProfilePage(Page):
         return ("This GPU (or this Nsight Compute) has no tensor-core operation counters, so the FLOPs below are "
                 "**analytical**: 4·B·H·N²·d for QKᵀ and PV. Bytes and times are still measured.")
 
+    # ------------------------------------------------------------------ the two clocks
+
+    # Our device time and Nsight Compute's within this factor either way "agree".
+    CLOCKS_AGREE = 1.10
+
+    def clock_check_finding(self) -> str:
+        """Our device time beside Nsight Compute's kernel time for the same calls: the proof of the one clock."""
+        df = self.run.frame("profile", "clock_check")
+        if df.empty:
+            return ("This run holds no cross-check of the two clocks: the profile phase recorded no device time beside "
+                    "Nsight Compute's for the same calls, so this page cannot show that they agree.")
+        one = df[df["kernels"] == 1]
+        many = df[df["kernels"] > 1]
+        out = []
+        if not one.empty:
+            r = one["device_over_ncu"]
+            agree = ((r <= self.CLOCKS_AGREE) & (r >= 1 / self.CLOCKS_AGREE)).sum()
+            span = (fmt.ratio(r.min()) if fmt.ratio(r.min()) == fmt.ratio(r.max())
+                    else f"{fmt.ratio(r.min())} to {fmt.ratio(r.max())}")
+            out.append(f"For the {plural(len(one), 'call')} of a single kernel, our device time is {span} Nsight "
+                       f"Compute's kernel time, within {fmt.pct(100 * (self.CLOCKS_AGREE - 1), 2)} in {agree} of "
+                       f"{len(one)}.")
+            if agree < len(one):
+                worst = one.loc[(one["device_over_ncu"].map(lambda x: max(x, 1 / x))).idxmax()]
+                out.append(f"The two clocks disagree most for {impl_label(worst['impl'])} at N={worst['seq_len']}: "
+                           f"{fmt.ms(worst['device_ms'])} against {fmt.ms(worst['ncu_ms'])}.")
+        if not many.empty:
+            top = many.loc[many["gap_ms"].idxmax()]
+            out.append(f"Calls of several kernels take longer on our clock than their kernels add up to, by up to "
+                       f"{fmt.ms(top['gap_ms'])} ({impl_label(top['impl'])}, {plural(int(top['kernels']), 'kernel')}): "
+                       "the time between kernels, which per-kernel durations leave out.")
+        return " ".join(out)
+
+    def clock_check_table(self) -> str:
+        df = self.run.frame("profile", "clock_check")
+        if df.empty:
+            return ""
+        df = df.assign(impl=df["impl"].map(impl_label),
+                       shape=[f"B={b}, H={h}, N={n}, d={d}" + (", causal" if c else "")
+                              for b, h, n, d, c in zip(df["batch"], df["heads"], df["seq_len"], df["head_dim"], df["causal"])])
+        return table_html(df, {"impl": "Implementation", "shape": "Shape", "kernels": "Kernels",
+                               "ncu_ms": "Nsight Compute (kernel sum)", "device_ms": "Our device time",
+                               "device_over_ncu": "ours / Nsight Compute", "gap_ms": "difference"},
+                          {"ncu_ms": fmt.ms, "device_ms": fmt.ms, "device_over_ncu": fmt.ratio, "gap_ms": fmt.ms})
+
     # ------------------------------------------------------------------ summary table
 
     def impl_table(self, shape=None) -> str:
@@ -369,6 +414,11 @@ class ProfilePage(Page):
             return None, "not counted on this GPU"
         total = k["duration_ms"].fillna(0).sum()
         major = k[k["duration_ms"].fillna(0) >= MAJOR_KERNEL_SHARE * total] if total else k
+        if level == "shared":
+            # Only a kernel that multiplies matrices can hide shared-memory traffic from the counter (WGMMA reads
+            # its operands there); a kernel that uses no shared memory rightly counts none.
+            tensor = major["flops_tensor"].fillna(0) + major["tensor_inst"].fillna(0) if "flops_tensor" in major else 0
+            major = major[(tensor > 0) & major["kernel_name"].map(lambda n: bool(GEMM_NAME.search(str(n))))]
         blind = major[major[col].fillna(0) < NEAR_SM_MIN_SHARE * major["l2_bytes"].fillna(0)]
         if not blind.empty:
             return None, "bypassed"
@@ -689,7 +739,8 @@ class ProfilePage(Page):
                              "one block per SM is its design, not a resource running out, and no register cap would "
                              f"put a second block beside it: theoretical occupancy {fmt.pct(o.occupancy_pct)}.")
             else:
-                parts.append(f"{allow}, so {plural(o.active_blocks, 'block')} fit: theoretical occupancy "
+                parts.append(f"{allow}, so {plural(o.active_blocks, 'block')} fit{'s' if o.active_blocks == 1 else ''}: "
+                             f"theoretical occupancy "
                              f"{fmt.pct(o.occupancy_pct)}, limited by {' and '.join(o.limiters)}.")
             th = k["theoretical_occupancy_pct"]
             if _ok(th) and abs(th - o.occupancy_pct) > 0.5:
