@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 # Elements whose text is not prose: data laid out for scanning, code, formulas, page chrome.
-SKIP = {"table", "figure", "pre", "code", "script", "style", "svg", "nav", "header", "footer", "details", "math"}
+SKIP = {"table", "figure", "pre", "code", "script", "style", "svg", "nav", "header", "footer", "math"}
 BLOCKS = {"p", "li", "h1", "h2", "h3", "h4", "h5", "h6", "div", "dd", "dt", "blockquote", "ul", "ol", "br"}
 VOID = {"br", "img", "hr", "input", "meta", "link", "wbr"}
 

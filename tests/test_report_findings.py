@@ -256,3 +256,16 @@ def test_home_headline_figure_uses_counters_or_says_it_used_the_model(tmp_path):
     bench_only = HomePage(*_one(S.make(tmp_path / "b", bench=S.bench_rows(ns=(2048,)))))
     assert "else from the byte-arithmetic model" in bench_only.headline_figure()
     assert HomePage(*_one(S.make(tmp_path / "c"))).headline_figure() == ""
+
+
+# ---- Kernel iterations ---------------------------------------------------------------------------
+
+def test_each_versions_story_is_told_once():
+    from render.site import Report
+    from conftest import ROOT
+    report = Report.load()
+    out = report.render_markdown((ROOT / "docs" / "iterations.md").read_text(), "iterations.md")
+    page = report.context()["iterations"]
+    for v in page.versions:
+        assert out.count(html.escape(v.change, quote=True)) == 1, v.name
+        assert out.count(html.escape(v.prediction, quote=True)) == 1, v.name

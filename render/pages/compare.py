@@ -540,7 +540,7 @@ class ComparePage(Page):
                         marker_pattern_shape=self._hatch(devs),
                         hovertemplate=f"%{{y}}<br>{label} occupancy %{{x:.3g}}%<extra></extra>", row=1, col=2)
         dram = [v for d in devs for v in [self._dram(r) for _, r in self._profile_rows(d).iterrows()] if v]
-        fig.update_xaxes(type="log", title_text="bytes", row=1, col=1, **log_ticks(dram, "B", si=True))
+        fig.update_xaxes(type="log", title_text="bytes", row=1, col=1, **log_ticks(dram, "B", si=True, max_ticks=5))
         fig.update_xaxes(title_text="% of warp slots", row=1, col=2)
         fig.update_xaxes(range=[0, 100], row=1, col=2)
         s = STUDY

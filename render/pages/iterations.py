@@ -409,7 +409,7 @@ class IterationsPage(Page):
                           caption="TFLOP/s, and in brackets the ratio to the fastest SDPA backend of the same case")
 
     def journey_table(self) -> str:
-        """Each version once: what changed, what was predicted (and when), what was measured, per masking."""
+        """Each version once: the factor predicted for it, what this run measured, and the verdict, per masking."""
         data = []
         for v in self.versions:
             base = "the fastest SDPA backend" if v.baseline == "sdpa" else v.baseline
@@ -420,16 +420,18 @@ class IterationsPage(Page):
                 ranges.append(f"{pred.masking}: {fmt.ratio(pred.low)} to {fmt.ratio(pred.high)}")
                 measured.append(f"{pred.masking}: {fmt.ratio(m) if m is not None else 'not measured'}")
                 verdicts.append(f"{pred.masking}: {verdict(m, pred.low, pred.high)}")
-            data.append({
-                "name": v.name, "change": v.change, "prediction": f"{v.prediction} (written {v.predicted_at})",
-                "range": ("; ".join(ranges) + f" of {base}") if ranges else "none recorded",
-                "measured": "; ".join(measured) or "not measured", "verdict": "; ".join(verdicts),
-                "notes": v.outcome,
-            })
+            data.append({"name": v.name, "base": base, "range": "; ".join(ranges) or "none recorded",
+                         "measured": "; ".join(measured) or "not measured", "verdict": "; ".join(verdicts)})
         return table_html(pd.DataFrame(data), {
-            "name": "Version", "change": "What changed", "prediction": "Prediction",
-            "range": "Predicted TFLOP/s factor", "measured": "Measured here (geometric mean)", "verdict": "Verdict",
-            "notes": "Author's notes, written after measuring"})
+            "name": "Version", "base": "Against", "range": "Predicted TFLOP/s factor",
+            "measured": "Measured here (geometric mean)", "verdict": "Verdict"})
+
+    def story_table(self) -> str:
+        """Each version's change, its prediction as written (and when), and its author's notes after measuring."""
+        data = [{"name": v.name, "change": v.change, "prediction": f"{v.prediction} (written {v.predicted_at})",
+                 "notes": v.outcome or "none"} for v in self.versions]
+        return table_html(pd.DataFrame(data), {"name": "Version", "change": "What changed", "prediction": "Prediction",
+                                               "notes": "Author's notes, written after measuring"})
 
     def resources_table(self) -> str:
         """Compiled-kernel resources per version and masking (the first dtype measured)."""
