@@ -157,7 +157,7 @@ def test_a_failed_phase_is_called_failed(tmp_path):
 def test_index_keeps_the_phase_table_and_shows_the_headlines(tmp_path):
     write_run(tmp_path, "h-1")
     out = Report.load(tmp_path).render_markdown((ROOT / "docs" / "index.md").read_text(), "index.md")
-    assert "## What this run shows" in out and "fewer bytes" in out and "[Profiling](profiling.md)" in out
+    assert "## What this run shows" in out and "## Headline findings" in out and "fewer bytes" in out and "[Profiling](profiling.md)" in out
     assert "| `bench` | [Byte arithmetic](byte-arithmetic.md), [Benchmarks](benchmarks.md) |" in out
     assert "| `decode` | [Decode](decode.md) |" in out and "| `iterations` | [Kernel iterations](iterations.md) |" in out
     assert "(compare.md)" in out and "{{" not in out

@@ -269,3 +269,14 @@ def test_each_versions_story_is_told_once():
     for v in page.versions:
         assert out.count(html.escape(v.change, quote=True)) == 1, v.name
         assert out.count(html.escape(v.prediction, quote=True)) == 1, v.name
+
+
+def test_home_opening_flips_with_bytes_and_speed(tmp_path):
+    good = HomePage(*_one(S.make(tmp_path / "a", bench=S.bench_rows(triton_ms=0.002), profile=S.profile_file("rep-1"))))
+    t = text(good.findings_first())
+    assert "fusing attention cut the DRAM bytes of one call" in t and "faster than naive PyTorch" in t
+    bad = HomePage(*_one(S.make(tmp_path / "b", bench=S.bench_rows(triton_ms=0.2),
+                                profile=S.profile_file("rep-1", naive_dram=1e7))))
+    t = text(bad.findings_first())
+    assert "did not cut DRAM bytes" in t and "slower than naive PyTorch" in t
+    assert "holds no phase" in HomePage(*_one(S.make(tmp_path / "c"))).findings_first()

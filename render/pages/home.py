@@ -50,6 +50,36 @@ class HomePage(Page):
 
     # --- the list the home page shows ----------------------------------------------------------
 
+    def findings_first(self) -> str:
+        """Two to four sentences: what fusing did to the bytes, where our kernel stands, what paces decode."""
+        out = []
+        pair = self._profile_pair() if self.run.has("profile") else None
+        if pair is not None:
+            a, f = self._dram(pair[0]), self._dram(pair[1])
+            word = f"cut the DRAM bytes of one call {fmt.ratio(a / f)}" if f < a else f"did not cut DRAM bytes"
+            out.append(f"On {self._device}, fusing attention {word} at B={pair[2][0]}, H={pair[2][1]}, "
+                       f"N={pair[2][2]}, d={pair[2][3]}.")
+        f = self._bench_facet() if self.run.has("bench") else None
+        if f is not None and not f.empty:
+            tri = f[f["impl"] == FUSED].set_index("seq_len")["latency_ms_median"].sort_index()
+            naive = f[f["impl"] == "naive"].set_index("seq_len")["latency_ms_median"]
+            sdpa = f[f["impl"].str.startswith("sdpa")].groupby("seq_len")["latency_ms_median"].min()
+            common = [n for n in tri.index if n in naive.index and n in sdpa.index]
+            if common:
+                n = common[-1]
+                out.append(f"At N={n}, our Triton kernel is {versus(naive[n] / tri[n], 'naive PyTorch')} and "
+                           f"{versus(sdpa[n] / tri[n], 'the fastest SDPA backend')}.")
+        if self.run.has("decode"):
+            df = self._decode
+            df = df[df["achieved_over_floor"].notna()] if not df.empty else df
+            if not df.empty:
+                r = float(df["achieved_over_floor"].min())
+                pace = ("moving bytes sets the pace" if r <= NEAR else
+                        "bandwidth is a large part of a step, but not all of it" if r <= FAR else
+                        "fixed per-step costs, not bandwidth, set the pace")
+                out.append(f"In decode, the best loop comes within {fmt.ratio(r)} of its bandwidth floor: {pace}.")
+        return " ".join(out) or "This run holds no phase beyond the device facts yet."
+
     def headlines(self) -> str:
         """Every headline as a Markdown list, each ending in a link to the page that explains it."""
         items = [("Bytes moved", self.bytes_headline()), ("Speed", self.speed_headline()),

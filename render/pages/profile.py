@@ -681,7 +681,7 @@ class ProfilePage(Page):
         impl = self.impls()
         row = impl[impl["case_id"] == k["case_id"]]
         who = impl_label(row.iloc[0]["impl"]) if not row.empty else "the kernel"
-        return f"{who} ({escape.code(short_kernel_name(str(k['kernel_name'])))})"
+        return f"{who}, {escape.code(short_kernel_name(str(k['kernel_name'])))}"
 
     def _persistent(self, k) -> bool:
         """A grid of exactly one block per SM: a persistent kernel, each block looping over its share of the work.
