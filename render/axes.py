@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 
-from . import fmt
 
 
 def log_ticks(values, suffix: str = "", si: bool = False, max_ticks: int = 12) -> dict:

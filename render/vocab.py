@@ -74,13 +74,6 @@ def plural(n: int, word: str, words: str | None = None) -> str:
     return f"{n} {word if n == 1 else (words or word + 's')}"
 
 
-def ns_text(ns) -> str:
-    """A set of lengths as runs: [512, 1024, 2048, 8192] -> 'N=512 to 2048 and 8192' when consecutive in
-    the sweep is not known, so: 'N=512, 1024, 2048 and 8192'."""
-    ns = list(ns)
-    return f"N={join(ns)}" if ns else ""
-
-
 def speedup_words(s: float) -> str:
     """How ours compares when the other takes s times as long: '2.00× faster', '8.06× slower', 'on par'."""
     if s >= EVEN:

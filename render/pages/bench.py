@@ -14,7 +14,7 @@ from ..axes import log_ticks
 from ..bench_data import BenchData
 from ..figures import PALETTE
 from ..tables import table_html
-from ..vocab import (IMPL_DASH, dtype_short, facet_label, impl_color, impl_label, join, plural, shape_label, side,
+from ..vocab import (IMPL_DASH, dtype_short, facet_label, impl_color, impl_label, join, shape_label, side,
                      speedup_words)
 from .base import Page
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 from functools import cached_property
 
 import pandas as pd
-import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .. import escape, fmt

@@ -10,14 +10,12 @@ from functools import cached_property
 
 import pandas as pd
 
-import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from collect.schema import PHASES
 from collect.schema.occupancy import limits_from_device, occupancy
 
 from .. import escape, fmt, model
-from ..tables import table_html
 from ..vocab import ELEMENT_BYTES, STUDY, STUDY_N, dtype_short, impl_color, impl_label, join, plural, versus
 from .base import Page
 
@@ -33,10 +31,6 @@ LIMIT_WORDS = {"registers": "registers", "smem": "shared memory", "warps": "warp
 
 def _ok(x) -> bool:
     return x is not None and not (isinstance(x, float) and math.isnan(x))
-
-
-_join = join
-_versus = versus
 
 
 def _shape_text(b, h, d, dtype, causal, n=None) -> str:
@@ -188,7 +182,7 @@ class HomePage(Page):
         common = [n for n in tri.index if n in naive.index]
         if common:
             n = common[-1]
-            parts.append(f"{_versus(naive[n] / tri[n], 'naive PyTorch')} at N={n}")
+            parts.append(f"{versus(naive[n] / tri[n], 'naive PyTorch')} at N={n}")
         else:
             parts.append("never measured beside naive PyTorch (naive ran at no length ours did)")
         common = [n for n in tri.index if n in set(sdpa["seq_len"])]
@@ -196,11 +190,11 @@ class HomePage(Page):
             n = common[-1]
             best = sdpa[sdpa["seq_len"] == n].sort_values("latency_ms_median").iloc[0]
             backend = best["backend_used"] if _ok(best["backend_used"]) else best["impl"]
-            parts.append(f"{_versus(best['latency_ms_median'] / tri[n], 'the fastest SDPA backend')} there "
+            parts.append(f"{versus(best['latency_ms_median'] / tri[n], 'the fastest SDPA backend')} there "
                          f"({escape.text(backend)})")
         else:
             parts.append("never measured beside any SDPA backend")
-        return (f"On {self._device} ({shape}, median device time), our Triton kernel is {_join(parts)}. {link}")
+        return (f"On {self._device} ({shape}, median device time), our Triton kernel is {join(parts)}. {link}")
 
     # --- occupancy ---------------------------------------------------------------------------
 
@@ -257,7 +251,7 @@ class HomePage(Page):
                   "blocks": None}
         why = [LIMIT_WORDS[b] + (f" ({detail[b]})" if detail[b] else "") for b in binding]
         tie = " (tied)" if len(binding) > 1 else ""
-        text = (f"Our Triton kernel's occupancy is limited by {_join(why)}{tie}: they allow "
+        text = (f"Our Triton kernel's occupancy is limited by {join(why)}{tie}: they allow "
                 f"{plural(least, 'block')} per SM, the fewest of any resource, per {source}.")
         th, ach = k["theoretical_occupancy_pct"], k["achieved_occupancy_pct"]
         if _ok(th):
