@@ -23,8 +23,8 @@ from . import timing
 from .budget import budget_seconds as shared_budget_seconds
 from .calls import InputPool, call_for, forced_backend
 from .context import RunContext
-from .occupancy import limits_from_device, occupancy
 from .precompile import compile_in_pool
+from .schema.occupancy import limits_from_device, occupancy
 from .schema import SCHEMA_VERSION
 from .schema.iterations import IterationRow, IterationsFile, KernelVersionInfo, PredictedRange
 from .shapes import AttentionCase

@@ -1,17 +1,16 @@
-"""The phases `python -m collect` knows, in the order they run."""
+"""The phases `python -m collect` knows, in the order they run: read from the one registry."""
 from __future__ import annotations
 
-import importlib
+from types import ModuleType
 
-from .schema import FILE_SPECS
+from .schema import FILE_SPECS, PHASES
 
-# env first: every later phase reads its device facts and measured ceilings.
-PHASE_ORDER = ["env", "correctness", "bench", "iterations", "profile", "decode"]
+PHASE_ORDER = [p.name for p in PHASES]
 
 
-def phase_module(name: str):
-    """Imported lazily, so a phase that cannot import fails alone instead of the whole run."""
-    return importlib.import_module(f"collect.{name}")
+def phase_module(name: str) -> ModuleType:
+    """The phase's collector, imported now: a phase that cannot import fails alone, not the whole run."""
+    return FILE_SPECS[name].collector()
 
 
 def filename(name: str) -> str:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from . import ncu_parse
 from .ncu_parse import KernelRecord, NcuFailure
-from .occupancy import SmLimits, blocks_by_registers, limits_from_device, register_cap_for_blocks
+from .schema.occupancy import SmLimits, blocks_by_registers, limits_from_device, register_cap_for_blocks
 from .schema import SCHEMA_VERSION
 from .schema.profile import ClockCheckRow, ImplRow, KernelRow, ProfileFile, RegCapRow, StallRow
 from .shapes import AttentionCase

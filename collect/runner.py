@@ -15,7 +15,7 @@ from pathlib import Path
 from .context import RunContext
 from .jsonio import write_json_atomic
 from .phases import PHASE_ORDER, filename, phase_module
-from .schema import SCHEMA_VERSION
+from .schema import FILE_SPECS, SCHEMA_VERSION
 from .schema.manifest import Manifest, PhaseRecord
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -84,12 +84,9 @@ def _set_record(m: Manifest, rec: PhaseRecord) -> None:
     m.phases.sort(key=lambda p: PHASE_ORDER.index(p.name) if p.name in PHASE_ORDER else 99)
 
 
-def _row_count(result) -> int:
-    from dataclasses import fields, is_dataclass
-
-    if not is_dataclass(result):
-        return 0
-    return sum(len(getattr(result, f.name)) for f in fields(result) if isinstance(getattr(result, f.name), list))
+def _row_count(name: str, result) -> int:
+    """The phase's table of rows only: a file's notes and other lists are not rows."""
+    return FILE_SPECS[name].row_count(result)
 
 
 def run_collect(cfg: CollectConfig, command: str = "") -> int:
@@ -143,7 +140,7 @@ def run_collect(cfg: CollectConfig, command: str = "") -> int:
                 rec.rows = len(result.measured_ceilings)
             else:
                 write_json_atomic(run_dir / filename(name), result)
-                rec.rows = _row_count(result)
+                rec.rows = _row_count(name, result)
             rec.status = "complete"
         except KeyboardInterrupt:
             rec.status, rec.error = "failed", "interrupted (Ctrl-C)"

@@ -402,12 +402,13 @@ def test_causal_finding_flips_with_the_measured_speedup(tmp_path):
     # BLOCK_M=128: T = N/128; a causal kernel that runs at full rate per FLOP matches 2T/(T+1) only if its
     # time halves exactly, i.e. the synthetic speedup is 2 and always exceeds the prediction
     over = bench_run(tmp_path / "a").context()["bytes"]
-    assert "exceeds the block count" in over.causal_finding() or "exceed" in over.causal_finding()
-    assert "same tile config ran both ways" in over.causal_finding()
+    assert "beats the block count" in over.causal_finding()
+    assert "same tile config ran both ways, so the block count does not explain" in over.causal_finding()
     # at 60% efficiency per causal FLOP the speedup is 1.2: short of the prediction everywhere
     short = bench_run(tmp_path / "b", causal_efficiency=0.6).context()["bytes"]
     text = short.causal_finding()
-    assert "straddle the diagonal" in text and "Where the speedup exceeds" not in text
+    assert "straddle the diagonal" in text and "beats the block count" not in text
+    assert set(short.causal["verdict"]) == {"short of the block count"}
     df = short.causal
     assert (df["measured"] < df["predicted"]).all()
     row = df[(df["shape"] == (2, 8, 64)) & (df["n"] == 512) & (df["dtype"] == "float16")].iloc[0]

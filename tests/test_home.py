@@ -122,7 +122,7 @@ def test_headlines_flip_with_the_data(tmp_path):
     assert "3 blocks per SM" in occ
     assert "moving bytes sets the pace" in page.decode_floor_headline()
     int8 = page.int8_headline()
-    assert "less than bf16" in int8 and "the same as bf16" in int8 and "more than bf16" not in int8
+    assert "less than bf16" in int8 and "the same peak memory as bf16" in int8 and "more than bf16" not in int8
 
 
 def test_occupancy_falls_back_on_the_rules_without_ncu_block_limits(tmp_path):
@@ -157,8 +157,9 @@ def test_a_failed_phase_is_called_failed(tmp_path):
 def test_index_keeps_the_phase_table_and_shows_the_headlines(tmp_path):
     write_run(tmp_path, "h-1")
     out = Report.load(tmp_path).render_markdown((ROOT / "docs" / "index.md").read_text(), "index.md")
-    assert "## Headline findings" in out and "fewer bytes" in out and "[Profiling](profiling.md)" in out
-    assert "| `bench` | [Benchmarks](benchmarks.md) |" in out and "| `decode` | [Decode](decode.md) |" in out
+    assert "## What this run shows" in out and "## Headline findings" in out and "fewer bytes" in out and "[Profiling](profiling.md)" in out
+    assert "| `bench` | [Byte arithmetic](byte-arithmetic.md), [Benchmarks](benchmarks.md) |" in out
+    assert "| `decode` | [Decode](decode.md) |" in out and "| `iterations` | [Kernel iterations](iterations.md) |" in out
     assert "(compare.md)" in out and "{{" not in out
 
 

@@ -2,6 +2,7 @@
 (unsupported Hopper versions, bf16, budget, failures, occupancy), the data file's round trip
 through validation, and the page's computed words. Speed is measured by `make collect`."""
 import dataclasses
+import html
 from pathlib import Path
 
 import jinja2
@@ -12,7 +13,7 @@ from collect import iterations as it
 from collect.iterations import Case, Measurement, build_cases, measure_cases
 from collect.timing import CallTimes, DeviceTiming, summarize
 from collect.jsonio import write_json_atomic
-from collect.occupancy import SmLimits
+from collect.schema.occupancy import SmLimits
 from collect.schema import SCHEMA_VERSION
 from collect.schema.iterations import IterationRow, IterationsFile, KernelVersionInfo, PredictedRange
 from render import fmt
@@ -304,14 +305,16 @@ def test_goal_finding_names_the_misses():
 
 
 def test_journey_table_sets_measurement_beside_prediction():
-    html_table = page_for(sample_file()).journey_table()
+    page = page_for(sample_file())
+    html_table = page.journey_table()
     # v1-wide vs v0: 470/520 = 0.90 (predicted 1.03-1.08); v2-ws vs v1-wide: 600/470 = 1.28 at 4096.
     assert "worse than predicted" in html_table and "better than predicted" in html_table
-    assert "&lt;b&gt;" in html_table and "<b>" not in html_table  # tool and author strings are escaped
+    story = page.story_table()  # each version's words, once
+    assert "&lt;b&gt;" in story and "<b>" not in story  # tool and author strings are escaped
 
 
 def test_wide_loads_finding_reports_either_way():
-    text = page_for(sample_file()).wide_loads_finding()
+    text = html.unescape(page_for(sample_file()).wide_loads_finding())
     assert "v1-wide" in text and "slower" in text and "worse than predicted" in text
 
 
@@ -319,7 +322,7 @@ def test_ceiling_and_limits_findings_use_the_data():
     page = page_for(sample_file())
     assert fmt.flops(7.5e14) in page.ceiling_finding()
     limits = page.limits_finding()
-    assert "168 registers a thread" in limits and "1 block(s) of 12 warps per SM" in limits
+    assert "168 registers a thread" in limits and "1 block of 12 warps per SM" in limits
 
 
 def test_tables_and_figure_render():
@@ -331,7 +334,7 @@ def test_tables_and_figure_render():
 
 def test_summary_notes_escape_and_mention_a_missing_hopper():
     text = page_for(sample_file(hopper=False)).summary()
-    assert "compute capability 7.5" in text and "&lt;note&gt;" in text
+    assert "compute capability 7.5" in html.unescape(text) and "&#60;note&#62;" in text and "<note>" not in text
 
 
 def test_missing_phase_renders_the_notice():
@@ -381,16 +384,18 @@ def _with_bench_and_profile(f: IterationsFile, ours_tflops: float = 560.0) -> It
 
 def test_bench_crosscheck_gives_the_bench_verdict_and_where_the_methods_disagree():
     # This page: v2-ws at 600/650 = 0.92 (N=4096) and 0.98 (16384); the bench: 560/650 = 0.86 at both.
-    text = _with_bench_and_profile(sample_file()).bench_crosscheck()
-    assert fmt.ratio(560 / 650) in text and "reaching 0.900× in 0 of 2 cases" in text
-    assert "The verdict depends on the method at fp16, non-causal, N=4096 and fp16, non-causal, N=16384" in text
+    page = _with_bench_and_profile(sample_file())
+    text = page.bench_crosscheck()
+    assert "0.900× or more of the fastest SDPA backend in 0 of 2 cases, against this page's 2 of 2" in text
+    assert fmt.ratio(560 / 650) in page.crosscheck_table()
+    assert "goal is met depends on the method at fp16, non-causal, N=4096 and fp16, non-causal, N=16384" in text
     agree = _with_bench_and_profile(sample_file(), ours_tflops=605.0).bench_crosscheck()
-    assert "in 2 of 2 cases" in agree and "verdict depends" not in agree
+    assert "in 2 of 2 cases" in agree and "depends on the method" not in agree
     assert "no second measurement" in page_for(sample_file()).bench_crosscheck()
 
 
 def test_limits_finding_reads_the_profilers_stall_reasons_when_the_goal_is_missed():
-    text = _with_bench_and_profile(sample_file(final="v1-wide")).limits_finding()
+    text = html.unescape(_with_bench_and_profile(sample_file(final="v1-wide")).limits_finding())
     assert "long_scoreboard" in text and "2.40; theirs 0.60" in text and "where theirs is barrier (1.70)" in text
     assert "mbarriers" in text  # the warp-specialized kernel: the waits are on TMA arrivals
     assert "no profile of a goal shape" in page_for(sample_file(final="v1-wide")).limits_finding()
@@ -400,5 +405,5 @@ def test_a_version_not_timed_is_named_in_the_summary():
     f = sample_file()
     f.versions.append(KernelVersionInfo(name="v3-old", path="hopper", features="x", change="c", prediction="p",
                                         predicted_at="2026-11-29", baseline="v2-ws"))
-    text = page_for(f).summary()
+    text = html.unescape(page_for(f).summary())
     assert "timed 3 versions" in text and "v3-old is recorded with its story but not timed" in text

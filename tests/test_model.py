@@ -1,7 +1,7 @@
 """The byte arithmetic of attention against values worked by hand.
 
 Worked example (B=8, H=32, so 256 heads; d=128; fp16, e=2 bytes) as in the byte-arithmetic exercise
-of the published study (shared/seeds/004); every expected value below is recomputed in the comment.
+of the published study (its part on byte arithmetic); every expected value below is recomputed in the comment.
 """
 import pytest
 

@@ -5,6 +5,7 @@ tests/fixtures/ncu/ holds a small real export recorded on an H200 by scripts/gpu
 """
 import csv
 import io
+import html
 import json
 import re
 import stat
@@ -14,10 +15,11 @@ from pathlib import Path
 import pytest
 
 import synthetic
-from collect import ncu_parse, occupancy, profile
+from collect import ncu_parse, profile
+from collect.schema import occupancy
 from collect.jsonio import write_json_atomic
 from collect.ncu_parse import NcuFailure
-from collect.occupancy import SmLimits
+from collect.schema.occupancy import SmLimits
 from collect.schema import SCHEMA_VERSION
 from collect.schema.profile import ProfileFile, RegCapRow
 from render.runs import load_run
@@ -441,7 +443,7 @@ def test_kernel_names_are_escaped_in_tables_and_hover(tmp_path):
     assert "&lt;script&gt;" in hover and "<script>" not in hover and "c10::Half" in hover
     for fig in (page.occupancy_figure(), page.stalls_figure(), page.roofline_figure(), page.bytes_figure()):
         assert "<script>alert" not in fig
-    assert "&lt;b&gt;CUDA" in page.status_note()  # a reason from the tool is escaped too
+    assert "&#60;b&#62;CUDA" in page.status_note() and "<b>" not in page.status_note()  # a tool's reason is escaped too
 
 
 def test_page_findings_are_computed(tmp_path):
@@ -456,7 +458,7 @@ def test_page_findings_are_computed(tmp_path):
     assert "memory-bound side" in page.roofline_finding() or "compute-bound side" in page.roofline_finding()
     assert page.occupancy_curves_fig() is not None
     assert "re-reads" in page.bytes_gap_explained()
-    assert "long_scoreboard" in page.stall_finding()
+    assert "long_scoreboard" in html.unescape(page.stall_finding())
 
 
 def render_page(tmp_path):
@@ -476,7 +478,7 @@ def test_page_shows_why_there_is_no_data(tmp_path):
                      reason=ncu_parse.PERMISSION_FIX)
     write_run(tmp_path, pf)
     text = render_page(tmp_path)
-    assert "No Nsight Compute data" in text and "NVreg_RestrictProfilingToAdminUsers=0" in text
+    assert "No Nsight Compute data" in text and "NVreg_RestrictProfilingToAdminUsers=0" in html.unescape(text)
     assert "fig-profile-roofline" not in text
 
 
@@ -585,7 +587,8 @@ def test_page_on_real_headline_data(tmp_path):
     cases, pf = fixture_profile("headline")
     page = page_for(tmp_path, pf)
     assert page.headline == (2, 8, 2048, 64, "float16", False)
-    assert page.tensor_core_sentence().startswith("Tensor cores ran for naive, triton")
+    assert page.tensor_core_sentence().startswith("Tensor cores ran for naive PyTorch and Triton (ours), by the tensor "
+                                                  "FLOP counters")
     assert "memory-bound side" in page.roofline_finding() or "compute-bound side" in page.roofline_finding()
     gap = page.bytes_gap_explained()
     assert "16 query blocks of 128 rows" in gap and "1.00×" in gap  # L1 saw exactly the re-read traffic

@@ -82,7 +82,7 @@ class IterationRow:
     shared_mem_bytes: int | None = doc("Dynamic shared memory per block of the compiled kernel (metadata.shared).", None)
     warps_per_block: int | None = doc("Warps per block as launched (all warpgroups of a warp-specialized kernel).", None)
     blocks_per_sm: int | None = doc("Theoretical resident blocks per SM from registers, shared memory and warp slots "
-                                    "(collect/occupancy.py, the device's limits).", None)
+                                    "(collect/schema/occupancy.py, the device's limits).", None)
     occupancy_pct: float | None = doc("Theoretical occupancy: resident warps / the SM's maximum.", None)
     occupancy_limiter: str | None = doc("The resource(s) that set blocks_per_sm, e.g. 'registers' or 'shared memory'.", None)
     max_abs_diff_vs_sdpa: float | None = doc("max |out - SDPA's out| on the same inputs: a sanity check at full size "

@@ -1,35 +1,38 @@
-"""Page contexts by name: each docs/*.md page uses one (e.g. `{{ hardware.device_table() }}`)."""
+"""Page contexts by name: each docs/*.md page uses one (e.g. `{{ hardware.device_table() }}`).
+
+Which pages exist, and in what order, comes from the phase registry (collect.schema.registry); this
+module only says which class narrates each of them.
+"""
 from __future__ import annotations
 
-import importlib
+from collect.schema import site_pages
 
 from ..runs import Run
+from .base import Page
+from .bench import BenchPage
+from .byte_arithmetic import ByteArithmeticPage
+from .compare import ComparePage
+from .correctness import CorrectnessPage
+from .dataformat import DataFormatPage
+from .decode import DecodePage
+from .hardware import HardwarePage
+from .home import HomePage
+from .iterations import IterationsPage
+from .profile import ProfilePage
+from .reproduce import ReproducePage
 
-# name in templates -> "module:Class". A module not written yet is skipped, so pages land one by one.
-PAGES = {
-    "hardware": "render.pages.hardware:HardwarePage",
-    "dataformat": "render.pages.dataformat:DataFormatPage",
-    "correctness": "render.pages.correctness:CorrectnessPage",
-    "bench": "render.pages.bench:BenchPage",
-    "bytes": "render.pages.byte_arithmetic:ByteArithmeticPage",
-    "profile": "render.pages.profile:ProfilePage",
-    "decode": "render.pages.decode:DecodePage",
-    "iterations": "render.pages.iterations:IterationsPage",
-    "reproduce": "render.pages.reproduce:ReproducePage",
-    "compare": "render.pages.compare:ComparePage",
-    "home": "render.pages.home:HomePage",
+# Template name -> the class behind it; the names are the registry's PageRef.context.
+PAGE_CLASSES: dict[str, type[Page]] = {
+    "home": HomePage, "hardware": HardwarePage, "correctness": CorrectnessPage, "bytes": ByteArithmeticPage,
+    "bench": BenchPage, "iterations": IterationsPage, "profile": ProfilePage, "decode": DecodePage,
+    "compare": ComparePage, "reproduce": ReproducePage, "dataformat": DataFormatPage,
 }
+
+_missing = [p.context for p in site_pages() if p.context not in PAGE_CLASSES]
+if _missing:
+    raise ImportError(f"the phase registry names page contexts with no class in render/pages: {_missing}; "
+                      "add each to PAGE_CLASSES")
 
 
 def page_contexts(run: Run, runs: list[Run]) -> dict:
-    out = {}
-    for name, target in PAGES.items():
-        mod_name, cls_name = target.split(":")
-        try:
-            mod = importlib.import_module(mod_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == mod_name:
-                continue
-            raise
-        out[name] = getattr(mod, cls_name)(run, runs)
-    return out
+    return {p.context: PAGE_CLASSES[p.context](run, runs) for p in site_pages()}

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from .. import escape
 from ..figures import figure_html, figure_id
 from ..runs import Run
 
@@ -24,6 +25,15 @@ class Page:
     @property
     def available(self) -> bool:
         return self.run.has(self.phase)
+
+    @property
+    def device_name(self) -> str:
+        """The device's name as inert Markdown text (it comes from the run's data)."""
+        return escape.text(self.run.device_name)
+
+    @property
+    def profile_name(self) -> str:
+        return escape.text(self.run.manifest.profile)
 
     def missing(self) -> str:
         """Admonition shown in place of a phase this run did not collect (or that failed)."""

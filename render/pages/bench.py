@@ -1,7 +1,7 @@
-"""Benchmarks: latency, TFLOP/s and peak memory over seq_len, and where our kernel wins or loses."""
+"""Benchmarks: latency, TFLOP/s and peak memory over seq_len, where our kernel wins or loses, and what
+sets the pace at small sizes (the host or the GPU)."""
 from __future__ import annotations
 
-import html
 import math
 from functools import cached_property
 
@@ -9,57 +9,20 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .. import fmt
+from .. import escape, fmt
+from ..axes import log_ticks
+from ..bench_data import BenchData
 from ..figures import PALETTE
 from ..tables import table_html
+from ..vocab import (IMPL_DASH, dtype_short, facet_label, impl_color, impl_label, join, shape_label, side,
+                     speedup_words)
 from .base import Page
 
-IMPL_LABELS = {
-    "naive": "naive PyTorch", "sdpa-flash": "SDPA flash", "sdpa-cudnn": "SDPA cuDNN",
-    "sdpa-efficient": "SDPA mem-efficient", "sdpa-math": "SDPA math", "sdpa": "SDPA (PyTorch's choice)",
-    "triton": "Triton (ours)", "triton-portable": "Triton (ours, portable path)",
-}
-IMPL_COLORS = {
-    "naive": PALETTE[7], "sdpa-flash": PALETTE[0], "sdpa-cudnn": PALETTE[5], "sdpa-efficient": PALETTE[2],
-    "sdpa-math": PALETTE[4], "sdpa": PALETTE[1], "triton": PALETTE[3],
-    "triton-portable": PALETTE[3],  # our colour, dashed: the same kernel family on its other path
-}
-IMPL_DASH = {"sdpa": "dot", "triton-portable": "dash"}
-SHORT = {"float16": "fp16", "bfloat16": "bf16"}
-
-# Two latencies within this factor either way are "on par"; timing noise on a busy GPU is a few percent.
-EVEN = 1.05
 # A speedup that changes by less than this factor from the shortest to the longest N "holds steady".
 TREND = 1.15
-
-
-def impl_label(impl: str) -> str:
-    return IMPL_LABELS.get(impl, impl)
-
-
-def shape_label(shape) -> str:
-    b, h, d = shape
-    return f"B={b}, H={h}, d={d}"
-
-
-def facet_label(dtype: str, causal: bool) -> str:
-    return f"{SHORT.get(dtype, dtype)}, {'causal' if causal else 'non-causal'}"
-
-
-def join(items) -> str:
-    items = [str(i) for i in items]
-    if not items:
-        return ""
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def speedup_words(s: float) -> str:
-    """How Triton compares when the other takes s times as long."""
-    if s >= EVEN:
-        return f"{fmt.ratio(s)} faster"
-    if s <= 1 / EVEN:
-        return f"{fmt.ratio(1 / s)} slower"
-    return f"on par ({fmt.ratio(s)})"
+# Loop time over device time above this: the calls are issued slower than the GPU runs them (host-bound).
+HOST_BOUND = 1.25
+FUSED = "triton"
 
 
 def loglog_slope(x, y) -> float | None:
@@ -74,98 +37,164 @@ def loglog_slope(x, y) -> float | None:
 
 
 def describe_gap(ns: list[int], speedups: list[float], other: str) -> str:
-    """One sentence on Triton against `other` over N, chosen from the speedups (other time / Triton time)."""
+    """One sentence on Triton against `other` over N (speedup = other's time / Triton's), with at most two
+    ratios in it: the pattern is the finding, the table below the page holds every ratio."""
     if not ns:
         return f"No sequence length has a measurement of both Triton and {other}."
     if len(ns) == 1:
         return f"At N={ns[0]}, the only length both ran, Triton is {speedup_words(speedups[0])} than {other}."
+    sides = [side(s) for s in speedups]
     first, last = speedups[0], speedups[-1]
     span = f"{speedup_words(first)} at N={ns[0]} and {speedup_words(last)} at N={ns[-1]}"
-    if all(s >= EVEN for s in speedups):
-        head = f"Triton is faster than {other} at every N measured: {span}"
-    elif all(s <= 1 / EVEN for s in speedups):
-        head = f"Triton is slower than {other} at every N measured: {span}"
-    else:
-        sides = ["win" if s >= EVEN else "loss" if s <= 1 / EVEN else "par" for s in speedups]
-        changes = [i for i in range(1, len(sides)) if sides[i] != sides[i - 1]]
-        words = ", ".join(f"{speedup_words(s)} at N={n}" for n, s in zip(ns, speedups))
-        if len(changes) == 1:
-            i = changes[0]
-            verb = {"win": "pulls ahead of", "loss": "falls behind", "par": "draws level with"}[sides[i]]
-            return f"Triton {verb} {other} between N={ns[i - 1]} and N={ns[i]} ({words})."
-        return f"Triton's standing against {other} changes with N: {words}."
-    f0, f1 = max(first, 1 / first), max(last, 1 / last)
-    if f1 / f0 >= TREND:
-        trend = "the gap grows with N"
-    elif f0 / f1 >= TREND:
-        trend = "the gap narrows with N"
-    else:
-        trend = "the gap holds roughly steady across N"
-    return f"{head}; {trend}."
+    if len(set(sides)) == 1:
+        if sides[0] == "par":
+            return f"Triton is on par with {other} at every N measured (within 5% either way)."
+        word = "faster" if sides[0] == "win" else "slower"
+        f0, f1 = max(first, 1 / first), max(last, 1 / last)
+        trend = ("the gap grows with N" if f1 / f0 >= TREND else "the gap narrows with N" if f0 / f1 >= TREND
+                 else "the gap holds roughly steady across N")
+        return f"Triton is {word} than {other} at every N measured, {span}: {trend}."
+    changes = [i for i in range(1, len(sides)) if sides[i] != sides[i - 1]]
+    if len(changes) == 1:
+        i = changes[0]
+        verb = {"win": "pulls ahead of", "loss": "falls behind", "par": "draws level with"}[sides[i]]
+        return f"Triton {verb} {other} between N={ns[i - 1]} and N={ns[i]}: {span}."
+    groups = {w: [n for n, s in zip(ns, sides) if s == k] for k, w in (("win", "faster"), ("loss", "slower"),
+                                                                       ("par", "on par"))}
+    parts = [f"{w} at N={join(g)}" for w, g in groups.items() if g]
+    worst = min(range(len(ns)), key=lambda i: speedups[i])
+    best = max(range(len(ns)), key=lambda i: speedups[i])
+    return (f"Triton's standing against {other} changes back and forth with N: {join(parts, 'and')}; from "
+            f"{speedup_words(speedups[worst])} at N={ns[worst]} to {speedup_words(speedups[best])} at N={ns[best]}.")
 
 
 class BenchPage(Page):
     slug = "bench"
     phase = "bench"
 
-    # --- frames ----------------------------------------------------------------------------
-
     @cached_property
+    def b(self) -> BenchData:
+        return BenchData(self.run)
+
+    # the frames other code (tests, the templates) reads
+    @property
     def rows(self) -> pd.DataFrame:
-        df = self.run.frame("bench", "rows")
-        df["shape"] = list(zip(df["batch"], df["heads"], df["head_dim"]))
-        return df
+        return self.b.rows
 
-    @cached_property
+    @property
     def ok(self) -> pd.DataFrame:
-        return self.rows[self.rows["status"] == "ok"]
+        return self.b.ok
 
     def shapes(self) -> list[tuple]:
-        return list(dict.fromkeys(self.rows["shape"]))
+        return self.b.shapes()
 
     def shape_title(self, shape) -> str:
         return f"Batch {shape[0]}, {shape[1]} heads, head_dim {shape[2]}"
 
     def facets(self, shape) -> list[tuple[str, bool]]:
-        sub = self.rows[self.rows["shape"] == shape]
-        return [(dt, c) for dt in dict.fromkeys(sub["dtype"]) for c in sorted(set(sub["causal"]))]
+        return self.b.facets(shape)
 
     def impls(self) -> list[str]:
-        present = set(self.rows["impl"])
-        return [i for i in IMPL_LABELS if i in present] + sorted(present - set(IMPL_LABELS))
-
-    def facet_rows(self, df: pd.DataFrame, shape, dtype: str, causal: bool) -> pd.DataFrame:
-        return df[(df["shape"] == shape) & (df["dtype"] == dtype) & (df["causal"] == causal)]
+        return self.b.impls()
 
     def latency(self, shape, dtype: str, causal: bool, impl: str) -> pd.Series:
-        """Median latency by seq_len, ok rows only."""
-        f = self.facet_rows(self.ok, shape, dtype, causal)
-        return f[f["impl"] == impl].set_index("seq_len")["latency_ms_median"].sort_index()
+        return self.b.latency(shape, dtype, causal, impl)
 
-    def fastest_sdpa(self, shape, dtype: str, causal: bool) -> pd.DataFrame:
-        """Per seq_len, the quickest ok SDPA row (forced backend or PyTorch's choice)."""
-        f = self.facet_rows(self.ok, shape, dtype, causal)
-        f = f[f["impl"].str.startswith("sdpa")]
-        if f.empty:
-            return f
-        return f.loc[f.groupby("seq_len")["latency_ms_median"].idxmin()].set_index("seq_len").sort_index()
+    # --- what this run shows ---------------------------------------------------------------
 
-    # --- prose -----------------------------------------------------------------------------
+    def _standing(self):
+        """Per (shape, dtype, causal, N): Triton's speedup over naive and over the fastest SDPA backend."""
+        out = []
+        for shape in self.shapes():
+            for dtype, causal in self.facets(shape):
+                tri = self.latency(shape, dtype, causal, FUSED)
+                naive = self.latency(shape, dtype, causal, "naive")
+                fast = self.b.fastest_sdpa(shape, dtype, causal)
+                for n, t in tri.items():
+                    out.append({"shape": shape, "dtype": dtype, "causal": causal, "n": n,
+                                "naive": naive[n] / t if n in naive.index else None,
+                                "sdpa": fast.loc[n, "latency_ms_median"] / t if n in fast.index else None})
+        return pd.DataFrame(out, columns=["shape", "dtype", "causal", "n", "naive", "sdpa"])
+
+    def findings_first(self) -> str:
+        """Two to four sentences: against naive, against SDPA, small sizes, memory."""
+        st = self._standing()
+        if st.empty:
+            return f"Our Triton kernel completed no benchmark case in this run ({self._statuses_all(FUSED)})."
+        out = []
+        nv = st.dropna(subset=["naive"])
+        if not nv.empty:
+            wins = nv[nv["naive"] >= 1.05]
+            top = nv.loc[nv["naive"].idxmax()]
+            text = (f"Against naive PyTorch, Triton is faster in {len(wins)} of {len(nv)} cases measured beside it, "
+                    f"by up to {fmt.ratio(top['naive'])} ({facet_label(top['dtype'], top['causal'])}, "
+                    f"{shape_label(top['shape'])}, N={top['n']})")
+            losses = nv[nv["naive"] <= 1 / 1.05]
+            if len(losses):
+                text += f"; it is slower only at N={join(sorted(set(losses['n'])))}"
+            out.append(text + ".")
+        sd = st.dropna(subset=["sdpa"])
+        if not sd.empty:
+            level = sd[sd["sdpa"] >= 1 / 1.05]
+            worst = sd.loc[sd["sdpa"].idxmin()]
+            text = (f"Against the fastest SDPA backend of each case, Triton is on par or faster in {len(level)} of "
+                    f"{len(sd)} cases; its largest deficit is {speedup_words(worst['sdpa'])} at N={worst['n']} "
+                    f"({facet_label(worst['dtype'], worst['causal'])}, {shape_label(worst['shape'])}).")
+            out.append(text)
+        small = self._small_n_verdict()
+        if small:
+            out.append(small)
+        mem = self._memory_slopes()
+        if mem:
+            out.append(mem)
+        return " ".join(out[:4])
+
+    def _statuses_all(self, impl: str) -> str:
+        f = self.rows[self.rows["impl"] == impl]
+        return join(f"{n} {s}" for s, n in f["status"].value_counts().items()) or "no rows"
+
+    def _memory_slopes(self) -> str:
+        shape = self.shapes()[0]
+        dtype, causal = self.facets(shape)[0]
+        slopes = {}
+        for impl in ("naive", FUSED):
+            s = self.b.series(shape, dtype, causal, impl, "peak_mem_bytes")
+            slopes[impl] = loglog_slope(s.index, s.values)
+        if slopes["naive"] is None or slopes[FUSED] is None:
+            return ""
+        grows = lambda k: "about as N²" if k > 1.6 else "about linearly in N" if k > 0.6 else "slower than N"  # noqa: E731
+        return (f"Peak memory above the inputs grows {grows(slopes['naive'])} for naive PyTorch and "
+                f"{grows(slopes[FUSED])} for Triton ({shape_label(shape)}, {facet_label(dtype, causal)}).")
+
+    # --- the run's cases -------------------------------------------------------------------
 
     def summary(self) -> str:
         data = self.data
         counts = self.rows["status"].value_counts()
-        status = join(f"{counts[s]} {s}" for s in ("ok", "oom", "unsupported", "error") if s in counts)
-        ns = sorted(set(self.rows["seq_len"]))
-        text = (f"This run measured {len(self.rows)} cases ({status}): "
-                f"{join(impl_label(i) for i in self.impls())}; "
-                f"seq_len {ns[0]} to {ns[-1]}; shapes {join(shape_label(s) for s in self.shapes())}; "
-                f"{join(SHORT.get(d, d) for d in dict.fromkeys(self.rows['dtype']))}; "
-                f"{join(sorted({'causal' if c else 'non-causal' for c in self.rows['causal']}))}. "
-                f"Timing: {html.escape(data.timing_method)}.")
+        status = join(f"{counts[s]} {s}" for s in ("ok", "oom", "unsupported", "error", "skipped") if s in counts)
+        ns = self.b.seq_lens()
+        text = (f"This run measured {len(self.rows)} cases ({status}) of "
+                f"{join(impl_label(i) for i in self.impls())}, at seq_len {ns[0]} to {ns[-1]}, shapes "
+                f"{join(shape_label(s) for s in self.shapes())}, in "
+                f"{join(dtype_short(d) for d in dict.fromkeys(self.rows['dtype']))}, causal and not.")
+        text += self._clock_sentence()
+        text += f'\n\n??? info "How each case was timed"\n    {escape.text(data.timing_method)}\n'
         for note in data.notes:
-            text += f"\n\n!!! note\n    {html.escape(note)}"
+            text += f"\n!!! note\n    {escape.text(note)}\n"
         return text
+
+    def _clock_sentence(self) -> str:
+        """The SM clock seen while the device time was measured, where the run recorded it."""
+        ok = self.ok
+        if "sm_clock_mhz" not in ok or ok["sm_clock_mhz"].isna().all():
+            return " The SM clock during the timing was not recorded in this run."
+        med = ok["sm_clock_mhz"].dropna()
+        lo = ok["sm_clock_min_mhz"].dropna().min() if "sm_clock_min_mhz" in ok else med.min()
+        hi = ok["sm_clock_max_mhz"].dropna().max() if "sm_clock_max_mhz" in ok else med.max()
+        lo = med.min() if lo != lo else lo
+        hi = med.max() if hi != hi else hi
+        return (f" While the device time was measured, the SM clock ran between {fmt.num(lo, 4)} and "
+                f"{fmt.num(hi, 4)} MHz (clocks are read, never set).")
 
     def backend_choice(self) -> str:
         """Which backend PyTorch chose when none was forced."""
@@ -179,21 +208,27 @@ class BenchPage(Page):
                 facets = dict.fromkeys(f"{shape_label(s)} {facet_label(dt, c)}"
                                        for s, dt, c in zip(grp["shape"], grp["dtype"], grp["causal"]))
                 where = f" ({join(facets)})"
-            parts.append(f"**{html.escape(str(backend))}** in {len(grp)} of {len(auto)} cases{where}")
+            parts.append(f"**{escape.text(backend)}** in {len(grp)} of {len(auto)} cases{where}")
         return (f"With no backend forced, PyTorch chose {join(parts)}. "
-                f"The choice was read with {html.escape(self.data.backend_choice_method)}.")
+                f"The choice was read with {escape.code(self.data.backend_choice_method)}.")
+
+    # --- per shape -------------------------------------------------------------------------
 
     def findings(self, shape) -> str:
         """Bullets per dtype and masking: Triton against naive and against the fastest SDPA backend."""
         out = []
         for dtype, causal in self.facets(shape):
-            tri = self.latency(shape, dtype, causal, "triton")
+            tri = self.latency(shape, dtype, causal, FUSED)
+            if tri.empty:
+                out.append(f"- **{facet_label(dtype, causal)}.** No Triton case ran "
+                           f"({self._statuses(shape, dtype, causal, FUSED)}).")
+                continue
             parts = []
             naive = self.latency(shape, dtype, causal, "naive")
             common = [n for n in tri.index if n in naive.index]
             parts.append(describe_gap(common, [naive[n] / tri[n] for n in common], "naive PyTorch"))
             parts.append(self._oom_note(shape, dtype, causal, "naive", tri))
-            fast = self.fastest_sdpa(shape, dtype, causal)
+            fast = self.b.fastest_sdpa(shape, dtype, causal)
             common = [n for n in tri.index if n in fast.index]
             names = list(dict.fromkeys(impl_label(fast.loc[n, "impl"]) for n in common))
             who = (f"the fastest SDPA backend ({names[0]} at every N)" if len(names) == 1
@@ -204,17 +239,15 @@ class BenchPage(Page):
             if common:  # what the path flash_attention chose here buys over the portable kernel
                 parts.append(describe_gap(common, [port[n] / tri[n] for n in common],
                                           "our own kernel held to the portable path"))
-            if tri.empty:
-                parts = [f"No Triton case ran ({self._statuses(shape, dtype, causal, 'triton')})."]
             out.append(f"- **{facet_label(dtype, causal)}.** " + " ".join(p for p in parts if p))
         return "\n".join(out) + "\n"
 
     def _statuses(self, shape, dtype, causal, impl) -> str:
-        f = self.facet_rows(self.rows, shape, dtype, causal)
+        f = self.b.facet_rows(self.rows, shape, dtype, causal)
         return join(f"{n} {s}" for s, n in f[f["impl"] == impl]["status"].value_counts().items()) or "no rows"
 
     def _oom_note(self, shape, dtype, causal, impl, tri: pd.Series) -> str:
-        f = self.facet_rows(self.rows, shape, dtype, causal)
+        f = self.b.facet_rows(self.rows, shape, dtype, causal)
         oom = sorted(f[(f["impl"] == impl) & (f["status"] == "oom")]["seq_len"])
         if not oom:
             return ""
@@ -222,35 +255,166 @@ class BenchPage(Page):
         text = f"{label[0].upper()}{label[1:]} ran out of memory at N={join(oom)}"
         where = [n for n in oom if n in tri.index]
         if where:
-            text += f", where Triton ran in {join(fmt.ms(tri[n]) for n in where)}"
+            text += f", where Triton ran (in {fmt.ms(tri[where[-1]])} at N={where[-1]})"
         return text + "."
 
     def memory_finding(self, shape) -> str:
         """How peak memory above the inputs grows with N, naive against Triton, on the first facet."""
         dtype, causal = self.facets(shape)[0]
-        f = self.facet_rows(self.ok, shape, dtype, causal)
         slopes, peaks = {}, {}
-        for impl in ("naive", "triton"):
-            g = f[f["impl"] == impl].sort_values("seq_len")
-            g = g[g["peak_mem_bytes"].notna() & (g["peak_mem_bytes"] > 0)]
-            slopes[impl] = loglog_slope(g["seq_len"], g["peak_mem_bytes"])
-            peaks[impl] = g.set_index("seq_len")["peak_mem_bytes"]
-        if slopes["naive"] is None or slopes["triton"] is None:
+        for impl in ("naive", FUSED):
+            s = self.b.series(shape, dtype, causal, impl, "peak_mem_bytes")
+            s = s[s > 0]
+            slopes[impl] = loglog_slope(s.index, s.values)
+            peaks[impl] = s
+        if slopes["naive"] is None or slopes[FUSED] is None:
             return (f"Too few peak-memory measurements of naive PyTorch and Triton ({facet_label(dtype, causal)}) "
                     "to say how they grow with N.")
         text = (f"Peak memory above the inputs ({facet_label(dtype, causal)}) grows about as "
-                f"N<sup>{slopes['naive']:.2f}</sup> for naive PyTorch and N<sup>{slopes['triton']:.2f}</sup> for "
-                f"Triton")
-        common = [n for n in peaks["naive"].index if n in peaks["triton"].index]
+                f"N<sup>{slopes['naive']:.2f}</sup> for naive PyTorch and N<sup>{slopes[FUSED]:.2f}</sup> for "
+                f"Triton.")
+        common = [n for n in peaks["naive"].index if n in peaks[FUSED].index]
         if common:
             n = common[-1]
-            a, b = peaks["naive"][n], peaks["triton"][n]
-            rel = f"{fmt.ratio(a / b)} Triton's {fmt.bytes_(b)}" if a >= b else f"less than Triton's {fmt.bytes_(b)}"
-            text += f"; at N={n}, the longest both ran, naive needed {fmt.bytes_(a)}, {rel}"
-        return text + "."
+            a, b = peaks["naive"][n], peaks[FUSED][n]
+            rel = (f"{fmt.ratio(a / b)} Triton's {fmt.bytes_(b)}" if a >= b
+                   else f"less than Triton's {fmt.bytes_(b)}")
+            text += f" At N={n}, the longest both ran, naive needed {fmt.bytes_(a)}, {rel}."
+        return text
+
+    # --- small sizes: host, device and loop time -------------------------------------------
+
+    @cached_property
+    def clock(self) -> pd.DataFrame:
+        """ok rows with device, host and loop time side by side (ms), where the run recorded them."""
+        df = self.ok.copy()
+        for col in ("loop_ms_median", "host_us_median"):
+            if col not in df:
+                df[col] = None
+        df = df[df["latency_ms_median"].notna()]
+        df = df.assign(host_ms=pd.to_numeric(df["host_us_median"], errors="coerce") / 1e3,
+                       loop_ms=pd.to_numeric(df["loop_ms_median"], errors="coerce"))
+        df["loop_over_device"] = df["loop_ms"] / df["latency_ms_median"]
+        return df
+
+    @property
+    def has_loop_time(self) -> bool:
+        return bool(self.clock["loop_ms"].notna().any())
+
+    def _host_bound(self) -> pd.DataFrame:
+        c = self.clock[self.clock["loop_over_device"].notna()]
+        return c[c["loop_over_device"] >= HOST_BOUND]
+
+    def _small_n_verdict(self) -> str:
+        """One sentence for the page's opening: where the host, not the GPU, sets the pace."""
+        if not self.has_loop_time:
+            return ("This run recorded device time only, so whether the shortest calls are host-bound is not known "
+                    "here.")
+        hb = self._host_bound()
+        if hb.empty:
+            return ("At every size measured, a loop of calls runs within 25% of the device time: the GPU, not the "
+                    "host, sets the pace.")
+        n_max = int(hb["seq_len"].max())
+        return (f"Up to N={n_max}, some calls are host-bound: a loop of them takes longer than the GPU's own time "
+                f"({join(impl_label(i) for i in dict.fromkeys(hb.sort_values('seq_len')['impl']))}).")
+
+    def small_n_finding(self) -> str:
+        """What sets the pace at small sizes: device time against host and loop time, in words from the data."""
+        if not self.has_loop_time:
+            return ("This run recorded device time only (the GPU's work for one call alone, with the L2 flushed). "
+                    "It has no host time (the CPU's cost of issuing a call) and no loop time (calls back to back), "
+                    "so this page cannot say whether the shortest calls are limited by the host. Re-collect the "
+                    "bench phase with this version of `collect` to measure them.")
+        c = self.clock[self.clock["loop_over_device"].notna()]
+        hb = c[c["loop_over_device"] >= HOST_BOUND]
+        ns = sorted(set(c["seq_len"]))
+        out = [f"Device time is the GPU's work for one call alone; a user's loop of calls sees the loop time, which "
+               f"also pays for issuing each call on the CPU. Where the loop time exceeds the device time by more "
+               f"than {fmt.pct(100 * (HOST_BOUND - 1), 2)}, this page calls the call host-bound at that size."]
+        if hb.empty:
+            out.append(f"No case is host-bound here: at every N from {ns[0]} to {ns[-1]} the loop runs within that "
+                       "margin of the device time, so the device times on this page are what a loop sees.")
+            return " ".join(out)
+        by_impl = hb.groupby("impl")["seq_len"].max().sort_values()
+        per = [f"{impl_label(i)} up to N={int(n)}" for i, n in by_impl.items()]
+        out.append(f"Host-bound cases: {join(per)} (in at least one dtype and masking).")
+        worst = hb.loc[hb["loop_over_device"].idxmax()]
+        host = worst["host_ms"]
+        why = (f"The most host-bound is {impl_label(worst['impl'])} at N={worst['seq_len']} "
+               f"({facet_label(worst['dtype'], worst['causal'])}, {shape_label(worst['shape'])}): "
+               f"{fmt.ms(worst['loop_ms'])} per call in a loop against {fmt.ms(worst['latency_ms_median'])} of "
+               "device time")
+        if host == host and host is not None:
+            why += f", with {fmt.num(worst['host_us_median'])} µs of CPU time to issue each call"
+        out.append(why + ".")
+        free = [n for n in ns if n > hb["seq_len"].max()]
+        if free:
+            out.append(f"From N={free[0]} on, every implementation's loop runs within the margin of its device "
+                       "time: the GPU sets the pace, and the speedups below are what a loop sees.")
+        fused = hb[hb["impl"] == FUSED]
+        if not fused.empty:
+            n = int(fused["seq_len"].max())
+            out.append(f"Up to N={n}, the ratios to Triton below compare device times that a loop of Triton calls "
+                       "does not reach; the table of host, device and loop time has them side by side.")
+        return " ".join(out)
+
+    def small_n_table(self) -> str:
+        """Host, device and loop time at each implementation's smallest two lengths, first shape and facet."""
+        if not self.has_loop_time:
+            return ""
+        c = self.clock[self.clock["loop_ms"].notna()]
+        shape = self.shapes()[0]
+        dtype, causal = self.facets(shape)[0]
+        f = self.b.facet_rows(c, shape, dtype, causal)
+        ns = sorted(set(f["seq_len"]))[:3]
+        f = f[f["seq_len"].isin(ns)].sort_values(["seq_len", "latency_ms_median"])
+        if f.empty:
+            return ""
+        rows = [{"impl": impl_label(r["impl"]), "n": r["seq_len"], "host": r["host_us_median"],
+                 "device": r["latency_ms_median"], "loop": r["loop_ms"], "ratio": r["loop_over_device"],
+                 "verdict": "host-bound" if r["loop_over_device"] >= HOST_BOUND else "GPU-bound"}
+                for _, r in f.iterrows()]
+        num = lambda v: "n/a" if v is None or v != v else fmt.num(v)  # noqa: E731
+        return table_html(pd.DataFrame(rows), {
+            "n": "N", "impl": "Implementation", "host": "host time (µs)", "device": "device time",
+            "loop": "loop time per call", "ratio": "loop / device", "verdict": "Paced by"},
+            {"host": num, "device": fmt.ms, "loop": fmt.ms, "ratio": fmt.ratio},
+            caption=f"{shape_label(shape)}, {facet_label(dtype, causal)}, the three shortest lengths.")
+
+    def small_n_figure(self) -> str:
+        if not self.has_loop_time:
+            return ""
+        shape = self.shapes()[0]
+        c = self.clock[self.clock["loop_over_device"].notna()]
+        fig, cells, nrows = self._grid(shape)
+        shown = set()
+        ys = list(c["loop_over_device"])
+        for dtype, causal, r, col in cells:
+            f = self.b.facet_rows(c, shape, dtype, causal)
+            for impl in self.impls():
+                g = f[f["impl"] == impl].sort_values("seq_len")
+                if g.empty:
+                    continue
+                label = escape.plot(impl_label(impl))
+                fig.add_trace(go.Scatter(
+                    x=g["seq_len"], y=g["loop_over_device"], mode="lines+markers", name=label, legendgroup=impl,
+                    showlegend=impl not in shown, line=dict(color=impl_color(impl), dash=IMPL_DASH.get(impl, "solid")),
+                    hovertemplate=f"{label}<br>N=%{{x}}<br>loop / device %{{y:.3g}}×<extra></extra>"), row=r, col=col)
+                shown.add(impl)
+            fig.add_hline(y=HOST_BOUND, line_dash="dash", line_color=PALETTE[7], line_width=1, row=r, col=col)
+        ns = self.b.seq_lens(shape)
+        for _, _, r, col in cells:
+            fig.update_yaxes(type="log", title_text="loop / device time (×)" if col == 1 else None, row=r, col=col,
+                             **log_ticks(ys + [1.0]))
+            fig.update_xaxes(type="log", tickvals=ns, ticktext=[str(n) for n in ns],
+                             title_text="seq_len N" if r == nrows else None, row=r, col=col)
+        return self.figure(f"loop-over-device-{'x'.join(map(str, shape))}", fig,
+                           "Loop time over device time per call against sequence length, log-log: 1 means a loop of "
+                           "calls runs at the GPU's pace; above the dashed line the host sets the pace. "
+                           f"{shape_label(shape)}; rows: dtype, columns: masking.", height=300 * nrows + 140)
 
     def autotune_note(self) -> str:
-        t = self.rows[(self.rows["impl"] == "triton") & self.rows["warmup_s"].notna()]
+        t = self.rows[(self.rows["impl"] == FUSED) & self.rows["warmup_s"].notna()]
         if t.empty:
             return ""
         worst = t.loc[t["warmup_s"].idxmax()]
@@ -264,14 +428,13 @@ class BenchPage(Page):
     def speedup_table(self, shape) -> str:
         rows = []
         for dtype, causal in self.facets(shape):
-            tri = self.latency(shape, dtype, causal, "triton")
+            tri = self.latency(shape, dtype, causal, FUSED)
             naive = self.latency(shape, dtype, causal, "naive")
-            fast = self.fastest_sdpa(shape, dtype, causal)
-            f = self.facet_rows(self.rows, shape, dtype, causal)
-            for n in sorted(set(f["seq_len"])):
-                status = lambda impl: self._status_at(f, impl, n)  # noqa: E731
+            fast = self.b.fastest_sdpa(shape, dtype, causal)
+            for n in self.b.seq_lens(shape):
+                status = lambda impl: self.b.status_at(shape, dtype, causal, impl, n)  # noqa: E731
                 t = tri.get(n)
-                r = {"facet": facet_label(dtype, causal), "n": n, "tri": fmt.ms(t) if t else status("triton")}
+                r = {"facet": facet_label(dtype, causal), "n": n, "tri": fmt.ms(t) if t else status(FUSED)}
                 r["naive"] = fmt.ms(naive[n]) if n in naive.index else status("naive")
                 r["vs_naive"] = speedup_words(naive[n] / t) if t and n in naive.index else "n/a"
                 if n in fast.index:
@@ -281,13 +444,8 @@ class BenchPage(Page):
                     r["sdpa"], r["vs_sdpa"] = "none ran", "n/a"
                 rows.append(r)
         return table_html(pd.DataFrame(rows), {
-            "facet": "dtype, mask", "n": "N", "tri": "Triton (median)", "naive": "naive (median)",
+            "facet": "dtype, mask", "n": "N", "tri": "Triton (median device time)", "naive": "naive (median)",
             "vs_naive": "Triton vs naive", "sdpa": "fastest SDPA (median)", "vs_sdpa": "Triton vs fastest SDPA"})
-
-    @staticmethod
-    def _status_at(f: pd.DataFrame, impl: str, n: int) -> str:
-        s = f[(f["impl"] == impl) & (f["seq_len"] == n)]["status"]
-        return s.iloc[0] if len(s) else "not in sweep"
 
     def failures_table(self) -> str:
         bad = self.rows[self.rows["status"] != "ok"]
@@ -295,12 +453,12 @@ class BenchPage(Page):
             return "Every case ran."
         out = []
         for (impl, status), grp in bad.groupby(["impl", "status"], sort=False):
-            reasons = grp["reason"].fillna("").map(lambda r: r if status in ("unsupported", "error") else "")
+            reasons = grp["reason"].fillna("").map(lambda r: r if status in ("unsupported", "error", "skipped") else "")
             for reason, g in grp.groupby(reasons, sort=False):
                 masks = sorted({"causal" if c else "non-causal" for c in g["causal"]}, reverse=True)
                 where = (f"{'; '.join(shape_label(s) for s in dict.fromkeys(g['shape']))}; "
                          f"N={join(sorted(set(g['seq_len'])))}; "
-                         f"{join(SHORT.get(d, d) for d in dict.fromkeys(g['dtype']))}; {join(masks)}")
+                         f"{join(dtype_short(d) for d in dict.fromkeys(g['dtype']))}; {join(masks)}")
                 if status == "oom":
                     asked = g["requested_bytes"].dropna()
                     reason = f"asked for up to {fmt.bytes_(asked.max())}" if len(asked) else "out of memory"
@@ -316,32 +474,31 @@ class BenchPage(Page):
         causals = sorted({c for _, c in facets})
         fig = make_subplots(rows=len(dtypes), cols=len(causals), shared_xaxes=True, shared_yaxes="all",
                             subplot_titles=[facet_label(d, c) for d in dtypes for c in causals],
-                            horizontal_spacing=0.05, vertical_spacing=0.1)
-        # Facet titles sit inside each panel's top-left corner, clear of the legend above the first row.
-        fig.for_each_annotation(lambda a: a.update(y=a.y - 0.01, yanchor="top", x=a.x - 0.5 / len(causals) + 0.01,
-                                                   xanchor="left", font=dict(size=12)))
+                            horizontal_spacing=0.06, vertical_spacing=0.14)
+        # Facet titles centred above each panel, in the gap the vertical spacing leaves.
+        fig.for_each_annotation(lambda a: a.update(font=dict(size=12), yshift=4))
         cells = [(d, c, i + 1, j + 1) for i, d in enumerate(dtypes) for j, c in enumerate(causals)]
         return fig, cells, len(dtypes)
 
     def _metric_figure(self, shape, name: str, column: str, ytitle: str, fmt_hover: str, caption: str,
-                       scale: float = 1.0, errors: bool = False, oom_markers: bool = False,
-                       yaxis: dict | None = None) -> str:
-        yaxis = yaxis or {}
+                       scale: float = 1.0, errors: bool = False, oom_markers: bool = False, si_unit: str = "") -> str:
         fig, cells, nrows = self._grid(shape)
         shown = set()
-        ns = sorted(set(self.rows[self.rows["shape"] == shape]["seq_len"]))
+        ns = self.b.seq_lens(shape)
+        ys = []
         for dtype, causal, r, c in cells:
-            okf = self.facet_rows(self.ok, shape, dtype, causal)
-            allf = self.facet_rows(self.rows, shape, dtype, causal)
+            okf = self.b.facet_rows(self.ok, shape, dtype, causal)
+            allf = self.b.facet_rows(self.rows, shape, dtype, causal)
             for impl in self.impls():
                 g = okf[(okf["impl"] == impl) & okf[column].notna() & (okf[column] > 0)].sort_values("seq_len")
-                label = html.escape(impl_label(impl))
-                color = IMPL_COLORS.get(impl, PALETTE[6])
+                label = escape.plot(impl_label(impl))
+                color = impl_color(impl)
                 if not g.empty:
                     y = g[column] * scale
+                    ys += list(y)
                     trace = dict(x=g["seq_len"], y=y, mode="lines+markers", name=label, legendgroup=impl,
-                                 showlegend=impl not in shown, line=dict(color=color,
-                                                                          dash=IMPL_DASH.get(impl, "solid")),
+                                 showlegend=impl not in shown,
+                                 line=dict(color=color, dash=IMPL_DASH.get(impl, "solid")),
                                  hovertemplate=f"{label}<br>N=%{{x}}<br>{fmt_hover}<extra></extra>")
                     if errors:
                         trace["error_y"] = dict(type="data", symmetric=False, thickness=1, width=3,
@@ -352,37 +509,40 @@ class BenchPage(Page):
                 if oom_markers:
                     o = allf[(allf["impl"] == impl) & (allf["status"] == "oom") & allf["requested_bytes"].notna()]
                     if not o.empty:
+                        ys += list(o["requested_bytes"] * scale)
                         fig.add_trace(go.Scatter(
                             x=o["seq_len"], y=o["requested_bytes"] * scale, mode="markers", name=f"{label}: OOM",
                             legendgroup=impl, showlegend=False,
                             marker=dict(symbol="x", size=11, color=color, line=dict(width=2, color=color)),
                             hovertemplate=f"{label}<br>N=%{{x}}<br>out of memory; asked for %{{y:.3s}}B<extra></extra>"),
                             row=r, col=c)
-            fig.update_yaxes(title_text=ytitle if c == 1 else None, type="log", row=r, col=c, **yaxis)
-            fig.update_xaxes(type="log", tickvals=ns, ticktext=[str(n) for n in ns],
-                             title_text="seq_len N" if r == nrows else None, row=r, col=c)
         mem = self.run.manifest.device.memory_bytes if self.run.manifest.device else None
         if oom_markers and mem:
+            ys.append(mem * scale)
             for _, _, r, c in cells:
                 fig.add_hline(y=mem * scale, line_dash="dash", line_color=PALETTE[7], line_width=1, row=r, col=c)
+        ticks = log_ticks(ys, si_unit, si=bool(si_unit))
+        for _, _, r, c in cells:
+            fig.update_yaxes(title_text=ytitle if c == 1 else None, type="log", row=r, col=c, **ticks)
+            fig.update_xaxes(type="log", tickvals=ns, ticktext=[str(n) for n in ns],
+                             title_text="seq_len N" if r == nrows else None, row=r, col=c)
         return self.figure(f"{name}-{'x'.join(map(str, shape))}", fig,
-                           f"{caption} {shape_label(shape)}; rows: dtype, columns: masking.", height=300 * nrows + 120)
+                           f"{caption} {shape_label(shape)}; rows: dtype, columns: masking.", height=300 * nrows + 140)
 
     def latency_figure(self, shape) -> str:
-        return self._metric_figure(shape, "latency", "latency_ms_median", "latency (ms)",
+        return self._metric_figure(shape, "latency", "latency_ms_median", "device time (ms)",
                                    "%{y:.3g} ms (median)",
-                                   "Forward latency against sequence length, log-log; bars span p10 to p90 of the "
-                                   "timed calls. A missing point did not run (see the table of cases that did not).",
-                                   errors=True)
+                                   "Forward latency (median device time) against sequence length, log-log; bars span "
+                                   "p10 to p90 of the timed calls. A missing point did not run (see the table of cases "
+                                   "that did not).", errors=True)
 
     def tflops_figure(self, shape) -> str:
-        return self._metric_figure(shape, "tflops", "tflops", "TFLOP/s", "%{y:.3g} TFLOP/s",
+        return self._metric_figure(shape, "tflops", "tflops", "throughput (TFLOP/s)", "%{y:.3g} TFLOP/s",
                                    "Throughput against sequence length: 4·B·H·N²·d FLOP per call (halved when causal) "
-                                   "over the median latency.")
+                                   "over the median device time.")
 
     def memory_figure(self, shape) -> str:
-        return self._metric_figure(shape, "memory", "peak_mem_bytes", "peak above inputs", "%{y:.3s}B",
+        return self._metric_figure(shape, "memory", "peak_mem_bytes", "peak above inputs (bytes)", "%{y:.3s}B",
                                    "Peak memory above the inputs (statistics reset after warm-up) against sequence "
                                    "length, log-log; × marks an out-of-memory case at the size it asked for; the "
-                                   "dashed line is the device's memory.", oom_markers=True,
-                                   yaxis=dict(exponentformat="SI", ticksuffix="B"))
+                                   "dashed line is the device's memory.", oom_markers=True, si_unit="B")

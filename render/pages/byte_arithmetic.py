@@ -8,16 +8,16 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .. import fmt, model
+from .. import escape, fmt, model
+from ..axes import log_ticks
+from ..bench_data import BenchData
+from ..ceilings import Ceilings
 from ..figures import PALETTE
 from ..tables import table_html
+from ..vocab import MATERIALISING, dtype_short, facet_label, impl_color, impl_label, join, plural, shape_label
 from .base import Page
-from .bench import IMPL_COLORS, SHORT, BenchPage, facet_label, impl_label, join, shape_label
-from .hardware import HardwarePage
 
 E = 2  # bytes per element: every dtype the bench phase sweeps (fp16, bf16) is two bytes wide
-# Implementations that write the score matrix to memory; the rest are fused (S stays on chip).
-MATERIALISING = {"naive", "sdpa-math"}
 # measured / predicted causal speedup within this band either way "matches" the block count.
 MATCH = 1.05
 
@@ -31,12 +31,12 @@ class ByteArithmeticPage(Page):
     phase = "bench"
 
     @cached_property
-    def bench(self) -> BenchPage:
-        return BenchPage(self.run, self.runs)
+    def bench(self) -> BenchData:
+        return BenchData(self.run)
 
     @cached_property
-    def hw(self) -> HardwarePage:
-        return HardwarePage(self.run, self.runs)
+    def ceilings(self) -> Ceilings:
+        return Ceilings(self.run.manifest)
 
     @property
     def available(self) -> bool:
@@ -55,28 +55,61 @@ class ByteArithmeticPage(Page):
         return self.bench.shapes()
 
     def seq_lens(self, shape) -> list[int]:
-        rows = self.bench.rows
-        return sorted(set(rows[rows["shape"] == shape]["seq_len"]))
+        return self.bench.seq_lens(shape)
 
     def bandwidth(self) -> float | None:
-        return self.hw.measured_rate("copy_bandwidth")
+        return self.ceilings.measured_rate("copy_bandwidth")
 
     def ridge(self, dtype: str = "float16") -> float | None:
-        return self.hw.ridge("measured", _matmul_ceiling(dtype))
+        return self.ceilings.ridge(_matmul_ceiling(dtype))
 
     # --- the device ------------------------------------------------------------------------
 
     def device_sentence(self) -> str:
         d = self.device
-        bw, peak = self.bandwidth(), self.hw.measured_rate("matmul_fp16")
-        text = (f"Evaluated for **{d.name}**: L2 cache {fmt.bytes_(self.l2_bytes)}, memory {fmt.bytes_(d.memory_bytes)}, "
-                f"measured copy bandwidth {fmt.bandwidth(bw)} and fp16 matmul rate {fmt.flops(peak)}")
-        r_meas, r_sheet = self.ridge(), self.hw.ridge("datasheet", "fp16")
-        if r_meas is not None:
-            text += f", so a measured fp16 ridge point of **{fmt.num(r_meas)} FLOP/byte**"
-        if r_sheet is not None:
-            text += f" ({fmt.num(r_sheet)} from the datasheet)"
-        return text + ". Every element is two bytes (fp16 and bf16 alike)."
+        bw, peak = self.bandwidth(), self.ceilings.measured_rate("matmul_fp16")
+        text = (f"Evaluated for **{escape.text(d.name)}**, with an L2 cache of {fmt.bytes_(self.l2_bytes)} and "
+                f"{fmt.bytes_(d.memory_bytes)} of memory. Every element is two bytes (fp16 and bf16 alike).")
+        if bw and peak:
+            text += (f" The measured copy bandwidth of {fmt.bandwidth(bw)} and fp16 matmul rate of {fmt.flops(peak)} "
+                     f"put the measured fp16 ridge point at **{fmt.num(self.ridge())} FLOP/byte**")
+            r_sheet = self.ceilings.ridge("fp16", which="datasheet")
+            text += f" ({fmt.num(r_sheet)} from the datasheet)." if r_sheet is not None else "."
+        else:
+            text += " Without a measured copy bandwidth and fp16 matmul rate, no measured ridge point is known."
+        return text
+
+    # --- what this run shows ---------------------------------------------------------------
+
+    def findings_first(self) -> str:
+        """Two to four sentences computed from the model and the measurements."""
+        out = []
+        shape = self.shapes()[0]
+        d, ns = shape[2], self.seq_lens(shape)
+        out.append(f"At {shape_label(shape)}, the model has naive attention moving {fmt.ratio(model.traffic_ratio(ns[0], d))} "
+                   f"the bytes of a fused kernel at N={ns[0]} and {fmt.ratio(model.traffic_ratio(ns[-1], d))} at "
+                   f"N={ns[-1]}, because only the naive path stores the N × N score matrix.")
+        ridge = self.ridge()
+        if ridge is not None:
+            dims = sorted({s[2] for s in self.shapes()})
+            never = [dd for dd in dims if model.naive_crosses_ridge_n(ridge, dd, E) is None]
+            if len(never) == len(dims):
+                out.append(f"On this GPU naive attention is memory-bound at every length: its intensity never passes "
+                           f"d/2 FLOP per byte, below the measured ridge of {fmt.num(ridge)}.")
+            else:
+                out.append(f"On this GPU the ridge is low enough ({fmt.num(ridge)} FLOP per byte) that naive attention "
+                           f"turns compute-bound at long sequences for d={join(sorted(set(dims) - set(never)))}.")
+        c = self.causal
+        c = c[c["verdict"].notna()] if not c.empty else c
+        if not c.empty:
+            explained = c["verdict"].isin(["as predicted", "short of the block count"]).sum()
+            against = c["verdict"].isin(["slower with the mask", "beats the block count"]).sum()
+            text = (f"Counting the key tiles a causal kernel skips explains Triton's causal speedup in {explained} of "
+                    f"{len(c)} rows")
+            text += (f"; it does not explain {plural(int(against), 'row')}, named in the causal section below." if against
+                     else ".")
+            out.append(text)
+        return " ".join(out)
 
     # --- traffic ---------------------------------------------------------------------------
 
@@ -244,20 +277,21 @@ class ByteArithmeticPage(Page):
         """Measured TFLOP/s of each implementation at its modelled intensity, under this GPU's roofs."""
         dtype, causal = next(((dt, c) for dt, c in self.bench.facets(shape) if not c), self.bench.facets(shape)[0])
         ceiling = _matmul_ceiling(dtype)
-        bw, peak = self.bandwidth(), self.hw.measured_rate(f"matmul_{ceiling}")
-        sheet = self.run.manifest.datasheet
+        bw, peak = self.bandwidth(), self.ceilings.measured_rate(f"matmul_{ceiling}")
         d = shape[2]
         ns = self.seq_lens(shape)
         x = np.logspace(0, math.log10(max(model.fused_intensity(ns[-1], d, E), 10) * 2), 80)
         fig = go.Figure()
-        sheet_bw = sheet.memory_bandwidth_bytes_per_s if sheet else None
-        sheet_peak = getattr(sheet, f"{ceiling}_tensor_flops_per_s") if sheet else None
+        sheet_bw, sheet_peak = self.ceilings.sheet_rate("dram"), self.ceilings.sheet_rate(ceiling)
+        ys = []
         for label, b_, p_, dash in (("measured roofs", bw, peak, "solid"), ("datasheet roofs", sheet_bw, sheet_peak, "dash")):
             if b_ and p_:
-                fig.add_trace(go.Scatter(x=x, y=[model.attainable_flops(a, p_, b_) / 1e12 for a in x], mode="lines",
-                                         name=label, line=dict(color=PALETTE[7], dash=dash, width=1.5),
-                                         hoverinfo="skip"))
+                y = [model.attainable_flops(a, p_, b_) / 1e12 for a in x]
+                ys += y
+                fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=label,
+                                         line=dict(color=PALETTE[7], dash=dash, width=1.5), hoverinfo="skip"))
         ok = self.bench.facet_rows(self.bench.ok, shape, dtype, causal)
+        xs = list(x)
         for impl in self.bench.impls():
             g = ok[(ok["impl"] == impl) & ok["tflops"].notna()].sort_values("seq_len")
             if g.empty:
@@ -266,18 +300,19 @@ class ByteArithmeticPage(Page):
             mat = [impl in MATERIALISING or (impl == "sdpa" and u == "math") for u in used]
             ai = [model.naive_intensity(n, d, E) if m else model.fused_intensity(n, d, E)
                   for n, m in zip(g["seq_len"], mat)]
-            label = impl_label(impl)
+            ys += list(g["tflops"])
+            label = escape.plot(impl_label(impl))
             fig.add_trace(go.Scatter(x=ai, y=g["tflops"], mode="markers+lines", name=label,
-                                     marker=dict(color=IMPL_COLORS.get(impl, PALETTE[6]), size=8),
-                                     line=dict(color=IMPL_COLORS.get(impl, PALETTE[6]), width=1),
-                                     customdata=g["seq_len"],
+                                     marker=dict(color=impl_color(impl), size=8),
+                                     line=dict(color=impl_color(impl), width=1), customdata=g["seq_len"],
                                      hovertemplate=f"{label}<br>N=%{{customdata}}<br>%{{x:.3g}} FLOP/byte (model)"
                                                    "<br>%{y:.3g} TFLOP/s (measured)<extra></extra>"))
         ridge = self.ridge(dtype)
         if ridge:
             fig.add_vline(x=ridge, line_dash="dot", line_color=PALETTE[7], line_width=1)
-        fig.update_xaxes(type="log", title_text="arithmetic intensity (FLOP per DRAM byte, from the model)")
-        fig.update_yaxes(type="log", title_text="TFLOP/s")
+        fig.update_xaxes(type="log", title_text="arithmetic intensity (FLOP per DRAM byte, from the model)",
+                         **log_ticks(xs))
+        fig.update_yaxes(type="log", title_text="throughput (TFLOP/s)", **log_ticks(ys))
         return self.figure(f"roofline-{'x'.join(map(str, shape))}", fig,
                            f"Each implementation's measured TFLOP/s at its modelled intensity (naive and SDPA math: "
                            f"N·d/(2(N+d)); fused: N/2), one point per N, under the {ceiling} roofs; dotted: the "
@@ -287,12 +322,13 @@ class ByteArithmeticPage(Page):
 
     @cached_property
     def causal(self) -> pd.DataFrame:
-        """Triton's measured causal speedup beside the block-count prediction, per shape, dtype and N."""
+        """Triton's measured causal speedup beside the block-count prediction, per shape, dtype and N, each row
+        with the model's verdict on it."""
         out = []
         for shape in self.shapes():
             for dtype in dict.fromkeys(dt for dt, _ in self.bench.facets(shape)):
-                full = self.bench.latency(shape, dtype, False, "triton")
-                caus = self.bench.latency(shape, dtype, True, "triton")
+                full = self._timed(shape, dtype, False)
+                caus = self._timed(shape, dtype, True)
                 flash_f = self.bench.latency(shape, dtype, False, "sdpa-flash")
                 flash_c = self.bench.latency(shape, dtype, True, "sdpa-flash")
                 configs = self._configs(shape, dtype)
@@ -300,16 +336,26 @@ class ByteArithmeticPage(Page):
                     cfg_c, cfg_f = configs.get((True, n), {}), configs.get((False, n), {})
                     bm, bn = cfg_c.get("BLOCK_M"), cfg_c.get("BLOCK_N")
                     pred = model.predicted_causal_speedup(n, bm, bn) if bm and bn else None
-                    programs = shape[0] * shape[1] * -(-n // bm) if bm else None
+                    f, c = full.loc[n], caus.loc[n]
+                    measured = f["latency_ms_median"] / c["latency_ms_median"]
+                    # The two timings' p10-p90 spreads overlap: the difference is inside the run-to-run spread.
+                    overlap = (f["latency_ms_p10"] <= c["latency_ms_p90"] and c["latency_ms_p10"] <= f["latency_ms_p90"])
                     out.append({
-                        "shape": shape, "dtype": dtype, "n": n, "measured": full[n] / caus[n], "predicted": pred,
+                        "shape": shape, "dtype": dtype, "n": n, "measured": measured, "predicted": pred,
                         "t": -(-n // bm) if bm else None, "bm": bm, "bn": bn, "same_config": cfg_c == cfg_f,
                         "diag": model.causal_diagonal_visits(n, bm, bn) if pred else None,
                         "visited": model.causal_blocks_visited(n, bm, bn)[0] if pred else None,
-                        "programs": programs,
+                        "programs": shape[0] * shape[1] * -(-n // bm) if bm else None,
                         "flash": flash_f[n] / flash_c[n] if n in flash_f.index and n in flash_c.index else None,
+                        "overlap": bool(overlap), "verdict": _causal_verdict(measured, pred, bool(overlap)),
                     })
-        return pd.DataFrame(out)
+        return pd.DataFrame(out, columns=["shape", "dtype", "n", "measured", "predicted", "t", "bm", "bn",
+                                          "same_config", "diag", "visited", "programs", "flash", "overlap", "verdict"])
+
+    def _timed(self, shape, dtype, causal) -> pd.DataFrame:
+        f = self.bench.facet_rows(self.bench.ok, shape, dtype, causal)
+        f = f[(f["impl"] == "triton") & f["latency_ms_median"].notna()]
+        return f.set_index("seq_len")[["latency_ms_median", "latency_ms_p10", "latency_ms_p90"]].sort_index()
 
     def _configs(self, shape, dtype) -> dict:
         t = self.bench.facet_rows(self.bench.ok, shape, dtype, True)
@@ -321,15 +367,16 @@ class ByteArithmeticPage(Page):
         df = self.causal
         if df.empty:
             return "No seq_len has both a causal and a non-causal Triton measurement."
-        df = df.assign(shape_l=df["shape"].map(shape_label), dt=df["dtype"].map(lambda d: SHORT.get(d, d)),
+        df = df.assign(shape_l=df["shape"].map(shape_label), dt=df["dtype"].map(dtype_short),
                        blocks=[f"{int(a)}×{int(b)}" if a == a and a else "not recorded" for a, b in zip(df["bm"], df["bn"])])
         r = lambda v: "n/a" if v is None or v != v else fmt.ratio(v)  # noqa: E731
         return table_html(df, {"shape_l": "Shape", "dt": "dtype", "n": "N", "blocks": "BLOCK_M×BLOCK_N (causal)",
                                "t": "T query blocks", "predicted": "predicted 2T/(T+1)", "measured": "Triton measured",
-                               "flash": "SDPA flash measured"},
+                               "verdict": "the block count", "flash": "SDPA flash measured"},
                           {"predicted": r, "measured": r, "flash": r, "t": lambda v: "n/a" if v != v or v is None else int(v)})
 
     def causal_finding(self) -> str:
+        """The block count checked against every row: which rows it explains and which it does not."""
         df = self.causal
         if df.empty:
             return "The causal speedup cannot be measured: no length has both a causal and a non-causal Triton run."
@@ -337,36 +384,64 @@ class ByteArithmeticPage(Page):
         if known.empty:
             return ("The Triton rows do not record their tile sizes, so T, and with it the prediction, is unknown; "
                     f"the measured causal speedup was {fmt.ratio(df['measured'].min())} to "
-                    f"{fmt.ratio(df['measured'].max())} against the limit of 2× that (T+1)/(2T) tends to.")
-        q = known["measured"] / known["predicted"]
-        short, over = known[q < 1 / MATCH], known[q > MATCH]
-        text = (f"Measured against the block count, Triton's causal speedup reaches {fmt.num(q.min())} to "
-                f"{fmt.num(q.max())} of the prediction ({len(short)} of {len(known)} cases fall short by more than "
-                f"{fmt.pct(100 * (MATCH - 1), 2)}, {len(over)} exceed it by more). ")
+                    f"{fmt.ratio(df['measured'].max())}, against the limit of 2× that (T+1)/(2T) tends to.")
+        counts = known["verdict"].value_counts()
+        parts = [f"{counts[v]} {v}" for v in VERDICTS if v in counts]
+        out = [f"Checked row by row against the block count: {join(parts)} (of {len(known)} rows)."]
+        short = known[known["verdict"] == "short of the block count"]
         if len(short):
             worst = short.loc[(short["measured"] / short["predicted"]).idxmin()]
-            text += (f"The block count treats every visited tile as equal, and the shortfall comes from what it leaves "
-                     f"out. At N={worst['n']} ({shape_label(worst['shape'])}), {int(worst['diag'])} of the "
-                     f"{int(worst['visited'])} tiles visited straddle the diagonal: they cost a full tile and keep "
-                     f"about half of it. The query tile that visits the most key tiles visits {int(worst['t'])} "
-                     f"against an average of {fmt.num((worst['t'] + 1) / 2)}, and "
-                     f"{int(worst['programs']):,} programs share {self.device.sm_count} SMs, so the longest ones "
-                     f"{'set the finishing time' if worst['programs'] < 4 * self.device.sm_count else 'are partly hidden behind shorter ones'}. "
-                     "Per-program costs (loading the Q tile, storing O, the launch) do not shrink with masking. ")
-            trend = known[(known["shape"] == worst["shape"]) & (known["dtype"] == worst["dtype"])].sort_values("n")
-            if len(trend) > 1:
-                first, last = trend.iloc[0], trend.iloc[-1]
-                qa, qb = first["measured"] / first["predicted"], last["measured"] / last["predicted"]
-                if qb > qa * 1.02:
-                    text += ("For that shape the shortfall shrinks as N grows, as fixed costs spread over more tiles "
-                             "and more programs even out the imbalance. ")
-                elif qb < qa / 1.02:
-                    text += "For that shape the shortfall widens as N grows. "
+            out.append(
+                f"A shortfall is what the count leaves out. At N={worst['n']} ({shape_label(worst['shape'])}), "
+                f"{int(worst['diag'])} of the {int(worst['visited'])} tiles visited straddle the diagonal: they "
+                "cost a full tile and keep about half of it.")
+            out.append(
+                f"The query tile that visits the most key tiles visits {int(worst['t'])}, twice the average, and "
+                f"{int(worst['programs']):,} programs share {self.device.sm_count} SMs, so the longest ones "
+                f"{'set the finishing time' if worst['programs'] < 4 * self.device.sm_count else 'are partly hidden behind shorter ones'}; "
+                "per-program costs (loading the Q tile, storing O, the launch) do not shrink with masking at all.")
+        slower = known[known["verdict"].isin(["slower with the mask", "within the timing spread"])
+                       & (known["measured"] < 1)]
+        if len(slower):
+            clear = slower[slower["verdict"] == "slower with the mask"]
+            text = (f"Doing less work cannot by itself make a run slower, yet the causal run is slower in "
+                    f"{len(slower)} of {len(known)} rows (N={join(sorted(set(slower['n'])))}).")
+            if len(clear) < len(slower):
+                text += (f" In {len(slower) - len(clear)} of them the p10 to p90 spreads of the two timings overlap, so "
+                         "the difference is inside the run-to-run spread.")
+            if len(clear):
+                text += (f" In {len(clear)} the spreads do not overlap: the block count does not explain "
+                         f"{'that row' if len(clear) == 1 else 'those rows'}, which point at a cost that the mask "
+                         "adds rather than removes (a different kernel variant or schedule for the causal case).")
+            out.append(text)
+        over = known[known["verdict"] == "beats the block count"]
         if len(over):
+            top = over.loc[(over["measured"] / over["predicted"]).idxmax()]
             differ = over[~over["same_config"]]
-            text += (f"Where the speedup exceeds the block count (N={join(sorted(set(over['n'])))}), something besides "
-                     "the skipped tiles changed: ")
-            text += (f"the autotuner picked a different tile config for the causal case in {len(differ)} of them."
-                     if len(differ) else "the same tile config ran both ways, so per visited tile the causal run "
-                                         "was the quicker one.")
-        return text
+            text = (f"{plural(len(over), 'row')} beat{'s' if len(over) == 1 else ''} the bound the count sets, "
+                    f"up to {fmt.ratio(top['measured'])} against {fmt.ratio(top['predicted'])} at N={top['n']} "
+                    f"({shape_label(top['shape'])}, {dtype_short(top['dtype'])}), which skipping tiles alone cannot "
+                    "do.")
+            text += (f" The causal case ran a different tile config in {len(differ)} of them." if len(differ) else
+                     " The same tile config ran both ways, so the block count does not explain "
+                     f"{'it' if len(over) == 1 else 'them'}.")
+            out.append(text)
+        return " ".join(out)
+
+
+VERDICTS = ("as predicted", "short of the block count", "within the timing spread", "slower with the mask",
+            "beats the block count")
+
+
+def _causal_verdict(measured: float, predicted: float | None, overlap: bool) -> str | None:
+    """What the block count says about one row: explained (as predicted, or short of it for the reasons it
+    leaves out) or not (slower with less work, or faster than skipping tiles allows)."""
+    if predicted is None:
+        return None
+    if measured < 1:
+        return "within the timing spread" if overlap else "slower with the mask"
+    if measured > predicted * MATCH:
+        return "beats the block count"
+    if measured >= predicted / MATCH:
+        return "as predicted"
+    return "short of the block count"

@@ -19,14 +19,16 @@ import plotly.io as pio
 from plotly.subplots import make_subplots
 
 from .. import fmt
+from ..axes import log_ticks
 from ..figures import PALETTE, figure_id, styled
 from ..runs import Run, load_references
 from ..tables import table_html
-from .base import Page
-from .bench import speedup_words
+from collect.schema import PHASES
 
-# The published study's shape. Bench and profile charts compare devices at it, and only at it.
-STUDY = dict(batch=2, heads=8, head_dim=64, dtype="float16", causal=False)
+from ..vocab import STUDY, plural, speedup_words
+from .base import Page
+
+# Bench and profile charts compare devices at the published study's shape (vocab.STUDY), and only at it.
 PROFILE_N = 2048
 MAX_SHOWN = 6
 MEASURED_COLORS = [PALETTE[i] for i in (0, 3, 2, 1, 4, 5, 6)]
@@ -165,6 +167,31 @@ class ComparePage(Page):
                 f'    ??? note "What the transcription assumed where the write-up is silent"\n{body}\n')
         return "\n\n".join(out) + "\n"
 
+    def findings_first(self) -> str:
+        """Two to four sentences across the devices: who streams fastest, and where Triton stands on each."""
+        out = []
+        measured = [d for d in self.devices if not d.published]
+        copies = [(c.per_s_median, d) for d in measured for c in d.run.manifest.measured_ceilings
+                  if c.name == "copy_bandwidth" and c.status == "ok" and c.per_s_median]
+        if copies:
+            best = max(copies, key=lambda x: x[0])
+            out.append(f"Of {plural(len(measured), 'measured run')}, {_esc(best[1].label)} copies memory fastest, at "
+                       f"{fmt.bandwidth(best[0])}.")
+        wins = total = 0
+        for d in self.devices:
+            if not d.run.has("bench") or self._bench_series(d, "triton").empty or self._bench_series(d, "naive").empty:
+                continue
+            tri = self._bench_series(d, "triton").set_index("seq_len")["latency_ms_median"]
+            naive = self._bench_series(d, "naive").set_index("seq_len")["latency_ms_median"]
+            common = [n for n in tri.index if n in naive.index]
+            if common:
+                total += 1
+                wins += naive[common[-1]] / tri[common[-1]] >= 1.05
+        if total:
+            out.append(f"At the study shape, our Triton kernel beats naive PyTorch at the longest length both ran on "
+                       f"{wins} of {plural(total, 'device')} with data (published figures included).")
+        return " ".join(out) or "No device here has a measured ceiling or a benchmark at the study shape."
+
     def _bench_ok(self, dev: Device) -> pd.DataFrame:
         return self._memo((id(dev.run), "bench-ok"), lambda: self._study_rows(dev))
 
@@ -212,9 +239,10 @@ class ComparePage(Page):
                          if c.name == "copy_bandwidth" and c.status == "ok"), None)
             sheet = r.manifest.datasheet
             vs_naive, vs_sdpa = self._speedups(d) if r.has("bench") else ("not collected", "not collected")
-            phases = [p for p in ("bench", "profile", "decode") if r.has(p)]
+            phases = [p.name for p in PHASES if (r.has(p.name) if p.name != "env" else
+                                                 getattr(r.phase_record("env"), "status", None) == "complete")]
             rows.append({"device": r.device_name, "source": f"published: {r.id}" if d.published else f"run {r.id}",
-                         "profile": r.manifest.profile, "phases": ", ".join(phases) or "env only",
+                         "profile": r.manifest.profile, "phases": ", ".join(phases) or "none",
                          "copy": fmt.bandwidth(copy) if copy else "not measured",
                          "sheet": fmt.bandwidth(sheet.memory_bandwidth_bytes_per_s) if sheet else "not in the table",
                          "vs_naive": vs_naive, "vs_sdpa": vs_sdpa})
@@ -285,9 +313,8 @@ class ComparePage(Page):
         if not owners:
             return f"_No device has data for this chart ({_esc(caption.split('.')[0].lower())})._\n"
         ticks = dict(tickvals=sorted(xs), ticktext=[_short(v) for v in sorted(xs)]) if len(xs) <= 8 else {}
-        # Label decades only when the data spans two or more: a bare "5" under "1" would read as 5, not 0.5.
-        spread = math.log10(max(ys) / min(ys)) if ylog and ys and min(ys) > 0 else 0
-        decades = dict(dtick=1) if spread >= 1.5 else {}
+        # Every tick written out in full: Plotly's own log ticks label 2 and 5 inside a decade with the bare digit.
+        decades = log_ticks(ys) if ylog else {}
         for j in range(len(panels)):
             r, c = j // cols + 1, j % cols + 1
             fig.update_xaxes(type="log" if xlog else "linear", title_text=xtitle if r == nrows else None, row=r, col=c,
@@ -512,7 +539,9 @@ class ComparePage(Page):
             fig.add_bar(y=ticks, x=vals, orientation="h", name=f"occupancy, {label}", marker_color=color,
                         marker_pattern_shape=self._hatch(devs),
                         hovertemplate=f"%{{y}}<br>{label} occupancy %{{x:.3g}}%<extra></extra>", row=1, col=2)
-        fig.update_xaxes(type="log", exponentformat="SI", ticksuffix="B", row=1, col=1)
+        dram = [v for d in devs for v in [self._dram(r) for _, r in self._profile_rows(d).iterrows()] if v]
+        fig.update_xaxes(type="log", title_text="bytes", row=1, col=1, **log_ticks(dram, "B", si=True, max_ticks=5))
+        fig.update_xaxes(title_text="% of warp slots", row=1, col=2)
         fig.update_xaxes(range=[0, 100], row=1, col=2)
         s = STUDY
         text = self._bars("profile", fig, "Nsight Compute's DRAM bytes (read plus written) for one call of naive "

@@ -10,6 +10,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .. import fmt
+from ..axes import log_ticks
 from ..figures import PALETTE
 from ..tables import table_html
 from .base import Page
@@ -29,8 +31,8 @@ EARLY_QUERIES = 32
 # A ratio between two measurements "stays flat" inside this factor, else it grows or shrinks.
 TREND_FACTOR = 2.0
 
-# The published T4 study (shared/seeds/003_correctness-and-benchmarks.txt): its constant causal maximum
-# absolute error per dtype, as it reported them (2^-9 and 2^-6). Cited, not measured here.
+# The published T4 study (part 2, correctness and benchmarks): its constant causal maximum absolute error per
+# dtype, as it reported them (2^-9 and 2^-6). Cited, not measured here.
 T4_STUDY_CAUSAL_MAX_ABS_ERR = {"float16": 2.0**-9, "bfloat16": 2.0**-6}
 
 
@@ -137,6 +139,30 @@ class CorrectnessPage(Page):
         return self._heads() + (f"; inputs: {data.inputs}" if data is not None and data.inputs else "")
 
     # --- summary ---------------------------------------------------------------------------
+
+    def findings_first(self) -> str:
+        """Two to four sentences: how many cases pass, the closest call, and whether the causal floor is u."""
+        g = self.grid
+        if g.empty:
+            return "This run's correctness file has no kernel cases."
+        n, passed = len(g), int((g["passed"] == True).sum())  # noqa: E712
+        out = [f"The fused kernel passes {passed} of {n} cases against a float64 reference."]
+        used = g[g["tol_usage"].notna()] if "tol_usage" in g else g.iloc[0:0]
+        if not used.empty:
+            r = used.loc[used["tol_usage"].idxmax()]
+            out.append(f"The closest call used {fmt.pct(100 * r['tol_usage'])} of its tolerance "
+                       f"({_label(r['dtype'], bool(r['causal']))}, N={int(r['seq_len'])}, d={int(r['head_dim'])}).")
+        f = self.floors()
+        if not f.empty:
+            match = [SHORT.get(d, d) for d, m in zip(f["dtype"], f["matches"]) if m]
+            miss = [SHORT.get(d, d) for d, m in zip(f["dtype"], f["matches"]) if not m]
+            if match and not miss:
+                out.append(f"The causal error floor sits at the unit roundoff u of {_join(match)}: a floor set by the "
+                           "number format, not by the kernel.")
+            elif miss:
+                out.append(f"The causal error floor does **not** match the unit roundoff u for {_join(miss)}, so the "
+                           "number format alone does not explain it there.")
+        return " ".join(out)
 
     def summary(self) -> str:
         """What the grid covered and how many cases passed."""
@@ -378,10 +404,14 @@ class CorrectnessPage(Page):
                 fig.add_trace(go.Scatter(x=[n_lo, n_hi], y=[u, u], mode="lines", name=label,
                                          line=dict(color=colour, dash="dash", width=1),
                                          hovertemplate=f"{label} = {u:.3g}<extra></extra>"), row=1, col=2)
-        fig.update_xaxes(type="log", title_text="seq_len")
-        fig.update_yaxes(type="log")
-        fig.update_yaxes(title_text="max |out − ref|", row=1, col=1)
-        fig.update_yaxes(title_text="max |out − ref| / max |ref|", row=1, col=2)
+        fig.update_xaxes(type="log", title_text="seq_len N", **log_ticks(lines["seq_len"] if not lines.empty else []))
+        for col, field in ((1, "max_abs_err"), (2, "max_rel_err")):
+            vals = list(lines[field]) if not lines.empty else []
+            if col == 2:
+                vals += [self._u(dt) for dt in self.dtypes if self._u(dt)]
+            fig.update_yaxes(type="log", row=1, col=col, **log_ticks(vals))
+        fig.update_yaxes(title_text="max |out − ref| (absolute)", row=1, col=1)
+        fig.update_yaxes(title_text="max |out − ref| / max |ref| (normwise)", row=1, col=2)
         dims = _join(self._main_dims())
         exact = int((self.ok["max_abs_err"] == 0).sum())
         note = (f" {exact} case{'s' if exact != 1 else ''} with an error of exactly zero cannot sit on the log axis "
@@ -515,22 +545,31 @@ class CorrectnessPage(Page):
         return "\n\n".join(out)
 
     def study_comparison(self) -> str:
-        """What the published T4 study saw, next to this run."""
+        """What the published T4 study saw, next to this run: a sentence for the finding, a table for the figures."""
         f = self.floors()
-        parts = []
+        rows, inside = [], []
         for dt, theirs in T4_STUDY_CAUSAL_MAX_ABS_ERR.items():
             u = unit_roundoff(dt)
             mine = f[f["dtype"] == dt] if not f.empty else f
-            ours = (f"this run's causal maximum ranges {sci(mine.iloc[0]['abs_min'])} – {sci(mine.iloc[0]['abs_max'])} "
-                    f"({mine.iloc[0]['abs_min'] / theirs:.2g}× – {mine.iloc[0]['abs_max'] / theirs:.2g}× theirs)"
-                    if not mine.empty else "this run has no causal measurement for it")
-            parts.append(f"{SHORT[dt]}: {sci(theirs)}, which is {theirs / u:g} u; {ours}")
-        return ("The published four-part study of a Triton fused-attention kernel on a Tesla T4 (see "
-                "`shared/seeds/003_correctness-and-benchmarks.txt`) reported a causal maximum absolute error that did "
-                "not move with sequence length, while the non-causal error fell as N grew, and attributed the constant "
-                "to the first query copying one V value through a rounding. Its constants, per dtype: "
-                + "; ".join(parts) + ". Its yardstick was a plain PyTorch implementation checked with "
-                "`torch.allclose`; ours is float64 on the same rounded inputs, so our errors need not equal theirs.")
+            r = {"dtype": SHORT[dt], "theirs": f"{sci(theirs)} ({theirs / u:g} u)", "ours": "not measured",
+                 "ratio": "n/a"}
+            if not mine.empty:
+                lo, hi = mine.iloc[0]["abs_min"], mine.iloc[0]["abs_max"]
+                r["ours"] = f"{sci(lo)} – {sci(hi)}"
+                r["ratio"] = f"{lo / theirs:.2g}× – {hi / theirs:.2g}×"
+                inside.append(hi <= theirs)
+            rows.append(r)
+        verdict = ("" if not inside else " This run's causal maxima all stay at or below the published constants."
+                   if all(inside) else " This run's causal maxima exceed the published constant in at least one dtype.")
+        text = ("The published four-part study of a Triton fused-attention kernel on a Tesla T4 (its part on "
+                "correctness) reported a causal maximum absolute error that did not move with sequence length, while "
+                "the non-causal error fell as N grew, and attributed the constant to the first query copying one V "
+                "value through a rounding. Its yardstick was a plain PyTorch implementation checked with "
+                "`torch.allclose`; ours is float64 on the same rounded inputs, so our errors need not equal theirs."
+                + verdict)
+        return text + "\n\n" + table_html(pd.DataFrame(rows), {
+            "dtype": "dtype", "theirs": "published causal max |error| (T4)", "ours": "this run: causal max |error| over N",
+            "ratio": "this run / published"})
 
     # --- tables ----------------------------------------------------------------------------
 

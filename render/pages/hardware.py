@@ -1,17 +1,24 @@
 """Hardware & ceilings: what the GPU is, what its datasheet promises, what it sustains."""
 from __future__ import annotations
 
-import pandas as pd
-import plotly.graph_objects as go
+from functools import cached_property
 
-from .. import fmt
+import pandas as pd
+from plotly.subplots import make_subplots
+
+from .. import escape, fmt
+from ..ceilings import BANDWIDTH_KEYS, COMPUTE_KEYS, ROOFS, Ceilings
 from ..figures import PALETTE
 from ..tables import table_html
 from .base import Page
 
-COMPUTE = [("matmul_fp16", "fp16_tensor_flops_per_s", "fp16 tensor"),
-           ("matmul_bf16", "bf16_tensor_flops_per_s", "bf16 tensor"),
-           ("matmul_fp32", "fp32_flops_per_s", "fp32")]
+SOURCE_WORDS = {"measured": "measured", "datasheet": "datasheet (not measured in this run)",
+                "architectural": "architectural rate (not measured in this run)", "missing": "not known"}
+
+
+def _cell(v) -> str:
+    """A table cell: blank for an absent value (None or pandas' NaN), the value as text otherwise."""
+    return "" if v is None or (isinstance(v, float) and v != v) else str(v)
 
 
 class HardwarePage(Page):
@@ -26,17 +33,52 @@ class HardwarePage(Page):
     def sheet(self):
         return self.run.manifest.datasheet
 
+    @cached_property
+    def ceilings(self) -> Ceilings:
+        return Ceilings(self.run.manifest)
+
     @property
     def available(self) -> bool:
         rec = self.run.phase_record("env")
         return self.device is not None and rec is not None and rec.status == "complete"
 
     def measured(self, name: str):
-        return next((c for c in self.run.manifest.measured_ceilings if c.name == name), None)
+        return self.ceilings.measured(name)
 
     def measured_rate(self, name: str) -> float | None:
-        c = self.measured(name)
-        return c.per_s_median if c is not None and c.status == "ok" else None
+        return self.ceilings.measured_rate(name)
+
+    def ridge(self, which: str, compute: str = "fp16") -> float | None:
+        return self.ceilings.ridge(compute, which=which)
+
+    # --- what this run shows ---------------------------------------------------------------
+
+    def findings_first(self) -> str:
+        out = []
+        bw, sheet_bw = self.measured_rate("copy_bandwidth"), self.ceilings.sheet_rate("dram")
+        if bw and sheet_bw:
+            out.append(f"The memory system sustained {fmt.pct(100 * bw / sheet_bw)} of the datasheet's DRAM bandwidth "
+                       f"on a large copy ({fmt.bandwidth(bw)}).")
+        elif bw:
+            out.append(f"A large copy sustained {fmt.bandwidth(bw)} of DRAM bandwidth; the datasheet table has no row "
+                       "for this GPU to compare it with.")
+        else:
+            out.append("The DRAM copy bandwidth was not measured in this run.")
+        fp16, sheet16 = self.measured_rate("matmul_fp16"), self.ceilings.sheet_rate("fp16")
+        if fp16 and sheet16:
+            out.append(f"The best fp16 matmul reached {fmt.pct(100 * fp16 / sheet16)} of the datasheet's dense "
+                       f"tensor-core peak ({fmt.flops(fp16)}).")
+        r = self.ridge("measured")
+        if r is not None:
+            out.append(f"So an fp16 kernel needs {fmt.num(r)} FLOP per byte of DRAM traffic before compute, not "
+                       "memory, can be its limit.")
+        missing = [ROOFS[k][2] for k in ("l2", "smem") if self.ceilings.roof(k).source != "measured"]
+        if missing:
+            out.append(f"The {' and '.join(missing)} bandwidth {'was' if len(missing) == 1 else 'were'} not measured "
+                       "in this run; the rooflines fall back on the figures the table below names.")
+        return " ".join(out[:4])
+
+    # --- tables ----------------------------------------------------------------------------
 
     def device_table(self) -> str:
         """Facts the device reports, with the datasheet's where it states the same thing."""
@@ -53,10 +95,9 @@ class HardwarePage(Page):
             ("Driver / CUDA", f"{d.driver_version or 'n/a'} / {d.cuda_version or 'n/a'}", None),
         ]
         rows += [(k, v or "not installed", None) for k, v in m.software.items()]
-        df = pd.DataFrame(rows, columns=["fact", "value", "sheet"])
-        show = lambda v: "" if v is None else v  # noqa: E731
+        df = pd.DataFrame(rows, columns=["fact", "value", "sheet"], dtype=object)
         return table_html(df, {"fact": "", "value": "Reported by this device", "sheet": "Datasheet"},
-                          {"value": show, "sheet": show})
+                          {"value": _cell, "sheet": _cell})
 
     def clocks_table(self) -> str:
         df = self.run.frame("env", "clocks")
@@ -68,66 +109,73 @@ class HardwarePage(Page):
 
     def datasheet_note(self) -> str:
         if self.sheet is None:
-            return (f'!!! note "No datasheet figures"\n    {self.run.device_name} is not in the datasheet table '
-                    "(`collect/datasheets.py`), so only measured ceilings are shown. Add a row with its source to compare.\n")
-        return f"Datasheet figures are for the **{self.sheet.marketing_name}**; source: {self.sheet.source}."
-
-    def _pairs(self):
-        """(label, datasheet, measured, unit) for bandwidth and each compute ceiling."""
-        s = self.sheet
-        out = [("DRAM bandwidth", s.memory_bandwidth_bytes_per_s if s else None, self.measured_rate("copy_bandwidth"), "B/s")]
-        for mname, sfield, label in COMPUTE:
-            out.append((label, getattr(s, sfield) if s else None, self.measured_rate(mname), "FLOP/s"))
-        return out
+            return (f'!!! note "No datasheet figures"\n    {escape.text(self.run.device_name)} is not in the datasheet '
+                    "table (`collect/datasheets.py`), so only measured ceilings are shown. Add a row with its source "
+                    "to compare.\n")
+        return (f"Datasheet figures are for the **{escape.text(self.sheet.marketing_name)}**; source: "
+                f"{escape.text(self.sheet.source)}.")
 
     def ceilings_table(self) -> str:
         rows = []
-        for label, sheet, meas, unit in self._pairs():
-            frac = meas / sheet if meas and sheet else None
-            rows.append({"ceiling": label, "sheet": fmt.rate(sheet, unit), "measured": fmt.rate(meas, unit),
-                         "frac": fmt.pct(100 * frac) if frac else "n/a"})
-        df = pd.DataFrame(rows)
-        return table_html(df, {"ceiling": "Ceiling", "sheet": "Datasheet", "measured": "Measured (median)",
-                               "frac": "Measured / datasheet"})
+        for key in (*BANDWIDTH_KEYS, *COMPUTE_KEYS):
+            name, _, label, unit = ROOFS[key]
+            meas = self.measured_rate(name)
+            sheet = self.ceilings.sheet_rate(key)
+            c = self.measured(name)
+            sweep = f"best of {len(c.sweep)} shapes" if c is not None and c.sweep else ""
+            clock = f"SM clock {fmt.num(c.sm_clock_mhz, 4)} MHz" if c is not None and c.sm_clock_mhz else ""
+            how = "; ".join(x for x in (c.problem if c is not None else "", sweep, clock) if x)
+            if c is not None and c.status != "ok":
+                how = f"{c.status}: {c.reason or 'no reason recorded'}"
+            rows.append({"ceiling": f"{label} ({'bandwidth' if unit == 'B/s' else 'compute'})",
+                         "sheet": fmt.rate(sheet, unit) + (" (architectural)" if key == "smem" and sheet else "")
+                         if sheet else "not stated",
+                         "measured": fmt.rate(meas, unit) if meas else "not measured",
+                         "frac": fmt.pct(100 * meas / sheet) if meas and sheet else "n/a", "how": how})
+        return table_html(pd.DataFrame(rows), {"ceiling": "Ceiling", "sheet": "Datasheet", "measured": "Measured (median)",
+                                               "frac": "Measured / datasheet", "how": "How it was measured"})
+
+    def roofs_sentence(self) -> str:
+        """Which roofs the rooflines use and where each comes from."""
+        parts = []
+        for key in (*BANDWIDTH_KEYS, *COMPUTE_KEYS):
+            roof = self.ceilings.roof(key)
+            parts.append(f"{roof.label}: {SOURCE_WORDS[roof.source]}")
+        return ("The rooflines on the Byte arithmetic and Profiling pages take each roof from the best source this run "
+                f"has ({'; '.join(parts)}).")
 
     def ceilings_figure(self) -> str:
-        pairs = self._pairs()
-        fig = go.Figure()
-        labels = [p[0] for p in pairs]
-        # Bars in each ceiling's natural unit (TB/s or TFLOP/s) so both fit one readable axis.
-        sheet_vals = [p[1] / 1e12 if p[1] else None for p in pairs]
-        meas_vals = [p[2] / 1e12 if p[2] else None for p in pairs]
-        units = ["TB/s" if p[3] == "B/s" else "TFLOP/s" for p in pairs]
-        fig.add_bar(name="Datasheet", x=labels, y=sheet_vals, marker_color=PALETTE[7],
-                    customdata=units, hovertemplate="%{x}: %{y:.3g} %{customdata}<extra>datasheet</extra>")
-        fig.add_bar(name="Measured", x=labels, y=meas_vals, marker_color=PALETTE[0],
-                    customdata=units, hovertemplate="%{x}: %{y:.3g} %{customdata}<extra>measured</extra>")
-        fig.update_layout(barmode="group", yaxis_title="TB/s (bandwidth) or TFLOP/s (compute)", yaxis_type="log")
+        """Bandwidths (TB/s) and compute rates (TFLOP/s) in two panels, each on its own linear axis."""
+        fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12)
+        for col, keys, unit in ((1, BANDWIDTH_KEYS, "TB/s"), (2, COMPUTE_KEYS, "TFLOP/s")):
+            labels = [ROOFS[k][2] for k in keys]
+            sheet = [(self.ceilings.sheet_rate(k) or 0) / 1e12 or None for k in keys]
+            meas = [(self.measured_rate(ROOFS[k][0]) or 0) / 1e12 or None for k in keys]
+            fig.add_bar(name="datasheet", x=labels, y=sheet, marker_color=PALETTE[7], showlegend=col == 1,
+                        legendgroup="sheet", hovertemplate=f"%{{x}}: %{{y:.3g}} {unit}<extra>datasheet</extra>",
+                        row=1, col=col)
+            fig.add_bar(name="measured", x=labels, y=meas, marker_color=PALETTE[0], showlegend=col == 1,
+                        legendgroup="measured", hovertemplate=f"%{{x}}: %{{y:.3g}} {unit}<extra>measured</extra>",
+                        row=1, col=col)
+            fig.update_yaxes(title_text=f"{'bandwidth' if col == 1 else 'compute'} ({unit})", rangemode="tozero",
+                             row=1, col=col)
+        fig.update_layout(barmode="group")
         copy = self.measured("copy_bandwidth")
-        cond = copy.problem if copy else ""
-        return self.figure("ceilings", fig, f"Datasheet vs measured ceilings; bandwidth from a {cond} counting bytes "
-                           "read plus written, compute from large matmuls on random data (medians).")
-
-    def ridge(self, which: str, compute: str = "fp16") -> float | None:
-        """FLOP per byte where the bandwidth roof meets the compute roof."""
-        mname = f"matmul_{compute}"
-        sfield = dict((m, s) for m, s, _ in COMPUTE)[mname]
-        if which == "datasheet":
-            s = self.sheet
-            if s is None or getattr(s, sfield) is None:
-                return None
-            return getattr(s, sfield) / s.memory_bandwidth_bytes_per_s
-        flops, bw = self.measured_rate(mname), self.measured_rate("copy_bandwidth")
-        return flops / bw if flops and bw else None
+        cond = copy.problem if copy else "copy"
+        return self.figure("ceilings", fig,
+                           f"Datasheet and measured ceilings, bandwidth and compute on separate axes. DRAM from a {cond} "
+                           "counting bytes read plus written; L2 and shared memory from read microbenchmarks where "
+                           "measured (the shared-memory datasheet bar is the architectural rate); compute from large "
+                           "matmuls on random data (medians).")
 
     def ridge_table(self) -> str:
         rows = []
-        for compute in ("fp16", "bf16", "fp32"):
-            rows.append({"compute": compute, "sheet": self.ridge("datasheet", compute), "meas": self.ridge("measured", compute)})
-        df = pd.DataFrame(rows)
+        for compute in COMPUTE_KEYS:
+            rows.append({"compute": ROOFS[compute][2], "sheet": self.ridge("datasheet", compute),
+                         "meas": self.ridge("measured", compute)})
         f = lambda v: fmt.num(v)  # noqa: E731
-        return table_html(df, {"compute": "Compute ceiling", "sheet": "Datasheet ridge (FLOP/byte)",
-                               "meas": "Measured ridge (FLOP/byte)"}, {"sheet": f, "meas": f})
+        return table_html(pd.DataFrame(rows), {"compute": "Compute ceiling", "sheet": "Datasheet ridge (FLOP/byte)",
+                                               "meas": "Measured ridge (FLOP/byte)"}, {"sheet": f, "meas": f})
 
     def bandwidth_sentence(self) -> str:
         meas, s = self.measured_rate("copy_bandwidth"), self.sheet
@@ -135,11 +183,10 @@ class HardwarePage(Page):
             return "The copy bandwidth could not be measured in this run."
         if s is None:
             return f"A large device-to-device copy sustained **{fmt.bandwidth(meas)}** (bytes read plus written)."
-        frac = meas / s.memory_bandwidth_bytes_per_s
         return (f"A large device-to-device copy sustained **{fmt.bandwidth(meas)}** (bytes read plus written), "
-                f"{fmt.pct(100 * frac)} of the datasheet's {fmt.bandwidth(s.memory_bandwidth_bytes_per_s)}. "
-                "Kernels in this report are judged against the measured figure, because that is what the memory system "
-                "actually delivers to a streaming kernel.")
+                f"{fmt.pct(100 * meas / s.memory_bandwidth_bytes_per_s)} of the datasheet's "
+                f"{fmt.bandwidth(s.memory_bandwidth_bytes_per_s)}. Kernels in this report are judged against the "
+                "measured figure, because that is what the memory system actually delivers to a streaming kernel.")
 
     def ridge_sentence(self) -> str:
         r_meas, r_sheet = self.ridge("measured"), self.ridge("datasheet")

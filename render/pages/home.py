@@ -10,17 +10,16 @@ from functools import cached_property
 
 import pandas as pd
 
-from collect.occupancy import limits_from_device, occupancy
+from plotly.subplots import make_subplots
 
-from .. import fmt, model
-from .bench import speedup_words
+from collect.schema import PHASES
+from collect.schema.occupancy import limits_from_device, occupancy
+
+from .. import escape, fmt, model
+from ..vocab import ELEMENT_BYTES, STUDY, STUDY_N, dtype_short, impl_color, impl_label, join, plural, versus
 from .base import Page
 
-# The published study's shape: headlines use it when the run has it, else the run's first shape.
-STUDY = dict(batch=2, heads=8, head_dim=64, dtype="float16", causal=False)
-STUDY_N = 2048
 FUSED = "triton"
-ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
 # Step time over bandwidth floor: at or below NEAR the bytes set the pace; above FAR fixed costs do.
 NEAR, FAR = 1.5, 3.0
 # Peak memories within this fraction of each other are "the same".
@@ -34,19 +33,9 @@ def _ok(x) -> bool:
     return x is not None and not (isinstance(x, float) and math.isnan(x))
 
 
-def _join(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def _versus(s: float, other: str) -> str:
-    """Ours against `other` when the other takes s times as long: '2.00× faster than X', 'on par with X'."""
-    words = speedup_words(s)
-    return f"on par with {other} ({fmt.ratio(s)})" if words.startswith("on par") else f"{words} than {other}"
-
-
 def _shape_text(b, h, d, dtype, causal, n=None) -> str:
     ns = f"N={n}, " if n is not None else ""
-    return f"B={b}, H={h}, {ns}d={d}, {dtype}, {'causal' if causal else 'non-causal'}"
+    return f"B={b}, H={h}, {ns}d={d}, {dtype_short(dtype)}, {'causal' if causal else 'non-causal'}"
 
 
 class HomePage(Page):
@@ -54,6 +43,36 @@ class HomePage(Page):
     phase = "env"
 
     # --- the list the home page shows ----------------------------------------------------------
+
+    def findings_first(self) -> str:
+        """Two to four sentences: what fusing did to the bytes, where our kernel stands, what paces decode."""
+        out = []
+        pair = self._profile_pair() if self.run.has("profile") else None
+        if pair is not None:
+            a, f = self._dram(pair[0]), self._dram(pair[1])
+            word = f"cut the DRAM bytes of one call {fmt.ratio(a / f)}" if f < a else f"did not cut DRAM bytes"
+            out.append(f"On {self._device}, fusing attention {word} at B={pair[2][0]}, H={pair[2][1]}, "
+                       f"N={pair[2][2]}, d={pair[2][3]}.")
+        f = self._bench_facet() if self.run.has("bench") else None
+        if f is not None and not f.empty:
+            tri = f[f["impl"] == FUSED].set_index("seq_len")["latency_ms_median"].sort_index()
+            naive = f[f["impl"] == "naive"].set_index("seq_len")["latency_ms_median"]
+            sdpa = f[f["impl"].str.startswith("sdpa")].groupby("seq_len")["latency_ms_median"].min()
+            common = [n for n in tri.index if n in naive.index and n in sdpa.index]
+            if common:
+                n = common[-1]
+                out.append(f"At N={n}, our Triton kernel is {versus(naive[n] / tri[n], 'naive PyTorch')} and "
+                           f"{versus(sdpa[n] / tri[n], 'the fastest SDPA backend')}.")
+        if self.run.has("decode"):
+            df = self._decode
+            df = df[df["achieved_over_floor"].notna()] if not df.empty else df
+            if not df.empty:
+                r = float(df["achieved_over_floor"].min())
+                pace = ("moving bytes sets the pace" if r <= NEAR else
+                        "bandwidth is a large part of a step, but not all of it" if r <= FAR else
+                        "fixed per-step costs, not bandwidth, set the pace")
+                out.append(f"In decode, the best loop comes within {fmt.ratio(r)} of its bandwidth floor: {pace}.")
+        return " ".join(out) or "This run holds no phase beyond the device facts yet."
 
     def headlines(self) -> str:
         """Every headline as a Markdown list, each ending in a link to the page that explains it."""
@@ -65,7 +84,11 @@ class HomePage(Page):
     def _not_collected(self, phase: str, what: str, link: str) -> str:
         rec = self.run.phase_record(phase)
         how = "failed" if rec is not None and rec.status == "failed" else "was not collected"
-        return f"The `{phase}` phase {how} in this run, so {what} is not known for {self.run.device_name}. {link}"
+        return f"The `{phase}` phase {how} in this run, so {what} is not known for {self._device}. {link}"
+
+    @property
+    def _device(self) -> str:
+        return escape.text(self.run.device_name)
 
     # --- bytes -------------------------------------------------------------------------------
 
@@ -102,7 +125,7 @@ class HomePage(Page):
                 verdict = f"{fmt.ratio(f / a)} more bytes: at this shape fusing did not cut DRAM traffic"
             else:
                 verdict = "the same number of bytes"
-            return (f"On {self.run.device_name}, one call of naive PyTorch moved {fmt.bytes_(a)} through DRAM and our "
+            return (f"On {self._device}, one call of naive PyTorch moved {fmt.bytes_(a)} through DRAM and our "
                     f"fused Triton kernel {fmt.bytes_(f)}: {verdict} (Nsight Compute's DRAM counters, read plus "
                     f"written; {_shape_text(b, h, d, dt, c, n)}). [Profiling](profiling.md)")
         b, h, d, dt = STUDY["batch"], STUDY["heads"], STUDY["head_dim"], STUDY["dtype"]
@@ -159,8 +182,7 @@ class HomePage(Page):
         common = [n for n in tri.index if n in naive.index]
         if common:
             n = common[-1]
-            parts.append(f"{_versus(naive[n] / tri[n], 'naive PyTorch')} at N={n} "
-                         f"({fmt.ms(tri[n])} against {fmt.ms(naive[n])})")
+            parts.append(f"{versus(naive[n] / tri[n], 'naive PyTorch')} at N={n}")
         else:
             parts.append("never measured beside naive PyTorch (naive ran at no length ours did)")
         common = [n for n in tri.index if n in set(sdpa["seq_len"])]
@@ -168,11 +190,11 @@ class HomePage(Page):
             n = common[-1]
             best = sdpa[sdpa["seq_len"] == n].sort_values("latency_ms_median").iloc[0]
             backend = best["backend_used"] if _ok(best["backend_used"]) else best["impl"]
-            parts.append(f"{_versus(best['latency_ms_median'] / tri[n], 'the fastest SDPA backend')} there "
-                         f"({backend}, {fmt.ms(best['latency_ms_median'])})")
+            parts.append(f"{versus(best['latency_ms_median'] / tri[n], 'the fastest SDPA backend')} there "
+                         f"({escape.text(backend)})")
         else:
             parts.append("never measured beside any SDPA backend")
-        return f"On {self.run.device_name} ({shape}), our Triton kernel is {_join(parts)}. {link}"
+        return (f"On {self._device} ({shape}, median device time), our Triton kernel is {join(parts)}. {link}")
 
     # --- occupancy ---------------------------------------------------------------------------
 
@@ -211,6 +233,17 @@ class HomePage(Page):
                       "blocks": o.blocks_by_blocks}
             source = "the occupancy rules applied to its launch (Nsight Compute reported no block limits)"
         least = min(limits.values())
+        sms = self.run.manifest.device.sm_count if self.run.manifest.device else None
+        grid = int(k["grid_size"]) if "grid_size" in k and _ok(k["grid_size"]) else None
+        if sms and grid == sms and least <= 1:
+            # A persistent kernel: one block per SM by design, so no resource limit is the finding.
+            text = (f"Our Triton kernel is persistent: it launches {plural(grid, 'block')} for {sms} SMs and each "
+                    f"block loops over its share of the work, so it runs one block per SM by design, not because "
+                    f"registers or shared memory run out.")
+            th = k["theoretical_occupancy_pct"]
+            if _ok(th):
+                text += f" That block's warps fill {fmt.pct(th)} of the SM's warp slots."
+            return f"{text} {link}"
         binding = [name for name, v in limits.items() if v == least]
         detail = {"registers": f"{int(k['registers_per_thread'])} registers per thread" if _ok(k["registers_per_thread"]) else None,
                   "smem": f"{fmt.bytes_(k['smem_per_block_bytes'])} of shared memory per block" if _ok(k["smem_per_block_bytes"]) else None,
@@ -218,8 +251,8 @@ class HomePage(Page):
                   "blocks": None}
         why = [LIMIT_WORDS[b] + (f" ({detail[b]})" if detail[b] else "") for b in binding]
         tie = " (tied)" if len(binding) > 1 else ""
-        text = (f"Our Triton kernel's occupancy is limited by {_join(why)}{tie}: they allow {least} "
-                f"block{'s' if least != 1 else ''} per SM, the fewest of any resource, per {source}.")
+        text = (f"Our Triton kernel's occupancy is limited by {join(why)}{tie}: they allow "
+                f"{plural(least, 'block')} per SM, the fewest of any resource, per {source}.")
         th, ach = k["theoretical_occupancy_pct"], k["achieved_occupancy_pct"]
         if _ok(th):
             text += f" Theoretical occupancy is {fmt.pct(th)}"
@@ -257,7 +290,8 @@ class HomePage(Page):
             words = "bandwidth is a large part of the step, but not all of it"
         else:
             words = "fixed per-step costs (kernel launches, small kernels), not bandwidth, set the pace"
-        return (f"Decoding {best['model']} at batch {b} and context {c}, the fastest loop ({VARIANT_WORDS.get(best['variant'], best['variant'])}) takes "
+        return (f"Decoding {escape.text(best['model'])} at batch {b} and context {c}, the fastest loop "
+                f"({VARIANT_WORDS.get(best['variant'], escape.text(best['variant']))}) takes "
                 f"{fmt.ms(best['step_ms_median'])} per step, {fmt.ratio(r)} its bandwidth floor of "
                 f"{fmt.ms(best['floor_ms'])} (the weights and cache a step must read, at the measured copy "
                 f"bandwidth): {words}. {link}")
@@ -287,12 +321,87 @@ class HomePage(Page):
                 continue
             diff = r["peak_mem_bytes"] - e["peak_mem_bytes"]
             if abs(diff) <= SAME * e["peak_mem_bytes"]:
-                rel = "the same as bf16"
+                rel = "the same peak memory as bf16"
             else:
-                rel = f"{fmt.pct(100 * abs(diff) / e['peak_mem_bytes'])} {'more' if diff > 0 else 'less'} than bf16"
-            peaks.append(f"{names.get(r['variant'], r['variant'])} peaks at {fmt.bytes_(r['peak_mem_bytes'])}, {rel}")
+                rel = f"a peak {fmt.pct(100 * abs(diff) / e['peak_mem_bytes'])} {'more' if diff > 0 else 'less'} than bf16"
+            peaks.append(f"{names.get(r['variant'], escape.text(r['variant']))} gives {rel}")
         if peaks:
-            text += f" Peak memory: bf16 {fmt.bytes_(e['peak_mem_bytes'])}; {'; '.join(peaks)}."
+            text += f" Against bf16's peak memory, {'; '.join(peaks)}."
         else:
             text += " No peak memory was recorded for these rows."
         return f"{text} {link}"
+
+    # --- the phase table -----------------------------------------------------------------------
+
+    def phase_table(self) -> str:
+        """Every phase of the registry, the pages that narrate it, and what happened to it in this run."""
+        rows = []
+        for spec in PHASES:
+            rec = self.run.phase_record(spec.name)
+            if rec is None:
+                state = "not collected"
+            elif rec.status == "complete":
+                state = f"collected in {fmt.num(rec.duration_s)} s" if rec.duration_s is not None else "collected"
+            else:
+                state = rec.status
+            pages = ", ".join(f"[{p.title}]({p.doc})" for p in spec.pages)
+            rows.append(f"| `{spec.name}` | {pages} | {state} |")
+        return "| Phase | Pages | In this run |\n|---|---|---|\n" + "\n".join(rows) + "\n"
+
+    # --- the headline figure -------------------------------------------------------------------
+
+    def _headline_rows(self):
+        """(impl, DRAM bytes, source of the bytes, device time in ms) for naive, ours and the fastest SDPA backend,
+        at the study shape: bytes from Nsight Compute where the profile has them, else the model; time from the
+        bench phase (device time)."""
+        b, h, d, dt = STUDY["batch"], STUDY["heads"], STUDY["head_dim"], STUDY["dtype"]
+        bench = self._bench
+        f = bench[(bench["batch"] == b) & (bench["heads"] == h) & (bench["head_dim"] == d) & (bench["dtype"] == dt)
+                  & (bench["causal"] == STUDY["causal"]) & (bench["seq_len"] == STUDY_N)] if not bench.empty else bench
+        prof = self.run.frame("profile", "impls")
+        if not prof.empty:
+            prof = prof[(prof["group"] == "main") & (prof["status"] == "ok") & (prof["batch"] == b)
+                        & (prof["heads"] == h) & (prof["head_dim"] == d) & (prof["dtype"] == dt)
+                        & (prof["causal"] == STUDY["causal"]) & (prof["seq_len"] == STUDY_N)]
+        sdpa = f[f["impl"].str.startswith("sdpa")] if not f.empty else f
+        fastest = sdpa.sort_values("latency_ms_median").iloc[0]["impl"] if not sdpa.empty else None
+        out = []
+        for impl in [i for i in ("naive", FUSED, fastest) if i]:
+            t = f[f["impl"] == impl]["latency_ms_median"] if not f.empty else []
+            p = prof[prof["impl"] == impl] if not prof.empty else prof
+            if len(p) and _ok(p.iloc[0]["dram_read_bytes"]):
+                by, src = self._dram(p.iloc[0]), "Nsight Compute"
+            else:
+                e = ELEMENT_BYTES[dt]
+                by = (model.naive_traffic_bytes if impl in ("naive", "sdpa-math") else model.fused_traffic_bytes)(
+                    STUDY_N, d, e, b * h)
+                src = "model"
+            out.append((impl, float(by), src, float(t.iloc[0]) if len(t) else None))
+        return out
+
+    def headline_figure(self) -> str:
+        """Bytes moved and time per call for naive, ours and the fastest SDPA backend, side by side."""
+        rows = self._headline_rows()
+        if not rows or all(r[3] is None and r[2] == "model" for r in rows):
+            return ""
+        labels = [escape.plot(impl_label(i)) for i, *_ in rows]
+        fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.06,
+                            subplot_titles=["DRAM bytes per call (MB)", "device time per call (ms)"])
+        colors = [impl_color(i) for i, *_ in rows]
+        fig.add_bar(y=labels, x=[r[1] / 1e6 for r in rows], orientation="h", marker_color=colors, showlegend=False,
+                    customdata=[r[2] for r in rows], hovertemplate="%{y}: %{x:.4g} MB (%{customdata})<extra></extra>",
+                    row=1, col=1)
+        fig.add_bar(y=labels, x=[r[3] for r in rows], orientation="h", marker_color=colors, showlegend=False,
+                    hovertemplate="%{y}: %{x:.3g} ms<extra></extra>", row=1, col=2)
+        fig.update_xaxes(title_text="MB", rangemode="tozero", row=1, col=1)
+        fig.update_xaxes(title_text="ms", rangemode="tozero", row=1, col=2)
+        fig.update_yaxes(autorange="reversed")
+        fig.update_layout(margin=dict(t=60))
+        srcs = sorted({r[2] for r in rows})
+        how = ("DRAM bytes read plus written, from Nsight Compute" if srcs == ["Nsight Compute"] else
+               "DRAM bytes from Nsight Compute where profiled, else from the byte-arithmetic model (hover says which)")
+        return self.figure("headline", fig,
+                           f"One attention call at the study shape (B={STUDY['batch']}, H={STUDY['heads']}, "
+                           f"N={STUDY_N}, d={STUDY['head_dim']}, {dtype_short(STUDY['dtype'])}, non-causal): {how}; "
+                           "time is the bench phase's median device time.", height=300)
+

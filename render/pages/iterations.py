@@ -3,7 +3,6 @@ matmul ceiling, with the prediction made before each was measured and what it tu
 from __future__ import annotations
 
 import dataclasses
-import html
 import math
 from functools import cached_property
 
@@ -13,12 +12,13 @@ from plotly.subplots import make_subplots
 
 from collect.schema.iterations import IterationRow
 
-from .. import fmt
+from .. import escape, fmt
 from ..figures import PALETTE
 from ..tables import table_html
+from ..vocab import DTYPE_SHORT as SHORT
+from ..vocab import join, masking, plural
 from .base import Page
 
-SHORT = {"float16": "fp16", "bfloat16": "bf16"}
 SDPA_LABELS = {"sdpa-cudnn": "SDPA cuDNN", "sdpa-flash": "SDPA flash"}
 CEILINGS = {"float16": "matmul_fp16", "bfloat16": "matmul_bf16"}
 # A measured factor within this much of a predicted range's edge still "holds": run-to-run noise.
@@ -27,19 +27,8 @@ SLACK = 0.01
 MATERIAL = 0.03
 
 
-def masking(causal: bool) -> str:
-    return "causal" if causal else "non-causal"
-
-
 def case_label(dtype: str, causal: bool, n: int) -> str:
     return f"{SHORT.get(dtype, dtype)}, {masking(causal)}, N={n}"
-
-
-def join(items) -> str:
-    items = [str(i) for i in items]
-    if not items:
-        return ""
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def geomean(xs) -> float | None:
@@ -148,21 +137,51 @@ class IterationsPage(Page):
         timed = set(self.rows[self.rows["kind"] != "sdpa"]["impl"]) if "kind" in self.rows else set()
         untimed = [n for n in self.version_names() if n not in timed]
         text = (f"This run timed {len([n for n in self.version_names() if n in timed])} versions of our kernel and "
-                f"{join(SDPA_LABELS.get(i, i) for i in dict.fromkeys(self.rows[self.rows['kind'] == 'sdpa']['impl']))} "
+                f"{join(SDPA_LABELS.get(i, escape.text(i)) for i in dict.fromkeys(self.rows[self.rows['kind'] == 'sdpa']['impl']))} "
                 f"in {len(self.rows)} cases ({status}): {join(shapes)}; N = {join(ns)}; "
-                f"{join(SHORT.get(x, x) for x in dict.fromkeys(self.rows['dtype']))}; causal and not. "
-                f"Timing: {html.escape(d.timing_method)}.")
+                f"{join(SHORT.get(x, x) for x in dict.fromkeys(self.rows['dtype']))}; causal and not.")
         if untimed:
-            text += (f" {join(untimed)} {'is' if len(untimed) == 1 else 'are'} recorded with {'its' if len(untimed) == 1 else 'their'} "
-                     "story but not timed by this phase (superseded, to keep the phase short); the notes give what the "
-                     "development runs measured.")
+            text += (f" {join(escape.text(u) for u in untimed)} {'is' if len(untimed) == 1 else 'are'} recorded with "
+                     f"{'its' if len(untimed) == 1 else 'their'} story but not timed by this phase: superseded, and left "
+                     "out to keep the phase short. The author's notes give what it measured when it was current.")
+        text += f'\n\n??? info "How each case was timed"\n    {escape.text(d.timing_method)}\n'
         if not d.hopper_available:
-            text += (f"\n\n!!! note \"Hopper versions not run\"\n    This GPU could not run the Hopper versions: "
-                     f"{html.escape(d.hopper_reason)}. Their rows are kept as unsupported; only the portable kernel "
-                     "is compared here.")
+            text += (f"\n!!! note \"Hopper versions not run\"\n    This GPU could not run the Hopper versions: "
+                     f"{escape.text(d.hopper_reason)}. Their rows are kept as unsupported; only the portable kernel "
+                     "is compared here.\n")
         for note in d.notes:
-            text += f"\n\n!!! note\n    {html.escape(note)}"
+            text += f"\n!!! note\n    {escape.text(note)}\n"
         return text
+
+    def findings_first(self) -> str:
+        """Two to four sentences: the goal, the predictions, the largest step."""
+        d = self.data
+        final = d.final_version
+        out = []
+        measured = [r for r in (self.ratio(final, *c) for c in self.cases()) if r is not None]
+        if measured:
+            met = sum(r >= d.goal_ratio for r in measured)
+            out.append(f"The kernel as shipped, **{escape.text(final)}**, reaches the goal of {fmt.ratio(d.goal_ratio)} "
+                       f"of the fastest SDPA backend in {met} of {len(measured)} goal cases on this page's timing.")
+        verdicts, steps = [], []
+        for v in self.versions:
+            for pred in v.predicted:
+                m = self.speedup(v.name, v.baseline, pred.masking == "causal") if v.baseline else None
+                if m is not None:
+                    verdicts.append(verdict(m, pred.low, pred.high))
+                    if v.baseline != "sdpa":
+                        steps.append((m, v.name, pred.masking, v.baseline))
+        if verdicts:
+            counts = {w: verdicts.count(w) for w in ("as predicted", "better than predicted", "worse than predicted")}
+            out.append(f"Of {len(verdicts)} predictions measured here, {counts['as predicted']} held, "
+                       f"{counts['better than predicted']} came out better and {counts['worse than predicted']} worse.")
+        if steps:
+            best = max(steps)
+            worst = min(steps)
+            out.append(f"The largest step was **{escape.text(best[1])}** ({best[2]}), at {fmt.ratio(best[0])} of "
+                       f"{escape.text(best[3])}'s TFLOP/s; the largest setback was {escape.text(worst[1])} ({worst[2]}), "
+                       f"at {fmt.ratio(worst[0])} of {escape.text(worst[3])}'s.")
+        return " ".join(out) or "No version of our kernel was measured in this run."
 
     def goal_finding(self) -> str:
         """Whether the final version reached the goal ratio, case by case."""
@@ -172,23 +191,22 @@ class IterationsPage(Page):
         measured = [(c, r) for c, r in ratios if r is not None]
         goal = fmt.ratio(d.goal_ratio)
         if not measured:
-            return (f"The final version, **{html.escape(final)}**, has no case measured beside an SDPA backend in this "
+            return (f"The final version, **{escape.text(final)}**, has no case measured beside an SDPA backend in this "
                     f"run, so whether it reaches {goal} of the fastest SDPA backend cannot be said here.")
         met = [(c, r) for c, r in measured if r >= d.goal_ratio]
         worst = min(measured, key=lambda x: x[1])
         best = max(measured, key=lambda x: x[1])
-        head = (f"The goal was our kernel at {goal} or more of the fastest SDPA backend's TFLOP/s in every goal case. "
-                f"The final version, **{html.escape(final)}**, reaches it in {len(met)} of {len(measured)} cases")
-        if len(met) == len(measured):
-            head += f" (lowest {fmt.ratio(worst[1])}, at {case_label(*worst[0])}"
-        else:
-            missed = [case_label(*c) + f" ({fmt.ratio(r)})" for c, r in measured if r < d.goal_ratio]
-            head += f"; it falls short at {join(missed)} (lowest {fmt.ratio(worst[1])}, at {case_label(*worst[0])}"
-        head += f"; highest {fmt.ratio(best[1])}, at {case_label(*best[0])})."
+        out = [f"The goal was our kernel at {goal} or more of the fastest SDPA backend's TFLOP/s in every goal case. "
+               f"The final version, **{escape.text(final)}**, reaches it in {len(met)} of {len(measured)} cases."]
+        if len(met) < len(measured):
+            missed = [case_label(*c) for c, r in measured if r < d.goal_ratio]
+            out.append(f"It falls short at {join(missed)}.")
+        out.append(f"Its ratio runs from {fmt.ratio(worst[1])} ({case_label(*worst[0])}) to {fmt.ratio(best[1])} "
+                   f"({case_label(*best[0])}); the table below has every case.")
         beats = [c for c, r in measured if r >= 1.0]
         if beats:
-            head += (f" It is at least as fast as every SDPA backend measured in {len(beats)} of {len(measured)} cases.")
-        return head
+            out.append(f"It is at least as fast as every SDPA backend measured in {len(beats)} of {len(measured)} cases.")
+        return " ".join(out)
 
     def bench_ratio(self, dtype: str, causal: bool, n: int) -> float | None:
         """The bench phase's ratio at one goal case: `triton` (flash_attention as shipped) over the fastest
@@ -213,25 +231,44 @@ class IterationsPage(Page):
             return ("The bench phase did not measure these shapes in this run, so this page's ratios have no second "
                     "measurement to be checked against.")
         goal = self.data.goal_ratio
-        met = sum(r >= goal for _, r in got)
-        text = (f"The bench phase measured the same shapes with its own method ({html.escape(bench.timing_method)}) "
-                f"and `flash_attention` as shipped: {join(f'{case_label(*c)} {fmt.ratio(r)}' for c, r in got)} of the "
-                f"fastest SDPA backend, reaching {fmt.ratio(goal)} in {met} of {len(got)} cases.")
         final = self.data.final_version
+        met = sum(r >= goal for _, r in got)
+        mine = sum((self.ratio(final, *c) or 0) >= goal for c, _ in got)
+        text = (f"The bench phase timed `flash_attention` as shipped at the same shapes, its own way, and finds it at "
+                f"{fmt.ratio(goal)} or more of the fastest SDPA backend in {met} of {len(got)} cases, against this "
+                f"page's {mine} of {len(got)}.")
         diffs = [(c, r - self.ratio(final, *c)) for c, r in got if self.ratio(final, *c) is not None]
         if diffs:
-            lo, hi = min(diffs, key=lambda x: x[1]), max(diffs, key=lambda x: x[1])
-            text += (f" Case by case, the bench phase's ratio minus this page's runs from {lo[1]:+.3f} "
-                     f"({case_label(*lo[0])}) to {hi[1]:+.3f} ({case_label(*hi[0])}).")
-            flips = [c for c, _ in diffs if (self.bench_ratio(*c) >= goal) != (self.ratio(final, *c) >= goal)]
-            if max(abs(d) for _, d in diffs) > MATERIAL:
+            far = max(diffs, key=lambda x: abs(x[1]))
+            text += (f" The two methods' ratios differ by at most {abs(far[1]):.3f}, at {case_label(*far[0])}; the "
+                     "table below has both.")
+            if max(abs(x) for _, x in diffs) > MATERIAL:
                 text += (" The methods differ in what happens just before each timed call: this page keeps the GPU "
-                         "busy first, the bench phase runs the calls back to back, each after zeroing Triton's "
-                         "L2-flush buffer.")
+                         "busy first, the bench phase times calls back to back, each after zeroing Triton's L2-flush "
+                         "buffer.")
+            flips = [c for c, _ in diffs if (self.bench_ratio(*c) >= goal) != (self.ratio(final, *c) >= goal)]
             if flips:
-                text += (f" The verdict depends on the method at {join(case_label(*c) for c in flips)}; the issue "
-                         "that set the goal names the bench phase as its judge.")
+                text += (f" Whether the goal is met depends on the method at {join(case_label(*c) for c in flips)}; "
+                         "this report takes the bench phase's figure as the verdict, because it times the kernel as "
+                         "users call it.")
         return text
+
+    def crosscheck_table(self) -> str:
+        """Both phases' ratio to the fastest SDPA backend, case by case."""
+        final = self.data.final_version
+        rows = []
+        for c in self.cases():
+            a, b = self.ratio(final, *c), self.bench_ratio(*c)
+            if a is None and b is None:
+                continue
+            rows.append({"case": case_label(*c), "here": a, "bench": b,
+                         "diff": f"{b - a:+.3f}" if a is not None and b is not None else "n/a"})
+        if not rows or all(r["bench"] is None for r in rows):
+            return ""
+        r = lambda v: "n/a" if v is None else fmt.ratio(v)  # noqa: E731
+        return table_html(pd.DataFrame(rows), {"case": "Case", "here": f"{final} (this page)",
+                                               "bench": "flash_attention (bench phase)", "diff": "bench − this page"},
+                          {"here": r, "bench": r}, caption="Ratio to the fastest SDPA backend's TFLOP/s")
 
     def ceiling_finding(self) -> str:
         """The final version and the fastest SDPA backend as fractions of the measured matmul rate."""
@@ -246,42 +283,40 @@ class IterationsPage(Page):
             s = self.fastest_sdpa(dtype, causal, n)
             if t is None and s is None:
                 continue
-            bit = f"{SHORT.get(dtype, dtype)} at N={n}: "
-            bit += f"{html.escape(final)} {fmt.pct(100 * t * 1e12 / ceil)}" if t is not None else f"{html.escape(final)} did not run"
+            bit = f"In {SHORT.get(dtype, dtype)} at N={n}, "
+            bit += (f"{escape.text(final)} reaches {fmt.pct(100 * t * 1e12 / ceil)}" if t is not None
+                    else f"{escape.text(final)} did not run")
             if s:
-                bit += f", {SDPA_LABELS.get(s[0], s[0])} {fmt.pct(100 * s[1] * 1e12 / ceil)}"
-            parts.append(bit + f" of the measured {fmt.flops(ceil)} matmul rate")
+                bit += f" and {SDPA_LABELS.get(s[0], escape.text(s[0]))} {fmt.pct(100 * s[1] * 1e12 / ceil)}"
+            parts.append(bit + f" of the measured {fmt.flops(ceil)} matmul rate.")
         if not parts:
             return "No measured matmul ceiling (or no non-causal case) in this run to set the attention rates against."
         return ("The FLOPs counted for attention are those of two matmuls per score tile, with a softmax between them "
                 "that the tensor cores do not do, so the measured rate of one large matmul (Hardware page) is the "
-                "natural roof to compare against. Non-causal, the longest sequence: " + "; ".join(parts) + ".")
+                "natural roof to compare against. " + " ".join(parts))
 
     def wide_loads_finding(self) -> str:
         """What the T4 study's open fix (fewer, wider loads) did here."""
         v = next((v for v in self.versions if v.role == "t4-fix"), None)
         if v is None:
             return "No version in this run tries the fewer-wider-loads fix."
-        name = html.escape(v.name)
-        base = html.escape(v.baseline)
-        res = []
-        for causal in (False, True):
-            s = self.speedup(v.name, v.baseline, causal)
-            if s is not None:
-                res.append((causal, s))
+        name, base = escape.text(v.name), escape.text(v.baseline)
+        res = [(c, self.speedup(v.name, v.baseline, c)) for c in (False, True)]
+        res = [(c, x) for c, x in res if x is not None]
         if not res:
             return f"{name}, the fewer-wider-loads version, did not run beside {base} in this run."
-        words = []
-        for causal, s in res:
+        out = [f"The published T4 study ended with one fix left open: fewer, wider loads to relieve the pressure on "
+               f"the shared-memory pipeline. Here that is **{name}** (its change is in the table above), measured "
+               f"against {base} as a geometric mean over the goal cases."]
+        for causal, x in res:
             pred = next((p for p in v.predicted if p.masking == masking(causal)), None)
-            change = ("faster" if s > 1 + SLACK else "slower" if s < 1 - SLACK else "no faster and no slower")
-            w = f"{masking(causal)}: {fmt.ratio(s)} of {base}'s TFLOP/s ({change})"
+            change = "faster" if x > 1 + SLACK else "slower" if x < 1 - SLACK else "no faster and no slower"
+            text = f"{masking(causal).capitalize()}, it runs at {fmt.ratio(x)} of {base}'s TFLOP/s ({change})"
             if pred:
-                w += f", predicted {fmt.ratio(pred.low)} to {fmt.ratio(pred.high)}: {verdict(s, pred.low, pred.high)}"
-            words.append(w)
-        return (f"The published T4 study ended with one fix left open: fewer, wider loads to relieve the pressure on "
-                f"the shared-memory pipeline. Here that is **{name}** (its change is in the table above). Against {base}, "
-                f"geometric mean over the goal cases, {'; '.join(words)}.")
+                text += (f" against a predicted {fmt.ratio(pred.low)} to {fmt.ratio(pred.high)}: "
+                         f"{verdict(x, pred.low, pred.high)}")
+            out.append(text + ".")
+        return " ".join(out)
 
     def limits_finding(self) -> str:
         """Where the final version stands and what its compiled kernel says about why."""
@@ -289,15 +324,15 @@ class IterationsPage(Page):
         final = d.final_version
         r = self.ok[self.ok["impl"] == final]
         if r.empty:
-            return f"{html.escape(final)} did not run in this run."
+            return f"{escape.text(final)} did not run in this run."
         row = r.iloc[0]
         ratios = [x for x in (self.ratio(final, *c) for c in self.cases()) if x is not None]
         below = ratios and min(ratios) < d.goal_ratio
         res = []
         if pd.notna(row.get("blocks_per_sm")):
-            res.append(f"{int(row['blocks_per_sm'])} block(s) of {int(row['warps_per_block'])} warps per SM "
-                       f"({fmt.pct(row['occupancy_pct'])} theoretical occupancy, set by "
-                       f"{html.escape(str(row['occupancy_limiter']))})")
+            res.append(f"{plural(int(row['blocks_per_sm']), 'block')} of {int(row['warps_per_block'])} warps per SM, "
+                       f"{fmt.pct(row['occupancy_pct'])} theoretical occupancy set by "
+                       f"{escape.text(row['occupancy_limiter'])}")
         if pd.notna(row.get("registers_per_thread")):
             res.append(f"{int(row['registers_per_thread'])} registers a thread")
         if pd.notna(row.get("shared_mem_bytes")):
@@ -305,7 +340,7 @@ class IterationsPage(Page):
         spills = r["spilled_registers"].dropna()
         spill_txt = (f" The compiler spilled registers in {int((spills > 0).sum())} of {len(spills)} cases."
                      if len(spills) and (spills > 0).any() else " No case spilled registers." if len(spills) else "")
-        facts = (f"{html.escape(final)}'s compiled kernel ({html.escape(str(row['config']))}) runs {join(res)}."
+        facts = (f"{escape.text(final)}'s compiled kernel, config {escape.code(row['config'])}, runs {join(res)}."
                  if res else "")
         if not below:
             return facts + spill_txt
@@ -337,10 +372,10 @@ class IterationsPage(Page):
         lead = o_s.index[0]
         shape = f"B={o['batch']}, H={o['heads']}, N={o['seq_len']}, d={o['head_dim']}, {SHORT.get(o['dtype'], o['dtype'])}, causal"
         text = (f"The Profiling page has both kernels at {shape}: our kernel's warps wait {o_tot:.2f} cycles per "
-                f"issued instruction, {SDPA_LABELS.get(t['impl'], t['impl'])}'s {t_tot:.2f}. Our largest stall reason "
-                f"is **{html.escape(lead)}** ({o_s.iloc[0]:.2f}; theirs {float(t_s.get(lead, 0.0)):.2f})")
+                f"issued instruction, {SDPA_LABELS.get(t['impl'], escape.text(t['impl']))}'s {t_tot:.2f}. Our largest stall reason "
+                f"is **{escape.text(lead)}** ({o_s.iloc[0]:.2f}; theirs {float(t_s.get(lead, 0.0)):.2f})")
         if o_s.index[0] != t_s.index[0]:
-            text += f", where theirs is {html.escape(t_s.index[0])} ({t_s.iloc[0]:.2f})"
+            text += f", where theirs is {escape.text(t_s.index[0])} ({t_s.iloc[0]:.2f})"
         text += "."
         if lead == "long_scoreboard" and "_ws" in str(o.get("kernel_name", "")) + " ".join(
                 self.run.frame("profile", "kernels").query("case_id == @o.case_id")["kernel_name"].astype(str)):
@@ -374,27 +409,29 @@ class IterationsPage(Page):
                           caption="TFLOP/s, and in brackets the ratio to the fastest SDPA backend of the same case")
 
     def journey_table(self) -> str:
-        """Each version: what changed, what was predicted (and when), what was measured."""
+        """Each version once: the factor predicted for it, what this run measured, and the verdict, per masking."""
         data = []
         for v in self.versions:
-            for pred in v.predicted or [None]:
-                causal = pred is not None and pred.masking == "causal"
-                measured = self.speedup(v.name, v.baseline, causal) if v.baseline else None
-                base = "the fastest SDPA backend" if v.baseline == "sdpa" else v.baseline
-                data.append({
-                    "name": v.name,
-                    "masking": pred.masking if pred else "",
-                    "change": v.change,
-                    "prediction": f"{v.prediction} (written {v.predicted_at})",
-                    "range": f"{fmt.ratio(pred.low)} to {fmt.ratio(pred.high)} of {base}" if pred else "none recorded",
-                    "measured": fmt.ratio(measured) if measured is not None else "not measured",
-                    "verdict": verdict(measured, pred.low, pred.high) if pred else "",
-                    "notes": v.outcome,
-                })
+            base = "the fastest SDPA backend" if v.baseline == "sdpa" else v.baseline
+            ranges, measured, verdicts = [], [], []
+            for pred in v.predicted:
+                causal = pred.masking == "causal"
+                m = self.speedup(v.name, v.baseline, causal) if v.baseline else None
+                ranges.append(f"{pred.masking}: {fmt.ratio(pred.low)} to {fmt.ratio(pred.high)}")
+                measured.append(f"{pred.masking}: {fmt.ratio(m) if m is not None else 'not measured'}")
+                verdicts.append(f"{pred.masking}: {verdict(m, pred.low, pred.high)}")
+            data.append({"name": v.name, "base": base, "range": "; ".join(ranges) or "none recorded",
+                         "measured": "; ".join(measured) or "not measured", "verdict": "; ".join(verdicts)})
         return table_html(pd.DataFrame(data), {
-            "name": "Version", "masking": "Mask", "change": "What changed", "prediction": "Prediction",
-            "range": "Predicted TFLOP/s factor", "measured": "Measured here (geometric mean)", "verdict": "Verdict",
-            "notes": "Author's notes from the development runs"})
+            "name": "Version", "base": "Against", "range": "Predicted TFLOP/s factor",
+            "measured": "Measured here (geometric mean)", "verdict": "Verdict"})
+
+    def story_table(self) -> str:
+        """Each version's change, its prediction as written (and when), and its author's notes after measuring."""
+        data = [{"name": v.name, "change": v.change, "prediction": f"{v.prediction} (written {v.predicted_at})",
+                 "notes": v.outcome or "none"} for v in self.versions]
+        return table_html(pd.DataFrame(data), {"name": "Version", "change": "What changed", "prediction": "Prediction",
+                                               "notes": "Author's notes, written after measuring"})
 
     def resources_table(self) -> str:
         """Compiled-kernel resources per version and masking (the first dtype measured)."""
@@ -442,8 +479,8 @@ class IterationsPage(Page):
                 for k, n in enumerate(ns):
                     color = PALETTE[k % len(PALETTE)]
                     ys = [self.tflops(v, dtype, causal, n) for v in names]
-                    hover = [html.escape(f"{v}, {case_label(dtype, causal, n)}: {fmt.num(y)} TFLOP/s")
-                             if y is not None else html.escape(f"{v}: not measured") for v, y in zip(names, ys)]
+                    hover = [escape.plot(f"{v}, {case_label(dtype, causal, n)}: {fmt.num(y)} TFLOP/s")
+                             if y is not None else escape.plot(f"{v}: not measured") for v, y in zip(names, ys)]
                     key = f"ours N={n}"
                     fig.add_trace(go.Scatter(x=names, y=ys, mode="lines+markers", name=key, legendgroup=key,
                                              showlegend=key not in shown, line=dict(color=color),
@@ -452,7 +489,7 @@ class IterationsPage(Page):
                     s = self.fastest_sdpa(dtype, causal, n)
                     if s:
                         key = f"fastest SDPA N={n}"
-                        label = html.escape(f"{SDPA_LABELS.get(s[0], s[0])}, {case_label(dtype, causal, n)}: "
+                        label = escape.plot(f"{SDPA_LABELS.get(s[0], s[0])}, {case_label(dtype, causal, n)}: "
                                             f"{fmt.num(s[1])} TFLOP/s")
                         fig.add_trace(go.Scatter(x=[names[0], names[-1]], y=[s[1], s[1]], mode="lines", name=key,
                                                  legendgroup=key, showlegend=key not in shown,
@@ -462,7 +499,7 @@ class IterationsPage(Page):
                 ceil = self.ceiling(dtype)
                 if ceil:
                     key = "matmul ceiling"
-                    label = html.escape(f"measured {SHORT.get(dtype, dtype)} matmul: {fmt.flops(ceil)}")
+                    label = escape.plot(f"measured {SHORT.get(dtype, dtype)} matmul: {fmt.flops(ceil)}")
                     fig.add_trace(go.Scatter(x=[names[0], names[-1]], y=[ceil / 1e12] * 2, mode="lines", name=key,
                                              legendgroup=key, showlegend=key not in shown,
                                              line=dict(color=PALETTE[7], dash="dot"), hovertext=[label, label],

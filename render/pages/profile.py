@@ -1,41 +1,57 @@
 """Profiling: what Nsight Compute measured per kernel, and what it says about the bottleneck.
 
 Kernel names come from the profiler (C++ templates with angle brackets): they are untrusted text,
-escaped in every table (table_html) and in every hover label (_esc).
+escaped in every table (table_html), in every hover label (escape.plot) and in prose (escape.text).
 """
 from __future__ import annotations
 
-import html
 import math
 import re
+from functools import cached_property
 
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from collect.occupancy import limits_from_device, occupancy, occupancy_vs_registers, occupancy_vs_smem
+from collect.schema.occupancy import limits_from_device, occupancy, occupancy_vs_registers, occupancy_vs_smem
 
-from .. import fmt, model
+from .. import escape, fmt, model
+from ..axes import log_ticks
+from ..ceilings import TENSOR_KEY, Ceilings
 from ..figures import PALETTE
 from ..tables import table_html
+from ..vocab import ELEMENT_BYTES, MATERIALISING, impl_color, impl_label, join, plural, speedup_words
 from .base import Page
-
-# Implementations that never write the score matrix to memory; the others follow the naive model.
-FUSED = {"triton", "triton-portable", "sdpa", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient"}
 
 
 def _shape_id(shape) -> str:
     """Figure-id part for a shape: N and d, and whether causal (two shapes may differ only there)."""
     return f"{shape[2]}-{shape[3]}" + ("-causal" if shape[5] else "")
-LEVELS = [("dram", "DRAM", "circle"), ("l2", "L2", "square"), ("l1", "L1", "diamond")]
+
+
+# The memory levels of the hierarchical roofline: key, label, marker symbol, the counter behind it, its roof.
+LEVELS = [("dram", "DRAM", "circle", "dram__bytes_read.sum + dram__bytes_write.sum", "dram"),
+          ("l2", "L2", "square", "lts__t_bytes.sum", "l2"),
+          ("l1", "L1", "diamond", "l1tex__t_bytes.sum", "smem"),
+          ("shared", "shared memory", "triangle-up", "sm__sass_data_bytes_mem_shared.sum", "smem")]
+# Levels nearer the SM than L2: a kernel whose count there is below this share of its own L2 traffic moved its
+# data past the counter (TMA copies from L2 straight into shared memory, WGMMA reading its operands there), so
+# the counter cannot give that kernel's intensity at the level.
+NEAR_SM_MIN_SHARE = 0.10
+# Kernels taking at least this share of a call's time decide whether a level can be measured for the call.
+MAJOR_KERNEL_SHARE = 0.05
 MIN_STALL_SHARE = 0.03  # reasons below this share of a kernel's stalls are summed as "other"
 # Enough distinct colours for a dozen stall reasons: Okabe-Ito first, then Tableau's muted set.
 STALL_COLORS = PALETTE[:7] + ["#8C564B", "#BCBD22", "#17BECF", "#9467BD", "#FF9896", "#AEC7E8", "#98DF8A"]
+# Names of kernels that multiply matrices (GEMMs, and attention kernels built around them), for the
+# tensor-core decision on GPUs without tensor FLOP counters.
+GEMM_NAME = re.compile(r"gemm|nvjet|xmma|mma|cutlass|fmha|flash|attn|sdpa|_fwd|matmul", re.I)
+SIDE = {True: "memory-bound side", False: "compute-bound side"}
 
 
 def _esc(text) -> str:
-    """Untrusted tool text for a plotly hover label (plotly renders a subset of HTML)."""
-    return html.escape(str(text), quote=True)
+    """Untrusted tool text for a Plotly label or hover."""
+    return escape.plot(text)
 
 
 def _clip(text: str, n: int = 36) -> str:
@@ -65,11 +81,23 @@ class ProfilePage(Page):
         d = self.data
         return d is not None and d.status == "ok" and any(r.status == "ok" for r in d.impls)
 
-    def impls(self) -> pd.DataFrame:
+    @cached_property
+    def _impls(self) -> pd.DataFrame:
         return self.run.frame("profile", "impls")
 
-    def kernels(self) -> pd.DataFrame:
+    @cached_property
+    def _kernels(self) -> pd.DataFrame:
         return self.run.frame("profile", "kernels")
+
+    def impls(self) -> pd.DataFrame:
+        return self._impls
+
+    def kernels(self) -> pd.DataFrame:
+        return self._kernels
+
+    @cached_property
+    def ceilings_(self) -> Ceilings:
+        return Ceilings(self.run.manifest)
 
     def shapes(self) -> list[tuple]:
         """(batch, heads, seq_len, head_dim, dtype, causal) of the main comparison, headline first."""
@@ -96,12 +124,51 @@ class ProfilePage(Page):
              & (df["head_dim"] == d) & (df["dtype"] == dt) & (df["causal"] == c))
         return df[m]
 
+    def _case_kernels(self, case_id: str) -> pd.DataFrame:
+        df = self.kernels()
+        return df if df.empty else df[df["case_id"] == case_id].sort_values("launch")
+
     def _flops(self, row) -> float:
         """Counted FLOPs where the tensor-op counters exist, else the analytical count."""
         return row["flops_counted"] if _ok(row.get("flops_counted")) else row["flops_model"]
 
+    @staticmethod
+    def _dram(row) -> float | None:
+        return (row["dram_read_bytes"] or 0) + (row["dram_write_bytes"] or 0) if _ok(row["dram_read_bytes"]) else None
+
     def caption_conditions(self, shape) -> str:
         return f"{self.shape_text(shape)}; Nsight Compute with --clock-control none, one profiled call after warm-up"
+
+    # ------------------------------------------------------------------ what this run shows
+
+    def findings_first(self) -> str:
+        """Two to four sentences: bytes, the binding roof, tensor cores, our kernel's occupancy."""
+        shape = self.headline
+        out = []
+        df = self._rows(shape)
+        df = df[df["status"] == "ok"] if not df.empty else df
+        by = {r["impl"]: self._dram(r) for _, r in df.iterrows()}
+        if by.get("naive") and by.get("triton"):
+            a, f = by["naive"], by["triton"]
+            word = f"{fmt.ratio(a / f)} fewer" if f < a else f"{fmt.ratio(f / a)} more"
+            out.append(f"At {self.shape_text(shape)}, our fused kernel moved {word} DRAM bytes than naive PyTorch "
+                       f"({fmt.bytes_(f)} against {fmt.bytes_(a)}).")
+        bind = self.binding_roofs(shape)
+        if bind:
+            groups: dict[str, list[str]] = {}
+            for impl, (level, _) in bind.items():
+                groups.setdefault(level, []).append(impl_label(impl))
+            out.append("By the hierarchical roofline, the lowest roof over each call is "
+                       + "; ".join(f"{lv} for {join(names)}" for lv, names in groups.items()) + ".")
+        tc = self.tensor_core_verdicts(shape)
+        idle = [impl_label(i) for i, (used, _) in tc.items() if used is False]
+        if tc:
+            out.append(f"Tensor cores did not run for {join(idle)}." if idle
+                       else "Every profiled implementation ran its matrix multiplies on the tensor cores.")
+        occ = self.occupancy_verdict(shape)
+        if occ:
+            out.append(occ)
+        return " ".join(out[:4])
 
     # ------------------------------------------------------------------ status and method
 
@@ -110,12 +177,13 @@ class ProfilePage(Page):
         d = self.data
         out = []
         if d.status != "ok":
-            out.append(f'!!! failure "No Nsight Compute data in this run"\n    {_esc(d.reason or "no reason recorded")}\n')
+            out.append(f'!!! failure "No Nsight Compute data in this run"\n    {escape.text(d.reason or "no reason recorded")}\n')
         elif d.reason:
-            out.append(f'!!! note "Partly missing"\n    {_esc(d.reason)}\n')
+            out.append(f'!!! note "Partly missing"\n    {escape.text(d.reason)}\n')
         bad = [r for r in d.impls if r.status != "ok"]
         if d.status == "ok" and bad:
-            lines = "\n".join(f"    - `{_esc(r.case_id)}`: {r.status}, {_esc(r.reason or 'no reason recorded')}" for r in bad)
+            lines = "\n".join(f"    - {escape.code(r.case_id)}: {escape.text(r.status)}, "
+                              f"{escape.text(r.reason or 'no reason recorded')}" for r in bad)
             out.append(f'!!! warning "Cases without a profile"\n{lines}\n')
         return "\n".join(out)
 
@@ -130,19 +198,18 @@ class ProfilePage(Page):
                 cur = []
             cur.append(tok if len(tok) < 100 else tok[:97] + "...")
         lines.append(" ".join(cur))
-        body = " \\\n    ".join(lines)
-        return f"```text\n{body}\n```\n"
+        return escape.code_block(" \\\n    ".join(lines), "text") + "\n"
 
     def passes_sentence(self) -> str:
         df = self.kernels()
         p = df["replay_passes"].dropna() if not df.empty else pd.Series(dtype=float)
-        ver = f"Nsight Compute {self.data.ncu_version}" if self.data.ncu_version else "Nsight Compute"
+        ver = f"Nsight Compute {escape.text(self.data.ncu_version)}" if self.data.ncu_version else "Nsight Compute"
         wall = f" The whole ncu run took {fmt.num(self.data.wall_s)} s." if _ok(self.data.wall_s) else ""
         if p.empty:
-            return f"{ver} profiled {len(df)} kernel launches.{wall}"
+            return f"{ver} profiled {plural(len(df), 'kernel launch', 'kernel launches')}.{wall}"
         span = f"{int(p.min())}" if p.min() == p.max() else f"{int(p.min())} to {int(p.max())}"
-        return (f"{ver} profiled {len(df)} kernel launches, replaying each {span} times to collect every counter "
-                f"(the counters cannot all be read in one pass).{wall}")
+        return (f"{ver} profiled {plural(len(df), 'kernel launch', 'kernel launches')}, replaying each {span} times "
+                f"to collect every counter (the counters cannot all be read in one pass).{wall}")
 
     def flops_note(self) -> str:
         if self.data.flops_source == "counters":
@@ -150,6 +217,51 @@ class ProfilePage(Page):
                     "multiply-add, plus the tensor-core operation counters.")
         return ("This GPU (or this Nsight Compute) has no tensor-core operation counters, so the FLOPs below are "
                 "**analytical**: 4·B·H·N²·d for QKᵀ and PV. Bytes and times are still measured.")
+
+    # ------------------------------------------------------------------ the two clocks
+
+    # Our device time and Nsight Compute's within this factor either way "agree".
+    CLOCKS_AGREE = 1.10
+
+    def clock_check_finding(self) -> str:
+        """Our device time beside Nsight Compute's kernel time for the same calls: the proof of the one clock."""
+        df = self.run.frame("profile", "clock_check")
+        if df.empty:
+            return ("This run holds no cross-check of the two clocks: the profile phase recorded no device time beside "
+                    "Nsight Compute's for the same calls, so this page cannot show that they agree.")
+        one = df[df["kernels"] == 1]
+        many = df[df["kernels"] > 1]
+        out = []
+        if not one.empty:
+            r = one["device_over_ncu"]
+            agree = ((r <= self.CLOCKS_AGREE) & (r >= 1 / self.CLOCKS_AGREE)).sum()
+            span = (fmt.ratio(r.min()) if fmt.ratio(r.min()) == fmt.ratio(r.max())
+                    else f"{fmt.ratio(r.min())} to {fmt.ratio(r.max())}")
+            out.append(f"For the {plural(len(one), 'call')} of a single kernel, our device time is {span} Nsight "
+                       f"Compute's kernel time, within {fmt.pct(100 * (self.CLOCKS_AGREE - 1), 2)} in {agree} of "
+                       f"{len(one)}.")
+            if agree < len(one):
+                worst = one.loc[(one["device_over_ncu"].map(lambda x: max(x, 1 / x))).idxmax()]
+                out.append(f"The two clocks disagree most for {impl_label(worst['impl'])} at N={worst['seq_len']}: "
+                           f"{fmt.ms(worst['device_ms'])} against {fmt.ms(worst['ncu_ms'])}.")
+        if not many.empty:
+            top = many.loc[many["gap_ms"].idxmax()]
+            out.append(f"Calls of several kernels take longer on our clock than their kernels add up to, by up to "
+                       f"{fmt.ms(top['gap_ms'])} ({impl_label(top['impl'])}, {plural(int(top['kernels']), 'kernel')}): "
+                       "the time between kernels, which per-kernel durations leave out.")
+        return " ".join(out)
+
+    def clock_check_table(self) -> str:
+        df = self.run.frame("profile", "clock_check")
+        if df.empty:
+            return ""
+        df = df.assign(impl=df["impl"].map(impl_label),
+                       shape=[f"B={b}, H={h}, N={n}, d={d}" + (", causal" if c else "")
+                              for b, h, n, d, c in zip(df["batch"], df["heads"], df["seq_len"], df["head_dim"], df["causal"])])
+        return table_html(df, {"impl": "Implementation", "shape": "Shape", "kernels": "Kernels",
+                               "ncu_ms": "Nsight Compute (kernel sum)", "device_ms": "Our device time",
+                               "device_over_ncu": "ours / Nsight Compute", "gap_ms": "difference"},
+                          {"ncu_ms": fmt.ms, "device_ms": fmt.ms, "device_over_ncu": fmt.ratio, "gap_ms": fmt.ms})
 
     # ------------------------------------------------------------------ summary table
 
@@ -159,20 +271,22 @@ class ProfilePage(Page):
         if df.empty:
             return "_No implementation was profiled at this shape._"
         rows = []
+        tc = self.tensor_core_verdicts(shape)
         for _, r in df.iterrows():
             flops = self._flops(r)
-            dram = (r["dram_read_bytes"] or 0) + (r["dram_write_bytes"] or 0) if _ok(r["dram_read_bytes"]) else None
-            rows.append({"impl": r["impl"], "status": r["status"], "kernels": r["kernels"], "t": r["duration_ms"],
+            dram = self._dram(r)
+            used = tc.get(r["impl"], (None, ""))[0]
+            rows.append({"impl": impl_label(r["impl"]), "status": r["status"], "kernels": r["kernels"], "t": r["duration_ms"],
                          "dram": dram, "l2": r["l2_bytes"], "flops": flops,
                          "ai": flops / dram if dram else None,
                          "tflops": flops / (r["duration_ms"] * 1e-3) if _ok(r["duration_ms"]) and r["duration_ms"] else None,
-                         "tensor": r["tensor_inst"], "config": r["config"] or ""})
+                         "tensor": {True: "yes", False: "no", None: "unknown"}[used], "config": r["config"] or ""})
         t = pd.DataFrame(rows)
         return table_html(t, {"impl": "Implementation", "status": "Status", "kernels": "Kernels", "t": "Kernel time",
                               "dram": "DRAM bytes (r+w)", "l2": "L2 bytes", "flops": "FLOPs", "ai": "FLOP / DRAM byte",
-                              "tflops": "Achieved", "tensor": "Tensor-pipe instructions", "config": "Triton config"},
+                              "tflops": "Achieved", "tensor": "Tensor cores ran", "config": "Triton config"},
                           {"t": fmt.ms, "dram": fmt.bytes_, "l2": fmt.bytes_, "flops": lambda v: fmt.num(v),
-                           "ai": lambda v: fmt.num(v), "tflops": fmt.flops, "tensor": lambda v: fmt.num(v)})
+                           "ai": lambda v: fmt.num(v), "tflops": fmt.flops})
 
     def kernel_table(self, shape=None) -> str:
         shape = shape or self.headline
@@ -187,85 +301,211 @@ class ProfilePage(Page):
         return table_html(df, {"impl": "Implementation", "launch": "#", "kernel_name": "Kernel (as Nsight Compute names it)",
                                "duration_ms": "Time", "dram": "DRAM bytes", "l2_hit_rate_pct": "L2 hit rate",
                                "registers_per_thread": "Registers / thread", "block_size": "Threads / block",
-                               "tensor_inst": "Tensor-pipe instructions"},
+                               "flops_tensor": "Tensor FLOPs", "tensor_inst": "Tensor-pipe instructions"},
                           {"duration_ms": fmt.ms, "dram": fmt.bytes_, "l2_hit_rate_pct": fmt.pct,
                            "kernel_name": lambda v: v if len(v) <= 160 else v[:157] + "...",
-                           "tensor_inst": lambda v: fmt.num(v)})
+                           "flops_tensor": lambda v: fmt.num(v), "tensor_inst": lambda v: fmt.num(v)})
 
-    def tensor_core_sentence(self, shape=None) -> str:
+    # ------------------------------------------------------------------ tensor cores
+
+    def tensor_core_verdicts(self, shape=None) -> dict[str, tuple[bool | None, str]]:
+        """impl -> (tensor cores ran?, the evidence that decided it), deciding in this order: the tensor FLOP
+        counters; where the GPU lacks them, the tensor-pipe instructions of the GEMM kernels only (softmax and
+        elementwise kernels can issue tensor-pipe instructions too); failing both, nothing decides (the compiled
+        code would, and this run does not hold it)."""
         df = self._rows(shape or self.headline)
         df = df[df["status"] == "ok"] if not df.empty else df
-        if df.empty:
-            return ""
-        known = df[df["tensor_inst"].notna()]
-        if known.empty:
-            return ("This GPU exposes no tensor-pipe instruction counter, so the profile cannot say whether tensor "
-                    "cores ran.")
-        used = [r["impl"] for _, r in known.iterrows() if r["tensor_inst"] > 0]
-        idle = [r["impl"] for _, r in known.iterrows() if r["tensor_inst"] == 0]
-        text = ""
-        if used:
-            text += f"Tensor cores ran for {', '.join(used)} (non-zero tensor-pipe instruction counts). "
-        if idle:
-            text += (f"They did **not** run for {', '.join(idle)}: every multiply went through the ordinary FMA "
-                     "pipes, as happens when a compiler falls back on a GPU or dtype without a tensor-core path.")
-        return text.strip()
+        out = {}
+        for _, r in df.iterrows():
+            k = self._case_kernels(r["case_id"])
+            if _ok(r.get("flops_tensor")):
+                out[r["impl"]] = (r["flops_tensor"] > 0, "counters")
+                continue
+            gemm = k[k["kernel_name"].map(lambda n: bool(GEMM_NAME.search(str(n))))] if not k.empty else k
+            inst = gemm["tensor_inst"].dropna() if not gemm.empty else pd.Series(dtype=float)
+            if len(inst):
+                out[r["impl"]] = (bool((inst > 0).any()), "gemm-instructions")
+            else:
+                out[r["impl"]] = (None, "none")
+        return out
 
-    # ------------------------------------------------------------------ roofline
+    def tensor_core_sentence(self, shape=None) -> str:
+        shape = shape or self.headline
+        tc = self.tensor_core_verdicts(shape)
+        if not tc:
+            return ""
+        evidence = {"counters": f"the tensor FLOP counters ({escape.code('sm__ops_path_tensor_*')})",
+                    "gemm-instructions": "the tensor-pipe instruction counts of the GEMM kernels (this GPU has no "
+                                         "tensor FLOP counters)"}
+        out = []
+        for ev, words in evidence.items():
+            used = [i for i, (u, e) in tc.items() if e == ev and u]
+            idle = [i for i, (u, e) in tc.items() if e == ev and u is False]
+            if used:
+                out.append(f"Tensor cores ran for {join(impl_label(i) for i in used)}, by {words}.")
+            for i in idle:
+                out.append(self._idle_sentence(shape, i, words))
+        unknown = [i for i, (u, _) in tc.items() if u is None]
+        if unknown:
+            out.append(f"For {join(impl_label(i) for i in unknown)}, no counter decides it: the profile has neither "
+                       "tensor FLOP counts nor tensor-pipe instructions of a GEMM kernel, and only the compiled code "
+                       "could say.")
+        return " ".join(out)
+
+    def _idle_sentence(self, shape, impl: str, words: str) -> str:
+        """Why an implementation's tensor cores count as idle, with what ran instead."""
+        case = self._rows(shape)
+        case = case[case["impl"] == impl].iloc[0]["case_id"]
+        k = self._case_kernels(case)
+        gemm = k[k["kernel_name"].map(lambda n: bool(GEMM_NAME.search(str(n))))] if not k.empty else k
+        text = f"They did **not** run for {impl_label(impl)}, by {words}"
+        if not gemm.empty and gemm["flops_fp32"].fillna(0).sum() > 0:
+            text += (f": its {plural(len(gemm), 'GEMM kernel')} ran their multiplies as FP32 FMA instructions "
+                     "on the ordinary pipes")
+        other = k[(k["tensor_inst"].fillna(0) > 0) & ~k.index.isin(gemm.index)] if not k.empty else k
+        if not other.empty:
+            names = list(dict.fromkeys(escape.text(short_kernel_name(n)) for n in other["kernel_name"]))
+            text += (f". Its tensor-pipe instruction count is not zero, but those instructions come from "
+                     f"{join(names)}, not from a matrix multiply")
+        return text + "."
+
+    # ------------------------------------------------------------------ hierarchical roofline
 
     def ceilings(self) -> dict:
-        m = self.run.manifest
-        sheet = m.datasheet
-        meas = {c.name: c.per_s_median for c in m.measured_ceilings if c.status == "ok"}
-        return {"sheet_bw": sheet.memory_bandwidth_bytes_per_s if sheet else None,
-                "sheet_flops": sheet.fp16_tensor_flops_per_s if sheet else None,
-                "meas_bw": meas.get("copy_bandwidth"), "meas_flops": meas.get("matmul_fp16")}
+        """The DRAM and fp16 tensor roofs, measured and datasheet (kept for callers that want the pair)."""
+        c = self.ceilings_
+        return {"sheet_bw": c.sheet_rate("dram"), "sheet_flops": c.sheet_rate("fp16"),
+                "meas_bw": c.measured_rate("copy_bandwidth"), "meas_flops": c.measured_rate("matmul_fp16")}
 
-    def _kernel_names(self, case_id: str) -> list[str]:
-        df = self.kernels()
-        return [] if df.empty else list(df[df["case_id"] == case_id].sort_values("launch")["kernel_name"])
+    def roofs(self, shape) -> dict:
+        """The roofs drawn for `shape`: DRAM, L2 and shared memory, the tensor roof of its dtype, and FP32."""
+        c = self.ceilings_
+        keys = ["dram", "l2", "smem", TENSOR_KEY.get(shape[4], "fp16"), "fp32"]
+        return {k: c.roof(k) for k in dict.fromkeys(keys)}
 
-    def roofline_fig(self, shape=None) -> go.Figure:
+    def level_points(self, shape=None) -> pd.DataFrame:
+        """One row per (implementation, level) the counters can measure: bytes, intensity, FLOP/s; and the
+        levels they cannot, with why (column `why`, empty when plotted)."""
         shape = shape or self.headline
         df = self._rows(shape)
         df = df[(df["status"] == "ok") & df["duration_ms"].notna()] if not df.empty else df
-        fig = go.Figure()
-        xs = []
-        for i, (_, r) in enumerate(df.iterrows()):
+        out = []
+        for _, r in df.iterrows():
             flops, t = self._flops(r), r["duration_ms"] * 1e-3
-            names = "<br>".join(_esc(n if len(n) <= 90 else n[:87] + "...") for n in self._kernel_names(r["case_id"])[:8])
-            for level, label, symbol in LEVELS:
-                by = ((r["dram_read_bytes"] or 0) + (r["dram_write_bytes"] or 0)) if level == "dram" else r[f"{level}_bytes"]
-                if not _ok(by) or by <= 0 or not t:
+            k = self._case_kernels(r["case_id"])
+            for level, label, symbol, counter, roof in LEVELS:
+                by, why = self._level_bytes(r, k, level)
+                out.append({"impl": r["impl"], "case_id": r["case_id"], "level": level, "label": label,
+                            "symbol": symbol, "counter": counter, "roof": roof, "bytes": by,
+                            "ai": flops / by if by else None, "flops_per_s": flops / t if t else None,
+                            "flops": flops, "time_ms": r["duration_ms"], "why": why})
+        return pd.DataFrame(out, columns=["impl", "case_id", "level", "label", "symbol", "counter", "roof", "bytes",
+                                          "ai", "flops_per_s", "flops", "time_ms", "why"])
+
+    def _level_bytes(self, r, k: pd.DataFrame, level: str) -> tuple[float | None, str]:
+        """A call's bytes at one level, or (None, why not)."""
+        if level == "dram":
+            by = self._dram(r)
+            return (by, "") if by else (None, "no DRAM count")
+        if level == "l2":
+            return (r["l2_bytes"], "") if _ok(r["l2_bytes"]) and r["l2_bytes"] > 0 else (None, "no L2 count")
+        col = "l1_bytes" if level == "l1" else "shared_bytes"
+        if k.empty or col not in k or k[col].isna().all():
+            return None, "not counted on this GPU"
+        total = k["duration_ms"].fillna(0).sum()
+        major = k[k["duration_ms"].fillna(0) >= MAJOR_KERNEL_SHARE * total] if total else k
+        if level == "shared":
+            # Only a kernel that multiplies matrices can hide shared-memory traffic from the counter (WGMMA reads
+            # its operands there); a kernel that uses no shared memory rightly counts none.
+            tensor = major["flops_tensor"].fillna(0) + major["tensor_inst"].fillna(0) if "flops_tensor" in major else 0
+            major = major[(tensor > 0) & major["kernel_name"].map(lambda n: bool(GEMM_NAME.search(str(n))))]
+        blind = major[major[col].fillna(0) < NEAR_SM_MIN_SHARE * major["l2_bytes"].fillna(0)]
+        if not blind.empty:
+            return None, "bypassed"
+        by = float(k[col].fillna(0).sum())
+        return (by, "") if by > 0 else (None, "none")
+
+    def binding_roofs(self, shape=None) -> dict[str, tuple[str, float]]:
+        """impl -> (the lowest roof over its points, achieved / that roof). A level without a roof or a point
+        does not count; the compute roof of the shape's dtype does."""
+        shape = shape or self.headline
+        pts = self.level_points(shape)
+        pts = pts[pts["ai"].notna()] if not pts.empty else pts
+        roofs = self.roofs(shape)
+        top = roofs[TENSOR_KEY.get(shape[4], "fp16")]
+        out = {}
+        for impl, g in pts.groupby("impl", sort=False):
+            best = (top.label + " compute" + ("" if top.source == "measured" else f" ({top.source})"),
+                    top.value) if top.ok else None
+            for _, p in g.iterrows():
+                roof = roofs[p["roof"]]
+                if not roof.ok:
                     continue
-                ai = flops / by
-                xs.append(ai)
-                fig.add_scatter(
-                    x=[ai], y=[flops / t], mode="markers", name=f"{_esc(r['impl'])} ({label})",
-                    legendgroup=r["impl"], marker=dict(symbol=symbol, size=11, color=PALETTE[i % len(PALETTE)]),
-                    customdata=[[_esc(r["impl"]), label, fmt.bytes_(by), fmt.num(flops), fmt.ms(r["duration_ms"]), names]],
-                    hovertemplate=("<b>%{customdata[0]}</b>, %{customdata[1]} traffic<br>bytes %{customdata[2]}, "
-                                   "FLOPs %{customdata[3]}, time %{customdata[4]}<br>%{x:.3g} FLOP/byte, "
-                                   "%{y:.3g} FLOP/s<br>kernels:<br>%{customdata[5]}<extra></extra>"))
-        c = self.ceilings()
+                cap = roof.value * p["ai"]
+                if best is None or cap < best[1]:
+                    tag = "" if roof.source == "measured" else f" ({roof.source})"
+                    best = (f"{p['label']} bandwidth{tag}", cap)
+            if best is not None:
+                out[impl] = (best[0], float(g["flops_per_s"].iloc[0]) / best[1])
+        return out
+
+    def roofline_fig(self, shape=None) -> go.Figure:
+        shape = shape or self.headline
+        pts = self.level_points(shape)
+        fig = go.Figure()
+        plotted = pts[pts["ai"].notna()] if not pts.empty else pts
+        xs = list(plotted["ai"]) if not plotted.empty else []
+        ys = [v / 1e12 for v in plotted["flops_per_s"]] if not plotted.empty else []
+        for impl, g in plotted.groupby("impl", sort=False):
+            names = "<br>".join(_esc(_clip(n, 90)) for n in self._case_kernels(g["case_id"].iloc[0])["kernel_name"][:8])
+            label = _esc(impl_label(impl))
+            fig.add_scatter(
+                x=list(g["ai"]), y=[v / 1e12 for v in g["flops_per_s"]], mode="lines+markers", name=label,
+                legendgroup=impl, line=dict(color=impl_color(impl), width=1, dash="dot"),
+                marker=dict(symbol=list(g["symbol"]), size=11, color=impl_color(impl), line=dict(width=1, color="white")),
+                customdata=[[label, p["label"], _esc(p["counter"]), fmt.bytes_(p["bytes"]), fmt.num(p["flops"]),
+                             fmt.ms(p["time_ms"]), names] for _, p in g.iterrows()],
+                hovertemplate=("<b>%{customdata[0]}</b>, %{customdata[1]} (%{customdata[2]})<br>bytes %{customdata[3]}, "
+                               "FLOPs %{customdata[4]}, time %{customdata[5]}<br>%{x:.3g} FLOP/byte, "
+                               "%{y:.3g} TFLOP/s<br>kernels:<br>%{customdata[6]}<extra></extra>"))
+        for level, label, symbol, counter, _ in LEVELS:  # the level key: one grey marker per symbol
+            fig.add_scatter(x=[None], y=[None], mode="markers", name=f"{label} ({_esc(counter)})", legendgroup="levels",
+                            legendgrouptitle_text="level (symbol)" if level == "dram" else None,
+                            marker=dict(symbol=symbol, size=10, color=PALETTE[7]))
+        roofs = self.roofs(shape)
         lo = min(xs + [1.0]) / 4
-        hi = max(xs + [1.0]) * 4
-        for kind, bw, peak, dash in (("datasheet", c["sheet_bw"], c["sheet_flops"], "dash"),
-                                     ("measured", c["meas_bw"], c["meas_flops"], "solid")):
-            if not bw or not peak:
+        hi = max(xs + [10.0]) * 4
+        compute = [r for r in roofs.values() if r.unit == "FLOP/s" and r.ok]
+        top = max((r.value for r in compute), default=None)
+        for r in roofs.values():
+            if r.ok and r.unit == "B/s" and top:
+                hi = max(hi, top / r.value * 4)
+        # Bandwidth roofs are labelled above the top compute roof, left of where each meets it, one row apiece.
+        label_row = 0
+        for r in roofs.values():
+            if not r.ok:
                 continue
-            ridge = peak / bw
-            hi = max(hi, ridge * 4)
-            x = [lo, ridge, hi]
-            fig.add_scatter(x=x, y=[min(peak, v * bw) for v in x], mode="lines", name=f"{kind} roof (DRAM, fp16 tensor)",
-                            line=dict(color=PALETTE[7] if kind == "datasheet" else PALETTE[3], dash=dash),
-                            hovertemplate=f"{kind} roof: %{{y:.3g}} FLOP/s at %{{x:.3g}} FLOP/byte<extra></extra>")
-            fig.add_scatter(x=[ridge], y=[peak], mode="markers+text", name=f"{kind} ridge",
-                            marker=dict(symbol="x", size=10, color=PALETTE[7] if kind == "datasheet" else PALETTE[3]),
-                            text=[f"ridge {fmt.num(ridge)}"], textposition="top left", showlegend=False,
-                            hovertemplate=f"{kind} ridge point: %{{x:.3g}} FLOP/byte<extra></extra>")
-        fig.update_layout(xaxis_type="log", yaxis_type="log", xaxis_title="Arithmetic intensity (FLOP per byte)",
-                          yaxis_title="Achieved FLOP/s")
+            dash = "solid" if r.source == "measured" else "dash"
+            tag = "" if r.source == "measured" else f" ({r.source})"
+            if r.unit == "B/s":
+                knee = top / r.value if top else hi
+                x, y = [lo, knee], [lo * r.value / 1e12, knee * r.value / 1e12]
+                label_row += 1
+                tx, ty, pos = knee, (top or knee * r.value) * 1.45 ** label_row / 1e12, "middle left"
+            else:
+                x, y = [lo, hi], [r.value / 1e12] * 2
+                tx, ty, pos = hi, r.value / 1e12, "bottom left"
+            ys += y
+            fig.add_scatter(x=x, y=y, mode="lines", showlegend=False, line=dict(color=PALETTE[7], dash=dash, width=1.5),
+                            hovertemplate=f"{r.label} roof ({r.source}): {r.text()}<extra></extra>")
+            fig.add_scatter(x=[tx], y=[ty], mode="text", text=[f"{r.label} {r.text()}{tag} "], textposition=pos,
+                            showlegend=False, hoverinfo="skip", textfont=dict(size=11, color=PALETTE[7]))
+        fig.update_xaxes(type="log", title_text="arithmetic intensity (FLOP per byte at each level)",
+                         range=[math.log10(lo), math.log10(hi)], **log_ticks(xs + [lo, hi]))
+        pts_y = [v / 1e12 for v in plotted["flops_per_s"]] if not plotted.empty else [1.0]
+        y_lo, y_hi = min(pts_y) / 8, (top / 1e12 if top else max(pts_y)) * 1.45 ** (label_row + 1.5)
+        fig.update_yaxes(type="log", title_text="achieved (TFLOP/s)", range=[math.log10(y_lo), math.log10(y_hi)],
+                         **log_ticks([y_lo, y_hi]))
         return fig
 
     def roofline_figure(self, shape=None) -> str:
@@ -274,37 +514,57 @@ class ProfilePage(Page):
             return "_Nothing to draw._"
         src = "counted" if self.data.flops_source == "counters" else "analytical"
         return self.figure(f"roofline-{_shape_id(shape)}", self.roofline_fig(shape),
-                           f"Roofline with measured bytes at three levels of the memory hierarchy (circle DRAM, square "
-                           f"L2, diamond L1) and {src} FLOPs per implementation; roofs are the DRAM bandwidth and the "
-                           f"fp16 tensor peak, datasheet (dashed) and measured (solid), ridge points marked. "
-                           f"{self.caption_conditions(shape)}.", height=480)
+                           f"Hierarchical roofline: one colour per implementation, one symbol per memory level, each "
+                           f"point the call's {src} FLOPs over the bytes one counter measured at that level (hover names "
+                           "the counter). Roofs: DRAM, L2 and shared memory bandwidth, the tensor and FP32 compute "
+                           "rates; solid where measured, dashed where the datasheet or the architecture stands in. "
+                           f"{self.caption_conditions(shape)}.", height=520)
 
     def roofline_finding(self, shape=None) -> str:
-        """Where each implementation sits relative to the measured ridge: computed, never typed."""
+        """Which side of the DRAM ridge each call sits, which roof binds, and the points left out and why."""
         shape = shape or self.headline
-        c = self.ceilings()
-        bw, peak = c["meas_bw"] or c["sheet_bw"], c["meas_flops"] or c["sheet_flops"]
-        df = self._rows(shape)
-        df = df[df["status"] == "ok"] if not df.empty else df
-        if not bw or not peak or df.empty:
+        roofs = self.roofs(shape)
+        dram, top = roofs["dram"], roofs[TENSOR_KEY.get(shape[4], "fp16")]
+        pts = self.level_points(shape)
+        if not dram.ok or not top.ok or pts.empty:
             return "Without ceilings for this GPU the roofline cannot say which roof binds."
-        ridge = peak / bw
-        which = "measured" if c["meas_bw"] and c["meas_flops"] else "datasheet"
-        parts = []
-        for _, r in df.iterrows():
-            dram = (r["dram_read_bytes"] or 0) + (r["dram_write_bytes"] or 0)
-            if not _ok(dram) or not dram or not _ok(r["duration_ms"]):
-                continue
-            ai = self._flops(r) / dram
-            achieved = self._flops(r) / (r["duration_ms"] * 1e-3)
-            bound = "memory-bound side" if ai < ridge else "compute-bound side"
-            roof = min(peak, ai * bw)
-            parts.append(f"**{r['impl']}** {fmt.num(ai)} FLOP/byte ({bound}, {fmt.pct(100 * achieved / roof)} of "
-                         "its roof)")
-        if not parts:
-            return ""
-        return (f"The {which} ridge point is {fmt.num(ridge)} FLOP per DRAM byte. At DRAM level: "
-                + "; ".join(parts) + ".")
+        ridge = top.value / dram.value
+        d = pts[(pts["level"] == "dram") & pts["ai"].notna()]
+        sides = {True: [], False: []}
+        for _, p in d.iterrows():
+            sides[bool(p["ai"] < ridge)].append(impl_label(p["impl"]))
+        src = "measured" if dram.source == top.source == "measured" else "datasheet-based"
+        out = [f"The {src} DRAM ridge point is {fmt.num(ridge)} FLOP per byte."]
+        for mem in (True, False):
+            if sides[mem]:
+                out.append(f"On its {SIDE[mem]}: {join(sides[mem])}.")
+        bind = self.binding_roofs(shape)
+        if bind:
+            best = max(bind.items(), key=lambda kv: kv[1][1])
+            worst = min(bind.items(), key=lambda kv: kv[1][1])
+            out.append(f"Measured against the lowest roof over it, {impl_label(best[0])} comes closest, at "
+                       f"{fmt.pct(100 * best[1][1])} of its {best[1][0]} roof, and {impl_label(worst[0])} stays "
+                       f"furthest, at {fmt.pct(100 * worst[1][1])} of its {worst[1][0]} roof.")
+        gone = pts[pts["why"] == "bypassed"]
+        if not gone.empty:
+            by_level = [f"no {lv} point for {join(impl_label(i) for i in g['impl'])}"
+                        for lv, g in gone.groupby("label", sort=False)]
+            out.append(f"The counters cannot place every call: {'; '.join(by_level)}. In a kernel that takes much of "
+                       "each of those calls, the counter saw less than a tenth of the kernel's L2 traffic, which is "
+                       "what happens when TMA copies tiles from L2 straight into shared memory and WGMMA reads its "
+                       f"operands there: {escape.code('l1tex__t_bytes')} and "
+                       f"{escape.code('sm__sass_data_bytes_mem_shared')} count neither.")
+        missing = [r for r in roofs.values() if not r.ok]
+        fallback = [r for r in roofs.values() if r.ok and r.source != "measured"]
+        if fallback:
+            many = len(fallback) > 1
+            out.append(f"This run did not measure the {join(r.label for r in fallback)} roof{'s' if many else ''}; "
+                       f"the dashed line{'s stand' if many else ' stands'} in with the datasheet or architectural "
+                       "figure, which the GPU may not reach.")
+        if missing:
+            out.append(f"No {join(r.label for r in missing)} roof is drawn: it was not measured in this run and the "
+                       "datasheet gives none.")
+        return " ".join(out)
 
     # ------------------------------------------------------------------ occupancy
 
@@ -333,7 +593,7 @@ class ProfilePage(Page):
                 continue
             o = occupancy(lim, int(r["block_size"]), int(r["registers_per_thread"]), int(r["smem_per_block_bytes"]),
                           int(r["smem_config_bytes"]) if _ok(r["smem_config_bytes"]) else None)
-            limiter.append(", ".join(o.limiters))
+            limiter.append("one block per SM by design (persistent grid)" if self._persistent(r) else ", ".join(o.limiters))
         df = df.assign(limiter=limiter)
         intf = lambda v: "n/a" if not _ok(v) else str(int(v))  # noqa: E731
         return table_html(df, {"label": "Kernel", "theoretical_occupancy_pct": "Theoretical", "achieved_occupancy_pct": "Achieved",
@@ -397,10 +657,10 @@ class ProfilePage(Page):
         fig.add_scatter(x=[smem / 1024], y=[here], mode="markers", marker=dict(size=12, color=PALETTE[3], symbol="star"),
                         showlegend=False, row=1, col=2,
                         hovertemplate=f"measured kernel: {fmt.bytes_(smem)} per block, %{{y:.3g}}%<extra></extra>")
-        fig.update_yaxes(title_text="Theoretical occupancy (%)", range=[0, 105], row=1, col=1)
+        fig.update_yaxes(title_text="theoretical occupancy (%)", range=[0, 105], row=1, col=1)
         fig.update_yaxes(range=[0, 105], row=1, col=2)
         fig.update_xaxes(title_text="registers per thread", row=1, col=1)
-        fig.update_xaxes(title_text="KiB per block", row=1, col=2)
+        fig.update_xaxes(title_text="shared memory per block (KiB)", row=1, col=2)
         return fig
 
     def occupancy_curves_figure(self, shape=None) -> str:
@@ -413,24 +673,75 @@ class ProfilePage(Page):
                            f"Theoretical occupancy of a {int(k['block_size'])}-thread block as registers per thread (left, "
                            f"shared memory fixed at the kernel's {fmt.bytes_(k['smem_per_block_bytes'])}) and shared memory "
                            f"per block (right, registers fixed at {int(k['registers_per_thread'])}) vary, from this GPU's "
-                           "limits and the CUDA occupancy rules (collect/occupancy.py); the star is the measured kernel. "
+                           "limits and the CUDA occupancy rules (collect/schema/occupancy.py); the star is the measured kernel. "
                            f"{self.caption_conditions(shape)}.", height=400)
+
+    def _kernel_words(self, k) -> str:
+        """'our Triton kernel (_hopper_fwd_ws_persistent)' for the kernel of a profiled launch."""
+        impl = self.impls()
+        row = impl[impl["case_id"] == k["case_id"]]
+        who = impl_label(row.iloc[0]["impl"]) if not row.empty else "the kernel"
+        return f"{who}, {escape.code(short_kernel_name(str(k['kernel_name'])))}"
+
+    def _persistent(self, k) -> bool:
+        """A grid of exactly one block per SM: a persistent kernel, each block looping over its share of the work.
+        (A small problem's grid can be smaller than the SM count without being persistent.)"""
+        sms = self.run.manifest.device.sm_count if self.run.manifest.device else None
+        return bool(sms and _ok(k.get("grid_size")) and k["grid_size"] == sms)
+
+    def _warps_note(self, k) -> str:
+        """The config's warps against the launch's, when they differ (warp specialization adds warpgroups)."""
+        cfg = self.impls()
+        cfg = cfg[cfg["case_id"] == k["case_id"]]["config"]
+        m = re.search(r"warps=(\d+)", str(cfg.iloc[0]) if len(cfg) else "")
+        if not m or not _ok(k.get("block_size")):
+            return ""
+        asked, launched = int(m.group(1)), int(k["block_size"]) // 32
+        if asked == launched:
+            return ""
+        return (f" Its config says warps={asked}, yet it launches {launched} warps per block: the config counts the "
+                f"warps of one warpgroup, and the warp-specialized kernel runs {launched // asked if launched % asked == 0 else 'several'} "
+                "warpgroups side by side (a producer that issues the loads and consumers that compute).")
+
+    def occupancy_verdict(self, shape=None) -> str:
+        """One sentence on what sets our kernel's occupancy: its design (a persistent grid) or a resource."""
+        k = self._triton_kernel(shape)
+        if k is None or not _ok(k.get("block_size")):
+            return ""
+        if self._persistent(k):
+            return (f"Our Triton kernel is persistent ({plural(int(k['grid_size']), 'block')} for "
+                    f"{self.run.manifest.device.sm_count} SMs), so it runs one block per SM by design.")
+        lim = limits_from_device(self.run.manifest.device)
+        if lim is None or not all(_ok(k[c]) for c in ("registers_per_thread", "smem_per_block_bytes")):
+            return ""
+        o = occupancy(lim, int(k["block_size"]), int(k["registers_per_thread"]), int(k["smem_per_block_bytes"]),
+                      int(k["smem_config_bytes"]) if _ok(k["smem_config_bytes"]) else None)
+        return (f"Our Triton kernel's occupancy is limited by {join(o.limiters)}, which allow "
+                f"{plural(o.active_blocks, 'block')} per SM.")
 
     def occupancy_finding(self, shape=None) -> str:
         k = self._triton_kernel(shape)
         lim = limits_from_device(self.run.manifest.device)
         if k is None or not _ok(k["registers_per_thread"]):
             return "The Triton kernel has no occupancy data in this run."
-        parts = [f"The Triton kernel runs {int(k['block_size'])} threads per block with "
+        parts = [f"The kernel analysed here is {self._kernel_words(k)}: {int(k['block_size'])} threads per block, "
                  f"{int(k['registers_per_thread'])} registers per thread and {fmt.bytes_(k['smem_per_block_bytes'])} of "
-                 "shared memory per block."]
+                 f"shared memory per block.{self._warps_note(k)}"]
+        o = None
         if lim is not None and all(_ok(k[c]) for c in ("block_size", "smem_per_block_bytes")):
             o = occupancy(lim, int(k["block_size"]), int(k["registers_per_thread"]), int(k["smem_per_block_bytes"]),
                           int(k["smem_config_bytes"]) if _ok(k["smem_config_bytes"]) else None)
-            parts.append(f"Registers allow {o.blocks_by_registers} blocks per SM, shared memory {o.blocks_by_smem}, "
-                         f"warp slots {o.blocks_by_warps} and the block limit {o.blocks_by_blocks}, so "
-                         f"{o.active_blocks} fit: theoretical occupancy {fmt.pct(o.occupancy_pct)}, limited by "
-                         f"{' and '.join(o.limiters)}.")
+            allow = (f"Registers allow {plural(o.blocks_by_registers, 'block')} per SM, shared memory "
+                     f"{o.blocks_by_smem}, warp slots {o.blocks_by_warps} and the block limit {o.blocks_by_blocks}")
+            if self._persistent(k):
+                parts.append(f"{allow}. But the kernel is persistent: it launches {plural(int(k['grid_size']), 'block')} "
+                             f"for {self.run.manifest.device.sm_count} SMs, each looping over its share of the tiles, so "
+                             "one block per SM is its design, not a resource running out, and no register cap would "
+                             f"put a second block beside it: theoretical occupancy {fmt.pct(o.occupancy_pct)}.")
+            else:
+                parts.append(f"{allow}, so {plural(o.active_blocks, 'block')} fit{'s' if o.active_blocks == 1 else ''}: "
+                             f"theoretical occupancy "
+                             f"{fmt.pct(o.occupancy_pct)}, limited by {' and '.join(o.limiters)}.")
             th = k["theoretical_occupancy_pct"]
             if _ok(th) and abs(th - o.occupancy_pct) > 0.5:
                 parts.append(f"Nsight Compute reports {fmt.pct(th)} instead: the driver chose a shared-memory carveout "
@@ -490,10 +801,10 @@ class ProfilePage(Page):
         if mine.empty:
             return ""
         top = mine.iloc[0]
-        text = (f"The Triton kernel's largest stall reason is **{_esc(top['reason'])}**, {fmt.pct(100 * top['share'])} of "
-                "its stalls")
+        text = (f"The Triton kernel's largest stall reason is **{escape.text(top['reason'])}**, "
+                f"{fmt.pct(100 * top['share'])} of its stalls")
         if len(mine) > 1:
-            text += f", then {_esc(mine.iloc[1]['reason'])} at {fmt.pct(100 * mine.iloc[1]['share'])}"
+            text += f", then {escape.text(mine.iloc[1]['reason'])} at {fmt.pct(100 * mine.iloc[1]['share'])}"
         return text + "."
 
     # ------------------------------------------------------------------ bytes vs model
@@ -505,10 +816,10 @@ class ProfilePage(Page):
         if df.empty:
             return pd.DataFrame()
         b, h, n, d, dt, c = shape
-        e = {"float16": 2, "bfloat16": 2, "float32": 4}.get(dt, 2)
+        e = ELEMENT_BYTES.get(dt, 2)
         out = []
         for _, r in df.iterrows():
-            fused = r["impl"] in FUSED
+            fused = r["impl"] not in MATERIALISING
             mdl = (model.fused_traffic_bytes if fused else model.naive_traffic_bytes)(n, d, e, b * h)
             dram = r["dram_read_bytes"] + (r["dram_write_bytes"] or 0)
             out.append({"impl": r["impl"], "case_id": r["case_id"], "model_kind": "fused 4eNd" if fused else "naive 4eNd + 4eN²",
@@ -522,14 +833,16 @@ class ProfilePage(Page):
         if df.empty:
             return "_No DRAM byte counts in this run._"
         fig = go.Figure()
-        x = [_esc(i) for i in df["impl"]]
+        x = [_esc(impl_label(i)) for i in df["impl"]]
         fig.add_bar(name="model (byte arithmetic)", x=x, y=df["model"], marker_color=PALETTE[7],
                     customdata=[_esc(k) for k in df["model_kind"]], hovertemplate="%{x}: model %{y:.4s}B (%{customdata})<extra></extra>")
         fig.add_bar(name="measured DRAM (read + write)", x=x, y=df["dram"], marker_color=PALETTE[0],
                     hovertemplate="%{x}: measured %{y:.4s}B<extra></extra>")
         fig.add_bar(name="measured L2 traffic", x=x, y=df["l2"], marker_color=PALETTE[5],
                     hovertemplate="%{x}: L2 %{y:.4s}B<extra></extra>")
-        fig.update_layout(barmode="group", yaxis_type="log", yaxis_title="Bytes")
+        fig.update_layout(barmode="group")
+        fig.update_yaxes(type="log", title_text="bytes per call",
+                         **log_ticks(list(df["model"]) + list(df["dram"]) + list(df["l2"].dropna()), "B", si=True))
         return self.figure(f"bytes-{_shape_id(shape)}", fig,
                            "Bytes each implementation moved, measured by the DRAM and L2 counters, beside the byte-"
                            "arithmetic model (naive: 4eNd + 4eN² per head; fused: 4eNd per head). "
@@ -544,40 +857,22 @@ class ProfilePage(Page):
                           {"model": fmt.bytes_, "dram": fmt.bytes_, "l2": fmt.bytes_, "ratio": fmt.ratio})
 
     def bytes_gap_explained(self, shape=None) -> str:
-        """The gap between measured and modelled bytes, in numbers from this run."""
+        """The gap between measured and modelled bytes, in numbers from this run, level by level."""
         shape = shape or self.headline
         df = self.bytes_frame(shape)
         if df.empty:
             return ""
         b, h, n, d, dt, c = shape
-        e = {"float16": 2, "bfloat16": 2, "float32": 4}.get(dt, 2)
+        e = ELEMENT_BYTES.get(dt, 2)
         tensor = b * h * e * n * d  # one of Q, K, V or O
         rows = {r["case_id"]: r for _, r in self._rows(shape).iterrows()}
         parts = []
-        tri = df[df["impl"] == "triton"]
-        m = re.search(r"BLOCK_M=(\d+)", (tri.iloc[0]["config"] or "") if not tri.empty else "")
-        if m:
-            r = rows[tri.iloc[0]["case_id"]]
-            bm = int(m.group(1))
-            blocks = -(-n // bm)
-            # Each of a head's N/BLOCK_M query blocks streams all of that head's K and V.
-            reread = tensor * (2 + 2 * blocks)
-            text = (f"The model counts K and V once, but the Triton kernel's {blocks} query blocks of {bm} rows per head "
-                    f"each read all of their head's K and V: with Q read and O written once that is "
-                    f"{fmt.bytes_(reread)} of requests.")
-            if _ok(r["l1_bytes"]):
-                text += f" The L1 counter saw {fmt.bytes_(r['l1_bytes'])} ({fmt.ratio(r['l1_bytes'] / reread)} of that)"
-                text += f", L2 {fmt.bytes_(r['l2_bytes'])}" if _ok(r["l2_bytes"]) else ""
-                text += f" and DRAM {fmt.bytes_(r['dram_read_bytes'])} of reads."
-            kv_from_dram = (r["dram_read_bytes"] - tensor) / (2 * tensor)
-            if kv_from_dram < 0.5 * blocks:
-                text += (f" K and V came from DRAM about {fmt.num(max(kv_from_dram, 0), 2)} times instead of {blocks}: "
-                         "the re-reads were served by the caches, because the query blocks of one head run at about the "
-                         "same time and share K and V in L1 and L2.")
-            else:
-                text += (f" K and V came from DRAM about {fmt.num(kv_from_dram, 2)} times: the caches did not hold "
-                         "them between query blocks.")
-            parts.append(text)
+        for impl in ("triton", "triton-portable"):
+            t = df[df["impl"] == impl]
+            if not t.empty:
+                text = self._reread_text(rows[t.iloc[0]["case_id"]], n, tensor)
+                if text:
+                    parts.append(text)
         nv = df[df["impl"] == "naive"]
         if not nv.empty:
             r = nv.iloc[0]
@@ -593,15 +888,52 @@ class ProfilePage(Page):
             else:
                 text += ", about what the model predicts."
             parts.append(text)
-        short = [rows[cid]["impl"] for cid in df["case_id"]
+        short = [impl_label(rows[cid]["impl"]) for cid in df["case_id"]
                  if _ok(rows[cid]["dram_write_bytes"]) and rows[cid]["dram_write_bytes"] < 0.9 * tensor]
         if short:
             l2 = self.run.manifest.device.l2_bytes if self.run.manifest.device else None
             size = f" ({fmt.bytes_(l2)} here)" if l2 else ""
-            parts.append(f"DRAM writes of {', '.join(short)} are below the {fmt.bytes_(tensor)} of output they produce: "
+            parts.append(f"DRAM writes of {join(short)} are below the {fmt.bytes_(tensor)} of output they produce: "
                          f"L2 is a write-back cache{size}, so output still held in L2 when the kernel ended reaches "
                          "DRAM later, after the counters stopped.")
         return "\n\n".join(parts)
+
+    def _reread_text(self, r, n: int, tensor: float) -> str:
+        """Each query tile of a fused kernel reads all of its head's K and V: the requests that makes, against what
+        each level's counter saw. A level that saw fewer bytes than the requests served the rest from a level
+        nearer the SM, or (when none did) its counter did not see them."""
+        m = re.search(r"BLOCK_M=(\d+)", r["config"] or "")
+        if not m:
+            return ""
+        bm = int(m.group(1))
+        blocks = -(-n // bm)
+        requests = tensor * (2 + 2 * blocks)  # Q read and O written once; K and V once per query tile
+        who = impl_label(r["impl"])
+        out = [f"The model counts K and V once, but {who}'s {blocks} query blocks of {bm} rows per head each read all "
+               f"of their head's K and V: with Q read and O written once, that is {fmt.bytes_(requests)} of re-reads "
+               "and requests."]
+        k = self._case_kernels(r["case_id"])
+        _, why_l1 = self._level_bytes(r, k, "l1")
+        l1, l2, dram = r["l1_bytes"], r["l2_bytes"], r["dram_read_bytes"]
+        if why_l1 == "bypassed":
+            out.append(f"Its loads bypass L1 (the L1 counter saw {fmt.bytes_(l1)}), as TMA copies do.")
+        elif _ok(l1):
+            out.append(f"The L1 counter saw {fmt.ratio(l1 / requests)} those requests.")
+        if _ok(l2):
+            seen = l2 / requests
+            text = f"L2 saw {fmt.ratio(seen)} of them"
+            if seen < 0.95 and why_l1 != "bypassed" and _ok(l1) and l1 >= 0.95 * requests:
+                text += ": L1 served the rest"
+            elif seen < 0.95:
+                text += (": fewer bytes than the tiles the kernel requests, and no level nearer the SM counted the "
+                         "rest, so these counters do not show where every re-read was served")
+            out.append(text + ".")
+        if _ok(dram):
+            kv = max((dram - tensor) / (2 * tensor), 0)
+            held = ("L2 held them between query blocks" if kv < 0.5 * blocks else
+                    "the caches did not hold them between query blocks")
+            out.append(f"K and V came from DRAM about {fmt.num(kv, 2)} times instead of {blocks}: {held}.")
+        return " ".join(out)
 
     # ------------------------------------------------------------------ register cap
 
@@ -655,6 +987,25 @@ class ProfilePage(Page):
                            "maxnreg, latency (median, whiskers p10–p90, do_bench outside the profiler) against achieved "
                            f"occupancy. {cond}.")
 
+    def regcap_kernel(self) -> str:
+        """Which kernel the register-cap experiment ran, and whether it is the one analysed above."""
+        df = self.regcap_frame()
+        if df.empty:
+            return ""
+        k = self.kernels()
+        k = k[k["case_id"].isin(set(df["case_id"]))] if not k.empty else k
+        impls = self.impls()
+        impl = impls[impls["case_id"].isin(set(df["case_id"]))]["impl"]
+        who = impl_label(impl.iloc[0]) if len(impl) else "the Triton kernel"
+        name = escape.code(short_kernel_name(str(k.iloc[0]["kernel_name"]))) if not k.empty else "its kernel"
+        text = f"The experiment runs {who}, {name}, at {self.shape_text(self.headline)}."
+        main = self._triton_kernel()
+        if main is not None and not k.empty and main["kernel_name"] != k.iloc[0]["kernel_name"]:
+            text += f" That is not the kernel the occupancy section analyses, {self._kernel_words(main)}"
+            text += (", which runs one block per SM by design, so no register cap could put a second block beside it."
+                     if self._persistent(main) else ".")
+        return text
+
     def regcap_finding(self) -> str:
         """Per tile config: did the cap raise occupancy, and did latency move beyond the run-to-run spread?"""
         df = self.regcap_frame()
@@ -670,9 +1021,10 @@ class ProfilePage(Page):
             b = base.iloc[0]
             for _, r in sub[sub["cap"] != "none"].iterrows():
                 if r["status"] != "ok" or not _ok(r["latency_ms_median"]):
-                    out.append(f"{tile}, maxnreg {r['cap']}: {r['status']} ({_esc(r['reason'] or 'no reason recorded')}).")
+                    out.append(f"{tile}, maxnreg {r['cap']}: {escape.text(r['status'])} "
+                               f"({escape.text(r['reason'] or 'no reason recorded')}).")
                     continue
-                occ = ""
+                occ = "occupancy not measured."
                 if _ok(r["theoretical_occupancy_pct"]) and _ok(b["theoretical_occupancy_pct"]):
                     d_occ = r["theoretical_occupancy_pct"] - b["theoretical_occupancy_pct"]
                     occ = (f"raised theoretical occupancy from {fmt.pct(b['theoretical_occupancy_pct'])} to "
@@ -680,16 +1032,15 @@ class ProfilePage(Page):
                            f"left theoretical occupancy at {fmt.pct(r['theoretical_occupancy_pct'])}")
                     if _ok(r["registers_per_thread"]):
                         occ += f" ({int(r['registers_per_thread'])} registers per thread)"
+                    occ += "."
                 overlap = (_ok(r["latency_ms_p10"]) and _ok(b["latency_ms_p90"]) and _ok(b["latency_ms_p10"])
                            and r["latency_ms_p10"] <= b["latency_ms_p90"] and b["latency_ms_p10"] <= r["latency_ms_p90"])
-                change = r["latency_ms_median"] / b["latency_ms_median"] - 1
+                lat = (f"Latency went from {fmt.ms(b['latency_ms_median'])} to {fmt.ms(r['latency_ms_median'])}")
                 if overlap:
-                    lat = f"latency {fmt.ms(r['latency_ms_median'])} vs {fmt.ms(b['latency_ms_median'])}, within the run-to-run spread"
+                    lat += ", within the run-to-run spread"
                 else:
-                    lat = (f"latency {fmt.ms(r['latency_ms_median'])} vs {fmt.ms(b['latency_ms_median'])}: "
-                           f"{fmt.pct(abs(100 * change))} {'faster' if change < 0 else 'slower'}")
-                spill = ""
+                    lat += f", {speedup_words(b['latency_ms_median'] / r['latency_ms_median'])}"
                 if _ok(r["local_bytes"]) and r["local_bytes"] > 0:
-                    spill = f", with {fmt.bytes_(r['local_bytes'])} of register spill traffic"
-                out.append(f"{tile}, maxnreg {r['cap']}: {occ or 'occupancy not measured'}; {lat}{spill}.")
+                    lat += f", with {fmt.bytes_(r['local_bytes'])} of register spill traffic"
+                out.append(f"{tile}, maxnreg {r['cap']}: {occ} {lat}.")
         return "\n".join(f"- {x}" for x in out)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from collect.schema import FILE_SPECS
+
 from .. import fmt
 from ..tables import table_html
 from .base import Page
@@ -33,11 +35,17 @@ class ReproducePage(Page):
         if not recs:
             return "_No phase records in this run._"
         df = pd.DataFrame([{"name": r.name, "status": r.status, "profile": r.profile or "", "file": r.file or "",
-                            "commit": (r.git_commit or "")[:12], "rows": r.rows, "duration_s": r.duration_s,
+                            "commit": (r.git_commit or "")[:12], "rows": self.rows(r), "duration_s": r.duration_s,
                             "error": (r.error or "").splitlines()[0][:160] if r.error else ""} for r in recs])
         return table_html(df, {"name": "Phase", "status": "Status", "profile": "Profile", "file": "File",
                                "commit": "Commit", "rows": "Rows", "duration_s": "Wall time (s)", "error": "Error"},
                           {"duration_s": lambda v: fmt.num(v), "rows": lambda v: "" if v is None or pd.isna(v) else str(int(v))})
+
+    def rows(self, rec) -> int | None:
+        """Rows in the phase's table, counted in its data file where the run has it (the same count its page
+        shows), else as the manifest recorded them."""
+        spec, data = FILE_SPECS.get(rec.name), self.run.phase(rec.name)
+        return spec.row_count(data) if spec is not None and data is not None else rec.rows
 
     def total_time(self) -> str:
         ds = [r.duration_s for r in self.run.manifest.phases if r.duration_s is not None]

@@ -1,6 +1,7 @@
 """Theoretical occupancy: how many blocks of a kernel fit on one SM, and which resource runs out.
 
-Pure standard library (render/ imports it to draw occupancy curves). The rules follow NVIDIA's
+Pure standard library, beside the schema because both halves use it: collect/ to choose register caps and
+record occupancy, render/ to explain it and draw occupancy curves. The rules follow NVIDIA's
 occupancy calculator (cuda_occupancy.h in the CUDA toolkit) for compute capability 7.0 and newer:
 
 - Registers are allocated per warp: regs_per_thread x 32, rounded up to 256 (the register

@@ -1,0 +1,118 @@
+"""The phases of the study, once: the only list of them that collect order, schema files, pages, the
+Home table and the site's navigation are built from.
+
+A phase is a vertical slice: a collector module in collect/, one data file with its dataclass here,
+and the page or pages of the report that narrate it. Adding a phase means adding those pieces and
+one entry in PHASES. Collector modules import torch, so each entry loads its collector only when
+asked (render/ imports this module and never calls `collector`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Callable
+
+from .bench import BenchFile
+from .correctness import CorrectnessFile
+from .decode import DecodeFile
+from .iterations import IterationsFile
+from .manifest import Manifest
+from .profile import ProfileFile
+
+
+@dataclass(frozen=True)
+class PageRef:
+    """A page of the report: its Markdown file in docs/, its title in the navigation, and the name
+    its Jinja2 context object has in templates (`{{ bench.summary() }}`)."""
+
+    doc: str
+    title: str
+    context: str
+
+
+@dataclass(frozen=True)
+class PhaseSpec:
+    """One phase: name, data file, schema dataclass, what its table of rows is called, title, pages."""
+
+    name: str
+    filename: str
+    schema: type
+    title: str
+    rows_field: str
+    pages: tuple[PageRef, ...]
+    collector: Callable[[], ModuleType]
+
+    @property
+    def phase(self) -> str:
+        return self.name
+
+    def dataclass(self) -> type:
+        return self.schema
+
+    def row_count(self, obj) -> int:
+        """Rows of a loaded phase file: its main table only (never its notes)."""
+        return len(getattr(obj, self.rows_field, None) or [])
+
+
+# Each collector is imported on first use, so a phase that cannot import (no GPU stack, a broken
+# dependency) fails alone instead of the whole run.
+def _env():
+    from .. import env
+    return env
+
+
+def _correctness():
+    from .. import correctness
+    return correctness
+
+
+def _bench():
+    from .. import bench
+    return bench
+
+
+def _iterations():
+    from .. import iterations
+    return iterations
+
+
+def _profile():
+    from .. import profile
+    return profile
+
+
+def _decode():
+    from .. import decode
+    return decode
+
+
+# Collect order, which is also the report's order. env runs first: every later phase reads its device
+# facts and measured ceilings.
+PHASES: tuple[PhaseSpec, ...] = (
+    PhaseSpec("env", "manifest.json", Manifest, "Manifest (env phase and provenance)", "measured_ceilings",
+              (PageRef("hardware.md", "Hardware & ceilings", "hardware"),), _env),
+    PhaseSpec("correctness", "correctness.json", CorrectnessFile, "Correctness grid", "rows",
+              (PageRef("correctness.md", "Correctness", "correctness"),), _correctness),
+    PhaseSpec("bench", "bench.json", BenchFile, "Benchmark sweeps", "rows",
+              (PageRef("byte-arithmetic.md", "Byte arithmetic", "bytes"),
+               PageRef("benchmarks.md", "Benchmarks", "bench")), _bench),
+    PhaseSpec("iterations", "iterations.json", IterationsFile, "Kernel iterations", "rows",
+              (PageRef("iterations.md", "Kernel iterations", "iterations"),), _iterations),
+    PhaseSpec("profile", "profile.json", ProfileFile, "Nsight Compute profiles", "impls",
+              (PageRef("profiling.md", "Profiling", "profile"),), _profile),
+    PhaseSpec("decode", "decode.json", DecodeFile, "KV-cache decode", "rows",
+              (PageRef("decode.md", "Decode", "decode"),), _decode),
+)
+
+# Pages about the whole run rather than one phase: Home first, the rest after the phases' pages.
+HOME = PageRef("index.md", "Home", "home")
+RUN_PAGES: tuple[PageRef, ...] = (
+    PageRef("compare.md", "Device comparison", "compare"),
+    PageRef("reproduce.md", "Reproduce", "reproduce"),
+    PageRef("data-format.md", "Data format", "dataformat"),
+)
+
+
+def site_pages() -> list[PageRef]:
+    """Every page in navigation order: Home, each phase's pages in collect order, then the run pages."""
+    return [HOME, *(p for spec in PHASES for p in spec.pages), *RUN_PAGES]

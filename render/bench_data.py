@@ -1,0 +1,69 @@
+"""The bench phase's rows as the pages ask for them: by shape, dtype and masking, ok rows only."""
+from __future__ import annotations
+
+from functools import cached_property
+
+import pandas as pd
+
+from .runs import Run
+from .vocab import IMPL_LABELS
+
+
+class BenchData:
+    """bench.json of one run, with the lookups the Benchmarks, Byte arithmetic and Home pages share."""
+
+    def __init__(self, run: Run):
+        self.run = run
+
+    @cached_property
+    def rows(self) -> pd.DataFrame:
+        df = self.run.frame("bench", "rows")
+        df["shape"] = list(zip(df["batch"], df["heads"], df["head_dim"]))
+        return df
+
+    @cached_property
+    def ok(self) -> pd.DataFrame:
+        return self.rows[self.rows["status"] == "ok"]
+
+    def shapes(self) -> list[tuple]:
+        return list(dict.fromkeys(self.rows["shape"]))
+
+    def seq_lens(self, shape=None) -> list[int]:
+        rows = self.rows if shape is None else self.rows[self.rows["shape"] == shape]
+        return sorted(int(n) for n in set(rows["seq_len"]))
+
+    def facets(self, shape) -> list[tuple[str, bool]]:
+        sub = self.rows[self.rows["shape"] == shape]
+        return [(dt, bool(c)) for dt in dict.fromkeys(sub["dtype"]) for c in sorted(set(sub["causal"]))]
+
+    def impls(self) -> list[str]:
+        present = set(self.rows["impl"])
+        return [i for i in IMPL_LABELS if i in present] + sorted(present - set(IMPL_LABELS))
+
+    def facet_rows(self, df: pd.DataFrame, shape, dtype: str, causal: bool) -> pd.DataFrame:
+        return df[(df["shape"] == shape) & (df["dtype"] == dtype) & (df["causal"] == causal)]
+
+    def series(self, shape, dtype: str, causal: bool, impl: str, column: str = "latency_ms_median") -> pd.Series:
+        """One column of one implementation's ok rows by seq_len (missing values dropped)."""
+        f = self.facet_rows(self.ok, shape, dtype, causal)
+        f = f[f["impl"] == impl]
+        if column not in f:
+            return pd.Series(dtype=float)
+        return f.set_index("seq_len")[column].dropna().sort_index()
+
+    def latency(self, shape, dtype: str, causal: bool, impl: str) -> pd.Series:
+        """Median device time by seq_len, ok rows only."""
+        return self.series(shape, dtype, causal, impl, "latency_ms_median")
+
+    def fastest_sdpa(self, shape, dtype: str, causal: bool) -> pd.DataFrame:
+        """Per seq_len, the quickest ok SDPA row (forced backend or PyTorch's choice)."""
+        f = self.facet_rows(self.ok, shape, dtype, causal)
+        f = f[f["impl"].str.startswith("sdpa") & f["latency_ms_median"].notna()]
+        if f.empty:
+            return f
+        return f.loc[f.groupby("seq_len")["latency_ms_median"].idxmin()].set_index("seq_len").sort_index()
+
+    def status_at(self, shape, dtype: str, causal: bool, impl: str, n: int) -> str:
+        f = self.facet_rows(self.rows, shape, dtype, causal)
+        s = f[(f["impl"] == impl) & (f["seq_len"] == n)]["status"]
+        return s.iloc[0] if len(s) else "not in sweep"

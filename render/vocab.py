@@ -1,0 +1,94 @@
+"""The words, colours and named shapes several pages share, so that no page imports another.
+
+Every label and outcome word a page prints about an implementation, a dtype or a shape comes from
+here, and so does the threshold that decides between "faster", "slower" and "on par".
+"""
+from __future__ import annotations
+
+from . import fmt
+from .figures import PALETTE
+
+IMPL_LABELS = {
+    "naive": "naive PyTorch", "sdpa-flash": "SDPA flash", "sdpa-cudnn": "SDPA cuDNN",
+    "sdpa-efficient": "SDPA mem-efficient", "sdpa-math": "SDPA math", "sdpa": "SDPA (PyTorch's choice)",
+    "triton": "Triton (ours)", "triton-portable": "Triton (ours, portable path)",
+}
+# One colour per implementation (Okabe-Ito, then Tol's wine for the ninth), and a line style that
+# tells the two Triton paths and PyTorch's own SDPA choice apart even in greyscale.
+IMPL_COLORS = {
+    "naive": PALETTE[7], "sdpa-flash": PALETTE[0], "sdpa-cudnn": PALETTE[5], "sdpa-efficient": PALETTE[2],
+    "sdpa-math": PALETTE[4], "sdpa": PALETTE[1], "triton": PALETTE[3], "triton-portable": "#882255",
+}
+IMPL_DASH = {"sdpa": "dot", "triton-portable": "dash"}
+OTHER_COLOR = PALETTE[6]
+
+# Implementations that write the N x N score matrix to memory; every other one keeps it on chip.
+MATERIALISING = {"naive", "sdpa-math"}
+
+DTYPE_SHORT = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
+ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
+
+# The published study's shape: pages compare at it when a run has it.
+STUDY = dict(batch=2, heads=8, head_dim=64, dtype="float16", causal=False)
+STUDY_N = 2048
+
+# Two times within this factor either way are "on par": timing noise on a busy GPU is a few percent.
+EVEN = 1.05
+
+
+def impl_label(impl: str) -> str:
+    return IMPL_LABELS.get(impl, impl)
+
+
+def impl_color(impl: str) -> str:
+    return IMPL_COLORS.get(impl, OTHER_COLOR)
+
+
+def dtype_short(dtype: str) -> str:
+    return DTYPE_SHORT.get(dtype, dtype)
+
+
+def masking(causal: bool) -> str:
+    return "causal" if causal else "non-causal"
+
+
+def shape_label(shape) -> str:
+    b, h, d = shape
+    return f"B={b}, H={h}, d={d}"
+
+
+def facet_label(dtype: str, causal: bool) -> str:
+    return f"{dtype_short(dtype)}, {masking(causal)}"
+
+
+def join(items, word: str = "and") -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    items = [str(i) for i in items]
+    if not items:
+        return ""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {word} " + items[-1]
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """'1 block', '2 blocks'."""
+    return f"{n} {word if n == 1 else (words or word + 's')}"
+
+
+def speedup_words(s: float) -> str:
+    """How ours compares when the other takes s times as long: '2.00× faster', '8.06× slower', 'on par'."""
+    if s >= EVEN:
+        return f"{fmt.ratio(s)} faster"
+    if s <= 1 / EVEN:
+        return f"{fmt.ratio(1 / s)} slower"
+    return f"on par ({fmt.ratio(s)})"
+
+
+def side(s: float) -> str:
+    """'win', 'loss' or 'par' for a speedup s (other time over ours)."""
+    return "win" if s >= EVEN else "loss" if s <= 1 / EVEN else "par"
+
+
+def versus(s: float, other: str) -> str:
+    """'2.00× faster than X', 'on par with X (1.02×)'."""
+    words = speedup_words(s)
+    return f"on par with {other} ({fmt.ratio(s)})" if words.startswith("on par") else f"{words} than {other}"
