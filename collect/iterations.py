@@ -4,7 +4,7 @@ bf16, causal and not), with the registers and shared memory of each compiled ker
 theoretical occupancy they allow on this GPU.
 
 The versions and their stories (change, prediction and its date) come from
-kernels/attention_hopper.py VERSIONS. Each runs with its fixed tile config: tuning at collect time
+kernels/attention_versions.py VERSIONS. Each runs with its fixed tile config: tuning at collect time
 would cost minutes. The kernels are compiled first in parallel worker processes (filling Triton's
 disk cache), so the timed process only loads them. A Hopper version on a GPU that is not compute
 capability 9.x keeps its row as 'unsupported', with the reason.
@@ -205,7 +205,7 @@ def _cfg_text(cfg: dict | None) -> str | None:
 
 
 def version_info(v) -> KernelVersionInfo:
-    """A KernelVersion (kernels/attention_hopper.py) as the data file records it."""
+    """A KernelVersion (kernels/attention_versions.py) as the data file records it."""
     feats = v.features_label()
     predicted = [PredictedRange(masking=m, low=float(lo), high=float(hi)) for m, (lo, hi) in v.predicted_speedup.items()]
     configs = {("causal" if c else "non-causal"): _cfg_text(cfg) for c, cfg in sorted(v.configs.items()) if cfg}
@@ -318,6 +318,7 @@ class DeviceMeasurer:
 
         from kernels import attention as A
         from kernels import attention_hopper as H
+        from kernels import attention_versions as V
 
         q, k, v = self.inputs(case)
         if case.kind == "sdpa":
@@ -326,7 +327,7 @@ class DeviceMeasurer:
             def call():
                 return impl(q, k, v, case.causal)
         else:
-            version = H.get_version(case.impl)
+            version = V.get_version(case.impl)
 
             def call():
                 return version(q, k, v, case.causal)
@@ -341,7 +342,7 @@ class DeviceMeasurer:
         facts = kernel_facts(capture.first) if case.kind == "version" else {}
         config = ws = None
         if case.kind == "version":
-            version = H.get_version(case.impl)
+            version = V.get_version(case.impl)
             if version.path == "hopper":
                 last = H.last_launch() or {}
                 config, ws = _cfg_text(last.get("config")), last.get("warp_specialized")
@@ -375,14 +376,14 @@ def _compile_one(task) -> str | None:
     name, dtype, causal, device_name = task
     import torch
 
-    from kernels import attention_hopper as H
+    from kernels import attention_versions as V
 
     try:
         device = torch.device(device_name)
         torch.cuda.set_device(device)
         g = torch.Generator(device=device).manual_seed(0)
         q, k, v = (torch.randn(PROXY_SHAPE, generator=g, device=device).to(getattr(torch, dtype)) for _ in range(3))
-        H.get_version(name)(q, k, v, causal)
+        V.get_version(name)(q, k, v, causal)
         torch.cuda.synchronize()
     except Exception as exc:  # noqa: BLE001 - the timed case will meet (and record) the same error
         return f"{type(exc).__name__}: {exc}"[:200]
@@ -424,20 +425,21 @@ def run(ctx: RunContext) -> IterationsFile:
     import torch
 
     from kernels import attention_hopper as H
+    from kernels import attention_versions as V
 
     if not torch.cuda.is_available():
         raise RuntimeError("the iterations phase times kernels on a CUDA GPU and none is visible")
-    versions = [v for v in H.VERSIONS.values() if v.in_phase]
+    versions = [v for v in V.VERSIONS.values() if v.in_phase]
     cases = build_cases(ctx.profile, [(v.name, tuple(v.maskings)) for v in versions])
     hopper_ok, hopper_reason = H.hopper_available()
     dev = ctx.manifest.device
     # Every version's story is recorded; only those in the phase are timed.
-    result = new_file(ctx, list(H.VERSIONS.values()), hopper_ok, hopper_reason, H.FINAL_VERSION)
+    result = new_file(ctx, list(V.VERSIONS.values()), hopper_ok, hopper_reason, V.FINAL_VERSION)
     budget = budget_seconds(ctx.profile)
     t0 = time.monotonic()
 
     def requires_hopper(name: str) -> bool:
-        return H.get_version(name).requires_hopper
+        return V.get_version(name).requires_hopper
 
     supports_bf16 = dev.supports_bf16 if dev else None
     live = [c for c in cases if not (supports_bf16 is False and c.dtype == "bfloat16")]
