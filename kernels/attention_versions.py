@@ -34,7 +34,7 @@ class KernelVersion:
     change: str
     prediction: str
     predicted_at: str
-    path: str  # "portable" or "hopper"
+    path: str  # a flash_attention path name: "portable", "hopper", ...
     baseline: str = ""
     predicted_speedup: dict = field(default_factory=dict)  # "non-causal"/"causal" -> (low, high)
     # None: hopper_attention's own choice per shape; a function (causal, seq_len) -> Features: this
@@ -54,9 +54,10 @@ class KernelVersion:
 
     def __call__(self, q, k, v, causal=False, sm_scale=None, config=None):
         cfg = config if config is not None else self.config_for(causal)
-        if self.path == "portable":
-            return flash_attention(q, k, v, causal, sm_scale, path="portable", config=cfg)
-        return hopper_attention(q, k, v, causal, sm_scale, config=cfg, features=self.features_for(causal, q.shape[2]))
+        if self.path == "hopper":
+            return hopper_attention(q, k, v, causal, sm_scale, config=cfg,
+                                    features=self.features_for(causal, q.shape[2]))
+        return flash_attention(q, k, v, causal, sm_scale, path=self.path, config=cfg)
 
     def features_for(self, causal, seq_len):
         """The Features this version runs at one shape (None: hopper_attention's own choice)."""
@@ -71,7 +72,8 @@ class KernelVersion:
 
     @property
     def requires_hopper(self) -> bool:
-        return self.path == "hopper"
+        """Every path but the portable one (the Hopper kernel, a Gluon one) needs compute capability 9.x."""
+        return self.path != "portable"
 
 
 def v7_features(causal, seq_len):
@@ -101,7 +103,7 @@ VERSIONS = {v.name: v for v in [
         path="portable",
         baseline="sdpa",
         predicted_speedup={"non-causal": (0.78, 0.86), "causal": (0.82, 0.90)},
-        # What the portable autotuner chose on the H200 (.gpu/attn_smoke/attn.log).
+        # What the portable autotuner chose on the H200 in its first run.
         configs={False: _cfg(128, 64, 8, 4), True: _cfg(128, 64, 8, 3)},
         outcome="2026-11-29, H200 run 1: 0.76-0.83x cuDNN non-causal, 0.76-0.86x causal (lowest at N=4096). "
                 "cuDNN measured faster here (656 TFLOP/s fp16 non-causal at N=4096) than in the smoke run (579), "

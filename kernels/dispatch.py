@@ -48,7 +48,7 @@ AUTO_ORDER = ("hopper",)
 
 # Inputs with less work than this (batch * heads * seq_len^2 * head_dim, halved when causal) take
 # the portable path even where a path in AUTO_ORDER is available. None: no size rule. Set only
-# from measurements of both paths (.gpu/hopper/host_and_loop.py prints the crossing).
+# where measurements of both paths' loop time show the portable one faster below a size.
 PORTABLE_BELOW_WORK: int | None = None
 
 PORTABLE_ONLY_ENV = "ATTN_PORTABLE_ONLY"
