@@ -3,8 +3,8 @@ flash backends at the goal shapes (fp16 and bf16, causal and not; head_dim 128 a
 N = 4096 and 16384, head_dim 64 at B=2 H=8 for N = 2048 to 16384), with the registers and shared
 memory of each compiled kernel and the theoretical occupancy they allow on this GPU.
 
-The versions and their stories (change, prediction and its date) come from the kernel's VERSIONS
-record. Each runs with its fixed tile config: tuning at collect time would cost minutes. The
+The versions and their stories (change, prediction and its date) come from
+kernels/attention_versions.py VERSIONS. Each runs with its fixed tile config: tuning at collect time would cost minutes. The
 kernels are compiled first in parallel worker processes (filling Triton's disk cache), so the
 timed process only loads them. A Hopper version on a GPU that is not compute capability 9.x keeps
 its row as 'unsupported', with the reason. Timing is the one clock (collect/timing.py), measured
@@ -208,7 +208,7 @@ def _cfg_text(cfg: dict | None) -> str | None:
 
 
 def version_info(v) -> KernelVersionInfo:
-    """A KernelVersion (kernels/attention_hopper.py) as the data file records it."""
+    """A KernelVersion (kernels/attention_versions.py) as the data file records it."""
     feats = v.features_label()
     predicted = [PredictedRange(masking=m, low=float(lo), high=float(hi)) for m, (lo, hi) in v.predicted_speedup.items()]
     configs = {("causal" if c else "non-causal"): _cfg_text(cfg) for c, cfg in sorted(v.configs.items()) if cfg}
@@ -288,11 +288,12 @@ class DeviceMeasurer:
 
         from kernels import attention as A
         from kernels import attention_hopper as H
+        from kernels import attention_versions as V
 
         q, k, v = self.pool.first(case)
         if (case.dtype, case.shape) != self._key:
             self._key, self._ref = (case.dtype, case.shape), {}
-        version = None if case.is_sdpa else H.get_version(case.impl)
+        version = None if case.is_sdpa else V.get_version(case.impl)
         call = call_for(case, q, k, v, fn=version)
 
         capture = CaptureCompiled([A._attn_fwd, H._hopper_fwd, H._hopper_fwd_ws, H._hopper_fwd_ws_persistent,
@@ -339,14 +340,14 @@ def _compile_one(task) -> str | None:
     name, dtype, causal, head_dim, device_name = task
     import torch
 
-    from kernels import attention_hopper as H
+    from kernels import attention_versions as V
 
     try:
         device = torch.device(device_name)
         torch.cuda.set_device(device)
         g = torch.Generator(device=device).manual_seed(0)
         q, k, v = (torch.randn(PROXY_SHAPES[head_dim], generator=g, device=device).to(getattr(torch, dtype)) for _ in range(3))
-        H.get_version(name)(q, k, v, causal)
+        V.get_version(name)(q, k, v, causal)
         torch.cuda.synchronize()
     except Exception as exc:  # noqa: BLE001 - the timed case will meet (and record) the same error
         return f"{type(exc).__name__}: {exc}"[:200]
@@ -388,22 +389,23 @@ def run(ctx: RunContext) -> IterationsFile:
     import torch
 
     from kernels import attention_hopper as H
+    from kernels import attention_versions as V
 
     if not torch.cuda.is_available():
         raise RuntimeError("the iterations phase times kernels on a CUDA GPU and none is visible")
-    versions = [v for v in H.VERSIONS.values() if v.in_phase]
+    versions = [v for v in V.VERSIONS.values() if v.in_phase]
     # The endpoints of the journey: where it started (the portable kernel) and what ships.
-    endpoints = [versions[0].name, H.FINAL_VERSION]
+    endpoints = [versions[0].name, V.FINAL_VERSION]
     cases = build_cases(ctx.profile, [(v.name, tuple(v.maskings)) for v in versions], endpoints)
     hopper_ok, hopper_reason = H.hopper_available()
     dev = ctx.manifest.device
     # Every version's story is recorded; only those in the phase are timed.
-    result = new_file(ctx, list(H.VERSIONS.values()), hopper_ok, hopper_reason, H.FINAL_VERSION)
+    result = new_file(ctx, list(V.VERSIONS.values()), hopper_ok, hopper_reason, V.FINAL_VERSION)
     budget = budget_seconds(ctx.profile)
     t0 = time.monotonic()
 
     def requires_hopper(name: str) -> bool:
-        return H.get_version(name).requires_hopper
+        return V.get_version(name).requires_hopper
 
     supports_bf16 = dev.supports_bf16 if dev else None
     live = [c for c in cases if not (supports_bf16 is False and c.dtype == "bfloat16")]

@@ -1,17 +1,18 @@
 """GPU kernels and their PyTorch references. No file I/O, no plotting."""
 
+# Importing a kernel path registers it with kernels/dispatch.py, which flash_attention consults.
+from . import attention_hopper  # noqa: F401 - registers the Hopper path
 from .attention import (
     HEAD_DIMS,
     IMPLEMENTATIONS,
     SDPA_BACKENDS,
     candidate_configs,
-    flash_attention,
     get_impl,
-    kernel_config_of_last_call,
     naive_attention,
     reference_attention,
     sdpa_attention,
 )
+from .dispatch import flash_attention, kernel_config_of_last_call
 
 __all__ = [
     "HEAD_DIMS",

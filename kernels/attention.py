@@ -6,17 +6,19 @@ Every function here has the same signature and the same tensor layout:
 ``q, k, v`` of shape ``(batch, heads, seq_len, head_dim)``, self-attention (the query and
 key sequences have the same length), returning ``o`` of the same shape and dtype as ``q``.
 
-- :func:`flash_attention`: one Triton kernel. Each program owns ``BLOCK_M`` query rows of one
-  head and streams the keys and values past them in tiles of ``BLOCK_N``, keeping a running
-  maximum ``m``, a running denominator ``l`` and an unnormalised output ``acc`` (the online
-  softmax). The ``seq_len x seq_len`` score matrix never exists in memory.
+- :func:`flash_attention` (kernels/dispatch.py): the fused kernel. Each program owns ``BLOCK_M``
+  query rows of one head and streams the keys and values past them in tiles of ``BLOCK_N``,
+  keeping a running maximum ``m``, a running denominator ``l`` and an unnormalised output ``acc``
+  (the online softmax). The ``seq_len x seq_len`` score matrix never exists in memory. This file
+  holds its portable path (any GPU from sm75, and the CPU interpreter); on Hopper
+  flash_attention runs kernels/attention_hopper.py instead.
 - :func:`naive_attention`: what ordinary PyTorch code does; it materialises the scores.
 - :func:`sdpa_attention`: ``torch.nn.functional.scaled_dot_product_attention``, optionally
   with one backend forced.
 - :func:`reference_attention`: the same maths in float64, the yardstick for all of them.
 
-The file reads top to bottom: the kernel, its tile configurations, the wrapper that checks
-its inputs and launches it, then the PyTorch implementations and a name -> function registry.
+The file reads top to bottom: the kernel, its tile configurations, the wrapper that launches
+it, then the PyTorch implementations and a name -> function registry.
 No file I/O and no plotting live here; ``collect/`` does that.
 """
 
@@ -28,18 +30,27 @@ import torch
 import triton
 import triton.language as tl
 
-# softmax(x) = 2^(x * log2(e)) / sum(...): folding log2(e) into the scale lets the kernel call
-# exp2, a single hardware instruction, instead of exp.
-LOG2E = 1.4426950408889634
+from . import dispatch
+from .common import (  # noqa: F401 - the constants and check_dtype_supported stay importable from here
+    DTYPES,
+    HEAD_DIMS,
+    LOG2E,
+    check_dtype_supported,
+    capability,
+    check_tile,
+    device_index,
+    interpreting,
+    softmax_scale,
+)
+from .dispatch import (  # noqa: F401 - flash_attention lives in kernels/dispatch.py; importable from here
+    flash_attention,
+    hopper_path_runs,
+    kernel_config_of_last_call,
+    resolve_path,
+)
+from .launcher import PLAIN
 
-HEAD_DIMS = (16, 32, 64, 128, 256)
 SDPA_BACKENDS = ("flash", "cudnn", "efficient", "math")
-PATHS = (None, "portable", "hopper")
-
-
-def _interpreting():
-    """True when Triton runs kernels in its CPU interpreter (TRITON_INTERPRET=1)."""
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,71 +319,11 @@ def _autotuned_kernel(capability, smem_limit):
     )(_attn_fwd)
 
 
-_last_config = None
-
-
-def kernel_config_of_last_call():
-    """The tile config the last flash_attention call ran with, or None before the first call:
-    dict(BLOCK_M, BLOCK_N, num_warps, num_stages, maxnreg, autotuned)."""
-    return None if _last_config is None else dict(_last_config)
-
-
 # ---------------------------------------------------------------------------------------------
 # 3. The wrapper
 # ---------------------------------------------------------------------------------------------
 
-_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 _CONFIG_KEYS = {"BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "maxnreg"}
-
-
-def _check_inputs(q, k, v, path):
-    """Raise ValueError, saying what was expected, for anything the kernel cannot run."""
-    if path not in PATHS:
-        raise ValueError(f"path must be one of {PATHS}, got {path!r}")
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor):
-            raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.dim() != 4:
-            raise ValueError(f"{name} must be 4-D (batch, heads, seq_len, head_dim), "
-                             f"got shape {tuple(t.shape)}")
-    if not (q.shape == k.shape == v.shape):
-        raise ValueError("q, k, v must have the same shape (self-attention), got "
-                         f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
-    if not (q.dtype == k.dtype == v.dtype):
-        raise ValueError(f"q, k, v must have the same dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
-    if not (q.device == k.device == v.device):
-        raise ValueError(f"q, k, v must be on the same device, got {q.device}, {k.device}, {v.device}")
-    if q.dtype not in _DTYPES:
-        raise ValueError(f"dtype must be one of float16, bfloat16, float32, got {q.dtype}")
-    batch, heads, seq_len, head_dim = q.shape
-    if head_dim not in HEAD_DIMS:
-        raise ValueError(f"head_dim must be one of {HEAD_DIMS}, got {head_dim}")
-    if seq_len < 1:
-        raise ValueError(f"seq_len must be >= 1, got {seq_len}")
-    if batch < 1 or heads < 1:
-        raise ValueError(f"batch and heads must be >= 1, got batch={batch}, heads={heads}")
-    if _interpreting():
-        return
-    if q.device.type == "cpu":
-        raise ValueError("q, k, v are CPU tensors: the Triton kernel needs a CUDA GPU "
-                         "(set TRITON_INTERPRET=1 to run on the CPU)")
-    if q.device.type != "cuda":
-        raise ValueError(f"q, k, v must be CUDA tensors, got device {q.device}")
-    index = q.device.index if q.device.index is not None else torch.cuda.current_device()
-    check_dtype_supported(q.dtype, _capability(index))
-
-
-@functools.lru_cache(maxsize=None)
-def _capability(index):
-    """Compute capability of CUDA device `index`, asked once: every call checks it."""
-    return torch.cuda.get_device_capability(index)
-
-
-def check_dtype_supported(dtype, capability):
-    """Raise ValueError if a GPU of this compute capability cannot run the kernel in dtype."""
-    if dtype == torch.bfloat16 and tuple(capability) < (8, 0):
-        raise ValueError(f"bfloat16 needs a GPU of compute capability >= 8.0; this one is "
-                         f"{capability[0]}.{capability[1]} (use float16)")
 
 
 def _check_config(config):
@@ -383,96 +334,51 @@ def _check_config(config):
     if "BLOCK_M" not in config or "BLOCK_N" not in config:
         raise ValueError("config needs BLOCK_M and BLOCK_N")
     cfg = {"num_warps": 4, "num_stages": 2, "maxnreg": None, **config}
-    bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
-    for name in ("BLOCK_M", "BLOCK_N"):
-        x = cfg[name]
-        if not isinstance(x, int) or x < 16 or x & (x - 1):
-            raise ValueError(f"{name} must be a power of two >= 16, got {x!r}")
-    if bm % bn:
-        raise ValueError(f"BLOCK_M must be a multiple of BLOCK_N, got {bm} and {bn}")
+    check_tile("BLOCK_M", cfg["BLOCK_M"])
+    check_tile("BLOCK_N", cfg["BLOCK_N"])
+    if cfg["BLOCK_M"] % cfg["BLOCK_N"]:
+        raise ValueError(f"BLOCK_M must be a multiple of BLOCK_N, got {cfg['BLOCK_M']} and {cfg['BLOCK_N']}")
     return cfg
 
 
-def resolve_path(q, path=None):
-    """The kernel path flash_attention runs for these inputs: `path` when given; otherwise
-    "hopper" for float16/bfloat16 on a compute capability 9.x GPU (kernels/attention_hopper.py:
-    TMA, warp specialization), "portable" everywhere else (this file: sm75 to sm89, float32,
-    and the CPU interpreter)."""
-    if path is not None:
-        return path
-    if q.dtype == torch.float32 or _interpreting() or not q.is_cuda:
-        return "portable"
-    from . import attention_hopper  # imported here: it builds on this module
-
-    return "hopper" if attention_hopper.hopper_available(q.device)[0] else "portable"
-
-
-def hopper_path_runs(device=None) -> bool:
-    """Whether flash_attention takes the Hopper path for half-precision inputs on `device` (default:
-    the current CUDA device). The collect phases ask it to decide whether the portable path needs
-    measuring separately."""
-    if _interpreting() or not torch.cuda.is_available():
-        return False
-    from . import attention_hopper
-
-    return attention_hopper.hopper_available(device)[0]
-
-
-def flash_attention(q, k, v, causal=False, sm_scale=None, *, path=None, config=None):
-    """softmax(q k^T * sm_scale [+ causal mask]) v with the fused Triton kernel.
-
-    q, k, v: (batch, heads, seq_len, head_dim), float16/bfloat16 (float32 works too, mainly
-    for the CPU interpreter). sm_scale defaults to 1/sqrt(head_dim). path: None to choose at
-    run time (see resolve_path), "portable" or "hopper". config: None to let the path choose
-    (the portable path autotunes), or a fixed dict(BLOCK_M=, BLOCK_N=, num_warps=, num_stages=,
-    maxnreg=) run without tuning (maxnreg: portable path only).
-    """
-    global _last_config
-    _check_inputs(q, k, v, path)
-    if resolve_path(q, path) == "hopper":
-        from . import attention_hopper
-
-        # Chosen here (path None), the path is known to be available; asked for, it is checked.
-        o = attention_hopper.run_validated(q, k, v, causal, sm_scale, config, available=path is None)
-        last = attention_hopper.last_launch()
-        _last_config = dict(last["config"], maxnreg=None, autotuned=last["autotuned"], path="hopper",
-                            features=last["features"].label())
-        return o
-    batch, heads, seq_len, head_dim = q.shape
-    if sm_scale is None:
-        sm_scale = 1.0 / math.sqrt(head_dim)
-    sm_scale = float(sm_scale)
-    if not math.isfinite(sm_scale) or sm_scale <= 0:
-        # The hot loop scales each row's maximum rather than every score: needs a positive scale.
-        raise ValueError(f"sm_scale must be finite and > 0, got {sm_scale}")
+def portable_attention(q, k, v, causal=False, sm_scale=None, config=None, launcher=PLAIN):
+    """The portable path of flash_attention, on inputs kernels.common.check_inputs passed.
+    Returns (o, what kernel_config_of_last_call reports). `launcher` lets flash_attention record
+    the launch for replay (kernels/launcher.py)."""
+    sm_scale = softmax_scale(q.shape[-1], sm_scale)
     fixed = _check_config(config) if config is not None else None
 
     # The kernel assumes unit stride along head_dim (the other three strides are free).
-    q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
-    o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    q, k, v = (launcher.input(name, t, copy=t.stride(-1) != 1) for name, t in (("q", q), ("k", k), ("v", v)))
+    o = launcher.empty("o", q.shape, q.dtype, q.device)
 
-    if _interpreting() and fixed is None:
+    if interpreting() and fixed is None:
         fixed = dict(_INTERPRETER_CONFIG)
     if fixed is not None:
         launch = dict(BLOCK_M=fixed["BLOCK_M"], BLOCK_N=fixed["BLOCK_N"],
                       num_warps=fixed["num_warps"], num_stages=fixed["num_stages"])
         if fixed["maxnreg"] is not None:
             launch["maxnreg"] = fixed["maxnreg"]
-        _launch(_attn_fwd, q, k, v, o, causal, sm_scale, **launch)
-        _last_config = dict(fixed, autotuned=False, path="portable")
-    else:
-        with torch.cuda.device(q.device):
-            tuner = _autotuned_kernel(torch.cuda.get_device_capability(q.device), _smem_limit(q.device))
-            _precompile_candidates(tuner, q, k, v, o, causal, sm_scale)
-            _launch(tuner, q, k, v, o, causal, sm_scale)
-        best = tuner.best_config
-        _last_config = dict(BLOCK_M=best.kwargs["BLOCK_M"], BLOCK_N=best.kwargs["BLOCK_N"],
-                            num_warps=best.num_warps, num_stages=best.num_stages,
-                            maxnreg=best.maxnreg, autotuned=True, path="portable")
-    return o
+        _launch(_attn_fwd, q, k, v, o, causal, sm_scale, launcher=launcher, **launch)
+        return o, dict(fixed, autotuned=False)
+    index = device_index(q.device)
+    tuner = _autotuned_kernel(capability(index), _smem_limit(q.device))
+    if index == torch.cuda.current_device():
+        _tune_and_launch(tuner, q, k, v, o, causal, sm_scale, launcher)
+    else:  # the autotuner times on the current device: make it q's
+        with torch.cuda.device(index):
+            _tune_and_launch(tuner, q, k, v, o, causal, sm_scale, launcher)
+    best = tuner.best_config
+    return o, dict(BLOCK_M=best.kwargs["BLOCK_M"], BLOCK_N=best.kwargs["BLOCK_N"], num_warps=best.num_warps,
+                   num_stages=best.num_stages, maxnreg=best.maxnreg, autotuned=True)
 
 
-def _launch(kernel, q, k, v, o, causal, sm_scale, warmup=False, **launch):
+def _tune_and_launch(tuner, q, k, v, o, causal, sm_scale, launcher):
+    _precompile_candidates(tuner, q, k, v, o, causal, sm_scale)
+    _launch(tuner, q, k, v, o, causal, sm_scale, launcher=launcher)
+
+
+def _launch(kernel, q, k, v, o, causal, sm_scale, warmup=False, launcher=PLAIN, **launch):
     """Launch kernel (_attn_fwd, or an autotuner over it) writing o; inputs already checked.
     warmup=True compiles without launching."""
     batch, heads, seq_len, head_dim = q.shape
@@ -480,7 +386,7 @@ def _launch(kernel, q, k, v, o, causal, sm_scale, warmup=False, **launch):
     def grid(meta):
         return (triton.cdiv(seq_len, meta["BLOCK_M"]), batch * heads)
 
-    call = functools.partial(kernel.warmup, grid=grid) if warmup else kernel[grid]
+    call = functools.partial(kernel.warmup, grid=grid) if warmup else functools.partial(launcher.launch, kernel, grid)
     call(
         q, k, v, o,
         q.stride(0), q.stride(1), q.stride(2),
@@ -493,7 +399,7 @@ def _launch(kernel, q, k, v, o, causal, sm_scale, warmup=False, **launch):
         CAUSAL=bool(causal),
         # The interpreter multiplies bf16 tl.dot operands wrongly (raw bits) and fp16 ones
         # without fp32 accumulation: give it fp32 operands. Never on a GPU.
-        UPCAST_DOT=_interpreting(),
+        UPCAST_DOT=interpreting(),
         # fp32 inputs mean fp32 maths, not TF32; fp16/bf16 ignore this.
         DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
         **launch,
@@ -528,6 +434,12 @@ def _precompile_candidates(tuner, q, k, v, o, causal, sm_scale):
             _launch(tuner, q, k, v, o, causal, sm_scale, warmup=True)
     except Exception:
         pass
+
+
+# flash_attention (kernels/dispatch.py) runs this path where no faster one is available.
+dispatch.register_path(dispatch.KernelPath(
+    name="portable", title="portable", dtypes=DTYPES, available=lambda device: (True, ""),
+    run=portable_attention))
 
 
 # ---------------------------------------------------------------------------------------------

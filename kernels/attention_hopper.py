@@ -1,6 +1,6 @@
 """
-Fused attention forward for Hopper (sm90): tensor descriptors, warp specialization, and its history
-===================================================================================================
+Fused attention forward for Hopper (sm90): tensor descriptors and warp specialization
+======================================================================================
 
 The same online-softmax algorithm as :mod:`kernels.attention` (read that file first), rebuilt
 around what a Hopper SM offers and the portable kernel cannot assume:
@@ -26,37 +26,29 @@ around what a Hopper SM offers and the portable kernel cannot assume:
   the warp-specialized one, whose compiler pass accepts a single plain loop, either masks every
   tile or (``causal_split``) runs the unmasked tiles in one launch and finishes the diagonal in a
   second, merging the two partial results through their log-sum-exp. Where it masks every tile,
-  the mask can be arithmetic (``lean_mask=2``: a min() against a bound, no boolean tile), and the
+  the mask can be arithmetic (``lean_mask``: a min() against a bound, no boolean tile), and the
   persistent grid can deal out query tiles in pairs i, n-1-i (``causal_pairs``) so that every
   program does the same work.
 
-The file reads top to bottom: the kernels, availability and tile configs, the launcher and the
-public :func:`hopper_attention`, then :data:`VERSIONS`: every kernel version tried on the way
-here, with the change it made and the prediction written (and dated) before it was first
-measured. The ``iterations`` collect phase times them side by side; the report's "Kernel
-iterations" page shows the journey. No file I/O and no plotting live here.
+The file reads top to bottom: the kernels, availability and tile configs, then the wrapper
+(:func:`hopper_attention`). Every version tried on the way here, with its prediction and
+outcome, is recorded beside it in kernels/attention_versions.py. No file I/O and no plotting
+live here.
 """
 
 from __future__ import annotations
 
 import functools
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import triton
-import triton.testing
 import triton.language as tl
+import triton.testing
 
-from . import attention as portable
-
-try:  # host-side tensor descriptors arrived in Triton 3.3
-    from triton.tools.tensor_descriptor import TensorDescriptor
-except ImportError:  # pragma: no cover - the pinned Triton has them
-    TensorDescriptor = None
-
-LOG2E = portable.LOG2E
-_DTYPES = (torch.float16, torch.bfloat16)
+from . import dispatch
+from .common import HALF_DTYPES, HEAD_DIMS, LOG2E, check_inputs, check_tile, interpreting, softmax_scale
+from .launcher import PLAIN, LaunchCache, Recorder, TensorDescriptor, config_key, replay_allowed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -163,28 +155,43 @@ def _attend_overlapped(acc, l_i, m_i, q, desc_k, desc_v, b, h, offs_m, lo, hi, s
 
 
 @triton.jit
-def _program_coords(num_heads, CAUSAL: tl.constexpr, GROUP: tl.constexpr):
-    """(batch, head, query tile) of this program. Blocks start roughly in launch order (axis 0
-    fastest). GROUP = 0: head by head, each head's query tiles in order (causal: last first).
-    GROUP = g (causal): heads in groups of g, and within a group the longest query tiles of all
-    g heads first, so the short ones fill the tail of the group while g heads' K and V (a few
-    MB) stay in L2."""
-    if GROUP > 0:
-        n_m = tl.num_programs(0)
-        pid = tl.program_id(1) * n_m + tl.program_id(0)
-        g = pid // (GROUP * n_m)
-        r = pid - g * GROUP * n_m
-        heads_here = tl.minimum(GROUP, tl.num_programs(1) - g * GROUP)  # the last group may be short
-        tile_m = n_m - 1 - r // heads_here
-        bh = g * GROUP + r % heads_here
-    else:
-        tile_m = tl.program_id(0)
-        if CAUSAL:
-            # Query tiles near the end see the most keys: launch them first so the short ones
-            # fill the gaps at the tail of the grid.
-            tile_m = tl.num_programs(0) - 1 - tile_m
-        bh = tl.program_id(1)
+def _program_coords(num_heads, CAUSAL: tl.constexpr):
+    """(batch, head, query tile) of this program: head by head, each head's query tiles in order,
+    except that causal launches the last first. Those see the most keys, so the short ones fill
+    the gaps at the tail of the grid."""
+    tile_m = tl.program_id(0)
+    if CAUSAL:
+        tile_m = tl.num_programs(0) - 1 - tile_m
+    bh = tl.program_id(1)
     return bh // num_heads, bh % num_heads, tile_m
+
+
+@triton.jit
+def _start_tile(q, BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, UPCAST: tl.constexpr):
+    """The prologue every kernel shares: the query tile as the dots take it, and the online
+    softmax's state before the first key (running max -inf, denominator 0, accumulator 0)."""
+    if UPCAST:
+        q = q.to(tl.float32)
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    return q, m_i, l_i, acc
+
+
+@triton.jit
+def _head_descs(Q, K, V, O, b, h, stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
+                stride_vb, stride_vh, stride_vn, stride_ob, stride_oh, stride_on, seq_len,
+                HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """2-D descriptors over head (b, h) of Q, K, V and O, built on the device."""
+    desc_q = tl.make_tensor_descriptor(Q + b * stride_qb + h * stride_qh, shape=[seq_len, HEAD_DIM],
+                                       strides=[stride_qn, 1], block_shape=[BLOCK_M, HEAD_DIM])
+    desc_k = tl.make_tensor_descriptor(K + b * stride_kb + h * stride_kh, shape=[seq_len, HEAD_DIM],
+                                       strides=[stride_kn, 1], block_shape=[BLOCK_N, HEAD_DIM])
+    desc_v = tl.make_tensor_descriptor(V + b * stride_vb + h * stride_vh, shape=[seq_len, HEAD_DIM],
+                                       strides=[stride_vn, 1], block_shape=[BLOCK_N, HEAD_DIM])
+    desc_o = tl.make_tensor_descriptor(O + b * stride_ob + h * stride_oh, shape=[seq_len, HEAD_DIM],
+                                       strides=[stride_on, 1], block_shape=[BLOCK_M, HEAD_DIM])
+    return desc_q, desc_k, desc_v, desc_o
 
 
 @triton.jit
@@ -192,12 +199,11 @@ def _ws_step(acc, l_i, m_i, q, desc_k, desc_v, row0, start_n, rows, offs_n, seq_
              BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, MASK: tl.constexpr, LEAN: tl.constexpr,
              UPCAST: tl.constexpr):
     """One key tile of the warp-specialized kernels (per-head or flat descriptors; `row0` is the
-    head's first row in the latter). LEAN with the causal mask: -inf goes into the raw scores,
-    after which the unmasked step runs (scale > 0 keeps -inf at -inf): one compare and one select
-    per score on top of the unmasked work, instead of also a multiply and a subtract."""
+    head's first row in the latter). LEAN with the causal mask: the mask as arithmetic on the raw
+    scores, after which the unmasked step runs."""
     start_n = tl.multiple_of(start_n, BLOCK_N)
     qk = _scores(q, desc_k, 0, 0, row0 + start_n, BLOCK_N, HEAD_DIM, True, UPCAST)
-    if MASK == 1 and LEAN == 2:
+    if MASK == 1 and LEAN:
         # The mask as arithmetic, no boolean tile: each score is capped by a bound that is huge for
         # a visible key and -5e19 for a future one, so a future score's exp2 underflows to 0. The
         # row term is clamped to [-1, BLOCK_N] so the bound stays exact in fp32 at any length.
@@ -205,9 +211,6 @@ def _ws_step(acc, l_i, m_i, q, desc_k, desc_v, row0, start_n, rows, offs_n, seq_
         ahead = tl.minimum(tl.maximum(rows - start_n, -1), BLOCK_N).to(tl.float32)
         bound = (ahead * 1e20 + 5e19)[:, None] - (offs_n.to(tl.float32) * 1e20)[None, :]
         qk = tl.minimum(qk, bound)
-        p, m_i, l_i, acc = _softmax_step(qk, m_i, l_i, acc, qk_scale, rows, start_n + offs_n, seq_len, 0)
-    elif MASK == 1 and LEAN:
-        qk = tl.where(offs_n[None, :] <= (rows - start_n)[:, None], qk, float("-inf"))
         p, m_i, l_i, acc = _softmax_step(qk, m_i, l_i, acc, qk_scale, rows, start_n + offs_n, seq_len, 0)
     else:
         p, m_i, l_i, acc = _softmax_step(qk, m_i, l_i, acc, qk_scale, rows, start_n + offs_n, seq_len, MASK)
@@ -225,15 +228,10 @@ def _hopper_fwd(desc_q, desc_k, desc_v, desc_o, num_heads, seq_len, qk_scale,
     arithmetic with them, and specialising on their divisibility by 16 would compile another
     kernel for every ragged length or odd head count.
     """
-    b, h, tile_m = _program_coords(num_heads, CAUSAL, 0)
+    b, h, tile_m = _program_coords(num_heads, CAUSAL)
     start_m = tile_m * BLOCK_M
     offs_m = start_m + tl.arange(0, BLOCK_M)
-    q = _tile(desc_q, b, h, start_m, BLOCK_M, HEAD_DIM, False)
-    if UPCAST:
-        q = q.to(tl.float32)
-    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    q, m_i, l_i, acc = _start_tile(_tile(desc_q, b, h, start_m, BLOCK_M, HEAD_DIM, False), BLOCK_M, HEAD_DIM, UPCAST)
 
     if CAUSAL:
         # Stage 1: key tiles wholly below the diagonal, all visible, no mask. (BLOCK_M is a
@@ -272,8 +270,7 @@ def _hopper_fwd_ws(Q, K, V, O, ROWS, LSE, stride_qb, stride_qh, stride_qn, strid
                    num_heads, seq_len, rows_len, qk_scale,
                    HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr,
                    BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, UPCAST: tl.constexpr,
-                   WARP_SPEC: tl.constexpr, OFFDIAG: tl.constexpr, LEAN: tl.constexpr = False,
-                   TWO_LOOPS: tl.constexpr = False, GROUP: tl.constexpr = 0):
+                   WARP_SPEC: tl.constexpr, OFFDIAG: tl.constexpr, LEAN: tl.constexpr = False):
     """Warp-specialized. Triton splits the key loop into a producer warpgroup that issues the TMA
     copies and BLOCK_M/64 consumer warpgroups (64 query rows each) that compute.
 
@@ -291,31 +288,18 @@ def _hopper_fwd_ws(Q, K, V, O, ROWS, LSE, stride_qb, stride_qh, stride_qn, strid
 
     OFFDIAG (causal, first half of the split schedule): only the key tiles wholly below the
     diagonal, unmasked; O gets their normalised partial output and LSE (fp32, one row of
-    rows_len per head) their log2-sum-exp2, for _diag_merge to finish.
-
-    TWO_LOOPS (causal): the tiles below the diagonal in one warp-specialized loop without a
-    mask, then the diagonal block in a second, masked. LEAN: the cheaper mask (see _ws_step).
-    GROUP: the launch order (see _program_coords).
+    rows_len per head) their log2-sum-exp2, for _diag_merge to finish. LEAN: the arithmetic
+    causal mask (see _ws_step).
     """
-    b, h, tile_m = _program_coords(num_heads, CAUSAL, GROUP)
+    b, h, tile_m = _program_coords(num_heads, CAUSAL)
     b = b.to(tl.int64)  # batch*heads*seq_len*head_dim can pass 2^31
     h = h.to(tl.int64)
-    desc_q = tl.make_tensor_descriptor(Q + b * stride_qb + h * stride_qh, shape=[seq_len, HEAD_DIM],
-                                       strides=[stride_qn, 1], block_shape=[BLOCK_M, HEAD_DIM])
-    desc_k = tl.make_tensor_descriptor(K + b * stride_kb + h * stride_kh, shape=[seq_len, HEAD_DIM],
-                                       strides=[stride_kn, 1], block_shape=[BLOCK_N, HEAD_DIM])
-    desc_v = tl.make_tensor_descriptor(V + b * stride_vb + h * stride_vh, shape=[seq_len, HEAD_DIM],
-                                       strides=[stride_vn, 1], block_shape=[BLOCK_N, HEAD_DIM])
-    desc_o = tl.make_tensor_descriptor(O + b * stride_ob + h * stride_oh, shape=[seq_len, HEAD_DIM],
-                                       strides=[stride_on, 1], block_shape=[BLOCK_M, HEAD_DIM])
+    desc_q, desc_k, desc_v, desc_o = _head_descs(
+        Q, K, V, O, b, h, stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
+        stride_vb, stride_vh, stride_vn, stride_ob, stride_oh, stride_on, seq_len, HEAD_DIM, BLOCK_M, BLOCK_N)
     start_m = tile_m * BLOCK_M
     offs_n = tl.arange(0, BLOCK_N)
-    q = desc_q.load([start_m, 0])
-    if UPCAST:
-        q = q.to(tl.float32)
-    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    q, m_i, l_i, acc = _start_tile(desc_q.load([start_m, 0]), BLOCK_M, HEAD_DIM, UPCAST)
     if CAUSAL and not OFFDIAG:
         desc_rows = tl.make_tensor_descriptor(ROWS, shape=[rows_len], strides=[1], block_shape=[BLOCK_M])
         rows = desc_rows.load([start_m])
@@ -324,17 +308,9 @@ def _hopper_fwd_ws(Q, K, V, O, ROWS, LSE, stride_qb, stride_qh, stride_qn, strid
         rows = start_m + tl.arange(0, BLOCK_M)  # unused: only the in-loop causal mask reads rows
         hi = start_m if OFFDIAG else seq_len
     MASK: tl.constexpr = 0 if OFFDIAG else (1 if CAUSAL else (0 if EVEN_N else 2))
-    if CAUSAL and TWO_LOOPS and not OFFDIAG:
-        for start_n in tl.range(0, start_m, BLOCK_N, warp_specialize=WARP_SPEC):
-            acc, l_i, m_i = _ws_step(acc, l_i, m_i, q, desc_k, desc_v, 0, start_n, rows, offs_n, seq_len,
-                                     qk_scale, BLOCK_N, HEAD_DIM, 0, LEAN, UPCAST)
-        for start_n in tl.range(start_m, hi, BLOCK_N, warp_specialize=WARP_SPEC):
-            acc, l_i, m_i = _ws_step(acc, l_i, m_i, q, desc_k, desc_v, 0, start_n, rows, offs_n, seq_len,
-                                     qk_scale, BLOCK_N, HEAD_DIM, 1, LEAN, UPCAST)
-    else:
-        for start_n in tl.range(0, hi, BLOCK_N, warp_specialize=WARP_SPEC):
-            acc, l_i, m_i = _ws_step(acc, l_i, m_i, q, desc_k, desc_v, 0, start_n, rows, offs_n, seq_len,
-                                     qk_scale, BLOCK_N, HEAD_DIM, MASK, LEAN, UPCAST)
+    for start_n in tl.range(0, hi, BLOCK_N, warp_specialize=WARP_SPEC):
+        acc, l_i, m_i = _ws_step(acc, l_i, m_i, q, desc_k, desc_v, 0, start_n, rows, offs_n, seq_len,
+                                 qk_scale, BLOCK_N, HEAD_DIM, MASK, LEAN, UPCAST)
     if OFFDIAG:
         # The first query tile has no key below the diagonal: l_i = 0, acc = 0, and its partial
         # result must weigh nothing in the merge (log2 0 = -inf), not be 0/0.
@@ -353,8 +329,7 @@ def _hopper_fwd_ws_persistent(Q, K, V, O, ROWS, stride_qb, stride_qh, stride_qn,
                               HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr,
                               BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, UPCAST: tl.constexpr,
                               WARP_SPEC: tl.constexpr, FLAT: tl.constexpr, LEAN: tl.constexpr = False,
-                              TWO_LOOPS: tl.constexpr = False, PAIRS: tl.constexpr = False,
-                              OUTER: tl.constexpr = 0):
+                              PAIRS: tl.constexpr = False):
     """_hopper_fwd_ws as a persistent kernel: one program per SM walks the (head, query tile)
     list with a stride of the grid size, so no last partial wave of programs idles most SMs, and
     a program's next tile starts while the SM is still warm.
@@ -395,10 +370,7 @@ def _hopper_fwd_ws_persistent(Q, K, V, O, ROWS, stride_qb, stride_qh, stride_qn,
         lo = pid
         hi_t = n_tiles
         step = nprog
-    # OUTER (experiments): 1 asks Triton to flatten the tile and key loops into one it can pipeline
-    # across tiles; 2 warp-specializes the tile loop instead of the key loop.
-    INNER_WS: tl.constexpr = WARP_SPEC and OUTER != 2
-    for t in tl.range(lo, hi_t, step, flatten=OUTER == 1, warp_specialize=WARP_SPEC and OUTER == 2):
+    for t in tl.range(lo, hi_t, step):
         if CAUSAL and PAIRS:
             u = pid + (t // 2) * nprog
             bh = u // n_pairs
@@ -415,21 +387,11 @@ def _hopper_fwd_ws_persistent(Q, K, V, O, ROWS, stride_qb, stride_qh, stride_qn,
             row0 = bh * seq_len
         else:
             row0 = 0
-            desc_q = tl.make_tensor_descriptor(Q + b * stride_qb + h * stride_qh, shape=[seq_len, HEAD_DIM],
-                                               strides=[stride_qn, 1], block_shape=[BLOCK_M, HEAD_DIM])
-            desc_k = tl.make_tensor_descriptor(K + b * stride_kb + h * stride_kh, shape=[seq_len, HEAD_DIM],
-                                               strides=[stride_kn, 1], block_shape=[BLOCK_N, HEAD_DIM])
-            desc_v = tl.make_tensor_descriptor(V + b * stride_vb + h * stride_vh, shape=[seq_len, HEAD_DIM],
-                                               strides=[stride_vn, 1], block_shape=[BLOCK_N, HEAD_DIM])
-            desc_o = tl.make_tensor_descriptor(O + b * stride_ob + h * stride_oh, shape=[seq_len, HEAD_DIM],
-                                               strides=[stride_on, 1], block_shape=[BLOCK_M, HEAD_DIM])
+            desc_q, desc_k, desc_v, desc_o = _head_descs(
+                Q, K, V, O, b, h, stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
+                stride_vb, stride_vh, stride_vn, stride_ob, stride_oh, stride_on, seq_len, HEAD_DIM, BLOCK_M, BLOCK_N)
         start_m = tile_m * BLOCK_M
-        q = desc_q.load([row0 + start_m, 0])
-        if UPCAST:
-            q = q.to(tl.float32)
-        m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
-        l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-        acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+        q, m_i, l_i, acc = _start_tile(desc_q.load([row0 + start_m, 0]), BLOCK_M, HEAD_DIM, UPCAST)
         if CAUSAL:
             rows = desc_rows.load([start_m])
             hi = tl.minimum(start_m + BLOCK_M, seq_len)
@@ -437,17 +399,9 @@ def _hopper_fwd_ws_persistent(Q, K, V, O, ROWS, stride_qb, stride_qh, stride_qn,
             rows = start_m + tl.arange(0, BLOCK_M)  # unused without the causal mask
             hi = seq_len
         MASK: tl.constexpr = 1 if CAUSAL else (0 if EVEN_N else 2)
-        if CAUSAL and TWO_LOOPS:
-            for start_n in tl.range(0, start_m, BLOCK_N, warp_specialize=INNER_WS):
-                acc, l_i, m_i = _ws_step(acc, l_i, m_i, q, desc_k, desc_v, row0, start_n, rows, offs_n, seq_len,
-                                         qk_scale, BLOCK_N, HEAD_DIM, 0, LEAN, UPCAST)
-            for start_n in tl.range(start_m, hi, BLOCK_N, warp_specialize=INNER_WS):
-                acc, l_i, m_i = _ws_step(acc, l_i, m_i, q, desc_k, desc_v, row0, start_n, rows, offs_n, seq_len,
-                                         qk_scale, BLOCK_N, HEAD_DIM, 1, LEAN, UPCAST)
-        else:
-            for start_n in tl.range(0, hi, BLOCK_N, warp_specialize=INNER_WS):
-                acc, l_i, m_i = _ws_step(acc, l_i, m_i, q, desc_k, desc_v, row0, start_n, rows, offs_n, seq_len,
-                                         qk_scale, BLOCK_N, HEAD_DIM, MASK, LEAN, UPCAST)
+        for start_n in tl.range(0, hi, BLOCK_N, warp_specialize=WARP_SPEC):
+            acc, l_i, m_i = _ws_step(acc, l_i, m_i, q, desc_k, desc_v, row0, start_n, rows, offs_n, seq_len,
+                                     qk_scale, BLOCK_N, HEAD_DIM, MASK, LEAN, UPCAST)
         desc_o.store([row0 + start_m, 0], (acc / l_i[:, None]).to(desc_o.dtype))
 
 
@@ -458,15 +412,10 @@ def _diag_merge(desc_q, desc_k, desc_v, desc_o, LSE, num_heads, seq_len, rows_le
     merged with the partial result _hopper_fwd_ws(OFFDIAG=True) left in O and LSE. With log2-
     sum-exp2 values a (partial) and b (diagonal) and m = max(a, b): o = (o_a 2^(a-m) + acc_b
     2^(m_b-m)) / (2^(a-m) + l_b 2^(m_b-m))."""
-    b, h, tile_m = _program_coords(num_heads, True, 0)
+    b, h, tile_m = _program_coords(num_heads, True)
     start_m = tile_m * BLOCK_M
     offs_m = start_m + tl.arange(0, BLOCK_M)
-    q = _tile(desc_q, b, h, start_m, BLOCK_M, HEAD_DIM, False)
-    if UPCAST:
-        q = q.to(tl.float32)
-    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    q, m_i, l_i, acc = _start_tile(_tile(desc_q, b, h, start_m, BLOCK_M, HEAD_DIM, False), BLOCK_M, HEAD_DIM, UPCAST)
     acc, l_i, m_i = _attend(acc, l_i, m_i, q, desc_k, desc_v, b, h, offs_m, start_m,
                             tl.minimum(start_m + BLOCK_M, seq_len), seq_len, qk_scale, BLOCK_N, HEAD_DIM, 1, UPCAST)
     lse_a = tl.load(LSE + (b * num_heads + h).to(tl.int64) * rows_len + offs_m)
@@ -483,16 +432,12 @@ def _diag_merge(desc_q, desc_k, desc_v, desc_o, LSE, num_heads, seq_len, rows_le
 # ---------------------------------------------------------------------------------------------
 
 
-def _interpreting():
-    return portable._interpreting()
-
-
 def hopper_available(device=None):
     """(True, "") if the Hopper path can run on `device` (default: the current CUDA device),
     else (False, the reason). It needs compute capability 9.x (TMA and wgmma; Blackwell's
     tensor cores want a different kernel) and a Triton with tensor descriptors. The CPU
     interpreter is refused too: it runs the code but says nothing about TMA or warpgroups."""
-    if _interpreting():
+    if interpreting():
         return False, "TRITON_INTERPRET=1: the CPU interpreter runs the portable kernel only"
     if TensorDescriptor is None or not hasattr(tl, "make_tensor_descriptor"):
         return False, f"Triton {triton.__version__} has no tensor descriptors (needs >= 3.3)"
@@ -506,7 +451,6 @@ def hopper_available(device=None):
 
 @functools.lru_cache(maxsize=None)
 def _capability_ok(index):
-    # Cached: this runs on every call, and at 2 ms a call the host's time shows in the timings.
     major, minor = torch.cuda.get_device_capability(index)
     if major != 9:
         return False, (f"compute capability {major}.{minor}; the Hopper path needs 9.x "
@@ -541,19 +485,13 @@ class Features:
     causal_split: bool = False  # causal, warp-specialized: unmasked tiles in one launch, diagonal + merge in a second
     persistent: bool = False    # warp-specialized, one program per SM walking the tiles
     flat_descs: bool = True     # persistent: all heads under one descriptor set, built once, where valid
-    lean_mask: int = 0          # warp-specialized causal: 1 -inf into the raw scores; 2 the mask as a min() bound
-    two_loops: bool = False     # warp-specialized causal: unmasked loop below the diagonal, masked loop on it
-    head_group: int = 0         # warp-specialized causal, not persistent: longest-first order over groups of heads
+    lean_mask: bool = False     # warp-specialized causal: the mask as a min() against an arithmetic bound
     causal_pairs: bool = False  # warp-specialized causal: programs take query tiles i and n-1-i together
-    outer: int = 0              # persistent, experiments: 1 flatten the loop nest, 2 warp-specialize the tile loop
 
     def label(self):
         on = (("overlap", self.overlap), ("warp_spec", self.warp_spec), ("causal_split", self.causal_split),
               ("persistent", self.persistent), ("per-tile descriptors", self.persistent and not self.flat_descs),
-              ("lean_mask" if self.lean_mask == 1 else f"lean_mask{int(self.lean_mask)}", bool(self.lean_mask)),
-              ("two_loops", self.two_loops),
-              (f"head_group{self.head_group}", self.head_group > 0), ("causal_pairs", self.causal_pairs),
-              (f"outer{self.outer}", self.outer > 0))
+              ("lean_mask", self.lean_mask), ("causal_pairs", self.causal_pairs))
         return "+".join(n for n, flag in on if flag) or "tma"
 
 
@@ -582,8 +520,8 @@ MAX_ACC_REGS = 160  # fp32 accumulator + score tile registers a thread beyond wh
 
 
 def _family(head_dim):
-    if head_dim not in portable.HEAD_DIMS:
-        raise ValueError(f"head_dim must be one of {portable.HEAD_DIMS}, got {head_dim}")
+    if head_dim not in HEAD_DIMS:
+        raise ValueError(f"head_dim must be one of {HEAD_DIMS}, got {head_dim}")
     return "small" if head_dim <= 64 else str(head_dim)
 
 
@@ -636,11 +574,6 @@ def candidate_configs(head_dim, dtype, causal, seq_len, features=None, smem_limi
     return out
 
 
-# ---------------------------------------------------------------------------------------------
-# 3. The launcher and the public function
-# ---------------------------------------------------------------------------------------------
-
-
 BEST = Features(warp_spec=True)  # the kernel family hopper_attention uses (see best_features)
 
 # Causal from this length on: the split schedule (v5) won on the H200 at N=16384 (1.04-1.06x of v4)
@@ -657,15 +590,73 @@ def best_features(causal, seq_len):
         return Features(warp_spec=True, persistent=True)
     if seq_len >= SPLIT_FROM_SEQ_LEN:
         return Features(warp_spec=True, causal_split=True)
-    return Features(warp_spec=True, persistent=True, causal_pairs=True, lean_mask=2)
+    return Features(warp_spec=True, persistent=True, causal_pairs=True, lean_mask=True)
 
 
-def v7_features(causal, seq_len):
-    """v7's per-shape choice (kept so v7 can still be timed as it was): non-causal persistent;
-    causal v4, with the split schedule from SPLIT_FROM_SEQ_LEN."""
-    if not causal:
-        return Features(warp_spec=True, persistent=True)
-    return Features(warp_spec=True, causal_split=seq_len >= SPLIT_FROM_SEQ_LEN)
+# ---------------------------------------------------------------------------------------------
+# 3. The wrapper
+# ---------------------------------------------------------------------------------------------
+
+
+def hopper_attention(q, k, v, causal=False, sm_scale=None, *, config=None, features=None):
+    """softmax(q kᵀ * sm_scale [+ causal mask]) v with the Hopper kernel.
+
+    q, k, v: (batch, heads, seq_len, head_dim) float16/bfloat16 CUDA tensors on a compute
+    capability 9.x GPU (see :func:`hopper_available`). config: None to choose among the pruned
+    candidates (timed once per shape bucket), or a fixed dict(BLOCK_M=, BLOCK_N=, num_warps=,
+    num_stages=). features: a :class:`Features`; None means :func:`best_features` for the shape.
+    A repeated call replays the launches of the first call with the same key (kernels/launcher.py).
+    """
+    return _cached_call(q, k, v, causal, sm_scale, config, features, for_test=False)
+
+
+def run_for_test(q, k, v, causal=False, sm_scale=None, *, config=None, features=None):
+    """hopper_attention without the availability check, for the CPU interpreter in tests."""
+    if not interpreting():
+        raise RuntimeError("run_for_test is for TRITON_INTERPRET=1 only; call hopper_attention")
+    return _cached_call(q, k, v, causal, sm_scale, config or _INTERPRETER_CONFIG, features, for_test=True)
+
+
+_CACHE = LaunchCache()
+
+
+def _cached_call(q, k, v, causal, sm_scale, config, features, for_test):
+    key, _, o = _CACHE.try_replay(q, k, v, (causal, sm_scale, config_key(config), features, for_test))
+    if o is not None:
+        return o
+    check_inputs(q, k, v)
+    scale = _hopper_scale(q, sm_scale)
+    if not for_test:
+        ok, why = hopper_available(q.device)
+        if not ok:
+            raise ValueError(f"the Hopper path cannot run here: {why}; use path='portable'")
+    feats = best_features(causal, q.shape[2]) if features is None else features
+    recorder = Recorder() if key is not None and replay_allowed() else PLAIN
+    o = _run(q, k, v, causal, scale, config, feats, recorder)
+    if recorder is not PLAIN:
+        _CACHE.put(key, recorder.replay(o, None, q.device))
+    return o
+
+
+def _for_dispatch(q, k, v, causal, sm_scale, config, launcher):
+    """The Hopper path of flash_attention (kernels/dispatch.py): inputs checked, path available."""
+    scale = _hopper_scale(q, sm_scale)
+    o = _run(q, k, v, causal, scale, config, best_features(causal, q.shape[2]), launcher)
+    last = _last_launch
+    return o, dict(last["config"], maxnreg=None, autotuned=last["autotuned"], features=last["features"].label())
+
+
+dispatch.register_path(dispatch.KernelPath(
+    name="hopper", title="Hopper", dtypes=HALF_DTYPES, available=hopper_available, run=_for_dispatch))
+
+
+def _hopper_scale(q, sm_scale):
+    """The checks only this path needs (dtype, a positive scale); returns the softmax scale."""
+    if q.dtype not in HALF_DTYPES:
+        raise ValueError(f"the Hopper path runs float16 or bfloat16, got {q.dtype} "
+                         "(use path='portable' for float32)")
+    return softmax_scale(q.shape[-1], sm_scale)
+
 
 # Under TRITON_INTERPRET=1 (tests only): small tiles keep the CPU fast. The interpreter has no
 # warpgroups, so the 64-row minimum of a real wgmma does not apply there.
@@ -681,23 +672,31 @@ def last_launch():
     return None if _last_launch is None else dict(_last_launch)
 
 
-def _alloc_scratch(size, alignment, stream):
-    """Global scratch for the descriptors each program builds on the device."""
-    return torch.empty(size, dtype=torch.int8, device="cuda")
+def _remember(record):
+    global _last_launch
+    _last_launch = record
 
 
-_ROWS: dict = {}
-
-
-def _row_positions(device, n):
-    """int32 0, 1, 2, ... (at least n of them, a power of two) on `device`: the query positions
-    the warp-specialized kernel's causal mask loads through a descriptor. Kept per device."""
-    key = (device.type, device.index)
-    rows = _ROWS.get(key)
-    if rows is None or rows.numel() < n:
-        rows = torch.arange(triton.next_power_of_2(max(n, 1024)), dtype=torch.int32, device=device)
-        _ROWS[key] = rows
-    return rows
+def _run(q, k, v, causal, scale, config, feats, launcher):
+    """Choose the tile config, get the inputs ready and launch; returns o."""
+    q, k, v = (launcher.input(name, t, copy=not _tma_compatible(t)) for name, t in (("q", q), ("k", k), ("v", v)))
+    o = launcher.empty("o", q.shape, q.dtype, q.device)
+    if config is not None:
+        cfg, autotuned = _config_from(config, causal), False
+    elif interpreting():
+        cfg, autotuned = _INTERPRETER_CONFIG, False
+    else:
+        cfg, autotuned = _choose_config(q, k, v, causal, scale, feats), True
+    if q.is_cuda and q.device.index != torch.cuda.current_device():
+        with torch.cuda.device(q.device):
+            kernel, ws = _launch(q, k, v, o, causal, scale, cfg, feats, launcher)
+    else:  # the common case: no device context to enter
+        kernel, ws = _launch(q, k, v, o, causal, scale, cfg, feats, launcher)
+    record = dict(config=cfg.as_dict(), features=feats, autotuned=autotuned, warp_specialized=ws,
+                  kernel=None if interpreting() else kernel)
+    _remember(record)
+    launcher.on_replay(_remember, record)
+    return o
 
 
 def _tma_compatible(t):
@@ -705,24 +704,6 @@ def _tma_compatible(t):
     multiples for the other strides."""
     e = t.element_size()
     return t.stride(-1) == 1 and t.data_ptr() % 16 == 0 and all((s * e) % 16 == 0 for s in t.stride()[:-1])
-
-
-def _check(q, k, v, sm_scale):
-    """Validate like the portable path, plus what this one needs; returns the softmax scale."""
-    portable._check_inputs(q, k, v, "portable")
-    return _hopper_scale(q, sm_scale)
-
-
-def _hopper_scale(q, sm_scale):
-    """The checks only this path needs (dtype, a positive scale); returns the softmax scale."""
-    if q.dtype not in _DTYPES:
-        raise ValueError(f"the Hopper path runs float16 or bfloat16, got {q.dtype} "
-                         "(use path='portable' for float32)")
-    scale = 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else float(sm_scale)
-    if not math.isfinite(scale) or scale <= 0:
-        # The kernel scales each row's maximum instead of every score, which needs scale > 0.
-        raise ValueError(f"sm_scale must be finite and > 0 on the Hopper path, got {sm_scale}")
-    return scale
 
 
 def _config_from(config, causal):
@@ -743,11 +724,9 @@ def _config_from(config, causal):
             raise ValueError("config needs BLOCK_M and BLOCK_N")
         cfg = TileConfig(config["BLOCK_M"], config["BLOCK_N"], config.get("num_warps", 4),
                          config.get("num_stages", 2))
-    for name in ("BLOCK_M", "BLOCK_N"):
-        x = getattr(cfg, name)
-        if not isinstance(x, int) or x < 16 or x & (x - 1):
-            raise ValueError(f"{name} must be a power of two >= 16, got {x!r}")
-    if not _interpreting() and cfg.BLOCK_M < 16 * cfg.num_warps:
+    check_tile("BLOCK_M", cfg.BLOCK_M)
+    check_tile("BLOCK_N", cfg.BLOCK_N)
+    if not interpreting() and cfg.BLOCK_M < 16 * cfg.num_warps:
         raise ValueError(f"BLOCK_M={cfg.BLOCK_M} is too small for {cfg.num_warps} warps: wgmma gives "
                          "each warp 16 rows (use BLOCK_M >= 16 * num_warps)")
     if causal and cfg.BLOCK_M % cfg.BLOCK_N:
@@ -755,10 +734,15 @@ def _config_from(config, causal):
     return cfg
 
 
-def _launch(q, k, v, o, causal, scale, cfg: TileConfig, feats: Features):
-    """Launch one kernel writing o; returns (CompiledKernel, warp-specialized?). A config the
-    warp-specialized kernel cannot split (see ws_capable) runs the descriptor kernel instead."""
-    interp = _interpreting()  # read once: each read of the environment shows in small calls' latency
+def _alloc_scratch(size, alignment, stream):
+    """Global scratch for the descriptors each program builds on the device."""
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+def _launch(q, k, v, o, causal, scale, cfg: TileConfig, feats: Features, launcher=PLAIN):
+    """Launch the kernel(s) writing o; returns (the main kernel's CompiledKernel, warp-specialized?).
+    A config the warp-specialized kernel cannot split (see ws_capable) runs the descriptor kernel."""
+    interp = interpreting()
     batch, heads, seq_len, head_dim = q.shape
     grid = (triton.cdiv(seq_len, cfg.BLOCK_M), batch * heads)
     common = dict(HEAD_DIM=head_dim, CAUSAL=bool(causal), BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N,
@@ -776,30 +760,43 @@ def _launch(q, k, v, o, causal, scale, cfg: TileConfig, feats: Features):
             units = (grid[0] + 1) // 2 * grid[1] if pairs else grid[0] * grid[1]
             # Not persistent (pairs only): one program per unit, the hardware deals them out.
             n_prog = min(units, _sm_count(q.device)) if feats.persistent else units
-            kernel = _hopper_fwd_ws_persistent[(n_prog,)](
+            kernel = launcher.launch(
+                _hopper_fwd_ws_persistent, (n_prog,),
                 q, k, v, o, rows, *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *o.stride()[:3],
                 heads, batch * heads, seq_len, rows.numel(), scale * LOG2E, EVEN_N=even,
-                WARP_SPEC=not interp, FLAT=flat, LEAN=int(feats.lean_mask), TWO_LOOPS=feats.two_loops,
-                PAIRS=pairs, OUTER=feats.outer, **common)
+                WARP_SPEC=not interp, FLAT=flat, LEAN=feats.lean_mask, PAIRS=pairs, **common)
             return kernel, not interp
         split = bool(causal) and feats.causal_split
         rows = _row_positions(q.device, grid[0] * cfg.BLOCK_M)
         rows_len = grid[0] * cfg.BLOCK_M  # LSE row stride: a multiple of BLOCK_M keeps TMA aligned
-        lse = torch.empty((batch * heads, rows_len), dtype=torch.float32, device=q.device) if split else rows
-        kernel = _hopper_fwd_ws[grid](
+        lse = launcher.empty("lse", (batch * heads, rows_len), torch.float32, q.device) if split else rows
+        kernel = launcher.launch(
+            _hopper_fwd_ws, grid,
             q, k, v, o, rows, lse, *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *o.stride()[:3],
             heads, seq_len, rows_len if split else rows.numel(), scale * LOG2E, EVEN_N=even,
-            WARP_SPEC=not interp, OFFDIAG=split, LEAN=int(feats.lean_mask), TWO_LOOPS=feats.two_loops,
-            GROUP=feats.head_group if causal else 0, **common)
+            WARP_SPEC=not interp, OFFDIAG=split, LEAN=feats.lean_mask, **common)
         if split:
-            descs = _host_descs(q, k, v, o, cfg)
-            _diag_merge[grid](*descs, lse, heads, seq_len, rows_len, scale * LOG2E, HEAD_DIM=head_dim,
-                              BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N, UPCAST=interp, num_warps=8,
-                              num_stages=2)
+            launcher.launch(_diag_merge, grid, *_host_descs(q, k, v, o, cfg), lse, heads, seq_len, rows_len,
+                            scale * LOG2E, HEAD_DIM=head_dim, BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N,
+                            UPCAST=interp, num_warps=8, num_stages=2)
         return kernel, not interp
-    kernel = _hopper_fwd[grid](*_host_descs(q, k, v, o, cfg), heads, seq_len, scale * LOG2E,
-                               OVERLAP=feats.overlap, **common)
+    kernel = launcher.launch(_hopper_fwd, grid, *_host_descs(q, k, v, o, cfg), heads, seq_len, scale * LOG2E,
+                             OVERLAP=feats.overlap, **common)
     return kernel, False
+
+
+_ROWS: dict = {}
+
+
+def _row_positions(device, n):
+    """int32 0, 1, 2, ... (at least n of them, a power of two) on `device`: the query positions
+    the warp-specialized kernel's causal mask loads through a descriptor. Kept per device."""
+    key = (device.type, device.index)
+    rows = _ROWS.get(key)
+    if rows is None or rows.numel() < n:
+        rows = torch.arange(triton.next_power_of_2(max(n, 1024)), dtype=torch.int32, device=device)
+        _ROWS[key] = rows
+    return rows
 
 
 def _flat_ok(q, k, v, o, cfg):
@@ -854,345 +851,3 @@ def _choose_config(q, k, v, causal, scale, feats):
                 raise RuntimeError(f"no Hopper tile config could run {tuple(q.shape)} {q.dtype} causal={causal}")
             _tuned[key] = min(timed, key=lambda t: t[0])[1]
     return _tuned[key]
-
-
-def hopper_attention(q, k, v, causal=False, sm_scale=None, *, config=None, features=None):
-    """softmax(q kᵀ * sm_scale [+ causal mask]) v with the Hopper kernel.
-
-    q, k, v: (batch, heads, seq_len, head_dim) float16/bfloat16 CUDA tensors on a compute
-    capability 9.x GPU (see :func:`hopper_available`). config: None to choose among the pruned
-    candidates (timed once per shape bucket), or a fixed dict(BLOCK_M=, BLOCK_N=, num_warps=,
-    num_stages=). features: a :class:`Features`; None means :func:`best_features` for the shape.
-    """
-    return _checked_run(q, k, v, causal, _check(q, k, v, sm_scale), config, features)
-
-
-def _checked_run(q, k, v, causal, scale, config, features, available=False):
-    if not available:
-        ok, why = hopper_available(q.device)
-        if not ok:
-            raise ValueError(f"the Hopper path cannot run here: {why}; use path='portable'")
-    feats = best_features(causal, q.shape[2]) if features is None else features
-    return _run(q, k, v, causal, scale, config, feats)
-
-
-def run_validated(q, k, v, causal, sm_scale, config, available):
-    """hopper_attention for flash_attention, which has already validated q, k, v (and, when
-    `available`, found the path available): the checks are not paid twice per call, where the
-    host's time shows in the latency of small problems."""
-    return _checked_run(q, k, v, causal, _hopper_scale(q, sm_scale), config, None, available)
-
-
-def _run(q, k, v, causal, scale, config, feats):
-    global _last_launch
-    q, k, v = (t if _tma_compatible(t) else t.contiguous() for t in (q, k, v))
-    o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    if config is not None:
-        cfg, autotuned = _config_from(config, causal), False
-    elif _interpreting():
-        cfg, autotuned = _INTERPRETER_CONFIG, False
-    else:
-        cfg, autotuned = _choose_config(q, k, v, causal, scale, feats), True
-    if q.is_cuda and q.device.index != torch.cuda.current_device():
-        with torch.cuda.device(q.device):
-            kernel, ws = _launch(q, k, v, o, causal, scale, cfg, feats)
-    else:  # the common case: skip the context manager, its cost shows at 2 ms a call
-        kernel, ws = _launch(q, k, v, o, causal, scale, cfg, feats)
-    _last_launch = dict(config=cfg.as_dict(), features=feats, autotuned=autotuned, warp_specialized=ws,
-                        kernel=None if _interpreting() else kernel)
-    return o
-
-
-def run_for_test(q, k, v, causal=False, sm_scale=None, *, config=None, features=None):
-    """hopper_attention without the availability check, for the CPU interpreter in tests."""
-    if not _interpreting():
-        raise RuntimeError("run_for_test is for TRITON_INTERPRET=1 only; call hopper_attention")
-    scale = _check(q, k, v, sm_scale)
-    feats = best_features(causal, q.shape[2]) if features is None else features
-    return _run(q, k, v, causal, scale, config or _INTERPRETER_CONFIG, feats)
-
-
-# ---------------------------------------------------------------------------------------------
-# 4. The versions, each with the prediction made before it was measured
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class KernelVersion:
-    """One step of the optimisation journey: a callable with its settings, and its story.
-
-    `prediction` was written, on `predicted_at`, before the version was first measured, and so
-    was its number: `predicted_speedup[masking] = (low, high)`, the factor expected on TFLOP/s
-    (geometric mean over the goal cases) against `baseline` (a version name, or "sdpa" for the
-    fastest SDPA backend). The report sets both beside the measurement, whichever way it went.
-    `outcome` is written after measuring, never before. `in_phase`: timed by the iterations
-    phase by default (leaving one out keeps the phase short; the registry keeps its story).
-    """
-
-    name: str
-    change: str
-    prediction: str
-    predicted_at: str
-    path: str  # "portable" or "hopper"
-    baseline: str = ""
-    predicted_speedup: dict = field(default_factory=dict)  # "non-causal"/"causal" -> (low, high)
-    # None: hopper_attention's own choice per shape; a function (causal, seq_len) -> Features: this
-    # version's own choice per shape.
-    features: object = field(default_factory=Features)
-    # Fixed tile configs keyed by causal (None: the path's own tuning). Fixed configs keep the
-    # iterations phase inside its time budget: no tuning at collect time.
-    configs: dict = field(default_factory=dict)
-    outcome: str = ""
-    in_phase: bool = True
-    role: str = ""  # "t4-fix": the version that tries the fix the published T4 study left open
-    maskings: tuple = ("non-causal", "causal")  # what the version changes (and is timed on)
-
-    def config_for(self, causal: bool):
-        """The fixed tile config for this masking; None lets the path choose (see `features`)."""
-        return self.configs.get(bool(causal))
-
-    def __call__(self, q, k, v, causal=False, sm_scale=None, config=None):
-        cfg = config if config is not None else self.config_for(causal)
-        if self.path == "portable":
-            return portable.flash_attention(q, k, v, causal, sm_scale, path="portable", config=cfg)
-        return hopper_attention(q, k, v, causal, sm_scale, config=cfg, features=self.features_for(causal, q.shape[2]))
-
-    def features_for(self, causal, seq_len):
-        """The Features this version runs at one shape (None: hopper_attention's own choice)."""
-        return self.features(bool(causal), seq_len) if callable(self.features) else self.features
-
-    def features_label(self):
-        if self.path == "portable":
-            return ""
-        if self.features is None or callable(self.features):
-            return "per shape"
-        return self.features.label()
-
-    @property
-    def requires_hopper(self) -> bool:
-        return self.path == "hopper"
-
-
-def _cfg(bm, bn, w, s):
-    return dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=w, num_stages=s)
-
-
-def _both(low, high):
-    return {"non-causal": (low, high), "causal": (low, high)}
-
-
-VERSIONS = {v.name: v for v in [
-    KernelVersion(
-        name="v0-portable",
-        change="The portable kernel (kernels/attention.py): pointer loads through cp.async, "
-               "software-pipelined by Triton; 128x64 tiles on two warpgroups.",
-        prediction="Baseline: its first H200 run measured 0.82x cuDNN non-causal and 0.87x causal (fp16, "
-                   "N=4096); expect the same within a few percent.",
-        predicted_at="2026-11-29",
-        path="portable",
-        baseline="sdpa",
-        predicted_speedup={"non-causal": (0.78, 0.86), "causal": (0.82, 0.90)},
-        # What the portable autotuner chose on the H200 (.gpu/attn_smoke/attn.log).
-        configs={False: _cfg(128, 64, 8, 4), True: _cfg(128, 64, 8, 3)},
-        outcome="2026-11-29, H200 run 1: 0.76-0.83x cuDNN non-causal, 0.76-0.86x causal (lowest at N=4096). "
-                "cuDNN measured faster here (656 TFLOP/s fp16 non-causal at N=4096) than in the smoke run (579), "
-                "so the ratios sit below the smoke run's.",
-    ),
-    KernelVersion(
-        name="v1-tma",
-        change="Q, K, V and O move by TMA through host-built 4-D tensor descriptors: one bulk copy per "
-               "tile, waited on through an mbarrier; the ragged tail is zero-filled by the copy engine, so "
-               "no load or store masks. Same 128x64 tiles as v0.",
-        prediction="+3 to +8% over v0: the loop stops spending registers and issue slots on addresses and "
-                   "cp.async (its compiled register count drops from 188 to ~138), but the warpgroups "
-                   "still meet at CTA-wide barriers every step and run softmax and matmul in turn.",
-        predicted_at="2026-11-29",
-        path="hopper",
-        baseline="v0-portable",
-        predicted_speedup=_both(1.03, 1.08),
-        configs={False: _cfg(128, 64, 8, 3), True: _cfg(128, 64, 8, 3)},
-        outcome="2026-11-29, H200 run 1: 0.91-0.95x of v0, slower, not faster. TMA in a loop Triton does not "
-                "warp-specialize brings CTA-wide barriers around each copy (three per step in the sm90 SASS), "
-                "and this config pipelines 3 stages to v0's 4.",
-    ),
-    KernelVersion(
-        name="v2-wide",
-        change="Fewer, wider loads, the fix the published T4 study left open: 128 keys per step instead "
-               "of 64. Each TMA copy moves 32 KB, the loop runs half as many steps (half the barriers "
-               "and waits), and the score matmul asks ~96 instead of ~128 shared-memory bytes per cycle "
-               "(the SM serves 128).",
-        prediction="+4 to +10% over v1 if shared-memory bandwidth and per-step overhead stall it; the "
-                   "bigger score tile (187 registers, no spills in the sm90 compile) should not hurt.",
-        predicted_at="2026-11-29",
-        path="hopper",
-        baseline="v1-tma",
-        predicted_speedup=_both(1.04, 1.10),
-        role="t4-fix",
-        configs={False: _cfg(128, 128, 8, 2), True: _cfg(128, 128, 8, 2)},
-        outcome="2026-11-29, H200 runs 1-2: 0.97-1.01x of v1 non-causal, 0.92-0.93x causal. With both "
-                "warpgroups held in step by the barriers, a 128-key tile doubles each softmax phase, during which "
-                "the tensor cores idle; relieving shared memory buys nothing while that serialisation dominates. "
-                "Under warp specialization (v4) the same widening pays: v4 with 64-key tiles ran at 0.89x of v4 "
-                "non-causal and 0.84x causal at N=4096 (run 2).",
-    ),
-    KernelVersion(
-        name="v3-overlap",
-        change="Hand software-pipelining: the scores of tile j+1 are requested before the softmax of "
-               "tile j, for the tensor cores to work during the exponentials. 128x64 tiles (at 128x128 "
-               "the two live score tiles need all 255 registers).",
-        prediction="No gain, likely a small loss: the sm90 compile shows Triton waits for the early "
-                   "wgmma right after issuing it (its pipeliner keeps a wgmma in flight only when the "
-                   "next use is another wgmma), so nothing overlaps and 30 more registers are live.",
-        predicted_at="2026-11-29",
-        path="hopper",
-        baseline="v1-tma",
-        predicted_speedup=_both(0.95, 1.00),
-        features=Features(overlap=True),
-        configs={False: _cfg(128, 64, 8, 3), True: _cfg(128, 64, 8, 3)},
-        outcome="2026-11-29, H200 run 1: 0.91-0.93x of v1, a larger loss than predicted; kept as the record of "
-                "an overlap Triton's wgmma pipelining does not perform.",
-    ),
-    KernelVersion(
-        name="v4-warpspec",
-        change="Triton's warp specialization (tl.range(warp_specialize=True)): a producer warpgroup "
-               "issues the TMA copies; two consumer warpgroups of 64 rows compute, synchronised by "
-               "mbarriers instead of CTA-wide barriers, with registers moved to them (setmaxnreg). "
-               "Needs per-head descriptors built on the device and a single key loop, so causal masks "
-               "every tile. 128x128 tiles, 12 warps.",
-        prediction="The largest step: +12 to +25% over v2 non-causal, reaching 0.9-1.0x cuDNN, because one "
-                   "consumer's softmax can now run under the other's matmuls. Causal gains less (+5 to "
-                   "+15%): every tile pays the mask.",
-        predicted_at="2026-11-29",
-        path="hopper",
-        baseline="v2-wide",
-        predicted_speedup={"non-causal": (1.12, 1.25), "causal": (1.05, 1.15)},
-        features=Features(warp_spec=True),
-        configs={False: _cfg(128, 128, 4, 2), True: _cfg(128, 128, 4, 2)},
-        outcome="2026-11-29, H200 run 1: non-causal 1.16-1.27x of v2, 0.86-0.90x cuDNN; causal outputs were "
-                "wrong: the split gave both consumers the first one's tl.arange row positions for the mask. The "
-                "positions now come through a descriptor load, which the split handles. Run 2 (fixed): causal "
-                "1.12-1.15x of v2, 0.76-0.78x cuDNN at N=4096 and 0.85x at 16384; non-causal 0.84-0.87x at 4096, "
-                "0.90-0.92x at 16384.",
-    ),
-    KernelVersion(
-        name="v5-causal-split",
-        change="Causal only, in two launches: the warp-specialized kernel runs the key tiles wholly below "
-               "the diagonal with no mask and leaves a normalised partial output and its log-sum-exp; a "
-               "second kernel computes the masked diagonal block and merges the two. (Triton's Hopper "
-               "warp specialization fails to compile any diagonal code next to its loop.)",
-        prediction="+3 to +12% over v4 causal: the mask leaves all but the diagonal tiles, for the price of a "
-                   "second launch and one extra pass over O (~0.1 ms at N=4096, ~0.5 ms at 16384).",
-        predicted_at="2026-11-29",
-        path="hopper",
-        baseline="v4-warpspec",
-        predicted_speedup={"causal": (1.03, 1.12)},
-        features=Features(warp_spec=True, causal_split=True),
-        configs={True: _cfg(128, 128, 4, 2)},
-        maskings=("causal",),
-        outcome="2026-11-29, H200 run 2: 0.93-0.94x of v4 at N=4096, 1.05-1.06x at 16384. The second launch and "
-                "the extra pass over O cost more than the masks save until the sequence is long; at N=16384 it "
-                "reaches 0.89-0.91x cuDNN.",
-    ),
-    KernelVersion(
-        name="v6-persistent",
-        change="v4 as a persistent kernel: one program per SM walks the (head, query tile) list, so the "
-               "last partial wave of programs (N=4096: 4096 tiles on 132 SMs, 31.03 waves) no longer idles "
-               "most SMs, and the four descriptors are built once per program over all heads instead of "
-               "once per tile (contiguous inputs, N a multiple of 128). Causal as in v4, with each head's "
-               "query tiles longest first.",
-        prediction="+2 to +6% over v4 at N=4096 (the tail wave and per-tile descriptor set-up are ~3% each "
-                   "there), ~0 to +2% at N=16384; about +1 to +5% as a geometric mean over both lengths.",
-        predicted_at="2026-11-29",
-        path="hopper",
-        baseline="v4-warpspec",
-        predicted_speedup=_both(1.01, 1.05),
-        features=Features(warp_spec=True, persistent=True),
-        configs={False: _cfg(128, 128, 4, 2), True: _cfg(128, 128, 4, 2)},
-        outcome="2026-11-29, H200 full collect: non-causal 1.13-1.14x of v4 at both lengths, 0.95-0.97x "
-                "cuDNN: better than predicted, so more than the tail wave and the descriptors (a program's "
-                "producer can start its next tile while the consumers finish the last). Causal 0.98-1.00x of v4 "
-                "at N=4096 and 0.89-0.90x at 16384: persistence does not suit the masked, uneven loops.",
-    ),
-    KernelVersion(
-        name="v7-default",
-        change="What hopper_attention ran, given no config and no features, until v9: non-causal, the persistent "
-               "kernel (v6); causal, v4, with the split schedule (v5) from N=8192. One tile config per head_dim, "
-               "so nothing to tune.",
-        prediction="The better of v4, v5 and v6 in each case, within noise: non-causal as v6 (+10 to +16% over "
-                   "v4), causal as v4 at N=4096 and as v5 at 16384 (0 to +6% over v4). Written after the full "
-                   "collect measured v4-v6, before v7 itself ran.",
-        predicted_at="2026-11-29",
-        path="hopper",
-        baseline="v4-warpspec",
-        predicted_speedup={"non-causal": (1.10, 1.16), "causal": (1.0, 1.06)},
-        features=v7_features,
-        in_phase=False,  # superseded by v10; its numbers are in the outcome
-        outcome="2026-11-29, H200 dev runs 3-4: non-causal 0.98-1.01x cuDNN (as v6); causal 0.77-0.79x at N=4096 "
-                "(as v4) and 0.88-0.91x at 16384 (as v5).",
-    ),
-    KernelVersion(
-        name="v8-causal-pairs",
-        change="Causal only: the persistent kernel deals out units of two query tiles, i and n-1-i, which "
-               "together see n+1 key tiles whatever i is. Every program then does the same work and they stay "
-               "in step on the same heads. v6 dealt out single tiles of 1 to n key tiles with a stride, which "
-               "left programs up to 9% apart at N=4096 and, we suspect, let them drift onto more heads than L2 holds.",
-        prediction="Written before its first run (dev run 4): near the non-causal persistent kernel's efficiency "
-                   "less the mask, 0.90-1.0x cuDNN at N=4096; at N=16384, at least v4.",
-        predicted_at="2026-11-29",
-        path="hopper",
-        baseline="v4-warpspec",
-        predicted_speedup={"causal": (1.15, 1.28)},
-        features=Features(warp_spec=True, persistent=True, causal_pairs=True),
-        configs={True: _cfg(128, 128, 4, 2)},
-        maskings=("causal",),
-        outcome="2026-11-29, H200 dev run 4: 1.07-1.10x of v4 at N=4096 (0.84-0.86x cuDNN), short of the "
-                "prediction; 0.93-0.95x of v4 at N=16384. Other causal attempts in dev run 3 did not pay: a cheaper "
-                "mask (-inf into the raw scores) 0.96-0.98x of v4, longest-first order over groups of 8 heads "
-                "0.94-0.98x, and an unmasked and a masked loop in one warp-specialized kernel does not compile "
-                "with Triton 3.6 for sm90.",
-    ),
-    KernelVersion(
-        name="v9-lean-mask",
-        change="v8 with the causal mask as arithmetic: each raw score is capped, min(score, bound), by a bound "
-               "that is 5e19 or more for a visible key and -5e19 for a future one, computed with one fused "
-               "multiply-add per score from the row's and the column's positions. The boolean mask tile is gone: "
-               "in the sm90 SASS the compiler had packed it into bit masks (ISETP, SEL, IMAD and LOP3 per score), "
-               "737 instructions per consumer step against 451 without a mask; now 598.",
-        prediction="Written before its first run (dev run 6): if the consumers are issue-bound (two consumers x 737 "
-                   "instructions is about 1470 issue cycles per SM sub-partition per step, against about 980 "
-                   "tensor-core cycles), 598 instructions could give up to +23%; expected +10 to +20% over v8.",
-        predicted_at="2026-11-29",
-        path="hopper",
-        baseline="v8-causal-pairs",
-        predicted_speedup={"causal": (1.10, 1.20)},
-        features=Features(warp_spec=True, persistent=True, causal_pairs=True, lean_mask=2),
-        configs={True: _cfg(128, 128, 4, 2)},
-        maskings=("causal",),
-        outcome="2026-11-29, H200 dev run 6: 1.00-1.04x of v8 at N=4096 (0.84-0.88x cuDNN), 0.92-1.01x at 16384. "
-                "The issue-bound model was wrong: Nsight Compute (dev run 5) shows issue slots 40% busy in v8 and "
-                "39% in cuDNN's causal kernel; v8's warps wait instead (30% of their stall cycles on L1TEX "
-                "scoreboard), and its tensor pipe is 52% busy to cuDNN's 66%.",
-    ),
-    KernelVersion(
-        name="v10-default",
-        change="What flash_attention ships on Hopper (hopper_attention given no config and no features): "
-               "non-causal, the persistent kernel (v6); causal, v9 below N=8192 and the split schedule (v5) from "
-               "there. One tile config per head_dim, so nothing to tune.",
-        prediction="The better of v5, v6 and v9 in each case, within noise: non-causal as v6, causal as v9 at "
-                   "N=4096 (+8 to +12% over v4) and as v5 at 16384 (+3 to +6% over v4). Written after dev run 6, "
-                   "before v10 itself ran.",
-        predicted_at="2026-11-29",
-        path="hopper",
-        baseline="v4-warpspec",
-        predicted_speedup={"non-causal": (1.10, 1.16), "causal": (1.05, 1.10)},
-        features=None,
-    ),
-]}
-
-FINAL_VERSION = "v10-default"
-
-
-def get_version(name):
-    if name not in VERSIONS:
-        raise ValueError(f"unknown kernel version {name!r}; valid: {', '.join(VERSIONS)}")
-    return VERSIONS[name]

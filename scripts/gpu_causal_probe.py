@@ -4,7 +4,7 @@
         python3 scripts/gpu_causal_probe.py --impl v8-causal-pairs --causal
 
 The call is made twice first with the profiler off (compilation), then once between
-cudaProfilerStart and cudaProfilerStop. --impl: a kernels/attention_hopper.py version name,
+cudaProfilerStart and cudaProfilerStop. --impl: a kernels/attention_versions.py version name,
 sdpa-cudnn, or triton / triton-portable (flash_attention as shipped / on the portable path).
 """
 import argparse
@@ -16,7 +16,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # run f
 import torch  # noqa: E402
 
 from kernels import attention as A  # noqa: E402
-from kernels import attention_hopper as H  # noqa: E402
+from kernels import attention_versions as V  # noqa: E402
 
 
 def main():
@@ -28,7 +28,7 @@ def main():
     a = ap.parse_args()
     shape = tuple(int(x) for x in a.shape.split(","))
     q, k, v = (torch.randn(shape, device="cuda", dtype=getattr(torch, a.dtype)) for _ in range(3))
-    fn = H.get_version(a.impl) if a.impl in H.VERSIONS else A.get_impl(a.impl)
+    fn = V.get_version(a.impl) if a.impl in V.VERSIONS else A.get_impl(a.impl)
     for _ in range(2):
         fn(q, k, v, a.causal)
     torch.cuda.synchronize()

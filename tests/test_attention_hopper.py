@@ -1,17 +1,18 @@
-"""The Hopper path on the CPU: its availability logic, the version registry, config pruning and
-input checks, and the numerics of its three kernels through Triton's interpreter (which models
-tensor descriptors, though not TMA or warpgroups). Tiny shapes; behaviour, never speed."""
+"""The Hopper path on the CPU: its availability logic, config pruning and input checks, and the
+numerics of its kernels through Triton's interpreter (which models tensor descriptors, though not
+TMA or warpgroups). Tiny shapes; behaviour, never speed."""
 import os
 
 # Must precede the first import of triton: @triton.jit picks the interpreter at decoration time.
 os.environ["TRITON_INTERPRET"] = "1"
 
-import datetime  # noqa: E402
 import importlib  # noqa: E402
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from triton.runtime.interpreter import InterpretedFunction  # noqa: E402
+
+from attention_inputs import LAYOUTS, odd_layout, qkv  # noqa: E402
 
 from kernels import attention_hopper as H  # noqa: E402
 
@@ -33,11 +34,8 @@ WS = H.Features(warp_spec=True)
 SPLIT = H.Features(warp_spec=True, causal_split=True)
 PERSIST = H.Features(warp_spec=True, persistent=True)
 PERSIST_TILE = H.Features(warp_spec=True, persistent=True, flat_descs=False)
+PAIRS_LEAN = H.Features(warp_spec=True, persistent=True, causal_pairs=True, lean_mask=True)
 
-
-def qkv(shape, dtype, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    return tuple(torch.randn(shape, generator=g).to(dtype) for _ in range(3))
 
 
 # --- numerics through the interpreter ----------------------------------------------------------
@@ -80,6 +78,20 @@ def test_strided_views_are_read_in_place_or_copied():
     assert not H._tma_compatible(q2)
     out = H.run_for_test(q2, k2, v2, True)
     assert (out.double() - reference_attention(q2, k2, v2, True)).abs().max().item() < ATOL[torch.float16]
+
+
+@pytest.mark.parametrize("kind", LAYOUTS)
+@pytest.mark.parametrize("features", [TMA, WS, SPLIT, PERSIST, PAIRS_LEAN], ids=["tma", "warp_spec", "causal_split",
+                                                                            "persistent", "pairs_lean"])
+def test_odd_layouts_and_ragged_lengths(kind, features):
+    # 37 is not a multiple of any tile. A view a descriptor cannot describe (d not unit-stride, an
+    # address off 16 bytes) is copied first; a (B, N, H, d) view is read in place.
+    q, k, v = odd_layout(kind, 2, 3, 37, 32, torch.float16, seed=12)
+    assert H._tma_compatible(q) == (kind == "bnhd")
+    for causal in (False, True):
+        out = H.run_for_test(q, k, v, causal, features=features)
+        err = (out.double() - reference_attention(q, k, v, causal)).abs().max().item()
+        assert err < ATOL[torch.float16], f"{kind} {features.label()} causal={causal}: max error {err:.2e}"
 
 
 def test_last_launch_records_config_and_features():
@@ -206,57 +218,14 @@ def test_register_estimate_counts_only_consumers_when_warp_specialized():
     assert H.acc_regs_per_thread(cfg, 128, False) == (128 * 128 * 2) // 128
 
 
-# --- the version registry ----------------------------------------------------------------------
-
-
-def test_registry_tells_a_complete_story():
-    names = list(H.VERSIONS)
-    assert names[0] == "v0-portable" and H.FINAL_VERSION in names
-    assert len(set(names)) == len(names)
-    today = datetime.date.today()
-    for i, (name, v) in enumerate(H.VERSIONS.items()):
-        assert v.name == name and name.startswith(f"v{i}-")
-        assert v.change and v.prediction and v.path in ("portable", "hopper")
-        assert datetime.date.fromisoformat(v.predicted_at) <= today
-        # A prediction compares against something measured before it: SDPA or an earlier version.
-        assert v.baseline == "sdpa" or v.baseline in names[:i], f"{name}: baseline {v.baseline!r}"
-        assert set(v.predicted_speedup) <= {"non-causal", "causal"} and v.predicted_speedup
-        for lo, hi in v.predicted_speedup.values():
-            assert 0 < lo <= hi
-        assert v.maskings and set(v.maskings) <= {"non-causal", "causal"}
-        assert set(v.predicted_speedup) <= set(v.maskings)
-        for masking in v.maskings:
-            causal = masking == "causal"
-            cfg = v.config_for(causal)
-            if v.features is None or callable(v.features):  # a per-shape choice: the path picks the config
-                assert cfg is None
-                continue
-            assert cfg is not None, f"{name} needs a fixed config for {masking}"
-            H._config_from(cfg, causal)  # raises if unusable
-    assert [v.name for v in H.VERSIONS.values() if v.role == "t4-fix"] == ["v2-wide"]
-
-
-def test_versions_run_their_own_path():
-    assert H.get_version("v0-portable").requires_hopper is False
-    assert all(v.requires_hopper for n, v in H.VERSIONS.items() if n != "v0-portable")
-    assert H.get_version(H.FINAL_VERSION).features is None  # the journey ends at what ships
-    with pytest.raises(ValueError, match="unknown kernel version"):
-        H.get_version("v99-magic")
-
-
-def test_final_version_is_what_the_public_function_runs():
-    final = H.get_version(H.FINAL_VERSION)
-    assert final.features is None or final.features == H.BEST
+# --- what hopper_attention runs by default ----------------------------------------------------
 
 
 def test_non_causal_takes_the_persistent_kernel_and_causal_the_paired_one_below_the_split():
     f = H.best_features(False, 4096)
     assert f.warp_spec and f.persistent and not f.causal_split and not f.causal_pairs
     c = H.best_features(True, 4096)
-    assert c.warp_spec and c.persistent and c.causal_pairs and not c.causal_split
-    # v7 keeps its own choice, so it can still be timed as it was
-    assert not H.v7_features(True, 4096).persistent and H.v7_features(False, 4096).persistent
-    assert H.get_version("v7-default").features_for(True, 4096) == H.v7_features(True, 4096)
+    assert c.warp_spec and c.persistent and c.causal_pairs and c.lean_mask and not c.causal_split
 
 
 def test_long_causal_sequences_take_the_split_schedule():

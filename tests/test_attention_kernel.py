@@ -5,11 +5,15 @@ import os
 # Must precede the first import of triton: @triton.jit picks the interpreter at decoration time.
 os.environ["TRITON_INTERPRET"] = "1"
 
+import dataclasses  # noqa: E402
 import importlib  # noqa: E402
+from types import SimpleNamespace  # noqa: E402
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from triton.runtime.interpreter import InterpretedFunction  # noqa: E402
+
+from attention_inputs import LAYOUTS, odd_layout, qkv  # noqa: E402
 
 from kernels import attention  # noqa: E402
 
@@ -36,11 +40,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:Conversion of an array with ndim
 # Largest |error| against the float64 reference. Outputs are O(1): the half-precision ones are
 # a few units of the last place of the output dtype (P is rounded to it before P @ V too).
 ATOL = {torch.float32: 2e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}
-
-
-def qkv(shape, dtype, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    return tuple(torch.randn(shape, generator=g).to(dtype) for _ in range(3))
 
 
 def max_err(out, q, k, v, causal, sm_scale=None):
@@ -92,6 +91,17 @@ def test_flash_custom_scale_and_strided_inputs():
     assert max_err(out, q, k, v, True, sm_scale=0.3) <= ATOL[torch.float32]
 
 
+@pytest.mark.parametrize("kind", LAYOUTS)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_odd_layouts_and_ragged_lengths(kind, causal):
+    # 37 is not a multiple of any tile; 3 heads and 2 batches so a stride mix-up shows.
+    q, k, v = odd_layout(kind, 2, 3, 37, 32, torch.float16, seed=11)
+    assert not q.is_contiguous() or q.data_ptr() % 16
+    out = flash_attention(q, k, v, causal)
+    assert out.shape == q.shape and out.is_contiguous()
+    assert max_err(out, q, k, v, causal) <= ATOL[torch.float16]
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 def test_causal_first_row_copies_v0(dtype):
     # Row 0 sees only key 0: softmax over one score is exactly 1, so o[0] is v[0] in the output
@@ -106,9 +116,11 @@ def test_kernel_config_of_last_call_reports_interpreter_tile():
     q, k, v = qkv((1, 1, 17, 16), torch.float32)
     flash_attention(q, k, v)
     used = kernel_config_of_last_call()
-    assert set(used) == {"BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "maxnreg", "autotuned", "path"}
-    assert used["path"] == "portable"
+    assert set(used) == {"BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "maxnreg", "autotuned", "path", "path_rule"}
+    assert used["path"] == "portable" and "interpreter" in used["path_rule"]
     assert (used["BLOCK_M"], used["BLOCK_N"]) == (16, 16)
+    flash_attention(q, k, v, path="portable")
+    assert kernel_config_of_last_call()["path_rule"] == "asked for"
 
 
 def test_autotuner_wiring_with_fake_timer():
@@ -236,25 +248,92 @@ def test_bad_path(path, match):
         flash_attention(*qkv((1, 1, 8, 16), torch.float16), path=path)
 
 
-def test_the_path_is_chosen_at_run_time(monkeypatch):
+def _fake_cuda(dtype, shape=(1, 1, 8, 16)):
     from types import SimpleNamespace
 
-    from kernels import attention_hopper
+    # choose_path reads only these attributes
+    return SimpleNamespace(dtype=dtype, is_cuda=True, device=torch.device("cuda", 0), shape=shape)
 
-    def fake(dtype):  # resolve_path reads only these attributes
-        return SimpleNamespace(dtype=dtype, is_cuda=True, device=torch.device("cuda", 0))
 
+@pytest.fixture
+def fake_hopper(monkeypatch):
+    """A GPU where the Hopper path is available (or not: set `.ok`), with the interpreter off."""
+    from kernels import dispatch
+
+    state = SimpleNamespace(ok=True)
+    real = dispatch._PATHS["hopper"]
+    monkeypatch.setitem(dispatch._PATHS, "hopper", dataclasses.replace(
+        real, available=lambda device: (state.ok, "" if state.ok else "compute capability 8.0")))
+    monkeypatch.setattr(dispatch, "interpreting", lambda: False)
+    dispatch.portable_only.cache_clear()
+    yield state
+    dispatch.portable_only.cache_clear()
+
+
+def test_the_path_is_chosen_at_run_time(fake_hopper):
+    from kernels import dispatch
+
+    assert dispatch.resolve_path(_fake_cuda(torch.float16)) == "hopper"
+    assert dispatch.resolve_path(_fake_cuda(torch.bfloat16)) == "hopper"
+    assert dispatch.resolve_path(_fake_cuda(torch.float32)) == "portable"  # the Hopper path is half precision
+    assert dispatch.resolve_path(_fake_cuda(torch.float16), "portable") == "portable"  # an explicit path is kept
+    fake_hopper.ok = False
+    assert dispatch.choose_path(_fake_cuda(torch.float16)) == ("portable", "no faster path is available for this "
+                                                                           "dtype and device")
+
+
+def test_the_interpreter_takes_the_portable_path():
     q = qkv((1, 1, 8, 16), torch.float16)[0]
     assert attention.resolve_path(q) == "portable"  # a CPU tensor under the interpreter
     assert attention.hopper_path_runs() is False  # what the collect phases ask: no GPU here
     assert attention.resolve_path(q, "hopper") == "hopper"  # an explicit path is kept
-    monkeypatch.setattr(attention, "_interpreting", lambda: False)
-    monkeypatch.setattr(attention_hopper, "hopper_available", lambda device=None: (True, ""))
-    assert attention.resolve_path(fake(torch.float16)) == "hopper"
-    assert attention.resolve_path(fake(torch.bfloat16)) == "hopper"
-    assert attention.resolve_path(fake(torch.float32)) == "portable"  # the Hopper path is half precision
-    monkeypatch.setattr(attention_hopper, "hopper_available", lambda device=None: (False, "compute capability 8.0"))
-    assert attention.resolve_path(fake(torch.float16)) == "portable"
+
+
+def test_portable_only_env_is_read_once_and_wins(fake_hopper, monkeypatch):
+    from kernels import dispatch
+
+    monkeypatch.setenv("ATTN_PORTABLE_ONLY", "1")
+    assert dispatch.choose_path(_fake_cuda(torch.float16)) == ("portable", "ATTN_PORTABLE_ONLY=1")
+    monkeypatch.setenv("ATTN_PORTABLE_ONLY", "0")  # read once per process: the first answer stays
+    assert dispatch.resolve_path(_fake_cuda(torch.float16)) == "portable"
+    dispatch.portable_only.cache_clear()
+    assert dispatch.resolve_path(_fake_cuda(torch.float16)) == "hopper"
+
+
+def test_size_rule_sends_small_problems_to_the_portable_path(fake_hopper, monkeypatch):
+    from kernels import dispatch
+
+    small, large = (2, 8, 512, 64), (2, 8, 4096, 64)
+    monkeypatch.setattr(dispatch, "PORTABLE_BELOW_WORK", dispatch.work_of((2, 8, 1024, 64), False))
+    name, rule = dispatch.choose_path(_fake_cuda(torch.float16, small))
+    assert name == "portable" and "work below" in rule
+    assert dispatch.resolve_path(_fake_cuda(torch.float16, large)) == "hopper"
+    # causal halves the work: a causal problem twice as long as the non-causal threshold is still small
+    assert dispatch.work_of((2, 8, 1024, 64), True) * 2 == dispatch.work_of((2, 8, 1024, 64), False)
+
+
+def test_a_path_registers_itself_and_runs_by_name():
+    from kernels import dispatch
+
+    calls = []
+
+    def run(q, k, v, causal, sm_scale, config, launcher):
+        calls.append((causal, sm_scale, config))
+        return attention.portable_attention(q, k, v, causal, sm_scale, config, launcher)
+
+    path = dispatch.KernelPath(name="test-path", title="test", dtypes=(torch.float32,),
+                               available=lambda device: (True, ""), run=run)
+    dispatch.register_path(path)
+    try:
+        assert "test-path" in dispatch.path_names()
+        q, k, v = qkv((1, 1, 9, 16), torch.float32)
+        out = flash_attention(q, k, v, True, 0.5, path="test-path")
+        assert calls == [(True, 0.5, None)]
+        assert max_err(out, q, k, v, True, 0.5) <= ATOL[torch.float32]
+        assert kernel_config_of_last_call()["path"] == "test-path"
+        assert dispatch.resolve_path(q) == "portable"  # not in AUTO_ORDER: only by name
+    finally:
+        dispatch._PATHS.pop("test-path")
 
 
 @pytest.mark.parametrize("config, match", [

@@ -208,10 +208,10 @@ def test_kernel_facts_reads_a_compiled_kernel():
 
 
 def test_registry_versions_become_documented_records():
-    from kernels import attention_hopper as H
+    from kernels import attention_versions as V
 
-    infos = [it.version_info(v) for v in H.VERSIONS.values()]
-    assert [i.name for i in infos] == list(H.VERSIONS)
+    infos = [it.version_info(v) for v in V.VERSIONS.values()]
+    assert [i.name for i in infos] == list(V.VERSIONS)
     v0 = infos[0]
     assert v0.path == "portable" and v0.features == "" and v0.baseline == "sdpa"
     assert v0.configs == {"non-causal": "128x64/w8/s4", "causal": "128x64/w8/s3"}

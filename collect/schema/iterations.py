@@ -21,7 +21,7 @@ class PredictedRange:
 @strict
 @dataclass
 class KernelVersionInfo:
-    """One step of the optimisation journey, as kernels/attention_hopper.py VERSIONS records it."""
+    """One step of the optimisation journey, as kernels/attention_versions.py VERSIONS records it."""
 
     name: str = doc("Version name, e.g. 'v0-portable', 'v1-tma'; ordered as the journey went.")
     path: str = doc("'portable' (kernels/attention.py) or 'hopper' (kernels/attention_hopper.py, compute capability 9.x).")

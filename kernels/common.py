@@ -1,0 +1,91 @@
+"""What every attention kernel path shares: constants and the checks of its inputs.
+
+A leaf module: it imports no kernel file, so each path (kernels/attention.py,
+kernels/attention_hopper.py, a Gluon path) can use it without importing another path.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import os
+
+import torch
+
+# softmax(x) = 2^(x * log2(e)) / sum(...): folding log2(e) into the scale lets a kernel call
+# exp2, a single hardware instruction, instead of exp.
+LOG2E = 1.4426950408889634
+
+HEAD_DIMS = (16, 32, 64, 128, 256)
+DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+HALF_DTYPES = (torch.float16, torch.bfloat16)
+
+
+def interpreting() -> bool:
+    """True when Triton runs kernels in its CPU interpreter (TRITON_INTERPRET=1)."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def check_inputs(q, k, v) -> None:
+    """Raise ValueError, saying what was expected, for inputs no attention path can run."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 4:
+            raise ValueError(f"{name} must be 4-D (batch, heads, seq_len, head_dim), got shape {tuple(t.shape)}")
+    if not (q.shape == k.shape == v.shape):
+        raise ValueError("q, k, v must have the same shape (self-attention), got "
+                         f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise ValueError(f"q, k, v must have the same dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    if not (q.device == k.device == v.device):
+        raise ValueError(f"q, k, v must be on the same device, got {q.device}, {k.device}, {v.device}")
+    if q.dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of float16, bfloat16, float32, got {q.dtype}")
+    batch, heads, seq_len, head_dim = q.shape
+    if head_dim not in HEAD_DIMS:
+        raise ValueError(f"head_dim must be one of {HEAD_DIMS}, got {head_dim}")
+    if seq_len < 1:
+        raise ValueError(f"seq_len must be >= 1, got {seq_len}")
+    if batch < 1 or heads < 1:
+        raise ValueError(f"batch and heads must be >= 1, got batch={batch}, heads={heads}")
+    if interpreting():
+        return
+    if q.device.type == "cpu":
+        raise ValueError("q, k, v are CPU tensors: the Triton kernel needs a CUDA GPU "
+                         "(set TRITON_INTERPRET=1 to run on the CPU)")
+    if q.device.type != "cuda":
+        raise ValueError(f"q, k, v must be CUDA tensors, got device {q.device}")
+    check_dtype_supported(q.dtype, capability(device_index(q.device)))
+
+
+def softmax_scale(head_dim: int, sm_scale) -> float:
+    """sm_scale as a float (1/sqrt(head_dim) when None). The kernels scale each row's maximum
+    rather than every score, which needs a positive scale."""
+    scale = 1.0 / math.sqrt(head_dim) if sm_scale is None else float(sm_scale)
+    if not math.isfinite(scale) or scale <= 0:
+        raise ValueError(f"sm_scale must be finite and > 0, got {sm_scale}")
+    return scale
+
+
+def device_index(device: torch.device) -> int:
+    """The CUDA device index of `device` (the current device when it has none)."""
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
+@functools.lru_cache(maxsize=None)
+def capability(index: int) -> tuple[int, int]:
+    """Compute capability of CUDA device `index`, asked once: every call checks it."""
+    return tuple(torch.cuda.get_device_capability(index))
+
+
+def check_dtype_supported(dtype, cap) -> None:
+    """Raise ValueError if a GPU of this compute capability cannot run the kernels in dtype."""
+    if dtype == torch.bfloat16 and tuple(cap) < (8, 0):
+        raise ValueError(f"bfloat16 needs a GPU of compute capability >= 8.0; this one is "
+                         f"{cap[0]}.{cap[1]} (use float16)")
+
+
+def check_tile(name: str, x) -> None:
+    """A tile size must be a power of two of at least 16 (tl.dot's minimum)."""
+    if not isinstance(x, int) or isinstance(x, bool) or x < 16 or x & (x - 1):
+        raise ValueError(f"{name} must be a power of two >= 16, got {x!r}")
