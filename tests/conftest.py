@@ -1,3 +1,11 @@
+import os
+
+# Set before anything imports triton: @triton.jit (and the helpers in triton.language) choose the
+# CPU interpreter when they are defined, so a test module that imports the kernels first must not
+# leave non-interpreted helpers behind for the modules that run them. Tests that compile for a GPU
+# target do it in a child process without this variable.
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
 import sys
 from pathlib import Path
 
