@@ -357,6 +357,36 @@ def _loop_time(step: Callable[[], None], per_loop: int, repeats: int, env: _Env)
     return summarize(samples)
 
 
+def _profile(session, steps: int, env: _Env, result: DecodeFile):
+    """Kernels of a few steps; a profiler that cannot run costs the counts, not the row."""
+    if not env.cuda:
+        return None
+    try:
+        return profile_steps(session.step, steps, env.sync)
+    except Exception as exc:  # noqa: BLE001
+        note = f"The torch profiler could not count kernels: {_error_reason(exc)}"
+        if note not in result.notes:
+            result.notes.append(note)
+        return None
+
+
+def _pdl_fallback(spec: VariantSpec, exc: BaseException, result: DecodeFile) -> bool:
+    """If a graph of the fused step failed while its kernels launch with programmatic dependent launch,
+    turn that off for the rest of the phase (and say so); True if the row is worth running again."""
+    from kernels import fused_linear as fl
+
+    import torch
+
+    if not (spec.graph and spec.step == "fused" and fl.TUNING.pdl) or is_oom(exc):
+        return False
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0):
+        return False  # the kernels launch without it there anyway
+    fl.TUNING.pdl = False
+    result.notes.append(f"The fused step's kernels were launched without programmatic dependent launch from the "
+                        f"{spec.name} rows on: with it, the step failed ({_error_reason(exc)}).")
+    return True
+
+
 def _cache_bytes(session) -> int:
     return session.cache.nbytes() if hasattr(session.cache, "nbytes") else session.kv_cache_bytes()
 
@@ -389,16 +419,17 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
     check_limits(a, context, n + 1, batch)
     _clean(env)
     prompt = _prompt(batch, context, a.vocab_size)
+    class_rows: list[KernelClassRow] = []
     t0 = time.perf_counter()
     try:
         s = _session(spec, m, batch, capacity, env, keep)
         s.prepare(prompt, plan.warmup_steps)
         row.compile_s = getattr(s, "compile_s", None)
         if profile:
-            prof = profile_steps(s.step, min(plan.profile_steps, n), env.sync) if env.cuda else None
+            prof = _profile(s, min(plan.profile_steps, n), env, result)
             if prof is not None:
                 row.kernels_per_step, row.kernel_ms_per_step = prof.kernels_per_step, prof.kernel_ms_per_step
-                result.kernel_classes.extend(
+                class_rows.extend(
                     KernelClassRow(model=m.info.name, variant=spec.name, batch=batch, context=context,
                                    kernel_class=c.kernel_class, kernels_per_step=c.kernels_per_step,
                                    ms_per_step=c.ms_per_step, top_kernel=c.top_kernel[:300]) for c in prof.classes)
@@ -420,6 +451,7 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
         free_cuda_memory()
         return row
     row.wall_s = time.perf_counter() - t0
+    result.kernel_classes.extend(class_rows)
     row.new_tokens = loops * per_loop + 1
     row.loops_timed, row.steps_per_loop = loops - 1, per_loop
     row.steps_timed = (loops - 1) * per_loop
@@ -440,7 +472,10 @@ def _rows(m: _Model, shapes, plan: Plan, env: _Env, result: DecodeFile, key: boo
     cases = [(b, c, spec) for b, c in shapes for spec in env.specs.values() if key or not spec.key_only]
     for b, c, spec in env.progress(cases, total=len(cases), desc=f"decode {m.info.name}"):
         keep = keep_shape is not None and (b, c) == keep_shape
-        result.rows.append(_decode_row(spec, m, b, c, plan, env, profile=key, keep=keep, result=result))
+        row = _decode_row(spec, m, b, c, plan, env, profile=key, keep=keep, result=result)
+        if row.status == "error" and _pdl_fallback(spec, RuntimeError(row.reason), result):
+            row = _decode_row(spec, m, b, c, plan, env, profile=key, keep=keep, result=result)
+        result.rows.append(row)
         env.save()
 
 

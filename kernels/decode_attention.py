@@ -233,7 +233,7 @@ def _split_kv_kernel(
     stride_sb, stride_sh,
     stride_lens,
     H, num_splits, qk_scale_log2,
-    len_bucket,  # autotuning key only: the best tile differs between short and long caches
+    len_bucket,  # autotuning key only: the best tile differs between small and large problems
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, IS_INT8: tl.constexpr,
     USE_DOT: tl.constexpr, UPCAST: tl.constexpr,
 ):
@@ -355,9 +355,11 @@ def _interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
-def _len_bucket(capacity: int) -> int:
-    """Coarse cache-length classes so autotuning runs a few times, not once per length."""
-    return 0 if capacity <= 1024 else 1 if capacity <= 8192 else 2
+def _len_bucket(batch_heads: int, capacity: int) -> int:
+    """Coarse problem-size classes (keys read per call) so autotuning runs a few times, not once per
+    shape: a decode step of a small model at batch 4, the same at batch 64, and long caches differ."""
+    keys = batch_heads * capacity
+    return 0 if keys <= 2**17 else 1 if keys <= 2**21 else 2 if keys <= 2**24 else 3
 
 
 _SM_COUNT: dict[int, int] = {}
@@ -447,7 +449,7 @@ def split_kv_partials(q, k, v, seq_lens, o_part, lse_part, num_splits, *, k_scal
         v.stride(0), v.stride(1), v.stride(2),
         *s_strides,
         seq_lens.stride(0) if seq_lens.shape[0] == B else 0,
-        H, num_splits, sm_scale * LOG2E, _len_bucket(L),
+        H, num_splits, sm_scale * LOG2E, _len_bucket(B * H, L),
     )
     grid = (num_splits, B * H)
     if config is None and _interpreting():

@@ -196,14 +196,10 @@ class HfSession(Session):
         if record_top2 and not hasattr(self, "top_v"):
             self._buffers(self.device, self.batch, self.capacity, True, keep_history=True)
 
-    def _compile(self) -> None:
+    def _compile(self, fullgraph: bool) -> None:
         """Build the compiled forward; the compile itself happens at its first call (in prepare)."""
-        try:
-            self.forward = torch.compile(self.hf.forward, mode="reduce-overhead", fullgraph=True, dynamic=False)
-            self.fullgraph = True
-        except Exception:  # noqa: BLE001 - a version that cannot be traced whole still compiles in pieces
-            self.forward = torch.compile(self.hf.forward, mode="reduce-overhead", dynamic=False)
-            self.fullgraph = False
+        self.forward = torch.compile(self.hf.forward, mode="reduce-overhead", fullgraph=fullgraph, dynamic=False)
+        self.fullgraph = fullgraph
 
     @torch.inference_mode()
     def start(self, tokens: torch.Tensor, prompt_len: int | None = None) -> None:
@@ -252,9 +248,15 @@ class HfSession(Session):
         `compile_s` keeps how long that took (it is never part of a step time)."""
         self.start(tokens, prompt_len)
         if self.compiled and self.compile_s is None:
-            self._compile()
             t0 = time.perf_counter()
-            for _ in range(max(3, warmup_steps)):  # compile, then record, then replay once
+            self._compile(fullgraph=True)
+            try:
+                self.step()  # tracing fails here, before anything runs, if the model cannot be one graph
+            except Exception:  # noqa: BLE001 - a version that cannot be traced whole still compiles in pieces
+                self._compile(fullgraph=False)
+                self.start(tokens, prompt_len)
+                self.step()
+            for _ in range(max(2, warmup_steps - 1)):  # record the CUDA graphs, then replay once
                 self.step()
             _sync(self.device)
             self.compile_s = time.perf_counter() - t0

@@ -54,22 +54,26 @@ def _interpreting() -> bool:
 
 @triton.jit
 def _row_stats(X, stride_xb, offs_b, mask_b, K, eps, BLOCK_B: tl.constexpr, BLOCK_K: tl.constexpr):
-    """Mean and 1/std of each row of x (fp32, two passes: the rows are small and sit in L2)."""
-    total = tl.zeros([BLOCK_B], tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        offs_k = k0 + tl.arange(0, BLOCK_K)
-        x = tl.load(X + offs_b[:, None] * stride_xb + offs_k[None, :], mask=mask_b[:, None] & (offs_k < K)[None, :],
-                    other=0.0).to(tl.float32)
-        total += tl.sum(x, axis=1)
-    mean = total / K
-    sq = tl.zeros([BLOCK_B], tl.float32)
+    """Mean and 1/std of each row of x in one pass (every program reads the rows, so once matters at a
+    large batch): per tile a mean and a sum of squared deviations, combined as Chan et al. combine
+    partial variances, which stays exact where a plain sum of squares would cancel."""
+    n = 0.0
+    mean = tl.zeros([BLOCK_B], tl.float32)
+    m2 = tl.zeros([BLOCK_B], tl.float32)
     for k0 in range(0, K, BLOCK_K):
         offs_k = k0 + tl.arange(0, BLOCK_K)
         mask = mask_b[:, None] & (offs_k < K)[None, :]
         x = tl.load(X + offs_b[:, None] * stride_xb + offs_k[None, :], mask=mask, other=0.0).to(tl.float32)
-        d = tl.where(mask, x - mean[:, None], 0.0)
-        sq += tl.sum(d * d, axis=1)
-    return mean, 1.0 / tl.sqrt_rn(sq / K + eps)
+        n_t = tl.minimum(K - k0, BLOCK_K).to(tl.float32)
+        mean_t = tl.sum(x, axis=1) / n_t
+        d = tl.where(mask, x - mean_t[:, None], 0.0)
+        m2_t = tl.sum(d * d, axis=1)
+        n_new = n + n_t
+        delta = mean_t - mean
+        mean += delta * (n_t / n_new)
+        m2 += m2_t + delta * delta * (n * n_t / n_new)
+        n = n_new
+    return mean, 1.0 / tl.sqrt_rn(m2 / K + eps)
 
 
 @triton.jit
@@ -316,6 +320,8 @@ TUNING = Tuning()
 # inner tiles (and narrower output tiles for the projection) keep them from spilling.
 PRE_AMPERE_BLOCK_K = 32
 PRE_AMPERE_STAGES = 2
+# Past this many output tiles per SM, the tiles double in width.
+WIDE_TILES_PER_SM = 4
 
 
 @dataclass(frozen=True)
@@ -379,10 +385,14 @@ def _check_ws(ws: Workspace, t: Tiling, rows: int, n: int, tiles: int) -> None:
 
 
 def linear_tiling(rows: int, k: int, n: int, device) -> Tiling:
-    """Tiles of a plain product (ln_linear, linear_residual)."""
+    """Tiles of a plain product (ln_linear, linear_residual). An output as wide as the LM head's gets
+    wider tiles: fewer programs, each re-reading the input rows (and their norm) fewer times."""
     d = device_facts(device)
     bk = PRE_AMPERE_BLOCK_K if d.pre_ampere else TUNING.block_k
-    return tiling(rows, triton.cdiv(k, bk), triton.cdiv(n, TUNING.block_n), d.sm_count, TUNING.block_n, bk,
+    bn = TUNING.block_n
+    if triton.cdiv(n, bn) > WIDE_TILES_PER_SM * d.sm_count and not d.pre_ampere:  # FMA dots would spill
+        bn *= 2
+    return tiling(rows, triton.cdiv(k, bk), triton.cdiv(n, bn), d.sm_count, bn, bk,
                   stages=PRE_AMPERE_STAGES if d.pre_ampere else None)
 
 

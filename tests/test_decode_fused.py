@@ -148,3 +148,21 @@ def test_tiling_splits_k_only_to_fill_the_gpu():
     narrow = fl.tiling(4, k_tiles=24, n_tiles=12, sm_count=132, block_n=64, block_k=128)
     assert narrow.split_k == 12  # capped by the inner tiles (at least two per split)
     assert fl.tiling(64, 6, 12, 132, 64, 128).block_b == 64 and fl.tiling(3, 6, 12, 132, 64, 128).block_b == 16
+
+
+def test_layer_norm_statistics_survive_a_large_mean():
+    # One pass over the row, yet no cancellation: a sum of squares would lose the spread under a mean of 1e4.
+    B, K, N = 2, 200, 32
+    x = 1e4 + _rand(B, K, seed=30)
+    w = _rand(K, N, seed=31, scale=0.1)
+    out = torch.empty(B, N)
+    fl.ln_linear(x, torch.ones(K), torch.zeros(K), 1e-5, w, None, out, _ws(), tiles=fl.Tiling(16, 32, 64, 1))
+    ref = F.linear(F.layer_norm(x.double(), (K,)), w.double().T)
+    assert (out.double() - ref).abs().max() < 1e-3
+
+
+def test_wide_outputs_get_wider_tiles():
+    dev = fl.Device(132, (9, 0))
+    assert fl.linear_tiling(4, 768, 50257, dev).block_n == 2 * fl.TUNING.block_n  # the LM head
+    assert fl.linear_tiling(4, 768, 3072, dev).block_n == fl.TUNING.block_n
+    assert fl.linear_tiling(4, 768, 3072, fl.Device(40, (7, 5))).block_k == fl.PRE_AMPERE_BLOCK_K  # a T4

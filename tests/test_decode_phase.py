@@ -4,6 +4,7 @@ import os
 os.environ["TRITON_INTERPRET"] = "1"  # before kernels/ is imported: @triton.jit reads it then
 
 import json
+import types
 
 import pytest
 import torch
@@ -167,3 +168,31 @@ def test_migration_renames_the_transformers_loop_and_nothing_else():
     assert [r["variant"] for r in out["rows"]] == ["hf-eager", "eager"]
     assert out["checks"] == doc["checks"] and out["schema_version"] == 1
     assert rename_decode_hf_variant(json.loads(json.dumps(out))) == out  # idempotent
+
+
+def _empty_file():
+    return DecodeFile(schema_version=1, run_id="x")
+
+
+def test_a_failing_profiler_costs_the_counts_not_the_row(monkeypatch):
+    def broken(*a, **k):
+        raise RuntimeError("the profiler recorded no GPU kernels")
+
+    monkeypatch.setattr(phase, "profile_steps", broken)
+    env = types.SimpleNamespace(cuda=True, sync=lambda: None)
+    result = _empty_file()
+    assert phase._profile(object(), 2, env, result) is None and phase._profile(object(), 2, env, result) is None
+    assert len(result.notes) == 1 and "could not count kernels" in result.notes[0]
+
+
+def test_a_graph_that_fails_with_pdl_is_retried_without_it(monkeypatch):
+    from kernels import fused_linear as fl
+
+    monkeypatch.setattr(fl.TUNING, "pdl", True)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
+    specs, result = phase.variant_specs("fused"), _empty_file()
+    assert not phase._pdl_fallback(specs["eager"], RuntimeError("x"), result)  # not a graph of the fused step
+    assert phase._pdl_fallback(specs["graph"], RuntimeError("capture failed"), result)
+    assert fl.TUNING.pdl is False and "without programmatic dependent launch" in result.notes[0]
+    assert not phase._pdl_fallback(specs["int8-graph"], RuntimeError("again"), result)  # already off: a real error
