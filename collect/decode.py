@@ -47,12 +47,20 @@ GRAPH_STEP_ENV = "DECODE_GRAPH_STEP"
 # by torch.compile) or 'torch' (PyTorch ops). Chosen from measurements on the H200; the env var
 # overrides it.
 GRAPH_STEP = "fused"
-# A full collect must finish in 9 minutes on an H200. This phase's share: the microbenchmark
-# (~10 s), two models built and their kernels compiled (~25 s cold), three hf-compiled cold
-# compiles (~60 s together), the key rows and the agreement check (~30 s, most of it the host-bound
-# transformers loop), the sweeps (~25 s). Past it, the rows left are written as skipped.
+# A full collect must finish in 9 minutes on an H200; this phase's share is about 150 s, sized from
+# the last H200 run (84 s for the previous plan: 20-odd Triton compiles, 11 shapes x 5 variants, the
+# transformers eager loop at ~45 ms a step) plus what this plan adds: three cold torch.compile runs of
+# transformers (tens of seconds each, the largest item), the teacher-forced agreement check (~15 s,
+# nearly all of it the host-bound transformers loop), and the profiled key shapes. Triton compiles
+# move to parallel workers first (precompile) to pay for part of it. Work runs in order of need: key
+# shapes, agreement, compiled transformers, sweeps; past the budget the rows left are written as
+# skipped, and a compiled row starts only with COMPILE_RESERVE_S left.
 BUDGET_S = {"quick": 75.0, "full": 150.0}
 SEED = 0
+# A compiled row starts only with this much budget left: its cold compile alone takes about this long.
+COMPILE_RESERVE_S = 40.0
+PRECOMPILE_WORKERS = 8
+PRECOMPILE_STALL_S = 120.0  # longest wait for the next task (includes a worker's start-up)
 
 
 # --- variants ---------------------------------------------------------------------------------
@@ -225,8 +233,9 @@ class _Deadline:
     budget: float | None
     skipped: int = 0
 
-    def passed(self) -> bool:
-        return self.at is not None and time.perf_counter() > self.at
+    def passed(self, reserve_s: float = 0.0) -> bool:
+        """Past the deadline, or within `reserve_s` of it (a row that cannot finish in time)."""
+        return self.at is not None and time.perf_counter() + reserve_s > self.at
 
     def reason(self) -> str:
         self.skipped += 1
@@ -401,7 +410,7 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
     n = steps_for(a.n_positions, context, plan.steps)
     row = DecodeRow(model=m.info.name, variant=spec.name, batch=batch, context=context, new_tokens=0, status="ok",
                     step_impl=spec.step_impl)
-    if env.deadline.passed():
+    if env.deadline.passed(COMPILE_RESERVE_S if spec.compiled else 0.0):
         row.status, row.reason = "skipped", env.deadline.reason()
         return row
     if n < 2:
@@ -468,8 +477,11 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
     return row
 
 
-def _rows(m: _Model, shapes, plan: Plan, env: _Env, result: DecodeFile, key: bool, keep_shape=None) -> None:
-    cases = [(b, c, spec) for b, c in shapes for spec in env.specs.values() if key or not spec.key_only]
+def _rows(m: _Model, shapes, plan: Plan, env: _Env, result: DecodeFile, key: bool, keep_shape=None,
+          compiled: bool | None = None) -> None:
+    """Rows at these shapes; `compiled` picks only (True) or all but (False) the variants that compile."""
+    cases = [(b, c, spec) for b, c in shapes for spec in env.specs.values()
+             if (key or not spec.key_only) and (compiled is None or spec.compiled == compiled)]
     for b, c, spec in env.progress(cases, total=len(cases), desc=f"decode {m.info.name}"):
         keep = keep_shape is not None and (b, c) == keep_shape
         row = _decode_row(spec, m, b, c, plan, env, profile=key, keep=keep, result=result)
@@ -485,64 +497,67 @@ def _agreement_capacity(plan: Plan, n_positions: int) -> tuple[int, int]:
     return capacity, capacity - plan.agreement_steps
 
 
-def _agreement(m: _Model, plan: Plan, env: _Env, result: DecodeFile) -> None:
-    """Teacher-forced top-1 agreement of every variant with the reference step, plus free running."""
+def _agreement_reference(m: _Model, plan: Plan, env: _Env) -> dict | str:
+    """The reference step's greedy continuation of a random prompt and its teacher-forced top-2 logits
+    on that sequence; or why it could not run."""
     import torch
 
     a = m.ours.args
     B = plan.agreement_batch
     capacity, P = _agreement_capacity(plan, a.n_positions)
     S, F = plan.agreement_steps, min(plan.free_steps, plan.agreement_steps)
-    bits = {torch.bfloat16: 8, torch.float16: 11, torch.float32: 24}[m.ours.dtype]
-    rows = {v: AgreementRow(model=m.info.name, variant=v, reference=REFERENCE_VARIANT, batch=B, prompt_len=P,
-                            positions=B * S, status="ok") for v in VARIANTS if v != REFERENCE_VARIANT}
-
-    def fail(status, reason, which=None):
-        for v in which or rows:
-            rows[v].status, rows[v].reason = status, reason
-        result.agreement.extend(rows[v] for v in (which or rows))
-
-    if env.deadline.passed():
-        return fail("skipped", env.deadline.reason())
     if P < 1:
-        return fail("unsupported", f"{S} compared steps do not fit the model's {a.n_positions} positions")
+        return f"unsupported: {S} compared steps do not fit the model's {a.n_positions} positions"
     prompt = _prompt(B, P, a.vocab_size)
-    ref_spec = env.specs[REFERENCE_VARIANT]
     try:
-        ref = _session(ref_spec, m, B, capacity, env, keep=True)
+        ref = _session(env.specs[REFERENCE_VARIANT], m, B, capacity, env, keep=True)
         ref.prepare(prompt, plan.warmup_steps)
         for _ in range(S):
             ref.step()
         seq = torch.cat([prompt, ref.generated(P, S + 1)], 1)
-        ref_free = ref.generated(P, F + 1)
+        free = ref.generated(P, F + 1)
         ref.set_mode(True, True)
         ref.prepare(seq, plan.warmup_steps, prompt_len=P)
         for _ in range(S):
             ref.step()
-        ref_v, ref_i = ref.top2(P, S)
+        top = ref.top2(P, S)
     except Exception as exc:
         free_cuda_memory()
-        return fail("oom" if is_oom(exc) else "error", f"reference: {_error_reason(exc)}")
-    for v, row in env.progress(list(rows.items()), total=len(rows), desc=f"agreement {m.info.name}"):
+        return f"{'oom' if is_oom(exc) else 'error'}: reference: {_error_reason(exc)}"
+    return {"capacity": capacity, "P": P, "S": S, "F": F, "prompt": prompt, "seq": seq, "free": free, "top": top}
+
+
+def _agreement_rows(m: _Model, plan: Plan, env: _Env, result: DecodeFile, ref: dict | str, variants) -> None:
+    """Teacher-forced top-1 agreement of each variant with the reference step, plus free running."""
+    import torch
+
+    B = plan.agreement_batch
+    capacity, P = _agreement_capacity(plan, m.ours.args.n_positions)
+    bits = {torch.bfloat16: 8, torch.float16: 11, torch.float32: 24}[m.ours.dtype]
+    for v in env.progress(list(variants), total=len(variants), desc=f"agreement {m.info.name}"):
+        row = AgreementRow(model=m.info.name, variant=v, reference=REFERENCE_VARIANT, batch=B, prompt_len=P,
+                           positions=B * plan.agreement_steps, status="ok")
         spec = env.specs[v]
         why = _unsupported(spec, env, timing=False)
         if env.deadline.passed():
             row.status, row.reason = "skipped", env.deadline.reason()
+        elif isinstance(ref, str):
+            row.status, row.reason = ref.split(": ", 1)
         elif why:
             row.status, row.reason = "unsupported", why
         else:
             try:
                 s = _session(spec, m, B, capacity, env, keep=True)
-                s.prepare(prompt, plan.warmup_steps)
-                for _ in range(F):
+                s.prepare(ref["prompt"], plan.warmup_steps)
+                for _ in range(ref["F"]):
                     s.step()
-                for k, val in free_running_fields(s.generated(P, F + 1), ref_free).items():
+                for k, val in free_running_fields(s.generated(P, ref["F"] + 1), ref["free"]).items():
                     setattr(row, k, val)
                 s.set_mode(True, True)
-                s.prepare(seq, plan.warmup_steps, prompt_len=P)
-                for _ in range(S):
+                s.prepare(ref["seq"], plan.warmup_steps, prompt_len=P)
+                for _ in range(ref["S"]):
                     s.step()
-                for k, val in agreement_fields(ref_v, ref_i, *s.top2(P, S), mantissa_bits=bits).items():
+                for k, val in agreement_fields(*ref["top"], *s.top2(P, ref["S"]), mantissa_bits=bits).items():
                     setattr(row, k, val)
             except Exception as exc:
                 row.status = "oom" if is_oom(exc) else "error"
@@ -550,6 +565,86 @@ def _agreement(m: _Model, plan: Plan, env: _Env, result: DecodeFile) -> None:
                 free_cuda_memory()
         result.agreement.append(row)
         env.save()
+
+
+def _agreement_shape(m: _Model, plan: Plan):
+    """The key shape whose sessions the agreement check can reuse (same batch and capacity), if any."""
+    if not m.plan.agreement:
+        return None
+    n = m.ours.args.n_positions
+    cap, _ = _agreement_capacity(plan, n)
+    return next(((b, c) for b, c in m.plan.key_shapes if b == plan.agreement_batch and c + steps_for(n, c, plan.steps) == cap),
+                None)
+
+
+def compile_tasks(plan: Plan, graph_step: str, device_name: str) -> list[tuple]:
+    """One task per kernel family a run needs: the microbenchmark's attention (bf16, int8), and per model,
+    row tiling (16 or 64 rows a program, ...) and cache length modulo 16 (Triton specializes strides
+    divisible by 16), the steps of every variant that runs our kernels."""
+    from kernels.gpt2 import PRESETS
+
+    tasks = [("micro", int8, plan.micro_heads, plan.micro_head_dim, device_name) for int8 in (False, True)]
+    seen = set()
+    for mp in plan.models:
+        args = mp.args or PRESETS[mp.name]
+        for b, c in mp.key_shapes + mp.sweep_shapes:
+            n = steps_for(args.n_positions, c, plan.steps)
+            if n < 2:
+                continue
+            key = (args, max(16, 1 << (b - 1).bit_length()), (c + n) % 16)
+            if key not in seen:
+                seen.add(key)
+                tasks.append(("step", args, b, key[2], graph_step, device_name))
+    return tasks
+
+
+def _compile_task(task: tuple) -> str | None:
+    """In a spawned process: run each kernel of a task once on tiny inputs (zero weights), so Triton's
+    on-disk cache holds every variant the rows will launch."""
+    try:
+        import torch
+
+        from kernels.decode_session import OurSession
+        from kernels.gpt2 import GPT2, decode_dtype
+
+        device = torch.device(task[-1])
+        dtype = decode_dtype(device)
+        if task[0] == "micro":
+            from kernels.decode_attention import decode_attention
+            from kernels.kv_quant import quantize
+
+            _, int8, heads, head_dim, _ = task
+            q = torch.randn((1, heads, head_dim), device=device, dtype=dtype)
+            k = torch.randn((1, heads, 64, head_dim), device=device, dtype=dtype)
+            lens = torch.full((1,), 64, device=device, dtype=torch.int32)
+            if int8:
+                (kq, ks), (vq, vs) = quantize(k), quantize(k)
+                decode_attention(q, kq, vq, lens, k_scale=ks, v_scale=vs)
+            else:
+                decode_attention(q, k, k, lens)
+        else:
+            _, args, batch, cap_mod, graph_step, _ = task
+            model = GPT2.zeros(args, device, dtype)
+            capacity = 16 + cap_mod
+            prompt = torch.zeros((batch, 8), dtype=torch.int64)
+            for cache, step in (("bf16", graph_step), ("int8", graph_step), ("bf16", "torch"), ("int8", "torch")):
+                s = OurSession(model, batch, capacity, cache, step)
+                s.prepare(prompt, 1)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001 - the rows will meet (and record) the same error
+        return f"{type(exc).__name__}: {exc}"[:200]
+    return None
+
+
+def precompile(plan: Plan, graph_step: str, device, workers: int | None = None) -> int | None:
+    """Compile the kernels the rows need in parallel spawned processes before anything is timed: Triton
+    compiles single-threaded, a second or two per variant, and a full run needs dozens. Best effort:
+    whatever these miss, the rows compile for themselves (untimed, in their warm-up)."""
+    from .precompile import compile_in_pool
+
+    tasks = compile_tasks(plan, graph_step, str(device))
+    return compile_in_pool(_compile_task, tasks, "decode", workers, PRECOMPILE_WORKERS, PRECOMPILE_STALL_S)
 
 
 def _warm_up(m: _Model, plan: Plan, env: _Env) -> None:
@@ -725,6 +820,8 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
         result.notes.append("Weights: transformers' own random initialization from GPT2Config with a fixed seed; "
                             "no pretrained weights were downloaded. The logits of random weights have small top-2 "
                             "margins, so token agreement is a strict test.")
+    if device.type == "cuda":
+        precompile(plan, graph_step, device)
     # The microbenchmark first: it is short, and a spent time budget should cut sweep rows, not it.
     _micro_rows(result, plan, env)
     models: list[_Model] = []
@@ -741,16 +838,23 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
         env.save()
         _warm_up(m, plan, env)
         models.append(m)
-        # Key shapes, then the agreement check (which reuses the key sessions at its capacity).
-        keep = None
-        if mp.agreement:
-            cap, _ = _agreement_capacity(plan, m.ours.args.n_positions)
-            keep = next(((b, c) for b, c in mp.key_shapes
-                         if b == plan.agreement_batch and c + steps_for(m.ours.args.n_positions, c, plan.steps) == cap),
-                        None)
-        _rows(m, mp.key_shapes, plan, env, result, key=True, keep_shape=keep)
-        if mp.agreement:
-            _agreement(m, plan, env, result)
+    # In order of what the report needs most, since a spent budget skips whatever is left: the key
+    # shapes, the agreement check (reusing the key sessions at its capacity), the compiled
+    # transformers loop (a cold compile per shape), then the sweeps.
+    keep = {id(m): _agreement_shape(m, plan) for m in models}
+    for m in models:
+        _rows(m, m.plan.key_shapes, plan, env, result, key=True, keep_shape=keep[id(m)], compiled=False)
+    refs = {}
+    for m in models:
+        if m.plan.agreement:
+            refs[id(m)] = _agreement_reference(m, plan, env) if not env.deadline.passed() else "skipped: " + \
+                env.deadline.reason()
+            _agreement_rows(m, plan, env, result, refs[id(m)],
+                            [v for v, sp in env.specs.items() if v != REFERENCE_VARIANT and not sp.compiled])
+    for m in models:
+        _rows(m, m.plan.key_shapes, plan, env, result, key=True, keep_shape=keep[id(m)], compiled=True)
+        if m.plan.agreement:
+            _agreement_rows(m, plan, env, result, refs[id(m)], [v for v, sp in env.specs.items() if sp.compiled])
         m.sessions.clear()
         _clean(env)
     for m in models:

@@ -195,6 +195,18 @@ class GPT2:
         return cls(args, t.wte.weight.detach(), t.wpe.weight.detach(), blocks, t.ln_f.weight.detach(),
                    t.ln_f.bias.detach(), hf_model.lm_head.weight.detach(), approx)
 
+    @classmethod
+    def zeros(cls, args: ModelArgs, device, dtype=torch.bfloat16, gelu_approx: str = "tanh") -> "GPT2":
+        """A model of this shape with all-zero weights, built in an instant: enough to compile kernels."""
+        def z(*shape):
+            return torch.zeros(shape, device=device, dtype=dtype)
+
+        C = args.n_embd
+        blocks = [Block(z(C), z(C), z(C, 3 * C), z(3 * C), z(C, C), z(C), z(C), z(C), z(C, 4 * C), z(4 * C),
+                        z(4 * C, C), z(C)) for _ in range(args.n_layer)]
+        wte = z(args.vocab_size, C)
+        return cls(args, wte, z(args.n_positions, C), blocks, z(C), z(C), wte, gelu_approx)
+
     @property
     def device(self) -> torch.device:
         return self.wte.device

@@ -3,6 +3,7 @@ import os
 
 os.environ["TRITON_INTERPRET"] = "1"  # before kernels/ is imported: @triton.jit reads it then
 
+import dataclasses
 import json
 import types
 
@@ -105,7 +106,8 @@ def test_budget_from_the_environment(monkeypatch):
 
 def test_tiny_run_has_a_row_per_variant_and_shape(tiny_run):
     result, path, saved = tiny_run
-    key = [(8, v) for v in VARIANTS]
+    # key shapes first, the compiled transformers loop after the agreement check, the sweeps last
+    key = [(8, v) for v in VARIANTS if v != "hf-compiled"] + [(8, "hf-compiled")]
     sweep = [(c, v) for c in (4, 15) for v in VARIANTS if v != "hf-compiled"]
     assert [(r.context, r.variant) for r in result.rows] == key + sweep
     assert saved and saved[-1] == len(result.rows)  # progress was checkpointed
@@ -196,3 +198,22 @@ def test_a_graph_that_fails_with_pdl_is_retried_without_it(monkeypatch):
     assert phase._pdl_fallback(specs["graph"], RuntimeError("capture failed"), result)
     assert fl.TUNING.pdl is False and "without programmatic dependent launch" in result.notes[0]
     assert not phase._pdl_fallback(specs["int8-graph"], RuntimeError("again"), result)  # already off: a real error
+
+
+def test_precompile_tasks_cover_each_kernel_family_once():
+    plan = phase.PLANS["full"]
+    tasks = phase.compile_tasks(plan, "fused", "cuda:0")
+    steps = [t for t in tasks if t[0] == "step"]
+    assert [t[1] for t in tasks if t[0] == "micro"] == [False, True]
+    # gpt2: 16-row programs at a capacity of 1023 (context 1000) and of a multiple of 16; 64-row programs.
+    # gpt2-xl: 16-row programs at both residues.
+    assert sorted((t[1].n_layer, t[2] if t[2] != 4 else 4, t[3]) for t in steps) == sorted(
+        [(12, 4, 15), (12, 64, 0), (12, 4, 0), (48, 4, 15), (48, 4, 0)])
+
+
+def test_a_compile_task_runs_every_step_kernel_once():
+    # In-process here (the interpreter); on a GPU it runs in a spawned worker and fills Triton's cache.
+    roomy = dataclasses.replace(TINY, n_positions=64)
+    assert phase._compile_task(("step", roomy, 2, 3, "fused", "cpu")) is None
+    assert phase._compile_task(("micro", True, 1, 16, "cpu")) is None
+    assert "Error" in phase._compile_task(("step", roomy, 2, 3, "no-such-step", "cpu"))
