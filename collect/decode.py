@@ -1,18 +1,30 @@
-"""Phase decode: KV-cache decode of GPT-2, five ways, plus a decode-attention bandwidth microbenchmark.
+"""Phase decode: KV-cache decode of GPT-2 six ways, where each step's time goes, one token-agreement
+metric, and a decode-attention bandwidth microbenchmark.
 
-Variants (one row each per model, batch and context): transformers' own model and dynamic cache in a
-greedy loop (the baseline a user would write); our loop with a bf16 cache, eager; the same loop
-captured in a CUDA graph; an int8 cache dequantized in full every step; an int8 cache read by the
-Triton split-KV kernel. Weights are transformers' random init with a fixed seed (nothing can be
-downloaded), or a local checkpoint from `--model-path` / $DECODE_MODEL_PATH.
+Variants (kernels/decode_session.py runs them all through one interface):
 
-Each row: build the cache, prefill, a few warm-up steps, prefill again, reset the peak-memory
-statistics, then time every decode step with CUDA events. The model's limits are checked on the
-host before anything is launched.
+  hf-eager      transformers' model and dynamic cache in a greedy loop; bound by the host issuing kernels
+  hf-compiled   transformers' model, StaticCache, forward compiled with torch.compile(mode="reduce-overhead");
+                only at the key shapes (a cold compile per shape costs tens of seconds)
+  eager         our loop over a preallocated bf16 cache, PyTorch ops
+  graph         our step (GRAPH_STEP: fused Triton kernels by default) replayed from one CUDA graph
+  int8-graph    the same step and graph over an int8 cache
+  int8-dequant  an int8 cache dequantized in full to bf16 every step (eager): the peak-memory regression
+
+Every step time is loop time (collect/timing.py): steps issued back to back without synchronizing,
+as generation runs them. At the key shapes a few steps also run under the torch profiler, which
+gives kernels per step and their time by class. Token agreement is teacher-forced: every variant
+is fed one token sequence and its argmax is compared with the reference step's at each position.
+
+The phase is sized to fit a full collect on an H200 (see BUDGET_S); past the budget the remaining
+rows are written as skipped, key shapes first so the sweeps' tails are what a slow machine loses.
+Weights are transformers' random init with a fixed seed (nothing is downloaded), or a local
+checkpoint from `--model-path` / $DECODE_MODEL_PATH.
 """
 from __future__ import annotations
 
 import gc
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -21,30 +33,88 @@ from typing import Callable
 
 from .budget import budget_seconds as shared_budget_seconds
 from .context import RunContext
+from .decode_profile import profile_steps
 from .schema import SCHEMA_VERSION
 from .schema.decode import (
-    REFERENCE_VARIANT, VARIANTS, DecodeFile, DecodeModel, DecodeRow, LogitCheck, MicroRow,
+    REFERENCE_VARIANT, VARIANTS, AgreementRow, DecodeFile, DecodeModel, DecodeRow, KernelClassRow, MicroRow,
 )
-from .timing import free_cuda_memory, is_oom, summarize
+from .timing import LOOP_REPEATS, free_cuda_memory, is_oom, summarize
 
 MODEL_PATH_ENV = "DECODE_MODEL_PATH"
 BUDGET_ENV = "DECODE_BUDGET_S"
-# The phase must leave room for the others in an 8-minute collect; past this the remaining rows are
-# written as not run (DECODE_BUDGET_S=0: no limit).
-BUDGET_S = {"quick": 60.0, "full": 115.0}
+GRAPH_STEP_ENV = "DECODE_GRAPH_STEP"
+# How the graph variants compute a step: 'fused' (our Triton kernels), 'inductor' (our step compiled
+# by torch.compile) or 'torch' (PyTorch ops). Chosen from measurements on the H200; the env var
+# overrides it.
+GRAPH_STEP = "fused"
+# A full collect must finish in 9 minutes on an H200; this phase's share is about 150 s, sized from
+# the last H200 run (84 s for the previous plan: 20-odd Triton compiles, 11 shapes x 5 variants, the
+# transformers eager loop at ~45 ms a step) plus what this plan adds: three cold torch.compile runs of
+# transformers (tens of seconds each, the largest item), the teacher-forced agreement check (~15 s,
+# nearly all of it the host-bound transformers loop), and the profiled key shapes. Triton compiles
+# move to parallel workers first (precompile) to pay for part of it. Work runs in order of need: key
+# shapes, agreement, compiled transformers, sweeps; past the budget the rows left are written as
+# skipped, and a compiled row starts only with COMPILE_RESERVE_S left.
+BUDGET_S = {"quick": 75.0, "full": 150.0}
 SEED = 0
-# Measured first at every shape: the others' token match and logit difference are against it.
-VARIANT_ORDER = (REFERENCE_VARIANT,) + tuple(v for v in VARIANTS if v != REFERENCE_VARIANT)
-CACHE_OF = {"eager": "bf16", "graph": "bf16", "int8-dequant": "int8-dequant", "int8-kernel": "int8"}
+# A compiled row starts only with this much budget left: its cold compile alone takes about this long.
+COMPILE_RESERVE_S = 40.0
+PRECOMPILE_WORKERS = 8
+PRECOMPILE_STALL_S = 120.0  # longest wait for the next task (includes a worker's start-up)
 
+
+# --- variants ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class VariantSpec:
+    name: str
+    family: str                 # "ours" or "hf"
+    cache: str = "bf16"         # ours: a kernels.gpt2.CACHES key
+    step: str = "torch"         # ours: a kernels.gpt2_fused.STEPS key
+    graph: bool = False         # ours: replay one CUDA graph per step
+    compiled: bool = False      # hf: StaticCache + torch.compile
+    max_steps: int | None = None  # host-bound loops time fewer steps (their per-step time hardly varies)
+    key_only: bool = False      # measured at the key shapes only
+
+    @property
+    def step_impl(self) -> str:
+        if self.family == "hf":
+            return "transformers-compiled" if self.compiled else "transformers"
+        return self.step
+
+
+def variant_specs(graph_step: str = GRAPH_STEP) -> dict[str, VariantSpec]:
+    specs = [
+        VariantSpec("hf-eager", "hf", max_steps=16),
+        VariantSpec("hf-compiled", "hf", compiled=True, key_only=True),
+        VariantSpec("eager", "ours"),
+        VariantSpec("graph", "ours", step=graph_step, graph=True),
+        VariantSpec("int8-graph", "ours", cache="int8", step=graph_step, graph=True),
+        VariantSpec("int8-dequant", "ours", cache="int8-dequant", max_steps=32),
+    ]
+    out = {s.name: s for s in specs}
+    assert tuple(out) == VARIANTS
+    return out
+
+
+def graph_step_from_env() -> str:
+    from kernels.gpt2_fused import STEPS
+
+    value = os.environ.get(GRAPH_STEP_ENV, GRAPH_STEP)
+    if value not in STEPS:
+        raise ValueError(f"{GRAPH_STEP_ENV} must be one of {', '.join(sorted(STEPS))}, got {value!r}")
+    return value
+
+
+# --- plans ------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class ModelPlan:
-    name: str                                  # a kernels.gpt2.PRESETS key
-    shapes: tuple[tuple[int, int], ...]        # (batch, context)
-    short: tuple[tuple[int, int], ...] = ()    # shapes that generate Plan.short_tokens instead of new_tokens
-    args: object | None = None                 # a ModelArgs that overrides the preset (tests)
-    check_shape: tuple[int, int] | None = None  # (batch, context) whose greedy path the logit checks follow
+    name: str                                    # a kernels.gpt2.PRESETS key
+    key_shapes: tuple[tuple[int, int], ...]      # (batch, context): every variant, profiled, measured first
+    sweep_shapes: tuple[tuple[int, int], ...] = ()  # every variant but the key-only ones, measured last
+    agreement: bool = False                      # run the token-agreement check on this model
+    args: object | None = None                   # a ModelArgs that overrides the preset (tests)
 
 
 @dataclass(frozen=True)
@@ -54,32 +124,32 @@ class Plan:
     micro_batches: tuple[int, ...]
     micro_heads: int = 32
     micro_head_dim: int = 128
-    new_tokens: int = 65          # 64 decode steps after the prefill's token: the token-match rows
-    short_tokens: int = 25        # 24 timed steps: enough for a median where the budget is tight
+    steps: int = 64               # decode steps per row at most (fewer where the positions run out)
     warmup_steps: int = 2
-    check_prompt: int = 128
-    check_positions: int = 32
+    profile_steps: int = 4        # steps under the profiler at the key shapes
+    agreement_batch: int = 4
+    agreement_steps: int = 256    # teacher-forced steps compared: agreement_batch x this positions
+    free_steps: int = 64          # greedy steps of the free-running comparison
     warmup_shape: tuple[int, int] = (4, 512)  # (batch, context) every kernel is compiled and tuned at
 
 
-GPT2_CONTEXTS = (32, 128, 256, 512, 1000)  # the published study's sweep, at batch 4
+GPT2_KEY = ((4, 1000), (64, 512))
 PLANS = {
     "quick": Plan(
-        models=(ModelPlan("gpt2", ((4, 128), (4, 1000)), check_shape=(4, 128)),),
-        micro_contexts=(1024, 8192),
+        models=(ModelPlan("gpt2", ((4, 1000),), ((4, 128),), agreement=True),),
+        micro_contexts=(1024, 16384),
         micro_batches=(4,),
+        agreement_steps=250,
+        free_steps=32,
     ),
     "full": Plan(
-        # Token-match rows (65 tokens) on the study's context sweep; the batch sweep and the large
-        # shape time 24 steps, because transformers' loop costs tens of ms a step on a slow host.
         models=(
-            ModelPlan("gpt2", tuple((4, c) for c in GPT2_CONTEXTS), short=((1, 512), (16, 512), (64, 512)),
-                      check_shape=(4, 512)),
-            ModelPlan("gpt2-xl", (), short=((4, 128), (4, 512), (4, 1000))),
+            ModelPlan("gpt2", GPT2_KEY, ((4, 32), (4, 128), (4, 256), (4, 512), (1, 512), (16, 512)), agreement=True),
+            ModelPlan("gpt2-xl", ((4, 1000),), ((4, 128), (4, 512))),
         ),
-        micro_contexts=(1024, 4096, 8192, 16384, 65536),
+        micro_contexts=(1024, 4096, 16384, 32768),
         # batch 4 first: the autotuner tunes each length class on the first shape it meets
-        micro_batches=(4, 1, 16),
+        micro_batches=(4, 16, 1),
     ),
 }
 
@@ -90,50 +160,69 @@ def budget_seconds(profile: str) -> float | None:
 
 # --- arithmetic the rows report (pure, tested on the CPU) -------------------------------------
 
-def new_tokens_for(n_positions: int, context: int, wanted: int) -> int:
-    """As many tokens as wanted, but never past the model's positions."""
-    return max(0, min(wanted, n_positions - context))
+def steps_for(n_positions: int, context: int, wanted: int) -> int:
+    """Decode steps a row can run after a prompt of `context`: as many as wanted, but the last
+    generated token must still have a position (context + steps + 1 <= n_positions)."""
+    return max(0, min(wanted, n_positions - context - 1))
 
 
-def kv_bytes_per_step(bytes_per_token: int, context: int, steps: int) -> float:
-    """Cache bytes a step reads, averaged over `steps` steps: step s attends over context + s + 1 keys."""
-    return bytes_per_token * (context + (steps + 1) / 2)
+def loop_shape(steps: int, repeats: int = LOOP_REPEATS) -> tuple[int, int]:
+    """(loops, steps per loop) for `steps` steps: one untimed loop and up to `repeats` timed ones,
+    at least four steps a loop where there is room (a loop starts from an idle GPU)."""
+    if steps < 2:
+        raise ValueError(f"timing needs at least 2 steps, got {steps}")
+    loops = min(repeats + 1, max(2, steps // 4))
+    return loops, steps // loops
+
+
+def kv_bytes_per_step(bytes_per_token: int, context: int, first: int, last: int) -> float:
+    """Cache bytes a step reads, averaged over steps first..last (0-based after the prompt): step s
+    attends over context + s + 1 keys."""
+    return bytes_per_token * (context + 1 + (first + last) / 2)
 
 
 def floor_ms(bytes_per_step: float, bandwidth: float | None) -> float | None:
     return None if not bandwidth else bytes_per_step / bandwidth * 1e3
 
 
-def token_agreement(tokens, ref_tokens) -> tuple[float, int, int | None]:
-    """(fraction equal, tokens compared, first index where any sequence differs or None)."""
+def ulp(x, mantissa_bits: int):
+    """One unit in the last place at |x| for a float type with `mantissa_bits` significant bits."""
+    import torch
+
+    x = torch.as_tensor(x, dtype=torch.float64).abs().clamp_min(2.0**-126)
+    return torch.exp2(torch.floor(torch.log2(x)) - (mantissa_bits - 1))
+
+
+def agreement_fields(ref_v, ref_i, test_v, test_i, mantissa_bits: int = 8) -> dict:
+    """Fields of an AgreementRow from (B, P, 2) top-2 values and ids of the reference and the variant."""
+    top, second = ref_v[..., 0].double(), ref_v[..., 1].double()
+    tie = (top - second) < ulp(top, mantissa_bits)
+    agree = ref_i[..., 0] == test_i[..., 0]
+    out_ties = ~tie
+    dis = out_ties & ~agree
+    margins = (top - second)[dis]
+    same = agree.nonzero(as_tuple=True)
+    n = int(agree.numel())
+    return {
+        "positions": n,
+        "near_ties": int(tie.sum()),
+        "near_tie_fraction": float(tie.sum()) / n,
+        "agreement": float(agree[out_ties].float().mean()) if bool(out_ties.any()) else None,
+        "agreement_at_near_ties": float(agree[tie].float().mean()) if bool(tie.any()) else None,
+        "disagreements": int(dis.sum()),
+        "max_margin_at_disagreement": float(margins.max()) if margins.numel() else None,
+        "max_top1_logit_diff": float((test_v[..., 0].double() - top)[same].abs().max()) if same[0].numel() else None,
+    }
+
+
+def free_running_fields(tokens, ref_tokens) -> dict:
+    """Greedy tokens (B, n) of a variant against the reference's from the same prompt."""
     if tuple(tokens.shape) != tuple(ref_tokens.shape):
         raise ValueError(f"token tensors differ in shape: {tuple(tokens.shape)} vs {tuple(ref_tokens.shape)}")
     eq = tokens == ref_tokens
     bad = (~eq).any(0).nonzero()
-    return float(eq.float().mean()), int(eq.numel()), (int(bad[0, 0]) if bad.numel() else None)
-
-
-def logit_diff_where_matched(logits, ref_logits, tokens, ref_tokens) -> float | None:
-    """Max |logit difference| at the final step over sequences whose every token matched (same inputs)."""
-    same = (tokens == ref_tokens).all(1).to(logits.device)
-    if not bool(same.any()):
-        return None
-    return float((logits[same] - ref_logits[same]).abs().max())
-
-
-def compare_logits(test, ref) -> dict:
-    """Fields of a LogitCheck from (B, P, V) logits."""
-    agree = test.argmax(-1) == ref.argmax(-1)
-    top2 = ref.topk(2, dim=-1).values
-    margin = (top2[..., 0] - top2[..., 1]).float()
-    dis = margin[~agree]
-    return {
-        "max_abs_diff": float((test.float() - ref.float()).abs().max()),
-        "logit_scale": float(ref.float().abs().max()),
-        "top1_agreement": float(agree.float().mean()),
-        "median_top2_margin": float(margin.median()),
-        "max_margin_at_disagreement": float(dis.max()) if dis.numel() else None,
-    }
+    return {"free_running_match": float(eq.float().mean()), "free_running_tokens": int(eq.numel()),
+            "free_running_first_mismatch": int(bad[0, 0]) if bad.numel() else None}
 
 
 # --- the phase --------------------------------------------------------------------------------
@@ -144,8 +233,9 @@ class _Deadline:
     budget: float | None
     skipped: int = 0
 
-    def passed(self) -> bool:
-        return self.at is not None and time.perf_counter() > self.at
+    def passed(self, reserve_s: float = 0.0) -> bool:
+        """Past the deadline, or within `reserve_s` of it (a row that cannot finish in time)."""
+        return self.at is not None and time.perf_counter() + reserve_s > self.at
 
     def reason(self) -> str:
         self.skipped += 1
@@ -161,11 +251,27 @@ class _Env:
     bandwidth: float | None
     deadline: _Deadline
     save: Callable[[], None]
+    specs: dict
     progress: Callable = field(default=lambda it, **kw: it)
 
     @property
     def cuda(self) -> bool:
         return self.device.type == "cuda"
+
+    def sync(self) -> None:
+        if self.cuda:
+            import torch
+
+            torch.cuda.synchronize()
+
+
+@dataclass
+class _Model:
+    hf: object
+    ours: object
+    info: DecodeModel
+    plan: ModelPlan
+    sessions: dict = field(default_factory=dict)  # (variant, batch, capacity) -> session, kept for the agreement check
 
 
 def _error_reason(exc: BaseException) -> str:
@@ -180,10 +286,6 @@ def _clean(env: _Env) -> None:
 
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
-        # cuBLAS keeps a workspace per stream; clearing them makes every row pay for its own.
-        clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
-        if clear is not None:
-            clear()
 
 
 def _prompt(batch: int, context: int, vocab: int):
@@ -193,14 +295,13 @@ def _prompt(batch: int, context: int, vocab: int):
     return torch.randint(0, vocab, (batch, context), generator=g)
 
 
-def _build_model(mp: ModelPlan, model_path: str | None, env: _Env):
-    """(transformers model, our decoder, DecodeModel) for one plan entry."""
+def _build_model(mp: ModelPlan, model_path: str | None, env: _Env) -> _Model:
     import torch
 
-    from kernels.gpt2 import GPT2, PRESETS, load_hf_model, random_hf_model
+    from kernels.gpt2 import GPT2, PRESETS, decode_dtype, load_hf_model, random_hf_model
 
     t0 = time.perf_counter()
-    dtype = torch.bfloat16 if env.cuda else torch.float32
+    dtype = decode_dtype(env.device)
     if model_path:
         hf = load_hf_model(model_path, env.device, dtype)
         name, weights, seed, ckpt = Path(model_path).name, "checkpoint", None, Path(model_path).name
@@ -208,8 +309,7 @@ def _build_model(mp: ModelPlan, model_path: str | None, env: _Env):
         hf = random_hf_model(mp.args or PRESETS[mp.name], seed=SEED, device=env.device, dtype=dtype)
         name, weights, seed, ckpt = mp.name, "random-init", SEED, None
     ours = GPT2.from_hf(hf)
-    if env.cuda:
-        torch.cuda.synchronize()
+    env.sync()
     a = ours.args
     info = DecodeModel(
         name=name, weights=weights, seed=seed, checkpoint=ckpt, n_layer=a.n_layer, n_head=a.n_head, n_embd=a.n_embd,
@@ -218,190 +318,373 @@ def _build_model(mp: ModelPlan, model_path: str | None, env: _Env):
         hf_attn_implementation=getattr(hf.config, "_attn_implementation", None),
         init_s=time.perf_counter() - t0,
     )
-    return hf, ours, info
+    return _Model(hf, ours, info, mp)
 
 
-def _warm_up(hf, ours, env: _Env, plan: Plan) -> None:
-    """Compile and autotune every kernel at a mid-sweep shape, so no row pays for it (and autotuning
-    never chooses on a toy problem)."""
-    from kernels.gpt2 import generate, generate_hf
-
-    B, T = plan.warmup_shape
-    prompt = _prompt(B, min(T, ours.args.n_positions // 2), ours.args.vocab_size)
-    for variant in VARIANT_ORDER:
-        if variant == "graph" and not env.cuda:
-            continue
-        if variant == "hf":
-            generate_hf(hf, prompt, 3, warmup_steps=1)
-        else:
-            generate(ours, prompt, 3, CACHE_OF[variant], cuda_graph=variant == "graph", warmup_steps=1)
-    _clean(env)
+def _unsupported(spec: VariantSpec, env: _Env, timing: bool = True) -> str | None:
+    """Why this variant cannot run here. Without a GPU our graph step still runs, uncaptured: the same
+    numbers, so it can be checked, but its time would not be the graph's."""
+    if spec.graph and not env.cuda and timing:
+        return "CUDA graphs need a CUDA device"
+    if spec.compiled and not env.cuda:
+        return "torch.compile(mode='reduce-overhead') replays CUDA graphs: it needs a CUDA device"
+    return None
 
 
-def _decode_row(variant: str, hf, ours, info: DecodeModel, batch: int, context: int, plan: Plan, env: _Env,
-                ref: dict | None, short: bool = False) -> tuple[DecodeRow, object | None]:
-    """Measure one row; returns it and the raw result (the reference row's feeds the others)."""
+def _session(spec: VariantSpec, m: _Model, batch: int, capacity: int, env: _Env, keep: bool):
+    """A session for this variant; sessions kept for the agreement check are reused (a compiled one
+    would otherwise compile again)."""
+    from kernels.decode_session import HfSession, OurSession
+
+    key = (spec.name, batch, capacity)
+    if key in m.sessions:
+        s = m.sessions[key]
+        s.set_mode(False, False)
+        return s
+    if spec.family == "hf":
+        s = HfSession(m.hf, batch, capacity, compiled=spec.compiled)
+    else:
+        s = OurSession(m.ours, batch, capacity, spec.cache, spec.step, cuda_graph=spec.graph and env.cuda)
+    if keep:
+        m.sessions[key] = s
+    return s
+
+
+def _loop_time(step: Callable[[], None], per_loop: int, repeats: int, env: _Env):
+    """Loop time on a GPU (the one clock); on the CPU the same loops timed by the host clock."""
+    if env.cuda:
+        from .timing import loop_time
+
+        return loop_time([step], per_loop, repeats)
+    samples = []
+    for r in range(repeats + 1):
+        t0 = time.perf_counter()
+        for _ in range(per_loop):
+            step()
+        if r:
+            samples.append((time.perf_counter() - t0) * 1e3 / per_loop)
+    return summarize(samples)
+
+
+def _profile(session, steps: int, env: _Env, result: DecodeFile):
+    """Kernels of a few steps; a profiler that cannot run costs the counts, not the row."""
+    if not env.cuda:
+        return None
+    try:
+        return profile_steps(session.step, steps, env.sync)
+    except Exception as exc:  # noqa: BLE001
+        note = f"The torch profiler could not count kernels: {_error_reason(exc)}"
+        if note not in result.notes:
+            result.notes.append(note)
+        return None
+
+
+def _pdl_fallback(spec: VariantSpec, exc: BaseException, result: DecodeFile) -> bool:
+    """If a graph of the fused step failed while its kernels launch with programmatic dependent launch,
+    turn that off for the rest of the phase (and say so); True if the row is worth running again."""
+    from kernels import fused_linear as fl
+
     import torch
 
-    from kernels.gpt2 import cache_bytes_per_token, check_limits, generate, generate_hf
+    if not (spec.graph and spec.step == "fused" and fl.TUNING.pdl) or is_oom(exc):
+        return False
+    if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0):
+        return False  # the kernels launch without it there anyway
+    fl.TUNING.pdl = False
+    result.notes.append(f"The fused step's kernels were launched without programmatic dependent launch from the "
+                        f"{spec.name} rows on: with it, the step failed ({_error_reason(exc)}).")
+    return True
 
-    a = ours.args
-    n_new = new_tokens_for(a.n_positions, context, plan.short_tokens if short else plan.new_tokens)
-    row = DecodeRow(model=info.name, variant=variant, batch=batch, context=context, new_tokens=n_new, status="ok")
-    if env.deadline.passed():
-        row.status, row.reason = "error", env.deadline.reason()
-        return row, None
-    if n_new < 2:
+
+def _cache_bytes(session) -> int:
+    return session.cache.nbytes() if hasattr(session.cache, "nbytes") else session.kv_cache_bytes()
+
+
+def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Plan, env: _Env, profile: bool,
+                keep: bool, result: DecodeFile) -> DecodeRow:
+    import torch
+
+    from kernels.gpt2 import cache_bytes_per_token, check_limits
+
+    a = m.ours.args
+    n = steps_for(a.n_positions, context, plan.steps)
+    row = DecodeRow(model=m.info.name, variant=spec.name, batch=batch, context=context, new_tokens=0, status="ok",
+                    step_impl=spec.step_impl)
+    if env.deadline.passed(COMPILE_RESERVE_S if spec.compiled else 0.0):
+        row.status, row.reason = "skipped", env.deadline.reason()
+        return row
+    if n < 2:
         row.status = "unsupported"
-        row.reason = (f"context {context} leaves room for {n_new} new token(s) within the model's {a.n_positions} "
-                      "positions; a timed decode step needs at least 2")
-        return row, None
-    check_limits(a, context, n_new, batch)
-    if variant == "graph" and not env.cuda:
-        row.status, row.reason = "unsupported", "CUDA graphs need a CUDA device"
-        return row, None
-
+        row.reason = (f"context {context} leaves room for {n} decode step(s) within the model's {a.n_positions} "
+                      "positions; timing needs at least 2")
+        return row
+    why = _unsupported(spec, env)
+    if why:
+        row.status, row.reason = "unsupported", why
+        return row
+    timed_n = min(n, spec.max_steps or n)
+    loops, per_loop = loop_shape(timed_n)
+    capacity = context + n
+    check_limits(a, context, n + 1, batch)
     _clean(env)
-    mem: dict = {}
-
-    def before():
-        if env.cuda:
-            torch.cuda.synchronize()
-            mem["start"] = torch.cuda.memory_allocated()
-            torch.cuda.reset_peak_memory_stats()
-
-    def after():
-        if env.cuda:
-            mem["peak"] = torch.cuda.max_memory_allocated()
-
     prompt = _prompt(batch, context, a.vocab_size)
+    class_rows: list[KernelClassRow] = []
     t0 = time.perf_counter()
     try:
-        if variant == "hf":
-            res = generate_hf(hf, prompt, n_new, warmup_steps=plan.warmup_steps, before_timed=before, after_timed=after)
-        else:
-            res = generate(ours, prompt, n_new, CACHE_OF[variant], cuda_graph=variant == "graph",
-                           warmup_steps=plan.warmup_steps, before_timed=before, after_timed=after)
+        s = _session(spec, m, batch, capacity, env, keep)
+        s.prepare(prompt, plan.warmup_steps)
+        row.compile_s = getattr(s, "compile_s", None)
+        if profile:
+            prof = _profile(s, min(plan.profile_steps, n), env, result)
+            if prof is not None:
+                row.kernels_per_step, row.kernel_ms_per_step = prof.kernels_per_step, prof.kernel_ms_per_step
+                class_rows.extend(
+                    KernelClassRow(model=m.info.name, variant=spec.name, batch=batch, context=context,
+                                   kernel_class=c.kernel_class, kernels_per_step=c.kernels_per_step,
+                                   ms_per_step=c.ms_per_step, top_kernel=c.top_kernel[:300]) for c in prof.classes)
+            s.start(prompt)
+        env.sync()
+        if env.cuda:
+            row.mem_at_start_bytes = torch.cuda.memory_allocated()
+            torch.cuda.reset_peak_memory_stats()
+        t = _loop_time(s.step, per_loop, loops - 1, env)
+        env.sync()
+        if env.cuda:
+            row.peak_mem_bytes = torch.cuda.max_memory_allocated()
+        row.kv_cache_bytes = _cache_bytes(s)
+        tokens = s.generated(context, loops * per_loop + 1)
     except Exception as exc:  # one failed row is a row, not a failed phase
         row.status = "oom" if is_oom(exc) else "error"
         row.reason = _error_reason(exc)
+        m.sessions.pop((spec.name, batch, capacity), None)
         free_cuda_memory()
-        return row, None
+        return row
     row.wall_s = time.perf_counter() - t0
-
-    t = summarize(res.step_ms)
-    row.steps_timed = t.n
+    result.kernel_classes.extend(class_rows)
+    row.new_tokens = loops * per_loop + 1
+    row.loops_timed, row.steps_per_loop = loops - 1, per_loop
+    row.steps_timed = (loops - 1) * per_loop
     row.step_ms_median, row.step_ms_p10, row.step_ms_p90 = t.median_ms, t.p10_ms, t.p90_ms
     row.tokens_per_s = batch / (t.median_ms * 1e-3) if t.median_ms > 0 else None
-    row.peak_mem_bytes, row.mem_at_start_bytes = mem.get("peak"), mem.get("start")
-    row.kv_cache_bytes = res.cache_bytes
-    per_token = cache_bytes_per_token(a, batch, int8=variant.startswith("int8"), dtype_bytes=ours.wte.element_size())
-    row.weight_bytes_per_step = info.weight_bytes_per_step
-    row.kv_bytes_per_step = kv_bytes_per_step(per_token, context, t.n)
+    per_token = cache_bytes_per_token(a, batch, int8=spec.cache.startswith("int8") and spec.family == "ours",
+                                      dtype_bytes=m.ours.wte.element_size())
+    row.weight_bytes_per_step = m.info.weight_bytes_per_step
+    row.kv_bytes_per_step = kv_bytes_per_step(per_token, context, per_loop, loops * per_loop - 1)
     row.bytes_per_step = row.weight_bytes_per_step + row.kv_bytes_per_step
     row.floor_ms = floor_ms(row.bytes_per_step, env.bandwidth)
     row.achieved_over_floor = t.median_ms / row.floor_ms if row.floor_ms else None
-    row.distinct_tokens = int(res.tokens.unique().numel())
-    if ref is not None:
-        row.token_match, row.tokens_compared, row.first_mismatch_step = token_agreement(res.tokens, ref["tokens"])
-        row.max_abs_logit_diff = logit_diff_where_matched(res.last_logits, ref["logits"], res.tokens, ref["tokens"])
-        row.logit_scale = ref["scale"]
-    elif variant == REFERENCE_VARIANT:
-        row.logit_scale = float(res.last_logits.abs().max())
-    return row, res
+    row.distinct_tokens = int(tokens.unique().numel())
+    return row
 
 
-def _checks(hf, ours, info: DecodeModel, plan: Plan, mp: ModelPlan, greedy: dict | None, env: _Env) -> list[LogitCheck]:
-    """Teacher-forced logits: ours vs transformers on random tokens, then every cache along the greedy path."""
-    import torch
-
-    from kernels.gpt2 import teacher_forced_logits
-
-    out: list[LogitCheck] = []
-
-    def check(cache, reference, sequence, batch, prompt_len, positions, fn):
-        c = LogitCheck(model=info.name, cache=cache, reference=reference, sequence=sequence, batch=batch,
-                       prompt_len=prompt_len, positions=positions, status="ok")
-        if env.deadline.passed():
-            c.status, c.reason = "error", env.deadline.reason()
-        else:
-            try:
-                for k, v in compare_logits(*fn()).items():
-                    setattr(c, k, v)
-            except Exception as exc:
-                c.status = "oom" if is_oom(exc) else "error"
-                c.reason = _error_reason(exc)
-                free_cuda_memory()
-        out.append(c)
-
-    P = min(plan.check_prompt, ours.args.n_positions - plan.check_positions)
-    seq = _prompt(2, P + plan.check_positions, ours.args.vocab_size)
-
-    def vs_transformers(tokens, prompt_len, cache="bf16"):
-        with torch.inference_mode():
-            ref = hf(input_ids=tokens.to(env.device)).logits[:, prompt_len - 1:-1].float()
-        return teacher_forced_logits(ours, tokens, prompt_len, cache), ref
-
-    check("bf16", "transformers", "random", 2, P, plan.check_positions, lambda: vs_transformers(seq, P))
-    if greedy is not None:
-        T = greedy["context"]
-        path = torch.cat([greedy["prompt"], greedy["tokens"]], 1)
-        B, n = greedy["tokens"].shape
-        base = teacher_forced_logits(ours, path, T, "bf16")
-        check("bf16", "transformers", "greedy", B, T, n, lambda: vs_transformers(path, T))
-        for cache in ("int8", "int8-dequant"):
-            check(cache, REFERENCE_VARIANT, "greedy", B, T, n, lambda cache=cache: (teacher_forced_logits(ours, path, T, cache), base))
-        del base
-    _clean(env)
-    return out
-
-
-def _model_rows(result: DecodeFile, mp: ModelPlan, plan: Plan, model_path: str | None, env: _Env) -> None:
-    hf, ours, info = _build_model(mp, model_path, env)
-    result.models.append(info)
-    env.save()
-    _warm_up(hf, ours, env, plan)
-    greedy = None
-    cases = [(b, c, v) for b, c in mp.shapes + mp.short for v in VARIANT_ORDER]
-    ref = None
-    for batch, context, variant in env.progress(cases, total=len(cases), desc=f"decode {info.name}"):
-        if variant == REFERENCE_VARIANT:
-            ref = None
-        row, res = _decode_row(variant, hf, ours, info, batch, context, plan, env, ref, short=(batch, context) in mp.short)
-        if variant == REFERENCE_VARIANT and res is not None:
-            ref = {"tokens": res.tokens, "logits": res.last_logits, "scale": row.logit_scale}
-            if (batch, context) == mp.check_shape:
-                greedy = {"context": context, "prompt": _prompt(batch, context, ours.args.vocab_size),
-                          "tokens": res.tokens}
+def _rows(m: _Model, shapes, plan: Plan, env: _Env, result: DecodeFile, key: bool, keep_shape=None,
+          compiled: bool | None = None) -> None:
+    """Rows at these shapes; `compiled` picks only (True) or all but (False) the variants that compile."""
+    cases = [(b, c, spec) for b, c in shapes for spec in env.specs.values()
+             if (key or not spec.key_only) and (compiled is None or spec.compiled == compiled)]
+    for b, c, spec in env.progress(cases, total=len(cases), desc=f"decode {m.info.name}"):
+        keep = keep_shape is not None and (b, c) == keep_shape
+        row = _decode_row(spec, m, b, c, plan, env, profile=key, keep=keep, result=result)
+        if row.status == "error" and _pdl_fallback(spec, RuntimeError(row.reason), result):
+            row = _decode_row(spec, m, b, c, plan, env, profile=key, keep=keep, result=result)
         result.rows.append(row)
         env.save()
-    result.checks.extend(_checks(hf, ours, info, plan, mp, greedy, env))
-    env.save()
-    del hf, ours
+
+
+def _agreement_capacity(plan: Plan, n_positions: int) -> tuple[int, int]:
+    """(capacity, prompt length) of the agreement check: the sequence fills the model's positions."""
+    capacity = n_positions - 1
+    return capacity, capacity - plan.agreement_steps
+
+
+def _agreement_reference(m: _Model, plan: Plan, env: _Env) -> dict | str:
+    """The reference step's greedy continuation of a random prompt and its teacher-forced top-2 logits
+    on that sequence; or why it could not run."""
+    import torch
+
+    a = m.ours.args
+    B = plan.agreement_batch
+    capacity, P = _agreement_capacity(plan, a.n_positions)
+    S, F = plan.agreement_steps, min(plan.free_steps, plan.agreement_steps)
+    if P < 1:
+        return f"unsupported: {S} compared steps do not fit the model's {a.n_positions} positions"
+    prompt = _prompt(B, P, a.vocab_size)
+    try:
+        ref = _session(env.specs[REFERENCE_VARIANT], m, B, capacity, env, keep=True)
+        ref.prepare(prompt, plan.warmup_steps)
+        for _ in range(S):
+            ref.step()
+        seq = torch.cat([prompt, ref.generated(P, S + 1)], 1)
+        free = ref.generated(P, F + 1)
+        ref.set_mode(True, True)
+        ref.prepare(seq, plan.warmup_steps, prompt_len=P)
+        for _ in range(S):
+            ref.step()
+        top = ref.top2(P, S)
+    except Exception as exc:
+        free_cuda_memory()
+        return f"{'oom' if is_oom(exc) else 'error'}: reference: {_error_reason(exc)}"
+    return {"capacity": capacity, "P": P, "S": S, "F": F, "prompt": prompt, "seq": seq, "free": free, "top": top}
+
+
+def _agreement_rows(m: _Model, plan: Plan, env: _Env, result: DecodeFile, ref: dict | str, variants) -> None:
+    """Teacher-forced top-1 agreement of each variant with the reference step, plus free running."""
+    import torch
+
+    B = plan.agreement_batch
+    capacity, P = _agreement_capacity(plan, m.ours.args.n_positions)
+    bits = {torch.bfloat16: 8, torch.float16: 11, torch.float32: 24}[m.ours.dtype]
+    for v in env.progress(list(variants), total=len(variants), desc=f"agreement {m.info.name}"):
+        row = AgreementRow(model=m.info.name, variant=v, reference=REFERENCE_VARIANT, batch=B, prompt_len=P,
+                           positions=B * plan.agreement_steps, status="ok")
+        spec = env.specs[v]
+        why = _unsupported(spec, env, timing=False)
+        if env.deadline.passed():
+            row.status, row.reason = "skipped", env.deadline.reason()
+        elif isinstance(ref, str):
+            row.status, row.reason = ref.split(": ", 1)
+        elif why:
+            row.status, row.reason = "unsupported", why
+        else:
+            try:
+                s = _session(spec, m, B, capacity, env, keep=True)
+                s.prepare(ref["prompt"], plan.warmup_steps)
+                for _ in range(ref["F"]):
+                    s.step()
+                for k, val in free_running_fields(s.generated(P, ref["F"] + 1), ref["free"]).items():
+                    setattr(row, k, val)
+                s.set_mode(True, True)
+                s.prepare(ref["seq"], plan.warmup_steps, prompt_len=P)
+                for _ in range(ref["S"]):
+                    s.step()
+                for k, val in agreement_fields(*ref["top"], *s.top2(P, ref["S"]), mantissa_bits=bits).items():
+                    setattr(row, k, val)
+            except Exception as exc:
+                row.status = "oom" if is_oom(exc) else "error"
+                row.reason = _error_reason(exc)
+                free_cuda_memory()
+        result.agreement.append(row)
+        env.save()
+
+
+def _agreement_shape(m: _Model, plan: Plan):
+    """The key shape whose sessions the agreement check can reuse (same batch and capacity), if any."""
+    if not m.plan.agreement:
+        return None
+    n = m.ours.args.n_positions
+    cap, _ = _agreement_capacity(plan, n)
+    return next(((b, c) for b, c in m.plan.key_shapes if b == plan.agreement_batch and c + steps_for(n, c, plan.steps) == cap),
+                None)
+
+
+def compile_tasks(plan: Plan, graph_step: str, device_name: str) -> list[tuple]:
+    """One task per kernel family a run needs: the microbenchmark's attention (bf16, int8), and per model,
+    row tiling (16 or 64 rows a program, ...) and cache length modulo 16 (Triton specializes strides
+    divisible by 16), the steps of every variant that runs our kernels."""
+    from kernels.gpt2 import PRESETS
+
+    tasks = [("micro", int8, plan.micro_heads, plan.micro_head_dim, device_name) for int8 in (False, True)]
+    seen = set()
+    for mp in plan.models:
+        args = mp.args or PRESETS[mp.name]
+        for b, c in mp.key_shapes + mp.sweep_shapes:
+            n = steps_for(args.n_positions, c, plan.steps)
+            if n < 2:
+                continue
+            key = (args, max(16, 1 << (b - 1).bit_length()), (c + n) % 16)
+            if key not in seen:
+                seen.add(key)
+                tasks.append(("step", args, b, key[2], graph_step, device_name))
+    return tasks
+
+
+def _compile_task(task: tuple) -> str | None:
+    """In a spawned process: run each kernel of a task once on tiny inputs (zero weights), so Triton's
+    on-disk cache holds every variant the rows will launch."""
+    try:
+        import torch
+
+        from kernels.decode_session import OurSession
+        from kernels.gpt2 import GPT2, decode_dtype
+
+        device = torch.device(task[-1])
+        dtype = decode_dtype(device)
+        if task[0] == "micro":
+            from kernels.decode_attention import decode_attention
+            from kernels.kv_quant import quantize
+
+            _, int8, heads, head_dim, _ = task
+            q = torch.randn((1, heads, head_dim), device=device, dtype=dtype)
+            k = torch.randn((1, heads, 64, head_dim), device=device, dtype=dtype)
+            lens = torch.full((1,), 64, device=device, dtype=torch.int32)
+            if int8:
+                (kq, ks), (vq, vs) = quantize(k), quantize(k)
+                decode_attention(q, kq, vq, lens, k_scale=ks, v_scale=vs)
+            else:
+                decode_attention(q, k, k, lens)
+        else:
+            _, args, batch, cap_mod, graph_step, _ = task
+            model = GPT2.zeros(args, device, dtype)
+            capacity = 16 + cap_mod
+            prompt = torch.zeros((batch, 8), dtype=torch.int64)
+            for cache, step in (("bf16", graph_step), ("int8", graph_step), ("bf16", "torch"), ("int8", "torch")):
+                s = OurSession(model, batch, capacity, cache, step)
+                s.prepare(prompt, 1)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001 - the rows will meet (and record) the same error
+        return f"{type(exc).__name__}: {exc}"[:200]
+    return None
+
+
+def precompile(plan: Plan, graph_step: str, device, workers: int | None = None) -> int | None:
+    """Compile the kernels the rows need in parallel spawned processes before anything is timed: Triton
+    compiles single-threaded, a second or two per variant, and a full run needs dozens. Best effort:
+    whatever these miss, the rows compile for themselves (untimed, in their warm-up)."""
+    from .precompile import compile_in_pool
+
+    tasks = compile_tasks(plan, graph_step, str(device))
+    return compile_in_pool(_compile_task, tasks, "decode", workers, PRECOMPILE_WORKERS, PRECOMPILE_STALL_S)
+
+
+def _warm_up(m: _Model, plan: Plan, env: _Env) -> None:
+    """Compile and autotune our kernels at a mid-sweep shape, so no row pays for it (and autotuning
+    never chooses on a toy problem). The compiled transformers loop compiles in its own rows."""
+    from kernels.decode_session import HfSession, OurSession
+
+    B, T = plan.warmup_shape
+    T = min(T, m.ours.args.n_positions // 2)
+    prompt = _prompt(B, T, m.ours.args.vocab_size)
+    for spec in env.specs.values():
+        if _unsupported(spec, env) or spec.compiled:
+            continue
+        if spec.family == "hf":
+            s = HfSession(m.hf, B, T + 2)
+        else:
+            s = OurSession(m.ours, B, T + 2, spec.cache, spec.step, cuda_graph=spec.graph and env.cuda)
+        s.prepare(prompt, 1)
+        s.step()
     _clean(env)
 
 
-def _time_call(fn, env: _Env, graph: bool = False):
-    """Device time of fn. With `graph`, one call is captured in a CUDA graph and the replays are timed:
-    the Python wrapper's launch cost (tens of microseconds on a slow host) then drops out, and what is
-    left is the kernels' own time, which is what a bandwidth figure is about."""
+def _time_call(fn, env: _Env):
+    """(device timing, host timing) of a warm call; on the CPU, host-clock times for both."""
     if env.cuda:
-        import torch
+        from .timing import measure_call
 
-        from .timing import bench_gpu
-
-        if graph:
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                fn()
-            return bench_gpu(g.replay, min_time_ms=30.0)
-        return bench_gpu(fn, min_time_ms=30.0)
-    times = []
+        env.sync()
+        t0 = time.perf_counter()
+        fn()
+        env.sync()
+        times = measure_call([fn], (time.perf_counter() - t0) * 1e3, loop=False)
+        return times.device, times.host
+    samples = []
     for _ in range(3):
         t0 = time.perf_counter()
         fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return summarize(times)
+        samples.append((time.perf_counter() - t0) * 1e3)
+    t = summarize(samples)
+    return None, t
 
 
 def _micro_rows(result: DecodeFile, plan: Plan, env: _Env) -> None:
@@ -409,10 +692,11 @@ def _micro_rows(result: DecodeFile, plan: Plan, env: _Env) -> None:
     import torch.nn.functional as F
 
     from kernels import decode_attention as da
+    from kernels.gpt2 import decode_dtype
     from kernels.kv_quant import SCALE_BYTES, quantize
 
     H, D = plan.micro_heads, plan.micro_head_dim
-    dtype = torch.bfloat16 if env.cuda else torch.float32
+    dtype = decode_dtype(env.device)
     shapes = [(c, b) for c in plan.micro_contexts for b in plan.micro_batches]
     for L, B in env.progress(shapes, total=len(shapes), desc="decode micro"):
         rows = {impl: MicroRow(impl=impl, batch=B, heads=H, head_dim=D, context=L, status="ok")
@@ -420,7 +704,7 @@ def _micro_rows(result: DecodeFile, plan: Plan, env: _Env) -> None:
         if env.deadline.passed():
             reason = env.deadline.reason()
             for r in rows.values():
-                r.status, r.reason = "error", reason
+                r.status, r.reason = "skipped", reason
             result.micro.extend(rows.values())
             continue
         _clean(env)
@@ -461,13 +745,16 @@ def _micro_rows(result: DecodeFile, plan: Plan, env: _Env) -> None:
                     r.num_splits = da.default_num_splits(B, H, L, env.device)
                     r.kernel_config = da.last_config()
                 r.max_abs_diff_vs_sdpa = float((out.reshape(ref.shape).float() - ref.float()).abs().max())
-                t = _time_call(fn, env, graph=True)
+                dev, host = _time_call(fn, env)
             except Exception as exc:
                 r.status = "oom" if is_oom(exc) else "error"
                 r.reason = _error_reason(exc)
                 free_cuda_memory()
                 continue
+            t = dev.timing if dev is not None else host
             r.latency_ms_median, r.latency_ms_p10, r.latency_ms_p90 = t.median_ms, t.p10_ms, t.p90_ms
+            r.host_ms_median = host.median_ms
+            r.sm_clock_mhz = dev.sm_clock_mhz if dev is not None else None
             r.achieved_bytes_per_s = nbytes / (t.median_ms * 1e-3)
             r.bandwidth_fraction = r.achieved_bytes_per_s / env.bandwidth if env.bandwidth else None
         result.micro.extend(rows.values())
@@ -476,50 +763,102 @@ def _micro_rows(result: DecodeFile, plan: Plan, env: _Env) -> None:
 
 
 def measure_copy_bandwidth(device) -> float:
-    """A 1 GiB device-to-device copy, counted as bytes read plus written, like the env phase."""
+    """A 1 GiB device-to-device copy's device time, counted as bytes read plus written, like the env phase."""
     import torch
 
-    from .timing import bench_gpu
+    from .timing import measure_call
 
     src = torch.empty(2**28, dtype=torch.float32, device=device)
     dst = torch.empty_like(src)
-    t = bench_gpu(lambda: dst.copy_(src), min_time_ms=30.0)
+    dst.copy_(src)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    dst.copy_(src)
+    torch.cuda.synchronize()
+    t = measure_call([lambda: dst.copy_(src)], (time.perf_counter() - t0) * 1e3, loop=False).device.timing
     return 2 * src.numel() * src.element_size() / (t.median_ms * 1e-3)
+
+
+def _dtype_reason(device) -> str:
+    import torch
+
+    from kernels.gpt2 import decode_dtype
+
+    dt = decode_dtype(device)
+    if dt == torch.float16:
+        return ("float16: this GPU has no native bfloat16 arithmetic, so weights, activations and caches are fp16 "
+                "(bf16 would be emulated)")
+    if dt == torch.bfloat16:
+        return "bfloat16: the GPU computes it natively"
+    return "float32: no GPU"
 
 
 def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, bandwidth_source: str | None,
                    save: Callable[[DecodeFile], None] = lambda f: None, progress=None,
-                   budget_s: float | None = None, model_path: str | None = None) -> DecodeFile:
+                   budget_s: float | None = None, model_path: str | None = None,
+                   graph_step: str = GRAPH_STEP) -> DecodeFile:
     """The phase on any device (tests run it on the CPU under TRITON_INTERPRET with a tiny plan)."""
     import torch
+
+    from kernels.gpt2 import decode_dtype
 
     device = torch.device(device)
     result = DecodeFile(
         schema_version=SCHEMA_VERSION, run_id=run_id,
-        dtype="bfloat16" if device.type == "cuda" else "float32",
+        dtype=str(decode_dtype(device)).removeprefix("torch."), dtype_reason=_dtype_reason(device),
         prompt=f"random token ids, torch.Generator seeded from {SEED}, batch and context; no tokenizer",
         floor_bandwidth_bytes_per_s=bandwidth, floor_bandwidth_source=bandwidth_source,
-        warmup_steps=plan.warmup_steps,
+        warmup_steps=plan.warmup_steps, graph_step=graph_step,
     )
     deadline = _Deadline(time.perf_counter() + budget_s if budget_s else None, budget_s)
-    env = _Env(device, bandwidth, deadline, lambda: save(result), progress or (lambda it, **kw: it))
+    env = _Env(device, bandwidth, deadline, lambda: save(result), variant_specs(graph_step),
+               progress or (lambda it, **kw: it))
     if model_path:
         result.notes.append(f"Weights: the local checkpoint {Path(model_path).name!r} replaces the first model's "
                             "random weights; later model shapes stay random.")
     else:
         result.notes.append("Weights: transformers' own random initialization from GPT2Config with a fixed seed; "
-                            "no pretrained weights were downloaded. Greedy output of random weights repeats tokens "
-                            "and its logits have small top-2 margins, so token matches are a strict test.")
-    # The microbenchmark first: it is short, and a spent time budget should cut model rows, not it.
+                            "no pretrained weights were downloaded. The logits of random weights have small top-2 "
+                            "margins, so token agreement is a strict test.")
+    if device.type == "cuda":
+        precompile(plan, graph_step, device)
+    # The microbenchmark first: it is short, and a spent time budget should cut sweep rows, not it.
     _micro_rows(result, plan, env)
+    models: list[_Model] = []
     for i, mp in enumerate(plan.models):
         try:
-            _model_rows(result, mp, plan, model_path if i == 0 else None, env)
+            m = _build_model(mp, model_path if i == 0 else None, env)
         except Exception as exc:  # a model that cannot be built: say so, keep the other shapes
             if not is_oom(exc):
                 raise
             result.notes.append(f"{mp.name}: out of memory while building the model ({_error_reason(exc)}).")
             free_cuda_memory()
+            continue
+        result.models.append(m.info)
+        env.save()
+        _warm_up(m, plan, env)
+        models.append(m)
+    # In order of what the report needs most, since a spent budget skips whatever is left: the key
+    # shapes, the agreement check (reusing the key sessions at its capacity), the compiled
+    # transformers loop (a cold compile per shape), then the sweeps.
+    keep = {id(m): _agreement_shape(m, plan) for m in models}
+    for m in models:
+        _rows(m, m.plan.key_shapes, plan, env, result, key=True, keep_shape=keep[id(m)], compiled=False)
+    refs = {}
+    for m in models:
+        if m.plan.agreement:
+            refs[id(m)] = _agreement_reference(m, plan, env) if not env.deadline.passed() else "skipped: " + \
+                env.deadline.reason()
+            _agreement_rows(m, plan, env, result, refs[id(m)],
+                            [v for v, sp in env.specs.items() if v != REFERENCE_VARIANT and not sp.compiled])
+    for m in models:
+        _rows(m, m.plan.key_shapes, plan, env, result, key=True, keep_shape=keep[id(m)], compiled=True)
+        if m.plan.agreement:
+            _agreement_rows(m, plan, env, result, refs[id(m)], [v for v, sp in env.specs.items() if sp.compiled])
+        m.sessions.clear()
+        _clean(env)
+    for m in models:
+        _rows(m, m.plan.sweep_shapes, plan, env, result, key=False)
     if deadline.skipped:
         result.notes.append(f"{deadline.skipped} rows were not run: the phase's time budget of {budget_s:.0f} s "
                             f"was spent (set {BUDGET_ENV}=0 for no limit).")
@@ -541,9 +880,9 @@ def run(ctx: RunContext) -> DecodeFile:
     return collect_decode(
         ctx.run_id, PLANS[ctx.profile], "cuda", bandwidth, source, save=ctx.checkpoint,
         progress=lambda it, total=None, desc=None: ctx.progress(it, total=total, desc=desc),
-        budget_s=budget_seconds(ctx.profile), model_path=model_path,
+        budget_s=budget_seconds(ctx.profile), model_path=model_path, graph_step=graph_step_from_env(),
     )
 
 
-__all__ = ["run", "collect_decode", "PLANS", "Plan", "ModelPlan", "new_tokens_for", "kv_bytes_per_step", "floor_ms",
-           "token_agreement", "logit_diff_where_matched", "compare_logits", "budget_seconds"]
+__all__ = ["run", "collect_decode", "PLANS", "Plan", "ModelPlan", "VariantSpec", "variant_specs", "steps_for",
+           "loop_shape", "kv_bytes_per_step", "floor_ms", "agreement_fields", "free_running_fields", "budget_seconds"]

@@ -48,6 +48,26 @@ def _widen(x, IS_INT8: tl.constexpr):
 
 
 @triton.jit
+def _i8_as_f16_plus_1152(x):
+    """int8 x -> the fp16 number 1152 + x, exactly, four values for three instructions.
+
+    The fp16 bits of 1152 + x are 0x6480 + x = 0x64 followed by the byte x ^ 0x80: one XOR flips the
+    sign bit of four packed bytes, and two byte permutes interleave them with the constant 0x64.
+    Converting int8 to fp16 proper costs an integer-to-float instruction per value, which runs at a
+    fraction of the ALU rate; on an int8 cache that conversion, not the memory, would set the pace.
+    The caller removes the 1152 once per row (1152 times the sum of the other operand).
+    """
+    return tl.inline_asm_elementwise(
+        asm="""{
+        .reg .b32 t;
+        xor.b32 t, $2, 0x80808080;
+        prmt.b32 $0, t, 0x64646464, 0x4140;
+        prmt.b32 $1, t, 0x64646464, 0x4342;
+        }""",
+        constraints="=r,=r,r", args=[x], dtype=tl.float16, is_pure=True, pack=4)
+
+
+@triton.jit
 def _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn, mask_d,
                BLOCK_N: tl.constexpr, IS_INT8: tl.constexpr, MASKED: tl.constexpr):
     """Keys, values (and their scales) of rows [n0, n0 + BLOCK_N). A MASKED tile does not read rows at
@@ -127,20 +147,25 @@ def _rows_loop(q, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, start, end, stride_kn, strid
 
 
 @triton.jit
-def _dot_step(qm, qk_scale_log2, m_i, l_i, acc, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn,
-              mask_d, BLOCK_N: tl.constexpr, IS_INT8: tl.constexpr, UPCAST: tl.constexpr, MASKED: tl.constexpr):
+def _dot_step(qm, q_offset, qk_scale_log2, m_i, l_i, acc, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kn,
+              stride_vn, mask_d, BLOCK_N: tl.constexpr, IS_INT8: tl.constexpr, UPCAST: tl.constexpr,
+              MASKED: tl.constexpr):
     k, v, ks, vs = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn, mask_d,
                               BLOCK_N, IS_INT8, MASKED)
-    if UPCAST:
-        kd = k.to(tl.float32)
-    elif IS_INT8:
-        kd = k.to(qm.dtype)  # exact (|k| <= 127); Triton widens int8 to bf16 with a few packed ops
-    else:
-        kd = k
-    s = tl.dot(qm, tl.trans(kd))
+    # int8 tiles are widened to 1152 + x (see _i8_as_f16_plus_1152); the 1152 comes off once per row.
     if IS_INT8:
-        s = s * (qk_scale_log2 * ks[None, :])
+        if UPCAST:  # the interpreter has no inline assembly: the same numbers in fp32
+            kd = k.to(tl.float32) + 1152.0
+            vd = v.to(tl.float32) + 1152.0
+        else:
+            kd = _i8_as_f16_plus_1152(k)
+            vd = _i8_as_f16_plus_1152(v)
+        s = (tl.dot(qm, tl.trans(kd)) - q_offset) * (qk_scale_log2 * ks[None, :])
     else:
+        if UPCAST:
+            s = tl.dot(qm, tl.trans(k.to(tl.float32)))
+        else:
+            s = tl.dot(qm, tl.trans(k))
         s = s * qk_scale_log2
     if MASKED:
         s = tl.where(((n0 + tl.arange(0, BLOCK_N)) < end)[None, :], s, float("-inf"))
@@ -148,16 +173,16 @@ def _dot_step(qm, qk_scale_log2, m_i, l_i, acc, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs
     alpha = tl.exp2(m_i - m_new)
     p = tl.exp2(s - m_new[:, None])
     l_i = l_i * alpha + tl.sum(p, axis=1)
-    if UPCAST:
-        pv = p * vs[None, :] if IS_INT8 else p
-        o = tl.dot(pv, v.to(tl.float32))
-    elif IS_INT8:
-        # fp16 keeps the weights to 2^-11. The bits 0x6480 + v are 1152 + v in fp16, exactly, so v needs
-        # one integer add to widen (int8 to fp16 proper is the slow path); one subtraction per row
-        # removes the 1152 afterwards.
-        pv = (p * vs[None, :]).to(tl.float16)
-        vh = (v.to(tl.int16) + 0x6480).to(tl.float16, bitcast=True)
-        o = tl.dot(pv, vh) - 1152.0 * tl.sum(pv.to(tl.float32), axis=1)[:, None]
+    if IS_INT8:
+        # fp16 keeps the value weights to 2^-11, far finer than int8's steps.
+        pv = p * vs[None, :]
+        if UPCAST:
+            o = tl.dot(pv, vd) - 1152.0 * tl.sum(pv, axis=1)[:, None]
+        else:
+            pv = pv.to(tl.float16)
+            o = tl.dot(pv, vd) - 1152.0 * tl.sum(pv.to(tl.float32), axis=1)[:, None]
+    elif UPCAST:
+        o = tl.dot(p, v.to(tl.float32))
     else:
         o = tl.dot(p.to(v.dtype), v)
     return m_new, l_i, acc * alpha[:, None] + o
@@ -170,24 +195,29 @@ def _dot_loop(q, qk_scale_log2, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, start, end, st
     on tensor cores and the CUDA cores only widen the int8 tiles. Each iteration's loads feed dots, so
     Triton's pipeliner keeps the next tiles in flight. Every row computes the same answer.
 
-    `q` arrives unscaled in its own dtype (bf16 q is exact as a dot operand); the softmax scale is
-    applied to the fp32 scores. UPCAST (the interpreter, which mishandles bf16 dots and conversions)
-    does the same maths in fp32.
+    `q` arrives unscaled in its own dtype (bf16 q is exact as a dot operand; for an int8 cache it is
+    converted to fp16, the type the widened tiles have, which holds every bf16 value of a query's
+    range exactly); the softmax scale is applied to the fp32 scores. UPCAST (the interpreter, which
+    mishandles bf16 dots and has no inline assembly) does the same maths in fp32.
     """
     BLOCK_M: tl.constexpr = 16
     qm = tl.broadcast_to(q[None, :], [BLOCK_M, BLOCK_D])
     if UPCAST:
         qm = qm.to(tl.float32)
+    elif IS_INT8:
+        qm = qm.to(tl.float16)
+    # int8: every score carries 1152 * sum(q) from the widening offset (summed as the dot sums it).
+    q_offset = 1152.0 * tl.sum(qm.to(tl.float32), axis=1)[:, None]
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
     full_end = start + (end - start) // BLOCK_N * BLOCK_N
     for n0 in range(start, full_end, BLOCK_N):
-        m_i, l_i, acc = _dot_step(qm, qk_scale_log2, m_i, l_i, acc, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end,
-                                  stride_kn, stride_vn, mask_d, BLOCK_N, IS_INT8, UPCAST, False)
+        m_i, l_i, acc = _dot_step(qm, q_offset, qk_scale_log2, m_i, l_i, acc, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0,
+                                  end, stride_kn, stride_vn, mask_d, BLOCK_N, IS_INT8, UPCAST, False)
     if full_end < end:
-        m_i, l_i, acc = _dot_step(qm, qk_scale_log2, m_i, l_i, acc, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, full_end, end,
-                                  stride_kn, stride_vn, mask_d, BLOCK_N, IS_INT8, UPCAST, True)
+        m_i, l_i, acc = _dot_step(qm, q_offset, qk_scale_log2, m_i, l_i, acc, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs,
+                                  full_end, end, stride_kn, stride_vn, mask_d, BLOCK_N, IS_INT8, UPCAST, True)
     # All rows agree; reduce them to one.
     m = tl.max(m_i, axis=0)
     m = tl.where(m == float("-inf"), 0.0, m)
@@ -203,7 +233,7 @@ def _split_kv_kernel(
     stride_sb, stride_sh,
     stride_lens,
     H, num_splits, qk_scale_log2,
-    len_bucket,  # autotuning key only: the best tile differs between short and long caches
+    len_bucket,  # autotuning key only: the best tile differs between small and large problems
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, IS_INT8: tl.constexpr,
     USE_DOT: tl.constexpr, UPCAST: tl.constexpr,
 ):
@@ -268,31 +298,45 @@ def _merge_kernel(
     tl.store(Out + b * stride_ob + h * stride_oh + offs_d, out.to(Out.dtype.element_ty), mask=mask_d)
 
 
-# Few configs on purpose: the phase pays for every compile and every timing of them.
-# Under the interpreter (CPU tests) one fixed config runs; autotuning needs a GPU.
 def _config(block_n, warps, dot=False, stages=1):
     return triton.Config({"BLOCK_N": block_n, "USE_DOT": dot}, num_warps=warps, num_stages=stages)
 
 
+def _same(c, d) -> bool:
+    return c.kwargs == d.kwargs and c.num_warps == d.num_warps and c.num_stages == d.num_stages
+
+
 # Few configs on purpose: the phase pays for every compile and every timing of them. CUDA-core
-# schedules first, then tensor-core ones (where Triton's pipeliner keeps loads in flight).
-AUTOTUNE_CONFIGS = [
+# schedules first, then tensor-core ones (where Triton's pipeliner keeps loads in flight). An int8
+# tile holds half the bytes of a bf16 one, so int8 also tries longer tiles and deeper pipelines to
+# keep as many bytes in flight.
+BF16_CONFIGS = [
     _config(32, 4),
     _config(64, 4),
     _config(64, 8),
     _config(64, 4, dot=True, stages=3),
     _config(128, 8, dot=True, stages=3),
 ]
+INT8_CONFIGS = [
+    _config(64, 4),
+    _config(64, 4, dot=True, stages=3),
+    _config(128, 4, dot=True, stages=4),
+    _config(128, 8, dot=True, stages=3),
+    _config(256, 8, dot=True, stages=3),
+]
+AUTOTUNE_CONFIGS = BF16_CONFIGS + [c for c in INT8_CONFIGS if not any(_same(c, d) for d in BF16_CONFIGS)]
 # Under the interpreter (CPU tests) one fixed config runs; autotuning needs a GPU.
 INTERPRET_CONFIG = {"BLOCK_N": 16, "USE_DOT": False, "num_warps": 1, "num_stages": 1}
 
 
 def _prune(configs, named_args, **kwargs):
-    # bf16 tensor-core dots need Ampere or newer; a T4 keeps the CUDA-core schedules.
+    wanted = INT8_CONFIGS if kwargs.get("IS_INT8") else BF16_CONFIGS
+    configs = [c for c in configs if any(_same(c, d) for d in wanted)]
+    # Tensor-core dots need Ampere or newer in Triton; a T4 keeps the CUDA-core schedules.
     q = named_args.get("Q")
     if q is not None and q.is_cuda and torch.cuda.get_device_capability(q.device) < (8, 0):
         return [c for c in configs if not c.kwargs["USE_DOT"]]
-    return list(configs)
+    return configs
 
 
 def _quick_bench(fn, quantiles):
@@ -311,9 +355,11 @@ def _interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
-def _len_bucket(capacity: int) -> int:
-    """Coarse cache-length classes so autotuning runs a few times, not once per length."""
-    return 0 if capacity <= 1024 else 1 if capacity <= 8192 else 2
+def _len_bucket(batch_heads: int, capacity: int) -> int:
+    """Coarse problem-size classes (keys read per call) so autotuning runs a few times, not once per
+    shape: a decode step of a small model at batch 4, the same at batch 64, and long caches differ."""
+    keys = batch_heads * capacity
+    return 0 if keys <= 2**17 else 1 if keys <= 2**21 else 2 if keys <= 2**24 else 3
 
 
 _SM_COUNT: dict[int, int] = {}
@@ -381,6 +427,41 @@ def _check(q, k, v, seq_lens, k_scale, v_scale):
     return is_int8
 
 
+def split_kv_partials(q, k, v, seq_lens, o_part, lse_part, num_splits, *, k_scale=None, v_scale=None,
+                      sm_scale=None, config=None) -> None:
+    """The first of decode attention's two kernels: each split's partial output and log2-sum-exp, into
+    o_part (B * H * num_splits, D) fp32 and lse_part (B * H * num_splits,) fp32. The fused step merges
+    them inside its projection; `decode_attention` merges them with its own kernel."""
+    is_int8 = _check(q, k, v, seq_lens, k_scale, v_scale)
+    B, H, D = q.shape
+    L = k.shape[2]
+    if o_part.shape != (B * H * num_splits, D) or lse_part.shape != (B * H * num_splits,):
+        raise ValueError(f"partials must be ({B * H * num_splits}, {D}) and ({B * H * num_splits},) for "
+                         f"{num_splits} splits; got {tuple(o_part.shape)} and {tuple(lse_part.shape)}.")
+    sm_scale = 1.0 / math.sqrt(D) if sm_scale is None else sm_scale
+    ks = k_scale if is_int8 else k
+    vs = v_scale if is_int8 else v
+    s_strides = (k_scale.stride(0), k_scale.stride(1)) if is_int8 else (0, 0)
+    args = (
+        q, k, v, ks, vs, seq_lens, o_part, lse_part,
+        q.stride(0), q.stride(1),
+        k.stride(0), k.stride(1), k.stride(2),
+        v.stride(0), v.stride(1), v.stride(2),
+        *s_strides,
+        seq_lens.stride(0) if seq_lens.shape[0] == B else 0,
+        H, num_splits, sm_scale * LOG2E, _len_bucket(B * H, L),
+    )
+    grid = (num_splits, B * H)
+    if config is None and _interpreting():
+        config = INTERPRET_CONFIG
+    if config is None:
+        _split_kv_tuned[grid](*args, HEAD_DIM=D, BLOCK_D=triton.next_power_of_2(D), IS_INT8=is_int8, UPCAST=False)
+    else:
+        config = {"USE_DOT": False, **config}
+        _split_kv_kernel[grid](*args, HEAD_DIM=D, BLOCK_D=triton.next_power_of_2(D), IS_INT8=is_int8,
+                               UPCAST=_interpreting(), **config)
+
+
 def decode_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -399,36 +480,14 @@ def decode_attention(
     would cost a synchronization every step). `config` pins {"BLOCK_N", "USE_DOT", "num_warps",
     "num_stages"} instead of autotuning.
     """
-    is_int8 = _check(q, k, v, seq_lens, k_scale, v_scale)
     B, H, D = q.shape
-    L = k.shape[2]
-    sm_scale = 1.0 / math.sqrt(D) if sm_scale is None else sm_scale
-    splits = num_splits or default_num_splits(B, H, L, q.device)
-    block_d = triton.next_power_of_2(D)
+    splits = num_splits or default_num_splits(B, H, k.shape[2], q.device)
     o_part = torch.empty((B * H * splits, D), device=q.device, dtype=torch.float32)
     lse_part = torch.empty((B * H * splits,), device=q.device, dtype=torch.float32)
+    split_kv_partials(q, k, v, seq_lens, o_part, lse_part, splits, k_scale=k_scale, v_scale=v_scale,
+                      sm_scale=sm_scale, config=config)
     out = torch.empty_like(q)
-    ks = k_scale if is_int8 else k
-    vs = v_scale if is_int8 else v
-    s_strides = (k_scale.stride(0), k_scale.stride(1)) if is_int8 else (0, 0)
-    args = (
-        q, k, v, ks, vs, seq_lens, o_part, lse_part,
-        q.stride(0), q.stride(1),
-        k.stride(0), k.stride(1), k.stride(2),
-        v.stride(0), v.stride(1), v.stride(2),
-        *s_strides,
-        seq_lens.stride(0) if seq_lens.shape[0] == B else 0,
-        H, splits, sm_scale * LOG2E, _len_bucket(L),
-    )
-    grid = (splits, B * H)
-    if config is None and _interpreting():
-        config = INTERPRET_CONFIG
-    if config is None:
-        _split_kv_tuned[grid](*args, HEAD_DIM=D, BLOCK_D=block_d, IS_INT8=is_int8, UPCAST=False)
-    else:
-        config = {"USE_DOT": False, **config}
-        _split_kv_kernel[grid](*args, HEAD_DIM=D, BLOCK_D=block_d, IS_INT8=is_int8, UPCAST=_interpreting(),
-                               **config)
+    block_d = triton.next_power_of_2(D)
     _merge_kernel[(B * H,)](
         o_part, lse_part, out, out.stride(0), out.stride(1), H, splits,
         HEAD_DIM=D, BLOCK_D=block_d, BLOCK_S=triton.next_power_of_2(splits),

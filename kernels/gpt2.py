@@ -1,7 +1,9 @@
-"""A compact GPT-2 decoder with a preallocated KV cache and greedy decoding, in the spirit of gpt-fast.
+"""A compact GPT-2 decoder with a preallocated KV cache, in the spirit of gpt-fast.
 
 Weights come from a transformers GPT2LMHeadModel and are shared with it (no copy), so the
-transformers baseline and our loop run on the very same tensors. Three cache layouts:
+transformers baselines and our loop run on the very same tensors. The loops that drive it (greedy
+or teacher-forced, eager or captured in a CUDA graph) are in kernels/decode_session.py; faster
+versions of its step are in kernels/gpt2_fused.py. Three cache layouts:
 
   Bf16Cache          the cache as bf16, read by the split-KV Triton kernel
   Int8DequantCache   int8 + scales, dequantized in full to a bf16 copy at the start of every step
@@ -14,9 +16,7 @@ positions would otherwise surface as an asynchronous device-side assert far from
 from __future__ import annotations
 
 import inspect
-import time
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -97,6 +97,14 @@ def check_tokens(tokens: torch.Tensor, vocab_size: int) -> None:
         raise ValueError(f"token ids must lie in [0, {vocab_size}); found {lo}..{hi}.")
 
 
+def decode_dtype(device) -> torch.dtype:
+    """bf16 where the GPU computes it natively (Ampere and newer), else fp16 (a T4); fp32 on the CPU."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return torch.float32
+    return torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) else torch.float16
+
+
 # --- transformers models ----------------------------------------------------------------------
 
 def random_hf_model(args: ModelArgs, seed: int = 0, device: str | torch.device = "cuda", dtype=torch.bfloat16):
@@ -127,13 +135,13 @@ def load_hf_model(path: str, device: str | torch.device = "cuda", dtype=torch.bf
     return model.to(device).eval()
 
 
-def _cache_kwarg(hf_model) -> str:
+def cache_kwarg(hf_model) -> str:
     """transformers renamed `past_key_values` to `cache` during 5.x; use whichever this version takes."""
     params = inspect.signature(hf_model.forward).parameters
     return "cache" if "cache" in params else "past_key_values"
 
 
-def _cache_of(output):
+def cache_of(output):
     return output["cache"] if "cache" in output else output["past_key_values"]
 
 
@@ -186,6 +194,18 @@ class GPT2:
         ]
         return cls(args, t.wte.weight.detach(), t.wpe.weight.detach(), blocks, t.ln_f.weight.detach(),
                    t.ln_f.bias.detach(), hf_model.lm_head.weight.detach(), approx)
+
+    @classmethod
+    def zeros(cls, args: ModelArgs, device, dtype=torch.bfloat16, gelu_approx: str = "tanh") -> "GPT2":
+        """A model of this shape with all-zero weights, built in an instant: enough to compile kernels."""
+        def z(*shape):
+            return torch.zeros(shape, device=device, dtype=dtype)
+
+        C = args.n_embd
+        blocks = [Block(z(C), z(C), z(C, 3 * C), z(3 * C), z(C, C), z(C), z(C), z(C), z(C, 4 * C), z(4 * C),
+                        z(4 * C, C), z(C)) for _ in range(args.n_layer)]
+        wte = z(args.vocab_size, C)
+        return cls(args, wte, z(args.n_positions, C), blocks, z(C), z(C), wte, gelu_approx)
 
     @property
     def device(self) -> torch.device:
@@ -242,14 +262,15 @@ class GPT2:
             x = self._mlp(blk, x)
         return F.linear(self._ln(x[:, -1], self.lnf_w, self.lnf_b), self.lm_head)
 
-    def step(self, tok: torch.Tensor, pos: torch.Tensor, cache) -> torch.Tensor:
-        """One token per sequence: tok (B,) at position pos ((1,) int64 on the device) -> logits (B, V).
+    def step(self, history: torch.Tensor, pos: torch.Tensor, lens: torch.Tensor, cache) -> torch.Tensor:
+        """One token per sequence: the token at history[:, pos] (pos a (1,) int64 device tensor), attending
+        over lens = pos + 1 keys ((1,) int32) -> logits (B, V).
 
-        The position is a device tensor so the same launches stay valid at every step (CUDA graphs).
+        Position and length live on the device, so the same launches stay valid at every step (CUDA graphs).
         """
-        B = tok.shape[0]
+        B = history.shape[0]
         H, D = self.args.n_head, self.args.head_dim
-        lens = (pos + 1).to(torch.int32)
+        tok = history.index_select(1, pos).squeeze(1)
         x = self.wte[tok] + self.wpe[pos]
         for i, blk in enumerate(self.blocks):
             qkv = _linear(self._ln(x, blk.ln1_w, blk.ln1_b), blk.attn_w, blk.attn_b)
@@ -371,212 +392,6 @@ class Int8DequantCache(Int8Cache):
 CACHES = {c.kind: c for c in (Bf16Cache, Int8Cache, Int8DequantCache)}
 
 
-# --- greedy decoding --------------------------------------------------------------------------
-
-class StepTimer:
-    """Per-step wall time: CUDA events on a GPU (no synchronization inside the loop), else the host clock.
-
-    An eager loop is bound by the host launching kernels, so the device reaches each event about when
-    the host records it: event gaps are then wall time per step, not only the device's busy time.
-    """
-
-    def __init__(self, device: torch.device, n: int):
-        self.cuda = device.type == "cuda"
-        if self.cuda:
-            self.events = [torch.cuda.Event(enable_timing=True) for _ in range(n + 1)]
-        self.host: list[float] = []
-
-    def mark(self, i: int) -> None:
-        if self.cuda:
-            self.events[i].record()
-        else:
-            self.host.append(time.perf_counter())
-
-    def step_ms(self) -> list[float]:
-        if self.cuda:
-            torch.cuda.synchronize()
-            return [a.elapsed_time(b) for a, b in zip(self.events, self.events[1:])]
-        return [(b - a) * 1e3 for a, b in zip(self.host, self.host[1:])]
-
-
-@dataclass
-class DecodeResult:
-    tokens: torch.Tensor            # (B, new_tokens) on the CPU: the prefill's token, then one per step
-    step_ms: list[float]            # one per timed decode step (new_tokens - 1 of them)
-    last_logits: torch.Tensor       # (B, V) float32 logits of the final step
-    cache_bytes: int                # bytes the cache holds at the end
-    extra: dict = field(default_factory=dict)
-
-
-def _sync(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-
-
-@torch.inference_mode()
-def generate(
-    model: GPT2,
-    prompt: torch.Tensor,
-    new_tokens: int,
-    cache_kind: str = "bf16",
-    cuda_graph: bool = False,
-    warmup_steps: int = 3,
-    before_timed: Callable[[], None] | None = None,
-    after_timed: Callable[[], None] | None = None,
-) -> DecodeResult:
-    """Greedy decoding with our loop: prefill, `new_tokens - 1` single-token steps, each one timed.
-
-    Warm-up steps run first (compilation, autotuning, graph capture); the cache is then refilled by
-    a fresh prefill so the timed steps start exactly at the prompt's length.
-    """
-    B, T = prompt.shape
-    check_limits(model.args, T, new_tokens, B)
-    check_tokens(prompt, model.args.vocab_size)
-    if cache_kind not in CACHES:
-        raise ValueError(f"unknown cache {cache_kind!r}; choose one of {sorted(CACHES)}.")
-    if cuda_graph and (cache_kind == "int8-dequant" or model.device.type != "cuda"):
-        raise ValueError("a CUDA graph needs a CUDA device and a cache of fixed shape (bf16 or int8).")
-    dev = model.device
-    prompt = prompt.to(dev)
-    capacity = T + new_tokens - 1  # the last generated token is never fed back
-    cache = CACHES[cache_kind](model.args, B, capacity, dev, model.dtype)
-    history = torch.zeros((B, capacity + 1), dtype=torch.int64, device=dev)
-    pos = torch.zeros((1,), dtype=torch.int64, device=dev)
-    warmup_steps = min(warmup_steps, new_tokens - 1)
-
-    def start():
-        logits = model.prefill(prompt, cache)
-        history[:, :T] = prompt
-        history[:, T] = logits.argmax(-1)
-        pos.fill_(T)
-
-    def one_step():
-        tok = history.index_select(1, pos).squeeze(1)
-        logits = model.step(tok, pos, cache)
-        history.index_copy_(1, pos + 1, logits.argmax(-1).unsqueeze(1))
-        pos.add_(1)
-        return logits
-
-    def eager_step(n_cached: int):
-        cache.begin_step(n_cached)
-        logits = one_step()
-        cache.end_step()
-        return logits
-
-    graph = None
-    start()
-    if cuda_graph:
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(max(1, warmup_steps)):
-                one_step()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            static_logits = one_step()
-        start()  # capture did not run the step; rewind the warm-up's writes anyway
-        for _ in range(warmup_steps):
-            graph.replay()
-    else:
-        for s in range(warmup_steps):
-            eager_step(T + s)
-    start()
-    _sync(dev)
-
-    n_steps = new_tokens - 1
-    timer = StepTimer(dev, n_steps)
-    if before_timed is not None:
-        before_timed()
-    timer.mark(0)
-    logits = None
-    for s in range(n_steps):
-        if graph is not None:
-            graph.replay()
-        else:
-            logits = eager_step(T + s)
-        timer.mark(s + 1)
-    step_ms = timer.step_ms()
-    if after_timed is not None:
-        after_timed()
-    if graph is not None:
-        logits = static_logits
-    if logits is None:  # new_tokens == 1: only the prefill ran
-        logits = model.prefill(prompt, cache)
-    _sync(dev)
-    return DecodeResult(history[:, T:T + new_tokens].cpu(), step_ms, logits.float().clone(), cache.nbytes())
-
-
-@torch.inference_mode()
-def generate_hf(
-    hf_model,
-    prompt: torch.Tensor,
-    new_tokens: int,
-    warmup_steps: int = 3,
-    before_timed: Callable[[], None] | None = None,
-    after_timed: Callable[[], None] | None = None,
-) -> DecodeResult:
-    """The baseline a user would write: transformers' model, its default dynamic cache, a greedy loop."""
-    args = ModelArgs.from_hf_config(hf_model.config)
-    B, T = prompt.shape
-    check_limits(args, T, new_tokens, B)
-    check_tokens(prompt, args.vocab_size)
-    dev = next(hf_model.parameters()).device
-    prompt = prompt.to(dev)
-    kw = _cache_kwarg(hf_model)
-
-    def run(n_steps: int, timer: StepTimer | None):
-        out = hf_model(input_ids=prompt, use_cache=True)
-        cache, tok = _cache_of(out), out.logits[:, -1].argmax(-1)
-        toks, logits = [tok], out.logits[:, -1]
-        if timer is not None:
-            if before_timed is not None:
-                _sync(dev)
-                before_timed()
-            timer.mark(0)
-        for s in range(n_steps):
-            out = hf_model(input_ids=tok.unsqueeze(1), use_cache=True, **{kw: cache})
-            cache, logits = _cache_of(out), out.logits[:, -1]
-            tok = logits.argmax(-1)
-            toks.append(tok)
-            if timer is not None:
-                timer.mark(s + 1)
-        return torch.stack(toks, 1), logits, cache
-
-    run(min(warmup_steps, new_tokens - 1), None)
-    _sync(dev)
-    timer = StepTimer(dev, new_tokens - 1)
-    tokens, logits, cache = run(new_tokens - 1, timer)
-    step_ms = timer.step_ms()
-    if after_timed is not None:
-        after_timed()
-    # Cache bytes at the end: 2 tensors per layer of (B, H, length, D), whatever class holds them.
-    length = cache.get_seq_length()
-    cache_bytes = length * cache_bytes_per_token(args, B, False, next(hf_model.parameters()).element_size())
-    return DecodeResult(tokens.cpu(), step_ms, logits.float().clone(), cache_bytes,
-                        {"attn_implementation": getattr(hf_model.config, "_attn_implementation", None)})
-
-
-@torch.inference_mode()
-def teacher_forced_logits(model: GPT2, tokens: torch.Tensor, prompt_len: int, cache_kind: str = "bf16") -> torch.Tensor:
-    """Logits at positions prompt_len-1 .. S-2 of a fixed sequence (B, S): prefill, then steps fed `tokens`.
-
-    Compared with transformers' full forward of the same sequence, this checks prefill, the cache
-    and the step together. Returns (B, S - prompt_len, V) float32.
-    """
-    B, S = tokens.shape
-    check_limits(model.args, prompt_len, S - prompt_len, B)
-    check_tokens(tokens, model.args.vocab_size)
-    tokens = tokens.to(model.device)
-    cache = CACHES[cache_kind](model.args, B, S, model.device, model.dtype)
-    out = [model.prefill(tokens[:, :prompt_len], cache).float()]
-    for p in range(prompt_len, S - 1):
-        cache.begin_step(p)
-        out.append(model.step(tokens[:, p], torch.tensor([p], device=model.device), cache).float())
-        cache.end_step()
-    return torch.stack(out, 1)
-
-
 def cache_bytes_per_token(args: ModelArgs, batch: int, int8: bool, dtype_bytes: int = 2) -> int:
     """Bytes one cached position holds: keys and values, all layers, the whole batch."""
     per_vec = args.head_dim + SCALE_BYTES if int8 else args.head_dim * dtype_bytes
@@ -584,7 +399,6 @@ def cache_bytes_per_token(args: ModelArgs, batch: int, int8: bool, dtype_bytes: 
 
 
 __all__ = [
-    "ModelArgs", "PRESETS", "check_limits", "check_tokens", "random_hf_model", "load_hf_model", "GPT2",
-    "Bf16Cache", "Int8Cache", "Int8DequantCache", "CACHES", "generate", "generate_hf", "teacher_forced_logits",
-    "DecodeResult", "cache_bytes_per_token",
+    "ModelArgs", "PRESETS", "check_limits", "check_tokens", "decode_dtype", "random_hf_model", "load_hf_model", "GPT2",
+    "Bf16Cache", "Int8Cache", "Int8DequantCache", "CACHES", "cache_bytes_per_token", "cache_kwarg", "cache_of",
 ]

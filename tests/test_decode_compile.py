@@ -1,8 +1,8 @@
-"""The decode kernels compile for real GPUs (T4, A100, H100/H200) without spilling registers.
+"""The decode kernels compile for real GPUs (T4 in fp16, A100, H100/H200 in bf16) without spilling registers.
 
 The interpreter runs a kernel's maths but not its compilation: a shape error in an op that does not
-broadcast, or a tile that overflows the register file, only shows on a GPU. Triton's own ptxas can
-compile for a target GPU on a machine without one, so this catches both here.
+broadcast, inline assembly, or a tile that overflows the register file only shows on a GPU. Triton's
+own ptxas can compile for a target GPU on a machine without one, so this catches them here.
 """
 import os
 import subprocess
@@ -19,14 +19,13 @@ from pathlib import Path
 import triton
 from triton.compiler import ASTSource
 from triton.backends.compiler import GPUTarget
-from kernels import decode_attention as da, kv_quant as kq
+from kernels import decode_attention as da, kv_quant as kq, fused_linear as fl, gpt2_fused as gf
 
 BIN = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
 
-def compile_for(cc, fn, sig, consts, num_warps, num_stages=2):
-    # What the JIT sees on a GPU: 16-byte aligned pointers, strides divisible by 16.
-    attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(sig)
-             if sig[n].startswith("*") or (n.startswith("stride") and n != "stride_lens")}
+def compile_for(cc, fn, sig, consts, num_warps, num_stages=2, aligned=()):
+    # What the JIT sees on a GPU: 16-byte aligned pointers, and the strides that are multiples of 16.
+    attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(sig) if sig[n].startswith("*") or n in aligned}
     k = triton.compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", cc, 32),
                        options={"num_warps": num_warps, "num_stages": num_stages})
     with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
@@ -37,42 +36,111 @@ def compile_for(cc, fn, sig, consts, num_warps, num_stages=2):
     regs, stack, local = re.search(r"REG:(\d+) STACK:(\d+) SHARED:\d+ LOCAL:(\d+)", out).groups()
     return int(regs), int(stack) + int(local)
 
-split = {"Q": "*bf16", "K": "*bf16", "V": "*bf16", "KScale": "*bf16", "VScale": "*bf16", "Lens": "*i32",
-         "OPart": "*fp32", "LsePart": "*fp32", **{s: "i32" for s in (
-             "stride_qb", "stride_qh", "stride_kb", "stride_kh", "stride_kn", "stride_vb", "stride_vh", "stride_vn",
-             "stride_sb", "stride_sh", "stride_lens", "H", "num_splits")},
-         "qk_scale_log2": "fp32", "len_bucket": "i32", "HEAD_DIM": "constexpr", "BLOCK_D": "constexpr",
-         "BLOCK_N": "constexpr", "IS_INT8": "constexpr", "USE_DOT": "constexpr", "UPCAST": "constexpr"}
-merge = {"OPart": "*fp32", "LsePart": "*fp32", "Out": "*bf16", "stride_ob": "i32", "stride_oh": "i32", "H": "i32",
-         "num_splits": "i32", "HEAD_DIM": "constexpr", "BLOCK_D": "constexpr", "BLOCK_S": "constexpr"}
-store = {"K": "*bf16", "V": "*bf16", "KQ": "*i8", "VQ": "*i8", "KS": "*fp32", "VS": "*fp32", "Pos": "*i64",
-         **{s: "i32" for s in ("stride_kb", "stride_kh", "stride_vb", "stride_vh", "stride_qb", "stride_qh",
-                               "stride_qn", "stride_sb", "stride_sh", "H")},
-         "HEAD_DIM": "constexpr", "BLOCK_D": "constexpr"}
+def ints(*names):
+    return {n: "i32" for n in names}
+
 for cc in map(int, sys.argv[1:]):
+    f = "*fp16" if cc < 80 else "*bf16"  # a T4 decodes in fp16: it has no native bf16
+    split = {"Q": f, "K": f, "V": f, "KScale": f, "VScale": f, "Lens": "*i32", "OPart": "*fp32", "LsePart": "*fp32",
+             **ints("stride_qb", "stride_qh", "stride_kb", "stride_kh", "stride_kn", "stride_vb", "stride_vh",
+                    "stride_vn", "stride_sb", "stride_sh", "stride_lens", "H", "num_splits"),
+             "qk_scale_log2": "fp32", "len_bucket": "i32", "HEAD_DIM": "constexpr", "BLOCK_D": "constexpr",
+             "BLOCK_N": "constexpr", "IS_INT8": "constexpr", "USE_DOT": "constexpr", "UPCAST": "constexpr"}
+    strides = ("stride_qb", "stride_qh", "stride_kb", "stride_kh", "stride_kn", "stride_vb", "stride_vh", "stride_vn")
     for int8 in (False, True):
         sig = dict(split, **({"K": "*i8", "V": "*i8", "KScale": "*fp32", "VScale": "*fp32"} if int8 else {}))
-        for cfg in da.AUTOTUNE_CONFIGS:
+        for cfg in (da.INT8_CONFIGS if int8 else da.BF16_CONFIGS):
             if cfg.kwargs["USE_DOT"] and cc < 80:
                 continue  # pruned at run time on a GPU older than Ampere
             for d in (64, 128):
                 consts = {"HEAD_DIM": d, "BLOCK_D": d, "IS_INT8": int8, "UPCAST": False, **cfg.kwargs}
-                regs, spill = compile_for(cc, da._split_kv_kernel, sig, consts, cfg.num_warps, cfg.num_stages)
+                regs, spill = compile_for(cc, da._split_kv_kernel, sig, consts, cfg.num_warps, cfg.num_stages, strides)
                 print("split", cc, int8, d, cfg.kwargs["BLOCK_N"], cfg.kwargs["USE_DOT"], cfg.num_warps, regs, spill)
+    merge = {"OPart": "*fp32", "LsePart": "*fp32", "Out": f, **ints("stride_ob", "stride_oh", "H", "num_splits"),
+             "HEAD_DIM": "constexpr", "BLOCK_D": "constexpr", "BLOCK_S": "constexpr"}
     print("merge", cc, *compile_for(cc, da._merge_kernel, merge, {"HEAD_DIM": 128, "BLOCK_D": 128, "BLOCK_S": 64}, 4))
+    store = {"K": f, "V": f, "KQ": "*i8", "VQ": "*i8", "KS": "*fp32", "VS": "*fp32", "Pos": "*i64",
+             **ints("stride_kb", "stride_kh", "stride_vb", "stride_vh", "stride_qb", "stride_qh", "stride_qn",
+                    "stride_sb", "stride_sh", "H"), "HEAD_DIM": "constexpr", "BLOCK_D": "constexpr"}
     print("store", cc, *compile_for(cc, kq._quantize_store_kernel, store, {"HEAD_DIM": 64, "BLOCK_D": 64}, 1))
+
+    # The fused step: every role, both batch tilings (16 rows; 64 rows), GPT-2's head_dim of 64.
+    pdl = cc >= 90
+    common = {"UPCAST": False, "PDL": pdl}
+    ws = {"Work": "*fp32", "Counter": "*i32", "split_k": "i32"}
+    dev = fl.Device(132, divmod(cc, 10))
+    for rows in (16, 64):
+        t = fl.qkv_tiling(rows, 768, 12, 64, dev)  # the same tiles a GPU of this generation gets
+        for int8 in (False, True):
+            c = "*i8" if int8 else f
+            s = "*fp32" if int8 else f
+            qkv = {"X": f, "stride_xb": "i32", "W": f, **ints("stride_wk", "stride_wn"), "Bias": f,
+                   **ints("B", "K", "N"), "eps": "fp32", "LnW": f, "LnB": f, "Q": f, "KC": c, "VC": c, "KS": s, "VS": s,
+                   "Pos": "*i64", **ints("H_QKV", "stride_cb", "stride_ch", "stride_cn", "stride_sb", "stride_sh"), **ws,
+                   **{k: "constexpr" for k in ("INT8_CACHE", "HEAD_DIM", "BLOCK_B", "BLOCK_N", "BLOCK_K", "UPCAST", "PDL")}}
+            consts = {"INT8_CACHE": int8, "HEAD_DIM": 64, "BLOCK_B": t.block_b, "BLOCK_N": t.block_n,
+                      "BLOCK_K": t.block_k, **common}
+            print("qkv", cc, rows, int8, *compile_for(cc, fl._ln_qkv_kernel, qkv, consts, t.num_warps, t.num_stages,
+                                                       ("stride_xb", "stride_wk", "stride_cb", "stride_ch", "stride_cn")))
+        lin = {"X": f, "stride_xb": "i32", "W": f, **ints("stride_wk", "stride_wn"), "Bias": f, "Y": f,
+               "stride_yb": "i32", **ints("B", "K", "N"), "eps": "fp32", "LnW": f, "LnB": f, **ws,
+               **{k: "constexpr" for k in ("EPILOGUE", "HAS_BIAS", "BLOCK_B", "BLOCK_N", "BLOCK_K", "UPCAST", "PDL")}}
+        t = fl.linear_tiling(rows, 768, 3072, dev)
+        consts = {"EPILOGUE": 1, "HAS_BIAS": True, "BLOCK_B": t.block_b, "BLOCK_N": t.block_n, "BLOCK_K": t.block_k,
+                  **common}
+        print("fc", cc, rows, *compile_for(cc, fl._ln_linear_kernel, lin, consts, t.num_warps, t.num_stages,
+                                            ("stride_xb", "stride_wk", "stride_yb")))
+        # the LM head: the (vocab, width) table read in place (unit stride along K), fp32 logits
+        head = dict(lin, Y="*fp32", stride_wk="constexpr")
+        t = fl.linear_tiling(rows, 768, 50257, dev)
+        consts = {"EPILOGUE": 0, "HAS_BIAS": False, "BLOCK_B": t.block_b, "BLOCK_N": t.block_n, "BLOCK_K": t.block_k,
+                  "stride_wk": 1, **common}
+        print("head", cc, rows, *compile_for(cc, fl._ln_linear_kernel, head, consts, t.num_warps, t.num_stages,
+                                              ("stride_xb", "stride_wn", "stride_yb")))
+        proj = {"OPart": "*fp32", "LsePart": "*fp32", **ints("H_ATT", "num_splits"), "W": f,
+                **ints("stride_wk", "stride_wn"), "Bias": f, "Y": f, "stride_yb": "i32", **ints("B", "K", "N"), **ws,
+                **{k: "constexpr" for k in ("HEAD_DIM", "BLOCK_B", "BLOCK_N", "BLOCK_K", "UPCAST", "PDL")}}
+        t = fl.proj_tiling(rows, 12, 64, 768, dev)
+        consts = {"HEAD_DIM": 64, "BLOCK_B": t.block_b, "BLOCK_N": t.block_n, "BLOCK_K": t.block_k, **common}
+        print("proj", cc, rows, *compile_for(cc, fl._attn_proj_residual_kernel, proj, consts, t.num_warps, t.num_stages,
+                                              ("stride_wk", "stride_yb")))
+        out = {"X": f, "stride_xb": "i32", "W": f, **ints("stride_wk", "stride_wn"), "Bias": f, "Y": f,
+               "stride_yb": "i32", **ints("B", "K", "N"), **ws,
+               **{k: "constexpr" for k in ("BLOCK_B", "BLOCK_N", "BLOCK_K", "UPCAST", "PDL")}}
+        t = fl.linear_tiling(rows, 3072, 768, dev)
+        consts = {"BLOCK_B": t.block_b, "BLOCK_N": t.block_n, "BLOCK_K": t.block_k, **common}
+        print("out", cc, rows, *compile_for(cc, fl._linear_residual_kernel, out, consts, t.num_warps, t.num_stages,
+                                             ("stride_xb", "stride_wk", "stride_yb")))
+    emb = {"History": "*i64", "stride_hb": "i32", "Pos": "*i64", "Wte": f, "Wpe": f, "X": f, "C": "i32",
+           "BLOCK_C": "constexpr"}
+    print("embed", cc, *compile_for(cc, gf._embed_kernel, emb, {"BLOCK_C": 2048}, 4))
+    adv = {"Next": "*i64", "History": "*i64", "stride_hb": "i32", "Pos": "*i64", "Lens": "*i32", "B": "i32",
+           "WRITE": "constexpr", "BLOCK_B": "constexpr"}
+    print("advance", cc, *compile_for(cc, gf._advance_kernel, adv, {"WRITE": True, "BLOCK_B": 64}, 1))
 '''
+
+TARGETS = (75, 80, 90)
 
 
 def test_kernels_compile_for_t4_a100_and_h100_without_spills():
     if not (Path(__import__("triton").__file__).parent / "backends" / "nvidia" / "bin" / "ptxas").exists():
         pytest.skip("this Triton wheel has no ptxas")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compile for real, not interpret
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, "75", "80", "90"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = [line.split() for line in proc.stdout.splitlines()]
-    assert sum(line[0] == "split" for line in lines) >= 3 * 2 * 2 * 2  # every target, dtype, head_dim, a few configs
-    assert sum(line[0] in ("merge", "store") for line in lines) == 6
+    # One process per target, side by side: ptxas is single-threaded.
+    procs = [subprocess.Popen([sys.executable, "-c", SCRIPT, str(cc)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for cc in TARGETS]
+    lines = []
+    for p in procs:
+        out, err = p.communicate(timeout=1200)
+        assert p.returncode == 0, err[-3000:]
+        lines += [line.split() for line in out.splitlines()]
+    kinds = {}
+    for line in lines:
+        kinds.setdefault(line[0], set()).add(int(line[1]))
+    # every kernel compiled for every target
+    assert all(kinds.get(k) == set(TARGETS) for k in
+               ("split", "merge", "store", "qkv", "fc", "head", "proj", "out", "embed", "advance")), kinds
+    # int8 tensor-core configs (the fast-widening path) on every target that runs them
+    assert {int(x[1]) for x in lines if x[0] == "split" and x[2] == "True" and x[5] == "True"} == {80, 90}
     spilled = [line for line in lines if int(line[-1]) != 0]
     assert not spilled, f"kernels spill to local memory: {spilled}"

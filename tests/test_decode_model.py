@@ -1,4 +1,4 @@
-"""Our GPT-2 decoder against transformers on a tiny random config, and the host-side limit guard."""
+"""Our GPT-2 decoder and its loops against transformers on a tiny random config, and the host-side guards."""
 import os
 
 os.environ["TRITON_INTERPRET"] = "1"  # before kernels/ is imported: @triton.jit reads it then
@@ -6,10 +6,11 @@ os.environ["TRITON_INTERPRET"] = "1"  # before kernels/ is imported: @triton.jit
 import pytest
 import torch
 
+from kernels.decode_session import HfSession, OurSession
 from kernels.gpt2 import (
-    CACHES, GPT2, PRESETS, ModelArgs, cache_bytes_per_token, check_limits, generate, generate_hf, random_hf_model,
-    teacher_forced_logits,
+    CACHES, GPT2, PRESETS, ModelArgs, cache_bytes_per_token, check_limits, decode_dtype, random_hf_model,
 )
+from kernels.gpt2_fused import FusedStep, OpaqueCache
 
 TINY = ModelArgs(n_layer=2, n_head=4, n_embd=64, vocab_size=97, n_positions=32)
 
@@ -24,6 +25,13 @@ def _tokens(shape, seed=1):
     return torch.randint(0, TINY.vocab_size, shape, generator=torch.Generator().manual_seed(seed))
 
 
+def _forced_top(session, seq, prompt_len, steps):
+    session.start(seq, prompt_len=prompt_len)
+    for _ in range(steps):
+        session.step()
+    return session.top2(prompt_len - 1, steps + 1)
+
+
 def test_weights_are_shared_not_copied(tiny):
     hf, ours = tiny
     assert ours.blocks[0].attn_w.data_ptr() == hf.transformer.h[0].attn.c_attn.weight.data_ptr()
@@ -33,22 +41,32 @@ def test_weights_are_shared_not_copied(tiny):
     assert ours.weight_bytes_per_step() == n * 4
 
 
-def test_logits_match_transformers_through_prefill_and_cache(tiny):
+@pytest.mark.parametrize("step_impl", ["torch", "fused"])
+def test_teacher_forced_steps_match_transformers_full_forward(tiny, step_impl):
     hf, ours = tiny
     seq = _tokens((2, 10))
     with torch.inference_mode():
-        ref = hf(input_ids=seq).logits[:, 5:9]
-    ours_logits = teacher_forced_logits(ours, seq, prompt_len=6)  # prefill 6, then 3 cached steps
-    assert ours_logits.shape == ref.shape
-    assert (ours_logits - ref).abs().max() < 1e-4
+        ref = hf(input_ids=seq).logits[:, 5:9]  # predictions at positions 5..8
+    s = OurSession(ours, 2, 9, "bf16", step_impl, teacher_forced=True, record_top2=True)
+    v, i = _forced_top(s, seq, 6, 3)  # prefill 6 tokens, then 3 cached steps
+    assert torch.equal(i[..., 0], ref.argmax(-1))
+    assert (v - ref.topk(2, -1).values).abs().max() < 1e-4
+
+
+def test_fused_and_torch_steps_give_the_same_logits_on_an_int8_cache(tiny):
+    _, ours = tiny
+    seq = _tokens((2, 8), seed=2)
+    tops = {impl: _forced_top(OurSession(ours, 2, 7, "int8", impl, teacher_forced=True, record_top2=True), seq, 5, 2)
+            for impl in ("torch", "fused")}
+    assert (tops["torch"][0] - tops["fused"][0]).abs().max() < 1e-4
+    assert torch.equal(tops["torch"][1], tops["fused"][1])
 
 
 def test_int8_caches_stay_close_and_agree_with_each_other(tiny):
-    hf, ours = tiny
+    _, ours = tiny
     seq = _tokens((2, 8), seed=2)
-    base = teacher_forced_logits(ours, seq, 6)
-    kernel = teacher_forced_logits(ours, seq, 6, "int8")
-    dequant = teacher_forced_logits(ours, seq, 6, "int8-dequant")
+    base, kernel, dequant = (_forced_top(OurSession(ours, 2, 7, c, teacher_forced=True, record_top2=True), seq, 5, 2)[0]
+                             for c in ("bf16", "int8", "int8-dequant"))
     assert 0 < (kernel - base).abs().max() < 1e-2  # quantized (not identical) yet close
     assert (kernel - dequant).abs().max() < 1e-5  # one cache, read two ways
 
@@ -56,12 +74,39 @@ def test_int8_caches_stay_close_and_agree_with_each_other(tiny):
 def test_greedy_loops_agree_with_transformers_loop(tiny):
     hf, ours = tiny
     prompt = _tokens((2, 5), seed=3)
-    res = generate(ours, prompt, 4, warmup_steps=1)
-    ref = generate_hf(hf, prompt, 4, warmup_steps=1)
-    assert res.tokens.shape == (2, 4) and len(res.step_ms) == 3
-    assert torch.equal(res.tokens, ref.tokens)
-    assert (res.last_logits - ref.last_logits).abs().max() < 1e-4
-    assert res.cache_bytes == (5 + 4 - 1) * cache_bytes_per_token(TINY, 2, int8=False, dtype_bytes=4)
+    runs = {}
+    for name, s in (("torch", OurSession(ours, 2, 8, "bf16", "torch")), ("fused", OurSession(ours, 2, 8, "bf16", "fused")),
+                    ("hf", HfSession(hf, 2, 8))):
+        s.prepare(prompt, warmup_steps=1)
+        for _ in range(3):
+            s.step()
+        runs[name] = s.generated(5, 4)
+    assert runs["torch"].shape == (2, 4)
+    assert torch.equal(runs["torch"], runs["hf"]) and torch.equal(runs["fused"], runs["hf"])
+
+
+def test_a_session_switches_to_teacher_forcing_and_back(tiny):
+    _, ours = tiny
+    s = OurSession(ours, 2, 8, "bf16", "fused")
+    prompt = _tokens((2, 4), seed=4)
+    s.prepare(prompt, 1)
+    for _ in range(3):
+        s.step()
+    greedy = s.generated(4, 4)
+    s.set_mode(True, True)
+    v, i = _forced_top(s, torch.cat([prompt, greedy], 1), 4, 3)
+    assert torch.equal(i[..., 0], greedy)  # fed its own output, it predicts it again
+
+
+def test_inductor_step_traces_as_one_graph(tiny):
+    # The custom ops keep attention and the cache write opaque: the whole step traces with no break.
+    _, ours = tiny
+    cache = CACHES["int8"](TINY, 2, 8, "cpu", torch.float32)
+    hist, pos, lens = _tokens((2, 9)), torch.tensor([3]), torch.tensor([4], dtype=torch.int32)
+    eager = ours.step(hist, pos, lens, OpaqueCache(cache))
+    traced = torch.compile(lambda h, p, n: ours.step(h, p, n, OpaqueCache(cache)), backend="aot_eager",
+                           fullgraph=True, dynamic=False)(hist, pos, lens)
+    assert torch.equal(eager, traced)
 
 
 def test_cache_sizes():
@@ -88,26 +133,43 @@ def test_limits_are_checked_before_any_device_work():
     # A model on the meta device cannot compute anything: reaching the device would raise another error.
     hf = random_hf_model(TINY, device="meta", dtype=torch.float32)
     ours = GPT2.from_hf(hf)
-    prompt = torch.zeros((1, 30), dtype=torch.int64)
-    for call in (lambda: generate(ours, prompt, 5), lambda: generate_hf(hf, prompt, 5),
-                 lambda: teacher_forced_logits(ours, torch.zeros((1, 40), dtype=torch.int64), 30)):
+    for make in (lambda: OurSession(ours, 1, 40), lambda: HfSession(hf, 1, 40)):
         with pytest.raises(ValueError, match="exceeds the model's 32 positions"):
-            call()
+            make()
+
+
+def test_steps_past_the_capacity_are_refused(tiny):
+    _, ours = tiny
+    s = OurSession(ours, 1, 5)
+    s.start(_tokens((1, 4)))
+    s.step()
+    with pytest.raises(ValueError, match="no room for another step"):
+        s.step()
 
 
 def test_out_of_range_token_ids_are_refused(tiny):
     _, ours = tiny
     with pytest.raises(ValueError, match=r"token ids must lie in \[0, 97\)"):
-        generate(ours, torch.full((1, 4), 97, dtype=torch.int64), 2)
+        OurSession(ours, 1, 6).start(torch.full((1, 4), 97, dtype=torch.int64))
 
 
 def test_unsupported_requests_are_refused(tiny):
     _, ours = tiny
     with pytest.raises(ValueError, match="CUDA graph"):
-        generate(ours, _tokens((1, 4)), 3, cuda_graph=True)
+        OurSession(ours, 1, 6, cuda_graph=True)
     with pytest.raises(ValueError, match="unknown cache"):
-        generate(ours, _tokens((1, 4)), 3, cache_kind="fp8")
+        OurSession(ours, 1, 6, cache_kind="fp8")
+    with pytest.raises(ValueError, match="unknown step"):
+        OurSession(ours, 1, 6, step_impl="magic")
+    with pytest.raises(ValueError, match="eager torch step only"):
+        OurSession(ours, 1, 6, cache_kind="int8-dequant", step_impl="fused")
+    with pytest.raises(ValueError, match="at most 128 sequences"):
+        FusedStep(ours, CACHES["bf16"](TINY, 129, 4, "cpu", torch.float32), 129)
     cfg = TINY.to_hf_config()
     cfg.scale_attn_by_inverse_layer_idx = True
     with pytest.raises(ValueError, match="scale_attn_by_inverse_layer_idx"):
         ModelArgs.from_hf_config(cfg)
+
+
+def test_decode_dtype_on_the_cpu_is_fp32():
+    assert decode_dtype("cpu") == torch.float32

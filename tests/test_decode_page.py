@@ -7,7 +7,10 @@ import pytest
 
 from collect.jsonio import write_json_atomic
 from collect.schema import SCHEMA_VERSION
-from collect.schema.decode import DecodeFile, DecodeModel, DecodeRow, LogitCheck, MicroRow
+from collect.schema.decode import (
+    AgreementRow, DecodeFile, DecodeModel, DecodeRow, KernelClassRow, LogitCheck, MicroRow,
+)
+from render import escape
 from render.pages.decode import DecodePage, floor_words
 from render.runs import load_run
 from render.site import REPO_ROOT, Report
@@ -15,6 +18,12 @@ from synthetic import make_run
 
 MiB = 2**20
 BW = 4.0e12
+W2, WXL = 250_000_000, 3_100_000_000
+VARIANTS = ("hf-eager", "hf-compiled", "eager", "graph", "int8-graph", "int8-dequant")
+STEP = {"hf-eager": 40.0, "hf-compiled": 0.5, "eager": 4.0, "graph": 0.15, "int8-graph": 0.12, "int8-dequant": 8.0,
+        "hf": 40.0, "int8-kernel": 4.5}
+KEY = (("gpt2", 4, 1000), ("gpt2", 64, 512), ("gpt2-xl", 4, 1000))
+EVIL = "<script>alert(1)</script>"
 
 
 def _model(name, layers, heads, width, wbytes):
@@ -23,101 +32,142 @@ def _model(name, layers, heads, width, wbytes):
                        weight_bytes_per_step=wbytes, dtype="bfloat16", hf_attn_implementation="sdpa", init_s=1.0)
 
 
-STEP = {"hf": 40.0, "eager": 4.0, "graph": 0.15, "int8-dequant": 8.0, "int8-kernel": 4.5}
-
-
-def _row(model, variant, batch, context, wbytes, peak_extra=None, match=1.0):
+def _row(model, variant, batch, context, wbytes, peak_extra=None, scale=1.0):
     n_new = min(65, 1024 - context)
     int8 = variant.startswith("int8")
     per_token = 2 * 12 * batch * 12 * (68 if int8 else 128)
     kv = per_token * (context + n_new / 2)
     cache = per_token * (context + n_new - 1)
     floor = (wbytes + kv) / BW * 1e3
-    step = STEP[variant] * (1 + context / 4000) * (4 if model == "gpt2-xl" else 1)
+    step = STEP[variant] * (1 + context / 4000) * (4 if model == "gpt2-xl" else 1) * scale
     start = wbytes + cache + 40 * MiB
-    extra = {"int8-dequant": 2 * cache, "hf": cache}.get(variant, 2 * MiB) if peak_extra is None else peak_extra
-    ref = variant == "eager"
+    extra = {"int8-dequant": 2 * cache, "hf-eager": cache}.get(variant, 2 * MiB) if peak_extra is None else peak_extra
+    key = (model, batch, context) in KEY
     return DecodeRow(model=model, variant=variant, batch=batch, context=context, new_tokens=n_new, status="ok",
-                     steps_timed=n_new - 1, step_ms_median=step, step_ms_p10=step * 0.95, step_ms_p90=step * 1.1,
+                     steps_timed=n_new - 5, steps_per_loop=5, loops_timed=(n_new - 5) // 5, step_impl="fused",
+                     step_ms_median=step, step_ms_p10=step * 0.95, step_ms_p90=step * 1.1,
                      tokens_per_s=batch / step * 1e3, peak_mem_bytes=int(start + extra), mem_at_start_bytes=int(start),
                      kv_cache_bytes=int(cache), weight_bytes_per_step=wbytes, kv_bytes_per_step=kv,
                      bytes_per_step=wbytes + kv, floor_ms=floor, achieved_over_floor=step / floor,
-                     token_match=None if ref else match, tokens_compared=None if ref else batch * n_new,
-                     first_mismatch_step=None, distinct_tokens=30, max_abs_logit_diff=None if ref else 0.03,
-                     logit_scale=2.7, wall_s=0.5)
+                     kernels_per_step=70.0 if key else None, kernel_ms_per_step=0.7 * step if key else None,
+                     compile_s=30.0 if variant == "hf-compiled" else None, distinct_tokens=30, wall_s=0.5)
 
 
-def decode_file(run_id, int8_peak_extra=None, int8_match=1.0, micro_fraction=0.9, graph_scale=1.0) -> DecodeFile:
-    w2, wxl = 250_000_000, 3_100_000_000
-    rows = []
-    for model, w, shapes in (("gpt2", w2, [(4, 128), (4, 1000), (1, 512), (16, 512), (4, 512)]),
-                             ("gpt2-xl", wxl, [(4, 128), (4, 1000)])):
+def decode_file(run_id, int8_peak_extra=None, agreement=0.999, micro_fraction=0.9, graph_scale=1.0,
+                int8_speed=1.9) -> DecodeFile:
+    rows, classes = [], []
+    for model, w, shapes in (("gpt2", W2, [(4, 1000), (64, 512), (4, 128), (1, 512), (16, 512), (4, 512)]),
+                             ("gpt2-xl", WXL, [(4, 1000), (4, 128)])):
         for b, c in shapes:
-            for v in ("eager", "hf", "graph", "int8-dequant", "int8-kernel"):
-                r = _row(model, v, b, c, w, peak_extra=int8_peak_extra if v == "int8-kernel" else None,
-                         match=int8_match if v == "int8-kernel" else 0.95)
-                if v == "graph":
-                    r.step_ms_median *= graph_scale
-                    r.achieved_over_floor *= graph_scale
-                rows.append(r)
-    rows.append(DecodeRow(model="gpt2", variant="hf", batch=64, context=512, new_tokens=65, status="oom",
-                          reason="OutOfMemoryError: <script>alert(1)</script>"))
-    micro = [MicroRow(impl=i, batch=b, heads=32, head_dim=128, context=c, status="ok", latency_ms_median=0.1,
-                      latency_ms_p10=0.09, latency_ms_p90=0.11, bytes_read=2 * b * 32 * c * 128 * (1 if "int8" in i else 2),
-                      achieved_bytes_per_s=micro_fraction * BW, bandwidth_fraction=micro_fraction,
-                      num_splits=4 if "triton" in i else None, kernel_config="BLOCK_N=64" if "triton" in i else None,
-                      max_abs_diff_vs_sdpa=1e-3)
-             for i in ("triton-bf16", "triton-int8", "sdpa") for b in (1, 4) for c in (1024, 8192, 65536)]
-    checks = [LogitCheck(model="gpt2", cache="bf16", reference="transformers", sequence="random", batch=2,
-                         prompt_len=128, positions=32, status="ok", max_abs_diff=0.03, logit_scale=2.7,
-                         top1_agreement=0.97, median_top2_margin=0.1, max_margin_at_disagreement=0.01),
-              LogitCheck(model="gpt2", cache="int8", reference="eager", sequence="greedy", batch=4, prompt_len=512,
-                         positions=65, status="ok", max_abs_diff=0.04, logit_scale=2.7, top1_agreement=0.99,
-                         median_top2_margin=0.1, max_margin_at_disagreement=0.02)]
+            for v in VARIANTS:
+                if v == "hf-compiled" and (model, b, c) not in KEY:
+                    continue
+                scale = graph_scale if v in ("graph", "int8-graph") else 1.0
+                rows.append(_row(model, v, b, c, w, peak_extra=int8_peak_extra if v == "int8-graph" else None,
+                                 scale=scale))
+                if (model, b, c) in KEY:
+                    busy = rows[-1].kernel_ms_per_step
+                    for cls, share, top in (("linear", 0.6, "_ln_linear_kernel"), ("attention", 0.3, "_split_kv_kernel"),
+                                            ("sampling", 0.1, EVIL)):
+                        classes.append(KernelClassRow(model=model, variant=v, batch=b, context=c, kernel_class=cls,
+                                                      kernels_per_step=10.0, ms_per_step=share * busy, top_kernel=top))
+    rows.append(DecodeRow(model="gpt2", variant="hf-eager", batch=128, context=512, new_tokens=65, status="oom",
+                          reason=f"OutOfMemoryError: {EVIL}"))
+    micro = []
+    for b in (1, 4):
+        for c in (1024, 16384, 65536):
+            for i in ("triton-bf16", "triton-int8", "sdpa"):
+                lat = 0.1 / (int8_speed if i == "triton-int8" else 1.0)
+                nbytes = 2 * b * 32 * c * 128 * (1 if "int8" in i else 2)
+                micro.append(MicroRow(impl=i, batch=b, heads=32, head_dim=128, context=c, status="ok",
+                                      latency_ms_median=lat, latency_ms_p10=lat * 0.95, latency_ms_p90=lat * 1.05,
+                                      bytes_read=nbytes, achieved_bytes_per_s=micro_fraction * BW,
+                                      bandwidth_fraction=micro_fraction, num_splits=4 if "triton" in i else None,
+                                      kernel_config="BLOCK_N=64" if "triton" in i else None, max_abs_diff_vs_sdpa=1e-3))
+    agree = [AgreementRow(model="gpt2", variant=v, reference="graph", batch=4, prompt_len=767, positions=1024,
+                          status="ok", near_ties=12, near_tie_fraction=12 / 1024,
+                          agreement=agreement if v == "int8-graph" else 1.0, agreement_at_near_ties=0.5,
+                          disagreements=0 if v != "int8-graph" else 3, max_margin_at_disagreement=0.02,
+                          max_top1_logit_diff=0.01, free_running_match=0.6, free_running_tokens=260,
+                          free_running_first_mismatch=9)
+             for v in VARIANTS if v != "graph"]
     return DecodeFile(schema_version=SCHEMA_VERSION, run_id=run_id, prompt="random token ids",
                       floor_bandwidth_bytes_per_s=BW, floor_bandwidth_source="env copy_bandwidth", warmup_steps=2,
-                      models=[_model("gpt2", 12, 12, 768, w2), _model("gpt2-xl", 48, 25, 1600, wxl)], rows=rows,
-                      checks=checks, micro=micro, notes=["Weights: random."])
+                      dtype_reason="bfloat16: the GPU computes it natively", graph_step="fused",
+                      models=[_model("gpt2", 12, 12, 768, W2), _model("gpt2-xl", 48, 25, 1600, WXL)], rows=rows,
+                      kernel_classes=classes, agreement=agree, micro=micro, notes=["Weights: random."])
 
 
-def page(tmp_path, name="synthetic-20261129", **kw) -> DecodePage:
+def write(tmp_path, f: DecodeFile, name="synthetic-20261129") -> DecodePage:
     run_dir = make_run(tmp_path, name)
-    write_json_atomic(run_dir / "decode.json", decode_file(name, **kw))
+    write_json_atomic(run_dir / "decode.json", f)
     run = load_run(run_dir)
     return DecodePage(run, [run])
 
 
+def page(tmp_path, name="synthetic-20261129", **kw) -> DecodePage:
+    return write(tmp_path, decode_file(name, **kw), name)
+
+
 def all_output(p: DecodePage) -> str:
-    parts = [p.summary(), p.models_table(), p.targets_table(), p.overhead_finding(), p.size_finding(),
-             p.latency_figure(), p.floor_figure(), p.throughput_figure(), p.memory_finding(), p.memory_summary(),
-             p.memory_figure(), p.accuracy_finding(), p.checks_finding(), p.micro_finding(), p.micro_figure(),
-             p.micro_table(), p.failures_table()] + [p.rows_table(m) for m in p.models()]
+    parts = [p.summary(), p.models_table(), p.targets_table(), p.time_finding(), p.key_table(), p.time_figure(),
+             p.int8_step_finding(), p.overhead_finding(), p.size_finding(), p.latency_figure(), p.floor_figure(),
+             p.throughput_figure(), p.agreement_finding(), p.agreement_table(), p.memory_finding(),
+             p.memory_summary(), p.memory_figure(), p.micro_finding(), p.micro_figure(), p.micro_table(),
+             p.failures_table()] + [p.rows_table(m) for m in p.models()]
     return "\n".join(parts)
 
 
 def test_every_section_renders_and_escapes_tool_strings(tmp_path):
-    text = all_output(page(tmp_path))
-    assert "<script>alert(1)</script>" not in text and "&lt;script&gt;" in text
-    assert text.count('<figure class="report-figure"') == 5
+    text = all_output(page(tmp_path, graph_scale=20.0))  # a missed target prints kernel names
+    assert EVIL not in text and "&lt;script&gt;" in text or "&#60;script&#62;" in text
+    assert text.count('<figure class="report-figure"') == 6
+
+
+def test_targets_report_met_and_not_met(tmp_path):
+    met = page(tmp_path / "a").targets_table()
+    assert met.count("<td>met</td>") == 8 and "not met" not in met
+    missed = page(tmp_path / "b", agreement=0.95, micro_fraction=0.5, graph_scale=20.0, int8_speed=1.2).targets_table()
+    # two floor targets, agreement, int8 speed-up, two microbenchmark bandwidth targets
+    assert missed.count("<td>not met</td>") == 6
+    slow_int8 = decode_file("x")
+    for r in slow_int8.rows:
+        if r.variant == "int8-graph":
+            r.step_ms_median *= 2
+    assert "<td>not met</td>" in write(tmp_path / "c", slow_int8).targets_table()
+
+
+def test_a_missed_floor_target_says_where_the_time_goes(tmp_path):
+    met = page(tmp_path / "a").time_finding()
+    assert met.count("That meets the target") == 2
+    missed = page(tmp_path / "b", graph_scale=20.0).time_finding()
+    assert "The target is 3" in missed and "sat idle between kernels" in missed
+    assert "By class: linear" in missed and escape.code("_ln_linear_kernel") in missed  # a name from a tool
+
+
+def test_agreement_shows_one_metric_and_its_lowest_variant(tmp_path):
+    p = page(tmp_path, agreement=0.97)
+    text = p.agreement_finding()
+    assert "1024 positions" in text and "97" in text and "our step, int8 cache, CUDA graph" in text
+    table = p.agreement_table()
+    assert "Agreement outside near-ties" in table and "Free-running match" in table and "step 9" in table
 
 
 def test_memory_words_follow_the_data(tmp_path):
     good = page(tmp_path / "a")
     mem = good.memory_finding()
-    assert "dequantizing every step" in mem and "more than bf16" in mem.split("the int8 kernel")[0]
-    assert "less than bf16" in mem.split("the int8 kernel")[1]
-    assert "below at 7 of 7 shapes</td><td>met</td>" in good.targets_table()
-    # an int8 kernel whose step allocates a whole extra cache no longer beats bf16
-    bad = page(tmp_path / "b", int8_peak_extra=400 * MiB)
-    assert "more than bf16" in bad.memory_finding().split("the int8 kernel")[1]
+    assert "int8 cache, dequantized in full each step peaks at" in mem and "more than bf16 eager" in mem
+    assert "less than bf16 graph" in mem
+    assert "below at 8 of 8 shapes</td><td>met</td>" in good.targets_table()
+    bad = page(tmp_path / "b", int8_peak_extra=2000 * MiB)  # a step that allocates more than the cache saves
+    assert "more than bf16 graph" in bad.memory_finding()
     assert "below at 0 of" in bad.targets_table()
 
 
-def test_targets_report_met_and_not_met(tmp_path):
-    met = page(tmp_path / "a").targets_table()
-    missed = page(tmp_path / "b", int8_match=0.5, micro_fraction=0.5, graph_scale=20.0).targets_table()
-    assert met.count("<td>met</td>") == 5 and "not met" not in met
-    assert missed.count("<td>not met</td>") == 4  # token match, floor, two microbenchmark targets
+def test_bandwidth_above_the_copy_figure_is_explained(tmp_path):
+    assert "exceed 100%" not in page(tmp_path / "a").micro_finding()
+    text = page(tmp_path / "b", micro_fraction=1.1).micro_finding()
+    assert "exceed 100%" in text and "reads plus its writes" in text
 
 
 def test_floor_words_pick_the_bound():
@@ -126,27 +176,33 @@ def test_floor_words_pick_the_bound():
     assert "not bandwidth" in floor_words(9.0)
 
 
-def test_int8_agreement_is_read_against_the_transformers_loop(tmp_path):
-    assert "at least as often" in page(tmp_path / "a", int8_match=0.99).accuracy_finding()
-    assert "less often" in page(tmp_path / "b", int8_match=0.5).accuracy_finding()
-
-
 def test_a_run_without_decode_shows_the_missing_note(tmp_path):
     run = load_run(make_run(tmp_path))
     p = DecodePage(run, [run])
     assert not p.available and "Not collected" in p.missing()
 
 
-def test_rows_with_no_memory_statistics_do_not_break_the_page(tmp_path):
-    run_dir = make_run(tmp_path)
+def test_rows_with_no_memory_statistics_or_profiles_do_not_break_the_page(tmp_path):
     f = decode_file("synthetic-20261129")
     f.rows = [dataclasses.replace(r, peak_mem_bytes=None, mem_at_start_bytes=None) for r in f.rows]
     f.floor_bandwidth_bytes_per_s = None
-    f.micro = []
-    write_json_atomic(run_dir / "decode.json", f)
-    run = load_run(run_dir)
-    text = all_output(DecodePage(run, [run]))
-    assert "No peak-memory statistics" in text and "no measurement against a copy bandwidth" in text
+    f.micro, f.kernel_classes, f.agreement = [], [], []
+    text = all_output(write(tmp_path, f))
+    assert "No peak-memory statistics" in text and "microbenchmark has no measurement" in text
+    assert "No step was profiled" in text and "no token-agreement measurement" in text
+
+
+def test_an_older_run_with_the_previous_variants_still_renders(tmp_path):
+    rows = [_row("gpt2", v, 4, c, W2) for c in (128, 1000) for v in ("hf", "eager", "graph", "int8-dequant", "int8-kernel")]
+    rows = [dataclasses.replace(r, kernels_per_step=None, kernel_ms_per_step=None, step_impl=None) for r in rows]
+    old = DecodeFile(schema_version=SCHEMA_VERSION, run_id="old", floor_bandwidth_bytes_per_s=BW, warmup_steps=2,
+                     models=[_model("gpt2", 12, 12, 768, W2)], rows=rows,
+                     checks=[LogitCheck(model="gpt2", cache="int8", reference="eager", sequence="greedy", batch=4,
+                                        prompt_len=512, positions=65, status="ok", top1_agreement=0.99)])
+    p = write(tmp_path, old, "old")
+    text = all_output(p)
+    assert "int8 cache, Triton kernel, eager" in text and "transformers, eager loop (host-bound)" in text
+    assert "less than bf16 eager" in p.memory_finding() or "more than bf16 eager" in p.memory_finding()
 
 
 @pytest.mark.parametrize("name", ["decode.md"])
@@ -155,4 +211,13 @@ def test_the_markdown_template_renders(tmp_path, name):
     write_json_atomic(tmp_path / "runs" / "synthetic-20261129" / "decode.json", decode_file("synthetic-20261129"))
     report = Report.load(tmp_path)
     out = report.render_markdown((REPO_ROOT / "docs" / name).read_text(), name)
-    assert "## Peak memory" in out and "Not collected" not in out and "{{" not in out
+    assert "## Where a step's time goes" in out and "Not collected" not in out and "{{" not in out
+
+
+def test_host_bound_is_said_only_when_the_profile_shows_an_idle_gpu(tmp_path):
+    assert "host issuing its kernels" not in page(tmp_path / "a").overhead_finding()  # busy 70% of the step
+    f = decode_file("x")
+    for r in f.rows:
+        if r.variant == "hf-eager" and r.kernel_ms_per_step is not None:
+            r.kernel_ms_per_step = 0.1 * r.step_ms_median
+    assert "busy for only 10.0% of transformers' eager step" in write(tmp_path / "b", f).overhead_finding()

@@ -3,7 +3,9 @@ import os
 
 os.environ["TRITON_INTERPRET"] = "1"  # before kernels/ is imported: @triton.jit reads it then
 
+import dataclasses
 import json
+import types
 
 import pytest
 import torch
@@ -16,9 +18,9 @@ from render.validate import load_validated
 
 TINY = ModelArgs(n_layer=1, n_head=2, n_embd=32, vocab_size=50, n_positions=16)
 PLAN = phase.Plan(
-    models=(phase.ModelPlan("tiny", ((1, 6), (1, 15)), short=((2, 4),), args=TINY, check_shape=(1, 6)),),
+    models=(phase.ModelPlan("tiny", ((2, 8),), ((1, 4), (1, 15)), agreement=True, args=TINY),),
     micro_contexts=(24,), micro_batches=(1,), micro_heads=1, micro_head_dim=16,
-    new_tokens=3, short_tokens=2, warmup_steps=1, check_prompt=4, check_positions=2, warmup_shape=(1, 4),
+    steps=6, warmup_steps=1, profile_steps=2, agreement_batch=2, agreement_steps=4, free_steps=3, warmup_shape=(1, 4),
 )
 
 
@@ -31,45 +33,65 @@ def tiny_run(tmp_path_factory):
     return result, path, saved
 
 
-def test_new_tokens_respect_the_position_limit():
-    assert phase.new_tokens_for(1024, 1000, 65) == 24
-    assert phase.new_tokens_for(1024, 512, 65) == 65
-    assert phase.new_tokens_for(1024, 1024, 65) == 0
+def test_steps_respect_the_position_limit():
+    assert phase.steps_for(1024, 1000, 64) == 23  # the last generated token needs a position too
+    assert phase.steps_for(1024, 512, 64) == 64
+    assert phase.steps_for(1024, 1023, 64) == 0
 
 
-def test_kv_bytes_average_over_the_growing_cache():
-    # steps attend over 11, 12, 13 keys: mean 12 = 10 + (3 + 1) / 2
-    assert phase.kv_bytes_per_step(100, 10, 3) == 1200
+def test_loop_shape_keeps_an_untimed_loop_and_a_few_steps_per_loop():
+    assert phase.loop_shape(64) == (6, 10)   # 1 untimed + 5 timed loops of 10 steps
+    assert phase.loop_shape(23) == (5, 4)    # context 1000: 20 of the 23 steps
+    assert phase.loop_shape(2) == (2, 1)
+    with pytest.raises(ValueError, match="at least 2"):
+        phase.loop_shape(1)
+
+
+def test_kv_bytes_average_over_the_timed_steps():
+    # steps 2..4 attend over 13, 14, 15 keys: mean 14 = 10 + 1 + (2 + 4) / 2
+    assert phase.kv_bytes_per_step(100, 10, 2, 4) == 1400
     assert phase.floor_ms(4e9, 4e12) == pytest.approx(1.0)
     assert phase.floor_ms(4e9, None) is None
 
 
-def test_token_agreement_counts_and_finds_the_first_difference():
+def test_agreement_counts_near_ties_apart():
+    # bf16 at 2.0: one unit in the last place is 2^-6 = 0.015625.
+    ref_v = torch.tensor([[[2.0, 1.5], [2.0, 1.99], [3.0, 1.0], [2.0, 1.0]]])
+    ref_i = torch.tensor([[[1, 2], [3, 4], [5, 6], [7, 8]]])
+    test_v = torch.tensor([[[2.0, 0.0], [2.0, 0.0], [3.25, 0.0], [2.0, 0.0]]])
+    test_i = torch.tensor([[[1, 0], [4, 0], [5, 0], [9, 0]]])  # flips the near-tie and one clear position
+    f = phase.agreement_fields(ref_v, ref_i, test_v, test_i, mantissa_bits=8)
+    assert f["positions"] == 4 and f["near_ties"] == 1 and f["near_tie_fraction"] == 0.25
+    assert f["agreement"] == pytest.approx(2 / 3) and f["disagreements"] == 1
+    assert f["agreement_at_near_ties"] == 0.0
+    assert f["max_margin_at_disagreement"] == pytest.approx(1.0)
+    assert f["max_top1_logit_diff"] == pytest.approx(0.25)  # over the positions where both chose one token
+    # more mantissa bits: the 0.01 gap is no longer a near-tie
+    assert phase.agreement_fields(ref_v, ref_i, test_v, test_i, mantissa_bits=24)["near_ties"] == 0
+
+
+def test_ulp_follows_the_binade():
+    assert float(phase.ulp(1.0, 8)) == 2**-7 and float(phase.ulp(1.99, 8)) == 2**-7 and float(phase.ulp(-2.0, 8)) == 2**-6
+
+
+def test_free_running_counts_and_finds_the_first_difference():
     ref = torch.tensor([[1, 2, 3, 4], [5, 6, 7, 8]])
     got = torch.tensor([[1, 2, 3, 4], [5, 6, 0, 0]])
-    assert phase.token_agreement(got, ref) == (0.75, 8, 2)
-    assert phase.token_agreement(ref, ref) == (1.0, 8, None)
+    assert phase.free_running_fields(got, ref) == {"free_running_match": 0.75, "free_running_tokens": 8,
+                                                   "free_running_first_mismatch": 2}
+    assert phase.free_running_fields(ref, ref)["free_running_first_mismatch"] is None
     with pytest.raises(ValueError, match="shape"):
-        phase.token_agreement(got[:, :3], ref)
+        phase.free_running_fields(got[:, :3], ref)
 
 
-def test_logit_difference_only_where_inputs_matched():
-    ref_t = torch.tensor([[1, 2], [3, 4]])
-    got_t = torch.tensor([[1, 2], [3, 9]])
-    ref_l = torch.zeros(2, 5)
-    got_l = torch.tensor([[0.0, 0.25, 0, 0, 0], [100.0, 0, 0, 0, 0]])  # row 1 diverged: its logits do not count
-    assert phase.logit_diff_where_matched(got_l, ref_l, got_t, ref_t) == 0.25
-    assert phase.logit_diff_where_matched(got_l, ref_l, got_t + 1, ref_t) is None
-
-
-def test_compare_logits_reports_margins_of_disagreements():
-    ref = torch.tensor([[[3.0, 1.0, 0.0], [1.0, 0.9, 0.0]]])   # margins 2.0 and 0.1
-    test = torch.tensor([[[3.0, 1.0, 0.0], [0.9, 1.0, 0.0]]])  # the near-tie flips
-    c = phase.compare_logits(test, ref)
-    assert c["top1_agreement"] == 0.5
-    assert c["max_margin_at_disagreement"] == pytest.approx(0.1)
-    assert c["median_top2_margin"] == pytest.approx(0.1)  # torch's lower median of two
-    assert c["max_abs_diff"] == pytest.approx(0.1)
+def test_variant_specs_cover_the_schema_and_choose_the_graph_step(monkeypatch):
+    specs = phase.variant_specs("inductor")
+    assert tuple(specs) == VARIANTS
+    assert specs["graph"].step == specs["int8-graph"].step == "inductor" and specs["eager"].step == "torch"
+    assert specs["hf-compiled"].key_only and specs["hf-compiled"].step_impl == "transformers-compiled"
+    monkeypatch.setenv(phase.GRAPH_STEP_ENV, "nonsense")
+    with pytest.raises(ValueError, match=phase.GRAPH_STEP_ENV):
+        phase.graph_step_from_env()
 
 
 def test_budget_from_the_environment(monkeypatch):
@@ -84,49 +106,114 @@ def test_budget_from_the_environment(monkeypatch):
 
 def test_tiny_run_has_a_row_per_variant_and_shape(tiny_run):
     result, path, saved = tiny_run
-    assert [(r.context, r.variant) for r in result.rows] == [(c, v) for c in (6, 15, 4) for v in phase.VARIANT_ORDER]
-    assert set(phase.VARIANT_ORDER) == set(VARIANTS)
+    # key shapes first, the compiled transformers loop after the agreement check, the sweeps last
+    key = [(8, v) for v in VARIANTS if v != "hf-compiled"] + [(8, "hf-compiled")]
+    sweep = [(c, v) for c in (4, 15) for v in VARIANTS if v != "hf-compiled"]
+    assert [(r.context, r.variant) for r in result.rows] == key + sweep
     assert saved and saved[-1] == len(result.rows)  # progress was checkpointed
     loaded = load_validated(path, DecodeFile)  # what render/ will read
     assert len(loaded.rows) == len(result.rows) and loaded.models[0].name == "tiny"
+    assert loaded.graph_step == phase.GRAPH_STEP and loaded.dtype == "float32" and "no GPU" in loaded.dtype_reason
 
 
 def test_tiny_run_rows_are_measured_or_say_why(tiny_run):
     result, _, _ = tiny_run
     by = {(r.context, r.variant): r for r in result.rows}
-    graph = by[(6, "graph")]
-    assert graph.status == "unsupported" and "CUDA" in graph.reason
-    for v in ("eager", "hf", "int8-dequant", "int8-kernel"):
-        r = by[(6, v)]
-        assert r.status == "ok" and r.steps_timed == 2 and r.new_tokens == 3
+    for v in ("graph", "int8-graph", "hf-compiled"):
+        assert by[(8, v)].status == "unsupported" and "CUDA" in by[(8, v)].reason
+    for v in ("eager", "hf-eager", "int8-dequant"):
+        r = by[(8, v)]
+        # the plan's 6 steps fit (16 positions, context 8): 2 loops of 3, the first untimed; 1 + 6 tokens generated
+        assert r.status == "ok" and (r.loops_timed, r.steps_per_loop, r.steps_timed, r.new_tokens) == (1, 3, 3, 7)
         assert r.floor_ms == pytest.approx(r.bytes_per_step / 1e9 * 1e3)
         assert r.achieved_over_floor == pytest.approx(r.step_ms_median / r.floor_ms)
-    assert by[(6, "eager")].token_match is None
-    assert by[(6, "hf")].token_match == 1.0  # fp32 on the CPU: transformers and ours agree exactly
-    assert by[(6, "int8-kernel")].kv_cache_bytes < by[(6, "eager")].kv_cache_bytes
-    # a short shape generates fewer tokens; its token match is still against eager at that shape
-    assert by[(4, "int8-kernel")].new_tokens == 2 and by[(4, "int8-kernel")].tokens_compared == 4
-    # context 15 of 16 positions leaves one new token: refused with the reason, not crashed
+        assert r.step_ms_p10 <= r.step_ms_median <= r.step_ms_p90
+    assert by[(8, "eager")].step_impl == "torch" and by[(8, "hf-eager")].step_impl == "transformers"
+    assert by[(8, "int8-dequant")].kv_cache_bytes < by[(8, "eager")].kv_cache_bytes
+    # context 15 of 16 positions leaves no step: refused with the reason, not crashed
     assert by[(15, "eager")].status == "unsupported" and "16 positions" in by[(15, "eager")].reason
 
 
-def test_tiny_run_checks_and_microbenchmark(tiny_run):
+def test_tiny_run_agreement_and_microbenchmark(tiny_run):
     result, _, _ = tiny_run
-    assert [(c.cache, c.reference, c.sequence) for c in result.checks] == [
-        ("bf16", "transformers", "random"), ("bf16", "transformers", "greedy"),
-        ("int8", "eager", "greedy"), ("int8-dequant", "eager", "greedy")]
-    assert all(c.status == "ok" for c in result.checks)
-    assert result.checks[0].max_abs_diff < 1e-4
+    by = {a.variant: a for a in result.agreement}
+    assert set(by) == set(VARIANTS) - {"graph"}
+    assert by["hf-compiled"].status == "unsupported"
+    for v in ("hf-eager", "eager", "int8-graph", "int8-dequant"):  # the graph step runs uncaptured on the CPU
+        a = by[v]
+        assert a.status == "ok" and a.reference == "graph" and a.positions == 2 * 4 == a.batch * PLAN.agreement_steps
+        assert a.prompt_len == 15 - 4 and a.free_running_tokens == 2 * (PLAN.free_steps + 1)
+    # fp32 on the CPU: transformers and our steps agree everywhere
+    assert by["hf-eager"].agreement == 1.0 and by["eager"].agreement == 1.0
+    assert by["eager"].max_top1_logit_diff < 1e-4
     assert {m.impl for m in result.micro} == {"triton-bf16", "triton-int8", "sdpa"}
     for m in result.micro:
         assert m.status == "ok" and m.bandwidth_fraction == pytest.approx(m.achieved_bytes_per_s / 1e9)
         assert m.max_abs_diff_vs_sdpa < (0.05 if m.impl == "triton-int8" else 1e-4)
 
 
-def test_spent_budget_turns_remaining_rows_into_not_run(monkeypatch):
+def test_spent_budget_turns_remaining_rows_into_skipped(monkeypatch):
     plan = phase.Plan(models=(), micro_contexts=(8, 16), micro_batches=(1,), micro_heads=1, micro_head_dim=16)
     monkeypatch.setattr(phase.time, "perf_counter", iter(range(0, 10**6, 1000)).__next__)
     result = phase.collect_decode("cpu-test", plan, "cpu", None, None, budget_s=1.0)
-    assert result.micro and all(m.status == "error" and "time budget" in m.reason for m in result.micro)
+    assert result.micro and all(m.status == "skipped" and "time budget" in m.reason for m in result.micro)
     assert any("not run" in n for n in result.notes)
     json.dumps([m.reason for m in result.micro])
+
+
+def test_migration_renames_the_transformers_loop_and_nothing_else():
+    from collect.schema.migrate import rename_decode_hf_variant
+
+    doc = {"schema_version": 1, "rows": [{"variant": "hf", "batch": 4}, {"variant": "eager", "batch": 4}],
+           "checks": [{"reference": "eager"}]}
+    out = rename_decode_hf_variant(json.loads(json.dumps(doc)))
+    assert [r["variant"] for r in out["rows"]] == ["hf-eager", "eager"]
+    assert out["checks"] == doc["checks"] and out["schema_version"] == 1
+    assert rename_decode_hf_variant(json.loads(json.dumps(out))) == out  # idempotent
+
+
+def _empty_file():
+    return DecodeFile(schema_version=1, run_id="x")
+
+
+def test_a_failing_profiler_costs_the_counts_not_the_row(monkeypatch):
+    def broken(*a, **k):
+        raise RuntimeError("the profiler recorded no GPU kernels")
+
+    monkeypatch.setattr(phase, "profile_steps", broken)
+    env = types.SimpleNamespace(cuda=True, sync=lambda: None)
+    result = _empty_file()
+    assert phase._profile(object(), 2, env, result) is None and phase._profile(object(), 2, env, result) is None
+    assert len(result.notes) == 1 and "could not count kernels" in result.notes[0]
+
+
+def test_a_graph_that_fails_with_pdl_is_retried_without_it(monkeypatch):
+    from kernels import fused_linear as fl
+
+    monkeypatch.setattr(fl.TUNING, "pdl", True)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
+    specs, result = phase.variant_specs("fused"), _empty_file()
+    assert not phase._pdl_fallback(specs["eager"], RuntimeError("x"), result)  # not a graph of the fused step
+    assert phase._pdl_fallback(specs["graph"], RuntimeError("capture failed"), result)
+    assert fl.TUNING.pdl is False and "without programmatic dependent launch" in result.notes[0]
+    assert not phase._pdl_fallback(specs["int8-graph"], RuntimeError("again"), result)  # already off: a real error
+
+
+def test_precompile_tasks_cover_each_kernel_family_once():
+    plan = phase.PLANS["full"]
+    tasks = phase.compile_tasks(plan, "fused", "cuda:0")
+    steps = [t for t in tasks if t[0] == "step"]
+    assert [t[1] for t in tasks if t[0] == "micro"] == [False, True]
+    # gpt2: 16-row programs at a capacity of 1023 (context 1000) and of a multiple of 16; 64-row programs.
+    # gpt2-xl: 16-row programs at both residues.
+    assert sorted((t[1].n_layer, t[2] if t[2] != 4 else 4, t[3]) for t in steps) == sorted(
+        [(12, 4, 15), (12, 64, 0), (12, 4, 0), (48, 4, 15), (48, 4, 0)])
+
+
+def test_a_compile_task_runs_every_step_kernel_once():
+    # In-process here (the interpreter); on a GPU it runs in a spawned worker and fills Triton's cache.
+    roomy = dataclasses.replace(TINY, n_positions=64)
+    assert phase._compile_task(("step", roomy, 2, 3, "fused", "cpu")) is None
+    assert phase._compile_task(("micro", True, 1, 16, "cpu")) is None
+    assert "Error" in phase._compile_task(("step", roomy, 2, 3, "no-such-step", "cpu"))

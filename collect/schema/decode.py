@@ -1,5 +1,6 @@
-"""decode.json: KV-cache decode with our GPT-2 loop against transformers', an int8 cache two ways,
-and a standalone decode-attention bandwidth microbenchmark."""
+"""decode.json: KV-cache decode with our GPT-2 loop against transformers' loops, an int8 cache two
+ways, where each step's time goes (kernels per step, by class), one token-agreement metric, and a
+standalone decode-attention bandwidth microbenchmark."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,8 +8,13 @@ from dataclasses import dataclass
 from .common import doc, strict
 
 # Decode variants in the report's order; the page labels them.
-VARIANTS = ("hf", "eager", "graph", "int8-dequant", "int8-kernel")
-REFERENCE_VARIANT = "eager"
+VARIANTS = ("hf-eager", "hf-compiled", "eager", "graph", "int8-graph", "int8-dequant")
+# Measured by runs made before the variants above; still read and labelled.
+LEGACY_VARIANTS = ("int8-kernel",)
+# Token agreement is measured against this variant's step (our bf16 step in a CUDA graph).
+REFERENCE_VARIANT = "graph"
+# Step implementations of our loop (see kernels/gpt2_fused.py), and transformers' two loops.
+STEP_IMPLS = ("torch", "fused", "inductor", "transformers", "transformers-compiled")
 MICRO_IMPLS = ("triton-bf16", "triton-int8", "sdpa")
 
 
@@ -41,19 +47,35 @@ class DecodeRow:
     """One decode variant at one (model, batch, context): greedy decoding, every step timed."""
 
     model: str = doc("Model name, see `models`.")
-    variant: str = doc("'hf' (transformers' model and its default dynamic cache, greedy loop), 'eager' (our loop, "
-                       "bf16 cache), 'graph' (our loop captured in a CUDA graph), 'int8-dequant' (int8 cache "
-                       "dequantized in full to bf16 every step), 'int8-kernel' (int8 cache read by the Triton "
-                       "decode kernel, no bf16 copy).")
+    variant: str = doc("'hf-eager' (transformers' model, its default dynamic cache, a greedy loop in eager mode: "
+                       "bound by the host issuing kernels), 'hf-compiled' (transformers' model with a StaticCache and "
+                       "its forward compiled by torch.compile(mode='reduce-overhead'), which replays CUDA graphs), "
+                       "'eager' (our loop, bf16 cache, PyTorch ops), 'graph' (our step captured in one CUDA graph), "
+                       "'int8-graph' (the same step and graph over an int8 cache), 'int8-dequant' (int8 cache "
+                       "dequantized in full to bf16 every step, eager). Older runs also have 'int8-kernel' (the int8 "
+                       "cache read by the Triton kernel, eager) and 'hf' (now 'hf-eager').")
     batch: int = doc("Sequences decoded together.")
     context: int = doc("Prompt length: cached tokens when the first timed step runs.")
     new_tokens: int = doc("Tokens generated: one from the prefill, then one per timed step.")
-    status: str = doc("ok, oom, unsupported or error.")
+    status: str = doc("ok, oom, unsupported, error or skipped (not run for time).")
     reason: str | None = doc("Why the row is not ok.", None)
-    steps_timed: int = doc("Decode steps timed (new_tokens - 1), each with CUDA events, after warm-up.", 0)
-    step_ms_median: float | None = doc("Median wall time of one decode step (all sequences advance one token).", None)
-    step_ms_p10: float | None = doc("10th percentile step time.", None)
-    step_ms_p90: float | None = doc("90th percentile step time.", None)
+    steps_timed: int = doc("Decode steps timed, after warm-up and an untimed first loop.", 0)
+    step_ms_median: float | None = doc("Loop time of one decode step (all sequences advance one token): steps issued "
+                                       "back to back with no synchronization, as generation runs them; the time of "
+                                       "a loop divided by its steps, median over the loops.", None)
+    step_ms_p10: float | None = doc("10th percentile of the loops' per-step times.", None)
+    step_ms_p90: float | None = doc("90th percentile of the loops' per-step times.", None)
+    steps_per_loop: int | None = doc("Steps in each timed loop.", None)
+    loops_timed: int | None = doc("Timed loops (the median is over these).", None)
+    step_impl: str | None = doc("How the step is computed: 'torch' (PyTorch ops and cuBLAS), 'fused' (our Triton "
+                                "kernels, five per layer), 'inductor' (our step compiled by torch.compile), "
+                                "'transformers' or 'transformers-compiled'.", None)
+    kernels_per_step: float | None = doc("GPU kernels one step runs (torch profiler, a few steps averaged); only at "
+                                         "the shapes that were profiled.", None)
+    kernel_ms_per_step: float | None = doc("Sum of those kernels' durations per step: the GPU's busy time. The step "
+                                           "time minus this is time the GPU sat idle between kernels.", None)
+    compile_s: float | None = doc("hf-compiled: seconds of the cold compile and CUDA-graph recording before the "
+                                  "first timed step (never part of a step time).", None)
     tokens_per_s: float | None = doc("batch / median step time.", None)
     peak_mem_bytes: int | None = doc("torch.cuda.max_memory_allocated over the timed steps (reset after prefill and "
                                      "warm-up): weights, cache and every temporary a step creates.", None)
@@ -70,8 +92,8 @@ class DecodeRow:
                                        "that excess is part of what achieved_over_floor shows.", None)
     floor_ms: float | None = doc("Bandwidth floor: bytes_per_step / floor_bandwidth_bytes_per_s.", None)
     achieved_over_floor: float | None = doc("step_ms_median / floor_ms; 1 would be a step at copy bandwidth.", None)
-    token_match: float | None = doc("Fraction of the generated tokens (all sequences) equal to the 'eager' row's at "
-                                    "the same shape; null for 'eager' itself.", None)
+    token_match: float | None = doc("Older runs: fraction of the generated tokens equal to the reference row's at the "
+                                    "same shape. Token agreement now lives in `agreement`.", None)
     tokens_compared: int | None = doc("Tokens in that comparison (batch x new_tokens).", None)
     first_mismatch_step: int | None = doc("Earliest generated-token index where any sequence differs from 'eager'; "
                                           "null when all match.", None)
@@ -96,7 +118,7 @@ class LogitCheck:
     batch: int = doc("Sequences.")
     prompt_len: int = doc("Tokens run by the prefill.")
     positions: int = doc("Positions compared: the prefill's last one and every decode step after it.")
-    status: str = doc("ok, oom, unsupported or error.")
+    status: str = doc("ok, oom, unsupported, error or skipped (not run for time).")
     reason: str | None = doc("Why not ok.", None)
     max_abs_diff: float | None = doc("Max |logit difference| over positions, sequences and vocabulary.", None)
     logit_scale: float | None = doc("Max |logit| of the reference.", None)
@@ -110,6 +132,58 @@ class LogitCheck:
 
 @strict
 @dataclass
+class KernelClassRow:
+    """Where one variant's step time goes at one shape: the kernels of one class, per step."""
+
+    model: str = doc("Model name.")
+    variant: str = doc("Decode variant, as in `rows`.")
+    batch: int = doc("Batch.")
+    context: int = doc("Context.")
+    kernel_class: str = doc("'linear' (matrix products, with whatever is fused into them), 'attention', "
+                            "'cache write', 'layer norm', 'elementwise', 'embedding', 'sampling' (argmax and "
+                            "token bookkeeping), 'copy' or 'other'; chosen from the kernel's name.")
+    kernels_per_step: float = doc("Kernels of this class per step.")
+    ms_per_step: float = doc("Their summed duration per step (ms).")
+    top_kernel: str | None = doc("The kernel of this class that took the most time (a name from the profiler).", None)
+
+
+@strict
+@dataclass
+class AgreementRow:
+    """Teacher-forced top-1 agreement of one variant with the reference step on one token sequence."""
+
+    model: str = doc("Model name.")
+    variant: str = doc("Decode variant compared.")
+    reference: str = doc("The variant compared against: 'graph' (our bf16 step; run without capture on a device "
+                         "without CUDA graphs, which computes the same numbers).")
+    batch: int = doc("Sequences.")
+    prompt_len: int = doc("Tokens prefilled before the first compared step.")
+    positions: int = doc("Positions compared: batch x steps; every step is fed the sequence's own next token, so one "
+                         "disagreement never changes the inputs of the next.")
+    status: str = doc("ok, oom, unsupported, error or skipped (not run for time).")
+    reason: str | None = doc("Why not ok.", None)
+    near_ties: int | None = doc("Positions where the reference's two largest logits differ by less than one unit in "
+                                "the last place of the model's dtype (bf16: 8 significant bits) at the top logit's "
+                                "magnitude: a rounding of the logit alone could swap them.", None)
+    near_tie_fraction: float | None = doc("near_ties / positions.", None)
+    agreement: float | None = doc("Fraction of the positions outside near-ties where the variant's argmax equals the "
+                                  "reference's: the metric of record.", None)
+    agreement_at_near_ties: float | None = doc("The same fraction at near-ties (null when there are none).", None)
+    disagreements: int | None = doc("Positions outside near-ties where the argmax differs.", None)
+    max_margin_at_disagreement: float | None = doc("Largest reference top-2 margin among those disagreements.", None)
+    max_top1_logit_diff: float | None = doc("Largest |top logit - reference's top logit| over the positions where "
+                                            "both chose the same token.", None)
+    free_running_match: float | None = doc("Second figure: fraction of greedy tokens equal to the reference's greedy "
+                                           "tokens from the same prompt, each loop fed its own output. One early "
+                                           "difference changes every later input of that sequence, so this falls "
+                                           "far faster than the agreement.", None)
+    free_running_tokens: int | None = doc("Tokens in that comparison (batch x steps).", None)
+    free_running_first_mismatch: int | None = doc("Earliest step where any sequence's greedy token differs; null "
+                                                  "when none does.", None)
+
+
+@strict
+@dataclass
 class MicroRow:
     """Decode attention alone: one query per (batch, head) over a full cache of `context` keys."""
 
@@ -118,16 +192,22 @@ class MicroRow:
     heads: int = doc("Heads.")
     head_dim: int = doc("Head dimension.")
     context: int = doc("Cached keys read.")
-    status: str = doc("ok, oom, unsupported or error.")
+    status: str = doc("ok, oom, unsupported, error or skipped (not run for time).")
     reason: str | None = doc("Why not ok.", None)
-    latency_ms_median: float | None = doc("Median device time of one call, replayed from a CUDA graph so the host's "
-                                          "launch overhead is left out; L2 flushed before each call (do_bench).", None)
+    latency_ms_median: float | None = doc("Median device time of one call (collect/timing.py: L2 flushed before each "
+                                          "call, the GPU kept busy while the host issues it, so no host time falls "
+                                          "inside). Older runs: a CUDA-graph replay timed with do_bench.", None)
     latency_ms_p10: float | None = doc("10th percentile.", None)
     latency_ms_p90: float | None = doc("90th percentile.", None)
     bytes_read: int | None = doc("Cache bytes the call must read: keys and values (plus fp32 scales for int8); q and "
                                  "the output are negligible.", None)
     achieved_bytes_per_s: float | None = doc("bytes_read / median latency.", None)
-    bandwidth_fraction: float | None = doc("achieved_bytes_per_s / the floor bandwidth (see DecodeFile).", None)
+    bandwidth_fraction: float | None = doc("achieved_bytes_per_s / the floor bandwidth (see DecodeFile). That bandwidth "
+                                           "counts a copy's reads plus its writes, and DRAM turns around between the "
+                                           "two; a stream of reads only can run faster, so a value above 1 is "
+                                           "possible and not an error.", None)
+    host_ms_median: float | None = doc("Median host time of one call: the CPU cost of launching it.", None)
+    sm_clock_mhz: float | None = doc("SM clock seen right before the timed calls (median).", None)
     num_splits: int | None = doc("Splits of the context per (batch, head) for the Triton kernel.", None)
     kernel_config: str | None = doc("Tile configuration the autotuner chose.", None)
     max_abs_diff_vs_sdpa: float | None = doc("Max |output - SDPA's bf16 output| (int8 includes quantization error).", None)
@@ -151,8 +231,17 @@ class DecodeFile:
     floor_bandwidth_source: str | None = doc("'env copy_bandwidth' or 'decode phase copy' (measured here because the "
                                              "env phase had not run).", None)
     warmup_steps: int = doc("Untimed steps before each row's timed steps (compilation, autotuning, capture).", 0)
+    dtype_reason: str | None = doc("Why this dtype: bf16 where the GPU computes it natively, fp16 where it does not "
+                                   "(a T4).", None)
+    graph_step: str | None = doc("Step implementation of the 'graph' and 'int8-graph' variants (see DecodeRow."
+                                 "step_impl).", None)
     models: list[DecodeModel] = doc("Model shapes used.", default_factory=list)
     rows: list[DecodeRow] = doc("One row per (model, variant, batch, context).", default_factory=list)
-    checks: list[LogitCheck] = doc("Logit checks against transformers and between caches.", default_factory=list)
+    checks: list[LogitCheck] = doc("Older runs: logit checks against transformers and between caches.",
+                                   default_factory=list)
+    kernel_classes: list[KernelClassRow] = doc("Where each profiled row's step time goes, by kernel class.",
+                                               default_factory=list)
+    agreement: list[AgreementRow] = doc("Token agreement of every variant with the reference step.",
+                                        default_factory=list)
     micro: list[MicroRow] = doc("Decode-attention microbenchmark.", default_factory=list)
     notes: list[str] = doc("What the reader should know about this run.", default_factory=list)

@@ -36,9 +36,10 @@ PUBLISHED_COLOR = PALETTE[7]
 PUBLISHED_DASHES = ["dash", "dot", "dashdot", "longdash"]
 PUBLISHED_WORDS = "published, not re-measured here"
 BENCH_PANELS = [("naive", "naive PyTorch"), ("triton", "Triton (ours)"), ("sdpa-fastest", "fastest SDPA backend")]
-DECODE_VARIANTS = {"eager": "bf16, eager loop", "graph": "bf16, CUDA graph", "int8-kernel": "int8, kernel",
-                   "int8-dequant": "int8, dequantize all", "hf": "transformers loop"}
-INT8_VARIANTS = ("int8-dequant", "int8-kernel")
+DECODE_VARIANTS = {"eager": "bf16, eager loop", "graph": "bf16, CUDA graph", "int8-graph": "int8, CUDA graph",
+                   "int8-kernel": "int8, kernel", "int8-dequant": "int8, dequantize all", "hf-eager": "transformers loop",
+                   "hf": "transformers loop", "hf-compiled": "transformers compiled"}
+INT8_VARIANTS = ("int8-dequant", "int8-graph", "int8-kernel")
 
 
 def _ok(x) -> bool:
@@ -584,7 +585,8 @@ class ComparePage(Page):
         fig = go.Figure()
         series = [("cache", None, "KV cache size", PALETTE[0]),
                   ("peak", "int8-dequant", "peak memory, int8 dequantized each step", PALETTE[3]),
-                  ("peak", "int8-kernel", "peak memory, int8 read by a kernel", PALETTE[1])]
+                  ("peak", "int8-kernel", "peak memory, int8 read by a kernel", PALETTE[1]),
+                  ("peak", "int8-graph", "peak memory, int8 read by a kernel in a CUDA graph", PALETTE[2])]
         for kind, variant, name, color in series:
             vals, hover = [], []
             for d, x in data:

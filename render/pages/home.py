@@ -25,6 +25,8 @@ NEAR, FAR = 1.5, 3.0
 # Peak memories within this fraction of each other are "the same".
 SAME = 0.005
 VARIANT_WORDS = {"graph": "our loop in a CUDA graph", "eager": "our eager loop", "hf": "transformers' loop",
+                 "hf-eager": "transformers' loop", "hf-compiled": "transformers compiled with a static cache",
+                 "int8-graph": "our int8 cache in a CUDA graph",
                  "int8-kernel": "int8 cache read by our kernel", "int8-dequant": "int8 cache dequantized every step"}
 LIMIT_WORDS = {"registers": "registers", "smem": "shared memory", "warps": "warp slots", "blocks": "the per-SM block limit"}
 
@@ -315,7 +317,8 @@ class HomePage(Page):
         text = (f"At batch {b} and context {c}, the int8 cache holds {fmt.bytes_(cache)} against the bf16 cache's "
                 f"{fmt.bytes_(e['kv_cache_bytes'])} ({fmt.pct(100 * cache / e['kv_cache_bytes'])}).")
         peaks = []
-        names = {"int8-dequant": "dequantizing the whole cache every step", "int8-kernel": "reading it with the int8 kernel"}
+        names = {"int8-dequant": "dequantizing the whole cache every step", "int8-kernel": "reading it with the int8 kernel",
+                 "int8-graph": "reading it with the int8 kernel in a CUDA graph"}
         for _, r in q.iterrows():
             if not _ok(r["peak_mem_bytes"]) or not _ok(e["peak_mem_bytes"]):
                 continue

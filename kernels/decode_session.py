@@ -1,0 +1,278 @@
+"""Decode loops: ours (eager or one CUDA graph per step) and transformers' (eager, or compiled with a
+static cache), behind one interface, so every variant is timed, checked and compared the same way.
+
+A session owns a batch of sequences and a cache of fixed capacity. `start(tokens)` prefills the
+prompt; each `step()` decodes one token per sequence without synchronizing, so steps issued back
+to back run as a user's generation loop runs. A greedy session feeds each step its own argmax. A
+teacher-forced session is given the whole sequence up front and feeds its tokens instead; it
+records every step's two largest logits, so its predictions can be compared position by position
+with another variant's on exactly the same inputs.
+
+Every limit is checked on the host before the GPU sees anything (see kernels.gpt2.check_limits).
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+
+from .gpt2 import CACHES, GPT2, ModelArgs, cache_kwarg, cache_of, check_limits, check_tokens
+from .gpt2_fused import STEPS, advance
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+class Session:
+    """What every loop offers the phase."""
+
+    device: torch.device
+    batch: int
+    capacity: int          # positions the cache holds; a session decodes at most capacity + 1 - prompt tokens
+    teacher_forced: bool
+    record_top2: bool
+
+    def start(self, tokens: torch.Tensor) -> None:
+        raise NotImplementedError
+
+    def step(self) -> None:
+        raise NotImplementedError
+
+    def generated(self, prompt_len: int, n: int) -> torch.Tensor:
+        """(B, n) tokens after the prompt, on the CPU: the prefill's, then one per step."""
+        return self.history[:, prompt_len:prompt_len + n].cpu()
+
+    def top2(self, first: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Two largest logits (fp32) and their token ids, (B, n, 2) each, of the predictions made at
+        positions first .. first + n - 1 (the token at position p predicts p + 1)."""
+        return self.top_v[:, first:first + n].cpu(), self.top_i[:, first:first + n].cpu()
+
+    def _buffers(self, device, batch: int, capacity: int, record_top2: bool, keep_history: bool = False) -> None:
+        if not keep_history:
+            self.history = torch.zeros((batch, capacity + 1), dtype=torch.int64, device=device)
+        if record_top2:
+            self.top_v = torch.zeros((batch, capacity + 1, 2), dtype=torch.float32, device=device)
+            self.top_i = torch.zeros((batch, capacity + 1, 2), dtype=torch.int64, device=device)
+
+    def _load(self, tokens: torch.Tensor, vocab: int) -> int:
+        """Put a prompt (greedy) or a whole sequence (teacher-forced) into history; returns its length."""
+        check_tokens(tokens, vocab)
+        B, S = tokens.shape
+        if B != self.batch:
+            raise ValueError(f"this session decodes {self.batch} sequences; got {B}.")
+        if S > self.capacity + 1:
+            raise ValueError(f"{S} tokens do not fit a session of capacity {self.capacity} (at most {self.capacity + 1}).")
+        self.history[:, :S].copy_(tokens.to(self.device))
+        return S
+
+
+class OurSession(Session):
+    """Our decoder: prefill with PyTorch ops, then steps of the chosen implementation, eager or replayed
+    from one CUDA graph (captured after warm-up, so compilation and autotuning are never captured)."""
+
+    def __init__(self, model: GPT2, batch: int, capacity: int, cache_kind: str = "bf16", step_impl: str = "torch",
+                 cuda_graph: bool = False, teacher_forced: bool = False, record_top2: bool = False):
+        check_limits(model.args, 1, capacity, batch)
+        if cache_kind not in CACHES:
+            raise ValueError(f"unknown cache {cache_kind!r}; choose one of {sorted(CACHES)}.")
+        if step_impl not in STEPS:
+            raise ValueError(f"unknown step {step_impl!r}; choose one of {sorted(STEPS)}.")
+        if cuda_graph and model.device.type != "cuda":
+            raise ValueError("a CUDA graph needs a CUDA device.")
+        if cache_kind == "int8-dequant" and (cuda_graph or step_impl != "torch"):
+            raise ValueError("the int8-dequant cache copies a length that changes every step: eager torch step only.")
+        self.model, self.device, self.batch, self.capacity = model, model.device, batch, capacity
+        self.teacher_forced, self.record_top2, self.cuda_graph = teacher_forced, record_top2, cuda_graph
+        self.cache = CACHES[cache_kind](model.args, batch, capacity, self.device, model.dtype)
+        self._buffers(self.device, batch, capacity, record_top2)
+        self.pos = torch.zeros((1,), dtype=torch.int64, device=self.device)
+        self.lens = torch.ones((1,), dtype=torch.int32, device=self.device)
+        self.step_fn = STEPS[step_impl](model, self.cache, batch)
+        self.graph = None
+        self.host_pos = 0
+        self.last_logits = None
+
+    def set_mode(self, teacher_forced: bool, record_top2: bool) -> None:
+        """Switch between greedy and teacher-forced decoding; a captured graph is captured again."""
+        if (teacher_forced, record_top2) != (self.teacher_forced, self.record_top2):
+            self.graph = None
+        self.teacher_forced, self.record_top2 = teacher_forced, record_top2
+        if record_top2 and not hasattr(self, "top_v"):
+            self._buffers(self.device, self.batch, self.capacity, True, keep_history=True)
+
+    def start(self, tokens: torch.Tensor, prompt_len: int | None = None) -> None:
+        """Greedy: `tokens` is the prompt. Teacher-forced: the whole sequence, of which the first
+        `prompt_len` tokens are prefilled."""
+        S = self._load(tokens, self.model.args.vocab_size)
+        T = prompt_len if self.teacher_forced else S
+        if not 1 <= T <= S:
+            raise ValueError(f"prompt length {T} must lie in [1, {S}].")
+        logits = self.model.prefill(self.history[:, :T], self.cache)
+        self._record(logits, torch.tensor([T - 1], device=self.device))
+        if not self.teacher_forced:
+            self.history[:, T] = logits.argmax(-1)
+        self.pos.fill_(T)
+        self.lens.fill_(T + 1)
+        self.host_pos = T
+
+    def _record(self, logits, at) -> torch.Tensor:
+        if not self.record_top2:
+            return logits.argmax(-1)
+        v, i = logits.float().topk(2, dim=-1)
+        self.top_v.index_copy_(1, at, v.unsqueeze(1))
+        self.top_i.index_copy_(1, at, i.unsqueeze(1))
+        return i[:, 0]
+
+    def _body(self):
+        logits = self.step_fn(self.history, self.pos, self.lens)
+        advance(self._record(logits, self.pos), self.history, self.pos, self.lens, write=not self.teacher_forced)
+        return logits
+
+    def prepare(self, tokens: torch.Tensor, warmup_steps: int = 2, prompt_len: int | None = None) -> None:
+        """Compile, autotune and (for a graph) capture, then restart at the prompt."""
+        self.start(tokens, prompt_len)
+        if self.cuda_graph and self.graph is None:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(max(1, warmup_steps)):
+                    self._eager_step()
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                self.last_logits = self._body()
+            self.graph = graph
+        else:
+            for _ in range(warmup_steps):
+                self.step()
+        self.start(tokens, prompt_len)
+        _sync(self.device)
+
+    def _eager_step(self):
+        self.cache.begin_step(self.host_pos)
+        self.last_logits = self._body()
+        self.cache.end_step()
+
+    def step(self) -> None:
+        if self.host_pos >= self.capacity:
+            raise ValueError(f"the cache holds {self.capacity} positions; no room for another step.")
+        if self.graph is not None:
+            self.graph.replay()
+        else:
+            self._eager_step()
+        self.host_pos += 1
+
+
+class HfSession(Session):
+    """transformers' model in a greedy loop: its default dynamic cache, eager (`compiled=False`), or a
+    StaticCache with the forward compiled by torch.compile(mode="reduce-overhead"), which also replays
+    CUDA graphs. The prefill is never compiled, as in transformers' own generate."""
+
+    def __init__(self, hf_model, batch: int, capacity: int, compiled: bool = False, teacher_forced: bool = False,
+                 record_top2: bool = False):
+        self.args = ModelArgs.from_hf_config(hf_model.config)
+        check_limits(self.args, 1, capacity, batch)
+        self.hf, self.batch, self.capacity, self.compiled = hf_model, batch, capacity, compiled
+        self.teacher_forced, self.record_top2 = teacher_forced, record_top2
+        self.device = next(hf_model.parameters()).device
+        self._buffers(self.device, batch, capacity, record_top2)
+        self.kw = cache_kwarg(hf_model)
+        self.cache = None
+        self.forward = hf_model
+        self.compile_s = None
+        self.fullgraph = None
+        if compiled:
+            from transformers import StaticCache
+
+            self.cache = StaticCache(config=hf_model.config, max_cache_len=capacity)
+        self.host_pos = 0
+        self.last_logits = None
+
+    def set_mode(self, teacher_forced: bool, record_top2: bool) -> None:
+        """Switch between greedy and teacher-forced decoding (the compiled forward is unaffected)."""
+        self.teacher_forced, self.record_top2 = teacher_forced, record_top2
+        if record_top2 and not hasattr(self, "top_v"):
+            self._buffers(self.device, self.batch, self.capacity, True, keep_history=True)
+
+    def _compile(self, fullgraph: bool) -> None:
+        """Build the compiled forward; the compile itself happens at its first call (in prepare)."""
+        self.forward = torch.compile(self.hf.forward, mode="reduce-overhead", fullgraph=fullgraph, dynamic=False)
+        self.fullgraph = fullgraph
+
+    @torch.inference_mode()
+    def start(self, tokens: torch.Tensor, prompt_len: int | None = None) -> None:
+        S = self._load(tokens, self.args.vocab_size)
+        T = prompt_len if self.teacher_forced else S
+        if not 1 <= T <= S:
+            raise ValueError(f"prompt length {T} must lie in [1, {S}].")
+        if self.compiled:
+            self.cache.reset()
+            out = self.hf(input_ids=self.history[:, :T], use_cache=True, **{self.kw: self.cache})
+        else:
+            out = self.hf(input_ids=self.history[:, :T], use_cache=True)
+            self.cache = cache_of(out)
+        logits = out.logits[:, -1]
+        nxt = self._record(logits, T - 1)
+        if not self.teacher_forced:
+            self.history[:, T] = nxt
+        self.host_pos = T
+
+    def _record(self, logits, p: int) -> torch.Tensor:
+        if not self.record_top2:
+            return logits.argmax(-1)
+        v, i = logits.float().topk(2, dim=-1)
+        self.top_v[:, p] = v
+        self.top_i[:, p] = i
+        return i[:, 0]
+
+    @torch.inference_mode()
+    def step(self) -> None:
+        p = self.host_pos
+        if p >= self.capacity:
+            raise ValueError(f"the cache holds {self.capacity} positions; no room for another step.")
+        if self.compiled:
+            torch.compiler.cudagraph_mark_step_begin()
+        out = self.forward(input_ids=self.history[:, p:p + 1], use_cache=True, **{self.kw: self.cache})
+        if not self.compiled:
+            self.cache = cache_of(out)
+        self.last_logits = out.logits[:, -1]
+        nxt = self._record(self.last_logits, p)
+        if not self.teacher_forced:
+            self.history[:, p + 1] = nxt
+        self.host_pos = p + 1
+
+    def prepare(self, tokens: torch.Tensor, warmup_steps: int = 2, prompt_len: int | None = None) -> None:
+        """Warm up; for the compiled loop the first calls compile and record its CUDA graphs, and
+        `compile_s` keeps how long that took (it is never part of a step time)."""
+        self.start(tokens, prompt_len)
+        if self.compiled and self.compile_s is None:
+            t0 = time.perf_counter()
+            self._compile(fullgraph=True)
+            try:
+                self.step()  # tracing fails here, before anything runs, if the model cannot be one graph
+            except Exception:  # noqa: BLE001 - a version that cannot be traced whole still compiles in pieces
+                self._compile(fullgraph=False)
+                self.start(tokens, prompt_len)
+                self.step()
+            for _ in range(max(2, warmup_steps - 1)):  # record the CUDA graphs, then replay once
+                self.step()
+            _sync(self.device)
+            self.compile_s = time.perf_counter() - t0
+        else:
+            for _ in range(warmup_steps):
+                self.step()
+        self.start(tokens, prompt_len)
+        _sync(self.device)
+
+    def kv_cache_bytes(self) -> int:
+        """Bytes the cache holds now: a static cache its whole capacity, a dynamic one what it has grown to."""
+        a = self.args
+        per_pos = 2 * a.n_layer * self.batch * a.n_embd * next(self.hf.parameters()).element_size()
+        if self.compiled:
+            return per_pos * self.capacity
+        return per_pos * int(self.cache.get_seq_length()) if self.cache is not None else 0
+
+
+__all__ = ["Session", "OurSession", "HfSession"]

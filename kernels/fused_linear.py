@@ -1,0 +1,500 @@
+"""The matrix products of a decode step, each fused with what surrounds it, in Triton.
+
+A decode step multiplies a few rows (the batch) by every weight matrix of the model. Each product
+reads megabytes of weights and does almost no arithmetic per byte, so it is a bandwidth problem,
+and at GPT-2's size it is also a launch problem: the unfused step issues about fourteen kernels per
+layer (norm, product, bias, activation, residual add, cache writes, ...), and each costs a few
+microseconds of launch and ramp however little it moves. These kernels fold the small ops into the
+products around them, leaving four per layer besides attention:
+
+  ln_qkv_store            LayerNorm -> x @ W_qkv + b -> q to a buffer, k and v into the cache at `pos`
+                          (bf16, or quantized to int8 with a per-vector scale)
+  merge_proj_residual     merge the split-KV attention partials -> @ W_proj + b -> x += that
+  ln_linear (GELU)        LayerNorm -> x @ W_fc + b -> GELU
+  linear_residual         h @ W_out + b -> x += that
+  ln_linear (no act.)     the final LayerNorm and the LM head, logits in fp32
+
+Every product is one program per tile of output columns holding all the batch rows, so each
+weight is read once per step. Where output columns are too few to fill the GPU, the inner
+dimension is split across programs (split-K); the partial sums are added in a fixed order by
+whichever program finishes last for its columns (it counts arrivals with an atomic), which then
+runs the epilogue and resets the counter for the next launch. The sum is deterministic and no
+extra kernel is launched. Rounding follows the unfused step: the product is rounded to the model's
+dtype before an activation or a residual add, as cuBLAS's output would be.
+
+LayerNorm needs statistics over a whole row, which no single output tile owns; each program
+recomputes them from the input rows (a few kilobytes, from L2) before its loop.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+# Prologue: how the A operand (the activation rows) is produced tile by tile.
+PRO_NONE = tl.constexpr(0)
+PRO_LN = tl.constexpr(1)      # LayerNorm of x, statistics over the whole row
+PRO_MERGE = tl.constexpr(2)   # attention output merged from split-KV partials (one head per tile)
+# Epilogue: what happens to acc + bias.
+EPI_STORE = tl.constexpr(0)
+EPI_GELU_TANH = tl.constexpr(1)
+EPI_GELU_ERF = tl.constexpr(2)
+EPI_RESIDUAL = tl.constexpr(3)
+EPI_QKV = tl.constexpr(4)
+
+def _interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+# --- the shared program -----------------------------------------------------------------------
+
+@triton.jit
+def _row_stats(X, stride_xb, offs_b, mask_b, K, eps, BLOCK_B: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Mean and 1/std of each row of x in one pass (every program reads the rows, so once matters at a
+    large batch): per tile a mean and a sum of squared deviations, combined as Chan et al. combine
+    partial variances, which stays exact where a plain sum of squares would cancel."""
+    n = 0.0
+    mean = tl.zeros([BLOCK_B], tl.float32)
+    m2 = tl.zeros([BLOCK_B], tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        offs_k = k0 + tl.arange(0, BLOCK_K)
+        mask = mask_b[:, None] & (offs_k < K)[None, :]
+        x = tl.load(X + offs_b[:, None] * stride_xb + offs_k[None, :], mask=mask, other=0.0).to(tl.float32)
+        n_t = tl.minimum(K - k0, BLOCK_K).to(tl.float32)
+        mean_t = tl.sum(x, axis=1) / n_t
+        d = tl.where(mask, x - mean_t[:, None], 0.0)
+        m2_t = tl.sum(d * d, axis=1)
+        n_new = n + n_t
+        delta = mean_t - mean
+        mean += delta * (n_t / n_new)
+        m2 += m2_t + delta * delta * (n * n_t / n_new)
+        n = n_new
+    return mean, 1.0 / tl.sqrt_rn(m2 / K + eps)
+
+
+@triton.jit
+def _merged_head(OPart, LsePart, offs_b, mask_b, head, H, num_splits, HEAD_DIM: tl.constexpr,
+                 BLOCK_D: tl.constexpr, BLOCK_B: tl.constexpr):
+    """Attention output of one head for every row, from the split-KV kernel's partial outputs and
+    log2-sum-exps: sum_s 2^(lse_s - m) o_s / sum_s 2^(lse_s - m)."""
+    offs_d = tl.arange(0, BLOCK_D)
+    mask_d = offs_d < HEAD_DIM
+    rows = (offs_b.to(tl.int64) * H + head) * num_splits
+    m = tl.full([BLOCK_B], float("-inf"), tl.float32)
+    for s in range(num_splits):
+        m = tl.maximum(m, tl.load(LsePart + rows + s, mask=mask_b, other=float("-inf")))
+    m = tl.where(m == float("-inf"), 0.0, m)
+    den = tl.zeros([BLOCK_B], tl.float32)
+    acc = tl.zeros([BLOCK_B, BLOCK_D], tl.float32)
+    for s in range(num_splits):
+        w = tl.exp2(tl.load(LsePart + rows + s, mask=mask_b, other=float("-inf")) - m)
+        o = tl.load(OPart + (rows + s)[:, None] * HEAD_DIM + offs_d[None, :], mask=mask_b[:, None] & mask_d[None, :],
+                    other=0.0)
+        den += w
+        acc += w[:, None] * o
+    return acc / tl.where(den > 0, den, 1.0)[:, None]
+
+
+@triton.jit
+def _gelu(y, TANH: tl.constexpr):
+    if TANH:
+        # tanh(u) written with exp: 1 - 2 / (exp(2u) + 1) is exact at both ends (no inf/inf).
+        u = 0.7978845608028654 * (y + 0.044715 * y * y * y)
+        t = 1.0 - 2.0 / (tl.exp(2.0 * u) + 1.0)
+        return 0.5 * y * (1.0 + t)
+    else:
+        return 0.5 * y * (1.0 + tl.math.erf(y * 0.7071067811865476))
+
+
+@triton.jit
+def _quantize_rows(y, mask):
+    """Symmetric int8 of each row, as kernels.kv_quant.quantize does it: (values, scales)."""
+    scale = tl.maximum(tl.max(tl.where(mask, tl.abs(y), 0.0), axis=1) / 127.0, 1e-12)
+    v = tl.math.div_rn(y, scale[:, None])
+    v = (v + 12582912.0) - 12582912.0  # round half to even, like torch.round (|v| <= 127)
+    v = tl.minimum(tl.maximum(v, -127.0), 127.0)
+    return v.to(tl.int8), scale
+
+
+@triton.jit
+def _linear_program(
+    X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb, Res, stride_rb,
+    B, K, N, eps, LnW, LnB,
+    OPart, LsePart, H_ATT, num_splits,
+    Q, KC, VC, KS, VS, Pos, H_QKV, stride_cb, stride_ch, stride_cn, stride_sb, stride_sh,
+    Work, Counter, split_k,
+    PROLOGUE: tl.constexpr, EPILOGUE: tl.constexpr, HAS_BIAS: tl.constexpr, INT8_CACHE: tl.constexpr,
+    HEAD_DIM: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    UPCAST: tl.constexpr, PDL: tl.constexpr,
+):
+    pid_n = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    if PDL:
+        # Programmatic dependent launch: this grid may start while the previous kernel drains;
+        # wait for its results before reading anything it wrote, and let the next grid start early.
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
+    dt = W.dtype.element_ty
+    offs_b = tl.arange(0, BLOCK_B)
+    mask_b = offs_b < B
+    # Output columns: a tile of BLOCK_N, or for the qkv epilogue exactly one head of q, k or v.
+    if EPILOGUE == EPI_QKV:
+        offs_n = pid_n * HEAD_DIM + tl.arange(0, BLOCK_N)
+        mask_n = tl.arange(0, BLOCK_N) < HEAD_DIM
+    else:
+        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        mask_n = offs_n < N
+    # Inner tiles: BLOCK_K columns of x, or for the merge prologue one head of the attention output.
+    if PROLOGUE == PRO_MERGE:
+        tile_k = HEAD_DIM
+        k_tiles = H_ATT
+    else:
+        tile_k = BLOCK_K
+        k_tiles = tl.cdiv(K, BLOCK_K)
+    per_split = tl.cdiv(k_tiles, split_k)
+    t_start = pid_k * per_split
+    t_end = tl.minimum(t_start + per_split, k_tiles)
+    if PROLOGUE == PRO_LN:
+        mean, rstd = _row_stats(X, stride_xb, offs_b, mask_b, K, eps, BLOCK_B, BLOCK_K)
+
+    acc = tl.zeros([BLOCK_B, BLOCK_N], tl.float32)
+    for t in range(t_start, t_end):
+        offs_kk = tl.arange(0, BLOCK_K)
+        offs_k = t * tile_k + offs_kk
+        mask_k = (offs_kk < tile_k) & (offs_k < K)
+        if PROLOGUE == PRO_MERGE:
+            a = _merged_head(OPart, LsePart, offs_b, mask_b, t, H_ATT, num_splits, HEAD_DIM, BLOCK_K, BLOCK_B)
+        else:
+            a = tl.load(X + offs_b[:, None] * stride_xb + offs_k[None, :], mask=mask_b[:, None] & mask_k[None, :],
+                        other=0.0)
+            if PROLOGUE == PRO_LN:
+                g = tl.load(LnW + offs_k, mask=mask_k, other=0.0).to(tl.float32)
+                bb = tl.load(LnB + offs_k, mask=mask_k, other=0.0).to(tl.float32)
+                a = (a.to(tl.float32) - mean[:, None]) * rstd[:, None] * g[None, :] + bb[None, :]
+        a = a.to(dt)  # the unfused step rounds here too (norm output, attention output)
+        w = tl.load(W + offs_k[:, None].to(tl.int64) * stride_wk + offs_n[None, :] * stride_wn,
+                    mask=mask_k[:, None] & mask_n[None, :], other=0.0)
+        if UPCAST:  # the interpreter multiplies bf16 dot operands wrongly; fp32 is exact for both
+            acc += tl.dot(a.to(tl.float32), w.to(tl.float32))
+        else:
+            acc += tl.dot(a, w)
+
+    # Split-K: park this split's sum; the last of the splits to arrive adds them all, in order.
+    is_last = split_k == 1
+    if split_k > 1:
+        ws = Work + offs_b[:, None] * N + offs_n[None, :]
+        mask = mask_b[:, None] & mask_n[None, :]
+        tl.store(ws + pid_k * B * N, acc, mask=mask)
+        tl.debug_barrier()  # every thread's partial is written before the arrival is counted
+        arrived = tl.atomic_add(Counter + pid_n, 1, sem="acq_rel", scope="gpu")
+        is_last = arrived == split_k - 1
+        if is_last:
+            acc = tl.zeros([BLOCK_B, BLOCK_N], tl.float32)
+            for s in range(split_k):
+                acc += tl.load(ws + s * B * N, mask=mask, other=0.0, cache_modifier=".cg")
+            tl.atomic_xchg(Counter + pid_n, 0, sem="relaxed", scope="gpu")  # ready for the next launch
+
+    if is_last:
+        y = acc
+        if HAS_BIAS:
+            y += tl.load(Bias + offs_n, mask=mask_n, other=0.0).to(tl.float32)[None, :]
+        mask = mask_b[:, None] & mask_n[None, :]
+        if EPILOGUE == EPI_STORE:
+            tl.store(Y + offs_b[:, None] * stride_yb + offs_n[None, :], y.to(Y.dtype.element_ty), mask=mask)
+        elif EPILOGUE == EPI_GELU_TANH:
+            y = _gelu(y.to(dt).to(tl.float32), True)
+            tl.store(Y + offs_b[:, None] * stride_yb + offs_n[None, :], y.to(Y.dtype.element_ty), mask=mask)
+        elif EPILOGUE == EPI_GELU_ERF:
+            y = _gelu(y.to(dt).to(tl.float32), False)
+            tl.store(Y + offs_b[:, None] * stride_yb + offs_n[None, :], y.to(Y.dtype.element_ty), mask=mask)
+        elif EPILOGUE == EPI_RESIDUAL:
+            r = tl.load(Res + offs_b[:, None] * stride_rb + offs_n[None, :], mask=mask, other=0.0).to(tl.float32)
+            y = r + y.to(dt).to(tl.float32)
+            tl.store(Y + offs_b[:, None] * stride_yb + offs_n[None, :], y.to(Y.dtype.element_ty), mask=mask)
+        else:  # EPI_QKV: this tile is head h of q (part 0), k (1) or v (2)
+            y = y.to(dt)
+            part = pid_n // H_QKV
+            h = (pid_n % H_QKV).to(tl.int64)
+            offs_d = tl.arange(0, BLOCK_N)
+            b64 = offs_b.to(tl.int64)
+            if part == 0:
+                tl.store(Q + (b64[:, None] * H_QKV + h) * HEAD_DIM + offs_d[None, :], y, mask=mask)
+            else:
+                pos = tl.load(Pos)
+                cell = b64 * stride_cb + h * stride_ch + pos * stride_cn
+                scale_at = b64 * stride_sb + h * stride_sh + pos
+                if INT8_CACHE:
+                    yq, scale = _quantize_rows(y.to(tl.float32), mask)
+                    if part == 1:
+                        tl.store(KC + cell[:, None] + offs_d[None, :], yq, mask=mask)
+                        tl.store(KS + scale_at, scale, mask=mask_b)
+                    else:
+                        tl.store(VC + cell[:, None] + offs_d[None, :], yq, mask=mask)
+                        tl.store(VS + scale_at, scale, mask=mask_b)
+                else:
+                    if part == 1:
+                        tl.store(KC + cell[:, None] + offs_d[None, :], y, mask=mask)
+                    else:
+                        tl.store(VC + cell[:, None] + offs_d[None, :], y, mask=mask)
+
+
+# Thin entry points: one kernel name per role, so a profile says which product a kernel was.
+
+@triton.jit(do_not_specialize=["B", "K", "N", "H_QKV", "split_k"])
+def _ln_qkv_kernel(X, stride_xb, W, stride_wk, stride_wn, Bias, B, K, N, eps, LnW, LnB,
+                   Q, KC, VC, KS, VS, Pos, H_QKV, stride_cb, stride_ch, stride_cn, stride_sb, stride_sh,
+                   Work, Counter, split_k, INT8_CACHE: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_B: tl.constexpr,
+                   BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, UPCAST: tl.constexpr, PDL: tl.constexpr):
+    _linear_program(X, stride_xb, W, stride_wk, stride_wn, Bias, X, 0, X, 0, B, K, N, eps, LnW, LnB,
+                    X, X, 1, 1, Q, KC, VC, KS, VS, Pos, H_QKV, stride_cb, stride_ch, stride_cn, stride_sb, stride_sh,
+                    Work, Counter, split_k, PRO_LN, EPI_QKV, True, INT8_CACHE, HEAD_DIM, BLOCK_B, BLOCK_N, BLOCK_K,
+                    UPCAST, PDL)
+
+
+@triton.jit(do_not_specialize=["B", "K", "N", "split_k"])
+def _ln_linear_kernel(X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb, B, K, N, eps, LnW, LnB,
+                      Work, Counter, split_k, EPILOGUE: tl.constexpr, HAS_BIAS: tl.constexpr,
+                      BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, UPCAST: tl.constexpr,
+                      PDL: tl.constexpr):
+    _linear_program(X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb, X, 0, B, K, N, eps, LnW, LnB,
+                    X, X, 1, 1, X, X, X, X, X, X, 1, 0, 0, 0, 0, 0,
+                    Work, Counter, split_k, PRO_LN, EPILOGUE, HAS_BIAS, False, 1, BLOCK_B, BLOCK_N, BLOCK_K,
+                    UPCAST, PDL)
+
+
+@triton.jit(do_not_specialize=["B", "K", "N", "H_ATT", "num_splits", "split_k"])
+def _attn_proj_residual_kernel(OPart, LsePart, H_ATT, num_splits, W, stride_wk, stride_wn, Bias, Y, stride_yb,
+                               B, K, N, Work, Counter, split_k, HEAD_DIM: tl.constexpr, BLOCK_B: tl.constexpr,
+                               BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, UPCAST: tl.constexpr, PDL: tl.constexpr):
+    _linear_program(Y, 0, W, stride_wk, stride_wn, Bias, Y, stride_yb, Y, stride_yb, B, K, N, 0.0, Y, Y,
+                    OPart, LsePart, H_ATT, num_splits, Y, Y, Y, Y, Y, Y, 1, 0, 0, 0, 0, 0,
+                    Work, Counter, split_k, PRO_MERGE, EPI_RESIDUAL, True, False, HEAD_DIM, BLOCK_B, BLOCK_N,
+                    BLOCK_K, UPCAST, PDL)
+
+
+@triton.jit(do_not_specialize=["B", "K", "N", "split_k"])
+def _linear_residual_kernel(X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb, B, K, N, Work, Counter,
+                            split_k, BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                            UPCAST: tl.constexpr, PDL: tl.constexpr):
+    _linear_program(X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb, Y, stride_yb, B, K, N, 0.0, X, X,
+                    X, X, 1, 1, X, X, X, X, X, X, 1, 0, 0, 0, 0, 0,
+                    Work, Counter, split_k, PRO_NONE, EPI_RESIDUAL, True, False, 1, BLOCK_B, BLOCK_N, BLOCK_K,
+                    UPCAST, PDL)
+
+
+# --- launch configuration ---------------------------------------------------------------------
+
+MAX_ROWS = 128  # rows (batch) one program holds; a larger batch takes the unfused step
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """How one product is cut into programs."""
+
+    block_b: int
+    block_n: int
+    block_k: int
+    split_k: int
+    num_warps: int = 4
+    num_stages: int = 3
+
+
+@dataclass
+class Tuning:
+    """Knobs the GPU measurements choose; module-level so a benchmark can change them in one place."""
+
+    programs_per_sm: float = 2.0   # aim for this many programs per SM (tiles x splits)
+    min_tiles_per_split: int = 2   # never split K so finely that a program has fewer inner tiles
+    block_n: int = 64
+    block_k: int = 128
+    num_stages: int = 3
+    pdl: bool = True               # programmatic dependent launch where the GPU has it (sm90+)
+
+
+TUNING = Tuning()
+# Before Ampere, Triton lowers tl.dot to CUDA-core FMAs whose operands sit in registers: smaller
+# inner tiles (and narrower output tiles for the projection) keep them from spilling.
+PRE_AMPERE_BLOCK_K = 32
+PRE_AMPERE_STAGES = 2
+# Past this many output tiles per SM, the tiles double in width.
+WIDE_TILES_PER_SM = 4
+
+
+@dataclass(frozen=True)
+class Device:
+    sm_count: int
+    capability: tuple[int, int]
+
+    @property
+    def pre_ampere(self) -> bool:
+        return self.capability < (8, 0)
+
+
+def device_facts(device) -> Device:
+    if isinstance(device, Device):
+        return device
+    device = torch.device(device)
+    if device.type != "cuda":
+        return Device(4, (9, 0))  # the interpreter: any numbers run
+    p = torch.cuda.get_device_properties(device)
+    return Device(p.multi_processor_count, (p.major, p.minor))
+
+
+def tiling(rows: int, k_tiles: int, n_tiles: int, sm_count: int, block_n: int, block_k: int,
+           tuning: Tuning = TUNING, stages: int | None = None) -> Tiling:
+    """Split K only as far as needed to give the GPU enough programs."""
+    if rows > MAX_ROWS:
+        raise ValueError(f"{rows} rows exceed the {MAX_ROWS} one program holds; use the unfused step for this batch.")
+    want = math.ceil(tuning.programs_per_sm * sm_count / max(1, n_tiles))
+    split = max(1, min(want, k_tiles // max(1, tuning.min_tiles_per_split)))
+    block_b = max(16, triton.next_power_of_2(rows))
+    warps = 8 if block_b >= 64 else 4
+    return Tiling(block_b, block_n, block_k, split, warps, tuning.num_stages if stages is None else stages)
+
+
+class Workspace:
+    """Split-K scratch: partial sums and per-tile arrival counters (zero between launches)."""
+
+    def __init__(self, device, floats: int, tiles: int):
+        self.partial = torch.empty(max(1, floats), device=device, dtype=torch.float32)
+        self.counter = torch.zeros(max(1, tiles), device=device, dtype=torch.int32)
+
+    def fits(self, floats: int, tiles: int) -> bool:
+        return floats <= self.partial.numel() and tiles <= self.counter.numel()
+
+
+def _launch_options(t: Tiling, device: torch.device, tuning: Tuning = TUNING) -> dict:
+    interp = _interpreting()
+    pdl = (tuning.pdl and not interp and device.type == "cuda"
+           and torch.cuda.get_device_capability(device) >= (9, 0))
+    opts = {"UPCAST": interp, "PDL": pdl, "num_warps": 1 if interp else t.num_warps,
+            "num_stages": 1 if interp else t.num_stages}
+    if pdl:
+        opts["launch_pdl"] = True
+    return opts
+
+
+def _check_ws(ws: Workspace, t: Tiling, rows: int, n: int, tiles: int) -> None:
+    if t.split_k > 1 and not ws.fits(t.split_k * rows * n, tiles):
+        raise ValueError(f"split-K workspace too small: need {t.split_k * rows * n} floats and {tiles} counters, "
+                         f"have {ws.partial.numel()} and {ws.counter.numel()}.")
+
+
+def linear_tiling(rows: int, k: int, n: int, device) -> Tiling:
+    """Tiles of a plain product (ln_linear, linear_residual). An output as wide as the LM head's gets
+    wider tiles: fewer programs, each re-reading the input rows (and their norm) fewer times."""
+    d = device_facts(device)
+    bk = PRE_AMPERE_BLOCK_K if d.pre_ampere else TUNING.block_k
+    bn = TUNING.block_n
+    if triton.cdiv(n, bn) > WIDE_TILES_PER_SM * d.sm_count and not d.pre_ampere:  # FMA dots would spill
+        bn *= 2
+    return tiling(rows, triton.cdiv(k, bk), triton.cdiv(n, bn), d.sm_count, bn, bk,
+                  stages=PRE_AMPERE_STAGES if d.pre_ampere else None)
+
+
+def qkv_tiling(rows: int, k: int, heads: int, head_dim: int, device) -> Tiling:
+    """One head of q, k or v per output tile."""
+    d = device_facts(device)
+    bk = PRE_AMPERE_BLOCK_K if d.pre_ampere else TUNING.block_k
+    return tiling(rows, triton.cdiv(k, bk), 3 * heads, d.sm_count, triton.next_power_of_2(head_dim), bk,
+                  stages=PRE_AMPERE_STAGES if d.pre_ampere else None)
+
+
+def proj_tiling(rows: int, heads: int, head_dim: int, n: int, device) -> Tiling:
+    """One head of the attention output per inner tile."""
+    d = device_facts(device)
+    bn = (32 if rows <= 16 else 16) if d.pre_ampere else TUNING.block_n
+    return tiling(rows, heads, triton.cdiv(n, bn), d.sm_count, bn, triton.next_power_of_2(head_dim),
+                  stages=PRE_AMPERE_STAGES if d.pre_ampere else None)
+
+
+def workspace_need(rows: int, products: list[tuple[Tiling, int]]) -> tuple[int, int]:
+    """(floats, counters) a workspace needs for these (tiling, output columns) products."""
+    floats = max([t.split_k * rows * n for t, n in products if t.split_k > 1], default=1)
+    tiles = max([triton.cdiv(n, t.block_n) for t, n in products if t.split_k > 1], default=1)
+    return floats, tiles
+
+
+# --- wrappers ---------------------------------------------------------------------------------
+
+def ln_linear(x, ln_w, ln_b, eps, w, bias, out, ws: Workspace, activation: str | None = None,
+              tiles: Tiling | None = None) -> Tiling:
+    """out = act(LayerNorm(x) @ w + bias). `w` is (K, N), or (N, K) given as its transpose view (the LM head)."""
+    B, K = x.shape
+    N = w.shape[1]
+    epi = {None: 0, "gelu_tanh": 1, "gelu": 2}[activation]
+    t = tiles or linear_tiling(B, K, N, x.device)
+    n_tiles = triton.cdiv(N, t.block_n)
+    _check_ws(ws, t, B, N, n_tiles)
+    _ln_linear_kernel[(n_tiles, t.split_k)](
+        x, x.stride(0), w, w.stride(0), w.stride(1), bias if bias is not None else w, out, out.stride(0),
+        B, K, N, eps, ln_w, ln_b, ws.partial, ws.counter, t.split_k,
+        EPILOGUE=epi, HAS_BIAS=bias is not None, BLOCK_B=t.block_b, BLOCK_N=t.block_n, BLOCK_K=t.block_k,
+        **_launch_options(t, x.device))
+    return t
+
+
+def ln_qkv_store(x, ln_w, ln_b, eps, w, bias, q_out, k_cache, v_cache, pos, ws: Workspace,
+                 k_scale=None, v_scale=None, tiles: Tiling | None = None) -> Tiling:
+    """q_out (B, H, D) = q; k_cache/v_cache (B, H, L, D) at position pos[0] = k, v (int8 caches also get
+    their scales (B, H, L)); where [q | k | v] = LayerNorm(x) @ w + bias, as GPT-2's c_attn lays them out."""
+    B, K = x.shape
+    _, H, D = q_out.shape
+    N = w.shape[1]
+    if N != 3 * H * D or k_cache.shape[:2] != (B, H) or k_cache.shape[3] != D or v_cache.stride() != k_cache.stride():
+        raise ValueError(f"qkv weight {tuple(w.shape)}, q {tuple(q_out.shape)} and caches {tuple(k_cache.shape)} "
+                         "do not describe one (B, H, D) layout.")
+    int8 = k_cache.dtype == torch.int8
+    if int8 and (k_scale is None or v_scale is None or k_scale.stride() != v_scale.stride()):
+        raise ValueError("an int8 cache needs k_scale and v_scale (B, H, L) of one layout.")
+    block_d = triton.next_power_of_2(D)
+    t = tiles or qkv_tiling(B, K, H, D, x.device)
+    if t.block_n != block_d:
+        raise ValueError(f"the qkv product tiles one head per program: block_n must be {block_d}, got {t.block_n}.")
+    _check_ws(ws, t, B, N, 3 * H)
+    ks, vs = (k_scale, v_scale) if int8 else (k_cache, v_cache)
+    s_strides = (k_scale.stride(0), k_scale.stride(1)) if int8 else (0, 0)
+    _ln_qkv_kernel[(3 * H, t.split_k)](
+        x, x.stride(0), w, w.stride(0), w.stride(1), bias, B, K, N, eps, ln_w, ln_b,
+        q_out, k_cache, v_cache, ks, vs, pos, H, k_cache.stride(0), k_cache.stride(1), k_cache.stride(2), *s_strides,
+        ws.partial, ws.counter, t.split_k, INT8_CACHE=int8, HEAD_DIM=D, BLOCK_B=t.block_b, BLOCK_N=t.block_n,
+        BLOCK_K=t.block_k, **_launch_options(t, x.device))
+    return t
+
+
+def merge_proj_residual(o_part, lse_part, heads, head_dim, num_splits, w, bias, x, ws: Workspace,
+                        tiles: Tiling | None = None) -> Tiling:
+    """x += merge(o_part, lse_part) @ w + bias, in place. The partials are the split-KV kernel's
+    (B * heads * num_splits, head_dim) fp32 outputs and log2-sum-exps."""
+    B, N = x.shape
+    K = w.shape[0]
+    if K != heads * head_dim:
+        raise ValueError(f"projection weight {tuple(w.shape)} does not take {heads} heads of {head_dim}.")
+    block_d = triton.next_power_of_2(head_dim)
+    t = tiles or proj_tiling(B, heads, head_dim, N, x.device)
+    if t.block_k != block_d:
+        raise ValueError(f"the projection reads one head per inner tile: block_k must be {block_d}, got {t.block_k}.")
+    n_tiles = triton.cdiv(N, t.block_n)
+    _check_ws(ws, t, B, N, n_tiles)
+    _attn_proj_residual_kernel[(n_tiles, t.split_k)](
+        o_part, lse_part, heads, num_splits, w, w.stride(0), w.stride(1), bias, x, x.stride(0), B, K, N,
+        ws.partial, ws.counter, t.split_k, HEAD_DIM=head_dim, BLOCK_B=t.block_b, BLOCK_N=t.block_n, BLOCK_K=block_d,
+        **_launch_options(t, x.device))
+    return t
+
+
+def linear_residual(h, w, bias, x, ws: Workspace, tiles: Tiling | None = None) -> Tiling:
+    """x += h @ w + bias, in place."""
+    B, K = h.shape
+    N = w.shape[1]
+    t = tiles or linear_tiling(B, K, N, x.device)
+    n_tiles = triton.cdiv(N, t.block_n)
+    _check_ws(ws, t, B, N, n_tiles)
+    _linear_residual_kernel[(n_tiles, t.split_k)](
+        h, h.stride(0), w, w.stride(0), w.stride(1), bias, x, x.stride(0), B, K, N, ws.partial, ws.counter, t.split_k,
+        BLOCK_B=t.block_b, BLOCK_N=t.block_n, BLOCK_K=t.block_k, **_launch_options(t, x.device))
+    return t

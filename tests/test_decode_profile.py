@@ -1,0 +1,45 @@
+"""Kernels per step and time by kernel class: the classification and the per-step arithmetic."""
+import pytest
+
+from collect.decode_profile import CLASS_ORDER, kernel_class, summarize_kernels
+
+
+@pytest.mark.parametrize("name, cls", [
+    ("_split_kv_kernel", "attention"),
+    ("pytorch_flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<64>>", "attention"),
+    ("_ln_qkv_kernel", "linear"),              # our fused norm + product + cache write
+    ("_attn_proj_residual_kernel", "linear"),  # our fused merge + projection + residual
+    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x32x64", "linear"),
+    ("nvjet_hsh_64x8_64x16_2x1_v_bz_TNN", "linear"),
+    ("_quantize_store_kernel", "cache write"),
+    ("void at::native::index_copy_kernel_impl<at::native::OpaqueType<2>>", "cache write"),
+    ("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>", "layer norm"),
+    ("triton_per_fused_add_native_layer_norm_1", "layer norm"),
+    ("triton_poi_fused_addmm_gelu_view_3", "elementwise"),  # inductor's bias + GELU after a cuBLAS product
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>", "elementwise"),
+    ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<c10::BFloat16, ArgMaxOps>>", "sampling"),
+    ("_advance_kernel", "sampling"),
+    ("_embed_kernel", "embedding"),
+    ("void at::native::(anonymous namespace)::CatArrayBatchedCopy<>", "copy"),
+    ("Memset (Device)", "copy"),
+    ("something_new", "other"),
+])
+def test_kernel_names_land_in_their_class(name, cls):
+    assert kernel_class(name) == cls and cls in CLASS_ORDER
+
+
+def test_summary_divides_by_the_steps_and_names_the_heaviest_kernel():
+    kernels = [("_split_kv_kernel", 10.0), ("_merge_kernel", 2.0), ("gemm_a", 30.0), ("gemm_b", 50.0)] * 2
+    p = summarize_kernels(kernels, steps=2)
+    assert p.kernels_per_step == 4 and p.kernel_ms_per_step == pytest.approx(0.092)
+    by = {c.kernel_class: c for c in p.classes}
+    assert [c.kernel_class for c in p.classes] == ["attention", "linear"]  # the report's order
+    assert by["linear"].kernels_per_step == 2 and by["linear"].ms_per_step == pytest.approx(0.08)
+    assert by["linear"].top_kernel == "gemm_b" and by["attention"].top_kernel == "_split_kv_kernel"
+
+
+def test_summary_refuses_nonsense():
+    with pytest.raises(ValueError, match="steps"):
+        summarize_kernels([("k", 1.0)], steps=0)
+    with pytest.raises(ValueError, match="negative"):
+        summarize_kernels([("k", -1.0)], steps=1)
