@@ -23,6 +23,7 @@ from kernels.attention import HEAD_DIMS, IMPLEMENTATIONS, SDPA_BACKENDS
 
 from .budget import budget_seconds as shared_budget_seconds
 from .context import RunContext
+from .device_choices import has_bf16
 from .schema import SCHEMA_VERSION
 from .shapes import AttentionCase
 from .schema.bench import BenchFile, BenchRow
@@ -226,7 +227,8 @@ def measure_cases(cases: list[Case], measure: Callable[[Case], Measurement], on_
             row = _base_row(case, "unsupported", "this GPU has no bfloat16 tensor-core support")
         elif memory_bytes is not None and case.least_bytes() > memory_bytes:
             row = _base_row(case, "oom", f"not attempted: predicted need of at least {case.least_bytes()} bytes "
-                                         f"(inputs, output, one score matrix) > device memory {memory_bytes} bytes")
+                                         f"(inputs, output, one score matrix) > the {memory_bytes} bytes allowed "
+                                         "(device memory, or --max-memory)")
             row.requested_bytes = case.least_bytes()
         else:
             try:
@@ -382,9 +384,10 @@ def run(ctx: RunContext) -> BenchFile:
         ctx.checkpoint(result)
 
     t0 = time.monotonic()
+    facts = ctx.facts  # this GPU's, or a rehearsed one's (collect/device_choices.py)
     measure_cases(cases, DeviceMeasurer(), on_row,
-                  memory_bytes=dev.memory_bytes if dev else None,
-                  supports_bf16=dev.supports_bf16 if dev else None,
+                  memory_bytes=ctx.memory_limit_bytes,
+                  supports_bf16=has_bf16(facts) if facts else None,
                   deadline=t0 + budget if budget else None,
                   progress=lambda it, total: ctx.progress(it, total=total, desc="bench"))
     skipped = sum(1 for r in result.rows if r.reason and r.reason.startswith("not run"))

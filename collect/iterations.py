@@ -22,6 +22,7 @@ from typing import Callable, Iterable
 from .precompile import compile_in_pool
 from .budget import budget_seconds as shared_budget_seconds
 from .context import RunContext
+from .device_choices import iterations_unsupported
 from .occupancy import limits_from_device, occupancy
 from .schema import SCHEMA_VERSION
 from .shapes import AttentionCase
@@ -427,6 +428,9 @@ def run(ctx: RunContext) -> IterationsFile:
 
     if not torch.cuda.is_available():
         raise RuntimeError("the iterations phase times kernels on a CUDA GPU and none is visible")
+    why = iterations_unsupported(ctx.facts) if ctx.facts else None
+    if why:
+        ctx.unsupported(why)
     versions = [v for v in H.VERSIONS.values() if v.in_phase]
     cases = build_cases(ctx.profile, [(v.name, tuple(v.maskings)) for v in versions])
     hopper_ok, hopper_reason = H.hopper_available()
