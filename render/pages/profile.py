@@ -111,6 +111,10 @@ class ProfilePage(Page):
         out = []
         if d.status != "ok":
             out.append(f'!!! failure "No Nsight Compute data in this run"\n    {_esc(d.reason or "no reason recorded")}\n')
+            if d.fix:  # what the reader can do so that the next run has a profile
+                from ..escape import text
+
+                out.append(f'!!! tip "How to get a profile"\n    {text(d.fix)}\n')
         elif d.reason:
             out.append(f'!!! note "Partly missing"\n    {_esc(d.reason)}\n')
         bad = [r for r in d.impls if r.status != "ok"]
