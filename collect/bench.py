@@ -23,7 +23,7 @@ from kernels.attention import HEAD_DIMS, IMPLEMENTATIONS, SDPA_BACKENDS
 
 from .budget import budget_seconds as shared_budget_seconds
 from .context import RunContext
-from .device_choices import has_bf16
+from .device_choices import budget_scale, has_bf16
 from .schema import SCHEMA_VERSION
 from .shapes import AttentionCase
 from .schema.bench import BenchFile, BenchRow
@@ -359,14 +359,14 @@ def sweep_for_device(sweep: Sweep, hopper: bool) -> Sweep:
     return dataclasses.replace(sweep, impls=tuple(i for i in sweep.impls if i != "triton-portable"))
 
 
-def budget_seconds(profile: str) -> float | None:
-    return shared_budget_seconds(BUDGET_ENV, BUDGET_S, profile)
+def budget_seconds(profile: str, scale: float = 1.0) -> float | None:
+    return shared_budget_seconds(BUDGET_ENV, BUDGET_S, profile, scale)
 
 
 def run(ctx: RunContext) -> BenchFile:
     if ctx.profile not in PROFILES:
         raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {ctx.profile!r}")
-    budget = budget_seconds(ctx.profile)
+    budget = budget_seconds(ctx.profile, budget_scale(ctx.measured("copy_bandwidth")).value)
     import torch
 
     if not torch.cuda.is_available():

@@ -201,6 +201,25 @@ def memory_fraction(facts: DeviceFacts | None, max_memory: int | None) -> float 
     return min(1.0, max_memory / facts.memory_bytes)
 
 
+# --- time ------------------------------------------------------------------------------------
+
+# The phase budgets (BUDGET_S in each phase) were sized on an H200, whose measured device-to-device
+# copy runs at about this rate; a slower GPU gets proportionally longer, up to MAX_BUDGET_SCALE, so
+# a T4's quick profile runs every case (a budget is a cap against a runaway phase, not a target).
+REFERENCE_COPY_BYTES_PER_S = 4.0e12
+MAX_BUDGET_SCALE = 3.0
+
+
+def budget_scale(copy_bytes_per_s: float | None) -> Choice:
+    """How much longer than its default a phase may run here, from the measured copy bandwidth."""
+    if not copy_bytes_per_s or copy_bytes_per_s <= 0:
+        return Choice(1.0, "no measured copy bandwidth: the default budgets")
+    ratio = REFERENCE_COPY_BYTES_PER_S / copy_bytes_per_s
+    scale = min(MAX_BUDGET_SCALE, max(1.0, ratio))
+    return Choice(scale, f"measured copy bandwidth {copy_bytes_per_s / 1e9:.0f} GB/s: budgets x{scale:.2g} "
+                         f"(sized at {REFERENCE_COPY_BYTES_PER_S / 1e9:.0f} GB/s, at most x{MAX_BUDGET_SCALE:g})")
+
+
 # --- the profiler ------------------------------------------------------------------------------
 
 

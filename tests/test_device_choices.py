@@ -123,3 +123,20 @@ def test_a_rehearsal_chooses_from_the_rehearsed_gpus_facts(monkeypatch):
 def test_a_bad_compute_capability_is_named():
     with pytest.raises(ValueError, match="compute_capability"):
         dc.capability(dataclasses.replace(T4, compute_capability="turing"))
+
+
+def test_a_slower_gpu_gets_longer_phase_budgets_within_a_cap():
+    assert dc.budget_scale(None).value == 1.0
+    assert dc.budget_scale(4.3e12).value == 1.0  # an H200: the budgets were sized there
+    t4 = dc.budget_scale(2.4e11)  # a T4's copy rate is a few hundred GB/s
+    assert t4.value == dc.MAX_BUDGET_SCALE and "240 GB/s" in t4.reason
+    assert 1.0 < dc.budget_scale(2.0e12).value < dc.MAX_BUDGET_SCALE
+
+
+def test_the_budget_scale_applies_to_defaults_not_to_an_explicit_budget(monkeypatch):
+    from collect.budget import budget_seconds
+
+    monkeypatch.delenv("X_BUDGET_S", raising=False)
+    assert budget_seconds("X_BUDGET_S", {"quick": 90.0}, "quick", 3.0) == 270.0
+    monkeypatch.setenv("X_BUDGET_S", "100")
+    assert budget_seconds("X_BUDGET_S", {"quick": 90.0}, "quick", 3.0) == 100.0
