@@ -119,3 +119,42 @@ def test_uses_tensor_cores_reads_a_compiled_kernel_and_says_unknown_without_code
     assert uses_tensor_cores(None) is None
     assert uses_tensor_cores(object()) is None
     assert uses_tensor_cores("") is None
+
+
+def test_a_turing_tensor_core_path_is_within_reach_in_gluon(builds):
+    # Gluon's MMA layout version 2.1 lowers to Turing's m16n8k8 MMA (HMMA.1688 in SASS), which
+    # tl.dot no longer emits for sm75. The kernel is an opt-in experiment: no phase runs it.
+    t4 = [b for b in builds if b["target"] == "sm75" and b["module"] == "kernels.attention_turing"]
+    assert t4 and all(b["tensor_core_ops"] == ["mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32"] for b in t4)
+    assert all(not b["spill_bytes"] for b in t4)
+
+
+def test_no_phase_runs_the_turing_experiment():
+    root = Path(__file__).resolve().parent.parent
+    users = [p.name for p in (root / "collect").glob("*.py") if "attention_turing" in p.read_text()]
+    assert users == []
+
+
+@pytest.mark.parametrize("shape, dtype, match", [
+    ((1, 2, 16, 64), "float32", "float16 only"),
+    ((1, 2, 16, 256), "float16", "head_dim"),
+    ((1, 2, 16), "float16", "4-D"),
+])
+def test_the_turing_path_refuses_what_it_cannot_run(shape, dtype, match):
+    import torch
+
+    from kernels.attention_turing import turing_attention
+
+    q = torch.zeros(shape, dtype=getattr(torch, dtype))
+    with pytest.raises(ValueError, match=match):
+        turing_attention(q, q, q)
+
+
+def test_the_turing_path_needs_a_gpu():
+    import torch
+
+    from kernels.attention_turing import turing_attention
+
+    q = torch.zeros(1, 2, 16, 64, dtype=torch.float16)
+    with pytest.raises(ValueError, match="CUDA GPU"):
+        turing_attention(q, q, q)
