@@ -89,7 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         print(TORCH_MISSING.format(exe=sys.executable, module=missing), file=sys.stderr)
         return 2
     apply_environment(cfg)
-    command = "python -m collect " + " ".join(shlex.quote(x) for x in (sys.argv[1:] if argv is None else argv))
+    rehearsal = device_choices.rehearsal_name()
+    command = ((f"{device_choices.REHEARSE_ENV}={rehearsal} " if rehearsal else "") + "python -m collect "
+               + " ".join(shlex.quote(x) for x in (sys.argv[1:] if argv is None else argv)))
     try:
         failed = run_collect(cfg, command=command)
     except (RuntimeError, ValueError) as exc:

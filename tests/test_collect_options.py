@@ -136,3 +136,10 @@ def test_make_collect_with_a_torchless_python_names_python(tmp_path):
                           text=True, timeout=120)
     assert proc.returncode != 0
     assert "PYTHON=" in proc.stderr and "torch" in proc.stderr and "ModuleNotFoundError" not in proc.stderr
+
+
+def test_a_rehearsals_recorded_command_says_it_was_one(tmp_path, phases, monkeypatch):
+    monkeypatch.setenv(device_choices.REHEARSE_ENV, "t4")
+    assert cli.main(["bench", "--out", str(tmp_path), "--run-id", "r"]) == 0
+    m = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert m["command"].startswith("COLLECT_REHEARSE_DEVICE=t4 python -m collect bench")
