@@ -10,16 +10,26 @@ PROFILE ?= quick
 RUN_ID  ?=
 RESUME  ?=
 PHASES  ?=
+# Extra `python -m collect` options, e.g. COLLECT_ARGS="--force-portable --max-memory 15GiB".
+COLLECT_ARGS ?=
 HOST    ?= 127.0.0.1:8000
+# TORCH=cpu: `make test` installs torch's CPU-only wheel from PyTorch's index first. Without it pip
+# takes PyPI's Linux wheel, which is the CUDA build and pulls the NVIDIA libraries with it.
+TORCH   ?=
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_PIN := $(shell sed -n 's/^ *"\(torch==[^"]*\)".*/\1/p' pyproject.toml)
+OFFLINE_ZIP ?= report-offline.zip
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: help serve build collect test publish clean
+.PHONY: help serve build offline collect test publish clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
-	@echo "  variables: PROFILE=quick|full  RUN_ID=<id>  PHASES='env bench'  RESUME=1  PYTHON=<python with torch>  HOST=$(HOST)"
+	@echo "  variables: PROFILE=quick|full  RUN_ID=<id>  PHASES='env bench'  RESUME=1  PYTHON=<python with torch>"
+	@echo "             COLLECT_ARGS='--force-portable --max-memory 15GiB'  TORCH=cpu (make test)  HOST=$(HOST)"
 
 $(VENV)/bin/activate:
+	@python3 -c 'import ensurepip' 2>/dev/null || { echo "make: this python3 cannot create a virtual environment; on Debian or Ubuntu run: sudo apt-get install python3-venv" >&2; exit 1; }
 	python3 -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
 
@@ -28,23 +38,36 @@ $(VENV)/.report: pyproject.toml | $(VENV)/bin/activate
 	@touch $@
 
 $(VENV)/.test: pyproject.toml | $(VENV)/bin/activate
+	$(if $(filter cpu,$(TORCH)),$(VPY) -m pip install -q '$(TORCH_PIN)' --index-url $(TORCH_CPU_INDEX))
 	$(VPY) -m pip install -q -e '.[test]'
 	@touch $@ $(VENV)/.report
 
 serve: $(VENV)/.report ## serve the report from data/ at http://127.0.0.1:8000 (HOST=...; rebuilds when data/ changes)
 	SITE_URL=http://$(HOST)/ $(VENV)/bin/mkdocs serve --dev-addr $(HOST)
 
-build: $(VENV)/.report ## build the static site into site/ (mkdocs build --strict)
+build: $(VENV)/.report ## build the static site into site/ (mkdocs build --strict), as Pages publishes it
 	$(VENV)/bin/mkdocs build --strict --site-dir site
 
-collect: ## on a GPU: run the phases into data/runs/<run-id>/ (PROFILE=quick|full)
-	$(PYTHON) -m collect $(PHASES) --profile $(PROFILE) $(if $(RUN_ID),--run-id $(RUN_ID)) $(if $(RESUME),--resume)
+offline: $(VENV)/.report ## build a copy that works opened from disk (file://) and zip it into report-offline.zip
+	rm -rf site-offline $(OFFLINE_ZIP)
+	OFFLINE=true $(VENV)/bin/mkdocs build --strict --site-dir site-offline
+	cd site-offline && $(abspath $(VPY)) -m zipfile -c $(abspath $(OFFLINE_ZIP)) .
+	@echo "offline: $(OFFLINE_ZIP) (unzip it and open index.html)"
 
-test: $(VENV)/.test ## run the test suite (CPU only; kernels under TRITON_INTERPRET=1)
+collect: ## on a GPU: run the phases into data/runs/<run-id>/ (PROFILE=quick|full)
+	$(PYTHON) -m collect $(PHASES) --profile $(PROFILE) $(if $(RUN_ID),--run-id $(RUN_ID)) $(if $(RESUME),--resume) $(COLLECT_ARGS)
+
+test: $(VENV)/.test ## run the test suite (CPU only; kernels under TRITON_INTERPRET=1; TORCH=cpu for a CPU-only torch)
 	$(VPY) -m pytest -q
 
-publish: $(VENV)/.report ## deploy the built site to GitHub Pages (mkdocs gh-deploy)
+publish: $(VENV)/.report ## push the built site to the gh-pages branch (mkdocs gh-deploy), for Pages served from that branch
+	@if grep -q "example.github.io" mkdocs.yml && [ -z "$$SITE_URL" ]; then \
+	  echo "publish: set site_url in mkdocs.yml to your Pages address (or export SITE_URL) first; see README, Publish" >&2; exit 1; fi
+	@if command -v gh >/dev/null 2>&1 && [ "$$(gh api 'repos/{owner}/{repo}/pages' --jq .build_type 2>/dev/null)" = workflow ]; then \
+	  echo "publish: this repository's Pages source is GitHub Actions: the pages workflow publishes every push to main," >&2; \
+	  echo "and Pages would ignore a gh-pages branch. Push to main instead, or set Settings > Pages > Source to" >&2; \
+	  echo "'Deploy from a branch' (gh-pages, / (root)) to publish with make publish. See README, Publish." >&2; exit 1; fi
 	$(VENV)/bin/mkdocs gh-deploy --strict --force
 
-clean: ## remove the built site
-	rm -rf site
+clean: ## remove the built sites and the offline zip
+	rm -rf site site-offline $(OFFLINE_ZIP)

@@ -27,6 +27,7 @@ from kernels.attention import HEAD_DIMS, IMPLEMENTATIONS, SDPA_BACKENDS
 from . import timing
 from .budget import budget_seconds as shared_budget_seconds
 from .context import RunContext
+from .device_choices import budget_scale, has_bf16
 from .schema import SCHEMA_VERSION
 from .schema.bench import BenchFile, BenchRow
 from .shapes import AttentionCase
@@ -204,7 +205,8 @@ def measure_cases(cases: list[Case], measure: Callable[[Case], Measurement], on_
             row = _base_row(case, "unsupported", "this GPU has no bfloat16 tensor-core support")
         elif memory_bytes is not None and case.least_bytes() > memory_bytes:
             row = _base_row(case, "oom", f"not attempted: predicted need of at least {case.least_bytes()} bytes "
-                                         f"(inputs, output, one score matrix) > device memory {memory_bytes} bytes")
+                                         f"(inputs, output, one score matrix) > the {memory_bytes} bytes allowed "
+                                         "(device memory, or --max-memory)")
             row.requested_bytes = case.least_bytes()
         else:
             try:
@@ -310,14 +312,14 @@ def plan_for_device(plan: Plan, hopper: bool) -> Plan:
     return dataclasses.replace(plan, impls=tuple(i for i in plan.impls if i != "triton-portable"))
 
 
-def budget_seconds(profile: str) -> float | None:
-    return shared_budget_seconds(BUDGET_ENV, BUDGET_S, profile)
+def budget_seconds(profile: str, scale: float = 1.0) -> float | None:
+    return shared_budget_seconds(BUDGET_ENV, BUDGET_S, profile, scale)
 
 
 def run(ctx: RunContext) -> BenchFile:
     if ctx.profile not in PLANS:
         raise ValueError(f"profile must be one of {', '.join(PLANS)}, got {ctx.profile!r}")
-    budget = budget_seconds(ctx.profile)
+    budget = budget_seconds(ctx.profile, budget_scale(ctx.measured("copy_bandwidth")).value)
     import torch
 
     if not torch.cuda.is_available():
@@ -339,8 +341,9 @@ def run(ctx: RunContext) -> BenchFile:
                               pool_budget_bytes=int(POOL_MEMORY_SHARE * memory),
                               max_clock_mhz=dev.sm_clock_max_mhz if dev else None)
     t0 = time.monotonic()
-    measure_cases(cases, measurer, on_row, memory_bytes=memory,
-                  supports_bf16=dev.supports_bf16 if dev else None,
+    facts = ctx.facts  # this GPU's, or a rehearsed one's (collect/device_choices.py)
+    measure_cases(cases, measurer, on_row, memory_bytes=ctx.memory_limit_bytes or memory,
+                  supports_bf16=has_bf16(facts) if facts else None,
                   deadline=t0 + budget if budget else None,
                   progress=lambda it, total: ctx.progress(it, total=total, desc="bench"))
     skipped = sum(1 for r in result.rows if r.status == "skipped")

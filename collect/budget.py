@@ -4,11 +4,12 @@ from __future__ import annotations
 import os
 
 
-def budget_seconds(env_var: str, defaults: dict[str, float], profile: str) -> float | None:
-    """The phase's budget for this profile; $env_var overrides it, and 0 there means no limit."""
+def budget_seconds(env_var: str, defaults: dict[str, float], profile: str, scale: float = 1.0) -> float | None:
+    """The phase's budget for this profile, its default times `scale` (a slower GPU's allowance,
+    collect/device_choices.budget_scale); $env_var overrides it, and 0 there means no limit."""
     raw = os.environ.get(env_var)
     if raw is None:
-        return defaults[profile]
+        return defaults[profile] * scale
     try:
         value = float(raw)
     except ValueError:

@@ -2,18 +2,29 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from pathlib import Path
 
+from . import device_choices
 from .phases import PHASE_ORDER
 from .runner import REPO_ROOT, CollectConfig, run_collect
+
+TORCH_MISSING = ("collect: this Python ({exe}) cannot import {module}. `make collect` measures with the Python that "
+                 "already has torch, triton, numpy, transformers and tqdm (a GPU image usually does); name it with "
+                 "`make collect PYTHON=/path/to/python`, or install them into this one "
+                 "(`{exe} -m pip install torch triton numpy transformers tqdm`).")
 
 
 def parse_args(argv: list[str] | None = None) -> CollectConfig:
     ap = argparse.ArgumentParser(
         prog="python -m collect",
         description="Run the measurement phases on this machine's GPU and write JSON for the report.",
+        epilog=f"Rehearsal (to check another GPU's code paths on this one, not for reports): "
+               f"{device_choices.REHEARSE_ENV}=t4 makes every phase choose as on a T4 from a T4's device facts "
+               "(tile configs, shared-memory limit, float16 decode, no Hopper path, no iterations, its memory); the "
+               "run is labelled a rehearsal.",
     )
     ap.add_argument("phases", nargs="*", metavar="PHASE", help=f"phases to run, in this order: {' '.join(PHASE_ORDER)} "
                     "(default: all)")
@@ -24,20 +35,66 @@ def parse_args(argv: list[str] | None = None) -> CollectConfig:
     ap.add_argument("--model-path", help="decode phase: a local GPT-2 checkpoint folder (GPT2LMHeadModel."
                     "from_pretrained) instead of the default random weights; the report says which was used")
     ap.add_argument("--out", type=Path, default=REPO_ROOT / "data" / "runs", help="where runs live (default: data/runs)")
+    ap.add_argument("--force-portable", action="store_true",
+                    help="hold our kernel to its portable path (no Hopper kernel), in every phase and child process "
+                         f"(sets {device_choices.PORTABLE_ONLY_ENV}=1)")
+    ap.add_argument("--max-memory", metavar="SIZE", type=_size,
+                    help="allocate at most SIZE on the GPU, e.g. 15GiB or 16GB: cases predicted not to fit are "
+                         "recorded as out of memory, and the allocator refuses beyond it")
     a = ap.parse_args(argv)
     unknown = [p for p in a.phases if p not in PHASE_ORDER]
     if unknown:
         ap.error(f"unknown phase {', '.join(unknown)}; choose from {', '.join(PHASE_ORDER)}")
+    try:
+        device_choices.rehearsal_name()
+    except ValueError as exc:
+        ap.error(str(exc))
     return CollectConfig(phases=a.phases or list(PHASE_ORDER), profile=a.profile, run_id=a.run_id, out=a.out,
-                         resume=a.resume, model_path=a.model_path)
+                         resume=a.resume, model_path=a.model_path, force_portable=a.force_portable,
+                         max_memory=a.max_memory)
+
+
+def _size(text: str) -> int:
+    try:
+        return device_choices.parse_bytes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def apply_environment(cfg: CollectConfig) -> None:
+    """Settings the kernels read from the environment, set here so every child process (the
+    profiler's target, compile workers) inherits them."""
+    rehearsal = device_choices.rehearsal_name()
+    if cfg.force_portable or rehearsal:
+        os.environ[device_choices.PORTABLE_ONLY_ENV] = "1"
+    if rehearsal:
+        facts = device_choices.REHEARSAL_DEVICES[rehearsal]
+        os.environ[device_choices.TUNE_AS_ENV] = device_choices.tuning_target(facts)
+
+
+def _missing_gpu_stack() -> str | None:
+    """The first module of the GPU stack this Python cannot import, if any."""
+    import importlib.util
+
+    for module in ("torch", "triton", "numpy"):
+        if importlib.util.find_spec(module) is None:
+            return module
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
     cfg = parse_args(argv)
-    command = "python -m collect " + " ".join(shlex.quote(x) for x in (sys.argv[1:] if argv is None else argv))
+    missing = _missing_gpu_stack()
+    if missing:
+        print(TORCH_MISSING.format(exe=sys.executable, module=missing), file=sys.stderr)
+        return 2
+    apply_environment(cfg)
+    rehearsal = device_choices.rehearsal_name()
+    command = ((f"{device_choices.REHEARSE_ENV}={rehearsal} " if rehearsal else "") + "python -m collect "
+               + " ".join(shlex.quote(x) for x in (sys.argv[1:] if argv is None else argv)))
     try:
         failed = run_collect(cfg, command=command)
-    except RuntimeError as exc:
+    except (RuntimeError, ValueError) as exc:
         print(f"collect: {exc}", file=sys.stderr)
         return 2
     if failed:

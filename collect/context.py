@@ -6,8 +6,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from . import device_choices
 from .jsonio import write_json_atomic
-from .schema.manifest import Manifest
+from .schema.manifest import DeviceFacts, Manifest
+
+
+class PhaseUnsupported(Exception):
+    """Raised by a phase that does not apply to this device: the runner records the phase as
+    `unsupported` with this reason (not as failed)."""
 
 
 @dataclass
@@ -21,11 +27,27 @@ class RunContext:
     phase: str = ""
     filename: str = ""
     model_path: str | None = None  # decode: a local GPT-2 checkpoint instead of random weights
+    max_memory: int | None = None  # --max-memory: the phases allocate at most this many bytes
     on_flags: Callable[[list[str]], None] | None = field(default=None, repr=False)
 
     @property
     def quick(self) -> bool:
         return self.profile == "quick"
+
+    @property
+    def facts(self) -> DeviceFacts | None:
+        """The device facts every device-dependent choice is made from (collect/device_choices.py):
+        this GPU's, or in a rehearsal ($COLLECT_REHEARSE_DEVICE) the rehearsed GPU's."""
+        return device_choices.choice_facts(self.manifest.device)
+
+    @property
+    def memory_limit_bytes(self) -> int | None:
+        """What a case may allocate: the device's memory, or the --max-memory cap if smaller."""
+        return device_choices.memory_limit(self.facts, self.max_memory).value
+
+    def unsupported(self, reason: str):
+        """End the phase as not applicable to this device, with the reason the report shows."""
+        raise PhaseUnsupported(reason)
 
     def progress(self, iterable: Iterable[Any], total: int | None = None, desc: str | None = None):
         """A tqdm bar on stderr, one per phase; plain iteration where tqdm is missing."""

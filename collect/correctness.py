@@ -202,12 +202,18 @@ def assign_configs(cases: list[Case], candidates: Callable[[int, str], list],
     return out
 
 
-def _gpu_candidates(device) -> Callable[[int, str], list]:
-    """The autotuner's candidate list for this GPU, as fixed-config dicts for flash_attention."""
+def _gpu_candidates(device, facts=None) -> Callable[[int, str], list]:
+    """The autotuner's candidate list for this GPU, as fixed-config dicts for flash_attention
+    (from `facts` when given: the device the phases choose for, collect/device_choices.py)."""
     import torch
 
     from kernels import attention
 
+    if facts is not None:
+        from .device_choices import portable_tile_configs
+
+        return lambda head_dim, dtype_name: [dict(BLOCK_M=m, BLOCK_N=n, num_warps=w, num_stages=s)
+                                             for m, n, w, s in portable_tile_configs(facts, head_dim, dtype_name)]
     cap = torch.cuda.get_device_capability(device)
     # The same shared-memory limit the autotuner prunes with, so the candidate lists agree.
     smem_of = getattr(attention, "_smem_limit", None)
@@ -239,12 +245,16 @@ def _config_text(cfg: dict | None) -> str | None:
 # --- running one case ------------------------------------------------------------------------
 
 
-def _unsupported_reason(case: Case, device) -> str | None:
+def _unsupported_reason(case: Case, device, facts=None) -> str | None:
     """Why this GPU cannot run the case at all (bf16 before compute capability 8.0), else None."""
     import torch
 
     if device.type != "cuda":
         return None
+    if facts is not None:
+        from .device_choices import attention_dtypes
+
+        return attention_dtypes(facts, (case.dtype,))[1].get(case.dtype)
     cap = tuple(torch.cuda.get_device_capability(device))
     if case.dtype == "bfloat16" and cap < (8, 0):
         return (f"bfloat16 needs a GPU of compute capability >= 8.0; this one is {cap[0]}.{cap[1]} "
@@ -289,13 +299,13 @@ def _sync(device) -> None:
         torch.cuda.synchronize(device)  # surfaces asynchronous launch errors inside this case
 
 
-def run_case(case: Case, device, tol: Tolerance, configs: list | None = None) -> CorrectnessRow:
+def run_case(case: Case, device, tol: Tolerance, configs: list | None = None, facts=None) -> CorrectnessRow:
     """One row; every failure becomes a status and a reason, never an exception."""
     t0 = time.perf_counter()
     row = CorrectnessRow(impl=case.impl, dtype=case.dtype, causal=case.causal, batch=case.batch, heads=case.heads,
                          seq_len=case.seq_len, head_dim=case.head_dim, status="ok", seed=case.seed,
                          tol_abs=tol.tol_abs, tol_rel=tol.tol_rel)
-    why = _unsupported_reason(case, device)
+    why = _unsupported_reason(case, device, facts)
     if why is not None:
         row.status, row.reason = "unsupported", why
         return row
@@ -391,12 +401,12 @@ def run(ctx: RunContext) -> CorrectnessFile:
     cases = build_grid(ctx.profile, hopper)
     tols = {dt: tolerance_for(dt) for dt in DTYPES}
     portable = ("triton-portable",) if hopper else ("triton",)
-    configs = assign_configs(cases, _gpu_candidates(device), portable) if device.type == "cuda" else {}
+    configs = assign_configs(cases, _gpu_candidates(device, ctx.facts), portable) if device.type == "cuda" else {}
     if device.type == "cuda":
         precompile(cases, configs, device)
     result = CorrectnessFile(schema_version=SCHEMA_VERSION, run_id=ctx.run_id, rows=[], tolerances=list(tols.values()),
                              reference=REFERENCE_TEXT, inputs=INPUTS_TEXT, config_policy=CONFIG_POLICY_TEXT)
     for case in ctx.progress(cases, total=len(cases), desc="correctness"):
-        result.rows.append(run_case(case, device, tols[case.dtype], configs.get(case)))
+        result.rows.append(run_case(case, device, tols[case.dtype], configs.get(case), ctx.facts))
         ctx.checkpoint(result)
     return result

@@ -103,7 +103,9 @@ def _version_of(module: str) -> str | None:
 
 
 def ncu_version() -> str | None:
-    exe = shutil.which("ncu")
+    from .ncu_setup import locate_ncu
+
+    exe = locate_ncu()[0]  # the ncu the profile phase will use ($NCU first)
     if exe is None:
         return None
     try:

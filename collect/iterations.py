@@ -23,6 +23,7 @@ from . import timing
 from .budget import budget_seconds as shared_budget_seconds
 from .calls import InputPool, call_for, forced_backend
 from .context import RunContext
+from .device_choices import iterations_unsupported
 from .precompile import compile_in_pool
 from .schema.occupancy import limits_from_device, occupancy
 from .schema import SCHEMA_VERSION
@@ -393,6 +394,9 @@ def run(ctx: RunContext) -> IterationsFile:
 
     if not torch.cuda.is_available():
         raise RuntimeError("the iterations phase times kernels on a CUDA GPU and none is visible")
+    why = iterations_unsupported(ctx.facts) if ctx.facts else None
+    if why:
+        ctx.unsupported(why)
     versions = [v for v in V.VERSIONS.values() if v.in_phase]
     # The endpoints of the journey: where it started (the portable kernel) and what ships.
     endpoints = [versions[0].name, V.FINAL_VERSION]

@@ -14,11 +14,7 @@ import io
 import re
 from dataclasses import dataclass, field
 
-# Fix for ERR_NVGPUCTRPERM, in the words a reader can act on.
-PERMISSION_FIX = ("run the profiler as root (sudo), or allow every user to read the counters: "
-                  "set the nvidia kernel module option NVreg_RestrictProfilingToAdminUsers=0 "
-                  "(e.g. `options nvidia NVreg_RestrictProfilingToAdminUsers=0` in /etc/modprobe.d/, "
-                  "then reboot); see https://developer.nvidia.com/ERR_NVGPUCTRPERM")
+from .ncu_setup import PERMISSION_FIX, permission_fix  # the fix for ERR_NVGPUCTRPERM, in words a reader can act on
 
 CASE_TAG = re.compile(r"case=([A-Za-z0-9_.\-]+)")
 _PASSES = re.compile(r"==PROF==\s+Profiling\s+\"(?P<name>.*?)\".*?(?P<n>\d+)\s+pass(?:es)?\b")
@@ -54,10 +50,11 @@ class KernelRecord:
 class NcuFailure(Exception):
     """Nsight Compute ran but produced no usable profile; the message says why and what to do."""
 
-    def __init__(self, status: str, reason: str):
+    def __init__(self, status: str, reason: str, fix: str | None = None):
         super().__init__(reason)
         self.status = status
         self.reason = reason
+        self.fix = fix  # what the reader can do about it, where there is something
 
 
 def parse_number(text: str | None) -> float | None:
@@ -169,7 +166,7 @@ def check_console(console: str, returncode: int | None, report_exists: bool = Fa
     profiled) are not raised here: the caller keeps the data and notes them."""
     if "ERR_NVGPUCTRPERM" in console:
         raise NcuFailure("error", "Nsight Compute may not read the GPU performance counters on this machine "
-                         f"(ERR_NVGPUCTRPERM). To fix it, {PERMISSION_FIX}.")
+                         f"(ERR_NVGPUCTRPERM). To fix it, {PERMISSION_FIX}.", fix=permission_fix())
     missing = missing_metrics(console)
     if missing:
         raise NcuFailure("error", f"this GPU or ncu version has no metric(s) {', '.join(missing)}.")

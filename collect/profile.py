@@ -15,18 +15,16 @@ command on a tiny case set and keeps every raw file in DIR.
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ncu_parse
+from . import ncu_parse, ncu_setup
 from .ncu_parse import KernelRecord, NcuFailure
 from .schema.occupancy import SmLimits, blocks_by_registers, limits_from_device, register_cap_for_blocks
 from .schema import SCHEMA_VERSION
@@ -146,17 +144,17 @@ class ProfileCase:
 
 
 def find_ncu() -> str | None:
-    """ncu on PATH, else $NCU, else the usual install folders (newest version first)."""
-    for cand in (os.environ.get("NCU"), shutil.which("ncu")):
-        if cand and os.access(cand, os.X_OK):
-            return cand
-    found = sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"), reverse=True) + ["/usr/local/cuda/bin/ncu"]
-    return next((c for c in found if os.access(c, os.X_OK)), None)
+    """$NCU when set (only it), else ncu on PATH, else the usual install folders (collect/ncu_setup.py)."""
+    return ncu_setup.locate_ncu()[0]
 
 
-NCU_MISSING = ("Nsight Compute (`ncu`) is not installed or not on PATH. Install it with the CUDA toolkit "
-               "(or the standalone Nsight Compute package), then put its folder on PATH, e.g. "
-               "`export PATH=/usr/local/cuda/bin:$PATH`, or point $NCU at the binary.")
+NCU_MISSING = "Nsight Compute (`ncu`) is not installed or not on PATH"
+
+
+def ncu_missing(cuda_version: str | None = None) -> tuple[str, str]:
+    """(why there is no profile, how to get one) when no ncu was found."""
+    why = ncu_setup.locate_ncu()[1] or NCU_MISSING
+    return f"{why}, so nothing was profiled.", ncu_setup.install_fix(cuda_version)
 
 
 def ncu_version(ncu: str) -> str | None:
@@ -533,15 +531,16 @@ def regcap_rows(cases: list[ProfileCase], profile: ProfileFile, latencies: dict[
 
 def profile_cases(cases: list[ProfileCase], workdir: Path, run_id: str, ncu: str | None = None,
                   on_flags=None, extra_flags: list[str] | None = None,
-                  metrics: list[str] | None = None) -> ProfileFile:
+                  metrics: list[str] | None = None, cuda_version: str | None = None) -> ProfileFile:
     """Run ncu once over `cases` and return the filled ProfileFile; never raises for ncu trouble:
     the file's status and reason say what went wrong."""
     workdir.mkdir(parents=True, exist_ok=True)
     pf = ProfileFile(schema_version=SCHEMA_VERSION, run_id=run_id, status="ok")
     ncu = ncu or find_ncu()
     if ncu is None:
-        pf.status, pf.reason = "unsupported", NCU_MISSING
-        return _mark_all(pf, cases, "unsupported", NCU_MISSING)
+        pf.reason, pf.fix = ncu_missing(cuda_version)
+        pf.status = "unsupported"
+        return _mark_all(pf, cases, "unsupported", pf.reason)
     pf.ncu_version = ncu_version(ncu)
     metrics = list(metrics) if metrics is not None else choose_metrics(available_metrics(ncu))
     spec, result, report = workdir / "cases.json", workdir / "target_result.json", workdir / "profile"
@@ -578,7 +577,7 @@ def profile_cases(cases: list[ProfileCase], workdir: Path, run_id: str, ncu: str
             pf.reason = (f"ncu exited with status {rc}" + (f": {trouble[0][:300]}" if trouble else "")
                          + "; cases without kernels are marked below.")
     except NcuFailure as exc:
-        pf.status, pf.reason = exc.status, exc.reason
+        pf.status, pf.reason, pf.fix = exc.status, exc.reason, exc.fix
         return _mark_all(pf, cases, exc.status, exc.reason, results)
     return pf
 
@@ -632,8 +631,14 @@ def run(ctx) -> ProfileFile:
     torch.cuda.empty_cache()
     ncu = find_ncu()
     metrics = choose_metrics(available_metrics(ncu)) if ncu else None
+    if metrics is not None and ctx.facts is not None:  # only what this GPU generation has (collect/device_choices.py)
+        from .device_choices import ncu_metrics
+
+        wanted = set(ncu_metrics(ctx.facts))
+        metrics = [m for m in metrics if m in wanted]
+    cuda = ctx.manifest.device.cuda_version if ctx.manifest.device else None
     pf = profile_cases(cases + bases, workdir, ctx.run_id, ncu=ncu, on_flags=ctx.record_profiler_flags,
-                       metrics=metrics)
+                       metrics=metrics, cuda_version=cuda)
     ctx.checkpoint(pf)
 
     regs = {}
@@ -643,7 +648,7 @@ def run(ctx) -> ProfileFile:
     capped = [make_case("regcap", portable, HEADLINE, cfg)
               for cfg in capped_configs([c.config for c in bases], regs, lim)]
     if capped and pf.status == "ok":
-        _merge(pf, profile_cases(capped, workdir / "regcap", ctx.run_id, ncu=ncu, metrics=metrics),
+        _merge(pf, profile_cases(capped, workdir / "regcap", ctx.run_id, ncu=ncu, metrics=metrics, cuda_version=cuda),
                "register-capped run")
         ctx.checkpoint(pf)
     elif capped:

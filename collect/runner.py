@@ -12,7 +12,8 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .context import RunContext
+from . import device_choices
+from .context import PhaseUnsupported, RunContext
 from .jsonio import write_json_atomic
 from .phases import PHASE_ORDER, filename, phase_module
 from .schema import FILE_SPECS, SCHEMA_VERSION
@@ -31,6 +32,8 @@ class CollectConfig:
     out: Path = REPO_ROOT / "data" / "runs"
     resume: bool = False
     model_path: str | None = None
+    force_portable: bool = False  # --force-portable: the kernels never take the Hopper path
+    max_memory: int | None = None  # --max-memory, in bytes
 
 
 def now_utc() -> str:
@@ -89,6 +92,31 @@ def _row_count(name: str, result) -> int:
     return FILE_SPECS[name].row_count(result)
 
 
+def limit_memory(device, limit: int | None) -> None:
+    """Cap what this process may allocate on the GPU (--max-memory, or a rehearsed GPU's memory)."""
+    fraction = device_choices.memory_fraction(device, limit)
+    if fraction is not None and fraction < 1.0:
+        import torch
+
+        torch.cuda.set_per_process_memory_fraction(fraction)
+
+
+def label_choices(m: Manifest, cfg: CollectConfig, rehearsal: str | None, cap) -> None:
+    """Record in the manifest the options that changed what the phases chose."""
+    notes = []
+    if rehearsal:
+        m.rehearsal = rehearsal
+        notes.append(f"Rehearsal: every phase chose as on a {device_choices.REHEARSAL_DEVICES[rehearsal].name} "
+                     f"({device_choices.REHEARSE_ENV}={rehearsal}), from that GPU's device facts; the timings are this "
+                     "GPU's. Not a measurement of that GPU.")
+    if cfg.force_portable and not rehearsal:
+        notes.append("Our kernel was held to its portable path (--force-portable).")
+    if cfg.max_memory is not None or rehearsal:
+        notes.append(f"Allocations were capped at {cap.value} bytes ({cap.reason}).")
+    prefixes = ("Rehearsal:", "Our kernel was held", "Allocations were capped")
+    m.notes = [n for n in m.notes if not n.startswith(prefixes)] + notes
+
+
 def run_collect(cfg: CollectConfig, command: str = "") -> int:
     """Run the phases; returns the number that failed. A failure never stops the others."""
     from . import env as env_phase
@@ -100,12 +128,16 @@ def run_collect(cfg: CollectConfig, command: str = "") -> int:
         raise ValueError(f"profile must be 'quick' or 'full', got {cfg.profile!r}")
 
     device = env_phase.describe_device()  # raises a clear error when there is no CUDA GPU
-    run_id = cfg.run_id or default_run_id(device.name)
+    rehearsal = device_choices.rehearsal_name()
+    run_id = cfg.run_id or default_run_id(device.name + (f" rehearse {rehearsal}" if rehearsal else ""))
+    cap = device_choices.memory_limit(device_choices.choice_facts(device), cfg.max_memory)
+    limit_memory(device, cap.value if cfg.max_memory or rehearsal else None)
     run_dir = Path(cfg.out) / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     manifest = load_or_new_manifest(run_dir, run_id, cfg.profile, command)
     manifest.device = manifest.device or device
     manifest.software = env_phase.software_versions()  # the code that runs the phases below
+    label_choices(manifest, cfg, rehearsal, cap)
     manifest_path = run_dir / "manifest.json"
 
     def save() -> None:
@@ -132,7 +164,8 @@ def run_collect(cfg: CollectConfig, command: str = "") -> int:
         _set_record(manifest, rec)
         save()
         ctx = RunContext(run_id=run_id, out_dir=run_dir, profile=cfg.profile, manifest=manifest, phase=name,
-                         filename=filename(name), on_flags=on_flags, model_path=cfg.model_path)
+                         filename=filename(name), on_flags=on_flags, model_path=cfg.model_path,
+                         max_memory=cfg.max_memory)
         try:
             result = phase_module(name).run(ctx)
             if name == "env":
@@ -142,6 +175,9 @@ def run_collect(cfg: CollectConfig, command: str = "") -> int:
                 write_json_atomic(run_dir / filename(name), result)
                 rec.rows = _row_count(name, result)
             rec.status = "complete"
+        except PhaseUnsupported as exc:
+            rec.status, rec.reason = "unsupported", str(exc)
+            print(f"collect: {name}: not applicable here: {exc}", file=sys.stderr)
         except KeyboardInterrupt:
             rec.status, rec.error = "failed", "interrupted (Ctrl-C)"
             rec.duration_s = round(time.perf_counter() - t0, 2)

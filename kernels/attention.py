@@ -297,6 +297,21 @@ def _smem_limit(device):
         return None
 
 
+def _tuning_target(device):
+    """(compute capability, shared memory per block) the autotuner picks candidates for: this
+    device's, or another GPU's where $ATTN_TUNE_AS = "<major>.<minor>:<bytes>" names one (set only
+    by a collect rehearsal of that GPU's choices; the kernel still compiles for this one)."""
+    forced = os.environ.get("ATTN_TUNE_AS")
+    if forced:
+        try:
+            cc, smem = forced.split(":")
+            major, minor = cc.split(".")
+            return (int(major), int(minor)), int(smem)
+        except ValueError:
+            raise ValueError(f"ATTN_TUNE_AS must look like '7.5:65536', got {forced!r}") from None
+    return torch.cuda.get_device_capability(device), _smem_limit(device)
+
+
 @functools.lru_cache(maxsize=None)
 def _autotuned_kernel(capability, smem_limit):
     """An autotuner over _attn_fwd for one GPU generation (built lazily: at import time there
@@ -362,7 +377,7 @@ def portable_attention(q, k, v, causal=False, sm_scale=None, config=None, launch
         _launch(_attn_fwd, q, k, v, o, causal, sm_scale, launcher=launcher, **launch)
         return o, dict(fixed, autotuned=False)
     index = device_index(q.device)
-    tuner = _autotuned_kernel(capability(index), _smem_limit(q.device))
+    tuner = _autotuned_kernel(*_tuning_target(q.device))
     if index == torch.cuda.current_device():
         _tune_and_launch(tuner, q, k, v, o, causal, sm_scale, launcher)
     else:  # the autotuner times on the current device: make it q's
@@ -519,3 +534,49 @@ def get_impl(name):
     if name not in IMPLEMENTATIONS:
         raise ValueError(f"unknown implementation {name!r}; valid: {', '.join(IMPLEMENTATIONS)}")
     return IMPLEMENTATIONS[name]
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. What the compile matrix builds (kernels/aot.py): the variants a phase may launch per GPU
+# ---------------------------------------------------------------------------------------------
+
+
+def compile_specs(target):
+    """The portable kernel as the phases launch it on `target` (a kernels.aot.Target): every
+    autotuner candidate at every head_dim and masking in float16, and in bfloat16 where the GPU
+    has it; plus the ragged and length-1 specialisations Triton makes of seq_len (correctness
+    runs N = 1, 17, 1000, 4097). Core (the default test, which must stay short): the candidate with
+    the largest tiles at every head_dim, since a compile fails on shared memory or registers; causal
+    and bfloat16 at the head_dims the benchmarks run; the ragged and length-1 variants."""
+    from .aot import CompileSpec, meta
+
+    dtypes = (torch.float16, torch.bfloat16) if target.bf16 else (torch.float16,)
+    # Tensor cores from Ampere on; Triton 3.6 lowers tl.dot to FMA on sm75.
+    mma = target.capability >= (8, 0)
+
+    def spec(dtype, head_dim, causal, cfg, core, seq_len=2048):
+        q = meta(2, 8, seq_len, head_dim, dtype=dtype)
+        launch = dict(BLOCK_M=cfg.kwargs["BLOCK_M"], BLOCK_N=cfg.kwargs["BLOCK_N"], num_warps=cfg.num_warps,
+                      num_stages=cfg.num_stages)
+        label = (f"{str(dtype).removeprefix('torch.')} d={head_dim} {'causal' if causal else 'full'} N={seq_len} "
+                 f"{launch['BLOCK_M']}x{launch['BLOCK_N']}/w{cfg.num_warps}/s{cfg.num_stages}")
+        return CompileSpec(label, lambda: _launch(_attn_fwd, q, q, q, torch.empty_like(q), causal,
+                                                  1.0 / math.sqrt(head_dim), **launch), tensor_cores=mma, core=core)
+
+    def weight(cfg, head_dim):
+        bm, bn, w, st = cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"], cfg.num_warps, cfg.num_stages
+        return _smem_bytes(bm, bn, st, head_dim, 2, arch_of(target.capability)), _fp32_regs_per_thread(bm, bn, w, head_dim)
+
+    out = []
+    for dtype in dtypes:
+        half = dtype == torch.float16
+        for head_dim in HEAD_DIMS:
+            cands = candidate_configs(target.capability, head_dim, dtype, target.smem_per_block)
+            heaviest = max(cands, key=lambda c: weight(c, head_dim))
+            for causal in (False, True):
+                core = half and not causal or (causal and head_dim in (64, 128) and (half or head_dim == 128))
+                out += [spec(dtype, head_dim, causal, c, core and c is heaviest) for c in cands]
+        first = candidate_configs(target.capability, 64, dtype, target.smem_per_block)[0]
+        out += [spec(dtype, 64, causal, first, half and causal == (n == 17), n) for causal in (False, True)
+                for n in (1, 17)]
+    return out

@@ -512,3 +512,37 @@ def reference_decode_attention(q, k, v, seq_lens, *, k_scale=None, v_scale=None,
         s = torch.einsum("hd,hnd->hn", q[b].double(), kf[b, :, :n]) * sm_scale
         out[b] = torch.einsum("hn,hnd->hd", torch.softmax(s, dim=-1), vf[b, :, :n])
     return out
+
+
+# --- the compile matrix (kernels/aot.py) -------------------------------------------------------
+
+def compile_specs(target):
+    """The split-KV and merge kernels as the decode phase launches them on `target`: bfloat16
+    where the GPU has it, float16 where it does not (T4), and the int8 cache; every autotuner
+    config the GPU keeps (no tensor-core dots before Ampere), at GPT-2's head_dim 64 and the
+    microbenchmark's 128."""
+    from .aot import CompileSpec, meta
+
+    dtype = torch.bfloat16 if target.bf16 else torch.float16
+    out = []
+    for int8 in (False, True):
+        for d in (64, 128):
+            for cfg in AUTOTUNE_CONFIGS:
+                if cfg.kwargs["USE_DOT"] and target.capability < (8, 0):
+                    continue  # _prune drops them before Ampere
+
+                def launch(d=d, int8=int8, cfg=cfg):
+                    q = meta(4, 12, d, dtype=dtype)
+                    cache = meta(4, 12, 2048, d, dtype=torch.int8 if int8 else dtype)
+                    scale = meta(4, 12, 2048, dtype=SCALE_DTYPE) if int8 else None
+                    lens = meta(1, dtype=torch.int32)
+                    decode_attention(q, cache, cache, lens, k_scale=scale, v_scale=scale,
+                                     config=dict(cfg.kwargs, num_warps=cfg.num_warps, num_stages=cfg.num_stages))
+
+                kind = "int8" if int8 else str(dtype).removeprefix("torch.")
+                label = (f"{kind} d={d} BLOCK_N={cfg.kwargs['BLOCK_N']} {'dot' if cfg.kwargs['USE_DOT'] else 'fma'}"
+                         f"/w{cfg.num_warps}/s{cfg.num_stages}")
+                # Core: every config at GPT-2's head_dim for the float cache, the first of each kind for int8.
+                first_of_kind = cfg is next(c for c in AUTOTUNE_CONFIGS if c.kwargs["USE_DOT"] == cfg.kwargs["USE_DOT"])
+                out.append(CompileSpec(label, launch, core=d == 64 and (not int8 or first_of_kind)))
+    return out

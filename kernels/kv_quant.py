@@ -112,3 +112,23 @@ def quantize_store_(k, v, k_cache, v_cache, k_scale, v_scale, pos) -> None:
         k_scale.stride(0), k_scale.stride(1),
         H, HEAD_DIM=D, BLOCK_D=triton.next_power_of_2(D), num_warps=1,
     )
+
+
+def compile_specs(target):
+    """The int8 cache's store kernel as the decode phase launches it (kernels/aot.py), from the
+    model's dtype: bfloat16, or float16 where the GPU has no bfloat16 (T4)."""
+    from .aot import CompileSpec, meta
+
+    dtype = torch.bfloat16 if target.capability >= (8, 0) else torch.float16
+
+    def launch(d):
+        k = meta(4, 12, d, dtype=dtype)
+        cache, scale = meta(4, 12, 2048, d, dtype=torch.int8), meta(4, 12, 2048, dtype=SCALE_DTYPE)
+        _quantize_store_kernel[(4 * 12,)](
+            k, k, cache, cache, scale, scale, meta(1, dtype=torch.int64),
+            k.stride(0), k.stride(1), k.stride(0), k.stride(1),
+            cache.stride(0), cache.stride(1), cache.stride(2), scale.stride(0), scale.stride(1),
+            12, HEAD_DIM=d, BLOCK_D=triton.next_power_of_2(d), num_warps=1)
+
+    return [CompileSpec(f"{str(dtype).removeprefix('torch.')} d={d}", lambda d=d: launch(d), tensor_cores=False,
+                        core=d == 64) for d in (64, 128)]

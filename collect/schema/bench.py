@@ -51,6 +51,9 @@ class BenchRow:
     warmup_s: float | None = doc("Wall time of the first call: compilation and Triton autotuning land here.", None)
     kernel_config: dict[str, int] = doc("triton rows: the tile config that ran (BLOCK_M, BLOCK_N, "
                                         "num_warps, num_stages).", default_factory=dict)
+    tensor_cores: bool | None = doc("triton rows: whether the compiled kernel that ran issues tensor-core instructions "
+                                    "(mma or wgmma in its code, kernels/aot.py uses_tensor_cores); null where unknown "
+                                    "(PyTorch's kernels, published figures).", None)
 
 
 @strict

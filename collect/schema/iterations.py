@@ -81,6 +81,8 @@ class IterationRow:
     spilled_registers: int | None = doc("Registers the compiler spilled to local memory (n_spills).", None)
     shared_mem_bytes: int | None = doc("Dynamic shared memory per block of the compiled kernel (metadata.shared).", None)
     warps_per_block: int | None = doc("Warps per block as launched (all warpgroups of a warp-specialized kernel).", None)
+    tensor_cores: bool | None = doc("Whether the compiled kernel issues tensor-core instructions (mma or wgmma in its "
+                                    "code, kernels/aot.py uses_tensor_cores); null for SDPA or where unknown.", None)
     blocks_per_sm: int | None = doc("Theoretical resident blocks per SM from registers, shared memory and warp slots "
                                     "(collect/schema/occupancy.py, the device's limits).", None)
     occupancy_pct: float | None = doc("Theoretical occupancy: resident warps / the SM's maximum.", None)

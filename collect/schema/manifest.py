@@ -101,12 +101,13 @@ class PhaseRecord:
     """What happened to one phase in this run."""
 
     name: str = doc("Phase name.")
-    status: str = doc("'complete', 'failed' or 'running'.")
+    status: str = doc("'complete', 'failed', 'running' or 'unsupported' (not applicable on this device; see reason).")
     file: str | None = doc("Data file the phase wrote, relative to the run folder.", None)
     started_utc: str | None = doc("ISO 8601 start time.", None)
     duration_s: float | None = doc("Wall time of the phase.", None)
     rows: int | None = doc("Rows written.", None)
     error: str | None = doc("The error, with its type, when the phase failed.", None)
+    reason: str | None = doc("Why the phase does not apply to this device, when its status is 'unsupported'.", None)
     profile: str | None = doc("Profile the phase ran under.", None)
     git_commit: str | None = doc("Commit of the code that ran this phase (a run's phases may come from "
                                  "different collect invocations).", None)
@@ -137,3 +138,6 @@ class Manifest:
     origin: str = doc("'measured' by `python -m collect`, or 'published': figures transcribed from a write-up "
                       "(data/reference/), not re-measured here.", "measured")
     citation: str | None = doc("For published figures: the write-up they were transcribed from.", None)
+    rehearsal: str | None = doc("Set (e.g. 't4') when the phases chose as another GPU would, from that GPU's device facts, "
+                                "to rehearse its code paths here: the timings are still this device's. Not a report run.",
+                                None)

@@ -145,6 +145,8 @@ class ProfileFile:
     run_id: str = doc("Run this file belongs to.")
     status: str = doc("ok when Nsight Compute produced data; unsupported or error (with reason) when it could not.", "ok")
     reason: str | None = doc("Why there is no data: ncu missing, no permission for the counters, no kernel profiled...", None)
+    fix: str | None = doc("What to do so the next run has a profile (install Nsight Compute, allow counter access); "
+                          "null when there is nothing to fix.", None)
     ncu_version: str | None = doc("`ncu --version` of the profiler that ran.", None)
     ncu_command: list[str] = doc("The ncu command line, target included.", default_factory=list)
     flops_source: str = doc("'counters' when tensor FLOPs came from the tensor-op counters, else 'analytical'.", "analytical")

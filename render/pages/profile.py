@@ -178,6 +178,8 @@ class ProfilePage(Page):
         out = []
         if d.status != "ok":
             out.append(f'!!! failure "No Nsight Compute data in this run"\n    {escape.text(d.reason or "no reason recorded")}\n')
+            if d.fix:  # what the reader can do so that the next run has a profile
+                out.append(f'!!! tip "How to get a profile"\n    {escape.text(d.fix)}\n')
         elif d.reason:
             out.append(f'!!! note "Partly missing"\n    {escape.text(d.reason)}\n')
         bad = [r for r in d.impls if r.status != "ok"]
