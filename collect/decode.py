@@ -154,8 +154,8 @@ PLANS = {
 }
 
 
-def budget_seconds(profile: str) -> float | None:
-    return shared_budget_seconds(BUDGET_ENV, BUDGET_S, profile)
+def budget_seconds(profile: str, scale: float = 1.0) -> float | None:
+    return shared_budget_seconds(BUDGET_ENV, BUDGET_S, profile, scale)
 
 
 # --- arithmetic the rows report (pure, tested on the CPU) -------------------------------------
@@ -298,7 +298,7 @@ def _prompt(batch: int, context: int, vocab: int):
 def _build_model(mp: ModelPlan, model_path: str | None, env: _Env) -> _Model:
     import torch
 
-    from kernels.gpt2 import GPT2, PRESETS, decode_dtype, load_hf_model, random_hf_model
+    from kernels.gpt2 import GPT2, PRESETS, load_hf_model, random_hf_model
 
     t0 = time.perf_counter()
     dtype = decode_dtype(env.device)
@@ -605,7 +605,7 @@ def _compile_task(task: tuple) -> str | None:
         import torch
 
         from kernels.decode_session import OurSession
-        from kernels.gpt2 import GPT2, decode_dtype
+        from kernels.gpt2 import GPT2
 
         device = torch.device(task[-1])
         dtype = decode_dtype(device)
@@ -692,7 +692,6 @@ def _micro_rows(result: DecodeFile, plan: Plan, env: _Env) -> None:
     import torch.nn.functional as F
 
     from kernels import decode_attention as da
-    from kernels.gpt2 import decode_dtype
     from kernels.kv_quant import SCALE_BYTES, quantize
 
     H, D = plan.micro_heads, plan.micro_head_dim
@@ -779,11 +778,27 @@ def measure_copy_bandwidth(device) -> float:
     return 2 * src.numel() * src.element_size() / (t.median_ms * 1e-3)
 
 
+# Set by run() from the device facts (collect/device_choices.py), so a rehearsal of another GPU's
+# choices decodes in that GPU's dtype; None: the device the phase runs on decides.
+_CHOSEN_DTYPE: tuple[str, str] | None = None
+
+
+def decode_dtype(device):
+    """The dtype the decode models and caches use: the one chosen from the device facts, if any."""
+    import torch
+
+    from kernels.gpt2 import decode_dtype as native
+
+    if _CHOSEN_DTYPE is not None and torch.device(device).type == "cuda":
+        return getattr(torch, _CHOSEN_DTYPE[0])
+    return native(device)
+
+
 def _dtype_reason(device) -> str:
     import torch
 
-    from kernels.gpt2 import decode_dtype
-
+    if _CHOSEN_DTYPE is not None and torch.device(device).type == "cuda":
+        return _CHOSEN_DTYPE[1]
     dt = decode_dtype(device)
     if dt == torch.float16:
         return ("float16: this GPU has no native bfloat16 arithmetic, so weights, activations and caches are fp16 "
@@ -799,8 +814,6 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
                    graph_step: str = GRAPH_STEP) -> DecodeFile:
     """The phase on any device (tests run it on the CPU under TRITON_INTERPRET with a tiny plan)."""
     import torch
-
-    from kernels.gpt2 import decode_dtype
 
     device = torch.device(device)
     result = DecodeFile(
@@ -874,13 +887,21 @@ def run(ctx: RunContext) -> DecodeFile:
     if model_path and not Path(model_path).is_dir():
         raise ValueError(f"--model-path {model_path!r} is not a directory; give a local GPT-2 checkpoint folder "
                          "(config.json and weights), or unset it for random weights.")
+    from .device_choices import budget_scale
+    from .device_choices import decode_dtype as choose
+
+    global _CHOSEN_DTYPE
+    if ctx.facts is not None:
+        choice = choose(ctx.facts)
+        _CHOSEN_DTYPE = (choice.value, choice.reason)
     bandwidth, source = ctx.measured("copy_bandwidth"), "env copy_bandwidth"
     if bandwidth is None:
         bandwidth, source = measure_copy_bandwidth(torch.device("cuda")), "decode phase copy"
     return collect_decode(
         ctx.run_id, PLANS[ctx.profile], "cuda", bandwidth, source, save=ctx.checkpoint,
         progress=lambda it, total=None, desc=None: ctx.progress(it, total=total, desc=desc),
-        budget_s=budget_seconds(ctx.profile), model_path=model_path, graph_step=graph_step_from_env(),
+        budget_s=budget_seconds(ctx.profile, budget_scale(bandwidth).value), model_path=model_path,
+        graph_step=graph_step_from_env(),
     )
 
 

@@ -873,7 +873,7 @@ def compile_specs(target):
         q = meta(2, 8, seq_len, head_dim, dtype=dtype)
         label = (f"{what} {str(dtype).removeprefix('torch.')} d={head_dim} {'causal' if causal else 'full'} "
                  f"N={seq_len} {cfg.label()} {feats.label()}")
-        return CompileSpec(label, lambda: _launch(q, q, q, torch.empty_like(q), causal, 1.0 / math.sqrt(head_dim),
+        return CompileSpec(label, lambda: _launch(q, q, q, torch.empty_like(q), causal, head_dim ** -0.5,
                                                   cfg, feats), tensor_cores=True, core=core)
 
     out = []
