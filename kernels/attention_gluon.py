@@ -29,7 +29,7 @@ at every query tile):
 
 The file reads top to bottom: the jitted helpers, the kernels, availability and input checks,
 the launcher and the public :func:`gluon_attention`, a compile-only entry point for machines
-without a GPU (:func:`compile_for_target`), and :data:`GLUON_VERSIONS`: each step of the
+without a GPU (:func:`compile_for_target`; :func:`compile_specs` for the compile matrix), and :data:`GLUON_VERSIONS`: each step of the
 journey with the prediction written before it was measured. Gluon's Hopper operations do not
 run under Triton's CPU interpreter: on the CPU these kernels can only be compiled.
 """
@@ -658,12 +658,17 @@ def gluon_attention(q, k, v, causal=False, sm_scale=None, *, version=None):
     scale = 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else float(sm_scale)
     q, k, v = (_tma_operand(t) for t in (q, k, v))
     o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    fn, grid, scalars, consts, options, plan = _launch_args(ver, tuple(q.shape), causal, scale, _sm_count(q.device))
+    with torch.cuda.device(q.device):
+        _launch(ver, q, k, v, o, causal, scale, _sm_count(q.device))
+    return o
+
+
+def _launch(ver, q, k, v, o, causal, scale, sm_count):
+    """One launch of `ver` writing o, over tensors TMA can address (checked by the caller)."""
+    fn, grid, scalars, consts, options, plan = _launch_args(ver, tuple(q.shape), causal, scale, sm_count)
     descs = [_descriptor(q, plan.q_rows), _descriptor(k, plan.kv_rows), _descriptor(v, plan.kv_rows),
              _descriptor(o, plan.q_rows)]
-    with torch.cuda.device(q.device):
-        fn[grid](*descs, *scalars.values(), **consts, **options)
-    return o
+    return fn[grid](*descs, *scalars.values(), **consts, **options)
 
 
 def precompile(version, dtype, head_dim, causal, device=None):
@@ -711,6 +716,31 @@ def compile_for_target(version, dtype, head_dim, causal, target=None, seq_len=40
     signature.update({name: "fp32" if isinstance(value, float) else "i32" for name, value in scalars.items()})
     signature.update({name: "constexpr" for name in consts})
     return triton.compile(GluonASTSource(fn, signature, consts), target=target, options=options)
+
+
+def compile_specs(target):
+    """Compute capability 9.0 only (wgmma exists on Hopper alone; gluon_available refuses the
+    rest): every version at both dtypes, both head sizes and both maskings, through the launcher
+    on meta tensors (kernels/aot.py). The sizes are plain arguments, so one shape stands for
+    all. Core (the default test, which must stay short): g1, and g4 which carries every feature
+    of the warp-specialized kernel; the rest compile with COMPILE_MATRIX=full (and in
+    tests/test_attention_gluon.py)."""
+    if target.capability != (9, 0):
+        return []
+    from .aot import CompileSpec, meta
+
+    def launch(ver, dtype, head_dim, causal):
+        q = meta(2, 4, 4096, head_dim, dtype=dtype)
+        # The grid is min(SMs, tiles): an H100/H200's 132 SMs; the compiled code does not depend on it.
+        _launch(ver, q, q, q, torch.empty_like(q), causal, 1.0 / math.sqrt(head_dim), sm_count=132)
+
+    core = {("g1", torch.float16, 64, False), ("g4", torch.bfloat16, 128, True)}
+    return [CompileSpec(f"{ver.name} {str(dtype).removeprefix('torch.')} d={head_dim} "
+                        f"{'causal' if causal else 'full'}",
+                        lambda ver=ver, dtype=dtype, head_dim=head_dim, causal=causal: launch(ver, dtype, head_dim,
+                                                                                                 causal),
+                        tensor_cores=True, core=(ver.name, dtype, head_dim, causal) in core)
+            for ver in GLUON_VERSIONS for dtype in DTYPES for head_dim in HEAD_DIMS for causal in (False, True)]
 
 
 # ---------------------------------------------------------------------------------------------
