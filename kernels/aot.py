@@ -130,17 +130,19 @@ def specs_for(target: Target, modules: list[str] | None = None, full: bool = Tru
 
 
 def launchable_kernels(module_name: str) -> list[str]:
-    """The @triton.jit (or Gluon) functions of a module that no other one in it calls: the kernels
-    a launcher launches, each of which should appear in the module's compile specs."""
+    """The @triton.jit (or Gluon) functions of a module that no other one in it calls (or runs as
+    a warp-specialized partition): the kernels a launcher launches, each of which should appear in
+    the module's compile specs."""
     from triton.runtime.jit import JITFunction
 
     mod = importlib.import_module(module_name)
     jitted = {name: obj for name, obj in vars(mod).items()
               if isinstance(obj, JITFunction) and getattr(obj, "module", None) == module_name}
     called = set()
-    for fn in jitted.values():  # calls in the code, not names in docstrings
+    for fn in jitted.values():  # names in the code, not in docstrings
         tree = ast.parse(textwrap.dedent(fn.src))
-        called |= {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        # Called, or handed over as a Gluon warp_specialize partition: compiled inside its caller.
+        called |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     return sorted(_kernel_name(fn) for name, fn in jitted.items() if name not in called)
 
 
