@@ -73,3 +73,20 @@ def smem_read(out: torch.Tensor, reps: int) -> int:
     `reps` times. Returns the bytes read from shared memory."""
     _smem_read[(out.numel(),)](out, reps, SMEM_ROWS, SMEM_COLS, SMEM_BUFFERS, num_warps=4)
     return out.numel() * reps * SMEM_ROWS * SMEM_COLS * 4
+
+
+def compile_specs(target):
+    """Both kernels on every target, as the env phase launches them (kernels/aot.py): the L2
+    read over a quarter of a T4's 4 MiB L2 (every L2 size the phase meets gives a chunk count
+    divisible by 16, the one property of it the compiler specialises on), 16 programs per SM
+    of a T4's 40; the shared-memory read with 4 per SM. Neither multiplies: no tensor cores."""
+    from .aot import CompileSpec, meta
+
+    l2_elems = 4 * 2**20 // 4 // 4
+    return [
+        CompileSpec(f"float32 {l2_elems * 4 // 2**20} MiB x {L2_CHUNK * 4 // 1024} KiB chunks",
+                    lambda: l2_read(meta(l2_elems, dtype=torch.float32), meta(16 * 40, dtype=torch.float32), 256),
+                    tensor_cores=False),
+        CompileSpec(f"float32 {SMEM_BUFFERS} x {SMEM_ROWS}x{SMEM_COLS} tiles",
+                    lambda: smem_read(meta(4 * 40, dtype=torch.float32), 2048), tensor_cores=False),
+    ]
