@@ -45,4 +45,5 @@ def test_no_page_calls_a_crashed_phase_complete(crashed_bench):
     for md in nav_pages():
         out = _render(crashed_bench, md)
         assert not re.search(r"\bbench\b[^\n]{0,80}\b(complete|completed)\b", out), md
-        assert "running" not in re.sub(r"<[^>]+>", " ", out).split(), f"{md} shows the raw status 'running'"
+        if md != "data-format.md":  # that page documents the statuses themselves
+            assert "running" not in re.sub(r"<[^>]+>", " ", out).split(), f"{md} shows the raw status 'running'"
