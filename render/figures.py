@@ -1,10 +1,11 @@
 """Plotly figures to HTML fragments: deterministic ids, one shared look, a caption on each."""
 from __future__ import annotations
 
-import html
 import re
 
 import plotly.graph_objects as go
+
+from . import escape
 
 # Okabe-Ito: distinguishable for colour-blind readers and legible on light and dark backgrounds.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#999999"]
@@ -44,5 +45,5 @@ def figure_html(fig: go.Figure, fig_id: str, caption: str, height: int = 420) ->
     )
     return (
         f'\n<figure class="report-figure" id="{fig_id}-figure">\n{body}\n'
-        f"<figcaption>{html.escape(caption)}</figcaption>\n</figure>\n"
+        f"<figcaption>{escape.text(caption)}</figcaption>\n</figure>\n"
     )

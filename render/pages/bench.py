@@ -1,7 +1,6 @@
 """Benchmarks: latency, TFLOP/s and peak memory over seq_len, and where our kernel wins or loses."""
 from __future__ import annotations
 
-import html
 import math
 from functools import cached_property
 
@@ -9,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .. import fmt
+from .. import escape, fmt
 from ..figures import PALETTE
 from ..tables import table_html
 from .base import Page
@@ -162,9 +161,9 @@ class BenchPage(Page):
                 f"seq_len {ns[0]} to {ns[-1]}; shapes {join(shape_label(s) for s in self.shapes())}; "
                 f"{join(SHORT.get(d, d) for d in dict.fromkeys(self.rows['dtype']))}; "
                 f"{join(sorted({'causal' if c else 'non-causal' for c in self.rows['causal']}))}. "
-                f"Timing: {html.escape(data.timing_method)}.")
+                f"Timing: {escape.text(data.timing_method)}.")
         for note in data.notes:
-            text += f"\n\n!!! note\n    {html.escape(note)}"
+            text += f"\n\n!!! note\n    {escape.text(note)}"
         return text
 
     def backend_choice(self) -> str:
@@ -179,9 +178,9 @@ class BenchPage(Page):
                 facets = dict.fromkeys(f"{shape_label(s)} {facet_label(dt, c)}"
                                        for s, dt, c in zip(grp["shape"], grp["dtype"], grp["causal"]))
                 where = f" ({join(facets)})"
-            parts.append(f"**{html.escape(str(backend))}** in {len(grp)} of {len(auto)} cases{where}")
+            parts.append(f"**{escape.text(backend)}** in {len(grp)} of {len(auto)} cases{where}")
         return (f"With no backend forced, PyTorch chose {join(parts)}. "
-                f"The choice was read with {html.escape(self.data.backend_choice_method)}.")
+                f"The choice was read with {escape.text(self.data.backend_choice_method)}.")
 
     def findings(self, shape) -> str:
         """Bullets per dtype and masking: Triton against naive and against the fastest SDPA backend."""
@@ -335,7 +334,7 @@ class BenchPage(Page):
             allf = self.facet_rows(self.rows, shape, dtype, causal)
             for impl in self.impls():
                 g = okf[(okf["impl"] == impl) & okf[column].notna() & (okf[column] > 0)].sort_values("seq_len")
-                label = html.escape(impl_label(impl))
+                label = escape.plot(impl_label(impl))
                 color = IMPL_COLORS.get(impl, PALETTE[6])
                 if not g.empty:
                     y = g[column] * scale

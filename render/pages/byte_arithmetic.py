@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .. import fmt, model
+from .. import escape, fmt, model
 from ..figures import PALETTE
 from ..tables import table_html
 from .base import Page
@@ -69,7 +69,7 @@ class ByteArithmeticPage(Page):
     def device_sentence(self) -> str:
         d = self.device
         bw, peak = self.bandwidth(), self.hw.measured_rate("matmul_fp16")
-        text = (f"Evaluated for **{d.name}**: L2 cache {fmt.bytes_(self.l2_bytes)}, memory {fmt.bytes_(d.memory_bytes)}, "
+        text = (f"Evaluated for **{escape.text(d.name)}**: L2 cache {fmt.bytes_(self.l2_bytes)}, memory {fmt.bytes_(d.memory_bytes)}, "
                 f"measured copy bandwidth {fmt.bandwidth(bw)} and fp16 matmul rate {fmt.flops(peak)}")
         r_meas, r_sheet = self.ridge(), self.hw.ridge("datasheet", "fp16")
         if r_meas is not None:
@@ -266,7 +266,7 @@ class ByteArithmeticPage(Page):
             mat = [impl in MATERIALISING or (impl == "sdpa" and u == "math") for u in used]
             ai = [model.naive_intensity(n, d, E) if m else model.fused_intensity(n, d, E)
                   for n, m in zip(g["seq_len"], mat)]
-            label = impl_label(impl)
+            label = escape.plot(impl_label(impl))
             fig.add_trace(go.Scatter(x=ai, y=g["tflops"], mode="markers+lines", name=label,
                                      marker=dict(color=IMPL_COLORS.get(impl, PALETTE[6]), size=8),
                                      line=dict(color=IMPL_COLORS.get(impl, PALETTE[6]), width=1),

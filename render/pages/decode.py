@@ -2,7 +2,6 @@
 and the decode-attention microbenchmark. Every outcome word is chosen here, from the data."""
 from __future__ import annotations
 
-import html
 from functools import cached_property
 
 import pandas as pd
@@ -11,7 +10,7 @@ from plotly.subplots import make_subplots
 
 from collect.schema.decode import REFERENCE_VARIANT, VARIANTS
 
-from .. import fmt
+from .. import escape, fmt
 from ..figures import PALETTE
 from ..tables import table_html
 from .base import Page
@@ -147,14 +146,14 @@ class DecodePage(Page):
         counts = self.rows["status"].value_counts()
         status = join(f"{counts[s]} {s}" for s in ("ok", "oom", "unsupported", "error") if s in counts)
         text = (f"This run decoded {len(self.rows)} rows ({status}) on {join(self.models())}, "
-                f"{d.warmup_steps} warm-up steps before each row's timed steps, prompts of {html.escape(d.prompt)}. ")
+                f"{d.warmup_steps} warm-up steps before each row's timed steps, prompts of {escape.text(d.prompt)}. ")
         if d.floor_bandwidth_bytes_per_s:
             text += (f"Bandwidth floors use {fmt.bandwidth(d.floor_bandwidth_bytes_per_s)} "
-                     f"({html.escape(d.floor_bandwidth_source or 'source not recorded')}).")
+                     f"({escape.text(d.floor_bandwidth_source or 'source not recorded')}).")
         else:
             text += "No copy bandwidth was measured, so this run has no bandwidth floors."
         for note in d.notes:
-            text += f"\n\n!!! note\n    {html.escape(note)}"
+            text += f"\n\n!!! note\n    {escape.text(note)}"
         return text
 
     def models_table(self) -> str:
@@ -485,7 +484,7 @@ class DecodePage(Page):
                 g = f[f["variant"] == v].sort_values("context")
                 if g.empty:
                     continue
-                name = html.escape(label(v))
+                name = escape.plot(label(v))
                 fig.add_trace(go.Scatter(
                     x=g["context"], y=g["step_ms_median"], mode="lines+markers", name=name, legendgroup=v,
                     showlegend=v not in shown, line=dict(color=VARIANT_COLORS.get(v, PALETTE[6])),
@@ -528,7 +527,7 @@ class DecodePage(Page):
                 g = f[f["variant"] == v].sort_values("batch")
                 if g.empty:
                     continue
-                name = html.escape(f"{label(v)} ({model})" if len(self.models()) > 1 else label(v))
+                name = escape.plot(f"{label(v)} ({model})" if len(self.models()) > 1 else label(v))
                 fig.add_trace(go.Scatter(x=g["batch"], y=g["tokens_per_s"], mode="lines+markers", name=name,
                                          line=dict(color=VARIANT_COLORS.get(v, PALETTE[6])),
                                          customdata=g["achieved_over_floor"],
@@ -551,7 +550,7 @@ class DecodePage(Page):
                 g = f[f["variant"] == v].sort_values("context")
                 if g.empty:
                     continue
-                name = html.escape(label(v))
+                name = escape.plot(label(v))
                 fig.add_trace(go.Scatter(x=g["context"], y=g["achieved_over_floor"], mode="lines+markers", name=name,
                                          legendgroup=v, showlegend=v not in shown,
                                          line=dict(color=VARIANT_COLORS.get(v, PALETTE[6])),
@@ -583,7 +582,7 @@ class DecodePage(Page):
             f = self.ok[(self.ok["model"] == model) & (self.ok["batch"] == b) & (self.ok["context"] == c)
                         & self.ok["peak_mem_bytes"].notna()]
             f = f.set_index("variant").reindex([v for v in self.variants() if v in set(f["variant"])])
-            names = [html.escape(SHORT_LABELS.get(v, v)) for v in f.index]
+            names = [escape.plot(SHORT_LABELS.get(v, v)) for v in f.index]
             start = f["mem_at_start_bytes"].fillna(f["peak_mem_bytes"])
             values = {"cache": f["kv_cache_bytes"].fillna(0).clip(upper=start),
                       "step": (f["peak_mem_bytes"] - start).clip(lower=0)}
@@ -615,7 +614,7 @@ class DecodePage(Page):
                 g = m[(m["batch"] == b) & (m["impl"] == impl)].sort_values("context")
                 if g.empty:
                     continue
-                name = html.escape(MICRO_LABELS[impl])
+                name = escape.plot(MICRO_LABELS[impl])
                 fig.add_trace(go.Scatter(x=g["context"], y=100 * g["bandwidth_fraction"], mode="lines+markers",
                                          name=name, legendgroup=impl, showlegend=impl not in shown,
                                          line=dict(color=MICRO_COLORS[impl]), customdata=g["latency_ms_median"],

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from .. import fmt
+from .. import escape, fmt
 from ..figures import PALETTE
 from ..tables import table_html
 from .base import Page
@@ -68,9 +68,10 @@ class HardwarePage(Page):
 
     def datasheet_note(self) -> str:
         if self.sheet is None:
-            return (f'!!! note "No datasheet figures"\n    {self.run.device_name} is not in the datasheet table '
+            return (f'!!! note "No datasheet figures"\n    {escape.text(self.run.device_name)} is not in the datasheet table '
                     "(`collect/datasheets.py`), so only measured ceilings are shown. Add a row with its source to compare.\n")
-        return f"Datasheet figures are for the **{self.sheet.marketing_name}**; source: {self.sheet.source}."
+        return (f"Datasheet figures are for the **{escape.text(self.sheet.marketing_name)}**; "
+                f"source: {escape.text(self.sheet.source)}.")
 
     def _pairs(self):
         """(label, datasheet, measured, unit) for bandwidth and each compute ceiling."""

@@ -12,7 +12,7 @@ import pandas as pd
 
 from collect.occupancy import limits_from_device, occupancy
 
-from .. import fmt, model
+from .. import escape, fmt, model
 from .bench import speedup_words
 from .base import Page
 
@@ -65,7 +65,7 @@ class HomePage(Page):
     def _not_collected(self, phase: str, what: str, link: str) -> str:
         rec = self.run.phase_record(phase)
         how = "failed" if rec is not None and rec.status == "failed" else "was not collected"
-        return f"The `{phase}` phase {how} in this run, so {what} is not known for {self.run.device_name}. {link}"
+        return f"The `{phase}` phase {how} in this run, so {what} is not known for {escape.text(self.run.device_name)}. {link}"
 
     # --- bytes -------------------------------------------------------------------------------
 
@@ -102,7 +102,7 @@ class HomePage(Page):
                 verdict = f"{fmt.ratio(f / a)} more bytes: at this shape fusing did not cut DRAM traffic"
             else:
                 verdict = "the same number of bytes"
-            return (f"On {self.run.device_name}, one call of naive PyTorch moved {fmt.bytes_(a)} through DRAM and our "
+            return (f"On {escape.text(self.run.device_name)}, one call of naive PyTorch moved {fmt.bytes_(a)} through DRAM and our "
                     f"fused Triton kernel {fmt.bytes_(f)}: {verdict} (Nsight Compute's DRAM counters, read plus "
                     f"written; {_shape_text(b, h, d, dt, c, n)}). [Profiling](profiling.md)")
         b, h, d, dt = STUDY["batch"], STUDY["heads"], STUDY["head_dim"], STUDY["dtype"]
@@ -172,7 +172,7 @@ class HomePage(Page):
                          f"({backend}, {fmt.ms(best['latency_ms_median'])})")
         else:
             parts.append("never measured beside any SDPA backend")
-        return f"On {self.run.device_name} ({shape}), our Triton kernel is {_join(parts)}. {link}"
+        return f"On {escape.text(self.run.device_name)} ({shape}), our Triton kernel is {_join(parts)}. {link}"
 
     # --- occupancy ---------------------------------------------------------------------------
 

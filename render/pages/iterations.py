@@ -3,7 +3,6 @@ matmul ceiling, with the prediction made before each was measured and what it tu
 from __future__ import annotations
 
 import dataclasses
-import html
 import math
 from functools import cached_property
 
@@ -13,7 +12,7 @@ from plotly.subplots import make_subplots
 
 from collect.schema.iterations import IterationRow
 
-from .. import fmt
+from .. import escape, fmt
 from ..figures import PALETTE
 from ..tables import table_html
 from .base import Page
@@ -151,17 +150,17 @@ class IterationsPage(Page):
                 f"{join(SDPA_LABELS.get(i, i) for i in dict.fromkeys(self.rows[self.rows['kind'] == 'sdpa']['impl']))} "
                 f"in {len(self.rows)} cases ({status}): {join(shapes)}; N = {join(ns)}; "
                 f"{join(SHORT.get(x, x) for x in dict.fromkeys(self.rows['dtype']))}; causal and not. "
-                f"Timing: {html.escape(d.timing_method)}.")
+                f"Timing: {escape.text(d.timing_method)}.")
         if untimed:
             text += (f" {join(untimed)} {'is' if len(untimed) == 1 else 'are'} recorded with {'its' if len(untimed) == 1 else 'their'} "
                      "story but not timed by this phase (superseded, to keep the phase short); the notes give what the "
                      "development runs measured.")
         if not d.hopper_available:
             text += (f"\n\n!!! note \"Hopper versions not run\"\n    This GPU could not run the Hopper versions: "
-                     f"{html.escape(d.hopper_reason)}. Their rows are kept as unsupported; only the portable kernel "
+                     f"{escape.text(d.hopper_reason)}. Their rows are kept as unsupported; only the portable kernel "
                      "is compared here.")
         for note in d.notes:
-            text += f"\n\n!!! note\n    {html.escape(note)}"
+            text += f"\n\n!!! note\n    {escape.text(note)}"
         return text
 
     def goal_finding(self) -> str:
@@ -172,13 +171,13 @@ class IterationsPage(Page):
         measured = [(c, r) for c, r in ratios if r is not None]
         goal = fmt.ratio(d.goal_ratio)
         if not measured:
-            return (f"The final version, **{html.escape(final)}**, has no case measured beside an SDPA backend in this "
+            return (f"The final version, **{escape.text(final)}**, has no case measured beside an SDPA backend in this "
                     f"run, so whether it reaches {goal} of the fastest SDPA backend cannot be said here.")
         met = [(c, r) for c, r in measured if r >= d.goal_ratio]
         worst = min(measured, key=lambda x: x[1])
         best = max(measured, key=lambda x: x[1])
         head = (f"The goal was our kernel at {goal} or more of the fastest SDPA backend's TFLOP/s in every goal case. "
-                f"The final version, **{html.escape(final)}**, reaches it in {len(met)} of {len(measured)} cases")
+                f"The final version, **{escape.text(final)}**, reaches it in {len(met)} of {len(measured)} cases")
         if len(met) == len(measured):
             head += f" (lowest {fmt.ratio(worst[1])}, at {case_label(*worst[0])}"
         else:
@@ -214,7 +213,7 @@ class IterationsPage(Page):
                     "measurement to be checked against.")
         goal = self.data.goal_ratio
         met = sum(r >= goal for _, r in got)
-        text = (f"The bench phase measured the same shapes with its own method ({html.escape(bench.timing_method)}) "
+        text = (f"The bench phase measured the same shapes with its own method ({escape.text(bench.timing_method)}) "
                 f"and `flash_attention` as shipped: {join(f'{case_label(*c)} {fmt.ratio(r)}' for c, r in got)} of the "
                 f"fastest SDPA backend, reaching {fmt.ratio(goal)} in {met} of {len(got)} cases.")
         final = self.data.final_version
@@ -247,7 +246,7 @@ class IterationsPage(Page):
             if t is None and s is None:
                 continue
             bit = f"{SHORT.get(dtype, dtype)} at N={n}: "
-            bit += f"{html.escape(final)} {fmt.pct(100 * t * 1e12 / ceil)}" if t is not None else f"{html.escape(final)} did not run"
+            bit += f"{escape.text(final)} {fmt.pct(100 * t * 1e12 / ceil)}" if t is not None else f"{escape.text(final)} did not run"
             if s:
                 bit += f", {SDPA_LABELS.get(s[0], s[0])} {fmt.pct(100 * s[1] * 1e12 / ceil)}"
             parts.append(bit + f" of the measured {fmt.flops(ceil)} matmul rate")
@@ -262,8 +261,8 @@ class IterationsPage(Page):
         v = next((v for v in self.versions if v.role == "t4-fix"), None)
         if v is None:
             return "No version in this run tries the fewer-wider-loads fix."
-        name = html.escape(v.name)
-        base = html.escape(v.baseline)
+        name = escape.text(v.name)
+        base = escape.text(v.baseline)
         res = []
         for causal in (False, True):
             s = self.speedup(v.name, v.baseline, causal)
@@ -289,7 +288,7 @@ class IterationsPage(Page):
         final = d.final_version
         r = self.ok[self.ok["impl"] == final]
         if r.empty:
-            return f"{html.escape(final)} did not run in this run."
+            return f"{escape.text(final)} did not run in this run."
         row = r.iloc[0]
         ratios = [x for x in (self.ratio(final, *c) for c in self.cases()) if x is not None]
         below = ratios and min(ratios) < d.goal_ratio
@@ -297,7 +296,7 @@ class IterationsPage(Page):
         if pd.notna(row.get("blocks_per_sm")):
             res.append(f"{int(row['blocks_per_sm'])} block(s) of {int(row['warps_per_block'])} warps per SM "
                        f"({fmt.pct(row['occupancy_pct'])} theoretical occupancy, set by "
-                       f"{html.escape(str(row['occupancy_limiter']))})")
+                       f"{escape.text(row['occupancy_limiter'])})")
         if pd.notna(row.get("registers_per_thread")):
             res.append(f"{int(row['registers_per_thread'])} registers a thread")
         if pd.notna(row.get("shared_mem_bytes")):
@@ -305,7 +304,7 @@ class IterationsPage(Page):
         spills = r["spilled_registers"].dropna()
         spill_txt = (f" The compiler spilled registers in {int((spills > 0).sum())} of {len(spills)} cases."
                      if len(spills) and (spills > 0).any() else " No case spilled registers." if len(spills) else "")
-        facts = (f"{html.escape(final)}'s compiled kernel ({html.escape(str(row['config']))}) runs {join(res)}."
+        facts = (f"{escape.text(final)}'s compiled kernel ({escape.text(row['config'])}) runs {join(res)}."
                  if res else "")
         if not below:
             return facts + spill_txt
@@ -338,9 +337,9 @@ class IterationsPage(Page):
         shape = f"B={o['batch']}, H={o['heads']}, N={o['seq_len']}, d={o['head_dim']}, {SHORT.get(o['dtype'], o['dtype'])}, causal"
         text = (f"The Profiling page has both kernels at {shape}: our kernel's warps wait {o_tot:.2f} cycles per "
                 f"issued instruction, {SDPA_LABELS.get(t['impl'], t['impl'])}'s {t_tot:.2f}. Our largest stall reason "
-                f"is **{html.escape(lead)}** ({o_s.iloc[0]:.2f}; theirs {float(t_s.get(lead, 0.0)):.2f})")
+                f"is **{escape.text(lead)}** ({o_s.iloc[0]:.2f}; theirs {float(t_s.get(lead, 0.0)):.2f})")
         if o_s.index[0] != t_s.index[0]:
-            text += f", where theirs is {html.escape(t_s.index[0])} ({t_s.iloc[0]:.2f})"
+            text += f", where theirs is {escape.text(t_s.index[0])} ({t_s.iloc[0]:.2f})"
         text += "."
         if lead == "long_scoreboard" and "_ws" in str(o.get("kernel_name", "")) + " ".join(
                 self.run.frame("profile", "kernels").query("case_id == @o.case_id")["kernel_name"].astype(str)):
@@ -442,8 +441,8 @@ class IterationsPage(Page):
                 for k, n in enumerate(ns):
                     color = PALETTE[k % len(PALETTE)]
                     ys = [self.tflops(v, dtype, causal, n) for v in names]
-                    hover = [html.escape(f"{v}, {case_label(dtype, causal, n)}: {fmt.num(y)} TFLOP/s")
-                             if y is not None else html.escape(f"{v}: not measured") for v, y in zip(names, ys)]
+                    hover = [escape.plot(f"{v}, {case_label(dtype, causal, n)}: {fmt.num(y)} TFLOP/s")
+                             if y is not None else escape.plot(f"{v}: not measured") for v, y in zip(names, ys)]
                     key = f"ours N={n}"
                     fig.add_trace(go.Scatter(x=names, y=ys, mode="lines+markers", name=key, legendgroup=key,
                                              showlegend=key not in shown, line=dict(color=color),
@@ -452,7 +451,7 @@ class IterationsPage(Page):
                     s = self.fastest_sdpa(dtype, causal, n)
                     if s:
                         key = f"fastest SDPA N={n}"
-                        label = html.escape(f"{SDPA_LABELS.get(s[0], s[0])}, {case_label(dtype, causal, n)}: "
+                        label = escape.plot(f"{SDPA_LABELS.get(s[0], s[0])}, {case_label(dtype, causal, n)}: "
                                             f"{fmt.num(s[1])} TFLOP/s")
                         fig.add_trace(go.Scatter(x=[names[0], names[-1]], y=[s[1], s[1]], mode="lines", name=key,
                                                  legendgroup=key, showlegend=key not in shown,
@@ -462,7 +461,7 @@ class IterationsPage(Page):
                 ceil = self.ceiling(dtype)
                 if ceil:
                     key = "matmul ceiling"
-                    label = html.escape(f"measured {SHORT.get(dtype, dtype)} matmul: {fmt.flops(ceil)}")
+                    label = escape.plot(f"measured {SHORT.get(dtype, dtype)} matmul: {fmt.flops(ceil)}")
                     fig.add_trace(go.Scatter(x=[names[0], names[-1]], y=[ceil / 1e12] * 2, mode="lines", name=key,
                                              legendgroup=key, showlegend=key not in shown,
                                              line=dict(color=PALETTE[7], dash="dot"), hovertext=[label, label],

@@ -5,7 +5,6 @@ escaped in every table (table_html) and in every hover label (_esc).
 """
 from __future__ import annotations
 
-import html
 import math
 import re
 
@@ -15,7 +14,7 @@ from plotly.subplots import make_subplots
 
 from collect.occupancy import limits_from_device, occupancy, occupancy_vs_registers, occupancy_vs_smem
 
-from .. import fmt, model
+from .. import escape, fmt, model
 from ..figures import PALETTE
 from ..tables import table_html
 from .base import Page
@@ -34,8 +33,8 @@ STALL_COLORS = PALETTE[:7] + ["#8C564B", "#BCBD22", "#17BECF", "#9467BD", "#FF98
 
 
 def _esc(text) -> str:
-    """Untrusted tool text for a plotly hover label (plotly renders a subset of HTML)."""
-    return html.escape(str(text), quote=True)
+    """Untrusted tool text for a plotly hover label (plotly renders a subset of HTML); Markdown uses escape.text."""
+    return escape.plot(text)
 
 
 def _clip(text: str, n: int = 36) -> str:
@@ -110,12 +109,12 @@ class ProfilePage(Page):
         d = self.data
         out = []
         if d.status != "ok":
-            out.append(f'!!! failure "No Nsight Compute data in this run"\n    {_esc(d.reason or "no reason recorded")}\n')
+            out.append(f'!!! failure "No Nsight Compute data in this run"\n    {escape.text(d.reason or "no reason recorded")}\n')
         elif d.reason:
-            out.append(f'!!! note "Partly missing"\n    {_esc(d.reason)}\n')
+            out.append(f'!!! note "Partly missing"\n    {escape.text(d.reason)}\n')
         bad = [r for r in d.impls if r.status != "ok"]
         if d.status == "ok" and bad:
-            lines = "\n".join(f"    - `{_esc(r.case_id)}`: {r.status}, {_esc(r.reason or 'no reason recorded')}" for r in bad)
+            lines = "\n".join(f"    - {escape.code(r.case_id)}: {r.status}, {escape.text(r.reason or 'no reason recorded')}" for r in bad)
             out.append(f'!!! warning "Cases without a profile"\n{lines}\n')
         return "\n".join(out)
 
@@ -130,13 +129,12 @@ class ProfilePage(Page):
                 cur = []
             cur.append(tok if len(tok) < 100 else tok[:97] + "...")
         lines.append(" ".join(cur))
-        body = " \\\n    ".join(lines)
-        return f"```text\n{body}\n```\n"
+        return escape.code_block(" \\\n    ".join(lines), "text") + "\n"
 
     def passes_sentence(self) -> str:
         df = self.kernels()
         p = df["replay_passes"].dropna() if not df.empty else pd.Series(dtype=float)
-        ver = f"Nsight Compute {self.data.ncu_version}" if self.data.ncu_version else "Nsight Compute"
+        ver = f"Nsight Compute {escape.text(self.data.ncu_version)}" if self.data.ncu_version else "Nsight Compute"
         wall = f" The whole ncu run took {fmt.num(self.data.wall_s)} s." if _ok(self.data.wall_s) else ""
         if p.empty:
             return f"{ver} profiled {len(df)} kernel launches.{wall}"
@@ -490,10 +488,10 @@ class ProfilePage(Page):
         if mine.empty:
             return ""
         top = mine.iloc[0]
-        text = (f"The Triton kernel's largest stall reason is **{_esc(top['reason'])}**, {fmt.pct(100 * top['share'])} of "
+        text = (f"The Triton kernel's largest stall reason is **{escape.text(top['reason'])}**, {fmt.pct(100 * top['share'])} of "
                 "its stalls")
         if len(mine) > 1:
-            text += f", then {_esc(mine.iloc[1]['reason'])} at {fmt.pct(100 * mine.iloc[1]['share'])}"
+            text += f", then {escape.text(mine.iloc[1]['reason'])} at {fmt.pct(100 * mine.iloc[1]['share'])}"
         return text + "."
 
     # ------------------------------------------------------------------ bytes vs model
@@ -670,7 +668,7 @@ class ProfilePage(Page):
             b = base.iloc[0]
             for _, r in sub[sub["cap"] != "none"].iterrows():
                 if r["status"] != "ok" or not _ok(r["latency_ms_median"]):
-                    out.append(f"{tile}, maxnreg {r['cap']}: {r['status']} ({_esc(r['reason'] or 'no reason recorded')}).")
+                    out.append(f"{tile}, maxnreg {r['cap']}: {r['status']} ({escape.text(r['reason'] or 'no reason recorded')}).")
                     continue
                 occ = ""
                 if _ok(r["theoretical_occupancy_pct"]) and _ok(b["theoretical_occupancy_pct"]):

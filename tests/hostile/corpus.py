@@ -244,8 +244,9 @@ def plot_leaks(script: str) -> list[tuple[int | None, str]]:
         for s in _strings(args):
             if not _MARK.search(s):
                 continue
-            if re.search(r"<\s*/?\s*[a-zA-Z!]", s):
-                found.append((_num(s), f"plot text with a raw tag: {s[:60]!r}"))
+            # Pages may wrap an escaped string in their own <b> or <br>; the payload's own tags must stay text.
+            if re.search(r"<\s*/?\s*(img|svg|script|div|a\b|javascript|!--)", s, flags=re.I):
+                found.append((_num(s), f"plot text with a raw tag from a payload: {s[:60]!r}"))
             if re.search(r"&(quot|#39|#x27|apos|amp;(lt|gt|amp|quot));", s):
                 found.append((_num(s), f"plot text escaped twice (readers see the entity): {s[:60]!r}"))
     return found
