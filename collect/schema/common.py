@@ -38,7 +38,7 @@ US = dict(lo=0, lo_open=True, hi=HOUR_MS * 1e3)
 SECONDS = dict(lo=0, hi=7 * 86400.0)  # a wall time of collect's own work (rounded, so 0.0 can occur)
 BYTES = dict(lo=0, hi=2.0**60)  # a byte count
 FLOP = dict(lo=0, hi=1e24)  # a FLOP count
-COUNT = dict(lo=0, hi=2.0**53)  # launches, registers, blocks, tokens, instructions...
+COUNT = dict(lo=0, hi=1e15)  # launches, registers, blocks, tokens, instructions...
 SIZE = dict(lo=1, hi=2.0**31)  # a dimension of a shape: batch, heads, length, head_dim
 PCT = dict(lo=0, hi=100)  # a percentage
 FRACTION = dict(lo=0, hi=1)  # a share or an agreement
