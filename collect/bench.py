@@ -17,7 +17,7 @@ import re
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 from kernels.attention import HEAD_DIMS, IMPLEMENTATIONS, SDPA_BACKENDS
 
@@ -26,6 +26,7 @@ from .context import RunContext
 from .schema import SCHEMA_VERSION
 from .shapes import AttentionCase
 from .schema.bench import BenchFile, BenchRow
+from .schema.common import case_key
 from .timing import MIN_REPS, Timing, free_cuda_memory, is_oom, bench_gpu as _bench_gpu
 
 # Every implementation the phase measures, in the order it measures those that share inputs.
@@ -206,12 +207,14 @@ def measure_cases(cases: list[Case], measure: Callable[[Case], Measurement], on_
                   memory_bytes: int | None = None, supports_bf16: bool | None = None,
                   deadline: float | None = None, clock: Callable[[], float] = time.monotonic,
                   progress: Callable[[Iterable[Case], int], Iterable[Case]] = lambda it, total: it,
-                  free: Callable[[], None] = free_cuda_memory) -> list[BenchRow]:
+                  free: Callable[[], None] = free_cuda_memory,
+                  saved: Mapping[tuple, BenchRow] | None = None) -> list[BenchRow]:
     """Measure every case in order, handing each row to on_row as soon as it exists.
 
     A case fails alone: an exception becomes its row and the loop goes on. memory_bytes lets a case
     that cannot fit even its score matrix be recorded as oom without trying; deadline (a clock()
-    value) turns the cases left after it into rows that say they were not run.
+    value) turns the cases left after it into rows that say they were not run. saved (--resume,
+    RunContext.saved_cases) holds rows an unfinished earlier collect measured: they are kept, not re-measured.
     """
     validate_cases(cases)
     rows = []
@@ -219,7 +222,9 @@ def measure_cases(cases: list[Case], measure: Callable[[Case], Measurement], on_
     for case in bar:
         if hasattr(bar, "set_postfix_str"):
             bar.set_postfix_str(case.label(), refresh=False)
-        if deadline is not None and clock() > deadline:
+        if saved and case_key(case, BenchRow) in saved:
+            row = saved[case_key(case, BenchRow)]
+        elif deadline is not None and clock() > deadline:
             row = _base_row(case, "error", f"not run: the bench phase's time budget was spent before this case "
                                            f"(set {BUDGET_ENV}=0 for no limit)")
         elif case.dtype == "bfloat16" and supports_bf16 is False:
@@ -386,7 +391,8 @@ def run(ctx: RunContext) -> BenchFile:
                   memory_bytes=dev.memory_bytes if dev else None,
                   supports_bf16=dev.supports_bf16 if dev else None,
                   deadline=t0 + budget if budget else None,
-                  progress=lambda it, total: ctx.progress(it, total=total, desc="bench"))
+                  progress=lambda it, total: ctx.progress(it, total=total, desc="bench"),
+                  saved=ctx.saved_cases(BenchRow))
     skipped = sum(1 for r in result.rows if r.reason and r.reason.startswith("not run"))
     if skipped:
         result.notes.append(f"{skipped} of {len(cases)} cases were not run: the phase's time budget of "

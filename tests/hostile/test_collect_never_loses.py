@@ -1,17 +1,22 @@
 """Collect never loses a saved row: --resume continues from them, nothing overwrites them, a run
 belongs to one GPU, a manifest it does not fully know survives, and files land whole and readable."""
-import json
 import os
-import stat
-import types
 
-import pytest
+# Must precede the first import of triton (collect.bench imports the kernels): @triton.jit picks the
+# interpreter at decoration time, and other test modules run the kernels under it.
+os.environ["TRITON_INTERPRET"] = "1"
 
-import synthetic
-from collect import bench, cli, correctness, env, jsonio, runner
-from collect.schema import SCHEMA_VERSION
-from collect.schema.bench import BenchFile, BenchRow
-from collect.schema.manifest import MeasuredCeiling
+import json  # noqa: E402
+import stat  # noqa: E402
+import types  # noqa: E402
+
+import pytest  # noqa: E402
+
+import synthetic  # noqa: E402
+from collect import bench, cli, correctness, env, jsonio, runner  # noqa: E402
+from collect.schema import SCHEMA_VERSION  # noqa: E402
+from collect.schema.bench import BenchFile, BenchRow  # noqa: E402
+from collect.schema.manifest import MeasuredCeiling  # noqa: E402
 
 SEQ = (64, 128, 256, 512, 1024)
 
@@ -201,7 +206,6 @@ def test_stale_temp_files_are_removed_and_ignored_by_git(tmp_path, gpu):
 
 def test_correctness_resume_skips_saved_cases(tmp_path, monkeypatch):
     """collect/correctness.py's own loop, on the CPU: a saved case is not run again."""
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
     cases = [correctness.Case("triton", "float16", c, 1, 3, n, 64) for n in (1, 17) for c in (False, True)]
     monkeypatch.setattr(correctness, "build_grid", lambda profile, hopper=False: cases)
     ran = []
