@@ -98,6 +98,11 @@ def _records_frame(items: list) -> pd.DataFrame:
     """Rows of dataclasses as a frame, one level deep: nested records become dicts, like asdict,
     without asdict's deep copy of every value (the slow part for tens of thousands of rows)."""
     names = [f.name for f in dataclasses.fields(items[0])]
+    first = items[0]
+    nested = [n for n in names if dataclasses.is_dataclass(getattr(first, n)) or (
+        isinstance(getattr(first, n), list) and any(dataclasses.is_dataclass(v) for v in getattr(first, n)))]
+    if not nested:  # rows of plain values: their fields as they are
+        return pd.DataFrame.from_records([{n: getattr(x, n) for n in names} for x in items], columns=names)
     flat = lambda v: (dataclasses.asdict(v) if dataclasses.is_dataclass(v)  # noqa: E731
                       else [dataclasses.asdict(x) if dataclasses.is_dataclass(x) else x for x in v]
                       if isinstance(v, list) else v)

@@ -94,18 +94,29 @@ class IterationsPage(Page):
     def facets(self) -> list[tuple[str, bool]]:
         return list(dict.fromkeys((d, c) for d, c, _ in self.cases()))
 
+    @cached_property
+    def _tflops_by_case(self) -> dict:
+        """(impl, dtype, causal, N) -> TFLOP/s, built once: the page looks up thousands of cases, and a
+        boolean mask over the frame per lookup made it the slowest page of a large run."""
+        ok = self.ok
+        return {(i, d, bool(c), int(n)): float(t) for i, d, c, n, t in
+                zip(ok["impl"], ok["dtype"], ok["causal"], ok["seq_len"], ok["tflops"])}
+
+    @cached_property
+    def _fastest_sdpa_by_case(self) -> dict:
+        out: dict = {}
+        ok = self.ok[self.ok["kind"] == "sdpa"]
+        for i, d, c, n, t in zip(ok["impl"], ok["dtype"], ok["causal"], ok["seq_len"], ok["tflops"]):
+            key = (d, bool(c), int(n))
+            if key not in out or float(t) > out[key][1]:
+                out[key] = (str(i), float(t))
+        return out
+
     def tflops(self, impl: str, dtype: str, causal: bool, n: int) -> float | None:
-        f = self.ok[(self.ok["impl"] == impl) & (self.ok["dtype"] == dtype) & (self.ok["causal"] == causal)
-                    & (self.ok["seq_len"] == n)]
-        return float(f["tflops"].iloc[0]) if len(f) else None
+        return self._tflops_by_case.get((impl, dtype, bool(causal), int(n)))
 
     def fastest_sdpa(self, dtype: str, causal: bool, n: int) -> tuple[str, float] | None:
-        f = self.ok[(self.ok["kind"] == "sdpa") & (self.ok["dtype"] == dtype) & (self.ok["causal"] == causal)
-                    & (self.ok["seq_len"] == n)]
-        if f.empty:
-            return None
-        best = f.loc[f["tflops"].idxmax()]
-        return str(best["impl"]), float(best["tflops"])
+        return self._fastest_sdpa_by_case.get((dtype, bool(causal), int(n)))
 
     def ratio(self, impl: str, dtype: str, causal: bool, n: int) -> float | None:
         """TFLOP/s of impl over the fastest SDPA backend's, same case."""
@@ -192,16 +203,24 @@ class IterationsPage(Page):
     def bench_ratio(self, dtype: str, causal: bool, n: int) -> float | None:
         """The bench phase's ratio at one goal case: `triton` (flash_attention as shipped) over the fastest
         SDPA backend, same shape (this phase's batch, heads and head_dim)."""
+        return self._bench_ratios.get((dtype, bool(causal), int(n)))
+
+    @cached_property
+    def _bench_ratios(self) -> dict:
+        """bench_ratio for every case at once (one pass over the bench rows, not one per case)."""
         b = self.run.frame("bench", "rows")
         if b.empty or self.rows.empty:
-            return None
+            return {}
         r0 = self.rows.iloc[0]
-        f = b[(b["status"] == "ok") & (b["dtype"] == dtype) & (b["causal"] == causal) & (b["seq_len"] == n)
-              & (b["batch"] == r0["batch"]) & (b["heads"] == r0["heads"]) & (b["head_dim"] == r0["head_dim"])
-              & b["tflops"].notna()]
-        ours = f[f["impl"] == "triton"]["tflops"]
-        sdpa = f[f["impl"].str.startswith("sdpa")]["tflops"]
-        return float(ours.iloc[0] / sdpa.max()) if len(ours) and len(sdpa) else None
+        f = b[(b["status"] == "ok") & (b["batch"] == r0["batch"]) & (b["heads"] == r0["heads"])
+              & (b["head_dim"] == r0["head_dim"]) & b["tflops"].notna()]
+        out = {}
+        for (dtype, causal, n), g in f.groupby(["dtype", "causal", "seq_len"]):
+            ours = g[g["impl"] == "triton"]["tflops"]
+            sdpa = g[g["impl"].str.startswith("sdpa")]["tflops"]
+            if len(ours) and len(sdpa):
+                out[(dtype, bool(causal), int(n))] = float(ours.iloc[0] / sdpa.max())
+        return out
 
     def bench_crosscheck(self) -> str:
         """The same goal cases as the bench phase measured them, with its own timing method."""
