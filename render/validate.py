@@ -221,3 +221,16 @@ def _duplicate(items: list, table: str) -> str | None:
                     "of one case, record what differs in a field of the case key).")
         seen[key] = i
     return None
+
+
+def allowed(f: dataclasses.Field) -> str:
+    """What values a field accepts, in words, for the Data format page ('' when any of its type)."""
+    meta, parts = f.metadata, []
+    if "bounds" in meta:
+        parts.append(_bounds_text(meta["bounds"]))
+    if "pattern" in meta:
+        choices = re.fullmatch(r"\^\(([\w|-]+)\)\$", meta["pattern"])
+        parts.append("one of " + ", ".join(choices.group(1).split("|")) if choices else f"matches {meta['pattern']}")
+    if meta.get("utc_time"):
+        parts.append("an ISO 8601 time with its UTC offset")
+    return "; ".join(parts)

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .common import BYTES, CLOCK_MHZ, COUNT, FLOP, MS, ROW_STATUS, RUN_ID, SECONDS, SIZE, TFLOP_PER_S, US, doc, strict
+from .common import (BYTES, CLOCK_MHZ, COUNT, FLOP, IDENT, MS, ROW_STATUS, RUN_ID, SECONDS, SIZE, TFLOP_PER_S, US, doc,
+                     strict)
 
 
 @strict
@@ -15,11 +16,13 @@ class BenchRow:
     CASE_KEY = ("impl", "backend_requested", "dtype", "causal", "batch", "heads", "seq_len", "head_dim")
 
     impl: str = doc("'naive', 'triton' (our kernel, its path chosen at run time), 'triton-portable' (held to the "
-                    "portable path; Hopper GPUs only), 'sdpa' (PyTorch chooses) or 'sdpa-<backend>' (one backend forced).")
-    backend_requested: str | None = doc("SDPA backend forced: flash, cudnn, efficient or math; null when none was.")
+                    "portable path; Hopper GPUs only), 'sdpa' (PyTorch chooses) or 'sdpa-<backend>' (one backend forced).",
+                    pattern=IDENT)
+    backend_requested: str | None = doc("SDPA backend forced: flash, cudnn, efficient or math; null when none was.",
+                                        pattern=IDENT)
     backend_used: str | None = doc("SDPA backend that ran: the forced one, or the one PyTorch chose for 'sdpa' "
-                                   "('unknown' if it could not be read); null for naive and triton.")
-    dtype: str = doc("'float16' or 'bfloat16'.")
+                                   "('unknown' if it could not be read); null for naive and triton.", pattern=IDENT)
+    dtype: str = doc("'float16' or 'bfloat16'.", pattern=IDENT)
     causal: bool = doc("Causal mask on (each query sees only keys at or before it).")
     batch: int = doc("B.", **SIZE)
     heads: int = doc("H.", **SIZE)
@@ -66,7 +69,7 @@ class BenchFile:
 
     schema_version: int = doc("Version of this data contract.")
     run_id: str = doc("The run this file belongs to.", pattern=RUN_ID)
-    profile: str = doc("'quick' or 'full'.")
+    profile: str = doc("'quick' or 'full'.", pattern=IDENT)
     timing_method: str = doc("How latency was timed, in words.")
     backend_choice_method: str = doc("How backend_used was found for 'sdpa' with no backend forced.")
     min_timed_runs: int = doc("Least number of timed calls behind any ok row.", **COUNT)

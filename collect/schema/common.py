@@ -36,7 +36,7 @@ HOUR_MS = 3.6e6
 MS = dict(lo=0, lo_open=True, hi=HOUR_MS)  # a measured time: more than 0, at most an hour
 US = dict(lo=0, lo_open=True, hi=HOUR_MS * 1e3)
 SECONDS = dict(lo=0, hi=7 * 86400.0)  # a wall time of collect's own work (rounded, so 0.0 can occur)
-BYTES = dict(lo=0, hi=2.0**60)  # a byte count
+BYTES = dict(lo=0, hi=1e18)  # a byte count
 FLOP = dict(lo=0, hi=1e24)  # a FLOP count
 COUNT = dict(lo=0, hi=1e15)  # launches, registers, blocks, tokens, instructions...
 SIZE = dict(lo=1, hi=2.0**31)  # a dimension of a shape: batch, heads, length, head_dim
@@ -51,6 +51,10 @@ NONNEGATIVE = dict(lo=0, hi=1e40)  # an error or a difference of outputs (above 
 
 # A run id names a folder and a URL path: a short slug.
 RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$"
+# Names pages branch on, join by and print (implementations, dtypes, case ids, variants): identifiers.
+IDENT = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$"
+IDENT_OR_EMPTY = r"^([A-Za-z0-9][A-Za-z0-9._+-]{0,127})?$"
+GIT_COMMIT = r"^[0-9a-f]{7,64}$"
 
 
 def case_key(obj: Any, cls: type) -> tuple:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .common import COUNT, NONNEGATIVE, RATIO, ROW_STATUS, RUN_ID, SECONDS, SIZE, doc, strict
+from .common import COUNT, IDENT, NONNEGATIVE, RATIO, ROW_STATUS, RUN_ID, SECONDS, SIZE, doc, strict
 
 
 @strict
@@ -14,7 +14,7 @@ class Tolerance:
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("dtype",)
 
-    dtype: str = doc("'float16' or 'bfloat16'.")
+    dtype: str = doc("'float16' or 'bfloat16'.", pattern=IDENT)
     mantissa_bits: int = doc("Stored fraction bits of the format (10 for float16, 7 for bfloat16).", **COUNT)
     unit_roundoff: float = doc("u = 2^-(mantissa_bits + 1): the largest relative error of one round-to-nearest.",
                                lo=0, lo_open=True, hi=1)
@@ -32,8 +32,9 @@ class CorrectnessRow:
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("impl", "dtype", "causal", "batch", "heads", "seq_len", "head_dim")
 
-    impl: str = doc("Implementation under test: 'triton' for the grid; 'naive' or 'sdpa' for comparison rows.")
-    dtype: str = doc("'float16' or 'bfloat16': the dtype of q, k, v and the output.")
+    impl: str = doc("Implementation under test: 'triton' for the grid; 'naive' or 'sdpa' for comparison rows.",
+                    pattern=IDENT)
+    dtype: str = doc("'float16' or 'bfloat16': the dtype of q, k, v and the output.", pattern=IDENT)
     causal: bool = doc("Whether query i attends only to keys 0..i.")
     batch: int = doc("Batch size B.", **SIZE)
     heads: int = doc("Attention heads H.", **SIZE)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .common import (BYTES, BYTES_PER_S, COUNT, FRACTION, MS, NONNEGATIVE, RATIO, ROW_STATUS, RUN_ID, SECONDS, SIZE,
-                     doc, strict)
+from .common import (BYTES, BYTES_PER_S, COUNT, FRACTION, IDENT, IDENT_OR_EMPTY, MS, NONNEGATIVE, RATIO, ROW_STATUS,
+                     RUN_ID, SECONDS, SIZE, doc, strict)
 
 # Decode variants in the report's order; the page labels them.
 VARIANTS = ("hf", "eager", "graph", "int8-dequant", "int8-kernel")
@@ -21,8 +21,9 @@ class DecodeModel:
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("name",)
 
-    name: str = doc("Shape name: 'gpt2' (124M) or 'gpt2-xl' (1.5B), or the checkpoint's folder name.")
-    weights: str = doc("'random-init' (transformers' own init from GPT2Config, fixed seed) or 'checkpoint'.")
+    name: str = doc("Shape name: 'gpt2' (124M) or 'gpt2-xl' (1.5B), or the checkpoint's folder name.", pattern=IDENT)
+    weights: str = doc("'random-init' (transformers' own init from GPT2Config, fixed seed) or 'checkpoint'.",
+                       pattern=IDENT)
     n_layer: int = doc("Transformer blocks.", **SIZE)
     n_head: int = doc("Attention heads.", **SIZE)
     n_embd: int = doc("Hidden size.", **SIZE)
@@ -32,7 +33,7 @@ class DecodeModel:
     parameters: int = doc("Parameter count (tied embedding counted once).", **COUNT)
     weight_bytes_per_step: int = doc("Weight bytes one decode step reads: all blocks, final norm and the LM head "
                                      "(the tied token embedding, read in full); position table excluded.", **BYTES)
-    dtype: str = doc("Weight and activation dtype, e.g. 'bfloat16'.")
+    dtype: str = doc("Weight and activation dtype, e.g. 'bfloat16'.", pattern=IDENT)
     seed: int | None = doc("Seed of the random init; null for a checkpoint.", None, lo=0, hi=2.0**64)
     checkpoint: str | None = doc("Folder name of the local checkpoint (--model-path), if one was used.", None)
     hf_attn_implementation: str | None = doc("Attention implementation transformers picked for the baseline.", None)
@@ -47,11 +48,11 @@ class DecodeRow:
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("model", "variant", "batch", "context", "series")
 
-    model: str = doc("Model name, see `models`.")
+    model: str = doc("Model name, see `models`.", pattern=IDENT)
     variant: str = doc("'hf' (transformers' model and its default dynamic cache, greedy loop), 'eager' (our loop, "
                        "bf16 cache), 'graph' (our loop captured in a CUDA graph), 'int8-dequant' (int8 cache "
                        "dequantized in full to bf16 every step), 'int8-kernel' (int8 cache read by the Triton "
-                       "decode kernel, no bf16 copy).")
+                       "decode kernel, no bf16 copy).", pattern=IDENT)
     batch: int = doc("Sequences decoded together.", **SIZE)
     context: int = doc("Prompt length: cached tokens when the first timed step runs.", **SIZE)
     new_tokens: int = doc("Tokens generated: one from the prefill, then one per timed step.", **SIZE)
@@ -60,7 +61,7 @@ class DecodeRow:
     series: str = doc("Which measurement series the row belongs to when one (model, variant, batch, context) was "
                       "measured under two conditions: '' for the main sweep; 'int8-comparison' for the published "
                       "study's int8-cache comparison, whose bf16 baseline repeats a sweep shape with its own peak "
-                      "memory.", "")
+                      "memory.", "", pattern=IDENT_OR_EMPTY)
     steps_timed: int = doc("Decode steps timed (new_tokens - 1), each with CUDA events, after warm-up.", 0, **COUNT)
     step_ms_median: float | None = doc("Median wall time of one decode step (all sequences advance one token).",
                                        None, **MS)
@@ -106,11 +107,12 @@ class LogitCheck:
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("model", "cache", "reference", "sequence")
 
-    model: str = doc("Model name.")
-    cache: str = doc("Our cache: 'bf16', 'int8' or 'int8-dequant'.")
-    reference: str = doc("What it is compared with: 'transformers' (full forward, no cache) or 'eager' (our bf16 cache).")
+    model: str = doc("Model name.", pattern=IDENT)
+    cache: str = doc("Our cache: 'bf16', 'int8' or 'int8-dequant'.", pattern=IDENT)
+    reference: str = doc("What it is compared with: 'transformers' (full forward, no cache) or 'eager' (our bf16 cache).",
+                         pattern=IDENT)
     sequence: str = doc("'random' (random token ids) or 'greedy' (the 'eager' row's own greedy output at this model's "
-                        "reference shape, so disagreements are the tokens a variant would change).")
+                        "reference shape, so disagreements are the tokens a variant would change).", pattern=IDENT)
     batch: int = doc("Sequences.", **SIZE)
     prompt_len: int = doc("Tokens run by the prefill.", **SIZE)
     positions: int = doc("Positions compared: the prefill's last one and every decode step after it.", **COUNT)
@@ -135,7 +137,8 @@ class MicroRow:
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("impl", "batch", "heads", "head_dim", "context")
 
-    impl: str = doc("'triton-bf16', 'triton-int8' (our split-KV kernel) or 'sdpa' (torch SDPA, query length 1, bf16).")
+    impl: str = doc("'triton-bf16', 'triton-int8' (our split-KV kernel) or 'sdpa' (torch SDPA, query length 1, bf16).",
+                    pattern=IDENT)
     batch: int = doc("Batch.", **SIZE)
     heads: int = doc("Heads.", **SIZE)
     head_dim: int = doc("Head dimension.", **SIZE)
@@ -165,7 +168,7 @@ class DecodeFile:
 
     schema_version: int = doc("Version of this data contract.")
     run_id: str = doc("Run this file belongs to.", pattern=RUN_ID)
-    dtype: str = doc("Weights, activations and bf16 caches.", "bfloat16")
+    dtype: str = doc("Weights, activations and bf16 caches.", "bfloat16", pattern=IDENT)
     prompt: str = doc("How prompts were made (random token ids with a fixed seed: no tokenizer, no text).", "")
     floor_bandwidth_bytes_per_s: float | None = doc(
         "Rate used for every bandwidth floor: the env phase's measured copy bandwidth, used as-is. That figure "

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .common import (BYTES, CLOCK_MHZ, COUNT, FLOP, MS, NONNEGATIVE, PCT, RATIO, ROW_STATUS, RUN_ID, SECONDS, SIZE,
-                     TFLOP_PER_S, US, doc, strict)
+from .common import (BYTES, CLOCK_MHZ, COUNT, FLOP, IDENT, IDENT_OR_EMPTY, MS, NONNEGATIVE, PCT, RATIO, ROW_STATUS,
+                     RUN_ID, SECONDS, SIZE, TFLOP_PER_S, US, doc, strict)
 
 
 @strict
@@ -17,7 +17,7 @@ class PredictedRange:
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("masking",)
 
-    masking: str = doc("'non-causal' or 'causal'.")
+    masking: str = doc("'non-causal' or 'causal'.", pattern=IDENT)
     low: float = doc("Lowest expected factor on TFLOP/s against the baseline (geometric mean over the goal cases).",
                      **RATIO)
     high: float = doc("Highest expected factor.", **RATIO)
@@ -31,19 +31,20 @@ class KernelVersionInfo:
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("name",)
 
-    name: str = doc("Version name, e.g. 'v0-portable', 'v1-tma'; ordered as the journey went.")
-    path: str = doc("'portable' (kernels/attention.py) or 'hopper' (kernels/attention_hopper.py, compute capability 9.x).")
+    name: str = doc("Version name, e.g. 'v0-portable', 'v1-tma'; ordered as the journey went.", pattern=IDENT)
+    path: str = doc("'portable' (kernels/attention.py) or 'hopper' (kernels/attention_hopper.py, compute capability 9.x).",
+                    pattern=IDENT)
     features: str = doc("Kernel switches of a Hopper version ('tma', 'overlap', 'warp_spec', 'causal_split', "
                         "'persistent', joined by '+'); 'per shape' when hopper_attention chooses; '' for the portable path.")
     change: str = doc("What this version changed, in words.")
     prediction: str = doc("The prediction written before the version was first measured.")
     predicted_at: str = doc("ISO date the prediction was written.")
     baseline: str = doc("What the predicted speedup compares against: another version's name, or 'sdpa' for the "
-                        "fastest SDPA backend of the same case.", "")
+                        "fastest SDPA backend of the same case.", "", pattern=IDENT_OR_EMPTY)
     predicted: list[PredictedRange] = doc("The predicted speedup range per masking.", default_factory=list)
     outcome: str = doc("What the author concluded after measuring (free text, written after); '' when none.", "")
     role: str = doc("'t4-fix' for the version that tries the fix the published T4 study left open (fewer, wider "
-                    "loads); '' otherwise.", "")
+                    "loads); '' otherwise.", "", pattern=IDENT_OR_EMPTY)
     configs: dict[str, str] = doc("Fixed tile config per masking ('non-causal'/'causal'), e.g. '128x128/w4/s2' "
                                   "(BLOCK_M x BLOCK_N / warps / pipeline stages).", default_factory=dict)
 
@@ -56,9 +57,9 @@ class IterationRow:
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("impl", "dtype", "causal", "batch", "heads", "seq_len", "head_dim")
 
-    impl: str = doc("A version name, or 'sdpa-cudnn' / 'sdpa-flash' (one SDPA backend forced).")
-    kind: str = doc("'version' (ours) or 'sdpa'.")
-    dtype: str = doc("'float16' or 'bfloat16'.")
+    impl: str = doc("A version name, or 'sdpa-cudnn' / 'sdpa-flash' (one SDPA backend forced).", pattern=IDENT)
+    kind: str = doc("'version' (ours) or 'sdpa'.", pattern=IDENT)
+    dtype: str = doc("'float16' or 'bfloat16'.", pattern=IDENT)
     causal: bool = doc("Causal mask on.")
     batch: int = doc("B.", **SIZE)
     heads: int = doc("H.", **SIZE)
@@ -113,11 +114,11 @@ class IterationsFile:
 
     schema_version: int = doc("Version of this data contract.")
     run_id: str = doc("The run this file belongs to.", pattern=RUN_ID)
-    profile: str = doc("'quick' or 'full'.")
+    profile: str = doc("'quick' or 'full'.", pattern=IDENT)
     timing_method: str = doc("How latency was timed, in words.")
     goal_ratio: float = doc("The goal: our final version at this fraction or more of the fastest SDPA backend's TFLOP/s.",
                             **RATIO)
-    final_version: str = doc("The version hopper_attention runs by default (the end of the journey).")
+    final_version: str = doc("The version hopper_attention runs by default (the end of the journey).", pattern=IDENT)
     hopper_available: bool = doc("Whether this GPU could run the Hopper versions.")
     hopper_reason: str = doc("Why not, when it could not.", "")
     versions: list[KernelVersionInfo] = doc("The recorded versions, in journey order.", default_factory=list)

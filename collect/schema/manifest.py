@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .common import (BYTES, BYTES_PER_S, CLOCK_MHZ, COUNT, FLOP_PER_S, PHASE_STATUSES, ROW_STATUS, RUN_ID, SECONDS, doc,
-                     strict)
+from .common import (BYTES, BYTES_PER_S, CLOCK_MHZ, COUNT, FLOP_PER_S, GIT_COMMIT, IDENT, PHASE_STATUSES, ROW_STATUS,
+                     RUN_ID, SECONDS, doc, strict)
 
 
 @strict
@@ -14,7 +14,7 @@ class DeviceFacts:
     """What the GPU reports about itself; limits the occupancy model needs."""
 
     name: str = doc("Device name as the driver reports it, e.g. 'NVIDIA H200'.")
-    compute_capability: str = doc("Major.minor, e.g. '9.0'.")
+    compute_capability: str = doc("Major.minor, e.g. '9.0'.", pattern=r'^\d+\.\d+$')
     sm_count: int = doc("Streaming multiprocessors.", **COUNT)
     regs_per_sm: int | None = doc("32-bit registers per SM.", None, **COUNT)
     regs_per_block_max: int | None = doc("Most registers one block may use.", None, **COUNT)
@@ -42,7 +42,7 @@ class ClockSample:
 
     CASE_KEY = ()  # readings, not cases: the same moment may be read twice
 
-    moment: str = doc("When it was read, e.g. 'env-start', 'after-matmul'.")
+    moment: str = doc("When it was read, e.g. 'env-start', 'after-matmul'.", pattern=IDENT)
     sm_clock_mhz: float | None = doc("SM clock at that moment.", None, **CLOCK_MHZ)
     mem_clock_mhz: float | None = doc("Memory clock at that moment.", None, **CLOCK_MHZ)
     temperature_c: float | None = doc("GPU temperature.", None, lo=-100, hi=200)
@@ -55,7 +55,7 @@ class ClockSample:
 class DatasheetCeilings:
     """Vendor figures for a known GPU, each with its source."""
 
-    key: str = doc("Table key matched from the device name, e.g. 'h200-sxm'.")
+    key: str = doc("Table key matched from the device name, e.g. 'h200-sxm'.", pattern=IDENT)
     marketing_name: str = doc("Name as the datasheet gives it.")
     memory_type: str = doc("HBM3e, GDDR6, ...")
     memory_bandwidth_bytes_per_s: float = doc("Peak DRAM bandwidth.", **BYTES_PER_S)
@@ -90,8 +90,9 @@ class MeasuredCeiling:
     CASE_KEY = ("name",)
 
     name: str = doc("'copy_bandwidth' (DRAM, read + written), 'l2_bandwidth' (reads served by L2), "
-                    "'smem_bandwidth' (shared-memory reads, whole GPU), 'matmul_fp16', 'matmul_bf16' or 'matmul_fp32'.")
-    quantity: str = doc("'bytes' (bandwidth) or 'flops' (compute).")
+                    "'smem_bandwidth' (shared-memory reads, whole GPU), 'matmul_fp16', 'matmul_bf16' or 'matmul_fp32'.",
+                    pattern=IDENT)
+    quantity: str = doc("'bytes' (bandwidth) or 'flops' (compute).", pattern=IDENT)
     status: str = doc("ok, oom, unsupported or error.", pattern=ROW_STATUS)
     reason: str | None = doc("Why it is not ok.", None)
     problem: str = doc("What was run, e.g. '2 GiB copy' or 'M=N=K=8192'.", "")
@@ -113,18 +114,19 @@ class PhaseRecord:
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("name",)
 
-    name: str = doc("Phase name.")
+    name: str = doc("Phase name.", pattern=IDENT)
     status: str = doc("'complete'; 'running' while it runs (a crash leaves it so); 'partial' when it stopped early "
                       "with rows saved; 'failed' with none; 'unsupported' where it does not apply to this GPU.",
                       pattern="^(" + "|".join(PHASE_STATUSES) + ")$")
-    file: str | None = doc("Data file the phase wrote, relative to the run folder.", None)
+    file: str | None = doc("Data file the phase wrote, relative to the run folder.",
+                           None, pattern=r'^[a-z0-9_-]+\.json$')
     started_utc: str | None = doc("ISO 8601 start time.", None, utc_time=True)
     duration_s: float | None = doc("Wall time of the phase.", None, **SECONDS)
     rows: int | None = doc("Rows written.", None, **COUNT)
     error: str | None = doc("The error, with its type, when the phase failed.", None)
-    profile: str | None = doc("Profile the phase ran under.", None)
+    profile: str | None = doc("Profile the phase ran under.", None, pattern=IDENT)
     git_commit: str | None = doc("Commit of the code that ran this phase (a run's phases may come from "
-                                 "different collect invocations).", None)
+                                 "different collect invocations).", None, pattern=GIT_COMMIT)
 
 
 @strict
@@ -136,9 +138,10 @@ class Manifest:
     run_id: str = doc("Short device slug and date, e.g. 'h200-20261129'.", pattern=RUN_ID)
     created_utc: str = doc("ISO 8601 time the run was created.", utc_time=True)
     updated_utc: str = doc("ISO 8601 time of the last write.", utc_time=True)
-    profile: str = doc("'quick' or 'full'.")
+    profile: str = doc("'quick' or 'full'.", pattern=IDENT)
     command: str = doc("The latest collect command line that wrote into this run.")
-    git_commit: str | None = doc("Commit of the code of that latest collect (each phase records its own).", None)
+    git_commit: str | None = doc("Commit of the code of that latest collect (each phase records its own).",
+                                 None, pattern=GIT_COMMIT)
     git_dirty: bool | None = doc("Whether that tree had uncommitted changes.", None)
     hostname: str | None = doc("Host the run came from.", None)
     device: DeviceFacts | None = doc("The GPU.", None)
@@ -150,5 +153,5 @@ class Manifest:
     phases: list[PhaseRecord] = doc("Status of each phase.", default_factory=list)
     notes: list[str] = doc("Anything the collector wants the reader to know.", default_factory=list)
     origin: str = doc("'measured' by `python -m collect`, or 'published': figures transcribed from a write-up "
-                      "(data/reference/), not re-measured here.", "measured")
+                      "(data/reference/), not re-measured here.", "measured", pattern=IDENT)
     citation: str | None = doc("For published figures: the write-up they were transcribed from.", None)

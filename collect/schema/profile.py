@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .common import (BYTES, CLOCK_MHZ, COUNT, FLOP, HOUR_MS, MS, PCT, RATIO, ROW_STATUS, RUN_ID, SECONDS, SIZE, doc,
-                     strict)
+from .common import (BYTES, CLOCK_MHZ, COUNT, FLOP, HOUR_MS, IDENT, MS, PCT, RATIO, ROW_STATUS, RUN_ID, SECONDS, SIZE,
+                     doc, strict)
 
 
 @strict
@@ -16,8 +16,9 @@ class KernelRow:
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("case_id", "launch")
 
-    case_id: str = doc("The profiled case this launch belongs to, e.g. 'main-d64-naive'.")
-    impl: str = doc("Implementation: naive, triton, sdpa, sdpa-flash, sdpa-cudnn, sdpa-efficient, sdpa-math.")
+    case_id: str = doc("The profiled case this launch belongs to, e.g. 'main-d64-naive'.", pattern=IDENT)
+    impl: str = doc("Implementation: naive, triton, sdpa, sdpa-flash, sdpa-cudnn, sdpa-efficient, sdpa-math.",
+                    pattern=IDENT)
     launch: int = doc("Position of this launch within its case (0 = first kernel the call launched).", **COUNT)
     kernel_name: str = doc("Demangled kernel name as Nsight Compute printed it; untrusted text (escape it).")
     ncu_id: int | None = doc("Nsight Compute's running kernel ID in the report; null for published figures.",
@@ -73,14 +74,14 @@ class ImplRow:
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("case_id",)
 
-    case_id: str = doc("Case id; joins KernelRow.case_id.")
-    group: str = doc("'main' (implementations compared) or 'regcap' (register-cap experiment).")
-    impl: str = doc("Implementation name.")
+    case_id: str = doc("Case id; joins KernelRow.case_id.", pattern=IDENT)
+    group: str = doc("'main' (implementations compared) or 'regcap' (register-cap experiment).", pattern=IDENT)
+    impl: str = doc("Implementation name.", pattern=IDENT)
     batch: int = doc("Batch size.", **SIZE)
     heads: int = doc("Attention heads.", **SIZE)
     seq_len: int = doc("Sequence length.", **SIZE)
     head_dim: int = doc("Head dimension.", **SIZE)
-    dtype: str = doc("'float16', 'bfloat16' or 'float32'.")
+    dtype: str = doc("'float16', 'bfloat16' or 'float32'.", pattern=IDENT)
     causal: bool = doc("Causal mask.")
     status: str = doc("ok, oom, unsupported or error.", pattern=ROW_STATUS)
     reason: str | None = doc("Why the row is not ok.", None)
@@ -109,9 +110,10 @@ class StallRow:
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("case_id", "launch", "reason")
 
-    case_id: str = doc("Case id.")
+    case_id: str = doc("Case id.", pattern=IDENT)
     launch: int = doc("Launch within the case; joins KernelRow.", **COUNT)
-    reason: str = doc("Stall reason as Nsight Compute names it (long_scoreboard, mio_throttle, barrier, ...).")
+    reason: str = doc("Stall reason as Nsight Compute names it (long_scoreboard, mio_throttle, barrier, ...).",
+                      pattern=IDENT)
     warps_per_issue: float = doc("smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio: warps stalled "
                                  "for this reason per issued instruction.", **COUNT)
 
@@ -124,7 +126,7 @@ class RegCapRow:
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("case_id", "block_m", "block_n", "num_warps", "num_stages", "maxnreg")
 
-    case_id: str = doc("Case id of the profiled launch.")
+    case_id: str = doc("Case id of the profiled launch.", pattern=IDENT)
     block_m: int = doc("BLOCK_M.", **SIZE)
     block_n: int = doc("BLOCK_N.", **SIZE)
     num_warps: int = doc("Warps per block.", **SIZE)
@@ -153,13 +155,13 @@ class ClockCheckRow:
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("case_id",)
 
-    case_id: str = doc("Case id; joins ImplRow.case_id.")
-    impl: str = doc("Implementation name.")
+    case_id: str = doc("Case id; joins ImplRow.case_id.", pattern=IDENT)
+    impl: str = doc("Implementation name.", pattern=IDENT)
     batch: int = doc("Batch size.", **SIZE)
     heads: int = doc("Attention heads.", **SIZE)
     seq_len: int = doc("Sequence length.", **SIZE)
     head_dim: int = doc("Head dimension.", **SIZE)
-    dtype: str = doc("'float16', 'bfloat16' or 'float32'.")
+    dtype: str = doc("'float16', 'bfloat16' or 'float32'.", pattern=IDENT)
     causal: bool = doc("Causal mask.")
     kernels: int = doc("Kernel launches in the call.", **COUNT)
     ncu_ms: float = doc("Sum of the call's kernels' gpu__time_duration under Nsight Compute (--clock-control none, "
@@ -183,7 +185,8 @@ class ProfileFile:
     reason: str | None = doc("Why there is no data: ncu missing, no permission for the counters, no kernel profiled...", None)
     ncu_version: str | None = doc("`ncu --version` of the profiler that ran.", None)
     ncu_command: list[str] = doc("The ncu command line, target included.", default_factory=list)
-    flops_source: str = doc("'counters' when tensor FLOPs came from the tensor-op counters, else 'analytical'.", "analytical")
+    flops_source: str = doc("'counters' when tensor FLOPs came from the tensor-op counters, else 'analytical'.", "analytical",
+                            pattern=IDENT)
     metrics_missing: list[str] = doc("Metrics asked for that this GPU or ncu version does not have.", default_factory=list)
     wall_s: float | None = doc("Wall time of the ncu run.", None, **SECONDS)
     impls: list[ImplRow] = doc("One row per profiled call (per implementation and shape).", default_factory=list)

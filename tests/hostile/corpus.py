@@ -30,16 +30,18 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data"
 
-# String fields the pages branch on or join by (implementation names, statuses, case ids, dates):
-# they keep their values so every page still has data to draw. Every other string gets a payload,
-# so a free-text field added later is attacked without anyone listing it here.
+# String fields the pages branch on or join by (implementation names, statuses, case ids, dates): the
+# schema holds them to identifiers, words or times (test_hostile_site checks it), so they keep their
+# values and every page still has data to draw. Every other string gets a payload, so a free-text
+# field added later is attacked without anyone listing it here.
 KEEP = {
-    "run_id", "created_utc", "updated_utc", "started_utc", "predicted_at", "profile", "status", "origin",
-    "dtype", "impl", "kind", "group", "case_id", "name", "quantity", "masking", "path", "features", "variant",
+    "run_id", "created_utc", "updated_utc", "started_utc", "profile", "status", "origin",
+    "dtype", "impl", "kind", "group", "case_id", "name", "quantity", "masking", "path", "variant",
     "model", "cache", "sequence", "weights", "flops_source", "backend_requested", "backend_used", "baseline",
-    "final_version", "role", "key", "compute_capability", "file", "schema_version", "git_commit", "moment",
-    "occupancy_limiter",
+    "final_version", "role", "key", "compute_capability", "file", "git_commit", "moment", "series",
 }
+# Kept although free text: a date the page prints as written (attacking it proves nothing new).
+KEEP_FREE = {"predicted_at"}
 # ...except these, which are names a reader sees (the device, the decode model shown in legends).
 ATTACK_ANYWAY = {("device", "name")}
 # Top-level keys of a phase file whose strings are keys, not text.
@@ -77,7 +79,7 @@ def source_run(data_dir: Path = DATA) -> Path:
 
 def _attack(obj: Any, corpus: Corpus, where: str, parent: str = "", top: str = "") -> Any:
     if isinstance(obj, dict):
-        return {k: (v if (k in KEEP and (parent, k) not in ATTACK_ANYWAY) or (top, k) in KEEP_PATHS
+        return {k: (v if (k in KEEP | KEEP_FREE and (parent, k) not in ATTACK_ANYWAY) or (top, k) in KEEP_PATHS
                     else _attack(v, corpus, f"{where}.{k}", k, top or k))
                 for k, v in obj.items()}
     if isinstance(obj, list):
@@ -387,6 +389,10 @@ IMPOSSIBLE = [
                lambda d: _set_top(d, "manifest.json", "created_utc", "2026-11-29T08:00:00"), ("2026-11-29T08:00:00",)),
     Impossible("created_utc not a time", "manifest.json",
                lambda d: _set_top(d, "manifest.json", "created_utc", "yesterday"), ("yesterday",)),
+    Impossible("implementation name that is not an identifier", "bench.json",
+               lambda d: _set_row(d, "bench.json", "rows", "impl", "sdpa<img src=x onerror=alert(1)>"), ("impl",)),
+    Impossible("status that is not a status", "decode.json",
+               lambda d: _set_row(d, "decode.json", "rows", "status", "fine"), ("'fine'",)),
     Impossible("run id that is not a slug", "manifest.json", lambda d: _rename_run(d, "x](javascript:alert(1))"),
                ("run_id",)),
 ]
@@ -397,6 +403,14 @@ POSSIBLE = [
     ("decode kernel above the copy figure", "decode.json", set_value("micro", "bandwidth_fraction", 1.3, "decode.json")),
     ("device time above ncu's", "profile.json", set_value("clock_check", "device_over_ncu", 1.8, "profile.json")),
 ]
+
+
+def _set_row(run_dir: Path, filename: str, table: str, key: str, value: Any) -> str:
+    path = run_dir / filename
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data[table][0][key] = value
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return f"{table}[0].{key}"
 
 
 def _set_top(run_dir: Path, filename: str, key: str, value: Any) -> str:
