@@ -120,9 +120,19 @@ def fail_phase(run_dir: Path, phase: str, error: str) -> None:
         f.unlink()
 
 
+def stop_phase(run_dir: Path, phase: str, error: str) -> None:
+    """Record `phase` as stopped midway with `error`, its saved rows kept (a partial phase)."""
+    m = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    for rec in m["phases"]:
+        if rec["name"] == phase:
+            rec["status"], rec["error"] = "partial", error
+    (run_dir / "manifest.json").write_text(json.dumps(m, indent=1), encoding="utf-8")
+
+
 def hostile_data(dst: Path, src: Path | None = None) -> Corpus:
-    """A data folder of two attacked runs and the attacked references; the newest run is narrated,
-    and its iterations phase failed with a payload for an error (the "not collected" note)."""
+    """A data folder of two attacked runs and the attacked references; the newest run is narrated, its
+    iterations phase failed and its decode phase stopped midway, each with a payload for an error (the
+    "not collected" note and the partial-data warning)."""
     src = src or source_run()
     corpus = Corpus(data_dir=dst, narrated="hostile-20261201")
     narrated = attack_run(src, dst / "runs" / corpus.narrated, corpus, corpus.narrated,
@@ -130,6 +140,9 @@ def hostile_data(dst: Path, src: Path | None = None) -> Corpus:
     n = len(corpus.where) + 1
     corpus.where[n] = f"{corpus.narrated}/manifest.json.phases[iterations].error"
     fail_phase(narrated, "iterations", f"RuntimeError: {payload(n)}")
+    n = len(corpus.where) + 1
+    corpus.where[n] = f"{corpus.narrated}/manifest.json.phases[decode].error"
+    stop_phase(narrated, "decode", f"KeyboardInterrupt: {payload(n)}")
     attack_run(src, dst / "runs" / "hostile-20261130", corpus, "hostile-20261130",
                created_utc="2026-11-30T09:00:00+00:00", device_name="NVIDIA A100-SXM4-80GB")
     for ref in sorted((DATA / "reference").iterdir()) if (DATA / "reference").is_dir() else []:
