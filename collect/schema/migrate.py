@@ -1,17 +1,20 @@
-"""Migrations of committed data files, one function per schema change (standard library only).
-
-Each function takes the parsed JSON of one file and returns it migrated; it leaves a file it does not
-apply to unchanged, so running it twice, or on every file of a run, is safe:
-
-    python -m collect.schema.migrate decode_int8_comparison_series data/reference/t4-published/decode.json
-"""
+"""Migrations of committed data files: one function per schema change, each taking and returning the
+parsed JSON of one file (a dict), changing nothing else. Apply them with `python -m collect.schema.migrate
+FUNCTION FILE...`; each is idempotent."""
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections import Counter
 from pathlib import Path
+
+
+def rename_decode_hf_variant(doc: dict) -> dict:
+    """decode.json: the transformers eager loop's variant 'hf' is now 'hf-eager' (beside 'hf-compiled')."""
+    for row in doc.get("rows", []):
+        if row.get("variant") == "hf":
+            row["variant"] = "hf-eager"
+    return doc
 
 
 def decode_int8_comparison_series(data: dict) -> dict:
@@ -37,25 +40,22 @@ def decode_int8_comparison_series(data: dict) -> dict:
     return data
 
 
-MIGRATIONS = {f.__name__: f for f in (decode_int8_comparison_series,)}
+MIGRATIONS = {f.__name__: f for f in (rename_decode_hf_variant, decode_int8_comparison_series)}
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m collect.schema.migrate",
-                                 description="Apply one schema migration to data files in place.")
-    ap.add_argument("migration", choices=sorted(MIGRATIONS), help="the migration to apply")
-    ap.add_argument("files", nargs="+", type=Path, help="JSON data files to migrate (others are left as they are)")
-    args = ap.parse_args(argv)
-    for path in args.files:
+def main(argv: list[str]) -> int:
+    if len(argv) < 2 or argv[0] not in MIGRATIONS:
+        print(f"usage: python -m collect.schema.migrate {{{','.join(MIGRATIONS)}}} FILE...", file=sys.stderr)
+        return 2
+    fn = MIGRATIONS[argv[0]]
+    for name in argv[1:]:
+        path = Path(name)
         before = json.loads(path.read_text(encoding="utf-8"))
-        after = MIGRATIONS[args.migration](json.loads(json.dumps(before)))
-        if after != before:
-            path.write_text(json.dumps(after, indent=1) + "\n", encoding="utf-8")
-            print(f"{path}: migrated", file=sys.stderr)
-        else:
-            print(f"{path}: unchanged", file=sys.stderr)
+        after = fn(json.loads(path.read_text(encoding="utf-8")))
+        if after != before:  # as collect/jsonio.py writes
+            path.write_text(json.dumps(after, indent=1, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))

@@ -70,3 +70,27 @@ def test_a_file_over_the_size_limit_fails_at_once(tmp_path, monkeypatch):
     with pytest.raises(DataError) as err:
         load_runs(tmp_path)
     assert "bench.json" in str(err.value) and "limit" in str(err.value)
+
+
+def test_the_published_int8_baseline_is_told_apart_by_its_series(tmp_path):
+    """data/reference/t4-published/decode.json holds the int8 comparison's bf16 baseline at a shape of the
+    context sweep: without `series` the two rows are one case twice; the migration separates them."""
+    import shutil
+
+    from collect.schema.migrate import decode_int8_comparison_series
+    from render.runs import load_references
+
+    ref = corpus.DATA / "reference" / "t4-published"
+    shutil.copytree(ref, tmp_path / "reference" / "t4-published")
+    path = tmp_path / "reference" / "t4-published" / "decode.json"
+    data = json.loads(path.read_text())
+    assert sorted(r["series"] for r in data["rows"]).count("int8-comparison") == 2
+    for r in data["rows"]:
+        del r["series"]  # the file as it was before the migration
+    path.write_text(json.dumps(data))
+    with pytest.raises(DataError, match="duplicate case"):
+        load_references(tmp_path)
+    migrated = decode_int8_comparison_series(json.loads(json.dumps(data)))
+    assert decode_int8_comparison_series(json.loads(json.dumps(migrated))) == migrated  # idempotent
+    path.write_text(json.dumps(migrated))
+    assert load_references(tmp_path)[0].phase("decode").rows
