@@ -20,7 +20,7 @@ import re
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 from kernels.attention import HEAD_DIMS, IMPLEMENTATIONS, SDPA_BACKENDS
 
@@ -30,6 +30,7 @@ from .context import RunContext
 from .device_choices import budget_scale, has_bf16
 from .schema import SCHEMA_VERSION
 from .schema.bench import BenchFile, BenchRow
+from .schema.common import case_key
 from .shapes import AttentionCase
 from .calls import InputPool, call_for, forced_backend
 from .timing import CallTimes, free_cuda_memory, is_oom
@@ -185,12 +186,14 @@ def measure_cases(cases: list[Case], measure: Callable[[Case], Measurement], on_
                   memory_bytes: int | None = None, supports_bf16: bool | None = None,
                   deadline: float | None = None, clock: Callable[[], float] = time.monotonic,
                   progress: Callable[[Iterable[Case], int], Iterable[Case]] = lambda it, total: it,
-                  free: Callable[[], None] = free_cuda_memory) -> list[BenchRow]:
+                  free: Callable[[], None] = free_cuda_memory,
+                  saved: Mapping[tuple, BenchRow] | None = None) -> list[BenchRow]:
     """Measure every case in order, handing each row to on_row as soon as it exists.
 
     A case fails alone: an exception becomes its row and the loop goes on. memory_bytes lets a case
     that cannot fit even its score matrix be recorded as oom without trying; deadline (a clock()
-    value) turns the cases left after it into rows that say they were not run.
+    value) turns the cases left after it into rows that say they were not run. saved (--resume,
+    RunContext.saved_cases) holds rows an unfinished earlier collect measured: they are kept, not re-measured.
     """
     validate_cases(cases)
     rows = []
@@ -198,7 +201,9 @@ def measure_cases(cases: list[Case], measure: Callable[[Case], Measurement], on_
     for case in bar:
         if hasattr(bar, "set_postfix_str"):
             bar.set_postfix_str(case.label(), refresh=False)
-        if deadline is not None and clock() > deadline:
+        if saved and case_key(case, BenchRow) in saved:
+            row = saved[case_key(case, BenchRow)]
+        elif deadline is not None and clock() > deadline:
             row = _base_row(case, "skipped", f"not run: the bench phase's time budget was spent before this case "
                                              f"(set {BUDGET_ENV}=0 for no limit)")
         elif case.dtype == "bfloat16" and supports_bf16 is False:
@@ -345,7 +350,8 @@ def run(ctx: RunContext) -> BenchFile:
     measure_cases(cases, measurer, on_row, memory_bytes=ctx.memory_limit_bytes or memory,
                   supports_bf16=has_bf16(facts) if facts else None,
                   deadline=t0 + budget if budget else None,
-                  progress=lambda it, total: ctx.progress(it, total=total, desc="bench"))
+                  progress=lambda it, total: ctx.progress(it, total=total, desc="bench"),
+                  saved=ctx.saved_cases(BenchRow))
     skipped = sum(1 for r in result.rows if r.status == "skipped")
     if skipped:
         result.notes.append(f"{skipped} of {len(cases)} cases were skipped: the phase's time budget of "

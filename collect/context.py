@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from . import device_choices
-from .jsonio import write_json_atomic
+from .saved import saved_rows, write_phase_file
 from .schema.manifest import DeviceFacts, Manifest
 
 
@@ -29,6 +29,7 @@ class RunContext:
     model_path: str | None = None  # decode: a local GPT-2 checkpoint instead of random weights
     max_memory: int | None = None  # --max-memory: the phases allocate at most this many bytes
     on_flags: Callable[[list[str]], None] | None = field(default=None, repr=False)
+    saved: dict | None = field(default=None, repr=False)  # --resume: this phase's file as an unfinished collect left it
 
     @property
     def quick(self) -> bool:
@@ -57,9 +58,16 @@ class RunContext:
             return iterable
         return tqdm(iterable, total=total, desc=desc or self.phase, file=sys.stderr, dynamic_ncols=True, leave=True)
 
-    def checkpoint(self, result: Any) -> None:
-        """Write the phase's file as it stands, so a crash later keeps the rows measured so far."""
-        write_json_atomic(self.out_dir / self.filename, result)
+    def checkpoint(self, result: Any) -> dict:
+        """Write the phase's file as it stands, so a crash later keeps the rows measured so far. Saved
+        rows (see `saved`) this collect has not redone are written too: a file never loses rows."""
+        return write_phase_file(self.out_dir / self.filename, result, self.saved, self.phase)
+
+    def saved_cases(self, row_cls, table: str = "rows") -> dict:
+        """--resume: the rows of `table` that an unfinished earlier collect of this phase measured (ok, oom
+        or unsupported), as `row_cls` objects keyed by its CASE_KEY; {} otherwise. A phase opts in to
+        resuming by using the saved row of a case found here instead of measuring the case again."""
+        return saved_rows(self.saved, row_cls, table)
 
     def measured(self, name: str) -> float | None:
         """A measured ceiling's median rate (bytes/s or FLOP/s) from the env phase, if it ran."""

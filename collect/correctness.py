@@ -29,6 +29,7 @@ from .precompile import compile_in_pool
 from .context import RunContext
 from .schema import SCHEMA_VERSION
 from .shapes import AttentionCase
+from .schema.common import case_key
 from .schema.correctness import CorrectnessFile, CorrectnessRow, Tolerance
 from .timing import free_cuda_memory, is_oom
 
@@ -406,7 +407,9 @@ def run(ctx: RunContext) -> CorrectnessFile:
         precompile(cases, configs, device)
     result = CorrectnessFile(schema_version=SCHEMA_VERSION, run_id=ctx.run_id, rows=[], tolerances=list(tols.values()),
                              reference=REFERENCE_TEXT, inputs=INPUTS_TEXT, config_policy=CONFIG_POLICY_TEXT)
+    saved = ctx.saved_cases(CorrectnessRow)  # --resume: cases an unfinished earlier collect measured
     for case in ctx.progress(cases, total=len(cases), desc="correctness"):
-        result.rows.append(run_case(case, device, tols[case.dtype], configs.get(case), ctx.facts))
+        result.rows.append(saved.get(case_key(case, CorrectnessRow))
+                           or run_case(case, device, tols[case.dtype], configs.get(case), ctx.facts))
         ctx.checkpoint(result)
     return result

@@ -1,4 +1,4 @@
-"""Atomic JSON writes of schema dataclasses (standard library only)."""
+"""Atomic JSON writes of schema dataclasses, and reading them back (standard library only)."""
 from __future__ import annotations
 
 import dataclasses
@@ -6,14 +6,23 @@ import json
 import math
 import os
 import tempfile
+import types
+import typing
 from pathlib import Path
 from typing import Any
+
+# Keys a file held that this code's dataclass does not know (written by newer code, or by hand):
+# kept on the object under this attribute and written back, so reading and saving loses nothing.
+UNKNOWN = "_unknown_keys"
 
 
 def to_jsonable(obj: Any) -> Any:
     """Dataclasses to plain dicts; a NaN or infinite float becomes null (JSON has neither)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        out = {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        for k, v in (getattr(obj, UNKNOWN, None) or {}).items():
+            out.setdefault(k, v)
+        return out
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -25,14 +34,56 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
+def from_jsonable(tp: Any, value: Any) -> Any:
+    """JSON back into the schema's dataclasses, without pydantic (the GPU box has none). Values are
+    taken as they are (render/ validates them); keys the dataclass lacks are kept (see UNKNOWN)."""
+    if value is None:
+        return None
+    if dataclasses.is_dataclass(tp):
+        hints = typing.get_type_hints(tp)
+        known = {f.name for f in dataclasses.fields(tp)}
+        obj = tp(**{k: from_jsonable(hints[k], v) for k, v in value.items() if k in known})
+        unknown = {k: v for k, v in value.items() if k not in known}
+        if unknown:
+            setattr(obj, UNKNOWN, unknown)
+        return obj
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is list and args:
+        return [from_jsonable(args[0], v) for v in value]
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in args if dataclasses.is_dataclass(a)]
+        return from_jsonable(inner[0], value) if inner and isinstance(value, dict) else value
+    return value
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make the rename itself durable: a crash right after os.replace must not bring back the old file."""
+    if not hasattr(os, "O_DIRECTORY"):  # pragma: no cover - Windows has no directory fsync
+        return
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_json_atomic(path: str | os.PathLike, obj: Any) -> Path:
-    """Write to a temp file in the same folder, fsync, then rename: a crash never leaves half a file."""
+    """Write to a temp file in the same folder, fsync, rename, fsync the folder: a crash leaves the old
+    file or the new one, never half of one. The file is readable like any other (0644 under umask 022;
+    mkstemp alone would make it 0600)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(to_jsonable(obj), indent=1, allow_nan=False) + "\n"
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
+            os.fchmod(f.fileno(), 0o666 & ~_umask())
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
@@ -40,4 +91,15 @@ def write_json_atomic(path: str | os.PathLike, obj: Any) -> Path:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    _fsync_dir(path.parent)
     return path
+
+
+def remove_stale_temp_files(folder: Path) -> list[Path]:
+    """Temp files an interrupted write left (`.<name>.<random>.tmp`): never data, so removed."""
+    gone = []
+    for p in Path(folder).glob(".*.tmp"):
+        if p.is_file() and not p.is_symlink():
+            p.unlink(missing_ok=True)
+            gone.append(p)
+    return gone

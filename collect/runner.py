@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import re
 import socket
@@ -14,7 +15,8 @@ from pathlib import Path
 
 from . import device_choices
 from .context import PhaseUnsupported, RunContext
-from .jsonio import write_json_atomic
+from .jsonio import remove_stale_temp_files, write_json_atomic
+from .saved import SavedRowsError, read_saved
 from .phases import PHASE_ORDER, filename, phase_module
 from .schema import FILE_SPECS, SCHEMA_VERSION
 from .schema.manifest import Manifest, PhaseRecord
@@ -117,6 +119,31 @@ def label_choices(m: Manifest, cfg: CollectConfig, rehearsal: str | None, cap) -
     m.notes = [n for n in m.notes if not n.startswith(prefixes)] + notes
 
 
+def check_same_gpu(m: Manifest, device, run_dir: Path) -> None:
+    """A run holds one GPU's measurements: refuse to add another GPU's to it."""
+    if m.device is not None and m.device.name != device.name:
+        raise RuntimeError(f"{run_dir}: run {m.run_id!r} was collected on {m.device.name!r}, and this GPU is "
+                           f"{device.name!r}; refusing to add measurements from another GPU to it. Collect into a "
+                           f"new --run-id (the default, {default_run_id(device.name)!r}, names this GPU).")
+
+
+def saved_rows_for(name: str, path: Path, prev: PhaseRecord | None, cfg: CollectConfig, run_id: str) -> dict | None:
+    """The rows this phase already saved, when --resume continues it; refuses a run that would lose them."""
+    saved = read_saved(path, run_id)
+    n = row_count(saved, FILE_SPECS[name].dataclass()) if saved else 0
+    if not n:
+        return None
+    if not cfg.resume:
+        raise SavedRowsError(f"{path} already holds {n} rows from an earlier collect; nothing was overwritten. Pass "
+                             "--resume to continue an unfinished phase, or collect into a new --run-id (or move the "
+                             "file away) to measure it again.")
+    profile = prev.profile if prev is not None and prev.profile else saved.get("profile")
+    if profile and profile != cfg.profile:
+        raise SavedRowsError(f"{path}: its {n} saved rows were collected with --profile {profile}, not {cfg.profile}; "
+                             f"resume with --profile {profile}, or collect into a new --run-id.")
+    return saved
+
+
 def run_collect(cfg: CollectConfig, command: str = "") -> int:
     """Run the phases; returns the number that failed. A failure never stops the others."""
     from . import env as env_phase
@@ -133,8 +160,10 @@ def run_collect(cfg: CollectConfig, command: str = "") -> int:
     cap = device_choices.memory_limit(device_choices.choice_facts(device), cfg.max_memory)
     limit_memory(device, cap.value if cfg.max_memory or rehearsal else None)
     run_dir = Path(cfg.out) / run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
     manifest = load_or_new_manifest(run_dir, run_id, cfg.profile, command)
+    check_same_gpu(manifest, device, run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    remove_stale_temp_files(run_dir)
     manifest.device = manifest.device or device
     manifest.software = env_phase.software_versions()  # the code that runs the phases below
     label_choices(manifest, cfg, rehearsal, cap)
@@ -154,10 +183,20 @@ def run_collect(cfg: CollectConfig, command: str = "") -> int:
     failed = 0
     for name in ordered:
         prev = next((p for p in manifest.phases if p.name == name), None)
+        path = run_dir / filename(name)
         if cfg.resume and prev is not None and prev.status == "complete" and prev.profile == cfg.profile and (
-            name == "env" or (run_dir / filename(name)).exists()):
+            name == "env" or path.exists()):
             print(f"collect: {name}: already complete, skipped (--resume)", file=sys.stderr)
             continue
+        try:
+            saved = None if name == "env" else saved_rows_for(name, path, prev, cfg, run_id)
+        except SavedRowsError as exc:  # this phase is left as it was; the others still run
+            failed += 1
+            print(f"collect: {name}: not run: {exc}", file=sys.stderr)
+            continue
+        if saved is not None:
+            print(f"collect: {name}: continuing from {row_count(saved, FILE_SPECS[name].dataclass())} saved rows "
+                  "(--resume)", file=sys.stderr)
         started, t0 = now_utc(), time.perf_counter()
         rec = PhaseRecord(name=name, status="running", file=filename(name), started_utc=started, profile=cfg.profile,
                           git_commit=manifest.git_commit)
@@ -165,30 +204,41 @@ def run_collect(cfg: CollectConfig, command: str = "") -> int:
         save()
         ctx = RunContext(run_id=run_id, out_dir=run_dir, profile=cfg.profile, manifest=manifest, phase=name,
                          filename=filename(name), on_flags=on_flags, model_path=cfg.model_path,
-                         max_memory=cfg.max_memory)
+                         max_memory=cfg.max_memory, saved=saved)
         try:
             result = phase_module(name).run(ctx)
             if name == "env":
                 env_phase.merge_into_manifest(manifest, result)
                 rec.rows = len(result.measured_ceilings)
             else:
-                write_json_atomic(run_dir / filename(name), result)
-                rec.rows = _row_count(name, result)
+                written = ctx.checkpoint(result)  # saved rows this collect did not redo are kept
+                rec.rows = len(written.get(FILE_SPECS[name].rows_field) or [])
             rec.status = "complete"
         except PhaseUnsupported as exc:
             rec.status, rec.reason = "unsupported", str(exc)
             print(f"collect: {name}: not applicable here: {exc}", file=sys.stderr)
         except KeyboardInterrupt:
-            rec.status, rec.error = "failed", "interrupted (Ctrl-C)"
+            _stopped(rec, path, name, "interrupted (Ctrl-C)")
             rec.duration_s = round(time.perf_counter() - t0, 2)
             save()
             raise
         except BaseException as exc:  # noqa: BLE001 - one phase's crash must not lose the others
             failed += 1
-            rec.status = "failed"
-            rec.error = f"{type(exc).__name__}: {exc}\n" + "".join(traceback.format_exc(limit=6))[-4000:]
+            _stopped(rec, path, name, f"{type(exc).__name__}: {exc}\n" + "".join(traceback.format_exc(limit=6))[-4000:])
             print(f"collect: {name} FAILED: {type(exc).__name__}: {exc}", file=sys.stderr)
         rec.duration_s = round(time.perf_counter() - t0, 2)
         save()
         print(f"collect: {name}: {rec.status} in {rec.duration_s:.1f} s", file=sys.stderr)
     return failed
+
+
+def _stopped(rec: PhaseRecord, path: Path, name: str, error: str) -> None:
+    """A phase that stopped early: partial when its checkpoints saved rows (--resume continues it), else failed."""
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8")) if name != "env" and path.exists() else None
+    except (OSError, ValueError):
+        saved = None
+    n = row_count(saved, FILE_SPECS[name].dataclass()) if saved else 0
+    rec.status, rec.error = ("partial", error) if n else ("failed", error)
+    if n:
+        rec.rows = n

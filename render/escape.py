@@ -5,9 +5,10 @@ is untrusted. Pages are Markdown that Python-Markdown turns into HTML, and figur
 that plotly.js draws, so a data string must be made inert for the context it is written into:
 
 - `text(s)`: prose, table cells, headings, admonition bodies, HTML text and attribute values. HTML
-  metacharacters and every character Markdown gives meaning to become numeric entities, and line
-  breaks become spaces, so the string can neither open a tag nor a link, emphasis, code span or
-  table cell, nor start a new block.
+  metacharacters and the characters Markdown (with this site's extensions) reads inside a line become
+  entities, a first character that could start a block (a list, a rule, a heading) too, and line
+  breaks become spaces: the string can neither open a tag nor a link, emphasis, code span, math or
+  table cell, nor start a new block. Dots, dashes and brackets mid-line stay readable in the HTML.
 - `code(s)`: an inline code span. Written as an HTML ``<code>`` element with escaped content
   rather than backticks, because no run of backticks is safe against a string that holds them.
 - `code_block(s)`: a preformatted block, kept on one Markdown line (newlines as ``&#10;``) so a
@@ -18,10 +19,19 @@ that plotly.js draws, so a data string must be made inert for the context it is 
 """
 from __future__ import annotations
 
-# HTML's metacharacters and those Markdown (and its extensions used here: tables, attr_list,
-# admonitions, footnotes) gives meaning to, each to its numeric entity in one pass.
-_SPECIAL = "&<>\"'\\`*_{}[]()#+-.!|~:^=$@"
-_ENTITIES = {ord(c): f"&#{ord(c)};" for c in _SPECIAL}
+import re
+
+# HTML's metacharacters (named, as html.escape writes them) and what Markdown and this site's
+# extensions (tables, attr_list, md_in_html, arithmatex, footnotes) read inside a line.
+_SPECIAL = "\\`*{}[]#|$~^@"
+_ENTITIES = {ord("&"): "&amp;", ord("<"): "&lt;", ord(">"): "&gt;", ord('"'): "&quot;", ord("'"): "&#x27;",
+             **{ord(c): f"&#{ord(c)};" for c in _SPECIAL}}
+# An underscore between two letters or digits cannot open or close emphasis (Python-Markdown's smart
+# emphasis), so `flash_fwd_kernel` stays as typed; every other underscore is escaped.
+_LOOSE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+# A line that starts like this is a list item, a rule, a setext underline or an admonition; escaping
+# its first character is enough (Markdown finds blocks before it decodes entities).
+_BLOCK_START = re.compile(r"^(?:[-+](?=\s)|\d+[.)](?=\s|$)|[-=](?=[-=\s]*$)|[!?]{3})")
 
 
 def _one_line(s: object) -> str:
@@ -30,7 +40,8 @@ def _one_line(s: object) -> str:
 
 def text(s: object) -> str:
     """`s` as inert text in Markdown or HTML (text or a quoted attribute value)."""
-    return _one_line(s).translate(_ENTITIES)
+    out = _LOOSE_UNDERSCORE.sub("&#95;", _one_line(s).translate(_ENTITIES))
+    return f"&#{ord(out[0])};{out[1:]}" if _BLOCK_START.match(out) else out
 
 
 def code(s: object) -> str:
@@ -40,7 +51,7 @@ def code(s: object) -> str:
 
 def code_block(s: object, language: str = "") -> str:
     """`s` as a preformatted block on a line of its own; `language` is ours, never data."""
-    body = str(s).replace("\r\n", "\n").translate(_ENTITIES).replace("\n", "&#10;")
+    body = str(s).replace("\r\n", "\n").translate(_ENTITIES).replace("_", "&#95;").replace("\n", "&#10;")
     cls = f' class="language-{language}"' if language else ""
     return f"<pre><code{cls}>{body}</code></pre>"
 

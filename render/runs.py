@@ -1,10 +1,18 @@
-"""Find runs under data/runs, validate every file, and hand out pandas frames of their rows."""
+"""Find runs under data/runs, validate every file, and hand out pandas frames of their rows.
+
+A run folder arrives from someone else's GPU, so it is checked as a whole: it may hold only the
+manifest, the phase files the schema knows, a README.md and the profiler's `ncu/` work folder;
+symlinks and anything else stop the build with the name of what to remove. Only files that
+validated are listed in `Run.files`, and only those are published.
+"""
 from __future__ import annotations
 
 import dataclasses
 import os
+import re
+import typing
 from dataclasses import dataclass, field
-from functools import cached_property
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +25,13 @@ from .errors import DataError
 from .validate import load_validated
 
 RUN_ENV_VAR = "REPORT_RUN"
+# What else may sit in a run folder: notes for humans, the profile phase's raw reports (never published).
+ALLOWED_EXTRA = {"README.md"}
+ALLOWED_DIRS = {"ncu"}
+# An interrupted atomic write (collect/jsonio.py) leaves `.<name>.<random>.tmp`: never data, never published.
+_TEMP_FILE = re.compile(r"^\.[^/]+\.tmp$")
+# Manifest statuses that mean the phase stopped before its end; its rows so far are data, but partial.
+UNFINISHED = {"running", "partial"}
 
 
 @dataclass
@@ -27,6 +42,8 @@ class Run:
     path: Path
     manifest: Manifest
     phases: dict[str, Any] = field(default_factory=dict)
+    files: list[Path] = field(default_factory=list)  # the files that validated: the only ones published
+    _frames: dict[tuple[str, str], pd.DataFrame] = field(default_factory=dict, repr=False)
 
     def has(self, phase: str) -> bool:
         return phase == "env" or phase in self.phases
@@ -35,19 +52,61 @@ class Run:
         return self.manifest if name == "env" else self.phases.get(name)
 
     def frame(self, phase: str, table: str = "rows") -> pd.DataFrame:
-        """A list field of a phase file as a tidy DataFrame (empty, with columns, when absent)."""
-        obj = self.phase(phase)
-        items = getattr(obj, table, None) if obj is not None else None
-        if items:
-            return pd.DataFrame([dataclasses.asdict(x) for x in items])
-        return pd.DataFrame(columns=_row_columns(phase, table))
+        """A list field of a phase file as a tidy DataFrame (empty, with columns, when absent).
 
-    @cached_property
+        Built once per run and table (pages ask for the same rows hundreds of times); each caller
+        gets its own copy, so adding a column never changes what the next caller sees."""
+        key = (phase, table)
+        if key not in self._frames:
+            obj = self.phase(phase)
+            items = getattr(obj, table, None) if obj is not None else None
+            self._frames[key] = _records_frame(items) if items else pd.DataFrame(columns=_row_columns(phase, table))
+        return self._frames[key].copy()
+
+    @property
     def device_name(self) -> str:
         return self.manifest.device.name if self.manifest.device else "unknown GPU"
 
+    @property
+    def created(self) -> datetime:
+        """created_utc as a time (validation guarantees its offset), so runs from any time zone compare."""
+        return datetime.fromisoformat(self.manifest.created_utc)
+
     def phase_record(self, name: str):
         return next((p for p in self.manifest.phases if p.name == name), None)
+
+    def phase_state(self, name: str) -> str:
+        """'complete', 'partial' (it stopped before its end; its saved rows are shown), 'failed',
+        'unsupported' or 'missing': what every page says about a phase of this run."""
+        rec = self.phase_record(name)
+        if rec is None:
+            return "complete" if name != "env" and name in self.phases else "missing"
+        return rec.status if rec.status in ("complete", "partial", "failed", "unsupported") else "partial"
+
+    def phase_summary(self, name: str) -> str:
+        """The phase's state in a few words, for tables that list phases."""
+        rec, state = self.phase_record(name), self.phase_state(name)
+        if state == "complete":
+            return f"collected in {rec.duration_s:.0f} s" if rec is not None and rec.duration_s is not None else "collected"
+        if state == "partial":
+            rows = f"{rec.rows} rows saved" if rec is not None and rec.rows else "its saved rows shown"
+            return f"partial: it did not finish ({rows})"
+        return {"failed": "failed", "unsupported": "not supported on this GPU"}.get(state, "not collected")
+
+
+def _records_frame(items: list) -> pd.DataFrame:
+    """Rows of dataclasses as a frame, one level deep: nested records become dicts, like asdict,
+    without asdict's deep copy of every value (the slow part for tens of thousands of rows)."""
+    names = [f.name for f in dataclasses.fields(items[0])]
+    first = items[0]
+    nested = [n for n in names if dataclasses.is_dataclass(getattr(first, n)) or (
+        isinstance(getattr(first, n), list) and any(dataclasses.is_dataclass(v) for v in getattr(first, n)))]
+    if not nested:  # rows of plain values: their fields as they are
+        return pd.DataFrame.from_records([{n: getattr(x, n) for n in names} for x in items], columns=names)
+    flat = lambda v: (dataclasses.asdict(v) if dataclasses.is_dataclass(v)  # noqa: E731
+                      else [dataclasses.asdict(x) if dataclasses.is_dataclass(x) else x for x in v]
+                      if isinstance(v, list) else v)
+    return pd.DataFrame([[flat(getattr(x, n)) for n in names] for x in items], columns=names)
 
 
 def _row_columns(phase: str, table: str) -> list[str]:
@@ -58,25 +117,35 @@ def _row_columns(phase: str, table: str) -> list[str]:
         cls = spec.dataclass()
     except ModuleNotFoundError:
         return []
-    f = next((f for f in dataclasses.fields(cls) if f.name == table), None)
-    if f is None:
-        return []
-    hint = _resolve_list_item(cls, table)
-    return [x.name for x in dataclasses.fields(hint)] if hint else []
+    hint = typing.get_type_hints(cls).get(table)
+    args = typing.get_args(hint)
+    return [x.name for x in dataclasses.fields(args[0])] if args and dataclasses.is_dataclass(args[0]) else []
 
 
-def _resolve_list_item(cls, name: str):
-    import typing
-
-    hints = typing.get_type_hints(cls)
-    tp = hints.get(name)
-    args = typing.get_args(tp)
-    return args[0] if args and dataclasses.is_dataclass(args[0]) else None
+def _check_folder(run_dir: Path, known: set[str]) -> None:
+    """Refuse symlinks and files the schema does not know, naming each one."""
+    for p in sorted(run_dir.iterdir()):
+        if p.is_symlink():
+            raise DataError(f"{p}: a symlink in a run folder (pointing to {os.readlink(p)}); runs are published, so "
+                            "only regular files are read. Replace it with the file itself or remove it.")
+        if p.is_dir():
+            if p.name in ALLOWED_DIRS:
+                continue
+            raise DataError(f"{p}: unknown folder in a run folder; a run holds {', '.join(sorted(known))}"
+                            f"{', README.md' if ALLOWED_EXTRA else ''} and the profiler's ncu/ folder. Move it out.")
+        if p.name in known or p.name in ALLOWED_EXTRA or _TEMP_FILE.match(p.name):
+            continue
+        raise DataError(f"{p}: unknown file in a run folder; a run holds only {', '.join(sorted(known))} and "
+                        "README.md, each checked against the schema before it is published. Move it out or delete it.")
 
 
 def load_run(run_dir: Path) -> Run:
     """Validate a run folder; any bad file stops with a DataError naming it."""
     run_dir = Path(run_dir)
+    specs = [s for s in available_specs() if s.phase != "env"]
+    if run_dir.is_symlink():
+        raise DataError(f"{run_dir}: a run folder must not be a symlink; copy the run in instead.")
+    _check_folder(run_dir, {"manifest.json"} | {s.filename for s in specs})
     manifest_path = run_dir / "manifest.json"
     if not manifest_path.exists():
         raise DataError(f"{run_dir}: no manifest.json. Every run folder needs one; "
@@ -85,21 +154,38 @@ def load_run(run_dir: Path) -> Run:
     if manifest.run_id != run_dir.name:
         raise DataError(f"{manifest_path}: field run_id: value {manifest.run_id!r} does not match "
                         f"the folder name {run_dir.name!r}. Rename one of them.")
-    run = Run(id=run_dir.name, path=run_dir, manifest=manifest)
-    for spec in available_specs():
-        if spec.phase == "env":
-            continue
+    run = Run(id=run_dir.name, path=run_dir, manifest=manifest, files=[manifest_path])
+    for spec in specs:
         path = run_dir / spec.filename
         if path.exists():
-            run.phases[spec.phase] = load_validated(path, spec.dataclass())
+            data = load_validated(path, spec.dataclass())
+            if data.run_id != run.id:
+                raise DataError(f"{path}: field run_id: value {data.run_id!r}: this file belongs to another run, not "
+                                f"{run.id!r}. Put it back in data/runs/{data.run_id}/ (or collect it again for this run).")
+            run.phases[spec.phase] = data
+            run.files.append(path)
+    _mark_unfinished(run)
     return run
+
+
+def _mark_unfinished(run: Run) -> None:
+    """A phase the manifest still calls running crashed (or is still collecting), and one recorded as
+    failed after saving rows stopped midway: either way its rows are partial, and pages say so."""
+    for rec in run.manifest.phases:
+        saved = rec.name in run.phases
+        if rec.status in UNFINISHED or (rec.status == "failed" and saved):
+            was = rec.status
+            rec.status = "partial" if saved or rec.name == "env" else "failed"
+            if was == "running" and not rec.error:
+                rec.error = ("the collect stopped before the phase's end (it was interrupted, or is still "
+                             "collecting)")
 
 
 def run_dirs(data_dir: Path) -> list[Path]:
     root = Path(data_dir) / "runs"
     if not root.is_dir():
         return []
-    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    return sorted(p for p in root.iterdir() if (p.is_dir() or p.is_symlink()) and not p.name.startswith("."))
 
 
 def load_references(data_dir: Path) -> list[Run]:
@@ -120,7 +206,7 @@ def load_runs(data_dir: Path) -> list[Run]:
         raise DataError(f"{Path(data_dir) / 'runs'}: no runs found. Collect one on a GPU with `make collect`, "
                         "or restore the committed runs with `git checkout -- data/`.")
     runs = [load_run(d) for d in dirs]
-    return sorted(runs, key=lambda r: (r.manifest.created_utc, r.id))
+    return sorted(runs, key=lambda r: (r.created, r.id))
 
 
 def select_run(runs: list[Run], wanted: str | None = None) -> Run:

@@ -49,7 +49,9 @@ def test_failed_phase_is_recorded_and_others_still_run(tmp_path, fake_gpu):
     assert fake_gpu == runner.PHASE_ORDER
     m = json.loads((tmp_path / "t-1" / "manifest.json").read_text())
     status = {p["name"]: p for p in m["phases"]}
-    assert status["bench"]["status"] == "failed" and "boom in the middle" in status["bench"]["error"]
+    # it saved a row before it crashed: partial, so --resume continues it
+    assert status["bench"]["status"] == "partial" and "boom in the middle" in status["bench"]["error"]
+    assert status["bench"]["rows"] == 1
     assert all(status[p]["status"] == "complete" for p in runner.PHASE_ORDER if p != "bench")
     assert all(status[p]["duration_s"] is not None for p in status)
     # the crashed phase's checkpoint survives: rows measured before the crash are not lost
@@ -63,10 +65,11 @@ def test_resume_skips_complete_phases_only(tmp_path, fake_gpu):
     runner.run_collect(runner.CollectConfig(out=tmp_path, run_id="t-2", resume=True))
     assert fake_gpu == ["bench"]
     fake_gpu.clear()
-    # a different profile is different data: resume does not skip it
-    runner.run_collect(runner.CollectConfig(out=tmp_path, run_id="t-2", resume=True, profile="full",
-                                            phases=["correctness"]))
-    assert fake_gpu == ["correctness"]
+    # a different profile is different data: it does not overwrite the quick rows (a new run id holds it)
+    before = (tmp_path / "t-2" / "correctness.json").read_bytes()
+    assert runner.run_collect(runner.CollectConfig(out=tmp_path, run_id="t-2", resume=True, profile="full",
+                                                   phases=["correctness"])) == 1
+    assert fake_gpu == [] and (tmp_path / "t-2" / "correctness.json").read_bytes() == before
 
 
 def test_default_run_id_is_device_slug_and_date():
@@ -121,7 +124,8 @@ def test_datasheet_lookup_order():
 def test_a_later_collect_into_the_same_run_records_its_own_commit(tmp_path, fake_gpu, monkeypatch):
     monkeypatch.setenv("COLLECT_GIT_COMMIT", "a" * 40)
     monkeypatch.setenv("COLLECT_GIT_DIRTY", "0")
-    runner.run_collect(runner.CollectConfig(out=tmp_path, run_id="t-3"))
+    runner.run_collect(runner.CollectConfig(out=tmp_path, run_id="t-3",
+                                            phases=[p for p in runner.PHASE_ORDER if p != "correctness"]))
     monkeypatch.setenv("COLLECT_GIT_COMMIT", "b" * 40)
     runner.run_collect(runner.CollectConfig(out=tmp_path, run_id="t-3", phases=["correctness"]))
     m = json.loads((tmp_path / "t-3" / "manifest.json").read_text())

@@ -417,6 +417,7 @@ def write_run(tmp_path, pf):
     m = json.loads((run_dir / "manifest.json").read_text())
     m["phases"].append(dict(name="profile", status="complete", file="profile.json"))
     (run_dir / "manifest.json").write_text(json.dumps(m))
+    pf.run_id = run_dir.name  # a phase file belongs to its run's folder
     write_json_atomic(run_dir / "profile.json", pf)
     return load_run(run_dir)
 

@@ -34,6 +34,15 @@ def _placeholder(tp):
     return {str: "x", int: 0, float: 0.0, bool: False}.get(tp)
 
 
+def _allowed(f, value):
+    """The placeholder moved inside the field's declared bounds and form."""
+    if f.metadata.get("utc_time"):
+        return "2026-11-29T08:00:00+00:00"
+    if "bounds" in f.metadata and isinstance(value, (int, float)):
+        return type(value)(f.metadata["bounds"][0] + 1)
+    return value
+
+
 def test_every_phase_schema_round_trips_an_empty_file(tmp_path):
     """Each phase file dataclass, with no rows, survives write -> validate unchanged."""
     import dataclasses
@@ -46,7 +55,7 @@ def test_every_phase_schema_round_trips_an_empty_file(tmp_path):
         except ModuleNotFoundError:
             continue
         hints = typing.get_type_hints(cls)
-        kwargs = {f.name: _placeholder(hints[f.name]) for f in dataclasses.fields(cls)
+        kwargs = {f.name: _allowed(f, _placeholder(hints[f.name])) for f in dataclasses.fields(cls)
                   if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
         kwargs.update(schema_version=SCHEMA_VERSION, run_id="rt")
         obj = cls(**kwargs)
@@ -128,3 +137,51 @@ def test_run_selection(tmp_path, monkeypatch):
     monkeypatch.setenv("REPORT_RUN", "nope")
     with pytest.raises(DataError, match="not in data/runs"):
         select_run(runs)
+
+
+def _record_classes():
+    """Every dataclass reachable from the phase file specs, with the field that holds it."""
+    import dataclasses
+    import typing
+
+    seen, todo = {}, [s.dataclass() for s in FILE_SPECS.values()]
+    while todo:
+        cls = todo.pop()
+        if cls in seen:
+            continue
+        seen[cls] = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            tp = seen[cls][f.name]
+            args = [a for a in typing.get_args(tp) if a is not type(None)] or [tp]
+            if dataclasses.is_dataclass(args[0]):
+                todo.append(args[0])
+    return seen
+
+
+def test_every_number_in_the_schema_declares_its_bounds():
+    """A new measured field must say what values are possible (render/ rejects the rest)."""
+    import dataclasses
+
+    unbounded = []
+    for cls, hints in _record_classes().items():
+        for f in dataclasses.fields(cls):
+            args = [a for a in __import__("typing").get_args(hints[f.name]) if a is not type(None)] or [hints[f.name]]
+            if args[0] in (int, float) and "bounds" not in f.metadata and f.name != "schema_version":
+                unbounded.append(f"{cls.__name__}.{f.name}")
+    assert unbounded == []
+
+
+def test_every_table_of_rows_declares_its_case_key():
+    import dataclasses
+    import typing
+
+    missing = []
+    for cls, hints in _record_classes().items():
+        for f in dataclasses.fields(cls):
+            tp = hints[f.name]
+            args = typing.get_args(tp)
+            if typing.get_origin(tp) is list and args and dataclasses.is_dataclass(args[0]):
+                key = getattr(args[0], "CASE_KEY", None)
+                if key is None or any(k not in {x.name for x in dataclasses.fields(args[0])} for k in key):
+                    missing.append(f"{cls.__name__}.{f.name}")
+    assert missing == []

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .common import doc, strict
+from .common import (BYTES, CLOCK_MHZ, COUNT, FLOP, IDENT, MS, ROW_STATUS, RUN_ID, SECONDS, SIZE, TFLOP_PER_S, US, doc,
+                     strict)
 
 
 @strict
@@ -11,44 +12,52 @@ from .common import doc, strict
 class BenchRow:
     """One implementation at one shape, dtype and masking: measured, or why not."""
 
+    # The case key: two rows with the same values here measure one case twice (refused).
+    CASE_KEY = ("impl", "backend_requested", "dtype", "causal", "batch", "heads", "seq_len", "head_dim")
+
     impl: str = doc("'naive', 'triton' (our kernel, its path chosen at run time), 'triton-portable' (held to the "
-                    "portable path; Hopper GPUs only), 'sdpa' (PyTorch chooses) or 'sdpa-<backend>' (one backend forced).")
-    backend_requested: str | None = doc("SDPA backend forced: flash, cudnn, efficient or math; null when none was.")
+                    "portable path; Hopper GPUs only), 'sdpa' (PyTorch chooses) or 'sdpa-<backend>' (one backend forced).",
+                    pattern=IDENT)
+    backend_requested: str | None = doc("SDPA backend forced: flash, cudnn, efficient or math; null when none was.",
+                                        pattern=IDENT)
     backend_used: str | None = doc("SDPA backend that ran: the forced one, or the one PyTorch chose for 'sdpa' "
-                                   "('unknown' if it could not be read); null for naive and triton.")
-    dtype: str = doc("'float16' or 'bfloat16'.")
+                                   "('unknown' if it could not be read); null for naive and triton.", pattern=IDENT)
+    dtype: str = doc("'float16' or 'bfloat16'.", pattern=IDENT)
     causal: bool = doc("Causal mask on (each query sees only keys at or before it).")
-    batch: int = doc("B.")
-    heads: int = doc("H.")
-    seq_len: int = doc("N, the query and key length.")
-    head_dim: int = doc("d.")
-    status: str = doc("ok, oom, unsupported, error, or skipped (not run for time).")
+    batch: int = doc("B.", **SIZE)
+    heads: int = doc("H.", **SIZE)
+    seq_len: int = doc("N, the query and key length.", **SIZE)
+    head_dim: int = doc("d.", **SIZE)
+    status: str = doc("ok, oom, unsupported, error, or skipped (not run for time).", pattern=ROW_STATUS)
     reason: str | None = doc("Why the row is not ok: PyTorch's refusal, the failed allocation, the exception.", None)
     latency_ms_median: float | None = doc("Device time: median GPU time of one call alone (L2 flushed and the GPU spinning while the host "
-                                            "issues the call, so no host time is inside).", None)
-    latency_ms_p10: float | None = doc("10th percentile of the timed calls.", None)
-    latency_ms_p90: float | None = doc("90th percentile of the timed calls.", None)
-    n_timed_runs: int | None = doc("Timed calls behind the statistics (at least 50).", None)
+                                            "issues the call, so no host time is inside).", None, **MS)
+    latency_ms_p10: float | None = doc("10th percentile of the timed calls.", None, **MS)
+    latency_ms_p90: float | None = doc("90th percentile of the timed calls.", None, **MS)
+    n_timed_runs: int | None = doc("Timed calls behind the statistics (at least 50).", None, **COUNT)
     host_us_median: float | None = doc("Host time: median CPU time one call takes to return, the GPU kept busy so the "
-                                       "call never waits for it; inputs rotate over a pool of distinct tensors.", None)
-    host_us_p10: float | None = doc("10th percentile of the host time.", None)
-    host_us_p90: float | None = doc("90th percentile of the host time.", None)
+                                       "call never waits for it; inputs rotate over a pool of distinct tensors.",
+                                       None, **US)
+    host_us_p10: float | None = doc("10th percentile of the host time.", None, **US)
+    host_us_p90: float | None = doc("90th percentile of the host time.", None, **US)
     loop_ms_median: float | None = doc("Loop time: per-call time of calls issued back to back with no sync, inputs "
-                                       "rotating over a pool larger than twice the L2 (median over loops).", None)
-    loop_ms_p10: float | None = doc("10th percentile of the loop time.", None)
-    loop_ms_p90: float | None = doc("90th percentile of the loop time.", None)
+                                       "rotating over a pool larger than twice the L2 (median over loops).", None, **MS)
+    loop_ms_p10: float | None = doc("10th percentile of the loop time.", None, **MS)
+    loop_ms_p90: float | None = doc("90th percentile of the loop time.", None, **MS)
     sm_clock_mhz: float | None = doc("Median SM clock seen during the device timing (from the timed spin before each "
-                                     "call: cycles over elapsed time).", None)
-    sm_clock_min_mhz: float | None = doc("Lowest SM clock seen during the device timing.", None)
-    sm_clock_max_mhz: float | None = doc("Highest SM clock seen during the device timing.", None)
-    flops: float = doc("FLOP counted per call: 4*B*H*N*N*d, halved when causal.", 0.0)
-    tflops: float | None = doc("flops / median latency, in 10^12 FLOP/s.", None)
-    input_bytes: int = doc("Bytes of Q, K and V together.", 0)
+                                     "call: cycles over elapsed time).", None, **CLOCK_MHZ)
+    sm_clock_min_mhz: float | None = doc("Lowest SM clock seen during the device timing.", None, **CLOCK_MHZ)
+    sm_clock_max_mhz: float | None = doc("Highest SM clock seen during the device timing.", None, **CLOCK_MHZ)
+    flops: float = doc("FLOP counted per call: 4*B*H*N*N*d, halved when causal.", 0.0, **FLOP)
+    tflops: float | None = doc("flops / median latency, in 10^12 FLOP/s.", None, **TFLOP_PER_S)
+    input_bytes: int = doc("Bytes of Q, K and V together.", 0, **BYTES)
     peak_mem_bytes: int | None = doc("Peak allocated bytes above what was allocated before the measured call "
-                                     "(the inputs), with peak statistics reset after warm-up; includes the output.", None)
+                                     "(the inputs), with peak statistics reset after warm-up; includes the output.",
+                                     None, **BYTES)
     requested_bytes: int | None = doc("oom rows: the allocation that failed (from PyTorch's message) or, when the "
-                                      "case was not attempted, the predicted need.", None)
-    warmup_s: float | None = doc("Wall time of the first call: compilation and Triton autotuning land here.", None)
+                                      "case was not attempted, the predicted need.", None, **BYTES)
+    warmup_s: float | None = doc("Wall time of the first call: compilation and Triton autotuning land here.",
+                                 None, **SECONDS)
     kernel_config: dict[str, int] = doc("triton rows: the tile config that ran (BLOCK_M, BLOCK_N, "
                                         "num_warps, num_stages).", default_factory=dict)
     tensor_cores: bool | None = doc("triton rows: whether the compiled kernel that ran issues tensor-core instructions "
@@ -62,11 +71,11 @@ class BenchFile:
     """bench.json: one per run."""
 
     schema_version: int = doc("Version of this data contract.")
-    run_id: str = doc("The run this file belongs to.")
-    profile: str = doc("'quick' or 'full'.")
+    run_id: str = doc("The run this file belongs to.", pattern=RUN_ID)
+    profile: str = doc("'quick' or 'full'.", pattern=IDENT)
     timing_method: str = doc("How latency was timed, in words.")
     backend_choice_method: str = doc("How backend_used was found for 'sdpa' with no backend forced.")
-    min_timed_runs: int = doc("Least number of timed calls behind any ok row.")
+    min_timed_runs: int = doc("Least number of timed calls behind any ok row.", **COUNT)
     rows: list[BenchRow] = doc("One row per implementation x shape x dtype x causal.", default_factory=list)
     notes: list[str] = doc("Anything the phase wants the reader to know (time budget, skipped cases).",
                            default_factory=list)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .common import doc, strict
+from .common import COUNT, IDENT, NONNEGATIVE, RATIO, ROW_STATUS, RUN_ID, SECONDS, SIZE, doc, strict
 
 
 @strict
@@ -11,12 +11,17 @@ from .common import doc, strict
 class Tolerance:
     """The pass criterion for one dtype, derived from its unit roundoff rather than typed."""
 
-    dtype: str = doc("'float16' or 'bfloat16'.")
-    mantissa_bits: int = doc("Stored fraction bits of the format (10 for float16, 7 for bfloat16).")
-    unit_roundoff: float = doc("u = 2^-(mantissa_bits + 1): the largest relative error of one round-to-nearest.")
-    factor: float = doc("Multiple of u allowed (the kernel rounds twice: P before the PV product, and the output).")
-    tol_abs: float = doc("Absolute tolerance, factor * u.")
-    tol_rel: float = doc("Relative tolerance, factor * u.")
+    # The case key: two rows with the same values here measure one case twice (refused).
+    CASE_KEY = ("dtype",)
+
+    dtype: str = doc("'float16' or 'bfloat16'.", pattern=IDENT)
+    mantissa_bits: int = doc("Stored fraction bits of the format (10 for float16, 7 for bfloat16).", **COUNT)
+    unit_roundoff: float = doc("u = 2^-(mantissa_bits + 1): the largest relative error of one round-to-nearest.",
+                               lo=0, lo_open=True, hi=1)
+    factor: float = doc("Multiple of u allowed (the kernel rounds twice: P before the PV product, and the output).",
+                        **RATIO)
+    tol_abs: float = doc("Absolute tolerance, factor * u.", **NONNEGATIVE)
+    tol_rel: float = doc("Relative tolerance, factor * u.", **NONNEGATIVE)
 
 
 @strict
@@ -24,38 +29,47 @@ class Tolerance:
 class CorrectnessRow:
     """One case of the grid: one implementation, shape, dtype and masking against the float64 reference."""
 
-    impl: str = doc("Implementation under test: 'triton' for the grid; 'naive' or 'sdpa' for comparison rows.")
-    dtype: str = doc("'float16' or 'bfloat16': the dtype of q, k, v and the output.")
+    # The case key: two rows with the same values here measure one case twice (refused).
+    CASE_KEY = ("impl", "dtype", "causal", "batch", "heads", "seq_len", "head_dim")
+
+    impl: str = doc("Implementation under test: 'triton' for the grid; 'naive' or 'sdpa' for comparison rows.",
+                    pattern=IDENT)
+    dtype: str = doc("'float16' or 'bfloat16': the dtype of q, k, v and the output.", pattern=IDENT)
     causal: bool = doc("Whether query i attends only to keys 0..i.")
-    batch: int = doc("Batch size B.")
-    heads: int = doc("Attention heads H.")
-    seq_len: int = doc("Sequence length N (queries = keys).")
-    head_dim: int = doc("Head dimension d.")
-    status: str = doc("ok, oom, unsupported or error.")
+    batch: int = doc("Batch size B.", **SIZE)
+    heads: int = doc("Attention heads H.", **SIZE)
+    seq_len: int = doc("Sequence length N (queries = keys).", **SIZE)
+    head_dim: int = doc("Head dimension d.", **SIZE)
+    status: str = doc("ok, oom, unsupported or error.", pattern=ROW_STATUS)
     reason: str | None = doc("Why the case is not ok (exception type and message, or the missing capability), or why "
                              "an ok case failed outright (non-finite outputs).", None)
-    seed: int = doc("Seed of the standard-normal inputs (drawn in float32, then cast to dtype).", 0)
-    max_abs_err: float | None = doc("max |out - ref| over every element, the output upcast to float64.", None)
+    seed: int = doc("Seed of the standard-normal inputs (drawn in float32, then cast to dtype).", 0, lo=0, hi=2.0**64)
+    max_abs_err: float | None = doc("max |out - ref| over every element, the output upcast to float64.",
+                                    None, **NONNEGATIVE)
     max_rel_err: float | None = doc(
         "Normwise relative error: max |out - ref| / max |ref| over the whole output. Normwise rather than "
-        "elementwise because ref is close to 0 in some elements, where an elementwise ratio explodes.", None)
-    max_abs_ref: float | None = doc("max |ref|: the scale max_rel_err divides by.", None)
-    worst_query: int | None = doc("Query position (0-based) of the element with the largest |out - ref|.", None)
-    worst_query_keys: int | None = doc("Keys that query attends to: worst_query + 1 when causal, else seq_len.", None)
+        "elementwise because ref is close to 0 in some elements, where an elementwise ratio explodes.",
+                                    None, **NONNEGATIVE)
+    max_abs_ref: float | None = doc("max |ref|: the scale max_rel_err divides by.", None, **NONNEGATIVE)
+    worst_query: int | None = doc("Query position (0-based) of the element with the largest |out - ref|.",
+                                  None, **COUNT)
+    worst_query_keys: int | None = doc("Keys that query attends to: worst_query + 1 when causal, else seq_len.",
+                                       None, **COUNT)
     first_row_max_abs_err: float | None = doc(
         "max |out - ref| over query position 0 (every batch, head and channel). Under causal masking that query "
-        "attends only to key 0, so the reference there is exactly v[..., 0, :].", None)
+        "attends only to key 0, so the reference there is exactly v[..., 0, :].", None, **NONNEGATIVE)
     first_row_max_abs_v: float | None = doc(
-        "max |v[..., 0, :]|: the size of the values query 0 copies when causal.", None)
-    tol_abs: float | None = doc("Absolute tolerance applied (from this dtype's Tolerance).", None)
-    tol_rel: float | None = doc("Relative tolerance applied (from this dtype's Tolerance).", None)
+        "max |v[..., 0, :]|: the size of the values query 0 copies when causal.", None, **NONNEGATIVE)
+    tol_abs: float | None = doc("Absolute tolerance applied (from this dtype's Tolerance).", None, **NONNEGATIVE)
+    tol_rel: float | None = doc("Relative tolerance applied (from this dtype's Tolerance).", None, **NONNEGATIVE)
     tol_usage: float | None = doc(
-        "max over elements of |out - ref| / (tol_abs + tol_rel * |ref|); the case passes when this is <= 1.", None)
+        "max over elements of |out - ref| / (tol_abs + tol_rel * |ref|); the case passes when this is <= 1.",
+                                  None, **NONNEGATIVE)
     passed: bool | None = doc("Every element within tol_abs + tol_rel * |ref|; null when the case did not run.", None)
     config: str | None = doc(
         "Tile config the kernel ran with (block sizes, warps, stages; fixed or autotuned); null for PyTorch rows.", None)
     wall_s: float | None = doc(
-        "Wall time of the case: inputs, kernel (with any compilation), reference and metrics.", None)
+        "Wall time of the case: inputs, kernel (with any compilation), reference and metrics.", None, **SECONDS)
 
 
 @strict
@@ -64,7 +78,7 @@ class CorrectnessFile:
     """correctness.json: one row per case; the tolerances and the reference it was judged by."""
 
     schema_version: int = doc("Version of this data contract.")
-    run_id: str = doc("The run this file belongs to.")
+    run_id: str = doc("The run this file belongs to.", pattern=RUN_ID)
     rows: list[CorrectnessRow] = doc(
         "One row per case, in grid order; comparison rows (naive, sdpa) follow.", default_factory=list)
     tolerances: list[Tolerance] = doc("The per-dtype pass criterion every row was judged by.", default_factory=list)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .common import doc, strict
+from .common import (BYTES, BYTES_PER_S, CLOCK_MHZ, COUNT, FRACTION, IDENT, IDENT_OR_EMPTY, MS, NONNEGATIVE, RATIO, ROW_STATUS,
+                     RUN_ID, SECONDS, SIZE, doc, strict)
 
 # Decode variants in the report's order; the page labels them.
 VARIANTS = ("hf-eager", "hf-compiled", "eager", "graph", "int8-graph", "int8-dequant")
@@ -23,22 +24,26 @@ MICRO_IMPLS = ("triton-bf16", "triton-int8", "sdpa")
 class DecodeModel:
     """A model shape the sweeps ran, and where its weights came from."""
 
-    name: str = doc("Shape name: 'gpt2' (124M) or 'gpt2-xl' (1.5B), or the checkpoint's folder name.")
-    weights: str = doc("'random-init' (transformers' own init from GPT2Config, fixed seed) or 'checkpoint'.")
-    n_layer: int = doc("Transformer blocks.")
-    n_head: int = doc("Attention heads.")
-    n_embd: int = doc("Hidden size.")
-    head_dim: int = doc("n_embd / n_head.")
-    vocab_size: int = doc("Vocabulary size.")
-    n_positions: int = doc("Largest prompt + new tokens the model accepts (1024 for GPT-2).")
-    parameters: int = doc("Parameter count (tied embedding counted once).")
+    # The case key: two rows with the same values here measure one case twice (refused).
+    CASE_KEY = ("name",)
+
+    name: str = doc("Shape name: 'gpt2' (124M) or 'gpt2-xl' (1.5B), or the checkpoint's folder name.", pattern=IDENT)
+    weights: str = doc("'random-init' (transformers' own init from GPT2Config, fixed seed) or 'checkpoint'.",
+                       pattern=IDENT)
+    n_layer: int = doc("Transformer blocks.", **SIZE)
+    n_head: int = doc("Attention heads.", **SIZE)
+    n_embd: int = doc("Hidden size.", **SIZE)
+    head_dim: int = doc("n_embd / n_head.", **SIZE)
+    vocab_size: int = doc("Vocabulary size.", **SIZE)
+    n_positions: int = doc("Largest prompt + new tokens the model accepts (1024 for GPT-2).", **SIZE)
+    parameters: int = doc("Parameter count (tied embedding counted once).", **COUNT)
     weight_bytes_per_step: int = doc("Weight bytes one decode step reads: all blocks, final norm and the LM head "
-                                     "(the tied token embedding, read in full); position table excluded.")
-    dtype: str = doc("Weight and activation dtype, e.g. 'bfloat16'.")
-    seed: int | None = doc("Seed of the random init; null for a checkpoint.", None)
+                                     "(the tied token embedding, read in full); position table excluded.", **BYTES)
+    dtype: str = doc("Weight and activation dtype, e.g. 'bfloat16'.", pattern=IDENT)
+    seed: int | None = doc("Seed of the random init; null for a checkpoint.", None, lo=0, hi=2.0**64)
     checkpoint: str | None = doc("Folder name of the local checkpoint (--model-path), if one was used.", None)
     hf_attn_implementation: str | None = doc("Attention implementation transformers picked for the baseline.", None)
-    init_s: float | None = doc("Seconds to build (or load) the model on the device.", None)
+    init_s: float | None = doc("Seconds to build (or load) the model on the device.", None, **SECONDS)
 
 
 @strict
@@ -46,7 +51,10 @@ class DecodeModel:
 class DecodeRow:
     """One decode variant at one (model, batch, context): greedy decoding, every step timed."""
 
-    model: str = doc("Model name, see `models`.")
+    # The case key: two rows with the same values here measure one case twice (refused).
+    CASE_KEY = ("model", "variant", "batch", "context", "series")
+
+    model: str = doc("Model name, see `models`.", pattern=IDENT)
     variant: str = doc("'hf-eager' (transformers' model, its default dynamic cache, a greedy loop in eager mode: "
                        "bound by the host issuing kernels), 'hf-compiled' (transformers' model with a StaticCache and "
                        "its forward compiled by torch.compile(mode='reduce-overhead'), which replays CUDA graphs), "
@@ -54,55 +62,61 @@ class DecodeRow:
                        "'int8-graph' (the same step and graph over an int8 cache), 'int8-dequant' (int8 cache "
                        "dequantized in full to bf16 every step, eager). Older runs also have 'int8-kernel' (the int8 "
                        "cache read by the Triton kernel, eager) and 'hf' (now 'hf-eager').")
-    batch: int = doc("Sequences decoded together.")
-    context: int = doc("Prompt length: cached tokens when the first timed step runs.")
-    new_tokens: int = doc("Tokens generated: one from the prefill, then one per timed step.")
-    status: str = doc("ok, oom, unsupported, error or skipped (not run for time).")
+    batch: int = doc("Sequences decoded together.", **SIZE)
+    context: int = doc("Prompt length: cached tokens when the first timed step runs.", **SIZE)
+    new_tokens: int = doc("Tokens generated: one from the prefill, then one per timed step.", **SIZE)
+    status: str = doc("ok, oom, unsupported, error or skipped (not run for time).", pattern=ROW_STATUS)
     reason: str | None = doc("Why the row is not ok.", None)
-    steps_timed: int = doc("Decode steps timed, after warm-up and an untimed first loop.", 0)
+    series: str = doc("Which measurement series the row belongs to when one (model, variant, batch, context) was "
+                      "measured under two conditions: '' for the main sweep; 'int8-comparison' for the published "
+                      "study's int8-cache comparison, whose bf16 baseline repeats a sweep shape with its own peak "
+                      "memory.", "", pattern=IDENT_OR_EMPTY)
+    steps_timed: int = doc("Decode steps timed, after warm-up and an untimed first loop.", 0, **COUNT)
     step_ms_median: float | None = doc("Loop time of one decode step (all sequences advance one token): steps issued "
                                        "back to back with no synchronization, as generation runs them; the time of "
-                                       "a loop divided by its steps, median over the loops.", None)
-    step_ms_p10: float | None = doc("10th percentile of the loops' per-step times.", None)
-    step_ms_p90: float | None = doc("90th percentile of the loops' per-step times.", None)
-    steps_per_loop: int | None = doc("Steps in each timed loop.", None)
-    loops_timed: int | None = doc("Timed loops (the median is over these).", None)
+                                       "a loop divided by its steps, median over the loops.", None, **MS)
+    step_ms_p10: float | None = doc("10th percentile of the loops' per-step times.", None, **MS)
+    step_ms_p90: float | None = doc("90th percentile of the loops' per-step times.", None, **MS)
+    steps_per_loop: int | None = doc("Steps in each timed loop.", None, **COUNT)
+    loops_timed: int | None = doc("Timed loops (the median is over these).", None, **COUNT)
     step_impl: str | None = doc("How the step is computed: 'torch' (PyTorch ops and cuBLAS), 'fused' (our Triton "
                                 "kernels, five per layer), 'inductor' (our step compiled by torch.compile), "
                                 "'transformers' or 'transformers-compiled'.", None)
     kernels_per_step: float | None = doc("GPU kernels one step runs (torch profiler, a few steps averaged); only at "
-                                         "the shapes that were profiled.", None)
+                                         "the shapes that were profiled.", None, **NONNEGATIVE)
     kernel_ms_per_step: float | None = doc("Sum of those kernels' durations per step: the GPU's busy time. The step "
-                                           "time minus this is time the GPU sat idle between kernels.", None)
+                                           "time minus this is time the GPU sat idle between kernels.", None, **MS)
     compile_s: float | None = doc("hf-compiled: seconds of the cold compile and CUDA-graph recording before the "
-                                  "first timed step (never part of a step time).", None)
-    tokens_per_s: float | None = doc("batch / median step time.", None)
+                                  "first timed step (never part of a step time).", None, **SECONDS)
+    tokens_per_s: float | None = doc("batch / median step time.", None, **NONNEGATIVE)
     peak_mem_bytes: int | None = doc("torch.cuda.max_memory_allocated over the timed steps (reset after prefill and "
-                                     "warm-up): weights, cache and every temporary a step creates.", None)
+                                     "warm-up): weights, cache and every temporary a step creates.", None, **BYTES)
     mem_at_start_bytes: int | None = doc("torch.cuda.memory_allocated right before the timed steps: weights, the "
                                          "filled cache and anything else alive; peak_mem_bytes minus this is what "
-                                         "a step allocates on top.", None)
+                                         "a step allocates on top.", None, **BYTES)
     kv_cache_bytes: int | None = doc("Bytes the KV cache occupies at the end (int8 values plus fp32 scales for the "
-                                     "int8 variants; transformers' cache at its final length).", None)
-    weight_bytes_per_step: int | None = doc("Weight bytes read per step (from the model).", None)
+                                     "int8 variants; transformers' cache at its final length).", None, **BYTES)
+    weight_bytes_per_step: int | None = doc("Weight bytes read per step (from the model).", None, **BYTES)
     kv_bytes_per_step: float | None = doc("Cache bytes a step must read, averaged over the timed steps, in the "
-                                          "cache's stored format (int8 + scales for both int8 variants).", None)
+                                          "cache's stored format (int8 + scales for both int8 variants).",
+                                          None, **BYTES)
     bytes_per_step: float | None = doc("weight_bytes_per_step + kv_bytes_per_step: the least traffic a step needs. "
                                        "The int8-dequant variant moves more (it writes and re-reads a bf16 copy); "
-                                       "that excess is part of what achieved_over_floor shows.", None)
-    floor_ms: float | None = doc("Bandwidth floor: bytes_per_step / floor_bandwidth_bytes_per_s.", None)
-    achieved_over_floor: float | None = doc("step_ms_median / floor_ms; 1 would be a step at copy bandwidth.", None)
+                                       "that excess is part of what achieved_over_floor shows.", None, **BYTES)
+    floor_ms: float | None = doc("Bandwidth floor: bytes_per_step / floor_bandwidth_bytes_per_s.", None, **MS)
+    achieved_over_floor: float | None = doc("step_ms_median / floor_ms; 1 would be a step at copy bandwidth.", None, **RATIO)
     token_match: float | None = doc("Older runs: fraction of the generated tokens equal to the reference row's at the "
-                                    "same shape. Token agreement now lives in `agreement`.", None)
-    tokens_compared: int | None = doc("Tokens in that comparison (batch x new_tokens).", None)
+                                    "same shape. Token agreement now lives in `agreement`.", None, **FRACTION)
+    tokens_compared: int | None = doc("Tokens in that comparison (batch x new_tokens).", None, **COUNT)
     first_mismatch_step: int | None = doc("Earliest generated-token index where any sequence differs from 'eager'; "
-                                          "null when all match.", None)
+                                          "null when all match.", None, **COUNT)
     distinct_tokens: int | None = doc("Distinct token ids generated; random weights often repeat one token, which "
-                                      "makes a token match a weaker check.", None)
+                                      "makes a token match a weaker check.", None, **COUNT)
     max_abs_logit_diff: float | None = doc("Max |logit - eager's logit| at the final step, over sequences whose tokens "
-                                           "all matched (same inputs); null when none did.", None)
-    logit_scale: float | None = doc("Max |logit| of the 'eager' row at its final step, to read the difference against.", None)
-    wall_s: float | None = doc("Host seconds the row took (prefill, warm-up, capture, timed steps).", None)
+                                           "all matched (same inputs); null when none did.", None, **NONNEGATIVE)
+    logit_scale: float | None = doc("Max |logit| of the 'eager' row at its final step, to read the difference against.",
+                                    None, **NONNEGATIVE)
+    wall_s: float | None = doc("Host seconds the row took (prefill, warm-up, capture, timed steps).", None, **SECONDS)
 
 
 @strict
@@ -110,24 +124,29 @@ class DecodeRow:
 class LogitCheck:
     """Teacher-forced logits of our decoder against transformers' full forward on the same weights."""
 
-    model: str = doc("Model name.")
-    cache: str = doc("Our cache: 'bf16', 'int8' or 'int8-dequant'.")
-    reference: str = doc("What it is compared with: 'transformers' (full forward, no cache) or 'eager' (our bf16 cache).")
+    # The case key: two rows with the same values here measure one case twice (refused).
+    CASE_KEY = ("model", "cache", "reference", "sequence")
+
+    model: str = doc("Model name.", pattern=IDENT)
+    cache: str = doc("Our cache: 'bf16', 'int8' or 'int8-dequant'.", pattern=IDENT)
+    reference: str = doc("What it is compared with: 'transformers' (full forward, no cache) or 'eager' (our bf16 cache).",
+                         pattern=IDENT)
     sequence: str = doc("'random' (random token ids) or 'greedy' (the 'eager' row's own greedy output at this model's "
                         "reference shape, so disagreements are the tokens a variant would change).")
-    batch: int = doc("Sequences.")
-    prompt_len: int = doc("Tokens run by the prefill.")
-    positions: int = doc("Positions compared: the prefill's last one and every decode step after it.")
+    batch: int = doc("Sequences.", **SIZE)
+    prompt_len: int = doc("Tokens run by the prefill.", **SIZE)
+    positions: int = doc("Positions compared: the prefill's last one and every decode step after it.", **COUNT)
     status: str = doc("ok, oom, unsupported, error or skipped (not run for time).")
     reason: str | None = doc("Why not ok.", None)
-    max_abs_diff: float | None = doc("Max |logit difference| over positions, sequences and vocabulary.", None)
-    logit_scale: float | None = doc("Max |logit| of the reference.", None)
+    max_abs_diff: float | None = doc("Max |logit difference| over positions, sequences and vocabulary.",
+                                     None, **NONNEGATIVE)
+    logit_scale: float | None = doc("Max |logit| of the reference.", None, **NONNEGATIVE)
     top1_agreement: float | None = doc("Fraction of positions (x sequences) whose argmax agrees; every position sees "
-                                       "the same inputs, so one disagreement does not cascade.", None)
+                                       "the same inputs, so one disagreement does not cascade.", None, **FRACTION)
     median_top2_margin: float | None = doc("Median gap between the reference's two largest logits: how close greedy "
-                                           "decoding is to a tie.", None)
+                                           "decoding is to a tie.", None, **NONNEGATIVE)
     max_margin_at_disagreement: float | None = doc("Largest reference top-2 gap among positions whose argmax differs; "
-                                                   "null when none differs.", None)
+                                                   "null when none differs.", None, **NONNEGATIVE)
 
 
 @strict
@@ -135,15 +154,18 @@ class LogitCheck:
 class KernelClassRow:
     """Where one variant's step time goes at one shape: the kernels of one class, per step."""
 
+    # The case key: two rows with the same values here measure one case twice (refused).
+    CASE_KEY = ("model", "variant", "batch", "context", "kernel_class")
+
     model: str = doc("Model name.")
     variant: str = doc("Decode variant, as in `rows`.")
-    batch: int = doc("Batch.")
-    context: int = doc("Context.")
+    batch: int = doc("Batch.", **SIZE)
+    context: int = doc("Context.", **SIZE)
     kernel_class: str = doc("'linear' (matrix products, with whatever is fused into them), 'attention', "
                             "'cache write', 'layer norm', 'elementwise', 'embedding', 'sampling' (argmax and "
                             "token bookkeeping), 'copy' or 'other'; chosen from the kernel's name.")
-    kernels_per_step: float = doc("Kernels of this class per step.")
-    ms_per_step: float = doc("Their summed duration per step (ms).")
+    kernels_per_step: float = doc("Kernels of this class per step.", **NONNEGATIVE)
+    ms_per_step: float = doc("Their summed duration per step (ms).", **NONNEGATIVE)
     top_kernel: str | None = doc("The kernel of this class that took the most time (a name from the profiler).", None)
 
 
@@ -152,34 +174,37 @@ class KernelClassRow:
 class AgreementRow:
     """Teacher-forced top-1 agreement of one variant with the reference step on one token sequence."""
 
+    # The case key: two rows with the same values here measure one case twice (refused).
+    CASE_KEY = ("model", "variant", "reference", "batch", "prompt_len")
+
     model: str = doc("Model name.")
     variant: str = doc("Decode variant compared.")
     reference: str = doc("The variant compared against: 'graph' (our bf16 step; run without capture on a device "
                          "without CUDA graphs, which computes the same numbers).")
-    batch: int = doc("Sequences.")
-    prompt_len: int = doc("Tokens prefilled before the first compared step.")
+    batch: int = doc("Sequences.", **SIZE)
+    prompt_len: int = doc("Tokens prefilled before the first compared step.", **SIZE)
     positions: int = doc("Positions compared: batch x steps; every step is fed the sequence's own next token, so one "
-                         "disagreement never changes the inputs of the next.")
+                         "disagreement never changes the inputs of the next.", **COUNT)
     status: str = doc("ok, oom, unsupported, error or skipped (not run for time).")
     reason: str | None = doc("Why not ok.", None)
     near_ties: int | None = doc("Positions where the reference's two largest logits differ by less than one unit in "
                                 "the last place of the model's dtype (bf16: 8 significant bits) at the top logit's "
-                                "magnitude: a rounding of the logit alone could swap them.", None)
-    near_tie_fraction: float | None = doc("near_ties / positions.", None)
+                                "magnitude: a rounding of the logit alone could swap them.", None, **COUNT)
+    near_tie_fraction: float | None = doc("near_ties / positions.", None, **FRACTION)
     agreement: float | None = doc("Fraction of the positions outside near-ties where the variant's argmax equals the "
-                                  "reference's: the metric of record.", None)
-    agreement_at_near_ties: float | None = doc("The same fraction at near-ties (null when there are none).", None)
-    disagreements: int | None = doc("Positions outside near-ties where the argmax differs.", None)
-    max_margin_at_disagreement: float | None = doc("Largest reference top-2 margin among those disagreements.", None)
+                                  "reference's: the metric of record.", None, **FRACTION)
+    agreement_at_near_ties: float | None = doc("The same fraction at near-ties (null when there are none).", None, **FRACTION)
+    disagreements: int | None = doc("Positions outside near-ties where the argmax differs.", None, **COUNT)
+    max_margin_at_disagreement: float | None = doc("Largest reference top-2 margin among those disagreements.", None, **NONNEGATIVE)
     max_top1_logit_diff: float | None = doc("Largest |top logit - reference's top logit| over the positions where "
-                                            "both chose the same token.", None)
+                                            "both chose the same token.", None, **NONNEGATIVE)
     free_running_match: float | None = doc("Second figure: fraction of greedy tokens equal to the reference's greedy "
                                            "tokens from the same prompt, each loop fed its own output. One early "
                                            "difference changes every later input of that sequence, so this falls "
-                                           "far faster than the agreement.", None)
-    free_running_tokens: int | None = doc("Tokens in that comparison (batch x steps).", None)
+                                           "far faster than the agreement.", None, **FRACTION)
+    free_running_tokens: int | None = doc("Tokens in that comparison (batch x steps).", None, **COUNT)
     free_running_first_mismatch: int | None = doc("Earliest step where any sequence's greedy token differs; null "
-                                                  "when none does.", None)
+                                                  "when none does.", None, **COUNT)
 
 
 @strict
@@ -187,30 +212,34 @@ class AgreementRow:
 class MicroRow:
     """Decode attention alone: one query per (batch, head) over a full cache of `context` keys."""
 
+    # The case key: two rows with the same values here measure one case twice (refused).
+    CASE_KEY = ("impl", "batch", "heads", "head_dim", "context")
+
     impl: str = doc("'triton-bf16', 'triton-int8' (our split-KV kernel) or 'sdpa' (torch SDPA, query length 1, bf16).")
-    batch: int = doc("Batch.")
-    heads: int = doc("Heads.")
-    head_dim: int = doc("Head dimension.")
-    context: int = doc("Cached keys read.")
+    batch: int = doc("Batch.", **SIZE)
+    heads: int = doc("Heads.", **SIZE)
+    head_dim: int = doc("Head dimension.", **SIZE)
+    context: int = doc("Cached keys read.", **SIZE)
     status: str = doc("ok, oom, unsupported, error or skipped (not run for time).")
     reason: str | None = doc("Why not ok.", None)
     latency_ms_median: float | None = doc("Median device time of one call (collect/timing.py: L2 flushed before each "
                                           "call, the GPU kept busy while the host issues it, so no host time falls "
-                                          "inside). Older runs: a CUDA-graph replay timed with do_bench.", None)
-    latency_ms_p10: float | None = doc("10th percentile.", None)
-    latency_ms_p90: float | None = doc("90th percentile.", None)
+                                          "inside). Older runs: a CUDA-graph replay timed with do_bench.", None, **MS)
+    latency_ms_p10: float | None = doc("10th percentile.", None, **MS)
+    latency_ms_p90: float | None = doc("90th percentile.", None, **MS)
     bytes_read: int | None = doc("Cache bytes the call must read: keys and values (plus fp32 scales for int8); q and "
-                                 "the output are negligible.", None)
-    achieved_bytes_per_s: float | None = doc("bytes_read / median latency.", None)
+                                 "the output are negligible.", None, **BYTES)
+    achieved_bytes_per_s: float | None = doc("bytes_read / median latency.", None, **BYTES_PER_S)
     bandwidth_fraction: float | None = doc("achieved_bytes_per_s / the floor bandwidth (see DecodeFile). That bandwidth "
                                            "counts a copy's reads plus its writes, and DRAM turns around between the "
                                            "two; a stream of reads only can run faster, so a value above 1 is "
-                                           "possible and not an error.", None)
-    host_ms_median: float | None = doc("Median host time of one call: the CPU cost of launching it.", None)
-    sm_clock_mhz: float | None = doc("SM clock seen right before the timed calls (median).", None)
-    num_splits: int | None = doc("Splits of the context per (batch, head) for the Triton kernel.", None)
+                                           "possible and not an error.", None, **RATIO)
+    host_ms_median: float | None = doc("Median host time of one call: the CPU cost of launching it.", None, **MS)
+    sm_clock_mhz: float | None = doc("SM clock seen right before the timed calls (median).", None, **CLOCK_MHZ)
+    num_splits: int | None = doc("Splits of the context per (batch, head) for the Triton kernel.", None, **COUNT)
     kernel_config: str | None = doc("Tile configuration the autotuner chose.", None)
-    max_abs_diff_vs_sdpa: float | None = doc("Max |output - SDPA's bf16 output| (int8 includes quantization error).", None)
+    max_abs_diff_vs_sdpa: float | None = doc("Max |output - SDPA's bf16 output| (int8 includes quantization error).",
+                                             None, **NONNEGATIVE)
 
 
 @strict
@@ -219,18 +248,18 @@ class DecodeFile:
     """decode.json: one per run."""
 
     schema_version: int = doc("Version of this data contract.")
-    run_id: str = doc("Run this file belongs to.")
-    dtype: str = doc("Weights, activations and bf16 caches.", "bfloat16")
+    run_id: str = doc("Run this file belongs to.", pattern=RUN_ID)
+    dtype: str = doc("Weights, activations and bf16 caches.", "bfloat16", pattern=IDENT)
     prompt: str = doc("How prompts were made (random token ids with a fixed seed: no tokenizer, no text).", "")
     floor_bandwidth_bytes_per_s: float | None = doc(
         "Rate used for every bandwidth floor: the env phase's measured copy bandwidth, used as-is. That figure "
         "counts bytes read plus bytes written, i.e. all DRAM traffic a copy causes, and DRAM bandwidth is shared "
         "by both directions; a decode step's traffic is almost all reads, so the total is the rate it can reach. "
         "Halving it (the read half of a copy) would double every floor and make the kernels look better than "
-        "they are.", None)
+        "they are.", None, **BYTES_PER_S)
     floor_bandwidth_source: str | None = doc("'env copy_bandwidth' or 'decode phase copy' (measured here because the "
                                              "env phase had not run).", None)
-    warmup_steps: int = doc("Untimed steps before each row's timed steps (compilation, autotuning, capture).", 0)
+    warmup_steps: int = doc("Untimed steps before each row's timed steps (compilation, autotuning, capture).", 0, **COUNT)
     dtype_reason: str | None = doc("Why this dtype: bf16 where the GPU computes it natively, fp16 where it does not "
                                    "(a T4).", None)
     graph_step: str | None = doc("Step implementation of the 'graph' and 'int8-graph' variants (see DecodeRow."

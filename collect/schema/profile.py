@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .common import doc, strict
+from .common import (BYTES, CLOCK_MHZ, COUNT, FLOP, HOUR_MS, IDENT, MS, PCT, RATIO, ROW_STATUS, RUN_ID, SECONDS, SIZE,
+                     doc, strict)
 
 
 @strict
@@ -12,38 +13,57 @@ from .common import doc, strict
 class KernelRow:
     """One kernel launch as Nsight Compute measured it (one replay-averaged profile)."""
 
-    case_id: str = doc("The profiled case this launch belongs to, e.g. 'main-d64-naive'.")
-    impl: str = doc("Implementation: naive, triton, sdpa, sdpa-flash, sdpa-cudnn, sdpa-efficient, sdpa-math.")
-    launch: int = doc("Position of this launch within its case (0 = first kernel the call launched).")
+    # The case key: two rows with the same values here measure one case twice (refused).
+    CASE_KEY = ("case_id", "launch")
+
+    case_id: str = doc("The profiled case this launch belongs to, e.g. 'main-d64-naive'.", pattern=IDENT)
+    impl: str = doc("Implementation: naive, triton, sdpa, sdpa-flash, sdpa-cudnn, sdpa-efficient, sdpa-math.",
+                    pattern=IDENT)
+    launch: int = doc("Position of this launch within its case (0 = first kernel the call launched).", **COUNT)
     kernel_name: str = doc("Demangled kernel name as Nsight Compute printed it; untrusted text (escape it).")
-    ncu_id: int | None = doc("Nsight Compute's running kernel ID in the report; null for published figures.", None)
-    block_size: int | None = doc("Threads per block.", None)
-    grid_size: int | None = doc("Blocks in the grid.", None)
-    duration_ms: float | None = doc("gpu__time_duration.sum, with clocks left as they were (--clock-control none).", None)
-    sm_clock_mhz: float | None = doc("Average SM clock while the kernel ran (sm__cycles_elapsed.avg.per_second).", None)
-    dram_read_bytes: float | None = doc("dram__bytes_read.sum.", None)
-    dram_write_bytes: float | None = doc("dram__bytes_write.sum.", None)
-    l2_bytes: float | None = doc("lts__t_bytes.sum: all traffic through the L2 slices.", None)
-    l2_hit_rate_pct: float | None = doc("lts__t_sector_hit_rate.pct.", None)
-    l1_bytes: float | None = doc("l1tex__t_bytes.sum: global and local traffic through L1/TEX (not shared memory).", None)
-    shared_bytes: float | None = doc("Shared-memory data bytes (sm__sass_data_bytes_mem_shared.sum) where the GPU has the counter.", None)
-    local_bytes: float | None = doc("Local-memory (register spill) bytes through L1, loads plus stores.", None)
-    flops_fp32: float | None = doc("fp32 FLOPs from SASS counters: fadd + fmul + 2 x ffma (per thread).", None)
-    flops_fp16: float | None = doc("fp16 FLOPs from SASS counters, 2 per HADD2/HMUL2 and 4 per HFMA2 (packed pairs).", None)
-    flops_tensor: float | None = doc("Tensor-core FLOPs from the sm__ops_path_tensor counters; null where the GPU lacks them.", None)
-    tensor_inst: float | None = doc("Warp instructions executed on the tensor pipe (HMMA + GMMA); 0 means tensor cores did not run.", None)
-    achieved_occupancy_pct: float | None = doc("sm__warps_active.avg.pct_of_peak_sustained_active.", None)
-    theoretical_occupancy_pct: float | None = doc("sm__maximum_warps_per_active_cycle_pct.", None)
-    block_limit_registers: int | None = doc("Blocks per SM the register file allows (launch__occupancy_limit_registers).", None)
-    block_limit_smem: int | None = doc("Blocks per SM shared memory allows (launch__occupancy_limit_shared_mem).", None)
-    block_limit_warps: int | None = doc("Blocks per SM the warp slots allow (launch__occupancy_limit_warps).", None)
-    block_limit_blocks: int | None = doc("Blocks per SM the hardware block limit allows (launch__occupancy_limit_blocks).", None)
-    registers_per_thread: int | None = doc("launch__registers_per_thread.", None)
-    smem_per_block_bytes: int | None = doc("Static + dynamic shared memory per block (the driver's reserve excluded).", None)
-    smem_driver_bytes: int | None = doc("Shared memory the driver reserves per block (launch__shared_mem_per_block_driver).", None)
-    smem_config_bytes: int | None = doc("Shared-memory carveout the driver chose for the launch (launch__shared_mem_config_size).", None)
-    waves_per_sm: float | None = doc("launch__waves_per_multiprocessor.", None)
-    replay_passes: int | None = doc("Replay passes Nsight Compute needed for this launch.", None)
+    ncu_id: int | None = doc("Nsight Compute's running kernel ID in the report; null for published figures.",
+                             None, **COUNT)
+    block_size: int | None = doc("Threads per block.", None, **COUNT)
+    grid_size: int | None = doc("Blocks in the grid.", None, **COUNT)
+    duration_ms: float | None = doc("gpu__time_duration.sum, with clocks left as they were (--clock-control none).",
+                                    None, **MS)
+    sm_clock_mhz: float | None = doc("Average SM clock while the kernel ran (sm__cycles_elapsed.avg.per_second).",
+                                     None, **CLOCK_MHZ)
+    dram_read_bytes: float | None = doc("dram__bytes_read.sum.", None, **BYTES)
+    dram_write_bytes: float | None = doc("dram__bytes_write.sum.", None, **BYTES)
+    l2_bytes: float | None = doc("lts__t_bytes.sum: all traffic through the L2 slices.", None, **BYTES)
+    l2_hit_rate_pct: float | None = doc("lts__t_sector_hit_rate.pct.", None, **PCT)
+    l1_bytes: float | None = doc("l1tex__t_bytes.sum: global and local traffic through L1/TEX (not shared memory).",
+                                 None, **BYTES)
+    shared_bytes: float | None = doc("Shared-memory data bytes (sm__sass_data_bytes_mem_shared.sum) where the GPU has the counter.",
+                                     None, **BYTES)
+    local_bytes: float | None = doc("Local-memory (register spill) bytes through L1, loads plus stores.", None, **BYTES)
+    flops_fp32: float | None = doc("fp32 FLOPs from SASS counters: fadd + fmul + 2 x ffma (per thread).", None, **FLOP)
+    flops_fp16: float | None = doc("fp16 FLOPs from SASS counters, 2 per HADD2/HMUL2 and 4 per HFMA2 (packed pairs).",
+                                   None, **FLOP)
+    flops_tensor: float | None = doc("Tensor-core FLOPs from the sm__ops_path_tensor counters; null where the GPU lacks them.",
+                                     None, **FLOP)
+    tensor_inst: float | None = doc("Warp instructions executed on the tensor pipe (HMMA + GMMA); 0 means tensor cores did not run.",
+                                    None, **COUNT)
+    achieved_occupancy_pct: float | None = doc("sm__warps_active.avg.pct_of_peak_sustained_active.", None, **PCT)
+    theoretical_occupancy_pct: float | None = doc("sm__maximum_warps_per_active_cycle_pct.", None, **PCT)
+    block_limit_registers: int | None = doc("Blocks per SM the register file allows (launch__occupancy_limit_registers).",
+                                            None, **COUNT)
+    block_limit_smem: int | None = doc("Blocks per SM shared memory allows (launch__occupancy_limit_shared_mem).",
+                                       None, **COUNT)
+    block_limit_warps: int | None = doc("Blocks per SM the warp slots allow (launch__occupancy_limit_warps).",
+                                        None, **COUNT)
+    block_limit_blocks: int | None = doc("Blocks per SM the hardware block limit allows (launch__occupancy_limit_blocks).",
+                                         None, **COUNT)
+    registers_per_thread: int | None = doc("launch__registers_per_thread.", None, **COUNT)
+    smem_per_block_bytes: int | None = doc("Static + dynamic shared memory per block (the driver's reserve excluded).",
+                                           None, **BYTES)
+    smem_driver_bytes: int | None = doc("Shared memory the driver reserves per block (launch__shared_mem_per_block_driver).",
+                                        None, **BYTES)
+    smem_config_bytes: int | None = doc("Shared-memory carveout the driver chose for the launch (launch__shared_mem_config_size).",
+                                        None, **BYTES)
+    waves_per_sm: float | None = doc("launch__waves_per_multiprocessor.", None, **COUNT)
+    replay_passes: int | None = doc("Replay passes Nsight Compute needed for this launch.", None, **COUNT)
 
 
 @strict
@@ -51,30 +71,35 @@ class KernelRow:
 class ImplRow:
     """One profiled call of one implementation at one shape: its launches summed."""
 
-    case_id: str = doc("Case id; joins KernelRow.case_id.")
-    group: str = doc("'main' (implementations compared) or 'regcap' (register-cap experiment).")
-    impl: str = doc("Implementation name.")
-    batch: int = doc("Batch size.")
-    heads: int = doc("Attention heads.")
-    seq_len: int = doc("Sequence length.")
-    head_dim: int = doc("Head dimension.")
-    dtype: str = doc("'float16', 'bfloat16' or 'float32'.")
+    # The case key: two rows with the same values here measure one case twice (refused).
+    CASE_KEY = ("case_id",)
+
+    case_id: str = doc("Case id; joins KernelRow.case_id.", pattern=IDENT)
+    group: str = doc("'main' (implementations compared) or 'regcap' (register-cap experiment).", pattern=IDENT)
+    impl: str = doc("Implementation name.", pattern=IDENT)
+    batch: int = doc("Batch size.", **SIZE)
+    heads: int = doc("Attention heads.", **SIZE)
+    seq_len: int = doc("Sequence length.", **SIZE)
+    head_dim: int = doc("Head dimension.", **SIZE)
+    dtype: str = doc("'float16', 'bfloat16' or 'float32'.", pattern=IDENT)
     causal: bool = doc("Causal mask.")
-    status: str = doc("ok, oom, unsupported or error.")
+    status: str = doc("ok, oom, unsupported or error.", pattern=ROW_STATUS)
     reason: str | None = doc("Why the row is not ok.", None)
     config: str | None = doc("Triton tile config that ran, e.g. 'BLOCK_M=128 BLOCK_N=64 warps=8 stages=3 maxnreg=none'.", None)
-    kernels: int = doc("Kernel launches the call made inside the profiled range.", 0)
-    duration_ms: float | None = doc("Sum of kernel durations (no launch gaps).", None)
-    dram_read_bytes: float | None = doc("Sum over launches.", None)
-    dram_write_bytes: float | None = doc("Sum over launches.", None)
+    kernels: int = doc("Kernel launches the call made inside the profiled range.", 0, **COUNT)
+    duration_ms: float | None = doc("Sum of kernel durations (no launch gaps).", None, **MS)
+    dram_read_bytes: float | None = doc("Sum over launches.", None, **BYTES)
+    dram_write_bytes: float | None = doc("Sum over launches.", None, **BYTES)
     dram_bytes: float | None = doc("DRAM bytes read plus written where only the total is known (published figures); "
-                                   "null when the read and write parts are given.", None)
-    l2_bytes: float | None = doc("Sum over launches.", None)
-    l1_bytes: float | None = doc("Sum over launches.", None)
-    flops_counted: float | None = doc("fp32 + fp16 + tensor FLOPs from counters; null when tensor FLOPs could not be counted.", None)
-    flops_tensor: float | None = doc("Tensor-core FLOPs from counters.", None)
-    tensor_inst: float | None = doc("Tensor-pipe warp instructions, summed.", None)
-    flops_model: float = doc("Analytical FLOPs: 4·B·H·N²·d (2·B·H·N²·d for each of QKᵀ and PV), halved when causal.", 0.0)
+                                   "null when the read and write parts are given.", None, **BYTES)
+    l2_bytes: float | None = doc("Sum over launches.", None, **BYTES)
+    l1_bytes: float | None = doc("Sum over launches.", None, **BYTES)
+    flops_counted: float | None = doc("fp32 + fp16 + tensor FLOPs from counters; null when tensor FLOPs could not be counted.",
+                                      None, **FLOP)
+    flops_tensor: float | None = doc("Tensor-core FLOPs from counters.", None, **FLOP)
+    tensor_inst: float | None = doc("Tensor-pipe warp instructions, summed.", None, **COUNT)
+    flops_model: float = doc("Analytical FLOPs: 4·B·H·N²·d (2·B·H·N²·d for each of QKᵀ and PV), halved when causal.",
+                             0.0, **FLOP)
 
 
 @strict
@@ -82,11 +107,15 @@ class ImplRow:
 class StallRow:
     """Why warps were not issuing, for one launch: one reason per row."""
 
-    case_id: str = doc("Case id.")
-    launch: int = doc("Launch within the case; joins KernelRow.")
-    reason: str = doc("Stall reason as Nsight Compute names it (long_scoreboard, mio_throttle, barrier, ...).")
+    # The case key: two rows with the same values here measure one case twice (refused).
+    CASE_KEY = ("case_id", "launch", "reason")
+
+    case_id: str = doc("Case id.", pattern=IDENT)
+    launch: int = doc("Launch within the case; joins KernelRow.", **COUNT)
+    reason: str = doc("Stall reason as Nsight Compute names it (long_scoreboard, mio_throttle, barrier, ...).",
+                      pattern=IDENT)
     warps_per_issue: float = doc("smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio: warps stalled "
-                                 "for this reason per issued instruction.")
+                                 "for this reason per issued instruction.", **COUNT)
 
 
 @strict
@@ -94,24 +123,28 @@ class StallRow:
 class RegCapRow:
     """The register-cap experiment: one Triton tile config with or without maxnreg."""
 
-    case_id: str = doc("Case id of the profiled launch.")
-    block_m: int = doc("BLOCK_M.")
-    block_n: int = doc("BLOCK_N.")
-    num_warps: int = doc("Warps per block.")
-    num_stages: int = doc("Software pipeline stages.")
-    maxnreg: int | None = doc("Register cap per thread passed to the compiler; null = no cap.", None)
+    # The case key: two rows with the same values here measure one case twice (refused).
+    CASE_KEY = ("case_id", "block_m", "block_n", "num_warps", "num_stages", "maxnreg")
+
+    case_id: str = doc("Case id of the profiled launch.", pattern=IDENT)
+    block_m: int = doc("BLOCK_M.", **SIZE)
+    block_n: int = doc("BLOCK_N.", **SIZE)
+    num_warps: int = doc("Warps per block.", **SIZE)
+    num_stages: int = doc("Software pipeline stages.", **SIZE)
+    maxnreg: int | None = doc("Register cap per thread passed to the compiler; null = no cap.", None, **COUNT)
     autotuned: bool = doc("Whether this tile shape is the one the autotuner picked at this shape.", False)
-    status: str = doc("ok, oom, unsupported or error.", "ok")
+    status: str = doc("ok, oom, unsupported or error.", "ok", pattern=ROW_STATUS)
     reason: str | None = doc("Why the row is not ok.", None)
-    registers_per_thread: int | None = doc("Registers per thread the compiled kernel uses.", None)
-    theoretical_occupancy_pct: float | None = doc("From Nsight Compute.", None)
-    achieved_occupancy_pct: float | None = doc("From Nsight Compute.", None)
-    block_limit_registers: int | None = doc("Blocks per SM the registers allow.", None)
-    block_limit_smem: int | None = doc("Blocks per SM shared memory allows.", None)
-    local_bytes: float | None = doc("Register-spill traffic (local memory), bytes.", None)
-    latency_ms_median: float | None = doc("Median device time outside the profiler (the one clock: L2 flushed, no host time).", None)
-    latency_ms_p10: float | None = doc("10th percentile latency.", None)
-    latency_ms_p90: float | None = doc("90th percentile latency.", None)
+    registers_per_thread: int | None = doc("Registers per thread the compiled kernel uses.", None, **COUNT)
+    theoretical_occupancy_pct: float | None = doc("From Nsight Compute.", None, **PCT)
+    achieved_occupancy_pct: float | None = doc("From Nsight Compute.", None, **PCT)
+    block_limit_registers: int | None = doc("Blocks per SM the registers allow.", None, **COUNT)
+    block_limit_smem: int | None = doc("Blocks per SM shared memory allows.", None, **COUNT)
+    local_bytes: float | None = doc("Register-spill traffic (local memory), bytes.", None, **BYTES)
+    latency_ms_median: float | None = doc("Median device time outside the profiler (the one clock: L2 flushed, no host time).",
+                                          None, **MS)
+    latency_ms_p10: float | None = doc("10th percentile latency.", None, **MS)
+    latency_ms_p90: float | None = doc("90th percentile latency.", None, **MS)
 
 
 @strict
@@ -119,21 +152,25 @@ class RegCapRow:
 class ClockCheckRow:
     """Our device time beside Nsight Compute's for the same call: the proof of the one clock."""
 
-    case_id: str = doc("Case id; joins ImplRow.case_id.")
-    impl: str = doc("Implementation name.")
-    batch: int = doc("Batch size.")
-    heads: int = doc("Attention heads.")
-    seq_len: int = doc("Sequence length.")
-    head_dim: int = doc("Head dimension.")
-    dtype: str = doc("'float16', 'bfloat16' or 'float32'.")
+    # The case key: two rows with the same values here measure one case twice (refused).
+    CASE_KEY = ("case_id",)
+
+    case_id: str = doc("Case id; joins ImplRow.case_id.", pattern=IDENT)
+    impl: str = doc("Implementation name.", pattern=IDENT)
+    batch: int = doc("Batch size.", **SIZE)
+    heads: int = doc("Attention heads.", **SIZE)
+    seq_len: int = doc("Sequence length.", **SIZE)
+    head_dim: int = doc("Head dimension.", **SIZE)
+    dtype: str = doc("'float16', 'bfloat16' or 'float32'.", pattern=IDENT)
     causal: bool = doc("Causal mask.")
-    kernels: int = doc("Kernel launches in the call.")
+    kernels: int = doc("Kernel launches in the call.", **COUNT)
     ncu_ms: float = doc("Sum of the call's kernels' gpu__time_duration under Nsight Compute (--clock-control none, "
-                        "caches flushed).")
-    device_ms: float = doc("Our device time of the same call (median), measured outside the profiler.")
-    device_over_ncu: float = doc("device_ms / ncu_ms: 1 when the two clocks agree.")
-    gap_ms: float = doc("device_ms - ncu_ms: for a multi-kernel call, the time between its kernels.")
-    sm_clock_mhz: float | None = doc("SM clock seen during our device timing.", None)
+                        "caches flushed).", **MS)
+    device_ms: float = doc("Our device time of the same call (median), measured outside the profiler.", **MS)
+    device_over_ncu: float = doc("device_ms / ncu_ms: 1 when the two clocks agree.", **RATIO)
+    gap_ms: float = doc("device_ms - ncu_ms: for a multi-kernel call, the time between its kernels.",
+                        lo=-HOUR_MS, hi=HOUR_MS)
+    sm_clock_mhz: float | None = doc("SM clock seen during our device timing.", None, **CLOCK_MHZ)
 
 
 @strict
@@ -142,16 +179,18 @@ class ProfileFile:
     """profile.json: the profile phase's output."""
 
     schema_version: int = doc("Version of this data contract.")
-    run_id: str = doc("Run this file belongs to.")
-    status: str = doc("ok when Nsight Compute produced data; unsupported or error (with reason) when it could not.", "ok")
+    run_id: str = doc("Run this file belongs to.", pattern=RUN_ID)
+    status: str = doc("ok when Nsight Compute produced data; unsupported or error (with reason) when it could not.", "ok",
+                      pattern="^(ok|unsupported|error)$")
     reason: str | None = doc("Why there is no data: ncu missing, no permission for the counters, no kernel profiled...", None)
     fix: str | None = doc("What to do so the next run has a profile (install Nsight Compute, allow counter access); "
                           "null when there is nothing to fix.", None)
     ncu_version: str | None = doc("`ncu --version` of the profiler that ran.", None)
     ncu_command: list[str] = doc("The ncu command line, target included.", default_factory=list)
-    flops_source: str = doc("'counters' when tensor FLOPs came from the tensor-op counters, else 'analytical'.", "analytical")
+    flops_source: str = doc("'counters' when tensor FLOPs came from the tensor-op counters, else 'analytical'.", "analytical",
+                            pattern=IDENT)
     metrics_missing: list[str] = doc("Metrics asked for that this GPU or ncu version does not have.", default_factory=list)
-    wall_s: float | None = doc("Wall time of the ncu run.", None)
+    wall_s: float | None = doc("Wall time of the ncu run.", None, **SECONDS)
     impls: list[ImplRow] = doc("One row per profiled call (per implementation and shape).", default_factory=list)
     kernels: list[KernelRow] = doc("One row per kernel launch.", default_factory=list)
     stalls: list[StallRow] = doc("Warp stall reasons per launch.", default_factory=list)

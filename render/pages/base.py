@@ -40,7 +40,8 @@ class Page:
         rec = self.run.phase_record(self.phase)
         why = ""
         if rec is not None and rec.status == "failed":
-            why = f" The phase failed: `{(rec.error or '').splitlines()[0][:300]}`."
+            first = (rec.error or "").strip().splitlines()
+            why = f" The phase failed: {escape.code(first[0][:300]) if first else 'no error recorded'}."
         return (
             f'!!! warning "Not collected in this run"\n'
             f"    Run `{self.run.id}` has no `{self.phase}` data.{why} "
@@ -51,7 +52,7 @@ class Page:
         """Who measured what, on what: the tail of every caption."""
         m = self.run.manifest
         dev = m.device.name if m.device else "unknown GPU"
-        return f"Run {self.run.id} on {dev}, profile {m.profile}"
+        return f"Run {self.run.id} on {dev}, profile {m.profile}"  # plain text: figure_html escapes captions
 
     def figure(self, name: str, fig: go.Figure, caption: str, height: int = 420) -> str:
         return figure_html(fig, figure_id(self.slug, name), f"{caption} {self.conditions()}.", height)

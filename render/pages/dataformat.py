@@ -7,6 +7,7 @@ import typing
 
 from collect.schema import SCHEMA_VERSION, STATUSES, available_specs
 
+from ..validate import MAX_FILE_BYTES, allowed
 from .base import Page
 
 
@@ -41,6 +42,9 @@ class DataFormatPage(Page):
     def version(self) -> int:
         return SCHEMA_VERSION
 
+    def max_file_size(self) -> str:
+        return f"{MAX_FILE_BYTES // 2**20} MiB"
+
     def statuses(self) -> str:
         return ", ".join(f"`{s}`" for s in STATUSES)
 
@@ -61,8 +65,11 @@ class DataFormatPage(Page):
         for f in dataclasses.fields(cls):
             required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
             rows.append(f"<tr><td><code>{f.name}</code></td><td>{_type_name(hints[f.name])}</td>"
-                        f"<td>{'yes' if required else 'no'}</td><td>{html.escape(f.metadata.get('doc', ''))}</td></tr>")
+                        f"<td>{'yes' if required else 'no'}</td><td>{html.escape(f.metadata.get('doc', ''))}"
+                        f"{html.escape(f' Allowed: {allowed(f)}.') if allowed(f) else ''}</td></tr>")
         doc = html.escape((cls.__doc__ or "").strip().splitlines()[0]) if cls.__doc__ else ""
+        if getattr(cls, "CASE_KEY", None):  # rows with the same values here measure one case twice: refused
+            doc += f" One row per case: {html.escape(', '.join(cls.CASE_KEY))}."
         return (f'\n<h3 id="{cls.__name__.lower()}"><code>{cls.__name__}</code></h3>\n<p>{doc}</p>\n'
                 f'<div class="report-table"><table><thead><tr><th>Field</th><th>Type</th><th>Required</th>'
                 f"<th>Meaning</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>\n")

@@ -1,0 +1,49 @@
+"""A phase the manifest still calls `running` crashed (or is still collecting): every page that shows
+its data says the data is partial, and no page calls it complete."""
+import json
+import re
+
+import pytest
+
+from conftest import ROOT
+from hostile import corpus
+from render.site import Report
+from test_site_build import nav_pages
+
+
+@pytest.fixture
+def crashed_bench(tmp_path):
+    run_dir = corpus.copy_run(tmp_path)
+    m = json.loads((run_dir / "manifest.json").read_text())
+    for rec in m["phases"]:
+        if rec["name"] == "bench":
+            rec.update(status="running", duration_s=None, rows=None, error=None)
+    (run_dir / "manifest.json").write_text(json.dumps(m))
+    return Report.load(tmp_path)
+
+
+def _render(report, md):
+    return report.render_markdown((ROOT / "docs" / md).read_text(), md)
+
+
+def test_pages_that_show_the_phase_say_it_is_partial(crashed_bench):
+    for md in ("benchmarks.md", "byte-arithmetic.md"):
+        out = _render(crashed_bench, md)
+        assert re.search(r"!!! warning \"Partial data", out), f"{md} does not say its bench data is partial"
+        assert "did not finish" in out
+
+
+def test_home_and_reproduce_tables_call_it_partial(crashed_bench):
+    home = _render(crashed_bench, "index.md")
+    rows = [line for line in home.splitlines() if line.startswith("| `bench`")]
+    assert rows and all("partial" in r and "collected in" not in r for r in rows), rows
+    repro = _render(crashed_bench, "reproduce.md")
+    assert re.search(r"<td>bench</td><td>partial", repro), "Reproduce's phase table does not call bench partial"
+
+
+def test_no_page_calls_a_crashed_phase_complete(crashed_bench):
+    for md in nav_pages():
+        out = _render(crashed_bench, md)
+        assert not re.search(r"\bbench\b[^\n]{0,80}\b(complete|completed)\b", out), md
+        if md != "data-format.md":  # that page documents the statuses themselves
+            assert "running" not in re.sub(r"<[^>]+>", " ", out).split(), f"{md} shows the raw status 'running'"

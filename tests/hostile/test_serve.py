@@ -1,0 +1,126 @@
+"""`make serve` with data that stops validating: it keeps serving the last good site with the error on
+every page, and `mkdocs build --strict` still fails with the message."""
+import html
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import types
+import urllib.request
+
+import pytest
+from mkdocs.exceptions import PluginError
+
+import synthetic
+from conftest import ROOT, mkdocs_build
+from render import mkdocs_hook
+
+
+def _config():
+    return {"extra": {"run": ""}}
+
+
+def _page(src="index.md", title="Home"):
+    return types.SimpleNamespace(file=types.SimpleNamespace(src_uri=src), title=title)
+
+
+def _break(run_dir):
+    m = json.loads((run_dir / "manifest.json").read_text())
+    m["device"]["sm_count"] = "<img src=x onerror=alert(1)>"  # the message quotes it
+    (run_dir / "manifest.json").write_text(json.dumps(m))
+
+
+@pytest.fixture
+def hook(monkeypatch, tmp_path):
+    monkeypatch.setattr(mkdocs_hook, "DATA_DIR", tmp_path)
+    monkeypatch.setattr(mkdocs_hook, "_report", None)
+    monkeypatch.setattr(mkdocs_hook, "_error", None)
+    return mkdocs_hook
+
+
+def test_serve_keeps_the_last_good_data_and_shows_the_error(hook, tmp_path):
+    run_dir = synthetic.make_run(tmp_path, "good-1")
+    hook.on_startup(command="serve", dirty=False)
+    hook.on_config(_config())
+    good = hook._report
+    _break(run_dir)
+    cfg = hook.on_config(_config())  # a rebuild after the file changed: no exception
+    assert hook._report is good and cfg["extra"]["report_run"] == "good-1"
+    out = hook.on_page_markdown("# Home\n\nRun {{ run.id }}.\n", _page(), cfg, None)
+    shown = html.unescape(out)
+    assert out.startswith("# Home\n") and "Run good-1." in out  # the last good data, still served
+    assert "does not validate" in shown and "device.sm_count" in shown
+    assert "<img" not in out and "<img" in shown  # the error quotes data: escaped, yet readable
+
+
+def test_serve_before_any_data_validated_shows_the_error_on_every_page(hook, tmp_path):
+    _break(synthetic.make_run(tmp_path, "bad-1"))
+    hook.on_startup(command="serve", dirty=False)
+    cfg = hook.on_config(_config())
+    assert hook._report is None and cfg["extra"]["report_provenance"] is None
+    out = html.unescape(hook.on_page_markdown("# Home\n\n{{ home.headlines() }}\n", _page(), cfg, None))
+    assert "does not validate" in out and "device.sm_count" in out and "{{" not in out
+
+
+def test_build_still_stops_on_bad_data(hook, tmp_path):
+    _break(synthetic.make_run(tmp_path, "bad-2"))
+    hook.on_startup(command="build", dirty=False)
+    with pytest.raises(PluginError, match="device.sm_count"):
+        hook.on_config(_config())
+
+
+def test_strict_build_fails_with_the_message(tmp_path):
+    _break(synthetic.make_run(tmp_path, "bad-3"))
+    proc = mkdocs_build(tmp_path / "site", data_dir=tmp_path)
+    assert proc.returncode != 0 and "device.sm_count" in proc.stdout + proc.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str, timeout: float = 20) -> str:
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.read().decode("utf-8")
+
+
+def test_mkdocs_serve_answers_while_the_data_is_broken(tmp_path):
+    """The real server: a request made after the data broke is answered (not left hanging)."""
+    run_dir = synthetic.make_run(tmp_path, "live-1")
+    port = _free_port()
+    env = {**os.environ, "REPORT_DATA_DIR": str(tmp_path), "NO_MKDOCS_2_WARNING": "1",
+           "SITE_URL": f"http://127.0.0.1:{port}/"}
+    env.pop("REPORT_RUN", None)
+    proc = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", "--dev-addr", f"127.0.0.1:{port}",
+                             ], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        url = f"http://127.0.0.1:{port}/reproduce/"
+        deadline = time.monotonic() + 240
+        page = None
+        while time.monotonic() < deadline and page is None:
+            try:
+                page = _get(url, timeout=5)
+            except OSError:
+                if proc.poll() is not None:
+                    pytest.fail(f"mkdocs serve exited:\n{proc.stdout.read()[-3000:]}")
+                time.sleep(1)
+        assert page is not None and "live-1" in page, "mkdocs serve never answered"
+        _break(run_dir)
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            page = _get(url, timeout=60)  # answered, with or without the rebuild done
+            if "does not validate" in page:
+                break
+            time.sleep(2)
+        assert "does not validate" in page and "live-1" in page and "device.sm_count" in html.unescape(page)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
