@@ -367,10 +367,12 @@ class Workspace:
         return floats <= self.partial.numel() and tiles <= self.counter.numel()
 
 
-def _launch_options(t: Tiling, device: torch.device, tuning: Tuning = TUNING) -> dict:
+def _launch_options(t: Tiling, device: torch.device, tuning: Tuning = TUNING, gpu: Device | None = None) -> dict:
+    """`gpu`: the GPU's facts where the tensors' device cannot give them (the compile matrix's meta tensors)."""
     interp = _interpreting()
-    pdl = (tuning.pdl and not interp and device.type == "cuda"
-           and torch.cuda.get_device_capability(device) >= (9, 0))
+    if gpu is None and device.type == "cuda":
+        gpu = device_facts(device)
+    pdl = tuning.pdl and not interp and gpu is not None and gpu.capability >= (9, 0)
     opts = {"UPCAST": interp, "PDL": pdl, "num_warps": 1 if interp else t.num_warps,
             "num_stages": 1 if interp else t.num_stages}
     if pdl:
@@ -422,24 +424,25 @@ def workspace_need(rows: int, products: list[tuple[Tiling, int]]) -> tuple[int, 
 # --- wrappers ---------------------------------------------------------------------------------
 
 def ln_linear(x, ln_w, ln_b, eps, w, bias, out, ws: Workspace, activation: str | None = None,
-              tiles: Tiling | None = None) -> Tiling:
-    """out = act(LayerNorm(x) @ w + bias). `w` is (K, N), or (N, K) given as its transpose view (the LM head)."""
+              tiles: Tiling | None = None, gpu: Device | None = None) -> Tiling:
+    """out = act(LayerNorm(x) @ w + bias). `w` is (K, N), or (N, K) given as its transpose view (the LM head).
+    `gpu` (here and below): the GPU's facts, when not the tensors' device's (the compile matrix)."""
     B, K = x.shape
     N = w.shape[1]
     epi = {None: 0, "gelu_tanh": 1, "gelu": 2}[activation]
-    t = tiles or linear_tiling(B, K, N, x.device)
+    t = tiles or linear_tiling(B, K, N, gpu or x.device)
     n_tiles = triton.cdiv(N, t.block_n)
     _check_ws(ws, t, B, N, n_tiles)
     _ln_linear_kernel[(n_tiles, t.split_k)](
         x, x.stride(0), w, w.stride(0), w.stride(1), bias if bias is not None else w, out, out.stride(0),
         B, K, N, eps, ln_w, ln_b, ws.partial, ws.counter, t.split_k,
         EPILOGUE=epi, HAS_BIAS=bias is not None, BLOCK_B=t.block_b, BLOCK_N=t.block_n, BLOCK_K=t.block_k,
-        **_launch_options(t, x.device))
+        **_launch_options(t, x.device, gpu=gpu))
     return t
 
 
 def ln_qkv_store(x, ln_w, ln_b, eps, w, bias, q_out, k_cache, v_cache, pos, ws: Workspace,
-                 k_scale=None, v_scale=None, tiles: Tiling | None = None) -> Tiling:
+                 k_scale=None, v_scale=None, tiles: Tiling | None = None, gpu: Device | None = None) -> Tiling:
     """q_out (B, H, D) = q; k_cache/v_cache (B, H, L, D) at position pos[0] = k, v (int8 caches also get
     their scales (B, H, L)); where [q | k | v] = LayerNorm(x) @ w + bias, as GPT-2's c_attn lays them out."""
     B, K = x.shape
@@ -452,7 +455,7 @@ def ln_qkv_store(x, ln_w, ln_b, eps, w, bias, q_out, k_cache, v_cache, pos, ws: 
     if int8 and (k_scale is None or v_scale is None or k_scale.stride() != v_scale.stride()):
         raise ValueError("an int8 cache needs k_scale and v_scale (B, H, L) of one layout.")
     block_d = triton.next_power_of_2(D)
-    t = tiles or qkv_tiling(B, K, H, D, x.device)
+    t = tiles or qkv_tiling(B, K, H, D, gpu or x.device)
     if t.block_n != block_d:
         raise ValueError(f"the qkv product tiles one head per program: block_n must be {block_d}, got {t.block_n}.")
     _check_ws(ws, t, B, N, 3 * H)
@@ -462,12 +465,12 @@ def ln_qkv_store(x, ln_w, ln_b, eps, w, bias, q_out, k_cache, v_cache, pos, ws: 
         x, x.stride(0), w, w.stride(0), w.stride(1), bias, B, K, N, eps, ln_w, ln_b,
         q_out, k_cache, v_cache, ks, vs, pos, H, k_cache.stride(0), k_cache.stride(1), k_cache.stride(2), *s_strides,
         ws.partial, ws.counter, t.split_k, INT8_CACHE=int8, HEAD_DIM=D, BLOCK_B=t.block_b, BLOCK_N=t.block_n,
-        BLOCK_K=t.block_k, **_launch_options(t, x.device))
+        BLOCK_K=t.block_k, **_launch_options(t, x.device, gpu=gpu))
     return t
 
 
 def merge_proj_residual(o_part, lse_part, heads, head_dim, num_splits, w, bias, x, ws: Workspace,
-                        tiles: Tiling | None = None) -> Tiling:
+                        tiles: Tiling | None = None, gpu: Device | None = None) -> Tiling:
     """x += merge(o_part, lse_part) @ w + bias, in place. The partials are the split-KV kernel's
     (B * heads * num_splits, head_dim) fp32 outputs and log2-sum-exps."""
     B, N = x.shape
@@ -475,7 +478,7 @@ def merge_proj_residual(o_part, lse_part, heads, head_dim, num_splits, w, bias, 
     if K != heads * head_dim:
         raise ValueError(f"projection weight {tuple(w.shape)} does not take {heads} heads of {head_dim}.")
     block_d = triton.next_power_of_2(head_dim)
-    t = tiles or proj_tiling(B, heads, head_dim, N, x.device)
+    t = tiles or proj_tiling(B, heads, head_dim, N, gpu or x.device)
     if t.block_k != block_d:
         raise ValueError(f"the projection reads one head per inner tile: block_k must be {block_d}, got {t.block_k}.")
     n_tiles = triton.cdiv(N, t.block_n)
@@ -483,18 +486,109 @@ def merge_proj_residual(o_part, lse_part, heads, head_dim, num_splits, w, bias, 
     _attn_proj_residual_kernel[(n_tiles, t.split_k)](
         o_part, lse_part, heads, num_splits, w, w.stride(0), w.stride(1), bias, x, x.stride(0), B, K, N,
         ws.partial, ws.counter, t.split_k, HEAD_DIM=head_dim, BLOCK_B=t.block_b, BLOCK_N=t.block_n, BLOCK_K=block_d,
-        **_launch_options(t, x.device))
+        **_launch_options(t, x.device, gpu=gpu))
     return t
 
 
-def linear_residual(h, w, bias, x, ws: Workspace, tiles: Tiling | None = None) -> Tiling:
+def linear_residual(h, w, bias, x, ws: Workspace, tiles: Tiling | None = None,
+                    gpu: Device | None = None) -> Tiling:
     """x += h @ w + bias, in place."""
     B, K = h.shape
     N = w.shape[1]
-    t = tiles or linear_tiling(B, K, N, x.device)
+    t = tiles or linear_tiling(B, K, N, gpu or x.device)
     n_tiles = triton.cdiv(N, t.block_n)
     _check_ws(ws, t, B, N, n_tiles)
     _linear_residual_kernel[(n_tiles, t.split_k)](
         h, h.stride(0), w, w.stride(0), w.stride(1), bias, x, x.stride(0), B, K, N, ws.partial, ws.counter, t.split_k,
-        BLOCK_B=t.block_b, BLOCK_N=t.block_n, BLOCK_K=t.block_k, **_launch_options(t, x.device))
+        BLOCK_B=t.block_b, BLOCK_N=t.block_n, BLOCK_K=t.block_k, **_launch_options(t, x.device, gpu=gpu))
     return t
+
+
+# --- the compile matrix (kernels/aot.py) ------------------------------------------------------
+
+# What the decode phase runs the fused step on: its models, and a batch of each row tiling (up to
+# 16 sequences share 16-row tiles on 4 warps; its batch of 64 takes 64-row tiles on 8).
+DECODE_MODELS = ("gpt2", "gpt2-xl")
+DECODE_BATCHES = (4, 64)
+# The fewest and the most SMs of a GPU these kernels target: between them lie every tile width the
+# SM count can pick (the LM head's tiles widen on a GPU with few SMs for the vocabulary).
+SM_RANGE = (16, 256)
+# Cache capacities modulo 16 (0, 8, odd): the int8 cache's scale strides (capacity, heads x capacity)
+# are specialised on their divisibility by 16, and these give every combination GPT-2's 12 and
+# GPT-2 XL's 25 heads can.
+CACHE_CAPACITIES = (1024, 1032, 1023)
+
+
+def compile_specs(target):
+    """The fused decode step's four products as kernels.gpt2_fused.FusedStep launches them in the
+    decode phase, through the wrappers above on meta tensors (kernels/aot.py): in bfloat16, or
+    float16 where the GPU has no bfloat16 (T4); for each model and row tiling; the cache written in
+    the model's dtype and in int8 at each capacity class; the LM head at each tile width the SM
+    count may pick on this capability; with programmatic dependent launch where the code uses it.
+    Tensor cores from Ampere on (Triton 3.6 lowers tl.dot to FMA on sm75). Core (the default test,
+    which must stay short): GPT-2 at batch 4, each product once, the int8 cache at one capacity."""
+    from .aot import CompileSpec, meta
+    from .gpt2 import PRESETS
+    from .kv_quant import SCALE_DTYPE
+
+    dt = torch.bfloat16 if target.bf16 else torch.float16
+    f32 = torch.float32
+    few, many = (Device(n, target.capability) for n in SM_RANGE)
+    pdl = _launch_options(Tiling(16, 16, 16, 1), torch.device("meta"), gpu=few)["PDL"]
+    kind = f"{str(dt).removeprefix('torch.')}{' pdl' if pdl else ''}"
+    specs = []
+
+    def add(label, launch, core):
+        specs.append(CompileSpec(f"{kind} {label}", launch, tensor_cores=target.capability >= (8, 0), core=core))
+
+    def workspace():
+        return Workspace("meta", 1 << 24, 1 << 16)  # meta: no memory, and larger than any product needs
+
+    for name in DECODE_MODELS:
+        a = PRESETS[name]
+        C, H, D, V, eps = a.n_embd, a.n_head, a.head_dim, a.vocab_size, a.layer_norm_epsilon
+        for batch in DECODE_BATCHES:
+            at = f"{name} B={batch}"
+            core = name == "gpt2" and batch == 4
+
+            def qkv(cache, capacity, batch=batch, C=C, H=H, D=D, eps=eps):
+                kc = meta(batch, H, capacity, D, dtype=torch.int8 if cache == "int8" else dt)
+                scales = ({"k_scale": meta(batch, H, capacity, dtype=SCALE_DTYPE),
+                           "v_scale": meta(batch, H, capacity, dtype=SCALE_DTYPE)} if cache == "int8" else {})
+                ln_qkv_store(meta(batch, C, dtype=dt), meta(C, dtype=dt), meta(C, dtype=dt), eps, meta(C, 3 * C, dtype=dt),
+                             meta(3 * C, dtype=dt), meta(batch, H, D, dtype=dt), kc, torch.empty_like(kc),
+                             meta(1, dtype=torch.int64), workspace(), gpu=few, **scales)
+
+            add(f"{at} qkv cache={kind.split()[0]}", lambda qkv=qkv: qkv("float", 1024), core)
+            for capacity in CACHE_CAPACITIES:
+                add(f"{at} qkv cache=int8 L%16={capacity % 16}", lambda qkv=qkv, c=capacity: qkv("int8", c),
+                    core and capacity == CACHE_CAPACITIES[0])
+
+            def proj(batch=batch, C=C, H=H, D=D):
+                splits = 4  # a plain argument: the compiled code is the same for any count
+                merge_proj_residual(meta(batch * H * splits, D, dtype=f32), meta(batch * H * splits, dtype=f32), H, D,
+                                    splits, meta(C, C, dtype=dt), meta(C, dtype=dt), meta(batch, C, dtype=dt),
+                                    workspace(), gpu=few)
+
+            def fc(batch=batch, C=C, eps=eps):
+                ln_linear(meta(batch, C, dtype=dt), meta(C, dtype=dt), meta(C, dtype=dt), eps, meta(C, 4 * C, dtype=dt),
+                          meta(4 * C, dtype=dt), meta(batch, 4 * C, dtype=dt), workspace(), "gelu_tanh", gpu=few)
+
+            def out(batch=batch, C=C):
+                linear_residual(meta(batch, 4 * C, dtype=dt), meta(4 * C, C, dtype=dt), meta(C, dtype=dt),
+                                meta(batch, C, dtype=dt), workspace(), gpu=few)
+
+            add(f"{at} proj+residual", proj, core)
+            add(f"{at} fc+gelu", fc, core)
+            add(f"{at} out+residual", out, core)
+            # The LM head reads the (vocab, width) embedding table in place and writes fp32 logits.
+            widths = sorted({linear_tiling(batch, C, V, g).block_n for g in (few, many)}, reverse=True)
+            for bn in widths:
+                gpu = few if bn == widths[0] else many
+
+                def head(batch=batch, C=C, V=V, eps=eps, gpu=gpu):
+                    ln_linear(meta(batch, C, dtype=dt), meta(C, dtype=dt), meta(C, dtype=dt), eps,
+                              meta(V, C, dtype=dt).t(), None, meta(batch, V, dtype=f32), workspace(), gpu=gpu)
+
+                add(f"{at} lm_head BLOCK_N={bn}", head, core and bn == widths[0])
+    return specs
