@@ -220,3 +220,37 @@ class TorchStep:
 
 
 STEPS = {s.impl: s for s in (TorchStep, FusedStep, InductorStep)}
+
+
+# --- the compile matrix (kernels/aot.py) ------------------------------------------------------
+
+def compile_specs(target):
+    """The decode loop's small kernels as the decode phase launches them (kernels/aot.py), through
+    `embed` and `advance` on meta tensors: the embedding in bfloat16, or float16 where the GPU has
+    no bfloat16 (T4), at each model's width; the bookkeeping at each row tiling, writing the next
+    token (greedy) and not (teacher-forced). The fused products are fused_linear's specs. Neither
+    kernel multiplies: no tensor cores. Core: GPT-2, batch 4, greedy."""
+    from .aot import CompileSpec, meta
+    from .gpt2 import PRESETS
+
+    dt = torch.bfloat16 if target.bf16 else torch.float16
+    capacity = 1024  # history's row stride (capacity + 1) is a plain argument
+    specs = []
+    for name in fl.DECODE_MODELS:
+        a = PRESETS[name]
+
+        def emb(batch=4, C=a.n_embd, a=a):
+            embed(meta(batch, capacity + 1, dtype=torch.int64), meta(1, dtype=torch.int64),
+                  meta(a.vocab_size, C, dtype=dt), meta(a.n_positions, C, dtype=dt), meta(batch, C, dtype=dt))
+
+        specs.append(CompileSpec(f"{str(dt).removeprefix('torch.')} {name} C={a.n_embd}", emb, tensor_cores=False,
+                                 core=name == fl.DECODE_MODELS[0]))
+    for batch in fl.DECODE_BATCHES:
+        for write in (True, False):
+            def adv(batch=batch, write=write):
+                advance(meta(batch, dtype=torch.int64), meta(batch, capacity + 1, dtype=torch.int64),
+                        meta(1, dtype=torch.int64), meta(1, dtype=torch.int32), write=write)
+
+            specs.append(CompileSpec(f"B={batch} {'greedy' if write else 'teacher-forced'}", adv, tensor_cores=False,
+                                     core=batch == fl.DECODE_BATCHES[0] and write))
+    return specs
