@@ -1,6 +1,7 @@
 """GPU kernels and their PyTorch references. No file I/O, no plotting."""
 
 # Importing a kernel path registers it with kernels/dispatch.py, which flash_attention consults.
+from . import attention_gluon  # noqa: F401 - registers the Gluon path
 from . import attention_hopper  # noqa: F401 - registers the Hopper path
 from .attention import (
     HEAD_DIMS,

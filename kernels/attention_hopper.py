@@ -585,7 +585,7 @@ def best_features(causal, seq_len):
     """What hopper_attention runs for this masking and length when not told, from the H200
     measurements: non-causal, the persistent kernel (v6: 1.13-1.14x of v4 at N=4096 and 16384);
     causal, persistent over pairs of query tiles with the arithmetic mask (v9: 1.09-1.10x of v4
-    at N=4096, dev run 6) below SPLIT_FROM_SEQ_LEN, and the split schedule (v5) from there."""
+    at N=4096, H200 run 6) below SPLIT_FROM_SEQ_LEN, and the split schedule (v5) from there."""
     if not causal:
         return Features(warp_spec=True, persistent=True)
     if seq_len >= SPLIT_FROM_SEQ_LEN:

@@ -34,7 +34,7 @@ class KernelVersion:
     change: str
     prediction: str
     predicted_at: str
-    path: str  # a flash_attention path name: "portable", "hopper", ...
+    path: str | None  # a flash_attention path name ("portable", "hopper", "gluon"); None: its own choice per shape
     baseline: str = ""
     predicted_speedup: dict = field(default_factory=dict)  # "non-causal"/"causal" -> (low, high)
     # None: hopper_attention's own choice per shape; a function (causal, seq_len) -> Features: this
@@ -66,6 +66,8 @@ class KernelVersion:
     def features_label(self):
         if self.path == "portable":
             return ""
+        if self.path == "gluon":
+            return f"gluon {self.configs.get(False, {}).get('version', '')}".strip()
         if self.features is None or callable(self.features):
             return "per shape"
         return self.features.label()
@@ -238,7 +240,7 @@ VERSIONS = {v.name: v for v in [
         predicted_speedup={"non-causal": (1.10, 1.16), "causal": (1.0, 1.06)},
         features=v7_features,
         in_phase=False,  # superseded by v10; its numbers are in the outcome
-        outcome="2026-11-29, H200 dev runs 3-4: non-causal 0.98-1.01x cuDNN (as v6); causal 0.77-0.79x at N=4096 "
+        outcome="2026-11-29, H200 runs 3-4: non-causal 0.98-1.01x cuDNN (as v6); causal 0.77-0.79x at N=4096 "
                 "(as v4) and 0.88-0.91x at 16384 (as v5).",
     ),
     KernelVersion(
@@ -247,7 +249,7 @@ VERSIONS = {v.name: v for v in [
                "together see n+1 key tiles whatever i is. Every program then does the same work and they stay "
                "in step on the same heads. v6 dealt out single tiles of 1 to n key tiles with a stride, which "
                "left programs up to 9% apart at N=4096 and, we suspect, let them drift onto more heads than L2 holds.",
-        prediction="Written before its first run (dev run 4): near the non-causal persistent kernel's efficiency "
+        prediction="Written before its first run (H200 run 4): near the non-causal persistent kernel's efficiency "
                    "less the mask, 0.90-1.0x cuDNN at N=4096; at N=16384, at least v4.",
         predicted_at="2026-11-29",
         path="hopper",
@@ -256,8 +258,8 @@ VERSIONS = {v.name: v for v in [
         features=Features(warp_spec=True, persistent=True, causal_pairs=True),
         configs={True: _cfg(128, 128, 4, 2)},
         maskings=("causal",),
-        outcome="2026-11-29, H200 dev run 4: 1.07-1.10x of v4 at N=4096 (0.84-0.86x cuDNN), short of the "
-                "prediction; 0.93-0.95x of v4 at N=16384. Other causal attempts in dev run 3 did not pay: a cheaper "
+        outcome="2026-11-29, H200 run 4: 1.07-1.10x of v4 at N=4096 (0.84-0.86x cuDNN), short of the "
+                "prediction; 0.93-0.95x of v4 at N=16384. Other causal attempts in H200 run 3 did not pay: a cheaper "
                 "mask (-inf into the raw scores) 0.96-0.98x of v4, longest-first order over groups of 8 heads "
                 "0.94-0.98x, and an unmasked and a masked loop in one warp-specialized kernel does not compile "
                 "with Triton 3.6 for sm90.",
@@ -269,7 +271,7 @@ VERSIONS = {v.name: v for v in [
                "multiply-add per score from the row's and the column's positions. The boolean mask tile is gone: "
                "in the sm90 SASS the compiler had packed it into bit masks (ISETP, SEL, IMAD and LOP3 per score), "
                "737 instructions per consumer step against 451 without a mask; now 598.",
-        prediction="Written before its first run (dev run 6): if the consumers are issue-bound (two consumers x 737 "
+        prediction="Written before its first run (H200 run 6): if the consumers are issue-bound (two consumers x 737 "
                    "instructions is about 1470 issue cycles per SM sub-partition per step, against about 980 "
                    "tensor-core cycles), 598 instructions could give up to +23%; expected +10 to +20% over v8.",
         predicted_at="2026-11-29",
@@ -279,8 +281,8 @@ VERSIONS = {v.name: v for v in [
         features=Features(warp_spec=True, persistent=True, causal_pairs=True, lean_mask=True),
         configs={True: _cfg(128, 128, 4, 2)},
         maskings=("causal",),
-        outcome="2026-11-29, H200 dev run 6: 1.00-1.04x of v8 at N=4096 (0.84-0.88x cuDNN), 0.92-1.01x at 16384. "
-                "The issue-bound model was wrong: Nsight Compute (dev run 5) shows issue slots 40% busy in v8 and "
+        outcome="2026-11-29, H200 run 6: 1.00-1.04x of v8 at N=4096 (0.84-0.88x cuDNN), 0.92-1.01x at 16384. "
+                "The issue-bound model was wrong: Nsight Compute (H200 run 5) shows issue slots 40% busy in v8 and "
                 "39% in cuDNN's causal kernel; v8's warps wait instead (30% of their stall cycles on L1TEX "
                 "scoreboard), and its tensor pipe is 52% busy to cuDNN's 66%.",
     ),
@@ -290,7 +292,7 @@ VERSIONS = {v.name: v for v in [
                "non-causal, the persistent kernel (v6); causal, v9 below N=8192 and the split schedule (v5) from "
                "there. One tile config per head_dim, so nothing to tune.",
         prediction="The better of v5, v6 and v9 in each case, within noise: non-causal as v6, causal as v9 at "
-                   "N=4096 (+8 to +12% over v4) and as v5 at 16384 (+3 to +6% over v4). Written after dev run 6, "
+                   "N=4096 (+8 to +12% over v4) and as v5 at 16384 (+3 to +6% over v4). Written after H200 run 6, "
                    "before v10 itself ran.",
         predicted_at="2026-11-29",
         path="hopper",
@@ -300,7 +302,65 @@ VERSIONS = {v.name: v for v in [
     ),
 ]}
 
-FINAL_VERSION = "v10-default"
+
+# The Gluon kernel's journey (kernels/attention_gluon.py records each step with the prediction
+# written before it ran), as versions of this one: the same story fields, run through
+# flash_attention's Gluon path with the version named in the config.
+_GLUON_STEPS = (("v11-gluon", "g1", False), ("v12-gluon-ws", "g2", False), ("v13-gluon-overlap", "g3", True),
+                ("v14-gluon-pingpong", "g4", True))
+_GLUON_OUTCOMES = {
+    "g1": "2026-11-30, H200, every goal shape in one process: correct in all 64 checks (fp16 within 9.8e-4 of "
+          "SDPA, bf16 within 7.7e-3); 0.89x the fastest SDPA backend non-causal and 0.77x causal (geometric "
+          "means), above its predicted range; the best of the four at d=64 non-causal (0.97-0.99x).",
+    "g2": "2026-11-30, H200: correct in all 64 checks; 0.88x non-causal and 0.79x causal, inside the predicted "
+          "range but no faster than g1 non-causal: the persistent warp-specialized kernel lost at d=64 "
+          "(0.87-0.91x) what it gained at d=128 (0.86-0.89x against g1's 0.72-0.77x).",
+    "g3": "2026-11-30, H200: correct in all 64 checks; 0.95x non-causal and 0.80x causal, inside the predicted "
+          "range; faster than cuDNN at d=128 non-causal (1.01x at N=4096, 1.03-1.04x at 16384), and the slowest "
+          "at d=64 causal (0.66-0.92x), where the static tile order of the persistent grid leaves programs "
+          "with uneven work.",
+    "g4": "2026-11-30, H200: correct in all 64 checks; 0.95x non-causal and 0.80x causal, no faster than g3 "
+          "(0.99-1.00x of it): the turn handoff between the consumer warpgroups cost what the enforced overlap "
+          "gained; causal fell below its predicted range.",
+}
+
+
+def _gluon_versions() -> list[KernelVersion]:
+    from .attention_gluon import GLUON_VERSIONS
+
+    by_name = {g.name: g for g in GLUON_VERSIONS}
+    out = []
+    for name, step, timed in _GLUON_STEPS:
+        g = by_name[step]
+        out.append(KernelVersion(
+            name=name, change=f"Gluon {step}: {g.change}", prediction=g.prediction, predicted_at=g.predicted_at,
+            path="gluon", baseline=g.baseline, predicted_speedup=dict(g.predicted_speedup),
+            configs={False: {"version": step}, True: {"version": step}}, outcome=_GLUON_OUTCOMES.get(step, ""),
+            in_phase=timed, maskings=tuple(g.maskings)))
+    return out
+
+
+VERSIONS.update((v.name, v) for v in _gluon_versions())
+VERSIONS["v15-per-shape"] = KernelVersion(
+    name="v15-per-shape",
+    change="What flash_attention ships on Hopper: the path chosen per shape from measurements "
+           "(kernels/dispatch.py SHAPE_RULES): the Gluon kernel (g3) at d=128, except causal from N=8192 where "
+           "the Triton Hopper kernel (v10) runs; at d=64 the portable kernel, except causal at N=2048-8191 where "
+           "the Hopper kernel runs. The launch cache replays the Triton paths without Triton's per-call binding.",
+    prediction="Each shape at the best of the three paths as measured on 2026-11-30: d=128 non-causal at "
+               "1.01-1.04x cuDNN (g3), causal 0.95x at N=4096 (g3) and about 0.89x at 16384 (v10); d=64 "
+               "non-causal about 0.93-0.97x (portable), causal about 1.15x at N=2048 and 0.97x at 4096 (Hopper), "
+               "0.90-0.95x from 8192 (portable). Geometric means about 0.93-1.00x non-causal and 0.90-1.00x "
+               "causal: the median over the goal shapes near but probably below 1.0, so the goal is likely "
+               "missed at d=64 and at d=128 causal. Written before v15 itself ran.",
+    predicted_at="2026-11-30",
+    path=None,
+    baseline="sdpa",
+    predicted_speedup={"non-causal": (0.93, 1.00), "causal": (0.90, 1.00)},
+    features=None,
+)
+
+FINAL_VERSION = "v15-per-shape"
 
 
 def get_version(name):

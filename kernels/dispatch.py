@@ -51,6 +51,44 @@ AUTO_ORDER = ("hopper",)
 # where measurements of both paths' loop time show the portable one faster below a size.
 PORTABLE_BELOW_WORK: int | None = None
 
+
+@dataclass(frozen=True)
+class ShapeRule:
+    """Where a path in AUTO_ORDER is available, inputs of this head_dim and masking whose seq_len
+    lies in [min_len, max_len] take `path` instead (if it is available too). `evidence` is the
+    measurement the rule comes from; flash_attention reports it as the reason for its choice."""
+
+    path: str
+    head_dim: int
+    causal: bool
+    min_len: int = 1
+    max_len: int | None = None
+    evidence: str = ""
+
+    def matches(self, shape, causal: bool) -> bool:
+        n, d = shape[2], shape[3]
+        return (d == self.head_dim and bool(causal) == self.causal and n >= self.min_len
+                and (self.max_len is None or n <= self.max_len))
+
+
+# Measured on the H200, 2026-11-30, every path side by side in one process (loop time at B=2 H=8
+# d=64, with the launch cache; device time at the d=128 goal shapes, B=4 H=32). First match wins.
+SHAPE_RULES: tuple[ShapeRule, ...] = (
+    ShapeRule("portable", 64, False, min_len=2048,
+              evidence="d=64 non-causal from N=2048: the portable kernel's loop time was 0.93-0.95x the Hopper "
+                       "kernel's at N=2048, 4096 and 8192"),
+    ShapeRule("portable", 64, True, max_len=1024,
+              evidence="d=64 causal up to N=1024: the portable kernel's loop time was 0.76x the Hopper kernel's"),
+    ShapeRule("portable", 64, True, min_len=8192,
+              evidence="d=64 causal from N=8192: the portable kernel's loop time was 0.86x the Hopper kernel's"),
+    ShapeRule("gluon", 128, False,
+              evidence="d=128 non-causal: the Gluon kernel (g3) ran 1.01-1.04x cuDNN's speed at N=4096 and 16384, "
+                        "where the Hopper kernel ran about 0.99x"),
+    ShapeRule("gluon", 128, True, max_len=8191,
+              evidence="d=128 causal below N=8192: the Gluon kernel (g3) ran 0.95x cuDNN's speed at N=4096 against "
+                       "the Hopper kernel's 0.88x"),
+)
+
 PORTABLE_ONLY_ENV = "ATTN_PORTABLE_ONLY"
 
 
@@ -94,6 +132,11 @@ def choose_path(q, causal=False) -> tuple[str, str]:
             continue
         if PORTABLE_BELOW_WORK is not None and work_of(q.shape, causal) < PORTABLE_BELOW_WORK:
             return "portable", f"work below {PORTABLE_BELOW_WORK} (measured: the portable path is faster there)"
+        for rule in SHAPE_RULES:
+            other = _PATHS.get(rule.path)
+            if rule.matches(q.shape, causal) and other is not None and q.dtype in other.dtypes \
+                    and other.available(q.device)[0]:
+                return rule.path, f"measured rule: {rule.evidence}"
         return name, f"{name}: available for {str(q.dtype).replace('torch.', '')} on this device"
     return "portable", "no faster path is available for this dtype and device"
 

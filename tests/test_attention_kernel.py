@@ -304,12 +304,37 @@ def test_size_rule_sends_small_problems_to_the_portable_path(fake_hopper, monkey
     from kernels import dispatch
 
     small, large = (2, 8, 512, 64), (2, 8, 4096, 64)
+    monkeypatch.setattr(dispatch, "SHAPE_RULES", ())  # the size rule alone
     monkeypatch.setattr(dispatch, "PORTABLE_BELOW_WORK", dispatch.work_of((2, 8, 1024, 64), False))
     name, rule = dispatch.choose_path(_fake_cuda(torch.float16, small))
     assert name == "portable" and "work below" in rule
     assert dispatch.resolve_path(_fake_cuda(torch.float16, large)) == "hopper"
     # causal halves the work: a causal problem twice as long as the non-causal threshold is still small
     assert dispatch.work_of((2, 8, 1024, 64), True) * 2 == dispatch.work_of((2, 8, 1024, 64), False)
+
+
+def test_measured_shape_rules_pick_the_path_and_say_why(fake_hopper, monkeypatch):
+    from kernels import dispatch
+
+    gluon = SimpleNamespace(ok=True)
+    monkeypatch.setitem(dispatch._PATHS, "gluon", dataclasses.replace(
+        dispatch._PATHS["gluon"], available=lambda device: (gluon.ok, "" if gluon.ok else "not sm90")))
+    choose = lambda shape, causal=False: dispatch.choose_path(_fake_cuda(torch.float16, shape), causal)  # noqa: E731
+    name, why = choose((2, 8, 4096, 64))
+    assert name == "portable" and why.startswith("measured rule") and "d=64 non-causal" in why
+    assert choose((2, 8, 2048, 64), True)[0] == "hopper"      # no rule there: the Hopper kernel won
+    assert choose((2, 8, 1024, 64), True)[0] == "portable"    # short causal
+    assert choose((2, 8, 8192, 64), True)[0] == "portable"    # long causal
+    assert choose((4, 32, 4096, 128))[0] == "gluon"
+    assert choose((4, 32, 4096, 128), True)[0] == "gluon"
+    assert choose((4, 32, 16384, 128), True)[0] == "hopper"   # causal from 8192 stays on the Hopper kernel
+    assert choose((4, 32, 4096, 32))[0] == "hopper"           # no rule for this head_dim
+    # a rule's path that cannot run here leaves the choice to the available path
+    gluon.ok = False
+    assert choose((4, 32, 4096, 128))[0] == "hopper"
+    # without the Hopper path (another GPU), no rule applies: they were measured against it
+    fake_hopper.ok = False
+    assert choose((2, 8, 2048, 64), True)[0] == "portable"
 
 
 def test_a_path_registers_itself_and_runs_by_name():
