@@ -123,6 +123,8 @@ class Measurement:
     backend_used: str | None = None
     kernel_config: dict[str, int] = field(default_factory=dict)
     warmup_s: float | None = None
+    kernel_path: str | None = None
+    path_rule: str | None = None
 
 
 class BackendRefused(RuntimeError):
@@ -143,6 +145,7 @@ def ok_row(case: Case, m: Measurement) -> BenchRow:
     row.backend_used = m.backend_used if m.backend_used is not None else case.backend_requested
     row.kernel_config = dict(m.kernel_config)
     row.warmup_s = m.warmup_s
+    row.kernel_path, row.path_rule = m.kernel_path, m.path_rule
     need = timing.min_reps(row.latency_ms_median)
     if row.n_timed_runs < need:
         row.reason = f"only {row.n_timed_runs} timed calls, fewer than the {need} this phase promises"
@@ -285,10 +288,11 @@ class DeviceMeasurer:
                 raise BackendRefused(" | ".join([str(exc).strip(), *why])) from None
         warmup_s = time.perf_counter() - t0
 
-        config = {}
+        config, path, rule = {}, None, None
         if case.impl in KERNEL_IMPLS:
             last = attention.kernel_config_of_last_call() or {}
             config = {key: val for key, val in last.items() if isinstance(val, int) and not isinstance(val, bool)}
+            path, rule = last.get("path"), last.get("path_rule")
         used = chosen_backend(q, k, v, case.causal) if case.impl == "sdpa" else None
 
         # Peak memory after warm-up, so autotuning scratch is never counted; baseline holds the inputs.
@@ -307,7 +311,7 @@ class DeviceMeasurer:
         del out
         calls = [call_for(case, *qkv) for qkv in self.pool.all(case)] if cuda else [call]
         return Measurement(times=self.times(calls, wall_ms), peak_mem_bytes=peak, backend_used=used,
-                           kernel_config=config, warmup_s=warmup_s)
+                           kernel_config=config, warmup_s=warmup_s, kernel_path=path, path_rule=rule)
 
 
 def plan_for_device(plan: Plan, hopper: bool) -> Plan:

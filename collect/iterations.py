@@ -213,7 +213,7 @@ def version_info(v) -> KernelVersionInfo:
     feats = v.features_label()
     predicted = [PredictedRange(masking=m, low=float(lo), high=float(hi)) for m, (lo, hi) in v.predicted_speedup.items()]
     configs = {("causal" if c else "non-causal"): _cfg_text(cfg) for c, cfg in sorted(v.configs.items()) if cfg}
-    return KernelVersionInfo(name=v.name, path=v.path, features=feats, change=v.change, prediction=v.prediction,
+    return KernelVersionInfo(name=v.name, path=v.path or "per-shape", features=feats, change=v.change, prediction=v.prediction,
                              predicted_at=v.predicted_at, baseline=v.baseline, predicted=predicted, outcome=v.outcome,
                              role=v.role, configs=configs)
 
@@ -297,8 +297,10 @@ class DeviceMeasurer:
         version = None if case.is_sdpa else V.get_version(case.impl)
         call = call_for(case, q, k, v, fn=version)
 
+        from kernels import attention_gluon as G
+
         capture = CaptureCompiled([A._attn_fwd, H._hopper_fwd, H._hopper_fwd_ws, H._hopper_fwd_ws_persistent,
-                                   H._diag_merge])
+                                   H._diag_merge, G._g1_kernel, G._ws_kernel])
         t0 = time.perf_counter()
         with capture:
             out = call()

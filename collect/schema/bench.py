@@ -58,6 +58,10 @@ class BenchRow:
                                       "case was not attempted, the predicted need.", None, **BYTES)
     warmup_s: float | None = doc("Wall time of the first call: compilation and Triton autotuning land here.",
                                  None, **SECONDS)
+    kernel_path: str | None = doc("triton rows: the kernel path flash_attention took ('portable', 'hopper', "
+                                  "'gluon').", None, pattern=IDENT)
+    path_rule: str | None = doc("triton rows: why flash_attention took that path (a measured shape rule, or the "
+                                "path being available).", None)
     kernel_config: dict[str, int] = doc("triton rows: the tile config that ran (BLOCK_M, BLOCK_N, "
                                         "num_warps, num_stages).", default_factory=dict)
     tensor_cores: bool | None = doc("triton rows: whether the compiled kernel that ran issues tensor-core instructions "

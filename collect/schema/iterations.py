@@ -32,7 +32,9 @@ class KernelVersionInfo:
     CASE_KEY = ("name",)
 
     name: str = doc("Version name, e.g. 'v0-portable', 'v1-tma'; ordered as the journey went.", pattern=IDENT)
-    path: str = doc("'portable' (kernels/attention.py) or 'hopper' (kernels/attention_hopper.py, compute capability 9.x).",
+    path: str = doc("'portable' (kernels/attention.py), 'hopper' (kernels/attention_hopper.py), 'gluon' "
+                    "(kernels/attention_gluon.py; both compute capability 9.x) or 'per-shape' (flash_attention's "
+                    "own choice, kernels/dispatch.py).",
                     pattern=IDENT)
     features: str = doc("Kernel switches of a Hopper version ('tma', 'overlap', 'warp_spec', 'causal_split', "
                         "'persistent', joined by '+'); 'per shape' when hopper_attention chooses; '' for the portable path.")
