@@ -7,7 +7,7 @@ Variants (kernels/decode_session.py runs them all through one interface):
   hf-compiled   transformers' model, StaticCache, forward compiled with torch.compile(mode="reduce-overhead");
                 only at the key shapes (a cold compile per shape costs tens of seconds)
   eager         our loop over a preallocated bf16 cache, PyTorch ops
-  graph         our step (GRAPH_STEP: fused Triton kernels by default) replayed from one CUDA graph
+  graph         our step (GRAPH_STEP: PyTorch ops by default) replayed from one CUDA graph
   int8-graph    the same step and graph over an int8 cache
   int8-dequant  an int8 cache dequantized in full to bf16 every step (eager): the peak-memory regression
 
@@ -44,9 +44,12 @@ MODEL_PATH_ENV = "DECODE_MODEL_PATH"
 BUDGET_ENV = "DECODE_BUDGET_S"
 GRAPH_STEP_ENV = "DECODE_GRAPH_STEP"
 # How the graph variants compute a step: 'fused' (our Triton kernels), 'inductor' (our step compiled
-# by torch.compile) or 'torch' (PyTorch ops). Chosen from measurements on the H200; the env var
-# overrides it.
-GRAPH_STEP = "fused"
+# by torch.compile) or 'torch' (PyTorch ops). Chosen from measurements on the H200 (2026-11-30, each
+# in a CUDA graph, loop time): at gpt2 b4 c1000 torch 0.675 ms, inductor 0.640, fused 0.747 (64
+# kernels a step against 176, but its split-K products keep the GPU busy longer); at gpt2-xl b4
+# c1000 torch 3.45 ms against fused 4.99 (inductor not measured there, and its compile would cost
+# the phase's budget at every model and batch). The env var overrides it.
+GRAPH_STEP = "torch"
 # A full collect must finish in 9 minutes on an H200; this phase's share is about 150 s, sized from
 # the last H200 run (84 s for the previous plan: 20-odd Triton compiles, 11 shapes x 5 variants, the
 # transformers eager loop at ~45 ms a step) plus what this plan adds: three cold torch.compile runs of

@@ -64,7 +64,7 @@ class DecodeRow:
                        "cache read by the Triton kernel, eager) and 'hf' (now 'hf-eager').")
     batch: int = doc("Sequences decoded together.", **SIZE)
     context: int = doc("Prompt length: cached tokens when the first timed step runs.", **SIZE)
-    new_tokens: int = doc("Tokens generated: one from the prefill, then one per timed step.", **SIZE)
+    new_tokens: int = doc("Tokens generated: one from the prefill, then one per timed step (0 when none ran).", **COUNT)
     status: str = doc("ok, oom, unsupported, error or skipped (not run for time).", pattern=ROW_STATUS)
     reason: str | None = doc("Why the row is not ok.", None)
     series: str = doc("Which measurement series the row belongs to when one (model, variant, batch, context) was "
