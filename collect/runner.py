@@ -16,7 +16,7 @@ from pathlib import Path
 from . import device_choices
 from .context import PhaseUnsupported, RunContext
 from .jsonio import remove_stale_temp_files, write_json_atomic
-from .saved import SavedRowsError, read_saved
+from .saved import SavedRowsError, read_saved, row_count
 from .phases import PHASE_ORDER, filename, phase_module
 from .schema import FILE_SPECS, SCHEMA_VERSION
 from .schema.manifest import Manifest, PhaseRecord

@@ -8,6 +8,8 @@ import json
 import re
 
 import pytest
+
+from collect.schema import SCHEMA_VERSION
 import torch
 
 import synthetic
@@ -215,7 +217,7 @@ def test_rows_checkpointed_before_a_crash_survive_and_validate(tmp_path):
     run_dir = synthetic.make_run(tmp_path, "crash-1")
     ctx = RunContext(run_id="crash-1", out_dir=run_dir, profile="quick", manifest=synthetic.manifest("crash-1"),
                      phase="bench", filename="bench.json")
-    result = BenchFile(schema_version=1, run_id="crash-1", profile="quick", timing_method="fake",
+    result = BenchFile(schema_version=SCHEMA_VERSION, run_id="crash-1", profile="quick", timing_method="fake",
                        backend_choice_method="fake", min_timed_runs=50)
 
     def on_row(row):
@@ -329,7 +331,7 @@ def synthetic_rows(triton_rate=300e12, triton_overhead_ms=0.0, naive_oom_from=16
 def bench_run(tmp_path, run_id="synth-1", **kw):
     run_dir = synthetic.make_run(tmp_path, run_id)
     write_json_atomic(run_dir / "bench.json", BenchFile(
-        schema_version=1, run_id=run_id, profile="full", timing_method="fake <timing>",
+        schema_version=SCHEMA_VERSION, run_id=run_id, profile="full", timing_method="fake <timing>",
         backend_choice_method="fake", min_timed_runs=50, rows=synthetic_rows(**kw)))
     return Report.load(tmp_path, run_id)
 
@@ -429,7 +431,7 @@ def test_pages_survive_a_quick_run_where_our_kernel_failed_everywhere(tmp_path):
         if r.impl == "triton":
             r.status, r.reason, r.latency_ms_median, r.tflops, r.kernel_config = "error", "CompilationError: x", None, None, {}
     run_dir = synthetic.make_run(tmp_path, "quick-1")
-    write_json_atomic(run_dir / "bench.json", BenchFile(schema_version=1, run_id="quick-1", profile="quick",
+    write_json_atomic(run_dir / "bench.json", BenchFile(schema_version=SCHEMA_VERSION, run_id="quick-1", profile="quick",
                                                         timing_method="t", backend_choice_method="b",
                                                         min_timed_runs=50, rows=rows))
     report = Report.load(tmp_path, "quick-1")

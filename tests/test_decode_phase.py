@@ -8,6 +8,8 @@ import json
 import types
 
 import pytest
+
+from collect.schema import SCHEMA_VERSION
 import torch
 
 from collect import decode as phase
@@ -173,7 +175,7 @@ def test_migration_renames_the_transformers_loop_and_nothing_else():
 
 
 def _empty_file():
-    return DecodeFile(schema_version=1, run_id="x")
+    return DecodeFile(schema_version=SCHEMA_VERSION, run_id="x")
 
 
 def test_a_failing_profiler_costs_the_counts_not_the_row(monkeypatch):

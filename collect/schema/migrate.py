@@ -40,7 +40,18 @@ def decode_int8_comparison_series(data: dict) -> dict:
     return data
 
 
-MIGRATIONS = {f.__name__: f for f in (rename_decode_hf_variant, decode_int8_comparison_series)}
+def to_version_2(doc: dict) -> dict:
+    """Any phase file or manifest of schema version 1: the decode renames above, then version 2. Version 2
+    adds only optional fields (host and loop time, SM clocks, the clock cross-check, ceiling sweeps, the
+    kernel path, the decode step's breakdown and agreement) and bounds that version-1 data already met."""
+    if doc.get("schema_version") != 1:
+        return doc
+    doc = decode_int8_comparison_series(rename_decode_hf_variant(doc))
+    doc["schema_version"] = 2
+    return doc
+
+
+MIGRATIONS = {f.__name__: f for f in (rename_decode_hf_variant, decode_int8_comparison_series, to_version_2)}
 
 
 def main(argv: list[str]) -> int:
