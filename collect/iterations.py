@@ -56,7 +56,7 @@ PLANS = {
     "quick": Plan(journey_shapes=JOURNEY_SHAPES[:1], endpoint_shapes=D64_SHAPES[:1], dtypes=DTYPES[:1]),
 }
 
-BUDGET_S = {"quick": 40.0, "full": 80.0}
+BUDGET_S = {"quick": 40.0, "full": 100.0}
 BUDGET_ENV = "ITERATIONS_BUDGET_S"
 PRECOMPILE_WORKERS = 16
 PRECOMPILE_STALL_S = 120.0
