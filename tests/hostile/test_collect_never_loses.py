@@ -42,8 +42,9 @@ def gpu(monkeypatch):
         if state.crash_after is not None and len(state.measured) >= state.crash_after:
             raise KeyboardInterrupt  # a kill: not a case failure, the phase stops here
         state.measured.append(case.seq_len)
-        from collect.timing import summarize
-        return bench.Measurement(timing=summarize([1.0] * 60), peak_mem_bytes=1000)
+        from collect.timing import CallTimes, DeviceTiming, summarize
+        return bench.Measurement(times=CallTimes(device=DeviceTiming(summarize([1.0] * 60)),
+                                                 host=summarize([0.04] * 3), loop=None), peak_mem_bytes=1000)
 
     def bench_run(ctx):
         """collect/bench.py's run() minus the GPU: the same opt-in to saved rows."""
@@ -210,7 +211,7 @@ def test_correctness_resume_skips_saved_cases(tmp_path, monkeypatch):
     monkeypatch.setattr(correctness, "build_grid", lambda profile, hopper=False: cases)
     ran = []
 
-    def fake_case(case, device, tol, configs=None):
+    def fake_case(case, device, tol, configs=None, facts=None):
         ran.append(case)
         return correctness.CorrectnessRow(impl=case.impl, dtype=case.dtype, causal=case.causal, batch=case.batch,
                                           heads=case.heads, seq_len=case.seq_len, head_dim=case.head_dim, status="ok")
