@@ -61,7 +61,7 @@ class DecodeRow:
                        "'eager' (our loop, bf16 cache, PyTorch ops), 'graph' (our step captured in one CUDA graph), "
                        "'int8-graph' (the same step and graph over an int8 cache), 'int8-dequant' (int8 cache "
                        "dequantized in full to bf16 every step, eager). Older runs also have 'int8-kernel' (the int8 "
-                       "cache read by the Triton kernel, eager) and 'hf' (now 'hf-eager').")
+                       "cache read by the Triton kernel, eager) and 'hf' (now 'hf-eager').", pattern=IDENT)
     batch: int = doc("Sequences decoded together.", **SIZE)
     context: int = doc("Prompt length: cached tokens when the first timed step runs.", **SIZE)
     new_tokens: int = doc("Tokens generated: one from the prefill, then one per timed step (0 when none ran).", **COUNT)
@@ -132,11 +132,11 @@ class LogitCheck:
     reference: str = doc("What it is compared with: 'transformers' (full forward, no cache) or 'eager' (our bf16 cache).",
                          pattern=IDENT)
     sequence: str = doc("'random' (random token ids) or 'greedy' (the 'eager' row's own greedy output at this model's "
-                        "reference shape, so disagreements are the tokens a variant would change).")
+                        "reference shape, so disagreements are the tokens a variant would change).", pattern=IDENT)
     batch: int = doc("Sequences.", **SIZE)
     prompt_len: int = doc("Tokens run by the prefill.", **SIZE)
     positions: int = doc("Positions compared: the prefill's last one and every decode step after it.", **COUNT)
-    status: str = doc("ok, oom, unsupported, error or skipped (not run for time).")
+    status: str = doc("ok, oom, unsupported, error or skipped (not run for time).", pattern=ROW_STATUS)
     reason: str | None = doc("Why not ok.", None)
     max_abs_diff: float | None = doc("Max |logit difference| over positions, sequences and vocabulary.",
                                      None, **NONNEGATIVE)
@@ -157,8 +157,8 @@ class KernelClassRow:
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("model", "variant", "batch", "context", "kernel_class")
 
-    model: str = doc("Model name.")
-    variant: str = doc("Decode variant, as in `rows`.")
+    model: str = doc("Model name.", pattern=IDENT)
+    variant: str = doc("Decode variant, as in `rows`.", pattern=IDENT)
     batch: int = doc("Batch.", **SIZE)
     context: int = doc("Context.", **SIZE)
     kernel_class: str = doc("'linear' (matrix products, with whatever is fused into them), 'attention', "
@@ -177,15 +177,15 @@ class AgreementRow:
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("model", "variant", "reference", "batch", "prompt_len")
 
-    model: str = doc("Model name.")
-    variant: str = doc("Decode variant compared.")
+    model: str = doc("Model name.", pattern=IDENT)
+    variant: str = doc("Decode variant compared.", pattern=IDENT)
     reference: str = doc("The variant compared against: 'graph' (our bf16 step; run without capture on a device "
                          "without CUDA graphs, which computes the same numbers).")
     batch: int = doc("Sequences.", **SIZE)
     prompt_len: int = doc("Tokens prefilled before the first compared step.", **SIZE)
     positions: int = doc("Positions compared: batch x steps; every step is fed the sequence's own next token, so one "
                          "disagreement never changes the inputs of the next.", **COUNT)
-    status: str = doc("ok, oom, unsupported, error or skipped (not run for time).")
+    status: str = doc("ok, oom, unsupported, error or skipped (not run for time).", pattern=ROW_STATUS)
     reason: str | None = doc("Why not ok.", None)
     near_ties: int | None = doc("Positions where the reference's two largest logits differ by less than one unit in "
                                 "the last place of the model's dtype (bf16: 8 significant bits) at the top logit's "
@@ -215,12 +215,13 @@ class MicroRow:
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("impl", "batch", "heads", "head_dim", "context")
 
-    impl: str = doc("'triton-bf16', 'triton-int8' (our split-KV kernel) or 'sdpa' (torch SDPA, query length 1, bf16).")
+    impl: str = doc("'triton-bf16', 'triton-int8' (our split-KV kernel) or 'sdpa' (torch SDPA, query length 1, bf16).",
+                    pattern=IDENT)
     batch: int = doc("Batch.", **SIZE)
     heads: int = doc("Heads.", **SIZE)
     head_dim: int = doc("Head dimension.", **SIZE)
     context: int = doc("Cached keys read.", **SIZE)
-    status: str = doc("ok, oom, unsupported, error or skipped (not run for time).")
+    status: str = doc("ok, oom, unsupported, error or skipped (not run for time).", pattern=ROW_STATUS)
     reason: str | None = doc("Why not ok.", None)
     latency_ms_median: float | None = doc("Median device time of one call (collect/timing.py: L2 flushed before each "
                                           "call, the GPU kept busy while the host issues it, so no host time falls "
