@@ -130,7 +130,7 @@ def test_targets_report_met_and_not_met(tmp_path):
     missed = page(tmp_path / "b", agreement=0.95, micro_fraction=0.5, graph_scale=20.0, int8_speed=1.2).targets_table()
     # two floor targets, agreement, int8 speed-up, two microbenchmark bandwidth targets
     assert missed.count("<td>not met</td>") == 6
-    slow_int8 = decode_file("x")
+    slow_int8 = decode_file("synthetic-20261129")
     for r in slow_int8.rows:
         if r.variant == "int8-graph":
             r.step_ms_median *= 2
@@ -216,7 +216,7 @@ def test_the_markdown_template_renders(tmp_path, name):
 
 def test_host_bound_is_said_only_when_the_profile_shows_an_idle_gpu(tmp_path):
     assert "host issuing its kernels" not in page(tmp_path / "a").overhead_finding()  # busy 70% of the step
-    f = decode_file("x")
+    f = decode_file("synthetic-20261129")
     for r in f.rows:
         if r.variant == "hf-eager" and r.kernel_ms_per_step is not None:
             r.kernel_ms_per_step = 0.1 * r.step_ms_median
