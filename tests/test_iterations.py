@@ -16,7 +16,7 @@ from collect.jsonio import write_json_atomic
 from collect.schema.occupancy import SmLimits
 from collect.schema import SCHEMA_VERSION
 from collect.schema.iterations import IterationRow, IterationsFile, KernelVersionInfo, PredictedRange
-from render import fmt
+from render import escape, fmt
 from render.pages.iterations import IterationsPage, verdict
 from render.runs import Run
 from render.validate import load_validated
@@ -334,7 +334,7 @@ def test_tables_and_figure_render():
 
 def test_summary_notes_escape_and_mention_a_missing_hopper():
     text = page_for(sample_file(hopper=False)).summary()
-    assert "compute capability 7.5" in html.unescape(text) and "&#60;note&#62;" in text and "<note>" not in text
+    assert "compute capability 7.5" in html.unescape(text) and escape.text("<note>") in text and "<note>" not in text
 
 
 def test_missing_phase_renders_the_notice():

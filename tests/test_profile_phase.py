@@ -22,6 +22,7 @@ from collect.ncu_parse import NcuFailure
 from collect.schema.occupancy import SmLimits
 from collect.schema import SCHEMA_VERSION
 from collect.schema.profile import ProfileFile, RegCapRow
+from render import escape
 from render.runs import load_run
 from render.site import Report
 
@@ -444,7 +445,7 @@ def test_kernel_names_are_escaped_in_tables_and_hover(tmp_path):
     assert "&lt;script&gt;" in hover and "<script>" not in hover and "c10::Half" in hover
     for fig in (page.occupancy_figure(), page.stalls_figure(), page.roofline_figure(), page.bytes_figure()):
         assert "<script>alert" not in fig
-    assert "&#60;b&#62;CUDA" in page.status_note() and "<b>" not in page.status_note()  # a tool's reason is escaped too
+    assert escape.text("<b>CUDA") in page.status_note() and "<b>" not in page.status_note()  # a tool's reason is escaped too
 
 
 def test_page_findings_are_computed(tmp_path):

@@ -8,6 +8,7 @@ from collect import ncu_parse, ncu_setup, profile
 from collect.ncu_parse import NcuFailure
 from collect.schema import SCHEMA_VERSION
 from collect.schema.profile import ProfileFile
+from render import escape
 from test_profile_phase import render_page, write_run
 
 CASES = profile.main_cases(quick=True, tiny=True)
@@ -87,8 +88,8 @@ def test_the_console_check_carries_the_fix():
 
 
 @pytest.mark.parametrize("fix, shown", [
-    (ncu_setup.permission_fix(), "NVreg&#95;RestrictProfilingToAdminUsers&#61;0"),
-    (ncu_setup.install_fix("12.8"), "cuda&#45;nsight&#45;compute&#45;12&#45;8"),
+    (ncu_setup.permission_fix(), escape.text("NVreg_RestrictProfilingToAdminUsers=0")),
+    (ncu_setup.install_fix("12.8"), escape.text("cuda-nsight-compute-12-8")),
 ])
 def test_the_profiling_page_shows_the_fix(tmp_path, fix, shown):
     pf = ProfileFile(schema_version=SCHEMA_VERSION, run_id="synthetic-20261129", status="unsupported",
