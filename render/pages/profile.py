@@ -740,7 +740,7 @@ class ProfilePage(Page):
             if self._persistent(k):
                 parts.append(f"{allow}. But the kernel is persistent: it launches {plural(int(k['grid_size']), 'block')} "
                              f"for {self.run.manifest.device.sm_count} SMs, each looping over its share of the tiles, so "
-                             "one block per SM is its design, not a resource running out, and no register cap would "
+                             "one block per SM is its design, not a shortage of any resource, and no register cap would "
                              f"put a second block beside it: theoretical occupancy {fmt.pct(o.occupancy_pct)}.")
             else:
                 parts.append(f"{allow}, so {plural(o.active_blocks, 'block')} fit{'s' if o.active_blocks == 1 else ''}: "
