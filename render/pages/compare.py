@@ -8,7 +8,6 @@ and the newest runs are drawn at first, so the page stays readable as runs accum
 """
 from __future__ import annotations
 
-import html
 import math
 from dataclasses import dataclass
 from functools import cached_property
@@ -18,7 +17,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.subplots import make_subplots
 
-from .. import fmt
+from .. import escape, fmt
 from ..axes import log_ticks
 from ..figures import PALETTE, figure_id, styled
 from ..runs import Run, load_references
@@ -52,7 +51,8 @@ def _short(n: int) -> str:
 
 
 def _esc(text) -> str:
-    return html.escape(str(text), quote=True)
+    """A data string for Plotly text (legend, hover, selector); Markdown and HTML get escape.text."""
+    return escape.plot(text)
 
 
 @dataclass
@@ -158,11 +158,11 @@ class ComparePage(Page):
             for phase in ("bench", "profile", "decode"):
                 obj = r.phase(phase)
                 notes += [f"{phase}: {n}" for n in getattr(obj, "notes", None) or []]
-            body = "\n".join(f"        - {_esc(n)}" for n in notes)
+            body = "\n".join(f"        - {escape.text(n)}" for n in notes)
             out.append(
-                f'!!! warning "{_esc(r.device_name)}: published figures, not re-measured here"\n'
-                f"    These figures come from {_esc(r.manifest.citation)}. They were copied into "
-                f"`data/reference/{_esc(r.id)}/`, not measured by this project, under that write-up's own conditions "
+                f'!!! warning "{escape.text(r.device_name)}: published figures, not re-measured here"\n'
+                f"    These figures come from {escape.text(r.manifest.citation)}. They were copied into "
+                f"{escape.code(f'data/reference/{r.id}/')}, not measured by this project, under that write-up's own conditions "
                 "(clocks, software, timing method). Wherever they appear, the legend says *published* and they are "
                 "drawn grey and dashed with open markers in line charts and cross-hatched in bar charts.\n\n"
                 f'    ??? note "What the transcription assumed where the write-up is silent"\n{body}\n')
@@ -176,7 +176,7 @@ class ComparePage(Page):
                   if c.name == "copy_bandwidth" and c.status == "ok" and c.per_s_median]
         if copies:
             best = max(copies, key=lambda x: x[0])
-            out.append(f"Of {plural(len(measured), 'measured run')}, {_esc(best[1].label)} copies memory fastest, at "
+            out.append(f"Of {plural(len(measured), 'measured run')}, {escape.text(best[1].label)} copies memory fastest, at "
                        f"{fmt.bandwidth(best[0])}.")
         wins = total = 0
         for d in self.devices:
@@ -312,7 +312,7 @@ class ComparePage(Page):
             if not drew:
                 missing.append(d.label)
         if not owners:
-            return f"_No device has data for this chart ({_esc(caption.split('.')[0].lower())})._\n"
+            return f"_No device has data for this chart ({escape.text(caption.split('.')[0].lower())})._\n"
         ticks = dict(tickvals=sorted(xs), ticktext=[_short(v) for v in sorted(xs)]) if len(xs) <= 8 else {}
         # Every tick written out in full: Plotly's own log ticks label 2 and 5 inside a decade with the bare digit.
         decades = log_ticks(ys) if ylog else {}
@@ -334,7 +334,7 @@ class ComparePage(Page):
                                   y=0.01, yanchor="bottom", groupclick="togglegroup"))
         html_out = self._render(name, fig, caption, height, layout, traces, menus)
         if missing:
-            html_out += f"\n_Not in this chart (no data for it): {_esc('; '.join(missing))}._\n"
+            html_out += f"\n_Not in this chart (no data for it): {escape.text('; '.join(missing))}._\n"
         return html_out
 
     def _render(self, name: str, fig: go.Figure, caption: str, height: int, layout: dict,
@@ -351,7 +351,7 @@ class ComparePage(Page):
         body = pio.to_html(spec, full_html=False, include_plotlyjs=False, div_id=fid, validate=False,
                            config={"displaylogo": False, "responsive": True})
         return (f'\n<figure class="report-figure" id="{fid}-figure">\n{body}\n'
-                f"<figcaption>{html.escape(f'{caption} {self.conditions()}.')}</figcaption>\n</figure>\n")
+                f"<figcaption>{escape.text(f'{caption} {self.conditions()}.')}</figcaption>\n</figure>\n")
 
     def bench_figure(self, metric: str = "tflops") -> str:
         """TFLOP/s, latency or peak memory against N per implementation, one line per device."""
@@ -552,7 +552,7 @@ class ComparePage(Page):
                           len(devs), 2)
         gaps = [d.label for d in devs if all(self._dram(r) is None for _, r in self._profile_rows(d).iterrows())]
         if gaps:
-            text += (f"\n_No DRAM byte counts in this data for: {_esc('; '.join(gaps))}. For published figures, the "
+            text += (f"\n_No DRAM byte counts in this data for: {escape.text('; '.join(gaps))}. For published figures, the "
                      "current schema cannot yet hold a total without its read/write split (see "
                      "`data/reference/*/README.md`)._\n")
         return text

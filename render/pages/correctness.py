@@ -1,7 +1,6 @@
 """Correctness: the kernel against a float64 reference, the error by case, and the causal error floor."""
 from __future__ import annotations
 
-import html
 import math
 import re
 from functools import cached_property
@@ -10,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .. import fmt
+from .. import escape, fmt
 from ..axes import log_ticks
 from ..figures import PALETTE
 from ..tables import table_html
@@ -279,7 +278,7 @@ class CorrectnessPage(Page):
         out = f"Reference: {data.reference}." if data.reference else ""
         if data.config_policy:
             out += f" Tile configs: {data.config_policy}."
-        return html.escape(out)
+        return escape.text(out)
 
     # --- figures ---------------------------------------------------------------------------
 
@@ -326,17 +325,17 @@ class CorrectnessPage(Page):
                     err = r["max_abs_err"]
                     if r["status"] != "ok":
                         text[y][x] = str(r["status"])
-                        hover[y][x] = html.escape(f"{r['status']}: {_text(r['reason'])}"[:200])
+                        hover[y][x] = escape.plot(f"{r['status']}: {_text(r['reason'])}"[:200])
                         continue
                     if _missing(err):
                         text[y][x] = "no value"
-                        hover[y][x] = html.escape(_text(r["reason"]))
+                        hover[y][x] = escape.plot(_text(r["reason"]))
                         continue
                     z[y][x] = math.log10(err) if err > 0 else zmin
                     text[y][x] = "exact" if err == 0 else _short(float(err))
                     if not r["passed"]:
                         fails.append((x, y))
-                    hover[y][x] = html.escape(
+                    hover[y][x] = escape.plot(
                         f"N={r['seq_len']}, d={r['head_dim']}, batch {r['batch']}: max |err| {sci(float(err))}, "
                         f"normwise {sci(r['max_rel_err'])}, tolerance used {r['tol_usage']:.2f}, "
                         f"{'pass' if r['passed'] else 'FAIL'}; config {_text(r['config']) or 'n/a'}")
@@ -396,7 +395,7 @@ class CorrectnessPage(Page):
                     fig.add_trace(go.Scatter(x=list(pts["seq_len"]), y=list(pts[field]), mode="lines+markers",
                                              name=name, legendgroup=name, showlegend=col == 1,
                                              line=dict(color=colour, dash="solid" if causal else "dot"),
-                                             hovertemplate=f"{html.escape(name)}: N=%{{x}}, %{{y:.3g}}<extra></extra>"),
+                                             hovertemplate=f"{escape.plot(name)}: N=%{{x}}, %{{y:.3g}}<extra></extra>"),
                                   row=1, col=col)
             u = self._u(dt)
             if u is not None:  # a trace, not a shape: annotations on log axes misplace themselves
@@ -623,7 +622,7 @@ class CorrectnessPage(Page):
                 continue
             r = float((both["max_rel_err"] / both["triton"]).median())
             passed = int((grp["passed"] == True).sum())  # noqa: E712 - the column holds None too
-            parts.append(f"{html.escape(str(impl))}'s normwise error is {r:.2g}× the kernel's (median over "
+            parts.append(f"{escape.text(impl)}'s normwise error is {r:.2g}× the kernel's (median over "
                          f"{len(both)} shared cases); {passed} of {len(grp)} pass")
         sentence = ("On the same inputs, " + "; ".join(parts) + ".") if parts else ""
         cols = {k: v for k, v in self._COLS.items() if k not in ("config", "heads", "worst_query")}

@@ -5,7 +5,7 @@ import pandas as pd
 
 from collect.schema import FILE_SPECS
 
-from .. import fmt
+from .. import escape, fmt
 from ..tables import table_html
 from .base import Page
 
@@ -28,7 +28,7 @@ class ReproducePage(Page):
                 lines += [f"git checkout {commit or unknown}",
                           f"python -m collect {' '.join(phases)} --profile {m.profile} --run-id {self.run.id}"]
         lines.append(f"REPORT_RUN={self.run.id} make serve")
-        return "```bash\n" + "\n".join(lines) + "\n```\n"
+        return escape.code_block("\n".join(lines), "bash") + "\n"  # the command is data: a fence in it must not end the block
 
     def phase_table(self) -> str:
         recs = self.run.manifest.phases
@@ -53,7 +53,7 @@ class ReproducePage(Page):
 
     def flags(self) -> str:
         f = self.run.manifest.profiler_flags
-        return f"`ncu {' '.join(f)}`" if f else "not recorded (the profile phase did not run)"
+        return escape.code(f"ncu {' '.join(f)}") if f else "not recorded (the profile phase did not run)"
 
 
 def phase_commits(m) -> dict:
