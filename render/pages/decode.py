@@ -87,6 +87,12 @@ def times_words(a: float, b: float) -> str:
     return "on par"
 
 
+def than(a: float, b: float, other: str) -> str:
+    """a's step time against b's, which is `other`'s: 'N× faster than other', or 'on par with other'."""
+    words = times_words(a, b)
+    return f"on par with {other}" if words == "on par" else f"{words} than {other}"
+
+
 def inset_titles(fig: go.Figure, ncols: int) -> None:
     """Subplot titles inside each panel's top-left corner, clear of the legend above the plot."""
     fig.for_each_annotation(lambda a: a.update(y=a.y - 0.01, yanchor="top", x=a.x - 0.5 / ncols + 0.01,
@@ -291,7 +297,7 @@ class DecodePage(Page):
         if not shapes:
             return "No step was profiled in this run."
         fig = make_subplots(rows=len(shapes), cols=1, vertical_spacing=0.12,
-                            subplot_titles=[f"{m}, batch {b}, context {c}" for m, b, c in shapes])
+                            subplot_titles=[escape.plot(f"{m}, batch {b}, context {c}") for m, b, c in shapes])
         shown = set()
         classes = [c for c in CLASS_COLORS if c != "idle" and c in set(self.classes["kernel_class"])]
         for i, (model, b, c) in enumerate(shapes, start=1):
@@ -325,7 +331,8 @@ class DecodePage(Page):
                            height=300 * len(shapes) + 80)
 
     def overhead_finding(self) -> str:
-        """Per model, at its longest context: the loops against each other and the graph against its floor."""
+        """Per model, at its longest context: the loops against each other and the graph against its floor.
+        The step times themselves are in the figure below and the rows table; the sentences give the ratios."""
         out = []
         for model in self.models():
             b = self.context_batch(model)
@@ -336,27 +343,27 @@ class DecodePage(Page):
             c = int(f["context"].max())
             r = {v: self.row(model, v, b, c) for v in self.variants()}
             hf = r.get("hf-eager") if r.get("hf-eager") is not None else r.get("hf")
-            parts = []
-            if r.get("eager") is not None and hf is not None:
-                parts.append(f"our eager loop is {times_words(r['eager'].step_ms_median, hf.step_ms_median)} than "
-                             f"transformers' eager loop ({fmt.ms(r['eager'].step_ms_median)} against "
-                             f"{fmt.ms(hf.step_ms_median)} per step)")
+            eager, g, hc = r.get("eager"), r.get("graph"), r.get("hf-compiled")
+            sentences = []
+            if eager is not None and hf is not None:
+                text = "our eager loop is " + than(eager.step_ms_median, hf.step_ms_median, "transformers' eager loop")
                 busy = hf.get("kernel_ms_per_step")
                 if _ok(busy) and busy < HOST_BOUND * hf.step_ms_median:
-                    parts.append(f"the GPU is busy for only {fmt.pct(100 * busy / hf.step_ms_median)} of transformers' "
-                                 "eager step: the host issuing its kernels sets the pace")
-            g = r.get("graph")
-            if g is not None and r.get("eager") is not None:
-                parts.append(f"our graph step is {times_words(g.step_ms_median, r['eager'].step_ms_median)} than "
-                             f"our eager loop ({fmt.ms(g.step_ms_median)})")
-            if g is not None and r.get("hf-compiled") is not None:
-                hc = r["hf-compiled"]
-                parts.append(f"against transformers compiled with a static cache ({fmt.ms(hc.step_ms_median)}) it is "
-                             f"{times_words(g.step_ms_median, hc.step_ms_median)}")
+                    text += (f"; the GPU is busy for only {fmt.pct(100 * busy / hf.step_ms_median)} of transformers' "
+                             "eager step, so the host issuing its kernels sets the pace")
+                sentences.append(text)
+            if g is not None and (eager is not None or hc is not None):
+                vs = [than(g.step_ms_median, eager.step_ms_median, "our eager loop")] if eager is not None else []
+                if hc is not None:
+                    vs.append(than(g.step_ms_median, hc.step_ms_median,
+                                   "transformers compiled with a static cache"))
+                sentences.append(f"our graph step is {join(vs)}")
             if g is not None and _ok(g.achieved_over_floor):
-                parts.append(f"the graph's step takes {floor_words(g.achieved_over_floor)}")
-            sentence = "; ".join(parts) if parts else "too few variants ran to compare"
-            out.append(f"- **{escape.text(model)}, batch {b}, context {c}.** {sentence[0].upper()}{sentence[1:]}.")
+                sentences.append(f"the graph's step takes {floor_words(g.achieved_over_floor)}")
+            if not sentences:
+                sentences = ["too few variants ran to compare"]
+            text = " ".join(f"{x[0].upper()}{x[1:]}." for x in sentences)
+            out.append(f"- **{escape.text(model)}, batch {b}, context {c}.** {text}")
             grow = self._growth(model, b)
             if grow:
                 out[-1] += " " + grow
@@ -425,9 +432,11 @@ class DecodePage(Page):
         return None
 
     def memory_finding(self) -> str:
+        """Per model, each int8 variant's peak against its float counterpart's at the shape with the largest
+        cache where both ran, one sentence each; the figure below splits every peak into its parts."""
         out = []
         for model in self.models():
-            parts = []
+            sentences, last = [], None
             for int8, base in INT8_PAIRS:
                 shape = self._pair_shape(model, int8, base)
                 if shape is None:
@@ -436,12 +445,18 @@ class DecodePage(Page):
                 e, q = self.row(model, base, b, c), self.row(model, int8, b, c)
                 if not _ok(e.peak_mem_bytes) or not _ok(q.peak_mem_bytes):
                     continue
-                parts.append(f"at batch {b}, context {c}, {escape.text(self.label(int8))} peaks at "
-                             f"{self._delta(q.peak_mem_bytes, e.peak_mem_bytes, self.short(base))}; its cache holds "
-                             f"{fmt.bytes_(q.kv_cache_bytes)} against {fmt.bytes_(e.kv_cache_bytes)}")
-            if parts:
-                sentence = "; ".join(parts)
-                out.append(f"- **{escape.text(model)}.** {sentence[0].upper()}{sentence[1:]}.")
+                where = "there" if shape == last else f"at batch {b}, context {c}"
+                last = shape
+                text = (f"{where}, {escape.text(self.label(int8))} peaks at "
+                        f"{self._delta(q.peak_mem_bytes, e.peak_mem_bytes, escape.text(self.short(base)))}")
+                if _ok(q.kv_cache_bytes) and _ok(e.kv_cache_bytes) and e.kv_cache_bytes > 0:
+                    share = q.kv_cache_bytes / e.kv_cache_bytes
+                    text += f", with a cache {fmt.pct(100 * share)} the size of {escape.text(self.short(base))}'s"
+                    if share < 1 and q.peak_mem_bytes > e.peak_mem_bytes:
+                        text += ": what a step allocates on top outweighs the smaller cache"
+                sentences.append(text)
+            if sentences:
+                out.append(f"- **{escape.text(model)}.** " + " ".join(f"{x[0].upper()}{x[1:]}." for x in sentences))
             elif self.memory_shape(model) is not None:
                 out.append(f"- **{escape.text(model)}.** No peak-memory statistics were recorded (not a CUDA run).")
             else:
@@ -740,7 +755,7 @@ class DecodePage(Page):
             return "This run has no batch sweep."
         fig.update_xaxes(type="log", title_text="batch")
         fig.update_yaxes(type="log", title_text="tokens/s (all sequences)")
-        return self.figure("throughput", fig, f"Decode throughput against batch, {escape.text(join(title))}; tokens/s "
+        return self.figure("throughput", fig, f"Decode throughput against batch, {join(title)}; tokens/s "
                                               f"is batch over the step's loop time. {self.data.dtype}, "
                                               f"{self._weights_words()}.")
 
