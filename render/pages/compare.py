@@ -240,8 +240,9 @@ class ComparePage(Page):
                          if c.name == "copy_bandwidth" and c.status == "ok"), None)
             sheet = r.manifest.datasheet
             vs_naive, vs_sdpa = self._speedups(d) if r.has("bench") else ("not collected", "not collected")
-            phases = [p.name for p in PHASES if (r.has(p.name) if p.name != "env" else
-                                                 getattr(r.phase_record("env"), "status", None) == "complete")]
+            phases = [p.name + (" (partial)" if r.phase_state(p.name) == "partial" else "") for p in PHASES
+                      if (r.has(p.name) if p.name != "env" else
+                          getattr(r.phase_record("env"), "status", None) == "complete")]
             rows.append({"device": r.device_name, "source": f"published: {r.id}" if d.published else f"run {r.id}",
                          "profile": r.manifest.profile, "phases": ", ".join(phases) or "none",
                          "copy": fmt.bandwidth(copy) if copy else "not measured",

@@ -340,15 +340,9 @@ class HomePage(Page):
         """Every phase of the registry, the pages that narrate it, and what happened to it in this run."""
         rows = []
         for spec in PHASES:
-            rec = self.run.phase_record(spec.name)
-            if rec is None:
-                state = "not collected"
-            elif rec.status == "complete":
-                state = f"collected in {fmt.num(rec.duration_s)} s" if rec.duration_s is not None else "collected"
-            else:
-                state = rec.status
+            state = self.run.phase_summary(spec.name)  # the words every page uses for a phase's state
             pages = ", ".join(f"[{p.title}]({p.doc})" for p in spec.pages)
-            rows.append(f"| `{spec.name}` | {pages} | {state} |")
+            rows.append(f"| `{spec.name}` | {pages} | {escape.text(state)} |")
         return "| Phase | Pages | In this run |\n|---|---|---|\n" + "\n".join(rows) + "\n"
 
     # --- the headline figure -------------------------------------------------------------------
