@@ -119,6 +119,16 @@ def label_choices(m: Manifest, cfg: CollectConfig, rehearsal: str | None, cap) -
     m.notes = [n for n in m.notes if not n.startswith(prefixes)] + notes
 
 
+def _has_skipped_rows(path: Path) -> bool:
+    """Whether a complete phase's file still holds rows skipped for time: --resume measures those."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return any(isinstance(v, list) and any(isinstance(r, dict) and r.get("status") == "skipped" for r in v)
+               for v in data.values()) if isinstance(data, dict) else False
+
+
 def check_same_gpu(m: Manifest, device, run_dir: Path) -> None:
     """A run holds one GPU's measurements: refuse to add another GPU's to it."""
     if m.device is not None and m.device.name != device.name:
@@ -185,7 +195,7 @@ def run_collect(cfg: CollectConfig, command: str = "") -> int:
         prev = next((p for p in manifest.phases if p.name == name), None)
         path = run_dir / filename(name)
         if cfg.resume and prev is not None and prev.status == "complete" and prev.profile == cfg.profile and (
-            name == "env" or path.exists()):
+            name == "env" or path.exists()) and not _has_skipped_rows(path):
             print(f"collect: {name}: already complete, skipped (--resume)", file=sys.stderr)
             continue
         try:

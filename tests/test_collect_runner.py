@@ -132,3 +132,25 @@ def test_a_later_collect_into_the_same_run_records_its_own_commit(tmp_path, fake
     assert m["git_commit"] == "b" * 40 and m["git_dirty"] is False
     by_phase = {p["name"]: p["git_commit"] for p in m["phases"]}
     assert by_phase["correctness"] == "b" * 40 and by_phase["env"] == "a" * 40
+
+
+def test_resume_measures_the_rows_a_complete_phase_skipped_for_time(tmp_path, fake_gpu, monkeypatch):
+    """A phase that completed with rows cut by its time budget is not 'done': --resume runs it again,
+    handing it the saved rows, and a phase with no skipped row stays skipped."""
+    seen = []
+
+    def skips(ctx):
+        seen.append(ctx.saved)
+        return {"schema_version": SCHEMA_VERSION, "run_id": ctx.run_id,
+                "rows": [{"x": 1, "status": "ok"}, {"x": 2, "status": "skipped"}]}
+
+    monkeypatch.setattr(runner, "phase_module", lambda name: types.SimpleNamespace(run=skips) if name == "correctness"
+                        else types.SimpleNamespace(run=lambda ctx: {"schema_version": SCHEMA_VERSION,
+                                                                   "run_id": ctx.run_id, "rows": [{"x": 1}]}))
+    cfg = dict(out=tmp_path, run_id="t-skip", phases=["correctness", "bench"])
+    runner.run_collect(runner.CollectConfig(**cfg))
+    assert len(seen) == 1 and not seen[0]
+    runner.run_collect(runner.CollectConfig(**cfg, resume=True))
+    assert len(seen) == 2 and seen[1]  # run again, with the first run's rows to keep
+    assert runner._has_skipped_rows(tmp_path / "t-skip" / "correctness.json")
+    assert not runner._has_skipped_rows(tmp_path / "t-skip" / "bench.json")
