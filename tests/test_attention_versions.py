@@ -33,7 +33,8 @@ def test_registry_tells_a_complete_story():
     today = datetime.date.today()
     for i, (name, v) in enumerate(V.VERSIONS.items()):
         assert v.name == name and name.startswith(f"v{i}-")
-        assert v.change and v.prediction and v.path in ("portable", "hopper")
+        # None: flash_attention's own choice per shape (what ships)
+        assert v.change and v.prediction and v.path in ("portable", "hopper", "gluon", None)
         assert datetime.date.fromisoformat(v.predicted_at) <= today
         # A prediction compares against something measured before it: SDPA or an earlier version.
         assert v.baseline == "sdpa" or v.baseline in names[:i], f"{name}: baseline {v.baseline!r}"
@@ -49,6 +50,11 @@ def test_registry_tells_a_complete_story():
                 assert cfg is None
                 continue
             assert cfg is not None, f"{name} needs a fixed config for {masking}"
+            if v.path == "gluon":  # the Gluon path's config names one of its recorded steps
+                from kernels.attention_gluon import get_version as gluon_step
+
+                gluon_step(cfg["version"])  # raises if unknown
+                continue
             H._config_from(cfg, causal)  # raises if unusable
     assert [v.name for v in V.VERSIONS.values() if v.role == "t4-fix"] == ["v2-wide"]
 
