@@ -234,3 +234,12 @@ def test_loop_comparisons_say_faster_slower_or_on_par(tmp_path):
             r.step_ms_median = next(g.step_ms_median for g in f.rows if g.variant == "graph" and
                                     (g.model, g.batch, g.context) == (r.model, r.batch, r.context))
     assert "on par with transformers compiled with a static cache" in write(tmp_path / "b", f).overhead_finding()
+
+
+def test_a_name_from_the_data_is_shown_not_formatted(tmp_path):
+    """Only the page's own labels are templates: braces in a name from the data must not be read as fields."""
+    f = decode_file("synthetic-20261129")
+    for a in f.agreement:
+        a.reference = "graph {0} {f} <b>"
+    text = write(tmp_path, f).agreement_finding()
+    assert escape.text("graph {0} {f} <b>") in text and "<b>" not in text

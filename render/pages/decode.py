@@ -138,10 +138,11 @@ class DecodePage(Page):
         return FLOAT_WORDS.get(self.data.dtype, self.data.dtype) if self.data else "bf16"
 
     def label(self, variant: str) -> str:
-        return VARIANT_LABELS.get(variant, variant).format(f=self.f)
+        # Only our own labels are templates: a name from the data is shown as it is, never formatted.
+        return VARIANT_LABELS[variant].format(f=self.f) if variant in VARIANT_LABELS else str(variant)
 
     def short(self, variant: str) -> str:
-        return SHORT_LABELS.get(variant, variant).format(f=self.f)
+        return SHORT_LABELS[variant].format(f=self.f) if variant in SHORT_LABELS else str(variant)
 
     def models(self) -> list[str]:
         return [m.name for m in self.data.models] if self.data else []
@@ -665,7 +666,7 @@ class DecodePage(Page):
 
     def micro_table(self) -> str:
         f = self.micro.sort_values(["batch", "context", "impl"]).copy()
-        f["impl"] = f["impl"].map(lambda i: MICRO_LABELS.get(i, i).format(f=self.f))
+        f["impl"] = f["impl"].map(lambda i: MICRO_LABELS[i].format(f=self.f) if i in MICRO_LABELS else str(i))
         f["status"] = [s if s == "ok" else f"{s}: {r}" for s, r in zip(f["status"], f["reason"].fillna(""))]
         opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
         return table_html(f, {"batch": "Batch", "context": "Context", "impl": "Kernel", "latency_ms_median": "Device time",

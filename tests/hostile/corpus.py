@@ -38,7 +38,7 @@ KEEP = {
     "run_id", "created_utc", "updated_utc", "started_utc", "profile", "status", "origin",
     "dtype", "impl", "kind", "group", "case_id", "name", "quantity", "masking", "path", "variant",
     "model", "cache", "sequence", "weights", "flops_source", "backend_requested", "backend_used", "baseline",
-    "final_version", "role", "key", "compute_capability", "file", "git_commit", "moment", "series",
+    "final_version", "role", "key", "compute_capability", "file", "git_commit", "moment", "series", "kernel_path",
 }
 # Kept although free text: a date the page prints as written (attacking it proves nothing new).
 KEEP_FREE = {"predicted_at"}
