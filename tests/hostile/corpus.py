@@ -378,7 +378,7 @@ IMPOSSIBLE = [
                set_value("kernels", "l2_hit_rate_pct", 150.0, "profile.json"), ("150.0",)),
     Impossible("negative percentage", "profile.json",
                set_value("kernels", "achieved_occupancy_pct", -5.0, "profile.json"), ("-5.0",)),
-    Impossible("agreement above 1", "decode.json", set_value("checks", "top1_agreement", 1.5, "decode.json"), ("1.5",)),
+    Impossible("agreement above 1", "decode.json", set_value("agreement", "agreement", 1.5, "decode.json"), ("1.5",)),
     Impossible("token match below 0", "decode.json", set_value("rows", "token_match", -0.1, "decode.json"), ("-0.1",)),
     Impossible("negative SM clock", "bench.json", set_value("rows", "sm_clock_mhz", -1500.0, "bench.json"), ("-1500.0",)),
     Impossible("negative ceiling", "manifest.json",
