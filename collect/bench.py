@@ -32,7 +32,7 @@ from .schema import SCHEMA_VERSION
 from .schema.bench import BenchFile, BenchRow
 from .schema.common import case_key
 from .shapes import AttentionCase
-from .calls import InputPool, call_for, forced_backend
+from .calls import CaptureCompiled, InputPool, call_for, forced_backend, our_kernels
 from .timing import CallTimes, free_cuda_memory, is_oom
 
 # Every implementation the phase measures, in the order it measures those that share inputs.
@@ -125,6 +125,7 @@ class Measurement:
     warmup_s: float | None = None
     kernel_path: str | None = None
     path_rule: str | None = None
+    tensor_cores: bool | None = None
 
 
 class BackendRefused(RuntimeError):
@@ -145,7 +146,7 @@ def ok_row(case: Case, m: Measurement) -> BenchRow:
     row.backend_used = m.backend_used if m.backend_used is not None else case.backend_requested
     row.kernel_config = dict(m.kernel_config)
     row.warmup_s = m.warmup_s
-    row.kernel_path, row.path_rule = m.kernel_path, m.path_rule
+    row.kernel_path, row.path_rule, row.tensor_cores = m.kernel_path, m.path_rule, m.tensor_cores
     need = timing.min_reps(row.latency_ms_median)
     if row.n_timed_runs < need:
         row.reason = f"only {row.n_timed_runs} timed calls, fewer than the {need} this phase promises"
@@ -274,8 +275,10 @@ class DeviceMeasurer:
 
         q, k, v = self.pool.first(case)
         call = call_for(case, q, k, v)
+        # Our kernel's compiled code says whether the tensor cores ran it (a T4 runs tl.dot on FMA units).
+        capture = CaptureCompiled(our_kernels() if case.impl in KERNEL_IMPLS and self.device != "cpu" else [])
         t0 = time.perf_counter()
-        with warnings.catch_warnings(record=True) as caught:
+        with capture, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
                 call()
@@ -289,6 +292,11 @@ class DeviceMeasurer:
         warmup_s = time.perf_counter() - t0
 
         config, path, rule = {}, None, None
+        tensor = None
+        if capture.kernels:
+            from kernels.aot import uses_tensor_cores
+
+            tensor = uses_tensor_cores(capture.first)
         if case.impl in KERNEL_IMPLS:
             last = attention.kernel_config_of_last_call() or {}
             config = {key: val for key, val in last.items() if isinstance(val, int) and not isinstance(val, bool)}
@@ -311,7 +319,8 @@ class DeviceMeasurer:
         del out
         calls = [call_for(case, *qkv) for qkv in self.pool.all(case)] if cuda else [call]
         return Measurement(times=self.times(calls, wall_ms), peak_mem_bytes=peak, backend_used=used,
-                           kernel_config=config, warmup_s=warmup_s, kernel_path=path, path_rule=rule)
+                           kernel_config=config, warmup_s=warmup_s, kernel_path=path, path_rule=rule,
+                           tensor_cores=tensor)
 
 
 def plan_for_device(plan: Plan, hopper: bool) -> Plan:

@@ -1,6 +1,7 @@
 """One case's call and its inputs, as every timing phase makes them: nothing but the call is timed.
 
-`call_for` gives a zero-argument call of an implementation on fixed inputs. A forced SDPA backend is
+`CaptureCompiled` records the compiled kernels a call launches (their registers, shared memory
+and whether their code uses the tensor cores). `call_for` gives a zero-argument call of an implementation on fixed inputs. A forced SDPA backend is
 not inside it: `forced_backend` is the context manager the caller enters once around a whole
 measurement, so its cost never lands in a timed call. `InputPool` holds one seeded input set plus
 distinct sets for host and loop time, whose total exceeds twice the L2.
@@ -85,3 +86,58 @@ class InputPool:
         return self.sets
 
 
+class CaptureCompiled:
+    """Records the CompiledKernel each launch of the given @triton.jit functions returns (its
+    registers and shared memory are what this phase reports). Restores them on exit. `first` is
+    the main kernel of a version that launches two (the split causal schedule's second launch is
+    a small diagonal-and-merge kernel)."""
+
+    def __init__(self, fns):
+        self.fns = list(fns)
+        self.kernels = []
+
+    @property
+    def first(self):
+        return self.kernels[0] if self.kernels else None
+
+    def __enter__(self):
+        for fn in self.fns:
+            original = fn.run
+
+            def run(*args, _original=original, **kwargs):
+                kernel = _original(*args, **kwargs)
+                self.kernels.append(kernel)
+                return kernel
+
+            fn.run = run  # an instance attribute shadows JITFunction.run for this object only
+        return self
+
+    def __exit__(self, *exc):
+        for fn in self.fns:
+            fn.__dict__.pop("run", None)
+        return False
+
+
+def kernel_facts(kernel) -> dict:
+    """n_regs, n_spills, shared, num_warps of a CompiledKernel (its handles loaded if need be), and
+    whether its code issues tensor-core instructions."""
+    if kernel is None:
+        return {}
+    if getattr(kernel, "n_regs", None) is None and hasattr(kernel, "_init_handles"):
+        kernel._init_handles()
+    md = kernel.metadata
+    from kernels.aot import uses_tensor_cores
+
+    return dict(n_regs=getattr(kernel, "n_regs", None), n_spills=getattr(kernel, "n_spills", None),
+                shared_bytes=getattr(md, "shared", None), num_warps=getattr(md, "num_warps", None),
+                tensor_cores=uses_tensor_cores(kernel))
+
+
+def our_kernels() -> list:
+    """Every @triton.jit (and Gluon) attention kernel flash_attention may launch, for CaptureCompiled."""
+    from kernels import attention as A
+    from kernels import attention_gluon as G
+    from kernels import attention_hopper as H
+
+    return [A._attn_fwd, H._hopper_fwd, H._hopper_fwd_ws, H._hopper_fwd_ws_persistent, H._diag_merge,
+            G._g1_kernel, G._ws_kernel]

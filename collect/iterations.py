@@ -21,7 +21,7 @@ from typing import Callable, Iterable
 
 from . import timing
 from .budget import budget_seconds as shared_budget_seconds
-from .calls import InputPool, call_for, forced_backend
+from .calls import CaptureCompiled, InputPool, call_for, forced_backend, kernel_facts, our_kernels
 from .context import RunContext
 from .device_choices import iterations_unsupported
 from .precompile import compile_in_pool
@@ -119,6 +119,7 @@ class Measurement:
     num_warps: int | None = None
     max_abs_diff: float | None = None
     warmup_s: float | None = None
+    tensor_cores: bool | None = None
 
 
 def _base_row(case: Case, status: str, reason: str | None = None) -> IterationRow:
@@ -134,6 +135,7 @@ def ok_row(case: Case, m: Measurement, limits=None) -> IterationRow:
     row.registers_per_thread, row.spilled_registers = m.n_regs, m.n_spills
     row.shared_mem_bytes, row.warps_per_block = m.shared_bytes, m.num_warps
     row.max_abs_diff_vs_sdpa, row.warmup_s = m.max_abs_diff, m.warmup_s
+    row.tensor_cores = m.tensor_cores
     if limits is not None and m.num_warps and m.n_regs is not None and m.shared_bytes is not None:
         occ = occupancy(limits, 32 * m.num_warps, m.n_regs, m.shared_bytes)
         row.blocks_per_sm, row.occupancy_pct = occ.active_blocks, occ.occupancy_pct
@@ -225,49 +227,6 @@ class WrongOutput(RuntimeError):
     """A version's output disagrees with SDPA's beyond any rounding: its timing is not reported."""
 
 
-class CaptureCompiled:
-    """Records the CompiledKernel each launch of the given @triton.jit functions returns (its
-    registers and shared memory are what this phase reports). Restores them on exit. `first` is
-    the main kernel of a version that launches two (the split causal schedule's second launch is
-    a small diagonal-and-merge kernel)."""
-
-    def __init__(self, fns):
-        self.fns = list(fns)
-        self.kernels = []
-
-    @property
-    def first(self):
-        return self.kernels[0] if self.kernels else None
-
-    def __enter__(self):
-        for fn in self.fns:
-            original = fn.run
-
-            def run(*args, _original=original, **kwargs):
-                kernel = _original(*args, **kwargs)
-                self.kernels.append(kernel)
-                return kernel
-
-            fn.run = run  # an instance attribute shadows JITFunction.run for this object only
-        return self
-
-    def __exit__(self, *exc):
-        for fn in self.fns:
-            fn.__dict__.pop("run", None)
-        return False
-
-
-def kernel_facts(kernel) -> dict:
-    """n_regs, n_spills, shared, num_warps of a CompiledKernel (its handles loaded if need be)."""
-    if kernel is None:
-        return {}
-    if getattr(kernel, "n_regs", None) is None and hasattr(kernel, "_init_handles"):
-        kernel._init_handles()
-    md = kernel.metadata
-    return dict(n_regs=getattr(kernel, "n_regs", None), n_spills=getattr(kernel, "n_spills", None),
-                shared_bytes=getattr(md, "shared", None), num_warps=getattr(md, "num_warps", None))
-
-
 class DeviceMeasurer:
     """Measures one case on the GPU: shared inputs, warm-up (captures the compiled kernel), a sanity
     comparison with the case's first SDPA output, then the one clock."""
@@ -297,10 +256,7 @@ class DeviceMeasurer:
         version = None if case.is_sdpa else V.get_version(case.impl)
         call = call_for(case, q, k, v, fn=version)
 
-        from kernels import attention_gluon as G
-
-        capture = CaptureCompiled([A._attn_fwd, H._hopper_fwd, H._hopper_fwd_ws, H._hopper_fwd_ws_persistent,
-                                   H._diag_merge, G._g1_kernel, G._ws_kernel])
+        capture = CaptureCompiled(our_kernels())
         t0 = time.perf_counter()
         with capture:
             out = call()

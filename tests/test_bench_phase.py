@@ -439,3 +439,12 @@ def test_pages_survive_a_quick_run_where_our_kernel_failed_everywhere(tmp_path):
     assert bench_out.count("No Triton case ran (3 error)") == 2  # one per masking, three lengths each
     assert 'id="fig-bench-latency-2x8x64"' in bench_out and "4x32x128" not in bench_out
     assert "no length has both a causal and a non-causal Triton run" in bytes_out
+
+
+def test_kernel_path_rule_and_tensor_core_use_are_recorded():
+    m = Measurement(times=call_times([1.0] * 60), peak_mem_bytes=1, kernel_config={"BLOCK_M": 64},
+                    kernel_path="portable", path_rule="measured rule: d=64 non-causal", tensor_cores=False)
+    [row] = collect_rows([case()], lambda c: m)
+    assert (row.kernel_path, row.tensor_cores) == ("portable", False) and row.path_rule.startswith("measured rule")
+    [sdpa] = collect_rows([case(impl="sdpa")], fake_measure())
+    assert sdpa.kernel_path is None and sdpa.tensor_cores is None  # unknown, not "no"

@@ -199,8 +199,13 @@ def test_kernel_facts_reads_a_compiled_kernel():
 
     class Kernel:
         n_regs, n_spills, metadata = 168, 0, Md()
+        asm = {"ptx": "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {...}"}
 
-    assert it.kernel_facts(Kernel()) == dict(n_regs=168, n_spills=0, shared_bytes=1024, num_warps=12)
+    assert it.kernel_facts(Kernel()) == dict(n_regs=168, n_spills=0, shared_bytes=1024, num_warps=12,
+                                             tensor_cores=True)
+    # a kernel whose code multiplies on the FMA units (what Triton 3.6 emits for tl.dot on sm75)
+    Kernel.asm = {"ptx": "fma.rn.f32 %f1, %f2, %f3, %f4;"}
+    assert it.kernel_facts(Kernel())["tensor_cores"] is False
     assert it.kernel_facts(None) == {}
 
 
