@@ -256,6 +256,7 @@ class _Env:
     save: Callable[[], None]
     specs: dict
     progress: Callable = field(default=lambda it, **kw: it)
+    dtype: object = None  # the models' and caches' torch dtype
 
     @property
     def cuda(self) -> bool:
@@ -304,7 +305,7 @@ def _build_model(mp: ModelPlan, model_path: str | None, env: _Env) -> _Model:
     from kernels.gpt2 import GPT2, PRESETS, load_hf_model, random_hf_model
 
     t0 = time.perf_counter()
-    dtype = decode_dtype(env.device)
+    dtype = env.dtype
     if model_path:
         hf = load_hf_model(model_path, env.device, dtype)
         name, weights, seed, ckpt = Path(model_path).name, "checkpoint", None, Path(model_path).name
@@ -580,13 +581,15 @@ def _agreement_shape(m: _Model, plan: Plan):
                 None)
 
 
-def compile_tasks(plan: Plan, graph_step: str, device_name: str) -> list[tuple]:
+def compile_tasks(plan: Plan, graph_step: str, device_name: str, dtype_name: str = "") -> list[tuple]:
     """One task per kernel family a run needs: the microbenchmark's attention (bf16, int8), and per model,
     row tiling (16 or 64 rows a program, ...) and cache length modulo 16 (Triton specializes strides
-    divisible by 16), the steps of every variant that runs our kernels."""
+    divisible by 16), the steps of every variant that runs our kernels. Each task ends with the device and
+    the dtype the rows use ('' for the device's own choice), so the workers compile the variants the rows
+    will launch."""
     from kernels.gpt2 import PRESETS
 
-    tasks = [("micro", int8, plan.micro_heads, plan.micro_head_dim, device_name) for int8 in (False, True)]
+    tasks = [("micro", int8, plan.micro_heads, plan.micro_head_dim, device_name, dtype_name) for int8 in (False, True)]
     seen = set()
     for mp in plan.models:
         args = mp.args or PRESETS[mp.name]
@@ -597,7 +600,7 @@ def compile_tasks(plan: Plan, graph_step: str, device_name: str) -> list[tuple]:
             key = (args, max(16, 1 << (b - 1).bit_length()), (c + n) % 16)
             if key not in seen:
                 seen.add(key)
-                tasks.append(("step", args, b, key[2], graph_step, device_name))
+                tasks.append(("step", args, b, key[2], graph_step, device_name, dtype_name))
     return tasks
 
 
@@ -610,13 +613,15 @@ def _compile_task(task: tuple) -> str | None:
         from kernels.decode_session import OurSession
         from kernels.gpt2 import GPT2
 
-        device = torch.device(task[-1])
-        dtype = decode_dtype(device)
+        from kernels.gpt2 import decode_dtype
+
+        device = torch.device(task[-2])
+        dtype = getattr(torch, task[-1]) if task[-1] else decode_dtype(device)
         if task[0] == "micro":
             from kernels.decode_attention import decode_attention
             from kernels.kv_quant import quantize
 
-            _, int8, heads, head_dim, _ = task
+            _, int8, heads, head_dim, _, _ = task
             q = torch.randn((1, heads, head_dim), device=device, dtype=dtype)
             k = torch.randn((1, heads, 64, head_dim), device=device, dtype=dtype)
             lens = torch.full((1,), 64, device=device, dtype=torch.int32)
@@ -626,7 +631,7 @@ def _compile_task(task: tuple) -> str | None:
             else:
                 decode_attention(q, k, k, lens)
         else:
-            _, args, batch, cap_mod, graph_step, _ = task
+            _, args, batch, cap_mod, graph_step, _, _ = task
             model = GPT2.zeros(args, device, dtype)
             capacity = 16 + cap_mod
             prompt = torch.zeros((batch, 8), dtype=torch.int64)
@@ -640,13 +645,13 @@ def _compile_task(task: tuple) -> str | None:
     return None
 
 
-def precompile(plan: Plan, graph_step: str, device, workers: int | None = None) -> int | None:
+def precompile(plan: Plan, graph_step: str, device, workers: int | None = None, dtype_name: str = "") -> int | None:
     """Compile the kernels the rows need in parallel spawned processes before anything is timed: Triton
     compiles single-threaded, a second or two per variant, and a full run needs dozens. Best effort:
     whatever these miss, the rows compile for themselves (untimed, in their warm-up)."""
     from .precompile import compile_in_pool
 
-    tasks = compile_tasks(plan, graph_step, str(device))
+    tasks = compile_tasks(plan, graph_step, str(device), dtype_name)
     return compile_in_pool(_compile_task, tasks, "decode", workers, PRECOMPILE_WORKERS, PRECOMPILE_STALL_S)
 
 
@@ -698,7 +703,7 @@ def _micro_rows(result: DecodeFile, plan: Plan, env: _Env) -> None:
     from kernels.kv_quant import SCALE_BYTES, quantize
 
     H, D = plan.micro_heads, plan.micro_head_dim
-    dtype = decode_dtype(env.device)
+    dtype = env.dtype
     shapes = [(c, b) for c in plan.micro_contexts for b in plan.micro_batches]
     for L, B in env.progress(shapes, total=len(shapes), desc="decode micro"):
         rows = {impl: MicroRow(impl=impl, batch=B, heads=H, head_dim=D, context=L, status="ok")
@@ -781,54 +786,45 @@ def measure_copy_bandwidth(device) -> float:
     return 2 * src.numel() * src.element_size() / (t.median_ms * 1e-3)
 
 
-# Set by run() from the device facts (collect/device_choices.py), so a rehearsal of another GPU's
-# choices decodes in that GPU's dtype; None: the device the phase runs on decides.
-_CHOSEN_DTYPE: tuple[str, str] | None = None
-
-
-def decode_dtype(device):
-    """The dtype the decode models and caches use: the one chosen from the device facts, if any."""
+def native_dtype(device) -> tuple[object, str]:
+    """The device's own decode dtype and the reason the report gives for it."""
     import torch
 
-    from kernels.gpt2 import decode_dtype as native
+    from kernels.gpt2 import decode_dtype
 
-    if _CHOSEN_DTYPE is not None and torch.device(device).type == "cuda":
-        return getattr(torch, _CHOSEN_DTYPE[0])
-    return native(device)
-
-
-def _dtype_reason(device) -> str:
-    import torch
-
-    if _CHOSEN_DTYPE is not None and torch.device(device).type == "cuda":
-        return _CHOSEN_DTYPE[1]
     dt = decode_dtype(device)
     if dt == torch.float16:
-        return ("float16: this GPU has no native bfloat16 arithmetic, so weights, activations and caches are fp16 "
-                "(bf16 would be emulated)")
+        return dt, ("float16: this GPU has no native bfloat16 arithmetic, so weights, activations and caches are "
+                    "fp16 (bf16 would be emulated)")
     if dt == torch.bfloat16:
-        return "bfloat16: the GPU computes it natively"
-    return "float32: no GPU"
+        return dt, "bfloat16: the GPU computes it natively"
+    return dt, "float32: no GPU"
 
 
 def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, bandwidth_source: str | None,
                    save: Callable[[DecodeFile], None] = lambda f: None, progress=None,
                    budget_s: float | None = None, model_path: str | None = None,
-                   graph_step: str = GRAPH_STEP) -> DecodeFile:
-    """The phase on any device (tests run it on the CPU under TRITON_INTERPRET with a tiny plan)."""
+                   graph_step: str = GRAPH_STEP, dtype: tuple[str, str] | None = None) -> DecodeFile:
+    """The phase on any device (tests run it on the CPU under TRITON_INTERPRET with a tiny plan).
+    dtype: (name, reason) chosen from the device facts (a rehearsal's GPU decodes in its own dtype);
+    None: the device's own choice."""
     import torch
 
     device = torch.device(device)
+    if dtype is not None and device.type == "cuda":
+        torch_dtype, reason = getattr(torch, dtype[0]), dtype[1]
+    else:
+        torch_dtype, reason = native_dtype(device)
     result = DecodeFile(
         schema_version=SCHEMA_VERSION, run_id=run_id,
-        dtype=str(decode_dtype(device)).removeprefix("torch."), dtype_reason=_dtype_reason(device),
+        dtype=str(torch_dtype).removeprefix("torch."), dtype_reason=reason,
         prompt=f"random token ids, torch.Generator seeded from {SEED}, batch and context; no tokenizer",
         floor_bandwidth_bytes_per_s=bandwidth, floor_bandwidth_source=bandwidth_source,
         warmup_steps=plan.warmup_steps, graph_step=graph_step,
     )
     deadline = _Deadline(time.perf_counter() + budget_s if budget_s else None, budget_s)
     env = _Env(device, bandwidth, deadline, lambda: save(result), variant_specs(graph_step),
-               progress or (lambda it, **kw: it))
+               progress or (lambda it, **kw: it), torch_dtype)
     if model_path:
         result.notes.append(f"Weights: the local checkpoint {Path(model_path).name!r} replaces the first model's "
                             "random weights; later model shapes stay random.")
@@ -837,7 +833,7 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
                             "no pretrained weights were downloaded. The logits of random weights have small top-2 "
                             "margins, so token agreement is a strict test.")
     if device.type == "cuda":
-        precompile(plan, graph_step, device)
+        precompile(plan, graph_step, device, dtype_name=result.dtype)
     # The microbenchmark first: it is short, and a spent time budget should cut sweep rows, not it.
     _micro_rows(result, plan, env)
     models: list[_Model] = []
@@ -893,10 +889,7 @@ def run(ctx: RunContext) -> DecodeFile:
     from .device_choices import budget_scale
     from .device_choices import decode_dtype as choose
 
-    global _CHOSEN_DTYPE
-    if ctx.facts is not None:
-        choice = choose(ctx.facts)
-        _CHOSEN_DTYPE = (choice.value, choice.reason)
+    choice = choose(ctx.facts) if ctx.facts is not None else None
     bandwidth, source = ctx.measured("copy_bandwidth"), "env copy_bandwidth"
     if bandwidth is None:
         bandwidth, source = measure_copy_bandwidth(torch.device("cuda")), "decode phase copy"
@@ -904,7 +897,7 @@ def run(ctx: RunContext) -> DecodeFile:
         ctx.run_id, PLANS[ctx.profile], "cuda", bandwidth, source, save=ctx.checkpoint,
         progress=lambda it, total=None, desc=None: ctx.progress(it, total=total, desc=desc),
         budget_s=budget_seconds(ctx.profile, budget_scale(bandwidth).value), model_path=model_path,
-        graph_step=graph_step_from_env(),
+        graph_step=graph_step_from_env(), dtype=(choice.value, choice.reason) if choice else None,
     )
 
 

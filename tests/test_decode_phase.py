@@ -216,6 +216,12 @@ def test_precompile_tasks_cover_each_kernel_family_once():
 def test_a_compile_task_runs_every_step_kernel_once():
     # In-process here (the interpreter); on a GPU it runs in a spawned worker and fills Triton's cache.
     roomy = dataclasses.replace(TINY, n_positions=64)
-    assert phase._compile_task(("step", roomy, 2, 3, "fused", "cpu")) is None
-    assert phase._compile_task(("micro", True, 1, 16, "cpu")) is None
-    assert "Error" in phase._compile_task(("step", roomy, 2, 3, "no-such-step", "cpu"))
+    assert phase._compile_task(("step", roomy, 2, 3, "fused", "cpu", "")) is None
+    assert phase._compile_task(("micro", True, 1, 16, "cpu", "")) is None
+    assert "Error" in phase._compile_task(("step", roomy, 2, 3, "no-such-step", "cpu", ""))
+
+
+def test_compile_tasks_carry_the_dtype_the_rows_use():
+    # A rehearsal of a T4 decodes in float16 on a bf16 GPU: the spawned workers must compile that.
+    tasks = phase.compile_tasks(phase.PLANS["quick"], "torch", "cuda:0", "float16")
+    assert tasks and all(t[-2:] == ("cuda:0", "float16") for t in tasks)
