@@ -221,8 +221,7 @@ def run_collect(cfg: CollectConfig, command: str = "") -> int:
                 env_phase.merge_into_manifest(manifest, result)
                 rec.rows = len(result.measured_ceilings)
             else:
-                written = ctx.checkpoint(result)  # saved rows this collect did not redo are kept
-                rec.rows = len(written.get(FILE_SPECS[name].rows_field) or [])
+                rec.rows = _row_count(name, ctx.checkpoint(result))  # saved rows not redone are kept too
             rec.status = "complete"
         except PhaseUnsupported as exc:
             rec.status, rec.reason = "unsupported", str(exc)

@@ -274,13 +274,3 @@ def free_cuda_memory() -> None:
             torch.cuda.empty_cache()
     except Exception:  # a broken context is reported by the next case, not here
         pass
-
-
-def bench_gpu(fn: Callable[[], object], min_reps: int = MIN_REPS, **_ignored) -> Timing:
-    """Transitional: device time of a warm `fn` through the one clock, for callers not yet moved
-    to measure_call. Removed once every phase calls measure_call or device_time directly."""
-    t0 = time.perf_counter()
-    fn()
-    sync()
-    wall_ms = (time.perf_counter() - t0) * 1e3
-    return device_time(fn, wall_ms, max(min_reps, timed_calls(wall_ms))).timing

@@ -50,8 +50,9 @@ class PhaseSpec:
         return self.schema
 
     def row_count(self, obj) -> int:
-        """Rows of a loaded phase file: its main table only (never its notes)."""
-        return len(getattr(obj, self.rows_field, None) or [])
+        """Rows of a phase file, loaded or as written (a dict): its main table only (never its notes)."""
+        rows = obj.get(self.rows_field) if isinstance(obj, dict) else getattr(obj, self.rows_field, None)
+        return len(rows or [])
 
 
 # Each collector is imported on first use, so a phase that cannot import (no GPU stack, a broken
