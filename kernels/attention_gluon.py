@@ -36,6 +36,7 @@ run under Triton's CPU interpreter: on the CPU these kernels can only be compile
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from dataclasses import dataclass
@@ -518,10 +519,15 @@ def gluon_available(device=None):
     device = torch.device("cuda") if device is None else torch.device(device)
     if device.type != "cuda":
         return False, f"needs a CUDA device, got {device.type}"
-    major, minor = torch.cuda.get_device_capability(device)
+    return _sm90(device.index if device.index is not None else torch.cuda.current_device())
+
+
+@functools.lru_cache(maxsize=None)
+def _sm90(index):
+    # Cached: flash_attention asks on every call it cannot replay, and the answer never changes.
+    major, minor = torch.cuda.get_device_capability(index)
     if (major, minor) != (9, 0):
-        name = torch.cuda.get_device_name(device)
-        return False, f"needs an sm90 (Hopper) GPU for wgmma; {name} is sm{major}{minor}"
+        return False, f"needs an sm90 (Hopper) GPU for wgmma; {torch.cuda.get_device_name(index)} is sm{major}{minor}"
     return True, ""
 
 
