@@ -1,15 +1,10 @@
 """Open every built page in a real headless Chromium: every plot renders, no console errors, dark mode works."""
-import functools
 import os
-import shutil
-import threading
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from browser import CHROMIUM, chromium, serving
 from test_site_build import html_path, nav_pages
-
-CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
 
 if CHROMIUM is None:
     if os.environ.get("REQUIRE_BROWSER"):
@@ -18,30 +13,16 @@ if CHROMIUM is None:
                 allow_module_level=True)
 
 
-class QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
 def server(built_site):
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(built_site)))
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with serving(built_site) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"])
+    with chromium() as b:
         yield b
-        b.close()
 
 
 def page_url(server, md):

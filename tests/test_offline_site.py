@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from browser import CHROMIUM, chromium
+
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
 
 
 @pytest.fixture(scope="module")
@@ -68,10 +69,7 @@ def test_the_pages_build_keeps_directory_urls(built_site):
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium here (apt-get install chromium)")
 def test_opened_from_disk_the_pages_plots_links_and_search_work(unzipped):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+    with chromium() as browser:
         page = browser.new_page()
         errors, remote = [], []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -86,5 +84,4 @@ def test_opened_from_disk_the_pages_plots_links_and_search_work(unzipped):
         page.locator("input.md-search__input").click()  # the header's search box (desktop width)
         page.keyboard.type("memory", delay=50)  # key events: the search listens to them
         page.locator("li.md-search-result__item").first.wait_for(timeout=30000)
-        browser.close()
     assert errors == [] and remote == [], (errors, remote)

@@ -1,33 +1,22 @@
 """Open every page of the hostile site in headless Chromium: no payload runs, no entity is shown."""
-import functools
-import threading
-from http.server import ThreadingHTTPServer
-
 import pytest
 
-from test_browser import CHROMIUM, QuietHandler, page_url  # noqa: F401 - skips the module without chromium
+from browser import chromium, serving
+from test_browser import page_url  # noqa: F401 - importing it skips this module without chromium
 from test_site_build import nav_pages
 
 
 @pytest.fixture(scope="module")
 def hostile_server(hostile_site):
     _, site = hostile_site
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(site)))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with serving(site) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--no-first-run"])
+    with chromium() as b:
         yield b
-        b.close()
 
 
 # Entities a reader must never see: they mean a string was escaped twice.
