@@ -304,25 +304,10 @@ VERSIONS = {v.name: v for v in [
 
 
 # The Gluon kernel's journey (kernels/attention_gluon.py records each step with the prediction
-# written before it ran), as versions of this one: the same story fields, run through
-# flash_attention's Gluon path with the version named in the config.
+# written before it ran and the outcome measured after), as versions of this one: the same story
+# fields, run through flash_attention's Gluon path with the version named in the config.
 _GLUON_STEPS = (("v11-gluon", "g1", False), ("v12-gluon-ws", "g2", False), ("v13-gluon-overlap", "g3", True),
                 ("v14-gluon-pingpong", "g4", True))
-_GLUON_OUTCOMES = {
-    "g1": "2026-11-30, H200, every goal shape in one process: correct in all 64 checks (fp16 within 9.8e-4 of "
-          "SDPA, bf16 within 7.7e-3); 0.89x the fastest SDPA backend non-causal and 0.77x causal (geometric "
-          "means), above its predicted range; the best of the four at d=64 non-causal (0.97-0.99x).",
-    "g2": "2026-11-30, H200: correct in all 64 checks; 0.88x non-causal and 0.79x causal, inside the predicted "
-          "range but no faster than g1 non-causal: the persistent warp-specialized kernel lost at d=64 "
-          "(0.87-0.91x) what it gained at d=128 (0.86-0.89x against g1's 0.72-0.77x).",
-    "g3": "2026-11-30, H200: correct in all 64 checks; 0.95x non-causal and 0.80x causal, inside the predicted "
-          "range; faster than cuDNN at d=128 non-causal (1.01x at N=4096, 1.03-1.04x at 16384), and the slowest "
-          "at d=64 causal (0.66-0.92x), where the static tile order of the persistent grid leaves programs "
-          "with uneven work.",
-    "g4": "2026-11-30, H200: correct in all 64 checks; 0.95x non-causal and 0.80x causal, no faster than g3 "
-          "(0.99-1.00x of it): the turn handoff between the consumer warpgroups cost what the enforced overlap "
-          "gained; causal fell below its predicted range.",
-}
 
 
 def _gluon_versions() -> list[KernelVersion]:
@@ -335,7 +320,7 @@ def _gluon_versions() -> list[KernelVersion]:
         out.append(KernelVersion(
             name=name, change=f"Gluon {step}: {g.change}", prediction=g.prediction, predicted_at=g.predicted_at,
             path="gluon", baseline=g.baseline, predicted_speedup=dict(g.predicted_speedup),
-            configs={False: {"version": step}, True: {"version": step}}, outcome=_GLUON_OUTCOMES.get(step, ""),
+            configs={False: {"version": step}, True: {"version": step}}, outcome=g.outcome,
             in_phase=timed, maskings=tuple(g.maskings)))
     return out
 
