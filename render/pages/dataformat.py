@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import re
 import typing
 
 from collect.schema import SCHEMA_VERSION, STATUSES, available_specs
@@ -59,15 +60,20 @@ class DataFormatPage(Page):
                 out.append(self._table(c))
         return "\n".join(out)
 
+    @staticmethod
+    def _doc_html(text: str) -> str:
+        """A schema docstring (ours, not data) as HTML: escaped, with its `code` spans as <code>."""
+        return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
     def _table(self, cls) -> str:
         hints = typing.get_type_hints(cls)
         rows = []
         for f in dataclasses.fields(cls):
             required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
             rows.append(f"<tr><td><code>{f.name}</code></td><td>{_type_name(hints[f.name])}</td>"
-                        f"<td>{'yes' if required else 'no'}</td><td>{html.escape(f.metadata.get('doc', ''))}"
+                        f"<td>{'yes' if required else 'no'}</td><td>{self._doc_html(f.metadata.get('doc', ''))}"
                         f"{html.escape(f' Allowed: {allowed(f)}.') if allowed(f) else ''}</td></tr>")
-        doc = html.escape((cls.__doc__ or "").strip().splitlines()[0]) if cls.__doc__ else ""
+        doc = self._doc_html((cls.__doc__ or "").strip().splitlines()[0]) if cls.__doc__ else ""
         if getattr(cls, "CASE_KEY", None):  # rows with the same values here measure one case twice: refused
             doc += f" One row per case: {html.escape(', '.join(cls.CASE_KEY))}."
         return (f'\n<h3 id="{cls.__name__.lower()}"><code>{cls.__name__}</code></h3>\n<p>{doc}</p>\n'
