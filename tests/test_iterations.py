@@ -412,3 +412,23 @@ def test_a_version_not_timed_is_named_in_the_summary():
                                         predicted_at="2026-11-29", baseline="v2-ws"))
     text = html.unescape(page_for(f).summary())
     assert "timed 3 versions" in text and "v3-old is recorded with its story but not timed" in text
+
+
+def test_two_shapes_at_one_length_stay_two_cases():
+    """d=64 (B=2, H=8) and d=128 (B=4, H=32) both run at N=4096: their rows must never be read for each other."""
+    f = sample_file()
+    small = []
+    for impl, tf in (("sdpa-cudnn", 400.0), ("v2-ws", 300.0)):  # the d=128 rows run at 650 and 600 TFLOP/s
+        c = Case(impl, "float16", False, 2, 8, 4096, 64)
+        small.append(it.ok_row(c, Measurement(times=fake_times(c.flops / (tf * 1e12) * 1e3)), SmLimits()))
+    f.rows = small + f.rows
+    page = page_for(f)
+    cases = [c for c in page.cases() if c.n == 4096 and not c.causal]
+    assert {c.head_dim for c in cases} == {64, 128}
+    d64 = next(c for c in cases if c.head_dim == 64)
+    d128 = next(c for c in cases if c.head_dim == 128)
+    assert page.ratio("v2-ws", *d64) == pytest.approx(300 / 400, rel=1e-3)
+    assert page.ratio("v2-ws", *d128) == pytest.approx(600 / 650, rel=1e-3)
+    # labels and figure series name the shape once there are two
+    assert "d=64" in page.label(d64) and "d=128" in page.label(d128)
+    assert "ours N=4096, d=64" in page.tflops_figure() and "ours N=4096, d=128" in page.tflops_figure()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from functools import cached_property
+from typing import NamedTuple
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -27,8 +28,22 @@ SLACK = 0.01
 MATERIAL = 0.03
 
 
-def case_label(dtype: str, causal: bool, n: int) -> str:
-    return f"{SHORT.get(dtype, dtype)}, {masking(causal)}, N={n}"
+class GoalCase(NamedTuple):
+    """One goal case: the rows of every implementation that share it are compared."""
+
+    dtype: str
+    causal: bool
+    n: int
+    batch: int
+    heads: int
+    head_dim: int
+
+
+def case_label(dtype: str, causal: bool, n: int, batch: int | None = None, heads: int | None = None,
+               head_dim: int | None = None) -> str:
+    """'fp16, causal, N=4096', with the shape appended when it is given."""
+    shape = f", B={batch}, H={heads}, d={head_dim}" if head_dim is not None else ""
+    return f"{SHORT.get(dtype, dtype)}, {masking(causal)}, N={n}{shape}"
 
 
 def geomean(xs) -> float | None:
@@ -75,31 +90,54 @@ class IterationsPage(Page):
     def version(self, name: str):
         return next((v for v in self.versions if v.name == name), None)
 
-    def cases(self) -> list[tuple[str, bool, int]]:
-        """(dtype, causal, N) of the rows, N ascending, fp16 before bf16, non-causal first."""
-        keys = {(d, bool(c), int(n)) for d, c, n in zip(self.rows["dtype"], self.rows["causal"], self.rows["seq_len"])}
+    @cached_property
+    def _cases(self) -> list[GoalCase]:
+        keys = {GoalCase(d, bool(c), int(n), int(b), int(h), int(hd)) for d, c, n, b, h, hd in zip(
+            self.rows["dtype"], self.rows["causal"], self.rows["seq_len"], self.rows["batch"], self.rows["heads"],
+            self.rows["head_dim"])}
         order = {d: i for i, d in enumerate(SHORT)}
-        return sorted(keys, key=lambda k: (k[2], order.get(k[0], 9), k[1]))
+        return sorted(keys, key=lambda k: (-k.head_dim, k.n, order.get(k.dtype, 9), k.causal))
+
+    def cases(self) -> list[GoalCase]:
+        """The goal cases of the rows: larger head_dim first, then N ascending, fp16 before bf16, non-causal first.
+        Two shapes can share an N (d=64 and d=128 at N=4096), so the shape is part of the case."""
+        return list(self._cases)
+
+    @property
+    def several_shapes(self) -> bool:
+        return len({(c.batch, c.heads, c.head_dim) for c in self._cases}) > 1
+
+    def label(self, c: GoalCase) -> str:
+        """A case's label: the shape is named only where the run has more than one."""
+        return case_label(*c) if self.several_shapes else case_label(c.dtype, c.causal, c.n)
 
     def facets(self) -> list[tuple[str, bool]]:
-        return list(dict.fromkeys((d, c) for d, c, _ in self.cases()))
+        return list(dict.fromkeys((c.dtype, c.causal) for c in self.cases()))
 
-    def tflops(self, impl: str, dtype: str, causal: bool, n: int) -> float | None:
-        f = self.ok[(self.ok["impl"] == impl) & (self.ok["dtype"] == dtype) & (self.ok["causal"] == causal)
-                    & (self.ok["seq_len"] == n)]
+    def _case_rows(self, frame: pd.DataFrame, dtype: str, causal: bool, n: int, batch=None, heads=None,
+                   head_dim=None) -> pd.DataFrame:
+        f = frame[(frame["dtype"] == dtype) & (frame["causal"] == causal) & (frame["seq_len"] == n)]
+        if head_dim is not None:
+            f = f[(f["batch"] == batch) & (f["heads"] == heads) & (f["head_dim"] == head_dim)]
+        return f
+
+    def tflops(self, impl: str, dtype: str, causal: bool, n: int, batch=None, heads=None, head_dim=None) -> float | None:
+        f = self._case_rows(self.ok[self.ok["impl"] == impl], dtype, causal, n, batch, heads, head_dim)
         return float(f["tflops"].iloc[0]) if len(f) else None
 
-    def fastest_sdpa(self, dtype: str, causal: bool, n: int) -> tuple[str, float] | None:
-        f = self.ok[(self.ok["kind"] == "sdpa") & (self.ok["dtype"] == dtype) & (self.ok["causal"] == causal)
-                    & (self.ok["seq_len"] == n)]
+    def fastest_sdpa(self, dtype: str, causal: bool, n: int, batch=None, heads=None,
+                     head_dim=None) -> tuple[str, float] | None:
+        f = self._case_rows(self.ok[self.ok["kind"] == "sdpa"], dtype, causal, n, batch, heads, head_dim)
         if f.empty:
             return None
         best = f.loc[f["tflops"].idxmax()]
         return str(best["impl"]), float(best["tflops"])
 
-    def ratio(self, impl: str, dtype: str, causal: bool, n: int) -> float | None:
+    def ratio(self, impl: str, dtype: str, causal: bool, n: int, batch=None, heads=None,
+              head_dim=None) -> float | None:
         """TFLOP/s of impl over the fastest SDPA backend's, same case."""
-        t, s = self.tflops(impl, dtype, causal, n), self.fastest_sdpa(dtype, causal, n)
+        t = self.tflops(impl, dtype, causal, n, batch, heads, head_dim)
+        s = self.fastest_sdpa(dtype, causal, n, batch, heads, head_dim)
         return t / s[1] if t is not None and s else None
 
     def ceiling(self, dtype: str) -> float | None:
@@ -112,15 +150,15 @@ class IterationsPage(Page):
         """Geometric mean over the goal cases of this masking of name's TFLOP/s over the baseline's
         ('sdpa': the fastest SDPA backend of each case). Only cases both ran count."""
         out = []
-        for dtype, c, n in self.cases():
-            if c != causal:
+        for case in self.cases():
+            if case.causal != causal:
                 continue
-            t = self.tflops(name, dtype, c, n)
+            t = self.tflops(name, *case)
             if baseline == "sdpa":
-                s = self.fastest_sdpa(dtype, c, n)
+                s = self.fastest_sdpa(*case)
                 b = s[1] if s else None
             else:
-                b = self.tflops(baseline, dtype, c, n)
+                b = self.tflops(baseline, *case)
             if t is not None and b:
                 out.append(t / b)
         return geomean(out)
@@ -199,25 +237,22 @@ class IterationsPage(Page):
         out = [f"The goal was our kernel at {goal} or more of the fastest SDPA backend's TFLOP/s in every goal case. "
                f"The final version, **{escape.text(final)}**, reaches it in {len(met)} of {len(measured)} cases."]
         if len(met) < len(measured):
-            missed = [case_label(*c) for c, r in measured if r < d.goal_ratio]
+            missed = [self.label(c) for c, r in measured if r < d.goal_ratio]
             out.append(f"It falls short at {join(missed)}.")
-        out.append(f"Its ratio runs from {fmt.ratio(worst[1])} ({case_label(*worst[0])}) to {fmt.ratio(best[1])} "
-                   f"({case_label(*best[0])}); the table below has every case.")
+        out.append(f"Its ratio runs from {fmt.ratio(worst[1])} ({self.label(worst[0])}) to {fmt.ratio(best[1])} "
+                   f"({self.label(best[0])}); the table below has every case.")
         beats = [c for c, r in measured if r >= 1.0]
         if beats:
             out.append(f"It is at least as fast as every SDPA backend measured in {len(beats)} of {len(measured)} cases.")
         return " ".join(out)
 
-    def bench_ratio(self, dtype: str, causal: bool, n: int) -> float | None:
+    def bench_ratio(self, dtype: str, causal: bool, n: int, batch: int, heads: int, head_dim: int) -> float | None:
         """The bench phase's ratio at one goal case: `triton` (flash_attention as shipped) over the fastest
-        SDPA backend, same shape (this phase's batch, heads and head_dim)."""
+        SDPA backend, same shape."""
         b = self.run.frame("bench", "rows")
         if b.empty or self.rows.empty:
             return None
-        r0 = self.rows.iloc[0]
-        f = b[(b["status"] == "ok") & (b["dtype"] == dtype) & (b["causal"] == causal) & (b["seq_len"] == n)
-              & (b["batch"] == r0["batch"]) & (b["heads"] == r0["heads"]) & (b["head_dim"] == r0["head_dim"])
-              & b["tflops"].notna()]
+        f = self._case_rows(b[(b["status"] == "ok") & b["tflops"].notna()], dtype, causal, n, batch, heads, head_dim)
         ours = f[f["impl"] == "triton"]["tflops"]
         sdpa = f[f["impl"].str.startswith("sdpa")]["tflops"]
         return float(ours.iloc[0] / sdpa.max()) if len(ours) and len(sdpa) else None
@@ -240,7 +275,7 @@ class IterationsPage(Page):
         diffs = [(c, r - self.ratio(final, *c)) for c, r in got if self.ratio(final, *c) is not None]
         if diffs:
             far = max(diffs, key=lambda x: abs(x[1]))
-            text += (f" The two methods' ratios differ by at most {abs(far[1]):.3f}, at {case_label(*far[0])}; the "
+            text += (f" The two methods' ratios differ by at most {abs(far[1]):.3f}, at {self.label(far[0])}; the "
                      "table below has both.")
             if max(abs(x) for _, x in diffs) > MATERIAL:
                 text += (" The methods differ in what happens just before each timed call: this page keeps the GPU "
@@ -248,7 +283,7 @@ class IterationsPage(Page):
                          "buffer.")
             flips = [c for c, _ in diffs if (self.bench_ratio(*c) >= goal) != (self.ratio(final, *c) >= goal)]
             if flips:
-                text += (f" Whether the goal is met depends on the method at {join(case_label(*c) for c in flips)}; "
+                text += (f" Whether the goal is met depends on the method at {join(self.label(c) for c in flips)}; "
                          "this report takes the bench phase's figure as the verdict, because it times the kernel as "
                          "users call it.")
         return text
@@ -261,7 +296,7 @@ class IterationsPage(Page):
             a, b = self.ratio(final, *c), self.bench_ratio(*c)
             if a is None and b is None:
                 continue
-            rows.append({"case": case_label(*c), "here": a, "bench": b,
+            rows.append({"case": self.label(c), "here": a, "bench": b,
                          "diff": f"{b - a:+.3f}" if a is not None and b is not None else "n/a"})
         if not rows or all(r["bench"] is None for r in rows):
             return ""
@@ -278,12 +313,14 @@ class IterationsPage(Page):
             ceil = self.ceiling(dtype)
             if not ceil or causal:
                 continue
-            n = max(n for d, c, n in self.cases() if d == dtype and c == causal)
-            t = self.tflops(final, dtype, causal, n)
-            s = self.fastest_sdpa(dtype, causal, n)
+            case = max((c for c in self.cases() if c.dtype == dtype and c.causal == causal),
+                       key=lambda c: (c.head_dim, c.n))
+            t = self.tflops(final, *case)
+            s = self.fastest_sdpa(*case)
             if t is None and s is None:
                 continue
-            bit = f"In {SHORT.get(dtype, dtype)} at N={n}, "
+            shape = f", B={case.batch}, H={case.heads}, d={case.head_dim}" if self.several_shapes else ""
+            bit = f"In {SHORT.get(dtype, dtype)} at N={case.n}{shape}, "
             bit += (f"{escape.text(final)} reaches {fmt.pct(100 * t * 1e12 / ceil)}" if t is not None
                     else f"{escape.text(final)} did not run")
             if s:
@@ -394,16 +431,15 @@ class IterationsPage(Page):
         data = []
         for impl in impls:
             r = {"impl": SDPA_LABELS.get(impl, impl)}
-            for i, (dtype, causal, n) in enumerate(self.cases()):
-                t = self.tflops(impl, dtype, causal, n)
-                rat = self.ratio(impl, dtype, causal, n)
+            for i, case in enumerate(self.cases()):
+                t = self.tflops(impl, *case)
+                rat = self.ratio(impl, *case)
                 if t is None:
-                    st = self.rows[(self.rows["impl"] == impl) & (self.rows["dtype"] == dtype)
-                                   & (self.rows["causal"] == causal) & (self.rows["seq_len"] == n)]["status"]
+                    st = self._case_rows(self.rows[self.rows["impl"] == impl], *case)["status"]
                     r[f"c{i}"] = st.iloc[0] if len(st) else "not run"
                 else:
                     r[f"c{i}"] = f"{fmt.num(t)} ({fmt.ratio(rat)})" if rat is not None else fmt.num(t)
-                cols[f"c{i}"] = case_label(dtype, causal, n)
+                cols[f"c{i}"] = self.label(case)
             data.append(r)
         return table_html(pd.DataFrame(data), cols,
                           caption="TFLOP/s, and in brackets the ratio to the fastest SDPA backend of the same case")
@@ -472,24 +508,29 @@ class IterationsPage(Page):
         fig = make_subplots(rows=len(dtypes), cols=len(causals), shared_yaxes="all", shared_xaxes=True,
                             subplot_titles=[f"{SHORT.get(d, d)}, {masking(c)}" for d in dtypes for c in causals],
                             horizontal_spacing=0.06, vertical_spacing=0.12)
-        ns = sorted({n for _, _, n in self.cases()})
+        # One series per shape and length: two shapes can share an N.
+        sizes = list(dict.fromkeys((c.n, c.batch, c.heads, c.head_dim) for c in self.cases()))
         shown = set()
         for i, dtype in enumerate(dtypes):
             for j, causal in enumerate(causals):
-                for k, n in enumerate(ns):
+                for k, (n, b, h, hd) in enumerate(sizes):
+                    case = GoalCase(dtype, causal, n, b, h, hd)
+                    size = f"N={n}, d={hd}" if self.several_shapes else f"N={n}"
                     color = PALETTE[k % len(PALETTE)]
-                    ys = [self.tflops(v, dtype, causal, n) for v in names]
-                    hover = [escape.plot(f"{v}, {case_label(dtype, causal, n)}: {fmt.num(y)} TFLOP/s")
+                    ys = [self.tflops(v, *case) for v in names]
+                    if all(y is None for y in ys):
+                        continue
+                    hover = [escape.plot(f"{v}, {self.label(case)}: {fmt.num(y)} TFLOP/s")
                              if y is not None else escape.plot(f"{v}: not measured") for v, y in zip(names, ys)]
-                    key = f"ours N={n}"
+                    key = f"ours {size}"
                     fig.add_trace(go.Scatter(x=names, y=ys, mode="lines+markers", name=key, legendgroup=key,
                                              showlegend=key not in shown, line=dict(color=color),
                                              hovertext=hover, hoverinfo="text"), row=i + 1, col=j + 1)
                     shown.add(key)
-                    s = self.fastest_sdpa(dtype, causal, n)
+                    s = self.fastest_sdpa(*case)
                     if s:
-                        key = f"fastest SDPA N={n}"
-                        label = escape.plot(f"{SDPA_LABELS.get(s[0], s[0])}, {case_label(dtype, causal, n)}: "
+                        key = f"fastest SDPA {size}"
+                        label = escape.plot(f"{SDPA_LABELS.get(s[0], s[0])}, {self.label(case)}: "
                                             f"{fmt.num(s[1])} TFLOP/s")
                         fig.add_trace(go.Scatter(x=[names[0], names[-1]], y=[s[1], s[1]], mode="lines", name=key,
                                                  legendgroup=key, showlegend=key not in shown,
@@ -506,7 +547,7 @@ class IterationsPage(Page):
                                              hoverinfo="text"), row=i + 1, col=j + 1)
                     shown.add(key)
         fig.update_yaxes(title_text="TFLOP/s", rangemode="tozero", col=1)
-        cases = join(f"N={n}" for n in ns)
+        cases = join(dict.fromkeys(f"N={c.n}" for c in self.cases()))
         shape = join(dict.fromkeys(f"B={b}, H={h}, d={hd}" for b, h, hd in
                                    zip(self.rows["batch"], self.rows["heads"], self.rows["head_dim"])))
         caption = (f"TFLOP/s of each kernel version (solid, in journey order) against the fastest SDPA backend of the "
