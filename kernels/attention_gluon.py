@@ -36,7 +36,6 @@ run under Triton's CPU interpreter: on the CPU these kernels can only be compile
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 from dataclasses import dataclass
@@ -54,6 +53,8 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     warpgroup_mma_wait,
 )
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+from .common import capability, device_index
 
 LOG2E = 1.4426950408889634
 HEAD_DIMS = (64, 128)
@@ -519,15 +520,9 @@ def gluon_available(device=None):
     device = torch.device("cuda") if device is None else torch.device(device)
     if device.type != "cuda":
         return False, f"needs a CUDA device, got {device.type}"
-    return _sm90(device.index if device.index is not None else torch.cuda.current_device())
-
-
-@functools.lru_cache(maxsize=None)
-def _sm90(index):
-    # Cached: flash_attention asks on every call it cannot replay, and the answer never changes.
-    major, minor = torch.cuda.get_device_capability(index)
+    major, minor = capability(device_index(device))  # asked once per device: flash_attention asks every call
     if (major, minor) != (9, 0):
-        return False, f"needs an sm90 (Hopper) GPU for wgmma; {torch.cuda.get_device_name(index)} is sm{major}{minor}"
+        return False, f"needs an sm90 (Hopper) GPU for wgmma; {torch.cuda.get_device_name(device)} is sm{major}{minor}"
     return True, ""
 
 

@@ -47,7 +47,8 @@ import triton.language as tl
 import triton.testing
 
 from . import dispatch
-from .common import HALF_DTYPES, HEAD_DIMS, LOG2E, check_inputs, check_tile, interpreting, softmax_scale
+from .common import (HALF_DTYPES, HEAD_DIMS, LOG2E, capability, check_inputs, check_tile, device_index, interpreting,
+                     softmax_scale)
 from .launcher import PLAIN, LaunchCache, Recorder, TensorDescriptor, config_key, replay_allowed
 
 
@@ -446,12 +447,7 @@ def hopper_available(device=None):
     device = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
     if device.type != "cuda":
         return False, f"device {device} is not a CUDA device"
-    return _capability_ok(device.index if device.index is not None else torch.cuda.current_device())
-
-
-@functools.lru_cache(maxsize=None)
-def _capability_ok(index):
-    major, minor = torch.cuda.get_device_capability(index)
+    major, minor = capability(device_index(device))  # asked once per device: every call checks it
     if major != 9:
         return False, (f"compute capability {major}.{minor}; the Hopper path needs 9.x "
                        "(TMA tensor descriptors and wgmma)")
