@@ -58,7 +58,8 @@ TIMING_METHOD = (
     f"nor host time is inside; at least {timing.MIN_REPS} timed calls ({timing.LONG_MIN_REPS} for calls over "
     f"{timing.LONG_CALL_MS:g} ms), more for short calls, up to about {timing.TARGET_MS:g} ms of device time. Host "
     "time: CPU time per call with the GPU kept busy, inputs rotating over distinct tensors. Loop time: calls back to "
-    f"back with no sync, per call, median of {timing.LOOP_REPEATS} loops, inputs rotating over a pool larger than "
+    f"back with no sync, per call, median of {timing.LOOP_REPEATS} loops (of {timing.LONG_LOOP_CALLS} calls for "
+    f"calls over {timing.LONG_CALL_MS:g} ms), inputs rotating over a pool larger than "
     "twice the L2. All after a warm-up call (compilation, autotuning) and the peak-memory call; a forced SDPA "
     "backend's context manager is entered outside the timed calls.")
 BACKEND_CHOICE_METHOD = ("torch._fused_sdp_choice(q, k, v, is_causal=...) on the case's inputs, which runs PyTorch's "

@@ -41,14 +41,20 @@ REST_FRACTION = 0.5
 SPIN_MAX_US = 20_000.0
 # Loop time: each loop holds about LOOP_TARGET_MS of device work, within [LOOP_MIN_CALLS,
 # LOOP_MAX_CALLS] calls (a host-bound call takes longer than its device time says); the median over
-# LOOP_REPEATS loops.
+# LOOP_REPEATS loops. A call of LONG_CALL_MS or more hides its own launch completely, so its loop
+# time is its device time back to back: loops of LONG_LOOP_CALLS show that, where the usual
+# minimum would cost seconds of GPU time per case (a 200 ms call, 12 calls).
 LOOP_TARGET_MS = 5.0
 LOOP_MIN_CALLS = 3
 LOOP_MAX_CALLS = 50
-LOOP_REPEATS = 5
-# Host time: this many calls (fewer for long calls, whose queued work takes long to drain).
+LOOP_REPEATS = 3
+LONG_LOOP_CALLS = 2
+# Host time: about HOST_TARGET_MS of queued device work, within [HOST_MIN_CALLS, HOST_CALLS] calls.
+# Every host-timed call still runs on the GPU afterwards, so a device-bound call pays its device
+# time per sample, while host time itself varies by microseconds.
 HOST_CALLS = 50
-HOST_CALLS_LONG = 10
+HOST_MIN_CALLS = 5
+HOST_TARGET_MS = 15.0
 
 
 @dataclass(frozen=True)
@@ -101,7 +107,10 @@ def timed_calls(est_ms: float, flush_ms: float = 0.1) -> int:
 
 
 def loop_calls(est_ms: float) -> int:
-    """Calls per timed loop: about LOOP_TARGET_MS of device work, within [LOOP_MIN_CALLS, LOOP_MAX_CALLS]."""
+    """Calls per timed loop: about LOOP_TARGET_MS of device work, within [LOOP_MIN_CALLS, LOOP_MAX_CALLS];
+    LONG_LOOP_CALLS for a long call."""
+    if est_ms >= LONG_CALL_MS:
+        return LONG_LOOP_CALLS
     return max(LOOP_MIN_CALLS, min(LOOP_MAX_CALLS, math.ceil(LOOP_TARGET_MS / max(est_ms, 1e-3))))
 
 
@@ -168,8 +177,9 @@ def host_time(calls: Sequence[Callable[[], object]], n: int, wall_ms: float) -> 
 
 
 def host_calls(est_ms: float) -> int:
-    """Host-timed calls: fewer for long calls, whose queued work takes long to drain."""
-    return HOST_CALLS_LONG if est_ms >= LONG_CALL_MS else HOST_CALLS
+    """Host-timed calls of a call whose synchronised wall time is `est_ms`: fewer for longer calls,
+    whose queued work the GPU must drain afterwards."""
+    return max(HOST_MIN_CALLS, min(HOST_CALLS, math.ceil(HOST_TARGET_MS / max(est_ms, 1e-3))))
 
 
 def device_time(fn: Callable[[], object], wall_ms: float, n: int | None = None, max_clock_mhz: float = 2000.0,

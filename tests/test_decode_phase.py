@@ -42,8 +42,8 @@ def test_steps_respect_the_position_limit():
 
 
 def test_loop_shape_keeps_an_untimed_loop_and_a_few_steps_per_loop():
-    assert phase.loop_shape(64) == (6, 10)   # 1 untimed + 5 timed loops of 10 steps
-    assert phase.loop_shape(23) == (5, 4)    # context 1000: 20 of the 23 steps
+    assert phase.loop_shape(64) == (4, 16)   # 1 untimed + 3 timed loops of 16 steps
+    assert phase.loop_shape(23) == (4, 5)    # context 1000: 20 of the 23 steps
     assert phase.loop_shape(2) == (2, 1)
     with pytest.raises(ValueError, match="at least 2"):
         phase.loop_shape(1)

@@ -14,8 +14,8 @@ def row(impl, n, ms, causal=False, status="ok", backend=None):
 
 def test_calls_follow_the_clocks_rules():
     # A long call: the floor of device-timed and host-timed calls, and the minimum loop.
-    assert te.calls_for(100.0) == (te.EXTRA_CALLS + timing.LONG_MIN_REPS + timing.HOST_CALLS_LONG
-                                   + (timing.LOOP_REPEATS + 1) * timing.LOOP_MIN_CALLS)
+    assert te.calls_for(100.0) == (te.EXTRA_CALLS + timing.LONG_MIN_REPS + timing.HOST_MIN_CALLS
+                                   + (timing.LOOP_REPEATS + 1) * timing.LONG_LOOP_CALLS)
     # A short call is timed more often.
     assert te.calls_for(0.01) > te.calls_for(1.0) > te.calls_for(100.0)
 
