@@ -40,6 +40,7 @@ from .common import (  # noqa: F401 - the constants and check_dtype_supported st
     check_tile,
     device_index,
     interpreting,
+    quick_bench,
     softmax_scale,
 )
 from .dispatch import (  # noqa: F401 - flash_attention lives in kernels/dispatch.py; importable from here
@@ -331,6 +332,7 @@ def _autotuned_kernel(capability, smem_limit):
         configs=table,
         key=["SEQ_BUCKET", "HEAD_DIM", "CAUSAL"],
         prune_configs_by={"early_config_prune": prune},
+        do_bench=quick_bench,
     )(_attn_fwd)
 
 

@@ -20,6 +20,15 @@ DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 HALF_DTYPES = (torch.float16, torch.bfloat16)
 
 
+def quick_bench(fn, quantiles=None):
+    """The timer our autotuners use in place of Triton's default (25 ms warm-up, 100 ms of runs per
+    candidate): tile configs differ by far more than the noise of 25 ms of runs, and a collect
+    tunes dozens of keys."""
+    import triton
+
+    return triton.testing.do_bench(fn, warmup=5, rep=25, quantiles=quantiles)
+
+
 def interpreting() -> bool:
     """True when Triton runs kernels in its CPU interpreter (TRITON_INTERPRET=1)."""
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")

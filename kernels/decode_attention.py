@@ -24,6 +24,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .common import quick_bench
 from .kv_quant import SCALE_DTYPE
 
 LOG2E = 1.4426950408889634
@@ -339,12 +340,8 @@ def _prune(configs, named_args, **kwargs):
     return configs
 
 
-def _quick_bench(fn, quantiles):
-    return triton.testing.do_bench(fn, warmup=5, rep=20, quantiles=quantiles)
-
-
 _split_kv_tuned = triton.autotune(
-    configs=AUTOTUNE_CONFIGS, key=["HEAD_DIM", "IS_INT8", "len_bucket"], do_bench=_quick_bench,
+    configs=AUTOTUNE_CONFIGS, key=["HEAD_DIM", "IS_INT8", "len_bucket"], do_bench=quick_bench,
     prune_configs_by={"early_config_prune": _prune},
 )(_split_kv_kernel)
 
