@@ -30,6 +30,9 @@ class RunContext:
     max_memory: int | None = None  # --max-memory: the phases allocate at most this many bytes
     on_flags: Callable[[list[str]], None] | None = field(default=None, repr=False)
     saved: dict | None = field(default=None, repr=False)  # --resume: this phase's file as an unfinished collect left it
+    # The collect's shared compile pool (collect/precompile.py), when one runs: a phase waits for its
+    # own work there instead of compiling alone.
+    compile_pool: Any = field(default=None, repr=False)
 
     @property
     def quick(self) -> bool:

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from .precompile import compile_in_pool
+from .precompile import CompileWork, compile_ahead, compile_in_pool
 from .context import RunContext
 from .schema import SCHEMA_VERSION
 from .shapes import AttentionCase
@@ -80,7 +80,7 @@ PLANS = {
 REFERENCE_CHUNK_BYTES = 512 * 2**20
 
 # Kernel variants compile in parallel before the cases run (see precompile); 0 or 1 turns it off.
-PRECOMPILE_WORKERS = 8
+PRECOMPILE_WORKERS = 15
 PRECOMPILE_STALL_S = 90.0  # longest wait for the next compiled variant (includes worker start-up)
 
 REFERENCE_TEXT = ("float64 softmax(q k^T / sqrt(d) [causal mask]) v on the GPU "
@@ -384,6 +384,27 @@ def precompile(cases: list[Case], configs: dict[Case, list], device, workers: in
     return compile_in_pool(_compile_variant, tasks, "correctness", workers, PRECOMPILE_WORKERS, PRECOMPILE_STALL_S)
 
 
+def _plan(ctx: RunContext, device) -> tuple[list[Case], dict[Case, list]]:
+    """The cases, and the fixed tile configs the portable rows take on a GPU."""
+    from kernels.attention import hopper_path_runs
+
+    hopper = device.type == "cuda" and hopper_path_runs(device)
+    cases = build_grid(ctx.profile, hopper)
+    portable = ("triton-portable",) if hopper else ("triton",)
+    configs = assign_configs(cases, _gpu_candidates(device, ctx.facts), portable) if device.type == "cuda" else {}
+    return cases, configs
+
+
+def compile_work(ctx: RunContext) -> CompileWork | None:
+    """The kernel variants this phase's cases need, for a compile pool (collect/precompile.py)."""
+    device = _device()
+    if device.type != "cuda":
+        return None
+    cases, configs = _plan(ctx, device)
+    return CompileWork("correctness", _compile_variant, tuple(compile_tasks(cases, configs, str(device))),
+                       PRECOMPILE_WORKERS)
+
+
 def _device():
     import torch
 
@@ -396,15 +417,12 @@ def _device():
 
 def run(ctx: RunContext) -> CorrectnessFile:
     device = _device()
-    from kernels.attention import hopper_path_runs
-
-    hopper = device.type == "cuda" and hopper_path_runs(device)
-    cases = build_grid(ctx.profile, hopper)
+    cases, configs = _plan(ctx, device)
     tols = {dt: tolerance_for(dt) for dt in DTYPES}
-    portable = ("triton-portable",) if hopper else ("triton",)
-    configs = assign_configs(cases, _gpu_candidates(device, ctx.facts), portable) if device.type == "cuda" else {}
     if device.type == "cuda":
-        precompile(cases, configs, device)
+        compile_ahead(ctx.compile_pool, CompileWork("correctness", _compile_variant,
+                                                    tuple(compile_tasks(cases, configs, str(device))),
+                                                    PRECOMPILE_WORKERS), stall_s=PRECOMPILE_STALL_S)
     result = CorrectnessFile(schema_version=SCHEMA_VERSION, run_id=ctx.run_id, rows=[], tolerances=list(tols.values()),
                              reference=REFERENCE_TEXT, inputs=INPUTS_TEXT, config_policy=CONFIG_POLICY_TEXT)
     saved = ctx.saved_cases(CorrectnessRow)  # --resume: cases an unfinished earlier collect measured

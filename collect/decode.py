@@ -38,6 +38,7 @@ from .schema import SCHEMA_VERSION
 from .schema.decode import (
     REFERENCE_VARIANT, VARIANTS, AgreementRow, DecodeFile, DecodeModel, DecodeRow, KernelClassRow, MicroRow,
 )
+from .stage_log import stage
 from .timing import LOOP_REPEATS, free_cuda_memory, is_oom, summarize
 
 MODEL_PATH_ENV = "DECODE_MODEL_PATH"
@@ -50,15 +51,14 @@ GRAPH_STEP_ENV = "DECODE_GRAPH_STEP"
 # c1000 torch 3.45 ms against fused 4.99 (inductor not measured there, and its compile would cost
 # the phase's budget at every model and batch). The env var overrides it.
 GRAPH_STEP = "torch"
-# A full collect must finish in 9 minutes on an H200; this phase's share is about 150 s, sized from
-# the last H200 run (84 s for the previous plan: 20-odd Triton compiles, 11 shapes x 5 variants, the
-# transformers eager loop at ~45 ms a step) plus what this plan adds: three cold torch.compile runs of
-# transformers (tens of seconds each, the largest item), the teacher-forced agreement check (~15 s,
-# nearly all of it the host-bound transformers loop), and the profiled key shapes. Triton compiles
-# move to parallel workers first (precompile) to pay for part of it. Work runs in order of need: key
-# shapes, agreement, compiled transformers, sweeps; past the budget the rows left are written as
-# skipped, and a compiled row starts only with COMPILE_RESERVE_S left.
-BUDGET_S = {"quick": 75.0, "full": 150.0}
+# A full collect must finish in 9 minutes on an H200. This phase took about 160 s there (2026-11-30,
+# stage times on stderr): parallel compilation 15 s (now done ahead, in the collect's shared pool),
+# microbenchmark 8, building and warming up both models 12, key shapes 18, the agreement check 19
+# (nearly all of it the host-bound transformers loop), compiled transformers 26 for gpt2's two key
+# shapes and about 28 for gpt2-xl's one (cold torch.compile, the largest items), the sweeps the rest.
+# Work runs in order of need: key shapes, agreement, compiled transformers, sweeps; past the budget
+# the rows left are written as skipped, and a compiled row starts only with COMPILE_RESERVE_S left.
+BUDGET_S = {"quick": 75.0, "full": 165.0}
 SEED = 0
 # A compiled row starts only with this much budget left: its cold compile alone takes about this long.
 COMPILE_RESERVE_S = 40.0
@@ -645,14 +645,40 @@ def _compile_task(task: tuple) -> str | None:
     return None
 
 
-def precompile(plan: Plan, graph_step: str, device, workers: int | None = None, dtype_name: str = "") -> int | None:
-    """Compile the kernels the rows need in parallel spawned processes before anything is timed: Triton
-    compiles single-threaded, a second or two per variant, and a full run needs dozens. Best effort:
-    whatever these miss, the rows compile for themselves (untimed, in their warm-up)."""
-    from .precompile import compile_in_pool
+def _work(plan: Plan, graph_step: str, device, dtype_name: str):
+    from .precompile import CompileWork
 
-    tasks = compile_tasks(plan, graph_step, str(device), dtype_name)
-    return compile_in_pool(_compile_task, tasks, "decode", workers, PRECOMPILE_WORKERS, PRECOMPILE_STALL_S)
+    return CompileWork("decode", _compile_task, tuple(compile_tasks(plan, graph_step, str(device), dtype_name)),
+                       PRECOMPILE_WORKERS)
+
+
+def precompile(plan: Plan, graph_step: str, device, workers: int | None = None, dtype_name: str = "",
+               pool=None) -> int | None:
+    """Compile the kernels the rows need in parallel spawned processes before anything is timed: Triton
+    compiles single-threaded, a second or two per variant, and a full run needs dozens. `pool`: the
+    collect's shared compile pool, if it holds this work already. Best effort: whatever these miss,
+    the rows compile for themselves (untimed, in their warm-up)."""
+    from .precompile import compile_ahead
+
+    return compile_ahead(pool, _work(plan, graph_step, device, dtype_name), workers, PRECOMPILE_STALL_S)
+
+
+def _dtype_choice(ctx: RunContext) -> tuple[str, str] | None:
+    from .device_choices import decode_dtype as choose
+
+    choice = choose(ctx.facts) if ctx.facts is not None else None
+    return (choice.value, choice.reason) if choice else None
+
+
+def compile_work(ctx: RunContext):
+    """The kernels the rows need, for the collect's compile pool (collect/precompile.py)."""
+    import torch
+
+    if ctx.profile not in PLANS or not torch.cuda.is_available():
+        return None
+    choice = _dtype_choice(ctx)
+    dtype_name = choice[0] if choice else str(native_dtype(torch.device("cuda"))[0]).removeprefix("torch.")
+    return _work(PLANS[ctx.profile], graph_step_from_env(), torch.device("cuda"), dtype_name)
 
 
 def _warm_up(m: _Model, plan: Plan, env: _Env) -> None:
@@ -804,10 +830,11 @@ def native_dtype(device) -> tuple[object, str]:
 def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, bandwidth_source: str | None,
                    save: Callable[[DecodeFile], None] = lambda f: None, progress=None,
                    budget_s: float | None = None, model_path: str | None = None,
-                   graph_step: str = GRAPH_STEP, dtype: tuple[str, str] | None = None) -> DecodeFile:
+                   graph_step: str = GRAPH_STEP, dtype: tuple[str, str] | None = None,
+                   compile_pool=None) -> DecodeFile:
     """The phase on any device (tests run it on the CPU under TRITON_INTERPRET with a tiny plan).
     dtype: (name, reason) chosen from the device facts (a rehearsal's GPU decodes in its own dtype);
-    None: the device's own choice."""
+    None: the device's own choice. compile_pool: the collect's shared one (collect/precompile.py)."""
     import torch
 
     device = torch.device(device)
@@ -833,13 +860,16 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
                             "no pretrained weights were downloaded. The logits of random weights have small top-2 "
                             "margins, so token agreement is a strict test.")
     if device.type == "cuda":
-        precompile(plan, graph_step, device, dtype_name=result.dtype)
+        with stage("decode", "parallel compilation"):
+            precompile(plan, graph_step, device, dtype_name=result.dtype, pool=compile_pool)
     # The microbenchmark first: it is short, and a spent time budget should cut sweep rows, not it.
-    _micro_rows(result, plan, env)
+    with stage("decode", "microbenchmark"):
+        _micro_rows(result, plan, env)
     models: list[_Model] = []
     for i, mp in enumerate(plan.models):
         try:
-            m = _build_model(mp, model_path if i == 0 else None, env)
+            with stage("decode", f"building {mp.name}"):
+                m = _build_model(mp, model_path if i == 0 else None, env)
         except Exception as exc:  # a model that cannot be built: say so, keep the other shapes
             if not is_oom(exc):
                 raise
@@ -848,29 +878,34 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
             continue
         result.models.append(m.info)
         env.save()
-        _warm_up(m, plan, env)
+        with stage("decode", f"warming up {mp.name}"):
+            _warm_up(m, plan, env)
         models.append(m)
     # In order of what the report needs most, since a spent budget skips whatever is left: the key
     # shapes, the agreement check (reusing the key sessions at its capacity), the compiled
     # transformers loop (a cold compile per shape), then the sweeps.
     keep = {id(m): _agreement_shape(m, plan) for m in models}
     for m in models:
-        _rows(m, m.plan.key_shapes, plan, env, result, key=True, keep_shape=keep[id(m)], compiled=False)
+        with stage("decode", f"{m.info.name} key shapes"):
+            _rows(m, m.plan.key_shapes, plan, env, result, key=True, keep_shape=keep[id(m)], compiled=False)
     refs = {}
     for m in models:
         if m.plan.agreement:
-            refs[id(m)] = _agreement_reference(m, plan, env) if not env.deadline.passed() else "skipped: " + \
-                env.deadline.reason()
-            _agreement_rows(m, plan, env, result, refs[id(m)],
-                            [v for v, sp in env.specs.items() if v != REFERENCE_VARIANT and not sp.compiled])
+            with stage("decode", f"{m.info.name} agreement"):
+                refs[id(m)] = _agreement_reference(m, plan, env) if not env.deadline.passed() else "skipped: " + \
+                    env.deadline.reason()
+                _agreement_rows(m, plan, env, result, refs[id(m)],
+                                [v for v, sp in env.specs.items() if v != REFERENCE_VARIANT and not sp.compiled])
     for m in models:
-        _rows(m, m.plan.key_shapes, plan, env, result, key=True, keep_shape=keep[id(m)], compiled=True)
-        if m.plan.agreement:
-            _agreement_rows(m, plan, env, result, refs[id(m)], [v for v, sp in env.specs.items() if sp.compiled])
+        with stage("decode", f"{m.info.name} compiled transformers"):
+            _rows(m, m.plan.key_shapes, plan, env, result, key=True, keep_shape=keep[id(m)], compiled=True)
+            if m.plan.agreement:
+                _agreement_rows(m, plan, env, result, refs[id(m)], [v for v, sp in env.specs.items() if sp.compiled])
         m.sessions.clear()
         _clean(env)
     for m in models:
-        _rows(m, m.plan.sweep_shapes, plan, env, result, key=False)
+        with stage("decode", f"{m.info.name} sweep"):
+            _rows(m, m.plan.sweep_shapes, plan, env, result, key=False)
     if deadline.skipped:
         result.notes.append(f"{deadline.skipped} rows were not run: the phase's time budget of {budget_s:.0f} s "
                             f"was spent (set {BUDGET_ENV}=0 for no limit).")
@@ -887,9 +922,7 @@ def run(ctx: RunContext) -> DecodeFile:
         raise ValueError(f"--model-path {model_path!r} is not a directory; give a local GPT-2 checkpoint folder "
                          "(config.json and weights), or unset it for random weights.")
     from .device_choices import budget_scale
-    from .device_choices import decode_dtype as choose
 
-    choice = choose(ctx.facts) if ctx.facts is not None else None
     bandwidth, source = ctx.measured("copy_bandwidth"), "env copy_bandwidth"
     if bandwidth is None:
         bandwidth, source = measure_copy_bandwidth(torch.device("cuda")), "decode phase copy"
@@ -897,7 +930,7 @@ def run(ctx: RunContext) -> DecodeFile:
         ctx.run_id, PLANS[ctx.profile], "cuda", bandwidth, source, save=ctx.checkpoint,
         progress=lambda it, total=None, desc=None: ctx.progress(it, total=total, desc=desc),
         budget_s=budget_seconds(ctx.profile, budget_scale(bandwidth).value), model_path=model_path,
-        graph_step=graph_step_from_env(), dtype=(choice.value, choice.reason) if choice else None,
+        graph_step=graph_step_from_env(), dtype=_dtype_choice(ctx), compile_pool=ctx.compile_pool,
     )
 
 

@@ -1,25 +1,48 @@
-"""Compile kernel variants in parallel worker processes before a phase times them."""
+"""Compile kernel variants in parallel worker processes before a phase times them.
+
+Triton compiles single-threaded, a second or two per variant, and the correctness, iterations and
+decode phases need dozens each: spawned workers fill Triton's on-disk cache, so the phases only
+load. A phase alone uses `compile_in_pool`. A whole collect starts one `SharedCompilePool` with
+every phase's work before the first phase after env: its workers start once (each imports torch),
+and what the later phases need compiles while the correctness phase, which times nothing, runs.
+The pool is closed before any phase that times speed, so no worker competes for the CPU then.
+Everything here is best effort: a variant the workers miss is compiled by its case, untimed.
+"""
 from __future__ import annotations
 
 import os
 import sys
 import time
+from dataclasses import dataclass
 from typing import Callable
+
+DEFAULT_STALL_S = 120.0  # longest wait for one task's result (a crashed worker loses its task silently)
+
+
+@dataclass(frozen=True)
+class CompileWork:
+    """One phase's kernels to compile ahead: `compile_one(task)` runs in a worker and returns None, or
+    an error string (the phase's case will meet and record the same error)."""
+
+    label: str
+    compile_one: Callable[[tuple], str | None]
+    tasks: tuple[tuple, ...]
+    workers: int = 8  # the phase's own pool size when it compiles alone
+
+
+def _workers(wanted: int | None, default: int, tasks: int) -> int:
+    if wanted is None:
+        wanted = min(default, max(1, (os.cpu_count() or 1) - 1))
+    return min(wanted, tasks)
 
 
 def compile_in_pool(compile_one: Callable[[tuple], str | None], tasks: list[tuple], label: str,
                     workers: int | None, default_workers: int, stall_s: float) -> int | None:
-    """Run `compile_one` over `tasks` in spawned processes; each returns None or an error string.
-
-    Triton compiles single-threaded, a second or two per variant, and a phase needs dozens: the
-    workers fill Triton's on-disk cache so the cases only load. Best effort: on any failure or stall
-    the cases compile for themselves. Returns how many tasks raised, or None when it did not finish.
-    """
+    """Run `compile_one` over `tasks` in spawned processes. Returns how many tasks raised, or None
+    when it did not finish (or had too few tasks to be worth a pool)."""
     import multiprocessing as mp
 
-    if workers is None:
-        workers = min(default_workers, max(1, (os.cpu_count() or 1) - 1))
-    workers = min(workers, len(tasks))
+    workers = _workers(workers, default_workers, len(tasks))
     if workers < 2:
         return None
     t0 = time.perf_counter()
@@ -28,15 +51,73 @@ def compile_in_pool(compile_one: Callable[[tuple], str | None], tasks: list[tupl
     try:
         results = pool.imap_unordered(compile_one, tasks)
         for _ in tasks:
-            # A crashed worker loses its task silently: a stall, not an exception, so bound each wait.
             failed += results.next(timeout=stall_s) is not None
         print(f"{label}: compiled {len(tasks)} kernel variants with {workers} processes in "
               f"{time.perf_counter() - t0:.1f} s ({failed} raised; their cases will record why)", file=sys.stderr)
         return failed
-    except Exception as exc:  # noqa: BLE001 - best effort, see docstring
+    except Exception as exc:  # noqa: BLE001 - best effort, see the module docstring
         print(f"{label}: parallel compilation stopped ({type(exc).__name__}: {exc}); "
               "the remaining variants compile as their cases run", file=sys.stderr)
         return None
     finally:
         pool.terminate()
         pool.join()
+
+
+class SharedCompilePool:
+    """Several phases' compile work in one pool of spawned workers, queued in the phases' order."""
+
+    def __init__(self, works: list[CompileWork], workers: int | None = None, stall_s: float = DEFAULT_STALL_S,
+                 default_workers: int = 15):
+        import multiprocessing as mp
+
+        self.stall_s = stall_s
+        self._t0 = time.perf_counter()
+        self._done: dict[str, int | None] = {}
+        n = sum(len(w.tasks) for w in works)
+        self.workers = _workers(workers, default_workers, n)
+        self._pool = mp.get_context("spawn").Pool(max(1, self.workers)) if n else None
+        self._pending = {w.label: [self._pool.apply_async(w.compile_one, (t,)) for t in w.tasks] if n else []
+                         for w in works}
+
+    def covers(self, label: str) -> bool:
+        return label in self._pending or label in self._done
+
+    def wait(self, label: str) -> int | None:
+        """Block until `label`'s tasks are done. Returns how many raised, or None if the pool broke
+        down (the phase's cases then compile for themselves)."""
+        if label in self._done:
+            return self._done[label]
+        results = self._pending.pop(label, [])
+        failed: int | None = 0
+        try:
+            for r in results:
+                failed += r.get(timeout=self.stall_s) is not None
+            print(f"{label}: compiled {len(results)} kernel variants in the shared pool of {self.workers} processes, "
+                  f"done {time.perf_counter() - self._t0:.1f} s after it started ({failed} raised; their cases will "
+                  "record why)", file=sys.stderr)
+        except Exception as exc:  # noqa: BLE001 - best effort, see the module docstring
+            print(f"{label}: shared compilation stopped ({type(exc).__name__}: {exc}); the remaining variants "
+                  "compile as their cases run", file=sys.stderr)
+            failed = None
+        self._done[label] = failed
+        return failed
+
+    def close(self) -> None:
+        """Finish every phase's work, then stop the workers."""
+        for label in list(self._pending):
+            self.wait(label)
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
+
+
+def compile_ahead(pool: SharedCompilePool | None, work: CompileWork | None, workers: int | None = None,
+                  stall_s: float = DEFAULT_STALL_S) -> int | None:
+    """A phase's precompile: wait for the shared pool where it holds this work, else compile alone."""
+    if work is None or not work.tasks:
+        return None
+    if pool is not None and pool.covers(work.label):
+        return pool.wait(work.label)
+    return compile_in_pool(work.compile_one, list(work.tasks), work.label, workers, work.workers, stall_s)

@@ -190,54 +190,120 @@ def run_collect(cfg: CollectConfig, command: str = "") -> int:
     save()
     print(f"collect: run {run_id} -> {run_dir} (profile {cfg.profile})", file=sys.stderr)
     ordered = [p for p in PHASE_ORDER if p in cfg.phases]
+    to_run = [p for p in ordered if not _already_complete(p, manifest, cfg, run_dir)]
     failed = 0
-    for name in ordered:
-        prev = next((p for p in manifest.phases if p.name == name), None)
-        path = run_dir / filename(name)
-        if cfg.resume and prev is not None and prev.status == "complete" and prev.profile == cfg.profile and (
-            name == "env" or path.exists()) and not _has_skipped_rows(path):
-            print(f"collect: {name}: already complete, skipped (--resume)", file=sys.stderr)
-            continue
+    pool = None
+    try:
+        for name in ordered:
+            if name not in to_run:
+                print(f"collect: {name}: already complete, skipped (--resume)", file=sys.stderr)
+                continue
+            if name != "env" and pool is None:
+                pool = start_compile_pool(to_run[to_run.index(name):], cfg, manifest, run_id, run_dir)
+            if pool is not None and name not in UNTIMED_PHASES:
+                pool.close()  # nothing may compete for the CPU while a phase times host speed
+            failed += _run_phase(name, cfg, manifest, run_id, run_dir, save, on_flags, pool)
+    finally:
+        if pool is not None:
+            pool.close()
+    return failed
+
+
+# Phases that time nothing: the shared compile pool may keep working while they run.
+UNTIMED_PHASES = ("correctness",)
+SHARED_COMPILE_ENV = "COLLECT_SHARED_COMPILE"
+
+
+def _already_complete(name: str, manifest: Manifest, cfg: CollectConfig, run_dir: Path) -> bool:
+    """--resume: the phase finished in an earlier collect of this profile, with no rows skipped for time."""
+    prev = next((p for p in manifest.phases if p.name == name), None)
+    path = run_dir / filename(name)
+    return bool(cfg.resume and prev is not None and prev.status == "complete" and prev.profile == cfg.profile and (
+        name == "env" or path.exists()) and not _has_skipped_rows(path))
+
+
+def start_compile_pool(phases: list[str], cfg: CollectConfig, manifest: Manifest, run_id: str, run_dir: Path):
+    """One pool of compile workers for every listed phase that compiles kernels ahead (a module-level
+    `compile_work(ctx)`), queued in phase order; None without a CUDA GPU, with nothing to compile, or
+    with $COLLECT_SHARED_COMPILE=0 (each phase then compiles alone)."""
+    if os.environ.get(SHARED_COMPILE_ENV, "1") == "0":
+        return None
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return None
+    except ImportError:
+        return None
+    from .precompile import SharedCompilePool
+
+    works = []
+    for name in phases:
         try:
-            saved = None if name == "env" else saved_rows_for(name, path, prev, cfg, run_id)
-        except SavedRowsError as exc:  # this phase is left as it was; the others still run
-            failed += 1
-            print(f"collect: {name}: not run: {exc}", file=sys.stderr)
+            make = getattr(phase_module(name), "compile_work", None)
+            ctx = RunContext(run_id=run_id, out_dir=run_dir, profile=cfg.profile, manifest=manifest, phase=name,
+                             filename=filename(name), model_path=cfg.model_path, max_memory=cfg.max_memory)
+            work = make(ctx) if make is not None else None
+        except Exception as exc:  # noqa: BLE001 - best effort: that phase compiles alone
+            print(f"collect: {name}: no shared compilation ({type(exc).__name__}: {exc})", file=sys.stderr)
             continue
-        if saved is not None:
-            print(f"collect: {name}: continuing from {row_count(saved, FILE_SPECS[name].dataclass())} saved rows "
-                  "(--resume)", file=sys.stderr)
-        started, t0 = now_utc(), time.perf_counter()
-        rec = PhaseRecord(name=name, status="running", file=filename(name), started_utc=started, profile=cfg.profile,
-                          git_commit=manifest.git_commit)
-        _set_record(manifest, rec)
-        save()
-        ctx = RunContext(run_id=run_id, out_dir=run_dir, profile=cfg.profile, manifest=manifest, phase=name,
-                         filename=filename(name), on_flags=on_flags, model_path=cfg.model_path,
-                         max_memory=cfg.max_memory, saved=saved)
-        try:
-            result = phase_module(name).run(ctx)
-            if name == "env":
-                env_phase.merge_into_manifest(manifest, result)
-                rec.rows = len(result.measured_ceilings)
-            else:
-                rec.rows = _row_count(name, ctx.checkpoint(result))  # saved rows not redone are kept too
-            rec.status = "complete"
-        except PhaseUnsupported as exc:
-            rec.status, rec.reason = "unsupported", str(exc)
-            print(f"collect: {name}: not applicable here: {exc}", file=sys.stderr)
-        except KeyboardInterrupt:
-            _stopped(rec, path, name, "interrupted (Ctrl-C)")
-            rec.duration_s = round(time.perf_counter() - t0, 2)
-            save()
-            raise
-        except BaseException as exc:  # noqa: BLE001 - one phase's crash must not lose the others
-            failed += 1
-            _stopped(rec, path, name, f"{type(exc).__name__}: {exc}\n" + "".join(traceback.format_exc(limit=6))[-4000:])
-            print(f"collect: {name} FAILED: {type(exc).__name__}: {exc}", file=sys.stderr)
+        if work is not None and work.tasks:
+            works.append(work)
+    if not works:
+        return None
+    pool = SharedCompilePool(works)
+    print(f"collect: compiling {sum(len(w.tasks) for w in works)} kernel variants for "
+          f"{', '.join(w.label for w in works)} in {pool.workers} processes, ahead of the phases", file=sys.stderr)
+    return pool
+
+
+def _run_phase(name: str, cfg: CollectConfig, manifest: Manifest, run_id: str, run_dir: Path, save, on_flags,
+               pool) -> int:
+    """One phase, its record kept true in the manifest; returns 1 if it failed."""
+    from . import env as env_phase
+
+    failed = 0
+    prev = next((p for p in manifest.phases if p.name == name), None)
+    path = run_dir / filename(name)
+    try:
+        saved = None if name == "env" else saved_rows_for(name, path, prev, cfg, run_id)
+    except SavedRowsError as exc:  # this phase is left as it was; the others still run
+        print(f"collect: {name}: not run: {exc}", file=sys.stderr)
+        return 1
+    if saved is not None:
+        print(f"collect: {name}: continuing from {row_count(saved, FILE_SPECS[name].dataclass())} saved rows "
+              "(--resume)", file=sys.stderr)
+    started, t0 = now_utc(), time.perf_counter()
+    rec = PhaseRecord(name=name, status="running", file=filename(name), started_utc=started, profile=cfg.profile,
+                      git_commit=manifest.git_commit)
+    _set_record(manifest, rec)
+    save()
+    ctx = RunContext(run_id=run_id, out_dir=run_dir, profile=cfg.profile, manifest=manifest, phase=name,
+                     filename=filename(name), on_flags=on_flags, model_path=cfg.model_path,
+                     max_memory=cfg.max_memory, saved=saved, compile_pool=pool)
+    try:
+        result = phase_module(name).run(ctx)
+        if name == "env":
+            env_phase.merge_into_manifest(manifest, result)
+            rec.rows = len(result.measured_ceilings)
+        else:
+            rec.rows = _row_count(name, ctx.checkpoint(result))  # saved rows not redone are kept too
+        rec.status = "complete"
+    except PhaseUnsupported as exc:
+        rec.status, rec.reason = "unsupported", str(exc)
+        print(f"collect: {name}: not applicable here: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        _stopped(rec, path, name, "interrupted (Ctrl-C)")
         rec.duration_s = round(time.perf_counter() - t0, 2)
         save()
-        print(f"collect: {name}: {rec.status} in {rec.duration_s:.1f} s", file=sys.stderr)
+        raise
+    except BaseException as exc:  # noqa: BLE001 - one phase's crash must not lose the others
+        failed += 1
+        _stopped(rec, path, name, f"{type(exc).__name__}: {exc}\n" + "".join(traceback.format_exc(limit=6))[-4000:])
+        print(f"collect: {name} FAILED: {type(exc).__name__}: {exc}", file=sys.stderr)
+    rec.duration_s = round(time.perf_counter() - t0, 2)
+    save()
+    print(f"collect: {name}: {rec.status} in {rec.duration_s:.1f} s", file=sys.stderr)
     return failed
 
 
