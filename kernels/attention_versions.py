@@ -329,9 +329,10 @@ VERSIONS.update((v.name, v) for v in _gluon_versions())
 VERSIONS["v15-per-shape"] = KernelVersion(
     name="v15-per-shape",
     change="What flash_attention ships on Hopper: the path chosen per shape from measurements "
-           "(kernels/dispatch.py SHAPE_RULES): the Gluon kernel (g3) at d=128, except causal from N=8192 where "
-           "the Triton Hopper kernel (v10) runs; at d=64 the portable kernel, except causal at N=2048-8191 where "
-           "the Hopper kernel runs. The launch cache replays the Triton paths without Triton's per-call binding.",
+           "(kernels/dispatch.py SHAPE_RULES): the Gluon kernel (g3) at d=128; at d=64 the portable kernel, except "
+           "causal at N=2048-8191 where the Triton Hopper kernel runs. The launch cache replays the Triton paths "
+           "without Triton's per-call binding. (First shipped with v10 for d=128 causal from N=8192; moved to g3 "
+           "there when the first full collect with v15 measured g3 at 0.90x cuDNN against v10's 0.88x at N=16384.)",
     prediction="Each shape at the best of the three paths as measured on 2026-11-30: d=128 non-causal at "
                "1.01-1.04x cuDNN (g3), causal 0.95x at N=4096 (g3) and about 0.89x at 16384 (v10); d=64 "
                "non-causal about 0.93-0.97x (portable), causal about 1.15x at N=2048 and 0.97x at 4096 (Hopper), "
