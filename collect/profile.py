@@ -432,18 +432,43 @@ def assemble(cases: list[ProfileCase], results: list[dict], csv_text: str, conso
 # ------------------------------------------------------------------------------------------------
 
 
-def autotuned_config(shape: dict) -> dict | None:
-    """The config the Triton autotuner picks at `shape` (times every candidate once: warm-up)."""
+def autotuned_config(shape: dict, path: str | None = "portable") -> dict | None:
+    """The tile config the portable kernel's autotuner picks in this process at `shape` (it times every
+    candidate once: warm-up). path=None: flash_attention as shipped, which may take another path at
+    this shape; then None, as for any call that did not run the autotuned portable kernel."""
     import torch
 
     from kernels import attention
 
     q, k, v = (torch.randn(shape["batch"], shape["heads"], shape["seq_len"], shape["head_dim"], device="cuda",
                            dtype=getattr(torch, shape["dtype"])) for _ in range(3))
-    attention.flash_attention(q, k, v, causal=shape["causal"], path="portable")
+    attention.flash_attention(q, k, v, causal=shape["causal"], path=path)
     torch.cuda.synchronize()
     cfg = attention.kernel_config_of_last_call()
-    return None if cfg is None else {k: cfg[k] for k in ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages")}
+    if cfg is None or cfg.get("path", "portable") != "portable" or cfg.get("autotuned") is False:
+        return None
+    return {k: cfg[k] for k in ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages")}
+
+
+def pin_tuned_configs(cases: list[ProfileCase], portable: str, headline_best: dict | None) -> list[ProfileCase]:
+    """Each main case of our kernel that runs the autotuned portable kernel, with the config this
+    process's autotuner picks pinned, so the profiled process and our clock time the same kernel.
+    Each process would otherwise tune for itself, and tuning is not deterministic: on 2026-11-30 the
+    profiled process picked 128x128 tiles (70 us) at the study shape where this one picked 64x64
+    (47 us), and the clock check compared two different kernels."""
+    out = []
+    for case in cases:
+        if case.group == "main" and case.impl in ("triton", portable) and case.config is None:
+            c = case.case
+            shape = dict(batch=c.batch, heads=c.heads, seq_len=c.seq_len, head_dim=c.head_dim, dtype=c.dtype,
+                         causal=c.causal)
+            headline = case.impl == portable and all(HEADLINE.get(k) == v for k, v in shape.items())
+            cfg = headline_best if headline and headline_best is not None else autotuned_config(
+                shape, path="portable" if case.impl == portable else None)
+            if cfg is not None:
+                case = case.with_config(dict(cfg, maxnreg=None))
+        out.append(case)
+    return out
 
 
 def our_device_time(case: ProfileCase, max_clock_mhz: float | None = None):
@@ -489,7 +514,7 @@ def clock_check_rows(cases: list[ProfileCase], profile: ProfileFile, timings: di
                                  seq_len=case.seq_len, head_dim=case.head_dim, dtype=case.dtype, causal=case.causal,
                                  kernels=row.kernels, ncu_ms=row.duration_ms, device_ms=dev,
                                  device_over_ncu=dev / row.duration_ms, gap_ms=dev - row.duration_ms,
-                                 sm_clock_mhz=t.sm_clock_mhz))
+                                 sm_clock_mhz=t.sm_clock_mhz, config=config_text(case.config)))
     return out
 
 
@@ -622,10 +647,8 @@ def run(ctx) -> ProfileFile:
 
     hopper = hopper_path_runs()
     portable = portable_impl(hopper)
-    cases = main_cases(ctx.quick, hopper=hopper)
-    if best is not None:  # the same config in every process: the profiled process does not re-tune
-        i = next(i for i, c in enumerate(cases) if c.impl == portable and c.head_dim == HEADLINE["head_dim"])
-        cases[i] = cases[i].with_config(dict(best, maxnreg=None))
+    # The same config in every process: the profiled process does not re-tune.
+    cases = pin_tuned_configs(main_cases(ctx.quick, hopper=hopper), portable, best)
     bases = [make_case("regcap", portable, HEADLINE, cfg)
              for cfg in regcap_bases(best, not PLANS["quick" if ctx.quick else "full"].regcap_alternative)]
     torch.cuda.empty_cache()

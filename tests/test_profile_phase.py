@@ -616,7 +616,8 @@ def test_run_profiles_twice_and_times_the_register_caps(tmp_path, monkeypatch):
         monkeypatch.setenv(k, v)
     monkeypatch.setattr(profile, "find_ncu", lambda: str(exe))
     monkeypatch.setattr(profile, "available_metrics", lambda ncu: None)
-    monkeypatch.setattr(profile, "autotuned_config", lambda shape: dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=3))
+    monkeypatch.setattr(profile, "autotuned_config",
+                        lambda shape, path="portable": dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=3))
 
     from collect.timing import DeviceTiming
 
@@ -647,6 +648,28 @@ def test_run_profiles_twice_and_times_the_register_caps(tmp_path, monkeypatch):
     assert check["triton"].device_over_ncu == pytest.approx(1.0) and check["triton"].ncu_ms == pytest.approx(1e-3)
     assert check["naive"].device_over_ncu == pytest.approx(1.05) and check["naive"].gap_ms == pytest.approx(5e-5)
     assert check["triton"].sm_clock_mhz == 1980.0
+
+
+def test_every_autotuned_call_of_ours_is_pinned_to_this_process_config(monkeypatch):
+    """The profiled process must run the kernel our clock times: configs the autotuner picked here."""
+    asked = []
+
+    def tuned(shape, path="portable"):
+        asked.append((shape["head_dim"], path))
+        # as shipped, d=128 takes a path with no autotuner (Gluon): nothing to pin
+        return None if path is None and shape["head_dim"] == 128 else dict(BLOCK_M=64, BLOCK_N=32, num_warps=4,
+                                                                           num_stages=3)
+    monkeypatch.setattr(profile, "autotuned_config", tuned)
+    best = dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=2)
+    cases = profile.pin_tuned_configs(profile.main_cases(quick=False, hopper=True), "triton-portable", best)
+    config = {(c.impl, c.head_dim, c.causal): c.config for c in cases}
+    assert config[("triton-portable", 64, False)] == dict(best, maxnreg=None)  # the regcap experiment's own
+    assert config[("triton", 64, False)] == dict(BLOCK_M=64, BLOCK_N=32, num_warps=4, num_stages=3, maxnreg=None)
+    assert config[("triton-portable", 128, False)]["BLOCK_N"] == 32
+    assert config[("triton", 128, False)] is None and config[("triton", 128, True)] is None
+    assert all(cfg is None for (impl, _, _), cfg in config.items() if impl not in ("triton", "triton-portable"))
+    # the headline's portable config is the one the regcap experiment already tuned: not tuned again
+    assert (64, "portable") not in asked and (64, None) in asked
 
 
 def test_full_profile_on_hopper_adds_the_portable_kernel_and_the_causal_goal_shape(tmp_path):

@@ -171,6 +171,9 @@ class ClockCheckRow:
     gap_ms: float = doc("device_ms - ncu_ms: for a multi-kernel call, the time between its kernels.",
                         lo=-HOUR_MS, hi=HOUR_MS)
     sm_clock_mhz: float | None = doc("SM clock seen during our device timing.", None, **CLOCK_MHZ)
+    config: str | None = doc("Our kernel only: the tile config our clock ran, pinned to the one the profiled call "
+                             "ran where that call autotunes (null for the other paths, other implementations, and "
+                             "runs that did not record it).", None)
 
 
 @strict
