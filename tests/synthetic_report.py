@@ -69,7 +69,7 @@ def kernel(case, impl, launch, name, ms, **kw) -> KernelRow:
 
 def profile_file(run_id: str, triton_grid=SM_COUNT, triton_l1=8e4, triton_shared=4e6, math_tensor_flops=0.0,
                  tensor_flops_counted=True, clock_ratio=1.02, with_clock_check=True, naive_dram=1.2e9,
-                 triton_dram=1.3e7) -> ProfileFile:
+                 triton_dram=1.3e7, our_clock_config=None) -> ProfileFile:
     """naive (two GEMMs and a softmax), sdpa-math (FP32 GEMMs, a softmax with tensor-pipe instructions) and our
     kernel (one launch) at B=2, H=8, N=2048, d=64, fp16."""
     shape = dict(batch=2, heads=8, seq_len=2048, head_dim=64, dtype="float16", causal=False)
@@ -112,7 +112,8 @@ def profile_file(run_id: str, triton_grid=SM_COUNT, triton_l1=8e4, triton_shared
             ncu = i.duration_ms
             dev = ncu * clock_ratio if i.kernels == 1 else ncu + 0.02
             checks.append(ClockCheckRow(case_id=i.case_id, impl=i.impl, **shape, kernels=i.kernels, ncu_ms=ncu,
-                                        device_ms=dev, device_over_ncu=dev / ncu, gap_ms=dev - ncu))
+                                        device_ms=dev, device_over_ncu=dev / ncu, gap_ms=dev - ncu,
+                                        config=our_clock_config if i.impl == "triton" else None))
     return ProfileFile(schema_version=SCHEMA_VERSION, run_id=run_id, flops_source="counters" if tensor_flops_counted
                        else "analytical", impls=impls, kernels=kernels, clock_check=checks)
 

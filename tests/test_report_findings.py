@@ -226,6 +226,25 @@ def test_the_two_clocks_agree_or_the_page_says_they_do_not(tmp_path):
     assert "holds no cross-check" in none.clock_check_finding() and none.clock_check_table() == ""
 
 
+def test_a_disagreement_says_when_the_two_clocks_ran_different_tile_configs(tmp_path):
+    profiled = "BLOCK_M=128 BLOCK_N=128 warps=4 stages=2 maxnreg=none"  # what the synthetic profiled call ran
+
+    def page(path, **kw):
+        return ProfilePage(*_one(S.make(path, bench=S.bench_rows(ns=(2048,)),
+                                        profile=S.profile_file("rep-1", clock_ratio=1.5, **kw))))
+    # recorded: our clock ran the profiled config, so the disagreement is not about configs
+    same = page(tmp_path / "a", our_clock_config=profiled).clock_check_finding()
+    assert "disagree most for Triton (ours)" in same and "tile config" not in same
+    other = page(tmp_path / "b", our_clock_config="BLOCK_M=64 BLOCK_N=64 warps=4 stages=3 maxnreg=none")
+    assert "the two timed different kernels" in other.clock_check_finding()
+    # not recorded (older runs): the bench phase tuned another config (128x64, 8 warps) at that case
+    unknown = page(tmp_path / "c").clock_check_finding()
+    assert "autotuned its own tile config there (BLOCK_M=128 BLOCK_N=128" in unknown
+    assert "BLOCK_M=128 BLOCK_N=64 warps=8 stages=3" in unknown and "may have timed different kernels" in unknown
+    # agreeing clocks need no explanation
+    assert "tile config" not in _profile(tmp_path / "d").clock_check_finding()
+
+
 def test_reread_text_reconciles_each_level(tmp_path):
     tma = text(_profile(tmp_path / "a").bytes_gap_explained())
     assert "loads bypass L1" in tma and "do not show where every re-read was served" in tma

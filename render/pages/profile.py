@@ -248,12 +248,50 @@ class ProfilePage(Page):
                 worst = one.loc[(one["device_over_ncu"].map(lambda x: max(x, 1 / x))).idxmax()]
                 out.append(f"The two clocks disagree most for {impl_label(worst['impl'])} at N={worst['seq_len']}: "
                            f"{fmt.ms(worst['device_ms'])} against {fmt.ms(worst['ncu_ms'])}.")
+                why = self._config_mismatch(worst)
+                if why:
+                    out.append(why)
         if not many.empty:
             top = many.loc[many["gap_ms"].idxmax()]
             out.append(f"Calls of several kernels take longer on our clock than their kernels add up to, by up to "
                        f"{fmt.ms(top['gap_ms'])} ({impl_label(top['impl'])}, {plural(int(top['kernels']), 'kernel')}): "
                        "the time between kernels, which per-kernel durations leave out.")
         return " ".join(out)
+
+    _TILE = re.compile(r"BLOCK_M=(\d+) BLOCK_N=(\d+) warps=(\d+) stages=(\d+)")
+
+    def _config_mismatch(self, check: pd.Series) -> str | None:
+        """Why a check of our kernel may compare two kernels: the profiled call ran another tile config
+        than our clock (recorded), or, where our clock's was not recorded, than the bench phase timed."""
+        impls = self.run.frame("profile", "impls")
+        row = impls[impls["case_id"] == check["case_id"]] if "case_id" in impls else impls.iloc[0:0]
+        profiled = row["config"].iloc[0] if len(row) and isinstance(row["config"].iloc[0], str) else None
+        if profiled is None or not self._TILE.search(profiled):
+            return None
+        tiles = self._TILE.search(profiled).groups()
+        ours = check.get("config")
+        if isinstance(ours, str) and self._TILE.search(ours):
+            if self._TILE.search(ours).groups() == tiles:
+                return None
+            return (f"The profiled call ran the tile config {escape.text(profiled)} and our clock "
+                    f"{escape.text(ours)}: the two timed different kernels.")
+        bench = self.run.frame("bench", "rows")
+        if bench.empty or "kernel_config" not in bench:
+            return None
+        same = bench[(bench["impl"] == check["impl"]) & (bench["batch"] == check["batch"])
+                     & (bench["heads"] == check["heads"]) & (bench["seq_len"] == check["seq_len"])
+                     & (bench["head_dim"] == check["head_dim"]) & (bench["dtype"] == check["dtype"])
+                     & (bench["causal"] == check["causal"])]
+        cfg = same["kernel_config"].iloc[0] if len(same) else None
+        if not isinstance(cfg, dict) or not {"BLOCK_M", "BLOCK_N", "num_warps", "num_stages"} <= set(cfg):
+            return None
+        timed = tuple(str(cfg[k]) for k in ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages"))
+        if timed == tiles:
+            return None
+        return (f"The profiled process autotuned its own tile config there ({escape.text(profiled)}), not the one "
+                f"the bench phase timed at that case (BLOCK_M={timed[0]} BLOCK_N={timed[1]} warps={timed[2]} "
+                f"stages={timed[3]}), and this run did not record which one our clock ran: the two clocks may have "
+                "timed different kernels.")
 
     def clock_check_table(self) -> str:
         df = self.run.frame("profile", "clock_check")
