@@ -46,12 +46,6 @@ _PATHS: dict[str, KernelPath] = {}
 # available for the inputs' device and dtype wins, else the portable path.
 AUTO_ORDER = ("hopper",)
 
-# Inputs with less work than this (batch * heads * seq_len^2 * head_dim, halved when causal) take
-# the portable path even where a path in AUTO_ORDER is available. None: no size rule. Set only
-# where measurements of both paths' loop time show the portable one faster below a size.
-PORTABLE_BELOW_WORK: int | None = None
-
-
 @dataclass(frozen=True)
 class ShapeRule:
     """Where a path in AUTO_ORDER is available, inputs of this head_dim and masking whose seq_len
@@ -110,13 +104,6 @@ def portable_only() -> bool:
     return os.environ.get(PORTABLE_ONLY_ENV, "0") not in ("", "0")
 
 
-def work_of(shape, causal) -> int:
-    """The size measure of the path rule: batch * heads * seq_len^2 * head_dim (halved if causal)."""
-    batch, heads, seq_len, head_dim = shape
-    work = batch * heads * seq_len * seq_len * head_dim
-    return work // 2 if causal else work
-
-
 def choose_path(q, causal=False) -> tuple[str, str]:
     """(path, the rule that chose it) for flash_attention(path=None) on these inputs."""
     if portable_only():
@@ -130,8 +117,6 @@ def choose_path(q, causal=False) -> tuple[str, str]:
         ok, _ = path.available(q.device)
         if not ok:
             continue
-        if PORTABLE_BELOW_WORK is not None and work_of(q.shape, causal) < PORTABLE_BELOW_WORK:
-            return "portable", f"work below {PORTABLE_BELOW_WORK} (measured: the portable path is faster there)"
         for rule in SHAPE_RULES:
             other = _PATHS.get(rule.path)
             if rule.matches(q.shape, causal) and other is not None and q.dtype in other.dtypes \

@@ -300,19 +300,6 @@ def test_portable_only_env_is_read_once_and_wins(fake_hopper, monkeypatch):
     assert dispatch.resolve_path(_fake_cuda(torch.float16)) == "hopper"
 
 
-def test_size_rule_sends_small_problems_to_the_portable_path(fake_hopper, monkeypatch):
-    from kernels import dispatch
-
-    small, large = (2, 8, 512, 64), (2, 8, 4096, 64)
-    monkeypatch.setattr(dispatch, "SHAPE_RULES", ())  # the size rule alone
-    monkeypatch.setattr(dispatch, "PORTABLE_BELOW_WORK", dispatch.work_of((2, 8, 1024, 64), False))
-    name, rule = dispatch.choose_path(_fake_cuda(torch.float16, small))
-    assert name == "portable" and "work below" in rule
-    assert dispatch.resolve_path(_fake_cuda(torch.float16, large)) == "hopper"
-    # causal halves the work: a causal problem twice as long as the non-causal threshold is still small
-    assert dispatch.work_of((2, 8, 1024, 64), True) * 2 == dispatch.work_of((2, 8, 1024, 64), False)
-
-
 def test_measured_shape_rules_pick_the_path_and_say_why(fake_hopper, monkeypatch):
     from kernels import dispatch
 
