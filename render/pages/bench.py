@@ -184,17 +184,24 @@ class BenchPage(Page):
         return text
 
     def _clock_sentence(self) -> str:
-        """The SM clock seen while the device time was measured, where the run recorded it."""
+        """The SM clock seen while the device time was measured, where the run recorded it: the spread of
+        the cases' medians, then the single samples' extremes, which one call's wake-up or a power-limit
+        dip can set alone."""
         ok = self.ok
         if "sm_clock_mhz" not in ok or ok["sm_clock_mhz"].isna().all():
             return " The SM clock during the timing was not recorded in this run."
         med = ok["sm_clock_mhz"].dropna()
-        lo = ok["sm_clock_min_mhz"].dropna().min() if "sm_clock_min_mhz" in ok else med.min()
-        hi = ok["sm_clock_max_mhz"].dropna().max() if "sm_clock_max_mhz" in ok else med.max()
-        lo = med.min() if lo != lo else lo
-        hi = med.max() if hi != hi else hi
-        return (f" While the device time was measured, the SM clock ran between {fmt.num(lo, 4)} and "
-                f"{fmt.num(hi, 4)} MHz (clocks are read, never set).")
+        lo = ok["sm_clock_min_mhz"].dropna().min() if "sm_clock_min_mhz" in ok else float("nan")
+        hi = ok["sm_clock_max_mhz"].dropna().max() if "sm_clock_max_mhz" in ok else float("nan")
+        lo = med.min() if lo != lo else min(lo, med.min())
+        hi = med.max() if hi != hi else max(hi, med.max())
+        a, b = fmt.num(med.min(), 4), fmt.num(med.max(), 4)
+        text = (f" While the device time was measured, each case's median SM clock was {a} MHz" if a == b else
+                f" While the device time was measured, each case's median SM clock lay between {a} and {b} MHz")
+        x, y = fmt.num(lo, 4), fmt.num(hi, 4)
+        if (x, y) != (a, b):
+            text += f", and single calls saw {x} to {y} MHz"
+        return text + " (clocks are read, never set)."
 
     def backend_choice(self) -> str:
         """Which backend PyTorch chose when none was forced."""
