@@ -1,10 +1,10 @@
 import os
 
-# Set before anything imports triton: @triton.jit (and the helpers in triton.language) choose the
-# CPU interpreter when they are defined, so a test module that imports the kernels first must not
-# leave non-interpreted helpers behind for the modules that run them. Tests that compile for a GPU
-# target do it in a child process without this variable.
-os.environ.setdefault("TRITON_INTERPRET", "1")
+# Set before anything imports triton, for every test module: @triton.jit (and the helpers in
+# triton.language) choose the CPU interpreter when they are defined, so no module may meet a
+# kernel defined without it. Forced, not defaulted: the suite is CPU-only even where a GPU is.
+# Tests that compile for a GPU target do it in a child process without this variable.
+os.environ["TRITON_INTERPRET"] = "1"
 
 import sys
 from pathlib import Path

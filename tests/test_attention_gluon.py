@@ -10,14 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-# Like the other kernel tests: importing `kernels` creates the portable @triton.jit kernels, which
-# must be interpreted ones for the test modules that run them.
-os.environ["TRITON_INTERPRET"] = "1"
+import pytest
+import torch
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from kernels import attention_gluon as G  # noqa: E402
+from kernels import attention_gluon as G
 
 ROOT = Path(__file__).resolve().parent.parent
 SMEM_LIMIT_SM90 = 227 * 1024  # the most shared memory one sm90 block may take
@@ -57,8 +53,6 @@ for ver in G.GLUON_VERSIONS:
                                "num_warps": kernel.metadata.num_warps}
 (out_dir / "report.json").write_text(json.dumps(report))
 """
-
-
 def variant_id(variant):
     name, dtype, head_dim, causal = variant
     return f"{name}-{str(dtype).removeprefix('torch.')}-d{head_dim}-{'causal' if causal else 'full'}"

@@ -1,25 +1,13 @@
 """The Hopper path on the CPU: its availability logic, config pruning and input checks, and the
 numerics of its kernels through Triton's interpreter (which models tensor descriptors, though not
 TMA or warpgroups). Tiny shapes; behaviour, never speed."""
-import os
+import pytest
+import torch
 
-# Must precede the first import of triton: @triton.jit picks the interpreter at decoration time.
-os.environ["TRITON_INTERPRET"] = "1"
+from attention_inputs import LAYOUTS, odd_layout, qkv
 
-import importlib  # noqa: E402
-
-import pytest  # noqa: E402
-import torch  # noqa: E402
-from triton.runtime.interpreter import InterpretedFunction  # noqa: E402
-
-from attention_inputs import LAYOUTS, odd_layout, qkv  # noqa: E402
-
-from kernels import attention_hopper as H  # noqa: E402
-
-if not isinstance(H._hopper_fwd, InterpretedFunction):
-    H = importlib.reload(H)  # another test module imported the kernels before TRITON_INTERPRET was set
-
-from kernels.attention import reference_attention  # noqa: E402
+from kernels import attention_hopper as H
+from kernels.attention import reference_attention
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning"),
@@ -35,7 +23,6 @@ SPLIT = H.Features(warp_spec=True, causal_split=True)
 PERSIST = H.Features(warp_spec=True, persistent=True)
 PERSIST_TILE = H.Features(warp_spec=True, persistent=True, flat_descs=False)
 PAIRS_LEAN = H.Features(warp_spec=True, persistent=True, causal_pairs=True, lean_mask=True)
-
 
 
 # --- numerics through the interpreter ----------------------------------------------------------

@@ -1,27 +1,15 @@
 """The fused attention kernel and its PyTorch counterparts, on the CPU through Triton's
 interpreter. Shapes are tiny: this checks the maths and the input checks, not speed."""
-import os
+import dataclasses
+from types import SimpleNamespace
 
-# Must precede the first import of triton: @triton.jit picks the interpreter at decoration time.
-os.environ["TRITON_INTERPRET"] = "1"
+import pytest
+import torch
 
-import dataclasses  # noqa: E402
-import importlib  # noqa: E402
-from types import SimpleNamespace  # noqa: E402
+from attention_inputs import LAYOUTS, odd_layout, qkv
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
-from triton.runtime.interpreter import InterpretedFunction  # noqa: E402
-
-from attention_inputs import LAYOUTS, odd_layout, qkv  # noqa: E402
-
-from kernels import attention  # noqa: E402
-
-if not isinstance(attention._attn_fwd, InterpretedFunction):
-    # Another test module imported the kernels before TRITON_INTERPRET was set.
-    attention = importlib.reload(attention)
-
-from kernels.attention import (  # noqa: E402
+from kernels import attention
+from kernels.attention import (
     IMPLEMENTATIONS,
     SDPA_BACKENDS,
     candidate_configs,

@@ -2,32 +2,20 @@
 hands the compiled kernel, and that a replayed call is right and is a replay (or is not) when it
 should be. On the CPU: replays through the interpreter, and direct launches into a stand-in for
 Triton's CompiledKernel."""
-import os
+import gc
+import weakref
+from collections import namedtuple
 
-# Must precede the first import of triton: @triton.jit picks the interpreter at decoration time.
-os.environ["TRITON_INTERPRET"] = "1"
+import pytest
+import torch
+import triton
+import triton.language as tl
+from triton.runtime.jit import JITFunction
 
-import gc  # noqa: E402
-import importlib  # noqa: E402
-import weakref  # noqa: E402
-from collections import namedtuple  # noqa: E402
+from attention_inputs import odd_layout, qkv
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
-from triton.runtime.interpreter import InterpretedFunction  # noqa: E402
-from triton.runtime.jit import JITFunction  # noqa: E402
-
-from attention_inputs import odd_layout, qkv  # noqa: E402
-
-from kernels import attention, attention_hopper, dispatch, launcher  # noqa: E402
-from kernels.attention import reference_attention  # noqa: E402
-
-if not isinstance(attention._attn_fwd, InterpretedFunction):
-    attention = importlib.reload(attention)  # another test module imported the kernels before TRITON_INTERPRET
-if not isinstance(attention_hopper._hopper_fwd, InterpretedFunction):
-    attention_hopper = importlib.reload(attention_hopper)
+from kernels import attention, attention_hopper, dispatch, launcher
+from kernels.attention import reference_attention
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning"),

@@ -1,24 +1,13 @@
 """The record of kernel versions (kernels/attention_versions.py): complete, dated, ordered, and
 each version still runnable as recorded (numerics through Triton's interpreter, tiny shapes)."""
-import os
+import datetime
 
-# Must precede the first import of triton: @triton.jit picks the interpreter at decoration time.
-os.environ["TRITON_INTERPRET"] = "1"
+import pytest
+import torch
 
-import datetime  # noqa: E402
-import importlib  # noqa: E402
-
-import pytest  # noqa: E402
-import torch  # noqa: E402
-from triton.runtime.interpreter import InterpretedFunction  # noqa: E402
-
-from kernels import attention_hopper as H  # noqa: E402
-
-if not isinstance(H._hopper_fwd, InterpretedFunction):
-    H = importlib.reload(H)  # another test module imported the kernels before TRITON_INTERPRET was set
-
-from kernels import attention_versions as V  # noqa: E402
-from kernels.attention import reference_attention  # noqa: E402
+from kernels import attention_hopper as H
+from kernels import attention_versions as V
+from kernels.attention import reference_attention
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning"),

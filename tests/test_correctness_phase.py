@@ -1,36 +1,25 @@
 """The correctness phase: grid, error metrics, tolerance, failure rows, a tiny end-to-end run under
 Triton's interpreter, and the page rendered from synthetic runs."""
-import os
+from pathlib import Path
 
-# Must precede the first import of triton: @triton.jit picks the interpreter at decoration time.
-os.environ["TRITON_INTERPRET"] = "1"
+import numpy as np
+import pytest
+import torch
+from triton.runtime.errors import OutOfResources
 
-import importlib  # noqa: E402
-from pathlib import Path  # noqa: E402
+from kernels import attention
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
-from triton.runtime.errors import OutOfResources  # noqa: E402
-from triton.runtime.interpreter import InterpretedFunction  # noqa: E402
+from collect import correctness as phase
+from collect.context import RunContext
+from collect.jsonio import write_json_atomic
+from collect.schema.correctness import CorrectnessFile
+from render.pages.correctness import CorrectnessPage, unit_roundoff
+from render.runs import load_run
+from render.site import Report
+from render.validate import load_validated
 
-from kernels import attention  # noqa: E402
-
-if not isinstance(attention._attn_fwd, InterpretedFunction):
-    # Another test module imported the kernels before TRITON_INTERPRET was set.
-    attention = importlib.reload(attention)
-
-from collect import correctness as phase  # noqa: E402
-from collect.context import RunContext  # noqa: E402
-from collect.jsonio import write_json_atomic  # noqa: E402
-from collect.schema.correctness import CorrectnessFile  # noqa: E402
-from render.pages.correctness import CorrectnessPage, unit_roundoff  # noqa: E402
-from render.runs import load_run  # noqa: E402
-from render.site import Report  # noqa: E402
-from render.validate import load_validated  # noqa: E402
-
-from _synthetic_correctness import make_correctness_run  # noqa: E402
-from synthetic import make_run, manifest  # noqa: E402
+from _synthetic_correctness import make_correctness_run
+from synthetic import make_run, manifest
 
 pytestmark = pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning")
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,8 +1,4 @@
 """The fused decode-step kernels under TRITON_INTERPRET=1 against PyTorch references, at tiny shapes."""
-import os
-
-os.environ["TRITON_INTERPRET"] = "1"  # before kernels/ is imported: @triton.jit reads it then
-
 import pytest
 import torch
 import torch.nn.functional as F

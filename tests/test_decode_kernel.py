@@ -1,8 +1,4 @@
 """The split-KV decode-attention kernel under TRITON_INTERPRET=1 against a float64 reference."""
-import os
-
-os.environ["TRITON_INTERPRET"] = "1"  # before kernels/ is imported: @triton.jit reads it then
-
 import pytest
 import torch
 

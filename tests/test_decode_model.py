@@ -1,8 +1,4 @@
 """Our GPT-2 decoder and its loops against transformers on a tiny random config, and the host-side guards."""
-import os
-
-os.environ["TRITON_INTERPRET"] = "1"  # before kernels/ is imported: @triton.jit reads it then
-
 import pytest
 import torch
 

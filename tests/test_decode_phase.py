@@ -1,8 +1,4 @@
 """The decode phase's bookkeeping: its arithmetic, its rows on a tiny CPU run, limits and the time budget."""
-import os
-
-os.environ["TRITON_INTERPRET"] = "1"  # before kernels/ is imported: @triton.jit reads it then
-
 import dataclasses
 import json
 import types

@@ -1,8 +1,4 @@
 """int8 KV quantization: the round-trip error bound, edge cases, and the fused store kernel."""
-import os
-
-os.environ["TRITON_INTERPRET"] = "1"  # before kernels/ is imported: @triton.jit reads it then
-
 import pytest
 import torch
 
