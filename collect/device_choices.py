@@ -231,11 +231,11 @@ def ncu_metrics(facts: DeviceFacts) -> list[str]:
     instruction counts and the compiled code there; `*_gmma` and `*hgmma*` exist on Hopper only,
     and bfloat16 counters only where bfloat16 does. The phase still drops whatever this ncu does
     not list (`--query-metrics`) or refuses at run time."""
-    from . import profile
+    from .ncu_metrics import CORE_METRICS, OPTIONAL_METRICS
 
     cc = capability(facts)
-    out = list(profile.CORE_METRICS)
-    for m in profile.OPTIONAL_METRICS:
+    out = list(CORE_METRICS)
+    for m in OPTIONAL_METRICS:
         if "gmma" in m and cc[0] != 9:
             continue
         if m.startswith("sm__ops_path_tensor") and cc < (8, 0):

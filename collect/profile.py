@@ -30,46 +30,20 @@ from .schema.occupancy import SmLimits, blocks_by_registers, limits_from_device,
 from .schema import SCHEMA_VERSION
 from .schema.profile import ClockCheckRow, ImplRow, KernelRow, ProfileFile, RegCapRow, StallRow
 from .shapes import AttentionCase
+from .ncu_metrics import (  # noqa: F401 - the phase uses some; tests read all as profile.<NAME>
+    CORE_METRICS,
+    TENSOR_INST_METRICS,
+    TENSOR_INST_FALLBACK,
+    TENSOR_FLOP_METRICS,
+    TENSOR_FLOPS_PER_OP,
+    SHARED_BYTES_METRICS,
+    LOCAL_BYTES_METRICS,
+    OPTIONAL_METRICS,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 NCU_TIMEOUT_S = 240  # a hung profile must not eat the whole collect budget (typical run: under a minute)
 SECTIONS = ["LaunchStats", "Occupancy", "WarpStateStats"]
-
-# Requested on every GPU: these exist from Turing (sm_75) on.
-CORE_METRICS = [
-    "gpu__time_duration.sum",
-    "sm__cycles_elapsed.avg.per_second",
-    "dram__bytes_read.sum",
-    "dram__bytes_write.sum",
-    "lts__t_bytes.sum",
-    "lts__t_sector_hit_rate.pct",
-    "l1tex__t_bytes.sum",
-    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum",
-]
-# Tensor-pipe instructions: the generic counter, else HMMA (mma.sync) / GMMA (wgmma, Hopper).
-TENSOR_INST_METRICS = ["sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_gmma.sum"]
-TENSOR_INST_FALLBACK = "sm__inst_executed_pipe_tensor.sum"
-# Tensor-core operation counters per instruction family and input type (dense only). Disjoint, so
-# they add up; which ones exist depends on the GPU.
-TENSOR_FLOP_METRICS = [
-    "sm__ops_path_tensor_op_hmma_src_fp16_dst_fp16_sparsity_off.sum",
-    "sm__ops_path_tensor_op_hmma_src_fp16_dst_fp32_sparsity_off.sum",
-    "sm__ops_path_tensor_op_hmma_src_bf16_dst_fp32_sparsity_off.sum",
-    "sm__ops_path_tensor_op_hgmma_src_fp16_sparsity_off.sum",
-    "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off.sum",
-]
-# One counted tensor "op" is one FLOP: on the H200 fixture the Triton and cuDNN kernels count exactly
-# 4·B·H·N²·d (tests/fixtures/ncu/).
-TENSOR_FLOPS_PER_OP = 1.0
-SHARED_BYTES_METRICS = ["sm__sass_data_bytes_mem_shared.sum"]
-LOCAL_BYTES_METRICS = ["l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"]
-OPTIONAL_METRICS = [TENSOR_INST_FALLBACK, *TENSOR_INST_METRICS, *TENSOR_FLOP_METRICS, *SHARED_BYTES_METRICS,
-                    *LOCAL_BYTES_METRICS]
 
 IMPLS = ["naive", "sdpa", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "sdpa-math", "triton"]
 # On a GPU where flash_attention takes the Hopper path, the portable kernel is profiled beside it,

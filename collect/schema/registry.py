@@ -3,14 +3,12 @@ Home table and the site's navigation are built from.
 
 A phase is a vertical slice: a collector module in collect/, one data file with its dataclass here,
 and the page or pages of the report that narrate it. Adding a phase means adding those pieces and
-one entry in PHASES. Collector modules import torch, so each entry loads its collector only when
-asked (render/ imports this module and never calls `collector`).
+one entry in PHASES, and its collector in collect/phases.py, which imports collectors only when
+asked: they import torch, and this module, which render/ imports too, depends on none of them.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import ModuleType
-from typing import Callable
 
 from .bench import BenchFile
 from .correctness import CorrectnessFile
@@ -40,7 +38,6 @@ class PhaseSpec:
     title: str
     rows_field: str
     pages: tuple[PageRef, ...]
-    collector: Callable[[], ModuleType]
 
     @property
     def phase(self) -> str:
@@ -55,54 +52,22 @@ class PhaseSpec:
         return len(rows or [])
 
 
-# Each collector is imported on first use, so a phase that cannot import (no GPU stack, a broken
-# dependency) fails alone instead of the whole run.
-def _env():
-    from .. import env
-    return env
-
-
-def _correctness():
-    from .. import correctness
-    return correctness
-
-
-def _bench():
-    from .. import bench
-    return bench
-
-
-def _iterations():
-    from .. import iterations
-    return iterations
-
-
-def _profile():
-    from .. import profile
-    return profile
-
-
-def _decode():
-    from .. import decode
-    return decode
-
-
 # Collect order, which is also the report's order. env runs first: every later phase reads its device
 # facts and measured ceilings.
 PHASES: tuple[PhaseSpec, ...] = (
     PhaseSpec("env", "manifest.json", Manifest, "Manifest (env phase and provenance)", "measured_ceilings",
-              (PageRef("hardware.md", "Hardware & ceilings", "hardware"),), _env),
+              (PageRef("hardware.md", "Hardware & ceilings", "hardware"),)),
     PhaseSpec("correctness", "correctness.json", CorrectnessFile, "Correctness grid", "rows",
-              (PageRef("correctness.md", "Correctness", "correctness"),), _correctness),
+              (PageRef("correctness.md", "Correctness", "correctness"),)),
     PhaseSpec("bench", "bench.json", BenchFile, "Benchmark sweeps", "rows",
               (PageRef("byte-arithmetic.md", "Byte arithmetic", "bytes"),
-               PageRef("benchmarks.md", "Benchmarks", "bench")), _bench),
+               PageRef("benchmarks.md", "Benchmarks", "bench"))),
     PhaseSpec("iterations", "iterations.json", IterationsFile, "Kernel iterations", "rows",
-              (PageRef("iterations.md", "Kernel iterations", "iterations"),), _iterations),
+              (PageRef("iterations.md", "Kernel iterations", "iterations"),)),
     PhaseSpec("profile", "profile.json", ProfileFile, "Nsight Compute profiles", "impls",
-              (PageRef("profiling.md", "Profiling", "profile"),), _profile),
+              (PageRef("profiling.md", "Profiling", "profile"),)),
     PhaseSpec("decode", "decode.json", DecodeFile, "KV-cache decode", "rows",
-              (PageRef("decode.md", "Decode", "decode"),), _decode),
+              (PageRef("decode.md", "Decode", "decode"),)),
 )
 
 # Pages about the whole run rather than one phase: Home first, the rest after the phases' pages.
