@@ -228,8 +228,10 @@ def build_specs(target: Target, modules: list[str] | None = None, full: bool = T
 
     builds: list[Build] = []
     done: dict[str, Build] = {}
-    for module, specs in specs_for(target, modules, full).items():
+    for spec_module, specs in specs_for(target, modules, full).items():
         for spec in specs:
+            module = spec_module
+
             def failed(kernel, why):
                 return Build(module, kernel, spec.label, target.name, False, why,
                              expected_tensor_cores=spec.tensor_cores)
@@ -243,6 +245,8 @@ def build_specs(target: Target, modules: list[str] | None = None, full: bool = T
                 builds.append(failed("?", "the spec launched no kernel"))
             for launch in launches:
                 name = _kernel_name(launch.fn)
+                # A kernel is filed under the module that defines it, whichever module's spec launched it.
+                module = getattr(launch.fn, "module", None) or spec_module
                 try:
                     src, options, key = prepare(launch, target)
                     if key not in done:

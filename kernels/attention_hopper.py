@@ -852,26 +852,32 @@ def _choose_config(q, k, v, causal, scale, feats):
 # ---------------------------------------------------------------------------------------------
 # 5. What the compile matrix builds (kernels/aot.py): the Hopper variants a phase may launch
 # ---------------------------------------------------------------------------------------------
+def compile_spec(dtype, head_dim, causal, seq_len, cfg, feats, what, core):
+    """One compile-matrix entry (kernels/aot.py): this path's launch on meta inputs of (2, 8, seq_len,
+    head_dim), with a fixed config and features; `what` names it ("shipped", or a version)."""
+    from .aot import CompileSpec, meta
+
+    q = meta(2, 8, seq_len, head_dim, dtype=dtype)
+    label = (f"{what} {str(dtype).removeprefix('torch.')} d={head_dim} {'causal' if causal else 'full'} "
+             f"N={seq_len} {cfg.label()} {feats.label()}")
+    return CompileSpec(label, lambda: _launch(q, q, q, torch.empty_like(q), causal, head_dim ** -0.5, cfg, feats),
+                       tensor_cores=True, core=core)
+
+
+def configs_for(fixed, head_dim, dtype, causal, seq_len, feats, smem_limit=None):
+    """The configs a launch may run: `fixed` (a version's recorded config, or None) or the pruned candidates."""
+    return ([_config_from(fixed, causal)] if fixed is not None
+            else candidate_configs(head_dim, dtype, causal, seq_len, feats, smem_limit))
+
+
 def compile_specs(target):
     """Compute capability 9.x only. The shipped path as bench, correctness and profile run it
     (best_features per masking and length, every pruned candidate config, at every head_dim,
-    with the ragged and length-1 specialisations of seq_len), and every version the iterations
-    phase times, with its own features and configs, at the goal lengths. Core (the default test,
-    which must stay short): float16 with the first candidate at head_dims 64 and 128, bfloat16 at
-    128, and every version in float16 at the first goal length (and at the split length where its
-    features change there)."""
+    with the ragged and length-1 specialisations of seq_len); the recorded versions the iterations
+    phase times are kernels/attention_versions.py's own specs. Core (the default test, which must
+    stay short): float16 with the first candidate at head_dims 64 and 128, bfloat16 at 128."""
     if target.capability[0] != 9:
         return []
-    from .aot import CompileSpec, meta
-    from .attention_versions import VERSIONS  # imported here: the versions module builds on this one
-
-    def spec(dtype, head_dim, causal, seq_len, cfg, feats, what, core):
-        q = meta(2, 8, seq_len, head_dim, dtype=dtype)
-        label = (f"{what} {str(dtype).removeprefix('torch.')} d={head_dim} {'causal' if causal else 'full'} "
-                 f"N={seq_len} {cfg.label()} {feats.label()}")
-        return CompileSpec(label, lambda: _launch(q, q, q, torch.empty_like(q), causal, head_dim ** -0.5,
-                                                  cfg, feats), tensor_cores=True, core=core)
-
     out = []
     for dtype in HALF_DTYPES:
         half = dtype == torch.float16
@@ -881,18 +887,6 @@ def compile_specs(target):
                     feats = best_features(causal, n)
                     cands = candidate_configs(head_dim, dtype, causal, n, feats, target.smem_per_block)
                     i_core = head_dim == 128 or (half and head_dim == 64 and n > 17)
-                    out += [spec(dtype, head_dim, causal, n, c, feats, "shipped", i_core and i == 0)
+                    out += [compile_spec(dtype, head_dim, causal, n, c, feats, "shipped", i_core and i == 0)
                             for i, c in enumerate(cands)]
-        for v in VERSIONS.values():
-            if v.path != "hopper":
-                continue
-            for causal in (m == "causal" for m in v.maskings):
-                for n in (4096, 16384):
-                    feats = v.features_for(causal, n) or best_features(causal, n)
-                    fixed = v.config_for(causal)
-                    cfgs = ([_config_from(fixed, causal)] if fixed is not None
-                            else candidate_configs(128, dtype, causal, n, feats, target.smem_per_block))
-                    changes = feats != (v.features_for(causal, 4096) or best_features(causal, 4096))
-                    out += [spec(dtype, 128, causal, n, c, feats, v.name, half and (n == 4096 or changes))
-                            for c in cfgs]
     return out

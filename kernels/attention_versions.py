@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .attention_hopper import SPLIT_FROM_SEQ_LEN, Features, hopper_attention
+from .attention_hopper import SPLIT_FROM_SEQ_LEN, Features, best_features, compile_spec, configs_for, hopper_attention
 from .dispatch import flash_attention
 
 
@@ -353,3 +353,27 @@ def get_version(name):
     if name not in VERSIONS:
         raise ValueError(f"unknown kernel version {name!r}; valid: {', '.join(VERSIONS)}")
     return VERSIONS[name]
+
+
+def compile_specs(target):
+    """Compute capability 9.x only: every Hopper-path version the iterations phase times, with its own
+    features and config, at the goal lengths, in both half dtypes (kernels/aot.py). Core: float16 at
+    the first goal length, and at the split length where a version's features change there."""
+    if target.capability[0] != 9:
+        return []
+    import torch
+
+    out = []
+    for dtype in (torch.float16, torch.bfloat16):
+        half = dtype == torch.float16
+        for v in VERSIONS.values():
+            if v.path != "hopper":
+                continue
+            for causal in (m == "causal" for m in v.maskings):
+                for n in (4096, 16384):
+                    feats = v.features_for(causal, n) or best_features(causal, n)
+                    cfgs = configs_for(v.config_for(causal), 128, dtype, causal, n, feats, target.smem_per_block)
+                    changes = feats != (v.features_for(causal, 4096) or best_features(causal, 4096))
+                    out += [compile_spec(dtype, 128, causal, n, c, feats, v.name, half and (n == 4096 or changes))
+                            for c in cfgs]
+    return out
