@@ -342,6 +342,17 @@ def test_summary_notes_escape_and_mention_a_missing_hopper():
     assert "compute capability 7.5" in html.unescape(text) and escape.text("<note>") in text and "<note>" not in text
 
 
+def test_summary_says_which_versions_ran_where_when_not_all_ran_everywhere():
+    full = sample_file()
+    assert page_for(full).coverage() == ""  # every version at every case: nothing to say
+    f = sample_file()
+    f.rows = [r for r in f.rows if not (r.impl == "v1-wide" and r.seq_len == 16384)]
+    text = page_for(f).coverage()
+    assert text == ("Every timed version ran at N=4096 (d=128, fp16). Only v0-portable and v2-ws ran beside SDPA "
+                    "at N=16384 (d=128, fp16).")
+    assert text in page_for(f).summary()
+
+
 def test_missing_phase_renders_the_notice():
     page = page_for(None)
     assert not page.available

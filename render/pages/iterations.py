@@ -182,6 +182,9 @@ class IterationsPage(Page):
             text += (f" {join(escape.text(u) for u in untimed)} {'is' if len(untimed) == 1 else 'are'} recorded with "
                      f"{'its' if len(untimed) == 1 else 'their'} story but not timed by this phase: superseded, and left "
                      "out to keep the phase short. The author's notes give what it measured when it was current.")
+        coverage = self.coverage()
+        if coverage:
+            text += " " + coverage
         text += f'\n\n??? info "How each case was timed"\n    {escape.text(d.timing_method)}\n'
         if not d.hopper_available:
             text += (f"\n!!! note \"Hopper versions not run\"\n    This GPU could not run the Hopper versions: "
@@ -190,6 +193,43 @@ class IterationsPage(Page):
         for note in d.notes:
             text += f"\n!!! note\n    {escape.text(note)}\n"
         return text
+
+    def coverage(self) -> str:
+        """Which versions were timed where, when not every version was timed at every case: the phase
+        runs the whole journey at some shapes and dtypes and only its endpoints at the others."""
+        ok = self.ok[self.ok["kind"] != "sdpa"] if "kind" in self.ok else self.ok.iloc[0:0]
+        if ok.empty:
+            return ""
+        sets = {(int(hd), int(n), str(dt)): frozenset(g["impl"])
+                for (hd, n, dt), g in ok.groupby(["head_dim", "seq_len", "dtype"])}
+        everyone = frozenset().union(*sets.values())
+        by_set: dict[frozenset, list] = {}
+        for key, names in sets.items():
+            by_set.setdefault(names, []).append(key)
+        if len(by_set) == 1:
+            return ""
+        order = {d: i for i, d in enumerate(SHORT)}
+
+        def where(keys) -> str:
+            parts = []
+            for hd in sorted({k[0] for k in keys}, reverse=True):
+                dts_by_n: dict[int, list] = {}
+                for _, n, dt in sorted((k for k in keys if k[0] == hd), key=lambda k: (k[1], order.get(k[2], 9))):
+                    dts_by_n.setdefault(n, []).append(SHORT.get(dt, dt))
+                ns_by_dts: dict[tuple, list] = {}
+                for n, dts in dts_by_n.items():
+                    ns_by_dts.setdefault(tuple(dts), []).append(n)
+                parts += [f"N={join(ns)} (d={hd}, {join(dts)})" for dts, ns in ns_by_dts.items()]
+            return join(parts)
+
+        out = []
+        if everyone in by_set:
+            out.append(f"Every timed version ran at {where(by_set[everyone])}.")
+        for names, keys in by_set.items():
+            if names != everyone:
+                ran = [escape.text(v) for v in self.version_names() if v in names]
+                out.append(f"Only {join(ran)} {'ran' if len(ran) > 1 else 'was timed'} beside SDPA at {where(keys)}.")
+        return " ".join(out)
 
     def findings_first(self) -> str:
         """Two to four sentences: the goal, the predictions, the largest step."""
