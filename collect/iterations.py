@@ -356,8 +356,11 @@ def _cases(profile: str) -> list[Case]:
     from kernels import attention_versions as V
 
     versions = [v for v in V.VERSIONS.values() if v.in_phase]
-    # The endpoints of the journey: where it started (the portable kernel) and what ships.
-    endpoints = [versions[0].name, V.FINAL_VERSION]
+    # The endpoints of the journey, timed at every goal shape: where it started (the portable
+    # kernel), what ships, and the candidates written after it, which must beat it everywhere.
+    names = list(V.VERSIONS)
+    later = [v.name for v in versions if names.index(v.name) > names.index(V.FINAL_VERSION)]
+    endpoints = [versions[0].name, V.FINAL_VERSION, *later]
     return build_cases(profile, [(v.name, tuple(v.maskings)) for v in versions], endpoints)
 
 

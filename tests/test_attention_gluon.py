@@ -2,6 +2,7 @@
 dtype, head size and masking, to code that uses wgmma and TMA and does not spill; the inputs are
 checked before any launch; the version registry is well formed. Gluon's Hopper operations do not
 run under Triton's CPU interpreter, so the numbers themselves are checked on the H200 only."""
+import dataclasses
 import datetime
 import json
 import os
@@ -179,7 +180,8 @@ def test_versions_are_a_dated_journey_with_ranges():
     assert names == sorted(set(names)) and G.DEFAULT_VERSION in names
     for ver in G.GLUON_VERSIONS:
         datetime.date.fromisoformat(ver.predicted_at)
-        assert ver.change and ver.prediction and ver.baseline == "sdpa"
+        earlier = names[:names.index(ver.name)]
+        assert ver.change and ver.prediction and (ver.baseline == "sdpa" or ver.baseline in earlier)
         assert set(ver.predicted_speedup) <= set(ver.maskings)
         for low, high in ver.predicted_speedup.values():
             assert 0 < low <= high
@@ -188,3 +190,73 @@ def test_versions_are_a_dated_journey_with_ranges():
     by_name = {ver.name: ver for ver in G.GLUON_VERSIONS}
     assert (by_name["g2"].overlap, by_name["g3"].overlap, by_name["g3"].pingpong, by_name["g4"].pingpong) == \
         (False, True, False, True)
+    # g5 is g3 with the balanced causal walk, measured against g3
+    g3, g5 = by_name["g3"], by_name["g5"]
+    assert dataclasses.replace(g5, balanced=False) == dataclasses.replace(
+        g3, name="g5", change=g5.change, prediction=g5.prediction, predicted_speedup=g5.predicted_speedup,
+        baseline="g3", maskings=g5.maskings, outcome=g5.outcome)
+    assert g5.balanced and not any(v.balanced for v in G.GLUON_VERSIONS if v.name != "g5")
+
+
+# --- the causal walk's schedule (host side; the kernel walks the same order on the GPU) -----------
+
+
+def _walk(num_bh, tiles_m, programs, head_group, snake):
+    """The (head, query tile) each strided step visits, as _tile_coords computes it, in plain Python."""
+    total = num_bh * tiles_m
+    out = []
+    for t in range(total):
+        rank = t
+        if snake:
+            r, pos = divmod(t, programs)
+            if r % 2:
+                pos = min(programs, total - r * programs) - 1 - pos
+            rank = r * programs + pos
+        g, i = divmod(rank, head_group * tiles_m)
+        size = min(head_group, num_bh - g * head_group)
+        out.append((g * head_group + i % size, tiles_m - 1 - i // size))
+    return out
+
+
+@pytest.mark.parametrize("num_bh, tiles_m, programs", [(128, 32, 132), (16, 16, 132), (16, 128, 132), (5, 7, 3),
+                                                        (3, 1, 132), (7, 9, 10)])
+@pytest.mark.parametrize("head_group, snake", [(1, False), (1, True), (4, False), (4, True), (3, True)])
+def test_every_walk_visits_each_tile_once_and_the_makespan_model_agrees(num_bh, tiles_m, programs, head_group,
+                                                                          snake):
+    if head_group > num_bh:
+        pytest.skip("a group larger than the heads")
+    programs = min(programs, num_bh * tiles_m)
+    walk = _walk(num_bh, tiles_m, programs, head_group, snake)
+    assert sorted(walk) == [(bh, m) for bh in range(num_bh) for m in range(tiles_m)]
+    load = [0] * programs
+    for t, (_, m) in enumerate(walk):
+        load[t % programs] += m + 1
+    expect = max(load) / (sum(load) / programs)
+    assert G.schedule_makespan(num_bh, tiles_m, programs, head_group, snake) == pytest.approx(expect)
+
+
+def test_the_schedule_balances_causal_work_within_the_l2():
+    # head by head, P=132 programs on 32 tiles per head hands some programs 1.13x the average work
+    assert G.schedule_makespan(128, 32, 132, 1, False) == pytest.approx(1.125, abs=1e-3)
+    group, snake = G.plan_schedule(128, 32, 132, 2 * 4096 * 128 * 2, 60 * 2**20)
+    assert G.schedule_makespan(128, 32, 132, group, snake) < 1.05
+    # the d=64 goal shapes: far worse head by head, nearly even once planned
+    assert G.schedule_makespan(16, 16, 132, 1, False) > 1.6
+    assert G.schedule_makespan(16, 16, 132, *G.plan_schedule(16, 16, 132, 2 * 2048 * 64 * 2, 60 * 2**20)) < 1.05
+    # a group's keys and values must fit in the L2 share: 8 MB per head allows 5 heads of a 60 MB L2, so 4
+    group, _ = G.plan_schedule(128, 128, 132, 8 * 2**20, 60 * 2**20)
+    assert group * 8 * 2**20 <= G.L2_SHARE * 60 * 2**20
+    # nothing to balance: one head's tiles on as many programs
+    assert G.plan_schedule(1, 4, 4, 2**20, 60 * 2**20) == (1, False)
+
+
+def test_only_the_balanced_version_changes_the_walk_and_only_when_causal():
+    shape = (2, 8, 2048, 64)
+    for causal in (False, True):
+        for ver in G.GLUON_VERSIONS:
+            if ver.kernel != "ws":
+                continue
+            _, _, scalars, consts, _, _ = G._launch_args(ver, shape, causal, 0.125, sm_count=132)
+            planned = ver.balanced and causal
+            assert (scalars["head_group"], consts["SNAKE"]) != (1, False) if planned else \
+                (scalars["head_group"], consts["SNAKE"]) == (1, False)
