@@ -274,14 +274,15 @@ def _g1_kernel(q_desc, k_desc, v_desc, o_desc, num_heads, seq_len, qk_scale,
 
 
 @gluon.jit
-def _tile_coords(t, tiles_m, num_heads, total_tiles, head_group, CAUSAL: gl.constexpr, SNAKE: gl.constexpr):
+def _tile_coords(t, tiles_m, num_heads, total_tiles, head_group, snake, CAUSAL: gl.constexpr):
     """Tile t of a program's strided walk -> (batch, head, query tile). The walk's order is a rank:
     heads in groups of `head_group`, and within a group its query tiles interleaved across the
     group's heads, the longest (causal) first; programs working on one group at once share its key
-    and value tiles in L2. SNAKE reverses every other round of the walk, so the program that took a
-    round's longest tile takes the next round's shortest. head_group=1 without SNAKE is head by head."""
+    and value tiles in L2. snake=1 reverses every other round of the walk, so the program that took a
+    round's longest tile takes the next round's shortest. head_group=1, snake=0 is head by head. Both
+    are run-time values, so every walk runs one compiled kernel."""
     rank = t
-    if SNAKE:
+    if snake != 0:
         p = gl.num_programs(0)
         r = t // p
         pos = t - r * p
@@ -302,7 +303,7 @@ def _tile_coords(t, tiles_m, num_heads, total_tiles, head_group, CAUSAL: gl.cons
 
 @gluon.jit
 def _ws_producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, num_heads, seq_len, tiles_m, total_tiles,
-                 head_group, CAUSAL: gl.constexpr, STAGES: gl.constexpr, SNAKE: gl.constexpr):
+                 head_group, snake, CAUSAL: gl.constexpr, STAGES: gl.constexpr):
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     HALF: gl.constexpr = q_desc.block_type.shape[2]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[3]
@@ -310,7 +311,7 @@ def _ws_producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, num_heads
     kv = 0
     it = 0
     for t in range(gl.program_id(0), total_tiles, gl.num_programs(0)):
-        b, h, m = _tile_coords(t, tiles_m, num_heads, total_tiles, head_group, CAUSAL, SNAKE)
+        b, h, m = _tile_coords(t, tiles_m, num_heads, total_tiles, head_group, snake, CAUSAL)
         start_m = m * (2 * HALF)
         n_full, n_total = _key_tiles(start_m, seq_len, 2 * HALF, BLOCK_N, CAUSAL)
         q_slot = it % 2
@@ -440,8 +441,8 @@ def _ws_consumer_overlap(q, k_smem, v_smem, bars, kv, turns, n_full, n_total, m_
 
 @gluon.jit
 def _ws_consumer(o_desc, q_smem, k_smem, v_smem, bars, num_heads, seq_len, tiles_m, total_tiles, head_group,
-                 qk_scale, WG: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr, OVERLAP: gl.constexpr,
-                 PINGPONG: gl.constexpr, SNAKE: gl.constexpr):
+                 snake, qk_scale, WG: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
+                 OVERLAP: gl.constexpr, PINGPONG: gl.constexpr):
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     HALF: gl.constexpr = q_smem.shape[1]
     HEAD_DIM: gl.constexpr = q_smem.shape[2]
@@ -452,7 +453,7 @@ def _ws_consumer(o_desc, q_smem, k_smem, v_smem, bars, num_heads, seq_len, tiles
     it = 0
     turns = 0
     for t in range(gl.program_id(0), total_tiles, gl.num_programs(0)):
-        b, h, m = _tile_coords(t, tiles_m, num_heads, total_tiles, head_group, CAUSAL, SNAKE)
+        b, h, m = _tile_coords(t, tiles_m, num_heads, total_tiles, head_group, snake, CAUSAL)
         start_m = m * (2 * HALF)
         n_full, n_total = _key_tiles(start_m, seq_len, 2 * HALF, BLOCK_N, CAUSAL)
         row0 = start_m + WG * HALF
@@ -476,10 +477,10 @@ def _ws_consumer(o_desc, q_smem, k_smem, v_smem, bars, num_heads, seq_len, tiles
         it += 1
 
 
-@gluon.jit(do_not_specialize=["num_heads", "seq_len", "tiles_m", "total_tiles", "head_group"])
-def _ws_kernel(q_desc, k_desc, v_desc, o_desc, num_heads, seq_len, tiles_m, total_tiles, head_group, qk_scale,
-               CAUSAL: gl.constexpr, STAGES: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr,
-               CONSUMER_REGS: gl.constexpr, SNAKE: gl.constexpr):
+@gluon.jit(do_not_specialize=["num_heads", "seq_len", "tiles_m", "total_tiles", "head_group", "snake"])
+def _ws_kernel(q_desc, k_desc, v_desc, o_desc, num_heads, seq_len, tiles_m, total_tiles, head_group, snake,
+               qk_scale, CAUSAL: gl.constexpr, STAGES: gl.constexpr, OVERLAP: gl.constexpr,
+               PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     HALF: gl.constexpr = q_desc.block_type.shape[2]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[3]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[2]
@@ -512,11 +513,11 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, num_heads, seq_len, tiles_m, tota
     bars = (q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn)
     gl.warp_specialize([
         (_ws_consumer, (o_desc, q_smem, k_smem, v_smem, bars, num_heads, seq_len, tiles_m, total_tiles,
-                        head_group, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SNAKE)),
+                        head_group, snake, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG)),
         (_ws_consumer, (o_desc, q_smem, k_smem, v_smem, bars, num_heads, seq_len, tiles_m, total_tiles,
-                        head_group, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SNAKE)),
+                        head_group, snake, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG)),
         (_ws_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, num_heads, seq_len, tiles_m,
-                        total_tiles, head_group, CAUSAL, STAGES, SNAKE)),
+                        total_tiles, head_group, snake, CAUSAL, STAGES)),
     ], [4, 1], [CONSUMER_REGS, 24])
 
 
@@ -713,9 +714,9 @@ def _launch_args(version, shape, causal, scale, sm_count, l2_bytes=H200_L2_BYTES
         kv_head_bytes = 2 * seq_len * head_dim * 2
         head_group, snake = plan_schedule(batch * heads, tiles_m, grid[0], kv_head_bytes, l2_bytes)
     return (_ws_kernel, grid, dict(num_heads=heads, seq_len=seq_len, tiles_m=tiles_m, total_tiles=total,
-                                   head_group=head_group, qk_scale=qk_scale),
+                                   head_group=head_group, snake=int(snake), qk_scale=qk_scale),
             dict(CAUSAL=bool(causal), STAGES=plan.stages, OVERLAP=version.overlap, PINGPONG=version.pingpong,
-                 CONSUMER_REGS=plan.consumer_regs, SNAKE=snake),
+                 CONSUMER_REGS=plan.consumer_regs),
             dict(num_warps=plan.num_warps), plan)
 
 
