@@ -21,7 +21,7 @@ class ReproducePage(Page):
         lines = ["git clone <this repository> && cd <it>"]
         if len(by_commit) <= 1:
             lines += [f"git checkout {m.git_commit or unknown}",
-                      f"{m.command}   # as recorded; `make collect PROFILE={m.profile} RUN_ID={self.run.id}` is equivalent"]
+                      f"{m.command}   # as recorded; make collect PROFILE={m.profile} RUN_ID={self.run.id} is equivalent"]
         else:
             # The run was written by several collects: replay each phase at the commit that ran it.
             for commit, phases in by_commit.items():
