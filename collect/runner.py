@@ -16,7 +16,7 @@ from pathlib import Path
 from . import device_choices
 from .context import PhaseUnsupported, RunContext
 from .jsonio import remove_stale_temp_files, write_json_atomic
-from .saved import SavedRowsError, read_saved, row_count
+from .saved import SavedRowsError, read_saved
 from .phases import PHASE_ORDER, filename, phase_module
 from .schema import FILE_SPECS, SCHEMA_VERSION
 from .schema.manifest import Manifest, PhaseRecord
@@ -140,7 +140,7 @@ def check_same_gpu(m: Manifest, device, run_dir: Path) -> None:
 def saved_rows_for(name: str, path: Path, prev: PhaseRecord | None, cfg: CollectConfig, run_id: str) -> dict | None:
     """The rows this phase already saved, when --resume continues it; refuses a run that would lose them."""
     saved = read_saved(path, run_id)
-    n = row_count(saved, FILE_SPECS[name].dataclass()) if saved else 0
+    n = _row_count(name, saved) if saved else 0
     if not n:
         return None
     if not cfg.resume:
@@ -271,7 +271,7 @@ def _run_phase(name: str, cfg: CollectConfig, manifest: Manifest, run_id: str, r
         print(f"collect: {name}: not run: {exc}", file=sys.stderr)
         return 1
     if saved is not None:
-        print(f"collect: {name}: continuing from {row_count(saved, FILE_SPECS[name].dataclass())} saved rows "
+        print(f"collect: {name}: continuing from {_row_count(name, saved)} saved rows "
               "(--resume)", file=sys.stderr)
     started, t0 = now_utc(), time.perf_counter()
     rec = PhaseRecord(name=name, status="running", file=filename(name), started_utc=started, profile=cfg.profile,
@@ -313,7 +313,7 @@ def _stopped(rec: PhaseRecord, path: Path, name: str, error: str) -> None:
         saved = json.loads(path.read_text(encoding="utf-8")) if name != "env" and path.exists() else None
     except (OSError, ValueError):
         saved = None
-    n = row_count(saved, FILE_SPECS[name].dataclass()) if saved else 0
+    n = _row_count(name, saved) if saved else 0
     rec.status, rec.error = ("partial", error) if n else ("failed", error)
     if n:
         rec.rows = n

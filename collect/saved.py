@@ -35,19 +35,6 @@ def record_tables(file_cls) -> dict[str, type]:
     return out
 
 
-def row_count(data: Any, file_cls=None) -> int:
-    """Rows in a phase file (a dataclass or its JSON): its lists of records, not its notes."""
-    if data is None:
-        return 0
-    if dataclasses.is_dataclass(data):
-        file_cls, data = type(data), to_jsonable(data)
-    if not isinstance(data, dict):
-        return 0
-    tables = record_tables(file_cls) if file_cls is not None else {}
-    return sum(len(v) for k, v in data.items()
-               if isinstance(v, list) and (k in tables or (not tables and v and isinstance(v[0], dict))))
-
-
 def _file_cls(phase: str):
     spec = FILE_SPECS.get(phase)
     return spec.dataclass() if spec is not None else None
