@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 from dataclasses import dataclass
 
 import torch
@@ -55,11 +54,10 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from .common import capability, device_index
+from .common import HALF_DTYPES, LOG2E, capability, device_index, interpreting, l2_bytes, sm_count
 
-LOG2E = 1.4426950408889634
 HEAD_DIMS = (64, 128)
-DTYPES = (torch.float16, torch.bfloat16)
+DTYPES = HALF_DTYPES
 _GL_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
 _SIG_DTYPES = {torch.float16: "fp16", torch.bfloat16: "bf16"}
 
@@ -526,14 +524,10 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, num_heads, seq_len, tiles_m, tota
 # ---------------------------------------------------------------------------------------------
 
 
-def _interpreting():
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
-
-
 def gluon_available(device=None):
     """(True, "") if these kernels can run on `device` (default: the current CUDA device), else
     (False, the reason). They need an sm90 GPU: wgmma exists on Hopper only."""
-    if _interpreting():
+    if interpreting():
         return False, "Gluon's Hopper operations do not run under Triton's CPU interpreter (TRITON_INTERPRET=1)"
     if not torch.cuda.is_available():
         return False, "no CUDA GPU is visible to torch"
@@ -633,24 +627,12 @@ def _descriptor(t, rows):
     return TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)
 
 
-_SM_COUNT = {}
-_L2_BYTES = {}
+def _sm_count(device):
+    return sm_count(device_index(torch.device(device)))
 
 
 def _l2_bytes(device):
-    index = torch.device(device).index
-    index = torch.cuda.current_device() if index is None else index
-    if index not in _L2_BYTES:
-        _L2_BYTES[index] = int(getattr(torch.cuda.get_device_properties(index), "L2_cache_size", 0)) or H200_L2_BYTES
-    return _L2_BYTES[index]
-
-
-def _sm_count(device):
-    index = torch.device(device).index
-    index = torch.cuda.current_device() if index is None else index
-    if index not in _SM_COUNT:
-        _SM_COUNT[index] = torch.cuda.get_device_properties(index).multi_processor_count
-    return _SM_COUNT[index]
+    return l2_bytes(device_index(torch.device(device))) or H200_L2_BYTES
 
 
 # A causal schedule keeps the key and value tiles of the heads worked on at once within this share

@@ -47,7 +47,7 @@ import triton.language as tl
 import triton.testing
 
 from . import dispatch
-from .common import (HALF_DTYPES, HEAD_DIMS, LOG2E, capability, check_inputs, check_tile, device_index, interpreting,
+from .common import (HALF_DTYPES, HEAD_DIMS, LOG2E, capability, quick_bench, sm_count, check_inputs, check_tile, device_index, interpreting,
                      softmax_scale)
 from .launcher import PLAIN, LaunchCache, Recorder, TensorDescriptor, config_key, replay_allowed
 
@@ -802,15 +802,9 @@ def _flat_ok(q, k, v, o, cfg):
     return (all(t.is_contiguous() for t in (q, k, v, o)) and n % cfg.BLOCK_M == 0 and n % cfg.BLOCK_N == 0)
 
 
-@functools.lru_cache(maxsize=None)
-def _sm_count_cached(index):
-    return torch.cuda.get_device_properties(index).multi_processor_count
-
-
 def _sm_count(device):
     """Programs the persistent kernel launches: one per SM (a fixed small number on the CPU)."""
-    return _sm_count_cached(device.index if device.index is not None else torch.cuda.current_device()) \
-        if device.type == "cuda" else 4
+    return sm_count(device_index(device)) if device.type == "cuda" else 4
 
 
 def _host_descs(q, k, v, o, cfg):
@@ -838,8 +832,7 @@ def _choose_config(q, k, v, causal, scale, feats):
             for cfg in cands:
                 try:
                     _launch(q, k, v, o, causal, scale, cfg, feats)  # compile outside the timing
-                    ms = triton.testing.do_bench(lambda: _launch(q, k, v, o, causal, scale, cfg, feats),
-                                                 warmup=5, rep=25, return_mode="median")
+                    ms = quick_bench(lambda: _launch(q, k, v, o, causal, scale, cfg, feats), return_mode="median")
                     timed.append((ms, cfg))
                 except (triton.runtime.errors.OutOfResources, triton.CompilationError):
                     continue  # this config does not fit or compile here; the next one may

@@ -27,7 +27,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language._core import builtin
 
-from .attention import LOG2E
+from .common import LOG2E
 
 HEAD_DIMS = (16, 32, 64, 128)
 NUM_WARPS = 4

@@ -20,13 +20,13 @@ DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 HALF_DTYPES = (torch.float16, torch.bfloat16)
 
 
-def quick_bench(fn, quantiles=None):
+def quick_bench(fn, quantiles=None, **kw):
     """The timer our autotuners use in place of Triton's default (25 ms warm-up, 100 ms of runs per
     candidate): tile configs differ by far more than the noise of 25 ms of runs, and a collect
     tunes dozens of keys."""
     import triton
 
-    return triton.testing.do_bench(fn, warmup=5, rep=25, quantiles=quantiles)
+    return triton.testing.do_bench(fn, warmup=5, rep=25, quantiles=quantiles, **kw)
 
 
 def interpreting() -> bool:
@@ -85,6 +85,18 @@ def device_index(device: torch.device) -> int:
 def capability(index: int) -> tuple[int, int]:
     """Compute capability of CUDA device `index`, asked once: every call checks it."""
     return tuple(torch.cuda.get_device_capability(index))
+
+
+@functools.lru_cache(maxsize=None)
+def sm_count(index: int) -> int:
+    """Streaming multiprocessors of CUDA device `index`, asked once: persistent grids size by it."""
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+@functools.lru_cache(maxsize=None)
+def l2_bytes(index: int) -> int:
+    """L2 cache of CUDA device `index` in bytes (0 where torch does not say), asked once."""
+    return int(getattr(torch.cuda.get_device_properties(index), "L2_cache_size", 0))
 
 
 def check_dtype_supported(dtype, cap) -> None:

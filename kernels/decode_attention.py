@@ -18,16 +18,14 @@ device memory keeps one launch valid for every step, which is what lets a CUDA g
 from __future__ import annotations
 
 import math
-import os
 
 import torch
 import triton
 import triton.language as tl
 
-from .common import quick_bench
+from .common import LOG2E, device_index, interpreting, quick_bench, sm_count
 from .kv_quant import SCALE_DTYPE
 
-LOG2E = 1.4426950408889634
 
 
 # --- kernels ----------------------------------------------------------------------------------
@@ -348,10 +346,6 @@ _split_kv_tuned = triton.autotune(
 
 # --- wrapper ----------------------------------------------------------------------------------
 
-def _interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") == "1"
-
-
 def _len_bucket(batch_heads: int, capacity: int) -> int:
     """Coarse problem-size classes (keys read per call) so autotuning runs a few times, not once per
     shape: a decode step of a small model at batch 4, the same at batch 64, and long caches differ."""
@@ -359,16 +353,8 @@ def _len_bucket(batch_heads: int, capacity: int) -> int:
     return 0 if keys <= 2**17 else 1 if keys <= 2**21 else 2 if keys <= 2**24 else 3
 
 
-_SM_COUNT: dict[int, int] = {}
-
-
 def _sm_count(device: torch.device) -> int:
-    if device.type != "cuda":
-        return 4
-    idx = device.index if device.index is not None else torch.cuda.current_device()
-    if idx not in _SM_COUNT:
-        _SM_COUNT[idx] = torch.cuda.get_device_properties(idx).multi_processor_count
-    return _SM_COUNT[idx]
+    return sm_count(device_index(device)) if device.type == "cuda" else 4
 
 
 def default_num_splits(batch: int, heads: int, capacity: int, device: torch.device, min_chunk: int = 128) -> int:
@@ -449,14 +435,14 @@ def split_kv_partials(q, k, v, seq_lens, o_part, lse_part, num_splits, *, k_scal
         H, num_splits, sm_scale * LOG2E, _len_bucket(B * H, L),
     )
     grid = (num_splits, B * H)
-    if config is None and _interpreting():
+    if config is None and interpreting():
         config = INTERPRET_CONFIG
     if config is None:
         _split_kv_tuned[grid](*args, HEAD_DIM=D, BLOCK_D=triton.next_power_of_2(D), IS_INT8=is_int8, UPCAST=False)
     else:
         config = {"USE_DOT": False, **config}
         _split_kv_kernel[grid](*args, HEAD_DIM=D, BLOCK_D=triton.next_power_of_2(D), IS_INT8=is_int8,
-                               UPCAST=_interpreting(), **config)
+                               UPCAST=interpreting(), **config)
 
 
 def decode_attention(
@@ -488,7 +474,7 @@ def decode_attention(
     _merge_kernel[(B * H,)](
         o_part, lse_part, out, out.stride(0), out.stride(1), H, splits,
         HEAD_DIM=D, BLOCK_D=block_d, BLOCK_S=triton.next_power_of_2(splits),
-        num_warps=1 if _interpreting() else 4,
+        num_warps=1 if interpreting() else 4,
     )
     return out
 

@@ -28,12 +28,13 @@ recomputes them from the input rows (a few kilobytes, from L2) before its loop.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 
 import torch
 import triton
 import triton.language as tl
+
+from .common import interpreting
 
 # Prologue: how the A operand (the activation rows) is produced tile by tile.
 PRO_NONE = tl.constexpr(0)
@@ -45,10 +46,6 @@ EPI_GELU_TANH = tl.constexpr(1)
 EPI_GELU_ERF = tl.constexpr(2)
 EPI_RESIDUAL = tl.constexpr(3)
 EPI_QKV = tl.constexpr(4)
-
-def _interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") == "1"
-
 
 # --- the shared program -----------------------------------------------------------------------
 
@@ -369,7 +366,7 @@ class Workspace:
 
 def _launch_options(t: Tiling, device: torch.device, tuning: Tuning = TUNING, gpu: Device | None = None) -> dict:
     """`gpu`: the GPU's facts where the tensors' device cannot give them (the compile matrix's meta tensors)."""
-    interp = _interpreting()
+    interp = interpreting()
     if gpu is None and device.type == "cuda":
         gpu = device_facts(device)
     pdl = tuning.pdl and not interp and gpu is not None and gpu.capability >= (9, 0)

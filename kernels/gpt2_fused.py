@@ -13,18 +13,14 @@ returns the logits; the loop's bookkeeping (argmax, history, pos) is `advance`, 
 """
 from __future__ import annotations
 
-import os
 
 import torch
 import triton
 import triton.language as tl
 
 from . import fused_linear as fl
+from .common import interpreting
 from .decode_attention import default_num_splits, split_kv_partials
-
-
-def _interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
 # --- the loop's small kernels -----------------------------------------------------------------
@@ -57,7 +53,7 @@ def _advance_kernel(Next, History, stride_hb, Pos, Lens, B, WRITE: tl.constexpr,
 def embed(history, pos, wte, wpe, x) -> None:
     B, C = x.shape
     _embed_kernel[(B,)](history, history.stride(0), pos, wte, wpe, x, C, BLOCK_C=triton.next_power_of_2(C),
-                        num_warps=1 if _interpreting() else 4)
+                        num_warps=1 if interpreting() else 4)
 
 
 def advance(nxt, history, pos, lens, write: bool = True) -> None:
