@@ -47,8 +47,8 @@ import triton.language as tl
 import triton.testing
 
 from . import dispatch
-from .common import (HALF_DTYPES, HEAD_DIMS, LOG2E, capability, quick_bench, sm_count, check_inputs, check_tile, device_index, interpreting,
-                     softmax_scale)
+from .common import (HALF_DTYPES, HEAD_DIMS, LOG2E, capability, check_inputs, check_tile, device_index, interpreting,
+                     quick_bench, sm_count, softmax_scale)
 from .launcher import PLAIN, LaunchCache, Recorder, TensorDescriptor, config_key, replay_allowed
 
 
