@@ -32,7 +32,8 @@ from .schema import SCHEMA_VERSION
 from .schema.bench import BenchFile, BenchRow
 from .schema.common import case_key
 from .shapes import AttentionCase
-from .calls import CaptureCompiled, InputPool, call_for, forced_backend, our_kernels
+from .calls import (POOL_MEMORY_SHARE, CaptureCompiled, InputPool, call_for, device_memory_bytes, forced_backend,
+                    our_kernels)
 from .timing import CallTimes, free_cuda_memory, is_oom
 
 # Every implementation the phase measures, in the order it measures those that share inputs.
@@ -49,8 +50,6 @@ BENCH_DTYPES = ("float16", "bfloat16")
 # BENCH_BUDGET_S overrides it (0: no limit).
 BUDGET_S = {"quick": 150.0, "full": 220.0}
 BUDGET_ENV = "BENCH_BUDGET_S"
-# Extra input sets for host and loop time may take at most this share of device memory.
-POOL_MEMORY_SHARE = 0.2
 
 TIMING_METHOD = (
     "The one clock (collect/timing.py). Device time: CUDA events around each call, the L2 flushed before it "
@@ -148,9 +147,6 @@ def ok_row(case: Case, m: Measurement) -> BenchRow:
     row.kernel_config = dict(m.kernel_config)
     row.warmup_s = m.warmup_s
     row.kernel_path, row.path_rule, row.tensor_cores = m.kernel_path, m.path_rule, m.tensor_cores
-    need = timing.min_reps(row.latency_ms_median)
-    if row.n_timed_runs < need:
-        row.reason = f"only {row.n_timed_runs} timed calls, fewer than the {need} this phase promises"
     return row
 
 
@@ -257,7 +253,7 @@ class DeviceMeasurer:
         self.device = device
         self.pool = InputPool(device, l2_bytes, pool_budget_bytes)
         self.times = times or (lambda calls, wall_ms: timing.measure_call(calls, wall_ms,
-                                                                          max_clock_mhz=max_clock_mhz or 2000.0))
+                                                                          max_clock_mhz=max_clock_mhz))
 
     def _sync(self) -> None:
         import torch
@@ -355,7 +351,7 @@ def run(ctx: RunContext) -> BenchFile:
         result.rows.append(row)
         ctx.checkpoint(result)
 
-    memory = dev.memory_bytes if dev and dev.memory_bytes else torch.cuda.get_device_properties(0).total_memory
+    memory = device_memory_bytes(dev)
     measurer = DeviceMeasurer(l2_bytes=dev.l2_bytes if dev else None,
                               pool_budget_bytes=int(POOL_MEMORY_SHARE * memory),
                               max_clock_mhz=dev.sm_clock_max_mhz if dev else None)

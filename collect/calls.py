@@ -46,6 +46,17 @@ def call_for(case: AttentionCase, q, k, v, fn: Callable | None = None) -> Callab
     return lambda: fn(q, k, v, case.causal)
 
 
+# Extra input sets for host and loop time may take at most this share of device memory.
+POOL_MEMORY_SHARE = 0.2
+
+
+def device_memory_bytes(dev) -> int:
+    """The device's memory: from its facts (a DeviceFacts), else as torch reports it."""
+    import torch
+
+    return dev.memory_bytes if dev and dev.memory_bytes else torch.cuda.get_device_properties(0).total_memory
+
+
 class InputPool:
     """The case's inputs: one seeded set, plus distinct sets for host and loop time (together more
     than twice the L2), made once per shape and dtype and shared by the implementations."""

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from .precompile import CompileWork, compile_ahead, compile_in_pool
+from .precompile import CompileWork, compile_ahead
 from .context import RunContext
 from .schema import SCHEMA_VERSION
 from .shapes import AttentionCase
@@ -372,16 +372,22 @@ def compile_tasks(cases: list[Case], configs: dict[Case, list], device_name: str
     return list(seen.values())
 
 
-def precompile(cases: list[Case], configs: dict[Case, list], device, workers: int | None = None) -> int | None:
-    """Compile every kernel variant the grid needs in parallel worker processes.
+def _work(cases: list[Case], configs: dict[Case, list], device) -> CompileWork:
+    return CompileWork("correctness", _compile_variant, tuple(compile_tasks(cases, configs, str(device))),
+                       PRECOMPILE_WORKERS)
+
+
+def precompile(cases: list[Case], configs: dict[Case, list], device, workers: int | None = None,
+               pool=None) -> int | None:
+    """Compile every kernel variant the grid needs in parallel worker processes, or wait for the
+    collect's shared pool where it holds them (collect/precompile.py).
 
     Each variant costs a second or two of single-threaded compilation and the full grid needs
     dozens; the workers fill Triton's on-disk cache, so the cases themselves only load. Best
     effort: on any failure or stall the cases compile for themselves, as they would without this.
     Returns how many variants raised, or None when it did not run to the end.
     """
-    tasks = compile_tasks(cases, configs, str(device))
-    return compile_in_pool(_compile_variant, tasks, "correctness", workers, PRECOMPILE_WORKERS, PRECOMPILE_STALL_S)
+    return compile_ahead(pool, _work(cases, configs, device), workers, PRECOMPILE_STALL_S)
 
 
 def _plan(ctx: RunContext, device) -> tuple[list[Case], dict[Case, list]]:
@@ -400,9 +406,7 @@ def compile_work(ctx: RunContext) -> CompileWork | None:
     device = _device()
     if device.type != "cuda":
         return None
-    cases, configs = _plan(ctx, device)
-    return CompileWork("correctness", _compile_variant, tuple(compile_tasks(cases, configs, str(device))),
-                       PRECOMPILE_WORKERS)
+    return _work(*_plan(ctx, device), device)
 
 
 def _device():
@@ -420,9 +424,7 @@ def run(ctx: RunContext) -> CorrectnessFile:
     cases, configs = _plan(ctx, device)
     tols = {dt: tolerance_for(dt) for dt in DTYPES}
     if device.type == "cuda":
-        compile_ahead(ctx.compile_pool, CompileWork("correctness", _compile_variant,
-                                                    tuple(compile_tasks(cases, configs, str(device))),
-                                                    PRECOMPILE_WORKERS), stall_s=PRECOMPILE_STALL_S)
+        precompile(cases, configs, device, pool=ctx.compile_pool)
     result = CorrectnessFile(schema_version=SCHEMA_VERSION, run_id=ctx.run_id, rows=[], tolerances=list(tols.values()),
                              reference=REFERENCE_TEXT, inputs=INPUTS_TEXT, config_policy=CONFIG_POLICY_TEXT)
     saved = ctx.saved_cases(CorrectnessRow)  # --resume: cases an unfinished earlier collect measured

@@ -202,16 +202,15 @@ def warm_up(seconds: float = WARMUP_S) -> None:
     free_cuda_memory()
 
 
-def measure_ceilings(device: DeviceFacts, quick: bool, warm: bool = True):
-    """Yields one MeasuredCeiling at a time, so the progress bar moves as each finishes."""
+def measure_ceilings(device: DeviceFacts, quick: bool):
+    """Yields one MeasuredCeiling at a time, so the progress bar moves as each finishes. Warm the
+    GPU first (warm_up): a cold one starts at its idle clock."""
     import torch
 
     from kernels import membench
 
-    clock = device.sm_clock_max_mhz or 2000.0
+    clock = device.sm_clock_max_mhz or timing.DEFAULT_CLOCK_MHZ
     profile = "quick" if quick else "full"
-    if warm:
-        warm_up()
 
     # DRAM: a copy big enough to dwarf the L2 many times over; bytes counted = read + written.
     n_bytes = min(1 << 30, (device.memory_bytes or 1 << 34) // 8)
@@ -283,7 +282,7 @@ def run(ctx) -> EnvResult:
     clocks = [sample_clocks("env-start")]
     warm_up()
     clocks.append(sample_clocks("env-after-warm-up"))
-    ceilings = list(ctx.progress(measure_ceilings(device, ctx.quick, warm=False), total=CEILING_COUNT, desc="env"))
+    ceilings = list(ctx.progress(measure_ceilings(device, ctx.quick), total=CEILING_COUNT, desc="env"))
     clocks.append(sample_clocks("after-ceilings"))
     sheet = lookup(device.name)
     notes = [] if sheet else [f"{device.name} is not in the datasheet table (collect/datasheets.py); "

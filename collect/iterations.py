@@ -21,10 +21,11 @@ from typing import Callable, Iterable
 
 from . import timing
 from .budget import budget_seconds as shared_budget_seconds
-from .calls import CaptureCompiled, InputPool, call_for, forced_backend, kernel_facts, our_kernels
+from .calls import (POOL_MEMORY_SHARE, CaptureCompiled, InputPool, call_for, device_memory_bytes, forced_backend,
+                    kernel_facts, our_kernels)
 from .context import RunContext
 from .device_choices import iterations_unsupported
-from .precompile import CompileWork, compile_ahead, compile_in_pool
+from .precompile import CompileWork, compile_ahead
 from .schema.occupancy import limits_from_device, occupancy
 from .schema import SCHEMA_VERSION
 from .schema.iterations import IterationRow, IterationsFile, KernelVersionInfo, PredictedRange
@@ -75,7 +76,6 @@ PROXY_SHAPES = {128: (1, 16, 256, 128), 64: (1, 16, 256, 64)}
 # Past this max |out - SDPA's out| on the same inputs, a version's output is wrong and its speed
 # meaningless: two correct implementations differ by about 1e-3 here (fp16) and 4e-3 (bf16).
 WRONG_OUTPUT = {"float16": 1e-2, "bfloat16": 5e-2}
-POOL_MEMORY_SHARE = 0.2
 
 TIMING_METHOD = (
     "The one clock (collect/timing.py), as in the bench phase but measured here for itself: device time between "
@@ -150,9 +150,6 @@ def ok_row(case: Case, m: Measurement, limits=None) -> IterationRow:
         occ = occupancy(limits, 32 * m.num_warps, m.n_regs, m.shared_bytes)
         row.blocks_per_sm, row.occupancy_pct = occ.active_blocks, occ.occupancy_pct
         row.occupancy_limiter = ", ".join(occ.limiters)
-    need = timing.min_reps(row.latency_ms_median)
-    if row.n_timed_runs < need:
-        row.reason = f"only {row.n_timed_runs} timed calls, fewer than the {need} this phase promises"
     return row
 
 
@@ -245,7 +242,7 @@ class DeviceMeasurer:
                  max_clock_mhz: float | None = None):
         self.device = device
         self.pool = InputPool(device, l2_bytes, pool_budget_bytes)
-        self.max_clock_mhz = max_clock_mhz or 2000.0
+        self.max_clock_mhz = max_clock_mhz
         self._key = None
         self._ref = {}
 
@@ -334,13 +331,6 @@ def compile_tasks(cases: list[Case], hopper_ok: bool, requires_hopper: Callable[
     return list(seen.values())
 
 
-def precompile(tasks: list[tuple], workers: int | None = None) -> int | None:
-    """Compile the versions' kernels in parallel spawned processes (a second or two each, single-
-    threaded, dozens in all). Best effort: on any failure the cases compile for themselves.
-    Returns how many tasks raised, or None when it did not run to the end."""
-    return compile_in_pool(_compile_one, tasks, "iterations", workers, PRECOMPILE_WORKERS, PRECOMPILE_STALL_S)
-
-
 def budget_seconds(profile: str) -> float | None:
     return shared_budget_seconds(BUDGET_ENV, BUDGET_S, profile)
 
@@ -419,8 +409,8 @@ def run(ctx: RunContext) -> IterationsFile:
         result.rows.append(row)
         ctx.checkpoint(result)
 
-    memory = dev.memory_bytes if dev and dev.memory_bytes else torch.cuda.get_device_properties(0).total_memory
-    measurer = DeviceMeasurer(l2_bytes=dev.l2_bytes if dev else None, pool_budget_bytes=int(POOL_MEMORY_SHARE * memory),
+    measurer = DeviceMeasurer(l2_bytes=dev.l2_bytes if dev else None,
+                              pool_budget_bytes=int(POOL_MEMORY_SHARE * device_memory_bytes(dev)),
                               max_clock_mhz=dev.sm_clock_max_mhz if dev else None)
     measure_cases(cases, measurer, on_row, requires_hopper=_requires_hopper, hopper_ok=hopper_ok,
                   hopper_reason=hopper_reason, supports_bf16=supports_bf16, limits=limits_from_device(dev),

@@ -472,7 +472,7 @@ def our_device_time(case: ProfileCase, max_clock_mhz: float | None = None):
         call()
         torch.cuda.synchronize()
         wall_ms = (time.perf_counter() - t0) * 1e3
-        return timing.device_time(call, wall_ms, max_clock_mhz=max_clock_mhz or 2000.0)
+        return timing.device_time(call, wall_ms, max_clock_mhz=max_clock_mhz)
 
 
 def clock_check_rows(cases: list[ProfileCase], profile: ProfileFile, timings: dict) -> list[ClockCheckRow]:

@@ -23,6 +23,9 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+# The SM clock assumed when the device does not report its maximum: it only sizes spins (a spin
+# of the right length at a higher clock is merely longer).
+DEFAULT_CLOCK_MHZ = 2000.0
 # At least this many timed calls for a call under LONG_CALL_MS of device time, and LONG_MIN_REPS above.
 MIN_REPS = 50
 LONG_CALL_MS = 20.0
@@ -157,7 +160,8 @@ def sync() -> None:
     _torch().cuda.synchronize()
 
 
-def host_time(calls: Sequence[Callable[[], object]], n: int, wall_ms: float) -> Timing:
+def host_time(calls: Sequence[Callable[[], object]], n: int, wall_ms: float,
+              max_clock_mhz: float | None = None) -> Timing:
     """CPU time per call, the GPU kept busy. A spin long enough to outlast the issuing of all `n`
     calls is queued first; `wall_ms`, one synchronised call's wall time, bounds a call's host time
     (capped at 1 ms: a longer call keeps the GPU busy with its own work)."""
@@ -165,7 +169,7 @@ def host_time(calls: Sequence[Callable[[], object]], n: int, wall_ms: float) -> 
     if not calls:
         raise ValueError("host_time needs at least one call")
     sync()
-    torch.cuda._sleep(spin_cycles(n * 1e3 * min(wall_ms, 1.0), 2000.0))
+    torch.cuda._sleep(spin_cycles(n * 1e3 * min(wall_ms, 1.0), max_clock_mhz or DEFAULT_CLOCK_MHZ))
     samples = []
     for i in range(n):
         fn = calls[i % len(calls)]
@@ -182,7 +186,7 @@ def host_calls(est_ms: float) -> int:
     return max(HOST_MIN_CALLS, min(HOST_CALLS, math.ceil(HOST_TARGET_MS / max(est_ms, 1e-3))))
 
 
-def device_time(fn: Callable[[], object], wall_ms: float, n: int | None = None, max_clock_mhz: float = 2000.0,
+def device_time(fn: Callable[[], object], wall_ms: float, n: int | None = None, max_clock_mhz: float | None = None,
                 flush: bool = True) -> DeviceTiming:
     """`n` (default: timed_calls(wall_ms)) device-timed calls of an already warm `fn` whose
     synchronised wall time is `wall_ms`: L2 flushed, then a spin (see rest_us), then the call between
@@ -193,7 +197,7 @@ def device_time(fn: Callable[[], object], wall_ms: float, n: int | None = None, 
     driver = runtime.driver.active
     cache = driver.get_empty_cache_for_benchmark()
     n = n or timed_calls(wall_ms)
-    cycles = int(math.ceil(rest_us(wall_ms) * max_clock_mhz))
+    cycles = int(math.ceil(rest_us(wall_ms) * (max_clock_mhz or DEFAULT_CLOCK_MHZ)))
     marks = [[torch.cuda.Event(enable_timing=True) for _ in range(3)] for _ in range(n)]
     for spin_start, start, end in marks:
         if flush:
@@ -241,19 +245,20 @@ class CallTimes:
 
 
 def measure_call(calls: Sequence[Callable[[], object]], wall_ms: float, *, loop: bool = True,
-                 max_clock_mhz: float = 2000.0, flush: bool = True) -> CallTimes:
+                 max_clock_mhz: float | None = None, flush: bool = True) -> CallTimes:
     """Host, device and loop time of a warm call. `calls` are the same call over distinct inputs
     (see pool_size); device time uses the first. `wall_ms`: one synchronised call's wall time.
     Device time first: host and loop time keep the GPU busy back to back, which heats it."""
     dev = device_time(calls[0], wall_ms, max_clock_mhz=max_clock_mhz, flush=flush)
-    host = host_time(calls, host_calls(wall_ms), wall_ms)
+    host = host_time(calls, host_calls(wall_ms), wall_ms, max_clock_mhz)
     looped = loop_time(calls, loop_calls(dev.timing.median_ms)) if loop else None
     return CallTimes(device=dev, host=host, loop=looped)
 
 
 def record(row, t: CallTimes, flops: float) -> None:
     """Device, host and loop time of one call into a row with the schema's timing fields
-    (latency_ms_*, n_timed_runs, tflops, host_us_*, loop_ms_*, sm_clock_*)."""
+    (latency_ms_*, n_timed_runs, tflops, host_us_*, loop_ms_*, sm_clock_*), and a reason where it
+    has fewer timed calls than min_reps promises."""
     d = t.device.timing
     row.latency_ms_median, row.latency_ms_p10, row.latency_ms_p90, row.n_timed_runs = d.median_ms, d.p10_ms, d.p90_ms, d.n
     row.tflops = flops / (d.median_ms * 1e-3) / 1e12 if d.median_ms > 0 else None
@@ -263,6 +268,9 @@ def record(row, t: CallTimes, flops: float) -> None:
         t.host.median_ms * 1e3, t.host.p10_ms * 1e3, t.host.p90_ms * 1e3)
     if t.loop is not None:
         row.loop_ms_median, row.loop_ms_p10, row.loop_ms_p90 = t.loop.median_ms, t.loop.p10_ms, t.loop.p90_ms
+    need = min_reps(d.median_ms)
+    if d.n < need:
+        row.reason = f"only {d.n} timed calls, fewer than the {need} this phase promises"
 
 
 def is_oom(exc: BaseException) -> bool:
