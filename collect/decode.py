@@ -24,7 +24,6 @@ checkpoint from `--model-path` / $DECODE_MODEL_PATH.
 from __future__ import annotations
 
 import gc
-import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -447,12 +446,10 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
                                    kernel_class=c.kernel_class, kernels_per_step=c.kernels_per_step,
                                    ms_per_step=c.ms_per_step, top_kernel=c.top_kernel[:300]) for c in prof.classes)
             s.start(prompt)
-        env.sync()
-        if env.cuda:
+        if env.cuda:  # allocator counters, kept on the host: no sync needed; loop_time syncs around each loop
             row.mem_at_start_bytes = torch.cuda.memory_allocated()
             torch.cuda.reset_peak_memory_stats()
         t = _loop_time(s.step, per_loop, loops - 1, env)
-        env.sync()
         if env.cuda:
             row.peak_mem_bytes = torch.cuda.max_memory_allocated()
         row.kv_cache_bytes = _cache_bytes(s)
@@ -626,7 +623,7 @@ def _compile_task(task: tuple) -> str | None:
             k = torch.randn((1, heads, 64, head_dim), device=device, dtype=dtype)
             lens = torch.full((1,), 64, device=device, dtype=torch.int32)
             if int8:
-                (kq, ks), (vq, vs) = quantize(k), quantize(k)
+                (kq, ks), (vq, vs) = (quantize(k),) * 2
                 decode_attention(q, kq, vq, lens, k_scale=ks, v_scale=vs)
             else:
                 decode_attention(q, k, k, lens)
@@ -635,7 +632,9 @@ def _compile_task(task: tuple) -> str | None:
             model = GPT2.zeros(args, device, dtype)
             capacity = 16 + cap_mod
             prompt = torch.zeros((batch, 8), dtype=torch.int64)
-            for cache, step in (("bf16", graph_step), ("int8", graph_step), ("bf16", "torch"), ("int8", "torch")):
+            # The graph steps and the eager steps; one pair each where the graph step is "torch" too.
+            for cache, step in dict.fromkeys((("bf16", graph_step), ("int8", graph_step), ("bf16", "torch"),
+                                              ("int8", "torch"))):
                 s = OurSession(model, batch, capacity, cache, step)
                 s.prepare(prompt, 1)
         if device.type == "cuda":
@@ -684,18 +683,13 @@ def compile_work(ctx: RunContext):
 def _warm_up(m: _Model, plan: Plan, env: _Env) -> None:
     """Compile and autotune our kernels at a mid-sweep shape, so no row pays for it (and autotuning
     never chooses on a toy problem). The compiled transformers loop compiles in its own rows."""
-    from kernels.decode_session import HfSession, OurSession
-
     B, T = plan.warmup_shape
     T = min(T, m.ours.args.n_positions // 2)
     prompt = _prompt(B, T, m.ours.args.vocab_size)
     for spec in env.specs.values():
         if _unsupported(spec, env) or spec.compiled:
             continue
-        if spec.family == "hf":
-            s = HfSession(m.hf, B, T + 2)
-        else:
-            s = OurSession(m.ours, B, T + 2, spec.cache, spec.step, cuda_graph=spec.graph and env.cuda)
+        s = _session(spec, m, B, T + 2, env, keep=False)
         s.prepare(prompt, 1)
         s.step()
     _clean(env)

@@ -502,7 +502,7 @@ def reference_decode_attention(q, k, v, seq_lens, *, k_scale=None, v_scale=None,
 def compile_specs(target):
     """The split-KV and merge kernels as the decode phase launches them on `target`: bfloat16
     where the GPU has it, float16 where it does not (T4), and the int8 cache; every autotuner
-    config the GPU keeps (no tensor-core dots before Ampere), at GPT-2's head_dim 64 and the
+    config the autotuner may pick for that cache and GPU (no tensor-core dots before Ampere), at GPT-2's head_dim 64 and the
     microbenchmark's 128."""
     from .aot import CompileSpec, meta
 
@@ -510,7 +510,8 @@ def compile_specs(target):
     out = []
     for int8 in (False, True):
         for d in (64, 128):
-            for cfg in AUTOTUNE_CONFIGS:
+            configs = INT8_CONFIGS if int8 else BF16_CONFIGS  # what _prune lets each cache launch
+            for cfg in configs:
                 if cfg.kwargs["USE_DOT"] and target.capability < (8, 0):
                     continue  # _prune drops them before Ampere
 
@@ -526,6 +527,6 @@ def compile_specs(target):
                 label = (f"{kind} d={d} BLOCK_N={cfg.kwargs['BLOCK_N']} {'dot' if cfg.kwargs['USE_DOT'] else 'fma'}"
                          f"/w{cfg.num_warps}/s{cfg.num_stages}")
                 # Core: every config at GPT-2's head_dim for the float cache, the first of each kind for int8.
-                first_of_kind = cfg is next(c for c in AUTOTUNE_CONFIGS if c.kwargs["USE_DOT"] == cfg.kwargs["USE_DOT"])
+                first_of_kind = cfg is next(c for c in configs if c.kwargs["USE_DOT"] == cfg.kwargs["USE_DOT"])
                 out.append(CompileSpec(label, launch, core=d == 64 and (not int8 or first_of_kind)))
     return out

@@ -142,6 +142,8 @@ class OurSession(Session):
             torch.cuda.current_stream().wait_stream(side)
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
+                # Held for the graph's life: its output lives in the graph's memory pool, which
+                # may hand freed blocks to other tensors while replays keep writing there.
                 self.last_logits = self._body()
             self.graph = graph
         else:
@@ -182,13 +184,11 @@ class HfSession(Session):
         self.cache = None
         self.forward = hf_model
         self.compile_s = None
-        self.fullgraph = None
         if compiled:
             from transformers import StaticCache
 
             self.cache = StaticCache(config=hf_model.config, max_cache_len=capacity)
         self.host_pos = 0
-        self.last_logits = None
 
     def set_mode(self, teacher_forced: bool, record_top2: bool) -> None:
         """Switch between greedy and teacher-forced decoding (the compiled forward is unaffected)."""
@@ -199,7 +199,6 @@ class HfSession(Session):
     def _compile(self, fullgraph: bool) -> None:
         """Build the compiled forward; the compile itself happens at its first call (in prepare)."""
         self.forward = torch.compile(self.hf.forward, mode="reduce-overhead", fullgraph=fullgraph, dynamic=False)
-        self.fullgraph = fullgraph
 
     @torch.inference_mode()
     def start(self, tokens: torch.Tensor, prompt_len: int | None = None) -> None:
@@ -237,8 +236,7 @@ class HfSession(Session):
         out = self.forward(input_ids=self.history[:, p:p + 1], use_cache=True, **{self.kw: self.cache})
         if not self.compiled:
             self.cache = cache_of(out)
-        self.last_logits = out.logits[:, -1]
-        nxt = self._record(self.last_logits, p)
+        nxt = self._record(out.logits[:, -1], p)
         if not self.teacher_forced:
             self.history[:, p + 1] = nxt
         self.host_pos = p + 1
