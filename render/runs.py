@@ -113,10 +113,7 @@ def _row_columns(phase: str, table: str) -> list[str]:
     spec = FILE_SPECS.get(phase)
     if spec is None:
         return []
-    try:
-        cls = spec.dataclass()
-    except ModuleNotFoundError:
-        return []
+    cls = spec.dataclass()
     hint = typing.get_type_hints(cls).get(table)
     args = typing.get_args(hint)
     return [x.name for x in dataclasses.fields(args[0])] if args and dataclasses.is_dataclass(args[0]) else []

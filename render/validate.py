@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from collect.schema import SCHEMA_VERSION
+from collect.schema.common import case_key
 
 from .errors import DataError
 
@@ -213,7 +214,7 @@ def _duplicate(items: list, table: str) -> str | None:
         return None
     seen: dict[tuple, int] = {}
     for i, item in enumerate(items):
-        key = tuple(getattr(item, k) for k in key_fields)
+        key = case_key(item, cls)
         if key in seen:
             shown = ", ".join(f"{k}={v!r}" for k, v in zip(key_fields, key))
             return (f"field {table}[{i}]: duplicate case: {table}[{seen[key]}] and {table}[{i}] both measure "

@@ -9,7 +9,6 @@ from .common import SCHEMA_VERSION, STATUSES, doc  # noqa: F401
 from .registry import PHASES, PageRef, PhaseSpec, site_pages  # noqa: F401
 
 # Kept under its older name: a phase's spec by name, in collect order.
-PhaseFileSpec = PhaseSpec
 FILE_SPECS: dict[str, PhaseSpec] = {s.name: s for s in PHASES}
 
 

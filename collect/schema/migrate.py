@@ -3,6 +3,7 @@ parsed JSON of one file (a dict), changing nothing else. Apply them with `python
 FUNCTION FILE...`; each is idempotent."""
 from __future__ import annotations
 
+import copy
 import json
 import sys
 from collections import Counter
@@ -62,7 +63,7 @@ def main(argv: list[str]) -> int:
     for name in argv[1:]:
         path = Path(name)
         before = json.loads(path.read_text(encoding="utf-8"))
-        after = fn(json.loads(path.read_text(encoding="utf-8")))
+        after = fn(copy.deepcopy(before))  # a migration may change its argument in place
         if after != before:  # as collect/jsonio.py writes
             path.write_text(json.dumps(after, indent=1, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
     return 0

@@ -14,7 +14,7 @@ from ..axes import log_ticks
 from ..bench_data import BenchData
 from ..figures import PALETTE
 from ..tables import table_html
-from ..vocab import (IMPL_DASH, dtype_short, facet_label, impl_color, impl_label, join, shape_label, side,
+from ..vocab import (EVEN, IMPL_DASH, dtype_short, facet_label, impl_color, impl_label, join, shape_label, side,
                      speedup_words)
 from .base import Page
 
@@ -124,18 +124,18 @@ class BenchPage(Page):
         out = []
         nv = st.dropna(subset=["naive"])
         if not nv.empty:
-            wins = nv[nv["naive"] >= 1.05]
+            wins = nv[nv["naive"] >= EVEN]
             top = nv.loc[nv["naive"].idxmax()]
             text = (f"Against naive PyTorch, Triton is faster in {len(wins)} of {len(nv)} cases measured beside it, "
                     f"by up to {fmt.ratio(top['naive'])} ({facet_label(top['dtype'], top['causal'])}, "
                     f"{shape_label(top['shape'])}, N={top['n']})")
-            losses = nv[nv["naive"] <= 1 / 1.05]
+            losses = nv[nv["naive"] <= 1 / EVEN]
             if len(losses):
                 text += f"; it is slower only at N={join(sorted(set(losses['n'])))}"
             out.append(text + ".")
         sd = st.dropna(subset=["sdpa"])
         if not sd.empty:
-            level = sd[sd["sdpa"] >= 1 / 1.05]
+            level = sd[sd["sdpa"] >= 1 / EVEN]
             worst = sd.loc[sd["sdpa"].idxmin()]
             text = (f"Against the fastest SDPA backend of each case, Triton is on par or faster in {len(level)} of "
                     f"{len(sd)} cases; its largest deficit is {speedup_words(worst['sdpa'])} at N={worst['n']} "
@@ -333,7 +333,7 @@ class BenchPage(Page):
                     "so this page cannot say whether the shortest calls are limited by the host. Re-collect the "
                     "bench phase with this version of `collect` to measure them.")
         c = self.clock[self.clock["loop_over_device"].notna()]
-        hb = c[c["loop_over_device"] >= HOST_BOUND]
+        hb = self._host_bound()
         ns = sorted(set(c["seq_len"]))
         out = [f"Device time is the GPU's work for one call alone; a user's loop of calls sees the loop time, which "
                f"also pays for issuing each call on the CPU. Where the loop time exceeds the device time by more "
@@ -381,11 +381,10 @@ class BenchPage(Page):
                  "device": r["latency_ms_median"], "loop": r["loop_ms"], "ratio": r["loop_over_device"],
                  "verdict": "host-bound" if r["loop_over_device"] >= HOST_BOUND else "GPU-bound"}
                 for _, r in f.iterrows()]
-        num = lambda v: "n/a" if v is None or v != v else fmt.num(v)  # noqa: E731
         return table_html(pd.DataFrame(rows), {
             "n": "N", "impl": "Implementation", "host": "host time (µs)", "device": "device time",
             "loop": "loop time per call", "ratio": "loop / device", "verdict": "Paced by"},
-            {"host": num, "device": fmt.ms, "loop": fmt.ms, "ratio": fmt.ratio},
+            {"host": fmt.num, "device": fmt.ms, "loop": fmt.ms, "ratio": fmt.ratio},
             caption=f"{shape_label(shape)}, {facet_label(dtype, causal)}, the three shortest lengths.")
 
     def small_n_figure(self) -> str:

@@ -24,7 +24,7 @@ from ..runs import Run, load_references
 from ..tables import table_html
 from collect.schema import PHASES
 
-from ..vocab import STUDY, plural, speedup_words
+from ..vocab import EVEN, STUDY, plural, speedup_words
 from .base import Page
 
 # Bench and profile charts compare devices at the published study's shape (vocab.STUDY), and only at it.
@@ -187,7 +187,7 @@ class ComparePage(Page):
             common = [n for n in tri.index if n in naive.index]
             if common:
                 total += 1
-                wins += naive[common[-1]] / tri[common[-1]] >= 1.05
+                wins += naive[common[-1]] / tri[common[-1]] >= EVEN
         if total:
             out.append(f"At the study shape, our Triton kernel beats naive PyTorch at the longest length both ran on "
                        f"{wins} of {plural(total, 'device')} with data (published figures included).")

@@ -14,9 +14,9 @@ from collect.schema.decode import LEGACY_VARIANTS, VARIANTS
 from .. import escape, fmt
 from ..figures import PALETTE
 from ..tables import table_html
+from ..vocab import DTYPE_SHORT, EVEN, join
 from .base import Page
 
-FLOAT_WORDS = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 # Labels carry the cache's float type, filled in from the run ({f}).
 VARIANT_LABELS = {
     "hf-eager": "transformers, eager loop (host-bound)",
@@ -55,17 +55,8 @@ MICRO_TARGET_CONTEXT = 8192                 # ... at this context and above
 # Words for achieved / floor.
 NEAR_FLOOR = 1.5
 FAR_FLOOR = 3.0
-# Two step times within this factor are "on par".
-EVEN = 1.05
 # A loop whose kernels keep the GPU busy for less than this share of its step is bound by the host.
 HOST_BOUND = 0.5
-
-
-def join(items) -> str:
-    items = [str(i) for i in items]
-    if not items:
-        return ""
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def floor_words(r: float) -> str:
@@ -135,7 +126,7 @@ class DecodePage(Page):
 
     @property
     def f(self) -> str:
-        return FLOAT_WORDS.get(self.data.dtype, self.data.dtype) if self.data else "bf16"
+        return DTYPE_SHORT.get(self.data.dtype, self.data.dtype) if self.data else "bf16"
 
     def label(self, variant: str) -> str:
         # Only our own labels are templates: a name from the data is shown as it is, never formatted.

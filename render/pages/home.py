@@ -53,7 +53,7 @@ class HomePage(Page):
         if pair is not None:
             a, f = self._dram(pair[0]), self._dram(pair[1])
             word = f"cut the DRAM bytes of one call {fmt.ratio(a / f)}" if f < a else f"did not cut DRAM bytes"
-            out.append(f"On {self._device}, fusing attention {word} at B={pair[2][0]}, H={pair[2][1]}, "
+            out.append(f"On {self.device_name}, fusing attention {word} at B={pair[2][0]}, H={pair[2][1]}, "
                        f"N={pair[2][2]}, d={pair[2][3]}.")
         f = self._bench_facet() if self.run.has("bench") else None
         if f is not None and not f.empty:
@@ -86,11 +86,7 @@ class HomePage(Page):
     def _not_collected(self, phase: str, what: str, link: str) -> str:
         rec = self.run.phase_record(phase)
         how = "failed" if rec is not None and rec.status == "failed" else "was not collected"
-        return f"The `{phase}` phase {how} in this run, so {what} is not known for {self._device}. {link}"
-
-    @property
-    def _device(self) -> str:
-        return escape.text(self.run.device_name)
+        return f"The `{phase}` phase {how} in this run, so {what} is not known for {self.device_name}. {link}"
 
     # --- bytes -------------------------------------------------------------------------------
 
@@ -127,7 +123,7 @@ class HomePage(Page):
                 verdict = f"{fmt.ratio(f / a)} more bytes: at this shape fusing did not cut DRAM traffic"
             else:
                 verdict = "the same number of bytes"
-            return (f"On {self._device}, one call of naive PyTorch moved {fmt.bytes_(a)} through DRAM and our "
+            return (f"On {self.device_name}, one call of naive PyTorch moved {fmt.bytes_(a)} through DRAM and our "
                     f"fused Triton kernel {fmt.bytes_(f)}: {verdict} (Nsight Compute's DRAM counters, read plus "
                     f"written; {_shape_text(b, h, d, dt, c, n)}). [Profiling](profiling.md)")
         b, h, d, dt = STUDY["batch"], STUDY["heads"], STUDY["head_dim"], STUDY["dtype"]
@@ -196,7 +192,7 @@ class HomePage(Page):
                          f"({escape.text(backend)})")
         else:
             parts.append("never measured beside any SDPA backend")
-        return (f"On {self._device} ({shape}, median device time), our Triton kernel is {join(parts)}. {link}")
+        return (f"On {self.device_name} ({shape}, median device time), our Triton kernel is {join(parts)}. {link}")
 
     # --- occupancy ---------------------------------------------------------------------------
 

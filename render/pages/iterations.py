@@ -17,10 +17,9 @@ from .. import escape, fmt
 from ..figures import PALETTE
 from ..tables import table_html
 from ..vocab import DTYPE_SHORT as SHORT
-from ..vocab import join, masking, plural
+from ..vocab import impl_label, join, masking, plural
 from .base import Page
 
-SDPA_LABELS = {"sdpa-cudnn": "SDPA cuDNN", "sdpa-flash": "SDPA flash"}
 CEILINGS = {"float16": "matmul_fp16", "bfloat16": "matmul_bf16"}
 # A measured factor within this much of a predicted range's edge still "holds": run-to-run noise.
 SLACK = 0.01
@@ -175,7 +174,7 @@ class IterationsPage(Page):
         timed = set(self.rows[self.rows["kind"] != "sdpa"]["impl"]) if "kind" in self.rows else set()
         untimed = [n for n in self.version_names() if n not in timed]
         text = (f"This run timed {len([n for n in self.version_names() if n in timed])} versions of our kernel and "
-                f"{join(SDPA_LABELS.get(i, escape.text(i)) for i in dict.fromkeys(self.rows[self.rows['kind'] == 'sdpa']['impl']))} "
+                f"{join(escape.text(impl_label(i)) for i in dict.fromkeys(self.rows[self.rows['kind'] == 'sdpa']['impl']))} "
                 f"in {len(self.rows)} cases ({status}): {join(shapes)}; N = {join(ns)}; "
                 f"{join(SHORT.get(x, x) for x in dict.fromkeys(self.rows['dtype']))}; causal and not.")
         if untimed:
@@ -364,7 +363,7 @@ class IterationsPage(Page):
             bit += (f"{escape.text(final)} reaches {fmt.pct(100 * t * 1e12 / ceil)}" if t is not None
                     else f"{escape.text(final)} did not run")
             if s:
-                bit += f" and {SDPA_LABELS.get(s[0], escape.text(s[0]))} {fmt.pct(100 * s[1] * 1e12 / ceil)}"
+                bit += f" and {escape.text(impl_label(s[0]))} {fmt.pct(100 * s[1] * 1e12 / ceil)}"
             parts.append(bit + f" of the measured {fmt.flops(ceil)} matmul rate.")
         if not parts:
             return "No measured matmul ceiling (or no non-causal case) in this run to set the attention rates against."
@@ -449,7 +448,7 @@ class IterationsPage(Page):
         lead = o_s.index[0]
         shape = f"B={o['batch']}, H={o['heads']}, N={o['seq_len']}, d={o['head_dim']}, {SHORT.get(o['dtype'], o['dtype'])}, causal"
         text = (f"The Profiling page has both kernels at {shape}: our kernel's warps wait {o_tot:.2f} cycles per "
-                f"issued instruction, {SDPA_LABELS.get(t['impl'], escape.text(t['impl']))}'s {t_tot:.2f}. Our largest stall reason "
+                f"issued instruction, {escape.text(impl_label(t['impl']))}'s {t_tot:.2f}. Our largest stall reason "
                 f"is **{escape.text(lead)}** ({o_s.iloc[0]:.2f}; theirs {float(t_s.get(lead, 0.0)):.2f})")
         if o_s.index[0] != t_s.index[0]:
             text += f", where theirs is {escape.text(t_s.index[0])} ({t_s.iloc[0]:.2f})"
@@ -470,7 +469,7 @@ class IterationsPage(Page):
         cols = {"impl": "Implementation"}
         data = []
         for impl in impls:
-            r = {"impl": SDPA_LABELS.get(impl, impl)}
+            r = {"impl": impl_label(impl)}
             for i, case in enumerate(self.cases()):
                 t = self.tflops(impl, *case)
                 rat = self.ratio(impl, *case)
@@ -570,7 +569,7 @@ class IterationsPage(Page):
                     s = self.fastest_sdpa(*case)
                     if s:
                         key = f"fastest SDPA {size}"
-                        label = escape.plot(f"{SDPA_LABELS.get(s[0], s[0])}, {self.label(case)}: "
+                        label = escape.plot(f"{impl_label(s[0])}, {self.label(case)}: "
                                             f"{fmt.num(s[1])} TFLOP/s")
                         fig.add_trace(go.Scatter(x=[names[0], names[-1]], y=[s[1], s[1]], mode="lines", name=key,
                                                  legendgroup=key, showlegend=key not in shown,

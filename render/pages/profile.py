@@ -96,7 +96,7 @@ class ProfilePage(Page):
         return self._kernels
 
     @cached_property
-    def ceilings_(self) -> Ceilings:
+    def ceilings(self) -> Ceilings:
         return Ceilings(self.run.manifest)
 
     def shapes(self) -> list[tuple]:
@@ -413,15 +413,9 @@ class ProfilePage(Page):
 
     # ------------------------------------------------------------------ hierarchical roofline
 
-    def ceilings(self) -> dict:
-        """The DRAM and fp16 tensor roofs, measured and datasheet (kept for callers that want the pair)."""
-        c = self.ceilings_
-        return {"sheet_bw": c.sheet_rate("dram"), "sheet_flops": c.sheet_rate("fp16"),
-                "meas_bw": c.measured_rate("copy_bandwidth"), "meas_flops": c.measured_rate("matmul_fp16")}
-
     def roofs(self, shape) -> dict:
         """The roofs drawn for `shape`: DRAM, L2 and shared memory, the tensor roof of its dtype, and FP32."""
-        c = self.ceilings_
+        c = self.ceilings
         keys = ["dram", "l2", "smem", TENSOR_KEY.get(shape[4], "fp16"), "fp32"]
         return {k: c.roof(k) for k in dict.fromkeys(keys)}
 
