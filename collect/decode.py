@@ -698,13 +698,9 @@ def _warm_up(m: _Model, plan: Plan, env: _Env) -> None:
 def _time_call(fn, env: _Env):
     """(device timing, host timing) of a warm call; on the CPU, host-clock times for both."""
     if env.cuda:
-        from .timing import measure_call
+        from .timing import measure_call, wall_ms
 
-        env.sync()
-        t0 = time.perf_counter()
-        fn()
-        env.sync()
-        times = measure_call([fn], (time.perf_counter() - t0) * 1e3, loop=False)
+        times = measure_call([fn], wall_ms(fn), loop=False)
         return times.device, times.host
     samples = []
     for _ in range(3):
@@ -793,16 +789,16 @@ def measure_copy_bandwidth(device) -> float:
     """A 1 GiB device-to-device copy's device time, counted as bytes read plus written, like the env phase."""
     import torch
 
-    from .timing import measure_call
+    from .timing import measure_call, wall_ms
 
     src = torch.empty(2**28, dtype=torch.float32, device=device)
     dst = torch.empty_like(src)
-    dst.copy_(src)
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    dst.copy_(src)
-    torch.cuda.synchronize()
-    t = measure_call([lambda: dst.copy_(src)], (time.perf_counter() - t0) * 1e3, loop=False).device.timing
+
+    def copy():
+        dst.copy_(src)
+
+    copy()
+    t = measure_call([copy], wall_ms(copy), loop=False).device.timing
     return 2 * src.numel() * src.element_size() / (t.median_ms * 1e-3)
 
 

@@ -137,12 +137,7 @@ def sample_clocks(moment: str) -> ClockSample:
 def _time_rate(fn, work: float, max_clock_mhz: float, flush: bool = True) -> tuple[float, float, float, int, float | None]:
     """(median, p10, p90 rate, calls, SM clock MHz) of a warm `fn` doing `work` bytes or FLOPs per call."""
     fn()
-    sync()
-    t0 = time.perf_counter()
-    fn()
-    sync()
-    wall_ms = (time.perf_counter() - t0) * 1e3
-    d = timing.device_time(fn, wall_ms, max_clock_mhz=max_clock_mhz, flush=flush)
+    d = timing.device_time(fn, timing.wall_ms(fn), max_clock_mhz=max_clock_mhz, flush=flush)
     t = d.timing
     return work / (t.median_ms * 1e-3), work / (t.p90_ms * 1e-3), work / (t.p10_ms * 1e-3), t.n, d.sm_clock_mhz
 

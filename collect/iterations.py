@@ -287,10 +287,7 @@ class DeviceMeasurer:
                 raise WrongOutput(f"output differs from SDPA's by up to {diff:.3g} (> {WRONG_OUTPUT[case.dtype]:g}): "
                                   "the kernel is wrong here, so it is not timed")
         del out
-        t0 = time.perf_counter()
-        call()
-        torch.cuda.synchronize()
-        wall_ms = (time.perf_counter() - t0) * 1e3
+        wall_ms = timing.wall_ms(call)
         calls = [call_for(case, *qkv, fn=version) for qkv in self.pool.all(case)]
         # No loop time here: these goal shapes are device-bound, and the bench phase records loop time.
         times = timing.measure_call(calls, wall_ms, max_clock_mhz=self.max_clock_mhz, loop=False)

@@ -467,12 +467,7 @@ def our_device_time(case: ProfileCase, max_clock_mhz: float | None = None):
         call = call_for(c, q, k, v, fn=fn)
         for _ in range(2):  # compilation, autotuning, cuBLAS heuristics
             call()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        call()
-        torch.cuda.synchronize()
-        wall_ms = (time.perf_counter() - t0) * 1e3
-        return timing.device_time(call, wall_ms, max_clock_mhz=max_clock_mhz)
+        return timing.device_time(call, timing.wall_ms(call), max_clock_mhz=max_clock_mhz)
 
 
 def clock_check_rows(cases: list[ProfileCase], profile: ProfileFile, timings: dict) -> list[ClockCheckRow]:

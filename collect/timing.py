@@ -160,6 +160,16 @@ def sync() -> None:
     _torch().cuda.synchronize()
 
 
+def wall_ms(fn: Callable[[], object]) -> float:
+    """One synchronised call's wall time in ms (host and device together): what the clock's spins and
+    call counts are sized from."""
+    sync()
+    t0 = time.perf_counter()
+    fn()
+    sync()
+    return (time.perf_counter() - t0) * 1e3
+
+
 def host_time(calls: Sequence[Callable[[], object]], n: int, wall_ms: float,
               max_clock_mhz: float | None = None) -> Timing:
     """CPU time per call, the GPU kept busy. A spin long enough to outlast the issuing of all `n`
