@@ -24,7 +24,7 @@ from .budget import budget_seconds as shared_budget_seconds
 from .calls import (POOL_MEMORY_SHARE, CaptureCompiled, InputPool, call_for, device_memory_bytes, forced_backend,
                     kernel_facts, our_kernels)
 from .context import RunContext
-from .device_choices import iterations_unsupported
+from .device_choices import budget_scale, iterations_unsupported
 from .precompile import CompileWork, compile_ahead
 from .schema.occupancy import limits_from_device, occupancy
 from .schema import SCHEMA_VERSION
@@ -328,8 +328,8 @@ def compile_tasks(cases: list[Case], hopper_ok: bool, requires_hopper: Callable[
     return list(seen.values())
 
 
-def budget_seconds(profile: str) -> float | None:
-    return shared_budget_seconds(BUDGET_ENV, BUDGET_S, profile)
+def budget_seconds(profile: str, scale: float = 1.0) -> float | None:
+    return shared_budget_seconds(BUDGET_ENV, BUDGET_S, profile, scale)
 
 
 def new_file(ctx: RunContext, versions, hopper_ok: bool, hopper_reason: str, final: str) -> IterationsFile:
@@ -396,7 +396,7 @@ def run(ctx: RunContext) -> IterationsFile:
     dev = ctx.manifest.device
     # Every version's story is recorded; only those in the phase are timed.
     result = new_file(ctx, list(V.VERSIONS.values()), hopper_ok, hopper_reason, V.FINAL_VERSION)
-    budget = budget_seconds(ctx.profile)
+    budget = budget_seconds(ctx.profile, budget_scale(ctx.measured("copy_bandwidth")).value)
     t0 = time.monotonic()
 
     supports_bf16 = dev.supports_bf16 if dev else None
