@@ -110,20 +110,23 @@ def choose_path(q, causal=False) -> tuple[str, str]:
         return "portable", f"{PORTABLE_ONLY_ENV}=1"
     if interpreting() or not q.is_cuda:
         return "portable", "the CPU interpreter runs the portable path only"
-    for name in AUTO_ORDER:
-        path = _PATHS.get(name)
-        if path is None or q.dtype not in path.dtypes:
-            continue
-        ok, _ = path.available(q.device)
-        if not ok:
-            continue
-        for rule in SHAPE_RULES:
-            other = _PATHS.get(rule.path)
-            if rule.matches(q.shape, causal) and other is not None and q.dtype in other.dtypes \
-                    and other.available(q.device)[0]:
-                return rule.path, f"measured rule: {rule.evidence}"
-        return name, f"{name}: available for {str(q.dtype).replace('torch.', '')} on this device"
-    return "portable", "no faster path is available for this dtype and device"
+    name = _first_available(q.device, q.dtype)
+    if name is None:
+        return "portable", "no faster path is available for this dtype and device"
+    for rule in SHAPE_RULES:
+        if rule.matches(q.shape, causal) and _runs_here(rule.path, q.device, q.dtype):
+            return rule.path, f"measured rule: {rule.evidence}"
+    return name, f"{name}: available for {str(q.dtype).replace('torch.', '')} on this device"
+
+
+def _runs_here(name: str, device, dtype) -> bool:
+    path = _PATHS.get(name)
+    return path is not None and dtype in path.dtypes and path.available(device)[0]
+
+
+def _first_available(device, dtype) -> str | None:
+    """The first path of AUTO_ORDER that can run `dtype` on `device` (the SHAPE_RULES then refine it)."""
+    return next((name for name in AUTO_ORDER if _runs_here(name, device, dtype)), None)
 
 
 def resolve_path(q, path=None, causal=False) -> str:
@@ -138,11 +141,7 @@ def path_runs(name: str, device=None, dtype=torch.float16) -> bool:
         return name == "portable"
     if device is None:
         device = torch.device("cuda", torch.cuda.current_device())
-    for candidate in AUTO_ORDER:
-        path = _PATHS.get(candidate)
-        if path is not None and dtype in path.dtypes and path.available(torch.device(device))[0]:
-            return candidate == name
-    return name == "portable"
+    return (_first_available(torch.device(device), dtype) or "portable") == name
 
 
 def hopper_path_runs(device=None) -> bool:
