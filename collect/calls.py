@@ -34,6 +34,27 @@ def forced_backend(case: AttentionCase):
     return sdpa_kernel(_sdpa_backend(case.backend_requested))
 
 
+def seeded_inputs(case: AttentionCase):
+    """q, k, v for `case` on the current CUDA device, standard normal from seed 0: the profiled process
+    and the profile phase's own clock see the same numbers."""
+    import torch
+
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    return tuple(torch.randn(case.shape, device="cuda", dtype=getattr(torch, case.dtype), generator=gen)
+                 for _ in range(3))
+
+
+def pinned_kernel(impl: str, config: dict | None):
+    """Our kernel with a pinned tile config (None: as flash_attention chooses), as call_for's `fn`;
+    None for PyTorch's implementations (call_for makes those)."""
+    if impl not in ("triton", "triton-portable"):
+        return None
+    from kernels import attention
+
+    path = "portable" if impl == "triton-portable" else None
+    return lambda q, k, v, causal: attention.flash_attention(q, k, v, causal=causal, config=config, path=path)
+
+
 def call_for(case: AttentionCase, q, k, v, fn: Callable | None = None) -> Callable[[], object]:
     """One call of the case's implementation (or of `fn(q, k, v, causal)`, e.g. a recorded kernel
     version) on these inputs, with nothing else inside it."""

@@ -33,30 +33,19 @@ def _status_of(exc: BaseException) -> str:
     return "error"
 
 
-def _impl(name: str, config: dict | None):
-    """Our kernel with the case's pinned config; None for PyTorch's (collect.calls makes those)."""
-    if name not in ("triton", "triton-portable"):
-        return None
-    from kernels import attention
-
-    path = "portable" if name == "triton-portable" else None
-    return lambda q, k, v, causal: attention.flash_attention(q, k, v, causal=causal, config=config, path=path)
-
-
 def run_case(case: dict) -> dict:
     import torch
 
-    from collect.calls import call_for, forced_backend
+    from collect.calls import call_for, forced_backend, pinned_kernel, seeded_inputs
     from collect.shapes import AttentionCase
 
     out = {"id": case["id"], "status": "ok", "reason": None, "config": None}
     c = AttentionCase(case["impl"], case["dtype"], case["causal"], case["batch"], case["heads"], case["seq_len"],
                       case["head_dim"])
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    q, k, v = (torch.randn(c.shape, device="cuda", dtype=getattr(torch, c.dtype), generator=gen) for _ in range(3))
+    q, k, v = seeded_inputs(c)
     # A forced SDPA backend is entered outside the profiled range, as every timing phase does.
     with forced_backend(c):
-        call = call_for(c, q, k, v, fn=_impl(c.impl, case.get("config")))
+        call = call_for(c, q, k, v, fn=pinned_kernel(c.impl, case.get("config")))
         for _ in range(WARMUP_CALLS):
             call()
         torch.cuda.synchronize()

@@ -448,23 +448,12 @@ def pin_tuned_configs(cases: list[ProfileCase], portable: str, headline_best: di
 def our_device_time(case: ProfileCase, max_clock_mhz: float | None = None):
     """Our device time (the one clock) of the same call the profiler timed: same shape, same seeded
     inputs as collect/ncu_target.py, same pinned config, a forced backend entered outside the call."""
-    import torch
-
     from . import timing
-    from .calls import call_for, forced_backend
+    from .calls import call_for, forced_backend, pinned_kernel, seeded_inputs
 
     c = case.case
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    q, k, v = (torch.randn(c.shape, device="cuda", dtype=getattr(torch, c.dtype), generator=gen) for _ in range(3))
-    fn = None
-    if c.impl in ("triton", PORTABLE):
-        from kernels import attention
-
-        path = "portable" if c.impl == PORTABLE else None
-        fn = lambda q, k, v, causal: attention.flash_attention(q, k, v, causal=causal, config=case.config,  # noqa: E731
-                                                                 path=path)
     with forced_backend(c):
-        call = call_for(c, q, k, v, fn=fn)
+        call = call_for(c, *seeded_inputs(c), fn=pinned_kernel(c.impl, case.config))
         for _ in range(2):  # compilation, autotuning, cuBLAS heuristics
             call()
         return timing.device_time(call, timing.wall_ms(call), max_clock_mhz=max_clock_mhz)
