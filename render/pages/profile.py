@@ -421,8 +421,15 @@ class ProfilePage(Page):
 
     def level_points(self, shape=None) -> pd.DataFrame:
         """One row per (implementation, level) the counters can measure: bytes, intensity, FLOP/s; and the
-        levels they cannot, with why (column `why`, empty when plotted)."""
+        levels they cannot, with why (column `why`, empty when plotted). Worked out once per shape: the
+        figure, its findings and the Home page all ask (callers filter, never change, the frame)."""
         shape = shape or self.headline
+        cache = self.__dict__.setdefault("_level_points_by_shape", {})
+        if shape not in cache:
+            cache[shape] = self._level_points(shape)
+        return cache[shape]
+
+    def _level_points(self, shape) -> pd.DataFrame:
         df = self._rows(shape)
         df = df[(df["status"] == "ok") & df["duration_ms"].notna()] if not df.empty else df
         out = []
@@ -621,14 +628,12 @@ class ProfilePage(Page):
         df = self._main_kernels(shape)
         if df.empty:
             return "_No occupancy data._"
-        lim = limits_from_device(self.run.manifest.device)
         limiter = []
         for _, r in df.iterrows():
-            if lim is None or not all(_ok(r[k]) for k in ("block_size", "registers_per_thread", "smem_per_block_bytes")):
+            o = self._occupancy(r)
+            if o is None:
                 limiter.append("n/a")
                 continue
-            o = occupancy(lim, int(r["block_size"]), int(r["registers_per_thread"]), int(r["smem_per_block_bytes"]),
-                          int(r["smem_config_bytes"]) if _ok(r["smem_config_bytes"]) else None)
             limiter.append("one block per SM by design (persistent grid)" if self._persistent(r) else ", ".join(o.limiters))
         df = df.assign(limiter=limiter)
         intf = lambda v: "n/a" if not _ok(v) else str(int(v))  # noqa: E731
@@ -671,9 +676,23 @@ class ProfilePage(Page):
         df = df[df["impl"] == "triton"]
         return None if df.empty else df.sort_values("duration_ms", ascending=False).iloc[0]
 
+    @cached_property
+    def _limits(self):
+        return limits_from_device(self.run.manifest.device)
+
+    def _occupancy(self, k):
+        """The occupancy model for one profiled kernel row; None where the device's limits or the
+        kernel's block size, registers or shared memory are not known."""
+        if self._limits is None or not all(_ok(k[c]) for c in ("block_size", "registers_per_thread",
+                                                               "smem_per_block_bytes")):
+            return None
+        return occupancy(self._limits, int(k["block_size"]), int(k["registers_per_thread"]),
+                         int(k["smem_per_block_bytes"]),
+                         int(k["smem_config_bytes"]) if _ok(k["smem_config_bytes"]) else None)
+
     def occupancy_curves_fig(self, shape=None) -> go.Figure | None:
         k = self._triton_kernel(shape)
-        lim = limits_from_device(self.run.manifest.device)
+        lim = self._limits
         if k is None or lim is None or not all(_ok(k[c]) for c in ("block_size", "registers_per_thread", "smem_per_block_bytes")):
             return None
         threads, regs, smem = int(k["block_size"]), int(k["registers_per_thread"]), int(k["smem_per_block_bytes"])
@@ -747,26 +766,21 @@ class ProfilePage(Page):
         if self._persistent(k):
             return (f"Our Triton kernel is persistent ({plural(int(k['grid_size']), 'block')} for "
                     f"{self.run.manifest.device.sm_count} SMs), so it runs one block per SM by design.")
-        lim = limits_from_device(self.run.manifest.device)
-        if lim is None or not all(_ok(k[c]) for c in ("registers_per_thread", "smem_per_block_bytes")):
+        o = self._occupancy(k)
+        if o is None:
             return ""
-        o = occupancy(lim, int(k["block_size"]), int(k["registers_per_thread"]), int(k["smem_per_block_bytes"]),
-                      int(k["smem_config_bytes"]) if _ok(k["smem_config_bytes"]) else None)
         return (f"Our Triton kernel's occupancy is limited by {join(o.limiters)}, which allow "
                 f"{plural(o.active_blocks, 'block')} per SM.")
 
     def occupancy_finding(self, shape=None) -> str:
         k = self._triton_kernel(shape)
-        lim = limits_from_device(self.run.manifest.device)
         if k is None or not _ok(k["registers_per_thread"]):
             return "The Triton kernel has no occupancy data in this run."
         parts = [f"The kernel analysed here is {self._kernel_words(k)}: {int(k['block_size'])} threads per block, "
                  f"{int(k['registers_per_thread'])} registers per thread and {fmt.bytes_(k['smem_per_block_bytes'])} of "
                  f"shared memory per block.{self._warps_note(k)}"]
-        o = None
-        if lim is not None and all(_ok(k[c]) for c in ("block_size", "smem_per_block_bytes")):
-            o = occupancy(lim, int(k["block_size"]), int(k["registers_per_thread"]), int(k["smem_per_block_bytes"]),
-                          int(k["smem_config_bytes"]) if _ok(k["smem_config_bytes"]) else None)
+        o = self._occupancy(k)
+        if o is not None:
             allow = (f"Registers allow {plural(o.blocks_by_registers, 'block')} per SM, shared memory "
                      f"{o.blocks_by_smem}, warp slots {o.blocks_by_warps} and the block limit {o.blocks_by_blocks}")
             if self._persistent(k):
