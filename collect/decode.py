@@ -299,8 +299,6 @@ def _prompt(batch: int, context: int, vocab: int):
 
 
 def _build_model(mp: ModelPlan, model_path: str | None, env: _Env) -> _Model:
-    import torch
-
     from kernels.gpt2 import GPT2, PRESETS, load_hf_model, random_hf_model
 
     t0 = time.perf_counter()

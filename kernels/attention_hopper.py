@@ -38,7 +38,6 @@ live here.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import torch

@@ -1,15 +1,13 @@
 """data/reference/: published figures in our schema, valid, marked published, and faithful to the write-up."""
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
-import typing
 
 import pytest
 
 from collect.schema import FILE_SPECS
-from collect.schema.profile import ImplRow, KernelRow, ProfileFile
+from collect.schema.profile import ProfileFile
 from conftest import ROOT
 from render.errors import DataError
 from render.runs import load_references

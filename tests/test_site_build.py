@@ -4,7 +4,6 @@ import re
 import subprocess
 import sys
 
-import pytest
 import yaml
 from pathlib import Path
 

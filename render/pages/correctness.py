@@ -13,12 +13,12 @@ from .. import escape, fmt
 from ..axes import log_ticks
 from ..figures import PALETTE
 from ..tables import table_html
+from ..vocab import DTYPE_SHORT, facet_label, join
 from .base import Page
 
 # Stored fraction bits of each format: IEEE 754 binary16 has 1 sign, 5 exponent and 10 fraction bits;
 # bfloat16 keeps float32's 8 exponent bits and the top 7 of its fraction bits.
 MANTISSA_BITS = {"float16": 10, "bfloat16": 7}
-SHORT = {"float16": "fp16", "bfloat16": "bf16"}
 PORTABLE = "triton-portable"  # the grid again on the portable path (Hopper GPUs, where it is not the default)
 
 # A measured floor "matches" u when it lies within this factor of it either way (two bits): round-to-
@@ -75,11 +75,6 @@ def in_u(x, u: float) -> str:
     return "n/a" if _missing(x) else f"{x / u:.2g} u"
 
 
-def _join(items: list[str]) -> str:
-    items = [str(i) for i in items]
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
 def _missing(x) -> bool:
     """None or NaN: pandas stores an absent value as either, depending on the column's dtype."""
     return x is None or (isinstance(x, float) and math.isnan(x))
@@ -87,10 +82,6 @@ def _missing(x) -> bool:
 
 def _text(x) -> str:
     return "" if _missing(x) else str(x)
-
-
-def _label(dtype: str, causal: bool) -> str:
-    return f"{SHORT.get(dtype, dtype)}, {'causal' if causal else 'non-causal'}"
 
 
 class CorrectnessPage(Page):
@@ -130,7 +121,7 @@ class CorrectnessPage(Page):
 
     def _heads(self) -> str:
         heads = sorted(set(self.grid["heads"])) if not self.grid.empty else []
-        return f"heads {_join(heads)}" if heads else "heads n/a"
+        return f"heads {join(heads)}" if heads else "heads n/a"
 
     def _cond(self) -> str:
         """Conditions every figure shares (the caption adds run and device)."""
@@ -150,16 +141,16 @@ class CorrectnessPage(Page):
         if not used.empty:
             r = used.loc[used["tol_usage"].idxmax()]
             out.append(f"The closest call used {fmt.pct(100 * r['tol_usage'])} of its tolerance "
-                       f"({_label(r['dtype'], bool(r['causal']))}, N={int(r['seq_len'])}, d={int(r['head_dim'])}).")
+                       f"({facet_label(r['dtype'], bool(r['causal']))}, N={int(r['seq_len'])}, d={int(r['head_dim'])}).")
         f = self.floors()
         if not f.empty:
-            match = [SHORT.get(d, d) for d, m in zip(f["dtype"], f["matches"]) if m]
-            miss = [SHORT.get(d, d) for d, m in zip(f["dtype"], f["matches"]) if not m]
+            match = [DTYPE_SHORT.get(d, d) for d, m in zip(f["dtype"], f["matches"]) if m]
+            miss = [DTYPE_SHORT.get(d, d) for d, m in zip(f["dtype"], f["matches"]) if not m]
             if match and not miss:
-                out.append(f"The causal error floor sits at the unit roundoff u of {_join(match)}: a floor set by the "
+                out.append(f"The causal error floor sits at the unit roundoff u of {join(match)}: a floor set by the "
                            "number format, not by the kernel.")
             elif miss:
-                out.append(f"The causal error floor does **not** match the unit roundoff u for {_join(miss)}, so the "
+                out.append(f"The causal error floor does **not** match the unit roundoff u for {join(miss)}, so the "
                            "number format alone does not explain it there.")
         return " ".join(out)
 
@@ -168,10 +159,10 @@ class CorrectnessPage(Page):
         g = self.grid
         if g.empty:
             return "This run's correctness file has no kernel cases."
-        axes = [f"seq_len {_join(sorted(set(g['seq_len'])))}", f"head_dim {_join(sorted(set(g['head_dim'])))}",
-                f"batch {_join(sorted(set(g['batch'])))}", "causal and non-causal" if g["causal"].nunique() > 1
+        axes = [f"seq_len {join(sorted(set(g['seq_len'])))}", f"head_dim {join(sorted(set(g['head_dim'])))}",
+                f"batch {join(sorted(set(g['batch'])))}", "causal and non-causal" if g["causal"].nunique() > 1
                 else ("causal only" if bool(g["causal"].iloc[0]) else "non-causal only"),
-                _join([SHORT.get(d, d) for d in self.dtypes])]
+                join([DTYPE_SHORT.get(d, d) for d in self.dtypes])]
         n = len(g)
         passed = int((g["passed"] == True).sum())  # noqa: E712 - the column holds None too
         failed = int(((g["status"] == "ok") & (g["passed"] == False)).sum())  # noqa: E712
@@ -181,14 +172,14 @@ class CorrectnessPage(Page):
         for d, grp in g.groupby("head_dim"):
             if d not in main:
                 by_lengths.setdefault(tuple(sorted(set(grp["seq_len"]))), []).append(d)
-        partial = [f"head_dim {_join(dims)} only at seq_len {_join(ns)}" for ns, dims in by_lengths.items()]
+        partial = [f"head_dim {join(dims)} only at seq_len {join(ns)}" for ns, dims in by_lengths.items()]
         parts = [f"The kernel was checked on **{n} cases** ({'; '.join(axes + partial)}; {self._heads()})."]
         if passed == n:
             parts.append(f"**All {n} pass** the tolerance below.")
         else:
             detail = [f"{failed} ran and exceeded the tolerance"] if failed else []
             detail += [f"{c} {s}" for s, c in not_run.items()]
-            parts.append(f"**{passed} of {n} pass**; {_join(detail)} (each is listed under *Cases that did not pass*).")
+            parts.append(f"**{passed} of {n} pass**; {join(detail)} (each is listed under *Cases that did not pass*).")
         return " ".join(parts)
 
     def paths_summary(self) -> str:
@@ -199,7 +190,7 @@ class CorrectnessPage(Page):
         paths = {m.group(1) for m in (re.match(r"(\w+) path", _text(c)) for c in g["config"]) if m}
         if not paths:
             return ""
-        ran = (f"These rows ran flash_attention as it ships, which chose the **{_join(sorted(paths))}** path "
+        ran = (f"These rows ran flash_attention as it ships, which chose the **{join(sorted(paths))}** path "
                f"on this GPU.")
         if p.empty:
             return ran + (" The portable path is what runs on every GPU without the Hopper path, so no second "
@@ -209,11 +200,11 @@ class CorrectnessPage(Page):
         for dt, grp in p[p["status"] == "ok"].groupby("dtype"):
             if grp["max_abs_err"].notna().any():
                 r = grp.loc[grp["max_abs_err"].idxmax()]
-                worst.append(f"{SHORT.get(dt, dt)} {r['max_abs_err']:.3g} (N={int(r['seq_len'])}, "
+                worst.append(f"{DTYPE_SHORT.get(dt, dt)} {r['max_abs_err']:.3g} (N={int(r['seq_len'])}, "
                              f"d={int(r['head_dim'])}{', causal' if r['causal'] else ''})")
         verdict = f"**all {n} pass**" if passed == n else f"**{passed} of {n} pass**"
         text = (f"{ran} The same {n} cases held to the portable path (`{PORTABLE}` rows): {verdict}"
-                + (f"; worst absolute errors {_join(worst)}" if worst else "") + ".")
+                + (f"; worst absolute errors {join(worst)}" if worst else "") + ".")
         bad = p[p["passed"] != True]  # noqa: E712
         if not bad.empty:
             bad = bad.assign(reason=[self._why(r) for _, r in bad.iterrows()])
@@ -228,7 +219,7 @@ class CorrectnessPage(Page):
         if not odd:
             return ("Every length in this run's grid is a multiple of 16, so the masked tail tile may never have run: "
                     "this grid does not test it.")
-        return (f"The lengths {_join(odd)} in this run's grid are not multiples of 16, the smallest tile, so no tile "
+        return (f"The lengths {join(odd)} in this run's grid are not multiples of 16, the smallest tile, so no tile "
                 "size divides them and the masked tail tile runs in every one of those cases.")
 
     def u_check(self) -> str:
@@ -239,9 +230,9 @@ class CorrectnessPage(Page):
         same = [t for t in data.tolerances if self._u(t.dtype) == t.unit_roundoff]
         differ = [t for t in data.tolerances if t not in same]
         if not differ:
-            return f"The two agree for {_join([SHORT.get(t.dtype, t.dtype) for t in same])}."
-        return "They **disagree** for " + _join([
-            f"{SHORT.get(t.dtype, t.dtype)} (collector {sci(t.unit_roundoff)}, page {sci(self._u(t.dtype))})"
+            return f"The two agree for {join([DTYPE_SHORT.get(t.dtype, t.dtype) for t in same])}."
+        return "They **disagree** for " + join([
+            f"{DTYPE_SHORT.get(t.dtype, t.dtype)} (collector {sci(t.unit_roundoff)}, page {sci(self._u(t.dtype))})"
             for t in differ]) + ": the tolerances were derived from a different u than this page assumes."
 
     def all_passed(self) -> bool:
@@ -255,7 +246,7 @@ class CorrectnessPage(Page):
         rows = []
         for t in data.tolerances:
             u = self._u(t.dtype)
-            rows.append({"dtype": SHORT.get(t.dtype, t.dtype), "bits": t.mantissa_bits, "u": sci(t.unit_roundoff),
+            rows.append({"dtype": DTYPE_SHORT.get(t.dtype, t.dtype), "bits": t.mantissa_bits, "u": sci(t.unit_roundoff),
                          "u_render": sci(u), "factor": f"{t.factor:g}", "atol": sci(t.tol_abs), "rtol": sci(t.tol_rel)})
         return table_html(pd.DataFrame(rows), {
             "dtype": "dtype", "bits": "fraction bits", "u": "u (collect, from torch.finfo)",
@@ -265,7 +256,7 @@ class CorrectnessPage(Page):
         """The pass rule in words, with the factor from the data."""
         data = self.data
         factors = sorted({t.factor for t in data.tolerances}) if data is not None and data.tolerances else []
-        f = _join([f"{x:g}" for x in factors]) if factors else "a stated multiple of"
+        f = join([f"{x:g}" for x in factors]) if factors else "a stated multiple of"
         return (f"A case passes when every output element satisfies |out − ref| ≤ tol_abs + tol_rel·|ref|, "
                 f"with both tolerances {f} × u of the case's dtype. The relative error reported is normwise: "
                 "max |out − ref| / max |ref| over the whole output, so elements where the reference is close to "
@@ -307,7 +298,7 @@ class CorrectnessPage(Page):
         seqs = [str(n) for n in sorted(set(g["seq_len"]))]
         dims = [str(d) for d in sorted(set(g["head_dim"]))]
         fig = make_subplots(rows=len(dtypes), cols=len(causals), shared_xaxes=True, shared_yaxes=True,
-                            subplot_titles=[_label(d, c) for d in dtypes for c in causals],
+                            subplot_titles=[facet_label(d, c) for d in dtypes for c in causals],
                             vertical_spacing=0.12, horizontal_spacing=0.06)
         positive = cells["max_abs_err"][cells["max_abs_err"] > 0] if "max_abs_err" in cells else pd.Series(dtype=float)
         zmin = math.floor(math.log10(positive.min())) if not positive.empty else -6
@@ -387,7 +378,7 @@ class CorrectnessPage(Page):
             colour = PALETTE[i % len(PALETTE)]
             for causal in (False, True):
                 sub = lines[(lines["dtype"] == dt) & (lines["causal"] == causal)].sort_values("seq_len")
-                name = _label(dt, causal)
+                name = facet_label(dt, causal)
                 for col, field in ((1, "max_abs_err"), (2, "max_rel_err")):
                     pts = sub[sub[field] > 0]  # log axis: an exact 0 has no place on it
                     if pts.empty:
@@ -399,7 +390,7 @@ class CorrectnessPage(Page):
                                   row=1, col=col)
             u = self._u(dt)
             if u is not None:  # a trace, not a shape: annotations on log axes misplace themselves
-                label = f"u ({SHORT.get(dt, dt)})"
+                label = f"u ({DTYPE_SHORT.get(dt, dt)})"
                 fig.add_trace(go.Scatter(x=[n_lo, n_hi], y=[u, u], mode="lines", name=label,
                                          line=dict(color=colour, dash="dash", width=1),
                                          hovertemplate=f"{label} = {u:.3g}<extra></extra>"), row=1, col=2)
@@ -411,7 +402,7 @@ class CorrectnessPage(Page):
             fig.update_yaxes(type="log", row=1, col=col, **log_ticks(vals))
         fig.update_yaxes(title_text="max |out − ref| (absolute)", row=1, col=1)
         fig.update_yaxes(title_text="max |out − ref| / max |ref| (normwise)", row=1, col=2)
-        dims = _join(self._main_dims())
+        dims = join(self._main_dims())
         exact = int((self.ok["max_abs_err"] == 0).sum())
         note = (f" {exact} case{'s' if exact != 1 else ''} with an error of exactly zero cannot sit on the log axis "
                 "and are left out.") if exact else ""
@@ -441,7 +432,7 @@ class CorrectnessPage(Page):
                 else:
                     move = f"**stays within a factor of {TREND_FACTOR:g}** (×{ratio:.2g})"
                 ref_ratio = b["max_abs_ref"] / a["max_abs_ref"] if a["max_abs_ref"] else float("nan")
-                out.append(f"- {_label(dt, causal)}: the largest error {move} from N={a['seq_len']} "
+                out.append(f"- {facet_label(dt, causal)}: the largest error {move} from N={a['seq_len']} "
                            f"({sci(a['max_abs_err'])}) to N={b['seq_len']} ({sci(b['max_abs_err'])}); over the same "
                            f"range the largest |output| goes from {a['max_abs_ref']:.3g} to {b['max_abs_ref']:.3g} "
                            f"(×{ref_ratio:.2g}).")
@@ -475,7 +466,7 @@ class CorrectnessPage(Page):
         if f.empty:
             return "_No measured causal cases with more than one key in this run._"
         df = f.assign(
-            dtype=f["dtype"].map(lambda d: SHORT.get(d, d)), u=f["u"].map(sci),
+            dtype=f["dtype"].map(lambda d: DTYPE_SHORT.get(d, d)), u=f["u"].map(sci),
             abs_range=[f"{sci(a)} – {sci(b)}" for a, b in zip(f["abs_min"], f["abs_max"])],
             floor=[f"{sci(x)} ({x / u:.2g} u)" for x, u in zip(f["floor"], f["u"])],
             verdict=f["matches"].map(lambda m: "matches u" if m else "does not match u"),
@@ -495,7 +486,7 @@ class CorrectnessPage(Page):
         out = []
         for _, r in f.iterrows():
             verdict = "matches" if r["matches"] else "does not match"
-            out.append(f"For {SHORT.get(r['dtype'], r['dtype'])}, the causal floor (the median normwise error over "
+            out.append(f"For {DTYPE_SHORT.get(r['dtype'], r['dtype'])}, the causal floor (the median normwise error over "
                        f"{r['cases']} causal cases) is {sci(r['floor'])}, {r['floor_in_u']:.2g} u: it **{verdict}** "
                        f"the unit roundoff u = {_pow2(-(MANTISSA_BITS[r['dtype']] + 1))} = {sci(r['u'])} (a match means "
                        f"within a factor of {MATCH_FACTOR:g}).")
@@ -518,7 +509,7 @@ class CorrectnessPage(Page):
             return ""
         out = []
         for _, r in f.iterrows():
-            name, u, r0 = SHORT.get(r["dtype"], r["dtype"]), r["u"], r["row0_max"]
+            name, u, r0 = DTYPE_SHORT.get(r["dtype"], r["dtype"]), r["u"], r["row0_max"]
             if _missing(r0):
                 first = f"For {name} the run holds no query-0 measurement."
             elif r0 == 0:
@@ -550,7 +541,7 @@ class CorrectnessPage(Page):
         for dt, theirs in T4_STUDY_CAUSAL_MAX_ABS_ERR.items():
             u = unit_roundoff(dt)
             mine = f[f["dtype"] == dt] if not f.empty else f
-            r = {"dtype": SHORT[dt], "theirs": f"{sci(theirs)} ({theirs / u:g} u)", "ours": "not measured",
+            r = {"dtype": DTYPE_SHORT[dt], "theirs": f"{sci(theirs)} ({theirs / u:g} u)", "ours": "not measured",
                  "ratio": "n/a"}
             if not mine.empty:
                 lo, hi = mine.iloc[0]["abs_min"], mine.iloc[0]["abs_max"]
@@ -576,7 +567,7 @@ class CorrectnessPage(Page):
              "head_dim": "d", "status": "status", "max_abs_err": "max |err|", "max_rel_err": "normwise",
              "tol_usage": "tolerance used", "passed": "pass", "worst_query": "worst query", "config": "tile config",
              "reason": "reason"}
-    _FMT = {"max_abs_err": sci, "max_rel_err": sci, "dtype": lambda d: SHORT.get(d, d),
+    _FMT = {"max_abs_err": sci, "max_rel_err": sci, "dtype": lambda d: DTYPE_SHORT.get(d, d),
             "causal": lambda c: "yes" if c else "no",
             "tol_usage": lambda x: "n/a" if _missing(x) else f"{x:.2f}",
             "passed": lambda p: "n/a" if _missing(p) else ("yes" if p else "NO"),

@@ -52,7 +52,7 @@ class HomePage(Page):
         pair = self._profile_pair() if self.run.has("profile") else None
         if pair is not None:
             a, f = self._dram(pair[0]), self._dram(pair[1])
-            word = f"cut the DRAM bytes of one call {fmt.ratio(a / f)}" if f < a else f"did not cut DRAM bytes"
+            word = f"cut the DRAM bytes of one call {fmt.ratio(a / f)}" if f < a else "did not cut DRAM bytes"
             out.append(f"On {self.device_name}, fusing attention {word} at B={pair[2][0]}, H={pair[2][1]}, "
                        f"N={pair[2][2]}, d={pair[2][3]}.")
         f = self._bench_facet() if self.run.has("bench") else None
