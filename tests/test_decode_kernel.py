@@ -21,6 +21,12 @@ def test_matches_float64_at_every_split_count(splits):
     assert (out.double() - ref).abs().max() < 1e-5
 
 
+# fp32 inputs: the float cache to fp32 rounding. The int8 cache to about 12 bits of the scores and
+# outputs: the CUDA-core schedule's widened values carry an offset about 2^8 times the signal, so its
+# fp32 sums keep fewer bits (still far finer than int8's own steps of 1/254 of each vector's max).
+_TOL = {False: 1e-5, True: 3e-4}
+
+
 @pytest.mark.parametrize("use_dot", [False, True])
 @pytest.mark.parametrize("int8", [False, True])
 @pytest.mark.parametrize("head_dim", [32, 40])
@@ -33,7 +39,7 @@ def test_both_schedules_agree_with_the_reference(use_dot, int8, head_dim):
         (k, kw["k_scale"]), (v, kw["v_scale"]) = quantize(k), quantize(v)
     cfg = {"BLOCK_N": 16, "USE_DOT": use_dot, "num_warps": 1, "num_stages": 1}
     out = decode_attention(q, k, v, lens, num_splits=2, config=cfg, **kw)
-    assert (out.double() - reference_decode_attention(q, k, v, lens, **kw)).abs().max() < 1e-5
+    assert (out.double() - reference_decode_attention(q, k, v, lens, **kw)).abs().max() < _TOL[int8]
 
 
 def test_splits_past_the_live_length_are_ignored():
@@ -73,7 +79,7 @@ def test_int8_cache_matches_the_dequantized_reference():
     lens = torch.tensor([50, 17], dtype=torch.int32)
     out = decode_attention(q, kq, vq, lens, k_scale=ks, v_scale=vs, num_splits=3)
     ref = reference_decode_attention(q, kq, vq, lens, k_scale=ks, v_scale=vs)
-    assert (out.double() - ref).abs().max() < 1e-5
+    assert (out.double() - ref).abs().max() < _TOL[True]
     # and it stays close to attention over the unquantized cache
     assert (out.double() - reference_decode_attention(q, k * 3, v, lens)).abs().max() < 0.05
 
