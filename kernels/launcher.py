@@ -17,7 +17,6 @@ need only the scratch allocator, which the replay sets as the first call did.
 """
 from __future__ import annotations
 
-import copy
 import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -36,6 +35,13 @@ try:  # host-side tensor descriptors arrived in Triton 3.3
     from triton.tools.tensor_descriptor import TensorDescriptor
 except ImportError:  # pragma: no cover - the pinned Triton has them
     TensorDescriptor = None
+try:  # Gluon's own descriptor class (it carries a shared-memory layout), not a subclass of Triton's
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
+except ImportError:  # pragma: no cover - the pinned Triton has Gluon
+    GluonTensorDescriptor = None
+# Every host descriptor class a launch may pass: each embeds its tensor's address, so a replay
+# builds a new one over the new tensor.
+DESCRIPTOR_TYPES = tuple(t for t in (TensorDescriptor, GluonTensorDescriptor) if t is not None)
 
 # Replays are on by default on a GPU and off under the CPU interpreter (where Triton compiles
 # nothing). Tests switch them on there: a replay then re-runs the interpreted kernel, so the
@@ -112,6 +118,16 @@ def _copy(t: torch.Tensor) -> torch.Tensor:
 _PTR, _DESC = 0, 1
 
 
+def _descriptor_over(template, base):
+    """A copy of a host descriptor with a new base tensor. Both descriptor classes are plain
+    dataclasses; filling the instance dict directly is about 4x cheaper than copy.copy, which
+    matters at four descriptors per replayed call."""
+    desc = object.__new__(type(template))
+    desc.__dict__.update(template.__dict__)
+    desc.base = base
+    return desc
+
+
 @dataclass
 class _Launch:
     """One recorded launch: the compiled kernel, its grid, and its arguments in parameter order
@@ -139,9 +155,7 @@ class _Launch:
             if kind == _PTR:
                 args[i] = t.data_ptr() if direct else t
             else:  # a host descriptor embeds the base address: a new one over the new tensor
-                desc = copy.copy(args[i])
-                desc.base = t
-                args[i] = desc
+                args[i] = _descriptor_over(args[i], t)
         if direct:
             g = self.grid
             self.run(g[0], g[1], g[2], stream, self.function, self.packed_metadata, None, None, None, *args)
@@ -254,14 +268,13 @@ class Recorder(Launcher):
                 elif direct:
                     values[i] = a.data_ptr()
                     keep.append(a)
-            elif TensorDescriptor is not None and isinstance(a, TensorDescriptor):
+            elif isinstance(a, DESCRIPTOR_TYPES):
                 name = self._names.get(id(a.base))
                 if name is None:
                     self.cacheable = False  # a descriptor over a tensor of unknown lifetime
                 else:
                     patches.append((i, name, _DESC))
-                    values[i] = copy.copy(a)
-                    values[i].base = None
+                    values[i] = _descriptor_over(a, None)
         if compiled is not None and getattr(compiled.metadata, "global_scratch_size", 0):
             self._allocator = _allocation._allocator.get()
         self._launches.append(_Launch(jit, compiled, grid, values, patches, options, keep))

@@ -134,6 +134,27 @@ def test_a_replay_hands_the_kernel_new_addresses_and_new_descriptors(fake_gpu):
     assert out2.data_ptr() != out.data_ptr()  # a fresh output per call
 
 
+def test_a_replay_rebuilds_a_gluon_descriptor_over_the_new_tensor(fake_gpu):
+    # Gluon's descriptor is its own class (it carries a shared-memory layout), not Triton's.
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
+
+    fn, compiled = fake_gpu
+    rec = launcher.Recorder()
+    x = rec.input("x", torch.zeros(4, 32), copy=False)
+    out = rec.empty("out", x.shape, x.dtype, x.device)
+    layout = gl.NVMMASharedLayout.get_default_for([1, 16], gl.float32)
+    desc = GluonDescriptor(x, list(x.shape), list(x.stride()), [1, 16], layout)
+    rec.launch(fn, (3, 2), desc, x, out, 32, 0.5, torch.arange(16), BLOCK=16, num_warps=4)
+    replay = rec.replay(out, {}, torch.device("cuda", 0))
+    assert replay is not None
+    new_x = torch.randn(4, 32)
+    replay(new_x)
+    replayed = compiled.launches[-1][9]
+    assert isinstance(replayed, GluonDescriptor) and replayed.base is new_x and replayed.layout == layout
+    assert desc.base is x  # the recorded call's own descriptor is left as it was
+
+
 def test_a_replay_copies_an_input_the_first_call_copied(fake_gpu):
     fn, compiled = fake_gpu
     replay = _record(fn, torch.zeros(4, 32), torch.zeros(32, 4).t(), torch.arange(16), copy_y=True)
