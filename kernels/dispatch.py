@@ -49,7 +49,8 @@ AUTO_ORDER = ("hopper",)
 @dataclass(frozen=True)
 class ShapeRule:
     """Where a path in AUTO_ORDER is available, inputs of this head_dim and masking whose seq_len
-    lies in [min_len, max_len] take `path` instead (if it is available too). `evidence` is the
+    lies in [min_len, max_len] take `path` instead (if it is available too), with `config` unless
+    the caller passes one (the Gluon path reads a step name: {"version": "g5"}). `evidence` is the
     measurement the rule comes from; flash_attention reports it as the reason for its choice."""
 
     path: str
@@ -58,6 +59,7 @@ class ShapeRule:
     min_len: int = 1
     max_len: int | None = None
     evidence: str = ""
+    config: tuple = ()  # (key, value) pairs: hashable, so a rule stays a frozen constant
 
     def matches(self, shape, causal: bool) -> bool:
         n, d = shape[2], shape[3]
@@ -65,22 +67,34 @@ class ShapeRule:
                 and (self.max_len is None or n <= self.max_len))
 
 
-# Measured on the H200, 2026-11-30, every path side by side in one process (loop time at B=2 H=8
-# d=64, with the launch cache; device time at the d=128 goal shapes, B=4 H=32). First match wins.
+# Measured on the H200, 2026-11-30: device time of every path and Gluon step beside SDPA's cuDNN and
+# flash backends in one process, at the goal shapes (d=64: B=2 H=8; d=128: B=4 H=32), fp16 and bf16.
+# Below N=2048 at d=64 the rules come from the earlier loop-time study. First match wins.
 SHAPE_RULES: tuple[ShapeRule, ...] = (
-    ShapeRule("portable", 64, False, min_len=2048,
-              evidence="d=64 non-causal from N=2048: the portable kernel's loop time was 0.93-0.95x the Hopper "
-                       "kernel's at N=2048, 4096 and 8192"),
     ShapeRule("portable", 64, True, max_len=1024,
               evidence="d=64 causal up to N=1024: the portable kernel's loop time was 0.76x the Hopper kernel's"),
-    ShapeRule("portable", 64, True, min_len=8192,
-              evidence="d=64 causal from N=8192: the portable kernel's loop time was 0.86x the Hopper kernel's"),
-    ShapeRule("gluon", 128, False,
-              evidence="d=128 non-causal: the Gluon kernel (g3) ran 1.01-1.04x cuDNN's speed at N=4096 and 16384, "
-                        "where the Hopper kernel ran about 0.99x"),
-    ShapeRule("gluon", 128, True,
-              evidence="d=128 causal: the Gluon kernel (g3) ran 0.95x cuDNN's speed at N=4096 against the Hopper "
-                       "kernel's 0.88x, and 0.90x against 0.88x at N=16384"),
+    ShapeRule("gluon", 64, True, min_len=2048, max_len=8192, config=(("version", "g5"),),
+              evidence="d=64 causal at N=2048-8192: the Gluon kernel with the balanced causal walk (g5) ran "
+                       "1.24x, 1.10x and 1.02-1.03x the fastest SDPA backend, against the portable kernel's "
+                       "1.11x, 0.98-0.99x and 0.97-0.98x"),
+    ShapeRule("portable", 64, True, min_len=8193,
+              evidence="d=64 causal at N=16384: the portable kernel ran 0.93-0.96x the fastest SDPA backend, "
+                       "g5 0.90x (the L2 limits how many heads its walk can interleave)"),
+    ShapeRule("portable", 64, False, min_len=2048, max_len=2048,
+              evidence="d=64 non-causal at N=2048: the Gluon kernel's g1 gained 2.5% of device time over the "
+                       "portable kernel (0.98x against 0.96x the fastest SDPA backend), but a replayed Gluon call "
+                       "spent 1.8x SDPA's host time (four TMA descriptors built per call), where the portable "
+                       "kernel spends 0.9x; on a 45 us call the host time is what a loop feels"),
+    ShapeRule("gluon", 64, False, min_len=2049, config=(("version", "g1"),),
+              evidence="d=64 non-causal from N=4096: the Gluon kernel's first step (g1, one program per query "
+                       "tile, two fit on an SM) ran 0.96-1.00x the fastest SDPA backend, the portable kernel "
+                       "0.93-0.95x"),
+    ShapeRule("gluon", 128, False, config=(("version", "g3"),),
+              evidence="d=128 non-causal: the Gluon kernel (g3) ran 1.01-1.03x the fastest SDPA backend at N=4096 "
+                       "and 16384, the Hopper kernel 0.98-1.00x"),
+    ShapeRule("gluon", 128, True, config=(("version", "g5"),),
+              evidence="d=128 causal: the Gluon kernel with the balanced causal walk (g5) ran 1.02x the fastest "
+                       "SDPA backend at N=4096 and 0.98x at 16384, g3 0.95x and 0.91x, the Hopper kernel 0.87-0.88x"),
 )
 
 PORTABLE_ONLY_ENV = "ATTN_PORTABLE_ONLY"
@@ -106,17 +120,44 @@ def portable_only() -> bool:
 
 def choose_path(q, causal=False) -> tuple[str, str]:
     """(path, the rule that chose it) for flash_attention(path=None) on these inputs."""
+    name, rule, _ = _choose(q, causal)
+    return name, rule
+
+
+def _choose(q, causal) -> tuple[str, str, dict | None]:
+    """choose_path's answer and the config the choosing rule names (None: the path's default)."""
     if portable_only():
-        return "portable", f"{PORTABLE_ONLY_ENV}=1"
+        return "portable", f"{PORTABLE_ONLY_ENV}=1", None
     if interpreting() or not q.is_cuda:
-        return "portable", "the CPU interpreter runs the portable path only"
+        return "portable", "the CPU interpreter runs the portable path only", None
     name = _first_available(q.device, q.dtype)
     if name is None:
-        return "portable", "no faster path is available for this dtype and device"
+        return "portable", "no faster path is available for this dtype and device", None
     for rule in SHAPE_RULES:
         if rule.matches(q.shape, causal) and _runs_here(rule.path, q.device, q.dtype):
-            return rule.path, f"measured rule: {rule.evidence}"
-    return name, f"{name}: available for {str(q.dtype).replace('torch.', '')} on this device"
+            return rule.path, f"measured rule: {rule.evidence}", dict(rule.config) or None
+    return name, f"{name}: available for {str(q.dtype).replace('torch.', '')} on this device", None
+
+
+@dataclass(frozen=True)
+class _ShapeProbe:
+    """What _choose reads of q, without a tensor."""
+
+    shape: tuple
+    dtype: torch.dtype
+    device: torch.device
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+
+def route(shape, dtype, device, causal=False) -> tuple[str, dict | None]:
+    """(path, config) flash_attention(path=None) takes for inputs of this (batch, heads, seq_len,
+    head_dim) shape and dtype on `device`: a compile worker runs a small stand-in with them, and
+    so compiles the kernel the real shape will run."""
+    name, _, config = _choose(_ShapeProbe(tuple(shape), dtype, torch.device(device)), causal)
+    return name, config
 
 
 def _runs_here(name: str, device, dtype) -> bool:
@@ -189,7 +230,8 @@ def flash_attention(q, k, v, causal=False, sm_scale=None, *, path=None, config=N
         raise ValueError(f"path must be one of {path_names()}, got {path!r}")
     check_inputs(q, k, v)
     if path is None:
-        name, rule = choose_path(q, causal)
+        name, rule, rule_config = _choose(q, causal)
+        config = rule_config if config is None else config
     else:
         name, rule = path, "asked for"
         ok, why = _PATHS[name].available(q.device)

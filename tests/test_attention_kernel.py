@@ -295,21 +295,27 @@ def test_measured_shape_rules_pick_the_path_and_say_why(fake_hopper, monkeypatch
     monkeypatch.setitem(dispatch._PATHS, "gluon", dataclasses.replace(
         dispatch._PATHS["gluon"], available=lambda device: (gluon.ok, "" if gluon.ok else "not sm90")))
     choose = lambda shape, causal=False: dispatch.choose_path(_fake_cuda(torch.float16, shape), causal)  # noqa: E731
+    step = lambda shape, causal=False: dispatch._choose(_fake_cuda(torch.float16, shape), causal)[2]  # noqa: E731
     name, why = choose((2, 8, 4096, 64))
-    assert name == "portable" and why.startswith("measured rule") and "d=64 non-causal" in why
-    assert choose((2, 8, 2048, 64), True)[0] == "hopper"      # no rule there: the Hopper kernel won
+    assert name == "gluon" and why.startswith("measured rule") and "d=64 non-causal" in why
+    assert step((2, 8, 4096, 64)) == {"version": "g1"}
+    assert choose((2, 8, 2048, 64))[0] == "portable"          # the study shape: host time decides
+    assert choose((2, 8, 1024, 64))[0] == "hopper"           # no rule below N=2048 non-causal
     assert choose((2, 8, 1024, 64), True)[0] == "portable"    # short causal
-    assert choose((2, 8, 8192, 64), True)[0] == "portable"    # long causal
-    assert choose((4, 32, 4096, 128))[0] == "gluon"
-    assert choose((4, 32, 4096, 128), True)[0] == "gluon"
-    assert choose((4, 32, 16384, 128), True)[0] == "gluon"    # causal at every length
+    assert choose((2, 8, 1536, 64), True)[0] == "hopper"      # no rule between the measured lengths
+    assert choose((2, 8, 2048, 64), True)[0] == "gluon" and step((2, 8, 8192, 64), True) == {"version": "g5"}
+    assert choose((2, 8, 16384, 64), True)[0] == "portable"   # long causal
+    assert step((2, 8, 16384, 64), True) is None               # the portable path tunes its own config
+    assert choose((4, 32, 4096, 128))[0] == "gluon" and step((4, 32, 4096, 128)) == {"version": "g3"}
+    assert step((4, 32, 4096, 128), True) == step((4, 32, 16384, 128), True) == {"version": "g5"}
     assert choose((4, 32, 4096, 32))[0] == "hopper"           # no rule for this head_dim
     # a rule's path that cannot run here leaves the choice to the available path
     gluon.ok = False
-    assert choose((4, 32, 4096, 128))[0] == "hopper"
+    assert choose((4, 32, 4096, 128))[0] == "hopper" and step((4, 32, 4096, 128)) is None
     # without the Hopper path (another GPU), no rule applies: they were measured against it
     fake_hopper.ok = False
-    assert choose((2, 8, 2048, 64), True)[0] == "portable"
+    assert choose((2, 8, 16384, 64), True)[0] == "portable"
+    assert choose((2, 8, 2048, 64), True) == ("portable", "no faster path is available for this dtype and device")
 
 
 def test_a_path_registers_itself_and_runs_by_name():
