@@ -344,8 +344,10 @@ def _proxy_seq_len(seq_len: int) -> int:
 
 
 def _compile_variant(task) -> str | None:
-    """Worker: run one kernel variant once on tiny inputs, which leaves it in Triton's disk cache."""
-    device_name, impl, dtype, causal, seq_len, head_dim, configs = task
+    """Worker: run one kernel variant once on tiny inputs, which leaves it in Triton's disk cache.
+    `route` is the (path, config) the real case's shape takes (kernels.dispatch.route); the tiny
+    stand-in would otherwise take whatever path the rules give its own length."""
+    device_name, impl, dtype, causal, seq_len, head_dim, configs, route = task
     import torch
 
     device = torch.device(device_name)
@@ -354,21 +356,42 @@ def _compile_variant(task) -> str | None:
     case = Case(impl, dtype, causal, 1, HEADS, seq_len, head_dim)
     try:
         q, k, v = _inputs(case, device)
-        _call(case, q, k, v, configs)
+        if route is None:
+            _call(case, q, k, v, configs)
+        else:
+            from kernels import attention
+
+            attention.flash_attention(q, k, v, causal=causal, path=route[0], config=route[1])
+            _sync(device)
     except Exception as exc:  # noqa: BLE001 - the real case will meet (and record) the same error
         return f"{type(exc).__name__}: {exc}"[:200]
     return None
 
 
+def _route(case: Case, device_name: str):
+    """The (path, config) flash_attention's own choice takes at the case's shape on a GPU; None
+    elsewhere, and for the rows that name their path or carry fixed configs."""
+    import torch
+
+    from kernels import dispatch
+
+    if case.impl != "triton" or not device_name.startswith("cuda"):
+        return None
+    shape = (case.batch, case.heads, case.seq_len, case.head_dim)
+    return dispatch.route(shape, getattr(torch, case.dtype), torch.device(device_name), case.causal)
+
+
 def compile_tasks(cases: list[Case], configs: dict[Case, list], device_name: str) -> list[tuple]:
-    """One task per kernel variant the triton cases need: a tiny stand-in case with its config list."""
+    """One task per kernel variant the triton cases need: a tiny stand-in case with its config list,
+    and for flash_attention's own choice the path and config the real shape takes."""
     seen: dict[tuple, tuple] = {}
     for c in cases:
         if c.impl not in KERNEL_IMPLS:
             continue
         cfgs = configs.get(c) or [None]
-        key = (c.impl, c.dtype, c.causal, _proxy_seq_len(c.seq_len), c.head_dim, repr(cfgs))
-        seen.setdefault(key, (device_name, c.impl, c.dtype, c.causal, key[3], c.head_dim, cfgs))
+        route = None if configs.get(c) else _route(c, device_name)
+        key = (c.impl, c.dtype, c.causal, _proxy_seq_len(c.seq_len), c.head_dim, repr(cfgs), repr(route))
+        seen.setdefault(key, (device_name, c.impl, c.dtype, c.causal, key[3], c.head_dim, cfgs, route))
     return list(seen.values())
 
 

@@ -299,32 +299,58 @@ class DeviceMeasurer:
 
 
 def _compile_one(task) -> str | None:
-    """Worker: run one version once on the proxy shape, which leaves its kernel in Triton's disk cache."""
-    name, dtype, causal, head_dim, device_name = task
+    """Worker: run one version once on the proxy shape, which leaves its kernel in Triton's disk cache.
+    A version that chooses its path per shape runs the path and config its real shape takes (`route`)."""
+    name, dtype, causal, head_dim, device_name, route = task
     import torch
 
     from kernels import attention_versions as V
+    from kernels import flash_attention
 
     try:
         device = torch.device(device_name)
         torch.cuda.set_device(device)
         g = torch.Generator(device=device).manual_seed(0)
         q, k, v = (torch.randn(PROXY_SHAPES[head_dim], generator=g, device=device).to(getattr(torch, dtype)) for _ in range(3))
-        V.get_version(name)(q, k, v, causal)
+        if route is None:
+            V.get_version(name)(q, k, v, causal)
+        else:
+            flash_attention(q, k, v, causal, path=route[0], config=route[1])
         torch.cuda.synchronize()
     except Exception as exc:  # noqa: BLE001 - the timed case will meet (and record) the same error
         return f"{type(exc).__name__}: {exc}"[:200]
     return None
 
 
-def compile_tasks(cases: list[Case], hopper_ok: bool, requires_hopper: Callable[[str], bool], device_name: str) -> list[tuple]:
-    """One task per (version, dtype, causal, head_dim) the cases will run: the goal lengths and the
-    proxy compile to the same kernel, so one compilation serves both."""
+def version_route(case: Case, device_name: str):
+    """(path, config) a per-shape version runs at the case's shape; None for a version of one path,
+    which runs the same kernel at the proxy shape."""
+    import torch
+
+    from kernels import attention_versions as V
+    from kernels import dispatch
+
+    v = V.get_version(case.impl)
+    if v.path is not None:
+        return None
+    if v.routes is not None:
+        return v.routes(case.head_dim, case.causal, case.seq_len)
+    shape = (case.batch, case.heads, case.seq_len, case.head_dim)
+    return dispatch.route(shape, getattr(torch, case.dtype), torch.device(device_name), case.causal)
+
+
+def compile_tasks(cases: list[Case], hopper_ok: bool, requires_hopper: Callable[[str], bool], device_name: str,
+                  route: Callable[[Case, str], object] = version_route) -> list[tuple]:
+    """One task per kernel the cases will run: (version, dtype, causal, head_dim), and for a version
+    that picks its path per shape, the path and config each goal shape takes (the rules choose by
+    length, so the proxy's own length could pick another kernel)."""
     seen = {}
     for c in cases:
         if c.is_sdpa or (requires_hopper(c.impl) and not hopper_ok):
             continue
-        seen.setdefault((c.impl, c.dtype, c.causal, c.head_dim), (c.impl, c.dtype, c.causal, c.head_dim, device_name))
+        r = route(c, device_name)
+        seen.setdefault((c.impl, c.dtype, c.causal, c.head_dim, repr(r)),
+                        (c.impl, c.dtype, c.causal, c.head_dim, device_name, r))
     return list(seen.values())
 
 

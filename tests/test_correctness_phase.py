@@ -80,6 +80,20 @@ def test_compile_tasks_cover_each_variant_once_with_a_tiny_stand_in():
     assert {(t[2], t[3], t[5], phase.spec_class(t[4])) for t in tasks} == variants
 
 
+def test_a_stand_in_compiles_the_path_its_real_shape_takes(monkeypatch):
+    # The rules choose a path by length: a 17-key stand-in for a 4097-key case must not compile the
+    # kernel of its own length.
+    from kernels import dispatch
+
+    monkeypatch.setattr(dispatch, "route", lambda shape, dtype, device, causal=False: (
+        ("gluon", {"version": "g1"}) if shape[2] >= 2048 else ("hopper", None)))
+    cases = [phase.Case("triton", "float16", False, 1, 3, n, 64) for n in (17, 1024, 4097)]
+    tasks = phase.compile_tasks(cases, {}, "cuda:0")
+    assert sorted((t[4], t[7]) for t in tasks) == [(16, ("hopper", None)), (17, ("gluon", {"version": "g1"})),
+                                                  (17, ("hopper", None))]
+    assert all(t[7] is None for t in phase.compile_tasks(cases, {}, "cpu"))  # the interpreter has one path
+
+
 def test_on_hopper_the_grid_runs_again_on_the_portable_path_with_the_portable_configs():
     cases = phase.build_grid("full", hopper=True)
     shipped = [c for c in cases if c.impl == "triton"]

@@ -80,6 +80,33 @@ def test_every_version_runs_at_the_journey_shapes_and_only_the_endpoints_at_d64(
     assert {c.impl for c in cases if c.head_dim == 64} == {"sdpa-cudnn", "sdpa-flash", "v0-portable", "v1-tma"}
 
 
+def test_compile_tasks_follow_the_path_each_goal_shape_takes():
+    # A per-shape version compiles, per goal shape, the kernel that shape's rule picks (the proxy's
+    # own length would pick another); a version of one path compiles once per dtype, mask and d.
+    cases = build_cases("full", VERSIONS, endpoints=("v0-portable", "v1-tma"))
+    route = lambda c, dev: ("gluon", {"version": "g5"}) if c.seq_len >= 8192 else ("hopper", None)  # noqa: E731
+    tasks = it.compile_tasks(cases, True, lambda name: True, "cuda:0", route=route)
+    keys = [(t[0], t[1], t[2], t[3], repr(t[5])) for t in tasks]
+    assert len(keys) == len(set(keys)) and all(t[4] == "cuda:0" for t in tasks)
+    v1 = {(t[1], t[2], t[3], repr(t[5])) for t in tasks if t[0] == "v1-tma"}
+    assert len(v1) == 2 * 2 * 2 * 2  # dtype x mask x d, each with both routes (both d reach N >= 8192)
+    # without the Hopper path only the versions that do not need it are compiled
+    no_hopper = it.compile_tasks(cases, False, lambda name: name != "v0-portable", "cuda:0", route=route)
+    assert no_hopper and {t[0] for t in no_hopper} == {"v0-portable"}
+
+
+def test_a_version_routes_as_it_shipped_or_as_flash_attention_chooses():
+    from kernels import attention_versions as V
+
+    v15 = Case("v15-per-shape", "float16", False, 2, 8, 2048, 64)
+    assert it.version_route(v15, "cuda:0") == ("portable", None)  # v15's own rules, frozen
+    assert it.version_route(dataclasses.replace(v15, head_dim=128), "cuda:0") == ("gluon", {"version": "g3"})
+    assert it.version_route(dataclasses.replace(v15, impl="v1-tma"), "cuda:0") is None  # one path
+    # v17 is flash_attention's own choice: under the CPU interpreter that is the portable path
+    assert V.get_version(V.FINAL_VERSION).routes is None
+    assert it.version_route(dataclasses.replace(v15, impl=V.FINAL_VERSION), "cuda:0") == ("portable", None)
+
+
 def test_quick_profile_is_one_case_per_masking():
     cases = build_cases("quick", VERSIONS, endpoints=("v1-tma",))
     assert {(c.seq_len, c.dtype, c.head_dim) for c in cases} == {(4096, "float16", 128), (2048, "float16", 64)}
