@@ -42,6 +42,22 @@ def test_both_schedules_agree_with_the_reference(use_dot, int8, head_dim):
     assert (out.double() - reference_decode_attention(q, k, v, lens, **kw)).abs().max() < _TOL[int8]
 
 
+@pytest.mark.parametrize("int8", [False, True])
+def test_two_tiles_per_iteration_give_the_same_answer(int8):
+    # 16-key tiles: 45 keys in one split = 2 tiles in the paired loop, none left, a ragged tail of 13;
+    # 30 = 1 whole tile left over for the single-tile loop; 96 keys in two splits = 3 tiles per split.
+    q, k, v = _inputs(3, 2, 96, 32, seed=9)
+    lens = torch.tensor([45, 30, 96], dtype=torch.int32)
+    kw = {}
+    if int8:
+        (k, kw["k_scale"]), (v, kw["v_scale"]) = quantize(k), quantize(v)
+    ref = reference_decode_attention(q, k, v, lens, **kw)
+    outs = [decode_attention(q, k, v, lens, num_splits=splits, config={"BLOCK_N": 16, "USE_DOT": False, "UNROLL": u,
+                                                                       "num_warps": 1, "num_stages": 1}, **kw)
+            for u in (1, 2) for splits in (1, 2)]
+    assert all((o.double() - ref).abs().max() < _TOL[int8] for o in outs)
+
+
 def test_splits_past_the_live_length_are_ignored():
     # 8 splits of a 5-key cache: most splits get no key and must not disturb the merge.
     q, k, v = _inputs(1, 2, 40, 16, seed=1)
