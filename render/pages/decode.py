@@ -65,7 +65,8 @@ def floor_words(r: float) -> str:
         return f"{fmt.ratio(r)} its bandwidth floor: close enough that moving bytes sets the pace"
     if r <= FAR_FLOOR:
         return f"{fmt.ratio(r)} its bandwidth floor: bandwidth is a large part of the step, but not all of it"
-    return f"{fmt.ratio(r)} its bandwidth floor: fixed per-step costs (launches, small kernels), not bandwidth, set the pace"
+    return (f"{fmt.ratio(r)} its bandwidth floor: not the bytes but the kernels set the pace (launches, and kernels "
+            "that run far below the copy bandwidth)")
 
 
 def times_words(a: float, b: float) -> str:
@@ -381,10 +382,17 @@ class DecodePage(Page):
             return ""
         best.sort(key=lambda x: x[1].achieved_over_floor)
         (m1, r1), (m2, r2) = best[0], best[-1]
-        return (f"Closest approach to the floor, CUDA-graph step: {escape.text(m1)} at "
+        text = (f"Closest approach to the floor, CUDA-graph step: {escape.text(m1)} at "
                 f"{fmt.ratio(r1.achieved_over_floor)} (batch {r1.batch}, context {r1.context}) against "
-                f"{escape.text(m2)}'s {fmt.ratio(r2.achieved_over_floor)} (batch {r2.batch}, context {r2.context}). "
-                f"The more bytes a step must move, the smaller the share of fixed per-step costs.")
+                f"{escape.text(m2)}'s {fmt.ratio(r2.achieved_over_floor)} (batch {r2.batch}, context {r2.context}).")
+        # Said only where the data bear it out: the closer step is the one moving more bytes.
+        if r1.bytes_per_step > r2.bytes_per_step:
+            text += " The step that moves more bytes spreads its fixed costs over them and comes closer."
+        else:
+            text += (f" The closer step moves fewer bytes ({fmt.bytes_(r1.bytes_per_step)} against "
+                     f"{fmt.bytes_(r2.bytes_per_step)}): how close a step comes depends on how fast its kernels run, "
+                     "not on its bytes alone.")
+        return text
 
     def int8_step_finding(self) -> str:
         model, b, c, target = INT8_STEP_TARGET
@@ -493,11 +501,12 @@ class DecodePage(Page):
         out = []
         for model, g in a.groupby("model", sort=False):
             worst = g.loc[g["agreement"].idxmin()]
+            lowest = join([escape.text(self.label(v)) for v in g[g["agreement"] == worst.agreement]["variant"]])
             ties = g["near_tie_fraction"].max()
             ref = self.label(str(g.iloc[0].reference))
             out.append(f"- **{escape.text(model)}**, {int(g.iloc[0].positions)} positions each, against "
                        f"{escape.text(ref)}: outside near-ties every variant agrees at "
-                       f"{fmt.pct(100 * worst.agreement, 4)} or more (lowest: {escape.text(self.label(worst.variant))}). "
+                       f"{fmt.pct(100 * worst.agreement, 4)} or more (lowest: {lowest}). "
                        f"Near-ties are {fmt.pct(100 * ties)} of the positions at most.")
         return "\n".join(out) + "\n"
 
@@ -579,9 +588,15 @@ class DecodePage(Page):
             out.append(f"\nThe int8 cache has {fmt.ratio(fewer.median())} fewer bytes to read; the kernel reading it "
                        f"is {fmt.ratio(speed.min())} to {fmt.ratio(speed.max())} as fast as the {self.f} kernel over "
                        f"the {len(speed)} shapes both ran.")
-            cfg = i8.loc[speed.idxmax(), "kernel_config"] if "kernel_config" in i8 else None
-            if _ok(cfg):
-                out[-1] += f" Where it gains most, the autotuner chose {escape.text(cfg)}."
+            sel = [k for k in speed.index if k[0] >= MICRO_SPEEDUP_BATCH and k[1] >= MICRO_SPEEDUP_CONTEXT]
+            if sel:
+                met = [k for k in sel if speed[k] >= MICRO_SPEEDUP]
+                missed = [k for k in sel if speed[k] < MICRO_SPEEDUP]
+                shapes = lambda ks: join([f"batch {b} context {c} ({fmt.ratio(speed[(b, c)])})" for b, c in ks])  # noqa: E731
+                out[-1] += (f" The target, {fmt.ratio(MICRO_SPEEDUP)} at context {MICRO_SPEEDUP_CONTEXT} and above and "
+                            f"batch {MICRO_SPEEDUP_BATCH} and above, is "
+                            + (f"met at {shapes(met)}" if met else "met nowhere")
+                            + (f" and missed at {shapes(missed)}." if missed else "."))
         return "\n".join(out) + "\n"
 
     # --- targets ---------------------------------------------------------------------------

@@ -20,6 +20,8 @@ from ..vocab import ELEMENT_BYTES, STUDY, STUDY_N, dtype_short, impl_color, impl
 from .base import Page
 
 FUSED = "triton"
+# The bf16-cache loop each int8 loop is compared with: the same step, captured or not.
+BF16_TWIN = {"int8-graph": "graph"}
 # Step time over bandwidth floor: at or below NEAR the bytes set the pace; above FAR fixed costs do.
 NEAR, FAR = 1.5, 3.0
 # Peak memories within this fraction of each other are "the same".
@@ -69,11 +71,15 @@ class HomePage(Page):
             df = self._decode
             df = df[df["achieved_over_floor"].notna()] if not df.empty else df
             if not df.empty:
-                r = float(df["achieved_over_floor"].min())
+                closest = df.loc[df["achieved_over_floor"].idxmin()]
+                r = float(closest["achieved_over_floor"])
                 pace = ("moving bytes sets the pace" if r <= NEAR else
                         "bandwidth is a large part of a step, but not all of it" if r <= FAR else
-                        "fixed per-step costs, not bandwidth, set the pace")
-                out.append(f"In decode, the best loop comes within {fmt.ratio(r)} of its bandwidth floor: {pace}.")
+                        "not the bytes but the kernels set the pace")
+                loop = VARIANT_WORDS.get(closest["variant"], escape.text(closest["variant"]))
+                out.append(f"In decode, the loop closest to its bandwidth floor ({loop}, "
+                           f"{escape.text(closest['model'])} at batch {int(closest['batch'])} and context "
+                           f"{int(closest['context'])}) takes {fmt.ratio(r)} the floor: {pace}.")
         return " ".join(out) or "This run holds no phase beyond the device facts yet."
 
     def headlines(self) -> str:
@@ -287,9 +293,10 @@ class HomePage(Page):
         elif r <= FAR:
             words = "bandwidth is a large part of the step, but not all of it"
         else:
-            words = "fixed per-step costs (kernel launches, small kernels), not bandwidth, set the pace"
-        return (f"Decoding {escape.text(best['model'])} at batch {b} and context {c}, the fastest loop "
-                f"({VARIANT_WORDS.get(best['variant'], escape.text(best['variant']))}) takes "
+            words = ("not the bytes but the kernels set the pace (launches, and kernels that run far below the copy "
+                     "bandwidth)")
+        return (f"Decoding {escape.text(best['model'])} at batch {b} and context {c}, the loop closest to its "
+                f"floor ({VARIANT_WORDS.get(best['variant'], escape.text(best['variant']))}) takes "
                 f"{fmt.ms(best['step_ms_median'])} per step, {fmt.ratio(r)} its bandwidth floor of "
                 f"{fmt.ms(best['floor_ms'])} (the weights and cache a step must read, at the measured copy "
                 f"bandwidth): {words}. {link}")
@@ -309,6 +316,7 @@ class HomePage(Page):
         if best is None:
             return f"No shape in this run ran both the bf16 and an int8 cache. {link}"
         b, c, e, q = best
+        g_rows = {(int(r["batch"]), int(r["context"]), r["variant"]): r for _, r in df.iterrows()}
         cache = q.iloc[0]["kv_cache_bytes"]
         text = (f"At batch {b} and context {c}, the int8 cache holds {fmt.bytes_(cache)} against the bf16 cache's "
                 f"{fmt.bytes_(e['kv_cache_bytes'])} ({fmt.pct(100 * cache / e['kv_cache_bytes'])}).")
@@ -316,16 +324,20 @@ class HomePage(Page):
         names = {"int8-dequant": "dequantizing the whole cache every step", "int8-kernel": "reading it with the int8 kernel",
                  "int8-graph": "reading it with the int8 kernel in a CUDA graph"}
         for _, r in q.iterrows():
-            if not _ok(r["peak_mem_bytes"]) or not _ok(e["peak_mem_bytes"]):
+            # Each int8 loop against the bf16 loop it differs from by the cache alone.
+            twin = g_rows.get((b, c, BF16_TWIN.get(r["variant"], "eager")), e)
+            if not _ok(r["peak_mem_bytes"]) or not _ok(twin["peak_mem_bytes"]):
                 continue
-            diff = r["peak_mem_bytes"] - e["peak_mem_bytes"]
-            if abs(diff) <= SAME * e["peak_mem_bytes"]:
-                rel = "the same peak memory as bf16"
+            diff = r["peak_mem_bytes"] - twin["peak_mem_bytes"]
+            twin_name = VARIANT_WORDS.get(twin["variant"], escape.text(twin["variant"]))
+            if abs(diff) <= SAME * twin["peak_mem_bytes"]:
+                rel = f"the same peak memory as {twin_name}"
             else:
-                rel = f"a peak {fmt.pct(100 * abs(diff) / e['peak_mem_bytes'])} {'more' if diff > 0 else 'less'} than bf16"
+                rel = (f"a peak {fmt.pct(100 * abs(diff) / twin['peak_mem_bytes'])} {'more' if diff > 0 else 'less'} "
+                       f"than {twin_name}")
             peaks.append(f"{names.get(r['variant'], escape.text(r['variant']))} gives {rel}")
         if peaks:
-            text += f" Against bf16's peak memory, {'; '.join(peaks)}."
+            text += f" Against the bf16 cache's peak memory, {'; '.join(peaks)}."
         else:
             text += " No peak memory was recorded for these rows."
         return f"{text} {link}"
