@@ -20,6 +20,8 @@ from .base import Page
 
 # A speedup that changes by less than this factor from the shortest to the longest N "holds steady".
 TREND = 1.15
+# A gap that falls back by more than this after its widest N has narrowed again.
+FLAT = 0.05
 # Loop time over device time above this: the calls are issued slower than the GPU runs them (host-bound).
 HOST_BOUND = 1.25
 FUSED = "triton"
@@ -50,9 +52,14 @@ def describe_gap(ns: list[int], speedups: list[float], other: str) -> str:
         if sides[0] == "par":
             return f"Triton is on par with {other} at every N measured (within 5% either way)."
         word = "faster" if sides[0] == "win" else "slower"
-        f0, f1 = max(first, 1 / first), max(last, 1 / last)
-        trend = ("the gap grows with N" if f1 / f0 >= TREND else "the gap narrows with N" if f0 / f1 >= TREND
-                 else "the gap holds roughly steady across N")
+        gaps = [max(x, 1 / x) for x in speedups]
+        f0, f1 = gaps[0], gaps[-1]
+        peak = max(range(len(gaps)), key=gaps.__getitem__)
+        if 0 < peak < len(gaps) - 1 and gaps[peak] / f1 >= 1 + FLAT and gaps[peak] / f0 >= TREND:
+            trend = f"the gap grows up to N={ns[peak]} ({speedup_words(speedups[peak])}), then narrows"
+        else:
+            trend = ("the gap grows with N" if f1 / f0 >= TREND else "the gap narrows with N" if f0 / f1 >= TREND
+                     else "the gap holds roughly steady across N")
         return f"Triton is {word} than {other} at every N measured, {span}: {trend}."
     changes = [i for i in range(1, len(sides)) if sides[i] != sides[i - 1]]
     if len(changes) == 1:

@@ -396,7 +396,8 @@ class ByteArithmeticPage(Page):
                 f"{int(worst['diag'])} of the {int(worst['visited'])} tiles visited straddle the diagonal: they "
                 "cost a full tile and keep about half of it.")
             out.append(
-                f"The query tile that visits the most key tiles visits {int(worst['t'])}, twice the average, and "
+                f"The query tile that visits the most key tiles visits {int(worst['t'])}, "
+                f"{fmt.ratio(2 * worst['t'] / (worst['t'] + 1))} the average of (T+1)/2, and "
                 f"{int(worst['programs']):,} programs share {self.device.sm_count} SMs, so the longest ones "
                 f"{'set the finishing time' if worst['programs'] < 4 * self.device.sm_count else 'are partly hidden behind shorter ones'}; "
                 "per-program costs (loading the Q tile, storing O, the launch) do not shrink with masking at all.")

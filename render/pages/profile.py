@@ -847,7 +847,8 @@ class ProfilePage(Page):
         k = self._triton_kernel(shape)
         if df.empty or k is None:
             return ""
-        mine = df[(df["kernel_name"] == k["kernel_name"]) & (df["reason"] != "other")].sort_values("share", ascending=False)
+        # By label, not kernel name: with the portable path shipped at this shape both Triton rows run one kernel.
+        mine = df[(df["label"] == k["label"]) & (df["reason"] != "other")].sort_values("share", ascending=False)
         if mine.empty:
             return ""
         top = mine.iloc[0]
