@@ -126,6 +126,7 @@ class Measurement:
     kernel_path: str | None = None
     path_rule: str | None = None
     tensor_cores: bool | None = None
+    kernel_step: str | None = None
 
 
 class BackendRefused(RuntimeError):
@@ -147,6 +148,7 @@ def ok_row(case: Case, m: Measurement) -> BenchRow:
     row.kernel_config = dict(m.kernel_config)
     row.warmup_s = m.warmup_s
     row.kernel_path, row.path_rule, row.tensor_cores = m.kernel_path, m.path_rule, m.tensor_cores
+    row.kernel_step = m.kernel_step
     return row
 
 
@@ -288,7 +290,7 @@ class DeviceMeasurer:
                 raise BackendRefused(" | ".join([str(exc).strip(), *why])) from None
         warmup_s = time.perf_counter() - t0
 
-        config, path, rule = {}, None, None
+        config, path, rule, step = {}, None, None, None
         tensor = None
         if capture.kernels:
             from kernels.aot import uses_tensor_cores
@@ -298,6 +300,7 @@ class DeviceMeasurer:
             last = attention.kernel_config_of_last_call() or {}
             config = {key: val for key, val in last.items() if isinstance(val, int) and not isinstance(val, bool)}
             path, rule = last.get("path"), last.get("path_rule")
+            step = last.get("version") if path == "gluon" else None
         used = chosen_backend(q, k, v, case.causal) if case.impl == "sdpa" else None
 
         # Peak memory after warm-up, so autotuning scratch is never counted; baseline holds the inputs.
@@ -317,7 +320,7 @@ class DeviceMeasurer:
         calls = [call_for(case, *qkv) for qkv in self.pool.all(case)] if cuda else [call]
         return Measurement(times=self.times(calls, wall_ms), peak_mem_bytes=peak, backend_used=used,
                            kernel_config=config, warmup_s=warmup_s, kernel_path=path, path_rule=rule,
-                           tensor_cores=tensor)
+                           tensor_cores=tensor, kernel_step=step)
 
 
 def plan_for_device(plan: Plan, hopper: bool) -> Plan:

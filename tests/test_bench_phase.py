@@ -448,3 +448,7 @@ def test_kernel_path_rule_and_tensor_core_use_are_recorded():
     assert (row.kernel_path, row.tensor_cores) == ("portable", False) and row.path_rule.startswith("measured rule")
     [sdpa] = collect_rows([case(impl="sdpa")], fake_measure())
     assert sdpa.kernel_path is None and sdpa.tensor_cores is None  # unknown, not "no"
+    g = Measurement(times=call_times([1.0] * 60), peak_mem_bytes=1, kernel_path="gluon", kernel_step="g5",
+                    path_rule="measured rule: d=128 causal", tensor_cores=True)
+    [row] = collect_rows([case()], lambda c: g)
+    assert (row.kernel_path, row.kernel_step) == ("gluon", "g5")

@@ -297,3 +297,15 @@ def test_home_opening_flips_with_bytes_and_speed(tmp_path):
     t = text(bad.findings_first())
     assert "did not cut DRAM bytes" in t and "slower than naive PyTorch" in t
     assert "holds no phase" in HomePage(*_one(S.make(tmp_path / "c"))).findings_first()
+
+
+def test_the_speedup_table_names_the_path_each_length_took(tmp_path):
+    rows = S.bench_rows()
+    for r in rows:
+        if r.impl == "triton":
+            r.kernel_path, r.kernel_step = ("gluon", "g1") if r.seq_len >= 2048 else ("portable", None)
+    table = BenchPage(*_one(S.make(tmp_path, bench=rows))).speedup_table((2, 8, 64))
+    assert "<th>Triton&#x27;s path</th>" in table
+    assert "<td>gluon g1</td>" in table and "<td>portable</td>" in table
+    old = BenchPage(*_one(S.make(tmp_path / "old", bench=S.bench_rows()))).speedup_table((2, 8, 64))
+    assert "<td>n/a</td>" in old  # a run that did not record the path says so
