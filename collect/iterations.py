@@ -272,11 +272,12 @@ class DeviceMeasurer:
         facts = kernel_facts(capture.first) if version is not None else {}
         config = ws = None
         if version is not None:
-            if version.path == "hopper":
-                last = H.last_launch() or {}
-                config, ws = _cfg_text(last.get("config")), last.get("warp_specialized")
+            last = A.kernel_config_of_last_call() or {}
+            if version.path == "hopper" or (version.path is None and last.get("path") == "hopper"):
+                launch = H.last_launch() or {}
+                config, ws = _cfg_text(launch.get("config")), launch.get("warp_specialized")
             else:
-                config, ws = _cfg_text(A.kernel_config_of_last_call()), False
+                config, ws = _cfg_text(last), _gluon_warp_specialized(last)
         diff = None
         if case.causal not in self._ref:
             if case.is_sdpa:
@@ -293,6 +294,16 @@ class DeviceMeasurer:
         times = timing.measure_call(calls, wall_ms, max_clock_mhz=self.max_clock_mhz, loop=False)
         return Measurement(times=times, config=config, warp_specialized=ws, max_abs_diff=diff, warmup_s=warmup_s,
                            **facts)
+
+
+def _gluon_warp_specialized(last: dict) -> bool:
+    """Whether flash_attention's last call ran a warp-specialized kernel: only the Gluon path's
+    producer/consumer steps are (the portable kernel never is)."""
+    if last.get("path") != "gluon":
+        return False
+    from kernels import attention_gluon as G
+
+    return G.get_version(last.get("version") or G.DEFAULT_VERSION).kernel == "ws"
 
 
 # --- compiling in parallel -------------------------------------------------------------------

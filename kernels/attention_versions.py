@@ -348,7 +348,7 @@ def _gluon_versions(steps=_GLUON_STEPS) -> list[KernelVersion]:
 VERSIONS.update((v.name, v) for v in _gluon_versions())
 VERSIONS["v15-per-shape"] = KernelVersion(
     name="v15-per-shape",
-    change="What flash_attention ships on Hopper: the path chosen per shape from measurements "
+    change="What flash_attention shipped on Hopper until v17: the path chosen per shape from measurements "
            "(kernels/dispatch.py SHAPE_RULES): the Gluon kernel (g3) at d=128; at d=64 the portable kernel, except "
            "causal at N=2048-8191 where the Triton Hopper kernel runs. The launch cache replays the Triton paths "
            "without Triton's per-call binding. (First shipped with v10 for d=128 causal from N=8192; moved to g3 "

@@ -471,3 +471,11 @@ def test_two_shapes_at_one_length_stay_two_cases():
     # labels and figure series name the shape once there are two
     assert "d=64" in page.label(d64) and "d=128" in page.label(d128)
     assert "ours N=4096, d=64" in page.tflops_figure() and "ours N=4096, d=128" in page.tflops_figure()
+
+
+def test_gluon_warp_specialized_steps_are_recorded_as_such():
+    # The producer/consumer Gluon steps are warp-specialized; g1 and the other paths are not.
+    assert it._gluon_warp_specialized({"path": "gluon", "version": "g3"}) is True
+    assert it._gluon_warp_specialized({"path": "gluon", "version": "g5"}) is True
+    assert it._gluon_warp_specialized({"path": "gluon", "version": "g1"}) is False
+    assert it._gluon_warp_specialized({"path": "portable"}) is False
