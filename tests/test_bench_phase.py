@@ -296,7 +296,7 @@ FUSED_RATE = {"sdpa-flash": 400e12, "sdpa-cudnn": 450e12, "sdpa-efficient": 250e
 
 
 def synthetic_rows(triton_rate=300e12, triton_overhead_ms=0.0, naive_oom_from=16384, shapes=bench.PLANS["full"],
-                   causal_efficiency=1.0):
+                   causal_efficiency=1.0, path=None):
     """A plausible sweep: fused kernels at a fixed FLOP rate, naive at a fixed bandwidth, flash refused for bf16."""
     rows = []
     for c in shapes.cases():
@@ -324,7 +324,8 @@ def synthetic_rows(triton_rate=300e12, triton_overhead_ms=0.0, naive_oom_from=16
         cfg = {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 3} if c.impl == "triton" else {}
         rows.append(BenchRow(**{**base, "backend_used": used}, status="ok", latency_ms_median=ms, latency_ms_p10=ms * 0.97,
                              latency_ms_p90=ms * 1.05, n_timed_runs=60, tflops=c.flops / ms / 1e9,
-                             peak_mem_bytes=int(peak), kernel_config=cfg, warmup_s=2.0 if c.impl == "triton" else 0.01))
+                             peak_mem_bytes=int(peak), kernel_config=cfg, warmup_s=2.0 if c.impl == "triton" else 0.01,
+                             kernel_path=path(c) if path and c.impl == "triton" else None))
     return rows
 
 
@@ -415,6 +416,18 @@ def test_causal_finding_flips_with_the_measured_speedup(tmp_path):
     assert (df["measured"] < df["predicted"]).all()
     row = df[(df["shape"] == (2, 8, 64)) & (df["n"] == 512) & (df["dtype"] == "float16")].iloc[0]
     assert row["t"] == 4 and row["predicted"] == pytest.approx(8 / 5)  # 2T/(T+1) with T = 512/128
+
+
+def test_a_causal_ratio_between_two_kernels_is_not_read_as_the_mask_saving(tmp_path):
+    # The rules send causal N=2048 to another path than non-causal: that row's ratio compares two kernels.
+    route = lambda c: "gluon" if c.causal and c.seq_len == 2048 else "portable"  # noqa: E731
+    page = bench_run(tmp_path, path=route).context()["bytes"]
+    df = page.causal
+    mixed = df[df["n"] == 2048]
+    assert len(mixed) and set(mixed["verdict"]) == {"different kernels with and without the mask"}
+    assert set(mixed["paths"]) == {"gluon / portable"}
+    assert "different kernels with and without the mask" in page.causal_finding()
+    assert "<td>gluon / portable</td>" in page.causal_table() and "<td>portable</td>" in page.causal_table()
 
 
 def test_pages_show_the_missing_note_without_bench_data(tmp_path):

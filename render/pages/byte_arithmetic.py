@@ -332,6 +332,7 @@ class ByteArithmeticPage(Page):
                 flash_f = self.bench.latency(shape, dtype, False, "sdpa-flash")
                 flash_c = self.bench.latency(shape, dtype, True, "sdpa-flash")
                 configs = self._configs(shape, dtype)
+                paths = self._paths(shape, dtype)
                 for n in [n for n in full.index if n in caus.index]:
                     cfg_c, cfg_f = configs.get((True, n), {}), configs.get((False, n), {})
                     bm, bn = cfg_c.get("BLOCK_M"), cfg_c.get("BLOCK_N")
@@ -340,17 +341,33 @@ class ByteArithmeticPage(Page):
                     measured = f["latency_ms_median"] / c["latency_ms_median"]
                     # The two timings' p10-p90 spreads overlap: the difference is inside the run-to-run spread.
                     overlap = (f["latency_ms_p10"] <= c["latency_ms_p90"] and c["latency_ms_p10"] <= f["latency_ms_p90"])
+                    path_c, path_f = paths.get((True, n)), paths.get((False, n))
+                    same_path = path_c == path_f
+                    verdict = _causal_verdict(measured, pred, bool(overlap)) if same_path else DIFFERENT_KERNELS
                     out.append({
                         "shape": shape, "dtype": dtype, "n": n, "measured": measured, "predicted": pred,
+                        "paths": path_c if same_path else f"{path_c} / {path_f}",
                         "t": -(-n // bm) if bm else None, "bm": bm, "bn": bn, "same_config": cfg_c == cfg_f,
                         "diag": model.causal_diagonal_visits(n, bm, bn) if pred else None,
                         "visited": model.causal_blocks_visited(n, bm, bn)[0] if pred else None,
                         "programs": shape[0] * shape[1] * -(-n // bm) if bm else None,
                         "flash": flash_f[n] / flash_c[n] if n in flash_f.index and n in flash_c.index else None,
-                        "overlap": bool(overlap), "verdict": _causal_verdict(measured, pred, bool(overlap)),
+                        "overlap": bool(overlap), "verdict": verdict if pred is not None else None,
                     })
-        return pd.DataFrame(out, columns=["shape", "dtype", "n", "measured", "predicted", "t", "bm", "bn",
+        return pd.DataFrame(out, columns=["shape", "dtype", "n", "measured", "predicted", "paths", "t", "bm", "bn",
                                           "same_config", "diag", "visited", "programs", "flash", "overlap", "verdict"])
+
+    def _paths(self, shape, dtype) -> dict:
+        """(causal, N) -> the path flash_attention took (with the Gluon step where recorded); None in runs
+        that did not record it."""
+        t = self.bench.facet_rows(self.bench.ok, shape, dtype, True)
+        t = pd.concat([t, self.bench.facet_rows(self.bench.ok, shape, dtype, False)])
+        t = t[t["impl"] == "triton"]
+        if "kernel_path" not in t:
+            return {}
+        steps = t["kernel_step"] if "kernel_step" in t else [None] * len(t)
+        return {(c, n): (p + (f" {st}" if isinstance(st, str) else "")) if isinstance(p, str) else None
+                for c, n, p, st in zip(t["causal"], t["seq_len"], t["kernel_path"], steps)}
 
     def _timed(self, shape, dtype, causal) -> pd.DataFrame:
         f = self.bench.facet_rows(self.bench.ok, shape, dtype, causal)
@@ -370,7 +387,9 @@ class ByteArithmeticPage(Page):
         df = df.assign(shape_l=df["shape"].map(shape_label), dt=df["dtype"].map(dtype_short),
                        blocks=[f"{int(a)}×{int(b)}" if a == a and a else "not recorded" for a, b in zip(df["bm"], df["bn"])])
         r = lambda v: "n/a" if v is None or v != v else fmt.ratio(v)  # noqa: E731
-        return table_html(df, {"shape_l": "Shape", "dt": "dtype", "n": "N", "blocks": "BLOCK_M×BLOCK_N (causal)",
+        df = df.assign(paths=df["paths"].fillna("not recorded"))
+        return table_html(df, {"shape_l": "Shape", "dt": "dtype", "n": "N", "paths": "path (causal / not)",
+                               "blocks": "BLOCK_M×BLOCK_N (causal)",
                                "t": "T query blocks", "predicted": "predicted 2T/(T+1)", "measured": "Triton measured",
                                "verdict": "the block count", "flash": "SDPA flash measured"},
                           {"predicted": r, "measured": r, "flash": r, "t": lambda v: "n/a" if v != v or v is None else int(v)})
@@ -430,8 +449,11 @@ class ByteArithmeticPage(Page):
         return " ".join(out)
 
 
+# Where the causal and non-causal calls ran different kernels (the path rules choose by length and
+# mask), their ratio is not the mask's saving, and the block count is not asked about it.
+DIFFERENT_KERNELS = "different kernels with and without the mask"
 VERDICTS = ("as predicted", "short of the block count", "within the timing spread", "slower with the mask",
-            "beats the block count")
+            "beats the block count", DIFFERENT_KERNELS)
 
 
 def _causal_verdict(measured: float, predicted: float | None, overlap: bool) -> str | None:
