@@ -67,3 +67,14 @@ class BenchData:
         f = self.facet_rows(self.rows, shape, dtype, causal)
         s = f[(f["impl"] == impl) & (f["seq_len"] == n)]["status"]
         return s.iloc[0] if len(s) else "not in sweep"
+
+    def paths(self, shape, dtype: str, causal: bool, impl: str = "triton") -> dict[int, str]:
+        """seq_len -> the kernel path flash_attention took ('gluon g5' where the run recorded the Gluon step);
+        empty for runs that did not record paths."""
+        f = self.facet_rows(self.ok, shape, dtype, causal)
+        f = f[f["impl"] == impl]
+        if "kernel_path" not in f:
+            return {}
+        steps = f["kernel_step"] if "kernel_step" in f else [None] * len(f)
+        return {int(n): p + (f" {st}" if isinstance(st, str) else "")
+                for n, p, st in zip(f["seq_len"], f["kernel_path"], steps) if isinstance(p, str)}

@@ -444,7 +444,7 @@ class BenchPage(Page):
             tri = self.latency(shape, dtype, causal, FUSED)
             naive = self.latency(shape, dtype, causal, "naive")
             fast = self.b.fastest_sdpa(shape, dtype, causal)
-            paths = self.kernel_paths(shape, dtype, causal)
+            paths = self.b.paths(shape, dtype, causal)
             for n in self.b.seq_lens(shape):
                 status = lambda impl: self.b.status_at(shape, dtype, causal, impl, n)  # noqa: E731
                 t = tri.get(n)
@@ -462,19 +462,6 @@ class BenchPage(Page):
             "facet": "dtype, mask", "n": "N", "tri": "Triton (median device time)", "path": "Triton's path",
             "naive": "naive (median)",
             "vs_naive": "Triton vs naive", "sdpa": "fastest SDPA (median)", "vs_sdpa": "Triton vs fastest SDPA"})
-
-    def kernel_paths(self, shape, dtype: str, causal: bool) -> dict[int, str]:
-        """seq_len -> the path flash_attention took there ('gluon g5' where the run recorded the Gluon step)."""
-        f = self.b.facet_rows(self.b.ok, shape, dtype, causal)
-        f = f[f["impl"] == FUSED]
-        if "kernel_path" not in f:
-            return {}
-        out = {}
-        for _, r in f.iterrows():
-            if isinstance(r["kernel_path"], str):
-                step = r.get("kernel_step")
-                out[int(r["seq_len"])] = r["kernel_path"] + (f" {step}" if isinstance(step, str) else "")  # escaped by table_html
-        return out
 
     def failures_table(self) -> str:
         bad = self.rows[self.rows["status"] != "ok"]

@@ -332,7 +332,7 @@ class ByteArithmeticPage(Page):
                 flash_f = self.bench.latency(shape, dtype, False, "sdpa-flash")
                 flash_c = self.bench.latency(shape, dtype, True, "sdpa-flash")
                 configs = self._configs(shape, dtype)
-                paths = self._paths(shape, dtype)
+                paths = {c: self.bench.paths(shape, dtype, c) for c in (False, True)}
                 for n in [n for n in full.index if n in caus.index]:
                     cfg_c, cfg_f = configs.get((True, n), {}), configs.get((False, n), {})
                     bm, bn = cfg_c.get("BLOCK_M"), cfg_c.get("BLOCK_N")
@@ -341,7 +341,7 @@ class ByteArithmeticPage(Page):
                     measured = f["latency_ms_median"] / c["latency_ms_median"]
                     # The two timings' p10-p90 spreads overlap: the difference is inside the run-to-run spread.
                     overlap = (f["latency_ms_p10"] <= c["latency_ms_p90"] and c["latency_ms_p10"] <= f["latency_ms_p90"])
-                    path_c, path_f = paths.get((True, n)), paths.get((False, n))
+                    path_c, path_f = paths[True].get(n), paths[False].get(n)
                     same_path = path_c == path_f
                     verdict = _causal_verdict(measured, pred, bool(overlap)) if same_path else DIFFERENT_KERNELS
                     out.append({
@@ -356,18 +356,6 @@ class ByteArithmeticPage(Page):
                     })
         return pd.DataFrame(out, columns=["shape", "dtype", "n", "measured", "predicted", "paths", "t", "bm", "bn",
                                           "same_config", "diag", "visited", "programs", "flash", "overlap", "verdict"])
-
-    def _paths(self, shape, dtype) -> dict:
-        """(causal, N) -> the path flash_attention took (with the Gluon step where recorded); None in runs
-        that did not record it."""
-        t = self.bench.facet_rows(self.bench.ok, shape, dtype, True)
-        t = pd.concat([t, self.bench.facet_rows(self.bench.ok, shape, dtype, False)])
-        t = t[t["impl"] == "triton"]
-        if "kernel_path" not in t:
-            return {}
-        steps = t["kernel_step"] if "kernel_step" in t else [None] * len(t)
-        return {(c, n): (p + (f" {st}" if isinstance(st, str) else "")) if isinstance(p, str) else None
-                for c, n, p, st in zip(t["causal"], t["seq_len"], t["kernel_path"], steps)}
 
     def _timed(self, shape, dtype, causal) -> pd.DataFrame:
         f = self.bench.facet_rows(self.bench.ok, shape, dtype, causal)
