@@ -327,7 +327,9 @@ _GLUON_STEPS = (("v11-gluon", "g1", False), ("v12-gluon-ws", "g2", False), ("v13
                 ("v14-gluon-pingpong", "g4", True))
 # Written after v15 shipped; v17 then shipped its causal walk.
 _LATER_GLUON_STEPS = (("v16-gluon-balanced", "g5", True),)
-_GLUON_NAMES = {step: name for name, step, _ in _GLUON_STEPS + _LATER_GLUON_STEPS}
+# Written after v17 shipped: a candidate, timed beside it at every causal goal shape, not what ships.
+_CANDIDATE_GLUON_STEPS = (("v18-gluon-l2", "g6", True),)
+_GLUON_NAMES = {step: name for name, step, _ in _GLUON_STEPS + _LATER_GLUON_STEPS + _CANDIDATE_GLUON_STEPS}
 
 
 def _gluon_versions(steps=_GLUON_STEPS) -> list[KernelVersion]:
@@ -401,6 +403,7 @@ VERSIONS["v17-per-shape"] = KernelVersion(
             "missed within noise, as the prediction allowed.",
 )
 FINAL_VERSION = "v17-per-shape"
+VERSIONS.update((v.name, v) for v in _gluon_versions(_CANDIDATE_GLUON_STEPS))
 
 
 def get_version(name):

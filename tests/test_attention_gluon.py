@@ -195,7 +195,12 @@ def test_versions_are_a_dated_journey_with_ranges():
     assert dataclasses.replace(g5, balanced=False) == dataclasses.replace(
         g3, name="g5", change=g5.change, prediction=g5.prediction, predicted_speedup=g5.predicted_speedup,
         baseline="g3", maskings=g5.maskings, outcome=g5.outcome)
-    assert g5.balanced and not any(v.balanced for v in G.GLUON_VERSIONS if v.name != "g5")
+    assert g5.balanced and not any(v.balanced for v in G.GLUON_VERSIONS if v.name not in ("g5", "g6"))
+    # g6 is g5 whose walk also weighs the L2 a head group fills, measured against g5
+    g6 = by_name["g6"]
+    assert g6.l2_weight > 0 == g5.l2_weight and dataclasses.replace(g6, l2_weight=0.0) == dataclasses.replace(
+        g5, name="g6", change=g6.change, prediction=g6.prediction, predicted_speedup=g6.predicted_speedup,
+        baseline="g5", outcome=g6.outcome)
 
 
 # --- the causal walk's schedule (host side; the kernel walks the same order on the GPU) -----------
@@ -249,6 +254,18 @@ def test_the_schedule_balances_causal_work_within_the_l2():
     assert group * 8 * 2**20 <= G.L2_SHARE * 60 * 2**20
     # nothing to balance: one head's tiles on as many programs
     assert G.plan_schedule(1, 4, 4, 2**20, 60 * 2**20) == (1, False)
+
+
+def test_g6_charges_a_head_group_for_the_l2_it_fills():
+    l2 = 60 * 2**20
+    # d=128 N=16384 (8 MiB of keys and values a head): g5 groups 4 heads for a makespan of 1.008; g6 pays
+    # for their 32 MiB and goes head by head with the snake (1.029)
+    assert G.plan_schedule(128, 128, 132, 8 * 2**20, l2) == (4, False)
+    assert G.plan_schedule(128, 128, 132, 8 * 2**20, l2, G.get_version("g6").l2_weight) == (1, True)
+    # d=64 N=8192: grouping 16 heads cuts the makespan from 1.41 to 1.01, worth its 32 MiB either way
+    w = G.get_version("g6").l2_weight
+    assert G.plan_schedule(16, 64, 132, 2 * 8192 * 64 * 2, l2, w) == G.plan_schedule(16, 64, 132, 2 * 8192 * 64 * 2, l2)
+    assert G.plan_schedule(16, 64, 132, 2 * 8192 * 64 * 2, l2, w)[0] == 16
 
 
 def test_only_the_balanced_version_changes_the_walk_and_only_when_causal():
