@@ -984,6 +984,10 @@ GLUON_VERSIONS.append(GluonVersion(
     l2_weight=0.1,
     baseline="g5",
     maskings=("causal",),
+    outcome="2026-11-30, H200 exploratory run after the collect (g5, g6 and cuDNN in one process, fp16 and bf16, "
+            "every causal goal shape): d=128 N=16384 1.028-1.030x g5, 1.008-1.009x cuDNN (g5 0.978-0.981x); every "
+            "other causal goal shape 0.996-1.005x g5, the same walk. Inside the predicted ranges. Output within "
+            "4.9e-4 (fp16) and 3.9e-3 (bf16) of SDPA. Not yet routed: flash_attention still runs g5 there.",
 ))
 
 _BY_NAME = {ver.name: ver for ver in GLUON_VERSIONS}
