@@ -337,3 +337,9 @@ def test_paths_summary_names_the_path_and_checks_the_portable_grid(tmp_path):
     assert "**130 of 132 pass**" in bad and "1.90× the tolerance" in bad
     # no path recorded (older runs): nothing to say
     assert _page(tmp_path / "o").paths_summary() == ""
+
+
+def test_comparison_says_identical_errors_rather_than_one_times(tmp_path):
+    assert "naive's normwise error is 2× the kernel's (median over 12 shared cases)" in _page(tmp_path / "a").comparison()
+    same = _page(tmp_path / "b", other_factor=1.0).comparison()
+    assert "sdpa's normwise error is identical to the kernel's in all 12 shared cases" in same and "1×" not in same

@@ -611,10 +611,14 @@ class CorrectnessPage(Page):
             both = both[both["triton"] > 0]
             if both.empty:
                 continue
-            r = float((both["max_rel_err"] / both["triton"]).median())
+            ratios = both["max_rel_err"] / both["triton"]
+            r = float(ratios.median())
             passed = int((grp["passed"] == True).sum())  # noqa: E712 - the column holds None too
-            parts.append(f"{escape.text(impl)}'s normwise error is {r:.2g}× the kernel's (median over "
-                         f"{len(both)} shared cases); {passed} of {len(grp)} pass")
+            if (both["max_rel_err"] == both["triton"]).all():
+                rel = f"identical to the kernel's in all {len(both)} shared cases"
+            else:
+                rel = f"{r:.2g}× the kernel's (median over {len(both)} shared cases)"
+            parts.append(f"{escape.text(impl)}'s normwise error is {rel}; {passed} of {len(grp)} pass")
         sentence = ("On the same inputs, " + "; ".join(parts) + ".") if parts else ""
         cols = {k: v for k, v in self._COLS.items() if k not in ("config", "heads", "worst_query")}
         return sentence + "\n\n" + table_html(other, cols, self._FMT)
