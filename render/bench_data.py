@@ -73,8 +73,5 @@ class BenchData:
         empty for runs that did not record paths."""
         f = self.facet_rows(self.ok, shape, dtype, causal)
         f = f[f["impl"] == impl]
-        if "kernel_path" not in f:
-            return {}
-        steps = f["kernel_step"] if "kernel_step" in f else [None] * len(f)
         return {int(n): p + (f" {st}" if isinstance(st, str) else "")
-                for n, p, st in zip(f["seq_len"], f["kernel_path"], steps) if isinstance(p, str)}
+                for n, p, st in zip(f["seq_len"], f["kernel_path"], f["kernel_step"]) if isinstance(p, str)}

@@ -92,3 +92,6 @@ def versus(s: float, other: str) -> str:
     """'2.00× faster than X', 'on par with X (1.02×)'."""
     words = speedup_words(s)
     return f"on par with {other} ({fmt.ratio(s)})" if words.startswith("on par") else f"{words} than {other}"
+
+# Each int8-cache decode loop and the bf16-cache loop it differs from by the cache alone.
+INT8_PAIRS = (("int8-graph", "graph"), ("int8-dequant", "eager"), ("int8-kernel", "eager"))

@@ -55,6 +55,7 @@ def test_gap_words_flip_with_the_speedups():
     ns = [512, 1024, 2048]
     assert "faster than X at every N" in describe_gap(ns, [2.0, 3.0, 5.0], "X")
     assert "the gap grows with N" in describe_gap(ns, [2.0, 3.0, 5.0], "X")
+    assert "the gap grows up to N=1024, then narrows" in describe_gap(ns, [2.0, 5.0, 3.0], "X")
     assert "slower than X at every N" in describe_gap(ns, [0.5, 0.5, 0.5], "X")
     assert "holds roughly steady" in describe_gap(ns, [0.5, 0.5, 0.5], "X")
     assert "on par with X at every N" in describe_gap(ns, [1.0, 0.99, 1.02], "X")

@@ -20,8 +20,6 @@ from .base import Page
 
 # A speedup that changes by less than this factor from the shortest to the longest N "holds steady".
 TREND = 1.15
-# A gap that falls back by more than this after its widest N has narrowed again.
-FLAT = 0.05
 # Loop time over device time above this: the calls are issued slower than the GPU runs them (host-bound).
 HOST_BOUND = 1.25
 FUSED = "triton"
@@ -55,8 +53,9 @@ def describe_gap(ns: list[int], speedups: list[float], other: str) -> str:
         gaps = [max(x, 1 / x) for x in speedups]
         f0, f1 = gaps[0], gaps[-1]
         peak = max(range(len(gaps)), key=gaps.__getitem__)
-        if 0 < peak < len(gaps) - 1 and gaps[peak] / f1 >= 1 + FLAT and gaps[peak] / f0 >= TREND:
-            trend = f"the gap grows up to N={ns[peak]} ({speedup_words(speedups[peak])}), then narrows"
+        # A gap widest mid-range that falls back by more than the "on par" band has narrowed again.
+        if 0 < peak < len(gaps) - 1 and gaps[peak] / f1 >= EVEN and gaps[peak] / f0 >= TREND:
+            trend = f"the gap grows up to N={ns[peak]}, then narrows"
         else:
             trend = ("the gap grows with N" if f1 / f0 >= TREND else "the gap narrows with N" if f0 / f1 >= TREND
                      else "the gap holds roughly steady across N")

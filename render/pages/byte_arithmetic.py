@@ -342,17 +342,17 @@ class ByteArithmeticPage(Page):
                     # The two timings' p10-p90 spreads overlap: the difference is inside the run-to-run spread.
                     overlap = (f["latency_ms_p10"] <= c["latency_ms_p90"] and c["latency_ms_p10"] <= f["latency_ms_p90"])
                     path_c, path_f = paths[True].get(n), paths[False].get(n)
-                    same_path = path_c == path_f
-                    verdict = _causal_verdict(measured, pred, bool(overlap)) if same_path else DIFFERENT_KERNELS
+                    # Runs that did not record a path on both sides cannot tell: they count as one kernel.
+                    same_path = path_c is None or path_f is None or path_c == path_f
                     out.append({
                         "shape": shape, "dtype": dtype, "n": n, "measured": measured, "predicted": pred,
-                        "paths": path_c if same_path else f"{path_c} / {path_f}",
+                        "paths": path_c or path_f if same_path else f"{path_c} / {path_f}",
                         "t": -(-n // bm) if bm else None, "bm": bm, "bn": bn, "same_config": cfg_c == cfg_f,
                         "diag": model.causal_diagonal_visits(n, bm, bn) if pred else None,
                         "visited": model.causal_blocks_visited(n, bm, bn)[0] if pred else None,
                         "programs": shape[0] * shape[1] * -(-n // bm) if bm else None,
                         "flash": flash_f[n] / flash_c[n] if n in flash_f.index and n in flash_c.index else None,
-                        "overlap": bool(overlap), "verdict": verdict if pred is not None else None,
+                        "overlap": bool(overlap), "verdict": _causal_verdict(measured, pred, bool(overlap), same_path),
                     })
         return pd.DataFrame(out, columns=["shape", "dtype", "n", "measured", "predicted", "paths", "t", "bm", "bn",
                                           "same_config", "diag", "visited", "programs", "flash", "overlap", "verdict"])
@@ -444,11 +444,14 @@ VERDICTS = ("as predicted", "short of the block count", "within the timing sprea
             "beats the block count", DIFFERENT_KERNELS)
 
 
-def _causal_verdict(measured: float, predicted: float | None, overlap: bool) -> str | None:
+def _causal_verdict(measured: float, predicted: float | None, overlap: bool, same_kernel: bool = True) -> str | None:
     """What the block count says about one row: explained (as predicted, or short of it for the reasons it
-    leaves out) or not (slower with less work, or faster than skipping tiles allows)."""
+    leaves out) or not (slower with less work, or faster than skipping tiles allows); not asked at all when
+    the masked and unmasked calls ran different kernels."""
     if predicted is None:
         return None
+    if not same_kernel:
+        return DIFFERENT_KERNELS
     if measured < 1:
         return "within the timing spread" if overlap else "slower with the mask"
     if measured > predicted * MATCH:

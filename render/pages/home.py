@@ -16,12 +16,11 @@ from collect.schema import PHASES
 from collect.schema.occupancy import limits_from_device, occupancy
 
 from .. import escape, fmt, model
-from ..vocab import ELEMENT_BYTES, STUDY, STUDY_N, dtype_short, impl_color, impl_label, join, plural, versus
+from ..vocab import (ELEMENT_BYTES, INT8_PAIRS, STUDY, STUDY_N, dtype_short, impl_color, impl_label, join, plural,
+                     versus)
 from .base import Page
 
 FUSED = "triton"
-# The bf16-cache loop each int8 loop is compared with: the same step, captured or not.
-BF16_TWIN = {"int8-graph": "graph"}
 # Step time over bandwidth floor: at or below NEAR the bytes set the pace; above FAR fixed costs do.
 NEAR, FAR = 1.5, 3.0
 # Peak memories within this fraction of each other are "the same".
@@ -312,11 +311,11 @@ class HomePage(Page):
             e = g[g["variant"] == "eager"]
             q = g[g["variant"].str.startswith("int8")]
             if not e.empty and not q.empty and (best is None or e.iloc[0]["kv_cache_bytes"] > best[2]["kv_cache_bytes"]):
-                best = (int(b), int(c), e.iloc[0], q)
+                best = (int(b), int(c), e.iloc[0], q, g.drop_duplicates("variant").set_index("variant"))
         if best is None:
             return f"No shape in this run ran both the bf16 and an int8 cache. {link}"
-        b, c, e, q = best
-        g_rows = {(int(r["batch"]), int(r["context"]), r["variant"]): r for _, r in df.iterrows()}
+        b, c, e, q, loops = best
+        twins = dict(INT8_PAIRS)
         cache = q.iloc[0]["kv_cache_bytes"]
         text = (f"At batch {b} and context {c}, the int8 cache holds {fmt.bytes_(cache)} against the bf16 cache's "
                 f"{fmt.bytes_(e['kv_cache_bytes'])} ({fmt.pct(100 * cache / e['kv_cache_bytes'])}).")
@@ -325,11 +324,13 @@ class HomePage(Page):
                  "int8-graph": "reading it with the int8 kernel in a CUDA graph"}
         for _, r in q.iterrows():
             # Each int8 loop against the bf16 loop it differs from by the cache alone.
-            twin = g_rows.get((b, c, BF16_TWIN.get(r["variant"], "eager")), e)
+            twin_variant = twins.get(r["variant"], "eager")
+            twin_variant = twin_variant if twin_variant in loops.index else "eager"
+            twin = loops.loc[twin_variant]
             if not _ok(r["peak_mem_bytes"]) or not _ok(twin["peak_mem_bytes"]):
                 continue
             diff = r["peak_mem_bytes"] - twin["peak_mem_bytes"]
-            twin_name = VARIANT_WORDS.get(twin["variant"], escape.text(twin["variant"]))
+            twin_name = VARIANT_WORDS.get(twin_variant, escape.text(twin_variant))
             if abs(diff) <= SAME * twin["peak_mem_bytes"]:
                 rel = f"the same peak memory as {twin_name}"
             else:
