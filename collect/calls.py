@@ -71,6 +71,16 @@ def call_for(case: AttentionCase, q, k, v, fn: Callable | None = None) -> Callab
 POOL_MEMORY_SHARE = 0.2
 
 
+def flash_route(case: AttentionCase, device):
+    """(path, config) flash_attention's own choice takes for this case's shape and dtype on `device`
+    (kernels.dispatch.route), without running anything."""
+    import torch
+
+    from kernels import dispatch
+
+    return dispatch.route(case.shape, getattr(torch, case.dtype), torch.device(device), case.causal)
+
+
 def device_memory_bytes(dev) -> int:
     """The device's memory: from its facts (a DeviceFacts), else as torch reports it."""
     import torch

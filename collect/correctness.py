@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from .calls import flash_route
 from .precompile import CompileWork, compile_ahead
 from .context import RunContext
 from .schema import SCHEMA_VERSION
@@ -371,14 +372,9 @@ def _compile_variant(task) -> str | None:
 def _route(case: Case, device_name: str):
     """The (path, config) flash_attention's own choice takes at the case's shape on a GPU; None
     elsewhere, and for the rows that name their path or carry fixed configs."""
-    import torch
-
-    from kernels import dispatch
-
     if case.impl != "triton" or not device_name.startswith("cuda"):
         return None
-    shape = (case.batch, case.heads, case.seq_len, case.head_dim)
-    return dispatch.route(shape, getattr(torch, case.dtype), torch.device(device_name), case.causal)
+    return flash_route(case, device_name)
 
 
 def compile_tasks(cases: list[Case], configs: dict[Case, list], device_name: str) -> list[tuple]:

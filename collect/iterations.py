@@ -21,8 +21,8 @@ from typing import Callable, Iterable
 
 from . import timing
 from .budget import budget_seconds as shared_budget_seconds
-from .calls import (POOL_MEMORY_SHARE, CaptureCompiled, InputPool, call_for, device_memory_bytes, forced_backend,
-                    kernel_facts, our_kernels)
+from .calls import (POOL_MEMORY_SHARE, CaptureCompiled, InputPool, call_for, device_memory_bytes, flash_route,
+                    forced_backend, kernel_facts, our_kernels)
 from .context import RunContext
 from .device_choices import budget_scale, iterations_unsupported
 from .precompile import CompileWork, compile_ahead
@@ -336,18 +336,14 @@ def _compile_one(task) -> str | None:
 def version_route(case: Case, device_name: str):
     """(path, config) a per-shape version runs at the case's shape; None for a version of one path,
     which runs the same kernel at the proxy shape."""
-    import torch
-
     from kernels import attention_versions as V
-    from kernels import dispatch
 
     v = V.get_version(case.impl)
     if v.path is not None:
         return None
     if v.routes is not None:
         return v.routes(case.head_dim, case.causal, case.seq_len)
-    shape = (case.batch, case.heads, case.seq_len, case.head_dim)
-    return dispatch.route(shape, getattr(torch, case.dtype), torch.device(device_name), case.causal)
+    return flash_route(case, device_name)
 
 
 def compile_tasks(cases: list[Case], hopper_ok: bool, requires_hopper: Callable[[str], bool], device_name: str,

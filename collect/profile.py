@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import ncu_parse, ncu_setup
+from .calls import flash_route
 from .ncu_parse import KernelRecord, NcuFailure
 from .schema.occupancy import SmLimits, blocks_by_registers, limits_from_device, register_cap_for_blocks
 from .schema import SCHEMA_VERSION
@@ -437,8 +438,12 @@ def pin_tuned_configs(cases: list[ProfileCase], portable: str, headline_best: di
             shape = dict(batch=c.batch, heads=c.heads, seq_len=c.seq_len, head_dim=c.head_dim, dtype=c.dtype,
                          causal=c.causal)
             headline = case.impl == portable and all(HEADLINE.get(k) == v for k, v in shape.items())
-            cfg = headline_best if headline and headline_best is not None else autotuned_config(
-                shape, path="portable" if case.impl == portable else None)
+            if headline:  # tuned once already (None: it failed, and the experiment says why)
+                cfg = headline_best
+            elif case.impl != portable and flash_route(c, "cuda")[0] != "portable":
+                cfg = None  # flash_attention takes a path without an autotuner here: nothing to pin
+            else:
+                cfg = autotuned_config(shape, path="portable" if case.impl == portable else None)
             if cfg is not None:
                 case = case.with_config(dict(cfg, maxnreg=None))
         out.append(case)

@@ -687,3 +687,15 @@ def test_full_profile_on_hopper_adds_the_portable_kernel_and_the_causal_goal_sha
     assert "fig-profile-stalls-4096-128-causal" in text
     ids = re.findall(r'id="(fig-[^"]+)"', text)
     assert len(ids) == len(set(ids))
+
+
+def test_a_shape_routed_past_the_autotuner_is_not_run_to_find_out(monkeypatch):
+    asked = []
+    monkeypatch.setattr(profile, "autotuned_config", lambda shape, path="portable": asked.append(shape["head_dim"]))
+    monkeypatch.setattr(profile, "flash_route", lambda case, device: ("gluon", {"version": "g3"})
+                        if case.head_dim == 128 else ("portable", None))
+    cases = profile.pin_tuned_configs(profile.main_cases(quick=False, hopper=True), "triton-portable", None)
+    assert all(c.config is None for c in cases if c.impl == "triton" and c.head_dim == 128)
+    # only the portable rows at d=128 and ours at d=64 are tuned; the headline reuses its (failed) tuning
+    assert 128 in asked and asked.count(128) == len([c for c in cases if c.impl == "triton-portable"
+                                                     and c.head_dim == 128])
