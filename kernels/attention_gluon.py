@@ -734,15 +734,17 @@ def _run(q, k, v, causal, sm_scale, version, launcher):
     return o
 
 
-def _launch(ver, q, k, v, o, causal, scale, sm_count, l2_bytes=H200_L2_BYTES, launcher=None):
+def _descriptors(plan, q, k, v, o):
+    """The four TMA descriptors a launch takes: Q and O boxes of a query tile, K and V boxes of a key tile."""
+    return [_descriptor(q, plan.q_rows), _descriptor(k, plan.kv_rows), _descriptor(v, plan.kv_rows),
+            _descriptor(o, plan.q_rows)]
+
+
+def _launch(ver, q, k, v, o, causal, scale, sm_count, l2_bytes=H200_L2_BYTES, launcher=PLAIN):
     """One launch of `ver` writing o, over tensors TMA can address (checked by the caller), through
-    `launcher` (kernels/launcher.py) when given."""
+    `launcher` (kernels/launcher.py)."""
     fn, grid, scalars, consts, options, plan = _launch_args(ver, tuple(q.shape), causal, scale, sm_count, l2_bytes)
-    descs = [_descriptor(q, plan.q_rows), _descriptor(k, plan.kv_rows), _descriptor(v, plan.kv_rows),
-             _descriptor(o, plan.q_rows)]
-    if launcher is None:
-        return fn[grid](*descs, *scalars.values(), **consts, **options)
-    return launcher.launch(fn, grid, *descs, *scalars.values(), **consts, **options)
+    return launcher.launch(fn, grid, *_descriptors(plan, q, k, v, o), *scalars.values(), **consts, **options)
 
 
 def precompile(version, dtype, head_dim, causal, device=None):
@@ -756,8 +758,7 @@ def precompile(version, dtype, head_dim, causal, device=None):
     t = torch.zeros((1, 1, 16, head_dim), dtype=dtype, device=device)
     fn, grid, scalars, consts, options, plan = _launch_args(ver, tuple(t.shape), causal, 1.0, _sm_count(device),
                                                             _l2_bytes(device))
-    descs = [_descriptor(t, plan.q_rows), _descriptor(t, plan.kv_rows), _descriptor(t, plan.kv_rows),
-             _descriptor(t, plan.q_rows)]
+    descs = _descriptors(plan, t, t, t, t)
     with torch.cuda.device(device):
         fn.warmup(*descs, *scalars.values(), grid=grid, **consts, **options)
 

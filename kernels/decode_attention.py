@@ -171,32 +171,27 @@ def _rows_loop(q, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, start, end, stride_kn, strid
     l_r = tl.zeros([BLOCK_N], tl.float32)
     w_r = tl.zeros([BLOCK_N], tl.float32)  # int8: sum of the value weights, to remove the offset
     acc = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
+    tl.static_assert(UNROLL == 1 or UNROLL == 2, "UNROLL is 1 or 2 tiles per iteration")
     full_end = start + (end - start) // BLOCK_N * BLOCK_N
-    if UNROLL == 1:
-        for n0 in range(start, full_end, BLOCK_N):
-            k, v, ks, vs = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn, mask_d,
-                                      BLOCK_N, IS_INT8, False)
-            m_r, l_r, w_r, acc = _rows_update(q, q_offset, m_r, l_r, w_r, acc, k, v, ks, vs, n0, end, BLOCK_N,
-                                              IS_INT8, False, UPCAST)
-    else:
+    single_from = start
+    if UNROLL == 2:
         # Two tiles per iteration, both loaded before either is used: a warp keeps two tiles' loads
         # in flight instead of waiting out one memory latency per tile.
-        step = 2 * BLOCK_N
-        unrolled_end = start + (end - start) // step * step
-        for n0 in range(start, unrolled_end, step):
+        single_from = start + (end - start) // (2 * BLOCK_N) * (2 * BLOCK_N)
+        for n0 in range(start, single_from, 2 * BLOCK_N):
             k0, v0, ks0, vs0 = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn, mask_d,
                                           BLOCK_N, IS_INT8, False)
             k1, v1, ks1, vs1 = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0 + BLOCK_N, end, stride_kn, stride_vn,
                                           mask_d, BLOCK_N, IS_INT8, False)
             m_r, l_r, w_r, acc = _rows_update(q, q_offset, m_r, l_r, w_r, acc, k0, v0, ks0, vs0, n0, end, BLOCK_N,
                                               IS_INT8, False, UPCAST)
-            m_r, l_r, w_r, acc = _rows_update(q, q_offset, m_r, l_r, w_r, acc, k1, v1, ks1, vs1, n0, end, BLOCK_N,
-                                              IS_INT8, False, UPCAST)
-        for n0 in range(unrolled_end, full_end, BLOCK_N):
-            k, v, ks, vs = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn, mask_d,
-                                      BLOCK_N, IS_INT8, False)
-            m_r, l_r, w_r, acc = _rows_update(q, q_offset, m_r, l_r, w_r, acc, k, v, ks, vs, n0, end, BLOCK_N,
-                                              IS_INT8, False, UPCAST)
+            m_r, l_r, w_r, acc = _rows_update(q, q_offset, m_r, l_r, w_r, acc, k1, v1, ks1, vs1, n0 + BLOCK_N, end,
+                                              BLOCK_N, IS_INT8, False, UPCAST)
+    for n0 in range(single_from, full_end, BLOCK_N):  # every whole tile (UNROLL=1), or the one left over
+        k, v, ks, vs = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn, mask_d,
+                                  BLOCK_N, IS_INT8, False)
+        m_r, l_r, w_r, acc = _rows_update(q, q_offset, m_r, l_r, w_r, acc, k, v, ks, vs, n0, end, BLOCK_N,
+                                          IS_INT8, False, UPCAST)
     if full_end < end:
         k, v, ks, vs = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, full_end, end, stride_kn, stride_vn, mask_d,
                                   BLOCK_N, IS_INT8, True)
