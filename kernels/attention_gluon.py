@@ -36,6 +36,7 @@ run under Triton's CPU interpreter: on the CPU these kernels can only be compile
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -963,7 +964,8 @@ GLUON_VERSIONS.append(GluonVersion(
             "bounds how many heads the walk interleaves there.",
 ))
 
-GLUON_VERSIONS.append(GluonVersion(
+GLUON_VERSIONS.append(dataclasses.replace(
+    GLUON_VERSIONS[-1],  # g5, with the one change below
     name="g6",
     change="g5 with the L2 in the walk's choice. g5 picks the head group with the least busy busiest program among "
            "groups that fit in three quarters of the L2; g6 also charges each group for the L2 it fills, "
@@ -979,12 +981,8 @@ GLUON_VERSIONS.append(GluonVersion(
                "Written before g6 ran; its numerics are g5's (the same tiles, in another order).",
     predicted_at="2026-11-30",
     predicted_speedup={"causal": (0.99, 1.03)},
-    kernel="ws",
-    overlap=True,
-    balanced=True,
     l2_weight=0.1,
     baseline="g5",
-    maskings=("causal",),
     outcome="2026-11-30, H200 exploratory run after the collect (g5, g6 and cuDNN in one process, fp16 and bf16, "
             "every causal goal shape): d=128 N=16384 1.028-1.030x g5, 1.008-1.009x cuDNN (g5 0.978-0.981x); every "
             "other causal goal shape 0.996-1.005x g5, the same walk. Inside the predicted ranges. Output within "
