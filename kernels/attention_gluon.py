@@ -965,7 +965,7 @@ GLUON_VERSIONS.append(GluonVersion(
 ))
 
 GLUON_VERSIONS.append(dataclasses.replace(
-    GLUON_VERSIONS[-1],  # g5, with the one change below
+    next(ver for ver in GLUON_VERSIONS if ver.name == "g5"),  # with the one change below
     name="g6",
     change="g5 with the L2 in the walk's choice. g5 picks the head group with the least busy busiest program among "
            "groups that fit in three quarters of the L2; g6 also charges each group for the L2 it fills, "
