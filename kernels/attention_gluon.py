@@ -55,7 +55,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from .common import HALF_DTYPES, LOG2E, capability, device_index, interpreting, l2_bytes, sm_count
+from .common import HALF_DTYPES, LOG2E, capability, device_index, device_sm_count, interpreting, l2_bytes
 from .launcher import PLAIN
 
 HEAD_DIMS = (64, 128)
@@ -627,10 +627,6 @@ def _descriptor(t, rows):
     return TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)
 
 
-def _sm_count(device):
-    return sm_count(device_index(torch.device(device)))
-
-
 def _l2_bytes(device):
     return l2_bytes(device_index(torch.device(device))) or H200_L2_BYTES
 
@@ -731,7 +727,7 @@ def _run(q, k, v, causal, sm_scale, version, launcher):
     q, k, v = (_tma_operand(t, name, launcher) for name, t in (("q", q), ("k", k), ("v", v)))
     o = launcher.empty("o", q.shape, q.dtype, q.device)
     with torch.cuda.device(q.device):
-        _launch(ver, q, k, v, o, causal, scale, _sm_count(q.device), _l2_bytes(q.device), launcher)
+        _launch(ver, q, k, v, o, causal, scale, device_sm_count(q.device), _l2_bytes(q.device), launcher)
     return o
 
 
@@ -757,7 +753,7 @@ def precompile(version, dtype, head_dim, causal, device=None):
     device = torch.device("cuda") if device is None else torch.device(device)
     ver = get_version(version)
     t = torch.zeros((1, 1, 16, head_dim), dtype=dtype, device=device)
-    fn, grid, scalars, consts, options, plan = _launch_args(ver, tuple(t.shape), causal, 1.0, _sm_count(device),
+    fn, grid, scalars, consts, options, plan = _launch_args(ver, tuple(t.shape), causal, 1.0, device_sm_count(device),
                                                             _l2_bytes(device))
     descs = _descriptors(plan, t, t, t, t)
     with torch.cuda.device(device):

@@ -47,7 +47,7 @@ import triton.testing
 
 from . import dispatch
 from .common import (HALF_DTYPES, HEAD_DIMS, LOG2E, capability, check_inputs, check_tile, device_index, interpreting,
-                     quick_bench, sm_count, softmax_scale)
+                     quick_bench, device_sm_count, softmax_scale)
 from .launcher import PLAIN, LaunchCache, Recorder, TensorDescriptor, config_key, replay_allowed
 
 
@@ -754,7 +754,7 @@ def _launch(q, k, v, o, causal, scale, cfg: TileConfig, feats: Features, launche
             flat = feats.flat_descs and _flat_ok(q, k, v, o, cfg)
             units = (grid[0] + 1) // 2 * grid[1] if pairs else grid[0] * grid[1]
             # Not persistent (pairs only): one program per unit, the hardware deals them out.
-            n_prog = min(units, _sm_count(q.device)) if feats.persistent else units
+            n_prog = min(units, device_sm_count(q.device)) if feats.persistent else units
             kernel = launcher.launch(
                 _hopper_fwd_ws_persistent, (n_prog,),
                 q, k, v, o, rows, *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *o.stride()[:3],
@@ -799,11 +799,6 @@ def _flat_ok(q, k, v, o, cfg):
     tensors, and no tile crossing the end of a head."""
     n = q.shape[2]
     return (all(t.is_contiguous() for t in (q, k, v, o)) and n % cfg.BLOCK_M == 0 and n % cfg.BLOCK_N == 0)
-
-
-def _sm_count(device):
-    """Programs the persistent kernel launches: one per SM (a fixed small number on the CPU)."""
-    return sm_count(device_index(device)) if device.type == "cuda" else 4
 
 
 def _host_descs(q, k, v, o, cfg):

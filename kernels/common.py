@@ -93,6 +93,13 @@ def sm_count(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
 
+def device_sm_count(device, cpu_programs: int = 4) -> int:
+    """SMs of a CUDA `device` (a torch.device or its name); on the CPU (the interpreter) a small fixed
+    number, so grids sized by it stay small there."""
+    device = torch.device(device)
+    return sm_count(device_index(device)) if device.type == "cuda" else cpu_programs
+
+
 @functools.lru_cache(maxsize=None)
 def l2_bytes(index: int) -> int:
     """L2 cache of CUDA device `index` in bytes (0 where torch does not say), asked once."""

@@ -23,7 +23,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .common import LOG2E, device_index, interpreting, quick_bench, sm_count
+from .common import LOG2E, device_sm_count, interpreting, quick_bench
 from .kv_quant import SCALE_DTYPE
 
 
@@ -415,13 +415,9 @@ def _len_bucket(batch_heads: int, capacity: int) -> int:
     return 0 if keys <= 2**17 else 1 if keys <= 2**21 else 2 if keys <= 2**24 else 3
 
 
-def _sm_count(device: torch.device) -> int:
-    return sm_count(device_index(device)) if device.type == "cuda" else 4
-
-
 def default_num_splits(batch: int, heads: int, capacity: int, device: torch.device, min_chunk: int = 128) -> int:
     """Enough programs for about four waves on the device, but no chunk shorter than `min_chunk` keys."""
-    want = math.ceil(4 * _sm_count(device) / max(1, batch * heads))
+    want = math.ceil(4 * device_sm_count(device) / max(1, batch * heads))
     return max(1, min(want, math.ceil(capacity / min_chunk), 256))
 
 
