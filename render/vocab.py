@@ -95,3 +95,16 @@ def versus(s: float, other: str) -> str:
 
 # Each int8-cache decode loop and the bf16-cache loop it differs from by the cache alone.
 INT8_PAIRS = (("int8-graph", "graph"), ("int8-dequant", "eager"), ("int8-kernel", "eager"))
+
+# A decode step's time over its bandwidth floor: at or below NEAR_FLOOR the bytes set the pace, above
+# FAR_FLOOR the kernels do.
+NEAR_FLOOR, FAR_FLOOR = 1.5, 3.0
+
+
+def floor_pace(r: float) -> str:
+    """What a decode step at r times its bandwidth floor is bound by, in words (Home and Decode)."""
+    if r <= NEAR_FLOOR:
+        return "close enough that moving bytes sets the pace"
+    if r <= FAR_FLOOR:
+        return "bandwidth is a large part of the step, but not all of it"
+    return "not the bytes but the kernels set the pace (launches, and kernels that run far below the copy bandwidth)"

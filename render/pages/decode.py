@@ -14,7 +14,7 @@ from collect.schema.decode import LEGACY_VARIANTS, VARIANTS
 from .. import escape, fmt
 from ..figures import PALETTE
 from ..tables import table_html
-from ..vocab import DTYPE_SHORT, EVEN, INT8_PAIRS, join, plural
+from ..vocab import DTYPE_SHORT, EVEN, FAR_FLOOR, INT8_PAIRS, floor_pace, join, plural
 from .base import Page
 
 # Labels carry the cache's float type, filled in from the run ({f}).
@@ -51,21 +51,13 @@ MICRO_SPEEDUP = 1.6                         # int8 kernel against the bf16 kerne
 MICRO_SPEEDUP_CONTEXT, MICRO_SPEEDUP_BATCH = 16384, 4  # ... at contexts and batches at least these
 MICRO_TARGET = 0.80                         # of measured copy bandwidth ...
 MICRO_TARGET_CONTEXT = 8192                 # ... at this context and above
-# Words for achieved / floor.
-NEAR_FLOOR = 1.5
-FAR_FLOOR = 3.0
 # A loop whose kernels keep the GPU busy for less than this share of its step is bound by the host.
 HOST_BOUND = 0.5
 
 
 def floor_words(r: float) -> str:
-    """What a step at r times its bandwidth floor is bound by, in words."""
-    if r <= NEAR_FLOOR:
-        return f"{fmt.ratio(r)} its bandwidth floor: close enough that moving bytes sets the pace"
-    if r <= FAR_FLOOR:
-        return f"{fmt.ratio(r)} its bandwidth floor: bandwidth is a large part of the step, but not all of it"
-    return (f"{fmt.ratio(r)} its bandwidth floor: not the bytes but the kernels set the pace (launches, and kernels "
-            "that run far below the copy bandwidth)")
+    """What a step at r times its bandwidth floor is bound by, in words, with the ratio."""
+    return f"{fmt.ratio(r)} its bandwidth floor: {floor_pace(r)}"
 
 
 def times_words(a: float, b: float) -> str:

@@ -16,13 +16,11 @@ from collect.schema import PHASES
 from collect.schema.occupancy import limits_from_device, occupancy
 
 from .. import escape, fmt, model
-from ..vocab import (ELEMENT_BYTES, INT8_PAIRS, STUDY, STUDY_N, dtype_short, impl_color, impl_label, join, plural,
-                     versus)
+from ..vocab import (ELEMENT_BYTES, INT8_PAIRS, STUDY, STUDY_N, dtype_short, floor_pace, impl_color, impl_label, join,
+                     plural, versus)
 from .base import Page
 
 FUSED = "triton"
-# Step time over bandwidth floor: at or below NEAR the bytes set the pace; above FAR fixed costs do.
-NEAR, FAR = 1.5, 3.0
 # Peak memories within this fraction of each other are "the same".
 SAME = 0.005
 VARIANT_WORDS = {"graph": "our loop in a CUDA graph", "eager": "our eager loop", "hf": "transformers' loop",
@@ -72,13 +70,10 @@ class HomePage(Page):
             if not df.empty:
                 closest = df.loc[df["achieved_over_floor"].idxmin()]
                 r = float(closest["achieved_over_floor"])
-                pace = ("moving bytes sets the pace" if r <= NEAR else
-                        "bandwidth is a large part of a step, but not all of it" if r <= FAR else
-                        "not the bytes but the kernels set the pace")
                 loop = VARIANT_WORDS.get(closest["variant"], escape.text(closest["variant"]))
                 out.append(f"In decode, the loop closest to its bandwidth floor ({loop}, "
                            f"{escape.text(closest['model'])} at batch {int(closest['batch'])} and context "
-                           f"{int(closest['context'])}) takes {fmt.ratio(r)} the floor: {pace}.")
+                           f"{int(closest['context'])}) takes {fmt.ratio(r)} the floor: {floor_pace(r)}.")
         return " ".join(out) or "This run holds no phase beyond the device facts yet."
 
     def headlines(self) -> str:
@@ -287,18 +282,11 @@ class HomePage(Page):
         c = int(g["context"].max())
         best = g[g["context"] == c].sort_values("achieved_over_floor").iloc[0]
         r = float(best["achieved_over_floor"])
-        if r <= NEAR:
-            words = "close enough that moving bytes sets the pace"
-        elif r <= FAR:
-            words = "bandwidth is a large part of the step, but not all of it"
-        else:
-            words = ("not the bytes but the kernels set the pace (launches, and kernels that run far below the copy "
-                     "bandwidth)")
         return (f"Decoding {escape.text(best['model'])} at batch {b} and context {c}, the loop closest to its "
                 f"floor ({VARIANT_WORDS.get(best['variant'], escape.text(best['variant']))}) takes "
                 f"{fmt.ms(best['step_ms_median'])} per step, {fmt.ratio(r)} its bandwidth floor of "
                 f"{fmt.ms(best['floor_ms'])} (the weights and cache a step must read, at the measured copy "
-                f"bandwidth): {words}. {link}")
+                f"bandwidth): {floor_pace(r)}. {link}")
 
     def int8_headline(self) -> str:
         link = "[Decode](decode.md)"
