@@ -14,6 +14,11 @@ decides from: shape, strides, dtype, device and the 16-byte alignment of each in
 the caller adds (causal, sm_scale, path, config). Host-side TMA descriptors embed the base
 address, so each replay builds them again over the new tensors; descriptors built on the device
 need only the scratch allocator, which the replay sets as the first call did.
+
+Triton's launcher encodes every host descriptor into a CUtensorMap on every launch (one driver
+call and a few Python lists each: about 4 us, so 16 us for an attention call's four). A replay's
+descriptors differ only in their base address, so a replay keeps the encoded maps by address and
+calls Triton's launch function below that encoding step (:func:`_tma_launch_of`).
 """
 from __future__ import annotations
 
@@ -117,6 +122,43 @@ def _copy(t: torch.Tensor) -> torch.Tensor:
 
 _PTR, _DESC = 0, 1
 
+# Encoded tensor maps a replay keeps per descriptor argument (one per distinct base address; a loop
+# over fresh outputs from PyTorch's caching allocator cycles through a few).
+_MAPS_PER_ARGUMENT = 32
+
+
+@dataclass(frozen=True)
+class _TmaLaunch:
+    """Triton's launch function under the step that encodes host descriptors, for one kernel."""
+
+    launch: Callable        # the compiled launcher's C entry point
+    cooperative: bool
+    pdl: bool
+    encode: Callable        # (descriptor, its metadata) -> the flat arguments that replace it
+    meta: dict              # argument index -> that descriptor's metadata
+
+
+def _tma_launch_of(compiled) -> _TmaLaunch | None:
+    """The launch below Triton's descriptor-encoding wrapper, for a kernel taking host TMA
+    descriptors that it lowered to CUtensorMaps; None where that structure is not there (another
+    backend or Triton version, descriptors passed as pointers) or the kernel needs scratch memory,
+    and the replay then goes through compiled.run as Triton's own launch does. The wrapper is a
+    closure of the pinned Triton's nvidia driver (wrap_handle_tensordesc); tests check its shape."""
+    try:
+        from triton.backends.nvidia.driver import make_tensordesc_arg
+        run = compiled.run
+        wrapper = run.launch
+        cells = dict(zip(wrapper.__code__.co_freevars, (c.cell_contents for c in wrapper.__closure__)))
+        raw, indices, metas = cells["launcher"], cells["tensordesc_indices"], cells["tensordesc_meta"]
+        if run.global_scratch_size or run.profile_scratch_size:
+            return None
+    except (ImportError, AttributeError, KeyError, TypeError):
+        return None
+    if not metas or any(m is None for m in metas) or len(metas) != len(indices):
+        return None
+    return _TmaLaunch(raw, bool(run.launch_cooperative_grid), bool(run.launch_pdl), make_tensordesc_arg,
+                      dict(zip(sorted(indices), metas)))
+
 
 def _descriptor_over(template, base):
     """A copy of a host descriptor with a new base tensor. Both descriptor classes are plain
@@ -142,12 +184,19 @@ class _Launch:
     keep: list = field(default_factory=list)  # constant buffers whose addresses are in `args`
 
     def __post_init__(self):
+        self.tma = None
         if self.compiled is not None:
             self.run = self.compiled.run  # loads the module on first use: done once, here
             self.function = self.compiled.function
             self.packed_metadata = self.compiled.packed_metadata
+            if any(kind == _DESC for _, _, kind in self.patches):
+                self.maps = {i: {} for i, _, kind in self.patches if kind == _DESC}
+                tma = _tma_launch_of(self.compiled)
+                self.tma = tma if tma is not None and set(tma.meta) == set(self.maps) else None
 
     def replay(self, tensors: dict, stream) -> None:
+        if self.tma is not None:
+            return self._replay_tma(tensors, stream)
         args = list(self.args)
         direct = self.compiled is not None
         for i, name, kind in self.patches:
@@ -161,6 +210,32 @@ class _Launch:
             self.run(g[0], g[1], g[2], stream, self.function, self.packed_metadata, None, None, None, *args)
         else:
             self.fn[self.grid](*args, **self.options)
+
+    def _replay_tma(self, tensors: dict, stream) -> None:
+        """replay() for a kernel with host descriptors: Triton's launch with each descriptor's
+        encoded map taken from this launch's maps by base address (encoded on first sight)."""
+        tma, args = self.tma, list(self.args)
+        for i, name, kind in self.patches:
+            t = tensors[name]
+            if kind == _PTR:
+                args[i] = t.data_ptr()
+                continue
+            maps = self.maps[i]
+            flat = maps.get(t.data_ptr())
+            if flat is None:
+                if len(maps) >= _MAPS_PER_ARGUMENT:
+                    maps.clear()
+                flat = maps[t.data_ptr()] = tma.encode(_descriptor_over(args[i], t), tma.meta[i])
+            args[i] = flat
+        expanded = []
+        for i, a in enumerate(args):
+            if i in tma.meta:
+                expanded.extend(a)
+            else:
+                expanded.append(a)
+        g = self.grid
+        tma.launch(g[0], g[1], g[2], stream, self.function, tma.cooperative, tma.pdl, None, None,
+                   self.packed_metadata, None, None, None, *expanded)
 
 
 @dataclass

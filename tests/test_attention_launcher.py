@@ -155,6 +155,88 @@ def test_a_replay_rebuilds_a_gluon_descriptor_over_the_new_tensor(fake_gpu):
     assert desc.base is x  # the recorded call's own descriptor is left as it was
 
 
+class FakeTmaLauncher:
+    """Triton 3.6's CudaLauncher for a kernel whose first argument is a host TMA descriptor lowered to a
+    CUtensorMap: the pinned Triton's own encoding wrapper (wrap_handle_tensordesc) around a C entry
+    point that records what it receives."""
+
+    global_scratch_size = profile_scratch_size = 0
+    launch_cooperative_grid = launch_pdl = False
+    SIGNATURE = {"X": "tensordesc<fp32[1, 16]>", "Y": "*fp32", "Out": "*fp32", "n": "i32", "scale": "fp32",
+                 "Rows": "*i64", "BLOCK": "constexpr"}
+
+    def __init__(self):
+        from triton.backends.nvidia.driver import wrap_handle_tensordesc
+
+        self.received = []
+        self.launch = wrap_handle_tensordesc(lambda *args: self.received.append(args), self.SIGNATURE,
+                                             [dict(swizzle=0, elem_size=4, elem_type=7, block_size=[1, 16],
+                                                   fp4_padded=False)])
+
+    def __call__(self, gx, gy, gz, stream, function, *args):  # as CudaLauncher.__call__, without scratch
+        self.launch(gx, gy, gz, stream, function, False, False, None, None, *args)
+
+
+@pytest.fixture
+def fake_tma_gpu(fake_gpu, monkeypatch):
+    """fake_gpu with a kernel taking a host descriptor, and a stand-in for the driver call that encodes
+    one (it needs a GPU): it returns the base address, the shape and the strides, and counts its calls."""
+    from triton.backends.nvidia import driver
+
+    fn, compiled = fake_gpu
+    compiled.run = FakeTmaLauncher()
+    encoded = []
+
+    def encode(desc, meta):
+        encoded.append(desc.base.data_ptr())
+        return [("map", desc.base.data_ptr(), tuple(meta["block_size"])), *desc.shape, *desc.strides]
+
+    monkeypatch.setattr(driver, "make_tensordesc_arg", encode)
+    return fn, compiled, encoded
+
+
+def test_a_replay_keeps_encoded_tensor_maps_by_address(fake_tma_gpu):
+    fn, compiled, encoded = fake_tma_gpu
+    rows = torch.arange(16)
+    replay = _record(fn, torch.zeros(4, 32), torch.zeros(4, 32), rows)
+    assert replay.launches[0].tma is not None  # found the C entry point under Triton's wrapper
+    x, y = torch.randn(4, 32), torch.randn(4, 32)
+    first_call = len(encoded)
+    out = replay(x, y)
+    direct = compiled.run.received[-1]
+    # What Triton's own launch hands the C entry point for the same call.
+    desc = launcher.TensorDescriptor(x, list(x.shape), list(x.stride()), [1, 16])
+    compiled.run(3, 2, 1, 1234, 77, (4, 1, 0), None, None, None, desc, y.data_ptr(), out.data_ptr(), 32, 0.5,
+                 rows.data_ptr(), 16)
+    assert direct == compiled.run.received[-1]
+    assert direct[13] == ("map", x.data_ptr(), (1, 16))  # the map over the new x, then its shape and strides
+    encodes = len(encoded)
+    assert encodes == first_call + 2  # one encode by the replay, one by Triton's launch above
+    replay(x, torch.randn(4, 32))
+    assert len(encoded) == encodes  # same x: the kept map, no new encoding
+    other = torch.randn(4, 32)
+    replay(other, y)
+    assert len(encoded) == encodes + 1 and compiled.run.received[-1][13][1] == other.data_ptr()
+
+
+def test_a_replay_keeps_a_bounded_number_of_maps(fake_tma_gpu):
+    fn, compiled, encoded = fake_tma_gpu
+    replay = _record(fn, torch.zeros(4, 32), torch.zeros(4, 32), torch.arange(16))
+    xs = [torch.randn(4, 32) for _ in range(launcher._MAPS_PER_ARGUMENT + 3)]
+    for x in xs:
+        replay(x, x)
+    (maps,) = replay.launches[0].maps.values()
+    assert 0 < len(maps) <= launcher._MAPS_PER_ARGUMENT
+    assert compiled.run.received[-1][13][1] == xs[-1].data_ptr()
+
+
+def test_a_kernel_that_needs_scratch_memory_replays_through_triton(fake_tma_gpu):
+    fn, compiled, _ = fake_tma_gpu
+    compiled.run.global_scratch_size = 128
+    replay = _record(fn, torch.zeros(4, 32), torch.zeros(4, 32), torch.arange(16))
+    assert replay.launches[0].tma is None
+
+
 def test_a_replay_copies_an_input_the_first_call_copied(fake_gpu):
     fn, compiled = fake_gpu
     replay = _record(fn, torch.zeros(4, 32), torch.zeros(32, 4).t(), torch.arange(16), copy_y=True)
