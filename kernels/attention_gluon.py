@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import heapq
 import math
 from dataclasses import dataclass
 
@@ -302,16 +303,43 @@ def _tile_coords(t, tiles_m, num_heads, total_tiles, head_group, snake, CAUSAL: 
 
 
 @gluon.jit
-def _ws_producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, num_heads, seq_len, tiles_m, total_tiles,
-                 head_group, snake, CAUSAL: gl.constexpr, STAGES: gl.constexpr):
+def _walk_length(sched, total_tiles, SCHEDULED: gl.constexpr):
+    """How many query tiles this program works on: its count in the host's table (g7), else every
+    num_programs-th tile of the walk from its own index."""
+    if SCHEDULED:
+        n = gl.load(sched + gl.program_id(0))
+    else:
+        n = gl.cdiv(total_tiles - gl.program_id(0), gl.num_programs(0))
+    return n
+
+
+@gluon.jit
+def _walk_tile(i, sched, tiles_m, num_heads, total_tiles, head_group, snake, CAUSAL: gl.constexpr,
+               SCHEDULED: gl.constexpr):
+    """(batch, head, query tile) of this program's i-th tile. The table (g7) holds the programs'
+    counts, then round by round one code per program: batch-head x tiles_m + query tile."""
+    p = gl.num_programs(0)
+    if SCHEDULED:
+        code = gl.load(sched + (i + 1) * p + gl.program_id(0))
+        bh = code // tiles_m
+        b, h, m = bh // num_heads, bh % num_heads, code - bh * tiles_m
+    else:
+        b, h, m = _tile_coords(gl.program_id(0) + i * p, tiles_m, num_heads, total_tiles, head_group, snake, CAUSAL)
+    return b, h, m
+
+
+@gluon.jit
+def _ws_producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m,
+                 total_tiles, head_group, snake, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
+                 SCHEDULED: gl.constexpr):
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     HALF: gl.constexpr = q_desc.block_type.shape[2]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[3]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[2]
     kv = 0
     it = 0
-    for t in range(gl.program_id(0), total_tiles, gl.num_programs(0)):
-        b, h, m = _tile_coords(t, tiles_m, num_heads, total_tiles, head_group, snake, CAUSAL)
+    for t in range(_walk_length(sched, total_tiles, SCHEDULED)):
+        b, h, m = _walk_tile(t, sched, tiles_m, num_heads, total_tiles, head_group, snake, CAUSAL, SCHEDULED)
         start_m = m * (2 * HALF)
         n_full, n_total = _key_tiles(start_m, seq_len, 2 * HALF, BLOCK_N, CAUSAL)
         q_slot = it % 2
@@ -440,9 +468,9 @@ def _ws_consumer_overlap(q, k_smem, v_smem, bars, kv, turns, n_full, n_total, m_
 
 
 @gluon.jit
-def _ws_consumer(o_desc, q_smem, k_smem, v_smem, bars, num_heads, seq_len, tiles_m, total_tiles, head_group,
+def _ws_consumer(o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles, head_group,
                  snake, qk_scale, WG: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
-                 OVERLAP: gl.constexpr, PINGPONG: gl.constexpr):
+                 OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr):
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     HALF: gl.constexpr = q_smem.shape[1]
     HEAD_DIM: gl.constexpr = q_smem.shape[2]
@@ -452,8 +480,8 @@ def _ws_consumer(o_desc, q_smem, k_smem, v_smem, bars, num_heads, seq_len, tiles
     kv = 0
     it = 0
     turns = 0
-    for t in range(gl.program_id(0), total_tiles, gl.num_programs(0)):
-        b, h, m = _tile_coords(t, tiles_m, num_heads, total_tiles, head_group, snake, CAUSAL)
+    for t in range(_walk_length(sched, total_tiles, SCHEDULED)):
+        b, h, m = _walk_tile(t, sched, tiles_m, num_heads, total_tiles, head_group, snake, CAUSAL, SCHEDULED)
         start_m = m * (2 * HALF)
         n_full, n_total = _key_tiles(start_m, seq_len, 2 * HALF, BLOCK_N, CAUSAL)
         row0 = start_m + WG * HALF
@@ -478,9 +506,9 @@ def _ws_consumer(o_desc, q_smem, k_smem, v_smem, bars, num_heads, seq_len, tiles
 
 
 @gluon.jit(do_not_specialize=["num_heads", "seq_len", "tiles_m", "total_tiles", "head_group", "snake"])
-def _ws_kernel(q_desc, k_desc, v_desc, o_desc, num_heads, seq_len, tiles_m, total_tiles, head_group, snake,
+def _ws_kernel(q_desc, k_desc, v_desc, o_desc, sched, num_heads, seq_len, tiles_m, total_tiles, head_group, snake,
                qk_scale, CAUSAL: gl.constexpr, STAGES: gl.constexpr, OVERLAP: gl.constexpr,
-               PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+               PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr, SCHEDULED: gl.constexpr):
     HALF: gl.constexpr = q_desc.block_type.shape[2]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[3]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[2]
@@ -512,12 +540,12 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, num_heads, seq_len, tiles_m, tota
     gl.thread_barrier()
     bars = (q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn)
     gl.warp_specialize([
-        (_ws_consumer, (o_desc, q_smem, k_smem, v_smem, bars, num_heads, seq_len, tiles_m, total_tiles,
-                        head_group, snake, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG)),
-        (_ws_consumer, (o_desc, q_smem, k_smem, v_smem, bars, num_heads, seq_len, tiles_m, total_tiles,
-                        head_group, snake, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG)),
-        (_ws_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, num_heads, seq_len, tiles_m,
-                        total_tiles, head_group, snake, CAUSAL, STAGES)),
+        (_ws_consumer, (o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
+                        head_group, snake, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED)),
+        (_ws_consumer, (o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
+                        head_group, snake, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED)),
+        (_ws_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m,
+                        total_tiles, head_group, snake, CAUSAL, STAGES, SCHEDULED)),
     ], [4, 1], [CONSUMER_REGS, 24])
 
 
@@ -680,6 +708,81 @@ def plan_schedule(num_bh, tiles_m, programs, kv_head_bytes, l2_bytes, l2_weight=
     return best[1], best[2]
 
 
+def _list_assign(num_bh, tiles_m, programs, head_group, kv_per_m):
+    """List scheduling of a causal walk, as a dynamic scheduler would run it if a query tile's time were
+    its key tiles plus one: heads in groups of `head_group`, each group's query tiles longest first
+    and interleaved across its heads, each tile to the program with the least work so far (ties: the
+    lowest index). Returns (codes per program, work per program); a code is bh x tiles_m + m."""
+    loads = [(0, p) for p in range(programs)]
+    codes = [[] for _ in range(programs)]
+    work = [0] * programs
+    for g0 in range(0, num_bh, head_group):
+        for m in range(tiles_m - 1, -1, -1):
+            for bh in range(g0, min(num_bh, g0 + head_group)):
+                load, p = heapq.heappop(loads)
+                cost = (m + 1) * kv_per_m + 1
+                codes[p].append(bh * tiles_m + m)
+                work[p] += cost
+                heapq.heappush(loads, (load + cost, p))
+    return codes, work
+
+
+@dataclass(frozen=True)
+class ListSchedule:
+    """g7's causal walk at one shape (see _list_assign), handed to the kernel as a table: each
+    program's count of query tiles, then round by round one code per program (-1 past its count)."""
+
+    num_bh: int
+    tiles_m: int
+    programs: int
+    head_group: int
+    kv_per_m: int  # key tiles per step of the query tile index (a ws query tile is two key tiles tall)
+
+    def assignment(self):
+        return _list_assign(self.num_bh, self.tiles_m, self.programs, self.head_group, self.kv_per_m)
+
+    @property
+    def makespan(self) -> float:
+        """The busiest program's modelled work over the average program's (1.0: perfect balance)."""
+        _, work = self.assignment()
+        return max(work) * len(work) / sum(work)
+
+    def table(self) -> list[int]:
+        codes, _ = self.assignment()
+        rounds = max(len(c) for c in codes)
+        return [len(c) for c in codes] + [c[r] if r < len(c) else -1 for r in range(rounds) for c in codes]
+
+
+@functools.lru_cache(maxsize=64)
+def plan_list_schedule(num_bh, tiles_m, programs, kv_head_bytes, l2_bytes, kv_per_m, l2_weight=0.1):
+    """g7's ListSchedule for a causal call: the head group whose list schedule costs least, as g6 counts
+    cost (makespan x (1 + l2_weight x the group's share of the L2)), among groups whose keys and values
+    fit in L2_SHARE of the L2. Ties keep the smaller group."""
+    groups = sorted({1, num_bh} | {2**i for i in range(1, num_bh.bit_length()) if 2**i < num_bh})
+    best = None
+    for g in groups:
+        if g > 1 and g * kv_head_bytes > L2_SHARE * l2_bytes:
+            continue
+        plan = ListSchedule(num_bh, tiles_m, programs, g, kv_per_m)
+        cost = plan.makespan * (1 + l2_weight * min(g, num_bh) * kv_head_bytes / l2_bytes)
+        if best is None or cost < best[0] - 1e-9:
+            best = (cost, plan)
+    return best[1]
+
+
+@functools.lru_cache(maxsize=64)
+def _schedule_table(plan: ListSchedule, device) -> torch.Tensor:
+    """The plan's table on `device`, made once per shape and kept (a replayed launch reads its address)."""
+    return torch.tensor(plan.table(), dtype=torch.int32, device=device)
+
+
+def _on_device(scalars, device):
+    """The launch's scalar arguments with a ListSchedule replaced by its table on `device`."""
+    sched = scalars.get("sched")
+    return {**scalars, "sched": _schedule_table(sched, torch.device(device))} if isinstance(sched, ListSchedule) \
+        else scalars
+
+
 def _launch_args(version, shape, causal, scale, sm_count, l2_bytes=H200_L2_BYTES):
     """(jit function, grid, scalar arguments, constexpr arguments, launch options) of one call."""
     batch, heads, seq_len, head_dim = shape
@@ -695,15 +798,18 @@ def _launch_args(version, shape, causal, scale, sm_count, l2_bytes=H200_L2_BYTES
     tiles_m = triton.cdiv(seq_len, 2 * plan.q_rows)
     total = tiles_m * batch * heads
     grid = (min(sm_count, total), )
-    head_group, snake = 1, False
-    if version.balanced and causal:
-        kv_head_bytes = 2 * seq_len * head_dim * 2
+    head_group, snake, sched = 1, False, None
+    kv_head_bytes = 2 * seq_len * head_dim * 2
+    if version.scheduled and causal:
+        sched = plan_list_schedule(batch * heads, tiles_m, grid[0], kv_head_bytes, l2_bytes,
+                                   2 * plan.q_rows // plan.kv_rows, version.l2_weight)
+    elif version.balanced and causal:
         head_group, snake = plan_schedule(batch * heads, tiles_m, grid[0], kv_head_bytes, l2_bytes,
                                           version.l2_weight)
-    return (_ws_kernel, grid, dict(num_heads=heads, seq_len=seq_len, tiles_m=tiles_m, total_tiles=total,
-                                   head_group=head_group, snake=int(snake), qk_scale=qk_scale),
+    return (_ws_kernel, grid, dict(sched=sched, num_heads=heads, seq_len=seq_len, tiles_m=tiles_m,
+                                   total_tiles=total, head_group=head_group, snake=int(snake), qk_scale=qk_scale),
             dict(CAUSAL=bool(causal), STAGES=plan.stages, OVERLAP=version.overlap, PINGPONG=version.pingpong,
-                 CONSUMER_REGS=plan.consumer_regs),
+                 CONSUMER_REGS=plan.consumer_regs, SCHEDULED=sched is not None),
             dict(num_warps=plan.num_warps), plan)
 
 
@@ -741,6 +847,7 @@ def _launch(ver, q, k, v, o, causal, scale, sm_count, l2_bytes=H200_L2_BYTES, la
     """One launch of `ver` writing o, over tensors TMA can address (checked by the caller), through
     `launcher` (kernels/launcher.py)."""
     fn, grid, scalars, consts, options, plan = _launch_args(ver, tuple(q.shape), causal, scale, sm_count, l2_bytes)
+    scalars = _on_device(scalars, q.device)
     return launcher.launch(fn, grid, *_descriptors(plan, q, k, v, o), *scalars.values(), **consts, **options)
 
 
@@ -757,7 +864,7 @@ def precompile(version, dtype, head_dim, causal, device=None):
                                                             _l2_bytes(device))
     descs = _descriptors(plan, t, t, t, t)
     with torch.cuda.device(device):
-        fn.warmup(*descs, *scalars.values(), grid=grid, **consts, **options)
+        fn.warmup(*descs, *_on_device(scalars, device).values(), grid=grid, **consts, **options)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -786,8 +893,10 @@ def compile_for_target(version, dtype, head_dim, causal, target=None, seq_len=40
                  "k_desc": _desc_signature(dtype, plan.kv_rows, head_dim),
                  "v_desc": _desc_signature(dtype, plan.kv_rows, head_dim),
                  "o_desc": _desc_signature(dtype, plan.q_rows, head_dim)}
-    signature.update({name: "fp32" if isinstance(value, float) else "i32" for name, value in scalars.items()})
+    types = {float: "fp32", int: "i32", ListSchedule: "*i32", type(None): "constexpr"}
+    signature.update({name: types[type(value)] for name, value in scalars.items()})
     signature.update({name: "constexpr" for name in consts})
+    consts = {**consts, **{name: None for name, value in scalars.items() if value is None}}
     return triton.compile(GluonASTSource(fn, signature, consts), target=target, options=options)
 
 
@@ -838,6 +947,7 @@ class GluonVersion:
     pingpong: bool = False
     balanced: bool = False  # causal: the walk plan_schedule picks, not head by head
     l2_weight: float = 0.0  # balanced: what plan_schedule charges a head group for the L2 it fills
+    scheduled: bool = False  # causal: the walk a ListSchedule hands the kernel as a table (g7)
     baseline: str = "sdpa"
     path: str = "gluon"
     outcome: str = ""
@@ -983,6 +1093,31 @@ GLUON_VERSIONS.append(dataclasses.replace(
             "every causal goal shape): d=128 N=16384 1.028-1.030x g5, 1.008-1.009x cuDNN (g5 0.978-0.981x); every "
             "other causal goal shape 0.996-1.005x g5, the same walk. Inside the predicted ranges. Output within "
             "4.9e-4 (fp16) and 3.9e-3 (bf16) of SDPA. Not yet routed: flash_attention still runs g5 there.",
+))
+
+GLUON_VERSIONS.append(dataclasses.replace(
+    next(ver for ver in GLUON_VERSIONS if ver.name == "g6"),  # with the one change below
+    name="g7",
+    change="g6 with the walk handed to the kernel as a table. g5 and g6 give program p every P-th tile of one "
+           "order, so whatever the order, which program gets which tile is fixed by its position; g7's host "
+           "simulates a dynamic scheduler instead (list scheduling): each query tile, longest first within "
+           "a head group, goes to the program with the least work so far, and the kernel reads its count "
+           "and its tiles from a small table (ListSchedule). Balance then no longer needs wide head groups, "
+           "so the group is chosen by g6's cost (makespan x L2 share) among far smaller ones. Modelled "
+           "busiest program over the average (a tile's key tiles, plus one for g7): d=128 N=4096 1.002 "
+           "(4-head groups; g6 1.031 head by head), N=16384 1.002 (head by head; g6 1.029); d=64 N=2048 "
+           "1.031 (g6 1.031), N=4096 1.002 (4 heads; g6 1.016 with 16), N=8192 1.000 (2; g6 1.007 with 16), "
+           "N=16384 1.005 (head by head; g6 1.095 with 8).",
+    prediction="The static walk's imbalance is what still separates the causal shapes from their non-causal "
+               "speed where the L2 bounds the head groups. Expect causal d=64 N=16384 at 1.05-1.12x g6 (the "
+               "model says up to 1.09x, and its K and V now fill 4 MB of L2 instead of 32), d=128 at "
+               "1.00-1.03x g6 at both lengths, d=64 N=4096 and 8192 at 1.00-1.02x (about the same balance "
+               "in less L2), and d=64 N=2048 at 0.99-1.01x (the same balance, one more load per tile). "
+               "Written before g7 ran; its numerics are g6's (the same tiles, in another order).",
+    predicted_speedup={"causal": (0.99, 1.12)},
+    scheduled=True,
+    baseline="g6",
+    outcome="",
 ))
 
 _BY_NAME = {ver.name: ver for ver in GLUON_VERSIONS}

@@ -106,6 +106,8 @@ def test_each_version_compiles_to_the_schedule_it_claims(dtype, head_dim, compil
     # Ping-pong adds the turn handoff: one more wait and one more arrive per key step.
     assert ptx["g4"].count("mbarrier.arrive") > ptx["g3"].count("mbarrier.arrive")
     assert ptx["g4"].count("mbarrier.try_wait") > ptx["g3"].count("mbarrier.try_wait")
+    # g7 reads its walk from the host's table; the others compute it.
+    assert "ld.global" in ptx["g7"] and not any("ld.global" in ptx[name] for name in ptx if name != "g7")
 
 
 @pytest.mark.parametrize("kernel", ["g1", "ws"])
@@ -195,12 +197,18 @@ def test_versions_are_a_dated_journey_with_ranges():
     assert dataclasses.replace(g5, balanced=False) == dataclasses.replace(
         g3, name="g5", change=g5.change, prediction=g5.prediction, predicted_speedup=g5.predicted_speedup,
         baseline="g3", maskings=g5.maskings, outcome=g5.outcome)
-    assert g5.balanced and not any(v.balanced for v in G.GLUON_VERSIONS if v.name not in ("g5", "g6"))
+    assert g5.balanced and not any(v.balanced for v in G.GLUON_VERSIONS if v.name not in ("g5", "g6", "g7"))
     # g6 is g5 whose walk also weighs the L2 a head group fills, measured against g5
     g6 = by_name["g6"]
     assert g6.l2_weight > 0 == g5.l2_weight and dataclasses.replace(g6, l2_weight=0.0) == dataclasses.replace(
         g5, name="g6", change=g6.change, prediction=g6.prediction, predicted_speedup=g6.predicted_speedup,
         baseline="g5", outcome=g6.outcome)
+    # g7 is g6 whose walk the host schedules into a table, measured against g6
+    g7 = by_name["g7"]
+    assert g7.scheduled and not any(v.scheduled for v in G.GLUON_VERSIONS if v.name != "g7")
+    assert dataclasses.replace(g7, scheduled=False) == dataclasses.replace(
+        g6, name="g7", change=g7.change, prediction=g7.prediction, predicted_speedup=g7.predicted_speedup,
+        baseline="g6", outcome=g7.outcome)
 
 
 # --- the causal walk's schedule (host side; the kernel walks the same order on the GPU) -----------
@@ -275,7 +283,53 @@ def test_only_the_balanced_version_changes_the_walk_and_only_when_causal():
             if ver.kernel != "ws":
                 continue
             _, _, scalars, consts, _, _ = G._launch_args(ver, shape, causal, 0.125, sm_count=132)
-            planned = ver.balanced and causal
+            planned = ver.balanced and not ver.scheduled and causal
             walk = (scalars["head_group"], scalars["snake"])
             assert walk != (1, 0) if planned else walk == (1, 0)
             assert "SNAKE" not in consts  # run-time values: one compiled kernel serves every walk
+            tabled = ver.scheduled and causal
+            assert consts["SCHEDULED"] == tabled and isinstance(scalars["sched"], G.ListSchedule) == tabled
+
+
+# --- g7's list schedule ----------------------------------------------------------------------------
+
+
+def _program_lists(table, programs):
+    """A ListSchedule table read as the kernel reads it (_walk_length, _walk_tile): per program its codes."""
+    counts = table[:programs]
+    return [[table[(i + 1) * programs + p] for i in range(counts[p])] for p in range(programs)]
+
+
+@pytest.mark.parametrize("num_bh, tiles_m, programs, head_group",
+                         [(128, 32, 132, 4), (16, 128, 132, 1), (16, 16, 132, 8), (5, 7, 3, 2), (3, 1, 132, 1),
+                          (7, 9, 10, 4)])
+def test_a_list_schedule_hands_each_tile_to_one_program_and_balances_work(num_bh, tiles_m, programs, head_group):
+    programs = min(programs, num_bh * tiles_m)
+    plan = G.ListSchedule(num_bh, tiles_m, programs, head_group, kv_per_m=1)
+    table = plan.table()
+    lists = _program_lists(table, programs)
+    codes = sorted(c for lst in lists for c in lst)
+    assert codes == list(range(num_bh * tiles_m))  # every (head, query tile) exactly once
+    assert len(table) == programs * (1 + max(map(len, lists)))
+    work = [sum(c % tiles_m + 2 for c in lst) for lst in lists]  # key tiles (m + 1) plus one per tile
+    assert plan.makespan == pytest.approx(max(work) * programs / sum(work))
+    # list scheduling: no program's work exceeds the average by more than the longest tile
+    assert max(work) <= sum(work) / programs + tiles_m + 1
+    # within each program, a head group's tiles come longest first
+    for lst in lists:
+        for a, b in zip(lst, lst[1:]):
+            if a // tiles_m // head_group == b // tiles_m // head_group:
+                assert a % tiles_m >= b % tiles_m
+
+
+def test_g7_balances_the_walk_where_g6_could_not_within_the_l2():
+    l2, w = 60 * 2**20, G.get_version("g7").l2_weight
+    # d=64 N=16384, B=2 H=8: g6 needs 8-head groups (32 MiB) for a makespan of 1.095; g7 goes head by head
+    kv = 2 * 16384 * 64 * 2
+    assert G.plan_schedule(16, 128, 132, kv, l2, w) == (8, False)
+    assert G.schedule_makespan(16, 128, 132, 8, False) > 1.09
+    plan = G.plan_list_schedule(16, 128, 132, kv, l2, 1, w)
+    assert plan.head_group == 1 and plan.makespan < 1.01
+    # a group must fit in the L2 share, as g5's and g6's
+    plan = G.plan_list_schedule(128, 128, 132, 8 * 2**20, l2, 1, w)
+    assert plan.head_group * 8 * 2**20 <= G.L2_SHARE * l2 and plan.makespan < 1.01
