@@ -73,29 +73,34 @@ class ShapeRule:
 SHAPE_RULES: tuple[ShapeRule, ...] = (
     ShapeRule("portable", 64, True, max_len=1024,
               evidence="d=64 causal up to N=1024: the portable kernel's loop time was 0.76x the Hopper kernel's"),
-    ShapeRule("gluon", 64, True, min_len=2048, max_len=8192, config=(("version", "g5"),),
-              evidence="d=64 causal at N=2048-8192: the Gluon kernel with the balanced causal walk (g5) ran "
-                       "1.24x, 1.10x and 1.02-1.03x the fastest SDPA backend, against the portable kernel's "
-                       "1.11x, 0.98-0.99x and 0.97-0.98x"),
-    ShapeRule("portable", 64, True, min_len=8193,
-              evidence="d=64 causal at N=16384: the portable kernel ran 0.93-0.96x the fastest SDPA backend, "
-                       "g5 0.90x (the L2 limits how many heads its walk can interleave)"),
-    ShapeRule("portable", 64, False, min_len=2048, max_len=2048,
-              evidence="d=64 non-causal at N=2048: the Gluon kernel's g1 gained 2.5% of device time over the "
-                       "portable kernel (0.98x against 0.96x the fastest SDPA backend), but a replayed Gluon call "
-                       "spent 1.8x SDPA's host time (four TMA descriptors built per call), where the portable "
-                       "kernel spends 0.9x; on a 45 us call the host time is what a loop feels"),
-    ShapeRule("gluon", 64, False, min_len=2049, config=(("version", "g1"),),
-              evidence="d=64 non-causal from N=4096: the Gluon kernel's first step (g1, one program per query "
-                       "tile, two fit on an SM) ran 0.96-1.00x the fastest SDPA backend, the portable kernel "
-                       "0.93-0.95x"),
+    ShapeRule("gluon", 64, True, min_len=2048, max_len=8192, config=(("version", "g7"),),
+              evidence="d=64 causal at N=2048-8192: the Gluon kernel with the list-scheduled causal walk (g7) ran "
+                       "1.23x, 1.14-1.15x and 1.04-1.05x the fastest SDPA backend, g8 0.98x, 0.92-0.94x and 0.99x"),
+    ShapeRule("gluon", 64, True, min_len=8193, config=(("version", "g8"),),
+              evidence="d=64 causal at N=16384: the Gluon kernel's one-warpgroup tile (g8), whose programs the "
+                       "hardware hands out as SMs free up, ran 1.04-1.05x the fastest SDPA backend, g7 0.98x"),
+    ShapeRule("gluon", 64, False, min_len=2048, config=(("version", "g8"),),
+              evidence="d=64 non-causal from N=2048: the Gluon kernel's one-warpgroup tile (g8) ran 1.06-1.08x "
+                       "the fastest SDPA backend, g1 0.97-1.00x and the portable kernel 0.95-0.97x; a replayed "
+                       "call's host time (24 us) is the portable kernel's (25 us), its tensor maps kept by address"),
     ShapeRule("gluon", 128, False, config=(("version", "g3"),),
               evidence="d=128 non-causal: the Gluon kernel (g3) ran 1.01-1.03x the fastest SDPA backend at N=4096 "
                        "and 16384, the Hopper kernel 0.98-1.00x"),
-    ShapeRule("gluon", 128, True, config=(("version", "g5"),),
-              evidence="d=128 causal: the Gluon kernel with the balanced causal walk (g5) ran 1.02x the fastest "
-                       "SDPA backend at N=4096 and 0.98x at 16384, g3 0.95x and 0.91x, the Hopper kernel 0.87-0.88x"),
+    ShapeRule("gluon", 128, True, config=(("version", "g7"),),
+              evidence="d=128 causal: the Gluon kernel with the list-scheduled causal walk (g7) ran 1.06x the "
+                       "fastest SDPA backend at N=4096 and 1.04x at 16384, g6 1.02x and 1.01-1.02x"),
 )
+
+
+def rule_route(rules, head_dim: int, causal: bool, seq_len: int, otherwise=("hopper", None)) -> tuple:
+    """(path, config) the first of `rules` matching this head_dim, masking and length gives, else
+    `otherwise` (where no rule matched, the Hopper path was the first of AUTO_ORDER): how a version
+    that shipped with rules of its own still routes after SHAPE_RULES moved on."""
+    for rule in rules:
+        if rule.matches((1, 1, seq_len, head_dim), causal):
+            return rule.path, dict(rule.config) or None
+    return otherwise
+
 
 PORTABLE_ONLY_ENV = "ATTN_PORTABLE_ONLY"
 

@@ -106,6 +106,10 @@ def test_each_version_compiles_to_the_schedule_it_claims(dtype, head_dim, compil
     # Ping-pong adds the turn handoff: one more wait and one more arrive per key step.
     assert ptx["g4"].count("mbarrier.arrive") > ptx["g3"].count("mbarrier.arrive")
     assert ptx["g4"].count("mbarrier.try_wait") > ptx["g3"].count("mbarrier.try_wait")
+    # g8 runs g1's kernel on one warpgroup at d=64 (no partitions either); d=128 is g1's.
+    facts = {name: compiled[variant_id((name, dtype, head_dim, True))] for name in ("g1", "g8")}
+    assert facts["g8"]["num_warps"] == (4 if head_dim == 64 else 8) and facts["g1"]["num_warps"] == 8
+    assert "setmaxnreg" not in ptx["g8"]
     # g7 reads its walk from the host's table; the others compute it.
     assert "ld.global" in ptx["g7"] and not any("ld.global" in ptx[name] for name in ptx if name != "g7")
 
@@ -113,12 +117,14 @@ def test_each_version_compiles_to_the_schedule_it_claims(dtype, head_dim, compil
 @pytest.mark.parametrize("kernel", ["g1", "ws"])
 @pytest.mark.parametrize("head_dim", G.HEAD_DIMS)
 def test_tile_plan_accounts_for_the_shared_memory_it_compiles_to(kernel, head_dim, compiled):
-    plan = G.tile_plan(kernel, head_dim)
-    name = "g1" if kernel == "g1" else "g2"
-    shared = compiled[variant_id((name, torch.float16, head_dim, False))]["shared"]
-    # The tiles are all of it but the mbarriers and a little compiler scratch.
-    assert plan.smem_bytes(head_dim) <= shared <= plan.smem_bytes(head_dim) + 4096
-    assert shared <= SMEM_LIMIT_SM90
+    for name, one_warpgroup in ((("g1", False), ("g8", True)) if kernel == "g1" else (("g2", False),)):
+        plan = G.tile_plan(kernel, head_dim, one_warpgroup)
+        shared = compiled[variant_id((name, torch.float16, head_dim, False))]["shared"]
+        # The tiles are all of it but the mbarriers and a little compiler scratch.
+        assert plan.smem_bytes(head_dim) <= shared <= plan.smem_bytes(head_dim) + 4096
+        assert shared <= SMEM_LIMIT_SM90
+    if kernel == "g1" and head_dim == 64:  # g8: two programs to an SM, as g1
+        assert 2 * G.tile_plan("g1", 64, True).smem_bytes(64) <= SMEM_LIMIT_SM90
 
 
 # --- input checks, before any launch ------------------------------------------------------------
@@ -203,6 +209,12 @@ def test_versions_are_a_dated_journey_with_ranges():
     assert g6.l2_weight > 0 == g5.l2_weight and dataclasses.replace(g6, l2_weight=0.0) == dataclasses.replace(
         g5, name="g6", change=g6.change, prediction=g6.prediction, predicted_speedup=g6.predicted_speedup,
         baseline="g5", outcome=g6.outcome)
+    # g8 is g1 on one warpgroup at d=64
+    g1, g8 = by_name["g1"], by_name["g8"]
+    assert g8.one_warpgroup and not any(v.one_warpgroup for v in G.GLUON_VERSIONS if v.name != "g8")
+    assert dataclasses.replace(g8, one_warpgroup=False) == dataclasses.replace(
+        g1, name="g8", change=g8.change, prediction=g8.prediction, predicted_speedup=g8.predicted_speedup,
+        outcome=g8.outcome)
     # g7 is g6 whose walk the host schedules into a table, measured against g6
     g7 = by_name["g7"]
     assert g7.scheduled and not any(v.scheduled for v in G.GLUON_VERSIONS if v.name != "g7")

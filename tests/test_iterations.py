@@ -102,6 +102,14 @@ def test_a_version_routes_as_it_shipped_or_as_flash_attention_chooses():
     assert it.version_route(v15, "cuda:0") == ("portable", None)  # v15's own rules, frozen
     assert it.version_route(dataclasses.replace(v15, head_dim=128), "cuda:0") == ("gluon", {"version": "g3"})
     assert it.version_route(dataclasses.replace(v15, impl="v1-tma"), "cuda:0") is None  # one path
+    # v17's rules, frozen likewise when v21 moved them on
+    v17 = dataclasses.replace(v15, impl="v17-per-shape")
+    assert it.version_route(v17, "cuda:0") == ("portable", None)  # N=2048 non-causal: the portable kernel
+    assert it.version_route(dataclasses.replace(v17, seq_len=4096), "cuda:0") == ("gluon", {"version": "g1"})
+    assert it.version_route(dataclasses.replace(v17, causal=True, seq_len=16384), "cuda:0") == ("portable", None)
+    assert it.version_route(dataclasses.replace(v17, causal=True, head_dim=128), "cuda:0") == ("gluon",
+                                                                                               {"version": "g5"})
+    assert it.version_route(dataclasses.replace(v17, seq_len=1024), "cuda:0") == ("hopper", None)  # no rule
     # v17 is flash_attention's own choice: under the CPU interpreter that is the portable path
     assert V.get_version(V.FINAL_VERSION).routes is None
     assert it.version_route(dataclasses.replace(v15, impl=V.FINAL_VERSION), "cuda:0") == ("portable", None)
