@@ -956,6 +956,7 @@ class GluonVersion:
     l2_weight: float = 0.0  # balanced: what plan_schedule charges a head group for the L2 it fills
     scheduled: bool = False  # causal: the walk a ListSchedule hands the kernel as a table (g7)
     one_warpgroup: bool = False  # g1 kernel at d=64: one warpgroup per 128-row tile (g8)
+    head_dims: tuple = HEAD_DIMS  # the head sizes this step changes
     baseline: str = "sdpa"
     path: str = "gluon"
     outcome: str = ""
@@ -1147,6 +1148,7 @@ GLUON_VERSIONS.append(dataclasses.replace(
     predicted_speedup={"non-causal": (1.04, 1.09), "causal": (0.90, 1.06)},
     baseline="sdpa",
     one_warpgroup=True,
+    head_dims=(64,),
     outcome="",
 ))
 

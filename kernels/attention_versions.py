@@ -51,6 +51,7 @@ class KernelVersion:
     # path None: a function (head_dim, causal, seq_len) -> (path, config) pins this version's own
     # per-shape choice; None leaves the choice to flash_attention (kernels/dispatch.py SHAPE_RULES).
     routes: object = None
+    head_dims: tuple = (64, 128)  # the head sizes the version changes (the iterations phase times it there)
 
     def config_for(self, causal: bool):
         """The fixed tile config for this masking; None lets the path choose (see `features`)."""
@@ -357,7 +358,7 @@ def _gluon_versions(steps=_GLUON_STEPS) -> list[KernelVersion]:
             name=name, change=f"Gluon {step}: {g.change}", prediction=g.prediction, predicted_at=g.predicted_at,
             path="gluon", baseline=_GLUON_NAMES.get(g.baseline, g.baseline), predicted_speedup=dict(g.predicted_speedup),
             configs={False: {"version": step}, True: {"version": step}}, outcome=g.outcome,
-            in_phase=timed, maskings=tuple(g.maskings)))
+            in_phase=timed, maskings=tuple(g.maskings), head_dims=tuple(g.head_dims)))
     return out
 
 

@@ -212,7 +212,8 @@ def test_versions_are_a_dated_journey_with_ranges():
     # g8 is g1 on one warpgroup at d=64
     g1, g8 = by_name["g1"], by_name["g8"]
     assert g8.one_warpgroup and not any(v.one_warpgroup for v in G.GLUON_VERSIONS if v.name != "g8")
-    assert dataclasses.replace(g8, one_warpgroup=False) == dataclasses.replace(
+    assert g8.head_dims == (64,) and all(v.head_dims == G.HEAD_DIMS for v in G.GLUON_VERSIONS if v.name != "g8")
+    assert dataclasses.replace(g8, one_warpgroup=False, head_dims=G.HEAD_DIMS) == dataclasses.replace(
         g1, name="g8", change=g8.change, prediction=g8.prediction, predicted_speedup=g8.predicted_speedup,
         outcome=g8.outcome)
     # g7 is g6 whose walk the host schedules into a table, measured against g6

@@ -80,6 +80,15 @@ def test_every_version_runs_at_the_journey_shapes_and_only_the_endpoints_at_d64(
     assert {c.impl for c in cases if c.head_dim == 64} == {"sdpa-cudnn", "sdpa-flash", "v0-portable", "v1-tma"}
 
 
+def test_a_version_that_changes_only_d64_is_timed_at_the_d64_goal_shapes():
+    versions = [*VERSIONS, ("v9-d64-only", ("non-causal", "causal"), (64,)), ("v8-both", ("causal",), (64, 128))]
+    cases = build_cases("full", versions, endpoints=("v0-portable",))
+    only = [c for c in cases if c.impl == "v9-d64-only"]
+    assert {c.head_dim for c in only} == {64} and len(only) == 4 * 2 * 2  # every d=64 length, dtype and masking
+    # a version that changes the journey's head size too stays at the journey shapes
+    assert {c.head_dim for c in cases if c.impl == "v8-both"} == {128}
+
+
 def test_compile_tasks_follow_the_path_each_goal_shape_takes():
     # A per-shape version compiles, per goal shape, the kernel that shape's rule picks (the proxy's
     # own length would pick another); a version of one path compiles once per dtype, mask and d.
