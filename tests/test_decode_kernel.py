@@ -115,6 +115,16 @@ def test_num_splits_heuristic_is_bounded():
     assert 1 <= default_num_splits(1, 1, 10**7, cpu) <= 256
 
 
+def test_autotuning_classes_double_with_the_work():
+    from kernels.decode_attention import _len_bucket
+
+    assert _len_bucket(48, 1017) == _len_bucket(1, 1) == 0  # a small model's step: one class
+    # the microbenchmark's shapes (batch 1, 4 and 16 at 32 heads, 16k and 32k keys) each tune alone
+    micro = {(b, n): _len_bucket(b * 32, n) for b in (1, 4, 16) for n in (16384, 32768)}
+    assert len(set(micro.values())) == len(micro)
+    assert [_len_bucket(1, 2**e) for e in range(17, 22)] == [0, 1, 2, 3, 4]
+
+
 @pytest.mark.parametrize("change, match", [
     (lambda a: {**a, "k": a["k"][:, :1]}, "must both be"),
     (lambda a: {**a, "seq_lens": a["seq_lens"].long()}, "int32"),
