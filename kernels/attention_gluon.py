@@ -1126,7 +1126,13 @@ GLUON_VERSIONS.append(dataclasses.replace(
     predicted_speedup={"causal": (0.99, 1.12)},
     scheduled=True,
     baseline="g6",
-    outcome="",
+    outcome="2026-11-30, H200. Exploratory run (g5, g6, g7, cuDNN, flash and the portable kernel in one process, "
+            "fp16 and bf16, every causal goal shape): correct in all 30 checks through flash_attention, first call and "
+            "replay (odd lengths and transposed views included); against g6, d=64 N=16384 1.05x (0.98x the fastest "
+            "SDPA backend, g6 0.94x), d=128 1.03-1.04x at N=4096 (1.06x SDPA) and 1.03x at 16384 (1.04x), d=64 "
+            "N=2048-8192 0.99-1.00x. Inside the predicted ranges, except d=128 N=4096 (1.03-1.04x against a predicted "
+            "1.00-1.03x), which came in above them. Run h200-20261130e (iterations phase, v19-gluon-scheduled beside "
+            "v18): 1.03-1.04x g6 at d=128.",
 ))
 
 GLUON_VERSIONS.append(dataclasses.replace(
@@ -1149,7 +1155,9 @@ GLUON_VERSIONS.append(dataclasses.replace(
     baseline="sdpa",
     one_warpgroup=True,
     head_dims=(64,),
-    outcome="",
+    outcome="2026-11-30, H200 run h200-20261130e (bench phase, where v21 routes d=64 non-causal and causal "
+            "N=16384 to g8): non-causal 1.07-1.08x the fastest SDPA backend at every d=64 goal shape, causal 1.04x at "
+            "N=16384; inside the predicted ranges.",
 ))
 
 _BY_NAME = {ver.name: ver for ver in GLUON_VERSIONS}
