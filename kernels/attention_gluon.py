@@ -1157,7 +1157,8 @@ GLUON_VERSIONS.append(dataclasses.replace(
     head_dims=(64,),
     outcome="2026-11-30, H200 run h200-20261130e (bench phase, where v21 routes d=64 non-causal and causal "
             "N=16384 to g8): non-causal 1.07-1.08x the fastest SDPA backend at every d=64 goal shape, causal 1.04x at "
-            "N=16384; inside the predicted ranges.",
+            "N=16384; inside the predicted ranges. Run h200-20261130f (iterations phase, g8 at every d=64 goal shape): "
+            "non-causal 1.07-1.09x; causal 0.92-0.99x at N=2048-8192 (where g7 runs instead) and 1.04x at 16384.",
 ))
 
 _BY_NAME = {ver.name: ver for ver in GLUON_VERSIONS}

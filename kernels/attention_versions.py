@@ -446,7 +446,8 @@ VERSIONS["v21-per-shape"] = KernelVersion(
             "class: d=128 non-causal 1.01-1.04x (g3), d=128 causal 1.06x at N=4096 and 1.03-1.04x at 16384 (g7), d=64 "
             "non-causal 1.07-1.08x (g8), d=64 causal 1.23x at N=2048, 1.14x at 4096, 1.04x at 8192 (g7) and 1.04x "
             "at 16384 (g8). The goal is met (median at least 1.0, none below 0.97), and the stretch's d=64 causal at "
-            "1.0x or better everywhere; the stretch's 1.1x median is not.",
+            "1.0x or better everywhere; the stretch's 1.1x median is not. Run h200-20261130f, the next collect: median "
+            "1.059x, all 24 at or above 1.0, the lowest 1.006x (d=128 non-causal N=16384 bf16).",
 )
 FINAL_VERSION = "v21-per-shape"
 

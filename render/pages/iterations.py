@@ -229,7 +229,12 @@ class IterationsPage(Page):
         for names, keys in by_set.items():
             if names != everyone:
                 ran = [escape.text(v) for v in self.version_names() if v in names]
-                out.append(f"Only {join(ran)} {'ran' if len(ran) > 1 else 'was timed'} beside SDPA at {where(keys)}.")
+                missed = [escape.text(v) for v in self.version_names() if v in everyone and v not in names]
+                if len(missed) < len(ran):  # name the shorter list
+                    out.append(f"Every timed version but {join(missed)} ran at {where(keys)}.")
+                else:
+                    out.append(f"Only {join(ran)} {'ran' if len(ran) > 1 else 'was timed'} beside SDPA at "
+                               f"{where(keys)}.")
         return " ".join(out)
 
     def findings_first(self) -> str:
