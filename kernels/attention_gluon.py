@@ -690,6 +690,13 @@ def schedule_makespan(num_bh, tiles_m, programs, head_group, snake):
     return float(load.max() / load.mean())
 
 
+def _head_groups(num_bh, kv_head_bytes, l2_bytes):
+    """The head-group sizes a causal walk may use: 1, the powers of two below num_bh and num_bh itself,
+    those above 1 only where the group's keys and values fit in L2_SHARE of the L2."""
+    groups = sorted({1, num_bh} | {2**i for i in range(1, num_bh.bit_length()) if 2**i < num_bh})
+    return [g for g in groups if g == 1 or g * kv_head_bytes <= L2_SHARE * l2_bytes]
+
+
 @functools.lru_cache(maxsize=256)
 def plan_schedule(num_bh, tiles_m, programs, kv_head_bytes, l2_bytes, l2_weight=0.0):
     """(head_group, snake) for a causal call: the walk whose busiest program has the least work, among
@@ -699,8 +706,7 @@ def plan_schedule(num_bh, tiles_m, programs, kv_head_bytes, l2_bytes, l2_weight=
 
     l2_weight > 0 (g6) also charges a walk for the L2 its group fills: cost = makespan x (1 +
     l2_weight x group bytes / L2 bytes), so a group must buy more balance than it costs in re-reads."""
-    groups = sorted({1, num_bh} | {2**i for i in range(1, num_bh.bit_length()) if 2**i < num_bh})
-    groups = [g for g in groups if g == 1 or g * kv_head_bytes <= L2_SHARE * l2_bytes]
+    groups = _head_groups(num_bh, kv_head_bytes, l2_bytes)
 
     def cost(g, snake):
         footprint = min(g, num_bh) * kv_head_bytes / l2_bytes
@@ -765,11 +771,8 @@ def plan_list_schedule(num_bh, tiles_m, programs, kv_head_bytes, l2_bytes, kv_pe
     """g7's ListSchedule for a causal call: the head group whose list schedule costs least, as g6 counts
     cost (makespan x (1 + l2_weight x the group's share of the L2)), among groups whose keys and values
     fit in L2_SHARE of the L2. Ties keep the smaller group."""
-    groups = sorted({1, num_bh} | {2**i for i in range(1, num_bh.bit_length()) if 2**i < num_bh})
     best = None
-    for g in groups:
-        if g > 1 and g * kv_head_bytes > L2_SHARE * l2_bytes:
-            continue
+    for g in _head_groups(num_bh, kv_head_bytes, l2_bytes):
         plan = ListSchedule(num_bh, tiles_m, programs, g, kv_per_m)
         cost = plan.makespan * (1 + l2_weight * min(g, num_bh) * kv_head_bytes / l2_bytes)
         if best is None or cost < best[0] - 1e-9:
