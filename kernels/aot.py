@@ -219,6 +219,11 @@ def _kernel_name(fn) -> str:
     return getattr(fn, "__name__", None) or getattr(getattr(fn, "fn", None), "__name__", "?")
 
 
+def _failed(module: str, kernel: str, spec: CompileSpec, target: Target, why: str) -> Build:
+    """The Build of a spec or launch that did not compile, and why."""
+    return Build(module, kernel, spec.label, target.name, False, why, expected_tensor_cores=spec.tensor_cores)
+
+
 def build_specs(target: Target, modules: list[str] | None = None, full: bool = True) -> list[Build]:
     """Compile every spec for `target`: one Build per launch, failures included (never raises for
     a kernel that does not compile: its Build says why). A launch identical to one already built
@@ -230,19 +235,14 @@ def build_specs(target: Target, modules: list[str] | None = None, full: bool = T
     done: dict[str, Build] = {}
     for spec_module, specs in specs_for(target, modules, full).items():
         for spec in specs:
-            module = spec_module
-
-            def failed(kernel, why):
-                return Build(module, kernel, spec.label, target.name, False, why,
-                             expected_tensor_cores=spec.tensor_cores)
             try:
                 with caught_launches() as launches:
                     spec.launch()
             except Exception as exc:  # noqa: BLE001 - the launcher itself refused: that is the result
-                builds.append(failed("?", _one_line(exc)))
+                builds.append(_failed(spec_module, "?", spec, target, _one_line(exc)))
                 continue
             if not launches:
-                builds.append(failed("?", "the spec launched no kernel"))
+                builds.append(_failed(spec_module, "?", spec, target, "the spec launched no kernel"))
             for launch in launches:
                 name = _kernel_name(launch.fn)
                 # A kernel is filed under the module that defines it, whichever module's spec launched it.
@@ -257,7 +257,7 @@ def build_specs(target: Target, modules: list[str] | None = None, full: bool = T
                                           tensor_core_ops=tensor_core_ops(kernel.asm.get("ptx", "")),
                                           registers=regs, spill_bytes=spill, shared_bytes=kernel.metadata.shared)
                 except Exception as exc:  # noqa: BLE001 - a compile error is what the matrix reports
-                    builds.append(failed(name, _one_line(exc)))
+                    builds.append(_failed(module, name, spec, target, _one_line(exc)))
                     continue
                 b = done[key]
                 builds.append(Build(module, name, spec.label, target.name, True, None, b.tensor_core_ops,
