@@ -48,7 +48,9 @@ GRAPH_STEP_ENV = "DECODE_GRAPH_STEP"
 # in a CUDA graph, loop time): at gpt2 b4 c1000 torch 0.675 ms, inductor 0.640, fused 0.747 (64
 # kernels a step against 176, but its split-K products keep the GPU busy longer); at gpt2-xl b4
 # c1000 torch 3.45 ms against fused 4.99 (inductor not measured there, and its compile would cost
-# the phase's budget at every model and batch). The env var overrides it.
+# the phase's budget at every model and batch). A sweep of the fused step's knobs (2026-11-30, same
+# shapes) found it at best 4.34 ms at gpt2-xl and 0.685 at gpt2, against torch's 3.35 and 0.661: its
+# products stream weights below cuBLAS's rate. The env var overrides it.
 GRAPH_STEP = "torch"
 # A full collect must finish in 9 minutes on an H200. This phase took about 160 s there (2026-11-30,
 # stage times on stderr): parallel compilation 15 s (now done ahead, in the collect's shared pool),
