@@ -749,19 +749,21 @@ class ListSchedule:
     tiles_m: int
     programs: int
     head_group: int
-    kv_per_m: int  # key tiles per step of the query tile index (a ws query tile is two key tiles tall)
+    kv_per_m: int  # key tiles per step of the query tile index (ws: 128 query rows over 128-key tiles, 1)
 
+    @functools.cached_property
     def assignment(self):
+        """(codes per program, work per program): simulated once, read by makespan and table."""
         return _list_assign(self.num_bh, self.tiles_m, self.programs, self.head_group, self.kv_per_m)
 
     @property
     def makespan(self) -> float:
         """The busiest program's modelled work over the average program's (1.0: perfect balance)."""
-        _, work = self.assignment()
+        _, work = self.assignment
         return max(work) * len(work) / sum(work)
 
     def table(self) -> list[int]:
-        codes, _ = self.assignment()
+        codes, _ = self.assignment
         rounds = max(len(c) for c in codes)
         return [len(c) for c in codes] + [c[r] if r < len(c) else -1 for r in range(rounds) for c in codes]
 
