@@ -193,6 +193,18 @@ class _Launch:
                 self.maps = {i: {} for i, _, kind in self.patches if kind == _DESC}
                 tma = _tma_launch_of(self.compiled)
                 self.tma = tma if tma is not None and set(tma.meta) == set(self.maps) else None
+            if self.tma is not None:
+                self._flatten_template()
+
+    def _flatten_template(self) -> None:
+        """The C entry point's argument list with each descriptor expanded in place (its map, shape and
+        strides: 1 + 2 x rank values), and where each patched argument lands in it, so a replay only
+        overwrites those places instead of expanding every argument again."""
+        flat, self.where = [], {}
+        for i, a in enumerate(self.args):
+            self.where[i] = len(flat)
+            flat.extend([None] * (1 + 2 * len(a.shape)) if i in self.tma.meta else [a])
+        self.flat = flat
 
     def replay(self, tensors: dict, stream) -> None:
         if self.tma is not None:
@@ -214,28 +226,22 @@ class _Launch:
     def _replay_tma(self, tensors: dict, stream) -> None:
         """replay() for a kernel with host descriptors: Triton's launch with each descriptor's
         encoded map taken from this launch's maps by base address (encoded on first sight)."""
-        tma, args = self.tma, list(self.args)
+        tma, flat = self.tma, list(self.flat)
         for i, name, kind in self.patches:
-            t = tensors[name]
+            t, at = tensors[name], self.where[i]
             if kind == _PTR:
-                args[i] = t.data_ptr()
+                flat[at] = t.data_ptr()
                 continue
             maps = self.maps[i]
-            flat = maps.get(t.data_ptr())
-            if flat is None:
+            encoded = maps.get(t.data_ptr())
+            if encoded is None:
                 if len(maps) >= _MAPS_PER_ARGUMENT:
                     maps.clear()
-                flat = maps[t.data_ptr()] = tma.encode(_descriptor_over(args[i], t), tma.meta[i])
-            args[i] = flat
-        expanded = []
-        for i, a in enumerate(args):
-            if i in tma.meta:
-                expanded.extend(a)
-            else:
-                expanded.append(a)
+                encoded = maps[t.data_ptr()] = tma.encode(_descriptor_over(self.args[i], t), tma.meta[i])
+            flat[at:at + len(encoded)] = encoded
         g = self.grid
         tma.launch(g[0], g[1], g[2], stream, self.function, tma.cooperative, tma.pdl, None, None,
-                   self.packed_metadata, None, None, None, *expanded)
+                   self.packed_metadata, None, None, None, *flat)
 
 
 @dataclass
