@@ -64,8 +64,8 @@ class BenchRow:
                                 "path being available).", None)
     kernel_config: dict[str, int] = doc("triton rows: the tile config that ran (BLOCK_M, BLOCK_N, "
                                         "num_warps, num_stages).", default_factory=dict)
-    kernel_step: str | None = doc("triton rows on the Gluon path: the step of the Gluon kernel that ran ('g1' to "
-                                  "'g5', kernels/attention_gluon.py); null on the other paths and in runs before "
+    kernel_step: str | None = doc("triton rows on the Gluon path: the step of the Gluon kernel that ran (e.g. "
+                                  "'g7', kernels/attention_gluon.py GLUON_VERSIONS); null on the other paths and in runs before "
                                   "it was recorded.", None, pattern=IDENT)
     tensor_cores: bool | None = doc("triton rows: whether the compiled kernel that ran issues tensor-core instructions "
                                     "(mma or wgmma in its code, kernels/aot.py uses_tensor_cores); null where unknown "
