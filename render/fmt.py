@@ -60,3 +60,9 @@ def pct(x, digits: int = 3) -> str:
 
 def ratio(x) -> str:
     return _MISSING if not _ok(x) else f"{num(x)}×"
+
+
+def span(lo, hi, f=num) -> str:
+    """'f(lo) to f(hi)', or f(lo) alone where the two print the same: a range must not say one figure twice."""
+    a, b = f(lo), f(hi)
+    return a if a == b else f"{a} to {b}"

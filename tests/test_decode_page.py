@@ -259,8 +259,25 @@ def test_micro_finding_says_where_the_int8_target_is_met(tmp_path):
     assert "At batch 4 it is missed: 1.20× over 2 contexts." in missed
 
 
+def test_micro_finding_gives_one_figure_where_the_span_rounds_to_one(tmp_path):
+    f = decode_file("synthetic-20261129", int8_speed=1.9)
+    for r in f.micro:  # 1.9001x at one context, 1.9x at the other: the same to three figures
+        if r.impl == "triton-int8" and r.batch == 4 and r.context == 65536:
+            r.latency_ms_median /= 1.0001
+    text = write(tmp_path, f).micro_finding()
+    assert "At batch 4 it is met: 1.90× over 2 contexts." in text and "1.90× to 1.90×" not in text
+
+
 def test_size_finding_does_not_credit_bytes_the_closer_step_does_not_move(tmp_path):
     # Synthetic: gpt2 at batch 64 comes closest (about 0.44x, 1.5 GB a step) while gpt2-xl moves 3 GB and
     # stays further off; "more bytes, smaller fixed share" would be false here.
     text = page(tmp_path).size_finding()
     assert "gpt2 at" in text and "moves fewer bytes" in text and "spreads its fixed costs" not in text
+
+
+def test_a_range_that_prints_as_one_figure_says_it_once():
+    from render import fmt
+
+    assert fmt.span(1.90, 1.9001, fmt.ratio) == "1.90×"
+    assert fmt.span(1.22, 1.50, fmt.ratio) == "1.22× to 1.50×"
+    assert fmt.span(4.1e12, 4.2e12, fmt.bandwidth) == "4.10 TB/s to 4.20 TB/s"

@@ -180,7 +180,7 @@ class ComparePage(Page):
             if len(names) == 1:  # one GPU measured several times: the spread is noise, not a ranking
                 lo = min(c for c, _ in copies)
                 out.append(f"The {plural(len(copies), 'measured run')} of the {escape.text(next(iter(names)))} copy "
-                           f"memory at {fmt.bandwidth(lo)} to {fmt.bandwidth(best[0])}.")
+                           f"memory at {fmt.span(lo, best[0], fmt.bandwidth)}.")
             else:
                 out.append(f"Of {plural(len(measured), 'measured run')}, {escape.text(best[1].label)} copies memory "
                            f"fastest, at {fmt.bandwidth(best[0])}.")

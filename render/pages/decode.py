@@ -555,9 +555,11 @@ class DecodePage(Page):
             if g.empty:
                 continue
             lo, hi = g.loc[g["bandwidth_fraction"].idxmin()], g.loc[g["bandwidth_fraction"].idxmax()]
-            out.append(f"- **{MICRO_LABELS[impl].format(f=self.f)}**: {fmt.pct(100 * lo.bandwidth_fraction)} (batch "
-                       f"{lo.batch}, context {lo.context}) to {fmt.pct(100 * hi.bandwidth_fraction)} (batch {hi.batch}, "
-                       f"context {hi.context}) of the measured copy bandwidth.")
+            a, b = fmt.pct(100 * lo.bandwidth_fraction), fmt.pct(100 * hi.bandwidth_fraction)
+            share = (f"{a} of the measured copy bandwidth at every shape measured" if a == b else
+                     f"{a} (batch {lo.batch}, context {lo.context}) to {b} (batch {hi.batch}, context {hi.context}) "
+                     "of the measured copy bandwidth")
+            out.append(f"- **{MICRO_LABELS[impl].format(f=self.f)}**: {share}.")
         if not mb.empty and (mb["bandwidth_fraction"] > 1).any():
             out.append("\nSome figures exceed 100%. The copy bandwidth counts a copy's reads plus its writes, and "
                        "memory loses time turning around between the two; decode attention only reads, so it can "
@@ -569,15 +571,17 @@ class DecodePage(Page):
         if len(both):
             rel = bf.loc[both, "latency_ms_median"] / sd.loc[both, "latency_ms_median"]
             worst, best = rel.idxmax(), rel.idxmin()
-            out.append(f"\nAgainst SDPA on the same {self.f} cache, our kernel takes {fmt.num(rel.min())} to "
-                       f"{fmt.num(rel.max())} times its time over {len(both)} shapes (slowest relative to SDPA at "
-                       f"batch {worst[0]}, context {worst[1]}; fastest at batch {best[0]}, context {best[1]}).")
+            where = ("" if fmt.num(rel.min()) == fmt.num(rel.max()) else
+                     f" (slowest relative to SDPA at batch {worst[0]}, context {worst[1]}; fastest at batch {best[0]}, "
+                     f"context {best[1]})")
+            out.append(f"\nAgainst SDPA on the same {self.f} cache, our kernel takes "
+                       f"{fmt.span(rel.min(), rel.max())} times its time over {len(both)} shapes{where}.")
         speed = self.micro_speedups()
         if len(speed):
             i8 = m[m["impl"] == "triton-int8"].set_index(key)
             fewer = bf.loc[speed.index, "bytes_read"] / i8.loc[speed.index, "bytes_read"]
             out.append(f"\nThe int8 cache has {fmt.ratio(fewer.median())} fewer bytes to read; the kernel reading it "
-                       f"is {fmt.ratio(speed.min())} to {fmt.ratio(speed.max())} as fast as the {self.f} kernel over "
+                       f"is {fmt.span(speed.min(), speed.max(), fmt.ratio)} as fast as the {self.f} kernel over "
                        f"the {len(speed)} shapes both ran.")
             sel = [k for k in speed.index if k[0] >= MICRO_SPEEDUP_BATCH and k[1] >= MICRO_SPEEDUP_CONTEXT]
             if sel:
@@ -588,9 +592,8 @@ class DecodePage(Page):
                     verdict_ = ("met" if (got >= MICRO_SPEEDUP).all() else
                                 "missed" if (got < MICRO_SPEEDUP).all() else
                                 f"met at {(got >= MICRO_SPEEDUP).sum()} of {len(got)} contexts")
-                    span = (fmt.ratio(got.min()) if got.min() == got.max() else
-                            f"{fmt.ratio(got.min())} to {fmt.ratio(got.max())}")
-                    out[-1] += f" At batch {b} it is {verdict_}: {span} over {plural(len(got), 'context')}."
+                    out[-1] += (f" At batch {b} it is {verdict_}: {fmt.span(got.min(), got.max(), fmt.ratio)} over "
+                                f"{plural(len(got), 'context')}.")
         return "\n".join(out) + "\n"
 
     # --- targets ---------------------------------------------------------------------------

@@ -239,8 +239,7 @@ class ProfilePage(Page):
         if not one.empty:
             r = one["device_over_ncu"]
             agree = ((r <= self.CLOCKS_AGREE) & (r >= 1 / self.CLOCKS_AGREE)).sum()
-            span = (fmt.ratio(r.min()) if fmt.ratio(r.min()) == fmt.ratio(r.max())
-                    else f"{fmt.ratio(r.min())} to {fmt.ratio(r.max())}")
+            span = fmt.span(r.min(), r.max(), fmt.ratio)
             out.append(f"For the {plural(len(one), 'call')} of a single kernel lasting at least "
                        f"{self.CLOCK_CHECK_MIN_MS * 1e3:g} µs, our device time is {span} Nsight Compute's kernel time, "
                        f"within {fmt.pct(100 * (self.CLOCKS_AGREE - 1), 2)} in {agree} of {len(one)}.")
