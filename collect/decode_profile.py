@@ -13,7 +13,7 @@ from typing import Callable, Iterable
 # Checked in order; the first match names the class. Names come from cuBLAS, PyTorch, inductor
 # (triton_poi_fused_..., triton_per_fused_..., named after the ops they fuse) and our kernels.
 KERNEL_CLASSES: tuple[tuple[str, str], ...] = (
-    ("attention", r"split_kv|_merge_kernel|flash|fmha|attention|attend|sdpa|softmax"),
+    ("attention", r"split_kv|flash|fmha|attention|attend|sdpa|softmax"),
     ("cache write", r"quantize_store|index_copy|index_put|scatter"),
     ("layer norm", r"layer_norm|layernorm"),
     ("linear", r"gemm|gemv|cutlass|xmma|nvjet|sm\d+_|cublas|_linear|_ln_qkv|_attn_proj|triton_tem"),

@@ -3,8 +3,12 @@
 Decode attention reads the whole cache to produce a single row of output, so it is a bandwidth
 problem, and at small batch it is also a parallelism problem: batch x heads programs are too few
 to fill a large GPU. Following flash-decoding, each (batch, head) splits its cache into chunks
-handled by separate programs; each program writes a partial output and its log-sum-exp, and a
-second small kernel merges the partials exactly.
+handled by separate programs; each program writes a partial output and its log-sum-exp, merged
+exactly afterwards.
+
+The partials are merged in the same launch: the last split of each (batch, head) to finish, counted
+with an atomic, reads the others' partials from L2 and writes the output, so a step pays for one
+kernel per layer's attention instead of two.
 
 The same kernel reads a bf16/fp16 cache or an int8 cache with one fp32 scale per token per head.
 For int8 the scale factors out of both products: score_j = scale_k[j] * (q . k_int8[j]) and
@@ -18,6 +22,7 @@ device memory keeps one launch valid for every step, which is what lets a CUDA g
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import triton
@@ -286,8 +291,8 @@ def _dot_loop(q, qk_scale_log2, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, start, end, st
 
 @triton.jit(do_not_specialize=["H", "num_splits", "stride_lens", "len_bucket"])
 def _split_kv_kernel(
-    Q, K, V, KScale, VScale, Lens, OPart, LsePart,
-    stride_qb, stride_qh,
+    Q, K, V, KScale, VScale, Lens, OPart, LsePart, Out, Counter,
+    stride_qb, stride_qh, stride_ob, stride_oh,
     stride_kb, stride_kh, stride_kn,
     stride_vb, stride_vh, stride_vn,
     stride_sb, stride_sh,
@@ -336,26 +341,46 @@ def _split_kv_kernel(
     tl.store(OPart + row * HEAD_DIM + offs_d, out, mask=mask_d)
     tl.store(LsePart + row, lse)
 
+    # The last split of this (batch, head) to finish merges them all: no second kernel to launch.
+    # It counts arrivals with an atomic, and resets the counter for the next launch.
+    tl.debug_barrier()  # every thread's partial is written before the arrival is counted
+    arrived = tl.atomic_add(Counter + bh, 1, sem="acq_rel", scope="gpu")
+    if arrived == num_splits - 1:
+        _merge_splits(OPart, LsePart, Out + b * stride_ob + h * stride_oh, bh, num_splits, offs_d, mask_d, HEAD_DIM,
+                      BLOCK_D)
+        tl.atomic_xchg(Counter + bh, 0, sem="relaxed", scope="gpu")
 
-@triton.jit(do_not_specialize=["H", "num_splits"])
-def _merge_kernel(
-    OPart, LsePart, Out, stride_ob, stride_oh, H, num_splits,
-    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_S: tl.constexpr,
-):
-    bh = tl.program_id(0)
-    b = (bh // H).to(tl.int64)
-    h = (bh % H).to(tl.int64)
-    offs_s = tl.arange(0, BLOCK_S)
-    mask_s = offs_s < num_splits
-    offs_d = tl.arange(0, BLOCK_D)
-    mask_d = offs_d < HEAD_DIM
-    lse = tl.load(LsePart + bh * num_splits + offs_s, mask=mask_s, other=float("-inf"))
-    m = tl.max(lse, axis=0)
-    w = tl.where(mask_s, tl.exp2(lse - m), 0.0)
-    rows = bh * num_splits + offs_s
-    o = tl.load(OPart + rows[:, None] * HEAD_DIM + offs_d[None, :], mask=mask_s[:, None] & mask_d[None, :], other=0.0)
-    out = tl.sum(w[:, None] * o, axis=0) / tl.sum(w, axis=0)
-    tl.store(Out + b * stride_ob + h * stride_oh + offs_d, out.to(Out.dtype.element_ty), mask=mask_d)
+
+# Splits merged per load: the partial outputs of more would not fit in registers at head_dim 128.
+# A fixed chunk, not one sized to the split count, so one compiled kernel serves every count.
+MERGE_CHUNK = tl.constexpr(16)
+
+
+@triton.jit
+def _merge_splits(OPart, LsePart, Out, bh, num_splits, offs_d, mask_d, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr):
+    """out = sum_s 2^(lse_s - m) o_s / sum_s 2^(lse_s - m), from the partials in L2 (.cg: another SM
+    wrote them). The splits are summed in a fixed order, so the result does not depend on which
+    split finished last."""
+    offs_c = tl.arange(0, MERGE_CHUNK)
+    lse_row = LsePart + bh * num_splits
+    m = tl.full([MERGE_CHUNK], float("-inf"), tl.float32)
+    for s0 in range(0, num_splits, MERGE_CHUNK):
+        m = tl.maximum(m, tl.load(lse_row + s0 + offs_c, mask=s0 + offs_c < num_splits, other=float("-inf"),
+                                  cache_modifier=".cg"))
+    m_all = tl.max(m, axis=0)
+    den = tl.zeros([MERGE_CHUNK], tl.float32)
+    acc = tl.zeros([MERGE_CHUNK, BLOCK_D], tl.float32)
+    for s0 in range(0, num_splits, MERGE_CHUNK):
+        s = s0 + offs_c
+        mask_s = s < num_splits
+        w = tl.where(mask_s, tl.exp2(tl.load(lse_row + s, mask=mask_s, other=float("-inf"), cache_modifier=".cg")
+                                     - m_all), 0.0)
+        o = tl.load(OPart + (bh * num_splits + s)[:, None] * HEAD_DIM + offs_d[None, :],
+                    mask=mask_s[:, None] & mask_d[None, :], other=0.0, cache_modifier=".cg")
+        den += w
+        acc += w[:, None] * o
+    out = tl.sum(acc, axis=0) / tl.sum(den, axis=0)
+    tl.store(Out + offs_d, out.to(Out.dtype.element_ty), mask=mask_d)
 
 
 def _config(block_n, warps, dot=False, stages=1, unroll=1):
@@ -417,9 +442,21 @@ def _len_bucket(batch_heads: int, capacity: int) -> int:
     return max(0, (batch_heads * capacity - 1).bit_length() - 17)
 
 
-def default_num_splits(batch: int, heads: int, capacity: int, device: torch.device, min_chunk: int = 128) -> int:
-    """Enough programs for about four waves on the device, but no chunk shorter than `min_chunk` keys."""
-    want = math.ceil(4 * device_sm_count(device) / max(1, batch * heads))
+@dataclass
+class SplitPolicy:
+    """How finely the cache is split: aim for `waves` programs per SM, no chunk under `min_chunk` keys."""
+
+    waves: float = 4.0
+    min_chunk: int = 128
+
+
+SPLITS = SplitPolicy()
+
+
+def default_num_splits(batch: int, heads: int, capacity: int, device: torch.device, min_chunk: int | None = None) -> int:
+    """Enough programs for SPLITS.waves programs per SM, but no chunk shorter than `min_chunk` keys."""
+    min_chunk = SPLITS.min_chunk if min_chunk is None else min_chunk
+    want = math.ceil(SPLITS.waves * device_sm_count(device) / max(1, batch * heads))
     return max(1, min(want, math.ceil(capacity / min_chunk), 256))
 
 
@@ -472,24 +509,45 @@ def _check(q, k, v, seq_lens, k_scale, v_scale):
     return is_int8
 
 
-def split_kv_partials(q, k, v, seq_lens, o_part, lse_part, num_splits, *, k_scale=None, v_scale=None,
-                      sm_scale=None, config=None) -> None:
-    """The first of decode attention's two kernels: each split's partial output and log2-sum-exp, into
-    o_part (B * H * num_splits, D) fp32 and lse_part (B * H * num_splits,) fp32. The fused step merges
-    them inside its projection; `decode_attention` merges them with its own kernel."""
+class SplitBuffers:
+    """What one decode-attention launch writes besides its output: each split's partial output and
+    log2-sum-exp, and one arrival counter per (batch, head). The counters must start at zero; the
+    merging split sets them back. Owned by the caller, so a CUDA graph replays the same memory."""
+
+    def __init__(self, batch: int, heads: int, head_dim: int, num_splits: int, device):
+        n = batch * heads
+        self.num_splits = num_splits
+        self.o_part = torch.empty((n * num_splits, head_dim), device=device, dtype=torch.float32)
+        self.lse_part = torch.empty((n * num_splits,), device=device, dtype=torch.float32)
+        self.counter = torch.zeros((n,), device=device, dtype=torch.int32)
+
+    def fits(self, batch: int, heads: int, head_dim: int) -> bool:
+        n = batch * heads
+        return self.o_part.shape == (n * self.num_splits, head_dim) and self.counter.numel() == n
+
+
+def split_kv_attention(q, k, v, seq_lens, out, buffers: SplitBuffers, *, k_scale=None, v_scale=None,
+                       sm_scale=None, config=None) -> None:
+    """Decode attention into `out` (B, H, D) in one launch: each split writes its partial output and
+    log2-sum-exp into `buffers`, and the last split of each (batch, head) to finish merges them."""
     is_int8 = _check(q, k, v, seq_lens, k_scale, v_scale)
     B, H, D = q.shape
     L = k.shape[2]
-    if o_part.shape != (B * H * num_splits, D) or lse_part.shape != (B * H * num_splits,):
-        raise ValueError(f"partials must be ({B * H * num_splits}, {D}) and ({B * H * num_splits},) for "
-                         f"{num_splits} splits; got {tuple(o_part.shape)} and {tuple(lse_part.shape)}.")
+    if not buffers.fits(B, H, D):
+        raise ValueError(f"split buffers hold {tuple(buffers.o_part.shape)} partials and {buffers.counter.numel()} "
+                         f"counters; B={B} H={H} D={D} with {buffers.num_splits} splits needs "
+                         f"({B * H * buffers.num_splits}, {D}) and {B * H}.")
+    if out.shape != q.shape or out.dtype != q.dtype or out.stride(-1) != 1:
+        raise ValueError(f"out must be a {tuple(q.shape)} {q.dtype} tensor with a contiguous last dim; got "
+                         f"{tuple(out.shape)} {out.dtype}.")
+    num_splits = buffers.num_splits
     sm_scale = 1.0 / math.sqrt(D) if sm_scale is None else sm_scale
     ks = k_scale if is_int8 else k
     vs = v_scale if is_int8 else v
     s_strides = (k_scale.stride(0), k_scale.stride(1)) if is_int8 else (0, 0)
     args = (
-        q, k, v, ks, vs, seq_lens, o_part, lse_part,
-        q.stride(0), q.stride(1),
+        q, k, v, ks, vs, seq_lens, buffers.o_part, buffers.lse_part, out, buffers.counter,
+        q.stride(0), q.stride(1), out.stride(0), out.stride(1),
         k.stride(0), k.stride(1), k.stride(2),
         v.stride(0), v.stride(1), v.stride(2),
         *s_strides,
@@ -497,14 +555,14 @@ def split_kv_partials(q, k, v, seq_lens, o_part, lse_part, num_splits, *, k_scal
         H, num_splits, sm_scale * LOG2E, _len_bucket(B * H, L),
     )
     grid = (num_splits, B * H)
+    fixed = {"HEAD_DIM": D, "BLOCK_D": triton.next_power_of_2(D), "IS_INT8": is_int8}
     if config is None and interpreting():
         config = INTERPRET_CONFIG
     if config is None:
-        _split_kv_tuned[grid](*args, HEAD_DIM=D, BLOCK_D=triton.next_power_of_2(D), IS_INT8=is_int8, UPCAST=False)
+        _split_kv_tuned[grid](*args, UPCAST=False, **fixed)
     else:
         config = {"USE_DOT": False, **config}
-        _split_kv_kernel[grid](*args, HEAD_DIM=D, BLOCK_D=triton.next_power_of_2(D), IS_INT8=is_int8,
-                               UPCAST=interpreting(), **config)
+        _split_kv_kernel[grid](*args, UPCAST=interpreting(), **fixed, **config)
 
 
 def decode_attention(
@@ -518,26 +576,24 @@ def decode_attention(
     sm_scale: float | None = None,
     num_splits: int | None = None,
     config: dict | None = None,
+    buffers: SplitBuffers | None = None,
 ) -> torch.Tensor:
     """softmax(q k[:len]^T * sm_scale) v[:len] for one query per (batch, head); returns (B, H, D) in q's dtype.
 
     The caller guarantees 1 <= seq_lens <= L (the lengths live on the device; checking them here
     would cost a synchronization every step). `config` pins {"BLOCK_N", "USE_DOT", "num_warps",
-    "num_stages"} instead of autotuning.
+    "num_stages"} instead of autotuning. `buffers` (kept by a caller that calls again, such as a
+    cache) saves allocating and zeroing them per call; they fix the split count.
     """
     B, H, D = q.shape
-    splits = num_splits or default_num_splits(B, H, k.shape[2], q.device)
-    o_part = torch.empty((B * H * splits, D), device=q.device, dtype=torch.float32)
-    lse_part = torch.empty((B * H * splits,), device=q.device, dtype=torch.float32)
-    split_kv_partials(q, k, v, seq_lens, o_part, lse_part, splits, k_scale=k_scale, v_scale=v_scale,
-                      sm_scale=sm_scale, config=config)
+    if buffers is None:
+        splits = num_splits or default_num_splits(B, H, k.shape[2], q.device)
+        buffers = SplitBuffers(B, H, D, splits, q.device)
+    elif num_splits is not None and num_splits != buffers.num_splits:
+        raise ValueError(f"num_splits {num_splits} disagrees with the buffers' {buffers.num_splits}.")
     out = torch.empty_like(q)
-    block_d = triton.next_power_of_2(D)
-    _merge_kernel[(B * H,)](
-        o_part, lse_part, out, out.stride(0), out.stride(1), H, splits,
-        HEAD_DIM=D, BLOCK_D=block_d, BLOCK_S=triton.next_power_of_2(splits),
-        num_warps=1 if interpreting() else 4,
-    )
+    split_kv_attention(q, k, v, seq_lens, out, buffers, k_scale=k_scale, v_scale=v_scale, sm_scale=sm_scale,
+                       config=config)
     return out
 
 
@@ -562,7 +618,7 @@ def reference_decode_attention(q, k, v, seq_lens, *, k_scale=None, v_scale=None,
 # --- the compile matrix (kernels/aot.py) -------------------------------------------------------
 
 def compile_specs(target):
-    """The split-KV and merge kernels as the decode phase launches them on `target`: bfloat16
+    """The split-KV kernel (its merge included) as the decode phase launches it on `target`: bfloat16
     where the GPU has it, float16 where it does not (T4), and the int8 cache; every autotuner
     config the autotuner may pick for that cache and GPU (no tensor-core dots before Ampere), at GPT-2's head_dim 64 and the
     microbenchmark's 128."""

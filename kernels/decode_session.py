@@ -17,7 +17,7 @@ import time
 import torch
 
 from .gpt2 import CACHES, GPT2, ModelArgs, cache_kwarg, cache_of, check_limits, check_tokens
-from .gpt2_fused import STEPS, advance
+from .gpt2_fused import STEPS, ArgmaxScratch, advance, argmax_advance
 
 
 def _sync(device: torch.device) -> None:
@@ -90,6 +90,7 @@ class OurSession(Session):
         self.pos = torch.zeros((1,), dtype=torch.int64, device=self.device)
         self.lens = torch.ones((1,), dtype=torch.int32, device=self.device)
         self.step_fn = STEPS[step_impl](model, self.cache, batch)
+        self.argmax = ArgmaxScratch(batch, self.device)
         self.graph = None
         self.host_pos = 0
         self.last_logits = None
@@ -127,7 +128,10 @@ class OurSession(Session):
 
     def _body(self):
         logits = self.step_fn(self.history, self.pos, self.lens)
-        advance(self._record(logits, self.pos), self.history, self.pos, self.lens, write=not self.teacher_forced)
+        if self.record_top2:
+            advance(self._record(logits, self.pos), self.history, self.pos, self.lens, write=not self.teacher_forced)
+        else:
+            argmax_advance(logits, self.history, self.pos, self.lens, self.argmax, write=not self.teacher_forced)
         return logits
 
     def prepare(self, tokens: torch.Tensor, warmup_steps: int = 2, prompt_len: int | None = None) -> None:

@@ -9,7 +9,7 @@ products around them, leaving four per layer besides attention:
 
   ln_qkv_store            LayerNorm -> x @ W_qkv + b -> q to a buffer, k and v into the cache at `pos`
                           (bf16, or quantized to int8 with a per-vector scale)
-  merge_proj_residual     merge the split-KV attention partials -> @ W_proj + b -> x += that
+  linear_residual         attention output @ W_proj + b -> x += that
   ln_linear (GELU)        LayerNorm -> x @ W_fc + b -> GELU
   linear_residual         h @ W_out + b -> x += that
   ln_linear (no act.)     the final LayerNorm and the LM head, logits in fp32
@@ -22,8 +22,13 @@ runs the epilogue and resets the counter for the next launch. The sum is determi
 extra kernel is launched. Rounding follows the unfused step: the product is rounded to the model's
 dtype before an activation or a residual add, as cuBLAS's output would be.
 
-LayerNorm needs statistics over a whole row, which no single output tile owns; each program
-recomputes them from the input rows (a few kilobytes, from L2) before its loop.
+Nothing a program waits for is a chain of dependent loads, because a chain of L2 round trips, not
+the weight stream, is what set these kernels' pace (an earlier form ran the H200's DRAM at 6-20%):
+  - LayerNorm needs statistics over a whole row, which no output tile owns. The kernel that wrote
+    the row leaves each tile's mean and sum of squared deviations (`RowStats`); the next LayerNorm
+    combines them with one load (Chan et al.'s pairwise formula, exact where a plain sum of squares
+    would cancel).
+  - The split-K partials are read with one unrolled load each, all in flight at once.
 """
 from __future__ import annotations
 
@@ -39,7 +44,6 @@ from .common import interpreting
 # Prologue: how the A operand (the activation rows) is produced tile by tile.
 PRO_NONE = tl.constexpr(0)
 PRO_LN = tl.constexpr(1)      # LayerNorm of x, statistics over the whole row
-PRO_MERGE = tl.constexpr(2)   # attention output merged from split-KV partials (one head per tile)
 # Epilogue: what happens to acc + bias.
 EPI_STORE = tl.constexpr(0)
 EPI_GELU_TANH = tl.constexpr(1)
@@ -50,50 +54,56 @@ EPI_QKV = tl.constexpr(4)
 # --- the shared program -----------------------------------------------------------------------
 
 @triton.jit
-def _row_stats(X, stride_xb, offs_b, mask_b, K, eps, BLOCK_B: tl.constexpr, BLOCK_K: tl.constexpr):
-    """Mean and 1/std of each row of x in one pass (every program reads the rows, so once matters at a
-    large batch): per tile a mean and a sum of squared deviations, combined as Chan et al. combine
-    partial variances, which stays exact where a plain sum of squares would cancel."""
-    n = 0.0
-    mean = tl.zeros([BLOCK_B], tl.float32)
-    m2 = tl.zeros([BLOCK_B], tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        offs_k = k0 + tl.arange(0, BLOCK_K)
-        mask = mask_b[:, None] & (offs_k < K)[None, :]
-        x = tl.load(X + offs_b[:, None] * stride_xb + offs_k[None, :], mask=mask, other=0.0).to(tl.float32)
-        n_t = tl.minimum(K - k0, BLOCK_K).to(tl.float32)
-        mean_t = tl.sum(x, axis=1) / n_t
-        d = tl.where(mask, x - mean_t[:, None], 0.0)
-        m2_t = tl.sum(d * d, axis=1)
-        n_new = n + n_t
-        delta = mean_t - mean
-        mean += delta * (n_t / n_new)
-        m2 += m2_t + delta * delta * (n * n_t / n_new)
-        n = n_new
+def _combined_stats(Stats, stride_st, offs_b, mask_b, B, stat_tiles, stat_width, K, eps, STAT_P: tl.constexpr):
+    """Mean and 1/std of each row from its tiles' (mean, sum of squared deviations), in one load:
+    mean = sum n_t mean_t / K and M2 = sum M2_t + n_t (mean_t - mean)^2."""
+    offs_t = tl.arange(0, STAT_P)
+    mask_t = offs_t < stat_tiles
+    mask = mask_b[:, None] & mask_t[None, :]
+    ptrs = Stats + offs_b[:, None] * stride_st + offs_t[None, :]
+    mean_t = tl.load(ptrs, mask=mask, other=0.0)
+    m2_t = tl.load(ptrs + B * stride_st, mask=mask, other=0.0)
+    n_t = tl.where(mask_t, tl.minimum(stat_width, K - offs_t * stat_width), 0).to(tl.float32)
+    # Relative to the first tile's mean: the tiles' offsets from it are small, so a large common
+    # mean does not swamp their weighted sum.
+    pivot = tl.sum(tl.where(offs_t[None, :] == 0, mean_t, 0.0), axis=1)
+    d = mean_t - pivot[:, None]
+    mean = pivot + tl.sum(d * n_t[None, :], axis=1) / K
+    d = mean_t - mean[:, None]
+    m2 = tl.sum(m2_t + n_t[None, :] * d * d, axis=1)
     return mean, 1.0 / tl.sqrt_rn(m2 / K + eps)
 
 
 @triton.jit
-def _merged_head(OPart, LsePart, offs_b, mask_b, head, H, num_splits, HEAD_DIM: tl.constexpr,
-                 BLOCK_D: tl.constexpr, BLOCK_B: tl.constexpr):
-    """Attention output of one head for every row, from the split-KV kernel's partial outputs and
-    log2-sum-exps: sum_s 2^(lse_s - m) o_s / sum_s 2^(lse_s - m)."""
-    offs_d = tl.arange(0, BLOCK_D)
-    mask_d = offs_d < HEAD_DIM
-    rows = (offs_b.to(tl.int64) * H + head) * num_splits
-    m = tl.full([BLOCK_B], float("-inf"), tl.float32)
-    for s in range(num_splits):
-        m = tl.maximum(m, tl.load(LsePart + rows + s, mask=mask_b, other=float("-inf")))
-    m = tl.where(m == float("-inf"), 0.0, m)
-    den = tl.zeros([BLOCK_B], tl.float32)
-    acc = tl.zeros([BLOCK_B, BLOCK_D], tl.float32)
-    for s in range(num_splits):
-        w = tl.exp2(tl.load(LsePart + rows + s, mask=mask_b, other=float("-inf")) - m)
-        o = tl.load(OPart + (rows + s)[:, None] * HEAD_DIM + offs_d[None, :], mask=mask_b[:, None] & mask_d[None, :],
-                    other=0.0)
-        den += w
-        acc += w[:, None] * o
-    return acc / tl.where(den > 0, den, 1.0)[:, None]
+def _store_tile_stats(Stats, stride_st, y, mask, offs_b, mask_b, B, tile, n_valid):
+    """This tile's share of each row's statistics, for the next LayerNorm: its mean and its sum of
+    squared deviations over the tile's valid columns (y as stored, after rounding)."""
+    mean_t = tl.sum(tl.where(mask, y, 0.0), axis=1) / n_valid
+    d = tl.where(mask, y - mean_t[:, None], 0.0)
+    ptrs = Stats + offs_b * stride_st + tile
+    tl.store(ptrs, mean_t, mask=mask_b)
+    tl.store(ptrs + B * stride_st, tl.sum(d * d, axis=1), mask=mask_b)
+
+
+@triton.jit
+def _prefetch_l2(ptrs):
+    """Ask L2 for the lines at `ptrs` without waiting for them (no register holds the data)."""
+    return tl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l", [ptrs],
+                                     dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
+def _prefetch_weights(W, stride_wk, col0, K, N, t_start, t_end, BLOCK_K: tl.constexpr, LINES: tl.constexpr,
+                      LINE_ELEMS: tl.constexpr):
+    """Start this program's weight rows on their way from DRAM to L2, one request per 128-byte line:
+    under programmatic dependent launch this runs while the previous kernel still drains, so the
+    weight stream no longer waits for the activations it does not depend on."""
+    offs_c = col0 + tl.arange(0, LINES) * LINE_ELEMS
+    for t in range(t_start, t_end):
+        offs_k = t * BLOCK_K + tl.arange(0, BLOCK_K)
+        ptrs = W + offs_k[:, None].to(tl.int64) * stride_wk + offs_c[None, :]
+        mask = (offs_k < K)[:, None] & (offs_c < N)[None, :]
+        _prefetch_l2(tl.where(mask, ptrs, W))
 
 
 @triton.jit
@@ -120,65 +130,70 @@ def _quantize_rows(y, mask):
 @triton.jit
 def _linear_program(
     X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb, Res, stride_rb,
-    B, K, N, eps, LnW, LnB,
-    OPart, LsePart, H_ATT, num_splits,
+    B, K, N, eps, LnW, LnB, StatIn, stat_tiles, stat_width, StatOut, stride_st,
     Q, KC, VC, KS, VS, Pos, H_QKV, stride_cb, stride_ch, stride_cn, stride_sb, stride_sh,
     Work, Counter, split_k,
     PROLOGUE: tl.constexpr, EPILOGUE: tl.constexpr, HAS_BIAS: tl.constexpr, INT8_CACHE: tl.constexpr,
-    HEAD_DIM: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    UPCAST: tl.constexpr, PDL: tl.constexpr,
+    STATS_OUT: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr, STAT_P: tl.constexpr, SPLIT_P: tl.constexpr, UPCAST: tl.constexpr, PDL: tl.constexpr,
+    PREFETCH_LINES: tl.constexpr = 0,
 ):
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
-    if PDL:
-        # Programmatic dependent launch: this grid may start while the previous kernel drains;
-        # wait for its results before reading anything it wrote, and let the next grid start early.
-        tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
     dt = W.dtype.element_ty
     offs_b = tl.arange(0, BLOCK_B)
     mask_b = offs_b < B
     # Output columns: a tile of BLOCK_N, or for the qkv epilogue exactly one head of q, k or v.
     if EPILOGUE == EPI_QKV:
-        offs_n = pid_n * HEAD_DIM + tl.arange(0, BLOCK_N)
+        col0 = pid_n * HEAD_DIM
+        offs_n = col0 + tl.arange(0, BLOCK_N)
         mask_n = tl.arange(0, BLOCK_N) < HEAD_DIM
     else:
-        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        col0 = pid_n * BLOCK_N
+        offs_n = col0 + tl.arange(0, BLOCK_N)
         mask_n = offs_n < N
-    # Inner tiles: BLOCK_K columns of x, or for the merge prologue one head of the attention output.
-    if PROLOGUE == PRO_MERGE:
-        tile_k = HEAD_DIM
-        k_tiles = H_ATT
-    else:
-        tile_k = BLOCK_K
-        k_tiles = tl.cdiv(K, BLOCK_K)
+    k_tiles = tl.cdiv(K, BLOCK_K)
     per_split = tl.cdiv(k_tiles, split_k)
     t_start = pid_k * per_split
     t_end = tl.minimum(t_start + per_split, k_tiles)
+    if PDL:
+        # Programmatic dependent launch: this grid may start while the previous kernel drains. The
+        # weights are not its output, so their lines are requested first; then wait for its results
+        # before reading anything it wrote, and let the next grid start early.
+        if PREFETCH_LINES > 0:
+            _prefetch_weights(W, stride_wk, col0, K, N, t_start, t_end, BLOCK_K, PREFETCH_LINES,
+                              128 // (dt.primitive_bitwidth // 8))
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
     if PROLOGUE == PRO_LN:
-        mean, rstd = _row_stats(X, stride_xb, offs_b, mask_b, K, eps, BLOCK_B, BLOCK_K)
+        mean, rstd = _combined_stats(StatIn, stride_st, offs_b, mask_b, B, stat_tiles, stat_width, K, eps, STAT_P)
 
     acc = tl.zeros([BLOCK_B, BLOCK_N], tl.float32)
     for t in range(t_start, t_end):
-        offs_kk = tl.arange(0, BLOCK_K)
-        offs_k = t * tile_k + offs_kk
-        mask_k = (offs_kk < tile_k) & (offs_k < K)
-        if PROLOGUE == PRO_MERGE:
-            a = _merged_head(OPart, LsePart, offs_b, mask_b, t, H_ATT, num_splits, HEAD_DIM, BLOCK_K, BLOCK_B)
-        else:
-            a = tl.load(X + offs_b[:, None] * stride_xb + offs_k[None, :], mask=mask_b[:, None] & mask_k[None, :],
-                        other=0.0)
-            if PROLOGUE == PRO_LN:
-                g = tl.load(LnW + offs_k, mask=mask_k, other=0.0).to(tl.float32)
-                bb = tl.load(LnB + offs_k, mask=mask_k, other=0.0).to(tl.float32)
-                a = (a.to(tl.float32) - mean[:, None]) * rstd[:, None] * g[None, :] + bb[None, :]
-        a = a.to(dt)  # the unfused step rounds here too (norm output, attention output)
+        offs_k = t * BLOCK_K + tl.arange(0, BLOCK_K)
+        mask_k = offs_k < K
+        a = tl.load(X + offs_b[:, None] * stride_xb + offs_k[None, :], mask=mask_b[:, None] & mask_k[None, :],
+                    other=0.0)
+        if PROLOGUE == PRO_LN:
+            g = tl.load(LnW + offs_k, mask=mask_k, other=0.0).to(tl.float32)
+            bb = tl.load(LnB + offs_k, mask=mask_k, other=0.0).to(tl.float32)
+            a = (a.to(tl.float32) - mean[:, None]) * rstd[:, None] * g[None, :] + bb[None, :]
+        a = a.to(dt)  # the unfused step rounds the norm's output too
         w = tl.load(W + offs_k[:, None].to(tl.int64) * stride_wk + offs_n[None, :] * stride_wn,
                     mask=mask_k[:, None] & mask_n[None, :], other=0.0)
         if UPCAST:  # the interpreter multiplies bf16 dot operands wrongly; fp32 is exact for both
             acc += tl.dot(a.to(tl.float32), w.to(tl.float32))
         else:
             acc += tl.dot(a, w)
+
+    # The epilogue's inputs are requested before the split-K handshake, so the program that finishes
+    # the tile does not wait another round trip for them. (Before the loop they would hold registers
+    # through it, and spill on an A100.)
+    mask_y = mask_b[:, None] & mask_n[None, :]
+    if HAS_BIAS:
+        bias = tl.load(Bias + offs_n, mask=mask_n, other=0.0).to(tl.float32)
+    if EPILOGUE == EPI_RESIDUAL:
+        res = tl.load(Res + offs_b[:, None] * stride_rb + offs_n[None, :], mask=mask_y, other=0.0).to(tl.float32)
 
     # Split-K: park this split's sum; the last of the splits to arrive adds them all, in order.
     is_last = split_k == 1
@@ -190,16 +205,22 @@ def _linear_program(
         arrived = tl.atomic_add(Counter + pid_n, 1, sem="acq_rel", scope="gpu")
         is_last = arrived == split_k - 1
         if is_last:
+            # Unrolled by up to eight: those splits' loads are all issued before the first is added,
+            # one L2 round trip per eight splits instead of one per split. (Sixteen at once spill
+            # registers on an A100.)
             acc = tl.zeros([BLOCK_B, BLOCK_N], tl.float32)
-            for s in range(split_k):
-                acc += tl.load(ws + s * B * N, mask=mask, other=0.0, cache_modifier=".cg")
+            CHUNK: tl.constexpr = SPLIT_P if SPLIT_P < 8 else 8
+            for s0 in range(0, split_k, CHUNK):
+                for s in tl.static_range(CHUNK):
+                    acc += tl.load(ws + (s0 + s) * B * N, mask=mask & (s0 + s < split_k), other=0.0,
+                                   cache_modifier=".cg")
             tl.atomic_xchg(Counter + pid_n, 0, sem="relaxed", scope="gpu")  # ready for the next launch
 
     if is_last:
         y = acc
         if HAS_BIAS:
-            y += tl.load(Bias + offs_n, mask=mask_n, other=0.0).to(tl.float32)[None, :]
-        mask = mask_b[:, None] & mask_n[None, :]
+            y += bias[None, :]
+        mask = mask_y
         if EPILOGUE == EPI_STORE:
             tl.store(Y + offs_b[:, None] * stride_yb + offs_n[None, :], y.to(Y.dtype.element_ty), mask=mask)
         elif EPILOGUE == EPI_GELU_TANH:
@@ -209,9 +230,11 @@ def _linear_program(
             y = _gelu(y.to(dt).to(tl.float32), False)
             tl.store(Y + offs_b[:, None] * stride_yb + offs_n[None, :], y.to(Y.dtype.element_ty), mask=mask)
         elif EPILOGUE == EPI_RESIDUAL:
-            r = tl.load(Res + offs_b[:, None] * stride_rb + offs_n[None, :], mask=mask, other=0.0).to(tl.float32)
-            y = r + y.to(dt).to(tl.float32)
-            tl.store(Y + offs_b[:, None] * stride_yb + offs_n[None, :], y.to(Y.dtype.element_ty), mask=mask)
+            y = (res + y.to(dt).to(tl.float32)).to(Y.dtype.element_ty)
+            tl.store(Y + offs_b[:, None] * stride_yb + offs_n[None, :], y, mask=mask)
+            if STATS_OUT:
+                _store_tile_stats(StatOut, stride_st, y.to(tl.float32), mask, offs_b, mask_b, B, pid_n,
+                                  tl.minimum(BLOCK_N, N - pid_n * BLOCK_N).to(tl.float32))
         else:  # EPI_QKV: this tile is head h of q (part 0), k (1) or v (2)
             y = y.to(dt)
             part = pid_n // H_QKV
@@ -240,47 +263,49 @@ def _linear_program(
 
 
 # Thin entry points: one kernel name per role, so a profile says which product a kernel was.
+# K and N stay specialized: Triton then knows when they are multiples of 16, so the bounds masks
+# are constant across 8 columns and a weight row loads as 16-byte vectors (cp.async, pipelined).
+# Left as plain ints they cost nothing to compile but scalarize every load: on the H200 the fused
+# products then ran at a quarter to a third of the DRAM rate (2026-11-30, gpt2-xl batch 4).
 
-@triton.jit(do_not_specialize=["B", "K", "N", "H_QKV", "split_k"])
+@triton.jit(do_not_specialize=["B", "H_QKV", "split_k", "stat_tiles", "stat_width", "stride_st"])
 def _ln_qkv_kernel(X, stride_xb, W, stride_wk, stride_wn, Bias, B, K, N, eps, LnW, LnB,
+                   StatIn, stat_tiles, stat_width, stride_st,
                    Q, KC, VC, KS, VS, Pos, H_QKV, stride_cb, stride_ch, stride_cn, stride_sb, stride_sh,
                    Work, Counter, split_k, INT8_CACHE: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_B: tl.constexpr,
-                   BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, UPCAST: tl.constexpr, PDL: tl.constexpr):
+                   BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAT_P: tl.constexpr, SPLIT_P: tl.constexpr,
+                   UPCAST: tl.constexpr, PDL: tl.constexpr, PREFETCH_LINES: tl.constexpr = 0):
     _linear_program(X, stride_xb, W, stride_wk, stride_wn, Bias, X, 0, X, 0, B, K, N, eps, LnW, LnB,
-                    X, X, 1, 1, Q, KC, VC, KS, VS, Pos, H_QKV, stride_cb, stride_ch, stride_cn, stride_sb, stride_sh,
-                    Work, Counter, split_k, PRO_LN, EPI_QKV, True, INT8_CACHE, HEAD_DIM, BLOCK_B, BLOCK_N, BLOCK_K,
-                    UPCAST, PDL)
+                    StatIn, stat_tiles, stat_width, StatIn, stride_st,
+                    Q, KC, VC, KS, VS, Pos, H_QKV, stride_cb, stride_ch, stride_cn, stride_sb, stride_sh,
+                    Work, Counter, split_k, PRO_LN, EPI_QKV, True, INT8_CACHE, False, HEAD_DIM, BLOCK_B, BLOCK_N,
+                    BLOCK_K, STAT_P, SPLIT_P, UPCAST, PDL, PREFETCH_LINES)
 
 
-@triton.jit(do_not_specialize=["B", "K", "N", "split_k"])
+@triton.jit(do_not_specialize=["B", "split_k", "stat_tiles", "stat_width", "stride_st"])
 def _ln_linear_kernel(X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb, B, K, N, eps, LnW, LnB,
+                      StatIn, stat_tiles, stat_width, stride_st,
                       Work, Counter, split_k, EPILOGUE: tl.constexpr, HAS_BIAS: tl.constexpr,
-                      BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, UPCAST: tl.constexpr,
-                      PDL: tl.constexpr):
+                      BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAT_P: tl.constexpr,
+                      SPLIT_P: tl.constexpr, UPCAST: tl.constexpr, PDL: tl.constexpr,
+                      PREFETCH_LINES: tl.constexpr = 0):
     _linear_program(X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb, X, 0, B, K, N, eps, LnW, LnB,
-                    X, X, 1, 1, X, X, X, X, X, X, 1, 0, 0, 0, 0, 0,
-                    Work, Counter, split_k, PRO_LN, EPILOGUE, HAS_BIAS, False, 1, BLOCK_B, BLOCK_N, BLOCK_K,
-                    UPCAST, PDL)
+                    StatIn, stat_tiles, stat_width, StatIn, stride_st,
+                    X, X, X, X, X, X, 1, 0, 0, 0, 0, 0,
+                    Work, Counter, split_k, PRO_LN, EPILOGUE, HAS_BIAS, False, False, 1, BLOCK_B, BLOCK_N, BLOCK_K,
+                    STAT_P, SPLIT_P, UPCAST, PDL, PREFETCH_LINES)
 
 
-@triton.jit(do_not_specialize=["B", "K", "N", "H_ATT", "num_splits", "split_k"])
-def _attn_proj_residual_kernel(OPart, LsePart, H_ATT, num_splits, W, stride_wk, stride_wn, Bias, Y, stride_yb,
-                               B, K, N, Work, Counter, split_k, HEAD_DIM: tl.constexpr, BLOCK_B: tl.constexpr,
-                               BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, UPCAST: tl.constexpr, PDL: tl.constexpr):
-    _linear_program(Y, 0, W, stride_wk, stride_wn, Bias, Y, stride_yb, Y, stride_yb, B, K, N, 0.0, Y, Y,
-                    OPart, LsePart, H_ATT, num_splits, Y, Y, Y, Y, Y, Y, 1, 0, 0, 0, 0, 0,
-                    Work, Counter, split_k, PRO_MERGE, EPI_RESIDUAL, True, False, HEAD_DIM, BLOCK_B, BLOCK_N,
-                    BLOCK_K, UPCAST, PDL)
-
-
-@triton.jit(do_not_specialize=["B", "K", "N", "split_k"])
-def _linear_residual_kernel(X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb, B, K, N, Work, Counter,
-                            split_k, BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                            UPCAST: tl.constexpr, PDL: tl.constexpr):
+@triton.jit(do_not_specialize=["B", "split_k", "stride_st"])
+def _linear_residual_kernel(X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb, B, K, N, StatOut, stride_st,
+                            Work, Counter, split_k, STATS_OUT: tl.constexpr, BLOCK_B: tl.constexpr,
+                            BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_P: tl.constexpr,
+                            UPCAST: tl.constexpr, PDL: tl.constexpr, PREFETCH_LINES: tl.constexpr = 0):
     _linear_program(X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb, Y, stride_yb, B, K, N, 0.0, X, X,
-                    X, X, 1, 1, X, X, X, X, X, X, 1, 0, 0, 0, 0, 0,
-                    Work, Counter, split_k, PRO_NONE, EPI_RESIDUAL, True, False, 1, BLOCK_B, BLOCK_N, BLOCK_K,
-                    UPCAST, PDL)
+                    StatOut, 1, 1, StatOut, stride_st,
+                    X, X, X, X, X, X, 1, 0, 0, 0, 0, 0,
+                    Work, Counter, split_k, PRO_NONE, EPI_RESIDUAL, True, False, STATS_OUT, 1, BLOCK_B, BLOCK_N,
+                    BLOCK_K, 1, SPLIT_P, UPCAST, PDL, PREFETCH_LINES)
 
 
 # --- launch configuration ---------------------------------------------------------------------
@@ -307,12 +332,20 @@ class Tuning:
     programs_per_sm: float = 2.0   # aim for this many programs per SM (tiles x splits)
     min_tiles_per_split: int = 2   # never split K so finely that a program has fewer inner tiles
     block_n: int = 64
-    block_k: int = 128
-    num_stages: int = 3
+    # 64-deep inner tiles, four stages: more, smaller loads in flight per program. On the H200
+    # (2026-11-30, CUDA graph, batch 4, prompt 980) the step took 2.43 ms at gpt2-xl and 0.462 at
+    # gpt2, against 2.69 and 0.475 with 128-deep tiles three stages deep; 32-deep tiles eight
+    # stages deep and six stages of 64 were in between.
+    block_k: int = 64
+    num_stages: int = 4
     # Programmatic dependent launch where the GPU has it (sm90+). Off: on the H200 (2026-11-30, CUDA
-    # graph, batch 4, prompt 980) the fused step took 4.36 ms without it against 4.97 with it at
-    # gpt2-xl, 0.687 against 0.747 at gpt2; the early grids hold SM slots while they wait.
+    # graph, batch 4, prompt 980, 128-deep tiles) it took the step from 2.69 to 2.63 ms at gpt2-xl
+    # and from 0.475 to 0.451 at gpt2, but with 64-deep tiles from 2.47 to 2.53 at gpt2-xl; before the
+    # products' loads were vectorized it lost at both (4.97 against 4.36 ms at gpt2-xl).
     pdl: bool = False
+    # Under PDL, request the program's weight lines into L2 before waiting for the previous kernel.
+    # Measured with 128-deep tiles: 2.76 ms at gpt2-xl against 2.63 without, 0.440 against 0.451 at gpt2.
+    prefetch: bool = True
 
 
 TUNING = Tuning()
@@ -367,8 +400,10 @@ class Workspace:
         return floats <= self.partial.numel() and tiles <= self.counter.numel()
 
 
-def _launch_options(t: Tiling, device: torch.device, tuning: Tuning = TUNING, gpu: Device | None = None) -> dict:
-    """`gpu`: the GPU's facts where the tensors' device cannot give them (the compile matrix's meta tensors)."""
+def _launch_options(t: Tiling, device: torch.device, tuning: Tuning = TUNING, gpu: Device | None = None,
+                    w: torch.Tensor | None = None) -> dict:
+    """`gpu`: the GPU's facts where the tensors' device cannot give them (the compile matrix's meta tensors).
+    `w`: the weight, whose rows a PDL launch prefetches when they run along the output columns."""
     interp = interpreting()
     if gpu is None and device.type == "cuda":
         gpu = device_facts(device)
@@ -377,6 +412,9 @@ def _launch_options(t: Tiling, device: torch.device, tuning: Tuning = TUNING, gp
             "num_stages": 1 if interp else t.num_stages}
     if pdl:
         opts["launch_pdl"] = True
+        row_bytes = t.block_n * (w.element_size() if w is not None else 0)
+        if tuning.prefetch and w is not None and w.stride(1) == 1 and row_bytes % 128 == 0:
+            opts["PREFETCH_LINES"] = row_bytes // 128
     return opts
 
 
@@ -406,14 +444,6 @@ def qkv_tiling(rows: int, k: int, heads: int, head_dim: int, device) -> Tiling:
                   stages=PRE_AMPERE_STAGES if d.pre_ampere else None)
 
 
-def proj_tiling(rows: int, heads: int, head_dim: int, n: int, device) -> Tiling:
-    """One head of the attention output per inner tile."""
-    d = device_facts(device)
-    bn = (32 if rows <= 16 else 16) if d.pre_ampere else TUNING.block_n
-    return tiling(rows, heads, triton.cdiv(n, bn), d.sm_count, bn, triton.next_power_of_2(head_dim),
-                  stages=PRE_AMPERE_STAGES if d.pre_ampere else None)
-
-
 def workspace_need(rows: int, products: list[tuple[Tiling, int]]) -> tuple[int, int]:
     """(floats, counters) a workspace needs for these (tiling, output columns) products."""
     floats = max([t.split_k * rows * n for t, n in products if t.split_k > 1], default=1)
@@ -423,26 +453,81 @@ def workspace_need(rows: int, products: list[tuple[Tiling, int]]) -> tuple[int, 
 
 # --- wrappers ---------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class RowStats:
+    """Statistics of the rows of x as the kernel that wrote x left them: for each row and each of its
+    `tiles` column tiles of `width` (the last may be narrower), the tile's mean in buf[0] and its sum
+    of squared deviations in buf[1]. buf is (2, rows, capacity) fp32."""
+
+    buf: torch.Tensor
+    tiles: int
+    width: int
+
+    @staticmethod
+    def buffer(rows: int, capacity: int, device) -> torch.Tensor:
+        return torch.zeros((2, rows, max(1, capacity)), device=device, dtype=torch.float32)
+
+    @classmethod
+    def of(cls, x: torch.Tensor) -> "RowStats":
+        """Whole-row statistics computed by PyTorch, for a product called on its own."""
+        xf = x.float()
+        mean = xf.mean(dim=1)
+        m2 = (xf - mean[:, None]).square().sum(dim=1)
+        return cls(torch.stack([mean, m2]).unsqueeze(-1).contiguous(), 1, x.shape[1])
+
+    def check(self, rows: int, cols: int) -> None:
+        two, r, cap = self.buf.shape
+        if two != 2 or r != rows or self.buf.dtype != torch.float32 or not self.buf.is_contiguous():
+            raise ValueError(f"row statistics must be a contiguous (2, {rows}, tiles) fp32 buffer; got "
+                             f"{tuple(self.buf.shape)} {self.buf.dtype}.")
+        if not (1 <= self.tiles <= cap) or self.width < 1 or triton.cdiv(cols, self.width) != self.tiles:
+            raise ValueError(f"{self.tiles} statistics tiles of {self.width} columns do not cover a row of {cols} "
+                             f"(buffer holds {cap}).")
+
+    def args(self) -> tuple:
+        return self.buf, self.tiles, self.width, self.buf.shape[2]
+
+
+def stats_capacity(rows: int, width: int, device) -> int:
+    """Statistics tiles a decode step's residual products (attention projection, MLP output) leave
+    for a row of `width`: the buffer size, and what every LayerNorm of the step is compiled for."""
+    return max(triton.cdiv(width, linear_tiling(rows, k, width, device).block_n) for k in (width, 4 * width))
+
+
+def residual_stats(buf: torch.Tensor, t: Tiling, n: int) -> RowStats:
+    """What linear_residual with tiling `t` leaves in `buf` for a row of n columns."""
+    return RowStats(buf, triton.cdiv(n, t.block_n), t.block_n)
+
+
+def _pow2(n: int) -> int:
+    return triton.next_power_of_2(max(1, n))
+
+
 def ln_linear(x, ln_w, ln_b, eps, w, bias, out, ws: Workspace, activation: str | None = None,
-              tiles: Tiling | None = None, gpu: Device | None = None) -> Tiling:
+              tiles: Tiling | None = None, gpu: Device | None = None, stats: RowStats | None = None) -> Tiling:
     """out = act(LayerNorm(x) @ w + bias). `w` is (K, N), or (N, K) given as its transpose view (the LM head).
-    `gpu` (here and below): the GPU's facts, when not the tensors' device's (the compile matrix)."""
+    `gpu` (here and below): the GPU's facts, when not the tensors' device's (the compile matrix).
+    `stats` (here and in ln_qkv_store): x's row statistics as the kernel that wrote x left them;
+    without them PyTorch computes them first."""
     B, K = x.shape
     N = w.shape[1]
     epi = {None: 0, "gelu_tanh": 1, "gelu": 2}[activation]
     t = tiles or linear_tiling(B, K, N, gpu or x.device)
     n_tiles = triton.cdiv(N, t.block_n)
     _check_ws(ws, t, B, N, n_tiles)
+    stats = stats or RowStats.of(x)
+    stats.check(B, K)
     _ln_linear_kernel[(n_tiles, t.split_k)](
         x, x.stride(0), w, w.stride(0), w.stride(1), bias if bias is not None else w, out, out.stride(0),
-        B, K, N, eps, ln_w, ln_b, ws.partial, ws.counter, t.split_k,
+        B, K, N, eps, ln_w, ln_b, *stats.args(), ws.partial, ws.counter, t.split_k,
         EPILOGUE=epi, HAS_BIAS=bias is not None, BLOCK_B=t.block_b, BLOCK_N=t.block_n, BLOCK_K=t.block_k,
-        **_launch_options(t, x.device, gpu=gpu))
+        STAT_P=_pow2(stats.buf.shape[2]), SPLIT_P=_pow2(t.split_k), **_launch_options(t, x.device, gpu=gpu, w=w))
     return t
 
 
 def ln_qkv_store(x, ln_w, ln_b, eps, w, bias, q_out, k_cache, v_cache, pos, ws: Workspace,
-                 k_scale=None, v_scale=None, tiles: Tiling | None = None, gpu: Device | None = None) -> Tiling:
+                 k_scale=None, v_scale=None, tiles: Tiling | None = None, gpu: Device | None = None,
+                 stats: RowStats | None = None) -> Tiling:
     """q_out (B, H, D) = q; k_cache/v_cache (B, H, L, D) at position pos[0] = k, v (int8 caches also get
     their scales (B, H, L)); where [q | k | v] = LayerNorm(x) @ w + bias, as GPT-2's c_attn lays them out."""
     B, K = x.shape
@@ -459,48 +544,36 @@ def ln_qkv_store(x, ln_w, ln_b, eps, w, bias, q_out, k_cache, v_cache, pos, ws: 
     if t.block_n != block_d:
         raise ValueError(f"the qkv product tiles one head per program: block_n must be {block_d}, got {t.block_n}.")
     _check_ws(ws, t, B, N, 3 * H)
+    stats = stats or RowStats.of(x)
+    stats.check(B, K)
     ks, vs = (k_scale, v_scale) if int8 else (k_cache, v_cache)
     s_strides = (k_scale.stride(0), k_scale.stride(1)) if int8 else (0, 0)
     _ln_qkv_kernel[(3 * H, t.split_k)](
-        x, x.stride(0), w, w.stride(0), w.stride(1), bias, B, K, N, eps, ln_w, ln_b,
+        x, x.stride(0), w, w.stride(0), w.stride(1), bias, B, K, N, eps, ln_w, ln_b, *stats.args(),
         q_out, k_cache, v_cache, ks, vs, pos, H, k_cache.stride(0), k_cache.stride(1), k_cache.stride(2), *s_strides,
         ws.partial, ws.counter, t.split_k, INT8_CACHE=int8, HEAD_DIM=D, BLOCK_B=t.block_b, BLOCK_N=t.block_n,
-        BLOCK_K=t.block_k, **_launch_options(t, x.device, gpu=gpu))
-    return t
-
-
-def merge_proj_residual(o_part, lse_part, heads, head_dim, num_splits, w, bias, x, ws: Workspace,
-                        tiles: Tiling | None = None, gpu: Device | None = None) -> Tiling:
-    """x += merge(o_part, lse_part) @ w + bias, in place. The partials are the split-KV kernel's
-    (B * heads * num_splits, head_dim) fp32 outputs and log2-sum-exps."""
-    B, N = x.shape
-    K = w.shape[0]
-    if K != heads * head_dim:
-        raise ValueError(f"projection weight {tuple(w.shape)} does not take {heads} heads of {head_dim}.")
-    block_d = triton.next_power_of_2(head_dim)
-    t = tiles or proj_tiling(B, heads, head_dim, N, gpu or x.device)
-    if t.block_k != block_d:
-        raise ValueError(f"the projection reads one head per inner tile: block_k must be {block_d}, got {t.block_k}.")
-    n_tiles = triton.cdiv(N, t.block_n)
-    _check_ws(ws, t, B, N, n_tiles)
-    _attn_proj_residual_kernel[(n_tiles, t.split_k)](
-        o_part, lse_part, heads, num_splits, w, w.stride(0), w.stride(1), bias, x, x.stride(0), B, K, N,
-        ws.partial, ws.counter, t.split_k, HEAD_DIM=head_dim, BLOCK_B=t.block_b, BLOCK_N=t.block_n, BLOCK_K=block_d,
-        **_launch_options(t, x.device, gpu=gpu))
+        BLOCK_K=t.block_k, STAT_P=_pow2(stats.buf.shape[2]), SPLIT_P=_pow2(t.split_k),
+        **_launch_options(t, x.device, gpu=gpu, w=w))
     return t
 
 
 def linear_residual(h, w, bias, x, ws: Workspace, tiles: Tiling | None = None,
-                    gpu: Device | None = None) -> Tiling:
-    """x += h @ w + bias, in place."""
+                    gpu: Device | None = None, stats_out: torch.Tensor | None = None) -> Tiling:
+    """x += h @ w + bias, in place. With `stats_out` (a RowStats.buffer), each output tile also leaves
+    its share of x's new row statistics there (`residual_stats` describes them) for the next LayerNorm."""
     B, K = h.shape
     N = w.shape[1]
     t = tiles or linear_tiling(B, K, N, gpu or x.device)
     n_tiles = triton.cdiv(N, t.block_n)
     _check_ws(ws, t, B, N, n_tiles)
+    if stats_out is not None:
+        RowStats(stats_out, n_tiles, t.block_n).check(B, N)
+    st = stats_out if stats_out is not None else ws.partial
     _linear_residual_kernel[(n_tiles, t.split_k)](
-        h, h.stride(0), w, w.stride(0), w.stride(1), bias, x, x.stride(0), B, K, N, ws.partial, ws.counter, t.split_k,
-        BLOCK_B=t.block_b, BLOCK_N=t.block_n, BLOCK_K=t.block_k, **_launch_options(t, x.device, gpu=gpu))
+        h, h.stride(0), w, w.stride(0), w.stride(1), bias, x, x.stride(0), B, K, N,
+        st, st.shape[-1] if stats_out is not None else 1, ws.partial, ws.counter, t.split_k,
+        STATS_OUT=stats_out is not None, BLOCK_B=t.block_b, BLOCK_N=t.block_n, BLOCK_K=t.block_k,
+        SPLIT_P=_pow2(t.split_k), **_launch_options(t, x.device, gpu=gpu, w=w))
     return t
 
 
@@ -551,44 +624,46 @@ def compile_specs(target):
             at = f"{name} B={batch}"
             core = name == "gpt2" and batch == 4
 
-            def qkv(cache, capacity, batch=batch, C=C, H=H, D=D, eps=eps):
+            cap = stats_capacity(batch, C, few)
+
+            def stats(batch=batch, cap=cap, C=C):
+                # As a step hands them over: a buffer sized for the residual products' tiles.
+                return residual_stats(meta(2, batch, cap, dtype=f32), linear_tiling(batch, C, C, few), C)
+
+            def qkv(cache, capacity, batch=batch, C=C, H=H, D=D, eps=eps, stats=stats):
                 kc = meta(batch, H, capacity, D, dtype=torch.int8 if cache == "int8" else dt)
                 scales = ({"k_scale": meta(batch, H, capacity, dtype=SCALE_DTYPE),
                            "v_scale": meta(batch, H, capacity, dtype=SCALE_DTYPE)} if cache == "int8" else {})
                 ln_qkv_store(meta(batch, C, dtype=dt), meta(C, dtype=dt), meta(C, dtype=dt), eps, meta(C, 3 * C, dtype=dt),
                              meta(3 * C, dtype=dt), meta(batch, H, D, dtype=dt), kc, torch.empty_like(kc),
-                             meta(1, dtype=torch.int64), workspace(), gpu=few, **scales)
+                             meta(1, dtype=torch.int64), workspace(), gpu=few, stats=stats(), **scales)
 
             add(f"{at} qkv cache={kind.split()[0]}", lambda qkv=qkv: qkv("float", 1024), core)
             for capacity in CACHE_CAPACITIES:
                 add(f"{at} qkv cache=int8 L%16={capacity % 16}", lambda qkv=qkv, c=capacity: qkv("int8", c),
                     core and capacity == CACHE_CAPACITIES[0])
 
-            def proj(batch=batch, C=C, H=H, D=D):
-                splits = 4  # a plain argument: the compiled code is the same for any count
-                merge_proj_residual(meta(batch * H * splits, D, dtype=f32), meta(batch * H * splits, dtype=f32), H, D,
-                                    splits, meta(C, C, dtype=dt), meta(C, dtype=dt), meta(batch, C, dtype=dt),
-                                    workspace(), gpu=few)
+            def residual(k, batch=batch, C=C, cap=cap):
+                linear_residual(meta(batch, k, dtype=dt), meta(k, C, dtype=dt), meta(C, dtype=dt),
+                                meta(batch, C, dtype=dt), workspace(), gpu=few, stats_out=meta(2, batch, cap, dtype=f32))
 
-            def fc(batch=batch, C=C, eps=eps):
+            def fc(batch=batch, C=C, eps=eps, stats=stats):
                 ln_linear(meta(batch, C, dtype=dt), meta(C, dtype=dt), meta(C, dtype=dt), eps, meta(C, 4 * C, dtype=dt),
-                          meta(4 * C, dtype=dt), meta(batch, 4 * C, dtype=dt), workspace(), "gelu_tanh", gpu=few)
+                          meta(4 * C, dtype=dt), meta(batch, 4 * C, dtype=dt), workspace(), "gelu_tanh", gpu=few,
+                          stats=stats())
 
-            def out(batch=batch, C=C):
-                linear_residual(meta(batch, 4 * C, dtype=dt), meta(4 * C, C, dtype=dt), meta(C, dtype=dt),
-                                meta(batch, C, dtype=dt), workspace(), gpu=few)
-
-            add(f"{at} proj+residual", proj, core)
+            add(f"{at} proj+residual", lambda residual=residual, C=C: residual(C), core)
             add(f"{at} fc+gelu", fc, core)
-            add(f"{at} out+residual", out, core)
+            add(f"{at} out+residual", lambda residual=residual, C=C: residual(4 * C), core)
             # The LM head reads the (vocab, width) embedding table in place and writes fp32 logits.
             widths = sorted({linear_tiling(batch, C, V, g).block_n for g in (few, many)}, reverse=True)
             for bn in widths:
                 gpu = few if bn == widths[0] else many
 
-                def head(batch=batch, C=C, V=V, eps=eps, gpu=gpu):
+                def head(batch=batch, C=C, V=V, eps=eps, gpu=gpu, stats=stats):
                     ln_linear(meta(batch, C, dtype=dt), meta(C, dtype=dt), meta(C, dtype=dt), eps,
-                              meta(V, C, dtype=dt).t(), None, meta(batch, V, dtype=f32), workspace(), gpu=gpu)
+                              meta(V, C, dtype=dt).t(), None, meta(batch, V, dtype=f32), workspace(), gpu=gpu,
+                              stats=stats())
 
                 add(f"{at} lm_head BLOCK_N={bn}", head, core and bn == widths[0])
     return specs

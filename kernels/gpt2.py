@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .decode_attention import decode_attention
+from .decode_attention import SplitBuffers, decode_attention, default_num_splits
 from .kv_quant import SCALE_BYTES, SCALE_DTYPE, dequantize, quantize, quantize_store_
 
 
@@ -319,8 +319,18 @@ class Bf16Cache:
         self.k[i].index_copy_(2, pos, k.unsqueeze(2))
         self.v[i].index_copy_(2, pos, v.unsqueeze(2))
 
+    def split_buffers(self, q, capacity: int) -> SplitBuffers:
+        """The attention kernel's partials and counters, made once and shared by every layer (their
+        launches run one after another): a step then allocates nothing, and a CUDA graph replays it."""
+        B, H, D = q.shape
+        splits = default_num_splits(B, H, capacity, q.device)
+        buf = getattr(self, "_split", None)
+        if buf is None or buf.num_splits != splits or not buf.fits(B, H, D) or buf.counter.device != q.device:
+            buf = self._split = SplitBuffers(B, H, D, splits, q.device)
+        return buf
+
     def attend(self, i, q, lens):
-        return decode_attention(q, self.k[i], self.v[i], lens)
+        return decode_attention(q, self.k[i], self.v[i], lens, buffers=self.split_buffers(q, self.k.shape[3]))
 
 
 class Int8Cache(Bf16Cache):
@@ -350,7 +360,8 @@ class Int8Cache(Bf16Cache):
         quantize_store_(k, v, self.k[i], self.v[i], self.k_scale[i], self.v_scale[i], pos)
 
     def attend(self, i, q, lens):
-        return decode_attention(q, self.k[i], self.v[i], lens, k_scale=self.k_scale[i], v_scale=self.v_scale[i])
+        return decode_attention(q, self.k[i], self.v[i], lens, k_scale=self.k_scale[i], v_scale=self.v_scale[i],
+                                buffers=self.split_buffers(q, self.k.shape[3]))
 
 
 class Int8DequantCache(Int8Cache):
@@ -386,7 +397,7 @@ class Int8DequantCache(Int8Cache):
             copy[i].index_copy_(2, pos, tok)
 
     def attend(self, i, q, lens):
-        return decode_attention(q, self._k16[i], self._v16[i], lens)
+        return decode_attention(q, self._k16[i], self._v16[i], lens, buffers=self.split_buffers(q, self._k16.shape[3]))
 
 
 CACHES = {c.kind: c for c in (Bf16Cache, Int8Cache, Int8DequantCache)}

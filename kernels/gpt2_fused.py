@@ -3,7 +3,7 @@
   torch     `GPT2.step` as written: cuBLAS products and PyTorch's small kernels, about fourteen
             launches per layer
   fused     the Triton kernels of kernels/fused_linear.py and the split-KV attention: five launches
-            per layer (norm + qkv + cache write; attention; merge + projection + residual;
+            per layer (norm + qkv + cache write; attention with its merge; projection + residual;
             norm + fc + GELU; projection + residual)
   inductor  `GPT2.step` compiled by torch.compile (inductor, no CUDA graphs of its own), with our
             attention and cache writes as opaque custom ops so the whole step is one graph
@@ -20,14 +20,15 @@ import triton.language as tl
 
 from . import fused_linear as fl
 from .common import interpreting
-from .decode_attention import default_num_splits, split_kv_partials
+from .decode_attention import SplitBuffers, default_num_splits, split_kv_attention
 
 
 # --- the loop's small kernels -----------------------------------------------------------------
 
-@triton.jit(do_not_specialize=["C", "stride_hb"])
-def _embed_kernel(History, stride_hb, Pos, Wte, Wpe, X, C, BLOCK_C: tl.constexpr):
-    """x[b] = wte[history[b, pos]] + wpe[pos], rounded as PyTorch's add rounds."""
+@triton.jit(do_not_specialize=["C", "stride_hb", "B", "stride_st"])
+def _embed_kernel(History, stride_hb, Pos, Wte, Wpe, X, C, Stats, B, stride_st, BLOCK_C: tl.constexpr):
+    """x[b] = wte[history[b, pos]] + wpe[pos], rounded as PyTorch's add rounds, and the row's mean and
+    sum of squared deviations for the first LayerNorm (fused_linear.RowStats, one tile)."""
     b = tl.program_id(0).to(tl.int64)
     pos = tl.load(Pos)
     tok = tl.load(History + b * stride_hb + pos)
@@ -35,7 +36,13 @@ def _embed_kernel(History, stride_hb, Pos, Wte, Wpe, X, C, BLOCK_C: tl.constexpr
     mask = offs < C
     e = tl.load(Wte + tok * C + offs, mask=mask, other=0.0).to(tl.float32)
     p = tl.load(Wpe + pos * C + offs, mask=mask, other=0.0).to(tl.float32)
-    tl.store(X + b * C + offs, (e + p).to(X.dtype.element_ty), mask=mask)
+    x = (e + p).to(X.dtype.element_ty)
+    tl.store(X + b * C + offs, x, mask=mask)
+    xf = x.to(tl.float32)
+    mean = tl.sum(tl.where(mask, xf, 0.0), axis=0) / C
+    d = tl.where(mask, xf - mean, 0.0)
+    tl.store(Stats + b * stride_st, mean)
+    tl.store(Stats + (B + b) * stride_st, tl.sum(d * d, axis=0))
 
 
 @triton.jit(do_not_specialize=["B", "stride_hb"])
@@ -50,10 +57,74 @@ def _advance_kernel(Next, History, stride_hb, Pos, Lens, B, WRITE: tl.constexpr,
     tl.store(Lens, (pos + 2).to(tl.int32))
 
 
-def embed(history, pos, wte, wpe, x) -> None:
+@triton.jit(do_not_specialize=["B", "V", "chunk", "stride_lb", "stride_hb"])
+def _argmax_advance_kernel(Logits, stride_lb, V, chunk, PartV, PartI, Counter, History, stride_hb, Pos, Lens, B,
+                           WRITE: tl.constexpr, BLOCK: tl.constexpr, CHUNKS: tl.constexpr, BLOCK_B: tl.constexpr):
+    """next = argmax(logits) per row, then advance's bookkeeping, in one launch. Program (b, c) finds
+    the largest logit of chunk c of row b and its first index; the last program of the grid to finish
+    (counted with an atomic) picks each row's winner and moves the loop on. Ties go to the lowest
+    index, as torch.argmax breaks them."""
+    b = tl.program_id(0)
+    c = tl.program_id(1)
+    offs = c * chunk + tl.arange(0, BLOCK)
+    mask = (offs < V) & (tl.arange(0, BLOCK) < chunk)
+    x = tl.load(Logits + b.to(tl.int64) * stride_lb + offs, mask=mask, other=float("-inf")).to(tl.float32)
+    m = tl.max(x, axis=0)
+    tl.store(PartV + b * CHUNKS + c, m)
+    tl.store(PartI + b * CHUNKS + c, tl.min(tl.where(mask & (x == m), offs, V), axis=0))
+    tl.debug_barrier()
+    arrived = tl.atomic_add(Counter, 1, sem="acq_rel", scope="gpu")
+    if arrived == B * CHUNKS - 1:
+        rows = tl.arange(0, BLOCK_B)
+        cols = tl.arange(0, CHUNKS)
+        at = rows[:, None] * CHUNKS + cols[None, :]
+        mask_r = rows < B
+        v = tl.load(PartV + at, mask=mask_r[:, None], other=float("-inf"), cache_modifier=".cg")
+        i = tl.load(PartI + at, mask=mask_r[:, None], other=V, cache_modifier=".cg")
+        best = tl.max(v, axis=1)
+        nxt = tl.min(tl.where(v == best[:, None], i, V), axis=1)
+        pos = tl.load(Pos)
+        if WRITE:
+            tl.store(History + rows.to(tl.int64) * stride_hb + pos + 1, nxt.to(tl.int64), mask=mask_r)
+        tl.store(Pos, pos + 1)
+        tl.store(Lens, (pos + 2).to(tl.int32))
+        tl.atomic_xchg(Counter, 0, sem="relaxed", scope="gpu")
+
+
+class ArgmaxScratch:
+    """The per-chunk maxima and indices `argmax_advance` leaves between its programs, and its counter."""
+
+    CHUNKS = 32  # programs per row: the vocabulary is read by B x 32 programs instead of B
+
+    def __init__(self, batch: int, device):
+        self.value = torch.empty((batch * self.CHUNKS,), device=device, dtype=torch.float32)
+        self.index = torch.empty((batch * self.CHUNKS,), device=device, dtype=torch.int32)
+        self.counter = torch.zeros((1,), device=device, dtype=torch.int32)
+
+
+def argmax_advance(logits, history, pos, lens, scratch: ArgmaxScratch, write: bool = True) -> None:
+    """advance(logits.argmax(-1), ...) in one launch. torch's argmax reads each row with one block of
+    threads: on the H200 (2026-11-30) it took 13-16 us of a 0.46 ms gpt2 step for four rows."""
+    B, V = logits.shape
+    if scratch.value.numel() != B * scratch.CHUNKS or logits.stride(1) != 1:
+        raise ValueError(f"argmax scratch for {scratch.value.numel() // scratch.CHUNKS} rows and logits "
+                         f"{tuple(logits.shape)} (unit stride along the vocabulary needed) do not match.")
+    chunk = triton.cdiv(V, scratch.CHUNKS)
+    _argmax_advance_kernel[(B, scratch.CHUNKS)](
+        logits, logits.stride(0), V, chunk, scratch.value, scratch.index, scratch.counter, history,
+        history.stride(0), pos, lens, B, WRITE=write, BLOCK=triton.next_power_of_2(chunk), CHUNKS=scratch.CHUNKS,
+        BLOCK_B=triton.next_power_of_2(B), num_warps=1 if interpreting() else 4)
+
+
+def embed(history, pos, wte, wpe, x, stats: torch.Tensor) -> fl.RowStats:
+    """x = the embedding of each sequence's token at pos, and x's row statistics into `stats` (a
+    fl.RowStats.buffer), returned as the RowStats the first LayerNorm reads."""
     B, C = x.shape
-    _embed_kernel[(B,)](history, history.stride(0), pos, wte, wpe, x, C, BLOCK_C=triton.next_power_of_2(C),
-                        num_warps=1 if interpreting() else 4)
+    row_stats = fl.RowStats(stats, 1, C)
+    row_stats.check(B, C)
+    _embed_kernel[(B,)](history, history.stride(0), pos, wte, wpe, x, C, stats, B, stats.shape[-1],
+                        BLOCK_C=triton.next_power_of_2(C), num_warps=1 if interpreting() else 4)
+    return row_stats
 
 
 def advance(nxt, history, pos, lens, write: bool = True) -> None:
@@ -81,12 +152,11 @@ class FusedStep:
         self.model, self.cache = model, cache
         dev, dt = model.device, model.dtype
         C, H, D = a.n_embd, a.n_head, a.head_dim
-        self.splits = default_num_splits(batch, H, cache.k.shape[3], dev)
+        self.split = SplitBuffers(batch, H, D, default_num_splits(batch, H, cache.k.shape[3], dev), dev)
         self.x = torch.empty((batch, C), device=dev, dtype=dt)
         self.h = torch.empty((batch, 4 * C), device=dev, dtype=dt)
         self.q = torch.empty((batch, H, D), device=dev, dtype=dt)
-        self.o_part = torch.empty((batch * H * self.splits, D), device=dev, dtype=torch.float32)
-        self.lse = torch.empty((batch * H * self.splits,), device=dev, dtype=torch.float32)
+        self.attn = torch.empty((batch, H, D), device=dev, dtype=dt)
         # fp32 logits: the LM head accumulates in fp32 and nothing after it needs them rounded.
         self.logits = torch.empty((batch, a.vocab_size), device=dev, dtype=torch.float32)
         self.lm_head_t = model.lm_head.t()  # (C, V) view: the kernel reads the (V, C) table in place
@@ -94,30 +164,38 @@ class FusedStep:
         # Tilings fixed once per shape: the same launches every step, and a workspace sized for them.
         self.tiles = {
             "qkv": fl.qkv_tiling(batch, C, H, D, dev),
-            "proj": fl.proj_tiling(batch, H, D, C, dev),
+            "proj": fl.linear_tiling(batch, C, C, dev),
             "fc": fl.linear_tiling(batch, C, 4 * C, dev),
             "out": fl.linear_tiling(batch, 4 * C, C, dev),
             "head": fl.linear_tiling(batch, C, a.vocab_size, dev),
         }
         width = {"qkv": 3 * C, "proj": C, "fc": 4 * C, "out": C, "head": a.vocab_size}
         self.ws = fl.Workspace(dev, *fl.workspace_need(batch, [(t, width[k]) for k, t in self.tiles.items()]))
+        # Row statistics for each LayerNorm, left by the kernel that wrote x (embed, or a residual product).
+        self.stats = fl.RowStats.buffer(batch, fl.stats_capacity(batch, C, dev), dev)
+        self.after_proj = fl.residual_stats(self.stats, self.tiles["proj"], C)
+        self.after_out = fl.residual_stats(self.stats, self.tiles["out"], C)
 
     def __call__(self, history, pos, lens):
         m, c, a = self.model, self.cache, self.model.args
         eps = a.layer_norm_epsilon
         int8 = c.k.dtype == torch.int8
-        t, ws = self.tiles, self.ws
-        embed(history, pos, m.wte, m.wpe, self.x)
+        t, ws, st = self.tiles, self.ws, self.stats
+        B = self.x.shape[0]
+        x_stats = embed(history, pos, m.wte, m.wpe, self.x, st)
         for i, blk in enumerate(m.blocks):
             scales = {"k_scale": c.k_scale[i], "v_scale": c.v_scale[i]} if int8 else {}
             fl.ln_qkv_store(self.x, blk.ln1_w, blk.ln1_b, eps, blk.attn_w, blk.attn_b, self.q, c.k[i], c.v[i], pos,
-                            ws, tiles=t["qkv"], **scales)
-            split_kv_partials(self.q, c.k[i], c.v[i], lens, self.o_part, self.lse, self.splits, **scales)
-            fl.merge_proj_residual(self.o_part, self.lse, a.n_head, a.head_dim, self.splits, blk.proj_w, blk.proj_b,
-                                   self.x, ws, tiles=t["proj"])
-            fl.ln_linear(self.x, blk.ln2_w, blk.ln2_b, eps, blk.fc_w, blk.fc_b, self.h, ws, self.gelu, tiles=t["fc"])
-            fl.linear_residual(self.h, blk.out_w, blk.out_b, self.x, ws, tiles=t["out"])
-        fl.ln_linear(self.x, m.lnf_w, m.lnf_b, eps, self.lm_head_t, None, self.logits, ws, tiles=t["head"])
+                            ws, tiles=t["qkv"], stats=x_stats, **scales)
+            split_kv_attention(self.q, c.k[i], c.v[i], lens, self.attn, self.split, **scales)
+            fl.linear_residual(self.attn.view(B, -1), blk.proj_w, blk.proj_b, self.x, ws, tiles=t["proj"],
+                               stats_out=st)
+            fl.ln_linear(self.x, blk.ln2_w, blk.ln2_b, eps, blk.fc_w, blk.fc_b, self.h, ws, self.gelu, tiles=t["fc"],
+                         stats=self.after_proj)
+            fl.linear_residual(self.h, blk.out_w, blk.out_b, self.x, ws, tiles=t["out"], stats_out=st)
+            x_stats = self.after_out
+        fl.ln_linear(self.x, m.lnf_w, m.lnf_b, eps, self.lm_head_t, None, self.logits, ws, tiles=t["head"],
+                     stats=x_stats)
         return self.logits
 
 
@@ -222,10 +300,11 @@ STEPS = {s.impl: s for s in (TorchStep, FusedStep, InductorStep)}
 
 def compile_specs(target):
     """The decode loop's small kernels as the decode phase launches them (kernels/aot.py), through
-    `embed` and `advance` on meta tensors: the embedding in bfloat16, or float16 where the GPU has
-    no bfloat16 (T4), at each model's width; the bookkeeping at each row tiling, writing the next
-    token (greedy) and not (teacher-forced). The fused products are fused_linear's specs. Neither
-    kernel multiplies: no tensor cores. Core: GPT-2, batch 4, greedy."""
+    `embed`, `argmax_advance` and `advance` on meta tensors: the embedding in bfloat16, or float16 where
+    the GPU has no bfloat16 (T4), at each model's width; the greedy argmax over fp32 and model-dtype
+    logits, and the bookkeeping, at each row tiling, writing the next token (greedy) and not
+    (teacher-forced). The fused products are fused_linear's specs. None of these kernels
+    multiplies: no tensor cores. Core: GPT-2, batch 4, greedy."""
     from .aot import CompileSpec, meta
     from .gpt2 import PRESETS
 
@@ -237,11 +316,22 @@ def compile_specs(target):
 
         def emb(batch=4, C=a.n_embd, a=a):
             embed(meta(batch, capacity + 1, dtype=torch.int64), meta(1, dtype=torch.int64),
-                  meta(a.vocab_size, C, dtype=dt), meta(a.n_positions, C, dtype=dt), meta(batch, C, dtype=dt))
+                  meta(a.vocab_size, C, dtype=dt), meta(a.n_positions, C, dtype=dt), meta(batch, C, dtype=dt),
+                  meta(2, batch, 1, dtype=torch.float32))
 
         specs.append(CompileSpec(f"{str(dt).removeprefix('torch.')} {name} C={a.n_embd}", emb, tensor_cores=False,
                                  core=name == fl.DECODE_MODELS[0]))
     for batch in fl.DECODE_BATCHES:
+        # Greedy steps end in argmax_advance: fp32 logits from the fused step, the model's dtype from the torch step.
+        for logits_dtype in (torch.float32, dt):
+            def am(batch=batch, logits_dtype=logits_dtype):
+                argmax_advance(meta(batch, PRESETS["gpt2"].vocab_size, dtype=logits_dtype),
+                               meta(batch, capacity + 1, dtype=torch.int64), meta(1, dtype=torch.int64),
+                               meta(1, dtype=torch.int32), ArgmaxScratch(batch, "meta"))
+
+            specs.append(CompileSpec(f"B={batch} argmax {str(logits_dtype).removeprefix('torch.')} logits", am,
+                                     tensor_cores=False,
+                                     core=batch == fl.DECODE_BATCHES[0] and logits_dtype == torch.float32))
         for write in (True, False):
             def adv(batch=batch, write=write):
                 advance(meta(batch, dtype=torch.int64), meta(batch, capacity + 1, dtype=torch.int64),

@@ -42,8 +42,9 @@ def ints(*names):
 for cc in map(int, sys.argv[1:]):
     f = "*fp16" if cc < 80 else "*bf16"  # a T4 decodes in fp16: it has no native bf16
     split = {"Q": f, "K": f, "V": f, "KScale": f, "VScale": f, "Lens": "*i32", "OPart": "*fp32", "LsePart": "*fp32",
-             **ints("stride_qb", "stride_qh", "stride_kb", "stride_kh", "stride_kn", "stride_vb", "stride_vh",
-                    "stride_vn", "stride_sb", "stride_sh", "stride_lens", "H", "num_splits"),
+             "Out": f, "Counter": "*i32",
+             **ints("stride_qb", "stride_qh", "stride_ob", "stride_oh", "stride_kb", "stride_kh", "stride_kn",
+                    "stride_vb", "stride_vh", "stride_vn", "stride_sb", "stride_sh", "stride_lens", "H", "num_splits"),
              "qk_scale_log2": "fp32", "len_bucket": "i32", "HEAD_DIM": "constexpr", "BLOCK_D": "constexpr",
              "BLOCK_N": "constexpr", "IS_INT8": "constexpr", "USE_DOT": "constexpr", "UPCAST": "constexpr"}
     strides = ("stride_qb", "stride_qh", "stride_kb", "stride_kh", "stride_kn", "stride_vb", "stride_vh", "stride_vn")
@@ -56,9 +57,6 @@ for cc in map(int, sys.argv[1:]):
                 consts = {"HEAD_DIM": d, "BLOCK_D": d, "IS_INT8": int8, "UPCAST": False, **cfg.kwargs}
                 regs, spill = compile_for(cc, da._split_kv_kernel, sig, consts, cfg.num_warps, cfg.num_stages, strides)
                 print("split", cc, int8, d, cfg.kwargs["BLOCK_N"], cfg.kwargs["USE_DOT"], cfg.num_warps, regs, spill)
-    merge = {"OPart": "*fp32", "LsePart": "*fp32", "Out": f, **ints("stride_ob", "stride_oh", "H", "num_splits"),
-             "HEAD_DIM": "constexpr", "BLOCK_D": "constexpr", "BLOCK_S": "constexpr"}
-    print("merge", cc, *compile_for(cc, da._merge_kernel, merge, {"HEAD_DIM": 128, "BLOCK_D": 128, "BLOCK_S": 64}, 4))
     store = {"K": f, "V": f, "KQ": "*i8", "VQ": "*i8", "KS": "*fp32", "VS": "*fp32", "Pos": "*i64",
              **ints("stride_kb", "stride_kh", "stride_vb", "stride_vh", "stride_qb", "stride_qh", "stride_qn",
                     "stride_sb", "stride_sh", "H"), "HEAD_DIM": "constexpr", "BLOCK_D": "constexpr"}
@@ -66,8 +64,13 @@ for cc in map(int, sys.argv[1:]):
 
     # The fused step: every role, both batch tilings (16 rows; 64 rows), GPT-2's head_dim of 64.
     pdl = cc >= 90
-    common = {"UPCAST": False, "PDL": pdl}
+    common = {"UPCAST": False, "PDL": pdl, "PREFETCH_LINES": 1 if pdl else 0}  # sm90: PDL, weights prefetched
     ws = {"Work": "*fp32", "Counter": "*i32", "split_k": "i32"}
+    stats_in = {"StatIn": "*fp32", **ints("stat_tiles", "stat_width", "stride_st")}
+
+    def reduce(t):  # the step's statistics buffer (GPT-2: 12 tiles) and this tiling's split count
+        return {"STAT_P": 16, "SPLIT_P": triton.next_power_of_2(t.split_k)}
+
     dev = fl.Device(132, divmod(cc, 10))
     for rows in (16, 64):
         t = fl.qkv_tiling(rows, 768, 12, 64, dev)  # the same tiles a GPU of this generation gets
@@ -75,48 +78,52 @@ for cc in map(int, sys.argv[1:]):
             c = "*i8" if int8 else f
             s = "*fp32" if int8 else f
             qkv = {"X": f, "stride_xb": "i32", "W": f, **ints("stride_wk", "stride_wn"), "Bias": f,
-                   **ints("B", "K", "N"), "eps": "fp32", "LnW": f, "LnB": f, "Q": f, "KC": c, "VC": c, "KS": s, "VS": s,
+                   **ints("B", "K", "N"), "eps": "fp32", "LnW": f, "LnB": f, **stats_in,
+                   "Q": f, "KC": c, "VC": c, "KS": s, "VS": s,
                    "Pos": "*i64", **ints("H_QKV", "stride_cb", "stride_ch", "stride_cn", "stride_sb", "stride_sh"), **ws,
-                   **{k: "constexpr" for k in ("INT8_CACHE", "HEAD_DIM", "BLOCK_B", "BLOCK_N", "BLOCK_K", "UPCAST", "PDL")}}
+                   **{k: "constexpr" for k in ("INT8_CACHE", "HEAD_DIM", "BLOCK_B", "BLOCK_N", "BLOCK_K", "STAT_P",
+                                               "SPLIT_P", "UPCAST", "PDL", "PREFETCH_LINES")}}
             consts = {"INT8_CACHE": int8, "HEAD_DIM": 64, "BLOCK_B": t.block_b, "BLOCK_N": t.block_n,
-                      "BLOCK_K": t.block_k, **common}
+                      "BLOCK_K": t.block_k, **reduce(t), **common}
             print("qkv", cc, rows, int8, *compile_for(cc, fl._ln_qkv_kernel, qkv, consts, t.num_warps, t.num_stages,
-                                                       ("stride_xb", "stride_wk", "stride_cb", "stride_ch", "stride_cn")))
+                                                       ("stride_xb", "stride_wk", "stride_cb", "stride_ch", "stride_cn", "K", "N")))
         lin = {"X": f, "stride_xb": "i32", "W": f, **ints("stride_wk", "stride_wn"), "Bias": f, "Y": f,
-               "stride_yb": "i32", **ints("B", "K", "N"), "eps": "fp32", "LnW": f, "LnB": f, **ws,
-               **{k: "constexpr" for k in ("EPILOGUE", "HAS_BIAS", "BLOCK_B", "BLOCK_N", "BLOCK_K", "UPCAST", "PDL")}}
+               "stride_yb": "i32", **ints("B", "K", "N"), "eps": "fp32", "LnW": f, "LnB": f, **stats_in, **ws,
+               **{k: "constexpr" for k in ("EPILOGUE", "HAS_BIAS", "BLOCK_B", "BLOCK_N", "BLOCK_K", "STAT_P", "SPLIT_P",
+                                           "UPCAST", "PDL", "PREFETCH_LINES")}}
         t = fl.linear_tiling(rows, 768, 3072, dev)
         consts = {"EPILOGUE": 1, "HAS_BIAS": True, "BLOCK_B": t.block_b, "BLOCK_N": t.block_n, "BLOCK_K": t.block_k,
-                  **common}
+                  **reduce(t), **common}
         print("fc", cc, rows, *compile_for(cc, fl._ln_linear_kernel, lin, consts, t.num_warps, t.num_stages,
-                                            ("stride_xb", "stride_wk", "stride_yb")))
+                                            ("stride_xb", "stride_wk", "stride_yb", "K", "N")))
         # the LM head: the (vocab, width) table read in place (unit stride along K), fp32 logits
         head = dict(lin, Y="*fp32", stride_wk="constexpr")
         t = fl.linear_tiling(rows, 768, 50257, dev)
         consts = {"EPILOGUE": 0, "HAS_BIAS": False, "BLOCK_B": t.block_b, "BLOCK_N": t.block_n, "BLOCK_K": t.block_k,
-                  "stride_wk": 1, **common}
+                  "stride_wk": 1, **reduce(t), **common}
         print("head", cc, rows, *compile_for(cc, fl._ln_linear_kernel, head, consts, t.num_warps, t.num_stages,
-                                              ("stride_xb", "stride_wn", "stride_yb")))
-        proj = {"OPart": "*fp32", "LsePart": "*fp32", **ints("H_ATT", "num_splits"), "W": f,
-                **ints("stride_wk", "stride_wn"), "Bias": f, "Y": f, "stride_yb": "i32", **ints("B", "K", "N"), **ws,
-                **{k: "constexpr" for k in ("HEAD_DIM", "BLOCK_B", "BLOCK_N", "BLOCK_K", "UPCAST", "PDL")}}
-        t = fl.proj_tiling(rows, 12, 64, 768, dev)
-        consts = {"HEAD_DIM": 64, "BLOCK_B": t.block_b, "BLOCK_N": t.block_n, "BLOCK_K": t.block_k, **common}
-        print("proj", cc, rows, *compile_for(cc, fl._attn_proj_residual_kernel, proj, consts, t.num_warps, t.num_stages,
-                                              ("stride_wk", "stride_yb")))
-        out = {"X": f, "stride_xb": "i32", "W": f, **ints("stride_wk", "stride_wn"), "Bias": f, "Y": f,
-               "stride_yb": "i32", **ints("B", "K", "N"), **ws,
-               **{k: "constexpr" for k in ("BLOCK_B", "BLOCK_N", "BLOCK_K", "UPCAST", "PDL")}}
-        t = fl.linear_tiling(rows, 3072, 768, dev)
-        consts = {"BLOCK_B": t.block_b, "BLOCK_N": t.block_n, "BLOCK_K": t.block_k, **common}
-        print("out", cc, rows, *compile_for(cc, fl._linear_residual_kernel, out, consts, t.num_warps, t.num_stages,
-                                             ("stride_xb", "stride_wk", "stride_yb")))
+                                              ("stride_xb", "stride_wn", "stride_yb", "K")))
+        res = {"X": f, "stride_xb": "i32", "W": f, **ints("stride_wk", "stride_wn"), "Bias": f, "Y": f,
+               "stride_yb": "i32", **ints("B", "K", "N"), "StatOut": "*fp32", "stride_st": "i32", **ws,
+               **{k: "constexpr" for k in ("STATS_OUT", "BLOCK_B", "BLOCK_N", "BLOCK_K", "SPLIT_P", "UPCAST", "PDL",
+                                           "PREFETCH_LINES")}}
+        for role, k in (("proj", 768), ("out", 3072)):
+            t = fl.linear_tiling(rows, k, 768, dev)
+            consts = {"STATS_OUT": True, "BLOCK_B": t.block_b, "BLOCK_N": t.block_n, "BLOCK_K": t.block_k,
+                      "SPLIT_P": triton.next_power_of_2(t.split_k), **common}
+            print(role, cc, rows, *compile_for(cc, fl._linear_residual_kernel, res, consts, t.num_warps, t.num_stages,
+                                                ("stride_xb", "stride_wk", "stride_yb", "K", "N")))
     emb = {"History": "*i64", "stride_hb": "i32", "Pos": "*i64", "Wte": f, "Wpe": f, "X": f, "C": "i32",
-           "BLOCK_C": "constexpr"}
+           "Stats": "*fp32", "B": "i32", "stride_st": "i32", "BLOCK_C": "constexpr"}
     print("embed", cc, *compile_for(cc, gf._embed_kernel, emb, {"BLOCK_C": 2048}, 4))
     adv = {"Next": "*i64", "History": "*i64", "stride_hb": "i32", "Pos": "*i64", "Lens": "*i32", "B": "i32",
            "WRITE": "constexpr", "BLOCK_B": "constexpr"}
     print("advance", cc, *compile_for(cc, gf._advance_kernel, adv, {"WRITE": True, "BLOCK_B": 64}, 1))
+    am = {"Logits": "*fp32", **ints("stride_lb", "V", "chunk"), "PartV": "*fp32", "PartI": "*i32", "Counter": "*i32",
+          "History": "*i64", "stride_hb": "i32", "Pos": "*i64", "Lens": "*i32", "B": "i32",
+          **{k: "constexpr" for k in ("WRITE", "BLOCK", "CHUNKS", "BLOCK_B")}}
+    print("argmax", cc, *compile_for(cc, gf._argmax_advance_kernel, am,
+                                     {"WRITE": True, "BLOCK": 2048, "CHUNKS": 32, "BLOCK_B": 64}, 4))
 '''
 
 TARGETS = (75, 80, 90)
@@ -139,7 +146,7 @@ def test_kernels_compile_for_t4_a100_and_h100_without_spills():
         kinds.setdefault(line[0], set()).add(int(line[1]))
     # every kernel compiled for every target
     assert all(kinds.get(k) == set(TARGETS) for k in
-               ("split", "merge", "store", "qkv", "fc", "head", "proj", "out", "embed", "advance")), kinds
+               ("split", "store", "qkv", "fc", "head", "proj", "out", "embed", "advance", "argmax")), kinds
     # int8 tensor-core configs (the fast-widening path) on every target that runs them
     assert {int(x[1]) for x in lines if x[0] == "split" and x[2] == "True" and x[5] == "True"} == {80, 90}
     spilled = [line for line in lines if int(line[-1]) != 0]

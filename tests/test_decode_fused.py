@@ -4,8 +4,8 @@ import torch
 import torch.nn.functional as F
 
 from kernels import fused_linear as fl
-from kernels.decode_attention import reference_decode_attention, split_kv_partials
-from kernels.gpt2_fused import advance, embed
+from kernels.decode_attention import SplitBuffers, reference_decode_attention, split_kv_attention
+from kernels.gpt2_fused import ArgmaxScratch, advance, argmax_advance, embed
 from kernels.kv_quant import quantize
 
 
@@ -100,17 +100,39 @@ def test_ln_qkv_store_writes_q_and_the_cache_at_pos(int8, split):
         assert cache[:, :, [0, 1, 2, 3, 5]].abs().sum() == 0  # no other position written
 
 
-def test_merge_proj_residual_equals_attention_then_projection():
+def test_attention_then_projection_residual_with_row_statistics():
+    # The step's middle: attention (merged in its own launch) into a buffer, then x += attn @ w + b,
+    # leaving x's row statistics per output tile, which the next LayerNorm combines.
     B, H, D, L, splits = 2, 3, 16, 40, 4
     q, k, v = _rand(B, H, D, seed=22), _rand(B, H, L, D, seed=23), _rand(B, H, L, D, seed=24)
     lens = torch.tensor([29], dtype=torch.int32)
-    o_part, lse = torch.empty(B * H * splits, D), torch.empty(B * H * splits)
-    split_kv_partials(q, k, v, lens, o_part, lse, splits)
-    w, b, x = _rand(H * D, 24, seed=25, scale=0.1), _rand(24, seed=26), _rand(B, 24, seed=27)
-    attn = reference_decode_attention(q, k, v, lens).float().reshape(B, H * D)
-    ref = x + F.linear(attn, w.T, b)
-    fl.merge_proj_residual(o_part, lse, H, D, splits, w, b, x, _ws(), tiles=fl.Tiling(16, 16, 16, 2))
+    attn = torch.empty(B, H, D)
+    buffers = SplitBuffers(B, H, D, splits, "cpu")
+    split_kv_attention(q, k, v, lens, attn, buffers)
+    assert int(buffers.counter.abs().sum()) == 0  # the merging split resets its counter
+    C = 40  # three 16-column tiles, the last one narrower
+    w, b, x = _rand(H * D, C, seed=25, scale=0.1), _rand(C, seed=26), _rand(B, C, seed=27) * 4 + 3
+    ref = x + F.linear(reference_decode_attention(q, k, v, lens).float().reshape(B, H * D), w.T, b)
+    t = fl.Tiling(16, 16, 16, 2)
+    stats_buf = fl.RowStats.buffer(B, 4, "cpu")
+    fl.linear_residual(attn.view(B, -1), w, b, x, _ws(), tiles=t, stats_out=stats_buf)
     assert (x - ref).abs().max() < 1e-5
+    stats = fl.residual_stats(stats_buf, t, C)
+    assert (stats.tiles, stats.width) == (3, 16)
+    # The next LayerNorm, fed the tiles' statistics, equals one fed whole-row statistics.
+    g, beta, w2 = _rand(C, seed=30).abs() + 0.5, _rand(C, seed=31), _rand(C, 24, seed=32, scale=0.1)
+    out = torch.empty(B, 24)
+    fl.ln_linear(x, g, beta, 1e-5, w2, None, out, _ws(), tiles=fl.Tiling(16, 16, 16, 1), stats=stats)
+    assert (out - F.linear(F.layer_norm(x, (C,), g, beta, 1e-5), w2.T)).abs().max() < 1e-5
+
+
+def test_row_statistics_that_do_not_cover_the_row_are_refused():
+    x = _rand(2, 40)
+    with pytest.raises(ValueError, match="do not cover a row of 40"):
+        fl.ln_linear(x, torch.ones(40), torch.zeros(40), 1e-5, _rand(40, 8), None, torch.empty(2, 8), _ws(),
+                     tiles=fl.Tiling(16, 16, 16, 1), stats=fl.RowStats(fl.RowStats.buffer(2, 4, "cpu"), 2, 16))
+    with pytest.raises(ValueError, match=r"\(2, 2, tiles\) fp32"):
+        fl.RowStats(fl.RowStats.buffer(3, 4, "cpu"), 3, 16).check(2, 40)
 
 
 def test_embed_and_advance_keep_the_loop_on_the_device():
@@ -118,8 +140,12 @@ def test_embed_and_advance_keep_the_loop_on_the_device():
     history = torch.tensor([[1, 2, 3, 0, 0], [4, 5, 6, 0, 0]])
     pos, lens = torch.tensor([2]), torch.tensor([3], dtype=torch.int32)
     x = torch.empty(2, 8)
-    embed(history, pos, wte, wpe, x)
-    assert torch.allclose(x, wte[torch.tensor([3, 6])] + wpe[2])
+    stats = embed(history, pos, wte, wpe, x, fl.RowStats.buffer(2, 3, "cpu"))
+    ref = wte[torch.tensor([3, 6])] + wpe[2]
+    assert torch.allclose(x, ref)
+    # One whole-row tile of statistics for the first LayerNorm: the mean and the sum of squared deviations.
+    assert (stats.tiles, stats.width) == (1, 8)
+    assert torch.allclose(stats.buf[0, :, 0], ref.mean(1)) and torch.allclose(stats.buf[1, :, 0], ref.var(1) * 7)
     advance(torch.tensor([7, 8]), history, pos, lens)
     assert history[:, 3].tolist() == [7, 8] and int(pos) == 3 and int(lens) == 4
     advance(torch.tensor([9, 9]), history, pos, lens, write=False)  # teacher-forced: history is the input
@@ -147,14 +173,22 @@ def test_tiling_splits_k_only_to_fill_the_gpu():
 
 
 def test_layer_norm_statistics_survive_a_large_mean():
-    # One pass over the row, yet no cancellation: a sum of squares would lose the spread under a mean of 1e4.
+    # Tiles' statistics combined without cancellation: a sum of squares would lose the spread under a
+    # mean of 1e4. Four tiles of 64 columns, the last one 8 wide, as a residual product leaves them.
     B, K, N = 2, 200, 32
     x = 1e4 + _rand(B, K, seed=30)
     w = _rand(K, N, seed=31, scale=0.1)
+    buf = fl.RowStats.buffer(B, 4, "cpu")
+    for t, cols in enumerate(x.split(64, dim=1)):
+        buf[0, :, t] = cols.mean(1)
+        buf[1, :, t] = (cols - cols.mean(1, keepdim=True)).square().sum(1)
     out = torch.empty(B, N)
-    fl.ln_linear(x, torch.ones(K), torch.zeros(K), 1e-5, w, None, out, _ws(), tiles=fl.Tiling(16, 32, 64, 1))
+    fl.ln_linear(x, torch.ones(K), torch.zeros(K), 1e-5, w, None, out, _ws(), tiles=fl.Tiling(16, 32, 64, 1),
+                 stats=fl.RowStats(buf, 4, 64))
     ref = F.linear(F.layer_norm(x.double(), (K,)), w.double().T)
-    assert (out.double() - ref).abs().max() < 1e-3
+    # fp32 holds a mean near 1e4 only to half a step of 2^-10, an error every normalized value of the
+    # row shares; lost cancellation would be errors of order one.
+    assert (out.double() - ref).abs().max() < 5e-3
 
 
 def test_wide_outputs_get_wider_tiles():
@@ -162,3 +196,19 @@ def test_wide_outputs_get_wider_tiles():
     assert fl.linear_tiling(4, 768, 50257, dev).block_n == 2 * fl.TUNING.block_n  # the LM head
     assert fl.linear_tiling(4, 768, 3072, dev).block_n == fl.TUNING.block_n
     assert fl.linear_tiling(4, 768, 3072, fl.Device(40, (7, 5))).block_k == fl.PRE_AMPERE_BLOCK_K  # a T4
+
+
+def test_argmax_advance_picks_the_first_largest_logit_and_moves_the_loop_on():
+    V = 1000  # not a multiple of the 32 chunks
+    logits = _rand(3, V, seed=40)
+    logits[0, 7] = logits[0, 900] = 50.0  # a tie across chunks: the lower index wins, as in torch.argmax
+    logits[1, -1] = 60.0  # the last column of the last chunk
+    logits[2, 45] = logits[2, 40] = 70.0  # a tie inside one chunk (columns 32-63)
+    history = torch.zeros(3, 8, dtype=torch.int64)
+    pos, lens = torch.tensor([2]), torch.tensor([3], dtype=torch.int32)
+    scratch = ArgmaxScratch(3, "cpu")
+    argmax_advance(logits, history, pos, lens, scratch)
+    assert history[:, 3].tolist() == logits.argmax(-1).tolist() == [7, V - 1, 40]
+    assert int(pos) == 3 and int(lens) == 4 and int(scratch.counter) == 0
+    argmax_advance(logits, history, pos, lens, scratch, write=False)  # teacher-forced: history is the input
+    assert history[:, 4].tolist() == [0, 0, 0] and int(pos) == 4 and int(lens) == 5

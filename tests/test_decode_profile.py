@@ -29,7 +29,7 @@ def test_kernel_names_land_in_their_class(name, cls):
 
 
 def test_summary_divides_by_the_steps_and_names_the_heaviest_kernel():
-    kernels = [("_split_kv_kernel", 10.0), ("_merge_kernel", 2.0), ("gemm_a", 30.0), ("gemm_b", 50.0)] * 2
+    kernels = [("_split_kv_kernel", 10.0), ("flash_decode_combine", 2.0), ("gemm_a", 30.0), ("gemm_b", 50.0)] * 2
     p = summarize_kernels(kernels, steps=2)
     assert p.kernels_per_step == 4 and p.kernel_ms_per_step == pytest.approx(0.092)
     by = {c.kernel_class: c for c in p.classes}
