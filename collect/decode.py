@@ -7,7 +7,7 @@ Variants (kernels/decode_session.py runs them all through one interface):
   hf-compiled   transformers' model, StaticCache, forward compiled with torch.compile(mode="reduce-overhead");
                 only at the key shapes (a cold compile per shape costs tens of seconds)
   eager         our loop over a preallocated bf16 cache, PyTorch ops
-  graph         our step (GRAPH_STEP: PyTorch ops by default) replayed from one CUDA graph
+  graph         our step (GRAPH_STEP: our fused Triton kernels by default) replayed from one CUDA graph
   int8-graph    the same step and graph over an int8 cache
   int8-dequant  an int8 cache dequantized in full to bf16 every step (eager): the peak-memory regression
 
@@ -45,13 +45,13 @@ BUDGET_ENV = "DECODE_BUDGET_S"
 GRAPH_STEP_ENV = "DECODE_GRAPH_STEP"
 # How the graph variants compute a step: 'fused' (our Triton kernels), 'inductor' (our step compiled
 # by torch.compile) or 'torch' (PyTorch ops). Chosen from measurements on the H200 (2026-11-30, each
-# in a CUDA graph, loop time): at gpt2 b4 c1000 torch 0.675 ms, inductor 0.640, fused 0.747 (64
-# kernels a step against 176, but its split-K products keep the GPU busy longer); at gpt2-xl b4
-# c1000 torch 3.45 ms against fused 4.99 (inductor not measured there, and its compile would cost
-# the phase's budget at every model and batch). A sweep of the fused step's knobs (2026-11-30, same
-# shapes) found it at best 4.34 ms at gpt2-xl and 0.685 at gpt2, against torch's 3.35 and 0.661: its
-# products stream weights below cuBLAS's rate. The env var overrides it.
-GRAPH_STEP = "torch"
+# in a CUDA graph, loop time, batch 4, prompt 980): once the fused products loaded their weights as
+# 16-byte vectors, read LayerNorm statistics left by the previous kernel and summed split-K
+# partials with unrolled loads, the fused step took 2.43 ms at gpt2-xl and 0.462 at gpt2, against
+# the torch step's 3.36 and 0.661 in the same runs. (Before that work the fused step lost: 4.36 ms
+# against 3.35 at gpt2-xl. inductor took 0.640 ms at gpt2 against torch's 0.675; it was not
+# measured at gpt2-xl, where its compile would cost the phase's budget.) The env var overrides it.
+GRAPH_STEP = "fused"
 # A full collect must finish in 9 minutes on an H200. This phase took about 160 s there (2026-11-30,
 # stage times on stderr): parallel compilation 15 s (now done ahead, in the collect's shared pool),
 # microbenchmark 8, building and warming up both models 12, key shapes 18, the agreement check 19
@@ -746,6 +746,8 @@ def _micro_rows(result: DecodeFile, plan: Plan, env: _Env) -> None:
                 kq[b], ks[b] = quantize(k[b])
                 vq[b], vs[b] = quantize(v[b])
             lens = torch.full((1,), L, device=env.device, dtype=torch.int32)
+            # Kept across calls, as a cache keeps them: a call then allocates and zeroes nothing but its output.
+            split = da.SplitBuffers(B, H, D, da.default_num_splits(B, H, L, env.device), env.device)
             ref = F.scaled_dot_product_attention(q.unsqueeze(2), k, v).squeeze(2)
         except Exception as exc:
             status = "oom" if is_oom(exc) else "error"
@@ -756,8 +758,8 @@ def _micro_rows(result: DecodeFile, plan: Plan, env: _Env) -> None:
             continue
         elem = k.element_size()
         calls = {
-            "triton-bf16": (lambda: da.decode_attention(q, k, v, lens), 2 * k.numel() * elem),
-            "triton-int8": (lambda: da.decode_attention(q, kq, vq, lens, k_scale=ks, v_scale=vs),
+            "triton-bf16": (lambda: da.decode_attention(q, k, v, lens, buffers=split), 2 * k.numel() * elem),
+            "triton-int8": (lambda: da.decode_attention(q, kq, vq, lens, k_scale=ks, v_scale=vs, buffers=split),
                             2 * (kq.numel() + ks.numel() * SCALE_BYTES)),
             "sdpa": (lambda: F.scaled_dot_product_attention(q.unsqueeze(2), k, v), 2 * k.numel() * elem),
         }
@@ -767,7 +769,7 @@ def _micro_rows(result: DecodeFile, plan: Plan, env: _Env) -> None:
             try:
                 out = fn()  # warm-up: compilation and autotuning land here
                 if impl.startswith("triton"):
-                    r.num_splits = da.default_num_splits(B, H, L, env.device)
+                    r.num_splits = split.num_splits
                     r.kernel_config = da.last_config()
                 r.max_abs_diff_vs_sdpa = float((out.reshape(ref.shape).float() - ref.float()).abs().max())
                 dev, host = _time_call(fn, env)
@@ -784,7 +786,7 @@ def _micro_rows(result: DecodeFile, plan: Plan, env: _Env) -> None:
             r.bandwidth_fraction = r.achieved_bytes_per_s / env.bandwidth if env.bandwidth else None
         result.micro.extend(rows.values())
         env.save()
-        del q, k, v, kq, vq, ks, vs, ref
+        del q, k, v, kq, vq, ks, vs, ref, split
 
 
 def measure_copy_bandwidth(device) -> float:
