@@ -338,14 +338,15 @@ class Tuning:
     # stages deep and six stages of 64 were in between.
     block_k: int = 64
     num_stages: int = 4
-    # Programmatic dependent launch where the GPU has it (sm90+). Off: on the H200 (2026-11-30, CUDA
-    # graph, batch 4, prompt 980, 128-deep tiles) it took the step from 2.69 to 2.63 ms at gpt2-xl
-    # and from 0.475 to 0.451 at gpt2, but with 64-deep tiles from 2.47 to 2.53 at gpt2-xl; before the
-    # products' loads were vectorized it lost at both (4.97 against 4.36 ms at gpt2-xl).
-    pdl: bool = False
+    # Programmatic dependent launch where the GPU has it (sm90+): each grid is launched while the
+    # previous one drains and waits for it on the device. On the H200 (2026-11-30, CUDA graph, batch
+    # 4, prompt 980) the step took 0.429 ms with it against 0.456 without at gpt2, and 2.426 against
+    # 2.416 at gpt2-xl. (Before the products' loads were vectorized it lost at both: 4.97 against
+    # 4.36 ms at gpt2-xl, its early grids holding SM slots while they waited.)
+    pdl: bool = True
     # Under PDL, request the program's weight lines into L2 before waiting for the previous kernel.
-    # Measured with 128-deep tiles: 2.76 ms at gpt2-xl against 2.63 without, 0.440 against 0.451 at gpt2.
-    prefetch: bool = True
+    # Off: it took gpt2-xl's step from 2.43 to 2.77 ms (same runs), and moved gpt2's by 0.001 ms.
+    prefetch: bool = False
 
 
 TUNING = Tuning()
