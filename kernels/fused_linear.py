@@ -339,11 +339,12 @@ class Tuning:
     block_k: int = 64
     num_stages: int = 4
     # Programmatic dependent launch where the GPU has it (sm90+): each grid is launched while the
-    # previous one drains and waits for it on the device. On the H200 (2026-11-30, CUDA graph, batch
-    # 4, prompt 980) the step took 0.429 ms with it against 0.456 without at gpt2, and 2.426 against
-    # 2.416 at gpt2-xl. (Before the products' loads were vectorized it lost at both: 4.97 against
-    # 4.36 ms at gpt2-xl, its early grids holding SM slots while they waited.)
-    pdl: bool = True
+    # previous one drains and waits for it on the device. Off. On the H200 (2026-11-30, CUDA graph,
+    # batch 4, prompt 980) it took gpt2's step from 0.456 to 0.429 ms and left gpt2-xl's at 2.42, but
+    # the overlapped kernels' profiled durations then add up to more than the step: the Decode
+    # page's account of where a step's time goes would no longer hold. (Before the products' loads
+    # were vectorized it lost outright: 4.97 against 4.36 ms at gpt2-xl.)
+    pdl: bool = False
     # Under PDL, request the program's weight lines into L2 before waiting for the previous kernel.
     # Off: it took gpt2-xl's step from 2.43 to 2.77 ms (same runs), and moved gpt2's by 0.001 ms.
     prefetch: bool = False
