@@ -93,6 +93,7 @@ def versus(s: float, other: str) -> str:
     words = speedup_words(s)
     return f"on par with {other} ({fmt.ratio(s)})" if words.startswith("on par") else f"{words} than {other}"
 
+
 # Each int8-cache decode loop and the bf16-cache loop it differs from by the cache alone.
 INT8_PAIRS = (("int8-graph", "graph"), ("int8-dequant", "eager"), ("int8-kernel", "eager"))
 

@@ -41,8 +41,6 @@ MICRO_COLORS = {"triton-bf16": PALETTE[0], "triton-int8": PALETTE[1], "sdpa": PA
 CLASS_COLORS = {"linear": PALETTE[0], "attention": PALETTE[1], "cache write": PALETTE[4], "layer norm": PALETTE[2],
                 "elementwise": PALETTE[3], "embedding": PALETTE[5], "sampling": PALETTE[6], "copy": "#6b6b6b",
                 "other": "#3d3d3d", "idle": "#c8c8c8"}
-# Pairs (int8 variant, the float variant it is compared with at the same shape), newest first.
-
 # The targets, stated once; whether each is met is read from the data.
 FLOOR_TARGETS = (("gpt2", 4, 1000, 3.0), ("gpt2-xl", 4, 1000, 1.5))  # graph step within this × its floor
 INT8_STEP_TARGET = ("gpt2", 64, 512, 0.8)   # int8-graph step at most this × the graph step
