@@ -87,27 +87,6 @@ def _store_tile_stats(Stats, stride_st, y, mask, offs_b, mask_b, B, tile, n_vali
 
 
 @triton.jit
-def _prefetch_l2(ptrs):
-    """Ask L2 for the lines at `ptrs` without waiting for them (no register holds the data)."""
-    return tl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l", [ptrs],
-                                     dtype=tl.int32, is_pure=False, pack=1)
-
-
-@triton.jit
-def _prefetch_weights(W, stride_wk, col0, K, N, t_start, t_end, BLOCK_K: tl.constexpr, LINES: tl.constexpr,
-                      LINE_ELEMS: tl.constexpr):
-    """Start this program's weight rows on their way from DRAM to L2, one request per 128-byte line:
-    under programmatic dependent launch this runs while the previous kernel still drains, so the
-    weight stream no longer waits for the activations it does not depend on."""
-    offs_c = col0 + tl.arange(0, LINES) * LINE_ELEMS
-    for t in range(t_start, t_end):
-        offs_k = t * BLOCK_K + tl.arange(0, BLOCK_K)
-        ptrs = W + offs_k[:, None].to(tl.int64) * stride_wk + offs_c[None, :]
-        mask = (offs_k < K)[:, None] & (offs_c < N)[None, :]
-        _prefetch_l2(tl.where(mask, ptrs, W))
-
-
-@triton.jit
 def _gelu(y, TANH: tl.constexpr):
     if TANH:
         # tanh(u) written with exp: 1 - 2 / (exp(2u) + 1) is exact at both ends (no inf/inf).
@@ -137,7 +116,6 @@ def _linear_program(
     PROLOGUE: tl.constexpr, EPILOGUE: tl.constexpr, HAS_BIAS: tl.constexpr, INT8_CACHE: tl.constexpr,
     STATS_OUT: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr, STAT_P: tl.constexpr, SPLIT_P: tl.constexpr, UPCAST: tl.constexpr, PDL: tl.constexpr,
-    PREFETCH_LINES: tl.constexpr = 0,
 ):
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
@@ -146,24 +124,18 @@ def _linear_program(
     mask_b = offs_b < B
     # Output columns: a tile of BLOCK_N, or for the qkv epilogue exactly one head of q, k or v.
     if EPILOGUE == EPI_QKV:
-        col0 = pid_n * HEAD_DIM
-        offs_n = col0 + tl.arange(0, BLOCK_N)
+        offs_n = pid_n * HEAD_DIM + tl.arange(0, BLOCK_N)
         mask_n = tl.arange(0, BLOCK_N) < HEAD_DIM
     else:
-        col0 = pid_n * BLOCK_N
-        offs_n = col0 + tl.arange(0, BLOCK_N)
+        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         mask_n = offs_n < N
     k_tiles = tl.cdiv(K, BLOCK_K)
     per_split = tl.cdiv(k_tiles, split_k)
     t_start = pid_k * per_split
     t_end = tl.minimum(t_start + per_split, k_tiles)
     if PDL:
-        # Programmatic dependent launch: this grid may start while the previous kernel drains. The
-        # weights are not its output, so their lines are requested first; then wait for its results
-        # before reading anything it wrote, and let the next grid start early.
-        if PREFETCH_LINES > 0:
-            _prefetch_weights(W, stride_wk, col0, K, N, t_start, t_end, BLOCK_K, PREFETCH_LINES,
-                              128 // (dt.primitive_bitwidth // 8))
+        # Programmatic dependent launch: this grid may start while the previous kernel drains;
+        # wait for its results before reading anything it wrote, and let the next grid start early.
         tl.extra.cuda.gdc_wait()
         tl.extra.cuda.gdc_launch_dependents()
     if PROLOGUE == PRO_LN:
@@ -200,8 +172,7 @@ def _linear_program(
     is_last = split_k == 1
     if split_k > 1:
         ws = Work + offs_b[:, None] * N + offs_n[None, :]
-        mask = mask_b[:, None] & mask_n[None, :]
-        tl.store(ws + pid_k * B * N, acc, mask=mask)
+        tl.store(ws + pid_k * B * N, acc, mask=mask_y)
         tl.debug_barrier()  # every thread's partial is written before the arrival is counted
         arrived = tl.atomic_add(Counter + pid_n, 1, sem="acq_rel", scope="gpu")
         is_last = arrived == split_k - 1
@@ -213,7 +184,7 @@ def _linear_program(
             CHUNK: tl.constexpr = SPLIT_P if SPLIT_P < 8 else 8
             for s0 in range(0, split_k, CHUNK):
                 for s in tl.static_range(CHUNK):
-                    acc += tl.load(ws + (s0 + s) * B * N, mask=mask & (s0 + s < split_k), other=0.0,
+                    acc += tl.load(ws + (s0 + s) * B * N, mask=mask_y & (s0 + s < split_k), other=0.0,
                                    cache_modifier=".cg")
             tl.atomic_xchg(Counter + pid_n, 0, sem="relaxed", scope="gpu")  # ready for the next launch
 
@@ -221,20 +192,19 @@ def _linear_program(
         y = acc
         if HAS_BIAS:
             y += bias[None, :]
-        mask = mask_y
         if EPILOGUE == EPI_STORE:
-            tl.store(Y + offs_b[:, None] * stride_yb + offs_n[None, :], y.to(Y.dtype.element_ty), mask=mask)
+            tl.store(Y + offs_b[:, None] * stride_yb + offs_n[None, :], y.to(Y.dtype.element_ty), mask=mask_y)
         elif EPILOGUE == EPI_GELU_TANH:
             y = _gelu(y.to(dt).to(tl.float32), True)
-            tl.store(Y + offs_b[:, None] * stride_yb + offs_n[None, :], y.to(Y.dtype.element_ty), mask=mask)
+            tl.store(Y + offs_b[:, None] * stride_yb + offs_n[None, :], y.to(Y.dtype.element_ty), mask=mask_y)
         elif EPILOGUE == EPI_GELU_ERF:
             y = _gelu(y.to(dt).to(tl.float32), False)
-            tl.store(Y + offs_b[:, None] * stride_yb + offs_n[None, :], y.to(Y.dtype.element_ty), mask=mask)
+            tl.store(Y + offs_b[:, None] * stride_yb + offs_n[None, :], y.to(Y.dtype.element_ty), mask=mask_y)
         elif EPILOGUE == EPI_RESIDUAL:
             y = (res + y.to(dt).to(tl.float32)).to(Y.dtype.element_ty)
-            tl.store(Y + offs_b[:, None] * stride_yb + offs_n[None, :], y, mask=mask)
+            tl.store(Y + offs_b[:, None] * stride_yb + offs_n[None, :], y, mask=mask_y)
             if STATS_OUT:
-                _store_tile_stats(StatOut, stride_st, y.to(tl.float32), mask, offs_b, mask_b, B, pid_n,
+                _store_tile_stats(StatOut, stride_st, y.to(tl.float32), mask_y, offs_b, mask_b, B, pid_n,
                                   tl.minimum(BLOCK_N, N - pid_n * BLOCK_N).to(tl.float32))
         else:  # EPI_QKV: this tile is head h of q (part 0), k (1) or v (2)
             y = y.to(dt)
@@ -243,24 +213,24 @@ def _linear_program(
             offs_d = tl.arange(0, BLOCK_N)
             b64 = offs_b.to(tl.int64)
             if part == 0:
-                tl.store(Q + (b64[:, None] * H_QKV + h) * HEAD_DIM + offs_d[None, :], y, mask=mask)
+                tl.store(Q + (b64[:, None] * H_QKV + h) * HEAD_DIM + offs_d[None, :], y, mask=mask_y)
             else:
                 pos = tl.load(Pos)
                 cell = b64 * stride_cb + h * stride_ch + pos * stride_cn
                 scale_at = b64 * stride_sb + h * stride_sh + pos
                 if INT8_CACHE:
-                    yq, scale = _quantize_rows(y.to(tl.float32), mask)
+                    yq, scale = _quantize_rows(y.to(tl.float32), mask_y)
                     if part == 1:
-                        tl.store(KC + cell[:, None] + offs_d[None, :], yq, mask=mask)
+                        tl.store(KC + cell[:, None] + offs_d[None, :], yq, mask=mask_y)
                         tl.store(KS + scale_at, scale, mask=mask_b)
                     else:
-                        tl.store(VC + cell[:, None] + offs_d[None, :], yq, mask=mask)
+                        tl.store(VC + cell[:, None] + offs_d[None, :], yq, mask=mask_y)
                         tl.store(VS + scale_at, scale, mask=mask_b)
                 else:
                     if part == 1:
-                        tl.store(KC + cell[:, None] + offs_d[None, :], y, mask=mask)
+                        tl.store(KC + cell[:, None] + offs_d[None, :], y, mask=mask_y)
                     else:
-                        tl.store(VC + cell[:, None] + offs_d[None, :], y, mask=mask)
+                        tl.store(VC + cell[:, None] + offs_d[None, :], y, mask=mask_y)
 
 
 # Thin entry points: one kernel name per role, so a profile says which product a kernel was.
@@ -275,12 +245,12 @@ def _ln_qkv_kernel(X, stride_xb, W, stride_wk, stride_wn, Bias, B, K, N, eps, Ln
                    Q, KC, VC, KS, VS, Pos, H_QKV, stride_cb, stride_ch, stride_cn, stride_sb, stride_sh,
                    Work, Counter, split_k, INT8_CACHE: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_B: tl.constexpr,
                    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAT_P: tl.constexpr, SPLIT_P: tl.constexpr,
-                   UPCAST: tl.constexpr, PDL: tl.constexpr, PREFETCH_LINES: tl.constexpr = 0):
+                   UPCAST: tl.constexpr, PDL: tl.constexpr):
     _linear_program(X, stride_xb, W, stride_wk, stride_wn, Bias, X, 0, X, 0, B, K, N, eps, LnW, LnB,
                     StatIn, stat_tiles, stat_width, StatIn, stride_st,
                     Q, KC, VC, KS, VS, Pos, H_QKV, stride_cb, stride_ch, stride_cn, stride_sb, stride_sh,
                     Work, Counter, split_k, PRO_LN, EPI_QKV, True, INT8_CACHE, False, HEAD_DIM, BLOCK_B, BLOCK_N,
-                    BLOCK_K, STAT_P, SPLIT_P, UPCAST, PDL, PREFETCH_LINES)
+                    BLOCK_K, STAT_P, SPLIT_P, UPCAST, PDL)
 
 
 @triton.jit(do_not_specialize=["B", "split_k", "stat_tiles", "stat_width", "stride_st"])
@@ -288,25 +258,24 @@ def _ln_linear_kernel(X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb,
                       StatIn, stat_tiles, stat_width, stride_st,
                       Work, Counter, split_k, EPILOGUE: tl.constexpr, HAS_BIAS: tl.constexpr,
                       BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAT_P: tl.constexpr,
-                      SPLIT_P: tl.constexpr, UPCAST: tl.constexpr, PDL: tl.constexpr,
-                      PREFETCH_LINES: tl.constexpr = 0):
+                      SPLIT_P: tl.constexpr, UPCAST: tl.constexpr, PDL: tl.constexpr):
     _linear_program(X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb, X, 0, B, K, N, eps, LnW, LnB,
                     StatIn, stat_tiles, stat_width, StatIn, stride_st,
                     X, X, X, X, X, X, 1, 0, 0, 0, 0, 0,
                     Work, Counter, split_k, PRO_LN, EPILOGUE, HAS_BIAS, False, False, 1, BLOCK_B, BLOCK_N, BLOCK_K,
-                    STAT_P, SPLIT_P, UPCAST, PDL, PREFETCH_LINES)
+                    STAT_P, SPLIT_P, UPCAST, PDL)
 
 
 @triton.jit(do_not_specialize=["B", "split_k", "stride_st"])
 def _linear_residual_kernel(X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb, B, K, N, StatOut, stride_st,
                             Work, Counter, split_k, STATS_OUT: tl.constexpr, BLOCK_B: tl.constexpr,
                             BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_P: tl.constexpr,
-                            UPCAST: tl.constexpr, PDL: tl.constexpr, PREFETCH_LINES: tl.constexpr = 0):
+                            UPCAST: tl.constexpr, PDL: tl.constexpr):
     _linear_program(X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb, Y, stride_yb, B, K, N, 0.0, X, X,
                     StatOut, 1, 1, StatOut, stride_st,
                     X, X, X, X, X, X, 1, 0, 0, 0, 0, 0,
                     Work, Counter, split_k, PRO_NONE, EPI_RESIDUAL, True, False, STATS_OUT, 1, BLOCK_B, BLOCK_N,
-                    BLOCK_K, 1, SPLIT_P, UPCAST, PDL, PREFETCH_LINES)
+                    BLOCK_K, 1, SPLIT_P, UPCAST, PDL)
 
 
 # --- launch configuration ---------------------------------------------------------------------
@@ -346,9 +315,6 @@ class Tuning:
     # page's account of where a step's time goes would no longer hold. (Before the products' loads
     # were vectorized it lost outright: 4.97 against 4.36 ms at gpt2-xl.)
     pdl: bool = False
-    # Under PDL, request the program's weight lines into L2 before waiting for the previous kernel.
-    # Off: it took gpt2-xl's step from 2.43 to 2.77 ms (same runs), and moved gpt2's by 0.001 ms.
-    prefetch: bool = False
 
 
 TUNING = Tuning()
@@ -403,10 +369,8 @@ class Workspace:
         return floats <= self.partial.numel() and tiles <= self.counter.numel()
 
 
-def _launch_options(t: Tiling, device: torch.device, tuning: Tuning = TUNING, gpu: Device | None = None,
-                    w: torch.Tensor | None = None) -> dict:
-    """`gpu`: the GPU's facts where the tensors' device cannot give them (the compile matrix's meta tensors).
-    `w`: the weight, whose rows a PDL launch prefetches when they run along the output columns."""
+def _launch_options(t: Tiling, device: torch.device, tuning: Tuning = TUNING, gpu: Device | None = None) -> dict:
+    """`gpu`: the GPU's facts where the tensors' device cannot give them (the compile matrix's meta tensors)."""
     interp = interpreting()
     if gpu is None and device.type == "cuda":
         gpu = device_facts(device)
@@ -415,9 +379,6 @@ def _launch_options(t: Tiling, device: torch.device, tuning: Tuning = TUNING, gp
             "num_stages": 1 if interp else t.num_stages}
     if pdl:
         opts["launch_pdl"] = True
-        row_bytes = t.block_n * (w.element_size() if w is not None else 0)
-        if tuning.prefetch and w is not None and w.stride(1) == 1 and row_bytes % 128 == 0:
-            opts["PREFETCH_LINES"] = row_bytes // 128
     return opts
 
 
@@ -524,7 +485,7 @@ def ln_linear(x, ln_w, ln_b, eps, w, bias, out, ws: Workspace, activation: str |
         x, x.stride(0), w, w.stride(0), w.stride(1), bias if bias is not None else w, out, out.stride(0),
         B, K, N, eps, ln_w, ln_b, *stats.args(), ws.partial, ws.counter, t.split_k,
         EPILOGUE=epi, HAS_BIAS=bias is not None, BLOCK_B=t.block_b, BLOCK_N=t.block_n, BLOCK_K=t.block_k,
-        STAT_P=_pow2(stats.buf.shape[2]), SPLIT_P=_pow2(t.split_k), **_launch_options(t, x.device, gpu=gpu, w=w))
+        STAT_P=_pow2(stats.buf.shape[2]), SPLIT_P=_pow2(t.split_k), **_launch_options(t, x.device, gpu=gpu))
     return t
 
 
@@ -556,7 +517,7 @@ def ln_qkv_store(x, ln_w, ln_b, eps, w, bias, q_out, k_cache, v_cache, pos, ws: 
         q_out, k_cache, v_cache, ks, vs, pos, H, k_cache.stride(0), k_cache.stride(1), k_cache.stride(2), *s_strides,
         ws.partial, ws.counter, t.split_k, INT8_CACHE=int8, HEAD_DIM=D, BLOCK_B=t.block_b, BLOCK_N=t.block_n,
         BLOCK_K=t.block_k, STAT_P=_pow2(stats.buf.shape[2]), SPLIT_P=_pow2(t.split_k),
-        **_launch_options(t, x.device, gpu=gpu, w=w))
+        **_launch_options(t, x.device, gpu=gpu))
     return t
 
 
@@ -576,7 +537,7 @@ def linear_residual(h, w, bias, x, ws: Workspace, tiles: Tiling | None = None,
         h, h.stride(0), w, w.stride(0), w.stride(1), bias, x, x.stride(0), B, K, N,
         st, st.shape[-1] if stats_out is not None else 1, ws.partial, ws.counter, t.split_k,
         STATS_OUT=stats_out is not None, BLOCK_B=t.block_b, BLOCK_N=t.block_n, BLOCK_K=t.block_k,
-        SPLIT_P=_pow2(t.split_k), **_launch_options(t, x.device, gpu=gpu, w=w))
+        SPLIT_P=_pow2(t.split_k), **_launch_options(t, x.device, gpu=gpu))
     return t
 
 

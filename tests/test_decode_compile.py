@@ -64,7 +64,7 @@ for cc in map(int, sys.argv[1:]):
 
     # The fused step: every role, both batch tilings (16 rows; 64 rows), GPT-2's head_dim of 64.
     pdl = cc >= 90
-    common = {"UPCAST": False, "PDL": pdl, "PREFETCH_LINES": 1 if pdl else 0}  # sm90: PDL, weights prefetched
+    common = {"UPCAST": False, "PDL": pdl}
     ws = {"Work": "*fp32", "Counter": "*i32", "split_k": "i32"}
     stats_in = {"StatIn": "*fp32", **ints("stat_tiles", "stat_width", "stride_st")}
 
@@ -82,7 +82,7 @@ for cc in map(int, sys.argv[1:]):
                    "Q": f, "KC": c, "VC": c, "KS": s, "VS": s,
                    "Pos": "*i64", **ints("H_QKV", "stride_cb", "stride_ch", "stride_cn", "stride_sb", "stride_sh"), **ws,
                    **{k: "constexpr" for k in ("INT8_CACHE", "HEAD_DIM", "BLOCK_B", "BLOCK_N", "BLOCK_K", "STAT_P",
-                                               "SPLIT_P", "UPCAST", "PDL", "PREFETCH_LINES")}}
+                                               "SPLIT_P", "UPCAST", "PDL")}}
             consts = {"INT8_CACHE": int8, "HEAD_DIM": 64, "BLOCK_B": t.block_b, "BLOCK_N": t.block_n,
                       "BLOCK_K": t.block_k, **reduce(t), **common}
             print("qkv", cc, rows, int8, *compile_for(cc, fl._ln_qkv_kernel, qkv, consts, t.num_warps, t.num_stages,
@@ -90,7 +90,7 @@ for cc in map(int, sys.argv[1:]):
         lin = {"X": f, "stride_xb": "i32", "W": f, **ints("stride_wk", "stride_wn"), "Bias": f, "Y": f,
                "stride_yb": "i32", **ints("B", "K", "N"), "eps": "fp32", "LnW": f, "LnB": f, **stats_in, **ws,
                **{k: "constexpr" for k in ("EPILOGUE", "HAS_BIAS", "BLOCK_B", "BLOCK_N", "BLOCK_K", "STAT_P", "SPLIT_P",
-                                           "UPCAST", "PDL", "PREFETCH_LINES")}}
+                                           "UPCAST", "PDL")}}
         t = fl.linear_tiling(rows, 768, 3072, dev)
         consts = {"EPILOGUE": 1, "HAS_BIAS": True, "BLOCK_B": t.block_b, "BLOCK_N": t.block_n, "BLOCK_K": t.block_k,
                   **reduce(t), **common}
@@ -105,8 +105,7 @@ for cc in map(int, sys.argv[1:]):
                                               ("stride_xb", "stride_wn", "stride_yb", "K")))
         res = {"X": f, "stride_xb": "i32", "W": f, **ints("stride_wk", "stride_wn"), "Bias": f, "Y": f,
                "stride_yb": "i32", **ints("B", "K", "N"), "StatOut": "*fp32", "stride_st": "i32", **ws,
-               **{k: "constexpr" for k in ("STATS_OUT", "BLOCK_B", "BLOCK_N", "BLOCK_K", "SPLIT_P", "UPCAST", "PDL",
-                                           "PREFETCH_LINES")}}
+               **{k: "constexpr" for k in ("STATS_OUT", "BLOCK_B", "BLOCK_N", "BLOCK_K", "SPLIT_P", "UPCAST", "PDL")}}
         for role, k in (("proj", 768), ("out", 3072)):
             t = fl.linear_tiling(rows, k, 768, dev)
             consts = {"STATS_OUT": True, "BLOCK_B": t.block_b, "BLOCK_N": t.block_n, "BLOCK_K": t.block_k,
