@@ -322,12 +322,12 @@ class Bf16Cache:
     def split_buffers(self, q, capacity: int) -> SplitBuffers:
         """The attention kernel's partials and counters, made once and shared by every layer (their
         launches run one after another): a step then allocates nothing, and a CUDA graph replays it."""
-        B, H, D = q.shape
-        splits = default_num_splits(B, H, capacity, q.device)
-        buf = getattr(self, "_split", None)
-        if buf is None or buf.num_splits != splits or not buf.fits(B, H, D) or buf.counter.device != q.device:
-            buf = self._split = SplitBuffers(B, H, D, splits, q.device)
-        return buf
+        key = (tuple(q.shape), capacity, q.device)
+        if getattr(self, "_split_key", None) != key:
+            B, H, D = q.shape
+            self._split = SplitBuffers(B, H, D, default_num_splits(B, H, capacity, q.device), q.device)
+            self._split_key = key
+        return self._split
 
     def attend(self, i, q, lens):
         return decode_attention(q, self.k[i], self.v[i], lens, buffers=self.split_buffers(q, self.k.shape[3]))

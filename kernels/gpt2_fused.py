@@ -20,7 +20,7 @@ import triton.language as tl
 
 from . import fused_linear as fl
 from .common import interpreting
-from .decode_attention import SplitBuffers, default_num_splits, split_kv_attention
+from .decode_attention import split_kv_attention
 
 
 # --- the loop's small kernels -----------------------------------------------------------------
@@ -45,16 +45,22 @@ def _embed_kernel(History, stride_hb, Pos, Wte, Wpe, X, C, Stats, B, stride_st, 
     tl.store(Stats + (B + b) * stride_st, tl.sum(d * d, axis=0))
 
 
-@triton.jit(do_not_specialize=["B", "stride_hb"])
-def _advance_kernel(Next, History, stride_hb, Pos, Lens, B, WRITE: tl.constexpr, BLOCK_B: tl.constexpr):
-    """One program: history[:, pos + 1] = next (unless teacher-forced), then pos += 1, lens = pos + 1."""
+@triton.jit
+def _move_on(nxt, rows, mask_r, History, stride_hb, Pos, Lens, WRITE: tl.constexpr):
+    """history[rows, pos + 1] = nxt (unless teacher-forced), then pos += 1, lens = pos + 1."""
     pos = tl.load(Pos)
-    offs = tl.arange(0, BLOCK_B)
     if WRITE:
-        nxt = tl.load(Next + offs, mask=offs < B, other=0)
-        tl.store(History + offs.to(tl.int64) * stride_hb + pos + 1, nxt.to(tl.int64), mask=offs < B)
+        tl.store(History + rows.to(tl.int64) * stride_hb + pos + 1, nxt.to(tl.int64), mask=mask_r)
     tl.store(Pos, pos + 1)
     tl.store(Lens, (pos + 2).to(tl.int32))
+
+
+@triton.jit(do_not_specialize=["B", "stride_hb"])
+def _advance_kernel(Next, History, stride_hb, Pos, Lens, B, WRITE: tl.constexpr, BLOCK_B: tl.constexpr):
+    """One program: the loop's bookkeeping with the next tokens given."""
+    offs = tl.arange(0, BLOCK_B)
+    nxt = tl.load(Next + offs, mask=offs < B, other=0)
+    _move_on(nxt, offs, offs < B, History, stride_hb, Pos, Lens, WRITE)
 
 
 @triton.jit(do_not_specialize=["B", "V", "chunk", "stride_lb", "stride_hb"])
@@ -83,11 +89,7 @@ def _argmax_advance_kernel(Logits, stride_lb, V, chunk, PartV, PartI, Counter, H
         i = tl.load(PartI + at, mask=mask_r[:, None], other=V, cache_modifier=".cg")
         best = tl.max(v, axis=1)
         nxt = tl.min(tl.where(v == best[:, None], i, V), axis=1)
-        pos = tl.load(Pos)
-        if WRITE:
-            tl.store(History + rows.to(tl.int64) * stride_hb + pos + 1, nxt.to(tl.int64), mask=mask_r)
-        tl.store(Pos, pos + 1)
-        tl.store(Lens, (pos + 2).to(tl.int32))
+        _move_on(nxt, rows, mask_r, History, stride_hb, Pos, Lens, WRITE)
         tl.atomic_xchg(Counter, 0, sem="relaxed", scope="gpu")
 
 
@@ -152,10 +154,10 @@ class FusedStep:
         self.model, self.cache = model, cache
         dev, dt = model.device, model.dtype
         C, H, D = a.n_embd, a.n_head, a.head_dim
-        self.split = SplitBuffers(batch, H, D, default_num_splits(batch, H, cache.k.shape[3], dev), dev)
         self.x = torch.empty((batch, C), device=dev, dtype=dt)
         self.h = torch.empty((batch, 4 * C), device=dev, dtype=dt)
         self.q = torch.empty((batch, H, D), device=dev, dtype=dt)
+        self.split = cache.split_buffers(self.q, cache.k.shape[3])
         self.attn = torch.empty((batch, H, D), device=dev, dtype=dt)
         # fp32 logits: the LM head accumulates in fp32 and nothing after it needs them rounded.
         self.logits = torch.empty((batch, a.vocab_size), device=dev, dtype=torch.float32)
