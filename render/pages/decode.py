@@ -251,8 +251,8 @@ class DecodePage(Page):
         shares = self._class_shares(model, variant, b, c).sort_values("ms_per_step", ascending=False)
         if not shares.empty:
             top = shares.head(3)
-            parts = [f"{escape.text(s.kernel_class)} {fmt.ms(s.ms_per_step)} in {s.kernels_per_step:.0f} kernels"
-                     for s in top.itertuples()]
+            parts = [f"{escape.text(s.kernel_class)} {fmt.ms(s.ms_per_step)} in "
+                     f"{plural(round(s.kernels_per_step), 'kernel')}" for s in top.itertuples()]
             text += f" By class: {join(parts)}."
             lead = top.iloc[0]
             if _ok(r.floor_ms) and lead.ms_per_step > 0:
