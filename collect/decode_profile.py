@@ -2,7 +2,11 @@
 
 A few steps run under torch.profiler; every kernel the GPU ran (including those replayed from a
 CUDA graph) is put in a class by its name, and counts and durations are divided by the steps.
-The classification and the arithmetic are plain Python, tested on the CPU.
+Kernels may overlap: with programmatic dependent launch a kernel starts while the one before it
+drains, and waits for it on the device. Each instant of GPU time is therefore charged to one
+kernel, the one that started first, so the classes add up to the GPU's busy time (the union of the
+kernels' intervals) and never to more than the step. The classification and the arithmetic are
+plain Python, tested on the CPU.
 """
 from __future__ import annotations
 
@@ -46,20 +50,32 @@ class ClassShare:
 class StepProfile:
     steps: int
     kernels_per_step: float
-    kernel_ms_per_step: float   # sum of kernel durations per step: the GPU's busy time
+    kernel_ms_per_step: float   # the GPU's busy time per step: the union of the kernels' intervals
     classes: list[ClassShare]
 
 
-def summarize_kernels(kernels: Iterable[tuple[str, float]], steps: int) -> StepProfile:
-    """(name, duration in microseconds) of every kernel over `steps` steps -> per-step figures."""
+def charged_times(kernels: Iterable[tuple[str, float, float]]) -> list[tuple[str, float]]:
+    """(name, start, duration) of kernels -> (name, the GPU time charged to it). Where kernels overlap,
+    the overlap is charged to the one that started first: the later one is waiting for it."""
+    out = []
+    covered = float("-inf")
+    for name, start, dur in sorted(kernels, key=lambda k: k[1]):
+        if dur < 0:
+            raise ValueError(f"kernel {name!r} has a negative duration {dur}")
+        end = start + dur
+        out.append((name, max(0.0, end - max(start, covered))))
+        covered = max(covered, end)
+    return out
+
+
+def summarize_kernels(kernels: Iterable[tuple[str, float, float]], steps: int) -> StepProfile:
+    """(name, start, duration) in microseconds of every kernel over `steps` steps -> per-step figures."""
     if steps < 1:
         raise ValueError(f"steps must be at least 1, got {steps}")
     count: dict[str, int] = {}
     us: dict[str, float] = {}
     per_name: dict[str, dict[str, float]] = {}
-    for name, dur in kernels:
-        if dur < 0:
-            raise ValueError(f"kernel {name!r} has a negative duration {dur}")
+    for name, dur in charged_times(kernels):
         c = kernel_class(name)
         count[c] = count.get(c, 0) + 1
         us[c] = us.get(c, 0.0) + dur
@@ -80,7 +96,7 @@ def profile_steps(step: Callable[[], None], steps: int, sync: Callable[[], None]
         for _ in range(steps):
             step()
         sync()
-    kernels = [(e.name, e.time_range.elapsed_us()) for e in prof.events()
+    kernels = [(e.name, e.time_range.start, e.time_range.elapsed_us()) for e in prof.events()
                if e.device_type == DeviceType.CUDA]
     if not kernels:
         raise RuntimeError("the profiler recorded no GPU kernels (CUPTI unavailable?)")

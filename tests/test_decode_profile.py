@@ -1,7 +1,7 @@
 """Kernels per step and time by kernel class: the classification and the per-step arithmetic."""
 import pytest
 
-from collect.decode_profile import CLASS_ORDER, kernel_class, summarize_kernels
+from collect.decode_profile import CLASS_ORDER, charged_times, kernel_class, summarize_kernels
 
 
 @pytest.mark.parametrize("name, cls", [
@@ -28,8 +28,18 @@ def test_kernel_names_land_in_their_class(name, cls):
     assert kernel_class(name) == cls and cls in CLASS_ORDER
 
 
+def _back_to_back(named_durations):
+    """(name, start, duration): each kernel starting where the one before ended."""
+    out, t = [], 0.0
+    for name, dur in named_durations:
+        out.append((name, t, dur))
+        t += dur
+    return out
+
+
 def test_summary_divides_by_the_steps_and_names_the_heaviest_kernel():
-    kernels = [("_split_kv_kernel", 10.0), ("flash_decode_combine", 2.0), ("gemm_a", 30.0), ("gemm_b", 50.0)] * 2
+    kernels = _back_to_back([("_split_kv_kernel", 10.0), ("flash_decode_combine", 2.0), ("gemm_a", 30.0),
+                             ("gemm_b", 50.0)] * 2)
     p = summarize_kernels(kernels, steps=2)
     assert p.kernels_per_step == 4 and p.kernel_ms_per_step == pytest.approx(0.092)
     by = {c.kernel_class: c for c in p.classes}
@@ -40,6 +50,20 @@ def test_summary_divides_by_the_steps_and_names_the_heaviest_kernel():
 
 def test_summary_refuses_nonsense():
     with pytest.raises(ValueError, match="steps"):
-        summarize_kernels([("k", 1.0)], steps=0)
+        summarize_kernels([("k", 0.0, 1.0)], steps=0)
     with pytest.raises(ValueError, match="negative"):
-        summarize_kernels([("k", -1.0)], steps=1)
+        summarize_kernels([("k", 0.0, -1.0)], steps=1)
+
+
+def test_overlapping_kernels_are_charged_once_to_the_one_that_started_first():
+    # Programmatic dependent launch: gemm starts 3 us before attention ends and waits for it; a
+    # kernel wholly inside another's interval is charged nothing; a gap is charged to no one.
+    kernels = [("gemm_a", 8.0, 10.0), ("_split_kv_kernel", 0.0, 11.0), ("tiny_gemm", 2.0, 1.0),
+               ("_advance_kernel", 30.0, 4.0)]
+    assert sorted(charged_times(kernels)) == sorted([("_split_kv_kernel", 11.0), ("tiny_gemm", 0.0),
+                                                     ("gemm_a", 7.0), ("_advance_kernel", 4.0)])
+    p = summarize_kernels(kernels, steps=1)
+    by = {c.kernel_class: c for c in p.classes}
+    assert p.kernel_ms_per_step == pytest.approx(0.022)  # the union: 0-18 and 30-34 us
+    assert by["linear"].ms_per_step == pytest.approx(0.007) and by["linear"].kernels_per_step == 2
+    assert by["attention"].ms_per_step == pytest.approx(0.011) and p.kernels_per_step == 4

@@ -84,8 +84,10 @@ class DecodeRow:
                                 "'transformers' or 'transformers-compiled'.", None)
     kernels_per_step: float | None = doc("GPU kernels one step runs (torch profiler, a few steps averaged); only at "
                                          "the shapes that were profiled.", None, **NONNEGATIVE)
-    kernel_ms_per_step: float | None = doc("Sum of those kernels' durations per step: the GPU's busy time. The step "
-                                           "time minus this is time the GPU sat idle between kernels.", None, **MS)
+    kernel_ms_per_step: float | None = doc("The GPU's busy time per step: the union of those kernels' intervals "
+                                           "(where kernels overlap, under programmatic dependent launch, the overlap "
+                                           "counts once). The step time minus this is time the GPU sat idle between "
+                                           "kernels.", None, **MS)
     compile_s: float | None = doc("hf-compiled: seconds of the cold compile and CUDA-graph recording before the "
                                   "first timed step (never part of a step time).", None, **SECONDS)
     tokens_per_s: float | None = doc("batch / median step time.", None, **NONNEGATIVE)
@@ -165,7 +167,9 @@ class KernelClassRow:
                             "'cache write', 'layer norm', 'elementwise', 'embedding', 'sampling' (argmax and "
                             "token bookkeeping), 'copy' or 'other'; chosen from the kernel's name.")
     kernels_per_step: float = doc("Kernels of this class per step.", **NONNEGATIVE)
-    ms_per_step: float = doc("Their summed duration per step (ms).", **NONNEGATIVE)
+    ms_per_step: float = doc("Their GPU time per step (ms): durations, with any overlap between kernels charged "
+                             "to the one that started first, so the classes add up to the busy time.",
+                             **NONNEGATIVE)
     top_kernel: str | None = doc("The kernel of this class that took the most time (a name from the profiler).", None)
 
 
