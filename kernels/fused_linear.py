@@ -34,7 +34,7 @@ weight stream but loads issued one at a time, and chains of L2 round trips. So:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import triton
@@ -296,27 +296,51 @@ class Tiling:
 
 
 @dataclass
+class RowTiles:
+    """How the products are tiled for one class of batch sizes: what the GPU measurements choose."""
+
+    programs_per_sm: float     # aim for this many programs per SM (tiles x splits)
+    min_tiles_per_split: int   # never split K so finely that a program has fewer inner tiles
+    block_n: int
+    block_k: int
+    num_stages: int
+    num_warps: int
+    # Split K no further than leaves this many KiB of partial sums for the last program to add up:
+    # that sum is one program's serial work, and it grows with the rows. None: no cap.
+    max_partial_kib: float | None = None
+
+
+@dataclass
 class Tuning:
-    """Knobs the GPU measurements choose; module-level so a benchmark can change them in one place."""
+    """Module-level, so a benchmark can change the knobs in one place."""
 
-    programs_per_sm: float = 2.0   # aim for this many programs per SM (tiles x splits)
-    min_tiles_per_split: int = 2   # never split K so finely that a program has fewer inner tiles
-    block_n: int = 64
-    # 64-deep inner tiles, four stages: more, smaller loads in flight per program. On the H200
-    # (2026-11-30, CUDA graph, batch 4, prompt 980) the step took 2.43 ms at gpt2-xl and 0.462 at
-    # gpt2, against 2.69 and 0.475 with 128-deep tiles three stages deep; 32-deep tiles eight
-    # stages deep and six stages of 64 were in between.
-    block_k: int = 64
-    num_stages: int = 4
+    # Up to 16 rows (16-row tiles). 64-deep inner tiles, four stages: more, smaller loads in flight
+    # per program. On the H200 (2026-11-30, CUDA graph, batch 4, prompt 980) the step took 2.43 ms at
+    # gpt2-xl and 0.462 at gpt2, against 2.69 and 0.475 with 128-deep tiles three stages deep; 32-deep
+    # tiles eight stages deep and six stages of 64 were in between. Capping the partial sums at
+    # 32 KiB (8 splits of a 16 x 64 tile, where the MLP's output product had taken 22) took gpt2's
+    # step from 0.451 to 0.432 ms; 16 and 64 KiB were in between.
+    few_rows: RowTiles = field(default_factory=lambda: RowTiles(2.0, 2, 64, 64, 4, 4, max_partial_kib=32))
+    # More rows (32-128-row tiles; measured at 64). With the 16-row settings, gpt2's step at batch 64
+    # (prompt 472, H200, 2026-11-30) took 1.025 ms and its products ran at a fifth to a third of the
+    # DRAM rate: at 64 rows a split's partial sum is four times larger, and the last program added up
+    # to 360 KiB of them alone. 128-deep tiles three stages deep, partials capped at 32 KiB: 0.878 ms.
+    # Of fifteen settings, 32-wide tiles on 4 warps (0.895), 8 warps (0.897) and one program per SM
+    # (0.899) came next; 16-wide tiles (0.92-0.94) and no cap (0.93-1.15) trailed.
+    many_rows: RowTiles = field(default_factory=lambda: RowTiles(2.0, 2, 64, 128, 3, 8, max_partial_kib=32))
     # Programmatic dependent launch where the GPU has it (sm90+): each grid is launched while the
-    # previous one drains and waits for it on the device. Off. On the H200 (2026-11-30, CUDA graph,
-    # batch 4, prompt 980) it took gpt2's step from 0.456 to 0.429 ms and left gpt2-xl's at 2.42, but
-    # the overlapped kernels' profiled durations then add up to more than the step: the Decode
-    # page's account of where a step's time goes would no longer hold. (Before the products' loads
-    # were vectorized it lost outright: 4.97 against 4.36 ms at gpt2-xl.)
-    pdl: bool = False
+    # previous one drains and waits for it on the device. On the H200 (2026-11-30, CUDA graph, batch 4,
+    # prompt 940) it took gpt2's step from 0.427 to 0.403 ms and gpt2-xl's from 2.416 to 2.367. The
+    # kernels then overlap, so the decode profile charges each instant of GPU time to one kernel
+    # (collect/decode_profile.py). Requesting each program's first weight tile before the wait, so
+    # that its DRAM latency overlaps the previous kernel, lost: 0.422 and 2.465 ms.
+    pdl: bool = True
+
+    def rows(self, rows: int) -> RowTiles:
+        return self.few_rows if rows <= FEW_ROWS else self.many_rows
 
 
+FEW_ROWS = 16
 TUNING = Tuning()
 # Before Ampere, Triton lowers tl.dot to CUDA-core FMAs whose operands sit in registers: smaller
 # inner tiles (and narrower output tiles for the projection) keep them from spilling.
@@ -351,11 +375,13 @@ def tiling(rows: int, k_tiles: int, n_tiles: int, sm_count: int, block_n: int, b
     """Split K only as far as needed to give the GPU enough programs."""
     if rows > MAX_ROWS:
         raise ValueError(f"{rows} rows exceed the {MAX_ROWS} one program holds; use the unfused step for this batch.")
-    want = math.ceil(tuning.programs_per_sm * sm_count / max(1, n_tiles))
-    split = max(1, min(want, k_tiles // max(1, tuning.min_tiles_per_split)))
-    block_b = max(16, triton.next_power_of_2(rows))
-    warps = 8 if block_b >= 64 else 4
-    return Tiling(block_b, block_n, block_k, split, warps, tuning.num_stages if stages is None else stages)
+    r = tuning.rows(rows)
+    block_b = max(FEW_ROWS, triton.next_power_of_2(rows))
+    want = math.ceil(r.programs_per_sm * sm_count / max(1, n_tiles))
+    split = max(1, min(want, k_tiles // max(1, r.min_tiles_per_split)))
+    if r.max_partial_kib is not None:
+        split = max(1, min(split, int(r.max_partial_kib * 1024) // (block_b * block_n * 4)))
+    return Tiling(block_b, block_n, block_k, split, r.num_warps, r.num_stages if stages is None else stages)
 
 
 class Workspace:
@@ -392,8 +418,9 @@ def linear_tiling(rows: int, k: int, n: int, device) -> Tiling:
     """Tiles of a plain product (ln_linear, linear_residual). An output as wide as the LM head's gets
     wider tiles: fewer programs, each re-reading the input rows (and their norm) fewer times."""
     d = device_facts(device)
-    bk = PRE_AMPERE_BLOCK_K if d.pre_ampere else TUNING.block_k
-    bn = TUNING.block_n
+    r = TUNING.rows(rows)
+    bk = PRE_AMPERE_BLOCK_K if d.pre_ampere else r.block_k
+    bn = r.block_n
     if triton.cdiv(n, bn) > WIDE_TILES_PER_SM * d.sm_count and not d.pre_ampere:  # FMA dots would spill
         bn *= 2
     return tiling(rows, triton.cdiv(k, bk), triton.cdiv(n, bn), d.sm_count, bn, bk,
@@ -403,7 +430,7 @@ def linear_tiling(rows: int, k: int, n: int, device) -> Tiling:
 def qkv_tiling(rows: int, k: int, heads: int, head_dim: int, device) -> Tiling:
     """One head of q, k or v per output tile."""
     d = device_facts(device)
-    bk = PRE_AMPERE_BLOCK_K if d.pre_ampere else TUNING.block_k
+    bk = PRE_AMPERE_BLOCK_K if d.pre_ampere else TUNING.rows(rows).block_k
     return tiling(rows, triton.cdiv(k, bk), 3 * heads, d.sm_count, triton.next_power_of_2(head_dim), bk,
                   stages=PRE_AMPERE_STAGES if d.pre_ampere else None)
 

@@ -164,12 +164,17 @@ def test_refusals_name_the_problem():
                         _ws(), tiles=fl.Tiling(16, 32, 16, 1))
 
 
-def test_tiling_splits_k_only_to_fill_the_gpu():
-    wide = fl.tiling(4, k_tiles=6, n_tiles=800, sm_count=132, block_n=64, block_k=128)
+def test_tiling_splits_k_only_to_fill_the_gpu_and_as_far_as_the_partials_allow():
+    t = fl.Tuning(few_rows=fl.RowTiles(2.0, 2, 64, 128, 3, 4),
+                  many_rows=fl.RowTiles(2.0, 2, 64, 128, 3, 8, max_partial_kib=32))
+    wide = fl.tiling(4, k_tiles=6, n_tiles=800, sm_count=132, block_n=64, block_k=128, tuning=t)
     assert wide.split_k == 1  # plenty of output tiles already
-    narrow = fl.tiling(4, k_tiles=24, n_tiles=12, sm_count=132, block_n=64, block_k=128)
-    assert narrow.split_k == 12  # capped by the inner tiles (at least two per split)
-    assert fl.tiling(64, 6, 12, 132, 64, 128).block_b == 64 and fl.tiling(3, 6, 12, 132, 64, 128).block_b == 16
+    narrow = fl.tiling(4, k_tiles=24, n_tiles=12, sm_count=132, block_n=64, block_k=128, tuning=t)
+    assert narrow.split_k == 12 and narrow.num_warps == 4  # capped by the inner tiles (at least two per split)
+    # 64 rows: each split leaves 64 x 64 fp32 partial sums (16 KiB), and 32 KiB allow two of them.
+    many = fl.tiling(64, k_tiles=24, n_tiles=12, sm_count=132, block_n=64, block_k=128, tuning=t)
+    assert many.split_k == 2 and many.block_b == 64 and many.num_warps == 8
+    assert fl.tiling(3, 6, 12, 132, 64, 128, t).block_b == 16 and fl.tiling(17, 6, 12, 132, 64, 128, t).block_b == 32
 
 
 def test_layer_norm_statistics_survive_a_large_mean():
@@ -193,8 +198,8 @@ def test_layer_norm_statistics_survive_a_large_mean():
 
 def test_wide_outputs_get_wider_tiles():
     dev = fl.Device(132, (9, 0))
-    assert fl.linear_tiling(4, 768, 50257, dev).block_n == 2 * fl.TUNING.block_n  # the LM head
-    assert fl.linear_tiling(4, 768, 3072, dev).block_n == fl.TUNING.block_n
+    assert fl.linear_tiling(4, 768, 50257, dev).block_n == 2 * fl.TUNING.few_rows.block_n  # the LM head
+    assert fl.linear_tiling(4, 768, 3072, dev).block_n == fl.TUNING.few_rows.block_n
     assert fl.linear_tiling(4, 768, 3072, fl.Device(40, (7, 5))).block_k == fl.PRE_AMPERE_BLOCK_K  # a T4
 
 
