@@ -422,8 +422,12 @@ def _prune(configs, named_args, **kwargs):
     return configs
 
 
+# The split count is part of the key: it sets how many keys each program reads. Without it, the
+# microbenchmark's int8 kernel at batch 4 and 16k keys (5 splits) ran the config tuned at batch 16
+# and 4k keys (2 splits; the same number of keys in all): 222 us in run h200-20261130g. Tuned for
+# itself it took 172 us (H200, 2026-11-30).
 _split_kv_tuned = triton.autotune(
-    configs=AUTOTUNE_CONFIGS, key=["HEAD_DIM", "IS_INT8", "len_bucket"], do_bench=quick_bench,
+    configs=AUTOTUNE_CONFIGS, key=["HEAD_DIM", "IS_INT8", "len_bucket", "num_splits"], do_bench=quick_bench,
     prune_configs_by={"early_config_prune": _prune},
 )(_split_kv_kernel)
 
