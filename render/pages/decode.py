@@ -246,8 +246,8 @@ class DecodePage(Page):
         if not _ok(busy):
             return text + " It was not profiled, so the rest cannot be split further."
         idle = max(0.0, r.step_ms_median - busy)
-        text += (f" Its {r.kernels_per_step:.0f} kernels ran for {fmt.ms(busy)}, and the GPU sat idle between "
-                 f"kernels for the other {fmt.ms(idle)}.")
+        text += (f" Its {r.kernels_per_step:.0f} kernels kept the GPU busy for {fmt.ms(busy)}, and it sat idle "
+                 f"between kernels for the other {fmt.ms(idle)}.")
         shares = self._class_shares(model, variant, b, c).sort_values("ms_per_step", ascending=False)
         if not shares.empty:
             top = shares.head(3)
@@ -306,8 +306,9 @@ class DecodePage(Page):
                 fig.add_vline(x=fl.floor_ms, line_dash="dash", line_color=PALETTE[7], line_width=1, row=i, col=1)
             fig.update_xaxes(type="log", title_text="ms per step (log scale)", row=i, col=1)
         fig.update_layout(barmode="stack")
-        return self.figure("time", fig, "Where one decode step's time goes, per variant: summed kernel durations by "
-                                        "class (torch profiler, a few steps averaged) and the time the GPU sat idle "
+        return self.figure("time", fig, "Where one decode step's time goes, per variant: GPU time by kernel class "
+                                        "(torch profiler, a few steps averaged; where kernels overlap, the time is "
+                                        "charged once, to the one that started first) and the time the GPU sat idle "
                                         "between kernels (loop step time minus kernel time); the dashed line is the "
                                         f"bandwidth floor. {self.data.dtype}, {self._weights_words()}.",
                            height=300 * len(shapes) + 80)
