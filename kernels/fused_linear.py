@@ -340,7 +340,8 @@ class Tuning:
         return self.few_rows if rows <= FEW_ROWS else self.many_rows
 
 
-FEW_ROWS = 16
+FEW_ROWS = 16    # the batch sizes Tuning.few_rows tiles
+MIN_BLOCK_B = 16  # tl.dot takes at least 16 rows
 TUNING = Tuning()
 # Before Ampere, Triton lowers tl.dot to CUDA-core FMAs whose operands sit in registers: smaller
 # inner tiles (and narrower output tiles for the projection) keep them from spilling.
@@ -376,7 +377,7 @@ def tiling(rows: int, k_tiles: int, n_tiles: int, sm_count: int, block_n: int, b
     if rows > MAX_ROWS:
         raise ValueError(f"{rows} rows exceed the {MAX_ROWS} one program holds; use the unfused step for this batch.")
     r = tuning.rows(rows)
-    block_b = max(FEW_ROWS, triton.next_power_of_2(rows))
+    block_b = max(MIN_BLOCK_B, triton.next_power_of_2(rows))
     want = math.ceil(r.programs_per_sm * sm_count / max(1, n_tiles))
     split = max(1, min(want, k_tiles // max(1, r.min_tiles_per_split)))
     if r.max_partial_kib is not None:
