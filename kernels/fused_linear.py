@@ -76,14 +76,22 @@ def _combined_stats(Stats, stride_st, offs_b, mask_b, B, stat_tiles, stat_width,
 
 
 @triton.jit
+def tile_stats(y, mask, n_valid):
+    """The mean and the sum of squared deviations of y's valid entries along its last axis: one
+    tile's share of a row's statistics, as RowStats holds them."""
+    mean = tl.sum(tl.where(mask, y, 0.0), axis=-1) / n_valid
+    d = tl.where(mask, y - tl.expand_dims(mean, -1), 0.0)
+    return mean, tl.sum(d * d, axis=-1)
+
+
+@triton.jit
 def _store_tile_stats(Stats, stride_st, y, mask, offs_b, mask_b, B, tile, n_valid):
-    """This tile's share of each row's statistics, for the next LayerNorm: its mean and its sum of
-    squared deviations over the tile's valid columns (y as stored, after rounding)."""
-    mean_t = tl.sum(tl.where(mask, y, 0.0), axis=1) / n_valid
-    d = tl.where(mask, y - mean_t[:, None], 0.0)
+    """This tile's share of each row's statistics, for the next LayerNorm, over the tile's valid
+    columns (y as stored, after rounding)."""
+    mean_t, m2_t = tile_stats(y, mask, n_valid)
     ptrs = Stats + offs_b * stride_st + tile
     tl.store(ptrs, mean_t, mask=mask_b)
-    tl.store(ptrs + B * stride_st, tl.sum(d * d, axis=1), mask=mask_b)
+    tl.store(ptrs + B * stride_st, m2_t, mask=mask_b)
 
 
 @triton.jit

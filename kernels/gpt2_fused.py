@@ -19,6 +19,7 @@ import triton
 import triton.language as tl
 
 from . import fused_linear as fl
+from .fused_linear import tile_stats
 from .common import interpreting
 from .decode_attention import split_kv_attention
 
@@ -38,11 +39,9 @@ def _embed_kernel(History, stride_hb, Pos, Wte, Wpe, X, C, Stats, B, stride_st, 
     p = tl.load(Wpe + pos * C + offs, mask=mask, other=0.0).to(tl.float32)
     x = (e + p).to(X.dtype.element_ty)
     tl.store(X + b * C + offs, x, mask=mask)
-    xf = x.to(tl.float32)
-    mean = tl.sum(tl.where(mask, xf, 0.0), axis=0) / C
-    d = tl.where(mask, xf - mean, 0.0)
+    mean, m2 = tile_stats(x.to(tl.float32), mask, C)
     tl.store(Stats + b * stride_st, mean)
-    tl.store(Stats + (B + b) * stride_st, tl.sum(d * d, axis=0))
+    tl.store(Stats + (B + b) * stride_st, m2)
 
 
 @triton.jit
