@@ -40,7 +40,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .common import interpreting
+from .common import capability, device_index, interpreting, sm_count
 
 # Prologue: how the A operand (the activation rows) is produced tile by tile.
 PRO_NONE = tl.constexpr(0)
@@ -375,8 +375,8 @@ def device_facts(device) -> Device:
     device = torch.device(device)
     if device.type != "cuda":
         return Device(4, (9, 0))  # the interpreter: any numbers run
-    p = torch.cuda.get_device_properties(device)
-    return Device(p.multi_processor_count, (p.major, p.minor))
+    i = device_index(device)
+    return Device(sm_count(i), capability(i))  # asked of the driver once per device, not per launch
 
 
 def tiling(rows: int, k_tiles: int, n_tiles: int, sm_count: int, block_n: int, block_k: int,
