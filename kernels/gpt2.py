@@ -288,6 +288,9 @@ class Bf16Cache:
     """(layers, B, H, capacity, D) keys and values in the model's dtype."""
 
     kind = "bf16"
+    # The attention kernel's split buffers, made on first use for the shape of q (split_buffers).
+    _split: SplitBuffers | None = None
+    _split_key: tuple | None = None
 
     def __init__(self, args: ModelArgs, batch: int, capacity: int, device, dtype=torch.bfloat16):
         shape = (args.n_layer, batch, args.n_head, capacity, args.head_dim)
@@ -319,18 +322,18 @@ class Bf16Cache:
         self.k[i].index_copy_(2, pos, k.unsqueeze(2))
         self.v[i].index_copy_(2, pos, v.unsqueeze(2))
 
-    def split_buffers(self, q, capacity: int) -> SplitBuffers:
+    def split_buffers(self, q) -> SplitBuffers:
         """The attention kernel's partials and counters, made once and shared by every layer (their
         launches run one after another): a step then allocates nothing, and a CUDA graph replays it."""
-        key = (tuple(q.shape), capacity, q.device)
-        if getattr(self, "_split_key", None) != key:
+        key = (tuple(q.shape), q.device)
+        if self._split_key != key:
             B, H, D = q.shape
-            self._split = SplitBuffers(B, H, D, default_num_splits(B, H, capacity, q.device), q.device)
+            self._split = SplitBuffers(B, H, D, default_num_splits(B, H, self.k.shape[3], q.device), q.device)
             self._split_key = key
         return self._split
 
     def attend(self, i, q, lens):
-        return decode_attention(q, self.k[i], self.v[i], lens, buffers=self.split_buffers(q, self.k.shape[3]))
+        return decode_attention(q, self.k[i], self.v[i], lens, buffers=self.split_buffers(q))
 
 
 class Int8Cache(Bf16Cache):
@@ -361,7 +364,7 @@ class Int8Cache(Bf16Cache):
 
     def attend(self, i, q, lens):
         return decode_attention(q, self.k[i], self.v[i], lens, k_scale=self.k_scale[i], v_scale=self.v_scale[i],
-                                buffers=self.split_buffers(q, self.k.shape[3]))
+                                buffers=self.split_buffers(q))
 
 
 class Int8DequantCache(Int8Cache):
@@ -397,7 +400,7 @@ class Int8DequantCache(Int8Cache):
             copy[i].index_copy_(2, pos, tok)
 
     def attend(self, i, q, lens):
-        return decode_attention(q, self._k16[i], self._v16[i], lens, buffers=self.split_buffers(q, self._k16.shape[3]))
+        return decode_attention(q, self._k16[i], self._v16[i], lens, buffers=self.split_buffers(q))
 
 
 CACHES = {c.kind: c for c in (Bf16Cache, Int8Cache, Int8DequantCache)}

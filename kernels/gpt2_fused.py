@@ -156,7 +156,7 @@ class FusedStep:
         self.x = torch.empty((batch, C), device=dev, dtype=dt)
         self.h = torch.empty((batch, 4 * C), device=dev, dtype=dt)
         self.q = torch.empty((batch, H, D), device=dev, dtype=dt)
-        self.split = cache.split_buffers(self.q, cache.k.shape[3])
+        self.split = cache.split_buffers(self.q)
         self.attn = torch.empty((batch, H, D), device=dev, dtype=dt)
         # fp32 logits: the LM head accumulates in fp32 and nothing after it needs them rounded.
         self.logits = torch.empty((batch, a.vocab_size), device=dev, dtype=torch.float32)
