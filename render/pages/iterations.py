@@ -403,7 +403,7 @@ class IterationsPage(Page):
             change = "faster" if x > 1 + SLACK else "slower" if x < 1 - SLACK else "no faster and no slower"
             text = f"{masking(causal).capitalize()}, it runs at {fmt.ratio(x)} of {base}'s TFLOP/s ({change})"
             if pred:
-                text += (f" against a predicted {fmt.ratio(pred.low)} to {fmt.ratio(pred.high)}: "
+                text += (f" against a predicted {fmt.span(pred.low, pred.high, fmt.ratio)}: "
                          f"{verdict(x, pred.low, pred.high)}")
             out.append(text + ".")
         return " ".join(out)
@@ -513,7 +513,7 @@ class IterationsPage(Page):
             for pred in v.predicted:
                 causal = pred.masking == "causal"
                 m = self.speedup(v.name, v.baseline, causal) if v.baseline else None
-                ranges.append(f"{pred.masking}: {fmt.ratio(pred.low)} to {fmt.ratio(pred.high)}")
+                ranges.append(f"{pred.masking}: {fmt.span(pred.low, pred.high, fmt.ratio)}")
                 measured.append(f"{pred.masking}: {fmt.ratio(m) if m is not None else 'not measured'}")
                 verdicts.append(f"{pred.masking}: {verdict(m, pred.low, pred.high)}")
             data.append({"name": v.name, "base": base, "range": "; ".join(ranges) or "none recorded",

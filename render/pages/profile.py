@@ -209,7 +209,7 @@ class ProfilePage(Page):
         wall = f" The whole ncu run took {fmt.num(self.data.wall_s)} s." if _ok(self.data.wall_s) else ""
         if p.empty:
             return f"{ver} profiled {plural(len(df), 'kernel launch', 'kernel launches')}.{wall}"
-        span = f"{int(p.min())}" if p.min() == p.max() else f"{int(p.min())} to {int(p.max())}"
+        span = fmt.span(p.min(), p.max(), lambda n: f"{int(n)}")
         return (f"{ver} profiled {plural(len(df), 'kernel launch', 'kernel launches')}, replaying each {span} times "
                 f"to collect every counter (the counters cannot all be read in one pass).{wall}")
 
