@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import importlib
 import pkgutil
 import re
@@ -129,21 +130,31 @@ def specs_for(target: Target, modules: list[str] | None = None, full: bool = Tru
     return out
 
 
-def launchable_kernels(module_name: str) -> list[str]:
-    """The @triton.jit (or Gluon) functions of a module that no other one in it calls (or runs as
-    a warp-specialized partition): the kernels a launcher launches, each of which should appear in
-    the module's compile specs."""
+def _jitted(module_name: str) -> dict:
+    """The @triton.jit (or Gluon) functions a module defines (not those it imports)."""
     from triton.runtime.jit import JITFunction
 
     mod = importlib.import_module(module_name)
-    jitted = {name: obj for name, obj in vars(mod).items()
-              if isinstance(obj, JITFunction) and getattr(obj, "module", None) == module_name}
+    return {name: obj for name, obj in vars(mod).items()
+            if isinstance(obj, JITFunction) and getattr(obj, "module", None) == module_name}
+
+
+@functools.lru_cache(maxsize=1)
+def _called_names() -> frozenset[str]:
+    """Every name the package's jitted functions call (or hand over as a warp_specialize partition):
+    those functions are compiled inside their callers, whichever module defines them."""
     called = set()
-    for fn in jitted.values():  # names in the code, not in docstrings
-        tree = ast.parse(textwrap.dedent(fn.src))
-        # Called, or handed over as a Gluon warp_specialize partition: compiled inside its caller.
-        called |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    return sorted(_kernel_name(fn) for name, fn in jitted.items() if name not in called)
+    for m in kernel_modules():
+        for fn in _jitted(m).values():  # names in the code, not in docstrings
+            called |= {n.id for n in ast.walk(ast.parse(textwrap.dedent(fn.src))) if isinstance(n, ast.Name)}
+    return frozenset(called)
+
+
+def launchable_kernels(module_name: str) -> list[str]:
+    """The jitted functions of a module that no jitted function of the package calls: the kernels a
+    launcher launches, each of which should appear in the module's compile specs. (A module of device
+    helpers, such as kernels/arrival.py, has none.)"""
+    return sorted(_kernel_name(fn) for name, fn in _jitted(module_name).items() if name not in _called_names())
 
 
 def meta(*shape, dtype):

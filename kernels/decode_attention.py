@@ -25,6 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .arrival import arrive, reset
 from .common import LOG2E, device_sm_count, interpreting, quick_bench
 from .kv_quant import SCALE_DTYPE
 
@@ -340,12 +341,10 @@ def _split_kv_kernel(
 
     # The last split of this (batch, head) to finish merges them all: no second kernel to launch.
     # It counts arrivals with an atomic, and resets the counter for the next launch.
-    tl.debug_barrier()  # every thread's partial is written before the arrival is counted
-    arrived = tl.atomic_add(Counter + bh, 1, sem="acq_rel", scope="gpu")
-    if arrived == num_splits - 1:
+    if arrive(Counter + bh, num_splits):
         _merge_splits(OPart, LsePart, Out + b * stride_ob + h * stride_oh, bh, num_splits, offs_d, mask_d, HEAD_DIM,
                       BLOCK_D)
-        tl.atomic_xchg(Counter + bh, 0, sem="relaxed", scope="gpu")
+        reset(Counter + bh)
 
 
 # Splits merged per load: the partial outputs of more would not fit in registers at head_dim 128.

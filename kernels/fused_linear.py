@@ -40,6 +40,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .arrival import arrive, reset
 from .common import capability, device_index, interpreting, sm_count
 
 # Prologue: how the A operand (the activation rows) is produced tile by tile.
@@ -181,9 +182,7 @@ def _linear_program(
     if split_k > 1:
         ws = Work + offs_b[:, None] * N + offs_n[None, :]
         tl.store(ws + pid_k * B * N, acc, mask=mask_y)
-        tl.debug_barrier()  # every thread's partial is written before the arrival is counted
-        arrived = tl.atomic_add(Counter + pid_n, 1, sem="acq_rel", scope="gpu")
-        is_last = arrived == split_k - 1
+        is_last = arrive(Counter + pid_n, split_k)
         if is_last:
             # Unrolled by up to eight: those splits' loads are all issued before the first is added,
             # one L2 round trip per eight splits instead of one per split. (Sixteen at once spill
@@ -194,7 +193,7 @@ def _linear_program(
                 for s in tl.static_range(CHUNK):
                     acc += tl.load(ws + (s0 + s) * B * N, mask=mask_y & (s0 + s < split_k), other=0.0,
                                    cache_modifier=".cg")
-            tl.atomic_xchg(Counter + pid_n, 0, sem="relaxed", scope="gpu")  # ready for the next launch
+            reset(Counter + pid_n)
 
     if is_last:
         y = acc

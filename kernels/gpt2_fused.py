@@ -19,9 +19,10 @@ import triton
 import triton.language as tl
 
 from . import fused_linear as fl
-from .fused_linear import tile_stats
+from .arrival import arrive, reset
 from .common import interpreting
 from .decode_attention import split_kv_attention
+from .fused_linear import tile_stats
 
 
 # --- the loop's small kernels -----------------------------------------------------------------
@@ -77,9 +78,7 @@ def _argmax_advance_kernel(Logits, stride_lb, V, chunk, PartV, PartI, Counter, H
     m = tl.max(x, axis=0)
     tl.store(PartV + b * CHUNKS + c, m)
     tl.store(PartI + b * CHUNKS + c, tl.min(tl.where(mask & (x == m), offs, V), axis=0))
-    tl.debug_barrier()
-    arrived = tl.atomic_add(Counter, 1, sem="acq_rel", scope="gpu")
-    if arrived == B * CHUNKS - 1:
+    if arrive(Counter, B * CHUNKS):
         rows = tl.arange(0, BLOCK_B)
         cols = tl.arange(0, CHUNKS)
         at = rows[:, None] * CHUNKS + cols[None, :]
@@ -89,7 +88,7 @@ def _argmax_advance_kernel(Logits, stride_lb, V, chunk, PartV, PartI, Counter, H
         best = tl.max(v, axis=1)
         nxt = tl.min(tl.where(v == best[:, None], i, V), axis=1)
         _move_on(nxt, rows, mask_r, History, stride_hb, Pos, Lens, WRITE)
-        tl.atomic_xchg(Counter, 0, sem="relaxed", scope="gpu")
+        reset(Counter)
 
 
 class ArgmaxScratch:
