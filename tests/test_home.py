@@ -167,3 +167,9 @@ def test_even_timings_read_as_on_par(tmp_path):
     speed = home(tmp_path, bench=bench_file("h-1", triton_ms=1.0, naive_ms=1.02, sdpa_ms=0.99)).speed_headline()
     assert "on par with naive PyTorch (1.02×) at N=2048" in speed
     assert "on par with the fastest SDPA backend (0.990×) there" in speed
+
+
+def test_the_first_findings_name_the_model_whose_decode_loop_they_rank(tmp_path):
+    # Only one model's rows are ranked, so the closest loop is that model's, not the run's.
+    text = home(tmp_path).findings_first()
+    assert "In decode, gpt2's loop closest to its bandwidth floor (our loop in a CUDA graph, at batch 4 and" in text

@@ -71,9 +71,10 @@ class HomePage(Page):
                 closest = df.loc[df["achieved_over_floor"].idxmin()]
                 r = float(closest["achieved_over_floor"])
                 loop = VARIANT_WORDS.get(closest["variant"], escape.text(closest["variant"]))
-                out.append(f"In decode, the loop closest to its bandwidth floor ({loop}, "
-                           f"{escape.text(closest['model'])} at batch {int(closest['batch'])} and context "
-                           f"{int(closest['context'])}) takes {fmt.ratio(r)} the floor: {floor_pace(r)}.")
+                # _decode keeps one model, so the sentence names it: another model may come closer.
+                out.append(f"In decode, {escape.text(closest['model'])}'s loop closest to its bandwidth floor "
+                           f"({loop}, at batch {int(closest['batch'])} and context {int(closest['context'])}) takes "
+                           f"{fmt.ratio(r)} the floor: {floor_pace(r)}.")
         return " ".join(out) or "This run holds no phase beyond the device facts yet."
 
     def headlines(self) -> str:
