@@ -30,6 +30,8 @@ weight stream but loads issued one at a time, and chains of L2 round trips. So:
     combines them with one load (Chan et al.'s pairwise formula, exact where a plain sum of squares
     would cancel).
   - The split-K partials are read with unrolled loads, eight in flight at once.
+  - Under programmatic dependent launch each kernel starts while the previous one drains, and asks
+    L2 for its first weight tile before it waits (kernels/prefetch.py).
 """
 from __future__ import annotations
 
@@ -42,6 +44,7 @@ import triton.language as tl
 
 from .arrival import arrive, reset
 from .common import capability, device_index, interpreting, sm_count
+from .prefetch import prefetch_rows
 
 # Prologue: how the A operand (the activation rows) is produced tile by tile.
 PRO_NONE = tl.constexpr(0)
@@ -117,6 +120,20 @@ def _quantize_rows(y, mask):
 
 
 @triton.jit
+def _prefetch_weights(W, stride_wk, stride_wn, K, N, n0, t_start, t_end, BLOCK_N: tl.constexpr,
+                      BLOCK_K: tl.constexpr, W_ROW_MAJOR: tl.constexpr):
+    """Ask L2 for this program's weight tiles [t_start, t_end) of columns from n0: rows of BLOCK_N
+    along a row-major weight, or columns of BLOCK_K down a transposed one (the LM head)."""
+    if W_ROW_MAJOR:
+        prefetch_rows(W + n0 * stride_wn, t_start * BLOCK_K, tl.minimum(t_end * BLOCK_K, K), stride_wk, N - n0,
+                      BLOCK_N)
+    else:
+        for t in range(t_start, t_end):
+            prefetch_rows(W + t * BLOCK_K * stride_wk, n0, tl.minimum(n0 + BLOCK_N, N), stride_wn, K - t * BLOCK_K,
+                          BLOCK_K)
+
+
+@triton.jit
 def _linear_program(
     X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb, Res, stride_rb,
     B, K, N, eps, LnW, LnB, StatIn, stat_tiles, stat_width, StatOut, stride_st,
@@ -125,6 +142,7 @@ def _linear_program(
     PROLOGUE: tl.constexpr, EPILOGUE: tl.constexpr, HAS_BIAS: tl.constexpr, INT8_CACHE: tl.constexpr,
     STATS_OUT: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr, STAT_P: tl.constexpr, SPLIT_P: tl.constexpr, UPCAST: tl.constexpr, PDL: tl.constexpr,
+    PREFETCH: tl.constexpr, W_ROW_MAJOR: tl.constexpr,
 ):
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
@@ -145,6 +163,10 @@ def _linear_program(
     if PDL:
         # Programmatic dependent launch: this grid may start while the previous kernel drains;
         # wait for its results before reading anything it wrote, and let the next grid start early.
+        if PREFETCH:  # the weights are not among them (kernels/prefetch.py)
+            n0 = pid_n * HEAD_DIM if EPILOGUE == EPI_QKV else pid_n * BLOCK_N
+            _prefetch_weights(W, stride_wk, stride_wn, K, N, n0, t_start, tl.minimum(t_end, t_start + PREFETCH),
+                              BLOCK_N, BLOCK_K, W_ROW_MAJOR)
         tl.extra.cuda.gdc_wait()
         tl.extra.cuda.gdc_launch_dependents()
     if PROLOGUE == PRO_LN:
@@ -252,12 +274,13 @@ def _ln_qkv_kernel(X, stride_xb, W, stride_wk, stride_wn, Bias, B, K, N, eps, Ln
                    Q, KC, VC, KS, VS, Pos, H_QKV, stride_cb, stride_ch, stride_cn, stride_sb, stride_sh,
                    Work, Counter, split_k, INT8_CACHE: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_B: tl.constexpr,
                    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAT_P: tl.constexpr, SPLIT_P: tl.constexpr,
-                   UPCAST: tl.constexpr, PDL: tl.constexpr):
+                   UPCAST: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr,
+                   W_ROW_MAJOR: tl.constexpr):
     _linear_program(X, stride_xb, W, stride_wk, stride_wn, Bias, X, 0, X, 0, B, K, N, eps, LnW, LnB,
                     StatIn, stat_tiles, stat_width, StatIn, stride_st,
                     Q, KC, VC, KS, VS, Pos, H_QKV, stride_cb, stride_ch, stride_cn, stride_sb, stride_sh,
                     Work, Counter, split_k, PRO_LN, EPI_QKV, True, INT8_CACHE, False, HEAD_DIM, BLOCK_B, BLOCK_N,
-                    BLOCK_K, STAT_P, SPLIT_P, UPCAST, PDL)
+                    BLOCK_K, STAT_P, SPLIT_P, UPCAST, PDL, PREFETCH, W_ROW_MAJOR)
 
 
 @triton.jit(do_not_specialize=["B", "split_k", "stat_tiles", "stat_width", "stride_st"])
@@ -265,24 +288,26 @@ def _ln_linear_kernel(X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb,
                       StatIn, stat_tiles, stat_width, stride_st,
                       Work, Counter, split_k, EPILOGUE: tl.constexpr, HAS_BIAS: tl.constexpr,
                       BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAT_P: tl.constexpr,
-                      SPLIT_P: tl.constexpr, UPCAST: tl.constexpr, PDL: tl.constexpr):
+                      SPLIT_P: tl.constexpr, UPCAST: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr,
+                      W_ROW_MAJOR: tl.constexpr):
     _linear_program(X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb, X, 0, B, K, N, eps, LnW, LnB,
                     StatIn, stat_tiles, stat_width, StatIn, stride_st,
                     X, X, X, X, X, X, 1, 0, 0, 0, 0, 0,
                     Work, Counter, split_k, PRO_LN, EPILOGUE, HAS_BIAS, False, False, 1, BLOCK_B, BLOCK_N, BLOCK_K,
-                    STAT_P, SPLIT_P, UPCAST, PDL)
+                    STAT_P, SPLIT_P, UPCAST, PDL, PREFETCH, W_ROW_MAJOR)
 
 
 @triton.jit(do_not_specialize=["B", "split_k", "stride_st"])
 def _linear_residual_kernel(X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb, B, K, N, StatOut, stride_st,
                             Work, Counter, split_k, STATS_OUT: tl.constexpr, BLOCK_B: tl.constexpr,
                             BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_P: tl.constexpr,
-                            UPCAST: tl.constexpr, PDL: tl.constexpr):
+                            UPCAST: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr,
+                            W_ROW_MAJOR: tl.constexpr):
     _linear_program(X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb, Y, stride_yb, B, K, N, 0.0, X, X,
                     StatOut, 1, 1, StatOut, stride_st,
                     X, X, X, X, X, X, 1, 0, 0, 0, 0, 0,
                     Work, Counter, split_k, PRO_NONE, EPI_RESIDUAL, True, False, STATS_OUT, 1, BLOCK_B, BLOCK_N,
-                    BLOCK_K, 1, SPLIT_P, UPCAST, PDL)
+                    BLOCK_K, 1, SPLIT_P, UPCAST, PDL, PREFETCH, W_ROW_MAJOR)
 
 
 # --- launch configuration ---------------------------------------------------------------------
@@ -339,9 +364,17 @@ class Tuning:
     # previous one drains and waits for it on the device. On the H200 (2026-11-30, CUDA graph, batch 4,
     # prompt 940) it took gpt2's step from 0.427 to 0.403 ms and gpt2-xl's from 2.416 to 2.367. The
     # kernels then overlap, so the decode profile charges each instant of GPU time to one kernel
-    # (collect/decode_profile.py). Requesting each program's first weight tile before the wait, so
-    # that its DRAM latency overlaps the previous kernel, lost: 0.422 and 2.465 ms.
+    # (collect/decode_profile.py). Loading each program's first weight tile into registers before the
+    # wait, so that its DRAM latency overlaps the previous kernel, lost: 0.422 and 2.465 ms. Asking L2
+    # for it instead holds nothing and won (prefetch_tiles).
     pdl: bool = True
+    # With PDL: while a kernel waits for the previous one, each program asks L2 for up to this many
+    # of its weight tiles (kernels/prefetch.py); 0 for none. One tile took gpt2's step from 0.401 to
+    # 0.390 ms and gpt2-xl's from 2.344 to 2.337 (H200, 2026-11-30, CUDA graph, batch 4, prompt 940,
+    # interleaved runs); at batch 64 (prompt 472) 0.864 to 0.859. Two tiles or more gained less at
+    # gpt2 and lost at gpt2-xl (2.37-2.50 ms): the requests then compete with the previous kernel's
+    # stream instead of filling its tail. Asking L2 to evict the streamed weights first changed nothing.
+    prefetch_tiles: int = 1
 
     def rows(self, rows: int) -> RowTiles:
         return self.few_rows if rows <= FEW_ROWS else self.many_rows
@@ -403,13 +436,14 @@ class Workspace:
         return floats <= self.partial.numel() and tiles <= self.counter.numel()
 
 
-def _launch_options(t: Tiling, device: torch.device, tuning: Tuning = TUNING, gpu: Device | None = None) -> dict:
+def _launch_options(t: Tiling, w: torch.Tensor, tuning: Tuning = TUNING, gpu: Device | None = None) -> dict:
     """`gpu`: the GPU's facts where the tensors' device cannot give them (the compile matrix's meta tensors)."""
     interp = interpreting()
-    if gpu is None and device.type == "cuda":
-        gpu = device_facts(device)
+    if gpu is None and w.device.type == "cuda":
+        gpu = device_facts(w.device)
     pdl = tuning.pdl and not interp and gpu is not None and gpu.capability >= (9, 0)
-    opts = {"UPCAST": interp, "PDL": pdl, "num_warps": 1 if interp else t.num_warps,
+    opts = {"UPCAST": interp, "PDL": pdl, "PREFETCH": tuning.prefetch_tiles if pdl else 0,
+            "W_ROW_MAJOR": w.stride(1) == 1, "num_warps": 1 if interp else t.num_warps,
             "num_stages": 1 if interp else t.num_stages}
     if pdl:
         opts["launch_pdl"] = True
@@ -520,7 +554,7 @@ def ln_linear(x, ln_w, ln_b, eps, w, bias, out, ws: Workspace, activation: str |
         x, x.stride(0), w, w.stride(0), w.stride(1), bias if bias is not None else w, out, out.stride(0),
         B, K, N, eps, ln_w, ln_b, *stats.args(), ws.partial, ws.counter, t.split_k,
         EPILOGUE=epi, HAS_BIAS=bias is not None, BLOCK_B=t.block_b, BLOCK_N=t.block_n, BLOCK_K=t.block_k,
-        STAT_P=_pow2(stats.buf.shape[2]), SPLIT_P=_pow2(t.split_k), **_launch_options(t, x.device, gpu=gpu))
+        STAT_P=_pow2(stats.buf.shape[2]), SPLIT_P=_pow2(t.split_k), **_launch_options(t, w, gpu=gpu))
     return t
 
 
@@ -552,7 +586,7 @@ def ln_qkv_store(x, ln_w, ln_b, eps, w, bias, q_out, k_cache, v_cache, pos, ws: 
         q_out, k_cache, v_cache, ks, vs, pos, H, k_cache.stride(0), k_cache.stride(1), k_cache.stride(2), *s_strides,
         ws.partial, ws.counter, t.split_k, INT8_CACHE=int8, HEAD_DIM=D, BLOCK_B=t.block_b, BLOCK_N=t.block_n,
         BLOCK_K=t.block_k, STAT_P=_pow2(stats.buf.shape[2]), SPLIT_P=_pow2(t.split_k),
-        **_launch_options(t, x.device, gpu=gpu))
+        **_launch_options(t, w, gpu=gpu))
     return t
 
 
@@ -572,7 +606,7 @@ def linear_residual(h, w, bias, x, ws: Workspace, tiles: Tiling | None = None,
         h, h.stride(0), w, w.stride(0), w.stride(1), bias, x, x.stride(0), B, K, N,
         st, st.shape[-1] if stats_out is not None else 1, ws.partial, ws.counter, t.split_k,
         STATS_OUT=stats_out is not None, BLOCK_B=t.block_b, BLOCK_N=t.block_n, BLOCK_K=t.block_k,
-        SPLIT_P=_pow2(t.split_k), **_launch_options(t, x.device, gpu=gpu))
+        SPLIT_P=_pow2(t.split_k), **_launch_options(t, w, gpu=gpu))
     return t
 
 
@@ -606,7 +640,7 @@ def compile_specs(target):
     dt = torch.bfloat16 if target.bf16 else torch.float16
     f32 = torch.float32
     few, many = (Device(n, target.capability) for n in SM_RANGE)
-    pdl = _launch_options(Tiling(16, 16, 16, 1), torch.device("meta"), gpu=few)["PDL"]
+    pdl = _launch_options(Tiling(16, 16, 16, 1), meta(16, 16, dtype=dt), gpu=few)["PDL"]
     kind = f"{str(dt).removeprefix('torch.')}{' pdl' if pdl else ''}"
     specs = []
 

@@ -1,0 +1,35 @@
+"""Asking L2 for bytes a program will read, before it may read them.
+
+Under programmatic dependent launch a decode product starts while the previous kernel drains, then
+waits (`gdc_wait`) until that kernel's results are visible. Its weights do not depend on the previous
+kernel, so they can be requested during the wait: the DRAM then stays busy across the boundary
+between kernels, instead of idling while one kernel's last programs finish and the next one's first
+loads travel. A prefetch holds no register and returns nothing, so the program waits no longer for
+having issued it. How much to request is a measured choice (kernels/fused_linear.py, Tuning).
+"""
+import triton
+import triton.language as tl
+
+LINE_BYTES = tl.constexpr(128)  # an L2 line: one prefetch brings in this many bytes
+
+
+@triton.jit
+def prefetch_l2(ptrs):
+    """Ask L2 for the line holding each address in `ptrs` (every address must be valid)."""
+    tl.inline_asm_elementwise(
+        asm="prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;",
+        constraints="=r,l", args=[ptrs], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
+def prefetch_rows(base, row_start, row_end, stride_row, width, ROW: tl.constexpr):
+    """Ask L2 for rows [row_start, row_end) of a 2-D block at `base`: ROW elements of each (a power of
+    two), of which only the first `width` exist, so no request passes a row's end. One request per
+    line; a row shorter than a line gets one."""
+    PER_LINE: tl.constexpr = LINE_BYTES * 8 // base.dtype.element_ty.primitive_bitwidth
+    LINES: tl.constexpr = max(1, ROW // PER_LINE)
+    ROWS: tl.constexpr = 64
+    cols = tl.minimum(tl.arange(0, LINES) * PER_LINE, width - 1)
+    for r0 in range(row_start, row_end, ROWS):
+        rows = tl.minimum(r0 + tl.arange(0, ROWS), row_end - 1)
+        prefetch_l2(base + rows[:, None].to(tl.int64) * stride_row + cols[None, :])
