@@ -62,6 +62,24 @@ def ratio(x) -> str:
     return _MISSING if not _ok(x) else f"{num(x)}×"
 
 
+def num_vs(x, target, digits: int = 3) -> str:
+    """x beside a target it is judged against: with more figures where three would print it as the
+    target itself ('1.60' for a 1.596 that misses 1.6), so a verdict never contradicts its number."""
+    if not _ok(x) or not _ok(target):
+        return num(x, digits)
+    while digits < 6 and x != target and num(x, digits) == num(target, digits):
+        digits += 1
+    return num(x, digits)
+
+
+def ratio_vs(x, target) -> str:
+    return _MISSING if not _ok(x) else f"{num_vs(x, target)}×"
+
+
+def pct_vs(x, target) -> str:
+    return _MISSING if not _ok(x) else f"{num_vs(x, target)}%"
+
+
 def span(lo, hi, f=num) -> str:
     """'f(lo) to f(hi)', or f(lo) alone where the two print the same: a range must not say one figure twice."""
     a, b = f(lo), f(hi)

@@ -281,3 +281,16 @@ def test_a_range_that_prints_as_one_figure_says_it_once():
     assert fmt.span(1.90, 1.9001, fmt.ratio) == "1.90×"
     assert fmt.span(1.22, 1.50, fmt.ratio) == "1.22× to 1.50×"
     assert fmt.span(4.1e12, 4.2e12, fmt.bandwidth) == "4.10 TB/s to 4.20 TB/s"
+
+
+def test_a_figure_that_misses_its_target_never_prints_as_the_target(tmp_path):
+    from render import fmt
+
+    assert fmt.ratio_vs(1.596, 1.6) == "1.596×"  # three figures would print the target, beside "missed"
+    assert fmt.ratio_vs(1.62, 1.6) == "1.62×"  # already distinct: no extra figures
+    assert fmt.ratio_vs(1.6, 1.6) == "1.60×"
+    assert fmt.num_vs(0.79999, 0.8) == "0.79999"
+    text = page(tmp_path, int8_speed=1.598).micro_finding()
+    assert "At batch 4 it is missed: 1.598× over 2 contexts." in text and "1.60× over" not in text
+    table = page(tmp_path / "t", int8_speed=1.598).targets_table()
+    assert "1.598× at worst" in table

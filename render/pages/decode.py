@@ -591,7 +591,8 @@ class DecodePage(Page):
                     verdict_ = ("met" if (got >= MICRO_SPEEDUP).all() else
                                 "missed" if (got < MICRO_SPEEDUP).all() else
                                 f"met at {(got >= MICRO_SPEEDUP).sum()} of {len(got)} contexts")
-                    out[-1] += (f" At batch {b} it is {verdict_}: {fmt.span(got.min(), got.max(), fmt.ratio)} over "
+                    vs = lambda x: fmt.ratio_vs(x, MICRO_SPEEDUP)  # noqa: E731
+                    out[-1] += (f" At batch {b} it is {verdict_}: {fmt.span(got.min(), got.max(), vs)} over "
                                 f"{plural(len(got), 'context')}.")
         return "\n".join(out) + "\n"
 
@@ -604,14 +605,15 @@ class DecodePage(Page):
             ok = None if g is None or not _ok(g.achieved_over_floor) else bool(g.achieved_over_floor <= target)
             rows.append({"target": f"CUDA-graph step within {fmt.ratio(target)} of the bandwidth floor at {model}, "
                                    f"batch {b}, context {c}",
-                         "measured": "not measured" if ok is None else fmt.ratio(g.achieved_over_floor),
+                         "measured": "not measured" if ok is None else fmt.ratio_vs(g.achieved_over_floor, target),
                          "verdict": verdict(ok)})
         model, b, c, target = INT8_STEP_TARGET
         g, q = self.row(model, "graph", b, c), self.row(model, "int8-graph", b, c)
         ok = None if g is None or q is None else bool(q.step_ms_median <= target * g.step_ms_median)
         rows.append({"target": f"int8-graph step at most {fmt.num(target)} of the graph step at {model}, batch {b}, "
                                f"context {c}",
-                     "measured": "not measured" if ok is None else fmt.num(q.step_ms_median / g.step_ms_median),
+                     "measured": "not measured" if ok is None else fmt.num_vs(q.step_ms_median / g.step_ms_median,
+                                                                              target),
                      "verdict": verdict(ok)})
         a = self.agreement[self.agreement["status"] == "ok"] if not self.agreement.empty else self.agreement
         a = a[a["agreement"].notna()] if not a.empty else a
@@ -619,15 +621,16 @@ class DecodePage(Page):
         rows.append({"target": f"every variant agrees with the graph step at ≥ {fmt.pct(100 * AGREEMENT_TARGET)} of "
                                "positions outside near-ties (teacher-forced)",
                      "measured": "not measured" if a.empty else
-                     f"{fmt.pct(100 * a['agreement'].min(), 4)} at worst over {len(a)} variants",
+                     f"{fmt.num_vs(100 * a['agreement'].min(), 100 * AGREEMENT_TARGET, 4)}% at worst over {len(a)} "
+                     "variants",
                      "verdict": verdict(ok)})
         speed = self.micro_speedups()
         sel = [k for k in speed.index if k[0] >= MICRO_SPEEDUP_BATCH and k[1] >= MICRO_SPEEDUP_CONTEXT]
         ok = None if not sel else bool(speed.loc[sel].min() >= MICRO_SPEEDUP)
         rows.append({"target": f"int8 split-KV kernel ≥ {fmt.ratio(MICRO_SPEEDUP)} as fast as the {self.f} kernel "
                                f"at context ≥ {MICRO_SPEEDUP_CONTEXT}, batch ≥ {MICRO_SPEEDUP_BATCH}",
-                     "measured": "not measured" if not sel else f"{fmt.ratio(speed.loc[sel].min())} at worst over "
-                                                                f"{len(sel)} shapes",
+                     "measured": "not measured" if not sel else
+                     f"{fmt.ratio_vs(speed.loc[sel].min(), MICRO_SPEEDUP)} at worst over {len(sel)} shapes",
                      "verdict": verdict(ok)})
         for int8, base in INT8_PAIRS[:1]:
             n, below = self.peak_regressions(int8, base)
@@ -642,7 +645,8 @@ class DecodePage(Page):
             rows.append({"target": f"microbenchmark, {MICRO_LABELS[impl].format(f=self.f)}: at least "
                                    f"{fmt.pct(100 * MICRO_TARGET)} of copy bandwidth at context ≥ {MICRO_TARGET_CONTEXT}",
                          "measured": "not measured" if g.empty else
-                         f"{fmt.pct(100 * g['bandwidth_fraction'].min())} at worst over {len(g)} shapes",
+                         f"{fmt.pct_vs(100 * g['bandwidth_fraction'].min(), 100 * MICRO_TARGET)} at worst over "
+                         f"{len(g)} shapes",
                          "verdict": verdict(ok)})
         return table_html(pd.DataFrame(rows), {"target": "Target", "measured": "This run", "verdict": "Verdict"})
 

@@ -286,7 +286,7 @@ class IterationsPage(Page):
         reached = med >= d.goal_ratio and not low
         out = [f"The goal: over the goal cases, a median of {goal} or more of the fastest SDPA backend's TFLOP/s, "
                f"and no case below {fmt.ratio(floor)} (the noise band of this data). The final version, "
-               f"**{escape.text(final)}**, has a median of {fmt.ratio(med)} with {plural(len(low), 'case')} below "
+               f"**{escape.text(final)}**, has a median of {fmt.ratio_vs(med, d.goal_ratio)} with {plural(len(low), 'case')} below "
                f"{fmt.ratio(floor)}: the goal is {'reached' if reached else 'missed'}. It reaches {goal} in "
                f"{len(met)} of {len(measured)} cases."]
         missed = [self.label(c) for c, r in measured if r < d.goal_ratio]
