@@ -477,7 +477,25 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
     row.floor_ms = floor_ms(row.bytes_per_step, env.bandwidth)
     row.achieved_over_floor = t.median_ms / row.floor_ms if row.floor_ms else None
     row.distinct_tokens = int(tokens.unique().numel())
+    if profile and env.cuda and spec.graph and spec.step_impl == "fused":
+        row.read_floor_ms = _read_floor(s, row, a.n_layer, per_loop, loops - 1, result)
     return row
+
+
+def _read_floor(session, row: DecodeRow, layers: int, per_loop: int, repeats: int, result: DecodeFile) -> float | None:
+    """The step's kernels as plain reads of their bytes (collect/read_floor.py); a failure costs this
+    figure and a note, not the row."""
+    from .read_floor import read_floor_ms
+
+    try:
+        sizes = session.step_fn.kernel_bytes(row.kv_bytes_per_step / layers)
+        return read_floor_ms(sizes, session.device, per_loop, repeats)
+    except Exception as exc:  # noqa: BLE001
+        note = f"The read-only twin of the fused step could not be timed: {_error_reason(exc)}"
+        if note not in result.notes:
+            result.notes.append(note)
+        free_cuda_memory()
+        return None
 
 
 def _rows(m: _Model, shapes, plan: Plan, env: _Env, result: DecodeFile, key: bool, keep_shape=None,

@@ -176,6 +176,22 @@ class FusedStep:
         self.after_proj = fl.residual_stats(self.stats, self.tiles["proj"], C)
         self.after_out = fl.residual_stats(self.stats, self.tiles["out"], C)
 
+    def kernel_bytes(self, cache_bytes_per_layer: float) -> list[int]:
+        """What each kernel of a step must read, in launch order (kernels/read_floor.py times a step
+        of plain reads of these): the weights it multiplies, and each layer's attention its cache
+        bytes. They add up to the bandwidth floor's bytes: the embedding and the argmax read nothing
+        there (a row per sequence of the position and token tables; the logits this step wrote)."""
+        m = self.model
+
+        def size(*ts):
+            return sum(t.numel() * t.element_size() for t in ts)
+
+        out = [0]  # embed
+        for b in m.blocks:
+            out += [size(b.ln1_w, b.ln1_b, b.attn_w, b.attn_b), round(cache_bytes_per_layer), size(b.proj_w, b.proj_b),
+                    size(b.ln2_w, b.ln2_b, b.fc_w, b.fc_b), size(b.out_w, b.out_b)]
+        return out + [size(m.lnf_w, m.lnf_b, m.lm_head), 0]  # LM head, argmax
+
     def __call__(self, history, pos, lens):
         m, c, a = self.model, self.cache, self.model.args
         eps = a.layer_norm_epsilon

@@ -169,3 +169,24 @@ def test_unsupported_requests_are_refused(tiny):
 
 def test_decode_dtype_on_the_cpu_is_fp32():
     assert decode_dtype("cpu") == torch.float32
+
+
+def test_the_read_plan_lists_every_kernel_of_a_fused_step_and_the_floor_bytes(tiny, monkeypatch):
+    # kernels/read_floor.py times one plain read per kernel of the step: the plan must have exactly
+    # the launches the step makes, and move exactly the bytes the bandwidth floor counts.
+    import triton.runtime.interpreter as interp
+
+    _, ours = tiny
+    s = OurSession(ours, 2, 8, "bf16", "fused")
+    s.prepare(_tokens((2, 4), seed=5), 1)
+    launches = []
+    run = interp.InterpretedFunction.run
+    monkeypatch.setattr(interp.InterpretedFunction, "run",
+                        lambda self, *a, **k: (launches.append(self.fn.__name__), run(self, *a, **k))[1])
+    s.step()
+    per_layer = cache_bytes_per_token(TINY, 2, int8=False, dtype_bytes=4) * 5 / TINY.n_layer
+    plan = s.step_fn.kernel_bytes(per_layer)
+    assert len(plan) == len(launches) == 5 * TINY.n_layer + 3
+    assert sum(plan) == ours.weight_bytes_per_step() + round(per_layer) * TINY.n_layer
+    attention = [b for b, name in zip(plan, launches) if name == "_split_kv_kernel"]
+    assert attention == [round(per_layer)] * TINY.n_layer  # the cache bytes sit on the attention launches

@@ -32,7 +32,7 @@ def _model(name, layers, heads, width, wbytes):
                        weight_bytes_per_step=wbytes, dtype="bfloat16", hf_attn_implementation="sdpa", init_s=1.0)
 
 
-def _row(model, variant, batch, context, wbytes, peak_extra=None, scale=1.0):
+def _row(model, variant, batch, context, wbytes, peak_extra=None, scale=1.0, read_floor=None):
     n_new = min(65, 1024 - context)
     int8 = variant.startswith("int8")
     per_token = 2 * 12 * batch * 12 * (68 if int8 else 128)
@@ -50,11 +50,13 @@ def _row(model, variant, batch, context, wbytes, peak_extra=None, scale=1.0):
                      kv_cache_bytes=int(cache), weight_bytes_per_step=wbytes, kv_bytes_per_step=kv,
                      bytes_per_step=wbytes + kv, floor_ms=floor, achieved_over_floor=step / floor,
                      kernels_per_step=70.0 if key else None, kernel_ms_per_step=0.7 * step if key else None,
-                     compile_s=30.0 if variant == "hf-compiled" else None, distinct_tokens=30, wall_s=0.5)
+                     compile_s=30.0 if variant == "hf-compiled" else None, distinct_tokens=30, wall_s=0.5,
+                     read_floor_ms=read_floor * step if read_floor and key and variant.endswith("graph") else None)
 
 
 def decode_file(run_id, int8_peak_extra=None, agreement=0.999, micro_fraction=0.9, graph_scale=1.0,
-                int8_speed=1.9) -> DecodeFile:
+                int8_speed=1.9, read_floor=None) -> DecodeFile:
+    """read_floor: the graph steps' read-only twins at the key shapes, as a fraction of their step time."""
     rows, classes = [], []
     for model, w, shapes in (("gpt2", W2, [(4, 1000), (64, 512), (4, 128), (1, 512), (16, 512), (4, 512)]),
                              ("gpt2-xl", WXL, [(4, 1000), (4, 128)])):
@@ -64,7 +66,7 @@ def decode_file(run_id, int8_peak_extra=None, agreement=0.999, micro_fraction=0.
                     continue
                 scale = graph_scale if v in ("graph", "int8-graph") else 1.0
                 rows.append(_row(model, v, b, c, w, peak_extra=int8_peak_extra if v == "int8-graph" else None,
-                                 scale=scale))
+                                 scale=scale, read_floor=read_floor))
                 if (model, b, c) in KEY:
                     busy = rows[-1].kernel_ms_per_step
                     for cls, share, top in (("linear", 0.6, "_ln_linear_kernel"), ("attention", 0.3, "_split_kv_kernel"),
@@ -143,6 +145,26 @@ def test_a_missed_floor_target_says_where_the_time_goes(tmp_path):
     missed = page(tmp_path / "b", graph_scale=20.0).time_finding()
     assert "The target is 3" in missed and "sat idle between kernels" in missed
     assert "By class: linear" in missed and escape.code("_ln_linear_kernel") in missed  # a name from a tool
+
+
+def test_the_read_only_twin_says_whether_the_kernel_count_alone_misses_the_target(tmp_path):
+    # graph_scale 20: gpt2's step is 37x its floor. Its twin at half the step (19x) misses the 3x target at
+    # any speed of our kernels; at a twentieth (1.9x) the kernel count leaves room and the gap is ours.
+    slow = page(tmp_path / "a", graph_scale=20.0, read_floor=0.5).time_finding()
+    assert "each only reading the bytes its counterpart must read, take 1.88 ms, 18.8× the floor" in slow
+    assert "The step takes 2.00× that." in slow
+    assert "Even kernels that only read miss the target of 3.00× at this kernel count" in slow
+    roomy = page(tmp_path / "b", graph_scale=20.0, read_floor=0.05).time_finding()
+    assert "Kernels that only read would meet the target of 3.00× at this kernel count" in roomy
+    # Runs before the twin existed, and rows without it, say nothing about it.
+    assert "only reading" not in page(tmp_path / "c", graph_scale=20.0).time_finding()
+    # The int8 step's account at batch 64 gets the twin's sentence, without a floor target of its own.
+    f = decode_file("synthetic-20261129", graph_scale=20.0, read_floor=0.5)
+    for r in f.rows:
+        if r.variant == "int8-graph" and r.batch == 64:
+            r.step_ms_median *= 2  # misses its target of 0.8x the bf16 step: the page says where the time goes
+    int8 = write(tmp_path / "d", f).int8_step_finding()
+    assert "each only reading" in int8 and "at this kernel count" not in int8
 
 
 def test_agreement_shows_one_metric_and_its_lowest_variant(tmp_path):

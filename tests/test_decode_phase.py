@@ -170,6 +170,23 @@ def test_migration_renames_the_transformers_loop_and_nothing_else():
     assert rename_decode_hf_variant(json.loads(json.dumps(out))) == out  # idempotent
 
 
+def test_version_3_changes_only_the_version_and_reaches_it_from_version_1(tmp_path):
+    from collect.schema.migrate import main, to_version_3
+
+    v2 = {"schema_version": 2, "rows": [{"variant": "graph", "batch": 4, "note": "Q K\u1d40"}]}
+    out = to_version_3(json.loads(json.dumps(v2)))
+    assert out == {**v2, "schema_version": 3} and to_version_3(json.loads(json.dumps(out))) == out
+    v1 = {"schema_version": 1, "rows": [{"variant": "hf", "batch": 4}]}
+    assert to_version_3(v1) == {"schema_version": 3, "rows": [{"variant": "hf-eager", "batch": 4}]}
+    # Written back as it was read: escaped where the file was ASCII, raw UTF-8 where it was not.
+    for ascii_file in (True, False):
+        path = tmp_path / f"f{ascii_file}.json"
+        path.write_text(json.dumps(v2, indent=1, ensure_ascii=ascii_file) + "\n", encoding="utf-8")
+        assert main(["to_version_3", str(path)]) == 0
+        text = path.read_text(encoding="utf-8")
+        assert json.loads(text)["schema_version"] == 3 and text.isascii() == ascii_file
+
+
 def _empty_file():
     return DecodeFile(schema_version=SCHEMA_VERSION, run_id="x")
 
@@ -183,6 +200,18 @@ def test_a_failing_profiler_costs_the_counts_not_the_row(monkeypatch):
     result = _empty_file()
     assert phase._profile(object(), 2, env, result) is None and phase._profile(object(), 2, env, result) is None
     assert len(result.notes) == 1 and "could not count kernels" in result.notes[0]
+
+
+def test_a_read_twin_that_cannot_run_costs_its_figure_not_the_row():
+    class Broken:
+        device = "cuda"
+        step_fn = types.SimpleNamespace(kernel_bytes=lambda per_layer: (_ for _ in ()).throw(RuntimeError("no GPU")))
+
+    row = types.SimpleNamespace(kv_bytes_per_step=1200.0)
+    result = _empty_file()
+    assert phase._read_floor(Broken(), row, 12, 5, 2, result) is None
+    assert phase._read_floor(Broken(), row, 12, 5, 2, result) is None
+    assert len(result.notes) == 1 and "read-only twin" in result.notes[0] and "no GPU" in result.notes[0]
 
 
 def test_a_graph_that_fails_with_pdl_is_retried_without_it(monkeypatch):

@@ -88,6 +88,12 @@ class DecodeRow:
                                            "(where kernels overlap, under programmatic dependent launch, the overlap "
                                            "counts once). The step time minus this is time the GPU sat idle between "
                                            "kernels.", None, **MS)
+    read_floor_ms: float | None = doc("Fused CUDA-graph steps, at the profiled shapes: the loop time of the same "
+                                      "kernels, in the same order and launched the same way (one CUDA graph; "
+                                      "programmatic dependent launch where the step uses it), each replaced by a "
+                                      "plain read of the bytes its counterpart must read (kernels/read_floor.py). "
+                                      "Their bytes add up to bytes_per_step: what the step's kernel structure costs "
+                                      "with no work in it.", None, **MS)
     compile_s: float | None = doc("hf-compiled: seconds of the cold compile and CUDA-graph recording before the "
                                   "first timed step (never part of a step time).", None, **SECONDS)
     tokens_per_s: float | None = doc("batch / median step time.", None, **NONNEGATIVE)

@@ -52,7 +52,17 @@ def to_version_2(doc: dict) -> dict:
     return doc
 
 
-MIGRATIONS = {f.__name__: f for f in (rename_decode_hf_variant, decode_int8_comparison_series, to_version_2)}
+def to_version_3(doc: dict) -> dict:
+    """Any file of schema version 2 (older ones through to_version_2 first): version 3 adds one optional
+    field, decode rows' read_floor_ms, which older runs did not measure."""
+    doc = to_version_2(doc)
+    if doc.get("schema_version") == 2:
+        doc["schema_version"] = 3
+    return doc
+
+
+MIGRATIONS = {f.__name__: f for f in (rename_decode_hf_variant, decode_int8_comparison_series, to_version_2,
+                                      to_version_3)}
 
 
 def main(argv: list[str]) -> int:
@@ -62,10 +72,12 @@ def main(argv: list[str]) -> int:
     fn = MIGRATIONS[argv[0]]
     for name in argv[1:]:
         path = Path(name)
-        before = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        before = json.loads(text)
         after = fn(copy.deepcopy(before))  # a migration may change its argument in place
-        if after != before:  # as collect/jsonio.py writes
-            path.write_text(json.dumps(after, indent=1, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
+        if after != before:  # as collect/jsonio.py writes; a file written with raw UTF-8 keeps it
+            path.write_text(json.dumps(after, indent=1, ensure_ascii=text.isascii(), allow_nan=False) + "\n",
+                            encoding="utf-8")
     return 0
 
 

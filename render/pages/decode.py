@@ -233,8 +233,9 @@ class DecodePage(Page):
         k = self.classes
         return k[(k["model"] == model) & (k["variant"] == variant) & (k["batch"] == b) & (k["context"] == c)]
 
-    def where_time_goes(self, model: str, variant: str, b: int, c: int) -> str:
-        """Sentences that account for one row's step time: floor, busy kernels, idle gaps, the largest classes."""
+    def where_time_goes(self, model: str, variant: str, b: int, c: int, target: float | None = None) -> str:
+        """Sentences that account for one row's step time: floor, busy kernels, idle gaps, the largest classes,
+        and what the kernel structure costs by itself (measured against `target`, a floor multiple, if given)."""
         r = self.row(model, variant, b, c)
         if r is None:
             return ""
@@ -258,6 +259,23 @@ class DecodePage(Page):
             if _ok(r.floor_ms) and lead.ms_per_step > 0:
                 text += (f" The largest class alone takes {fmt.ratio(lead.ms_per_step / r.floor_ms)} the whole step's "
                          f"floor; its heaviest kernel is {escape.code(lead.top_kernel or 'unnamed')}.")
+        return text + self.read_floor_words(r, target)
+
+    def read_floor_words(self, r, target: float | None = None) -> str:
+        """What the step's kernel structure costs by itself: the same kernels as plain reads."""
+        read = r.get("read_floor_ms")
+        if not _ok(read) or not _ok(r.floor_ms) or read <= 0:
+            return ""
+        text = (f" The same kernels, launched the same way but each only reading the bytes its counterpart must "
+                f"read, take {fmt.ms(read)}, {fmt.ratio(read / r.floor_ms)} the floor: the cost of moving the step's "
+                f"bytes in this many kernels on this GPU. The step takes {fmt.ratio(r.step_ms_median / read)} that.")
+        if target is not None:
+            if read / r.floor_ms > target:
+                text += (f" Even kernels that only read miss the target of {fmt.ratio(target)} at this kernel count: "
+                         "reaching it takes fewer kernels, not only faster ones.")
+            else:
+                text += (f" Kernels that only read would meet the target of {fmt.ratio(target)} at this kernel count: "
+                         "the rest of the gap is inside our kernels.")
         return text
 
     def time_finding(self) -> str:
@@ -271,7 +289,8 @@ class DecodePage(Page):
             if g.achieved_over_floor <= target:
                 out.append(f"{head} That meets the target of {fmt.ratio(target)}.")
             else:
-                out.append(f"{head} The target is {fmt.ratio(target)}. {self.where_time_goes(model, 'graph', b, c)}")
+                out.append(f"{head} The target is {fmt.ratio(target)}. "
+                           f"{self.where_time_goes(model, 'graph', b, c, target)}")
         return "\n".join(out) + "\n" if out else "No graph step ran at a target shape, so no target can be judged."
 
     def time_figure(self) -> str:
@@ -394,8 +413,8 @@ class DecodePage(Page):
         if _ok(g.kv_bytes_per_step) and _ok(g.bytes_per_step):
             where = f", where the {self.f} cache is {fmt.pct(100 * g.kv_bytes_per_step / g.bytes_per_step)} of a step's bytes"
         text = (f"At {model}, batch {b}, context {c}{where}, the int8 cache in the same graph step takes "
-                f"{fmt.ms(q.step_ms_median)} against {fmt.ms(g.step_ms_median)}: {fmt.num(r)} of the time, against "
-                f"a target of at most {fmt.num(target)}.")
+                f"{fmt.ms(q.step_ms_median)} against {fmt.ms(g.step_ms_median)}: {fmt.num_vs(r, target)} of the time, "
+                f"against a target of at most {fmt.num(target)}.")
         if _ok(q.bytes_per_step) and _ok(g.bytes_per_step):
             text += f" It has {fmt.num(q.bytes_per_step / g.bytes_per_step)} of the bytes to move."
         if r > target:
