@@ -157,7 +157,9 @@ def test_the_read_only_twin_says_whether_the_kernel_count_alone_misses_the_targe
     roomy = page(tmp_path / "b", graph_scale=20.0, read_floor=0.05).time_finding()
     assert "Kernels that only read would meet the target of 3.00× at this kernel count" in roomy
     # Runs before the twin existed, and rows without it, say nothing about it.
-    assert "only reading" not in page(tmp_path / "c", graph_scale=20.0).time_finding()
+    old = page(tmp_path / "c", graph_scale=20.0)
+    assert "only reading" not in old.time_finding() and not old.has_read_twins()
+    assert page(tmp_path / "e", read_floor=0.5).has_read_twins()
     # The int8 step's account at batch 64 gets the twin's sentence, without a floor target of its own.
     f = decode_file("synthetic-20261129", graph_scale=20.0, read_floor=0.5)
     for r in f.rows:

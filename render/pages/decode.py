@@ -261,6 +261,10 @@ class DecodePage(Page):
                          f"floor; its heaviest kernel is {escape.code(lead.top_kernel or 'unnamed')}.")
         return text + self.read_floor_words(r, target)
 
+    def has_read_twins(self) -> bool:
+        """Whether this run timed any step's read-only twin (runs before schema 3 did not)."""
+        return "read_floor_ms" in self.rows and self.rows["read_floor_ms"].notna().any()
+
     def read_floor_words(self, r, target: float | None = None) -> str:
         """What the step's kernel structure costs by itself: the same kernels as plain reads."""
         read = r.get("read_floor_ms")
