@@ -64,10 +64,9 @@ class ReadSteps:
             self.launches.append((self.buf[offset:offset + max(1, w)], w, per_prog, triton.cdiv(max(1, w), per_prog)))
             offset += p
         self.sink = torch.zeros(max(g for *_, g in self.launches), device=device, dtype=torch.int32)
-        cuda = device.type == "cuda" and not interpreting()
         if pdl is None:
-            pdl = cuda and torch.cuda.get_device_capability(device) >= (9, 0)
-        self.pdl = bool(pdl) and cuda
+            pdl = device.type == "cuda" and torch.cuda.get_device_capability(device) >= (9, 0)
+        self.pdl = bool(pdl) and not interpreting()
 
     @property
     def nbytes(self) -> int:
@@ -79,3 +78,14 @@ class ReadSteps:
             opts["launch_pdl"] = True
         for src, w, per_prog, grid in self.launches:
             _read_kernel[(grid,)](src, w, per_prog, self.sink, BLOCK=BLOCK, **opts)
+
+
+def compile_specs(target):
+    """The read kernel as the decode phase launches it (kernels/aot.py): with programmatic dependent
+    launch from Hopper on, as the fused step's products are; word counts a multiple of 16 and not
+    (the one property of them the compiler specialises on). It only reads: no tensor cores."""
+    from .aot import CompileSpec
+
+    pdl = target.capability >= (9, 0)
+    return [CompileSpec(f"int32 words{' pdl' if pdl else ''}", lambda: ReadSteps([64 << 10, 1000], "meta", pdl=pdl)(),
+                        tensor_cores=False)]
