@@ -351,7 +351,10 @@ class Tuning:
     # gpt2-xl and 0.462 at gpt2, against 2.69 and 0.475 with 128-deep tiles three stages deep; 32-deep
     # tiles eight stages deep and six stages of 64 were in between. Capping the partial sums at
     # 32 KiB (8 splits of a 16 x 64 tile, where the MLP's output product had taken 22) took gpt2's
-    # step from 0.451 to 0.432 ms; 16 and 64 KiB were in between.
+    # step from 0.451 to 0.432 ms; 16 and 64 KiB were in between. With the weight prefetch in place,
+    # deeper tiles split less (128 deep at 0.5-2 programs per SM, 256 deep) lost again: 0.415-0.452 ms
+    # at gpt2 and 2.58-3.42 at gpt2-xl, against 0.390 and 2.32, although a single product timed alone
+    # ran up to 1.15x faster with them. In the step, kernels overlap and share L2.
     few_rows: RowTiles = field(default_factory=lambda: RowTiles(2.0, 2, 64, 64, 4, 4, max_partial_kib=32))
     # More rows (32-128-row tiles; measured at 64). With the 16-row settings, gpt2's step at batch 64
     # (prompt 472, H200, 2026-11-30) took 1.025 ms and its products ran at a fifth to a third of the

@@ -203,6 +203,9 @@ class FusedStep:
             scales = {"k_scale": c.k_scale[i], "v_scale": c.v_scale[i]} if int8 else {}
             fl.ln_qkv_store(self.x, blk.ln1_w, blk.ln1_b, eps, blk.attn_w, blk.attn_b, self.q, c.k[i], c.v[i], pos,
                             ws, tiles=t["qkv"], stats=x_stats, **scales)
+            # Launched plainly, not as a programmatic dependent like the products: on the H200 that (with
+            # or without asking L2 for the first keys while waiting) took gpt2's step from 0.390 to
+            # 0.369-0.375 ms but gpt2-xl's from 2.34 to 2.41-2.59 (2026-11-30): no setting tried won at both.
             split_kv_attention(self.q, c.k[i], c.v[i], lens, self.attn, self.split, **scales)
             fl.linear_residual(self.attn.view(B, -1), blk.proj_w, blk.proj_b, self.x, ws, tiles=t["proj"],
                                stats_out=st)
