@@ -38,7 +38,10 @@ def _read_kernel(Src, n_words, per_prog, Sink, BLOCK: tl.constexpr, PDL: tl.cons
 
 
 def programs_for(nbytes: int, sms: int) -> int:
-    """Programs for one read of `nbytes`: one per PROGRAM_BYTES, and at least one per SM."""
+    """Programs one read of `nbytes` is planned for: one per PROGRAM_BYTES, and at least one per SM.
+    ReadSteps then rounds each program's share up to whole BLOCK iterations, so a read of less than
+    sms x 16 KiB can run on fewer programs than SMs (74 for 1.2 MB on 132 SMs), and more slowly than
+    it could: the twin is a plain read, not the fastest one."""
     return max(sms, triton.cdiv(nbytes, PROGRAM_BYTES))
 
 

@@ -275,11 +275,11 @@ class DecodePage(Page):
                 f"bytes in this many kernels on this GPU. The step takes {fmt.ratio(r.step_ms_median / read)} that.")
         if target is not None:
             if read / r.floor_ms > target:
-                text += (f" Even kernels that only read miss the target of {fmt.ratio(target)} at this kernel count: "
-                         "reaching it takes fewer kernels, not only faster ones.")
+                text += (f" Even plain reads in this many kernels miss the target of {fmt.ratio(target)}, so faster "
+                         "kernels alone are unlikely to reach it: it takes fewer of them.")
             else:
-                text += (f" Kernels that only read would meet the target of {fmt.ratio(target)} at this kernel count: "
-                         "the rest of the gap is inside our kernels.")
+                text += (f" Plain reads in this many kernels would meet the target of {fmt.ratio(target)}: the rest "
+                         "of the gap is inside our kernels.")
         return text
 
     def time_finding(self) -> str:
