@@ -108,4 +108,5 @@ def floor_pace(r: float) -> str:
         return "close enough that moving bytes sets the pace"
     if r <= FAR_FLOOR:
         return "bandwidth is a large part of the step, but not all of it"
-    return "not the bytes but the kernels set the pace (launches, and kernels that run far below the copy bandwidth)"
+    return ("not the bytes but the kernels set the pace (idle gaps between them, or kernels that run far below "
+            "the copy bandwidth)")
