@@ -21,7 +21,4 @@ def read_floor_ms(sizes: list[int], device, per_loop: int, repeats: int = LOOP_R
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         steps()
-    try:
-        return loop_time([graph.replay], per_loop, repeats).median_ms
-    finally:
-        del graph, steps
+    return loop_time([graph.replay], per_loop, repeats).median_ms

@@ -439,12 +439,18 @@ class Workspace:
         return floats <= self.partial.numel() and tiles <= self.counter.numel()
 
 
+def uses_pdl(gpu: Device | None, tuning: Tuning = TUNING) -> bool:
+    """Whether the products launch as programmatic dependents on this GPU (None: no GPU). The decode
+    phase may turn `tuning.pdl` off after a failure; whatever mimics the step's launches asks here."""
+    return tuning.pdl and not interpreting() and gpu is not None and gpu.capability >= (9, 0)
+
+
 def _launch_options(t: Tiling, w: torch.Tensor, tuning: Tuning = TUNING, gpu: Device | None = None) -> dict:
     """`gpu`: the GPU's facts where the tensors' device cannot give them (the compile matrix's meta tensors)."""
     interp = interpreting()
     if gpu is None and w.device.type == "cuda":
         gpu = device_facts(w.device)
-    pdl = tuning.pdl and not interp and gpu is not None and gpu.capability >= (9, 0)
+    pdl = uses_pdl(gpu, tuning)
     opts = {"UPCAST": interp, "PDL": pdl, "PREFETCH": tuning.prefetch_tiles if pdl else 0,
             "W_ROW_MAJOR": w.stride(1) == 1, "num_warps": 1 if interp else t.num_warps,
             "num_stages": 1 if interp else t.num_stages}
@@ -643,7 +649,7 @@ def compile_specs(target):
     dt = torch.bfloat16 if target.bf16 else torch.float16
     f32 = torch.float32
     few, many = (Device(n, target.capability) for n in SM_RANGE)
-    pdl = _launch_options(Tiling(16, 16, 16, 1), meta(16, 16, dtype=dt), gpu=few)["PDL"]
+    pdl = uses_pdl(few)
     kind = f"{str(dt).removeprefix('torch.')}{' pdl' if pdl else ''}"
     specs = []
 

@@ -15,7 +15,8 @@ import torch
 import triton
 import triton.language as tl
 
-from .common import interpreting, sm_count
+from .common import interpreting
+from .fused_linear import device_facts, uses_pdl
 
 WORD_BYTES = 4      # read as int32 words, sixteen bytes per thread and load
 BLOCK = 2048        # words each program reads per iteration (8 KiB)
@@ -47,7 +48,7 @@ def programs_for(nbytes: int, sms: int) -> int:
 
 class ReadSteps:
     """One kernel per entry of `sizes` (bytes), each reading its own slice of one buffer, in order.
-    `pdl`: launch as programmatic dependents (sm90+ only; None: wherever the GPU has it)."""
+    `pdl`: launch as programmatic dependents (sm90+ only; None: as the fused step's products launch)."""
 
     def __init__(self, sizes: list[int], device, pdl: bool | None = None):
         if not sizes or any(s < 0 for s in sizes):
@@ -58,17 +59,17 @@ class ReadSteps:
         words = [triton.cdiv(s, WORD_BYTES) for s in sizes]
         padded = [triton.cdiv(w, 16) * 16 for w in words]
         self.buf = torch.zeros(max(1, sum(padded)), device=device, dtype=torch.int32)
-        sms = 4 if device.type != "cuda" else sm_count(device.index if device.index is not None else 0)
+        gpu = device_facts(device)
         self.launches = []
         offset = 0
         for w, p in zip(words, padded):
-            grid = programs_for(w * WORD_BYTES, sms)
+            grid = programs_for(w * WORD_BYTES, gpu.sm_count)
             per_prog = triton.cdiv(max(1, triton.cdiv(w, grid)), BLOCK) * BLOCK
             self.launches.append((self.buf[offset:offset + max(1, w)], w, per_prog, triton.cdiv(max(1, w), per_prog)))
             offset += p
         self.sink = torch.zeros(max(g for *_, g in self.launches), device=device, dtype=torch.int32)
         if pdl is None:
-            pdl = device.type == "cuda" and torch.cuda.get_device_capability(device) >= (9, 0)
+            pdl = device.type == "cuda" and uses_pdl(gpu)
         self.pdl = bool(pdl) and not interpreting()
 
     @property
