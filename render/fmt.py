@@ -72,12 +72,12 @@ def num_vs(x, target, digits: int = 3) -> str:
     return num(x, digits)
 
 
-def ratio_vs(x, target) -> str:
-    return _MISSING if not _ok(x) else f"{num_vs(x, target)}×"
+def ratio_vs(x, target, digits: int = 3) -> str:
+    return _MISSING if not _ok(x) else f"{num_vs(x, target, digits)}×"
 
 
-def pct_vs(x, target) -> str:
-    return _MISSING if not _ok(x) else f"{num_vs(x, target)}%"
+def pct_vs(x, target, digits: int = 3) -> str:
+    return _MISSING if not _ok(x) else f"{num_vs(x, target, digits)}%"
 
 
 def span(lo, hi, f=num) -> str:

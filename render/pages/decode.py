@@ -53,9 +53,10 @@ MICRO_TARGET_CONTEXT = 8192                 # ... at this context and above
 HOST_BOUND = 0.5
 
 
-def floor_words(r: float) -> str:
-    """What a step at r times its bandwidth floor is bound by, in words, with the ratio."""
-    return f"{fmt.ratio(r)} its bandwidth floor: {floor_pace(r)}"
+def floor_words(r: float, target: float | None = None) -> str:
+    """What a step at r times its bandwidth floor is bound by, in words, with the ratio (printed to
+    differ from `target` where the sentence judges it against one)."""
+    return f"{fmt.ratio(r) if target is None else fmt.ratio_vs(r, target)} its bandwidth floor: {floor_pace(r)}"
 
 
 def times_words(a: float, b: float) -> str:
@@ -289,7 +290,7 @@ class DecodePage(Page):
             g = self.row(model, "graph", b, c)
             if g is None or not _ok(g.achieved_over_floor):
                 continue
-            head = f"- **{model}, batch {b}, context {c}: {floor_words(g.achieved_over_floor)}.**"
+            head = f"- **{model}, batch {b}, context {c}: {floor_words(g.achieved_over_floor, target)}.**"
             if g.achieved_over_floor <= target:
                 out.append(f"{head} That meets the target of {fmt.ratio(target)}.")
             else:
@@ -644,7 +645,7 @@ class DecodePage(Page):
         rows.append({"target": f"every variant agrees with the graph step at ≥ {fmt.pct(100 * AGREEMENT_TARGET)} of "
                                "positions outside near-ties (teacher-forced)",
                      "measured": "not measured" if a.empty else
-                     f"{fmt.num_vs(100 * a['agreement'].min(), 100 * AGREEMENT_TARGET, 4)}% at worst over {len(a)} "
+                     f"{fmt.pct_vs(100 * a['agreement'].min(), 100 * AGREEMENT_TARGET, 4)} at worst over {len(a)} "
                      "variants",
                      "verdict": verdict(ok)})
         speed = self.micro_speedups()

@@ -286,9 +286,9 @@ class IterationsPage(Page):
         reached = med >= d.goal_ratio and not low
         out = [f"The goal: over the goal cases, a median of {goal} or more of the fastest SDPA backend's TFLOP/s, "
                f"and no case below {fmt.ratio(floor)} (the noise band of this data). The final version, "
-               f"**{escape.text(final)}**, has a median of {fmt.ratio_vs(med, d.goal_ratio)} with {plural(len(low), 'case')} below "
-               f"{fmt.ratio(floor)}: the goal is {'reached' if reached else 'missed'}. It reaches {goal} in "
-               f"{len(met)} of {len(measured)} cases."]
+               f"**{escape.text(final)}**, has a median of {fmt.ratio_vs(med, d.goal_ratio)} with "
+               f"{plural(len(low), 'case')} below {fmt.ratio(floor)}: the goal is {'reached' if reached else 'missed'}. "
+               f"It reaches {goal} in {len(met)} of {len(measured)} cases."]
         missed = [self.label(c) for c, r in measured if r < d.goal_ratio]
         if 0 < len(missed) <= 3:  # a longer list belongs to the table below, not to a sentence
             out.append(f"It falls short at {join(missed)}.")
