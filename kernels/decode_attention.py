@@ -27,7 +27,9 @@ import triton.language as tl
 
 from .arrival import arrive, reset
 from .common import LOG2E, device_sm_count, interpreting, quick_bench
+from .fused_linear import Device, device_facts, uses_pdl
 from .kv_quant import SCALE_DTYPE
+from .prefetch import prefetch_rows
 
 
 
@@ -287,7 +289,7 @@ def _dot_loop(q, qk_scale_log2, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, start, end, st
     return m, tl.sum(l_i, axis=0) / BLOCK_M, tl.sum(acc, axis=0) / BLOCK_M
 
 
-@triton.jit(do_not_specialize=["H", "num_splits", "stride_lens", "len_bucket"])
+@triton.jit(do_not_specialize=["H", "num_splits", "stride_lens", "len_bucket", "prefetch_keys", "early_trigger"])
 def _split_kv_kernel(
     Q, K, V, KScale, VScale, Lens, OPart, LsePart, Out, Counter,
     stride_qb, stride_qh, stride_ob, stride_oh,
@@ -297,8 +299,9 @@ def _split_kv_kernel(
     stride_lens,
     H, num_splits, qk_scale_log2,
     len_bucket,  # autotuning key only: the best tile differs between small and large problems
+    prefetch_keys, early_trigger,  # how a programmatic dependent launch is used (AttentionLaunch)
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, IS_INT8: tl.constexpr,
-    USE_DOT: tl.constexpr, UPCAST: tl.constexpr, UNROLL: tl.constexpr = 1,
+    USE_DOT: tl.constexpr, UPCAST: tl.constexpr, UNROLL: tl.constexpr = 1, PDL: tl.constexpr = False,
 ):
     split = tl.program_id(0)
     bh = tl.program_id(1)
@@ -306,6 +309,8 @@ def _split_kv_kernel(
     b = (bh // H).to(tl.int64)
     h = (bh % H).to(tl.int64)
 
+    # Under PDL this runs while the previous launch drains: the lengths and every cache row but the
+    # newest were written launches earlier (see split_kv_attention), so only q and the newest row wait.
     seq_len = tl.load(Lens + b * stride_lens)
     # Chunks are sized from the live length, not the capacity, so every split gets work as the cache fills.
     chunk = tl.cdiv(tl.cdiv(seq_len, num_splits), BLOCK_N) * BLOCK_N
@@ -317,6 +322,14 @@ def _split_kv_kernel(
         mask_d = tl.full([BLOCK_D], 1, tl.int1)  # constant: the compiler drops the column predicates
     else:
         mask_d = offs_d < HEAD_DIM
+    if PDL:
+        # L2 is coherent: a line asked for here that the previous launch then rewrites is not stale.
+        pf_end = tl.minimum(end, start + prefetch_keys)
+        prefetch_rows(K + b * stride_kb + h * stride_kh, start, pf_end, stride_kn, HEAD_DIM, BLOCK_D)
+        prefetch_rows(V + b * stride_vb + h * stride_vh, start, pf_end, stride_vn, HEAD_DIM, BLOCK_D)
+        tl.extra.cuda.gdc_wait()
+        if early_trigger != 0:
+            tl.extra.cuda.gdc_launch_dependents()
     q = tl.load(Q + b * stride_qb + h * stride_qh + offs_d, mask=mask_d, other=0.0)
     k_ptrs = K + b * stride_kb + h * stride_kh + offs_d[None, :]
     v_ptrs = V + b * stride_vb + h * stride_vh + offs_d[None, :]
@@ -330,26 +343,48 @@ def _split_kv_kernel(
         m_i, l_i, acc_d = _rows_loop(q.to(tl.float32) * qk_scale_log2, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, start, end,
                                      stride_kn, stride_vn, mask_d, BLOCK_N, BLOCK_D, IS_INT8, UPCAST, UNROLL)
 
+    if PDL:
+        if early_trigger == 0:
+            tl.extra.cuda.gdc_launch_dependents()
+
     # A split past the live length did no work: weight -inf, so the merge ignores it.
     has_work = l_i > 0
     l_safe = tl.where(has_work, l_i, 1.0)
     out = acc_d / l_safe
+    out_row = Out + b * stride_ob + h * stride_oh
+    if BLOCK_D <= ONE_PASS_MAX_D:  # (at head_dim 128 the extra path spilled registers on an A100)
+        if num_splits == 1:  # nothing to merge: no partial, no handshake, no second round trip through L2
+            tl.store(out_row + offs_d, out.to(Out.dtype.element_ty), mask=mask_d)
+        else:
+            _park_and_merge(out, m_i, l_safe, has_work, OPart, LsePart, out_row, Counter, bh, split, num_splits,
+                            offs_d, mask_d, HEAD_DIM, BLOCK_D)
+    else:
+        _park_and_merge(out, m_i, l_safe, has_work, OPart, LsePart, out_row, Counter, bh, split, num_splits, offs_d,
+                        mask_d, HEAD_DIM, BLOCK_D)
+
+
+@triton.jit
+def _park_and_merge(out, m_i, l_safe, has_work, OPart, LsePart, out_row, Counter, bh, split, num_splits, offs_d,
+                    mask_d, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr):
+    """Leave this split's output and log2-sum-exp; the last split of this (batch, head) to finish
+    merges them all, so no second kernel is launched. It counts arrivals with an atomic, and resets
+    the counter for the next launch."""
     lse = tl.where(has_work, m_i + tl.log2(l_safe), float("-inf"))
     row = bh * num_splits + split
     tl.store(OPart + row * HEAD_DIM + offs_d, out, mask=mask_d)
     tl.store(LsePart + row, lse)
-
-    # The last split of this (batch, head) to finish merges them all: no second kernel to launch.
-    # It counts arrivals with an atomic, and resets the counter for the next launch.
     if arrive(Counter + bh, num_splits):
-        _merge_splits(OPart, LsePart, Out + b * stride_ob + h * stride_oh, bh, num_splits, offs_d, mask_d, HEAD_DIM,
-                      BLOCK_D)
+        _merge_splits(OPart, LsePart, out_row, bh, num_splits, offs_d, mask_d, HEAD_DIM, BLOCK_D)
         reset(Counter + bh)
 
 
 # Splits merged per load: the partial outputs of more would not fit in registers at head_dim 128.
 # A fixed chunk, not one sized to the split count, so one compiled kernel serves every count.
 MERGE_CHUNK = tl.constexpr(16)
+# Up to this head_dim the merge reads all of up to MERGE_CHUNK splits in one pass; at 128 holding
+# them all at once spilled registers (A100 int8, H100 bf16), and there the merge is a sliver of a
+# long-context call anyway.
+ONE_PASS_MAX_D = tl.constexpr(64)
 
 
 @triton.jit
@@ -357,8 +392,34 @@ def _merge_splits(OPart, LsePart, Out, bh, num_splits, offs_d, mask_d, HEAD_DIM:
     """out = sum_s 2^(lse_s - m) o_s / sum_s 2^(lse_s - m), from the partials in L2 (.cg: another SM
     wrote them). The splits are summed in a fixed order, so the result does not depend on which
     split finished last."""
-    offs_c = tl.arange(0, MERGE_CHUNK)
     lse_row = LsePart + bh * num_splits
+    o_rows = OPart + bh * num_splits * HEAD_DIM
+    if BLOCK_D <= ONE_PASS_MAX_D:
+        if num_splits <= MERGE_CHUNK:
+            out = _merge_one_pass(o_rows, lse_row, num_splits, offs_d, mask_d, HEAD_DIM)
+        else:
+            out = _merge_two_pass(o_rows, lse_row, num_splits, offs_d, mask_d, HEAD_DIM, BLOCK_D)
+    else:
+        out = _merge_two_pass(o_rows, lse_row, num_splits, offs_d, mask_d, HEAD_DIM, BLOCK_D)
+    tl.store(Out + offs_d, out.to(Out.dtype.element_ty), mask=mask_d)
+
+
+@triton.jit
+def _merge_one_pass(o_rows, lse_row, num_splits, offs_d, mask_d, HEAD_DIM: tl.constexpr):
+    """Every split in one chunk: sizes and outputs load together, one round trip through L2 where
+    two passes (the maximum first) take two."""
+    offs_c = tl.arange(0, MERGE_CHUNK)
+    mask_s = offs_c < num_splits
+    lse = tl.load(lse_row + offs_c, mask=mask_s, other=float("-inf"), cache_modifier=".cg")
+    o = tl.load(o_rows + offs_c[:, None] * HEAD_DIM + offs_d[None, :], mask=mask_s[:, None] & mask_d[None, :],
+                other=0.0, cache_modifier=".cg")
+    w = tl.where(mask_s, tl.exp2(lse - tl.max(lse, axis=0)), 0.0)
+    return tl.sum(w[:, None] * o, axis=0) / tl.sum(w, axis=0)
+
+
+@triton.jit
+def _merge_two_pass(o_rows, lse_row, num_splits, offs_d, mask_d, HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr):
+    offs_c = tl.arange(0, MERGE_CHUNK)
     m = tl.full([MERGE_CHUNK], float("-inf"), tl.float32)
     for s0 in range(0, num_splits, MERGE_CHUNK):
         m = tl.maximum(m, tl.load(lse_row + s0 + offs_c, mask=s0 + offs_c < num_splits, other=float("-inf"),
@@ -371,12 +432,11 @@ def _merge_splits(OPart, LsePart, Out, bh, num_splits, offs_d, mask_d, HEAD_DIM:
         mask_s = s < num_splits
         w = tl.where(mask_s, tl.exp2(tl.load(lse_row + s, mask=mask_s, other=float("-inf"), cache_modifier=".cg")
                                      - m_all), 0.0)
-        o = tl.load(OPart + (bh * num_splits + s)[:, None] * HEAD_DIM + offs_d[None, :],
-                    mask=mask_s[:, None] & mask_d[None, :], other=0.0, cache_modifier=".cg")
+        o = tl.load(o_rows + s[:, None] * HEAD_DIM + offs_d[None, :], mask=mask_s[:, None] & mask_d[None, :],
+                    other=0.0, cache_modifier=".cg")
         den += w
         acc += w[:, None] * o
-    out = tl.sum(acc, axis=0) / tl.sum(den, axis=0)
-    tl.store(Out + offs_d, out.to(Out.dtype.element_ty), mask=mask_d)
+    return tl.sum(acc, axis=0) / tl.sum(den, axis=0)
 
 
 def _config(block_n, warps, dot=False, stages=1, unroll=1):
@@ -411,14 +471,23 @@ AUTOTUNE_CONFIGS = BF16_CONFIGS + [c for c in INT8_CONFIGS if not any(_same(c, d
 INTERPRET_CONFIG = {"BLOCK_N": 16, "USE_DOT": False, "UNROLL": 1, "num_warps": 1, "num_stages": 1}
 
 
-def _prune(configs, named_args, **kwargs):
-    wanted = INT8_CONFIGS if kwargs.get("IS_INT8") else BF16_CONFIGS
-    configs = [c for c in configs if any(_same(c, d) for d in wanted)]
+def tunable_configs(int8: bool, capability: tuple[int, int]) -> list[triton.Config]:
+    """The configs the autotuner may pick for this cache on a GPU of this capability."""
+    configs = INT8_CONFIGS if int8 else BF16_CONFIGS
     # Tensor-core dots need Ampere or newer in Triton; a T4 keeps the CUDA-core schedules.
+    return [c for c in configs if capability >= (8, 0) or not c.kwargs["USE_DOT"]]
+
+
+def _prune(configs, named_args, **kwargs):
     q = named_args.get("Q")
-    if q is not None and q.is_cuda and torch.cuda.get_device_capability(q.device) < (8, 0):
-        return [c for c in configs if not c.kwargs["USE_DOT"]]
-    return configs
+    capability = torch.cuda.get_device_capability(q.device) if q is not None and q.is_cuda else (9, 0)
+    wanted = tunable_configs(bool(kwargs.get("IS_INT8")), capability)
+    return [c for c in configs if any(_same(c, d) for d in wanted)]
+
+
+def as_launch_config(c: triton.Config) -> dict:
+    """A config as split_kv_attention's `config` argument takes it."""
+    return dict(c.kwargs, num_warps=c.num_warps, num_stages=c.num_stages)
 
 
 # The split count is part of the key: it sets how many keys each program reads. Without it, the
@@ -454,6 +523,40 @@ class SplitPolicy:
 
 
 SPLITS = SplitPolicy()
+
+
+@dataclass(frozen=True)
+class AttentionLaunch:
+    """How a step launches its attention. `pdl`: as a programmatic dependent of the launch before it
+    (sm90+), which must not write the lengths or any cache row but the newest; the kernel reads the
+    lengths and asks L2 for its first `prefetch_keys` keys and values while it waits, and lets the
+    next launch start right after the wait (`early_trigger`) or after its loop. Which one wins
+    depends on the model and the GPU, so the step measures them (kernels/decode_session.py)."""
+
+    pdl: bool = False
+    prefetch_keys: int = 0
+    early_trigger: bool = True
+
+    @property
+    def label(self) -> str:
+        """'plain', or 'pdl' with what it does while waiting and when it lets the next launch start."""
+        if not self.pdl:
+            return "plain"
+        return "pdl" + (f"-prefetch{self.prefetch_keys}" if self.prefetch_keys else "") + \
+            ("" if self.early_trigger else "-late")
+
+
+PLAIN_LAUNCH = AttentionLaunch()
+# What a step measures (kernels/decode_session.py). On the H200 (2026-11-30, CUDA graph, prompt 940,
+# interleaved): at gpt2 batch 4 the early trigger with 64 keys asked for won (bf16 0.3845 -> 0.3604 ms,
+# int8 0.3957 -> 0.3813); at batch 64 the int8 cache won with the late trigger (0.7282 -> 0.7049) and
+# bf16 with neither; at gpt2-xl every PDL launch lost (2.36 -> 2.58-2.79 ms bf16, 2.29 -> 2.34-2.44 int8).
+LAUNCH_CHOICES = (PLAIN_LAUNCH, AttentionLaunch(True, 64), AttentionLaunch(True, 64, False))
+
+
+def launch_choices(gpu: Device | None) -> tuple[AttentionLaunch, ...]:
+    """The launches worth measuring on this GPU: PDL ones only where the kernel is compiled for it."""
+    return LAUNCH_CHOICES if uses_pdl(gpu) else (PLAIN_LAUNCH,)
 
 
 def default_num_splits(batch: int, heads: int, capacity: int, device: torch.device) -> int:
@@ -529,7 +632,8 @@ class SplitBuffers:
 
 
 def split_kv_attention(q, k, v, seq_lens, out, buffers: SplitBuffers, *, k_scale=None, v_scale=None,
-                       sm_scale=None, config=None) -> None:
+                       sm_scale=None, config=None, launch: AttentionLaunch = PLAIN_LAUNCH,
+                       gpu: Device | None = None) -> None:
     """Decode attention into `out` (B, H, D) in one launch: each split writes its partial output and
     log2-sum-exp into `buffers`, and the last split of each (batch, head) to finish merges them."""
     is_int8 = _check(q, k, v, seq_lens, k_scale, v_scale)
@@ -554,10 +658,15 @@ def split_kv_attention(q, k, v, seq_lens, out, buffers: SplitBuffers, *, k_scale
         v.stride(0), v.stride(1), v.stride(2),
         *s_strides,
         seq_lens.stride(0) if seq_lens.shape[0] == B else 0,
-        H, num_splits, sm_scale * LOG2E, _len_bucket(B * H, L),
+        H, num_splits, sm_scale * LOG2E, _len_bucket(B * H, L), launch.prefetch_keys, int(launch.early_trigger),
     )
     grid = (num_splits, B * H)
     fixed = {"HEAD_DIM": D, "BLOCK_D": triton.next_power_of_2(D), "IS_INT8": is_int8}
+    if launch.pdl:  # one compiled variant for every PDL choice: what they differ in are runtime arguments
+        if not uses_pdl(gpu if gpu is not None else (device_facts(q.device) if q.is_cuda else None)):
+            raise ValueError("a PDL attention launch needs programmatic dependent launch (sm90+, "
+                             "fused_linear.TUNING.pdl on, not the interpreter); use PLAIN_LAUNCH here.")
+        fixed.update(PDL=True, launch_pdl=True)
     if config is None and interpreting():
         config = INTERPRET_CONFIG
     if config is None:
@@ -579,13 +688,16 @@ def decode_attention(
     num_splits: int | None = None,
     config: dict | None = None,
     buffers: SplitBuffers | None = None,
+    launch: AttentionLaunch = PLAIN_LAUNCH,
+    gpu: Device | None = None,
 ) -> torch.Tensor:
     """softmax(q k[:len]^T * sm_scale) v[:len] for one query per (batch, head); returns (B, H, D) in q's dtype.
 
     The caller guarantees 1 <= seq_lens <= L (the lengths live on the device; checking them here
     would cost a synchronization every step). `config` pins {"BLOCK_N", "USE_DOT", "num_warps",
     "num_stages"} instead of autotuning. `buffers` (kept by a caller that calls again, such as a
-    cache) saves allocating and zeroing them per call; they fix the split count.
+    cache) saves allocating and zeroing them per call; they fix the split count. `gpu`: the GPU's
+    facts where the tensors cannot give them (the compile matrix's meta tensors).
     """
     B, H, D = q.shape
     if buffers is None:
@@ -595,7 +707,7 @@ def decode_attention(
         raise ValueError(f"num_splits {num_splits} disagrees with the buffers' {buffers.num_splits}.")
     out = torch.empty_like(q)
     split_kv_attention(q, k, v, seq_lens, out, buffers, k_scale=k_scale, v_scale=v_scale, sm_scale=sm_scale,
-                       config=config)
+                       config=config, launch=launch, gpu=gpu)
     return out
 
 
@@ -627,27 +739,30 @@ def compile_specs(target):
     from .aot import CompileSpec, meta
 
     dtype = torch.bfloat16 if target.bf16 else torch.float16
+    gpu = Device(132, target.capability)
+    # The fused step (head_dim 64) may launch attention as a programmatic dependent from Hopper on.
+    launches = [PLAIN_LAUNCH] + [c for c in launch_choices(gpu) if c.pdl][:1]
     out = []
     for int8 in (False, True):
         for d in (64, 128):
-            configs = INT8_CONFIGS if int8 else BF16_CONFIGS  # what _prune lets each cache launch
+            configs = tunable_configs(int8, target.capability)
             for cfg in configs:
-                if cfg.kwargs["USE_DOT"] and target.capability < (8, 0):
-                    continue  # _prune drops them before Ampere
 
-                def launch(d=d, int8=int8, cfg=cfg):
-                    q = meta(4, 12, d, dtype=dtype)
-                    cache = meta(4, 12, 2048, d, dtype=torch.int8 if int8 else dtype)
-                    scale = meta(4, 12, 2048, dtype=SCALE_DTYPE) if int8 else None
-                    lens = meta(1, dtype=torch.int32)
-                    decode_attention(q, cache, cache, lens, k_scale=scale, v_scale=scale,
-                                     config=dict(cfg.kwargs, num_warps=cfg.num_warps, num_stages=cfg.num_stages))
+                for how in launches if d == 64 else [PLAIN_LAUNCH]:
+                    def launch(d=d, int8=int8, cfg=cfg, how=how):
+                        q = meta(4, 12, d, dtype=dtype)
+                        cache = meta(4, 12, 2048, d, dtype=torch.int8 if int8 else dtype)
+                        scale = meta(4, 12, 2048, dtype=SCALE_DTYPE) if int8 else None
+                        lens = meta(1, dtype=torch.int32)
+                        decode_attention(q, cache, cache, lens, k_scale=scale, v_scale=scale, launch=how, gpu=gpu,
+                                         config=as_launch_config(cfg))
 
-                kind = "int8" if int8 else str(dtype).removeprefix("torch.")
-                unroll = cfg.kwargs.get("UNROLL", 1)
-                label = (f"{kind} d={d} BLOCK_N={cfg.kwargs['BLOCK_N']} {'dot' if cfg.kwargs['USE_DOT'] else 'fma'}"
-                         f"/w{cfg.num_warps}/s{cfg.num_stages}" + (f"/u{unroll}" if unroll > 1 else ""))
-                # Core: every config at GPT-2's head_dim for the float cache, the first of each kind for int8.
-                first_of_kind = cfg is next(c for c in configs if c.kwargs["USE_DOT"] == cfg.kwargs["USE_DOT"])
-                out.append(CompileSpec(label, launch, core=d == 64 and (not int8 or first_of_kind)))
+                    kind = "int8" if int8 else str(dtype).removeprefix("torch.")
+                    unroll = cfg.kwargs.get("UNROLL", 1)
+                    label = (f"{kind} d={d} BLOCK_N={cfg.kwargs['BLOCK_N']} "
+                             f"{'dot' if cfg.kwargs['USE_DOT'] else 'fma'}/w{cfg.num_warps}/s{cfg.num_stages}"
+                             + (f"/u{unroll}" if unroll > 1 else "") + (" pdl" if how.pdl else ""))
+                    # Core: every config at GPT-2's head_dim for the float cache, the first of each kind for int8.
+                    first_of_kind = cfg is next(c for c in configs if c.kwargs["USE_DOT"] == cfg.kwargs["USE_DOT"])
+                    out.append(CompileSpec(label, launch, core=d == 64 and (not int8 or first_of_kind)))
     return out

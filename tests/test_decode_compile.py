@@ -45,16 +45,18 @@ for cc in map(int, sys.argv[1:]):
              "Out": f, "Counter": "*i32",
              **ints("stride_qb", "stride_qh", "stride_ob", "stride_oh", "stride_kb", "stride_kh", "stride_kn",
                     "stride_vb", "stride_vh", "stride_vn", "stride_sb", "stride_sh", "stride_lens", "H", "num_splits"),
-             "qk_scale_log2": "fp32", "len_bucket": "i32", "HEAD_DIM": "constexpr", "BLOCK_D": "constexpr",
-             "BLOCK_N": "constexpr", "IS_INT8": "constexpr", "USE_DOT": "constexpr", "UPCAST": "constexpr"}
+             "qk_scale_log2": "fp32", "len_bucket": "i32", "prefetch_keys": "i32", "early_trigger": "i32",
+             "HEAD_DIM": "constexpr", "BLOCK_D": "constexpr", "BLOCK_N": "constexpr", "IS_INT8": "constexpr",
+             "USE_DOT": "constexpr", "UPCAST": "constexpr", "UNROLL": "constexpr", "PDL": "constexpr"}
     strides = ("stride_qb", "stride_qh", "stride_kb", "stride_kh", "stride_kn", "stride_vb", "stride_vh", "stride_vn")
     for int8 in (False, True):
         sig = dict(split, **({"K": "*i8", "V": "*i8", "KScale": "*fp32", "VScale": "*fp32"} if int8 else {}))
         for cfg in (da.INT8_CONFIGS if int8 else da.BF16_CONFIGS):
             if cfg.kwargs["USE_DOT"] and cc < 80:
                 continue  # pruned at run time on a GPU older than Ampere
-            for d in (64, 128):
-                consts = {"HEAD_DIM": d, "BLOCK_D": d, "IS_INT8": int8, "UPCAST": False, **cfg.kwargs}
+            # The fused step (head_dim 64) may launch attention as a programmatic dependent from Hopper on.
+            for d, pdl in [(64, False), (128, False)] + ([(64, True)] if cc >= 90 else []):
+                consts = {"HEAD_DIM": d, "BLOCK_D": d, "IS_INT8": int8, "UPCAST": False, "PDL": pdl, **cfg.kwargs}
                 regs, spill = compile_for(cc, da._split_kv_kernel, sig, consts, cfg.num_warps, cfg.num_stages, strides)
                 print("split", cc, int8, d, cfg.kwargs["BLOCK_N"], cfg.kwargs["USE_DOT"], cfg.num_warps, regs, spill)
     store = {"K": f, "V": f, "KQ": "*i8", "VQ": "*i8", "KS": "*fp32", "VS": "*fp32", "Pos": "*i64",

@@ -11,7 +11,7 @@ def _inputs(B, H, L, D, dtype=torch.float32, seed=0):
     return [torch.randn(shape, generator=g).to(dtype) for shape in ((B, H, D), (B, H, L, D), (B, H, L, D))]
 
 
-@pytest.mark.parametrize("splits", [1, 3, 7])
+@pytest.mark.parametrize("splits", [1, 3, 7, 20])  # 1: no merge; 20: more splits than one merge chunk
 def test_matches_float64_at_every_split_count(splits):
     q, k, v = _inputs(2, 3, 70, 32)
     lens = torch.tensor([70, 23], dtype=torch.int32)  # per-sequence lengths; the tail of sequence 1 is ignored
@@ -139,3 +139,27 @@ def test_bad_inputs_are_refused_on_the_host(change, match):
     args = change({"q": q, "k": k, "v": v, "seq_lens": torch.tensor([8], dtype=torch.int32)})
     with pytest.raises(ValueError, match=match):
         decode_attention(**args)
+
+
+def test_launch_choices_offer_pdl_only_where_the_kernel_can_use_it(monkeypatch):
+    from kernels import fused_linear
+    from kernels.decode_attention import PLAIN_LAUNCH, launch_choices
+
+    assert launch_choices(None) == (PLAIN_LAUNCH,)
+    monkeypatch.setattr(fused_linear, "interpreting", lambda: False)  # as on a GPU
+    assert launch_choices(fused_linear.Device(108, (8, 0))) == (PLAIN_LAUNCH,)  # no PDL before Hopper
+    hopper = launch_choices(fused_linear.Device(132, (9, 0)))
+    assert hopper[0] == PLAIN_LAUNCH and all(c.pdl for c in hopper[1:])
+    labels = [c.label for c in hopper]
+    assert labels[0] == "plain" and len(set(labels)) == len(labels) > 1
+    monkeypatch.setattr(fused_linear.TUNING, "pdl", False)  # the phase turned PDL off after a failure
+    assert launch_choices(fused_linear.Device(132, (9, 0))) == (PLAIN_LAUNCH,)
+
+
+def test_a_pdl_launch_where_there_is_none_is_refused():
+    from kernels.decode_attention import AttentionLaunch, SplitBuffers, split_kv_attention
+
+    q, k, v = _inputs(1, 2, 16, 16)
+    with pytest.raises(ValueError, match="needs programmatic dependent launch"):
+        split_kv_attention(q, k, v, torch.tensor([16], dtype=torch.int32), torch.empty_like(q),
+                           SplitBuffers(1, 2, 16, 2, "cpu"), launch=AttentionLaunch(pdl=True, prefetch_keys=64))
