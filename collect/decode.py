@@ -489,7 +489,7 @@ def _read_floor(session, row: DecodeRow, layers: int, per_loop: int, repeats: in
 
     try:
         sizes = session.step_fn.kernel_bytes(row.kv_bytes_per_step / layers)
-        return read_floor_ms(sizes, session.device, per_loop, repeats)
+        return read_floor_ms(sizes, session.device, per_loop, repeats, pdl=session.step_fn.kernel_pdl())
     except Exception as exc:  # noqa: BLE001
         note = f"The read-only twin of the fused step could not be timed: {_error_reason(exc)}"
         if note not in result.notes:
@@ -657,6 +657,8 @@ def _compile_task(task: tuple) -> str | None:
                                               ("int8", "torch"))):
                 s = OurSession(model, batch, capacity, cache, step)
                 s.prepare(prompt, 1)
+                if hasattr(s.step_fn, "compile_attention_launches"):  # what the graph sessions will measure
+                    s.step_fn.compile_attention_launches(s.lens)
         if device.type == "cuda":
             torch.cuda.synchronize()
     except Exception as exc:  # noqa: BLE001 - the rows will meet (and record) the same error

@@ -6,13 +6,14 @@ from __future__ import annotations
 from .timing import LOOP_REPEATS, loop_time
 
 
-def read_floor_ms(sizes: list[int], device, per_loop: int, repeats: int = LOOP_REPEATS) -> float:
-    """Median per-step loop time (ms) of ReadSteps(sizes) replayed from a CUDA graph."""
+def read_floor_ms(sizes: list[int], device, per_loop: int, repeats: int = LOOP_REPEATS,
+                  pdl: list[bool] | None = None) -> float:
+    """Median per-step loop time (ms) of ReadSteps(sizes, pdl) replayed from a CUDA graph."""
     import torch
 
     from kernels.read_floor import ReadSteps
 
-    steps = ReadSteps(sizes, device)
+    steps = ReadSteps(sizes, device, pdl)
     side = torch.cuda.Stream(device)
     side.wait_stream(torch.cuda.current_stream(device))
     with torch.cuda.stream(side):

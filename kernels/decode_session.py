@@ -17,7 +17,15 @@ import time
 import torch
 
 from .gpt2 import CACHES, GPT2, ModelArgs, cache_kwarg, cache_of, check_limits, check_tokens
+from .decode_attention import launch_choices
+from .fused_linear import device_facts
 from .gpt2_fused import STEPS, ArgmaxScratch, advance, argmax_advance
+
+# Measuring the attention launch choices (OurSession._time_launches): steps replayed to warm each
+# graph, then timed, per round; the best round counts. A few milliseconds of a session's warm-up.
+LAUNCH_WARM_STEPS = 2
+LAUNCH_TRIAL_STEPS = 6
+LAUNCH_ROUNDS = 2
 
 
 def _sync(device: torch.device) -> None:
@@ -94,6 +102,8 @@ class OurSession(Session):
         self.graph = None
         self.host_pos = 0
         self.last_logits = None
+        # Per-step time (ms) of each attention launch the graph step was measured with; {} when none.
+        self.launch_ms: dict = {}
 
     def set_mode(self, teacher_forced: bool, record_top2: bool) -> None:
         """Switch between greedy and teacher-forced decoding; a captured graph is captured again."""
@@ -135,7 +145,8 @@ class OurSession(Session):
         return logits
 
     def prepare(self, tokens: torch.Tensor, warmup_steps: int = 2, prompt_len: int | None = None) -> None:
-        """Compile, autotune and (for a graph) capture, then restart at the prompt."""
+        """Compile, autotune and (for a graph) capture, then restart at the prompt. A graph of the
+        fused step is captured once per attention launch choice first, and the fastest kept."""
         self.start(tokens, prompt_len)
         if self.cuda_graph and self.graph is None:
             side = torch.cuda.Stream()
@@ -144,17 +155,59 @@ class OurSession(Session):
                 for _ in range(max(1, warmup_steps)):
                     self._eager_step()
             torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                # Held for the graph's life: its output lives in the graph's memory pool, which
-                # may hand freed blocks to other tensors while replays keep writing there.
-                self.last_logits = self._body()
-            self.graph = graph
+            self.launch_ms = self._time_launches()
+            if self.launch_ms:
+                self.step_fn.attention_launch = min(self.launch_ms, key=self.launch_ms.get)
+            self.graph = self._capture()
         else:
             for _ in range(warmup_steps):
                 self.step()
         self.start(tokens, prompt_len)
         _sync(self.device)
+
+    def _capture(self) -> torch.cuda.CUDAGraph:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            # Held for the graph's life: its output lives in the graph's memory pool, which
+            # may hand freed blocks to other tensors while replays keep writing there.
+            self.last_logits = self._body()
+        return graph
+
+    def _rewind(self, pos: int) -> None:
+        """Back to the state right after the prefill: the steps since rewrote only later positions."""
+        self.pos.fill_(pos)
+        self.lens.fill_(pos + 1)
+        self.host_pos = pos
+
+    def _time_launches(self) -> dict:
+        """Per-step replay time (ms) of the step's graph under each attention launch worth measuring on
+        this GPU (kernels/decode_attention.py), in alternating rounds from the same position; {} when
+        there is one choice or no room in the cache. Every choice runs the same compiled kernels."""
+        step = getattr(self.step_fn, "attention_launch", None)
+        choices = launch_choices(device_facts(self.device)) if step is not None else ()
+        at = self.host_pos
+        n = min(LAUNCH_TRIAL_STEPS, self.capacity - at - LAUNCH_WARM_STEPS)
+        if len(choices) < 2 or n < 1:
+            return {}
+        graphs = {}
+        for c in choices:
+            self.step_fn.attention_launch = c
+            graphs[c] = self._capture()
+        best = dict.fromkeys(choices, float("inf"))
+        for _ in range(LAUNCH_ROUNDS):
+            for c, graph in graphs.items():
+                self._rewind(at)
+                for _ in range(LAUNCH_WARM_STEPS):
+                    graph.replay()
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                for _ in range(n):
+                    graph.replay()
+                end.record()
+                end.synchronize()
+                best[c] = min(best[c], start.elapsed_time(end) / n)
+        self._rewind(at)
+        return best
 
     def _eager_step(self):
         self.cache.begin_step(self.host_pos)

@@ -21,7 +21,7 @@ import triton.language as tl
 from . import fused_linear as fl
 from .arrival import arrive, reset
 from .common import interpreting
-from .decode_attention import split_kv_attention
+from .decode_attention import PLAIN_LAUNCH, as_launch_config, launch_choices, split_kv_attention, tunable_configs
 from .fused_linear import tile_stats
 
 
@@ -156,6 +156,8 @@ class FusedStep:
         self.h = torch.empty((batch, 4 * C), device=dev, dtype=dt)
         self.q = torch.empty((batch, H, D), device=dev, dtype=dt)
         self.split = cache.split_buffers(self.q)
+        # Plain until a session measures the alternatives (kernels/decode_session.py).
+        self.attention_launch = PLAIN_LAUNCH
         self.attn = torch.empty((batch, H, D), device=dev, dtype=dt)
         # fp32 logits: the LM head accumulates in fp32 and nothing after it needs them rounded.
         self.logits = torch.empty((batch, a.vocab_size), device=dev, dtype=torch.float32)
@@ -175,6 +177,27 @@ class FusedStep:
         self.stats = fl.RowStats.buffer(batch, fl.stats_capacity(batch, C, dev), dev)
         self.after_proj = fl.residual_stats(self.stats, self.tiles["proj"], C)
         self.after_out = fl.residual_stats(self.stats, self.tiles["out"], C)
+
+    def compile_attention_launches(self, lens) -> None:
+        """Launch the first layer's attention once per config the autotuner may pick, as each compiled
+        variant of the launch choices (kernels/decode_attention.py): the collect's compile workers
+        call this, so a session that measures the choices compiles nothing itself."""
+        c = self.cache
+        gpu = fl.device_facts(self.q.device)
+        int8 = c.k.dtype == torch.int8
+        scales = {"k_scale": c.k_scale[0], "v_scale": c.v_scale[0]} if int8 else {}
+        variants = {how.pdl: how for how in launch_choices(gpu)}.values()  # PDL choices share one binary
+        for cfg in tunable_configs(int8, gpu.capability):
+            for how in variants:
+                split_kv_attention(self.q, c.k[0], c.v[0], lens, self.attn, self.split, config=as_launch_config(cfg),
+                                   launch=how, **scales)
+
+    def kernel_pdl(self) -> list[bool]:
+        """Which kernels of a step, in launch order, launch as programmatic dependents: the products
+        where the GPU has it, the attention as the session chose (the embedding and argmax never)."""
+        p = fl.uses_pdl(fl.device_facts(self.q.device) if self.q.is_cuda else None)
+        layer = [p, self.attention_launch.pdl, p, p, p]
+        return [False] + layer * len(self.model.blocks) + [p, False]
 
     def kernel_bytes(self, cache_bytes_per_layer: float) -> list[int]:
         """What each kernel of a step must read, in launch order (kernels/read_floor.py times a step
@@ -203,10 +226,8 @@ class FusedStep:
             scales = {"k_scale": c.k_scale[i], "v_scale": c.v_scale[i]} if int8 else {}
             fl.ln_qkv_store(self.x, blk.ln1_w, blk.ln1_b, eps, blk.attn_w, blk.attn_b, self.q, c.k[i], c.v[i], pos,
                             ws, tiles=t["qkv"], stats=x_stats, **scales)
-            # Launched plainly, not as a programmatic dependent like the products: on the H200 that (with
-            # or without asking L2 for the first keys while waiting) took gpt2's step from 0.390 to
-            # 0.369-0.375 ms but gpt2-xl's from 2.34 to 2.41-2.59 (2026-11-30): no setting tried won at both.
-            split_kv_attention(self.q, c.k[i], c.v[i], lens, self.attn, self.split, **scales)
+            split_kv_attention(self.q, c.k[i], c.v[i], lens, self.attn, self.split, launch=self.attention_launch,
+                               **scales)
             fl.linear_residual(self.attn.view(B, -1), blk.proj_w, blk.proj_b, self.x, ws, tiles=t["proj"],
                                stats_out=st)
             fl.ln_linear(self.x, blk.ln2_w, blk.ln2_b, eps, blk.fc_w, blk.fc_b, self.h, ws, self.gelu, tiles=t["fc"],

@@ -26,7 +26,7 @@ PROGRAM_BYTES = 16 << 10  # bytes per program: a few loads in flight each, and e
 @triton.jit
 def _read_kernel(Src, n_words, per_prog, Sink, BLOCK: tl.constexpr, PDL: tl.constexpr):
     pid = tl.program_id(0)
-    if PDL:  # as the step's products do: start while the previous kernel drains, read after it ends
+    if PDL:  # as the step's PDL launches do: start while the previous kernel drains, read after it ends
         tl.extra.cuda.gdc_wait()
         tl.extra.cuda.gdc_launch_dependents()
     start = pid * per_prog
@@ -48,11 +48,14 @@ def programs_for(nbytes: int, sms: int) -> int:
 
 class ReadSteps:
     """One kernel per entry of `sizes` (bytes), each reading its own slice of one buffer, in order.
-    `pdl`: launch as programmatic dependents (sm90+ only; None: as the fused step's products launch)."""
+    `pdl`: launch as programmatic dependents (sm90+ only): one flag for all, one per kernel (as
+    FusedStep.kernel_pdl gives them), or None for all as the fused step's products launch."""
 
-    def __init__(self, sizes: list[int], device, pdl: bool | None = None):
+    def __init__(self, sizes: list[int], device, pdl: bool | list[bool] | None = None):
         if not sizes or any(s < 0 for s in sizes):
             raise ValueError(f"a read step needs one non-negative byte count per kernel, got {sizes!r}.")
+        if isinstance(pdl, list) and len(pdl) != len(sizes):
+            raise ValueError(f"{len(pdl)} PDL flags for {len(sizes)} kernels; give one per kernel.")
         device = torch.device(device)
         self.sizes = list(sizes)
         # Each slice starts 64-byte aligned so its words load as full vectors.
@@ -70,17 +73,18 @@ class ReadSteps:
         self.sink = torch.zeros(max(g for *_, g in self.launches), device=device, dtype=torch.int32)
         if pdl is None:
             pdl = device.type == "cuda" and uses_pdl(gpu)
-        self.pdl = bool(pdl) and not interpreting()
+        flags = pdl if isinstance(pdl, list) else [pdl] * len(sizes)
+        self.pdl = [bool(f) and not interpreting() for f in flags]
 
     @property
     def nbytes(self) -> int:
         return sum(self.sizes)
 
     def __call__(self) -> None:
-        opts = {"PDL": self.pdl, "num_warps": 1 if interpreting() else 8}
-        if self.pdl:
-            opts["launch_pdl"] = True
-        for src, w, per_prog, grid in self.launches:
+        for (src, w, per_prog, grid), pdl in zip(self.launches, self.pdl):
+            opts = {"PDL": pdl, "num_warps": 1 if interpreting() else 8}
+            if pdl:
+                opts["launch_pdl"] = True
             _read_kernel[(grid,)](src, w, per_prog, self.sink, BLOCK=BLOCK, **opts)
 
 

@@ -186,7 +186,25 @@ def test_the_read_plan_lists_every_kernel_of_a_fused_step_and_the_floor_bytes(ti
     s.step()
     per_layer = cache_bytes_per_token(TINY, 2, int8=False, dtype_bytes=4) * 5 / TINY.n_layer
     plan = s.step_fn.kernel_bytes(per_layer)
-    assert len(plan) == len(launches) == 5 * TINY.n_layer + 3
+    assert len(plan) == len(launches) == len(s.step_fn.kernel_pdl()) == 5 * TINY.n_layer + 3
+    assert not any(s.step_fn.kernel_pdl())  # the interpreter has no programmatic dependent launch
     assert sum(plan) == ours.weight_bytes_per_step() + round(per_layer) * TINY.n_layer
     attention = [b for b, name in zip(plan, launches) if name == "_split_kv_kernel"]
     assert attention == [round(per_layer)] * TINY.n_layer  # the cache bytes sit on the attention launches
+
+
+def test_a_rewound_session_decodes_the_same_tokens_again(tiny):
+    # Timing the attention launch choices replays steps from one position several times
+    # (OurSession._time_launches): rewinding must restore what the next steps read.
+    _, ours = tiny
+    for cache in ("bf16", "int8"):
+        s = OurSession(ours, 2, 10, cache, "fused")
+        s.prepare(_tokens((2, 4), seed=6), 1)
+        for _ in range(3):
+            s.step()
+        first = s.generated(4, 4)
+        s._rewind(4)
+        for _ in range(3):
+            s.step()
+        assert s.host_pos == 7 and int(s.pos) == 7 and int(s.lens) == 8
+        assert torch.equal(s.generated(4, 4), first)

@@ -40,3 +40,5 @@ def test_bad_plans_are_refused():
         ReadSteps([], "cpu")
     with pytest.raises(ValueError, match="one non-negative byte count per kernel"):
         ReadSteps([10, -1], "cpu")
+    with pytest.raises(ValueError, match="give one per kernel"):
+        ReadSteps([10, 20], "cpu", pdl=[True])
