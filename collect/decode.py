@@ -439,6 +439,8 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
         s = _session(spec, m, batch, capacity, env, keep)
         s.prepare(prompt, plan.warmup_steps)
         row.compile_s = getattr(s, "compile_s", None)
+        if spec.graph and spec.step_impl == "fused":
+            row.attention_launch = s.step_fn.attention_launch.label
         if profile:
             prof = _profile(s, min(plan.profile_steps, n), env, result)
             if prof is not None:

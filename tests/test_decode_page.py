@@ -32,7 +32,7 @@ def _model(name, layers, heads, width, wbytes):
                        weight_bytes_per_step=wbytes, dtype="bfloat16", hf_attn_implementation="sdpa", init_s=1.0)
 
 
-def _row(model, variant, batch, context, wbytes, peak_extra=None, scale=1.0, read_floor=None):
+def _row(model, variant, batch, context, wbytes, peak_extra=None, scale=1.0, read_floor=None, launch=False):
     n_new = min(65, 1024 - context)
     int8 = variant.startswith("int8")
     per_token = 2 * 12 * batch * 12 * (68 if int8 else 128)
@@ -51,11 +51,13 @@ def _row(model, variant, batch, context, wbytes, peak_extra=None, scale=1.0, rea
                      bytes_per_step=wbytes + kv, floor_ms=floor, achieved_over_floor=step / floor,
                      kernels_per_step=70.0 if key else None, kernel_ms_per_step=0.7 * step if key else None,
                      compile_s=30.0 if variant == "hf-compiled" else None, distinct_tokens=30, wall_s=0.5,
-                     read_floor_ms=read_floor * step if read_floor and key and variant.endswith("graph") else None)
+                     read_floor_ms=read_floor * step if read_floor and key and variant.endswith("graph") else None,
+                     attention_launch=({"graph": "pdl-prefetch64", "int8-graph": "plain"}.get(variant) if launch
+                                       else None))
 
 
 def decode_file(run_id, int8_peak_extra=None, agreement=0.999, micro_fraction=0.9, graph_scale=1.0,
-                int8_speed=1.9, read_floor=None) -> DecodeFile:
+                int8_speed=1.9, read_floor=None, launch=False) -> DecodeFile:
     """read_floor: the graph steps' read-only twins at the key shapes, as a fraction of their step time."""
     rows, classes = [], []
     for model, w, shapes in (("gpt2", W2, [(4, 1000), (64, 512), (4, 128), (1, 512), (16, 512), (4, 512)]),
@@ -66,7 +68,7 @@ def decode_file(run_id, int8_peak_extra=None, agreement=0.999, micro_fraction=0.
                     continue
                 scale = graph_scale if v in ("graph", "int8-graph") else 1.0
                 rows.append(_row(model, v, b, c, w, peak_extra=int8_peak_extra if v == "int8-graph" else None,
-                                 scale=scale, read_floor=read_floor))
+                                 scale=scale, read_floor=read_floor, launch=launch))
                 if (model, b, c) in KEY:
                     busy = rows[-1].kernel_ms_per_step
                     for cls, share, top in (("linear", 0.6, "_ln_linear_kernel"), ("attention", 0.3, "_split_kv_kernel"),
@@ -231,13 +233,16 @@ def test_an_older_run_with_the_previous_variants_still_renders(tmp_path):
     assert "less than bf16 eager" in p.memory_finding() or "more than bf16 eager" in p.memory_finding()
 
 
-@pytest.mark.parametrize("name", ["decode.md"])
-def test_the_markdown_template_renders(tmp_path, name):
+@pytest.mark.parametrize("launch", [False, True])
+def test_the_markdown_template_renders(tmp_path, launch):
     make_run(tmp_path)
-    write_json_atomic(tmp_path / "runs" / "synthetic-20261129" / "decode.json", decode_file("synthetic-20261129"))
+    write_json_atomic(tmp_path / "runs" / "synthetic-20261129" / "decode.json",
+                      decode_file("synthetic-20261129", launch=launch))
     report = Report.load(tmp_path)
-    out = report.render_markdown((REPO_ROOT / "docs" / name).read_text(), name)
+    out = report.render_markdown((REPO_ROOT / "docs" / "decode.md").read_text(), "decode.md")
     assert "## Where a step's time goes" in out and "Not collected" not in out and "{{" not in out
+    # The launch choice is described only for runs that made one.
+    assert ("the fastest is kept" in out) == launch
 
 
 def test_host_bound_is_said_only_when_the_profile_shows_an_idle_gpu(tmp_path):
@@ -318,3 +323,13 @@ def test_a_figure_that_misses_its_target_never_prints_as_the_target(tmp_path):
     assert "At batch 4 it is missed: 1.598× over 2 contexts." in text and "1.60× over" not in text
     table = page(tmp_path / "t", int8_speed=1.598).targets_table()
     assert "1.598× at worst" in table
+
+
+def test_the_attention_launch_each_graph_step_kept_is_named_where_the_run_chose_one(tmp_path):
+    chose = write(tmp_path / "a", decode_file("synthetic-20261129", launch=True))
+    assert chose.has_launch_choices()
+    for table in (chose.key_table(), chose.rows_table("gpt2")):
+        assert "<th>Attention launch</th>" in table and "<td>pdl-prefetch64</td>" in table and "<td>plain</td>" in table
+    older = page(tmp_path / "b")  # runs before schema 4 launched attention plainly and say nothing of it
+    assert not older.has_launch_choices()
+    assert "Attention launch" not in older.key_table() + older.rows_table("gpt2")

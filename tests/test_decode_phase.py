@@ -170,21 +170,23 @@ def test_migration_renames_the_transformers_loop_and_nothing_else():
     assert rename_decode_hf_variant(json.loads(json.dumps(out))) == out  # idempotent
 
 
-def test_version_3_changes_only_the_version_and_reaches_it_from_version_1(tmp_path):
-    from collect.schema.migrate import main, to_version_3
+@pytest.mark.parametrize("version", [3, 4])
+def test_a_version_step_changes_only_the_version_and_reaches_it_from_version_1(tmp_path, version):
+    from collect.schema import migrate
 
-    v2 = {"schema_version": 2, "rows": [{"variant": "graph", "batch": 4, "note": "Q K\u1d40"}]}
-    out = to_version_3(json.loads(json.dumps(v2)))
-    assert out == {**v2, "schema_version": 3} and to_version_3(json.loads(json.dumps(out))) == out
+    step = getattr(migrate, f"to_version_{version}")
+    before = {"schema_version": version - 1, "rows": [{"variant": "graph", "batch": 4, "note": "Q K\u1d40"}]}
+    out = step(json.loads(json.dumps(before)))
+    assert out == {**before, "schema_version": version} and step(json.loads(json.dumps(out))) == out
     v1 = {"schema_version": 1, "rows": [{"variant": "hf", "batch": 4}]}
-    assert to_version_3(v1) == {"schema_version": 3, "rows": [{"variant": "hf-eager", "batch": 4}]}
+    assert step(v1) == {"schema_version": version, "rows": [{"variant": "hf-eager", "batch": 4}]}
     # Written back as it was read: escaped where the file was ASCII, raw UTF-8 where it was not.
     for ascii_file in (True, False):
         path = tmp_path / f"f{ascii_file}.json"
-        path.write_text(json.dumps(v2, indent=1, ensure_ascii=ascii_file) + "\n", encoding="utf-8")
-        assert main(["to_version_3", str(path)]) == 0
+        path.write_text(json.dumps(before, indent=1, ensure_ascii=ascii_file) + "\n", encoding="utf-8")
+        assert migrate.main([f"to_version_{version}", str(path)]) == 0
         text = path.read_text(encoding="utf-8")
-        assert json.loads(text)["schema_version"] == 3 and text.isascii() == ascii_file
+        assert json.loads(text)["schema_version"] == version and text.isascii() == ascii_file
 
 
 def _empty_file():

@@ -94,6 +94,12 @@ class DecodeRow:
                                       "plain read of the bytes its counterpart must read (kernels/read_floor.py). "
                                       "Their bytes add up to bytes_per_step: what the step's kernel structure costs "
                                       "with no work in it.", None, **MS)
+    attention_launch: str | None = doc("Fused CUDA-graph steps: how the step launched its attention, the fastest "
+                                       "of the choices its session timed at warm-up ('plain'; or 'pdl' as a "
+                                       "programmatic dependent of the previous kernel, '-prefetch64' asking L2 for "
+                                       "the first 64 keys while it waits, '-late' letting the next kernel start "
+                                       "after its loop instead of at once). 'plain' where the GPU has no PDL.",
+                                       None, pattern=IDENT)
     compile_s: float | None = doc("hf-compiled: seconds of the cold compile and CUDA-graph recording before the "
                                   "first timed step (never part of a step time).", None, **SECONDS)
     tokens_per_s: float | None = doc("batch / median step time.", None, **NONNEGATIVE)

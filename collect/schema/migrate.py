@@ -61,8 +61,17 @@ def to_version_3(doc: dict) -> dict:
     return doc
 
 
+def to_version_4(doc: dict) -> dict:
+    """Any file of schema version 3 (older ones through the steps above): version 4 adds one optional
+    field, decode rows' attention_launch, which older runs did not choose (they launched plainly)."""
+    doc = to_version_3(doc)
+    if doc.get("schema_version") == 3:
+        doc["schema_version"] = 4
+    return doc
+
+
 MIGRATIONS = {f.__name__: f for f in (rename_decode_hf_variant, decode_int8_comparison_series, to_version_2,
-                                      to_version_3)}
+                                      to_version_3, to_version_4)}
 
 
 def main(argv: list[str]) -> int:

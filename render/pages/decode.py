@@ -206,6 +206,10 @@ class DecodePage(Page):
 
     # --- the key shapes: step time, kernels, where the time goes -----------------------------
 
+    def has_launch_choices(self) -> bool:
+        """Whether this run's graph steps chose how to launch their attention (runs before schema 4 did not)."""
+        return "attention_launch" in self.rows and self.rows["attention_launch"].notna().any()
+
     def key_table(self) -> str:
         shapes = self.key_shapes()
         if not shapes:
@@ -221,14 +225,17 @@ class DecodePage(Page):
                             "step": r.step_ms_median, "floor": r.achieved_over_floor,
                             "kernels": r.get("kernels_per_step"), "busy": busy,
                             "idle": max(0.0, r.step_ms_median - busy) if _ok(busy) else None,
-                            "compile": r.get("compile_s")})
+                            "launch": r.get("attention_launch"), "compile": r.get("compile_s")})
         opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
-        return table_html(pd.DataFrame(out), {
-            "shape": "Shape", "variant": "Variant", "step": "Step (loop time)", "floor": "× floor",
-            "kernels": "Kernels per step", "busy": "Kernel time per step", "idle": "GPU idle per step",
-            "compile": "Cold compile (s)"},
+        columns = {"shape": "Shape", "variant": "Variant", "step": "Step (loop time)", "floor": "× floor",
+                   "kernels": "Kernels per step", "busy": "Kernel time per step", "idle": "GPU idle per step",
+                   "launch": "Attention launch", "compile": "Cold compile (s)"}
+        if not self.has_launch_choices():
+            del columns["launch"]
+        return table_html(pd.DataFrame(out), columns,
             formats={"step": opt(fmt.ms), "floor": opt(fmt.ratio), "kernels": opt(lambda x: f"{x:.0f}"),
-                     "busy": opt(fmt.ms), "idle": opt(fmt.ms), "compile": opt(lambda x: f"{x:.1f}")})
+                     "busy": opt(fmt.ms), "idle": opt(fmt.ms), "compile": opt(lambda x: f"{x:.1f}"),
+                     "launch": opt(str)})
 
     def _class_shares(self, model: str, variant: str, b: int, c: int) -> pd.DataFrame:
         k = self.classes
@@ -684,15 +691,19 @@ class DecodePage(Page):
         f["variant"] = f["variant"].map(self.label)
         f["status"] = [s if s == "ok" else f"{s}: {r}" for s, r in zip(f["status"], f["reason"].fillna(""))]
         opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
-        return table_html(f, {
-            "batch": "Batch", "context": "Context", "variant": "Variant", "step_impl": "Step",
-            "step_ms_median": "Step (loop time)", "tokens_per_s": "Tokens/s", "achieved_over_floor": "× floor",
-            "kernels_per_step": "Kernels per step", "peak_mem_bytes": "Peak memory", "kv_cache_bytes": "KV cache",
-            "distinct_tokens": "Distinct tokens", "status": "Status"},
+        columns = {"batch": "Batch", "context": "Context", "variant": "Variant", "step_impl": "Step",
+                   "attention_launch": "Attention launch", "step_ms_median": "Step (loop time)",
+                   "tokens_per_s": "Tokens/s", "achieved_over_floor": "× floor", "kernels_per_step": "Kernels per step",
+                   "peak_mem_bytes": "Peak memory", "kv_cache_bytes": "KV cache", "distinct_tokens": "Distinct tokens",
+                   "status": "Status"}
+        if not self.has_launch_choices():
+            del columns["attention_launch"]
+        return table_html(f, columns,
             formats={"step_ms_median": opt(fmt.ms), "tokens_per_s": opt(fmt.num),
                      "achieved_over_floor": opt(fmt.ratio), "kernels_per_step": opt(lambda x: f"{x:.0f}"),
                      "peak_mem_bytes": opt(fmt.bytes_), "kv_cache_bytes": opt(fmt.bytes_),
-                     "distinct_tokens": opt(lambda x: str(int(x))), "step_impl": opt(str)})
+                     "distinct_tokens": opt(lambda x: str(int(x))), "step_impl": opt(str),
+                     "attention_launch": opt(str)})
 
     def micro_table(self) -> str:
         f = self.micro.sort_values(["batch", "context", "impl"]).copy()
