@@ -550,7 +550,9 @@ PLAIN_LAUNCH = AttentionLaunch()
 # What a step measures (kernels/decode_session.py). On the H200 (2026-11-30, CUDA graph, prompt 940,
 # interleaved): at gpt2 batch 4 the early trigger with 64 keys asked for won (bf16 0.3845 -> 0.3604 ms,
 # int8 0.3957 -> 0.3813); at batch 64 the int8 cache won with the late trigger (0.7282 -> 0.7049) and
-# bf16 with neither; at gpt2-xl every PDL launch lost (2.36 -> 2.58-2.79 ms bf16, 2.29 -> 2.34-2.44 int8).
+# bf16 with neither. At gpt2-xl PDL mostly lost (bf16 2.34 -> 2.39-2.79 ms, int8 2.29 -> 2.34-2.44),
+# though one full collect's warm-up kept it for bf16: too close to fix by rule, so it is measured.
+# Without a prefetch, or with 128 keys or more, it gained less at gpt2 and lost more at gpt2-xl.
 LAUNCH_CHOICES = (PLAIN_LAUNCH, AttentionLaunch(True, 64), AttentionLaunch(True, 64, False))
 
 
