@@ -26,8 +26,7 @@ import triton
 import triton.language as tl
 
 from .arrival import arrive, reset
-from .common import LOG2E, device_sm_count, interpreting, quick_bench
-from .fused_linear import Device, device_facts, uses_pdl
+from .common import LOG2E, capability, device_index, device_sm_count, interpreting, quick_bench
 from .kv_quant import SCALE_DTYPE
 from .prefetch import prefetch_rows
 
@@ -556,9 +555,20 @@ PLAIN_LAUNCH = AttentionLaunch()
 LAUNCH_CHOICES = (PLAIN_LAUNCH, AttentionLaunch(True, 64), AttentionLaunch(True, 64, False))
 
 
-def launch_choices(gpu: Device | None) -> tuple[AttentionLaunch, ...]:
-    """The launches worth measuring on this GPU: PDL ones only where the kernel is compiled for it."""
-    return LAUNCH_CHOICES if uses_pdl(gpu) else (PLAIN_LAUNCH,)
+def launch_choices(pdl: bool) -> tuple[AttentionLaunch, ...]:
+    """The launches worth measuring: PDL ones only where the step launches with PDL at all (the
+    products decide: fused_linear.uses_pdl)."""
+    return LAUNCH_CHOICES if pdl else (PLAIN_LAUNCH,)
+
+
+def _can_launch_pdl(q: torch.Tensor, target_capability: tuple[int, int] | None) -> bool:
+    if interpreting():
+        return False
+    if target_capability is None:
+        if not q.is_cuda:
+            return False
+        target_capability = capability(device_index(q.device))
+    return target_capability >= (9, 0)
 
 
 def default_num_splits(batch: int, heads: int, capacity: int, device: torch.device) -> int:
@@ -635,7 +645,7 @@ class SplitBuffers:
 
 def split_kv_attention(q, k, v, seq_lens, out, buffers: SplitBuffers, *, k_scale=None, v_scale=None,
                        sm_scale=None, config=None, launch: AttentionLaunch = PLAIN_LAUNCH,
-                       gpu: Device | None = None) -> None:
+                       target_capability: tuple[int, int] | None = None) -> None:
     """Decode attention into `out` (B, H, D) in one launch: each split writes its partial output and
     log2-sum-exp into `buffers`, and the last split of each (batch, head) to finish merges them."""
     is_int8 = _check(q, k, v, seq_lens, k_scale, v_scale)
@@ -665,9 +675,9 @@ def split_kv_attention(q, k, v, seq_lens, out, buffers: SplitBuffers, *, k_scale
     grid = (num_splits, B * H)
     fixed = {"HEAD_DIM": D, "BLOCK_D": triton.next_power_of_2(D), "IS_INT8": is_int8}
     if launch.pdl:  # one compiled variant for every PDL choice: what they differ in are runtime arguments
-        if not uses_pdl(gpu if gpu is not None else (device_facts(q.device) if q.is_cuda else None)):
-            raise ValueError("a PDL attention launch needs programmatic dependent launch (sm90+, "
-                             "fused_linear.TUNING.pdl on, not the interpreter); use PLAIN_LAUNCH here.")
+        if not _can_launch_pdl(q, target_capability):
+            raise ValueError("a PDL attention launch needs programmatic dependent launch (a GPU of compute "
+                             "capability 9.0 or newer, not the interpreter); use PLAIN_LAUNCH here.")
         fixed.update(PDL=True, launch_pdl=True)
     if config is None and interpreting():
         config = INTERPRET_CONFIG
@@ -691,15 +701,15 @@ def decode_attention(
     config: dict | None = None,
     buffers: SplitBuffers | None = None,
     launch: AttentionLaunch = PLAIN_LAUNCH,
-    gpu: Device | None = None,
+    target_capability: tuple[int, int] | None = None,
 ) -> torch.Tensor:
     """softmax(q k[:len]^T * sm_scale) v[:len] for one query per (batch, head); returns (B, H, D) in q's dtype.
 
     The caller guarantees 1 <= seq_lens <= L (the lengths live on the device; checking them here
     would cost a synchronization every step). `config` pins {"BLOCK_N", "USE_DOT", "num_warps",
     "num_stages"} instead of autotuning. `buffers` (kept by a caller that calls again, such as a
-    cache) saves allocating and zeroing them per call; they fix the split count. `gpu`: the GPU's
-    facts where the tensors cannot give them (the compile matrix's meta tensors).
+    cache) saves allocating and zeroing them per call; they fix the split count.
+    `target_capability`: the GPU's where the tensors cannot give it (the compile matrix's meta tensors).
     """
     B, H, D = q.shape
     if buffers is None:
@@ -709,7 +719,7 @@ def decode_attention(
         raise ValueError(f"num_splits {num_splits} disagrees with the buffers' {buffers.num_splits}.")
     out = torch.empty_like(q)
     split_kv_attention(q, k, v, seq_lens, out, buffers, k_scale=k_scale, v_scale=v_scale, sm_scale=sm_scale,
-                       config=config, launch=launch, gpu=gpu)
+                       config=config, launch=launch, target_capability=target_capability)
     return out
 
 
@@ -741,9 +751,8 @@ def compile_specs(target):
     from .aot import CompileSpec, meta
 
     dtype = torch.bfloat16 if target.bf16 else torch.float16
-    gpu = Device(132, target.capability)
     # The fused step (head_dim 64) may launch attention as a programmatic dependent from Hopper on.
-    launches = [PLAIN_LAUNCH] + [c for c in launch_choices(gpu) if c.pdl][:1]
+    launches = [PLAIN_LAUNCH] + [c for c in launch_choices(target.capability >= (9, 0)) if c.pdl][:1]
     out = []
     for int8 in (False, True):
         for d in (64, 128):
@@ -756,7 +765,8 @@ def compile_specs(target):
                         cache = meta(4, 12, 2048, d, dtype=torch.int8 if int8 else dtype)
                         scale = meta(4, 12, 2048, dtype=SCALE_DTYPE) if int8 else None
                         lens = meta(1, dtype=torch.int32)
-                        decode_attention(q, cache, cache, lens, k_scale=scale, v_scale=scale, launch=how, gpu=gpu,
+                        decode_attention(q, cache, cache, lens, k_scale=scale, v_scale=scale, launch=how,
+                                         target_capability=target.capability,
                                          config=as_launch_config(cfg))
 
                     kind = "int8" if int8 else str(dtype).removeprefix("torch.")

@@ -18,7 +18,7 @@ import torch
 
 from .gpt2 import CACHES, GPT2, ModelArgs, cache_kwarg, cache_of, check_limits, check_tokens
 from .decode_attention import launch_choices
-from .fused_linear import device_facts
+from .fused_linear import device_facts, uses_pdl
 from .gpt2_fused import STEPS, ArgmaxScratch, advance, argmax_advance
 
 # Measuring the attention launch choices (OurSession._time_launches): steps replayed to warm each
@@ -184,7 +184,7 @@ class OurSession(Session):
         this GPU (kernels/decode_attention.py), in alternating rounds from the same position; {} when
         there is one choice or no room in the cache. Every choice runs the same compiled kernels."""
         step = getattr(self.step_fn, "attention_launch", None)
-        choices = launch_choices(device_facts(self.device)) if step is not None else ()
+        choices = launch_choices(uses_pdl(device_facts(self.device))) if step is not None else ()
         at = self.host_pos
         n = min(LAUNCH_TRIAL_STEPS, self.capacity - at - LAUNCH_WARM_STEPS)
         if len(choices) < 2 or n < 1:

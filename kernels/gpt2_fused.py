@@ -186,7 +186,7 @@ class FusedStep:
         gpu = fl.device_facts(self.q.device)
         int8 = c.k.dtype == torch.int8
         scales = {"k_scale": c.k_scale[0], "v_scale": c.v_scale[0]} if int8 else {}
-        variants = {how.pdl: how for how in launch_choices(gpu)}.values()  # PDL choices share one binary
+        variants = {how.pdl: how for how in launch_choices(fl.uses_pdl(gpu))}.values()  # PDL choices share one binary
         for cfg in tunable_configs(int8, gpu.capability):
             for how in variants:
                 split_kv_attention(self.q, c.k[0], c.v[0], lens, self.attn, self.split, config=as_launch_config(cfg),

@@ -141,19 +141,21 @@ def test_bad_inputs_are_refused_on_the_host(change, match):
         decode_attention(**args)
 
 
-def test_launch_choices_offer_pdl_only_where_the_kernel_can_use_it(monkeypatch):
+def test_launch_choices_offer_pdl_only_where_the_step_uses_it(monkeypatch):
     from kernels import fused_linear
     from kernels.decode_attention import PLAIN_LAUNCH, launch_choices
 
-    assert launch_choices(None) == (PLAIN_LAUNCH,)
-    monkeypatch.setattr(fused_linear, "interpreting", lambda: False)  # as on a GPU
-    assert launch_choices(fused_linear.Device(108, (8, 0))) == (PLAIN_LAUNCH,)  # no PDL before Hopper
-    hopper = launch_choices(fused_linear.Device(132, (9, 0)))
-    assert hopper[0] == PLAIN_LAUNCH and all(c.pdl for c in hopper[1:])
-    labels = [c.label for c in hopper]
+    assert launch_choices(False) == (PLAIN_LAUNCH,)
+    with_pdl = launch_choices(True)
+    assert with_pdl[0] == PLAIN_LAUNCH and all(c.pdl for c in with_pdl[1:])
+    labels = [c.label for c in with_pdl]
     assert labels[0] == "plain" and len(set(labels)) == len(labels) > 1
-    monkeypatch.setattr(fused_linear.TUNING, "pdl", False)  # the phase turned PDL off after a failure
-    assert launch_choices(fused_linear.Device(132, (9, 0))) == (PLAIN_LAUNCH,)
+    # The products decide whether the step uses PDL: Hopper on, and not after the phase turned it off.
+    monkeypatch.setattr(fused_linear, "interpreting", lambda: False)  # as on a GPU
+    assert not fused_linear.uses_pdl(fused_linear.Device(108, (8, 0)))
+    assert fused_linear.uses_pdl(fused_linear.Device(132, (9, 0)))
+    monkeypatch.setattr(fused_linear.TUNING, "pdl", False)
+    assert not fused_linear.uses_pdl(fused_linear.Device(132, (9, 0)))
 
 
 def test_a_pdl_launch_where_there_is_none_is_refused():
