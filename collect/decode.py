@@ -441,6 +441,7 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
         row.compile_s = getattr(s, "compile_s", None)
         if spec.graph and spec.step_impl == "fused":
             row.attention_launch = s.step_fn.attention_launch.label
+            row.attention_config = s.attention_config
         if profile:
             prof = _profile(s, min(plan.profile_steps, n), env, result)
             if prof is not None:

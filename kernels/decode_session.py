@@ -17,7 +17,7 @@ import time
 import torch
 
 from .gpt2 import CACHES, GPT2, ModelArgs, cache_kwarg, cache_of, check_limits, check_tokens
-from .decode_attention import launch_choices
+from .decode_attention import last_config, launch_choices
 from .fused_linear import device_facts, uses_pdl
 from .gpt2_fused import STEPS, ArgmaxScratch, advance, argmax_advance
 
@@ -104,6 +104,8 @@ class OurSession(Session):
         self.last_logits = None
         # Per-step time (ms) of each attention launch the graph step was measured with; {} when none.
         self.launch_ms: dict = {}
+        # The autotuned split-KV config the captured step runs (kernels/decode_attention.last_config).
+        self.attention_config: str | None = None
 
     def set_mode(self, teacher_forced: bool, record_top2: bool) -> None:
         """Switch between greedy and teacher-forced decoding; a captured graph is captured again."""
@@ -159,6 +161,7 @@ class OurSession(Session):
             if self.launch_ms:
                 self.step_fn.attention_launch = min(self.launch_ms, key=self.launch_ms.get)
             self.graph = self._capture()
+            self.attention_config = last_config()  # the capture's attention launches were the last tuned ones
         else:
             for _ in range(warmup_steps):
                 self.step()

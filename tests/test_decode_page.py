@@ -53,7 +53,8 @@ def _row(model, variant, batch, context, wbytes, peak_extra=None, scale=1.0, rea
                      compile_s=30.0 if variant == "hf-compiled" else None, distinct_tokens=30, wall_s=0.5,
                      read_floor_ms=read_floor * step if read_floor and key and variant.endswith("graph") else None,
                      attention_launch=({"graph": "pdl-prefetch64", "int8-graph": "plain"}.get(variant) if launch
-                                       else None))
+                                       else None),
+                     attention_config=(EVIL if launch and variant.endswith("graph") else None))
 
 
 def decode_file(run_id, int8_peak_extra=None, agreement=0.999, micro_fraction=0.9, graph_scale=1.0,
@@ -330,6 +331,10 @@ def test_the_attention_launch_each_graph_step_kept_is_named_where_the_run_chose_
     assert chose.has_launch_choices()
     for table in (chose.key_table(), chose.rows_table("gpt2")):
         assert "<th>Attention launch</th>" in table and "<td>pdl-prefetch64</td>" in table and "<td>plain</td>" in table
+    # The autotuned config each graph step ran, a string from the data: shown, never interpreted.
+    assert "<th>Attention config</th>" in chose.key_table() and EVIL not in chose.key_table()
+    assert "&lt;script&gt;" in chose.key_table()
     older = page(tmp_path / "b")  # runs before schema 4 launched attention plainly and say nothing of it
     assert not older.has_launch_choices()
     assert "Attention launch" not in older.key_table() + older.rows_table("gpt2")
+    assert "Attention config" not in older.key_table()

@@ -100,6 +100,9 @@ class DecodeRow:
                                        "the first 64 keys while it waits, '-late' letting the next kernel start "
                                        "after its loop instead of at once). 'plain' where the GPU has no PDL.",
                                        None, pattern=IDENT)
+    attention_config: str | None = doc("Fused CUDA-graph steps: the split-KV attention config the autotuner chose "
+                                       "for this shape in this process (tile, warps, stages). A different choice "
+                                       "changes the step's time, and its rounding.", None)
     compile_s: float | None = doc("hf-compiled: seconds of the cold compile and CUDA-graph recording before the "
                                   "first timed step (never part of a step time).", None, **SECONDS)
     tokens_per_s: float | None = doc("batch / median step time.", None, **NONNEGATIVE)

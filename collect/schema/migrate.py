@@ -62,8 +62,9 @@ def to_version_3(doc: dict) -> dict:
 
 
 def to_version_4(doc: dict) -> dict:
-    """Any file of schema version 3 (older ones through the steps above): version 4 adds one optional
-    field, decode rows' attention_launch, which older runs did not choose (they launched plainly)."""
+    """Any file of schema version 3 (older ones through the steps above): version 4 adds two optional
+    fields, decode rows' attention_launch (older runs launched attention plainly) and attention_config
+    (which older runs did not record)."""
     doc = to_version_3(doc)
     if doc.get("schema_version") == 3:
         doc["schema_version"] = 4

@@ -225,17 +225,19 @@ class DecodePage(Page):
                             "step": r.step_ms_median, "floor": r.achieved_over_floor,
                             "kernels": r.get("kernels_per_step"), "busy": busy,
                             "idle": max(0.0, r.step_ms_median - busy) if _ok(busy) else None,
-                            "launch": r.get("attention_launch"), "compile": r.get("compile_s")})
+                            "launch": r.get("attention_launch"), "config": r.get("attention_config"),
+                            "compile": r.get("compile_s")})
         opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
         columns = {"shape": "Shape", "variant": "Variant", "step": "Step (loop time)", "floor": "× floor",
                    "kernels": "Kernels per step", "busy": "Kernel time per step", "idle": "GPU idle per step",
-                   "launch": "Attention launch", "compile": "Cold compile (s)"}
-        if not self.has_launch_choices():
-            del columns["launch"]
+                   "launch": "Attention launch", "config": "Attention config", "compile": "Cold compile (s)"}
+        for col, field in (("launch", "attention_launch"), ("config", "attention_config")):
+            if field not in self.rows or self.rows[field].isna().all():  # runs that did not record it
+                del columns[col]
         return table_html(pd.DataFrame(out), columns,
             formats={"step": opt(fmt.ms), "floor": opt(fmt.ratio), "kernels": opt(lambda x: f"{x:.0f}"),
                      "busy": opt(fmt.ms), "idle": opt(fmt.ms), "compile": opt(lambda x: f"{x:.1f}"),
-                     "launch": opt(str)})
+                     "launch": opt(str), "config": opt(str)})
 
     def _class_shares(self, model: str, variant: str, b: int, c: int) -> pd.DataFrame:
         k = self.classes
