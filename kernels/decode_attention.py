@@ -5,7 +5,12 @@ problem, and at small batch it is also a parallelism problem: batch x heads prog
 to fill a large GPU. Following flash-decoding, each (batch, head) splits its cache into chunks
 handled by separate programs; each program writes a partial output and its log-sum-exp. The last
 split of each (batch, head) to finish, counted with an atomic, reads the others' partials from L2
-and merges them exactly, so a step pays for one kernel per layer's attention instead of two.
+and merges them exactly, so a step pays for one kernel per layer's attention instead of two. Where
+the batch alone fills the GPU (one split), each program stores its output directly.
+
+In a decode step the kernel can also start as a programmatic dependent of the launch before it
+(`AttentionLaunch`): only the query and the newest cache row come from that launch, so the lengths
+are read and the first keys asked of L2 while it drains.
 
 The same kernel reads a bf16/fp16 cache or an int8 cache with one fp32 scale per token per head.
 For int8 the scale factors out of both products: score_j = scale_k[j] * (q . k_int8[j]) and
@@ -309,7 +314,7 @@ def _split_kv_kernel(
     h = (bh % H).to(tl.int64)
 
     # Under PDL this runs while the previous launch drains: the lengths and every cache row but the
-    # newest were written launches earlier (see split_kv_attention), so only q and the newest row wait.
+    # newest were written launches earlier (see AttentionLaunch), so only q and the newest row wait.
     seq_len = tl.load(Lens + b * stride_lens)
     # Chunks are sized from the live length, not the capacity, so every split gets work as the cache fills.
     chunk = tl.cdiv(tl.cdiv(seq_len, num_splits), BLOCK_N) * BLOCK_N
@@ -758,7 +763,6 @@ def compile_specs(target):
         for d in (64, 128):
             configs = tunable_configs(int8, target.capability)
             for cfg in configs:
-
                 for how in launches if d == 64 else [PLAIN_LAUNCH]:
                     def launch(d=d, int8=int8, cfg=cfg, how=how):
                         q = meta(4, 12, d, dtype=dtype)

@@ -181,7 +181,7 @@ class FusedStep:
     def compile_attention_launches(self, lens) -> None:
         """Launch the first layer's attention once per config the autotuner may pick, as each compiled
         variant of the launch choices (kernels/decode_attention.py): the collect's compile workers
-        call this, so a session that measures the choices compiles nothing itself."""
+        call this, so a session that measures the choices finds them in Triton's cache."""
         c = self.cache
         gpu = fl.device_facts(self.q.device)
         int8 = c.k.dtype == torch.int8
