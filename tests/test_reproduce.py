@@ -35,3 +35,12 @@ def test_phases_from_several_commits_are_replayed_each_at_its_own():
     assert "python -m collect correctness bench --profile" in text and "git checkout " + "c" * 40 in text
     assert "b" * 12 in page.phase_table()
     assert provenance(run)["commit"].startswith("a" * 12 + ", " + "b" * 12 + ", " + "c" * 12)
+
+
+def test_the_manifest_notes_reach_the_reader_escaped():
+    run = run_with([PhaseRecord(name="env", status="complete")])
+    assert ReproducePage(run, [run]).notes() == ""
+    run.manifest.notes = ["The commit fields were corrected by hand.", "<script>alert(1)</script>"]
+    text = ReproducePage(run, [run]).notes()
+    assert text.count("!!! note") == 2 and "corrected by hand" in text
+    assert "<script>" not in text and "&lt;script&gt;" in text

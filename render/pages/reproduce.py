@@ -30,6 +30,10 @@ class ReproducePage(Page):
         lines.append(f"REPORT_RUN={self.run.id} make serve")
         return escape.code_block("\n".join(lines), "bash") + "\n"  # the command is data: a fence in it must not end the block
 
+    def notes(self) -> str:
+        """What the collector (or whoever corrected the run) left in the manifest for the reader."""
+        return "".join(f"\n!!! note\n    {escape.text(n)}\n" for n in self.run.manifest.notes)
+
     def phase_table(self) -> str:
         recs = self.run.manifest.phases
         if not recs:
