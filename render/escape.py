@@ -44,6 +44,11 @@ def text(s: object) -> str:
     return f"&#{ord(out[0])};{out[1:]}" if _BLOCK_START.match(out) else out
 
 
+def note(s: object) -> str:
+    """`s`, a note from the data, as a Markdown note admonition of its own."""
+    return f"\n!!! note\n    {text(s)}\n"
+
+
 def code(s: object) -> str:
     """`s` as an inline code span."""
     return f"<code>{text(s)}</code>"

@@ -185,8 +185,7 @@ class BenchPage(Page):
                 f"{join(dtype_short(d) for d in dict.fromkeys(self.rows['dtype']))}, causal and not.")
         text += self._clock_sentence()
         text += f'\n\n??? info "How each case was timed"\n    {escape.text(data.timing_method)}\n'
-        for note in data.notes:
-            text += f"\n!!! note\n    {escape.text(note)}\n"
+        text += "".join(map(escape.note, data.notes))
         return text
 
     def _clock_sentence(self) -> str:

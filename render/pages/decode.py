@@ -191,8 +191,8 @@ class DecodePage(Page):
                      f"({escape.text(d.floor_bandwidth_source or 'source not recorded')}).")
         else:
             text += "No copy bandwidth was measured, so this run has no bandwidth floors."
-        for note in d.notes:
-            text += f"\n\n!!! note\n    {escape.text(note)}"
+        if d.notes:
+            text += "\n" + "".join(map(escape.note, d.notes))
         return text
 
     def models_table(self) -> str:
@@ -206,9 +206,13 @@ class DecodePage(Page):
 
     # --- the key shapes: step time, kernels, where the time goes -----------------------------
 
+    def _recorded(self, field: str) -> bool:
+        """Whether any row of this run has `field` (older schemas lack the newer optional ones)."""
+        return field in self.rows and self.rows[field].notna().any()
+
     def has_launch_choices(self) -> bool:
         """Whether this run's graph steps chose how to launch their attention (runs before schema 4 did not)."""
-        return "attention_launch" in self.rows and self.rows["attention_launch"].notna().any()
+        return self._recorded("attention_launch")
 
     def key_table(self) -> str:
         shapes = self.key_shapes()
@@ -232,7 +236,7 @@ class DecodePage(Page):
                    "kernels": "Kernels per step", "busy": "Kernel time per step", "idle": "GPU idle per step",
                    "launch": "Attention launch", "config": "Attention config", "compile": "Cold compile (s)"}
         for col, field in (("launch", "attention_launch"), ("config", "attention_config")):
-            if field not in self.rows or self.rows[field].isna().all():  # runs that did not record it
+            if not self._recorded(field):
                 del columns[col]
         return table_html(pd.DataFrame(out), columns,
             formats={"step": opt(fmt.ms), "floor": opt(fmt.ratio), "kernels": opt(lambda x: f"{x:.0f}"),
@@ -273,7 +277,7 @@ class DecodePage(Page):
 
     def has_read_twins(self) -> bool:
         """Whether this run timed any step's read-only twin (runs before schema 3 did not)."""
-        return "read_floor_ms" in self.rows and self.rows["read_floor_ms"].notna().any()
+        return self._recorded("read_floor_ms")
 
     def read_floor_words(self, r, target: float | None = None) -> str:
         """What the step's kernel structure costs by itself: the same kernels as plain reads."""

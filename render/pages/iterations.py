@@ -191,8 +191,7 @@ class IterationsPage(Page):
             text += (f"\n!!! note \"Hopper versions not run\"\n    This GPU could not run the Hopper versions: "
                      f"{escape.text(d.hopper_reason)}. Their rows are kept as unsupported; only the portable kernel "
                      "is compared here.\n")
-        for note in d.notes:
-            text += f"\n!!! note\n    {escape.text(note)}\n"
+        text += "".join(map(escape.note, d.notes))
         return text
 
     def coverage(self) -> str:

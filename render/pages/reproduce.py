@@ -32,7 +32,7 @@ class ReproducePage(Page):
 
     def notes(self) -> str:
         """What the collector (or whoever corrected the run) left in the manifest for the reader."""
-        return "".join(f"\n!!! note\n    {escape.text(n)}\n" for n in self.run.manifest.notes)
+        return "".join(map(escape.note, self.run.manifest.notes))
 
     def phase_table(self) -> str:
         recs = self.run.manifest.phases

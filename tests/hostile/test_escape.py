@@ -97,3 +97,9 @@ def test_table_cells_and_caption_are_inert_and_not_escaped_twice():
 def test_text_of_non_strings_and_empty():
     assert html.unescape(escape.text(3.5)) == "3.5" and escape.text("") == ""
     assert html.unescape(escape.text("a\n\n# b")) == "a # b"  # one line: no new block can start
+
+
+def test_note_is_one_admonition_whose_body_is_the_inert_text():
+    out = corpus.markdown_to_html("Before." + escape.note(P) + escape.note("second") + "\nAfter.")
+    assert corpus.leaks(out) == []
+    assert out.count('class="admonition note"') == 2 and SHOWN in _visible(out)
