@@ -388,12 +388,13 @@ def _pdl_fallback(spec: VariantSpec, exc: BaseException, result: DecodeFile) -> 
     """If a graph of the fused step failed while its kernels launch with programmatic dependent launch,
     turn that off for the rest of the phase (and say so); True if the row is worth running again."""
     from kernels import fused_linear as fl
+    from kernels.common import has_pdl
 
     import torch
 
     if not (spec.graph and spec.step == "fused" and fl.TUNING.pdl) or is_oom(exc):
         return False
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0):
+    if not torch.cuda.is_available() or not has_pdl(torch.cuda.get_device_capability()):
         return False  # the kernels launch without it there anyway
     fl.TUNING.pdl = False
     result.notes.append(f"The fused step's kernels were launched without programmatic dependent launch from the "
@@ -434,12 +435,13 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
     _clean(env)
     prompt = _prompt(batch, context, a.vocab_size)
     class_rows: list[KernelClassRow] = []
+    fused_graph = spec.graph and spec.step_impl == "fused"
     t0 = time.perf_counter()
     try:
         s = _session(spec, m, batch, capacity, env, keep)
         s.prepare(prompt, plan.warmup_steps)
         row.compile_s = getattr(s, "compile_s", None)
-        if spec.graph and spec.step_impl == "fused":
+        if fused_graph:
             row.attention_launch = s.step_fn.attention_launch.label
             row.attention_config = s.attention_config
         if profile:
@@ -480,7 +482,7 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
     row.floor_ms = floor_ms(row.bytes_per_step, env.bandwidth)
     row.achieved_over_floor = t.median_ms / row.floor_ms if row.floor_ms else None
     row.distinct_tokens = int(tokens.unique().numel())
-    if profile and env.cuda and spec.graph and spec.step_impl == "fused":
+    if profile and env.cuda and fused_graph:
         row.read_floor_ms = _read_floor(s, row, a.n_layer, per_loop, loops - 1, result)
     return row
 

@@ -87,6 +87,16 @@ def capability(index: int) -> tuple[int, int]:
     return tuple(torch.cuda.get_device_capability(index))
 
 
+# Programmatic dependent launch (griddepcontrol, Triton's launch_pdl) needs Hopper or newer.
+PDL_CAPABILITY = (9, 0)
+
+
+def has_pdl(capability: tuple[int, int]) -> bool:
+    """Whether a GPU of this compute capability has programmatic dependent launch. (The interpreter
+    has none whatever GPU it stands for: launchers check interpreting() too.)"""
+    return tuple(capability) >= PDL_CAPABILITY
+
+
 @functools.lru_cache(maxsize=None)
 def sm_count(index: int) -> int:
     """Streaming multiprocessors of CUDA device `index`, asked once: persistent grids size by it."""

@@ -31,7 +31,7 @@ import triton
 import triton.language as tl
 
 from .arrival import arrive, reset
-from .common import LOG2E, capability, device_index, device_sm_count, interpreting, quick_bench
+from .common import LOG2E, capability, device_index, device_sm_count, has_pdl, interpreting, quick_bench
 from .kv_quant import SCALE_DTYPE
 from .prefetch import prefetch_rows
 
@@ -566,14 +566,10 @@ def launch_choices(pdl: bool) -> tuple[AttentionLaunch, ...]:
     return LAUNCH_CHOICES if pdl else (PLAIN_LAUNCH,)
 
 
-def _can_launch_pdl(q: torch.Tensor, target_capability: tuple[int, int] | None) -> bool:
-    if interpreting():
-        return False
-    if target_capability is None:
-        if not q.is_cuda:
-            return False
-        target_capability = capability(device_index(q.device))
-    return target_capability >= (9, 0)
+def compiled_launches(pdl: bool) -> tuple[AttentionLaunch, ...]:
+    """One launch per compiled variant of the choices: the plain one, and one PDL launch standing for
+    them all (what tells them apart are runtime arguments)."""
+    return tuple({how.pdl: how for how in launch_choices(pdl)}.values())
 
 
 def default_num_splits(batch: int, heads: int, capacity: int, device: torch.device) -> int:
@@ -680,7 +676,9 @@ def split_kv_attention(q, k, v, seq_lens, out, buffers: SplitBuffers, *, k_scale
     grid = (num_splits, B * H)
     fixed = {"HEAD_DIM": D, "BLOCK_D": triton.next_power_of_2(D), "IS_INT8": is_int8}
     if launch.pdl:  # one compiled variant for every PDL choice: what they differ in are runtime arguments
-        if not _can_launch_pdl(q, target_capability):
+        if target_capability is None and q.is_cuda:
+            target_capability = capability(device_index(q.device))
+        if interpreting() or target_capability is None or not has_pdl(target_capability):
             raise ValueError("a PDL attention launch needs programmatic dependent launch (a GPU of compute "
                              "capability 9.0 or newer, not the interpreter); use PLAIN_LAUNCH here.")
         fixed.update(PDL=True, launch_pdl=True)
@@ -757,13 +755,13 @@ def compile_specs(target):
 
     dtype = torch.bfloat16 if target.bf16 else torch.float16
     # The fused step (head_dim 64) may launch attention as a programmatic dependent from Hopper on.
-    launches = [PLAIN_LAUNCH] + [c for c in launch_choices(target.capability >= (9, 0)) if c.pdl][:1]
+    launches = compiled_launches(has_pdl(target.capability))
     out = []
     for int8 in (False, True):
         for d in (64, 128):
             configs = tunable_configs(int8, target.capability)
             for cfg in configs:
-                for how in launches if d == 64 else [PLAIN_LAUNCH]:
+                for how in launches if d == 64 else (PLAIN_LAUNCH,):
                     def launch(d=d, int8=int8, cfg=cfg, how=how):
                         q = meta(4, 12, d, dtype=dtype)
                         cache = meta(4, 12, 2048, d, dtype=torch.int8 if int8 else dtype)

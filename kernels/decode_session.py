@@ -158,10 +158,12 @@ class OurSession(Session):
                 for _ in range(max(1, warmup_steps)):
                     self._eager_step()
             torch.cuda.current_stream().wait_stream(side)
-            self.launch_ms = self._time_launches()
-            if self.launch_ms:
+            self.launch_ms, captures = self._time_launches()
+            if captures:  # keep the fastest capture; the others are freed with `captures`
                 self.step_fn.attention_launch = min(self.launch_ms, key=self.launch_ms.get)
-            self.graph = self._capture()
+                self.graph, self.last_logits = captures[self.step_fn.attention_launch]
+            else:
+                self.graph, self.last_logits = self._capture()
             self.attention_config = last_config()  # the capture's attention launches were the last tuned ones
         else:
             for _ in range(warmup_steps):
@@ -169,13 +171,14 @@ class OurSession(Session):
         self.start(tokens, prompt_len)
         _sync(self.device)
 
-    def _capture(self) -> torch.cuda.CUDAGraph:
+    def _capture(self) -> tuple[torch.cuda.CUDAGraph, torch.Tensor]:
+        """The step captured in a graph, and its output: hold both for the graph's life, since the
+        output lives in the graph's memory pool, which may hand freed blocks to other tensors while
+        replays keep writing there."""
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            # Held for the graph's life: its output lives in the graph's memory pool, which
-            # may hand freed blocks to other tensors while replays keep writing there.
-            self.last_logits = self._body()
-        return graph
+            logits = self._body()
+        return graph, logits
 
     def _rewind(self, pos: int) -> None:
         """Back to the state right after the prefill: the steps since rewrote only later positions."""
@@ -183,24 +186,24 @@ class OurSession(Session):
         self.lens.fill_(pos + 1)
         self.host_pos = pos
 
-    def _time_launches(self) -> dict:
-        """Per-step replay time (ms) of the step's graph under each attention launch worth measuring on
-        this GPU (kernels/decode_attention.py), in alternating rounds from the same position; {} when
-        there is one choice or no room in the cache. The PDL choices share one compiled variant of the
-        tuned config, which the collect's compile workers build ahead (FusedStep.compile_attention_launches)."""
-        step = getattr(self.step_fn, "attention_launch", None)
-        choices = launch_choices(uses_pdl(device_facts(self.device))) if step is not None else ()
+    def _time_launches(self) -> tuple[dict, dict]:
+        """The step captured under each attention launch worth measuring on this GPU
+        (kernels/decode_attention.py), and each capture's per-step replay time (ms), in alternating
+        rounds from the same position: ({launch: ms}, {launch: (graph, output)}), both empty when there
+        is one choice or no room in the cache. The PDL choices share one compiled variant of the tuned
+        config, which the collect's compile workers build ahead (FusedStep.compile_attention_launches)."""
+        choices = launch_choices(uses_pdl(device_facts(self.device))) if hasattr(self.step_fn, "attention_launch") else ()
         at = self.host_pos
         n = min(LAUNCH_TRIAL_STEPS, self.capacity - at - LAUNCH_WARM_STEPS)
         if len(choices) < 2 or n < 1:
-            return {}
-        graphs = {}
+            return {}, {}
+        captures = {}
         for c in choices:
             self.step_fn.attention_launch = c
-            graphs[c] = self._capture()
+            captures[c] = self._capture()
         best = dict.fromkeys(choices, float("inf"))
         for _ in range(LAUNCH_ROUNDS):
-            for c, graph in graphs.items():
+            for c, (graph, _) in captures.items():
                 self._rewind(at)
                 for _ in range(LAUNCH_WARM_STEPS):
                     graph.replay()
@@ -212,7 +215,7 @@ class OurSession(Session):
                 end.synchronize()
                 best[c] = min(best[c], start.elapsed_time(end) / n)
         self._rewind(at)
-        return best
+        return best, captures
 
     def _eager_step(self):
         self.cache.begin_step(self.host_pos)

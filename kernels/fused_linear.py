@@ -43,7 +43,7 @@ import triton
 import triton.language as tl
 
 from .arrival import arrive, reset
-from .common import capability, device_index, interpreting, sm_count
+from .common import capability, device_index, has_pdl, interpreting, sm_count
 from .prefetch import prefetch_rows
 
 # Prologue: how the A operand (the activation rows) is produced tile by tile.
@@ -442,7 +442,7 @@ class Workspace:
 def uses_pdl(gpu: Device | None, tuning: Tuning = TUNING) -> bool:
     """Whether the products launch as programmatic dependents on this GPU (None: no GPU). The decode
     phase may turn `tuning.pdl` off after a failure; whatever mimics the step's launches asks here."""
-    return tuning.pdl and not interpreting() and gpu is not None and gpu.capability >= (9, 0)
+    return tuning.pdl and not interpreting() and gpu is not None and has_pdl(gpu.capability)
 
 
 def _launch_options(t: Tiling, w: torch.Tensor, tuning: Tuning = TUNING, gpu: Device | None = None) -> dict:

@@ -21,7 +21,7 @@ import triton.language as tl
 from . import fused_linear as fl
 from .arrival import arrive, reset
 from .common import interpreting
-from .decode_attention import PLAIN_LAUNCH, as_launch_config, launch_choices, split_kv_attention, tunable_configs
+from .decode_attention import PLAIN_LAUNCH, as_launch_config, compiled_launches, split_kv_attention, tunable_configs
 from .fused_linear import tile_stats
 
 
@@ -186,9 +186,8 @@ class FusedStep:
         gpu = fl.device_facts(self.q.device)
         int8 = c.k.dtype == torch.int8
         scales = {"k_scale": c.k_scale[0], "v_scale": c.v_scale[0]} if int8 else {}
-        variants = {how.pdl: how for how in launch_choices(fl.uses_pdl(gpu))}.values()  # PDL choices share one binary
         for cfg in tunable_configs(int8, gpu.capability):
-            for how in variants:
+            for how in compiled_launches(fl.uses_pdl(gpu)):
                 split_kv_attention(self.q, c.k[0], c.v[0], lens, self.attn, self.split, config=as_launch_config(cfg),
                                    launch=how, **scales)
 

@@ -15,7 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .common import interpreting
+from .common import has_pdl, interpreting
 from .fused_linear import device_facts, uses_pdl
 
 WORD_BYTES = 4      # read as int32 words, sixteen bytes per thread and load
@@ -94,6 +94,6 @@ def compile_specs(target):
     (the one property of them the compiler specialises on). It only reads: no tensor cores."""
     from .aot import CompileSpec
 
-    pdl = target.capability >= (9, 0)
+    pdl = has_pdl(target.capability)
     return [CompileSpec(f"int32 words{' pdl' if pdl else ''}", lambda: ReadSteps([64 << 10, 1000], "meta", pdl=pdl)(),
                         tensor_cores=False)]

@@ -143,13 +143,15 @@ def test_bad_inputs_are_refused_on_the_host(change, match):
 
 def test_launch_choices_offer_pdl_only_where_the_step_uses_it(monkeypatch):
     from kernels import fused_linear
-    from kernels.decode_attention import PLAIN_LAUNCH, launch_choices
+    from kernels.decode_attention import PLAIN_LAUNCH, compiled_launches, launch_choices
 
     assert launch_choices(False) == (PLAIN_LAUNCH,)
     with_pdl = launch_choices(True)
     assert with_pdl[0] == PLAIN_LAUNCH and all(c.pdl for c in with_pdl[1:])
     labels = [c.label for c in with_pdl]
     assert labels[0] == "plain" and len(set(labels)) == len(labels) > 1
+    # The PDL choices differ only in runtime arguments: one compiled variant stands for them all.
+    assert [c.pdl for c in compiled_launches(True)] == [False, True] and compiled_launches(False) == (PLAIN_LAUNCH,)
     # The products decide whether the step uses PDL: Hopper on, and not after the phase turned it off.
     monkeypatch.setattr(fused_linear, "interpreting", lambda: False)  # as on a GPU
     assert not fused_linear.uses_pdl(fused_linear.Device(108, (8, 0)))
