@@ -494,7 +494,7 @@ def _read_floor(session, row: DecodeRow, layers: int, per_loop: int, repeats: in
 
     try:
         sizes = session.step_fn.kernel_bytes(row.kv_bytes_per_step / layers)
-        return read_floor_ms(sizes, session.device, per_loop, repeats, pdl=session.step_fn.kernel_pdl())
+        return read_floor_ms(sizes, session.device, session.step_fn.kernel_pdl(), per_loop, repeats)
     except Exception as exc:  # noqa: BLE001
         note = f"The read-only twin of the fused step could not be timed: {_error_reason(exc)}"
         if note not in result.notes:

@@ -6,8 +6,7 @@ from __future__ import annotations
 from .timing import LOOP_REPEATS, loop_time
 
 
-def read_floor_ms(sizes: list[int], device, per_loop: int, repeats: int = LOOP_REPEATS,
-                  pdl: list[bool] | None = None) -> float:
+def read_floor_ms(sizes: list[int], device, pdl: list[bool], per_loop: int, repeats: int = LOOP_REPEATS) -> float:
     """Median per-step loop time (ms) of ReadSteps(sizes, pdl) replayed from a CUDA graph."""
     import torch
 

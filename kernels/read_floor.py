@@ -16,7 +16,7 @@ import triton
 import triton.language as tl
 
 from .common import has_pdl, interpreting
-from .fused_linear import device_facts, uses_pdl
+from .fused_linear import device_facts
 
 WORD_BYTES = 4      # read as int32 words, sixteen bytes per thread and load
 BLOCK = 2048        # words each program reads per iteration (8 KiB)
@@ -48,10 +48,10 @@ def programs_for(nbytes: int, sms: int) -> int:
 
 class ReadSteps:
     """One kernel per entry of `sizes` (bytes), each reading its own slice of one buffer, in order.
-    `pdl`: launch as programmatic dependents (sm90+ only): one flag for all, one per kernel (as
-    FusedStep.kernel_pdl gives them), or None for all as the fused step's products launch."""
+    `pdl`: launch as programmatic dependents (sm90+ only): one flag for all, or one per kernel, as
+    FusedStep.kernel_pdl gives them."""
 
-    def __init__(self, sizes: list[int], device, pdl: bool | list[bool] | None = None):
+    def __init__(self, sizes: list[int], device, pdl: bool | list[bool] = False):
         if not sizes or any(s < 0 for s in sizes):
             raise ValueError(f"a read step needs one non-negative byte count per kernel, got {sizes!r}.")
         if isinstance(pdl, list) and len(pdl) != len(sizes):
@@ -71,8 +71,6 @@ class ReadSteps:
             self.launches.append((self.buf[offset:offset + max(1, w)], w, per_prog, triton.cdiv(max(1, w), per_prog)))
             offset += p
         self.sink = torch.zeros(max(g for *_, g in self.launches), device=device, dtype=torch.int32)
-        if pdl is None:
-            pdl = device.type == "cuda" and uses_pdl(gpu)
         flags = pdl if isinstance(pdl, list) else [pdl] * len(sizes)
         self.pdl = [bool(f) and not interpreting() for f in flags]
 
