@@ -578,15 +578,18 @@ def default_num_splits(batch: int, heads: int, capacity: int, device: torch.devi
     return max(1, min(want, math.ceil(capacity / SPLITS.min_chunk), 256))
 
 
+def config_label(config: dict) -> str:
+    """A launch config (as_launch_config's form) as the report names it."""
+    kind = "tensor cores" if config.get("USE_DOT") else "CUDA cores"
+    unroll = config.get("UNROLL", 1)
+    return (f"{kind}, BLOCK_N={config.get('BLOCK_N')}" + (f", {unroll} tiles per iteration" if unroll > 1 else "")
+            + f", num_warps={config.get('num_warps')}, num_stages={config.get('num_stages')}")
+
+
 def last_config() -> str | None:
     """The autotuner's choice for the most recent tuned launch, for the report."""
     cfg = getattr(_split_kv_tuned, "best_config", None)
-    if cfg is None:
-        return None
-    kind = "tensor cores" if cfg.kwargs.get("USE_DOT") else "CUDA cores"
-    unroll = cfg.kwargs.get("UNROLL", 1)
-    return (f"{kind}, BLOCK_N={cfg.kwargs.get('BLOCK_N')}" + (f", {unroll} tiles per iteration" if unroll > 1 else "")
-            + f", num_warps={cfg.num_warps}, num_stages={cfg.num_stages}")
+    return None if cfg is None else config_label(as_launch_config(cfg))
 
 
 def _check(q, k, v, seq_lens, k_scale, v_scale):

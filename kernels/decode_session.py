@@ -16,17 +16,42 @@ import time
 
 import torch
 
+from typing import Callable, Sequence
+
 from .gpt2 import CACHES, GPT2, ModelArgs, cache_kwarg, cache_of, check_limits, check_tokens
-from .decode_attention import last_config, launch_choices
+from .decode_attention import AttentionLaunch, config_label, last_config, launch_choices
 from .fused_linear import device_facts, uses_pdl
 from .gpt2_fused import STEPS, ArgmaxScratch, advance, argmax_advance
 
-# Measuring the attention launch choices (OurSession._time_launches): steps replayed to warm each
-# graph, then timed, per round; the best round counts. Three captures and 48 steps: about 0.2 s of
-# a session's warm-up at gpt2-xl, less at gpt2.
-LAUNCH_WARM_STEPS = 2
-LAUNCH_TRIAL_STEPS = 6
-LAUNCH_ROUNDS = 2
+# Judging the attention choices in the captured step (OurSession._judge_attention): steps replayed
+# to warm each graph, then timed, per round; the best round counts. Seven captures (five configs,
+# then two more launches of the fastest) and 112 steps: under half a second of a session's warm-up
+# at gpt2-xl, less at gpt2.
+TRIAL_WARM_STEPS = 2
+TRIAL_STEPS = 6
+TRIAL_ROUNDS = 2
+
+Choice = tuple[int, AttentionLaunch]  # (index into the step's attention configs, launch)
+
+
+def pick_attention(n_configs: int, launches: Sequence[AttentionLaunch],
+                   measure: Callable[[list[Choice]], dict]) -> tuple[Choice, dict]:
+    """The attention config and launch whose captured step ran fastest, in two rounds: every config
+    launched the first way (plainly), then the fastest config launched every way, re-timed side by
+    side with the others. `measure(choices)` returns {choice: ms per step} for choices timed together.
+    Returns the winner and every time measured (the second round's where a choice ran in both)."""
+    if n_configs < 1 or not launches:
+        raise ValueError(f"nothing to choose from: {n_configs} configs and {len(launches)} launches.")
+    times: dict = {}
+    best = (0, launches[0])
+    if n_configs > 1:
+        times.update(measure([(i, launches[0]) for i in range(n_configs)]))
+        best = min(times, key=times.get)
+    if len(launches) > 1:
+        second = measure([(best[0], how) for how in launches])
+        times.update(second)
+        best = min(second, key=second.get)
+    return best, times
 
 
 def _sync(device: torch.device) -> None:
@@ -103,9 +128,10 @@ class OurSession(Session):
         self.graph = None
         self.host_pos = 0
         self.last_logits = None
-        # Per-step time (ms) of each attention launch the graph step was measured with; {} when none.
-        self.launch_ms: dict = {}
-        # The autotuned split-KV config the captured step runs (kernels/decode_attention.last_config).
+        # Per-step time (ms) of each attention choice the graph step was timed with, by
+        # "config | launch"; {} when none was judged.
+        self.attention_ms: dict[str, float] = {}
+        # The split-KV config the captured step runs (kernels/decode_attention.config_label).
         self.attention_config: str | None = None
 
     def set_mode(self, teacher_forced: bool, record_top2: bool) -> None:
@@ -149,7 +175,7 @@ class OurSession(Session):
 
     def prepare(self, tokens: torch.Tensor, warmup_steps: int = 2, prompt_len: int | None = None) -> None:
         """Compile, autotune and (for a graph) capture, then restart at the prompt. A graph of the
-        fused step is captured once per attention launch choice first, and the fastest kept."""
+        fused step is captured once per attention choice judged first, and the fastest kept."""
         self.start(tokens, prompt_len)
         if self.cuda_graph and self.graph is None:
             side = torch.cuda.Stream()
@@ -158,13 +184,14 @@ class OurSession(Session):
                 for _ in range(max(1, warmup_steps)):
                     self._eager_step()
             torch.cuda.current_stream().wait_stream(side)
-            self.launch_ms, captures = self._time_launches()
-            if captures:  # keep the fastest capture; the others are freed with `captures`
-                self.step_fn.attention_launch = min(self.launch_ms, key=self.launch_ms.get)
-                self.graph, self.last_logits = captures[self.step_fn.attention_launch]
+            # Judged once per session: a capture again (another mode) keeps the choice.
+            judged = None if self.attention_ms else self._judge_attention()
+            if judged is not None:
+                self.graph, self.last_logits = judged
             else:
                 self.graph, self.last_logits = self._capture()
-            self.attention_config = last_config()  # the capture's attention launches were the last tuned ones
+                if not self.attention_ms:  # the capture's attention launches were the last tuned ones
+                    self.attention_config = last_config()
         else:
             for _ in range(warmup_steps):
                 self.step()
@@ -186,26 +213,50 @@ class OurSession(Session):
         self.lens.fill_(pos + 1)
         self.host_pos = pos
 
-    def _time_launches(self) -> tuple[dict, dict]:
-        """The step captured under each attention launch worth measuring on this GPU
-        (kernels/decode_attention.py), and each capture's per-step replay time (ms), in alternating
-        rounds from the same position: ({launch: ms}, {launch: (graph, output)}), both empty when there
-        is one choice or no room in the cache. The PDL choices share one compiled variant of the tuned
-        config, which the collect's compile workers build ahead (FusedStep.compile_attention_launches)."""
-        choices = launch_choices(uses_pdl(device_facts(self.device))) if hasattr(self.step_fn, "attention_launch") else ()
+    def _judge_attention(self) -> tuple[torch.cuda.CUDAGraph, torch.Tensor] | None:
+        """Capture the fused step under each attention choice worth judging on this GPU (every config
+        the autotuner may pick, then the fastest with every launch: pick_attention), time the
+        captures side by side from the same position, and keep the fastest: its capture, with the
+        step set to its choice. The autotuner times one launch alone on a warm cache, where configs
+        that tie can differ by a third in the step. None when there is nothing to judge or no room
+        in the cache; the step then runs the autotuner's config."""
+        step = self.step_fn
+        if not hasattr(step, "attention_candidates"):
+            return None
+        configs = step.attention_candidates()
+        launches = launch_choices(uses_pdl(device_facts(self.device)))
         at = self.host_pos
-        n = min(LAUNCH_TRIAL_STEPS, self.capacity - at - LAUNCH_WARM_STEPS)
-        if len(choices) < 2 or n < 1:
-            return {}, {}
-        captures = {}
-        for c in choices:
-            self.step_fn.attention_launch = c
-            captures[c] = self._capture()
-        best = dict.fromkeys(choices, float("inf"))
-        for _ in range(LAUNCH_ROUNDS):
-            for c, (graph, _) in captures.items():
+        n = min(TRIAL_STEPS, self.capacity - at - TRIAL_WARM_STEPS)
+        if len(configs) * len(launches) < 2 or n < 1:
+            return None
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # every variant loaded before any capture (the compile workers built them)
+            step.compile_attention_launches(self.lens)
+        torch.cuda.current_stream().wait_stream(side)
+        captures: dict = {}
+
+        def measure(choices: list[Choice]) -> dict:
+            for c in choices:
+                if c not in captures:
+                    step.attention_config, step.attention_launch = configs[c[0]], c[1]
+                    captures[c] = self._capture()
+            return self._time_graphs({c: captures[c][0] for c in choices}, at, n)
+
+        best, times = pick_attention(len(configs), launches, measure)
+        step.attention_config, step.attention_launch = configs[best[0]], best[1]
+        self.attention_config = config_label(configs[best[0]])
+        self.attention_ms = {f"{config_label(configs[i])} | {how.label}": ms for (i, how), ms in times.items()}
+        return captures[best]  # the other captures are freed with `captures`
+
+    def _time_graphs(self, graphs: dict, at: int, n: int) -> dict:
+        """Per-step replay time (ms) of each graph, n steps after a few to warm it, from position `at`,
+        in alternating rounds; the best round counts. Leaves the session rewound to `at`."""
+        best = dict.fromkeys(graphs, float("inf"))
+        for _ in range(TRIAL_ROUNDS):
+            for c, graph in graphs.items():
                 self._rewind(at)
-                for _ in range(LAUNCH_WARM_STEPS):
+                for _ in range(TRIAL_WARM_STEPS):
                     graph.replay()
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
@@ -215,7 +266,7 @@ class OurSession(Session):
                 end.synchronize()
                 best[c] = min(best[c], start.elapsed_time(end) / n)
         self._rewind(at)
-        return best, captures
+        return best
 
     def _eager_step(self):
         self.cache.begin_step(self.host_pos)

@@ -156,8 +156,10 @@ class FusedStep:
         self.h = torch.empty((batch, 4 * C), device=dev, dtype=dt)
         self.q = torch.empty((batch, H, D), device=dev, dtype=dt)
         self.split = cache.split_buffers(self.q)
-        # Plain until a session measures the alternatives (kernels/decode_session.py).
+        # Plain, and the autotuner's config (None), until a session judges the alternatives in the
+        # captured step (kernels/decode_session.py).
         self.attention_launch = PLAIN_LAUNCH
+        self.attention_config: dict | None = None
         self.attn = torch.empty((batch, H, D), device=dev, dtype=dt)
         # fp32 logits: the LM head accumulates in fp32 and nothing after it needs them rounded.
         self.logits = torch.empty((batch, a.vocab_size), device=dev, dtype=torch.float32)
@@ -178,18 +180,23 @@ class FusedStep:
         self.after_proj = fl.residual_stats(self.stats, self.tiles["proj"], C)
         self.after_out = fl.residual_stats(self.stats, self.tiles["out"], C)
 
+    def attention_candidates(self) -> list[dict]:
+        """The split-KV configs this step's attention may run: those the autotuner may pick for this
+        cache on this GPU (kernels/decode_attention.tunable_configs), as launch configs."""
+        int8 = self.cache.k.dtype == torch.int8
+        return [as_launch_config(c) for c in tunable_configs(int8, fl.device_facts(self.q.device).capability)]
+
     def compile_attention_launches(self, lens) -> None:
-        """Launch the first layer's attention once per config the autotuner may pick, as each compiled
-        variant of the launch choices (kernels/decode_attention.py): the collect's compile workers
-        call this, so a session that measures the choices finds them in Triton's cache."""
+        """Launch the first layer's attention once per candidate config, as each compiled variant of
+        the launch choices (kernels/decode_attention.py): the collect's compile workers call this, so
+        a session that judges the choices finds them in Triton's cache, and a session calls it
+        before its first capture, so no capture loads a kernel."""
         c = self.cache
-        gpu = fl.device_facts(self.q.device)
-        int8 = c.k.dtype == torch.int8
-        scales = {"k_scale": c.k_scale[0], "v_scale": c.v_scale[0]} if int8 else {}
-        for cfg in tunable_configs(int8, gpu.capability):
-            for how in compiled_launches(fl.uses_pdl(gpu)):
-                split_kv_attention(self.q, c.k[0], c.v[0], lens, self.attn, self.split, config=as_launch_config(cfg),
-                                   launch=how, **scales)
+        scales = {"k_scale": c.k_scale[0], "v_scale": c.v_scale[0]} if c.k.dtype == torch.int8 else {}
+        for cfg in self.attention_candidates():
+            for how in compiled_launches(fl.uses_pdl(fl.device_facts(self.q.device))):
+                split_kv_attention(self.q, c.k[0], c.v[0], lens, self.attn, self.split, config=cfg, launch=how,
+                                   **scales)
 
     def kernel_pdl(self) -> list[bool]:
         """Which kernels of a step, in launch order, launch as programmatic dependents: the products
@@ -225,8 +232,8 @@ class FusedStep:
             scales = {"k_scale": c.k_scale[i], "v_scale": c.v_scale[i]} if int8 else {}
             fl.ln_qkv_store(self.x, blk.ln1_w, blk.ln1_b, eps, blk.attn_w, blk.attn_b, self.q, c.k[i], c.v[i], pos,
                             ws, tiles=t["qkv"], stats=x_stats, **scales)
-            split_kv_attention(self.q, c.k[i], c.v[i], lens, self.attn, self.split, launch=self.attention_launch,
-                               **scales)
+            split_kv_attention(self.q, c.k[i], c.v[i], lens, self.attn, self.split, config=self.attention_config,
+                               launch=self.attention_launch, **scales)
             fl.linear_residual(self.attn.view(B, -1), blk.proj_w, blk.proj_b, self.x, ws, tiles=t["proj"],
                                stats_out=st)
             fl.ln_linear(self.x, blk.ln2_w, blk.ln2_b, eps, blk.fc_w, blk.fc_b, self.h, ws, self.gelu, tiles=t["fc"],

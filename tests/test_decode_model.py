@@ -194,8 +194,8 @@ def test_the_read_plan_lists_every_kernel_of_a_fused_step_and_the_floor_bytes(ti
 
 
 def test_a_rewound_session_decodes_the_same_tokens_again(tiny):
-    # Timing the attention launch choices replays steps from one position several times
-    # (OurSession._time_launches): rewinding must restore what the next steps read.
+    # Judging the attention choices replays steps from one position several times
+    # (OurSession._judge_attention): rewinding must restore what the next steps read.
     _, ours = tiny
     for cache in ("bf16", "int8"):
         s = OurSession(ours, 2, 10, cache, "fused")
@@ -208,3 +208,30 @@ def test_a_rewound_session_decodes_the_same_tokens_again(tiny):
             s.step()
         assert s.host_pos == 7 and int(s.pos) == 7 and int(s.lens) == 8
         assert torch.equal(s.generated(4, 4), first)
+
+
+def test_a_fused_step_runs_the_attention_config_it_is_given(tiny):
+    # A session judges each candidate config in the captured step by pinning it on the step.
+    _, ours = tiny
+    seq = _tokens((2, 8), seed=3)
+    s = OurSession(ours, 2, 7, "bf16", "fused", teacher_forced=True, record_top2=True)
+    ref_v, ref_i = _forced_top(s, seq, 5, 2)
+    candidates = s.step_fn.attention_candidates()
+    assert candidates and all({"BLOCK_N", "USE_DOT", "num_warps", "num_stages"} <= set(c) for c in candidates)
+    calls = []
+    import kernels.gpt2_fused as gf
+    real = gf.split_kv_attention
+
+    def spy(*a, **k):
+        calls.append(k.get("config"))
+        return real(*a, **k)
+
+    pinned = next(c for c in candidates if not c["USE_DOT"])
+    s.step_fn.attention_config = pinned
+    gf.split_kv_attention = spy
+    try:
+        v, i = _forced_top(s, seq, 5, 2)
+    finally:
+        gf.split_kv_attention = real
+    assert calls and all(c == pinned for c in calls)
+    assert torch.equal(i, ref_i) and (v - ref_v).abs().max() < 1e-4

@@ -32,7 +32,8 @@ def _model(name, layers, heads, width, wbytes):
                        weight_bytes_per_step=wbytes, dtype="bfloat16", hf_attn_implementation="sdpa", init_s=1.0)
 
 
-def _row(model, variant, batch, context, wbytes, peak_extra=None, scale=1.0, read_floor=None, launch=False):
+def _row(model, variant, batch, context, wbytes, peak_extra=None, scale=1.0, read_floor=None, launch=False,
+         judged=True):
     n_new = min(65, 1024 - context)
     int8 = variant.startswith("int8")
     per_token = 2 * 12 * batch * 12 * (68 if int8 else 128)
@@ -54,12 +55,14 @@ def _row(model, variant, batch, context, wbytes, peak_extra=None, scale=1.0, rea
                      read_floor_ms=read_floor * step if read_floor and key and variant.endswith("graph") else None,
                      attention_launch=({"graph": "pdl-prefetch64", "int8-graph": "plain"}.get(variant) if launch
                                        else None),
-                     attention_config=(EVIL if launch and variant.endswith("graph") else None))
+                     attention_config=(EVIL if launch and judged and variant.endswith("graph") else None))
 
 
 def decode_file(run_id, int8_peak_extra=None, agreement=0.999, micro_fraction=0.9, graph_scale=1.0,
-                int8_speed=1.9, read_floor=None, launch=False) -> DecodeFile:
-    """read_floor: the graph steps' read-only twins at the key shapes, as a fraction of their step time."""
+                int8_speed=1.9, read_floor=None, launch=False, judged=True) -> DecodeFile:
+    """read_floor: the graph steps' read-only twins at the key shapes, as a fraction of their step time.
+    launch: the graph rows record the attention launch they kept; judged: and the config (as the runs
+    that judge configs in the captured step do)."""
     rows, classes = [], []
     for model, w, shapes in (("gpt2", W2, [(4, 1000), (64, 512), (4, 128), (1, 512), (16, 512), (4, 512)]),
                              ("gpt2-xl", WXL, [(4, 1000), (4, 128)])):
@@ -69,7 +72,7 @@ def decode_file(run_id, int8_peak_extra=None, agreement=0.999, micro_fraction=0.
                     continue
                 scale = graph_scale if v in ("graph", "int8-graph") else 1.0
                 rows.append(_row(model, v, b, c, w, peak_extra=int8_peak_extra if v == "int8-graph" else None,
-                                 scale=scale, read_floor=read_floor, launch=launch))
+                                 scale=scale, read_floor=read_floor, launch=launch, judged=judged))
                 if (model, b, c) in KEY:
                     busy = rows[-1].kernel_ms_per_step
                     for cls, share, top in (("linear", 0.6, "_ln_linear_kernel"), ("attention", 0.3, "_split_kv_kernel"),
@@ -234,16 +237,20 @@ def test_an_older_run_with_the_previous_variants_still_renders(tmp_path):
     assert "less than bf16 eager" in p.memory_finding() or "more than bf16 eager" in p.memory_finding()
 
 
-@pytest.mark.parametrize("launch", [False, True])
-def test_the_markdown_template_renders(tmp_path, launch):
+@pytest.mark.parametrize("launch,judged", [(False, False), (True, False), (True, True)])
+def test_the_markdown_template_renders(tmp_path, launch, judged):
     make_run(tmp_path)
     write_json_atomic(tmp_path / "runs" / "synthetic-20261129" / "decode.json",
-                      decode_file("synthetic-20261129", launch=launch))
+                      decode_file("synthetic-20261129", launch=launch, judged=judged))
     report = Report.load(tmp_path)
     out = report.render_markdown((REPO_ROOT / "docs" / "decode.md").read_text(), "decode.md")
     assert "## Where a step's time goes" in out and "Not collected" not in out and "{{" not in out
-    # The launch choice is described only for runs that made one.
-    assert ("the fastest is kept" in out) == launch
+    out = " ".join(out.split())  # sentences wrap in the source
+    # The launch choice is described only for runs that made one, and the configs as judged in the
+    # step only for runs that judged them (schema-4 runs before that let the autotuner choose).
+    assert ("the fastest is kept" in out) == (launch and not judged)
+    assert ("once per tile config the autotuner may pick" in out) == judged
+    assert "so each graph step" in out or not launch  # the inline tags keep the sentence whole
 
 
 def test_host_bound_is_said_only_when_the_profile_shows_an_idle_gpu(tmp_path):
@@ -334,7 +341,8 @@ def test_the_attention_launch_each_graph_step_kept_is_named_where_the_run_chose_
     # The autotuned config each graph step ran, a string from the data: shown, never interpreted.
     assert "<th>Attention config</th>" in chose.key_table() and EVIL not in chose.key_table()
     assert "&lt;script&gt;" in chose.key_table()
+    assert chose.has_judged_configs()
     older = page(tmp_path / "b")  # runs before schema 4 launched attention plainly and say nothing of it
-    assert not older.has_launch_choices()
+    assert not older.has_launch_choices() and not older.has_judged_configs()
     assert "Attention launch" not in older.key_table() + older.rows_table("gpt2")
     assert "Attention config" not in older.key_table()

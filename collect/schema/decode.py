@@ -95,13 +95,16 @@ class DecodeRow:
                                       "Their bytes add up to bytes_per_step: what the step's kernel structure costs "
                                       "with no work in it.", None, **MS)
     attention_launch: str | None = doc("Fused CUDA-graph steps: how the step launched its attention, the fastest "
-                                       "of the choices its session timed at warm-up ('plain'; or 'pdl' as a "
+                                       "of the choices its session timed in the captured step at warm-up "
+                                       "('plain'; or 'pdl' as a "
                                        "programmatic dependent of the previous kernel, '-prefetch64' asking L2 for "
                                        "the first 64 keys while it waits, '-late' letting the next kernel start "
                                        "after its loop instead of at once). 'plain' where the GPU has no PDL.",
                                        None, pattern=IDENT)
-    attention_config: str | None = doc("Fused CUDA-graph steps: the split-KV attention config the autotuner chose "
-                                       "for this shape in this process (tile, warps, stages). A different choice "
+    attention_config: str | None = doc("Fused CUDA-graph steps: the split-KV attention config the captured step "
+                                       "ran (tile, warps, stages): the fastest in the captured step of the configs "
+                                       "the autotuner may pick, timed side by side at warm-up (the autotuner's own "
+                                       "choice where the cache left no room to time them). A different choice "
                                        "changes the step's time, and its rounding.", None)
     compile_s: float | None = doc("hf-compiled: seconds of the cold compile and CUDA-graph recording before the "
                                   "first timed step (never part of a step time).", None, **SECONDS)

@@ -214,6 +214,11 @@ class DecodePage(Page):
         """Whether this run's graph steps chose how to launch their attention (runs before schema 4 did not)."""
         return self._recorded("attention_launch")
 
+    def has_judged_configs(self) -> bool:
+        """Whether this run's graph steps judged their attention config in the captured step (rows record
+        the config since then; the runs before let the autotuner choose and did not record it)."""
+        return self._recorded("attention_config")
+
     def key_table(self) -> str:
         shapes = self.key_shapes()
         if not shapes:
