@@ -87,6 +87,7 @@ def test_variant_specs_cover_the_schema_and_choose_the_graph_step(monkeypatch):
     assert tuple(specs) == VARIANTS
     assert specs["graph"].step == specs["int8-graph"].step == "inductor" and specs["eager"].step == "torch"
     assert specs["hf-compiled"].key_only and specs["hf-compiled"].step_impl == "transformers-compiled"
+    assert [v for v, sp in specs.items() if sp.host_bound] == ["hf-eager"]
     monkeypatch.setenv(phase.GRAPH_STEP_ENV, "nonsense")
     with pytest.raises(ValueError, match=phase.GRAPH_STEP_ENV):
         phase.graph_step_from_env()
@@ -104,10 +105,11 @@ def test_budget_from_the_environment(monkeypatch):
 
 def test_tiny_run_has_a_row_per_variant_and_shape(tiny_run):
     result, path, saved = tiny_run
-    # key shapes first, the compiled transformers loop after the agreement check, the sweeps last
+    # key shapes first, the compiled transformers loop after the agreement check, then the sweeps,
+    # and last the sweeps' host-bound rows (what a slow machine's spent budget should cut first)
     key = [(8, v) for v in VARIANTS if v != "hf-compiled"] + [(8, "hf-compiled")]
-    sweep = [(c, v) for c in (4, 15) for v in VARIANTS if v != "hf-compiled"]
-    assert [(r.context, r.variant) for r in result.rows] == key + sweep
+    sweep = [(c, v) for c in (4, 15) for v in VARIANTS if v not in ("hf-compiled", "hf-eager")]
+    assert [(r.context, r.variant) for r in result.rows] == key + sweep + [(4, "hf-eager"), (15, "hf-eager")]
     assert saved and saved[-1] == len(result.rows)  # progress was checkpointed
     loaded = load_validated(path, DecodeFile)  # what render/ will read
     assert len(loaded.rows) == len(result.rows) and loaded.models[0].name == "tiny"
