@@ -208,7 +208,7 @@ def measure_cases(cases: list[Case], measure: Callable[[Case], Measurement], on_
             row = saved[case_key(case, BenchRow)]
         elif deadline is not None and clock() > deadline:
             row = _base_row(case, "skipped", f"not run: the bench phase's time budget was spent before this case "
-                                             f"(set {BUDGET_ENV}=0 for no limit)")
+                                             f"(set {BUDGET_ENV}=0, and --time-limit 0, for no limit)")
         elif case.dtype == "bfloat16" and supports_bf16 is False:
             row = _base_row(case, "unsupported", "this GPU has no bfloat16 tensor-core support")
         elif memory_bytes is not None and case.least_bytes() > memory_bytes:
@@ -337,7 +337,7 @@ def budget_seconds(profile: str, scale: float = 1.0) -> float | None:
 def run(ctx: RunContext) -> BenchFile:
     if ctx.profile not in PLANS:
         raise ValueError(f"profile must be one of {', '.join(PLANS)}, got {ctx.profile!r}")
-    budget = budget_seconds(ctx.profile, budget_scale(ctx.measured("copy_bandwidth")).value)
+    budget = ctx.phase_budget(budget_seconds(ctx.profile, budget_scale(ctx.measured("copy_bandwidth")).value))
     import torch
 
     if not torch.cuda.is_available():
@@ -368,5 +368,5 @@ def run(ctx: RunContext) -> BenchFile:
     skipped = sum(1 for r in result.rows if r.status == "skipped")
     if skipped:
         result.notes.append(f"{skipped} of {len(cases)} cases were skipped: the phase's time budget of "
-                            f"{budget:.0f} s was spent (set {BUDGET_ENV}=0 for no limit).")
+                            f"{budget:.0f} s was spent (set {BUDGET_ENV}=0, and --time-limit 0, for no limit).")
     return result

@@ -2,6 +2,16 @@
 from __future__ import annotations
 
 import os
+import time
+
+# The whole collect's time limit per profile, scaled like the phase budgets: the full profile is
+# sized so that one collect fits in 9 minutes on an H200 (a device command's limit). On 2026-12-01
+# a full collect took 553 s on a host whose CPU ran the host-bound loops at half the speed of the
+# day before: every phase's own budget held, and their sum did not. --time-limit overrides it.
+TIME_LIMIT_S = {"quick": None, "full": 530.0}
+# A phase that starts past the collect's limit still runs: it writes its file with every case
+# skipped for time, so the report says why the phase is empty.
+MIN_BUDGET_S = 1.0
 
 
 def budget_seconds(env_var: str, defaults: dict[str, float], profile: str, scale: float = 1.0) -> float | None:
@@ -15,3 +25,17 @@ def budget_seconds(env_var: str, defaults: dict[str, float], profile: str, scale
     except ValueError:
         raise ValueError(f"{env_var} must be a number of seconds (0 for no limit), got {raw!r}") from None
     return value if value > 0 else None
+
+
+def collect_deadline(start: float, limit_s: float | None, scale: float = 1.0) -> float | None:
+    """perf_counter time by which the collect that started at `start` should end: `limit_s` (None or
+    0: no limit) times `scale`, the slower GPU's allowance (collect/device_choices.budget_scale)."""
+    return start + limit_s * scale if limit_s else None
+
+
+def fit_budget(budget: float | None, deadline: float | None, now: float | None = None) -> float | None:
+    """A phase's budget (None: no limit), shrunk to what is left before the collect's deadline."""
+    if deadline is None:
+        return budget
+    left = max(MIN_BUDGET_S, deadline - (time.perf_counter() if now is None else now))
+    return left if budget is None else min(budget, left)

@@ -41,7 +41,14 @@ def parse_args(argv: list[str] | None = None) -> CollectConfig:
     ap.add_argument("--max-memory", metavar="SIZE", type=_size,
                     help="allocate at most SIZE on the GPU, e.g. 15GiB or 16GB: cases predicted not to fit are "
                          "recorded as out of memory, and the allocator refuses beyond it")
+    ap.add_argument("--time-limit", metavar="SECONDS", type=float,
+                    help="end the whole collect within about this many seconds, scaled like the phase budgets to a "
+                         "GPU slower than an H200: each phase's budget shrinks to what is left, and cases past it "
+                         "are recorded as skipped (default: 530 for --profile full, sized to fit 9 minutes on an "
+                         "H200; none for quick; 0: none)")
     a = ap.parse_args(argv)
+    if a.time_limit is not None and a.time_limit < 0:
+        ap.error(f"--time-limit must be 0 (none) or a number of seconds, got {a.time_limit}")
     unknown = [p for p in a.phases if p not in PHASE_ORDER]
     if unknown:
         ap.error(f"unknown phase {', '.join(unknown)}; choose from {', '.join(PHASE_ORDER)}")
@@ -51,7 +58,7 @@ def parse_args(argv: list[str] | None = None) -> CollectConfig:
         ap.error(str(exc))
     return CollectConfig(phases=a.phases or list(PHASE_ORDER), profile=a.profile, run_id=a.run_id, out=a.out,
                          resume=a.resume, model_path=a.model_path, force_portable=a.force_portable,
-                         max_memory=a.max_memory)
+                         max_memory=a.max_memory, time_limit_s=a.time_limit)
 
 
 def _size(text: str) -> int:

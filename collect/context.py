@@ -33,6 +33,20 @@ class RunContext:
     # The collect's shared compile pool (collect/precompile.py), when one runs: a phase waits for its
     # own work there instead of compiling alone.
     compile_pool: Any = field(default=None, repr=False)
+    # perf_counter time by which the whole collect should end (--time-limit); None: no limit.
+    deadline: float | None = None
+
+    def phase_budget(self, budget: float | None) -> float | None:
+        """This phase's own budget (None: no limit), shrunk to what is left of the collect's time limit;
+        says so on stderr when it shrinks."""
+        from .budget import fit_budget
+
+        fitted = fit_budget(budget, self.deadline)
+        if fitted is not None and (budget is None or fitted < budget):
+            print(f"collect: {self.phase}: {fitted:.0f} s left of the collect's time limit (--time-limit 0 for "
+                  f"none); the phase's own budget is {'none' if budget is None else f'{budget:.0f} s'}",
+                  file=sys.stderr)
+        return fitted
 
     @property
     def quick(self) -> bool:

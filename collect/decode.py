@@ -249,7 +249,7 @@ class _Deadline:
     def reason(self) -> str:
         self.skipped += 1
         return (f"not run: the decode phase's time budget of {self.budget:.0f} s was spent before this row "
-                f"(set {BUDGET_ENV}=0 for no limit)")
+                f"(set {BUDGET_ENV}=0, and --time-limit 0, for no limit)")
 
 
 @dataclass
@@ -937,7 +937,7 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
             _rows(m, m.plan.sweep_shapes, plan, env, result, key=False, host_bound=True)
     if deadline.skipped:
         result.notes.append(f"{deadline.skipped} rows were not run: the phase's time budget of {budget_s:.0f} s "
-                            f"was spent (set {BUDGET_ENV}=0 for no limit).")
+                            f"was spent (set {BUDGET_ENV}=0, and --time-limit 0, for no limit).")
     return result
 
 
@@ -958,7 +958,7 @@ def run(ctx: RunContext) -> DecodeFile:
     return collect_decode(
         ctx.run_id, PLANS[ctx.profile], "cuda", bandwidth, source, save=ctx.checkpoint,
         progress=lambda it, total=None, desc=None: ctx.progress(it, total=total, desc=desc),
-        budget_s=budget_seconds(ctx.profile, budget_scale(bandwidth).value), model_path=model_path,
+        budget_s=ctx.phase_budget(budget_seconds(ctx.profile, budget_scale(bandwidth).value)), model_path=model_path,
         graph_step=graph_step_from_env(), dtype=_dtype_choice(ctx), compile_pool=ctx.compile_pool,
     )
 

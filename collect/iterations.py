@@ -196,7 +196,7 @@ def measure_cases(cases: list[Case], measure: Callable[[Case], Measurement], on_
             bar.set_postfix_str(case.label(), refresh=False)
         if deadline is not None and clock() > deadline:
             row = _base_row(case, "skipped", f"not run: the iterations phase's time budget was spent before this "
-                                             f"case (set {BUDGET_ENV}=0 for no limit)")
+                                             f"case (set {BUDGET_ENV}=0, and --time-limit 0, for no limit)")
         elif not case.is_sdpa and requires_hopper(case.impl) and not hopper_ok:
             row = _base_row(case, "unsupported", f"Hopper version: {hopper_reason}")
         elif case.dtype == "bfloat16" and supports_bf16 is False:
@@ -434,7 +434,7 @@ def run(ctx: RunContext) -> IterationsFile:
     dev = ctx.manifest.device
     # Every version's story is recorded; only those in the phase are timed.
     result = new_file(ctx, list(V.VERSIONS.values()), hopper_ok, hopper_reason, V.FINAL_VERSION)
-    budget = budget_seconds(ctx.profile, budget_scale(ctx.measured("copy_bandwidth")).value)
+    budget = ctx.phase_budget(budget_seconds(ctx.profile, budget_scale(ctx.measured("copy_bandwidth")).value))
     t0 = time.monotonic()
 
     supports_bf16 = dev.supports_bf16 if dev else None
@@ -454,7 +454,7 @@ def run(ctx: RunContext) -> IterationsFile:
     skipped = sum(1 for r in result.rows if r.status == "skipped")
     if skipped:
         result.notes.append(f"{skipped} of {len(cases)} cases were skipped: the phase's time budget of {budget:.0f} s "
-                            f"was spent (set {BUDGET_ENV}=0 for no limit).")
+                            f"was spent (set {BUDGET_ENV}=0, and --time-limit 0, for no limit).")
     if not hopper_ok:
         result.notes.append(f"The Hopper versions did not run on this GPU: {hopper_reason}.")
     return result

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import device_choices
+from .budget import collect_deadline
 from .context import PhaseUnsupported, RunContext
 from .jsonio import remove_stale_temp_files, write_json_atomic
 from .saved import SavedRowsError, read_saved
@@ -36,6 +37,13 @@ class CollectConfig:
     model_path: str | None = None
     force_portable: bool = False  # --force-portable: the kernels never take the Hopper path
     max_memory: int | None = None  # --max-memory, in bytes
+    # --time-limit in seconds (0: none); None: the profile's default (collect/budget.TIME_LIMIT_S)
+    time_limit_s: float | None = None
+
+    def time_limit(self) -> float | None:
+        from .budget import TIME_LIMIT_S
+
+        return TIME_LIMIT_S.get(self.profile) if self.time_limit_s is None else (self.time_limit_s or None)
 
 
 def now_utc() -> str:
@@ -164,6 +172,7 @@ def run_collect(cfg: CollectConfig, command: str = "") -> int:
     if cfg.profile not in ("quick", "full"):
         raise ValueError(f"profile must be 'quick' or 'full', got {cfg.profile!r}")
 
+    collect_start = time.perf_counter()  # the collect's time limit counts from here
     device = env_phase.describe_device()  # raises a clear error when there is no CUDA GPU
     rehearsal = device_choices.rehearsal_name()
     run_id = cfg.run_id or default_run_id(device.name + (f" rehearse {rehearsal}" if rehearsal else ""))
@@ -202,7 +211,7 @@ def run_collect(cfg: CollectConfig, command: str = "") -> int:
                 pool = start_compile_pool(to_run[to_run.index(name):], cfg, manifest, run_id, run_dir)
             if pool is not None and name not in UNTIMED_PHASES:
                 pool.close()  # nothing may compete for the CPU while a phase times host speed
-            failed += _run_phase(name, cfg, manifest, run_id, run_dir, save, on_flags, pool)
+            failed += _run_phase(name, cfg, manifest, run_id, run_dir, save, on_flags, pool, collect_start)
     finally:
         if pool is not None:
             pool.close()
@@ -258,8 +267,9 @@ def start_compile_pool(phases: list[str], cfg: CollectConfig, manifest: Manifest
 
 
 def _run_phase(name: str, cfg: CollectConfig, manifest: Manifest, run_id: str, run_dir: Path, save, on_flags,
-               pool) -> int:
-    """One phase, its record kept true in the manifest; returns 1 if it failed."""
+               pool, collect_start: float | None = None) -> int:
+    """One phase, its record kept true in the manifest; returns 1 if it failed. `collect_start`: when
+    the collect began (perf_counter), from which its time limit counts."""
     from . import env as env_phase
 
     failed = 0
@@ -281,6 +291,9 @@ def _run_phase(name: str, cfg: CollectConfig, manifest: Manifest, run_id: str, r
     ctx = RunContext(run_id=run_id, out_dir=run_dir, profile=cfg.profile, manifest=manifest, phase=name,
                      filename=filename(name), on_flags=on_flags, model_path=cfg.model_path,
                      max_memory=cfg.max_memory, saved=saved, compile_pool=pool)
+    if collect_start is not None:  # the limit scales like the phase budgets, from the env phase's bandwidth
+        ctx.deadline = collect_deadline(collect_start, cfg.time_limit(),
+                                        device_choices.budget_scale(ctx.measured("copy_bandwidth")).value)
     try:
         result = phase_module(name).run(ctx)
         if name == "env":

@@ -154,3 +154,48 @@ def test_resume_measures_the_rows_a_complete_phase_skipped_for_time(tmp_path, fa
     assert len(seen) == 2 and seen[1]  # run again, with the first run's rows to keep
     assert runner._has_skipped_rows(tmp_path / "t-skip" / "correctness.json")
     assert not runner._has_skipped_rows(tmp_path / "t-skip" / "bench.json")
+
+
+def test_a_full_collect_fits_its_time_limit_and_each_phase_gets_what_is_left(tmp_path, fake_gpu, monkeypatch, capsys):
+    from collect import budget
+
+    clock = {"t": 1000.0}
+    monkeypatch.setattr(runner.time, "perf_counter", lambda: clock["t"])
+    monkeypatch.setattr(budget.time, "perf_counter", lambda: clock["t"])
+    seen = {}
+
+    def phase(name, takes):
+        def run(ctx):
+            seen[name] = ctx.phase_budget(200.0)  # a phase's own budget, as bench or decode asks
+            clock["t"] += takes
+            return {"schema_version": SCHEMA_VERSION, "run_id": ctx.run_id, "rows": []}
+        return types.SimpleNamespace(run=run)
+
+    # 530 s for the full profile, scaled for a GPU with less copy bandwidth than an H200 (1 TB/s here)
+    limit = budget.TIME_LIMIT_S["full"] * runner.device_choices.budget_scale(1e12).value
+    env_module = runner.phase_module("env")
+    modules = {"env": env_module, "correctness": phase("correctness", limit - 150), "bench": phase("bench", 100),
+               "iterations": phase("iterations", 100), "profile": phase("profile", 10), "decode": phase("decode", 1)}
+    monkeypatch.setattr(runner, "phase_module", lambda name: modules[name])
+    runner.run_collect(runner.CollectConfig(out=tmp_path, run_id="t-limit", profile="full"))
+    assert seen["correctness"] == 200.0  # plenty left: the phase keeps its own budget
+    assert seen["bench"] == pytest.approx(150.0)  # what is left, below its own 200 s
+    assert seen["iterations"] == pytest.approx(50.0)
+    assert seen["profile"] == seen["decode"] == budget.MIN_BUDGET_S  # past the limit: they skip their cases
+    assert "left of the collect's time limit" in capsys.readouterr().err
+
+
+def test_the_time_limit_is_a_flag_with_profile_defaults(capsys):
+    from collect.budget import TIME_LIMIT_S, collect_deadline, fit_budget
+
+    assert cli.parse_args(["--profile", "full"]).time_limit() == TIME_LIMIT_S["full"]
+    assert cli.parse_args([]).time_limit() is None  # quick: no limit
+    assert cli.parse_args(["--profile", "full", "--time-limit", "0"]).time_limit() is None
+    assert cli.parse_args(["--time-limit", "90"]).time_limit() == 90
+    with pytest.raises(SystemExit):
+        cli.parse_args(["--time-limit", "-5"])
+    assert "--time-limit" in capsys.readouterr().err
+    assert collect_deadline(10.0, None) is None and collect_deadline(10.0, 100.0, 2.0) == 210.0
+    assert fit_budget(50.0, None) == 50.0 and fit_budget(None, None) is None
+    assert fit_budget(50.0, 130.0, now=100.0) == 30.0 and fit_budget(None, 130.0, now=100.0) == 30.0
+    assert fit_budget(50.0, 130.0, now=200.0) == 1.0  # past the limit: the phase still writes its skipped cases

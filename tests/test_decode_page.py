@@ -312,6 +312,22 @@ def test_size_finding_does_not_credit_bytes_the_closer_step_does_not_move(tmp_pa
     assert "gpt2 at" in text and "moves fewer bytes" in text and "spreads its fixed costs" not in text
 
 
+def test_two_steps_equally_close_to_their_floors_are_called_a_tie(tmp_path):
+    # As in run h200-20261201a: gpt2-xl at 2.31x and gpt2 at batch 64 at 2.32x. Neither the ordering
+    # nor a reason for it is worth a sentence.
+    f = decode_file("synthetic-20261129")
+    best = {}
+    for r in f.rows:
+        if r.variant == "graph":
+            best[r.model] = min(best.get(r.model, 1e9), r.achieved_over_floor)
+    for r in f.rows:
+        if r.variant == "graph" and r.model == "gpt2-xl":
+            r.achieved_over_floor *= 1.01 * best["gpt2"] / best["gpt2-xl"]
+    text = write(tmp_path, f).size_finding()
+    assert "too close to say that either comes closer" in text
+    assert "spreads its fixed costs" not in text and "moves fewer bytes" not in text
+
+
 def test_a_range_that_prints_as_one_figure_says_it_once():
     from render import fmt
 
