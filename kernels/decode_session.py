@@ -13,10 +13,9 @@ Every limit is checked on the host before the GPU sees anything (see kernels.gpt
 from __future__ import annotations
 
 import time
+from typing import Callable, Sequence
 
 import torch
-
-from typing import Callable, Sequence
 
 from .gpt2 import CACHES, GPT2, ModelArgs, cache_kwarg, cache_of, check_limits, check_tokens
 from .decode_attention import AttentionLaunch, config_label, last_config, launch_choices
@@ -181,7 +180,8 @@ class OurSession(Session):
             # Judged once per session: a capture again (another mode) keeps the choice.
             plan = None if self.attention_ms else self._judge_plan()
             if plan is not None:  # warm-up needs no autotuning: the judge times every config in the step
-                self.step_fn.attention_config = plan[0][0]
+                configs, _, _ = plan
+                self.step_fn.attention_config = configs[0]
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):
