@@ -25,7 +25,7 @@ from typing import Callable, Iterable, Mapping
 from kernels.attention import HEAD_DIMS, IMPLEMENTATIONS, SDPA_BACKENDS
 
 from . import timing
-from .budget import budget_seconds as shared_budget_seconds
+from .budget import budget_seconds as shared_budget_seconds, no_limit_hint
 from .context import RunContext
 from .device_choices import budget_scale, has_bf16
 from .schema import SCHEMA_VERSION
@@ -208,7 +208,7 @@ def measure_cases(cases: list[Case], measure: Callable[[Case], Measurement], on_
             row = saved[case_key(case, BenchRow)]
         elif deadline is not None and clock() > deadline:
             row = _base_row(case, "skipped", f"not run: the bench phase's time budget was spent before this case "
-                                             f"(set {BUDGET_ENV}=0, and --time-limit 0, for no limit)")
+                                             f"({no_limit_hint(BUDGET_ENV)})")
         elif case.dtype == "bfloat16" and supports_bf16 is False:
             row = _base_row(case, "unsupported", "this GPU has no bfloat16 tensor-core support")
         elif memory_bytes is not None and case.least_bytes() > memory_bytes:
@@ -368,5 +368,5 @@ def run(ctx: RunContext) -> BenchFile:
     skipped = sum(1 for r in result.rows if r.status == "skipped")
     if skipped:
         result.notes.append(f"{skipped} of {len(cases)} cases were skipped: the phase's time budget of "
-                            f"{budget:.0f} s was spent (set {BUDGET_ENV}=0, and --time-limit 0, for no limit).")
+                            f"{budget:.0f} s was spent ({no_limit_hint(BUDGET_ENV)}).")
     return result

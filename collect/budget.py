@@ -27,6 +27,11 @@ def budget_seconds(env_var: str, defaults: dict[str, float], profile: str, scale
     return value if value > 0 else None
 
 
+def no_limit_hint(env_var: str) -> str:
+    """How to lift a phase's time budget: its own variable and the collect's limit (either can cut it)."""
+    return f"set {env_var}=0, and --time-limit 0, for no limit"
+
+
 def collect_deadline(start: float, limit_s: float | None, scale: float = 1.0) -> float | None:
     """perf_counter time by which the collect that started at `start` should end: `limit_s` (None or
     0: no limit) times `scale`, the slower GPU's allowance (collect/device_choices.budget_scale)."""

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .budget import budget_seconds as shared_budget_seconds
+from .budget import budget_seconds as shared_budget_seconds, no_limit_hint
 from .context import RunContext
 from .decode_profile import profile_steps
 from .schema import SCHEMA_VERSION
@@ -249,7 +249,7 @@ class _Deadline:
     def reason(self) -> str:
         self.skipped += 1
         return (f"not run: the decode phase's time budget of {self.budget:.0f} s was spent before this row "
-                f"(set {BUDGET_ENV}=0, and --time-limit 0, for no limit)")
+                f"({no_limit_hint(BUDGET_ENV)})")
 
 
 @dataclass
@@ -937,7 +937,7 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
             _rows(m, m.plan.sweep_shapes, plan, env, result, key=False, host_bound=True)
     if deadline.skipped:
         result.notes.append(f"{deadline.skipped} rows were not run: the phase's time budget of {budget_s:.0f} s "
-                            f"was spent (set {BUDGET_ENV}=0, and --time-limit 0, for no limit).")
+                            f"was spent ({no_limit_hint(BUDGET_ENV)}).")
     return result
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from . import timing
-from .budget import budget_seconds as shared_budget_seconds
+from .budget import budget_seconds as shared_budget_seconds, no_limit_hint
 from .calls import (POOL_MEMORY_SHARE, CaptureCompiled, InputPool, call_for, device_memory_bytes, flash_route,
                     forced_backend, kernel_facts, our_kernels)
 from .context import RunContext
@@ -196,7 +196,7 @@ def measure_cases(cases: list[Case], measure: Callable[[Case], Measurement], on_
             bar.set_postfix_str(case.label(), refresh=False)
         if deadline is not None and clock() > deadline:
             row = _base_row(case, "skipped", f"not run: the iterations phase's time budget was spent before this "
-                                             f"case (set {BUDGET_ENV}=0, and --time-limit 0, for no limit)")
+                                             f"case ({no_limit_hint(BUDGET_ENV)})")
         elif not case.is_sdpa and requires_hopper(case.impl) and not hopper_ok:
             row = _base_row(case, "unsupported", f"Hopper version: {hopper_reason}")
         elif case.dtype == "bfloat16" and supports_bf16 is False:
@@ -454,7 +454,7 @@ def run(ctx: RunContext) -> IterationsFile:
     skipped = sum(1 for r in result.rows if r.status == "skipped")
     if skipped:
         result.notes.append(f"{skipped} of {len(cases)} cases were skipped: the phase's time budget of {budget:.0f} s "
-                            f"was spent (set {BUDGET_ENV}=0, and --time-limit 0, for no limit).")
+                            f"was spent ({no_limit_hint(BUDGET_ENV)}).")
     if not hopper_ok:
         result.notes.append(f"The Hopper versions did not run on this GPU: {hopper_reason}.")
     return result
