@@ -1,4 +1,5 @@
 """The Reproduce page and the footer when a run was written by more than one collect."""
+import html
 from pathlib import Path
 
 import synthetic
@@ -22,6 +23,17 @@ def test_one_commit_gives_the_recorded_command():
     text = page.commands()
     assert text.count("git checkout") == 1 and run.manifest.command in text
     assert provenance(run)["commit"] == "c" * 12
+
+
+def test_a_phase_run_again_alone_is_not_called_the_whole_collect():
+    # As in run h200-20261201a: one commit, but the last command recorded ran only the decode phase.
+    run = run_with([PhaseRecord(name="env", status="complete"), PhaseRecord(name="decode", status="complete")])
+    run.manifest.profile = "full"
+    run.manifest.command = "python -m collect decode --profile full --run-id synthetic-20261129"
+    text = html.unescape(ReproducePage(run, [run]).commands())
+    assert "is equivalent" not in text and text.count("git checkout") == 1
+    assert text.index("make collect PROFILE=full RUN_ID=synthetic-20261129") < text.index("collect decode --profile")
+    assert "it ran decode" in text
 
 
 def test_phases_from_several_commits_are_replayed_each_at_its_own():

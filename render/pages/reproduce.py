@@ -19,7 +19,14 @@ class ReproducePage(Page):
         unknown = "<commit unknown: the collecting tree had no git metadata>"
         by_commit = phase_commits(m)
         lines = ["git clone <this repository> && cd <it>"]
-        if len(by_commit) <= 1:
+        ran = [p.name for p in m.phases]
+        named = [t for t in (m.command or "").split() if t in ran]  # phases the recorded command listed
+        if len(by_commit) <= 1 and named and set(named) != set(ran):
+            # The last collect ran only some phases again (see the notes): the whole run first, then it.
+            lines += [f"git checkout {m.git_commit or unknown}",
+                      f"make collect PROFILE={m.profile} RUN_ID={self.run.id}   # every phase",
+                      f"{m.command}   # the last command recorded: it ran {', '.join(named)}"]
+        elif len(by_commit) <= 1:
             lines += [f"git checkout {m.git_commit or unknown}",
                       f"{m.command}   # as recorded; make collect PROFILE={m.profile} RUN_ID={self.run.id} is equivalent"]
         else:
