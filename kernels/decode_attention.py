@@ -14,8 +14,10 @@ are read and the first keys asked of L2 while it drains.
 
 The same kernel reads a bf16/fp16 cache or an int8 cache with one fp32 scale per token per head.
 For int8 the scale factors out of both products: score_j = scale_k[j] * (q . k_int8[j]) and
-out = sum_j (p_j * scale_v[j]) * v_int8[j]. Each tile is widened in registers right after its load
-(`_i8_as_f32_plus_1`, `_i8_as_f16_plus_1152`), so no dequantized copy of the cache ever exists in memory.
+out = sum_j (p_j * scale_v[j]) * v_int8[j]. No dequantized copy of the cache ever exists in memory: on
+the CUDA cores the keys stay integers, multiplied four bytes at a time by a 16-bit fixed-point copy
+of q (`_dot_words`, two dp2a instructions a word), and the values are widened in registers right after
+their load (`_i8_as_f32_plus_1`); for the tensor cores both are widened (`_i8_as_f16_plus_1152`).
 
 Layout: q (B, H, D); k, v (B, H, L, D) with L the cache capacity; scales (B, H, L); seq_lens (B,)
 or (1,) int32 on the device, the number of valid keys per batch element. Reading the length from
@@ -33,7 +35,7 @@ import triton.language as tl
 from .arrival import arrive, reset
 from .common import LOG2E, capability, device_index, device_sm_count, has_pdl, interpreting, quick_bench
 from .kv_quant import SCALE_DTYPE
-from .prefetch import prefetch_rows
+from .prefetch import prefetch_l2, prefetch_rows
 
 
 
@@ -48,8 +50,8 @@ def _i8_as_f32_plus_1(x):
     drops that byte into the second byte of 1.0. Placing x by an integer multiply-add needs the byte unpacked
     into its own register first, which is two instructions per value before the multiply-add; the
     permute ran the int8 cache 1.06-1.09x faster on the H200. The caller removes the offset once per
-    row: q . y = (1 + 2^-8) * sum(q) + q . x / 32768. The offset is about 2^8 times the signal, so the
-    fp32 sums keep about 16 bits of it: coarser than fp32's 24, far finer than int8's 7.
+    row: sum_j p_j y_j = (1 + 2^-8) * sum_j p_j + sum_j p_j x_j / 32768. The offset is about 2^8 times
+    the signal, so the fp32 sums keep about 16 bits of it: coarser than fp32's 24, far finer than int8's 7.
     """
     return tl.inline_asm_elementwise(
         asm="""{
@@ -84,16 +86,16 @@ def _i8_as_f16_plus_1152(x):
 
 
 @triton.jit
-def _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn, mask_d,
+def _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn, mask_kd, mask_d,
                BLOCK_N: tl.constexpr, IS_INT8: tl.constexpr, MASKED: tl.constexpr):
     """Keys, values (and their scales) of rows [n0, n0 + BLOCK_N). A MASKED tile does not read rows at
-    or past `end`; every other tile lies wholly inside the chunk and needs no per-row predicates."""
+    or past `end`; every other tile lies wholly inside the chunk and needs no per-row predicates.
+    `mask_kd` masks a key row's columns, `mask_d` a value row's (keys may be read as 4-byte words)."""
     offs_n = n0 + tl.arange(0, BLOCK_N)
     if MASKED:
         mask_n = offs_n < end
-        mask = mask_n[:, None] & mask_d[None, :]
-        k = tl.load(k_ptrs + offs_n[:, None] * stride_kn, mask=mask, other=0)
-        v = tl.load(v_ptrs + offs_n[:, None] * stride_vn, mask=mask, other=0)
+        k = tl.load(k_ptrs + offs_n[:, None] * stride_kn, mask=mask_n[:, None] & mask_kd[None, :], other=0)
+        v = tl.load(v_ptrs + offs_n[:, None] * stride_vn, mask=mask_n[:, None] & mask_d[None, :], other=0)
         if IS_INT8:
             ks = tl.load(ks_ptrs + offs_n, mask=mask_n, other=0.0)
             vs = tl.load(vs_ptrs + offs_n, mask=mask_n, other=0.0)
@@ -101,9 +103,8 @@ def _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn, 
             ks = tl.zeros([BLOCK_N], tl.float32)
             vs = tl.zeros([BLOCK_N], tl.float32)
     else:
-        mask = mask_d[None, :]
-        k = tl.load(k_ptrs + offs_n[:, None] * stride_kn, mask=mask, other=0)
-        v = tl.load(v_ptrs + offs_n[:, None] * stride_vn, mask=mask, other=0)
+        k = tl.load(k_ptrs + offs_n[:, None] * stride_kn, mask=mask_kd[None, :], other=0)
+        v = tl.load(v_ptrs + offs_n[:, None] * stride_vn, mask=mask_d[None, :], other=0)
         if IS_INT8:
             ks = tl.load(ks_ptrs + offs_n)
             vs = tl.load(vs_ptrs + offs_n)
@@ -134,13 +135,52 @@ def _widen_rows(x, IS_INT8: tl.constexpr, UPCAST: tl.constexpr):
         return x.to(tl.float32)
 
 
+# Query entries as 16-bit fixed point against their largest magnitude, for the integer dot products.
+QUERY_STEPS = tl.constexpr(32767.0)
+
+
 @triton.jit
-def _rows_update(q, q_offset, m_r, l_r, w_r, acc, k, v, ks, vs, n0, end, BLOCK_N: tl.constexpr,
+def _query_words(q, BLOCK_D: tl.constexpr):
+    """q (fp32) as 16-bit integers packed two to a word, for `_dot_words`: (qa, qb, unit), where word w
+    of qa holds entries 4w and 4w+1, qb entries 4w+2 and 4w+3, and q ~ unit * integer. An entry is off
+    by at most unit / 2, 2^-16 of the largest; the int8 keys it multiplies are 2^8 times coarser."""
+    unit = tl.maximum(tl.max(tl.abs(q), axis=0), 1e-30) / QUERY_STEPS
+    qi = (q / unit + 12582912.0) - 12582912.0  # round half to even; |q / unit| <= 32767
+    qi = tl.minimum(tl.maximum(qi, -QUERY_STEPS), QUERY_STEPS).to(tl.int32) & 0xFFFF
+    lo, hi = tl.split(tl.reshape(qi, [BLOCK_D // 2, 2]))
+    qa, qb = tl.split(tl.reshape(lo | (hi << 16), [BLOCK_D // 4, 2]))
+    return qa, qb, unit
+
+
+@triton.jit
+def _dot_words(kw, qa, qb, UPCAST: tl.constexpr):
+    """Per 4-byte word of int8 keys, its four bytes times the four 16-bit query entries of qa and qb,
+    exactly, in int32: two dp2a instructions. Widening the bytes to fp32 first and multiplying there
+    took about nine instructions per word."""
+    if UPCAST:  # the interpreter has no inline assembly: the same integers by shifts
+        return (((kw << 24) >> 24) * ((qa << 16) >> 16) + ((kw << 16) >> 24) * (qa >> 16)
+                + ((kw << 8) >> 24) * ((qb << 16) >> 16) + (kw >> 24) * (qb >> 16))
+    else:
+        return tl.inline_asm_elementwise(
+            asm="""{
+            .reg .s32 t;
+            dp2a.lo.s32.s32 t, $2, $1, 0;
+            dp2a.hi.s32.s32 $0, $3, $1, t;
+            }""",
+            constraints="=r,r,r,r", args=[kw, tl.broadcast_to(qa[None, :], kw.shape),
+                                          tl.broadcast_to(qb[None, :], kw.shape)],
+            dtype=tl.int32, is_pure=True, pack=1)
+
+
+@triton.jit
+def _rows_update(q, qa, qb, q_unit, m_r, l_r, w_r, acc, k, v, ks, vs, n0, end, BLOCK_N: tl.constexpr,
                  IS_INT8: tl.constexpr, MASKED: tl.constexpr, UPCAST: tl.constexpr):
-    """Fold one loaded tile of keys and values into the row streams."""
-    s = tl.sum(q[None, :] * _widen_rows(k, IS_INT8, UPCAST), axis=1)
+    """Fold one loaded tile of keys and values into the row streams. int8 keys arrive as words (q as
+    `_query_words` packs it)."""
     if IS_INT8:
-        s = (s - q_offset) * (WIDE_SCALE * ks)
+        s = tl.sum(_dot_words(k, qa, qb, UPCAST), axis=1).to(tl.float32) * (q_unit * ks)
+    else:
+        s = tl.sum(q[None, :] * _widen_rows(k, IS_INT8, UPCAST), axis=1)
     if MASKED:
         s = tl.where((n0 + tl.arange(0, BLOCK_N)) < end, s, float("-inf"))
     # Move the maxima only when some row's score passes its max by more than the slack: one decision
@@ -163,19 +203,46 @@ def _rows_update(q, q_offset, m_r, l_r, w_r, acc, k, v, ks, vs, n0, end, BLOCK_N
 
 
 @triton.jit
-def _rows_loop(q, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, start, end, stride_kn, stride_vn, mask_d,
-               BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, IS_INT8: tl.constexpr, UPCAST: tl.constexpr,
-               UNROLL: tl.constexpr):
+def _prefetch_rows_ahead(k_base, v_base, ks_ptrs, vs_ptrs, n0, stop, stride_kn, stride_vn,
+                         HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, ROWS: tl.constexpr, IS_INT8: tl.constexpr):
+    """Ask L2 for the keys and values (and their scales) of rows [n0, stop), at most ROWS of them, so
+    that the loop's loads of them later wait on L2 instead of DRAM. `stop` must be a valid row + 1."""
+    prefetch_rows(k_base, n0, stop, stride_kn, HEAD_DIM, BLOCK_D)
+    prefetch_rows(v_base, n0, stop, stride_vn, HEAD_DIM, BLOCK_D)
+    if IS_INT8:
+        if n0 < stop:  # one request per 128-byte line of fp32 scales, the row's start unaligned
+            offs = tl.minimum(n0 + tl.arange(0, 2 * max(1, ROWS // 32)) * 32, stop - 1)
+            prefetch_l2(ks_ptrs + offs)
+            prefetch_l2(vs_ptrs + offs)
+
+
+@triton.jit
+def _rows_loop(q, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, start, end, stride_kn, stride_vn, mask_kd, mask_d,
+               k_base, v_base, stride_bk, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
+               IS_INT8: tl.constexpr, UPCAST: tl.constexpr, UNROLL: tl.constexpr, AHEAD: tl.constexpr):
     """CUDA-core schedule. Each of the BLOCK_N rows of a tile is its own online-softmax stream (row r
     sees keys r, r + BLOCK_N, ...), so the loop is elementwise apart from q.k; the streams are merged
     once after the loop. A single running max would need a reduction across warps on every tile.
+    int8 keys are read as 4-byte words (`k_ptrs`, `stride_kn` and `mask_kd` count words) and
+    multiplied by integer dot products (`_dot_words`); int8 values are widened in registers.
 
     The loop is latency-bound: a program waits out one memory latency per tile. UNROLL=2 loads two
     tiles per iteration before using either, which ran the int8 cache up to 1.08x faster on the H200
     at batch 16. Four tiles helped only at batch 4 with more splits, and spill before Hopper; carrying
     a prefetched tile across iterations held it in registers, spilled, and ran about 1.5x slower.
-    Triton 3.6 fails to compile the unrolled loop on 2 warps at head_dim 128: no config asks for it."""
-    q_offset = WIDE_OFFSET * tl.sum(q, axis=0)  # int8: what the widened keys' offset adds to every score
+    Triton 3.6 fails to compile the unrolled loop on 2 warps at head_dim 128: no config asks for it.
+    AHEAD > 0 asks L2 for the rows that many iterations ahead (`k_base`, `v_base`: the rows' start in
+    the cache's own type, `stride_bk` the keys' row stride in it), so the loads wait on L2, not DRAM,
+    with no register held for them."""
+    STEP: tl.constexpr = UNROLL * BLOCK_N
+    PREFETCH: tl.constexpr = AHEAD > 0 and not UPCAST  # the interpreter has no prefetch instruction
+    if PREFETCH:
+        _prefetch_rows_ahead(k_base, v_base, ks_ptrs, vs_ptrs, start + STEP, tl.minimum(start + AHEAD * STEP, end),
+                             stride_bk, stride_vn, HEAD_DIM, BLOCK_D, AHEAD * STEP, IS_INT8)
+    if IS_INT8:
+        qa, qb, q_unit = _query_words(q, BLOCK_D)
+    else:
+        qa, qb, q_unit = q, q, 1.0
     m_r = tl.full([BLOCK_N], float("-inf"), tl.float32)
     l_r = tl.zeros([BLOCK_N], tl.float32)
     w_r = tl.zeros([BLOCK_N], tl.float32)  # int8: sum of the value weights, to remove the offset
@@ -188,24 +255,32 @@ def _rows_loop(q, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, start, end, stride_kn, strid
         # in flight instead of waiting out one memory latency per tile.
         single_from = start + (end - start) // (2 * BLOCK_N) * (2 * BLOCK_N)
         for n0 in range(start, single_from, 2 * BLOCK_N):
-            k0, v0, ks0, vs0 = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn, mask_d,
-                                          BLOCK_N, IS_INT8, False)
-            k1, v1, ks1, vs1 = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0 + BLOCK_N, end, stride_kn, stride_vn,
+            if PREFETCH:
+                _prefetch_rows_ahead(k_base, v_base, ks_ptrs, vs_ptrs, n0 + AHEAD * STEP,
+                                     tl.minimum(n0 + (AHEAD + 1) * STEP, end), stride_bk, stride_vn, HEAD_DIM, BLOCK_D,
+                                     STEP, IS_INT8)
+            k0, v0, ks0, vs0 = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn, mask_kd,
                                           mask_d, BLOCK_N, IS_INT8, False)
-            m_r, l_r, w_r, acc = _rows_update(q, q_offset, m_r, l_r, w_r, acc, k0, v0, ks0, vs0, n0, end, BLOCK_N,
-                                              IS_INT8, False, UPCAST)
-            m_r, l_r, w_r, acc = _rows_update(q, q_offset, m_r, l_r, w_r, acc, k1, v1, ks1, vs1, n0 + BLOCK_N, end,
+            k1, v1, ks1, vs1 = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0 + BLOCK_N, end, stride_kn, stride_vn,
+                                          mask_kd, mask_d, BLOCK_N, IS_INT8, False)
+            m_r, l_r, w_r, acc = _rows_update(q, qa, qb, q_unit, m_r, l_r, w_r, acc, k0, v0, ks0, vs0, n0, end,
                                               BLOCK_N, IS_INT8, False, UPCAST)
+            m_r, l_r, w_r, acc = _rows_update(q, qa, qb, q_unit, m_r, l_r, w_r, acc, k1, v1, ks1, vs1, n0 + BLOCK_N,
+                                              end, BLOCK_N, IS_INT8, False, UPCAST)
     for n0 in range(single_from, full_end, BLOCK_N):  # every whole tile (UNROLL=1), or the one left over
-        k, v, ks, vs = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn, mask_d,
+        if PREFETCH:
+            _prefetch_rows_ahead(k_base, v_base, ks_ptrs, vs_ptrs, n0 + AHEAD * BLOCK_N,
+                         tl.minimum(n0 + (AHEAD + 1) * BLOCK_N, end), stride_bk, stride_vn, HEAD_DIM, BLOCK_D,
+                         BLOCK_N, IS_INT8)
+        k, v, ks, vs = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn, mask_kd, mask_d,
                                   BLOCK_N, IS_INT8, False)
-        m_r, l_r, w_r, acc = _rows_update(q, q_offset, m_r, l_r, w_r, acc, k, v, ks, vs, n0, end, BLOCK_N,
+        m_r, l_r, w_r, acc = _rows_update(q, qa, qb, q_unit, m_r, l_r, w_r, acc, k, v, ks, vs, n0, end, BLOCK_N,
                                           IS_INT8, False, UPCAST)
     if full_end < end:
-        k, v, ks, vs = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, full_end, end, stride_kn, stride_vn, mask_d,
-                                  BLOCK_N, IS_INT8, True)
-        m_r, l_r, w_r, acc = _rows_update(q, q_offset, m_r, l_r, w_r, acc, k, v, ks, vs, full_end, end, BLOCK_N,
-                                          IS_INT8, True, UPCAST)
+        k, v, ks, vs = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, full_end, end, stride_kn, stride_vn, mask_kd,
+                                  mask_d, BLOCK_N, IS_INT8, True)
+        m_r, l_r, w_r, acc = _rows_update(q, qa, qb, q_unit, m_r, l_r, w_r, acc, k, v, ks, vs, full_end, end,
+                                          BLOCK_N, IS_INT8, True, UPCAST)
     m_i = tl.max(m_r, axis=0)
     m_i = tl.where(m_i == float("-inf"), 0.0, m_i)
     w = tl.exp2(m_r - m_i)
@@ -219,7 +294,7 @@ def _rows_loop(q, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, start, end, stride_kn, strid
 def _dot_step(qm, q_offset, qk_scale_log2, m_i, l_i, acc, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kn,
               stride_vn, mask_d, BLOCK_N: tl.constexpr, IS_INT8: tl.constexpr, UPCAST: tl.constexpr,
               MASKED: tl.constexpr):
-    k, v, ks, vs = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn, mask_d,
+    k, v, ks, vs = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn, mask_d, mask_d,
                               BLOCK_N, IS_INT8, MASKED)
     # int8 tiles are widened to 1152 + x (see _i8_as_f16_plus_1152); the 1152 comes off once per row.
     if IS_INT8:
@@ -306,6 +381,7 @@ def _split_kv_kernel(
     prefetch_keys, early_trigger,  # how a programmatic dependent launch is used (AttentionLaunch)
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, IS_INT8: tl.constexpr,
     USE_DOT: tl.constexpr, UPCAST: tl.constexpr, UNROLL: tl.constexpr = 1, PDL: tl.constexpr = False,
+    AHEAD: tl.constexpr = 0,
 ):
     split = tl.program_id(0)
     bh = tl.program_id(1)
@@ -336,6 +412,15 @@ def _split_kv_kernel(
             tl.extra.cuda.gdc_launch_dependents()
     q = tl.load(Q + b * stride_qb + h * stride_qh + offs_d, mask=mask_d, other=0.0)
     k_ptrs = K + b * stride_kb + h * stride_kh + offs_d[None, :]
+    if IS_INT8 and not USE_DOT:  # the CUDA-core schedule reads int8 keys as words (_dot_words)
+        offs_w = tl.arange(0, BLOCK_D // 4)
+        mask_kd = offs_w < HEAD_DIM // 4
+        kw_ptrs = (K + b * stride_kb + h * stride_kh).to(tl.pointer_type(tl.int32)) + offs_w[None, :]
+        stride_kw = stride_kn // 4
+    else:
+        mask_kd = mask_d
+        kw_ptrs = k_ptrs
+        stride_kw = stride_kn
     v_ptrs = V + b * stride_vb + h * stride_vh + offs_d[None, :]
     ks_ptrs = KScale + b * stride_sb + h * stride_sh
     vs_ptrs = VScale + b * stride_sb + h * stride_sh
@@ -344,8 +429,10 @@ def _split_kv_kernel(
                                     stride_vn, mask_d, BLOCK_N, BLOCK_D, IS_INT8, UPCAST)
     else:
         # Scores live in the log2 domain (exp2 is the fast instruction); the softmax scale is folded into q.
-        m_i, l_i, acc_d = _rows_loop(q.to(tl.float32) * qk_scale_log2, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, start, end,
-                                     stride_kn, stride_vn, mask_d, BLOCK_N, BLOCK_D, IS_INT8, UPCAST, UNROLL)
+        m_i, l_i, acc_d = _rows_loop(q.to(tl.float32) * qk_scale_log2, kw_ptrs, v_ptrs, ks_ptrs, vs_ptrs, start,
+                                     end, stride_kw, stride_vn, mask_kd, mask_d, K + b * stride_kb + h * stride_kh,
+                                     V + b * stride_vb + h * stride_vh, stride_kn, HEAD_DIM, BLOCK_N, BLOCK_D, IS_INT8,
+                                     UPCAST, UNROLL, AHEAD)
 
     if PDL:
         if early_trigger == 0:
@@ -443,8 +530,9 @@ def _merge_two_pass(o_rows, lse_row, num_splits, offs_d, mask_d, HEAD_DIM: tl.co
     return tl.sum(acc, axis=0) / tl.sum(den, axis=0)
 
 
-def _config(block_n, warps, dot=False, stages=1, unroll=1):
-    return triton.Config({"BLOCK_N": block_n, "USE_DOT": dot, "UNROLL": unroll}, num_warps=warps, num_stages=stages)
+def _config(block_n, warps, dot=False, stages=1, unroll=1, ahead=0):
+    return triton.Config({"BLOCK_N": block_n, "USE_DOT": dot, "UNROLL": unroll, "AHEAD": ahead}, num_warps=warps,
+                         num_stages=stages)
 
 
 def _same(c, d) -> bool:
@@ -462,17 +550,21 @@ BF16_CONFIGS = [
     _config(64, 4, dot=True, stages=3),
     _config(128, 8, dot=True, stages=3),
 ]
-INT8_CONFIGS = [  # the fastest of sweeps on the H200 (BLOCK_N 32-128, 2-8 warps, unrolled 1-4, both schedules)
-    # that compile without spills for the T4, A100 and H100 (64-key tiles 4 deep spill before Hopper)
-    _config(32, 4),
-    _config(32, 4, unroll=2),
+INT8_CONFIGS = [  # the fastest of sweeps on the H200 (BLOCK_N 16-128, 2-8 warps, unrolled 1-2, L2 asked 0-2
+    # tiles ahead, both schedules) that compile without spills for the T4, A100 and H100. On 2026-12-01,
+    # with keys by dp2a: the step at gpt2 batch 64 (512 keys a program) ran fastest with rows asked of
+    # L2 one tile ahead (0.683 ms against 0.704); batch 4 and 16k-32k keys with two 32-key tiles per
+    # iteration or 128-key tiles; gpt2-xl at batch 4 with 64-key tiles on 2 warps. Two 64-key tiles per
+    # iteration on 2 warps were fastest at head_dim 128 but spill there.
     _config(64, 2),
+    _config(64, 2, ahead=1),
+    _config(32, 4, unroll=2),
     _config(128, 4),
     _config(128, 4, dot=True, stages=4),
 ]
 AUTOTUNE_CONFIGS = BF16_CONFIGS + [c for c in INT8_CONFIGS if not any(_same(c, d) for d in BF16_CONFIGS)]
 # Under the interpreter (CPU tests) one fixed config runs; autotuning needs a GPU.
-INTERPRET_CONFIG = {"BLOCK_N": 16, "USE_DOT": False, "UNROLL": 1, "num_warps": 1, "num_stages": 1}
+INTERPRET_CONFIG = {"BLOCK_N": 16, "USE_DOT": False, "UNROLL": 1, "AHEAD": 0, "num_warps": 1, "num_stages": 1}
 
 
 def tunable_configs(int8: bool, capability: tuple[int, int]) -> list[triton.Config]:
@@ -582,7 +674,9 @@ def config_label(config: dict) -> str:
     """A launch config (as_launch_config's form) as the report names it."""
     kind = "tensor cores" if config.get("USE_DOT") else "CUDA cores"
     unroll = config.get("UNROLL", 1)
+    ahead = config.get("AHEAD", 0)
     return (f"{kind}, BLOCK_N={config.get('BLOCK_N')}" + (f", {unroll} tiles per iteration" if unroll > 1 else "")
+            + (f", rows asked of L2 {ahead} {'iteration' if ahead == 1 else 'iterations'} ahead" if ahead else "")
             + f", num_warps={config.get('num_warps')}, num_stages={config.get('num_stages')}")
 
 
@@ -620,6 +714,9 @@ def _check(q, k, v, seq_lens, k_scale, v_scale):
                                  f"contiguous last dim; got {tuple(s.shape)} {s.dtype}.")
         if k_scale.stride() != v_scale.stride():
             raise ValueError("k_scale and v_scale must share one layout (same strides).")
+        if D % 4 or k.stride(2) % 4 or k.stride(1) % 4 or k.stride(0) % 4:
+            raise ValueError(f"an int8 cache is read as 4-byte words: head_dim ({D}) and the key strides "
+                             f"{k.stride()} must be multiples of 4.")
     elif k_scale is not None or v_scale is not None:
         raise ValueError(f"scales are only for an int8 cache; k is {k.dtype}.")
     elif k.dtype != q.dtype:

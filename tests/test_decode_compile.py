@@ -47,7 +47,8 @@ for cc in map(int, sys.argv[1:]):
                     "stride_vb", "stride_vh", "stride_vn", "stride_sb", "stride_sh", "stride_lens", "H", "num_splits"),
              "qk_scale_log2": "fp32", "len_bucket": "i32", "prefetch_keys": "i32", "early_trigger": "i32",
              "HEAD_DIM": "constexpr", "BLOCK_D": "constexpr", "BLOCK_N": "constexpr", "IS_INT8": "constexpr",
-             "USE_DOT": "constexpr", "UPCAST": "constexpr", "UNROLL": "constexpr", "PDL": "constexpr"}
+             "USE_DOT": "constexpr", "UPCAST": "constexpr", "UNROLL": "constexpr", "PDL": "constexpr",
+             "AHEAD": "constexpr"}
     strides = ("stride_qb", "stride_qh", "stride_kb", "stride_kh", "stride_kn", "stride_vb", "stride_vh", "stride_vn")
     for int8 in (False, True):
         sig = dict(split, **({"K": "*i8", "V": "*i8", "KScale": "*fp32", "VScale": "*fp32"} if int8 else {}))

@@ -21,9 +21,10 @@ def test_matches_float64_at_every_split_count(splits):
     assert (out.double() - ref).abs().max() < 1e-5
 
 
-# fp32 inputs: the float cache to fp32 rounding. The int8 cache to about 12 bits of the scores and
-# outputs: the CUDA-core schedule's widened values carry an offset about 2^8 times the signal, so its
-# fp32 sums keep fewer bits (still far finer than int8's own steps of 1/254 of each vector's max).
+# fp32 inputs: the float cache to fp32 rounding. The int8 cache to about 12 bits of the outputs: the
+# CUDA-core schedule's widened values carry an offset about 2^8 times the signal, so its fp32 sums keep
+# fewer bits, and its scores hold the query to 16 bits of its largest entry (still far finer than
+# int8's own steps of 1/254 of each vector's max).
 _TOL = {False: 1e-5, True: 3e-4}
 
 
@@ -100,6 +101,19 @@ def test_int8_cache_matches_the_dequantized_reference():
     assert (out.double() - reference_decode_attention(q, k * 3, v, lens)).abs().max() < 0.05
 
 
+def test_int8_scores_keep_a_query_of_wide_range():
+    # The integer dot products hold q to 16 bits of its largest entry: one entry 300 times the rest
+    # leaves the others about 7 bits, still finer than the int8 keys they multiply.
+    q, k, v = _inputs(2, 2, 40, 32, seed=11)
+    q[:, :, 3] *= 300.0
+    q *= 0.02
+    (kq, ks), (vq, vs) = quantize(k), quantize(v)
+    lens = torch.tensor([40, 9], dtype=torch.int32)
+    out = decode_attention(q, kq, vq, lens, k_scale=ks, v_scale=vs, num_splits=2)
+    ref = reference_decode_attention(q, kq, vq, lens, k_scale=ks, v_scale=vs)
+    assert (out.double() - ref).abs().max() < _TOL[True]
+
+
 def test_bf16_inputs_within_bf16_rounding():
     q, k, v = _inputs(1, 2, 64, 32, dtype=torch.bfloat16, seed=6)
     lens = torch.tensor([64], dtype=torch.int32)
@@ -131,6 +145,8 @@ def test_autotuning_classes_double_with_the_work():
     (lambda a: {**a, "k": a["k"][:, :1]}, "must both be"),
     (lambda a: {**a, "seq_lens": a["seq_lens"].long()}, "int32"),
     (lambda a: {**a, "k": a["k"].to(torch.int8), "v": a["v"].to(torch.int8)}, "k_scale and v_scale"),
+    (lambda a: {**a, "q": a["q"][..., :14], "k": a["k"][..., :14].to(torch.int8), "v": a["v"][..., :14].to(torch.int8),
+                "k_scale": torch.ones(1, 2, 8), "v_scale": torch.ones(1, 2, 8)}, "multiples of 4"),
     (lambda a: {**a, "k": a["k"].double()}, "match q's dtype"),
     (lambda a: {**a, "k": a["k"].transpose(2, 3)}, "must both be|contiguous"),
 ])
