@@ -665,8 +665,10 @@ def compiled_launches(pdl: bool) -> tuple[AttentionLaunch, ...]:
 
 
 def default_num_splits(batch: int, heads: int, capacity: int, device: torch.device) -> int:
-    """Enough programs for SPLITS.waves programs per SM, but no chunk shorter than SPLITS.min_chunk keys."""
-    want = math.ceil(SPLITS.waves * device_sm_count(device) / max(1, batch * heads))
+    """As many programs as SPLITS.waves per SM, not more, and no chunk shorter than SPLITS.min_chunk keys.
+    Rounded down: where that many programs fit on an SM they run in one wave, and one split more would
+    start a second wave for a fraction of them."""
+    want = max(1, math.floor(SPLITS.waves * device_sm_count(device) / max(1, batch * heads)))
     return max(1, min(want, math.ceil(capacity / SPLITS.min_chunk), 256))
 
 

@@ -127,6 +127,9 @@ def test_num_splits_heuristic_is_bounded():
     assert default_num_splits(64, 32, 100_000, cpu) == 1  # plenty of programs already
     assert default_num_splits(1, 1, 64, cpu) == 1  # no chunk shorter than the minimum
     assert 1 <= default_num_splits(1, 1, 10**7, cpu) <= 256
+    # Rounded down, never more programs than SPLITS.waves per SM: the CPU stands for 4 SMs, 16 programs,
+    # and 3 (batch, head) rows would take 5.33 splits: 5, not the 6 that start a sixth of a wave more.
+    assert default_num_splits(1, 3, 100_000, cpu) == 5
 
 
 def test_autotuning_classes_double_with_the_work():
