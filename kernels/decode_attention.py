@@ -230,7 +230,7 @@ def _rows_loop(q, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, start, end, stride_kn, strid
     tiles per iteration before using either, which ran the int8 cache up to 1.08x faster on the H200
     at batch 16. Four tiles helped only at batch 4 with more splits, and spill before Hopper; carrying
     a prefetched tile across iterations held it in registers, spilled, and ran about 1.5x slower.
-    Triton 3.6 fails to compile the unrolled loop on 2 warps at head_dim 128: no config asks for it.
+    The unrolled loop on 2 warps spills registers at head_dim 128: no config asks for it.
     AHEAD > 0 asks L2 for the rows that many iterations ahead (`k_base`, `v_base`: the rows' start in
     the cache's own type, `stride_bk` the keys' row stride in it), so the loads wait on L2, not DRAM,
     with no register held for them."""
