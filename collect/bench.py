@@ -27,7 +27,7 @@ from kernels.attention import HEAD_DIMS, IMPLEMENTATIONS, SDPA_BACKENDS
 from . import timing
 from .budget import budget_seconds as shared_budget_seconds, no_limit_hint
 from .context import RunContext
-from .device_choices import budget_scale, has_bf16
+from .device_choices import has_bf16
 from .schema import SCHEMA_VERSION
 from .schema.bench import BenchFile, BenchRow
 from .schema.common import case_key
@@ -337,7 +337,7 @@ def budget_seconds(profile: str, scale: float = 1.0) -> float | None:
 def run(ctx: RunContext) -> BenchFile:
     if ctx.profile not in PLANS:
         raise ValueError(f"profile must be one of {', '.join(PLANS)}, got {ctx.profile!r}")
-    budget = ctx.phase_budget(budget_seconds(ctx.profile, budget_scale(ctx.measured("copy_bandwidth")).value))
+    budget = ctx.phase_budget(budget_seconds(ctx.profile, ctx.budget_scale()))
     import torch
 
     if not torch.cuda.is_available():

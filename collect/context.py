@@ -36,6 +36,13 @@ class RunContext:
     # perf_counter time by which the whole collect should end (--time-limit); None: no limit.
     deadline: float | None = None
 
+    def budget_scale(self, copy_bytes_per_s: float | None = None) -> float:
+        """How much longer than its defaults a phase (and the whole collect) may run on this GPU
+        (device_choices.budget_scale): from the env phase's measured copy bandwidth, or from
+        `copy_bytes_per_s` where the phase measured its own."""
+        measured = copy_bytes_per_s if copy_bytes_per_s is not None else self.measured("copy_bandwidth")
+        return device_choices.budget_scale(measured).value
+
     def phase_budget(self, budget: float | None) -> float | None:
         """This phase's own budget (None: no limit), shrunk to what is left of the collect's time limit;
         says so on stderr when it shrinks."""

@@ -950,15 +950,13 @@ def run(ctx: RunContext) -> DecodeFile:
     if model_path and not Path(model_path).is_dir():
         raise ValueError(f"--model-path {model_path!r} is not a directory; give a local GPT-2 checkpoint folder "
                          "(config.json and weights), or unset it for random weights.")
-    from .device_choices import budget_scale
-
     bandwidth, source = ctx.measured("copy_bandwidth"), "env copy_bandwidth"
     if bandwidth is None:
         bandwidth, source = measure_copy_bandwidth(torch.device("cuda")), "decode phase copy"
     return collect_decode(
         ctx.run_id, PLANS[ctx.profile], "cuda", bandwidth, source, save=ctx.checkpoint,
         progress=lambda it, total=None, desc=None: ctx.progress(it, total=total, desc=desc),
-        budget_s=ctx.phase_budget(budget_seconds(ctx.profile, budget_scale(bandwidth).value)), model_path=model_path,
+        budget_s=ctx.phase_budget(budget_seconds(ctx.profile, ctx.budget_scale(bandwidth))), model_path=model_path,
         graph_step=graph_step_from_env(), dtype=_dtype_choice(ctx), compile_pool=ctx.compile_pool,
     )
 

@@ -24,7 +24,7 @@ from .budget import budget_seconds as shared_budget_seconds, no_limit_hint
 from .calls import (POOL_MEMORY_SHARE, CaptureCompiled, InputPool, call_for, device_memory_bytes, flash_route,
                     forced_backend, kernel_facts, our_kernels)
 from .context import RunContext
-from .device_choices import budget_scale, iterations_unsupported
+from .device_choices import iterations_unsupported
 from .precompile import CompileWork, compile_ahead
 from .schema.occupancy import limits_from_device, occupancy
 from .schema import SCHEMA_VERSION
@@ -434,7 +434,7 @@ def run(ctx: RunContext) -> IterationsFile:
     dev = ctx.manifest.device
     # Every version's story is recorded; only those in the phase are timed.
     result = new_file(ctx, list(V.VERSIONS.values()), hopper_ok, hopper_reason, V.FINAL_VERSION)
-    budget = ctx.phase_budget(budget_seconds(ctx.profile, budget_scale(ctx.measured("copy_bandwidth")).value))
+    budget = ctx.phase_budget(budget_seconds(ctx.profile, ctx.budget_scale()))
     t0 = time.monotonic()
 
     supports_bf16 = dev.supports_bf16 if dev else None

@@ -292,8 +292,7 @@ def _run_phase(name: str, cfg: CollectConfig, manifest: Manifest, run_id: str, r
                      filename=filename(name), on_flags=on_flags, model_path=cfg.model_path,
                      max_memory=cfg.max_memory, saved=saved, compile_pool=pool)
     if collect_start is not None:  # the limit scales like the phase budgets, from the env phase's bandwidth
-        ctx.deadline = collect_deadline(collect_start, cfg.time_limit(),
-                                        device_choices.budget_scale(ctx.measured("copy_bandwidth")).value)
+        ctx.deadline = collect_deadline(collect_start, cfg.time_limit(), ctx.budget_scale())
     try:
         result = phase_module(name).run(ctx)
         if name == "env":

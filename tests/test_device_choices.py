@@ -140,3 +140,16 @@ def test_the_budget_scale_applies_to_defaults_not_to_an_explicit_budget(monkeypa
     assert budget_seconds("X_BUDGET_S", {"quick": 90.0}, "quick", 3.0) == 270.0
     monkeypatch.setenv("X_BUDGET_S", "100")
     assert budget_seconds("X_BUDGET_S", {"quick": 90.0}, "quick", 3.0) == 100.0
+
+
+def test_every_phase_scales_its_budget_from_one_place(tmp_path):
+    from collect.context import RunContext
+
+    manifest = synthetic.manifest("r")
+    copy = next(c for c in manifest.measured_ceilings if c.name == "copy_bandwidth")
+    copy.per_s_median = 2.0e12  # a GPU about half the H200's speed
+    ctx = RunContext(run_id="r", out_dir=tmp_path, profile="full", manifest=manifest)
+    assert ctx.budget_scale() == dc.budget_scale(2.0e12).value > 1.0  # the env phase's copy bandwidth
+    assert ctx.budget_scale(2.4e11) == dc.MAX_BUDGET_SCALE  # a phase that measured its own (a T4's)
+    manifest.measured_ceilings = [c for c in manifest.measured_ceilings if c.name != "copy_bandwidth"]
+    assert ctx.budget_scale() == 1.0  # no env phase: the default budgets
