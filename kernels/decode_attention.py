@@ -874,10 +874,11 @@ def compile_specs(target):
                                          config=as_launch_config(cfg))
 
                     kind = "int8" if int8 else str(dtype).removeprefix("torch.")
-                    unroll = cfg.kwargs.get("UNROLL", 1)
+                    unroll, ahead = cfg.kwargs.get("UNROLL", 1), cfg.kwargs.get("AHEAD", 0)
                     label = (f"{kind} d={d} BLOCK_N={cfg.kwargs['BLOCK_N']} "
                              f"{'dot' if cfg.kwargs['USE_DOT'] else 'fma'}/w{cfg.num_warps}/s{cfg.num_stages}"
-                             + (f"/u{unroll}" if unroll > 1 else "") + (" pdl" if how.pdl else ""))
+                             + (f"/u{unroll}" if unroll > 1 else "") + (f"/a{ahead}" if ahead else "")
+                             + (" pdl" if how.pdl else ""))
                     # Core: every config at GPT-2's head_dim for the float cache, the first of each kind for int8.
                     first_of_kind = cfg is next(c for c in configs if c.kwargs["USE_DOT"] == cfg.kwargs["USE_DOT"])
                     out.append(CompileSpec(label, launch, core=d == 64 and (not int8 or first_of_kind)))

@@ -158,3 +158,14 @@ def test_the_turing_path_needs_a_gpu():
     q = torch.zeros(1, 2, 16, 64, dtype=torch.float16)
     with pytest.raises(ValueError, match="CUDA GPU"):
         turing_attention(q, q, q)
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_each_compiled_variant_has_a_label_of_its_own(target):
+    # The matrix reports builds by label: two variants under one label (the split-KV configs that
+    # differ only in asking L2 ahead did) would make a failure or a spill ambiguous.
+    from kernels.aot import specs_for
+
+    for module, specs in specs_for(TARGETS[target]).items():
+        labels = [s.label for s in specs]
+        assert len(labels) == len(set(labels)), (module, sorted(x for x in labels if labels.count(x) > 1))
