@@ -610,7 +610,8 @@ def _len_bucket(batch_heads: int, capacity: int) -> int:
 
 @dataclass
 class SplitPolicy:
-    """How finely the cache is split: aim for `waves` programs per SM, no chunk under `min_chunk` keys.
+    """How finely the cache is split: at most `waves` programs per SM (default_num_splits rounds down),
+    no chunk under `min_chunk` keys.
     On the H200 (2026-11-30) finer splits (8 or 16 waves, 32-64-key chunks) made the fused decode step
     slower at gpt2 and gpt2-xl (batch 4, 1k keys): 2.52-2.61 ms at gpt2-xl against 2.41-2.44."""
 
