@@ -217,28 +217,39 @@ def _prefetch_rows_ahead(k_base, v_base, ks_ptrs, vs_ptrs, n0, stop, stride_kn, 
 
 
 @triton.jit
-def _rows_loop(q, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, start, end, stride_kn, stride_vn, mask_kd, mask_d,
-               k_base, v_base, stride_bk, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
-               IS_INT8: tl.constexpr, UPCAST: tl.constexpr, UNROLL: tl.constexpr, AHEAD: tl.constexpr):
+def _rows_loop(q, k_base, v_base, ks_ptrs, vs_ptrs, start, end, stride_kn, stride_vn, mask_d,
+               HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, IS_INT8: tl.constexpr,
+               UPCAST: tl.constexpr, UNROLL: tl.constexpr, AHEAD: tl.constexpr):
     """CUDA-core schedule. Each of the BLOCK_N rows of a tile is its own online-softmax stream (row r
     sees keys r, r + BLOCK_N, ...), so the loop is elementwise apart from q.k; the streams are merged
     once after the loop. A single running max would need a reduction across warps on every tile.
-    int8 keys are read as 4-byte words (`k_ptrs`, `stride_kn` and `mask_kd` count words) and
-    multiplied by integer dot products (`_dot_words`); int8 values are widened in registers.
+    `k_base` and `v_base` point at this (batch, head)'s first key and value. int8 keys are read as
+    4-byte words and multiplied by integer dot products (`_dot_words`); int8 values are widened in
+    registers.
 
     The loop is latency-bound: a program waits out one memory latency per tile. UNROLL=2 loads two
     tiles per iteration before using either, which ran the int8 cache up to 1.08x faster on the H200
     at batch 16. Four tiles helped only at batch 4 with more splits, and spill before Hopper; carrying
     a prefetched tile across iterations held it in registers, spilled, and ran about 1.5x slower.
     The unrolled loop on 2 warps spills registers at head_dim 128: no config asks for it.
-    AHEAD > 0 asks L2 for the rows that many iterations ahead (`k_base`, `v_base`: the rows' start in
-    the cache's own type, `stride_bk` the keys' row stride in it), so the loads wait on L2, not DRAM,
-    with no register held for them."""
+    AHEAD > 0 asks L2 for the rows that many iterations ahead, so the loads wait on L2, not DRAM, with
+    no register held for them."""
+    offs_d = tl.arange(0, BLOCK_D)
+    v_ptrs = v_base + offs_d[None, :]
+    if IS_INT8:
+        offs_w = tl.arange(0, BLOCK_D // 4)
+        mask_kd = offs_w < HEAD_DIM // 4
+        k_ptrs = k_base.to(tl.pointer_type(tl.int32)) + offs_w[None, :]
+        stride_kw = stride_kn // 4
+    else:
+        mask_kd = mask_d
+        k_ptrs = k_base + offs_d[None, :]
+        stride_kw = stride_kn
     STEP: tl.constexpr = UNROLL * BLOCK_N
     PREFETCH: tl.constexpr = AHEAD > 0 and not UPCAST  # the interpreter has no prefetch instruction
     if PREFETCH:
         _prefetch_rows_ahead(k_base, v_base, ks_ptrs, vs_ptrs, start + STEP, tl.minimum(start + AHEAD * STEP, end),
-                             stride_bk, stride_vn, HEAD_DIM, BLOCK_D, AHEAD * STEP, IS_INT8)
+                             stride_kn, stride_vn, HEAD_DIM, BLOCK_D, AHEAD * STEP, IS_INT8)
     if IS_INT8:
         qa, qb, q_unit = _query_words(q, BLOCK_D)
     else:
@@ -257,11 +268,11 @@ def _rows_loop(q, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, start, end, stride_kn, strid
         for n0 in range(start, single_from, 2 * BLOCK_N):
             if PREFETCH:
                 _prefetch_rows_ahead(k_base, v_base, ks_ptrs, vs_ptrs, n0 + AHEAD * STEP,
-                                     tl.minimum(n0 + (AHEAD + 1) * STEP, end), stride_bk, stride_vn, HEAD_DIM, BLOCK_D,
+                                     tl.minimum(n0 + (AHEAD + 1) * STEP, end), stride_kn, stride_vn, HEAD_DIM, BLOCK_D,
                                      STEP, IS_INT8)
-            k0, v0, ks0, vs0 = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn, mask_kd,
+            k0, v0, ks0, vs0 = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kw, stride_vn, mask_kd,
                                           mask_d, BLOCK_N, IS_INT8, False)
-            k1, v1, ks1, vs1 = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0 + BLOCK_N, end, stride_kn, stride_vn,
+            k1, v1, ks1, vs1 = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0 + BLOCK_N, end, stride_kw, stride_vn,
                                           mask_kd, mask_d, BLOCK_N, IS_INT8, False)
             m_r, l_r, w_r, acc = _rows_update(q, qa, qb, q_unit, m_r, l_r, w_r, acc, k0, v0, ks0, vs0, n0, end,
                                               BLOCK_N, IS_INT8, False, UPCAST)
@@ -270,14 +281,14 @@ def _rows_loop(q, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, start, end, stride_kn, strid
     for n0 in range(single_from, full_end, BLOCK_N):  # every whole tile (UNROLL=1), or the one left over
         if PREFETCH:
             _prefetch_rows_ahead(k_base, v_base, ks_ptrs, vs_ptrs, n0 + AHEAD * BLOCK_N,
-                         tl.minimum(n0 + (AHEAD + 1) * BLOCK_N, end), stride_bk, stride_vn, HEAD_DIM, BLOCK_D,
-                         BLOCK_N, IS_INT8)
-        k, v, ks, vs = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn, mask_kd, mask_d,
+                                 tl.minimum(n0 + (AHEAD + 1) * BLOCK_N, end), stride_kn, stride_vn, HEAD_DIM, BLOCK_D,
+                                 BLOCK_N, IS_INT8)
+        k, v, ks, vs = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kw, stride_vn, mask_kd, mask_d,
                                   BLOCK_N, IS_INT8, False)
         m_r, l_r, w_r, acc = _rows_update(q, qa, qb, q_unit, m_r, l_r, w_r, acc, k, v, ks, vs, n0, end, BLOCK_N,
                                           IS_INT8, False, UPCAST)
     if full_end < end:
-        k, v, ks, vs = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, full_end, end, stride_kn, stride_vn, mask_kd,
+        k, v, ks, vs = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, full_end, end, stride_kw, stride_vn, mask_kd,
                                   mask_d, BLOCK_N, IS_INT8, True)
         m_r, l_r, w_r, acc = _rows_update(q, qa, qb, q_unit, m_r, l_r, w_r, acc, k, v, ks, vs, full_end, end,
                                           BLOCK_N, IS_INT8, True, UPCAST)
@@ -402,37 +413,27 @@ def _split_kv_kernel(
         mask_d = tl.full([BLOCK_D], 1, tl.int1)  # constant: the compiler drops the column predicates
     else:
         mask_d = offs_d < HEAD_DIM
+    k_base = K + b * stride_kb + h * stride_kh  # this (batch, head)'s first key and value
+    v_base = V + b * stride_vb + h * stride_vh
     if PDL:
         # L2 is coherent: a line asked for here that the previous launch then rewrites is not stale.
         pf_end = tl.minimum(end, start + prefetch_keys)
-        prefetch_rows(K + b * stride_kb + h * stride_kh, start, pf_end, stride_kn, HEAD_DIM, BLOCK_D)
-        prefetch_rows(V + b * stride_vb + h * stride_vh, start, pf_end, stride_vn, HEAD_DIM, BLOCK_D)
+        prefetch_rows(k_base, start, pf_end, stride_kn, HEAD_DIM, BLOCK_D)
+        prefetch_rows(v_base, start, pf_end, stride_vn, HEAD_DIM, BLOCK_D)
         tl.extra.cuda.gdc_wait()
         if early_trigger != 0:
             tl.extra.cuda.gdc_launch_dependents()
     q = tl.load(Q + b * stride_qb + h * stride_qh + offs_d, mask=mask_d, other=0.0)
-    k_ptrs = K + b * stride_kb + h * stride_kh + offs_d[None, :]
-    if IS_INT8 and not USE_DOT:  # the CUDA-core schedule reads int8 keys as words (_dot_words)
-        offs_w = tl.arange(0, BLOCK_D // 4)
-        mask_kd = offs_w < HEAD_DIM // 4
-        kw_ptrs = (K + b * stride_kb + h * stride_kh).to(tl.pointer_type(tl.int32)) + offs_w[None, :]
-        stride_kw = stride_kn // 4
-    else:
-        mask_kd = mask_d
-        kw_ptrs = k_ptrs
-        stride_kw = stride_kn
-    v_ptrs = V + b * stride_vb + h * stride_vh + offs_d[None, :]
     ks_ptrs = KScale + b * stride_sb + h * stride_sh
     vs_ptrs = VScale + b * stride_sb + h * stride_sh
     if USE_DOT:
-        m_i, l_i, acc_d = _dot_loop(q, qk_scale_log2, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, start, end, stride_kn,
-                                    stride_vn, mask_d, BLOCK_N, BLOCK_D, IS_INT8, UPCAST)
+        m_i, l_i, acc_d = _dot_loop(q, qk_scale_log2, k_base + offs_d[None, :], v_base + offs_d[None, :], ks_ptrs,
+                                    vs_ptrs, start, end, stride_kn, stride_vn, mask_d, BLOCK_N, BLOCK_D, IS_INT8, UPCAST)
     else:
         # Scores live in the log2 domain (exp2 is the fast instruction); the softmax scale is folded into q.
-        m_i, l_i, acc_d = _rows_loop(q.to(tl.float32) * qk_scale_log2, kw_ptrs, v_ptrs, ks_ptrs, vs_ptrs, start,
-                                     end, stride_kw, stride_vn, mask_kd, mask_d, K + b * stride_kb + h * stride_kh,
-                                     V + b * stride_vb + h * stride_vh, stride_kn, HEAD_DIM, BLOCK_N, BLOCK_D, IS_INT8,
-                                     UPCAST, UNROLL, AHEAD)
+        m_i, l_i, acc_d = _rows_loop(q.to(tl.float32) * qk_scale_log2, k_base, v_base, ks_ptrs, vs_ptrs, start,
+                                     end, stride_kn, stride_vn, mask_d, HEAD_DIM, BLOCK_N, BLOCK_D, IS_INT8, UPCAST,
+                                     UNROLL, AHEAD)
 
     if PDL:
         if early_trigger == 0:
