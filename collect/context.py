@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from . import device_choices
+from .budget import fit_budget
 from .saved import saved_rows, write_phase_file
 from .schema.manifest import DeviceFacts, Manifest
 
@@ -46,8 +47,6 @@ class RunContext:
     def phase_budget(self, budget: float | None) -> float | None:
         """This phase's own budget (None: no limit), shrunk to what is left of the collect's time limit;
         says so on stderr when it shrinks."""
-        from .budget import fit_budget
-
         fitted = fit_budget(budget, self.deadline)
         if fitted is not None and (budget is None or fitted < budget):
             print(f"collect: {self.phase}: {fitted:.0f} s left of the collect's time limit (--time-limit 0 for "

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import device_choices
-from .budget import collect_deadline
+from .budget import TIME_LIMIT_S, collect_deadline
 from .context import PhaseUnsupported, RunContext
 from .jsonio import remove_stale_temp_files, write_json_atomic
 from .saved import SavedRowsError, read_saved
@@ -41,8 +41,6 @@ class CollectConfig:
     time_limit_s: float | None = None
 
     def time_limit(self) -> float | None:
-        from .budget import TIME_LIMIT_S
-
         return TIME_LIMIT_S.get(self.profile) if self.time_limit_s is None else (self.time_limit_s or None)
 
 

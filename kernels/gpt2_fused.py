@@ -193,8 +193,9 @@ class FusedStep:
         before its first capture, so no capture loads a kernel."""
         c = self.cache
         scales = {"k_scale": c.k_scale[0], "v_scale": c.v_scale[0]} if c.k.dtype == torch.int8 else {}
+        launches = compiled_launches(fl.uses_pdl(fl.device_facts(self.q.device)))
         for cfg in self.attention_candidates():
-            for how in compiled_launches(fl.uses_pdl(fl.device_facts(self.q.device))):
+            for how in launches:
                 split_kv_attention(self.q, c.k[0], c.v[0], lens, self.attn, self.split, config=cfg, launch=how,
                                    **scales)
 
