@@ -268,9 +268,13 @@ class DecodePage(Page):
         busy = r.get("kernel_ms_per_step")
         if not _ok(busy):
             return text + " It was not profiled, so the rest cannot be split further."
-        idle = max(0.0, r.step_ms_median - busy)
-        text += (f" Its {r.kernels_per_step:.0f} kernels kept the GPU busy for {fmt.ms(busy)}, and it sat idle "
-                 f"between kernels for the other {fmt.ms(idle)}.")
+        if busy >= r.step_ms_median:
+            # The profiled steps ran no faster than the timed loop (the profiler slows them a little).
+            text += (f" Under the profiler its {r.kernels_per_step:.0f} kernels kept the GPU busy for {fmt.ms(busy)} "
+                     "a step, as long as the timed step or longer: the GPU did not sit idle between kernels.")
+        else:
+            text += (f" Its {r.kernels_per_step:.0f} kernels kept the GPU busy for {fmt.ms(busy)}, and it sat idle "
+                     f"between kernels for the other {fmt.ms(r.step_ms_median - busy)}.")
         shares = self._class_shares(model, variant, b, c).sort_values("ms_per_step", ascending=False)
         if not shares.empty:
             top = shares.head(3)
