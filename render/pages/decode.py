@@ -277,10 +277,10 @@ class DecodePage(Page):
                      f"between kernels for the other {fmt.ms(r.step_ms_median - busy)}.")
         shares = self._class_shares(model, variant, b, c).sort_values("ms_per_step", ascending=False)
         if not shares.empty:
-            top = shares.head(3)
+            top = shares.head(2)  # two classes, with their times and kernel counts: four figures at most
             parts = [f"{escape.text(s.kernel_class)} {fmt.ms(s.ms_per_step)} in "
                      f"{plural(round(s.kernels_per_step), 'kernel')}" for s in top.itertuples()]
-            text += f" By class: {join(parts)}."
+            text += f" By class: {join(parts)}{' (the rest in the figure)' if len(shares) > 2 else ''}."
             lead = top.iloc[0]
             if _ok(r.floor_ms) and lead.ms_per_step > 0:
                 text += (f" The largest class alone takes {fmt.ratio(lead.ms_per_step / r.floor_ms)} the whole step's "
@@ -442,12 +442,16 @@ class DecodePage(Page):
         if g is None or q is None:
             return ""
         r = q.step_ms_median / g.step_ms_median
-        where = ""
+        text = ""
         if _ok(g.kv_bytes_per_step) and _ok(g.bytes_per_step):
-            where = f", where the {self.f} cache is {fmt.pct(100 * g.kv_bytes_per_step / g.bytes_per_step)} of a step's bytes"
-        text = (f"At {model}, batch {b}, context {c}{where}, the int8 cache in the same graph step takes "
-                f"{fmt.ms(q.step_ms_median)} against {fmt.ms(g.step_ms_median)}: {fmt.num_vs(r, target)} of the time, "
-                f"against a target of at most {fmt.num(target)}.")
+            text = (f"At {model}, batch {b}, context {c}, the {self.f} cache is "
+                    f"{fmt.pct(100 * g.kv_bytes_per_step / g.bytes_per_step)} of a step's bytes. There")
+        else:
+            text = f"At {model}, batch {b}, context {c},"
+        # One sentence for the comparison itself: two step times, their ratio and the target.
+        text += (f" the int8 cache in the same graph step takes {fmt.ms(q.step_ms_median)} against "
+                 f"{fmt.ms(g.step_ms_median)}: {fmt.num_vs(r, target)} of the time, against a target of at most "
+                 f"{fmt.num(target)}.")
         if _ok(q.bytes_per_step) and _ok(g.bytes_per_step):
             text += f" It has {fmt.num(q.bytes_per_step / g.bytes_per_step)} of the bytes to move."
         if r > target:
