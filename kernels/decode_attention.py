@@ -556,9 +556,11 @@ INT8_CONFIGS = [  # the fastest of sweeps on the H200 (BLOCK_N 16-128, 2-8 warps
     # with keys by dp2a: the step at gpt2 batch 64 (512 keys a program) ran fastest with rows asked of
     # L2 one tile ahead (0.683 ms against 0.704); batch 4 and 16k-32k keys with two 32-key tiles per
     # iteration or 128-key tiles; gpt2-xl at batch 4 with 64-key tiles on 2 warps. Two 64-key tiles per
-    # iteration on 2 warps were fastest at head_dim 128 but spill there.
+    # iteration on 2 warps were fastest at head_dim 128 but spill there. The same tiles on one warp
+    # (head_dim 64 only: see MAX_ROW_STREAM_REGS) took the step at gpt2 batch 64 from 0.679 to 0.672 ms.
     _config(64, 2),
     _config(64, 2, ahead=1),
+    _config(64, 1, ahead=1),
     _config(32, 4, unroll=2),
     _config(128, 4),
     _config(128, 4, dot=True, stages=4),
@@ -568,17 +570,30 @@ AUTOTUNE_CONFIGS = BF16_CONFIGS + [c for c in INT8_CONFIGS if not any(_same(c, d
 INTERPRET_CONFIG = {"BLOCK_N": 16, "USE_DOT": False, "UNROLL": 1, "AHEAD": 0, "num_warps": 1, "num_stages": 1}
 
 
-def tunable_configs(int8: bool, capability: tuple[int, int]) -> list[triton.Config]:
-    """The configs the autotuner may pick for this cache on a GPU of this capability."""
+# The CUDA-core schedule keeps a BLOCK_N x head_dim fp32 accumulator (one row stream per key row of
+# a tile) spread over the program's threads. Past this many registers a thread, the loads and the
+# rest of the loop no longer fit beside it and ptxas spills (64-key tiles on one warp at head_dim 128
+# would hold 256).
+MAX_ROW_STREAM_REGS = 128
+
+
+def _fits_head_dim(c: triton.Config, head_dim: int) -> bool:
+    if c.kwargs["USE_DOT"]:
+        return True
+    return c.kwargs["BLOCK_N"] * triton.next_power_of_2(head_dim) <= MAX_ROW_STREAM_REGS * 32 * c.num_warps
+
+
+def tunable_configs(int8: bool, capability: tuple[int, int], head_dim: int) -> list[triton.Config]:
+    """The configs the autotuner may pick for this cache and head_dim on a GPU of this capability."""
     configs = INT8_CONFIGS if int8 else BF16_CONFIGS
     # Tensor-core dots need Ampere or newer in Triton; a T4 keeps the CUDA-core schedules.
-    return [c for c in configs if capability >= (8, 0) or not c.kwargs["USE_DOT"]]
+    return [c for c in configs if (capability >= (8, 0) or not c.kwargs["USE_DOT"]) and _fits_head_dim(c, head_dim)]
 
 
 def _prune(configs, named_args, **kwargs):
     q = named_args.get("Q")
     capability = torch.cuda.get_device_capability(q.device) if q is not None and q.is_cuda else (9, 0)
-    wanted = tunable_configs(bool(kwargs.get("IS_INT8")), capability)
+    wanted = tunable_configs(bool(kwargs.get("IS_INT8")), capability, kwargs["HEAD_DIM"])
     return [c for c in configs if any(_same(c, d) for d in wanted)]
 
 
@@ -863,7 +878,7 @@ def compile_specs(target):
     out = []
     for int8 in (False, True):
         for d in (64, 128):
-            configs = tunable_configs(int8, target.capability)
+            configs = tunable_configs(int8, target.capability, d)
             for cfg in configs:
                 for how in launches if d == 64 else (PLAIN_LAUNCH,):
                     def launch(d=d, int8=int8, cfg=cfg, how=how):

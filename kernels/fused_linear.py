@@ -111,9 +111,13 @@ def _gelu(y, TANH: tl.constexpr):
 
 @triton.jit
 def _quantize_rows(y, mask):
-    """Symmetric int8 of each row, as kernels.kv_quant.quantize does it: (values, scales)."""
+    """Symmetric int8 of each row, as kernels.kv_quant.quantize does it: (values, scales). Each row's
+    reciprocal is taken once and the values multiplied by it: an IEEE division per value sat on the
+    qkv product's serial tail (the last split's epilogue). On the H200 (2026-12-01, gpt2 batch 64,
+    CUDA graph) it took the int8 step from 0.671 to 0.666 ms. A value may then round to the int8
+    step next to the one torch's division gives, as the fused product's own last bit already may."""
     scale = tl.maximum(tl.max(tl.where(mask, tl.abs(y), 0.0), axis=1) / 127.0, 1e-12)
-    v = tl.math.div_rn(y, scale[:, None])
+    v = y * tl.math.div_rn(tl.full(scale.shape, 1.0, tl.float32), scale)[:, None]
     v = (v + 12582912.0) - 12582912.0  # round half to even, like torch.round (|v| <= 127)
     v = tl.minimum(tl.maximum(v, -127.0), 127.0)
     return v.to(tl.int8), scale

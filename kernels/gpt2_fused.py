@@ -184,7 +184,8 @@ class FusedStep:
         """The split-KV configs this step's attention may run: those the autotuner may pick for this
         cache on this GPU (kernels/decode_attention.tunable_configs), as launch configs."""
         int8 = self.cache.k.dtype == torch.int8
-        return [as_launch_config(c) for c in tunable_configs(int8, fl.device_facts(self.q.device).capability)]
+        capability = fl.device_facts(self.q.device).capability
+        return [as_launch_config(c) for c in tunable_configs(int8, capability, self.q.shape[-1])]
 
     def compile_attention_launches(self, lens) -> None:
         """Launch the first layer's attention once per candidate config, as each compiled variant of

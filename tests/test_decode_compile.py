@@ -52,11 +52,10 @@ for cc in map(int, sys.argv[1:]):
     strides = ("stride_qb", "stride_qh", "stride_kb", "stride_kh", "stride_kn", "stride_vb", "stride_vh", "stride_vn")
     for int8 in (False, True):
         sig = dict(split, **({"K": "*i8", "V": "*i8", "KScale": "*fp32", "VScale": "*fp32"} if int8 else {}))
-        for cfg in (da.INT8_CONFIGS if int8 else da.BF16_CONFIGS):
-            if cfg.kwargs["USE_DOT"] and cc < 80:
-                continue  # pruned at run time on a GPU older than Ampere
-            # The fused step (head_dim 64) may launch attention as a programmatic dependent from Hopper on.
-            for d, pdl in [(64, False), (128, False)] + ([(64, True)] if cc >= 90 else []):
+        # The fused step (head_dim 64) may launch attention as a programmatic dependent from Hopper on.
+        for d, pdl in [(64, False), (128, False)] + ([(64, True)] if cc >= 90 else []):
+            # Pruned at run time: tensor-core dots before Ampere, row streams too wide for the head_dim.
+            for cfg in da.tunable_configs(int8, divmod(cc, 10), d):
                 consts = {"HEAD_DIM": d, "BLOCK_D": d, "IS_INT8": int8, "UPCAST": False, "PDL": pdl, **cfg.kwargs}
                 regs, spill = compile_for(cc, da._split_kv_kernel, sig, consts, cfg.num_warps, cfg.num_stages, strides)
                 print("split", cc, int8, d, cfg.kwargs["BLOCK_N"], cfg.kwargs["USE_DOT"], cfg.num_warps, regs, spill)

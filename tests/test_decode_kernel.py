@@ -132,6 +132,26 @@ def test_num_splits_heuristic_is_bounded():
     assert default_num_splits(1, 3, 100_000, cpu) == 5
 
 
+def test_row_streams_too_wide_for_the_head_dim_are_not_tunable():
+    from kernels import decode_attention as da
+
+    def regs(c, d):  # accumulator registers a thread of the CUDA-core schedule holds
+        return c.kwargs["BLOCK_N"] * d // (32 * c.num_warps)
+
+    one_warp = next(c for c in da.INT8_CONFIGS if c.num_warps == 1 and not c.kwargs["USE_DOT"])
+    for int8 in (False, True):
+        every = da.INT8_CONFIGS if int8 else da.BF16_CONFIGS
+        for d in (64, 128):
+            kept = da.tunable_configs(int8, (9, 0), d)
+            assert kept, (int8, d)
+            for c in every:
+                fits = c.kwargs["USE_DOT"] or regs(c, d) <= da.MAX_ROW_STREAM_REGS
+                assert (c in kept) == fits, (int8, d, c)
+    assert one_warp in da.tunable_configs(True, (9, 0), 64)
+    assert one_warp not in da.tunable_configs(True, (9, 0), 128)
+    assert one_warp not in da.tunable_configs(True, (7, 5), 100)  # padded to 128 columns
+
+
 def test_autotuning_classes_double_with_the_work():
     from kernels.decode_attention import _len_bucket
 
