@@ -111,6 +111,12 @@ def device_sm_count(device, cpu_programs: int = 4) -> int:
 
 
 @functools.lru_cache(maxsize=None)
+def smem_per_block(index: int) -> int:
+    """Shared memory one block of CUDA device `index` may opt in to, in bytes, asked once."""
+    return int(torch.cuda.get_device_properties(index).shared_memory_per_block_optin)
+
+
+@functools.lru_cache(maxsize=None)
 def l2_bytes(index: int) -> int:
     """L2 cache of CUDA device `index` in bytes (0 where torch does not say), asked once."""
     return int(getattr(torch.cuda.get_device_properties(index), "L2_cache_size", 0))

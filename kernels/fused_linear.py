@@ -36,14 +36,14 @@ weight stream but loads issued one at a time, and chains of L2 round trips. So:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 import triton
 import triton.language as tl
 
 from .arrival import arrive, reset
-from .common import capability, device_index, has_pdl, interpreting, sm_count
+from .common import capability, device_index, has_pdl, interpreting, sm_count, smem_per_block
 from .prefetch import prefetch_rows
 
 # Prologue: how the A operand (the activation rows) is produced tile by tile.
@@ -402,6 +402,9 @@ WIDE_TILES_PER_SM = 4
 class Device:
     sm_count: int
     capability: tuple[int, int]
+    # Opt-in shared memory per block, bytes. The default is the H100's and H200's (227 KiB), for
+    # callers that do not say (the interpreter, tests of other choices).
+    smem_per_block: int = 227 * 1024
 
     @property
     def pre_ampere(self) -> bool:
@@ -415,7 +418,30 @@ def device_facts(device) -> Device:
     if device.type != "cuda":
         return Device(4, (9, 0))  # the interpreter: any numbers run
     i = device_index(device)
-    return Device(sm_count(i), capability(i))  # asked of the driver once per device, not per launch
+    return Device(sm_count(i), capability(i), smem_per_block(i))  # asked of the driver once per device
+
+
+def smem_bytes(t: Tiling, capability: tuple[int, int]) -> int:
+    """Shared memory one program of a product needs, as Triton 3.6 lays it out for sm80-sm90: an
+    input-row tile and a weight tile per pipeline buffer (as many buffers as stages on Hopper, one
+    fewer before), before Hopper a copy of the normalised rows (they reach the tensor cores through
+    shared memory), and a little for the statistics. It matches the compiled kernels to the byte or
+    exceeds them (tests/test_compile_matrix.py)."""
+    buffers = t.num_stages if capability >= (9, 0) else max(1, t.num_stages - 1)
+    rows_copy = t.block_b * t.block_k * 2 if capability < (9, 0) else 0
+    return buffers * (t.block_b * t.block_k + t.block_k * t.block_n) * 2 + rows_copy + 1024
+
+
+def _fit_shared_memory(t: Tiling, d: Device) -> Tiling:
+    """`t` with as many of its stages as fit the GPU's shared memory (two at the least: a GPU with
+    less than that for these tiles is refused with the reason, not left to fail at launch)."""
+    while smem_bytes(t, d.capability) > d.smem_per_block and t.num_stages > 2:
+        t = replace(t, num_stages=t.num_stages - 1)
+    if smem_bytes(t, d.capability) > d.smem_per_block:
+        raise ValueError(f"a {t.block_b}x{t.block_k} by {t.block_k}x{t.block_n} product tile needs "
+                         f"{smem_bytes(t, d.capability)} bytes of shared memory per block at two stages; this GPU "
+                         f"gives {d.smem_per_block}. Set DECODE_GRAPH_STEP=torch to decode with cuBLAS products on it.")
+    return t
 
 
 def tiling(rows: int, k_tiles: int, n_tiles: int, sm_count: int, block_n: int, block_k: int,
@@ -476,18 +502,22 @@ def linear_tiling(rows: int, k: int, n: int, device) -> Tiling:
     r = TUNING.rows(rows)
     bk = PRE_AMPERE_BLOCK_K if d.pre_ampere else r.block_k
     bn = r.block_n
+    stages = PRE_AMPERE_STAGES if d.pre_ampere else None
     if triton.cdiv(n, bn) > WIDE_TILES_PER_SM * d.sm_count and not d.pre_ampere:  # FMA dots would spill
-        bn *= 2
-    return tiling(rows, triton.cdiv(k, bk), triton.cdiv(n, bn), d.sm_count, bn, bk,
-                  stages=PRE_AMPERE_STAGES if d.pre_ampere else None)
+        wide = tiling(rows, triton.cdiv(k, bk), triton.cdiv(n, 2 * bn), d.sm_count, 2 * bn, bk, stages=stages)
+        # Only at full depth: 64-row tiles twice as wide need 116 KB on an sm86/sm89 GPU, which
+        # gives 99 KB; there the narrow tile keeps its stages.
+        if smem_bytes(wide, d.capability) <= d.smem_per_block:
+            return wide
+    return _fit_shared_memory(tiling(rows, triton.cdiv(k, bk), triton.cdiv(n, bn), d.sm_count, bn, bk, stages=stages), d)
 
 
 def qkv_tiling(rows: int, k: int, heads: int, head_dim: int, device) -> Tiling:
     """One head of q, k or v per output tile."""
     d = device_facts(device)
     bk = PRE_AMPERE_BLOCK_K if d.pre_ampere else TUNING.rows(rows).block_k
-    return tiling(rows, triton.cdiv(k, bk), 3 * heads, d.sm_count, triton.next_power_of_2(head_dim), bk,
-                  stages=PRE_AMPERE_STAGES if d.pre_ampere else None)
+    return _fit_shared_memory(tiling(rows, triton.cdiv(k, bk), 3 * heads, d.sm_count, triton.next_power_of_2(head_dim),
+                                     bk, stages=PRE_AMPERE_STAGES if d.pre_ampere else None), d)
 
 
 def workspace_need(rows: int, products: list[tuple[Tiling, int]]) -> tuple[int, int]:
@@ -652,7 +682,7 @@ def compile_specs(target):
 
     dt = torch.bfloat16 if target.bf16 else torch.float16
     f32 = torch.float32
-    few, many = (Device(n, target.capability) for n in SM_RANGE)
+    few, many = (Device(n, target.capability, target.smem_per_block) for n in SM_RANGE)
     pdl = uses_pdl(few)
     kind = f"{str(dt).removeprefix('torch.')}{' pdl' if pdl else ''}"
     specs = []

@@ -203,6 +203,25 @@ def test_wide_outputs_get_wider_tiles():
     assert fl.linear_tiling(4, 768, 3072, fl.Device(40, (7, 5))).block_k == fl.PRE_AMPERE_BLOCK_K  # a T4
 
 
+def test_tiles_fit_the_shared_memory_the_gpu_gives_a_block():
+    ada = fl.Device(58, (8, 9), 99 * 1024)  # an L4: sm89 gives a block 99 KiB
+    hopper = fl.Device(132, (9, 0), 227 * 1024)
+    # The LM head at 64 rows: twice-wide tiles need 116 KB before Hopper, so an sm89 GPU keeps narrow ones.
+    assert fl.linear_tiling(64, 768, 50257, hopper).block_n == 2 * fl.TUNING.many_rows.block_n
+    head = fl.linear_tiling(64, 768, 50257, ada)
+    assert head.block_n == fl.TUNING.many_rows.block_n and head.num_stages == fl.TUNING.many_rows.num_stages
+    for rows, k, n in ((4, 768, 50257), (64, 768, 50257), (64, 1600, 6400), (64, 6400, 1600)):
+        for dev in (ada, hopper):
+            t = fl.linear_tiling(rows, k, n, dev)
+            assert fl.smem_bytes(t, dev.capability) <= dev.smem_per_block, (rows, k, n, dev, t)
+    # Less memory: fewer stages first, down to two; below that, a refusal that says what to do instead.
+    small = fl.Device(58, (8, 9), 60 * 1024)
+    t = fl.qkv_tiling(64, 768, 12, 64, small)
+    assert t.num_stages == 2 and fl.smem_bytes(t, small.capability) <= small.smem_per_block
+    with pytest.raises(ValueError, match="shared memory.*DECODE_GRAPH_STEP=torch"):
+        fl.qkv_tiling(64, 768, 12, 64, fl.Device(58, (8, 9), 32 * 1024))
+
+
 def test_argmax_advance_picks_the_first_largest_logit_and_moves_the_loop_on():
     V = 1000  # not a multiple of the 32 chunks
     logits = _rand(3, V, seed=40)
