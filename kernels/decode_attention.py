@@ -557,7 +557,7 @@ INT8_CONFIGS = [  # the fastest of sweeps on the H200 (BLOCK_N 16-128, 2-8 warps
     # L2 one tile ahead (0.683 ms against 0.704); batch 4 and 16k-32k keys with two 32-key tiles per
     # iteration or 128-key tiles; gpt2-xl at batch 4 with 64-key tiles on 2 warps. Two 64-key tiles per
     # iteration on 2 warps were fastest at head_dim 128 but spill there. The same tiles on one warp
-    # (head_dim 64 only: see MAX_ROW_STREAM_REGS) took the step at gpt2 batch 64 from 0.679 to 0.672 ms.
+    # (head_dim 64 only: see MAX_ROW_STREAM_REGS) took the step at gpt2 batch 64 from 0.679-0.684 to 0.675 ms.
     _config(64, 2),
     _config(64, 2, ahead=1),
     _config(64, 1, ahead=1),
