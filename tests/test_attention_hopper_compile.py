@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from offline_compile import require_ptxas
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -95,8 +95,7 @@ for name, ver in V.VERSIONS.items():
 
 
 def test_hopper_kernels_compile_for_sm90_through_the_host_code():
-    if not (Path(__import__("triton").__file__).parent / "backends" / "nvidia" / "bin" / "ptxas").exists():
-        pytest.skip("this Triton wheel has no ptxas")
+    require_ptxas()
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compile for real, not interpret
     env["PYTHONPATH"] = str(ROOT)
     proc = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,

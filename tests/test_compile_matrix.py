@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from kernels.aot import TARGETS, tensor_core_ops, uses_tensor_cores
+from offline_compile import require_ptxas
 
 ROOT = Path(__file__).resolve().parent.parent
 FULL = os.environ.get("COMPILE_MATRIX", "") == "full"
@@ -34,8 +35,7 @@ def _build(target: str, out: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory):
-    if not (Path(__import__("triton").__file__).parent / "backends" / "nvidia" / "bin" / "ptxas").exists():
-        pytest.skip("this Triton wheel has no ptxas")
+    require_ptxas()
     out = tmp_path_factory.mktemp("aot")
     # One process per target, as many at once as there are cores: Triton compiles on one thread.
     with ThreadPoolExecutor(max(1, min(len(TARGETS), os.cpu_count() or 1))) as pool:

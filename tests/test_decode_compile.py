@@ -4,14 +4,7 @@ The interpreter runs a kernel's maths but not its compilation: a shape error in 
 broadcast, inline assembly, or a tile that overflows the register file only shows on a GPU. Triton's
 own ptxas can compile for a target GPU on a machine without one, so this catches them here.
 """
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
+from offline_compile import require_ptxas, run_script_per_target
 
 SCRIPT = r'''
 import re, subprocess, sys, tempfile, os
@@ -131,17 +124,8 @@ TARGETS = (75, 80, 90)
 
 
 def test_kernels_compile_for_t4_a100_and_h100_without_spills():
-    if not (Path(__import__("triton").__file__).parent / "backends" / "nvidia" / "bin" / "ptxas").exists():
-        pytest.skip("this Triton wheel has no ptxas")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compile for real, not interpret
-    # One process per target, side by side: ptxas is single-threaded.
-    procs = [subprocess.Popen([sys.executable, "-c", SCRIPT, str(cc)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for cc in TARGETS]
-    lines = []
-    for p in procs:
-        out, err = p.communicate(timeout=1200)
-        assert p.returncode == 0, err[-3000:]
-        lines += [line.split() for line in out.splitlines()]
+    require_ptxas()
+    lines = run_script_per_target(SCRIPT, TARGETS)
     kinds = {}
     for line in lines:
         kinds.setdefault(line[0], set()).add(int(line[1]))

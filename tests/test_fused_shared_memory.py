@@ -5,14 +5,7 @@ A product whose tile needs more than the GPU gives fails at its first launch. Th
 on sm86/sm89 GPUs (A10, RTX 30xx/40xx, L4: 99 KiB), with twice-wide tiles chosen for the H200.
 Compiled here for the T4 (64 KiB), an sm86 GPU (99 KiB) and Hopper (227 KiB), every variant the decode
 phase may launch (the full compile specs, both batch tilings)."""
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
+from offline_compile import require_ptxas, run_script_per_target
 
 SCRIPT = r'''
 import sys
@@ -32,16 +25,8 @@ TARGETS = ("sm75", "sm86", "sm90")
 
 
 def test_every_fused_product_fits_its_gpu_and_the_estimate_bounds_it():
-    if not (Path(__import__("triton").__file__).parent / "backends" / "nvidia" / "bin" / "ptxas").exists():
-        pytest.skip("this Triton wheel has no ptxas")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"PYTHONPATH": str(ROOT)}
-    procs = [subprocess.Popen([sys.executable, "-c", SCRIPT, t], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for t in TARGETS]
-    rows = []
-    for p in procs:
-        out, err = p.communicate(timeout=1200)
-        assert p.returncode == 0, err[-3000:]
-        rows += [line.split() for line in out.splitlines()]
+    require_ptxas()
+    rows = run_script_per_target(SCRIPT, TARGETS)
     assert {r[0] for r in rows} == set(TARGETS)
     too_big = [r for r in rows if int(r[1]) > int(r[3])]
     assert not too_big, f"products that need more shared memory than their GPU gives a block: {too_big}"
