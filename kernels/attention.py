@@ -287,15 +287,7 @@ def candidate_configs(capability, head_dim, dtype, smem_limit=None):
 
 def _smem_limit(device):
     """Opt-in shared memory per block of this device, or None if it cannot be read."""
-    props = torch.cuda.get_device_properties(device)
-    limit = getattr(props, "shared_memory_per_block_optin", None)
-    if limit:
-        return int(limit)
-    try:
-        return int(triton.runtime.driver.active.utils.get_device_properties(
-            device.index if device.index is not None else torch.cuda.current_device())["max_shared_mem"])
-    except Exception:
-        return None
+    return smem_per_block(device_index(torch.device(device)))
 
 
 def _tuning_target(device):

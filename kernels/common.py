@@ -112,8 +112,18 @@ def device_sm_count(device, cpu_programs: int = 4) -> int:
 
 @functools.lru_cache(maxsize=None)
 def smem_per_block(index: int) -> int:
-    """Shared memory one block of CUDA device `index` may opt in to, in bytes, asked once."""
-    return int(torch.cuda.get_device_properties(index).shared_memory_per_block_optin)
+    """Shared memory one block of CUDA device `index` may opt in to, in bytes, asked once: from torch,
+    else from Triton's driver, else the least any GPU of its generation gives (T4 64 KiB, sm86/sm89
+    99 KiB, Hopper 227 KiB)."""
+    limit = getattr(torch.cuda.get_device_properties(index), "shared_memory_per_block_optin", None)
+    if limit:
+        return int(limit)
+    try:
+        import triton
+
+        return int(triton.runtime.driver.active.utils.get_device_properties(index)["max_shared_mem"])
+    except Exception:  # noqa: BLE001 - an older driver module: assume the least
+        return 227 * 1024 if capability(index) >= (9, 0) else 99 * 1024 if capability(index) >= (8, 0) else 64 * 1024
 
 
 @functools.lru_cache(maxsize=None)

@@ -222,6 +222,28 @@ def test_tiles_fit_the_shared_memory_the_gpu_gives_a_block():
         fl.qkv_tiling(64, 768, 12, 64, fl.Device(58, (8, 9), 32 * 1024))
 
 
+def test_the_shared_memory_a_gpu_gives_is_read_from_torch_or_assumed_least(monkeypatch):
+    from types import SimpleNamespace
+
+    import triton
+
+    from kernels import common
+
+    def broken_driver(*a):
+        raise RuntimeError("no such property")
+
+    driver = SimpleNamespace(active=SimpleNamespace(utils=SimpleNamespace(get_device_properties=broken_driver)))
+    monkeypatch.setattr(triton.runtime, "driver", driver)
+    for props, cap, want in ((SimpleNamespace(shared_memory_per_block_optin=101376), (8, 9), 101376),
+                             (SimpleNamespace(), (8, 6), 99 * 1024), (SimpleNamespace(), (7, 5), 64 * 1024),
+                             (SimpleNamespace(), (9, 0), 227 * 1024)):
+        monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i, p=props: p)
+        monkeypatch.setattr(common, "capability", lambda i, c=cap: c)
+        common.smem_per_block.cache_clear()
+        assert common.smem_per_block(0) == want
+    common.smem_per_block.cache_clear()
+
+
 def test_argmax_advance_picks_the_first_largest_logit_and_moves_the_loop_on():
     V = 1000  # not a multiple of the 32 chunks
     logits = _rand(3, V, seed=40)
