@@ -41,6 +41,7 @@ from .common import (  # noqa: F401 - the constants and check_dtype_supported st
     device_index,
     interpreting,
     quick_bench,
+    smem_per_block,
     softmax_scale,
 )
 from .dispatch import (  # noqa: F401 - flash_attention lives in kernels/dispatch.py; importable from here
@@ -286,7 +287,7 @@ def candidate_configs(capability, head_dim, dtype, smem_limit=None):
 
 
 def _smem_limit(device):
-    """Opt-in shared memory per block of this device, or None if it cannot be read."""
+    """Opt-in shared memory per block of this device (kernels/common.smem_per_block)."""
     return smem_per_block(device_index(torch.device(device)))
 
 

@@ -426,7 +426,7 @@ def smem_bytes(t: Tiling, capability: tuple[int, int]) -> int:
     input-row tile and a weight tile per pipeline buffer (as many buffers as stages on Hopper, one
     fewer before), before Hopper a copy of the normalised rows (they reach the tensor cores through
     shared memory), and a little for the statistics. It matches the compiled kernels to the byte or
-    exceeds them (tests/test_compile_matrix.py)."""
+    exceeds them (tests/test_fused_shared_memory.py)."""
     buffers = t.num_stages if capability >= (9, 0) else max(1, t.num_stages - 1)
     rows_copy = t.block_b * t.block_k * 2 if capability < (9, 0) else 0
     return buffers * (t.block_b * t.block_k + t.block_k * t.block_n) * 2 + rows_copy + 1024

@@ -227,7 +227,7 @@ def test_the_shared_memory_a_gpu_gives_is_read_from_torch_or_assumed_least(monke
 
     import triton
 
-    from kernels import common
+    from kernels import attention, common
 
     def broken_driver(*a):
         raise RuntimeError("no such property")
@@ -241,6 +241,8 @@ def test_the_shared_memory_a_gpu_gives_is_read_from_torch_or_assumed_least(monke
         monkeypatch.setattr(common, "capability", lambda i, c=cap: c)
         common.smem_per_block.cache_clear()
         assert common.smem_per_block(0) == want
+        # The training attention's configs read the same figure.
+        assert attention._smem_limit(torch.device("cuda", 0)) == want
     common.smem_per_block.cache_clear()
 
 
