@@ -123,7 +123,8 @@ def smem_per_block(index: int) -> int:
 
         return int(triton.runtime.driver.active.utils.get_device_properties(index)["max_shared_mem"])
     except Exception:  # noqa: BLE001 - an older driver module: assume the least
-        return 227 * 1024 if capability(index) >= (9, 0) else 99 * 1024 if capability(index) >= (8, 0) else 64 * 1024
+        major = capability(index)[0]
+        return (64 if major < 8 else 99 if major < 9 else 227) * 1024
 
 
 @functools.lru_cache(maxsize=None)

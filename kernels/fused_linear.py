@@ -495,29 +495,32 @@ def _check_ws(ws: Workspace, t: Tiling, rows: int, n: int, tiles: int) -> None:
                          f"have {ws.partial.numel()} and {ws.counter.numel()}.")
 
 
+def _gpu_tiling(rows: int, k: int, n_tiles: int, block_n: int, d: Device) -> Tiling:
+    """`tiling` with the inner tile depth and stages this GPU generation takes (shallower before
+    Ampere), not yet fitted to its shared memory."""
+    bk = PRE_AMPERE_BLOCK_K if d.pre_ampere else TUNING.rows(rows).block_k
+    return tiling(rows, triton.cdiv(k, bk), n_tiles, d.sm_count, block_n, bk,
+                  stages=PRE_AMPERE_STAGES if d.pre_ampere else None)
+
+
 def linear_tiling(rows: int, k: int, n: int, device) -> Tiling:
     """Tiles of a plain product (ln_linear, linear_residual). An output as wide as the LM head's gets
     wider tiles: fewer programs, each re-reading the input rows (and their norm) fewer times."""
     d = device_facts(device)
-    r = TUNING.rows(rows)
-    bk = PRE_AMPERE_BLOCK_K if d.pre_ampere else r.block_k
-    bn = r.block_n
-    stages = PRE_AMPERE_STAGES if d.pre_ampere else None
+    bn = TUNING.rows(rows).block_n
     if triton.cdiv(n, bn) > WIDE_TILES_PER_SM * d.sm_count and not d.pre_ampere:  # FMA dots would spill
-        wide = tiling(rows, triton.cdiv(k, bk), triton.cdiv(n, 2 * bn), d.sm_count, 2 * bn, bk, stages=stages)
+        wide = _gpu_tiling(rows, k, triton.cdiv(n, 2 * bn), 2 * bn, d)
         # Only at full depth: 64-row tiles twice as wide need 116 KB on an sm86/sm89 GPU, which
         # gives 99 KB; there the narrow tile keeps its stages.
         if smem_bytes(wide, d.capability) <= d.smem_per_block:
             return wide
-    return _fit_shared_memory(tiling(rows, triton.cdiv(k, bk), triton.cdiv(n, bn), d.sm_count, bn, bk, stages=stages), d)
+    return _fit_shared_memory(_gpu_tiling(rows, k, triton.cdiv(n, bn), bn, d), d)
 
 
 def qkv_tiling(rows: int, k: int, heads: int, head_dim: int, device) -> Tiling:
     """One head of q, k or v per output tile."""
     d = device_facts(device)
-    bk = PRE_AMPERE_BLOCK_K if d.pre_ampere else TUNING.rows(rows).block_k
-    return _fit_shared_memory(tiling(rows, triton.cdiv(k, bk), 3 * heads, d.sm_count, triton.next_power_of_2(head_dim),
-                                     bk, stages=PRE_AMPERE_STAGES if d.pre_ampere else None), d)
+    return _fit_shared_memory(_gpu_tiling(rows, k, 3 * heads, triton.next_power_of_2(head_dim), d), d)
 
 
 def workspace_need(rows: int, products: list[tuple[Tiling, int]]) -> tuple[int, int]:
