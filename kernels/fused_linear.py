@@ -585,7 +585,8 @@ def _pow2(n: int) -> int:
 def ln_linear(x, ln_w, ln_b, eps, w, bias, out, ws: Workspace, activation: str | None = None,
               tiles: Tiling | None = None, gpu: Device | None = None, stats: RowStats | None = None) -> Tiling:
     """out = act(LayerNorm(x) @ w + bias). `w` is (K, N), or (N, K) given as its transpose view (the LM head).
-    `gpu` (here and below): the GPU's facts, when not the tensors' device's (the compile matrix).
+    `gpu` (here and below): the GPU's facts, when not the tensors' device's (the compile matrix), or
+    already known (a step asks once, not per launch).
     `stats` (here and in ln_qkv_store): x's row statistics as the kernel that wrote x left them;
     without them PyTorch computes them first."""
     B, K = x.shape

@@ -163,6 +163,7 @@ class FusedStep:
         self.x = torch.empty((batch, C), device=dev, dtype=dt)
         self.h = torch.empty((batch, 4 * C), device=dev, dtype=dt)
         self.q = torch.empty((batch, H, D), device=dev, dtype=dt)
+        self.gpu = fl.device_facts(dev)  # what every choice below is made for
         self.split = cache.split_buffers(self.q)
         # Plain, and the autotuner's config (None), until a session judges the alternatives in the
         # captured step (kernels/decode_session.py).
@@ -175,16 +176,16 @@ class FusedStep:
         self.gelu = "gelu_tanh" if model.gelu_approx == "tanh" else "gelu"
         # Tilings fixed once per shape: the same launches every step, and a workspace sized for them.
         self.tiles = {
-            "qkv": fl.qkv_tiling(batch, C, H, D, dev),
-            "proj": fl.linear_tiling(batch, C, C, dev),
-            "fc": fl.linear_tiling(batch, C, 4 * C, dev),
-            "out": fl.linear_tiling(batch, 4 * C, C, dev),
-            "head": fl.linear_tiling(batch, C, a.vocab_size, dev),
+            "qkv": fl.qkv_tiling(batch, C, H, D, self.gpu),
+            "proj": fl.linear_tiling(batch, C, C, self.gpu),
+            "fc": fl.linear_tiling(batch, C, 4 * C, self.gpu),
+            "out": fl.linear_tiling(batch, 4 * C, C, self.gpu),
+            "head": fl.linear_tiling(batch, C, a.vocab_size, self.gpu),
         }
         width = {"qkv": 3 * C, "proj": C, "fc": 4 * C, "out": C, "head": a.vocab_size}
         self.ws = fl.Workspace(dev, *fl.workspace_need(batch, [(t, width[k]) for k, t in self.tiles.items()]))
         # Row statistics for each LayerNorm, left by the kernel that wrote x (embed, or a residual product).
-        self.stats = fl.RowStats.buffer(batch, fl.stats_capacity(batch, C, dev), dev)
+        self.stats = fl.RowStats.buffer(batch, fl.stats_capacity(batch, C, self.gpu), dev)
         self.after_proj = fl.residual_stats(self.stats, self.tiles["proj"], C)
         self.after_out = fl.residual_stats(self.stats, self.tiles["out"], C)
 
@@ -192,8 +193,7 @@ class FusedStep:
         """The split-KV configs this step's attention may run: those the autotuner may pick for this
         cache on this GPU (kernels/decode_attention.tunable_configs), as launch configs."""
         int8 = self.cache.k.dtype == torch.int8
-        capability = fl.device_facts(self.q.device).capability
-        return [as_launch_config(c) for c in tunable_configs(int8, capability, self.q.shape[-1])]
+        return [as_launch_config(c) for c in tunable_configs(int8, self.gpu.capability, self.q.shape[-1])]
 
     def compile_attention_launches(self, lens) -> None:
         """Launch the first layer's attention once per candidate config, as each compiled variant of
@@ -202,7 +202,7 @@ class FusedStep:
         before its first capture, so no capture loads a kernel."""
         c = self.cache
         scales = {"k_scale": c.k_scale[0], "v_scale": c.v_scale[0]} if c.k.dtype == torch.int8 else {}
-        launches = compiled_launches(fl.uses_pdl(fl.device_facts(self.q.device)))
+        launches = compiled_launches(fl.uses_pdl(self.gpu))
         for cfg in self.attention_candidates():
             for how in launches:
                 split_kv_attention(self.q, c.k[0], c.v[0], lens, self.attn, self.split, config=cfg, launch=how,
@@ -211,7 +211,7 @@ class FusedStep:
     def kernel_pdl(self) -> list[bool]:
         """Which kernels of a step, in launch order, launch as programmatic dependents: the products
         where the GPU has it, the attention as the session chose (the embedding and argmax never)."""
-        p = fl.uses_pdl(fl.device_facts(self.q.device) if self.q.is_cuda else None)
+        p = fl.uses_pdl(self.gpu if self.q.is_cuda else None)
         layer = [p, self.attention_launch.pdl, p, p, p]
         return [False] + layer * len(self.model.blocks) + [p, False]
 
@@ -236,22 +236,23 @@ class FusedStep:
         eps = a.layer_norm_epsilon
         int8 = c.k.dtype == torch.int8
         t, ws, st = self.tiles, self.ws, self.stats
+        g = self.gpu if self.q.is_cuda else None  # the launches' facts, asked once per step, not per launch
         B = self.x.shape[0]
         x_stats = embed(history, pos, m.wte, m.wpe, self.x, st)
         for i, blk in enumerate(m.blocks):
             scales = {"k_scale": c.k_scale[i], "v_scale": c.v_scale[i]} if int8 else {}
             fl.ln_qkv_store(self.x, blk.ln1_w, blk.ln1_b, eps, blk.attn_w, blk.attn_b, self.q, c.k[i], c.v[i], pos,
-                            ws, tiles=t["qkv"], stats=x_stats, **scales)
+                            ws, tiles=t["qkv"], gpu=g, stats=x_stats, **scales)
             split_kv_attention(self.q, c.k[i], c.v[i], lens, self.attn, self.split, config=self.attention_config,
                                launch=self.attention_launch, **scales)
             fl.linear_residual(self.attn.view(B, -1), blk.proj_w, blk.proj_b, self.x, ws, tiles=t["proj"],
-                               stats_out=st)
+                               gpu=g, stats_out=st)
             fl.ln_linear(self.x, blk.ln2_w, blk.ln2_b, eps, blk.fc_w, blk.fc_b, self.h, ws, self.gelu, tiles=t["fc"],
-                         stats=self.after_proj)
-            fl.linear_residual(self.h, blk.out_w, blk.out_b, self.x, ws, tiles=t["out"], stats_out=st)
+                         gpu=g, stats=self.after_proj)
+            fl.linear_residual(self.h, blk.out_w, blk.out_b, self.x, ws, tiles=t["out"], gpu=g, stats_out=st)
             x_stats = self.after_out
         fl.ln_linear(self.x, m.lnf_w, m.lnf_b, eps, self.lm_head_t, None, self.logits, ws, tiles=t["head"],
-                     stats=x_stats)
+                     gpu=g, stats=x_stats)
         return self.logits
 
 
