@@ -337,7 +337,7 @@ def budget_seconds(profile: str, scale: float = 1.0) -> float | None:
 def run(ctx: RunContext) -> BenchFile:
     if ctx.profile not in PLANS:
         raise ValueError(f"profile must be one of {', '.join(PLANS)}, got {ctx.profile!r}")
-    budget = ctx.phase_budget(budget_seconds(ctx.profile, ctx.budget_scale()))
+    budget = ctx.own_budget(budget_seconds)
     import torch
 
     if not torch.cuda.is_available():

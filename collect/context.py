@@ -44,6 +44,13 @@ class RunContext:
         measured = copy_bytes_per_s if copy_bytes_per_s is not None else self.measured("copy_bandwidth")
         return device_choices.budget_scale(measured).value
 
+    def own_budget(self, budget_seconds: Callable[[str, float], float | None],
+                   copy_bytes_per_s: float | None = None) -> float | None:
+        """A phase's time budget: what its `budget_seconds(profile, scale)` gives for this profile,
+        scaled to this GPU (budget_scale), then shrunk to what is left of the collect's time limit
+        (phase_budget)."""
+        return self.phase_budget(budget_seconds(self.profile, self.budget_scale(copy_bytes_per_s)))
+
     def phase_budget(self, budget: float | None) -> float | None:
         """This phase's own budget (None: no limit), shrunk to what is left of the collect's time limit;
         says so on stderr when it shrinks."""

@@ -956,7 +956,7 @@ def run(ctx: RunContext) -> DecodeFile:
     return collect_decode(
         ctx.run_id, PLANS[ctx.profile], "cuda", bandwidth, source, save=ctx.checkpoint,
         progress=lambda it, total=None, desc=None: ctx.progress(it, total=total, desc=desc),
-        budget_s=ctx.phase_budget(budget_seconds(ctx.profile, ctx.budget_scale(bandwidth))), model_path=model_path,
+        budget_s=ctx.own_budget(budget_seconds, bandwidth), model_path=model_path,
         graph_step=graph_step_from_env(), dtype=_dtype_choice(ctx), compile_pool=ctx.compile_pool,
     )
 

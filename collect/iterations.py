@@ -434,7 +434,7 @@ def run(ctx: RunContext) -> IterationsFile:
     dev = ctx.manifest.device
     # Every version's story is recorded; only those in the phase are timed.
     result = new_file(ctx, list(V.VERSIONS.values()), hopper_ok, hopper_reason, V.FINAL_VERSION)
-    budget = ctx.phase_budget(budget_seconds(ctx.profile, ctx.budget_scale()))
+    budget = ctx.own_budget(budget_seconds)
     t0 = time.monotonic()
 
     supports_bf16 = dev.supports_bf16 if dev else None

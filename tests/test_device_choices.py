@@ -151,5 +151,12 @@ def test_every_phase_scales_its_budget_from_one_place(tmp_path):
     ctx = RunContext(run_id="r", out_dir=tmp_path, profile="full", manifest=manifest)
     assert ctx.budget_scale() == dc.budget_scale(2.0e12).value > 1.0  # the env phase's copy bandwidth
     assert ctx.budget_scale(2.4e11) == dc.MAX_BUDGET_SCALE  # a phase that measured its own (a T4's)
+    # A phase's own budget: its profile's default, scaled; then cut to the collect's limit, if any.
+    asked = []
+    own = ctx.own_budget(lambda profile, scale: asked.append((profile, scale)) or 100.0 * scale)
+    assert asked == [("full", ctx.budget_scale())] and own == 100.0 * ctx.budget_scale()
+    ctx.deadline = __import__("time").perf_counter() + 30.0
+    assert 29.0 < ctx.own_budget(lambda profile, scale: 100.0 * scale) <= 30.0
+    ctx.deadline = None
     manifest.measured_ceilings = [c for c in manifest.measured_ceilings if c.name != "copy_bandwidth"]
     assert ctx.budget_scale() == 1.0  # no env phase: the default budgets
