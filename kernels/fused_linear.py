@@ -344,6 +344,12 @@ class RowTiles:
     # Split K no further than leaves this many KiB of partial sums for the last program to add up:
     # that sum is one program's serial work, and it grows with the rows. None: no cap.
     max_partial_kib: float | None = None
+    # ... except that a split never runs deeper than this many inner elements (None: no limit): the
+    # other serial work, a deep product's loop, outweighs the partials' sum there.
+    max_split_depth: int | None = None
+    # The projection right after the attention splits K at most this far (None: as any product).
+    # Launched early under PDL, its programs wait on SMs the attention's last programs still need.
+    after_attention_split: int | None = None
 
 
 @dataclass
@@ -366,7 +372,15 @@ class Tuning:
     # to 360 KiB of them alone. 128-deep tiles three stages deep, partials capped at 32 KiB: 0.878 ms.
     # Of fifteen settings, 32-wide tiles on 4 warps (0.895), 8 warps (0.897) and one program per SM
     # (0.899) came next; 16-wide tiles (0.92-0.94) and no cap (0.93-1.15) trailed.
-    many_rows: RowTiles = field(default_factory=lambda: RowTiles(2.0, 2, 64, 128, 3, 8, max_partial_kib=32))
+    # Later (2026-12-01, prompt 500, graphs of each tiling captured in one session and timed side by
+    # side, bf16 / int8 cache): the cap left the MLP's output product (24 inner tiles) two splits of
+    # twelve tiles each, a long serial loop. Six splits of four, the projection after the attention
+    # unsplit, and four stages: 0.824 -> 0.782 ms and 0.675 -> 0.636 ms. Each alone: six splits
+    # 0.790 / 0.645 with four stages; the unsplit projection 0.790 -> 0.782 / 0.655 -> 0.636. Four
+    # or eight splits, the qkv product split four ways, or the cap raised to 64 KiB for all were
+    # slower. Rows cut into groups of 16 on the few-rows tiling lost with the int8 cache (0.788).
+    many_rows: RowTiles = field(default_factory=lambda: RowTiles(2.0, 2, 64, 128, 4, 8, max_partial_kib=32,
+                                                                 max_split_depth=512, after_attention_split=1))
     # Programmatic dependent launch where the GPU has it (sm90+): each grid is launched while the
     # previous one drains and waits for it on the device. On the H200 (2026-11-30, CUDA graph, batch 4,
     # prompt 940) it took gpt2's step from 0.427 to 0.403 ms and gpt2-xl's from 2.416 to 2.367. The
@@ -425,11 +439,12 @@ def smem_bytes(t: Tiling, capability: tuple[int, int]) -> int:
     """Shared memory one program of a product needs, as Triton 3.6 lays it out for sm80-sm90: an
     input-row tile and a weight tile per pipeline buffer (as many buffers as stages on Hopper, one
     fewer before), before Hopper a copy of the normalised rows (they reach the tensor cores through
-    shared memory), and a little for the statistics. It matches the compiled kernels to the byte or
-    exceeds them (tests/test_fused_shared_memory.py)."""
+    shared memory), and 2 KiB for the statistics and the pipeline's bookkeeping (Triton took 1.5 KiB
+    at 64 rows and four stages on sm90). It is never below what Triton allocates
+    (tests/test_fused_shared_memory.py)."""
     buffers = t.num_stages if capability >= (9, 0) else max(1, t.num_stages - 1)
     rows_copy = t.block_b * t.block_k * 2 if capability < (9, 0) else 0
-    return buffers * (t.block_b * t.block_k + t.block_k * t.block_n) * 2 + rows_copy + 1024
+    return buffers * (t.block_b * t.block_k + t.block_k * t.block_n) * 2 + rows_copy + 2048
 
 
 def _fit_shared_memory(t: Tiling, d: Device) -> Tiling:
@@ -445,8 +460,9 @@ def _fit_shared_memory(t: Tiling, d: Device) -> Tiling:
 
 
 def tiling(rows: int, k_tiles: int, n_tiles: int, sm_count: int, block_n: int, block_k: int,
-           tuning: Tuning = TUNING, stages: int | None = None) -> Tiling:
-    """Split K only as far as needed to give the GPU enough programs."""
+           tuning: Tuning = TUNING, stages: int | None = None, after_attention: bool = False) -> Tiling:
+    """Split K only as far as needed to give the GPU enough programs. `after_attention`: the product
+    that reads the attention's output (RowTiles.after_attention_split)."""
     if rows > MAX_ROWS:
         raise ValueError(f"{rows} rows exceed the {MAX_ROWS} one program holds; use the unfused step for this batch.")
     r = tuning.rows(rows)
@@ -454,7 +470,12 @@ def tiling(rows: int, k_tiles: int, n_tiles: int, sm_count: int, block_n: int, b
     want = math.ceil(r.programs_per_sm * sm_count / max(1, n_tiles))
     split = max(1, min(want, k_tiles // max(1, r.min_tiles_per_split)))
     if r.max_partial_kib is not None:
-        split = max(1, min(split, int(r.max_partial_kib * 1024) // (block_b * block_n * 4)))
+        capped = int(r.max_partial_kib * 1024) // (block_b * block_n * 4)
+        if r.max_split_depth is not None:
+            capped = max(capped, triton.cdiv(k_tiles, max(1, r.max_split_depth // block_k)))
+        split = max(1, min(split, capped))
+    if after_attention and r.after_attention_split is not None:
+        split = min(split, r.after_attention_split)
     return Tiling(block_b, block_n, block_k, split, r.num_warps, r.num_stages if stages is None else stages)
 
 
@@ -495,26 +516,27 @@ def _check_ws(ws: Workspace, t: Tiling, rows: int, n: int, tiles: int) -> None:
                          f"have {ws.partial.numel()} and {ws.counter.numel()}.")
 
 
-def _gpu_tiling(rows: int, k: int, n_tiles: int, block_n: int, d: Device) -> Tiling:
+def _gpu_tiling(rows: int, k: int, n_tiles: int, block_n: int, d: Device, after_attention: bool = False) -> Tiling:
     """`tiling` with the inner tile depth and stages this GPU generation takes (shallower before
     Ampere), not yet fitted to its shared memory."""
     bk = PRE_AMPERE_BLOCK_K if d.pre_ampere else TUNING.rows(rows).block_k
     return tiling(rows, triton.cdiv(k, bk), n_tiles, d.sm_count, block_n, bk,
-                  stages=PRE_AMPERE_STAGES if d.pre_ampere else None)
+                  stages=PRE_AMPERE_STAGES if d.pre_ampere else None, after_attention=after_attention)
 
 
-def linear_tiling(rows: int, k: int, n: int, device) -> Tiling:
+def linear_tiling(rows: int, k: int, n: int, device, after_attention: bool = False) -> Tiling:
     """Tiles of a plain product (ln_linear, linear_residual). An output as wide as the LM head's gets
-    wider tiles: fewer programs, each re-reading the input rows (and their norm) fewer times."""
+    wider tiles: fewer programs, each re-reading the input rows (and their norm) fewer times.
+    `after_attention`: the product reads the attention's output (the step's projection)."""
     d = device_facts(device)
     bn = TUNING.rows(rows).block_n
     if triton.cdiv(n, bn) > WIDE_TILES_PER_SM * d.sm_count and not d.pre_ampere:  # FMA dots would spill
-        wide = _gpu_tiling(rows, k, triton.cdiv(n, 2 * bn), 2 * bn, d)
-        # Only at full depth: 64-row tiles twice as wide need 116 KB on an sm86/sm89 GPU, which
-        # gives 99 KB; there the narrow tile keeps its stages.
+        wide = _gpu_tiling(rows, k, triton.cdiv(n, 2 * bn), 2 * bn, d, after_attention)
+        # Only at full depth: 64-row tiles twice as wide need 116 KB or more on an sm86/sm89 GPU,
+        # which gives 99 KB; there the narrow tile is taken, with the stages that fit.
         if smem_bytes(wide, d.capability) <= d.smem_per_block:
             return wide
-    return _fit_shared_memory(_gpu_tiling(rows, k, triton.cdiv(n, bn), bn, d), d)
+    return _fit_shared_memory(_gpu_tiling(rows, k, triton.cdiv(n, bn), bn, d, after_attention), d)
 
 
 def qkv_tiling(rows: int, k: int, heads: int, head_dim: int, device) -> Tiling:

@@ -177,7 +177,7 @@ class FusedStep:
         # Tilings fixed once per shape: the same launches every step, and a workspace sized for them.
         self.tiles = {
             "qkv": fl.qkv_tiling(batch, C, H, D, self.gpu),
-            "proj": fl.linear_tiling(batch, C, C, self.gpu),
+            "proj": fl.linear_tiling(batch, C, C, self.gpu, after_attention=True),
             "fc": fl.linear_tiling(batch, C, 4 * C, self.gpu),
             "out": fl.linear_tiling(batch, 4 * C, C, self.gpu),
             "head": fl.linear_tiling(batch, C, a.vocab_size, self.gpu),
