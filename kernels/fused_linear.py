@@ -55,6 +55,10 @@ EPI_GELU_TANH = tl.constexpr(1)
 EPI_GELU_ERF = tl.constexpr(2)
 EPI_RESIDUAL = tl.constexpr(3)
 EPI_QKV = tl.constexpr(4)
+# Programmatic dependent launch: off, or on, with the next grid let in at this one's start or only
+# after each program's weight loop (Tuning.late_dependents_mib).
+PDL_EARLY = tl.constexpr(1)
+PDL_LATE = tl.constexpr(2)
 
 # --- the shared program -----------------------------------------------------------------------
 
@@ -172,7 +176,8 @@ def _linear_program(
             _prefetch_weights(W, stride_wk, stride_wn, K, N, n0, t_start, tl.minimum(t_end, t_start + PREFETCH),
                               BLOCK_N, BLOCK_K, W_ROW_MAJOR)
         tl.extra.cuda.gdc_wait()
-        tl.extra.cuda.gdc_launch_dependents()
+        if PDL == PDL_EARLY:
+            tl.extra.cuda.gdc_launch_dependents()
     if PROLOGUE == PRO_LN:
         mean, rstd = _combined_stats(StatIn, stride_st, offs_b, mask_b, B, stat_tiles, stat_width, K, eps, STAT_P)
 
@@ -193,6 +198,8 @@ def _linear_program(
             acc += tl.dot(a.to(tl.float32), w.to(tl.float32))
         else:
             acc += tl.dot(a, w)
+    if PDL == PDL_LATE:  # the next grid may launch once every program's weights are in
+        tl.extra.cuda.gdc_launch_dependents()
 
     # The epilogue's inputs are requested before the split-K handshake, so the program that finishes
     # the tile does not wait another round trip for them. (Before the loop they would hold registers
@@ -396,6 +403,14 @@ class Tuning:
     # gpt2 and lost at gpt2-xl (2.37-2.50 ms): the requests then compete with the previous kernel's
     # stream instead of filling its tail. Asking L2 to evict the streamed weights first changed nothing.
     prefetch_tiles: int = 1
+    # A product that reads at least this many MiB of weights lets the next grid launch only after its
+    # weight loop, not at its start (None: always at the start). Launched early, the next grid's
+    # programs sit on SMs, waiting, while a long stream still runs. On the H200 (2026-12-01, CUDA
+    # graph, batch 4, prompt 988, graphs side by side in one session) 8 MiB took gpt2-xl's step from
+    # 2.330 to 2.272 ms (its qkv, MLP and LM head products) and left gpt2's at 0.370 (only its LM
+    # head) and gpt2's at batch 64 at 0.784. Every product late: 2.280, but gpt2 0.379 and batch 64
+    # 0.789; 4 MiB: 2.284 and 0.372; 30 MiB: 2.332.
+    late_dependents_mib: float | None = 8.0
 
     def rows(self, rows: int) -> RowTiles:
         return self.few_rows if rows <= FEW_ROWS else self.many_rows
@@ -502,7 +517,10 @@ def _launch_options(t: Tiling, w: torch.Tensor, tuning: Tuning = TUNING, gpu: De
     if gpu is None and w.device.type == "cuda":
         gpu = device_facts(w.device)
     pdl = uses_pdl(gpu, tuning)
-    opts = {"UPCAST": interp, "PDL": pdl, "PREFETCH": tuning.prefetch_tiles if pdl else 0,
+    late_mib = tuning.late_dependents_mib
+    late = late_mib is not None and w.numel() * w.element_size() >= late_mib * 2**20
+    opts = {"UPCAST": interp, "PDL": (PDL_LATE if late else PDL_EARLY) if pdl else 0,
+            "PREFETCH": tuning.prefetch_tiles if pdl else 0,
             "W_ROW_MAJOR": w.stride(1) == 1, "num_warps": 1 if interp else t.num_warps,
             "num_stages": 1 if interp else t.num_stages}
     if pdl:

@@ -190,6 +190,19 @@ def test_deep_products_split_past_the_partials_cap_and_the_projection_after_atte
     assert fl.tiling(4, 12, 12, 132, 64, 64, t, after_attention=True).split_k > 1  # few rows: no such rule
 
 
+def test_large_products_let_the_next_grid_launch_only_after_their_weights(monkeypatch):
+    from kernels.aot import meta
+
+    monkeypatch.setattr(fl, "interpreting", lambda: False)
+    t, hopper = fl.Tiling(16, 64, 64, 1), fl.Device(132, (9, 0))
+    mib = fl.TUNING.late_dependents_mib
+    side = int((mib * 2**20 / 2) ** 0.5) + 1  # a square bf16 weight just over the threshold
+    assert fl._launch_options(t, meta(side, side, dtype=torch.bfloat16), gpu=hopper)["PDL"] == fl.PDL_LATE
+    assert fl._launch_options(t, meta(side - 2, side - 2, dtype=torch.bfloat16), gpu=hopper)["PDL"] == fl.PDL_EARLY
+    # no programmatic dependent launch before Hopper, whatever the size
+    assert fl._launch_options(t, meta(side, side, dtype=torch.bfloat16), gpu=fl.Device(108, (8, 0)))["PDL"] == 0
+
+
 def test_layer_norm_statistics_survive_a_large_mean():
     # Tiles' statistics combined without cancellation: a sum of squares would lose the spread under a
     # mean of 1e4. Four tiles of 64 columns, the last one 8 wide, as a residual product leaves them.
