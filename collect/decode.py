@@ -281,7 +281,10 @@ class _Model:
     ours: object
     info: DecodeModel
     plan: ModelPlan
-    sessions: dict = field(default_factory=dict)  # (variant, batch, capacity) -> session, kept for the agreement check
+    # (variant, batch, capacity) -> session, kept for the agreement check: the compiled transformers
+    # session only, whose cold compile costs tens of seconds. Every other session lives for one row or
+    # one agreement check, so a row's memory figures never hold another variant's session.
+    sessions: dict = field(default_factory=dict)
 
 
 def _error_reason(exc: BaseException) -> str:
@@ -340,7 +343,7 @@ def _unsupported(spec: VariantSpec, env: _Env, timing: bool = True) -> str | Non
 
 
 def _session(spec: VariantSpec, m: _Model, batch: int, capacity: int, env: _Env, keep: bool):
-    """A session for this variant; sessions kept for the agreement check are reused (a compiled one
+    """A session for this variant; a session kept for the agreement check is reused (a compiled one
     would otherwise compile again)."""
     from kernels.decode_session import HfSession, OurSession
 
@@ -514,7 +517,7 @@ def _rows(m: _Model, shapes, plan: Plan, env: _Env, result: DecodeFile, key: boo
              if (key or not spec.key_only) and (compiled is None or spec.compiled == compiled)
              and (host_bound is None or spec.host_bound == host_bound)]
     for b, c, spec in env.progress(cases, total=len(cases), desc=f"decode {m.info.name}"):
-        keep = keep_shape is not None and (b, c) == keep_shape
+        keep = keep_shape is not None and (b, c) == keep_shape and spec.compiled
         row = _decode_row(spec, m, b, c, plan, env, profile=key, keep=keep, result=result)
         if row.status == "error" and _pdl_fallback(spec, RuntimeError(row.reason), result):
             row = _decode_row(spec, m, b, c, plan, env, profile=key, keep=keep, result=result)
@@ -541,7 +544,7 @@ def _agreement_reference(m: _Model, plan: Plan, env: _Env) -> dict | str:
         return f"unsupported: {S} compared steps do not fit the model's {a.n_positions} positions"
     prompt = _prompt(B, P, a.vocab_size)
     try:
-        ref = _session(env.specs[REFERENCE_VARIANT], m, B, capacity, env, keep=True)
+        ref = _session(env.specs[REFERENCE_VARIANT], m, B, capacity, env, keep=False)
         ref.prepare(prompt, plan.warmup_steps)
         for _ in range(S):
             ref.step()
@@ -577,8 +580,9 @@ def _agreement_rows(m: _Model, plan: Plan, env: _Env, result: DecodeFile, ref: d
         elif why:
             row.status, row.reason = "unsupported", why
         else:
+            _clean(env)  # the previous variant's session is gone before this one is built
             try:
-                s = _session(spec, m, B, capacity, env, keep=True)
+                s = _session(spec, m, B, capacity, env, keep=spec.compiled)
                 s.prepare(ref["prompt"], plan.warmup_steps)
                 for _ in range(ref["F"]):
                     s.step()
@@ -590,6 +594,7 @@ def _agreement_rows(m: _Model, plan: Plan, env: _Env, result: DecodeFile, ref: d
                     s.step()
                 for k, val in agreement_fields(*ref["top"], *s.top2(P, ref["S"]), mantissa_bits=bits).items():
                     setattr(row, k, val)
+                del s
             except Exception as exc:
                 row.status = "oom" if is_oom(exc) else "error"
                 row.reason = _error_reason(exc)
@@ -599,7 +604,7 @@ def _agreement_rows(m: _Model, plan: Plan, env: _Env, result: DecodeFile, ref: d
 
 
 def _agreement_shape(m: _Model, plan: Plan):
-    """The key shape whose sessions the agreement check can reuse (same batch and capacity), if any."""
+    """The key shape whose compiled session the agreement check can reuse (same batch and capacity), if any."""
     if not m.plan.agreement:
         return None
     n = m.ours.args.n_positions
@@ -724,6 +729,7 @@ def _warm_up(m: _Model, plan: Plan, env: _Env) -> None:
         s = _session(spec, m, B, T + 2, env, keep=False)
         s.prepare(prompt, 1)
         s.step()
+        del s  # gone before the next variant's is built: one session at a time
     _clean(env)
 
 
@@ -906,8 +912,8 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
             _warm_up(m, plan, env)
         models.append(m)
     # In order of what the report needs most, since a spent budget skips whatever is left: the key
-    # shapes, the agreement check (reusing the key sessions at its capacity), the compiled
-    # transformers loop (a cold compile per shape), the sweeps, and last the sweeps' host-bound
+    # shapes, the agreement check, the compiled transformers loop (a cold compile per shape, its
+    # session at the agreement's capacity reused by the check), the sweeps, and last the sweeps' host-bound
     # rows (transformers' eager loop: its step time is the host's at every context, and its rows
     # cost the most).
     keep = {id(m): _agreement_shape(m, plan) for m in models}
@@ -924,11 +930,16 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
                                 [v for v, sp in env.specs.items() if v != REFERENCE_VARIANT and not sp.compiled])
     for m in models:
         with stage("decode", f"{m.info.name} compiled transformers"):
-            _rows(m, m.plan.key_shapes, plan, env, result, key=True, keep_shape=keep[id(m)], compiled=True)
+            # The agreement's shape first: its session serves the check, and is freed before the
+            # other shapes' rows, so none of them counts it in its memory.
+            shared = keep[id(m)]
+            _rows(m, [k for k in m.plan.key_shapes if k == shared], plan, env, result, key=True, keep_shape=shared,
+                  compiled=True)
             if m.plan.agreement:
                 _agreement_rows(m, plan, env, result, refs[id(m)], [v for v, sp in env.specs.items() if sp.compiled])
-        m.sessions.clear()
-        _clean(env)
+            m.sessions.clear()
+            _clean(env)
+            _rows(m, [k for k in m.plan.key_shapes if k != shared], plan, env, result, key=True, compiled=True)
     for m in models:
         with stage("decode", f"{m.info.name} sweep"):
             _rows(m, m.plan.sweep_shapes, plan, env, result, key=False, host_bound=False)

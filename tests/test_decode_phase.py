@@ -152,6 +152,34 @@ def test_tiny_run_agreement_and_microbenchmark(tiny_run):
         assert m.max_abs_diff_vs_sdpa < (0.05 if m.impl == "triton-int8" else 1e-4)
 
 
+def test_no_other_variants_session_is_alive_when_a_row_or_check_builds_its_own(monkeypatch):
+    # The key shape is the agreement's own (batch 2, prompt 9 + 6 steps = capacity 15): sessions there
+    # used to be kept for the check, and every later row's peak memory counted the earlier ones.
+    import gc
+    import weakref
+
+    plan = dataclasses.replace(PLAN, models=(phase.ModelPlan("tiny", ((2, 9),), (), agreement=True, args=TINY),),
+                               micro_contexts=())
+    real, built, crowded = phase._session, [], []
+
+    def spy(spec, m, batch, capacity, env, keep):
+        gc.collect()
+        alive = [r() for r in built if r() is not None]
+        s = real(spec, m, batch, capacity, env, keep)
+        others = [a for a in alive if a is not s]
+        if others:
+            crowded.append((spec.name, [type(a).__name__ for a in others]))
+        built.append(weakref.ref(s))
+        return s
+
+    monkeypatch.setattr(phase, "_session", spy)
+    result = phase.collect_decode("cpu-test", plan, "cpu", 1e9, "test constant")
+    ok_rows = [r for r in result.rows if r.status == "ok"]
+    assert len(ok_rows) >= 3 and sum(a.status == "ok" for a in result.agreement) >= 3
+    assert len(built) >= len(ok_rows) + 3  # the check builds its own sessions
+    assert crowded == [], crowded
+
+
 def test_spent_budget_turns_remaining_rows_into_skipped(monkeypatch):
     plan = phase.Plan(models=(), micro_contexts=(8, 16), micro_batches=(1,), micro_heads=1, micro_head_dim=16)
     monkeypatch.setattr(phase.time, "perf_counter", iter(range(0, 10**6, 1000)).__next__)

@@ -111,9 +111,12 @@ class DecodeRow:
     tokens_per_s: float | None = doc("batch / median step time.", None, **NONNEGATIVE)
     peak_mem_bytes: int | None = doc("torch.cuda.max_memory_allocated over the timed steps (reset after prefill and "
                                      "warm-up): weights, cache and every temporary a step creates.", None, **BYTES)
-    mem_at_start_bytes: int | None = doc("torch.cuda.memory_allocated right before the timed steps: weights, the "
-                                         "filled cache and anything else alive; peak_mem_bytes minus this is what "
-                                         "a step allocates on top.", None, **BYTES)
+    mem_at_start_bytes: int | None = doc("torch.cuda.memory_allocated right before the timed steps: the loaded "
+                                         "weights, this row's filled cache, buffers and graphs, and nothing of "
+                                         "another variant (each row's session is the only one alive; runs up to "
+                                         "h200-20261201d kept the earlier rows' sessions alive at the agreement "
+                                         "check's shape, and their bytes are in this figure there); peak_mem_bytes minus "
+                                         "this is what a step allocates on top.", None, **BYTES)
     kv_cache_bytes: int | None = doc("Bytes the KV cache occupies at the end (int8 values plus fp32 scales for the "
                                      "int8 variants; transformers' cache at its final length).", None, **BYTES)
     weight_bytes_per_step: int | None = doc("Weight bytes read per step (from the model).", None, **BYTES)
