@@ -285,6 +285,9 @@ class _Model:
     # session only, whose cold compile costs tens of seconds. Every other session lives for one row or
     # one agreement check, so a row's memory figures never hold another variant's session.
     sessions: dict = field(default_factory=dict)
+    # (variant, batch, capacity) -> the AttentionChoice a graph row's session was judged to, so that a
+    # later session of that variant and shape (the agreement check's) runs the same kernels, unjudged.
+    judged: dict = field(default_factory=dict)
 
 
 def _error_reason(exc: BaseException) -> str:
@@ -356,6 +359,8 @@ def _session(spec: VariantSpec, m: _Model, batch: int, capacity: int, env: _Env,
         s = HfSession(m.hf, batch, capacity, compiled=spec.compiled)
     else:
         s = OurSession(m.ours, batch, capacity, spec.cache, spec.step, cuda_graph=spec.graph and env.cuda)
+        if key in m.judged:
+            s.adopt_attention(m.judged[key])
     if keep:
         m.sessions[key] = s
     return s
@@ -450,6 +455,8 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
         if fused_graph:
             row.attention_launch = s.step_fn.attention_launch.label
             row.attention_config = s.attention_config
+            if s.attention_choice() is not None:
+                m.judged[(spec.name, batch, capacity)] = s.attention_choice()
         if profile:
             prof = _profile(s, min(plan.profile_steps, n), env, result)
             if prof is not None:

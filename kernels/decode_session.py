@@ -13,6 +13,7 @@ Every limit is checked on the host before the GPU sees anything (see kernels.gpt
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import torch
@@ -31,6 +32,17 @@ TRIAL_STEPS = 6
 TRIAL_ROUNDS = 2
 
 Choice = tuple[int, AttentionLaunch]  # (index into the step's attention configs, launch)
+
+
+@dataclass(frozen=True)
+class AttentionChoice:
+    """What a session's judge kept for its graph step's attention: the config (None: the autotuner's),
+    its label, the launch, and every choice's time per step, by 'config | launch'."""
+
+    config: dict | None
+    label: str | None
+    launch: AttentionLaunch
+    ms: dict = field(default_factory=dict)
 
 
 def pick_attention(n_configs: int, launches: Sequence[AttentionLaunch],
@@ -199,6 +211,21 @@ class OurSession(Session):
                 self.step()
         self.start(tokens, prompt_len)
         _sync(self.device)
+
+    def attention_choice(self) -> AttentionChoice | None:
+        """The attention choice this session's graph step was judged to, or None where none was judged."""
+        if not self.attention_ms:
+            return None
+        return AttentionChoice(self.step_fn.attention_config, self.attention_config, self.step_fn.attention_launch,
+                               dict(self.attention_ms))
+
+    def adopt_attention(self, choice: AttentionChoice) -> None:
+        """Run the attention another session of this variant and shape was judged to, without judging
+        again: a second session (the agreement check's) then runs the very kernels the first one timed."""
+        if not hasattr(self.step_fn, "attention_candidates"):
+            raise ValueError(f"the {self.step_fn.impl} step has no attention choice to adopt.")
+        self.step_fn.attention_config, self.step_fn.attention_launch = choice.config, choice.launch
+        self.attention_config, self.attention_ms = choice.label, dict(choice.ms)
 
     def _capture(self) -> tuple[torch.cuda.CUDAGraph, torch.Tensor]:
         """The step captured in a graph, and its output: hold both for the graph's life, since the

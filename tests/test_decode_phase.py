@@ -180,6 +180,26 @@ def test_no_other_variants_session_is_alive_when_a_row_or_check_builds_its_own(m
     assert crowded == [], crowded
 
 
+def test_a_later_session_of_a_judged_variant_and_shape_adopts_its_attention():
+    # The agreement check's session must run the kernels its row timed, not judge again (and maybe
+    # pick another config, with other rounding).
+    from kernels.decode_attention import AttentionLaunch
+    from kernels.decode_session import AttentionChoice
+    from kernels.gpt2 import GPT2, random_hf_model
+
+    ours = GPT2.from_hf(random_hf_model(TINY, seed=0, device="cpu", dtype=torch.float32))
+    choice = AttentionChoice({"BLOCK_N": 16, "num_warps": 1, "num_stages": 1}, "CUDA cores, BLOCK_N=16",
+                             AttentionLaunch(True, 64), {"CUDA cores, BLOCK_N=16 | pdl-prefetch64": 0.1})
+    specs = phase.variant_specs("fused")
+    m = types.SimpleNamespace(sessions={}, judged={("int8-graph", 2, 15): choice}, ours=ours, hf=None)
+    env = types.SimpleNamespace(cuda=False)
+    s = phase._session(specs["int8-graph"], m, 2, 15, env, keep=False)
+    assert s.attention_choice() == choice and s.step_fn.attention_launch == AttentionLaunch(True, 64)
+    assert phase._session(specs["int8-graph"], m, 2, 14, env, keep=False).attention_choice() is None  # other shape
+    with pytest.raises(ValueError, match="no attention choice"):
+        phase._session(specs["eager"], m, 2, 15, env, keep=False).adopt_attention(choice)
+
+
 def test_spent_budget_turns_remaining_rows_into_skipped(monkeypatch):
     plan = phase.Plan(models=(), micro_contexts=(8, 16), micro_batches=(1,), micro_heads=1, micro_head_dim=16)
     monkeypatch.setattr(phase.time, "perf_counter", iter(range(0, 10**6, 1000)).__next__)
