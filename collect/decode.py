@@ -455,8 +455,8 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
         if fused_graph:
             row.attention_launch = s.step_fn.attention_launch.label
             row.attention_config = s.attention_config
-            if s.attention_choice() is not None:
-                m.judged[(spec.name, batch, capacity)] = s.attention_choice()
+            if (choice := s.attention_choice()) is not None:
+                m.judged[(spec.name, batch, capacity)] = choice
         if profile:
             prof = _profile(s, min(plan.profile_steps, n), env, result)
             if prof is not None:
