@@ -14,6 +14,15 @@ request per line: gpt2 batch 4 0.371 -> 0.379 ms, gpt2-xl 2.328 -> 2.429, gpt2 b
 0.836 (int8 cache 0.677 -> 0.697). With sm90's bulk requests (cp.async.bulk.prefetch), capped at 6,
 16 or 48 MiB of the next weights: 0.415-0.418, 2.51-2.56, 0.859-0.868. A program that has issued
 them seems to finish later, and the next kernel waits for the whole grid.
+
+A separate stream of requests lost too. One kernel, launched beside the chain on a second stream of
+the same graph, walked every weight and each layer's cache in the chain's order, one request per line
+from 16 or 32 programs, waiting on a counter the products raised as each passed its wait, so that at
+most 30% or 50% of L2 was requested ahead of the chain (H200, 2026-12-01, CUDA graph, side by side in
+one session, identical logits). Per step: gpt2 batch 4 0.370 -> 0.404-0.431 ms, gpt2-xl 2.26 ->
+2.59-2.92, gpt2 batch 64 with the int8 cache 0.650 -> 0.711-0.730. Sixteen programs lost more than 32
+at batch 4. Its first form deadlocked in warm-up: a kernel loaded while the stream waited for it
+waited for the stream (a bounded wait fixed that).
 """
 import triton
 import triton.language as tl
