@@ -217,6 +217,14 @@ def _prefetch_rows_ahead(k_base, v_base, ks_ptrs, vs_ptrs, n0, stop, stride_kn, 
 
 
 @triton.jit
+def _prefetch_iteration(k_base, v_base, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn, HEAD_DIM: tl.constexpr,
+                        BLOCK_D: tl.constexpr, IS_INT8: tl.constexpr, STEP: tl.constexpr, AHEAD: tl.constexpr):
+    """Inside the loop: ask L2 for the STEP rows the iteration AHEAD iterations after n0's will read."""
+    _prefetch_rows_ahead(k_base, v_base, ks_ptrs, vs_ptrs, n0 + AHEAD * STEP, tl.minimum(n0 + (AHEAD + 1) * STEP, end),
+                         stride_kn, stride_vn, HEAD_DIM, BLOCK_D, STEP, IS_INT8)
+
+
+@triton.jit
 def _rows_loop(q, k_base, v_base, ks_ptrs, vs_ptrs, start, end, stride_kn, stride_vn, mask_d,
                HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, IS_INT8: tl.constexpr,
                UPCAST: tl.constexpr, UNROLL: tl.constexpr, AHEAD: tl.constexpr):
@@ -267,9 +275,8 @@ def _rows_loop(q, k_base, v_base, ks_ptrs, vs_ptrs, start, end, stride_kn, strid
         single_from = start + (end - start) // (2 * BLOCK_N) * (2 * BLOCK_N)
         for n0 in range(start, single_from, 2 * BLOCK_N):
             if PREFETCH:
-                _prefetch_rows_ahead(k_base, v_base, ks_ptrs, vs_ptrs, n0 + AHEAD * STEP,
-                                     tl.minimum(n0 + (AHEAD + 1) * STEP, end), stride_kn, stride_vn, HEAD_DIM, BLOCK_D,
-                                     STEP, IS_INT8)
+                _prefetch_iteration(k_base, v_base, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn, HEAD_DIM, BLOCK_D,
+                                    IS_INT8, STEP, AHEAD)
             k0, v0, ks0, vs0 = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kw, stride_vn, mask_kd,
                                           mask_d, BLOCK_N, IS_INT8, False)
             k1, v1, ks1, vs1 = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0 + BLOCK_N, end, stride_kw, stride_vn,
@@ -280,9 +287,8 @@ def _rows_loop(q, k_base, v_base, ks_ptrs, vs_ptrs, start, end, stride_kn, strid
                                               end, BLOCK_N, IS_INT8, False, UPCAST)
     for n0 in range(single_from, full_end, BLOCK_N):  # every whole tile (UNROLL=1), or the one left over
         if PREFETCH:
-            _prefetch_rows_ahead(k_base, v_base, ks_ptrs, vs_ptrs, n0 + AHEAD * BLOCK_N,
-                                 tl.minimum(n0 + (AHEAD + 1) * BLOCK_N, end), stride_kn, stride_vn, HEAD_DIM, BLOCK_D,
-                                 BLOCK_N, IS_INT8)
+            _prefetch_iteration(k_base, v_base, ks_ptrs, vs_ptrs, n0, end, stride_kn, stride_vn, HEAD_DIM, BLOCK_D,
+                                IS_INT8, BLOCK_N, AHEAD)
         k, v, ks, vs = _load_tile(k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, n0, end, stride_kw, stride_vn, mask_kd, mask_d,
                                   BLOCK_N, IS_INT8, False)
         m_r, l_r, w_r, acc = _rows_update(q, qa, qb, q_unit, m_r, l_r, w_r, acc, k, v, ks, vs, n0, end, BLOCK_N,
