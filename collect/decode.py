@@ -345,12 +345,17 @@ def _unsupported(spec: VariantSpec, env: _Env, timing: bool = True) -> str | Non
     return None
 
 
+def _session_key(spec: VariantSpec, batch: int, capacity: int) -> tuple:
+    """What _Model.sessions and _Model.judged are keyed by: one variant's sessions of one shape."""
+    return spec.name, batch, capacity
+
+
 def _session(spec: VariantSpec, m: _Model, batch: int, capacity: int, env: _Env, keep: bool):
     """A session for this variant; a session kept for the agreement check is reused (a compiled one
     would otherwise compile again)."""
     from kernels.decode_session import HfSession, OurSession
 
-    key = (spec.name, batch, capacity)
+    key = _session_key(spec, batch, capacity)
     if key in m.sessions:
         s = m.sessions[key]
         s.set_mode(False, False)
@@ -456,7 +461,7 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
             row.attention_launch = s.step_fn.attention_launch.label
             row.attention_config = s.attention_config
             if (choice := s.attention_choice()) is not None:
-                m.judged[(spec.name, batch, capacity)] = choice
+                m.judged[_session_key(spec, batch, capacity)] = choice
         if profile:
             prof = _profile(s, min(plan.profile_steps, n), env, result)
             if prof is not None:
@@ -477,7 +482,7 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
     except Exception as exc:  # one failed row is a row, not a failed phase
         row.status = "oom" if is_oom(exc) else "error"
         row.reason = _error_reason(exc)
-        m.sessions.pop((spec.name, batch, capacity), None)
+        m.sessions.pop(_session_key(spec, batch, capacity), None)
         free_cuda_memory()
         return row
     row.wall_s = time.perf_counter() - t0
