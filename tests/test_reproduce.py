@@ -27,13 +27,19 @@ def test_one_commit_gives_the_recorded_command():
 
 def test_a_phase_run_again_alone_is_not_called_the_whole_collect():
     # As in run h200-20261201a: one commit, but the last command recorded ran only the decode phase.
-    run = run_with([PhaseRecord(name="env", status="complete"), PhaseRecord(name="decode", status="complete")])
+    run = run_with([PhaseRecord(name="env", status="complete", file="manifest.json"),
+                    PhaseRecord(name="decode", status="complete", file="decode.json")])
     run.manifest.profile = "full"
     run.manifest.command = "python -m collect decode --profile full --run-id synthetic-20261129"
     text = html.unescape(ReproducePage(run, [run]).commands())
     assert "is equivalent" not in text and text.count("git checkout") == 1
     assert text.index("make collect PROFILE=full RUN_ID=synthetic-20261129") < text.index("collect decode --profile")
     assert "it ran decode" in text
+    # The collect refuses to overwrite the first pass's rows: the page moves that file aside first, and
+    # only that one (the manifest holds every phase's record).
+    move = "mv data/runs/synthetic-20261129/decode.json"
+    assert text.index("make collect PROFILE=full") < text.index(move) < text.index("collect decode --profile")
+    assert text.count("mv data/runs/") == 1
 
 
 def test_phases_from_several_commits_are_replayed_each_at_its_own():
