@@ -433,7 +433,7 @@ class CorrectnessPage(Page):
                     move = f"**stays within a factor of {TREND_FACTOR:g}** (×{ratio:.2g})"
                 ref_ratio = b["max_abs_ref"] / a["max_abs_ref"] if a["max_abs_ref"] else float("nan")
                 out.append(f"- {facet_label(dt, causal)}: the largest error {move} from N={a['seq_len']} "
-                           f"({sci(a['max_abs_err'])}) to N={b['seq_len']} ({sci(b['max_abs_err'])}); over the same "
+                           f"({sci(a['max_abs_err'])}) to N={b['seq_len']} ({sci(b['max_abs_err'])}). Over the same "
                            f"range the largest |output| goes from {a['max_abs_ref']:.3g} to {b['max_abs_ref']:.3g} "
                            f"(×{ref_ratio:.2g}).")
         return "\n".join(out)
