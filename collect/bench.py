@@ -25,7 +25,7 @@ from typing import Callable, Iterable, Mapping
 from kernels.attention import HEAD_DIMS, IMPLEMENTATIONS, SDPA_BACKENDS
 
 from . import timing
-from .budget import budget_seconds as shared_budget_seconds, no_limit_hint
+from .budget import PHASE_BUDGET_ENVS, budget_seconds as shared_budget_seconds, no_limit_hint
 from .context import RunContext
 from .device_choices import has_bf16
 from .schema import SCHEMA_VERSION
@@ -49,7 +49,7 @@ BENCH_DTYPES = ("float16", "bfloat16")
 # net for a slower GPU, not a plan: past it the remaining cases become `skipped` rows that say so.
 # BENCH_BUDGET_S overrides it (0: no limit).
 BUDGET_S = {"quick": 150.0, "full": 220.0}
-BUDGET_ENV = "BENCH_BUDGET_S"
+BUDGET_ENV = PHASE_BUDGET_ENVS["bench"]
 
 TIMING_METHOD = (
     "The one clock (collect/timing.py). Device time: CUDA events around each call, the L2 flushed before it "

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from . import device_choices
+from .budget import PHASE_BUDGET_ENVS
 from .phases import PHASE_ORDER
 from .runner import REPO_ROOT, CollectConfig, run_collect
 
@@ -79,6 +80,15 @@ def apply_environment(cfg: CollectConfig) -> None:
         os.environ[device_choices.TUNE_AS_ENV] = device_choices.tuning_target(facts)
 
 
+def recorded_command(argv: list[str]) -> str:
+    """The command as the manifest records it, with the environment settings that change what the run
+    holds (a rehearsal's device, each phase's budget override), so that running it again measures the same rows."""
+    env = {device_choices.REHEARSE_ENV: device_choices.rehearsal_name()}
+    env.update({name: os.environ.get(name) for name in PHASE_BUDGET_ENVS.values()})
+    prefix = "".join(f"{name}={shlex.quote(value)} " for name, value in env.items() if value)
+    return prefix + "python -m collect " + " ".join(shlex.quote(x) for x in argv)
+
+
 def _missing_gpu_stack() -> str | None:
     """The first module of the GPU stack this Python cannot import, if any."""
     import importlib.util
@@ -96,9 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         print(TORCH_MISSING.format(exe=sys.executable, module=missing), file=sys.stderr)
         return 2
     apply_environment(cfg)
-    rehearsal = device_choices.rehearsal_name()
-    command = ((f"{device_choices.REHEARSE_ENV}={rehearsal} " if rehearsal else "") + "python -m collect "
-               + " ".join(shlex.quote(x) for x in (sys.argv[1:] if argv is None else argv)))
+    command = recorded_command(sys.argv[1:] if argv is None else argv)
     try:
         failed = run_collect(cfg, command=command)
     except (RuntimeError, ValueError) as exc:

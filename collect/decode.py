@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .budget import budget_seconds as shared_budget_seconds, no_limit_hint
+from .budget import PHASE_BUDGET_ENVS, budget_seconds as shared_budget_seconds, no_limit_hint
 from .context import RunContext
 from .decode_profile import profile_steps
 from .schema import SCHEMA_VERSION
@@ -41,7 +41,7 @@ from .stage_log import stage
 from .timing import LOOP_REPEATS, free_cuda_memory, is_oom, summarize
 
 MODEL_PATH_ENV = "DECODE_MODEL_PATH"
-BUDGET_ENV = "DECODE_BUDGET_S"
+BUDGET_ENV = PHASE_BUDGET_ENVS["decode"]
 GRAPH_STEP_ENV = "DECODE_GRAPH_STEP"
 # How the graph variants compute a step: 'fused' (our Triton kernels), 'inductor' (our step compiled
 # by torch.compile) or 'torch' (PyTorch ops). Chosen from measurements on the H200 (2026-11-30, each

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from . import timing
-from .budget import budget_seconds as shared_budget_seconds, no_limit_hint
+from .budget import PHASE_BUDGET_ENVS, budget_seconds as shared_budget_seconds, no_limit_hint
 from .calls import (POOL_MEMORY_SHARE, CaptureCompiled, InputPool, call_for, device_memory_bytes, flash_route,
                     forced_backend, kernel_facts, our_kernels)
 from .context import RunContext
@@ -67,7 +67,7 @@ PLANS = {
 }
 
 BUDGET_S = {"quick": 40.0, "full": 100.0}
-BUDGET_ENV = "ITERATIONS_BUDGET_S"
+BUDGET_ENV = PHASE_BUDGET_ENVS["iterations"]
 PRECOMPILE_WORKERS = 16
 PRECOMPILE_STALL_S = 120.0
 # A small shape per head_dim that compiles to the same kernel variants as the goal shapes (every

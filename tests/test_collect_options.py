@@ -143,3 +143,17 @@ def test_a_rehearsals_recorded_command_says_it_was_one(tmp_path, phases, monkeyp
     assert cli.main(["bench", "--out", str(tmp_path), "--run-id", "r"]) == 0
     m = json.loads((tmp_path / "r" / "manifest.json").read_text())
     assert m["command"].startswith("COLLECT_REHEARSE_DEVICE=t4 python -m collect bench")
+
+
+def test_a_budget_override_is_part_of_the_recorded_command(tmp_path, phases, monkeypatch):
+    # Run h200-20261201e's decode pass ran with DECODE_BUDGET_S=0; its recorded command left that out,
+    # so the Reproduce page's re-run would have skipped rows the run holds.
+    monkeypatch.delenv(device_choices.REHEARSE_ENV, raising=False)
+    monkeypatch.setenv("DECODE_BUDGET_S", "0")
+    monkeypatch.delenv("BENCH_BUDGET_S", raising=False)
+    monkeypatch.delenv("ITERATIONS_BUDGET_S", raising=False)
+    assert cli.main(["bench", "--out", str(tmp_path), "--run-id", "r"]) == 0
+    m = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert m["command"] == "DECODE_BUDGET_S=0 python -m collect bench --out " + str(tmp_path) + " --run-id r"
+    monkeypatch.delenv("DECODE_BUDGET_S")
+    assert cli.recorded_command(["decode"]) == "python -m collect decode"
