@@ -23,8 +23,9 @@ class ReproducePage(Page):
         named = [t for t in (m.command or "").split() if t in ran]  # phases the recorded command listed
         if len(by_commit) <= 1 and named and set(named) != set(ran):
             # The last collect ran only some phases again (see the notes): the whole run first, then it.
-            # The collect refuses to overwrite a phase's saved rows: move each file the re-run replaced.
-            files = [r.file for r in m.phases if r.name in named and r.file and r.file != "manifest.json"]
+            # The collect refuses to overwrite a phase's saved rows: move each file the re-run replaced
+            # (not the manifest, the env phase's file, which holds every phase's record).
+            files = [r.file for r in m.phases if r.name in named and r.file and r.file != FILE_SPECS["env"].filename]
             lines += [f"git checkout {m.git_commit or unknown}",
                       f"make collect PROFILE={m.profile} RUN_ID={self.run.id}   # every phase"]
             lines += [f"mv data/runs/{self.run.id}/{f} /tmp/   # the collect never overwrites saved rows" for f in files]
