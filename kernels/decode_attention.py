@@ -564,6 +564,11 @@ INT8_CONFIGS = [  # the fastest of sweeps on the H200 (BLOCK_N 16-128, 2-8 warps
     # iteration or 128-key tiles; gpt2-xl at batch 4 with 64-key tiles on 2 warps. Two 64-key tiles per
     # iteration on 2 warps were fastest at head_dim 128 but spill there. The same tiles on one warp
     # (head_dim 64 only: see MAX_ROW_STREAM_REGS) took the step at gpt2 batch 64 from 0.679-0.684 to 0.675 ms.
+    # Swept again alone at that layer's shape (2026-12-01: B=64, 12 heads, d=64, 512 keys; a graph of 12
+    # launches, each on its own layer's cache): of 33 configs at one split (23 also at two), this one stayed fastest at
+    # 18.1 us a launch, 71% of copy bandwidth; the best bf16 config read twice the bytes in 28.2 us (86%).
+    # Tensor-core int8 schedules took 20-39 us, and 2-4 pipeline stages on the row loop changed nothing
+    # (18.1-19.1 us). Both kernels pay about 4-5 us a launch over their bytes, a larger share of int8's.
     _config(64, 2),
     _config(64, 2, ahead=1),
     _config(64, 1, ahead=1),
@@ -676,6 +681,9 @@ PLAIN_LAUNCH = AttentionLaunch()
 # bf16 with neither. At gpt2-xl PDL mostly lost (bf16 2.34 -> 2.39-2.79 ms, int8 2.29 -> 2.34-2.44),
 # though one full collect's warm-up kept it for bf16: too close to fix by rule, so it is measured.
 # Without a prefetch, or with 128 keys or more, it gained less at gpt2 and lost more at gpt2-xl.
+# At gpt2 batch 64 (prompt 512, 2026-12-01, one session, graphs side by side) more keys asked for lost
+# too: int8 0.658 ms with 64, 0.661 / 0.663 / 0.673 with 128 / 256 / 512 (all of a program's chunk);
+# bf16 ran 0.801 plain against 0.863-0.999 with any PDL launch.
 LAUNCH_CHOICES = (PLAIN_LAUNCH, AttentionLaunch(True, 64), AttentionLaunch(True, 64, False))
 
 

@@ -119,7 +119,11 @@ def _quantize_rows(y, mask):
     reciprocal is taken once and the values multiplied by it: an IEEE division per value sat on the
     qkv product's serial tail (the last split's epilogue). On the H200 (2026-12-01, gpt2 batch 64,
     CUDA graph) it took the int8 step from 0.671 to 0.666 ms. A value may then round to the int8
-    step next to the one torch's division gives, as the fused product's own last bit already may."""
+    step next to the one torch's division gives, as the fused product's own last bit already may.
+    Even so the int8 qkv product costs about 0.7 us a layer more than the bf16 one at that shape
+    (profiled step, 2026-12-01, attention launched plainly in both: 9.5 against 8.8 us from the
+    previous kernel's end to its own): the row maxima and the int8 stores add layout changes through
+    shared memory (25 barriers in the sm90 PTX against 15)."""
     scale = tl.maximum(tl.max(tl.where(mask, tl.abs(y), 0.0), axis=1) / 127.0, 1e-12)
     v = y * tl.math.div_rn(tl.full(scale.shape, 1.0, tl.float32), scale)[:, None]
     v = (v + 12582912.0) - 12582912.0  # round half to even, like torch.round (|v| <= 127)
@@ -388,6 +392,9 @@ class Tuning:
     # slower. Rows cut into groups of 16 on the few-rows tiling lost with the int8 cache (0.788).
     # Across full collects (runs h200-20261201c and d, each row its own session and attention
     # judge, after minutes of other phases) the steps moved less: 0.841 -> 0.804 and 0.691 -> 0.654.
+    # The qkv product at batch 64 again (2026-12-01, one session per cache, graphs side by side): 4 warps,
+    # one split or three, three stages: int8 0.653 ms as set, 0.654-0.715 otherwise; bf16 0.801, and
+    # 0.799-0.864 (three stages and three splits within noise of it).
     many_rows: RowTiles = field(default_factory=lambda: RowTiles(2.0, 2, 64, 128, 4, 8, max_partial_kib=32,
                                                                  max_split_depth=512, after_attention_split=1))
     # Programmatic dependent launch where the GPU has it (sm90+): each grid is launched while the
