@@ -13,6 +13,7 @@ import pytest
 
 import synthetic
 from collect import cli, device_choices, env, runner
+from collect.budget import PHASE_BUDGET_ENVS
 from collect.schema import SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -149,9 +150,9 @@ def test_a_budget_override_is_part_of_the_recorded_command(tmp_path, phases, mon
     # Run h200-20261201e's decode pass ran with DECODE_BUDGET_S=0; its recorded command left that out,
     # so the Reproduce page's re-run would have skipped rows the run holds.
     monkeypatch.delenv(device_choices.REHEARSE_ENV, raising=False)
+    for name in PHASE_BUDGET_ENVS.values():
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("DECODE_BUDGET_S", "0")
-    monkeypatch.delenv("BENCH_BUDGET_S", raising=False)
-    monkeypatch.delenv("ITERATIONS_BUDGET_S", raising=False)
     assert cli.main(["bench", "--out", str(tmp_path), "--run-id", "r"]) == 0
     m = json.loads((tmp_path / "r" / "manifest.json").read_text())
     assert m["command"] == "DECODE_BUDGET_S=0 python -m collect bench --out " + str(tmp_path) + " --run-id r"
