@@ -34,7 +34,7 @@ import triton.language as tl
 
 from .arrival import arrive, reset
 from .common import LOG2E, capability, device_index, device_sm_count, has_pdl, interpreting, quick_bench
-from .kv_quant import SCALE_DTYPE
+from .kv_quant import SCALE_DTYPE, quantize_vector
 from .prefetch import prefetch_l2, prefetch_rows
 
 
@@ -387,7 +387,7 @@ def _dot_loop(q, qk_scale_log2, k_ptrs, v_ptrs, ks_ptrs, vs_ptrs, start, end, st
 
 @triton.jit(do_not_specialize=["H", "num_splits", "stride_lens", "len_bucket", "prefetch_keys", "early_trigger"])
 def _split_kv_kernel(
-    Q, K, V, KScale, VScale, Lens, OPart, LsePart, Out, Counter,
+    Q, K, V, KScale, VScale, Lens, OPart, LsePart, Out, Counter, NewKV,
     stride_qb, stride_qh, stride_ob, stride_oh,
     stride_kb, stride_kh, stride_kn,
     stride_vb, stride_vh, stride_vn,
@@ -398,7 +398,7 @@ def _split_kv_kernel(
     prefetch_keys, early_trigger,  # how a programmatic dependent launch is used (AttentionLaunch)
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, IS_INT8: tl.constexpr,
     USE_DOT: tl.constexpr, UPCAST: tl.constexpr, UNROLL: tl.constexpr = 1, PDL: tl.constexpr = False,
-    AHEAD: tl.constexpr = 0,
+    AHEAD: tl.constexpr = 0, NEW_ROW: tl.constexpr = False,
 ):
     split = tl.program_id(0)
     bh = tl.program_id(1)
@@ -413,6 +413,8 @@ def _split_kv_kernel(
     chunk = tl.cdiv(tl.cdiv(seq_len, num_splits), BLOCK_N) * BLOCK_N
     start = split * chunk
     end = tl.maximum(tl.minimum(start + chunk, seq_len), start)  # a split past the length gets [start, start)
+    # NEW_ROW: the newest row is not in the cache yet: its split reads the others, then folds it in.
+    loop_end = tl.minimum(end, seq_len - 1) if NEW_ROW else end
 
     offs_d = tl.arange(0, BLOCK_D)
     if BLOCK_D == HEAD_DIM:
@@ -434,13 +436,31 @@ def _split_kv_kernel(
     vs_ptrs = VScale + b * stride_sb + h * stride_sh
     if USE_DOT:
         m_i, l_i, acc_d = _dot_loop(q, qk_scale_log2, k_base + offs_d[None, :], v_base + offs_d[None, :], ks_ptrs,
-                                    vs_ptrs, start, end, stride_kn, stride_vn, mask_d, BLOCK_N, BLOCK_D, IS_INT8, UPCAST)
+                                    vs_ptrs, start, loop_end, stride_kn, stride_vn, mask_d, BLOCK_N, BLOCK_D, IS_INT8,
+                                    UPCAST)
     else:
         # Scores live in the log2 domain (exp2 is the fast instruction); the softmax scale is folded into q.
         m_i, l_i, acc_d = _rows_loop(q.to(tl.float32) * qk_scale_log2, k_base, v_base, ks_ptrs, vs_ptrs, start,
-                                     end, stride_kn, stride_vn, mask_d, HEAD_DIM, BLOCK_N, BLOCK_D, IS_INT8, UPCAST,
+                                     loop_end, stride_kn, stride_vn, mask_d, HEAD_DIM, BLOCK_N, BLOCK_D, IS_INT8, UPCAST,
                                      UNROLL, AHEAD)
 
+    if NEW_ROW:
+        # Loaded only now (the qkv product just wrote them, so from L2): held through the loop they
+        # spilled registers at 8 warps (sm80 and sm90, bf16). Predicated rather than branched on: the
+        # branch left ptxas short of registers for the tensor-core loop at 8 warps (sm90).
+        last = seq_len - 1
+        holds_new = (start <= last) & (last < end)
+        new_k = tl.load(NewKV + bh * HEAD_DIM + offs_d, mask=mask_d & holds_new, other=0.0).to(tl.float32)
+        new_v = tl.load(NewKV + (tl.num_programs(1) + bh) * HEAD_DIM + offs_d, mask=mask_d & holds_new,
+                        other=0.0).to(tl.float32)
+        # The row's addresses from the arguments again, one sum each: kept from before the loop they
+        # held registers through it.
+        m_i, l_i, acc_d = _fold_new_row(q.to(tl.float32) * qk_scale_log2, new_k, new_v,
+                                        K + (b * stride_kb + h * stride_kh + last * stride_kn),
+                                        V + (b * stride_vb + h * stride_vh + last * stride_vn),
+                                        KScale + (b * stride_sb + h * stride_sh + last),
+                                        VScale + (b * stride_sb + h * stride_sh + last), holds_new, m_i, l_i,
+                                        acc_d, offs_d, mask_d, IS_INT8)
     if PDL:
         if early_trigger == 0:
             tl.extra.cuda.gdc_launch_dependents()
@@ -459,6 +479,33 @@ def _split_kv_kernel(
     else:
         _park_and_merge(out, m_i, l_safe, has_work, OPart, LsePart, out_row, Counter, bh, split, num_splits, offs_d,
                         mask_d, HEAD_DIM, BLOCK_D)
+
+
+@triton.jit
+def _fold_new_row(q_log2, k, v, k_row, v_row, ks_at, vs_at, holds, m_i, l_i, acc, offs_d, mask_d,
+                  IS_INT8: tl.constexpr):
+    """The newest key and value, which the step's qkv product left in a buffer instead of the cache:
+    written into the cache at their row (quantized there for an int8 cache, as kv_quant.quantize
+    would) and added to this split's softmax as the cache would have given them. Only the split that
+    `holds` that row does either; for the others the row weighs nothing."""
+    mask = mask_d & holds
+    if IS_INT8:
+        kq, k_scale = quantize_vector(k, mask_d)
+        vq, v_scale = quantize_vector(v, mask_d)
+        tl.store(k_row + offs_d, kq, mask=mask)
+        tl.store(v_row + offs_d, vq, mask=mask)
+        tl.store(ks_at, k_scale, mask=holds)
+        tl.store(vs_at, v_scale, mask=holds)
+        k = kq.to(tl.float32) * k_scale
+        v = vq.to(tl.float32) * v_scale
+    else:
+        tl.store(k_row + offs_d, k.to(k_row.dtype.element_ty), mask=mask)
+        tl.store(v_row + offs_d, v.to(v_row.dtype.element_ty), mask=mask)
+    s = tl.where(holds, tl.sum(tl.where(mask_d, q_log2 * k, 0.0), axis=0), float("-inf"))
+    m_new = tl.maximum(m_i, s)  # m_i is finite (0 where the split saw no key)
+    alpha = tl.exp2(m_i - m_new)
+    p = tl.exp2(s - m_new)
+    return m_new, l_i * alpha + p, acc * alpha + p * v
 
 
 @triton.jit
@@ -658,20 +705,24 @@ class AttentionLaunch:
     """How a step launches its attention. `pdl`: as a programmatic dependent of the launch before it
     (sm90+), which must not write the lengths or any cache row but the newest; the kernel reads the
     lengths and asks L2 for its first `prefetch_keys` keys and values while it waits, and lets the
-    next launch start right after the wait (`early_trigger`) or after its loop. Which one wins
-    depends on the model and the GPU, so the step measures them (kernels/decode_session.py)."""
+    next launch start right after the wait (`early_trigger`) or after its loop. `new_kv`: the qkv
+    product hands the newest key and value to the attention, which writes them into the cache
+    (quantized there for an int8 cache; split_kv_attention's new_kv), instead of writing them itself.
+    Which one wins depends on the model, the cache and the GPU, so the step measures them
+    (kernels/decode_session.py)."""
 
     pdl: bool = False
     prefetch_keys: int = 0
     early_trigger: bool = True
+    new_kv: bool = False
 
     @property
     def label(self) -> str:
-        """'plain', or 'pdl' with what it does while waiting and when it lets the next launch start."""
-        if not self.pdl:
-            return "plain"
-        return "pdl" + (f"-prefetch{self.prefetch_keys}" if self.prefetch_keys else "") + \
+        """'plain', or 'pdl' with what it does while waiting and when it lets the next launch start;
+        '+new-kv' where the attention writes the newest key and value."""
+        how = "plain" if not self.pdl else "pdl" + (f"-prefetch{self.prefetch_keys}" if self.prefetch_keys else "") + \
             ("" if self.early_trigger else "-late")
+        return how + ("+new-kv" if self.new_kv else "")
 
 
 PLAIN_LAUNCH = AttentionLaunch()
@@ -684,19 +735,26 @@ PLAIN_LAUNCH = AttentionLaunch()
 # At gpt2 batch 64 (prompt 512, 2026-12-01, one session, graphs side by side) more keys asked for lost
 # too: int8 0.658 ms with 64, 0.661 / 0.663 / 0.673 with 128 / 256 / 512 (all of a program's chunk);
 # bf16 ran 0.801 plain against 0.863-0.999 with any PDL launch.
-LAUNCH_CHOICES = (PLAIN_LAUNCH, AttentionLaunch(True, 64), AttentionLaunch(True, 64, False))
+# Each of them also with the newest key and value written by the attention. At gpt2 batch 64 (prompt
+# 472, H200, 2026-12-01, each way judged in its own session, graphs side by side) that took the bf16
+# step from 0.771 ms (plain) to 0.752 (PDL, 64 keys); the int8 step ran 0.634 and 0.638 ms either way
+# (the quantizing moves from the qkv product's epilogue to the attention's last split). At batch 4
+# (prompt 960) both caches ran within 2% either way (0.365-0.371 ms).
+LAUNCH_CHOICES = tuple(AttentionLaunch(how.pdl, how.prefetch_keys, how.early_trigger, new_kv)
+                       for new_kv in (False, True)
+                       for how in (AttentionLaunch(), AttentionLaunch(True, 64), AttentionLaunch(True, 64, False)))
 
 
 def launch_choices(pdl: bool) -> tuple[AttentionLaunch, ...]:
     """The launches worth measuring: PDL ones only where the step launches with PDL at all (the
     products decide: fused_linear.uses_pdl)."""
-    return LAUNCH_CHOICES if pdl else (PLAIN_LAUNCH,)
+    return tuple(how for how in LAUNCH_CHOICES if pdl or not how.pdl)
 
 
 def compiled_launches(pdl: bool) -> tuple[AttentionLaunch, ...]:
-    """One launch per compiled variant of the choices: the plain one, and one PDL launch standing for
-    them all (what tells them apart are runtime arguments)."""
-    return tuple({how.pdl: how for how in launch_choices(pdl)}.values())
+    """One launch per compiled variant of the choices: plain or PDL, with the newest row or without
+    (what tells the PDL launches apart are runtime arguments)."""
+    return tuple({(how.pdl, how.new_kv): how for how in launch_choices(pdl)}.values())
 
 
 def default_num_splits(batch: int, heads: int, capacity: int, device: torch.device) -> int:
@@ -783,11 +841,17 @@ class SplitBuffers:
 
 def split_kv_attention(q, k, v, seq_lens, out, buffers: SplitBuffers, *, k_scale=None, v_scale=None,
                        sm_scale=None, config=None, launch: AttentionLaunch = PLAIN_LAUNCH,
-                       target_capability: tuple[int, int] | None = None) -> None:
+                       target_capability: tuple[int, int] | None = None, new_kv=None) -> None:
     """Decode attention into `out` (B, H, D) in one launch: each split writes its partial output and
-    log2-sum-exp into `buffers`, and the last split of each (batch, head) to finish merges them."""
+    log2-sum-exp into `buffers`, and the last split of each (batch, head) to finish merges them.
+    `new_kv` (2, B, H, D) in q's dtype: the newest key and value (row seq_lens - 1), not yet in the
+    cache; the kernel writes them there (quantized for an int8 cache) and attends to them."""
     is_int8 = _check(q, k, v, seq_lens, k_scale, v_scale)
     B, H, D = q.shape
+    if new_kv is not None and (new_kv.shape != (2, B, H, D) or new_kv.dtype != q.dtype
+                               or not new_kv.is_contiguous() or new_kv.device != q.device):
+        raise ValueError(f"new_kv must be a contiguous (2, {B}, {H}, {D}) {q.dtype} tensor on {q.device}; got "
+                         f"{tuple(new_kv.shape)} {new_kv.dtype} on {new_kv.device}.")
     L = k.shape[2]
     if not buffers.fits(B, H, D):
         raise ValueError(f"split buffers hold {tuple(buffers.o_part.shape)} partials and {buffers.counter.numel()} "
@@ -803,7 +867,7 @@ def split_kv_attention(q, k, v, seq_lens, out, buffers: SplitBuffers, *, k_scale
     s_strides = (k_scale.stride(0), k_scale.stride(1)) if is_int8 else (0, 0)
     args = (
         q, k, v, ks, vs, seq_lens, buffers.o_part, buffers.lse_part, out, buffers.counter,
-        q.stride(0), q.stride(1), out.stride(0), out.stride(1),
+        q if new_kv is None else new_kv, q.stride(0), q.stride(1), out.stride(0), out.stride(1),
         k.stride(0), k.stride(1), k.stride(2),
         v.stride(0), v.stride(1), v.stride(2),
         *s_strides,
@@ -811,7 +875,7 @@ def split_kv_attention(q, k, v, seq_lens, out, buffers: SplitBuffers, *, k_scale
         H, num_splits, sm_scale * LOG2E, _len_bucket(B * H, L), launch.prefetch_keys, int(launch.early_trigger),
     )
     grid = (num_splits, B * H)
-    fixed = {"HEAD_DIM": D, "BLOCK_D": triton.next_power_of_2(D), "IS_INT8": is_int8}
+    fixed = {"HEAD_DIM": D, "BLOCK_D": triton.next_power_of_2(D), "IS_INT8": is_int8, "NEW_ROW": new_kv is not None}
     if launch.pdl:  # one compiled variant for every PDL choice: what they differ in are runtime arguments
         if target_capability is None and q.is_cuda:
             target_capability = capability(device_index(q.device))
@@ -842,6 +906,7 @@ def decode_attention(
     buffers: SplitBuffers | None = None,
     launch: AttentionLaunch = PLAIN_LAUNCH,
     target_capability: tuple[int, int] | None = None,
+    new_kv: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """softmax(q k[:len]^T * sm_scale) v[:len] for one query per (batch, head); returns (B, H, D) in q's dtype.
 
@@ -850,6 +915,7 @@ def decode_attention(
     "num_stages"} instead of autotuning. `buffers` (kept by a caller that calls again, such as a
     cache) saves allocating and zeroing them per call; they fix the split count.
     `target_capability`: the GPU's where the tensors cannot give it (the compile matrix's meta tensors).
+    `new_kv`: the newest key and value, for the kernel to write into the cache (split_kv_attention).
     """
     B, H, D = q.shape
     if buffers is None:
@@ -859,7 +925,7 @@ def decode_attention(
         raise ValueError(f"num_splits {num_splits} disagrees with the buffers' {buffers.num_splits}.")
     out = torch.empty_like(q)
     split_kv_attention(q, k, v, seq_lens, out, buffers, k_scale=k_scale, v_scale=v_scale, sm_scale=sm_scale,
-                       config=config, launch=launch, target_capability=target_capability)
+                       config=config, launch=launch, target_capability=target_capability, new_kv=new_kv)
     return out
 
 
@@ -886,8 +952,9 @@ def reference_decode_attention(q, k, v, seq_lens, *, k_scale=None, v_scale=None,
 def compile_specs(target):
     """The split-KV kernel (its merge included) as the decode phase launches it on `target`: bfloat16
     where the GPU has it, float16 where it does not (T4), and the int8 cache; every autotuner
-    config the autotuner may pick for that cache and GPU (no tensor-core dots before Ampere), at GPT-2's head_dim 64 and the
-    microbenchmark's 128."""
+    config the autotuner may pick for that cache and GPU (no tensor-core dots before Ampere), at GPT-2's
+    head_dim 64 and the microbenchmark's 128; at 64 also as the fused step may launch it, handed the
+    newest key and value to write (new_kv)."""
     from .aot import CompileSpec, meta
 
     dtype = torch.bfloat16 if target.bf16 else torch.float16
@@ -897,24 +964,24 @@ def compile_specs(target):
     for int8 in (False, True):
         for d in (64, 128):
             configs = tunable_configs(int8, target.capability, d)
-            for cfg in configs:
-                for how in launches if d == 64 else (PLAIN_LAUNCH,):
-                    def launch(d=d, int8=int8, cfg=cfg, how=how):
-                        q = meta(4, 12, d, dtype=dtype)
-                        cache = meta(4, 12, 2048, d, dtype=torch.int8 if int8 else dtype)
-                        scale = meta(4, 12, 2048, dtype=SCALE_DTYPE) if int8 else None
-                        lens = meta(1, dtype=torch.int32)
-                        decode_attention(q, cache, cache, lens, k_scale=scale, v_scale=scale, launch=how,
-                                         target_capability=target.capability,
-                                         config=as_launch_config(cfg))
+            for cfg, how, new_row in ((c, h, n) for c in configs for h in (launches if d == 64 else (PLAIN_LAUNCH,))
+                                      for n in ((False, True) if d == 64 else (False,))):
+                def launch(d=d, int8=int8, cfg=cfg, how=how, new_row=new_row):
+                    q = meta(4, 12, d, dtype=dtype)
+                    cache = meta(4, 12, 2048, d, dtype=torch.int8 if int8 else dtype)
+                    scale = meta(4, 12, 2048, dtype=SCALE_DTYPE) if int8 else None
+                    lens = meta(1, dtype=torch.int32)
+                    decode_attention(q, cache, cache, lens, k_scale=scale, v_scale=scale, launch=how,
+                                     target_capability=target.capability, config=as_launch_config(cfg),
+                                     new_kv=meta(2, 4, 12, d, dtype=dtype) if new_row else None)
 
-                    kind = "int8" if int8 else str(dtype).removeprefix("torch.")
-                    unroll, ahead = cfg.kwargs.get("UNROLL", 1), cfg.kwargs.get("AHEAD", 0)
-                    label = (f"{kind} d={d} BLOCK_N={cfg.kwargs['BLOCK_N']} "
-                             f"{'dot' if cfg.kwargs['USE_DOT'] else 'fma'}/w{cfg.num_warps}/s{cfg.num_stages}"
-                             + (f"/u{unroll}" if unroll > 1 else "") + (f"/a{ahead}" if ahead else "")
-                             + (" pdl" if how.pdl else ""))
-                    # Core: every config at GPT-2's head_dim for the float cache, the first of each kind for int8.
-                    first_of_kind = cfg is next(c for c in configs if c.kwargs["USE_DOT"] == cfg.kwargs["USE_DOT"])
-                    out.append(CompileSpec(label, launch, core=d == 64 and (not int8 or first_of_kind)))
+                kind = "int8" if int8 else str(dtype).removeprefix("torch.")
+                unroll, ahead = cfg.kwargs.get("UNROLL", 1), cfg.kwargs.get("AHEAD", 0)
+                label = (f"{kind} d={d} BLOCK_N={cfg.kwargs['BLOCK_N']} "
+                         f"{'dot' if cfg.kwargs['USE_DOT'] else 'fma'}/w{cfg.num_warps}/s{cfg.num_stages}"
+                         + (f"/u{unroll}" if unroll > 1 else "") + (f"/a{ahead}" if ahead else "")
+                         + (" pdl" if how.pdl else "") + (" new_kv" if new_row else ""))
+                # Core: every config at GPT-2's head_dim for the float cache, the first of each kind for int8.
+                first_of_kind = cfg is next(c for c in configs if c.kwargs["USE_DOT"] == cfg.kwargs["USE_DOT"])
+                out.append(CompileSpec(label, launch, core=d == 64 and (not int8 or first_of_kind)))
     return out

@@ -25,8 +25,9 @@ from .gpt2_fused import STEPS, ArgmaxScratch, advance, argmax_advance
 
 # Judging the attention choices in the captured step (OurSession._judge_attention): steps replayed
 # to warm each graph, then timed, per round; the best round counts. With six configs (an int8 cache
-# at head_dim 64), eight captures (the configs, then two more launches of the fastest), timed nine
-# times over 16 steps each: under half a second of a session's warm-up at gpt2-xl, less at gpt2.
+# at head_dim 64) and six launches where the GPU has PDL, eleven captures (the configs, then five
+# more launches of the fastest), timed twelve times over 16 steps each: about a second of a
+# session's warm-up at gpt2-xl, less at gpt2.
 TRIAL_WARM_STEPS = 2
 TRIAL_STEPS = 6
 TRIAL_ROUNDS = 2

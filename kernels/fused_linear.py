@@ -55,6 +55,11 @@ EPI_GELU_TANH = tl.constexpr(1)
 EPI_GELU_ERF = tl.constexpr(2)
 EPI_RESIDUAL = tl.constexpr(3)
 EPI_QKV = tl.constexpr(4)
+# Where the qkv epilogue puts k and v: into the cache in the model's dtype, quantized into an int8
+# cache, or into a (2, B, H, D) buffer for the attention to write into the cache (its new_kv).
+KV_FLOAT = tl.constexpr(0)
+KV_INT8 = tl.constexpr(1)
+KV_STAGED = tl.constexpr(2)
 # Programmatic dependent launch: off, or on, with the next grid let in at this one's start or only
 # after each program's weight loop (Tuning.late_dependents_mib).
 PDL_EARLY = tl.constexpr(1)
@@ -151,7 +156,7 @@ def _linear_program(
     B, K, N, eps, LnW, LnB, StatIn, stat_tiles, stat_width, StatOut, stride_st,
     Q, KC, VC, KS, VS, Pos, H_QKV, stride_cb, stride_ch, stride_cn, stride_sb, stride_sh,
     Work, Counter, split_k,
-    PROLOGUE: tl.constexpr, EPILOGUE: tl.constexpr, HAS_BIAS: tl.constexpr, INT8_CACHE: tl.constexpr,
+    PROLOGUE: tl.constexpr, EPILOGUE: tl.constexpr, HAS_BIAS: tl.constexpr, KV_STORE: tl.constexpr,
     STATS_OUT: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr, STAT_P: tl.constexpr, SPLIT_P: tl.constexpr, UPCAST: tl.constexpr, PDL: tl.constexpr,
     PREFETCH: tl.constexpr, W_ROW_MAJOR: tl.constexpr,
@@ -258,11 +263,14 @@ def _linear_program(
             b64 = offs_b.to(tl.int64)
             if part == 0:
                 tl.store(Q + (b64[:, None] * H_QKV + h) * HEAD_DIM + offs_d[None, :], y, mask=mask_y)
+            elif KV_STORE == KV_STAGED:  # KC is the (2, B, H, D) buffer
+                tl.store(KC + (((part - 1) * B + b64[:, None]) * H_QKV + h) * HEAD_DIM + offs_d[None, :], y,
+                         mask=mask_y)
             else:
                 pos = tl.load(Pos)
                 cell = b64 * stride_cb + h * stride_ch + pos * stride_cn
                 scale_at = b64 * stride_sb + h * stride_sh + pos
-                if INT8_CACHE:
+                if KV_STORE == KV_INT8:
                     yq, scale = _quantize_rows(y.to(tl.float32), mask_y)
                     if part == 1:
                         tl.store(KC + cell[:, None] + offs_d[None, :], yq, mask=mask_y)
@@ -287,14 +295,14 @@ def _linear_program(
 def _ln_qkv_kernel(X, stride_xb, W, stride_wk, stride_wn, Bias, B, K, N, eps, LnW, LnB,
                    StatIn, stat_tiles, stat_width, stride_st,
                    Q, KC, VC, KS, VS, Pos, H_QKV, stride_cb, stride_ch, stride_cn, stride_sb, stride_sh,
-                   Work, Counter, split_k, INT8_CACHE: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_B: tl.constexpr,
+                   Work, Counter, split_k, KV_STORE: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_B: tl.constexpr,
                    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAT_P: tl.constexpr, SPLIT_P: tl.constexpr,
                    UPCAST: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr,
                    W_ROW_MAJOR: tl.constexpr):
     _linear_program(X, stride_xb, W, stride_wk, stride_wn, Bias, X, 0, X, 0, B, K, N, eps, LnW, LnB,
                     StatIn, stat_tiles, stat_width, StatIn, stride_st,
                     Q, KC, VC, KS, VS, Pos, H_QKV, stride_cb, stride_ch, stride_cn, stride_sb, stride_sh,
-                    Work, Counter, split_k, PRO_LN, EPI_QKV, True, INT8_CACHE, False, HEAD_DIM, BLOCK_B, BLOCK_N,
+                    Work, Counter, split_k, PRO_LN, EPI_QKV, True, KV_STORE, False, HEAD_DIM, BLOCK_B, BLOCK_N,
                     BLOCK_K, STAT_P, SPLIT_P, UPCAST, PDL, PREFETCH, W_ROW_MAJOR)
 
 
@@ -308,7 +316,7 @@ def _ln_linear_kernel(X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb,
     _linear_program(X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb, X, 0, B, K, N, eps, LnW, LnB,
                     StatIn, stat_tiles, stat_width, StatIn, stride_st,
                     X, X, X, X, X, X, 1, 0, 0, 0, 0, 0,
-                    Work, Counter, split_k, PRO_LN, EPILOGUE, HAS_BIAS, False, False, 1, BLOCK_B, BLOCK_N, BLOCK_K,
+                    Work, Counter, split_k, PRO_LN, EPILOGUE, HAS_BIAS, 0, False, 1, BLOCK_B, BLOCK_N, BLOCK_K,
                     STAT_P, SPLIT_P, UPCAST, PDL, PREFETCH, W_ROW_MAJOR)
 
 
@@ -321,7 +329,7 @@ def _linear_residual_kernel(X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stri
     _linear_program(X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb, Y, stride_yb, B, K, N, 0.0, X, X,
                     StatOut, 1, 1, StatOut, stride_st,
                     X, X, X, X, X, X, 1, 0, 0, 0, 0, 0,
-                    Work, Counter, split_k, PRO_NONE, EPI_RESIDUAL, True, False, STATS_OUT, 1, BLOCK_B, BLOCK_N,
+                    Work, Counter, split_k, PRO_NONE, EPI_RESIDUAL, True, 0, STATS_OUT, 1, BLOCK_B, BLOCK_N,
                     BLOCK_K, 1, SPLIT_P, UPCAST, PDL, PREFETCH, W_ROW_MAJOR)
 
 
@@ -657,16 +665,22 @@ def ln_linear(x, ln_w, ln_b, eps, w, bias, out, ws: Workspace, activation: str |
 
 def ln_qkv_store(x, ln_w, ln_b, eps, w, bias, q_out, k_cache, v_cache, pos, ws: Workspace,
                  k_scale=None, v_scale=None, tiles: Tiling | None = None, gpu: Device | None = None,
-                 stats: RowStats | None = None) -> Tiling:
+                 stats: RowStats | None = None, new_kv: torch.Tensor | None = None) -> Tiling:
     """q_out (B, H, D) = q; k_cache/v_cache (B, H, L, D) at position pos[0] = k, v (int8 caches also get
-    their scales (B, H, L)); where [q | k | v] = LayerNorm(x) @ w + bias, as GPT-2's c_attn lays them out."""
+    their scales (B, H, L)); where [q | k | v] = LayerNorm(x) @ w + bias, as GPT-2's c_attn lays them out.
+    With `new_kv` (2, B, H, D) in q's dtype, k and v go there instead, and the caches are not touched:
+    the attention writes them (decode_attention.split_kv_attention's new_kv)."""
     B, K = x.shape
     _, H, D = q_out.shape
     N = w.shape[1]
     if N != 3 * H * D or k_cache.shape[:2] != (B, H) or k_cache.shape[3] != D or v_cache.stride() != k_cache.stride():
         raise ValueError(f"qkv weight {tuple(w.shape)}, q {tuple(q_out.shape)} and caches {tuple(k_cache.shape)} "
                          "do not describe one (B, H, D) layout.")
-    int8 = k_cache.dtype == torch.int8
+    if new_kv is not None and (new_kv.shape != (2, B, H, D) or new_kv.dtype != q_out.dtype
+                               or not new_kv.is_contiguous()):
+        raise ValueError(f"new_kv must be a contiguous (2, {B}, {H}, {D}) {q_out.dtype} tensor; got "
+                         f"{tuple(new_kv.shape)} {new_kv.dtype}.")
+    int8 = k_cache.dtype == torch.int8 and new_kv is None
     if int8 and (k_scale is None or v_scale is None or k_scale.stride() != v_scale.stride()):
         raise ValueError("an int8 cache needs k_scale and v_scale (B, H, L) of one layout.")
     block_d = triton.next_power_of_2(D)
@@ -676,14 +690,18 @@ def ln_qkv_store(x, ln_w, ln_b, eps, w, bias, q_out, k_cache, v_cache, pos, ws: 
     _check_ws(ws, t, B, N, 3 * H)
     stats = stats or RowStats.of(x)
     stats.check(B, K)
-    ks, vs = (k_scale, v_scale) if int8 else (k_cache, v_cache)
-    s_strides = (k_scale.stride(0), k_scale.stride(1)) if int8 else (0, 0)
+    if new_kv is not None:  # the caches are not touched: one compiled kernel whatever their dtype and layout
+        kv_to, kv_args = KV_STAGED, (new_kv,) * 4 + (pos, H, 0, 0, 0, 0, 0)
+    else:
+        ks, vs = (k_scale, v_scale) if int8 else (k_cache, v_cache)
+        s_strides = (k_scale.stride(0), k_scale.stride(1)) if int8 else (0, 0)
+        kv_to = KV_INT8 if int8 else KV_FLOAT
+        kv_args = (k_cache, v_cache, ks, vs, pos, H, *k_cache.stride()[:3], *s_strides)
     _ln_qkv_kernel[(3 * H, t.split_k)](
         x, x.stride(0), w, w.stride(0), w.stride(1), bias, B, K, N, eps, ln_w, ln_b, *stats.args(),
-        q_out, k_cache, v_cache, ks, vs, pos, H, k_cache.stride(0), k_cache.stride(1), k_cache.stride(2), *s_strides,
-        ws.partial, ws.counter, t.split_k, INT8_CACHE=int8, HEAD_DIM=D, BLOCK_B=t.block_b, BLOCK_N=t.block_n,
-        BLOCK_K=t.block_k, STAT_P=_pow2(stats.buf.shape[2]), SPLIT_P=_pow2(t.split_k),
-        **_launch_options(t, w, gpu=gpu))
+        q_out, *kv_args, ws.partial, ws.counter, t.split_k, KV_STORE=kv_to, HEAD_DIM=D,
+        BLOCK_B=t.block_b, BLOCK_N=t.block_n, BLOCK_K=t.block_k, STAT_P=_pow2(stats.buf.shape[2]),
+        SPLIT_P=_pow2(t.split_k), **_launch_options(t, w, gpu=gpu))
     return t
 
 
@@ -764,11 +782,14 @@ def compile_specs(target):
                 kc = meta(batch, H, capacity, D, dtype=torch.int8 if cache == "int8" else dt)
                 scales = ({"k_scale": meta(batch, H, capacity, dtype=SCALE_DTYPE),
                            "v_scale": meta(batch, H, capacity, dtype=SCALE_DTYPE)} if cache == "int8" else {})
+                new_kv = meta(2, batch, H, D, dtype=dt) if cache == "new_kv" else None
                 ln_qkv_store(meta(batch, C, dtype=dt), meta(C, dtype=dt), meta(C, dtype=dt), eps, meta(C, 3 * C, dtype=dt),
                              meta(3 * C, dtype=dt), meta(batch, H, D, dtype=dt), kc, torch.empty_like(kc),
-                             meta(1, dtype=torch.int64), workspace(), gpu=few, stats=stats(), **scales)
+                             meta(1, dtype=torch.int64), workspace(), gpu=few, stats=stats(), new_kv=new_kv, **scales)
 
             add(f"{at} qkv cache={kind.split()[0]}", lambda qkv=qkv: qkv("float", 1024), core)
+            # k and v handed to the attention (decode_attention.AttentionLaunch.new_kv), for either cache
+            add(f"{at} qkv new_kv", lambda qkv=qkv: qkv("new_kv", 1024), core)
             for capacity in CACHE_CAPACITIES:
                 add(f"{at} qkv cache=int8 L%16={capacity % 16}", lambda qkv=qkv, c=capacity: qkv("int8", c),
                     core and capacity == CACHE_CAPACITIES[0])

@@ -163,6 +163,9 @@ class FusedStep:
         self.x = torch.empty((batch, C), device=dev, dtype=dt)
         self.h = torch.empty((batch, 4 * C), device=dev, dtype=dt)
         self.q = torch.empty((batch, H, D), device=dev, dtype=dt)
+        # The newest key and value, where the attention launch writes them into the cache
+        # (AttentionLaunch.new_kv) and the qkv product leaves them here.
+        self.new_kv = torch.zeros((2, batch, H, D), device=dev, dtype=dt)
         self.gpu = fl.device_facts(dev)  # what every choice below is made for
         self.split = cache.split_buffers(self.q)
         # Plain, and the autotuner's config (None), until a session judges the alternatives in the
@@ -199,14 +202,16 @@ class FusedStep:
         """Launch the first layer's attention once per candidate config, as each compiled variant of
         the launch choices (kernels/decode_attention.py): the collect's compile workers call this, so
         a session that judges the choices finds them in Triton's cache, and a session calls it
-        before its first capture, so no capture loads a kernel."""
+        before its first capture, so no capture loads a kernel. A launch given the newest row writes
+        `new_kv` into the first layer's cache at lens - 1: the next step there writes that row anew
+        before anything reads it."""
         c = self.cache
         scales = {"k_scale": c.k_scale[0], "v_scale": c.v_scale[0]} if c.k.dtype == torch.int8 else {}
         launches = compiled_launches(fl.uses_pdl(self.gpu))
         for cfg in self.attention_candidates():
             for how in launches:
                 split_kv_attention(self.q, c.k[0], c.v[0], lens, self.attn, self.split, config=cfg, launch=how,
-                                   **scales)
+                                   new_kv=self.new_kv if how.new_kv else None, **scales)
 
     def kernel_pdl(self) -> list[bool]:
         """Which kernels of a step, in launch order, launch as programmatic dependents: the products
@@ -238,13 +243,14 @@ class FusedStep:
         t, ws, st = self.tiles, self.ws, self.stats
         g = self.gpu if self.q.is_cuda else None  # the launches' facts, asked once per step, not per launch
         B = self.x.shape[0]
+        new_kv = self.new_kv if self.attention_launch.new_kv else None
         x_stats = embed(history, pos, m.wte, m.wpe, self.x, st)
         for i, blk in enumerate(m.blocks):
             scales = {"k_scale": c.k_scale[i], "v_scale": c.v_scale[i]} if int8 else {}
             fl.ln_qkv_store(self.x, blk.ln1_w, blk.ln1_b, eps, blk.attn_w, blk.attn_b, self.q, c.k[i], c.v[i], pos,
-                            ws, tiles=t["qkv"], gpu=g, stats=x_stats, **scales)
+                            ws, tiles=t["qkv"], gpu=g, stats=x_stats, new_kv=new_kv, **scales)
             split_kv_attention(self.q, c.k[i], c.v[i], lens, self.attn, self.split, config=self.attention_config,
-                               launch=self.attention_launch, **scales)
+                               launch=self.attention_launch, new_kv=new_kv, **scales)
             fl.linear_residual(self.attn.view(B, -1), blk.proj_w, blk.proj_b, self.x, ws, tiles=t["proj"],
                                gpu=g, stats_out=st)
             fl.ln_linear(self.x, blk.ln2_w, blk.ln2_b, eps, blk.fc_w, blk.fc_b, self.h, ws, self.gelu, tiles=t["fc"],

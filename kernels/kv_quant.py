@@ -55,14 +55,22 @@ def error_bound(x: torch.Tensor) -> torch.Tensor:
 
 
 @triton.jit
-def _quantize_row(X, Q, S, x_off, q_off, s_off, offs_d, mask_d):
-    x = tl.load(X + x_off + offs_d, mask=mask_d, other=0.0).to(tl.float32)
-    scale = tl.maximum(tl.max(tl.abs(x), axis=0) / 127.0, 1e-12)
+def quantize_vector(x, mask):
+    """One fp32 vector (masked lanes ignored) as `quantize` makes it: (int8 values, fp32 scale). Also
+    what the split-KV attention runs on the newest row when the step leaves its write to it."""
+    scale = tl.maximum(tl.max(tl.where(mask, tl.abs(x), 0.0), axis=0) / 127.0, 1e-12)
     y = tl.math.div_rn(x, scale)  # IEEE division, as torch divides; `/` on fp32 may round differently
     # Round half to even, like torch.round: adding 1.5 * 2^23 leaves no fraction bits (|y| <= 127).
     y = (y + 12582912.0) - 12582912.0
     y = tl.minimum(tl.maximum(y, -127.0), 127.0)
-    tl.store(Q + q_off + offs_d, y.to(tl.int8), mask=mask_d)
+    return y.to(tl.int8), scale
+
+
+@triton.jit
+def _quantize_row(X, Q, S, x_off, q_off, s_off, offs_d, mask_d):
+    x = tl.load(X + x_off + offs_d, mask=mask_d, other=0.0).to(tl.float32)
+    y, scale = quantize_vector(x, mask_d)
+    tl.store(Q + q_off + offs_d, y, mask=mask_d)
     tl.store(S + s_off, scale)
 
 

@@ -35,21 +35,24 @@ def ints(*names):
 for cc in map(int, sys.argv[1:]):
     f = "*fp16" if cc < 80 else "*bf16"  # a T4 decodes in fp16: it has no native bf16
     split = {"Q": f, "K": f, "V": f, "KScale": f, "VScale": f, "Lens": "*i32", "OPart": "*fp32", "LsePart": "*fp32",
-             "Out": f, "Counter": "*i32",
+             "Out": f, "Counter": "*i32", "NewKV": f,
              **ints("stride_qb", "stride_qh", "stride_ob", "stride_oh", "stride_kb", "stride_kh", "stride_kn",
                     "stride_vb", "stride_vh", "stride_vn", "stride_sb", "stride_sh", "stride_lens", "H", "num_splits"),
              "qk_scale_log2": "fp32", "len_bucket": "i32", "prefetch_keys": "i32", "early_trigger": "i32",
              "HEAD_DIM": "constexpr", "BLOCK_D": "constexpr", "BLOCK_N": "constexpr", "IS_INT8": "constexpr",
              "USE_DOT": "constexpr", "UPCAST": "constexpr", "UNROLL": "constexpr", "PDL": "constexpr",
-             "AHEAD": "constexpr"}
+             "AHEAD": "constexpr", "NEW_ROW": "constexpr"}
     strides = ("stride_qb", "stride_qh", "stride_kb", "stride_kh", "stride_kn", "stride_vb", "stride_vh", "stride_vn")
     for int8 in (False, True):
         sig = dict(split, **({"K": "*i8", "V": "*i8", "KScale": "*fp32", "VScale": "*fp32"} if int8 else {}))
-        # The fused step (head_dim 64) may launch attention as a programmatic dependent from Hopper on.
-        for d, pdl in [(64, False), (128, False)] + ([(64, True)] if cc >= 90 else []):
+        # The fused step (head_dim 64) may launch attention as a programmatic dependent from Hopper on,
+        # and hand it the newest key and value to write (NEW_ROW).
+        for d, pdl, new_row in ([(64, False, False), (64, False, True), (128, False, False)]
+                                + ([(64, True, True)] if cc >= 90 else [])):
             # Pruned at run time: tensor-core dots before Ampere, row streams too wide for the head_dim.
             for cfg in da.tunable_configs(int8, divmod(cc, 10), d):
-                consts = {"HEAD_DIM": d, "BLOCK_D": d, "IS_INT8": int8, "UPCAST": False, "PDL": pdl, **cfg.kwargs}
+                consts = {"HEAD_DIM": d, "BLOCK_D": d, "IS_INT8": int8, "UPCAST": False, "PDL": pdl,
+                          "NEW_ROW": new_row, **cfg.kwargs}
                 regs, spill = compile_for(cc, da._split_kv_kernel, sig, consts, cfg.num_warps, cfg.num_stages, strides)
                 print("split", cc, int8, d, cfg.kwargs["BLOCK_N"], cfg.kwargs["USE_DOT"], cfg.num_warps, regs, spill)
     store = {"K": f, "V": f, "KQ": "*i8", "VQ": "*i8", "KS": "*fp32", "VS": "*fp32", "Pos": "*i64",
@@ -69,18 +72,18 @@ for cc in map(int, sys.argv[1:]):
     dev = fl.Device(132, divmod(cc, 10))
     for rows in (16, 64):
         t = fl.qkv_tiling(rows, 768, 12, 64, dev)  # the same tiles a GPU of this generation gets
-        for int8 in (False, True):
-            c = "*i8" if int8 else f
+        for int8, kv_store in ((False, 0), (True, 1), (True, 2)):  # float cache, int8 cache, handed to the attention
+            c = "*i8" if kv_store == 1 else f
             s = "*fp32" if int8 else f
             qkv = {"X": f, "stride_xb": "i32", "W": f, **ints("stride_wk", "stride_wn"), "Bias": f,
                    **ints("B", "K", "N"), "eps": "fp32", "LnW": f, "LnB": f, **stats_in,
                    "Q": f, "KC": c, "VC": c, "KS": s, "VS": s,
                    "Pos": "*i64", **ints("H_QKV", "stride_cb", "stride_ch", "stride_cn", "stride_sb", "stride_sh"), **ws,
-                   **{k: "constexpr" for k in ("INT8_CACHE", "HEAD_DIM", "BLOCK_B", "BLOCK_N", "BLOCK_K", "STAT_P",
+                   **{k: "constexpr" for k in ("KV_STORE", "HEAD_DIM", "BLOCK_B", "BLOCK_N", "BLOCK_K", "STAT_P",
                                                "SPLIT_P", "UPCAST", "PDL")}}
-            consts = {"INT8_CACHE": int8, "HEAD_DIM": 64, "BLOCK_B": t.block_b, "BLOCK_N": t.block_n,
+            consts = {"KV_STORE": kv_store, "HEAD_DIM": 64, "BLOCK_B": t.block_b, "BLOCK_N": t.block_n,
                       "BLOCK_K": t.block_k, **reduce(t), **common}
-            print("qkv", cc, rows, int8, *compile_for(cc, fl._ln_qkv_kernel, qkv, consts, t.num_warps, t.num_stages,
+            print("qkv", cc, rows, kv_store, *compile_for(cc, fl._ln_qkv_kernel, qkv, consts, t.num_warps, t.num_stages,
                                                        ("stride_xb", "stride_wk", "stride_cb", "stride_ch", "stride_cn", "K", "N")))
         lin = {"X": f, "stride_xb": "i32", "W": f, **ints("stride_wk", "stride_wn"), "Bias": f, "Y": f,
                "stride_yb": "i32", **ints("B", "K", "N"), "eps": "fp32", "LnW": f, "LnB": f, **stats_in, **ws,

@@ -100,6 +100,25 @@ def test_ln_qkv_store_writes_q_and_the_cache_at_pos(int8, split):
         assert cache[:, :, [0, 1, 2, 3, 5]].abs().sum() == 0  # no other position written
 
 
+@pytest.mark.parametrize("int8", [False, True])
+def test_ln_qkv_store_can_hand_k_and_v_to_the_attention_instead(int8):
+    # With new_kv, k and v land in that (2, B, H, D) buffer unquantized, and the cache stays as it was.
+    B, H, D, L = 2, 3, 16, 6
+    C = H * D
+    x, w, b = _rand(B, C, seed=17), _rand(C, 3 * C, seed=18, scale=0.2), _rand(3 * C, seed=19)
+    g, beta = _rand(C, seed=20).abs() + 0.5, _rand(C, seed=21)
+    q, new_kv = torch.empty(B, H, D), torch.empty(2, B, H, D)
+    kc = torch.zeros(B, H, L, D, dtype=torch.int8 if int8 else torch.float32)
+    vc = torch.zeros_like(kc)
+    scales = {"k_scale": torch.zeros(B, H, L), "v_scale": torch.zeros(B, H, L)} if int8 else {}
+    fl.ln_qkv_store(x, g, beta, 1e-5, w, b, q, kc, vc, torch.tensor([4]), _ws(), tiles=fl.Tiling(16, 16, 16, 2),
+                    new_kv=new_kv, **scales)
+    ref = F.linear(F.layer_norm(x, (C,), g, beta), w.T, b).view(B, 3, H, D)
+    assert (q - ref[:, 0]).abs().max() < 1e-5
+    assert (new_kv - ref[:, 1:].transpose(0, 1)).abs().max() < 1e-5
+    assert kc.abs().sum() == 0 and vc.abs().sum() == 0 and all(s.abs().sum() == 0 for s in scales.values())
+
+
 def test_attention_then_projection_residual_with_row_statistics():
     # The step's middle: attention (merged in its own launch) into a buffer, then x += attn @ w + b,
     # leaving x's row statistics per output tile, which the next LayerNorm combines.

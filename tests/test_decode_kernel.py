@@ -184,13 +184,18 @@ def test_launch_choices_offer_pdl_only_where_the_step_uses_it(monkeypatch):
     from kernels import fused_linear
     from kernels.decode_attention import PLAIN_LAUNCH, compiled_launches, launch_choices
 
-    assert launch_choices(False) == (PLAIN_LAUNCH,)
+    # Without PDL: plain, with the newest row written by the qkv product or by the attention.
+    assert [(c.pdl, c.new_kv) for c in launch_choices(False)] == [(False, False), (False, True)]
+    assert launch_choices(False)[0] == PLAIN_LAUNCH
     with_pdl = launch_choices(True)
-    assert with_pdl[0] == PLAIN_LAUNCH and all(c.pdl for c in with_pdl[1:])
+    assert with_pdl[0] == PLAIN_LAUNCH and any(c.pdl for c in with_pdl) and any(c.new_kv for c in with_pdl)
     labels = [c.label for c in with_pdl]
-    assert labels[0] == "plain" and len(set(labels)) == len(labels) > 1
-    # The PDL choices differ only in runtime arguments: one compiled variant stands for them all.
-    assert [c.pdl for c in compiled_launches(True)] == [False, True] and compiled_launches(False) == (PLAIN_LAUNCH,)
+    assert labels[0] == "plain" and len(set(labels)) == len(labels) > 2
+    assert all(c.label.endswith("+new-kv") == c.new_kv for c in with_pdl)
+    # The PDL choices differ only in runtime arguments: one compiled variant stands for them all, with
+    # the newest row and without.
+    assert {(c.pdl, c.new_kv) for c in compiled_launches(True)} == {(p, n) for p in (False, True) for n in (False, True)}
+    assert compiled_launches(False) == launch_choices(False)
     # The products decide whether the step uses PDL: Hopper on, and not after the phase turned it off.
     monkeypatch.setattr(fused_linear, "interpreting", lambda: False)  # as on a GPU
     assert not fused_linear.uses_pdl(fused_linear.Device(108, (8, 0)))
@@ -206,3 +211,42 @@ def test_a_pdl_launch_where_there_is_none_is_refused():
     with pytest.raises(ValueError, match="needs programmatic dependent launch"):
         split_kv_attention(q, k, v, torch.tensor([16], dtype=torch.int32), torch.empty_like(q),
                            SplitBuffers(1, 2, 16, 2, "cpu"), launch=AttentionLaunch(pdl=True, prefetch_keys=64))
+
+
+@pytest.mark.parametrize("use_dot", [False, True])
+@pytest.mark.parametrize("int8", [False, True])
+@pytest.mark.parametrize("splits", [1, 3])
+def test_the_newest_row_handed_over_is_written_into_the_cache_and_attended(use_dot, int8, splits):
+    # A fused step may leave the newest key and value (row lens - 1 of each sequence) to the
+    # attention: it reads the rows before it from the cache, writes the newest there, and attends to all.
+    from kernels.decode_attention import SplitBuffers, split_kv_attention
+
+    B, H, L, D = 2, 2, 40, 32
+    q, k, v = _inputs(B, H, L, D, seed=11)
+    lens = torch.tensor([29, 13], dtype=torch.int32)
+    rows = torch.arange(B), lens.long() - 1
+    new_kv = torch.stack([k[rows[0], :, rows[1]], v[rows[0], :, rows[1]]])  # (2, B, H, D)
+    kw, want = {}, {}
+    if int8:
+        (k, kw["k_scale"]), (v, kw["v_scale"]) = quantize(k), quantize(v)
+        want = {n: s.clone() for n, s in kw.items()}
+    ref = reference_decode_attention(q, k, v, lens, **kw)
+    want.update(k=k.clone(), v=v.clone())
+    for t in [k, v, *kw.values()]:
+        t[rows[0], :, rows[1]] = 0  # the newest row is not in the cache yet
+    out = torch.empty_like(q)
+    cfg = {"BLOCK_N": 16, "USE_DOT": use_dot, "num_warps": 1, "num_stages": 1}
+    split_kv_attention(q, k, v, lens, out, SplitBuffers(B, H, D, splits, "cpu"), config=cfg, new_kv=new_kv, **kw)
+    assert torch.equal(k, want["k"]) and torch.equal(v, want["v"])  # written, and nothing else touched
+    for name, s in kw.items():
+        assert torch.equal(s, want[name])
+    assert (out.double() - ref).abs().max() < _TOL[int8]
+
+
+def test_a_newest_row_of_the_wrong_shape_is_refused():
+    from kernels.decode_attention import SplitBuffers, split_kv_attention
+
+    q, k, v = _inputs(1, 2, 16, 16)
+    with pytest.raises(ValueError, match=r"new_kv must be a contiguous \(2, 1, 2, 16\)"):
+        split_kv_attention(q, k, v, torch.tensor([16], dtype=torch.int32), torch.empty_like(q),
+                           SplitBuffers(1, 2, 16, 1, "cpu"), new_kv=torch.zeros(1, 2, 16))

@@ -235,3 +235,18 @@ def test_a_fused_step_runs_the_attention_config_it_is_given(tiny):
         gf.split_kv_attention = real
     assert calls and all(c == pinned for c in calls)
     assert torch.equal(i, ref_i) and (v - ref_v).abs().max() < 1e-4
+
+
+def test_a_step_that_hands_the_newest_row_to_the_attention_decodes_the_same(tiny):
+    # The launch choice AttentionLaunch.new_kv moves the cache write (and an int8 cache's quantizing)
+    # from the qkv product into the attention: the same numbers up to rounding, the same tokens.
+    from kernels.decode_attention import AttentionLaunch
+
+    _, ours = tiny
+    seq = _tokens((2, 8), seed=4)
+    for cache in ("bf16", "int8"):
+        s = OurSession(ours, 2, 7, cache, "fused", teacher_forced=True, record_top2=True)
+        ref_v, ref_i = _forced_top(s, seq, 5, 2)
+        s.step_fn.attention_launch = AttentionLaunch(new_kv=True)
+        v, i = _forced_top(s, seq, 5, 2)
+        assert torch.equal(i, ref_i) and (v - ref_v).abs().max() < 1e-4
