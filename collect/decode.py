@@ -462,6 +462,7 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
             row.attention_config = s.attention_config
             if (choice := s.attention_choice()) is not None:
                 m.judged[_session_key(spec, batch, capacity)] = choice
+                row.attention_trials = dict(choice.ms)
         if profile:
             prof = _profile(s, min(plan.profile_steps, n), env, result)
             if prof is not None:

@@ -220,7 +220,7 @@ def test_migration_renames_the_transformers_loop_and_nothing_else():
     assert rename_decode_hf_variant(json.loads(json.dumps(out))) == out  # idempotent
 
 
-@pytest.mark.parametrize("version", [3, 4])
+@pytest.mark.parametrize("version", [3, 4, 5])
 def test_a_version_step_changes_only_the_version_and_reaches_it_from_version_1(tmp_path, version):
     from collect.schema import migrate
 

@@ -99,13 +99,21 @@ class DecodeRow:
                                        "('plain'; or 'pdl' as a "
                                        "programmatic dependent of the previous kernel, '-prefetch64' asking L2 for "
                                        "the first 64 keys while it waits, '-late' letting the next kernel start "
-                                       "after its loop instead of at once). 'plain' where the GPU has no PDL.",
+                                       "after its loop instead of at once), then '+new-kv' where the qkv product "
+                                       "handed the newest key and value to the attention, which wrote them into "
+                                       "the cache (quantized there for int8). 'plain' or 'plain+new-kv' where the "
+                                       "GPU has no PDL.",
                                        None, pattern=IDENT)
     attention_config: str | None = doc("Fused CUDA-graph steps: the split-KV attention config the captured step "
                                        "ran (tile, warps, stages): the fastest in the captured step of the configs "
                                        "the autotuner may pick, timed side by side at warm-up (the autotuner's own "
                                        "choice where the cache left no room to time them). A different choice "
                                        "changes the step's time, and its rounding.", None)
+    attention_trials: dict[str, float] | None = doc("Fused CUDA-graph steps: every attention choice the session "
+                                                    "timed in the captured step at warm-up, as 'config | launch' "
+                                                    "(the two fields above) to its best time per step in ms, "
+                                                    "side by side over a few steps. None where none was judged.",
+                                                    None)
     compile_s: float | None = doc("hf-compiled: seconds of the cold compile and CUDA-graph recording before the "
                                   "first timed step (never part of a step time).", None, **SECONDS)
     tokens_per_s: float | None = doc("batch / median step time.", None, **NONNEGATIVE)

@@ -71,8 +71,18 @@ def to_version_4(doc: dict) -> dict:
     return doc
 
 
+def to_version_5(doc: dict) -> dict:
+    """Any file of schema version 4 (older ones through the steps above): version 5 adds one optional
+    field, decode rows' attention_trials (the times behind attention_launch and attention_config, which
+    older runs did not record), and the launch suffix '+new-kv' older runs did not offer."""
+    doc = to_version_4(doc)
+    if doc.get("schema_version") == 4:
+        doc["schema_version"] = 5
+    return doc
+
+
 MIGRATIONS = {f.__name__: f for f in (rename_decode_hf_variant, decode_int8_comparison_series, to_version_2,
-                                      to_version_3, to_version_4)}
+                                      to_version_3, to_version_4, to_version_5)}
 
 
 def main(argv: list[str]) -> int:
