@@ -381,3 +381,68 @@ def test_the_attention_launch_each_graph_step_kept_is_named_where_the_run_chose_
     assert not older.has_launch_choices() and not older.has_judged_configs()
     assert "Attention launch" not in older.key_table() + older.rows_table("gpt2")
     assert "Attention config" not in older.key_table()
+
+
+def _int8_at_batch_64(f: DecodeFile, factor: float, attention_share: float | None = None) -> DecodeFile:
+    """The int8 graph step at gpt2 batch 64 `factor` times the bf16 one; its profiled attention class
+    `attention_share` of its busy time (the rest in the other classes)."""
+    g = next(r for r in f.rows if (r.model, r.variant, r.batch) == ("gpt2", "graph", 64))
+    q = next(r for r in f.rows if (r.model, r.variant, r.batch) == ("gpt2", "int8-graph", 64))
+    q.step_ms_median = factor * g.step_ms_median
+    q.kernel_ms_per_step = 0.9 * q.step_ms_median
+    if attention_share is not None:
+        for k in f.kernel_classes:
+            if (k.model, k.variant, k.batch) == ("gpt2", "int8-graph", 64):
+                k.ms_per_step = q.kernel_ms_per_step * (attention_share if k.kernel_class == "attention"
+                                                        else (1 - attention_share) / 2)
+    return f
+
+
+def test_a_missed_int8_step_target_says_what_its_attention_would_have_to_take(tmp_path):
+    from render import fmt
+
+    f = _int8_at_batch_64(decode_file("synthetic-20261129"), 0.9, attention_share=0.5)
+    p = write(tmp_path / "a", f)
+    g, q = p.row("gpt2", "graph", 64, 512), p.row("gpt2", "int8-graph", 64, 512)
+    text = " ".join(p.int8_step_finding().split())
+    qa = 0.5 * q.kernel_ms_per_step
+    ga = 0.3 * g.kernel_ms_per_step
+    assert f"the attention kernels take {fmt.ms(qa)} of the int8 step's GPU time against {fmt.ms(ga)}" in text
+    assert f"every other kernel {fmt.ms(q.kernel_ms_per_step - qa)} against {fmt.ms(g.kernel_ms_per_step - ga)}" in text
+    need = 0.8 * g.step_ms_median - (q.step_ms_median - qa)
+    assert f"the int8 attention would have to take {fmt.ms(need)} a step" in text
+    assert f"takes {fmt.ms(q.floor_ms * q.kv_bytes_per_step / q.bytes_per_step)}." in text
+    # Where the other kernels alone are already over the target, the attention cannot meet it.
+    f = _int8_at_batch_64(decode_file("synthetic-20261129"), 0.95, attention_share=0.05)
+    text = " ".join(write(tmp_path / "b", f).int8_step_finding().split())
+    assert "Even an attention that took no time would leave the int8 step above 0.8" in text
+    assert "would have to take" not in text
+    # A met target needs no account.
+    met = " ".join(write(tmp_path / "c", _int8_at_batch_64(decode_file("synthetic-20261129"), 0.7)).int8_step_finding().split())
+    assert "attention kernels take" not in met
+
+
+def test_the_judged_choices_are_listed_fastest_first_and_new_kv_is_described_only_where_offered(tmp_path):
+    f = decode_file("synthetic-20261129", launch=True)
+    for r in f.rows:
+        if r.variant in ("graph", "int8-graph") and (r.model, r.batch, r.context) in KEY:
+            r.attention_trials = {f"{EVIL} | plain": 0.30, f"{EVIL} | pdl-prefetch64+new-kv": 0.25, "b | plain": 0.4}
+    p = write(tmp_path / "a", f)
+    assert p.has_trials() and p.offers_new_kv()
+    table = p.trials_table()
+    assert EVIL not in table and "&lt;script&gt;" in table
+    first, second = table.index("pdl-prefetch64+new-kv"), table.index("<td>plain</td>")
+    assert first < second and "<td>1.20×</td>" in table and "<td>1.60×</td>" in table
+    make_run(tmp_path / "r")
+    write_json_atomic(tmp_path / "r" / "runs" / "synthetic-20261129" / "decode.json", f)
+    out = Report.load(tmp_path / "r").render_markdown((REPO_ROOT / "docs" / "decode.md").read_text(), "decode.md")
+    out = " ".join(out.split())
+    assert "cache write moved into the attention" in out and "Every attention choice the graph steps timed" in out
+    # A run that judged no such choice (or none at all) says nothing of either.
+    older = page(tmp_path / "b", launch=True)
+    assert not older.has_trials() and not older.offers_new_kv()
+    make_run(tmp_path / "s")
+    write_json_atomic(tmp_path / "s" / "runs" / "synthetic-20261129" / "decode.json",
+                      decode_file("synthetic-20261129", launch=True))
+    out = Report.load(tmp_path / "s").render_markdown((REPO_ROOT / "docs" / "decode.md").read_text(), "decode.md")
+    assert "cache write moved" not in " ".join(out.split()) and "Every attention choice" not in out

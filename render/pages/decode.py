@@ -222,6 +222,44 @@ class DecodePage(Page):
         the config since then; the runs before let the autotuner choose and did not record it)."""
         return self._recorded("attention_config")
 
+    def _trials(self, r) -> dict:
+        t = r.get("attention_trials")
+        return t if isinstance(t, dict) else {}
+
+    def has_trials(self) -> bool:
+        """Whether this run recorded the times its graph steps' attention choices were judged by (schema 5 on)."""
+        return "attention_trials" in self.rows and any(self._trials(r) for _, r in self.rows.iterrows())
+
+    def offers_new_kv(self) -> bool:
+        """Whether this run's graph steps were judged with the newest key and value handed to the attention
+        as a choice (its launch label ends in '+new-kv')."""
+        labels = [k for _, r in self.rows.iterrows() for k in self._trials(r)]
+        if self._recorded("attention_launch"):
+            labels += [str(x) for x in self.rows["attention_launch"].dropna()]
+        return any(x.endswith("+new-kv") for x in labels)
+
+    def trials_table(self) -> str:
+        """Every attention choice each graph step timed at warm-up, at the profiled shapes, fastest first."""
+        out = []
+        for model, b, c in self.key_shapes():
+            for v in self.variants():
+                r = self.row(model, v, b, c)
+                trials = self._trials(r) if r is not None else {}
+                if not trials:
+                    continue
+                best = min(trials.values())
+                for choice, ms in sorted(trials.items(), key=lambda kv: kv[1]):
+                    config, _, launch = str(choice).partition(" | ")
+                    out.append({"shape": f"{model}, batch {b}, context {c}", "variant": self.label(v),
+                                "config": config, "launch": launch, "ms": ms, "over": ms / best if best > 0 else None})
+        if not out:
+            return "This run recorded no judged choices at the profiled shapes."
+        opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
+        return table_html(pd.DataFrame(out), {"shape": "Shape", "variant": "Variant", "config": "Attention config",
+                                              "launch": "Attention launch", "ms": "Step (judged)",
+                                              "over": "× the fastest"},
+                          formats={"ms": opt(fmt.ms), "over": opt(fmt.ratio)})
+
     def key_table(self) -> str:
         shapes = self.key_shapes()
         if not shapes:
@@ -455,8 +493,36 @@ class DecodePage(Page):
         if _ok(q.bytes_per_step) and _ok(g.bytes_per_step):
             text += f" It has {fmt.num(q.bytes_per_step / g.bytes_per_step)} of the bytes to move."
         if r > target:
-            text += " " + self.where_time_goes(model, "int8-graph", b, c)
+            gap = self._int8_gap_words(g, q, target)
+            text += " " + (gap + self.read_floor_words(q) if gap else self.where_time_goes(model, "int8-graph", b, c))
         return text
+
+    def _class_ms(self, r, kernel_class: str) -> float | None:
+        s = self._class_shares(r.model, r.variant, r.batch, r.context)
+        return float(s[s["kernel_class"] == kernel_class]["ms_per_step"].sum()) if not s.empty else None
+
+    def _int8_gap_words(self, g, q, target: float) -> str:
+        """Where the int8 step's time goes against the float one's, from the profiled classes: what its
+        attention saves, what the rest costs both, and what the attention would have to take to meet
+        the target with the rest as it is. Empty where either step was not profiled."""
+        ga, qa = self._class_ms(g, "attention"), self._class_ms(q, "attention")
+        gb, qb = g.get("kernel_ms_per_step"), q.get("kernel_ms_per_step")
+        if not all(_ok(x) and x > 0 for x in (ga, qa, gb, qb)):
+            return ""
+        text = (f"Under the profiler the attention kernels take {fmt.ms(qa)} of the int8 step's GPU time against "
+                f"{fmt.ms(ga)} with the {self.f} cache, and every other kernel {fmt.ms(qb - qa)} against "
+                f"{fmt.ms(gb - ga)}.")
+        # The attention time that would meet the target with the other kernels and idle time as they are.
+        need = target * g.step_ms_median - (q.step_ms_median - qa)
+        if need <= 0:
+            return text + (f" Even an attention that took no time would leave the int8 step above {fmt.num(target)} "
+                           "of the float one: the target needs the other kernels faster.")
+        text += (f" To meet the target with the rest as it is, the int8 attention would have to take "
+                 f"{fmt.ms(need)} a step")
+        if _ok(q.kv_bytes_per_step) and _ok(q.floor_ms) and _ok(q.bytes_per_step) and q.bytes_per_step > 0:
+            text += (f"; reading its cache bytes at copy bandwidth takes "
+                     f"{fmt.ms(q.floor_ms * q.kv_bytes_per_step / q.bytes_per_step)}")
+        return text + "."
 
     # --- memory ----------------------------------------------------------------------------
 
