@@ -302,6 +302,22 @@ def test_seq_trend_uses_words_from_the_data(tmp_path):
     assert "fp16, causal: the largest error **stays within" in text
 
 
+def test_errors_and_ratios_keep_three_figures():
+    from render.pages.correctness import sci
+
+    # A value that rounds up to a round number keeps its three figures, as its neighbours print.
+    assert [sci(x) for x in (0.009995, 0.00999, 0.0123456, 4.88e-4, 999.7)] == \
+        ["0.0100", "9.99×10⁻³", "0.0123", "4.88×10⁻⁴", "1.00×10³"]
+
+
+def test_seq_trend_ratios_near_one_are_not_rounded_to_one(tmp_path):
+    # Two figures printed a change of 1.8% as '×1'; three show it.
+    text = _page(tmp_path).seq_trend_finding()
+    assert "(×1)" not in text and "(×1.0)" not in text
+    for ratio in __import__("re").findall(r"\(×([0-9.]+)\)", text):
+        assert len(ratio.replace(".", "").lstrip("0")) == 3, ratio
+
+
 def test_template_renders_and_a_missing_phase_says_so(tmp_path):
     source = (ROOT / "docs" / "correctness.md").read_text()
     run = load_run(make_correctness_run(tmp_path / "with"))

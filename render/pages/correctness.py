@@ -55,8 +55,8 @@ def sci(x) -> str:
     mant = x / 10**exp
     if round(abs(mant), 2) >= 10:  # 9.996 rounds up a decade
         mant, exp = mant / 10, exp + 1
-    if -2 <= exp <= 2:
-        return f"{x:.3g}"
+    if -2 <= exp <= 2:  # rounded to three figures first, then printed with all three ('0.0100', not '0.01')
+        return fmt.num(float(f"{x:.3g}"))
     sup = str(exp).translate(_SUPERSCRIPT)
     return f"{mant:.2f}×10{sup}"
 
@@ -426,16 +426,16 @@ class CorrectnessPage(Page):
                 a, b = sub.iloc[0], sub.iloc[-1]
                 ratio = b["max_abs_err"] / a["max_abs_err"]
                 if ratio < 1 / TREND_FACTOR:
-                    move = f"**shrinks {1 / ratio:.2g}×**"
+                    move = f"**shrinks {fmt.ratio(1 / ratio)}**"
                 elif ratio > TREND_FACTOR:
-                    move = f"**grows {ratio:.2g}×**"
+                    move = f"**grows {fmt.ratio(ratio)}**"
                 else:
-                    move = f"**stays within a factor of {TREND_FACTOR:g}** (×{ratio:.2g})"
+                    move = f"**stays within a factor of {TREND_FACTOR:g}** (×{fmt.num(ratio)})"
                 ref_ratio = b["max_abs_ref"] / a["max_abs_ref"] if a["max_abs_ref"] else float("nan")
                 out.append(f"- {facet_label(dt, causal)}: the largest error {move} from N={a['seq_len']} "
                            f"({sci(a['max_abs_err'])}) to N={b['seq_len']} ({sci(b['max_abs_err'])}). Over the same "
-                           f"range the largest |output| goes from {a['max_abs_ref']:.3g} to {b['max_abs_ref']:.3g} "
-                           f"(×{ref_ratio:.2g}).")
+                           f"range the largest |output| goes from {fmt.num(a['max_abs_ref'])} to "
+                           f"{fmt.num(b['max_abs_ref'])} (×{fmt.num(ref_ratio)}).")
         return "\n".join(out)
 
     # --- the causal floor ------------------------------------------------------------------
