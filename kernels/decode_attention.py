@@ -958,14 +958,16 @@ def compile_specs(target):
     from .aot import CompileSpec, meta
 
     dtype = torch.bfloat16 if target.bf16 else torch.float16
-    # The fused step (head_dim 64) may launch attention as a programmatic dependent from Hopper on.
+    # The fused step (head_dim 64) may launch attention as a programmatic dependent from Hopper on, and
+    # hand it the newest row to write.
     launches = compiled_launches(has_pdl(target.capability))
     out = []
     for int8 in (False, True):
         for d in (64, 128):
             configs = tunable_configs(int8, target.capability, d)
-            for cfg, how, new_row in ((c, h, n) for c in configs for h in (launches if d == 64 else (PLAIN_LAUNCH,))
-                                      for n in ((False, True) if d == 64 else (False,))):
+            for cfg, how in ((c, h) for c in configs for h in (launches if d == 64 else (PLAIN_LAUNCH,))):
+                new_row = how.new_kv
+
                 def launch(d=d, int8=int8, cfg=cfg, how=how, new_row=new_row):
                     q = meta(4, 12, d, dtype=dtype)
                     cache = meta(4, 12, 2048, d, dtype=torch.int8 if int8 else dtype)
