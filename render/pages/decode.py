@@ -581,8 +581,9 @@ class DecodePage(Page):
         word = "more" if diff > 0 else "less"
         if abs(diff) < 0.005 * base:
             return f"{fmt.bytes_(x)}, the same as {base_name} within half a percent"
-        return (f"{fmt.bytes_(x)}, {fmt.bytes_(abs(diff))} {word} than {base_name} "
-                f"({'+' if diff > 0 else '−'}{fmt.pct(100 * abs(diff) / base)})")
+        # In bytes only: a share of the peak would be a share of the whole process's memory, which also
+        # holds what this loop does not use (every model the phase decodes stays loaded).
+        return f"{fmt.bytes_(x)}, {fmt.bytes_(abs(diff))} {word} than {base_name}"
 
     def peak_regressions(self, int8: str, base: str) -> tuple[int, list[str]]:
         """(shapes where both ran with peaks, those of them where the int8 variant does not peak below the
@@ -955,10 +956,12 @@ class DecodePage(Page):
             top = float(f["peak_mem_bytes"].max()) / 2**20 if len(f) else 1.0
             fig.update_yaxes(title_text="peak memory (MiB)" if j == 1 else None, range=[0, 1.15 * top], row=1, col=j)
         fig.update_layout(barmode="stack")
+        others = (" The phase keeps every model it decodes loaded, so what was already allocated includes the "
+                  "other models' weights." if len(self.models()) > 1 else "")
         return self.figure("memory", fig, "Peak memory over the timed steps, split into the KV cache, what was "
                                           "already allocated besides it (weights, workspaces, a graph's buffers), and "
-                                          "what a step allocates on top. The shape with the largest cache per model. "
-                                          f"{self.data.dtype}, {self._weights_words()}.", height=480)
+                                          "what a step allocates on top. The shape with the largest cache per model."
+                                          f"{others} {self.data.dtype}, {self._weights_words()}.", height=480)
 
     def micro_figure(self) -> str:
         m = self._micro_ok()
