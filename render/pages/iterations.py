@@ -243,9 +243,11 @@ class IterationsPage(Page):
         out = []
         measured = [r for r in (self.ratio(final, *c) for c in self.cases()) if r is not None]
         if measured:
-            met = sum(r >= d.goal_ratio for r in measured)
-            out.append(f"The kernel as shipped, **{escape.text(final)}**, reaches the goal of {fmt.ratio(d.goal_ratio)} "
-                       f"of the fastest SDPA backend in {met} of {len(measured)} goal cases on this page's timing.")
+            med, low, reached = self._goal_verdict(measured)
+            out.append(f"The kernel as shipped, **{escape.text(final)}**, {'reaches' if reached else 'misses'} its goal "
+                       f"on this page's timing: a median of {fmt.ratio_vs(med, d.goal_ratio)} the fastest SDPA "
+                       f"backend's TFLOP/s over {len(measured)} goal cases (the goal: {fmt.ratio(d.goal_ratio)}), "
+                       f"with {plural(len(low), 'case')} below {fmt.ratio(d.goal_ratio - NOISE_BAND)}.")
         verdicts, steps = [], []
         for v in self.versions:
             for pred in v.predicted:
@@ -279,10 +281,8 @@ class IterationsPage(Page):
         met = [(c, r) for c, r in measured if r >= d.goal_ratio]
         worst = min(measured, key=lambda x: x[1])
         best = max(measured, key=lambda x: x[1])
-        med = float(pd.Series([r for _, r in measured]).median())
+        med, low, reached = self._goal_verdict([r for _, r in measured])
         floor = d.goal_ratio - NOISE_BAND
-        low = [(c, r) for c, r in measured if r < floor]
-        reached = med >= d.goal_ratio and not low
         out = [f"The goal: over the goal cases, a median of {goal} or more of the fastest SDPA backend's TFLOP/s, "
                f"and no case below {fmt.ratio(floor)} (the noise band of this data). The final version, "
                f"**{escape.text(final)}**, has a median of {fmt.ratio_vs(med, d.goal_ratio)} with "
@@ -297,6 +297,13 @@ class IterationsPage(Page):
         if beats and d.goal_ratio != 1.0:  # at a goal of 1.0 the count above says the same
             out.append(f"It is at least as fast as every SDPA backend measured in {len(beats)} of {len(measured)} cases.")
         return " ".join(out)
+
+    def _goal_verdict(self, ratios: list[float]) -> tuple[float, list[float], bool]:
+        """(median, the ratios below the noise floor, reached): the goal as goal_finding states it."""
+        goal = self.data.goal_ratio
+        med = float(pd.Series(ratios).median())
+        low = [r for r in ratios if r < goal - NOISE_BAND]
+        return med, low, med >= goal and not low
 
     def bench_ratio(self, dtype: str, causal: bool, n: int, batch: int, heads: int, head_dim: int) -> float | None:
         """The bench phase's ratio at one goal case: `triton` (flash_attention as shipped) over the fastest
@@ -321,23 +328,32 @@ class IterationsPage(Page):
         final = self.data.final_version
         met = sum(r >= goal for _, r in got)
         mine = sum((self.ratio(final, *c) or 0) >= goal for c, _ in got)
-        text = (f"The bench phase timed `flash_attention` as shipped at the same shapes, its own way, and finds it at "
+        text = (f"The bench phase timed `flash_attention` as shipped at the same shapes, in a measurement of its "
+                f"own, and finds it at "
                 f"{fmt.ratio(goal)} or more of the fastest SDPA backend in {met} of {len(got)} cases, against this "
                 f"page's {mine} of {len(got)}.")
         diffs = [(c, r - self.ratio(final, *c)) for c, r in got if self.ratio(final, *c) is not None]
         if diffs:
             far = max(diffs, key=lambda x: abs(x[1]))
-            text += (f" The two methods' ratios differ by at most {abs(far[1]):.3f}, at {self.label(far[0])}; the "
+            text += (f" The two measurements' ratios differ by at most {abs(far[1]):.3f}, at {self.label(far[0])}; the "
                      "table below has both.")
             if max(abs(x) for _, x in diffs) > MATERIAL:
-                text += (" The methods differ in what happens just before each timed call: this page keeps the GPU "
-                         "busy first, the bench phase times calls back to back, each after zeroing Triton's L2-flush "
-                         "buffer.")
+                text += (" Both phases time each call on the same clock (collect/timing.py): the difference is "
+                         "between two measurements of the same calls, minutes apart, not between two methods.")
+            # The goal is a median and a floor, not a count of cases: judge it under both measurements.
+            mine_verdict = self._goal_verdict([self.ratio(final, *c) for c, _ in diffs])[2]
+            bench_verdict = self._goal_verdict([r for c, r in got if self.ratio(final, *c) is not None])[2]
             flips = [c for c, _ in diffs if (self.bench_ratio(*c) >= goal) != (self.ratio(final, *c) >= goal)]
-            if flips:
-                text += (f" Whether the goal is met depends on the method at {join(self.label(c) for c in flips)}; "
-                         "this report takes the bench phase's figure as the verdict, because it times the kernel as "
-                         "users call it.")
+            if mine_verdict != bench_verdict:
+                spread = max(abs(x) for _, x in diffs)
+                why = ("so the verdict above is within the noise of measuring twice" if spread <= NOISE_BAND else
+                       f"the two measurements differ by more than the noise band of {fmt.num(NOISE_BAND)}")
+                text += (f" On the bench phase's measurement the goal is {'reached' if bench_verdict else 'missed'}, "
+                         f"on this page's {'reached' if mine_verdict else 'missed'}: {why}.")
+            elif flips:
+                text += (f" Whether a single case reaches {fmt.ratio(goal)} differs between the two at "
+                         f"{join(self.label(c) for c in flips)}; the goal itself (its median and its floor) is "
+                         f"{'reached' if mine_verdict else 'missed'} on both.")
         return text
 
     def crosscheck_table(self) -> str:
