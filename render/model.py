@@ -28,6 +28,18 @@ def naive_traffic_bytes(n: int, d: int, e: int = 2, heads: int = 1) -> int:
     return endpoint_bytes(n, d, e, heads) + 4 * s_matrix_bytes(n, e, heads)
 
 
+# kernels/attention.naive_attention as written, non-causal: the product writes S; the scaling, a kernel
+# of its own, reads and writes it; the softmax reads it and writes P in fp32; the cast reads that and
+# writes P in the input dtype; P @ V reads P. Six passes at e bytes an element, two at four.
+NAIVE_AS_WRITTEN_PASSES = 6
+NAIVE_AS_WRITTEN_FP32_PASSES = 2
+
+
+def naive_as_written_bytes(n: int, d: int, e: int = 2, heads: int = 1) -> int:
+    """What this report's naive code moves if every pass reaches DRAM: the endpoints, then S and P as above."""
+    return endpoint_bytes(n, d, e, heads) + heads * n * n * (NAIVE_AS_WRITTEN_PASSES * e + NAIVE_AS_WRITTEN_FP32_PASSES * 4)
+
+
 def fused_traffic_bytes(n: int, d: int, e: int = 2, heads: int = 1) -> int:
     """4eNd per head: S never reaches DRAM."""
     return endpoint_bytes(n, d, e, heads)

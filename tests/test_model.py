@@ -115,3 +115,28 @@ def test_causal_block_count_matches_the_closed_form_and_handles_unequal_blocks()
 def test_flops_convention():
     assert model.flops(4096, 128) == 4 * 4096**2 * 128
     assert model.flops(4096, 128, heads=16, causal=True) == 2 * 16 * 4096**2 * 128
+
+
+def test_the_naive_code_as_written_moves_two_and_a_half_times_the_textbook_s_traffic():
+    # fp16: product writes S (2 B), scaling reads and writes it (4), softmax reads it (2) and writes P in fp32 (4),
+    # the cast reads that (4) and writes P (2), P @ V reads P (2): 20 bytes an element against the model's 8.
+    n, d = 4096, 64
+    s_bytes = model.naive_as_written_bytes(n, d, 2) - model.endpoint_bytes(n, d, 2)
+    assert s_bytes == 20 * n * n
+    assert model.naive_as_written_bytes(n, d, 2, heads=3) == 3 * model.naive_as_written_bytes(n, d, 2)
+    assert 2.4 < model.naive_as_written_bytes(n, d, 2) / model.naive_traffic_bytes(n, d, 2) < 2.5
+
+
+def test_the_traffic_finding_sets_the_time_against_the_code_as_written():
+    from pathlib import Path
+
+    from render.pages.byte_arithmetic import ByteArithmeticPage
+    from render.runs import load_run
+
+    runs = sorted(p for p in (Path(__file__).resolve().parent.parent / "data" / "runs").iterdir()
+                  if (p / "bench.json").exists())
+    run = load_run(runs[-1])
+    page = ByteArithmeticPage(run, [run])
+    text = page.traffic_finding(page.shapes()[0])
+    assert "scales the scores in a kernel of its own" in text and "against those bytes it took" in text
+    assert "as a memory-bound kernel cannot" not in text  # not a lower bound where S stays in L2
