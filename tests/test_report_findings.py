@@ -115,9 +115,20 @@ def test_causal_finding_names_rows_the_model_does_not_explain(tmp_path):
     slower = bench_run(tmp_path / "a", causal_efficiency=0.4).context()["bytes"]  # causal 0.8x: slower
     t = slower.causal_finding()
     assert "Doing less work cannot by itself make a run slower" in t and "does not explain" in t
-    assert "does not explain" in slower.findings_first()
+    assert "against it (named in the causal section below)" in slower.findings_first()
     short = bench_run(tmp_path / "b", causal_efficiency=0.6).context()["bytes"]
-    assert "Doing less work" not in short.causal_finding() and "does not explain" not in short.findings_first()
+    assert "Doing less work" not in short.causal_finding() and "against it" not in short.findings_first()
+    assert "0 as predicted and" in short.findings_first() and "short of it" in short.findings_first()
+
+
+def test_the_causal_count_is_said_to_apply_only_where_one_kernel_ran_both_ways(tmp_path):
+    from test_bench_phase import bench_run
+    route = lambda c: "gluon" if c.causal and c.seq_len == 2048 else "portable"  # noqa: E731
+    page = bench_run(tmp_path, path=route).context()["bytes"]
+    mixed = int((page.causal["n"] == 2048).sum())
+    first = page.findings_first()
+    assert f"in the other {mixed} they ran different kernels, so the count does not apply" in first
+    assert f"in the {len(page.causal) - mixed} rows where the masked and unmasked calls ran one kernel" in first
 
 
 # ---- Profiling -----------------------------------------------------------------------------------
