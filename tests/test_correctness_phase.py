@@ -273,6 +273,9 @@ def test_floor_sentence_follows_the_data(tmp_path):
     assert "**matches**" in near and "does not match" not in near
     assert "**does not match**" in far
     assert "consistent with it" in near and "not consistent" not in near  # same multiple of u: the 2^3 ratio holds
+    # Non-causal cases beside the causal floor: the same level (output rounding either way), or not.
+    assert "Non-causal fp16 cases sit at the same level" in near
+    assert "Non-causal fp16 cases sit lower" in far and "with or without the mask" not in far
 
 
 def test_row0_finding_follows_the_data(tmp_path):
