@@ -85,6 +85,8 @@ def test_many_runs_start_with_a_readable_subset_and_a_selector(tmp_path):
     assert "NVIDIA A100-SXM4-80GB (r01) and published figures" in labels
     assert f"Tesla T4: {PUBLISHED_WORDS}" in labels
     assert f"first draw {MAX_SHOWN} of them" in page.banner()
+    # The count is of series (runs and published sets), which the banner's device count is not.
+    assert "With 10 series to draw (one per run and per set of published figures)" in page.banner()
 
 
 def test_twenty_runs_stay_under_a_megabyte(tmp_path):

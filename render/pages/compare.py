@@ -147,7 +147,8 @@ class ComparePage(Page):
                + (f" with {len(self.references)} set{'s' if len(self.references) != 1 else ''} of published figures."
                   if self.references else ". No published figures are in `data/reference/`.")]
         if len(self.devices) > MAX_SHOWN:
-            out.append(f"With {len(self.devices)} devices, the line charts first draw "
+            out.append(f"With {len(self.devices)} series to draw (one per run and per set of published figures), "
+                       f"the line charts first draw "
                        f"{len(self.shown)} of them: the narrated run `{self.run.id}`, the published figures and the "
                        "newest runs. Use the selector above each chart, or click a legend entry, to show the others.")
         elif len(self.devices) > 1:
