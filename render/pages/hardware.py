@@ -112,8 +112,14 @@ class HardwarePage(Page):
             return (f'!!! note "No datasheet figures"\n    {escape.text(self.run.device_name)} is not in the datasheet '
                     "table (`collect/datasheets.py`), so only measured ceilings are shown. Add a row with its source "
                     "to compare.\n")
-        return (f"Datasheet figures are for the **{escape.text(self.sheet.marketing_name)}**; source: "
+        text = (f"Datasheet figures are for the **{escape.text(self.sheet.marketing_name)}**; source: "
                 f"{escape.text(self.sheet.source)}.")
+        d = self.run.manifest.device
+        if d is not None and d.l2_bytes and self.sheet.l2_bytes and abs(d.l2_bytes / self.sheet.l2_bytes - 1) > 0.05:
+            # The pages that reason about what fits in L2 use the device's own figure.
+            text += (f" The device reports {fmt.bytes_(d.l2_bytes)} of L2 where the datasheet states "
+                     f"{fmt.bytes_(self.sheet.l2_bytes)}; every page that asks what fits in L2 uses the device's figure.")
+        return text
 
     def ceilings_table(self) -> str:
         rows = []
@@ -122,7 +128,9 @@ class HardwarePage(Page):
             meas = self.measured_rate(name)
             sheet = self.ceilings.sheet_rate(key)
             c = self.measured(name)
-            sweep = f"best of {len(c.sweep)} shapes" if c is not None and c.sweep else ""
+            # Newer runs' problem text already says it (collect/env.py); older ones only have the sweep.
+            sweep = (f"best of {len(c.sweep)} shapes" if c is not None and c.sweep and "best of" not in (c.problem or "")
+                     else "")
             clock = f"SM clock {fmt.num(c.sm_clock_mhz, 4)} MHz" if c is not None and c.sm_clock_mhz else ""
             how = "; ".join(x for x in (c.problem if c is not None else "", sweep, clock) if x)
             if c is not None and c.status != "ok":
