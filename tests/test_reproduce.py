@@ -62,3 +62,33 @@ def test_the_manifest_notes_reach_the_reader_escaped():
     text = ReproducePage(run, [run]).notes()
     assert text.count("!!! note") == 2 and "corrected by hand" in text
     assert "<script>" not in text and "&lt;script&gt;" in text
+
+
+def test_the_wall_time_sum_says_when_a_phase_was_run_again_alone():
+    # As in run h200-20261201e: the decode phase's record is from a later command that ran it alone.
+    run = run_with([PhaseRecord(name="env", status="complete", file="manifest.json", duration_s=8.91),
+                    PhaseRecord(name="bench", status="complete", file="bench.json", duration_s=211.46),
+                    PhaseRecord(name="decode", status="complete", file="decode.json", duration_s=186.12)])
+    run.manifest.command = "python -m collect decode --profile full --run-id synthetic-20261129"
+    text = ReproducePage(run, [run]).total_sentence()
+    assert "add up to 406 s" in text
+    assert "includes the decode phase's 186 s from the later command that ran it again alone" in text
+    assert "the other phases, from the first collect, took 220 s" in text
+    run.manifest.command = "make collect PROFILE=full RUN_ID=synthetic-20261129"  # one collect ran every phase
+    text = ReproducePage(run, [run]).total_sentence()
+    assert text == "The phases' wall times add up to 406 s on this device."
+    several = run_with([PhaseRecord(name="env", status="complete", git_commit="a" * 40, duration_s=3.0),
+                        PhaseRecord(name="bench", status="complete", git_commit="b" * 40, duration_s=4.0)])
+    assert "run by 2 collects at different commits" in ReproducePage(several, [several]).total_sentence()
+
+
+def test_what_the_profiler_did_with_the_clocks_comes_from_its_flags():
+    run = run_with([PhaseRecord(name="env", status="complete")])
+    page = ReproducePage(run, [run])
+    assert page.clock_control() == ""  # the profile phase did not run
+    run.manifest.profiler_flags = ["--clock-control", "none", "--nvtx"]
+    assert "left the clocks alone" in page.clock_control()
+    run.manifest.profiler_flags = ["--clock-control", "base", "--nvtx"]
+    assert "set the clocks itself" in html.unescape(page.clock_control()) and "alone" not in page.clock_control()
+    run.manifest.profiler_flags = ["--nvtx"]
+    assert "locked the clocks at base, its default" in page.clock_control()

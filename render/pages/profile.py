@@ -17,7 +17,7 @@ from collect.schema.occupancy import limits_from_device, occupancy, occupancy_vs
 
 from .. import escape, fmt, model
 from ..axes import log_ticks
-from ..ceilings import TENSOR_KEY, Ceilings
+from ..ceilings import TENSOR_KEY, Ceilings, Roof
 from ..figures import PALETTE
 from ..tables import table_html
 from ..vocab import ELEMENT_BYTES, MATERIALISING, impl_color, impl_label, join, plural, speedup_words
@@ -257,6 +257,50 @@ class ProfilePage(Page):
                        "the time between kernels, which per-kernel durations leave out.")
         return " ".join(out)
 
+    # SM clocks of one call under the profiler and on our clock within this share of each other are "the same".
+    CLOCKS_SAME = 0.03
+
+    def profiler_clock_finding(self) -> str:
+        """The SM clock the profiled calls ran at under Nsight Compute beside the clock of the same calls on our
+        clock. Leaving the clocks alone (--clock-control none) does not by itself make the two equal, so the
+        words come from what each measured."""
+        checks = self.run.frame("profile", "clock_check")
+        k = self.kernels()
+        if checks.empty or k.empty or "sm_clock_mhz" not in checks or "sm_clock_mhz" not in k:
+            return ("This run did not record the SM clock of both the profiled kernels and our timing of the same "
+                    "calls, so this page cannot say whether the profiler saw the clocks the timed calls ran at.")
+        k = k[k["sm_clock_mhz"].notna() & k["duration_ms"].notna()]
+        # A call's clock under the profiler: its kernels' clocks weighted by their time, as its kernel time adds them.
+        w = k.assign(cw=k["sm_clock_mhz"] * k["duration_ms"]).groupby("case_id")[["cw", "duration_ms"]].sum()
+        ncu = (w["cw"] / w["duration_ms"]).rename("ncu_mhz")
+        both = checks[checks["sm_clock_mhz"].notna()].join(ncu, on="case_id", how="inner")
+        both = both[both["ncu_mhz"].notna()]
+        if both.empty:
+            return ("This run did not record the SM clock of both the profiled kernels and our timing of the same "
+                    "calls, so this page cannot say whether the profiler saw the clocks the timed calls ran at.")
+        mhz = lambda v: f"{fmt.num(v, 4)} MHz"  # noqa: E731
+        span = lambda c: fmt.span(both[c].min(), both[c].max(), lambda v: fmt.num(v, 4)) + " MHz"  # noqa: E731
+        out = [f"Under Nsight Compute the profiled calls ran at {span('ncu_mhz')} (each call's SM clock averaged "
+               f"over its kernels' time), and the same calls on our clock at {span('sm_clock_mhz')}."]
+        rel = both["ncu_mhz"] / both["sm_clock_mhz"] - 1
+        apart = both[rel.abs() > self.CLOCKS_SAME]
+        limit = fmt.pct(100 * self.CLOCKS_SAME, 2)
+        if apart.empty:
+            out.append(f"Call by call the two were within {limit} of each other, so the profiles saw the clocks "
+                       "the timed calls ran at.")
+            return " ".join(out)
+        lower = (rel[apart.index] < 0).sum()
+        side = ("lower" if lower == len(apart) else "higher" if lower == 0 else "lower for some and higher for others")
+        worst = apart.loc[rel[apart.index].abs().idxmax()]
+        shape = self.shape_text((worst["batch"], worst["heads"], worst["seq_len"], worst["head_dim"], worst["dtype"],
+                                 worst["causal"]))
+        out.append(f"They differed by more than {limit} for {len(apart)} of {plural(len(both), 'call')}, the "
+                   f"profiler's clock {side}, most for {impl_label(worst['impl'])} at {shape}: "
+                   f"{mhz(worst['ncu_mhz'])} against {mhz(worst['sm_clock_mhz'])}.")
+        out.append("Nsight Compute's kernel times, and the rates this report computes from them, were measured at "
+                   "those clocks, not at the timed calls'.")
+        return " ".join(out)
+
     _TILE = re.compile(r"BLOCK_M=(\d+) BLOCK_N=(\d+) warps=(\d+) stages=(\d+)")
 
     def _config_mismatch(self, check: pd.Series) -> str | None:
@@ -313,21 +357,82 @@ class ProfilePage(Page):
             return "_No implementation was profiled at this shape._"
         rows = []
         tc = self.tensor_core_verdicts(shape)
+        dev = self._device_ms()
         for _, r in df.iterrows():
             flops = self._flops(r)
             dram = self._dram(r)
             used = tc.get(r["impl"], (None, ""))[0]
+            ours = dev.get(r["case_id"])
             rows.append({"impl": impl_label(r["impl"]), "status": r["status"], "kernels": r["kernels"], "t": r["duration_ms"],
                          "dram": dram, "l2": r["l2_bytes"], "flops": flops,
                          "ai": flops / dram if dram else None,
                          "tflops": flops / (r["duration_ms"] * 1e-3) if _ok(r["duration_ms"]) and r["duration_ms"] else None,
+                         "dev_tflops": r["flops_model"] / (ours * 1e-3) if _ok(ours) and ours else None,
                          "tensor": {True: "yes", False: "no", None: "unknown"}[used], "config": r["config"] or ""})
         t = pd.DataFrame(rows)
-        return table_html(t, {"impl": "Implementation", "status": "Status", "kernels": "Kernels", "t": "Kernel time",
-                              "dram": "DRAM bytes (r+w)", "l2": "L2 bytes", "flops": "FLOPs", "ai": "FLOP / DRAM byte",
-                              "tflops": "Achieved", "tensor": "Tensor cores ran", "config": "Triton config"},
+        # Each figure names its clock and FLOP count: the other pages' rates use our device time and the
+        # analytical count, this table's Achieved uses Nsight Compute's time and (where it can) the counters.
+        what = self._flops_words(df)
+        return table_html(t, {"impl": "Implementation", "status": "Status", "kernels": "Kernels",
+                              "t": "Kernel time (Nsight Compute)", "dram": "DRAM bytes (r+w)", "l2": "L2 bytes",
+                              "flops": f"FLOPs ({what})", "ai": "FLOP / DRAM byte",
+                              "tflops": f"Achieved: {what} FLOPs / Nsight Compute time",
+                              "dev_tflops": "Analytical FLOPs / our device time",
+                              "tensor": "Tensor cores ran", "config": "Triton config"},
                           {"t": fmt.ms, "dram": fmt.bytes_, "l2": fmt.bytes_, "flops": lambda v: fmt.num(v),
-                           "ai": lambda v: fmt.num(v), "tflops": fmt.flops})
+                           "ai": lambda v: fmt.num(v), "tflops": fmt.flops, "dev_tflops": fmt.flops})
+
+    def _flops_words(self, rows: pd.DataFrame) -> str:
+        """What the FLOPs of these rows are (see _flops)."""
+        counted = rows["flops_counted"].map(_ok) if not rows.empty else pd.Series(dtype=bool)
+        return "counted" if counted.all() else "analytical" if not counted.any() else "counted or analytical"
+
+    def _device_ms(self) -> dict:
+        """case id -> our device time of the profiled call (the clock cross-check), where the run recorded it."""
+        df = self.run.frame("profile", "clock_check")
+        return {} if df.empty else dict(zip(df["case_id"], df["device_ms"]))
+
+    def rates_note(self, shape=None) -> str:
+        """How this page's achieved rate relates to the rate the other pages show for the same call: the FLOP
+        count and the clock, each as a factor, worked through for our kernel."""
+        shape = shape or self.headline
+        df = self._rows(shape)
+        df = df[(df["status"] == "ok") & df["duration_ms"].notna()] if not df.empty else df
+        if df.empty:
+            return ""
+        what = self._flops_words(df)
+        out = [f"The two rates differ in clock and in FLOP count. Achieved divides the {what} FLOPs by Nsight "
+               "Compute's kernel time, as the roofline below does; the column beside it divides the analytical FLOPs "
+               "(4·B·H·N²·d, halved when causal) by our device time for the same call, as the Benchmarks and "
+               "Iterations pages do."]
+        dev = self._device_ms()
+        pick = [r for _, r in df.iterrows() if _ok(dev.get(r["case_id"])) and dev[r["case_id"]]]
+        pick = [r for r in pick if r["impl"] == "triton"] or pick
+        if not pick:
+            return out[0] + " This run recorded no device time for these calls, so that column is empty."
+        r = pick[0]
+        flops, ours = self._flops(r), dev[r["case_id"]]
+        ncu_rate, dev_rate = flops / (r["duration_ms"] * 1e-3), r["flops_model"] / (ours * 1e-3)
+        counted = (f"the counters saw {fmt.ratio(flops / r['flops_model'])} the analytical FLOPs and "
+                   if _ok(r.get("flops_counted")) else "")
+        out.append(f"For {impl_label(r['impl'])}, {counted}our device time is {fmt.ratio(ours / r['duration_ms'])} "
+                   f"Nsight Compute's kernel time, which takes {fmt.flops(ncu_rate)} to {fmt.flops(dev_rate)}.")
+        bench = self._bench_tflops(r)
+        if bench is not None:
+            out.append(f"The Benchmarks page, which times the same case in the bench phase, shows {fmt.flops(bench)} "
+                       "for it.")
+        return " ".join(out)
+
+    def _bench_tflops(self, r) -> float | None:
+        """FLOP/s of the bench phase's row for the profiled case, where the bench phase timed that case."""
+        b = self.run.frame("bench", "rows")
+        if b.empty or "tflops" not in b:
+            return None
+        same = b[(b["impl"] == r["impl"]) & (b["batch"] == r["batch"]) & (b["heads"] == r["heads"])
+                 & (b["seq_len"] == r["seq_len"]) & (b["head_dim"] == r["head_dim"]) & (b["dtype"] == r["dtype"])
+                 & (b["causal"] == r["causal"]) & (b["status"] == "ok")]
+        t = same["tflops"].dropna()
+        return float(t.iloc[0]) * 1e12 if len(t) else None
 
     def kernel_table(self, shape=None) -> str:
         shape = shape or self.headline
@@ -340,7 +445,7 @@ class ProfilePage(Page):
         df = df.assign(impl=[impl.get(c, "") for c in df["case_id"]],
                        dram=df["dram_read_bytes"].fillna(0) + df["dram_write_bytes"].fillna(0))
         return table_html(df, {"impl": "Implementation", "launch": "#", "kernel_name": "Kernel (as Nsight Compute names it)",
-                               "duration_ms": "Time", "dram": "DRAM bytes", "l2_hit_rate_pct": "L2 hit rate",
+                               "duration_ms": "Time (Nsight Compute)", "dram": "DRAM bytes", "l2_hit_rate_pct": "L2 hit rate",
                                "registers_per_thread": "Registers / thread", "block_size": "Threads / block",
                                "flops_tensor": "Tensor FLOPs", "tensor_inst": "Tensor-pipe instructions"},
                           {"duration_ms": fmt.ms, "dram": fmt.bytes_, "l2_hit_rate_pct": fmt.pct,
@@ -403,9 +508,18 @@ class ProfilePage(Page):
         if not gemm.empty and gemm["flops_fp32"].fillna(0).sum() > 0:
             text += (f": its {plural(len(gemm), 'GEMM kernel')} ran their multiplies as FP32 FMA instructions "
                      "on the ordinary pipes")
-        other = k[(k["tensor_inst"].fillna(0) > 0) & ~k.index.isin(gemm.index)] if not k.empty else k
-        if not other.empty:
-            names = list(dict.fromkeys(escape.text(short_kernel_name(n)) for n in other["kernel_name"]))
+        issued = k[k["tensor_inst"].fillna(0) > 0] if not k.empty else k
+        in_gemm = issued[issued.index.isin(gemm.index)]
+        other = issued[~issued.index.isin(gemm.index)]
+        names = list(dict.fromkeys(escape.text(short_kernel_name(n)) for n in other["kernel_name"]))
+        if not in_gemm.empty:
+            # Only the tensor FLOP counters can call a GEMM that issues tensor-pipe instructions idle: those
+            # instructions did no counted tensor-core arithmetic, so say where they were and what decided it.
+            rest = f", and {join(names)} the rest" if names else ""
+            text += (f". Its tensor-pipe instruction count is not zero: its GEMM kernels issued "
+                     f"{fmt.num(in_gemm['tensor_inst'].sum())} of those instructions{rest}, yet the tensor FLOP "
+                     "counters counted no tensor-core operation in any of them")
+        elif names:
             text += (f". Its tensor-pipe instruction count is not zero, but those instructions come from "
                      f"{join(names)}, not from a matrix multiply")
         return text + "."
@@ -417,6 +531,15 @@ class ProfilePage(Page):
         c = self.ceilings
         keys = ["dram", "l2", "smem", TENSOR_KEY.get(shape[4], "fp16"), "fp32"]
         return {k: c.roof(k) for k in dict.fromkeys(keys)}
+
+    def compute_roof(self, shape, impl: str) -> Roof:
+        """The compute roof `impl` is judged against at `shape`: the tensor roof of the dtype, unless the profile
+        shows its matrix multiplies ran without tensor cores; then the FP32 roof, since FMA work on the ordinary
+        pipes cannot reach the tensor rate. Where nothing decides, the tensor roof stays: it is the higher one, so
+        it never calls a kernel further from its roof than it is."""
+        roofs = self.roofs(shape)
+        used = self.tensor_core_verdicts(shape).get(impl, (None, ""))[0]
+        return roofs["fp32"] if used is False else roofs[TENSOR_KEY.get(shape[4], "fp16")]
 
     def level_points(self, shape=None) -> pd.DataFrame:
         """One row per (implementation, level) the counters can measure: bytes, intensity, FLOP/s; and the
@@ -469,14 +592,14 @@ class ProfilePage(Page):
 
     def binding_roofs(self, shape=None) -> dict[str, tuple[str, float]]:
         """impl -> (the lowest roof over its points, achieved / that roof). A level without a roof or a point
-        does not count; the compute roof of the shape's dtype does."""
+        does not count; the compute roof the call is judged against (compute_roof) does."""
         shape = shape or self.headline
         pts = self.level_points(shape)
         pts = pts[pts["ai"].notna()] if not pts.empty else pts
         roofs = self.roofs(shape)
-        top = roofs[TENSOR_KEY.get(shape[4], "fp16")]
         out = {}
         for impl, g in pts.groupby("impl", sort=False):
+            top = self.compute_roof(shape, impl)
             best = (top.label + " compute" + ("" if top.source == "measured" else f" ({top.source})"),
                     top.value) if top.ok else None
             for _, p in g.iterrows():
@@ -558,25 +681,47 @@ class ProfilePage(Page):
         return self.figure(f"roofline-{_shape_id(shape)}", self.roofline_fig(shape),
                            f"Hierarchical roofline: one colour per implementation, one symbol per memory level, each "
                            f"point the call's {src} FLOPs over the bytes one counter measured at that level (hover names "
-                           "the counter). Roofs: DRAM, L2 and shared memory bandwidth, the tensor and FP32 compute "
-                           "rates; solid where measured, dashed where the datasheet or the architecture stands in. "
+                           "the counter), at the height of those FLOPs over Nsight Compute's kernel time. Roofs: "
+                           "DRAM, L2 and shared memory bandwidth, the tensor and FP32 compute rates; solid where measured, dashed where the datasheet or the architecture stands in. "
                            f"{self.caption_conditions(shape)}.", height=520)
 
     def roofline_finding(self, shape=None) -> str:
         """Which side of the DRAM ridge each call sits, which roof binds, and the points left out and why."""
         shape = shape or self.headline
         roofs = self.roofs(shape)
-        dram, top = roofs["dram"], roofs[TENSOR_KEY.get(shape[4], "fp16")]
+        dram, tensor = roofs["dram"], roofs[TENSOR_KEY.get(shape[4], "fp16")]
         pts = self.level_points(shape)
-        if not dram.ok or not top.ok or pts.empty:
+        d = pts[(pts["level"] == "dram") & pts["ai"].notna()] if not pts.empty else pts
+        top = {impl: self.compute_roof(shape, impl) for impl in d["impl"]} if not d.empty else {}
+        if not dram.ok or not any(r.ok for r in top.values()):
             return "Without ceilings for this GPU the roofline cannot say which roof binds."
-        ridge = top.value / dram.value
-        d = pts[(pts["level"] == "dram") & pts["ai"].notna()]
+        # Each call's ridge is where the DRAM roof meets its own compute roof (compute_roof).
         sides = {True: [], False: []}
         for _, p in d.iterrows():
-            sides[bool(p["ai"] < ridge)].append(impl_label(p["impl"]))
-        src = "measured" if dram.source == top.source == "measured" else "datasheet-based"
-        out = [f"The {src} DRAM ridge point is {fmt.num(ridge)} FLOP per byte."]
+            r = top[p["impl"]]
+            if r.ok:
+                sides[bool(p["ai"] < r.value / dram.value)].append(impl_label(p["impl"]))
+
+        def ridge(r: Roof) -> str:
+            src = "measured" if dram.source == r.source == "measured" else "datasheet-based"
+            return f"{src} DRAM ridge point is {fmt.num(r.value / dram.value)} FLOP per byte"
+
+        others = {}
+        for impl, r in top.items():
+            if r.key != tensor.key:
+                others.setdefault(r.key, []).append(impl_label(impl))
+        if not others:
+            out = [f"The {ridge(tensor)}."]
+        else:
+            out = [f"The {ridge(tensor)} under the {tensor.label} roof." if tensor.ok else
+                   f"This run has no {tensor.label} roof, so no call that used the tensor cores has a ridge."]
+            for key, names in others.items():
+                r = roofs[key]
+                who = f"{join(names)}, whose matrix multiplies ran without tensor cores,"
+                out.append(f"{who} {'is' if len(names) == 1 else 'are'} judged against the {r.label} roof instead, "
+                           f"whose {ridge(r)}." if r.ok else
+                           f"{who} cannot be judged against a compute roof: this run measured no {r.label} rate and "
+                           "the datasheet gives none.")
         for mem in (True, False):
             if sides[mem]:
                 out.append(f"On its {SIDE[mem]}: {join(sides[mem])}.")
@@ -584,7 +729,9 @@ class ProfilePage(Page):
         if bind:
             best = max(bind.items(), key=lambda kv: kv[1][1])
             worst = min(bind.items(), key=lambda kv: kv[1][1])
-            out.append(f"Measured against the lowest roof over it, {impl_label(best[0])} comes closest, at "
+            src = "counted" if self.data.flops_source == "counters" else "analytical"
+            out.append(f"Measured against the lowest roof over it ({src} FLOPs over Nsight Compute's kernel time), "
+                       f"{impl_label(best[0])} comes closest, at "
                        f"{fmt.pct(100 * best[1][1])} of its {best[1][0]} roof, and {impl_label(worst[0])} stays "
                        f"furthest, at {fmt.pct(100 * worst[1][1])} of its {worst[1][0]} roof.")
         gone = pts[pts["why"] == "bypassed"]

@@ -7,6 +7,7 @@ from collect.schema import FILE_SPECS
 
 from .. import escape, fmt
 from ..tables import table_html
+from ..vocab import join
 from .base import Page
 
 
@@ -19,9 +20,8 @@ class ReproducePage(Page):
         unknown = "<commit unknown: the collecting tree had no git metadata>"
         by_commit = phase_commits(m)
         lines = ["git clone <this repository> && cd <it>"]
-        ran = [p.name for p in m.phases]
-        named = [t for t in (m.command or "").split() if t in ran]  # phases the recorded command listed
-        if len(by_commit) <= 1 and named and set(named) != set(ran):
+        named = self.rerun_phases()
+        if len(by_commit) <= 1 and named:
             # The last collect ran only some phases again (see the notes): the whole run first, then it.
             # The collect refuses to overwrite a phase's saved rows: move each file the re-run replaced
             # (not the manifest, the env phase's file, which holds every phase's record).
@@ -65,6 +65,50 @@ class ReproducePage(Page):
     def total_time(self) -> str:
         ds = [r.duration_s for r in self.run.manifest.phases if r.duration_s is not None]
         return fmt.num(sum(ds)) + " s" if ds else "n/a"
+
+    def rerun_phases(self) -> list[str]:
+        """Phases whose record comes from a later command that ran them alone: the last recorded command names
+        only some of the phases (as commands() replays it)."""
+        m = self.run.manifest
+        ran = [r.name for r in m.phases]
+        named = [t for t in (m.command or "").split() if t in ran]
+        return named if named and set(named) != set(ran) else []
+
+    def total_sentence(self) -> str:
+        """The sum of the phases' wall times, and what it adds up: one collect, or several commands."""
+        recs = [r for r in self.run.manifest.phases if r.duration_s is not None]
+        if not recs:
+            return "This run recorded no phase's wall time."
+        text = f"The phases' wall times add up to {self.total_time()} on this device."
+        commits = phase_commits(self.run.manifest)
+        again = self.rerun_phases()
+        if len(commits) > 1:
+            return text + (f" They were run by {len(commits)} collects at different commits (the Commit column), so "
+                           "the sum is not the time of one collect.")
+        if again:
+            late = [r for r in recs if r.name in again]
+            first = [r for r in recs if r.name not in again]
+            many = len(late) > 1
+            owner = "phases'" if many else "phase's"
+            text += (f" That sum includes the {join(r.name for r in late)} {owner} "
+                     f"{fmt.num(sum(r.duration_s for r in late))} s from the later command that ran "
+                     f"{'them' if many else 'it'} again alone (the last collect command above), so it is not the time "
+                     "of one collect")
+            text += (f": the other phases, from the first collect, took {fmt.num(sum(r.duration_s for r in first))} s."
+                     if first else ".")
+        return text
+
+    def clock_control(self) -> str:
+        """What Nsight Compute did with the clocks, read from its recorded flags."""
+        f = self.run.manifest.profiler_flags
+        if not f:
+            return ""
+        value = f[f.index("--clock-control") + 1] if "--clock-control" in f[:-1] else None
+        if value == "none":
+            return "It left the clocks alone (`--clock-control none`) rather than locking them."
+        if value:
+            return f"It set the clocks itself ({escape.code(f'--clock-control {value}')})."
+        return "No `--clock-control` flag was given, so Nsight Compute locked the clocks at base, its default."
 
     def flags(self) -> str:
         f = self.run.manifest.profiler_flags

@@ -1,0 +1,140 @@
+"""The Profiling page judges each call against the compute roof of the pipes it used, says which clock and which
+FLOP count each rate stands on, and reports the SM clocks under the profiler as measured; the Reproduce page's
+sentences about clocks follow the same data."""
+from __future__ import annotations
+
+import dataclasses
+import html
+import json
+from pathlib import Path
+
+import synthetic_report as S
+from collect.schema.manifest import MeasuredCeiling
+from render import fmt
+from render.pages.profile import ProfilePage
+from render.runs import load_run
+from render.site import Report
+
+DOCS = Path(__file__).parent.parent / "docs"
+FM = 4.0 * 2 * 8 * 2048 * 2048 * 64  # the synthetic profile's analytical FLOPs per call
+
+
+def text(s: str) -> str:
+    return html.unescape(s)
+
+
+def page(tmp_path, fp32: float | None = None, bench=None, clocks=None, **kw) -> ProfilePage:
+    """The synthetic profile (naive, sdpa-math with FP32 GEMMs, our kernel); fp32: a measured FP32 matmul rate;
+    clocks: (SM clock of every profiled kernel, SM clock of our timing of every call)."""
+    pf = S.profile_file("rep-1", **kw)
+    if clocks is not None:
+        for k in pf.kernels:
+            k.sm_clock_mhz = clocks[0]
+        for c in pf.clock_check:
+            c.sm_clock_mhz = clocks[1]
+    run = S.make(tmp_path, profile=pf, bench=bench)
+    if fp32 is not None:
+        m = json.loads((run.path / "manifest.json").read_text())
+        m["measured_ceilings"] = [c for c in m["measured_ceilings"] if c["name"] != "matmul_fp32"]
+        m["measured_ceilings"].append(dataclasses.asdict(MeasuredCeiling(
+            name="matmul_fp32", quantity="flops", status="ok", problem="M=N=K=8192 fp32", repeats=10,
+            per_s_median=fp32, per_s_p10=fp32 * 0.99, per_s_p90=fp32 * 1.01)))
+        (run.path / "manifest.json").write_text(json.dumps(m))
+        run = load_run(run.path)
+    return ProfilePage(run, [run])
+
+
+# ---- the compute roof follows the pipes the call used ---------------------------------------------
+
+def test_a_call_without_tensor_cores_is_judged_against_the_fp32_roof(tmp_path):
+    # sdpa-math: 2.0 GB of DRAM for FM FLOPs in 1 ms. Its DRAM roof (4 TB/s x 8.6 FLOP/B = 34 TFLOP/s) lies above
+    # a 20 TFLOP/s FP32 roof, so FP32 compute binds it; against the tensor roof, DRAM would.
+    p = page(tmp_path / "a", fp32=2.0e13)
+    level, share = p.binding_roofs()["sdpa-math"]
+    assert level == "FP32 compute" and abs(share - (FM / 1e-3) / 2.0e13) < 1e-9
+    assert p.binding_roofs()["triton"][0].startswith("tensor fp16")  # tensor cores ran: the tensor roof
+    t = text(p.roofline_finding())
+    assert "SDPA math, whose matrix multiplies ran without tensor cores, is judged against the FP32 roof" in t
+    assert f"measured DRAM ridge point is {fmt.num(2.0e13 / 4.0e12)} FLOP per byte" in t
+    assert "On its compute-bound side: SDPA math and Triton (ours)." in t  # 8.6 FLOP/B is past the FP32 ridge
+    assert "FP32 compute for SDPA math" in p.findings_first()
+
+
+def test_a_call_that_ran_tensor_cores_keeps_the_tensor_roof(tmp_path):
+    p = page(tmp_path, fp32=2.0e13, math_tensor_flops=1e10)
+    assert p.binding_roofs()["sdpa-math"][0] == "DRAM bandwidth"
+    t = text(p.roofline_finding())
+    assert "judged against the FP32 roof" not in t and "On its memory-bound side: naive PyTorch and SDPA math." in t
+
+
+def test_tensor_pipe_instructions_of_an_idle_gemm_are_not_put_elsewhere(tmp_path):
+    # The synthetic call's GEMMs issue no tensor-pipe instructions: only its softmax does.
+    assert "come from softmax_warp_forward, not from a matrix multiply" in text(page(tmp_path / "a").tensor_core_sentence())
+    # The same call, its two FP32 GEMMs now issuing some tensor-pipe instructions, as on the H200.
+    pf = S.profile_file("rep-1")
+    gemms = [k for k in pf.kernels if k.impl == "sdpa-math" and "gemm" in k.kernel_name]
+    gemms[0].tensor_inst, gemms[1].tensor_inst = 16384.0, 1024.0
+    run = S.make(tmp_path / "b", profile=pf)
+    t = text(ProfilePage(run, [run]).tensor_core_sentence())
+    assert "not from a matrix multiply" not in t
+    assert ("its GEMM kernels issued 17,408 of those instructions, and softmax_warp_forward the rest, yet the tensor "
+            "FLOP counters counted no tensor-core operation in any of them") in t
+
+
+# ---- each rate names its clock and FLOP count ------------------------------------------------------
+
+def test_the_table_shows_the_device_time_rate_beside_nsight_computes(tmp_path):
+    p = page(tmp_path, bench=S.bench_rows(), clock_ratio=1.1)
+    table = text(p.impl_table())
+    assert "Kernel time (Nsight Compute)" in table and "Achieved: counted FLOPs / Nsight Compute time" in table
+    assert "Analytical FLOPs / our device time" in table
+    # our kernel: 0.05 ms under Nsight Compute, 0.055 ms on our clock
+    assert fmt.flops(FM / 0.05e-3) in table and fmt.flops(FM / 0.055e-3) in table
+    note = text(p.rates_note())
+    assert (f"our device time is {fmt.ratio(1.1)} Nsight Compute's kernel time, which takes {fmt.flops(FM / 0.05e-3)} "
+            f"to {fmt.flops(FM / 0.055e-3)}") in note
+    bench = [r for r in S.bench_rows() if r.impl == "triton" and r.seq_len == 2048][0]
+    assert f"shows {fmt.flops(bench.tflops * 1e12)} for it" in note
+    assert "shows" not in text(page(tmp_path / "nobench").rates_note())  # no bench phase, no bench figure
+
+
+def test_the_pages_say_which_clock_their_times_come_from(tmp_path):
+    page(tmp_path, bench=S.bench_rows())
+    report = Report.load(tmp_path)
+    prof = text(report.render_markdown((DOCS / "profiling.md").read_text(), "profiling.md"))
+    repro = text(report.render_markdown((DOCS / "reproduce.md").read_text(), "reproduce.md"))
+    # Neither page claims one clock for every time: this page's achieved rates are Nsight Compute's.
+    assert "Every time on the other pages" not in prof and "Every speed in this report" not in repro
+    assert "kernel times on this page, and the achieved rates\ncomputed from them, are Nsight Compute's" in prof
+    assert "The two rates differ in clock and in FLOP count" in prof
+    assert "Profiling page's kernel times\nand achieved rates are Nsight Compute's" in repro
+
+
+# ---- the SM clocks under the profiler, as measured ---------------------------------------------------
+
+def test_profiler_clocks_lower_than_ours_are_reported_as_such(tmp_path):
+    t = text(page(tmp_path, clocks=(1650.0, 1970.0)).profiler_clock_finding())
+    assert "profiled calls ran at 1,650 MHz" in t and "same calls on our clock at 1,970 MHz" in t
+    assert "differed by more than 3.0% for 3 of 3 calls, the profiler's clock lower" in t
+    assert "not at the timed calls'" in t
+
+
+def test_profiler_clocks_that_match_ours_are_reported_as_such(tmp_path):
+    t = text(page(tmp_path, clocks=(1960.0, 1970.0)).profiler_clock_finding())
+    assert "within 3.0% of each other" in t and "differed" not in t
+
+
+def test_unrecorded_clocks_are_not_guessed(tmp_path):
+    t = text(page(tmp_path).profiler_clock_finding())
+    assert "did not record the SM clock" in t and "MHz" not in t
+
+
+def test_the_reproduce_page_reports_the_clocks_it_measured(tmp_path):
+    p = page(tmp_path, clocks=(1650.0, 1970.0))
+    m = json.loads((p.run.path / "manifest.json").read_text())
+    m["profiler_flags"] = ["--clock-control", "none", "--nvtx"]
+    (p.run.path / "manifest.json").write_text(json.dumps(m))
+    repro = text(Report.load(tmp_path).render_markdown((DOCS / "reproduce.md").read_text(), "reproduce.md"))
+    assert "same boost behaviour" not in repro
+    assert "It left the clocks alone (`--clock-control none`)" in repro
+    assert "the profiler's clock lower" in repro
