@@ -74,13 +74,21 @@ def plural(n: int, word: str, words: str | None = None) -> str:
     return f"{n} {word if n == 1 else (words or word + 's')}"
 
 
+def _par_ratio(s: float) -> str:
+    """s as an 'on par' verdict prints it: against the threshold on its side of 1, so that a figure just
+    inside the band never prints as one just outside it ('1.047×', not the '1.05×' of a 1.053× win)."""
+    return fmt.ratio_vs(s, EVEN if s >= 1 else 1 / EVEN)
+
+
 def speedup_words(s: float) -> str:
-    """How ours compares when the other takes s times as long: '2.00× faster', '8.06× slower', 'on par'."""
+    """How ours compares when the other takes s times as long: '2.00× faster', '8.06× slower', 'on par (1.02×)'.
+    The figure gets the digits that tell it apart from the threshold (fmt.ratio_vs), so one printed figure
+    never carries two verdicts."""
     if s >= EVEN:
-        return f"{fmt.ratio(s)} faster"
+        return f"{fmt.ratio_vs(s, EVEN)} faster"
     if s <= 1 / EVEN:
-        return f"{fmt.ratio(1 / s)} slower"
-    return f"on par ({fmt.ratio(s)})"
+        return f"{fmt.ratio_vs(1 / s, EVEN)} slower"
+    return f"on par ({_par_ratio(s)})"
 
 
 def side(s: float) -> str:
@@ -91,7 +99,7 @@ def side(s: float) -> str:
 def versus(s: float, other: str) -> str:
     """'2.00× faster than X', 'on par with X (1.02×)'."""
     words = speedup_words(s)
-    return f"on par with {other} ({fmt.ratio(s)})" if words.startswith("on par") else f"{words} than {other}"
+    return f"on par with {other} ({_par_ratio(s)})" if words.startswith("on par") else f"{words} than {other}"
 
 
 # Each int8-cache decode loop and the bf16-cache loop it differs from by the cache alone.

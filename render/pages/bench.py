@@ -11,11 +11,11 @@ from plotly.subplots import make_subplots
 
 from .. import escape, fmt
 from ..axes import log_ticks
-from ..bench_data import BenchData
+from ..bench_data import BenchData, distinct_sdpa
 from ..figures import PALETTE
 from ..tables import table_html
-from ..vocab import (EVEN, IMPL_DASH, dtype_short, facet_label, impl_color, impl_label, join, shape_label, side,
-                     speedup_words)
+from ..vocab import (EVEN, IMPL_DASH, dtype_short, facet_label, impl_color, impl_label, join, plural, shape_label,
+                     side, speedup_words)
 from .base import Page
 
 # A speedup that changes by less than this factor from the shortest to the longest N "holds steady".
@@ -72,6 +72,24 @@ def describe_gap(ns: list[int], speedups: list[float], other: str) -> str:
     best = max(range(len(ns)), key=lambda i: speedups[i])
     return (f"Triton's standing against {other} changes back and forth with N: {join(parts, 'and')}; from "
             f"{speedup_words(speedups[worst])} at N={ns[worst]} to {speedup_words(speedups[best])} at N={ns[best]}.")
+
+
+def host_beside_loop(host_ms, loop_ms) -> str:
+    """The clause after a loop time that says what the host time, measured apart from the loop, tells about
+    it. A host time on par with or above the loop time is not "the cost of issuing each call" in that loop:
+    the loop cannot run faster than it issues calls, so there the two separate measurements agree (or the
+    call timed alone was the slower), and the words say so instead of adding the two up."""
+    if host_ms is None or host_ms != host_ms or not loop_ms:
+        return ""
+    where = side(loop_ms / host_ms)
+    if where == "win":
+        return f", and {fmt.ms(host_ms)} of CPU time to issue one call (host time, measured apart from the loop)"
+    if where == "par":
+        return (f"; its host time, one call timed alone in a measurement of its own, is on par with that loop time "
+                f"({fmt.ms(host_ms)}): the loop runs at the pace the host issues calls")
+    return (f"; its host time, one call timed alone in a measurement of its own, came out above that loop time, at "
+            f"{fmt.ms(host_ms)}: timed alone, the call returned more slowly than inside the loop, so the loop time, "
+            "not the host time, is what a loop of these calls costs")
 
 
 class BenchPage(Page):
@@ -141,7 +159,7 @@ class BenchPage(Page):
             out.append(text + ".")
         sd = st.dropna(subset=["sdpa"])
         if not sd.empty:
-            level = sd[sd["sdpa"] >= 1 / EVEN]
+            level = sd[[side(s) != "loss" for s in sd["sdpa"]]]
             worst = sd.loc[sd["sdpa"].idxmin()]
             text = (f"Against the fastest SDPA backend of each case, Triton is on par or faster in {len(level)} of "
                     f"{len(sd)} cases; its largest deficit is {speedup_words(worst['sdpa'])} at N={worst['n']} "
@@ -221,8 +239,25 @@ class BenchPage(Page):
                                        for s, dt, c in zip(grp["shape"], grp["dtype"], grp["causal"]))
                 where = f" ({join(facets)})"
             parts.append(f"**{escape.text(backend)}** in {len(grp)} of {len(auto)} cases{where}")
-        return (f"With no backend forced, PyTorch chose {join(parts)}. "
+        text = (f"With no backend forced, PyTorch chose {join(parts)}. "
                 f"The choice was read with {escape.code(self.data.backend_choice_method)}.")
+        return text + self._choice_counted_once(auto)
+
+    def _choice_counted_once(self, auto: pd.DataFrame) -> str:
+        """How many of PyTorch's choices ran a backend that was also timed forced: those rows time the same
+        kernel twice, and the comparisons with the fastest SDPA backend use the forced row alone."""
+        timed = auto[auto["latency_ms_median"].notna()]
+        twice = int((~timed.index.isin(distinct_sdpa(self.ok).index)).sum())
+        if not twice:
+            return ""
+        rest = len(timed) - twice
+        where = "In every one of them" if not rest else f"In {twice} of them"
+        text = (f" {where}, the backend it chose was also timed forced, so the two rows are one kernel timed twice: "
+                "the comparisons with the fastest SDPA backend below count that kernel once, by its forced run.")
+        if rest:
+            text += (f" In the other {rest}, PyTorch's choice is compared as it is "
+                     "(its backend was not timed forced there, or is not known).")
+        return text
 
     # --- per shape -------------------------------------------------------------------------
 
@@ -242,7 +277,7 @@ class BenchPage(Page):
             parts.append(self._oom_note(shape, dtype, causal, "naive", tri))
             fast = self.b.fastest_sdpa(shape, dtype, causal)
             common = [n for n in tri.index if n in fast.index]
-            names = list(dict.fromkeys(impl_label(fast.loc[n, "impl"]) for n in common))
+            names = list(dict.fromkeys(self._sdpa_label(fast.loc[n]) for n in common))
             who = (f"the fastest SDPA backend ({names[0]} at every N)" if len(names) == 1
                    else f"the fastest SDPA backend ({join(names)}, depending on N)")
             parts.append(describe_gap(common, [fast.loc[n, "latency_ms_median"] / tri[n] for n in common], who))
@@ -253,6 +288,15 @@ class BenchPage(Page):
                                           "our own kernel held to the portable path"))
             out.append(f"- **{facet_label(dtype, causal)}.** " + " ".join(p for p in parts if p))
         return "\n".join(out) + "\n"
+
+    @staticmethod
+    def _sdpa_label(row) -> str:
+        """An SDPA row's name; PyTorch's choice with the backend it ran, where known, since it stands in a
+        comparison only when that backend has no forced row of its own there."""
+        used = row.get("backend_used")
+        if row["impl"] == "sdpa" and isinstance(used, str) and used != "unknown":
+            return f"SDPA (PyTorch's choice: {escape.text(used)})"
+        return impl_label(row["impl"])
 
     def _statuses(self, shape, dtype, causal, impl) -> str:
         f = self.b.facet_rows(self.rows, shape, dtype, causal)
@@ -334,14 +378,16 @@ class BenchPage(Page):
         """What sets the pace at small sizes: device time against host and loop time, in words from the data."""
         if not self.has_loop_time:
             return ("This run recorded device time only (the GPU's work for one call alone, with the L2 flushed). "
-                    "It has no host time (the CPU's cost of issuing a call) and no loop time (calls back to back), "
-                    "so this page cannot say whether the shortest calls are limited by the host. Re-collect the "
+                    "It has no host time (the CPU time of one call, timed alone) and no loop time (calls back to "
+                    "back), so this page cannot say whether the shortest calls are limited by the host. Re-collect the "
                     "bench phase with this version of `collect` to measure them.")
         c = self.clock[self.clock["loop_over_device"].notna()]
         hb = self._host_bound()
         ns = sorted(set(c["seq_len"]))
-        out = [f"Device time is the GPU's work for one call alone; a user's loop of calls sees the loop time, which "
-               f"also pays for issuing each call on the CPU. Where the loop time exceeds the device time by more "
+        out = [f"Device time is the GPU's work for one call alone; a user's loop of calls sees the loop time (calls "
+               "issued back to back, timed on the GPU), which also pays for issuing each call on the CPU. Host time "
+               "is measured apart from that loop: the CPU time one call takes to return, each call timed on its own "
+               "while the GPU is kept busy. Where the loop time exceeds the device time by more "
                f"than {fmt.pct(100 * (HOST_BOUND - 1), 2)}, this page calls the call host-bound at that size."]
         if hb.empty:
             out.append(f"No case is host-bound here: at every N from {ns[0]} to {ns[-1]} the loop runs within that "
@@ -351,14 +397,11 @@ class BenchPage(Page):
         per = [f"{impl_label(i)} up to N={int(n)}" for i, n in by_impl.items()]
         out.append(f"Host-bound cases: {join(per)} (in at least one dtype and masking).")
         worst = hb.loc[hb["loop_over_device"].idxmax()]
-        host = worst["host_ms"]
         why = (f"The most host-bound is {impl_label(worst['impl'])} at N={worst['seq_len']} "
                f"({facet_label(worst['dtype'], worst['causal'])}, {shape_label(worst['shape'])}): "
                f"{fmt.ms(worst['loop_ms'])} per call in a loop against {fmt.ms(worst['latency_ms_median'])} of "
                "device time")
-        if host == host and host is not None:
-            why += f", with {fmt.num(worst['host_us_median'])} µs of CPU time to issue each call"
-        out.append(why + ".")
+        out.append(why + host_beside_loop(worst["host_ms"], worst["loop_ms"]) + ".")
         free = [n for n in ns if n > hb["seq_len"].max()]
         if free:
             out.append(f"From N={free[0]} on, every implementation's loop runs within the margin of its device "
@@ -382,15 +425,25 @@ class BenchPage(Page):
         f = f[f["seq_len"].isin(ns)].sort_values(["seq_len", "latency_ms_median"])
         if f.empty:
             return ""
-        rows = [{"impl": impl_label(r["impl"]), "n": r["seq_len"], "host": r["host_us_median"],
+        rows = [{"impl": impl_label(r["impl"]), "n": r["seq_len"], "host": r["host_ms"],
                  "device": r["latency_ms_median"], "loop": r["loop_ms"], "ratio": r["loop_over_device"],
                  "verdict": "host-bound" if r["loop_over_device"] >= HOST_BOUND else "GPU-bound"}
                 for _, r in f.iterrows()]
+        caption = (f"{shape_label(shape)}, {facet_label(dtype, causal)}, the three shortest lengths. Host time: one "
+                   "call timed alone on the CPU, in a measurement of its own; loop time: calls back to back, timed on "
+                   "the GPU.")
+        # A loop cannot run faster than its calls are issued, so a host time above the loop time is the
+        # separate measurement's own slowness; the reader must not take it for the loop's issuing cost.
+        # Counted as the table prints them: a row whose two figures read the same is not "above".
+        above = sum(1 for h, lp in zip(f["host_ms"], f["loop_ms"]) if h > lp and fmt.ms(h) != fmt.ms(lp))
+        if above:
+            caption += (f" In {plural(above, 'row')}, the host time is above the loop time: those calls, timed "
+                        "alone, returned more slowly than the same calls did inside the loop, which cannot run faster "
+                        "than it issues them.")
         return table_html(pd.DataFrame(rows), {
-            "n": "N", "impl": "Implementation", "host": "host time (µs)", "device": "device time",
+            "n": "N", "impl": "Implementation", "host": "host time (one call alone)", "device": "device time",
             "loop": "loop time per call", "ratio": "loop / device", "verdict": "Paced by"},
-            {"host": fmt.num, "device": fmt.ms, "loop": fmt.ms, "ratio": fmt.ratio},
-            caption=f"{shape_label(shape)}, {facet_label(dtype, causal)}, the three shortest lengths.")
+            {"host": fmt.ms, "device": fmt.ms, "loop": fmt.ms, "ratio": fmt.ratio}, caption=caption)
 
     def small_n_figure(self) -> str:
         if not self.has_loop_time:
@@ -451,7 +504,7 @@ class BenchPage(Page):
                 r["naive"] = fmt.ms(naive[n]) if n in naive.index else status("naive")
                 r["vs_naive"] = speedup_words(naive[n] / t) if t and n in naive.index else "n/a"
                 if n in fast.index:
-                    r["sdpa"] = f"{fmt.ms(fast.loc[n, 'latency_ms_median'])} ({impl_label(fast.loc[n, 'impl'])})"
+                    r["sdpa"] = f"{fmt.ms(fast.loc[n, 'latency_ms_median'])} ({self._sdpa_label(fast.loc[n])})"
                     r["vs_sdpa"] = speedup_words(fast.loc[n, "latency_ms_median"] / t) if t else "n/a"
                 else:
                     r["sdpa"], r["vs_sdpa"] = "none ran", "n/a"

@@ -1,0 +1,145 @@
+"""The Benchmarks page's comparisons and verdict words: each kernel counted once, host time never read as a
+share of the loop time, and one printed figure never carrying two verdicts."""
+from __future__ import annotations
+
+import dataclasses
+import html
+
+import synthetic_report as S
+from render.bench_data import BenchData, distinct_sdpa
+from render.pages.bench import BenchPage, describe_gap
+from render.vocab import EVEN, side, speedup_words, versus
+
+SHAPE = (2, 8, 64)
+
+
+def _page(tmp_path, rows) -> BenchPage:
+    run = S.make(tmp_path, bench=rows)
+    return BenchPage(run, [run])
+
+
+def _with_choice(rows, chosen):
+    """rows plus PyTorch's own choice beside each sdpa-flash row: chosen(n) -> (backend it ran, its time as a
+    multiple of the forced flash row's)."""
+    out = list(rows)
+    for r in rows:
+        if r.impl == "sdpa-flash":
+            used, factor = chosen(r.seq_len)
+            t = r.latency_ms_median * factor
+            out.append(dataclasses.replace(r, impl="sdpa", backend_requested=None, backend_used=used,
+                                           latency_ms_median=t, latency_ms_p10=t * 0.97, latency_ms_p90=t * 1.03))
+    return out
+
+
+# ---- the fastest SDPA backend: one sample per kernel ---------------------------------------------
+
+def test_pytorchs_choice_of_a_forced_backend_is_not_a_second_sample_of_it(tmp_path):
+    # PyTorch chose flash at every N and its sample came out 3% quicker than the forced flash row's: the same
+    # kernel, so the comparison must use the forced row, not the quicker of two samples.
+    rows = _with_choice(S.bench_rows(), lambda n: ("flash", 0.97))
+    page = _page(tmp_path, rows)
+    fast = page.b.fastest_sdpa(SHAPE, "float16", False)
+    flash = page.b.latency(SHAPE, "float16", False, "sdpa-flash")
+    assert set(fast["impl"]) == {"sdpa-flash"}
+    assert list(fast["latency_ms_median"]) == list(flash)
+    words = page.findings(SHAPE)
+    assert "the fastest SDPA backend (SDPA flash at every N)" in words and "PyTorch's choice" not in words
+    assert "PyTorch's choice" not in page.speedup_table(SHAPE)
+    choice = page.backend_choice()
+    assert "In every one of them, the backend it chose was also timed forced" in choice
+
+
+def test_pytorchs_choice_stays_where_its_backend_was_not_timed_forced_or_is_unknown(tmp_path):
+    # N=512: it ran cudnn, which no forced row timed; N=1024: the choice is unknown; both are the only sample
+    # of their kernel and stay in. From N=2048 it ran flash, which was timed forced: counted once.
+    chosen = {512: ("cudnn", 0.5), 1024: ("unknown", 0.5)}
+    rows = _with_choice(S.bench_rows(), lambda n: chosen.get(n, ("flash", 0.5)))
+    page = _page(tmp_path, rows)
+    fast = page.b.fastest_sdpa(SHAPE, "float16", False)
+    assert list(fast["impl"]) == ["sdpa", "sdpa", "sdpa-flash", "sdpa-flash"]
+    kept = distinct_sdpa(page.b.ok)
+    assert len(kept[kept["impl"] == "sdpa"]) == 2
+    words = page.findings(SHAPE)
+    # the kept choice is named by the backend it ran, where known
+    assert "SDPA (PyTorch's choice: cudnn), SDPA (PyTorch's choice) and SDPA flash, depending on N" in words
+    choice = page.backend_choice()
+    assert "In 2 of them, the backend it chose was also timed forced" in choice and "In the other 2" in choice
+
+
+def test_a_choice_outside_the_forced_rows_is_not_counted_once(tmp_path):
+    # Without forced rows of the backend it chose, nothing is folded and the page says nothing about it.
+    page = _page(tmp_path, _with_choice(S.bench_rows(), lambda n: ("cudnn", 0.9)))
+    assert set(page.b.fastest_sdpa(SHAPE, "float16", False)["impl"]) == {"sdpa"}
+    assert "timed forced" not in page.backend_choice()
+
+
+def test_distinct_sdpa_keeps_every_row_of_a_run_without_the_choice_recorded(tmp_path):
+    rows = _with_choice(S.bench_rows(), lambda n: ("flash", 0.97))
+    ok = BenchData(S.make(tmp_path, bench=rows)).ok.drop(columns=["backend_used"])
+    assert len(distinct_sdpa(ok)) == len(ok[ok["impl"].str.startswith("sdpa")])
+
+
+# ---- host time beside loop time ------------------------------------------------------------------
+
+def _small_n(tmp_path, host_us):
+    # naive at N=512 is the most host-bound: 0.02 ms of device time, 0.08 ms per call in a loop
+    factor = lambda impl, n: 4.0 if (impl, n) == ("naive", 512) else 3.0 if n <= 1024 else 1.0  # noqa: E731
+    page = _page(tmp_path, S.bench_rows(host_us=host_us, loop_factor=factor))
+    return page, html.unescape(page.small_n_finding()), html.unescape(page.small_n_table())
+
+
+def test_a_host_time_above_the_loop_time_is_not_called_the_cost_of_issuing_a_call(tmp_path):
+    page, text, table = _small_n(tmp_path, host_us=120.0)
+    assert "0.0800 ms per call in a loop against 0.0200 ms of device time" in text
+    assert "to issue" not in text
+    assert "came out above that loop time, at 0.120 ms" in text and "is what a loop of these calls costs" in text
+    assert "Host time is measured apart from that loop" in text
+    # the table shows host time in the loop's unit and says which rows have it above the loop time
+    assert "host time (one call alone)" in table and "<td>0.120 ms</td>" in table
+    # host 0.120 ms against every loop time of the three shortest lengths but naive's at N=1024 and 2048
+    assert "In 7 rows, the host time is above the loop time" in table
+    # a host time that prints as the loop time is not called above it
+    _, _, even = _small_n(tmp_path / "even", host_us=80.0001)
+    assert "In 5 rows" in even  # naive at N=512 (0.0800 ms both) and Triton at N=2048 (0.0960 ms) are not
+
+
+def test_a_host_time_on_par_with_the_loop_time_says_the_host_sets_the_pace(tmp_path):
+    _, text, _ = _small_n(tmp_path, host_us=82.0)
+    assert "is on par with that loop time (0.0820 ms): the loop runs at the pace the host issues calls" in text
+    assert "to issue" not in text
+
+
+def test_a_host_time_below_the_loop_time_is_the_cpu_cost_of_issuing(tmp_path):
+    _, text, _ = _small_n(tmp_path, host_us=20.0)
+    assert "and 0.0200 ms of CPU time to issue one call (host time, measured apart from the loop)" in text
+    assert "above that loop time" not in text and "on par with that loop time" not in text
+
+
+# ---- one printed figure, one verdict -------------------------------------------------------------
+
+def _figure(words: str) -> str:
+    return words.split("(")[-1].rstrip(")") if words.startswith("on par") else words.split()[0]
+
+
+def test_a_figure_just_either_side_of_the_threshold_prints_apart():
+    assert speedup_words(1.053) == "1.053× faster" and speedup_words(1.047) == "on par (1.047×)"
+    assert speedup_words(1 / 1.053) == "1.053× slower"
+    assert versus(1.047, "X") == "on par with X (1.047×)"
+    gap = describe_gap([512, 1024], [1.047, 1.053], "X")
+    assert "on par (1.047×) at N=512" in gap and "1.053× faster at N=1024" in gap
+    # away from the threshold, three figures as before
+    assert speedup_words(2.0) == "2.00× faster" and speedup_words(1.02) == "on par (1.02×)"
+
+
+def test_no_printed_figure_carries_two_verdicts():
+    seen: dict[tuple[str, bool], set[str]] = {}
+    # Steps of 1e-5 across the "faster" threshold: finer than any timing spread, coarse enough for the
+    # six figures fmt.num_vs stops at.
+    for i in range(-3000, 3001):
+        s = EVEN * (1 + i * 1e-5)
+        for x in (s, 1 / s):  # and across the "slower" one
+            w = speedup_words(x)
+            # a figure above 1 reads as "n× faster/slower/on par"; keyed with whether it is the slow side
+            seen.setdefault((_figure(w), x < 1), set()).add(side(x))
+    clash = {k: v for k, v in seen.items() if len(v) > 1}
+    assert clash == {}
