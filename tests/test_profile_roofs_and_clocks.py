@@ -55,7 +55,7 @@ def test_a_call_without_tensor_cores_is_judged_against_the_fp32_roof(tmp_path):
     assert p.binding_roofs()["triton"][0].startswith("tensor fp16")  # tensor cores ran: the tensor roof
     t = text(p.roofline_finding())
     assert "SDPA math, whose matrix multiplies ran without tensor cores, is judged against the FP32 roof" in t
-    assert f"measured DRAM ridge point is {fmt.num(2.0e13 / 4.0e12)} FLOP per byte" in t
+    assert f"measured ridge with the DRAM roof sits at {fmt.num(2.0e13 / 4.0e12)} FLOP per byte" in t
     assert "On its compute-bound side: SDPA math and Triton (ours)." in t  # 8.6 FLOP/B is past the FP32 ridge
     assert "FP32 compute for SDPA math" in p.findings_first()
 

@@ -119,12 +119,10 @@ class HomePage(Page):
 
     @staticmethod
     def _dram(row) -> float:
-        """DRAM bytes read plus written, the writes at least the call's output: Nsight Compute stops counting
-        when the kernel ends, and an output small enough to sit in L2 then has not reached DRAM yet (at the
-        study shape the fused kernel's 4 MiB output showed as about a kilobyte written)."""
+        """DRAM bytes read plus written, the writes at least the call's output (model.dram_moved_bytes)."""
         written = float(row["dram_write_bytes"]) if _ok(row["dram_write_bytes"]) else 0.0
         out = float(row["batch"] * row["heads"] * row["seq_len"] * row["head_dim"]) * ELEMENT_BYTES.get(row["dtype"], 2)
-        return float(row["dram_read_bytes"]) + max(written, out)
+        return model.dram_moved_bytes(float(row["dram_read_bytes"]), written, out)
 
     def bytes_headline(self) -> str:
         pair = self._profile_pair() if self.run.has("profile") else None
