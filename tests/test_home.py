@@ -4,6 +4,7 @@ The small phase-file builders here are shared with test_compare.py.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -200,3 +201,13 @@ def test_the_first_findings_also_judge_the_headline_shape_when_another_comes_clo
     # Where the closest loop is the headline's, one sentence says it.
     single = home(tmp_path / "b", decode=decode_file("h-1", contexts=(1000,))).findings_first()
     assert "its closest loop takes" not in single and single.count("the floor") == 1
+
+
+def test_pytorchs_choice_of_a_forced_backend_is_not_a_second_sample_of_the_fastest(tmp_path):
+    # 'sdpa' ran flash, which was also timed forced: its quicker sample must not stand for the fastest backend.
+    b = bench_file("h-1", triton_ms=1.0, sdpa_ms=1.25)
+    auto = [dataclasses.replace(r, impl="sdpa", backend_requested=None, latency_ms_median=r.latency_ms_median * 0.6)
+            for r in b.rows if r.impl == "sdpa-flash"]
+    b.rows.extend(auto)
+    speed = home(tmp_path, bench=b).speed_headline()
+    assert "1.25× faster than the fastest SDPA backend there (flash" in speed

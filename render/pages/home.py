@@ -16,6 +16,7 @@ from collect.schema import PHASES
 from collect.schema.occupancy import limits_from_device, occupancy
 
 from .. import escape, fmt, model
+from ..bench_data import distinct_sdpa
 from ..vocab import (ELEMENT_BYTES, INT8_PAIRS, STUDY, STUDY_N, dtype_short, floor_pace, impl_color, impl_label, join,
                      plural, versus)
 from .base import Page
@@ -58,7 +59,7 @@ class HomePage(Page):
         if f is not None and not f.empty:
             tri = f[f["impl"] == FUSED].set_index("seq_len")["latency_ms_median"].sort_index()
             naive = f[f["impl"] == "naive"].set_index("seq_len")["latency_ms_median"]
-            sdpa = f[f["impl"].str.startswith("sdpa")].groupby("seq_len")["latency_ms_median"].min()
+            sdpa = distinct_sdpa(f).groupby("seq_len")["latency_ms_median"].min()
             common = [n for n in tri.index if n in naive.index and n in sdpa.index]
             if common:
                 n = common[-1]
@@ -188,7 +189,7 @@ class HomePage(Page):
         shape = _shape_text(r0["batch"], r0["heads"], r0["head_dim"], r0["dtype"], r0["causal"])
         tri = f[f["impl"] == FUSED].set_index("seq_len")["latency_ms_median"].sort_index()
         naive = f[f["impl"] == "naive"].set_index("seq_len")["latency_ms_median"]
-        sdpa = f[f["impl"].str.startswith("sdpa")]
+        sdpa = distinct_sdpa(f)
         parts = []
         common = [n for n in tri.index if n in naive.index]
         if common:
@@ -378,7 +379,7 @@ class HomePage(Page):
             prof = prof[(prof["group"] == "main") & (prof["status"] == "ok") & (prof["batch"] == b)
                         & (prof["heads"] == h) & (prof["head_dim"] == d) & (prof["dtype"] == dt)
                         & (prof["causal"] == STUDY["causal"]) & (prof["seq_len"] == STUDY_N)]
-        sdpa = f[f["impl"].str.startswith("sdpa")] if not f.empty else f
+        sdpa = distinct_sdpa(f) if not f.empty else f
         fastest = sdpa.sort_values("latency_ms_median").iloc[0]["impl"] if not sdpa.empty else None
         out = []
         for impl in [i for i in ("naive", FUSED, fastest) if i]:
