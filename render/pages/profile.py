@@ -1251,4 +1251,26 @@ class ProfilePage(Page):
                 if _ok(r["local_bytes"]) and r["local_bytes"] > 0:
                     lat += f", with {fmt.bytes_(r['local_bytes'])} of register spill traffic"
                 out.append(f"{tile}, maxnreg {r['cap']}: {occ} {lat}.")
+            grid = self._grid_occupancy_words(b)
+            if grid:
+                out.append(f"{tile}: {grid}")
         return "\n".join(f"- {x}" for x in out)
+
+    def _grid_occupancy_words(self, base) -> str:
+        """Where the uncapped kernel's grid is too small to fill what its resources already allow, no register
+        cap can raise achieved occupancy: say so, from the grid the profiler saw and the device's SM count."""
+        k = self.kernels()
+        d = self.run.manifest.device
+        if k.empty or d is None or not d.sm_count or not d.max_warps_per_sm:
+            return ""
+        row = k[k["case_id"] == base["case_id"]]
+        if row.empty or not _ok(row.iloc[0]["grid_size"]) or not _ok(row.iloc[0]["block_size"]):
+            return ""
+        grid, warps = int(row.iloc[0]["grid_size"]), math.ceil(int(row.iloc[0]["block_size"]) / (d.warp_size or 32))
+        per_sm = math.ceil(grid / d.sm_count)
+        ceiling = 100 * min(per_sm * warps, d.max_warps_per_sm) / d.max_warps_per_sm
+        if not _ok(base["theoretical_occupancy_pct"]) or ceiling > base["theoretical_occupancy_pct"] + 0.5:
+            return ""
+        return (f"its grid has {grid} blocks for {d.sm_count} SMs, at most {per_sm} on an SM, so whatever the cap, "
+                f"occupancy cannot pass {fmt.pct(ceiling)}: at this shape the caps can only show what their spills "
+                "cost, not whether more resident warps would help.")
