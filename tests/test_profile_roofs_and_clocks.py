@@ -159,3 +159,20 @@ def test_a_grid_too_small_to_fill_the_sm_is_named_in_the_register_cap_finding():
     named = f"its grid has {int(k['grid_size'])} blocks for {sms} SMs, at most {per_sm} on an SM" in t
     assert named == (ceiling <= base["theoretical_occupancy_pct"] + 0.5)
     assert named  # on the H200 run: 256 blocks of 8 warps, at most 2 an SM, 25% against a theoretical 25%
+
+
+def test_kernels_faster_than_the_measured_l2_roof_make_the_page_call_it_a_rate():
+    from pathlib import Path
+
+    from render.runs import load_run
+    runs = sorted(p for p in (Path(__file__).resolve().parent.parent / "data" / "runs").iterdir()
+                  if (p / "profile.json").exists())
+    run = load_run(runs[-1])
+    page = ProfilePage(run, [run])
+    roof = page.roofs(page.headline)["l2"].value
+    k = page.kernels()
+    faster = int(((k["l2_bytes"] / (k["duration_ms"] * 1e-3)) > roof).sum())
+    said = page._l2_roof_exceeded()
+    assert bool(said) == (faster > 0)
+    if faster:
+        assert f"{faster} profiled kernel" in said and said in page.roofline_finding()
