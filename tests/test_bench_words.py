@@ -143,3 +143,28 @@ def test_no_printed_figure_carries_two_verdicts():
             seen.setdefault((_figure(w), x < 1), set()).add(side(x))
     clash = {k: v for k, v in seen.items() if len(v) > 1}
     assert clash == {}
+
+
+def test_comparisons_at_different_sm_clocks_are_counted_and_the_widest_named():
+    from pathlib import Path
+
+    from render.pages.bench import BenchPage
+    from render.runs import load_run
+    runs = sorted(p for p in (Path(__file__).resolve().parent.parent / "data" / "runs").iterdir()
+                  if (p / "bench.json").exists())
+    run = load_run(runs[-1])
+    page = BenchPage(run, [run])
+    said = page._clock_gap_sentence()
+    # Recount from the rows: our kernel against the fastest distinct SDPA row, per case.
+    gaps = []
+    for shape in page.shapes():
+        for dtype, causal in page.facets(shape):
+            f = page.b.facet_rows(page.ok, shape, dtype, causal)
+            ours = f[f["impl"] == "triton"].set_index("seq_len")["sm_clock_mhz"]
+            fast = page.b.fastest_sdpa(shape, dtype, causal)
+            gaps += [abs(ours[n] / fast.loc[n, "sm_clock_mhz"] - 1) for n in ours.index.intersection(fast.index)]
+    apart = sum(g > page.CLOCK_GAP for g in gaps)
+    assert bool(said) == (apart > 0)
+    if apart:
+        assert said.startswith(f" In {apart} of {len(gaps)} comparisons") and "The widest gap is at" in said
+        assert said in page.summary()
