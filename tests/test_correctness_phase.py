@@ -262,6 +262,9 @@ def _page(tmp_path, **kw) -> CorrectnessPage:
 def test_page_figures_have_their_ids(tmp_path):
     page = _page(tmp_path)
     heat, lines = page.heatmap_figure(), page.error_vs_seq_figure()
+    # The caption counts the drawn points it leaves out, not every exact case of the grid.
+    left_out = int((page._lines()["max_abs_err"] == 0).sum())
+    assert (f"{left_out} point" in lines) == (left_out > 0) and "with an error of exactly zero" not in lines
     assert 'id="fig-correctness-error-heatmap"' in heat and "exact" in heat
     assert 'id="fig-correctness-error-vs-seq"' in lines
     assert "synthetic-20261129" in heat and "NVIDIA H200" in lines

@@ -403,9 +403,11 @@ class CorrectnessPage(Page):
         fig.update_yaxes(title_text="max |out − ref| (absolute)", row=1, col=1)
         fig.update_yaxes(title_text="max |out − ref| / max |ref| (normwise)", row=1, col=2)
         dims = join(self._main_dims())
-        exact = int((self.ok["max_abs_err"] == 0).sum())
-        note = (f" {exact} case{'s' if exact != 1 else ''} with an error of exactly zero cannot sit on the log axis "
-                "and are left out.") if exact else ""
+        # Counted among the plotted points (the largest error at one length), not among all cases: a zero
+        # hidden under another case's error at that length, or at a head_dim not drawn, is not left out here.
+        exact = int((lines["max_abs_err"] == 0).sum())
+        note = (f" {exact} point{'s' if exact != 1 else ''} whose largest error is exactly zero cannot sit on the "
+                "log axis and are left out.") if exact else ""
         return self.figure("error-vs-seq", fig,
                            f"Largest error over batch sizes and head_dim {dims} at each sequence length; solid lines "
                            f"causal, dotted non-causal; dashed lines mark each dtype's unit roundoff u.{note} "
