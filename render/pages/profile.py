@@ -260,9 +260,18 @@ class ProfilePage(Page):
                     out.append(why)
         if not many.empty:
             top = many.loc[many["gap_ms"].idxmax()]
-            out.append(f"Calls of several kernels take longer on our clock than their kernels add up to, by up to "
-                       f"{fmt.ms(top['gap_ms'])} ({impl_label(top['impl'])}, {plural(int(top['kernels']), 'kernel')}): "
-                       "the time between kernels, which per-kernel durations leave out.")
+            text = (f"Calls of several kernels take longer on our clock than their kernels add up to, by up to "
+                    f"{fmt.ms(top['gap_ms'])} ({impl_label(top['impl'])}, {plural(int(top['kernels']), 'kernel')})")
+            # A single kernel already carries an offset of its own (the events around it); only what exceeds
+            # that is time between kernels.
+            single = df[df["kernels"] == 1]["gap_ms"].dropna() if "gap_ms" in df else pd.Series(dtype=float)
+            if not single.empty and single.median() > 0:
+                text += (f". A single kernel's call already reads a median {fmt.num(single.median() * 1e3)} µs longer "
+                         "on our clock (the events around it); what several kernels add beyond that is the time "
+                         "between them, which per-kernel durations leave out.")
+            else:
+                text += ": the time between kernels, which per-kernel durations leave out."
+            out.append(text)
         return " ".join(out)
 
     # SM clocks of one call under the profiler and on our clock within this share of each other are "the same".
