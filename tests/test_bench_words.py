@@ -146,13 +146,9 @@ def test_no_printed_figure_carries_two_verdicts():
 
 
 def test_comparisons_at_different_sm_clocks_are_counted_and_the_widest_named():
-    from pathlib import Path
-
+    from committed import latest_run
     from render.pages.bench import BenchPage
-    from render.runs import load_run
-    runs = sorted(p for p in (Path(__file__).resolve().parent.parent / "data" / "runs").iterdir()
-                  if (p / "bench.json").exists())
-    run = load_run(runs[-1])
+    run = latest_run("bench.json")
     page = BenchPage(run, [run])
     said = page._clock_gap_sentence()
     # Recount from the rows: our kernel against the fastest distinct SDPA row, per case.

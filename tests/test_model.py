@@ -128,14 +128,10 @@ def test_the_naive_code_as_written_moves_two_and_a_half_times_the_textbook_s_tra
 
 
 def test_the_traffic_finding_sets_the_time_against_the_code_as_written():
-    from pathlib import Path
-
+    from committed import latest_run
     from render.pages.byte_arithmetic import ByteArithmeticPage
-    from render.runs import load_run
 
-    runs = sorted(p for p in (Path(__file__).resolve().parent.parent / "data" / "runs").iterdir()
-                  if (p / "bench.json").exists())
-    run = load_run(runs[-1])
+    run = latest_run("bench.json")
     page = ByteArithmeticPage(run, [run])
     text = page.traffic_finding(page.shapes()[0])
     assert "scales the scores in a kernel of its own" in text and "against those bytes it took" in text

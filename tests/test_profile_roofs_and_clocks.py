@@ -142,12 +142,8 @@ def test_the_reproduce_page_reports_the_clocks_it_measured(tmp_path):
 
 def test_a_grid_too_small_to_fill_the_sm_is_named_in_the_register_cap_finding():
     # Committed H200 run: 256 blocks of 8 warps on 132 SMs is at most 2 blocks, 16 of 64 warp slots, an SM.
-    from pathlib import Path
-
-    from render.runs import load_run
-    runs = sorted(p for p in (Path(__file__).resolve().parent.parent / "data" / "runs").iterdir()
-                  if (p / "profile.json").exists())
-    run = load_run(runs[-1])
+    from committed import latest_run
+    run = latest_run("profile.json")
     page = ProfilePage(run, [run])
     t = page.regcap_finding()
     sms, slots = run.manifest.device.sm_count, run.manifest.device.max_warps_per_sm
@@ -162,12 +158,8 @@ def test_a_grid_too_small_to_fill_the_sm_is_named_in_the_register_cap_finding():
 
 
 def test_kernels_faster_than_the_measured_l2_roof_make_the_page_call_it_a_rate():
-    from pathlib import Path
-
-    from render.runs import load_run
-    runs = sorted(p for p in (Path(__file__).resolve().parent.parent / "data" / "runs").iterdir()
-                  if (p / "profile.json").exists())
-    run = load_run(runs[-1])
+    from committed import latest_run
+    run = latest_run("profile.json")
     page = ProfilePage(run, [run])
     roof = page.roofs(page.headline)["l2"].value
     k = page.kernels()

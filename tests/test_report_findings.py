@@ -330,12 +330,8 @@ def test_the_speedup_table_names_the_path_each_length_took(tmp_path):
 
 
 def test_the_datasheet_note_says_which_l2_the_pages_use_where_the_two_differ():
-    from pathlib import Path
-
-    from render.runs import load_run
-    runs = sorted(p for p in (Path(__file__).resolve().parent.parent / "data" / "runs").iterdir()
-                  if p.name.startswith("h200") and (p / "manifest.json").exists())
-    page = HardwarePage(*_one(load_run(runs[-1])))
+    from committed import latest_run
+    page = HardwarePage(*_one(latest_run(prefix="h200")))
     d, sheet = page.run.manifest.device, page.sheet
     note = text(page.datasheet_note())
     differs = abs(d.l2_bytes / sheet.l2_bytes - 1) > 0.05
