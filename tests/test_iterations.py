@@ -377,6 +377,11 @@ def test_ceiling_and_limits_findings_use_the_data():
     assert fmt.flops(7.5e14) in page.ceiling_finding()
     limits = page.limits_finding()
     assert "168 registers a thread" in limits and "1 block of 12 warps per SM" in limits
+    # The goal is reached (median and floor): no "where it falls short", whatever a single case shows.
+    assert "falls short" not in limits
+    missed = html.unescape(_with_bench_and_profile(sample_file(final="v1-wide")).limits_finding())
+    assert missed.startswith("Where it falls short, the compiled kernel alone cannot name the bottleneck. ")
+    assert "  " not in missed
 
 
 def test_tables_and_figure_render():
