@@ -449,23 +449,29 @@ class DecodePage(Page):
                 f"and the graph's step time {fmt.ratio(hi.step_ms_median / lo.step_ms_median)}.")
 
     def size_finding(self) -> str:
-        """Which model comes closer to its floor: where decode turns bandwidth-bound."""
-        best = []
-        for model in self.models():
-            g = self.ok[(self.ok["model"] == model) & (self.ok["variant"] == "graph") & self.ok["achieved_over_floor"].notna()]
-            if not g.empty:
-                best.append((model, g.loc[g["achieved_over_floor"].idxmin()]))
-        if len(best) < 2:
+        """Which model comes closer to its floor, at a shape both ran (the longest context of the largest batch
+        they share): where decode turns bandwidth-bound. Each model's best over every shape would set one
+        model's batch 64 beside another's batch 4."""
+        g = self.ok[(self.ok["variant"] == "graph") & self.ok["achieved_over_floor"].notna()]
+        models = [m for m in self.models() if m in set(g["model"])]
+        if len(models) < 2:
             return ""
-        best.sort(key=lambda x: x[1].achieved_over_floor)
-        (m1, r1), (m2, r2) = best[0], best[-1]
-        text = (f"Closest approach to the floor, CUDA-graph step: {escape.text(m1)} at "
-                f"{fmt.ratio(r1.achieved_over_floor)} (batch {r1.batch}, context {r1.context}) against "
-                f"{escape.text(m2)}'s {fmt.ratio(r2.achieved_over_floor)} (batch {r2.batch}, context {r2.context}).")
+        shared = set.intersection(*({(int(r.batch), int(r.context)) for r in g[g["model"] == m].itertuples()}
+                                    for m in models))
+        if not shared:
+            return (f"No shape ran the CUDA-graph step of {join(escape.text(m) for m in models)} alike, so which comes "
+                    "closer to its floor cannot be said here.")
+        b, c = max(shared)
+        rows = sorted((self.row(m, "graph", b, c) for m in models), key=lambda r: r.achieved_over_floor)
+        r1, r2 = rows[0], rows[-1]
+        text = (f"Closest approach to the floor, CUDA-graph step, at batch {b}, context {c} (a shape both ran): "
+                f"{escape.text(r1.model)} at {fmt.ratio(r1.achieved_over_floor)} against {escape.text(r2.model)}'s "
+                f"{fmt.ratio(r2.achieved_over_floor)}.")
         # Said only where the data bear it out: the closer step is the one moving more bytes.
-        if r2.achieved_over_floor < SAME_APPROACH * r1.achieved_over_floor:
-            text += (f" The two are within {fmt.pct(100 * (SAME_APPROACH - 1))} of each other: too close to say that "
-                     "either comes closer, or why.")
+        gap = r2.achieved_over_floor / r1.achieved_over_floor
+        if gap < SAME_APPROACH:
+            text += (f" They are {fmt.pct(100 * (gap - 1))} apart, within the {fmt.pct(100 * (SAME_APPROACH - 1))} "
+                     "that repeated collects move a step: too close to say that either comes closer, or why.")
         elif r1.bytes_per_step > r2.bytes_per_step:
             text += " The step that moves more bytes spreads its fixed costs over them and comes closer."
         else:
