@@ -888,7 +888,7 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
     result = DecodeFile(
         schema_version=SCHEMA_VERSION, run_id=run_id,
         dtype=str(torch_dtype).removeprefix("torch."), dtype_reason=reason,
-        prompt=f"random token ids, torch.Generator seeded from {SEED}, batch and context; no tokenizer",
+        prompt=f"random token ids from a torch.Generator seeded by {SEED}, the batch and the context; no tokenizer",
         floor_bandwidth_bytes_per_s=bandwidth, floor_bandwidth_source=bandwidth_source,
         warmup_steps=plan.warmup_steps, graph_step=graph_step,
     )

@@ -453,3 +453,23 @@ def test_the_judged_choices_are_listed_fastest_first_and_new_kv_is_described_onl
                       decode_file("synthetic-20261129", launch=True))
     out = Report.load(tmp_path / "s").render_markdown((REPO_ROOT / "docs" / "decode.md").read_text(), "decode.md")
     assert "cache write moved" not in " ".join(out.split()) and "Every attention choice" not in out
+
+
+def test_the_agreement_target_names_the_models_it_checked(tmp_path):
+    # The synthetic run checks gpt2 only, as the phase does: the verdict is gpt2's, and gpt2-xl is named as unchecked.
+    t = page(tmp_path).targets_table()
+    row = t[t.index("every variant agrees"):].split("</tr>")[0]
+    assert "variants of gpt2 (gpt2-xl not checked)" in row
+
+
+def test_a_memory_pair_that_never_peaks_below_says_so_and_captions_say_what_they_draw(tmp_path):
+    f = decode_file("synthetic-20261129", int8_peak_extra=4000 * MiB)  # every int8 graph step peaks above bf16's
+    p = write(tmp_path, f)
+    summary = p.memory_summary()
+    assert "peaks at or above bf16 graph at every one of the" in summary and "below bf16 graph at 0 of" not in summary
+    assert "graph step&#x27;s bandwidth floor (an int8 cache&#x27;s is lower" in p.time_figure()
+    assert "interpolated between them" not in p.latency_figure()  # 12 loops a row
+    for r in f.rows:
+        r.loops_timed = 3 if r.loops_timed else r.loops_timed
+    few = write(tmp_path / "few", f).latency_figure()
+    assert "each row times 3 loops, so these are interpolated between them" in few

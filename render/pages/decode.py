@@ -183,7 +183,8 @@ class DecodePage(Page):
         counts = self.rows["status"].value_counts()
         status = join(f"{counts[s]} {s}" for s in ("ok", "oom", "unsupported", "error", "skipped") if s in counts)
         text = (f"This run decoded {len(self.rows)} rows ({status}) on {escape.text(join(self.models()))}, "
-                f"{d.warmup_steps} warm-up steps before each row's timed steps, prompts of {escape.text(d.prompt)}. ")
+                f"{d.warmup_steps} warm-up steps before each row's timed steps. Prompts, as the run describes them: "
+                f"{escape.text(d.prompt)}. ")
         if d.dtype_reason:
             text += f"Weights, activations and float caches are {escape.text(d.dtype_reason)}. "
         if d.graph_step:
@@ -397,7 +398,10 @@ class DecodePage(Page):
                                         "(torch profiler, a few steps averaged; where kernels overlap, the time is "
                                         "charged once, to the one that started first) and the time the GPU sat idle "
                                         "between kernels (loop step time minus kernel time); the dashed line is the "
-                                        f"bandwidth floor. {self.data.dtype}, {self._weights_words()}.",
+                                        f"{self.f} graph step's bandwidth floor (an int8 cache's is lower: its floor "
+                                        "is in the tables). Bars stack on a log axis, so a segment's length is not its "
+                                        f"share of the step; hover for each. {self.data.dtype}, "
+                                        f"{self._weights_words()}.",
                            height=300 * len(shapes) + 80)
 
     def overhead_finding(self) -> str:
@@ -612,7 +616,10 @@ class DecodePage(Page):
         out = []
         for int8, base in INT8_PAIRS:
             n, regressions = self.peak_regressions(int8, base)
-            if n:
+            if n and len(regressions) == n:  # none below: say what happened, not "below at 0 of n"
+                out.append(f"{escape.text(self.label(int8))} peaks at or above {escape.text(self.short(base))} at "
+                           f"every one of the {n} shapes where both ran")
+            elif n:
                 out.append(f"{escape.text(self.label(int8))} peaks below {escape.text(self.short(base))} at "
                            f"{n - len(regressions)} of the {n} shapes where both ran"
                            f"{self._except([escape.text(o) for o in regressions])}")
@@ -735,6 +742,12 @@ class DecodePage(Page):
 
     # --- targets ---------------------------------------------------------------------------
 
+    def _unchecked_models(self, checked: pd.DataFrame) -> str:
+        """The models this run decoded whose variants the agreement check did not compare: named, so a verdict
+        over the others is not read as theirs. Plain text: the table escapes its cells."""
+        rest = [m for m in self.models() if m not in set(checked["model"])]
+        return f" ({join(rest)} not checked)" if rest else ""
+
     def targets_table(self) -> str:
         rows = []
         for model, b, c, target in FLOOR_TARGETS:
@@ -759,7 +772,7 @@ class DecodePage(Page):
                                "positions outside near-ties (teacher-forced)",
                      "measured": "not measured" if a.empty else
                      f"{fmt.pct_vs(100 * a['agreement'].min(), 100 * AGREEMENT_TARGET, 4)} at worst over {len(a)} "
-                     "variants",
+                     f"variants of {join(dict.fromkeys(a['model']))}" + self._unchecked_models(a),
                      "verdict": verdict(ok)})
         speed = self.micro_speedups()
         sel = [k for k in speed.index if k[0] >= MICRO_SPEEDUP_BATCH and k[1] >= MICRO_SPEEDUP_CONTEXT]
@@ -876,8 +889,11 @@ class DecodePage(Page):
                 shown.add("floor")
             fig.update_yaxes(type="log", title_text="step time (ms)" if j == 1 else None, row=1, col=j)
             fig.update_xaxes(title_text="context (prompt tokens)", row=1, col=j)
+        loops = self.ok["loops_timed"].dropna() if "loops_timed" in self.ok else pd.Series(dtype=float)
+        few = (f" (each row times {fmt.span(loops.min(), loops.max(), lambda v: f'{v:.0f}')} loops, so these are "
+               "interpolated between them)") if len(loops) and loops.max() < 10 else ""
         return self.figure("latency", fig, "Loop time of one decode step against context, log scale; bars span p10 to "
-                                           "p90 of the timed loops; the dashed line is the bandwidth floor (weights "
+                                           f"p90 of the timed loops{few}; the dashed line is the bandwidth floor (weights "
                                            "plus cache over copy bandwidth). Hover for tokens/s. "
                                            f"{self.data.dtype}, {self._weights_words()}.")
 
