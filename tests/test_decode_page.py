@@ -170,6 +170,7 @@ def test_the_read_only_twin_says_whether_the_kernel_count_alone_misses_the_targe
     # any speed of our kernels; at a twentieth (1.9x) the kernel count leaves room and the gap is ours.
     slow = page(tmp_path / "a", graph_scale=20.0, read_floor=0.5).time_finding()
     assert "each only reading the bytes its counterpart must read, take 1.88 ms, 18.8× the floor" in slow
+    assert "launched the same way" not in slow  # the twin has none of the step's prefetches or late triggers
     assert "The step takes 2.00× that." in slow
     assert "Even plain reads in this many kernels miss the target of 3.00×" in slow
     roomy = page(tmp_path / "b", graph_scale=20.0, read_floor=0.05).time_finding()

@@ -335,9 +335,10 @@ class DecodePage(Page):
         read = r.get("read_floor_ms")
         if not _ok(read) or not _ok(r.floor_ms) or read <= 0:
             return ""
-        text = (f" The same kernels, launched the same way but each only reading the bytes its counterpart must "
-                f"read, take {fmt.ms(read)}, {fmt.ratio(read / r.floor_ms)} the floor: the cost of moving the step's "
-                f"bytes in this many kernels on this GPU. The step takes {fmt.ratio(r.step_ms_median / read)} that.")
+        text = (f" The same number of kernels in one graph, each only reading the bytes its counterpart must "
+                f"read, take {fmt.ms(read)}, {fmt.ratio(read / r.floor_ms)} the floor: about what moving the step's "
+                f"bytes in this many plain reads costs on this GPU. The step takes {fmt.ratio(r.step_ms_median / read)} "
+                "that.")
         if target is not None:
             if read / r.floor_ms > target:
                 text += (f" Even plain reads in this many kernels miss the target of {fmt.ratio(target)}, so faster "
