@@ -18,6 +18,11 @@ def s_matrix_bytes(n: int, e: int = 2, heads: int = 1) -> int:
     return heads * e * n * n
 
 
+def output_bytes(n: int, d: int, e: int = 2, heads: int = 1) -> int:
+    """O written once: what every attention call must write, fused or not."""
+    return heads * e * n * d
+
+
 def endpoint_bytes(n: int, d: int, e: int = 2, heads: int = 1) -> int:
     """Q, K, V read and O written once."""
     return heads * 4 * e * n * d

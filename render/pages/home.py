@@ -122,8 +122,9 @@ class HomePage(Page):
     def _dram(row) -> float:
         """DRAM bytes read plus written, the writes at least the call's output (model.dram_moved_bytes)."""
         written = float(row["dram_write_bytes"]) if _ok(row["dram_write_bytes"]) else 0.0
-        out = float(row["batch"] * row["heads"] * row["seq_len"] * row["head_dim"]) * ELEMENT_BYTES.get(row["dtype"], 2)
-        return model.dram_moved_bytes(float(row["dram_read_bytes"]), written, out)
+        out = model.output_bytes(row["seq_len"], row["head_dim"], ELEMENT_BYTES.get(row["dtype"], 2),
+                                 row["batch"] * row["heads"])
+        return model.dram_moved_bytes(float(row["dram_read_bytes"]), written, float(out))
 
     def bytes_headline(self) -> str:
         pair = self._profile_pair() if self.run.has("profile") else None

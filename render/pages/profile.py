@@ -134,7 +134,8 @@ class ProfilePage(Page):
 
     @staticmethod
     def _output_bytes(row) -> float:
-        return float(row["batch"] * row["heads"] * row["seq_len"] * row["head_dim"]) * ELEMENT_BYTES.get(row["dtype"], 2)
+        return float(model.output_bytes(row["seq_len"], row["head_dim"], ELEMENT_BYTES.get(row["dtype"], 2),
+                                        row["batch"] * row["heads"]))
 
     @staticmethod
     def _dram(row) -> float | None:
