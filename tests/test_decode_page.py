@@ -256,7 +256,9 @@ def test_an_older_run_with_the_previous_variants_still_renders(tmp_path):
                                         prompt_len=512, positions=65, status="ok", top1_agreement=0.99)])
     p = write(tmp_path, old, "old")
     text = all_output(p)
-    assert "int8 cache, Triton kernel, eager" in text and "transformers, eager loop (host-bound)" in text
+    # Nothing of that run was profiled, so nothing shows the eager loop bound by its host.
+    assert "int8 cache, Triton kernel, eager" in text and "transformers, eager loop" in text
+    assert "(host-bound)" not in text
     assert "less than bf16 eager" in p.memory_finding() or "more than bf16 eager" in p.memory_finding()
 
 
@@ -283,6 +285,20 @@ def test_host_bound_is_said_only_when_the_profile_shows_an_idle_gpu(tmp_path):
         if r.variant == "hf-eager" and r.kernel_ms_per_step is not None:
             r.kernel_ms_per_step = 0.1 * r.step_ms_median
     assert "busy for only 10.0% of transformers' eager step" in write(tmp_path / "b", f).overhead_finding()
+
+
+def test_the_eager_loop_is_labelled_host_bound_only_where_every_profile_shows_an_idle_gpu(tmp_path):
+    busy = page(tmp_path / "a")  # its profiled transformers steps keep the GPU busy 70% of the time
+    assert busy.label("hf-eager") == "transformers, eager loop" and not busy.hf_host_bound()
+    f = decode_file("synthetic-20261129")
+    profiled = [r for r in f.rows if r.variant == "hf-eager" and r.kernel_ms_per_step is not None]
+    assert len(profiled) >= 2
+    for r in profiled:
+        r.kernel_ms_per_step = 0.1 * r.step_ms_median
+    idle = write(tmp_path / "b", f)
+    assert idle.hf_host_bound() and idle.label("hf-eager") == "transformers, eager loop (host-bound)"
+    profiled[0].kernel_ms_per_step = 0.9 * profiled[0].step_ms_median  # one shape where the GPU sets the pace
+    assert not write(tmp_path / "c", f).hf_host_bound()
 
 
 def test_loop_comparisons_say_faster_slower_or_on_par(tmp_path):

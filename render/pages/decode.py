@@ -124,7 +124,23 @@ class DecodePage(Page):
 
     def label(self, variant: str) -> str:
         # Only our own labels are templates: a name from the data is shown as it is, never formatted.
+        if variant in ("hf-eager", "hf") and not self.hf_host_bound():
+            return "transformers, eager loop"
         return VARIANT_LABELS[variant].format(f=self.f) if variant in VARIANT_LABELS else str(variant)
+
+    def hf_host_bound(self) -> bool:
+        """Whether this run shows transformers' eager loop bound by its host: it was profiled, and every
+        profiled step of it kept the GPU busy for less than HOST_BOUND of its loop time. On a slow GPU
+        with a fast host it need not be, so the label is read from the data, not assumed."""
+        return self._hf_busy_shares is not None and bool((self._hf_busy_shares < HOST_BOUND).all())
+
+    @cached_property
+    def _hf_busy_shares(self) -> pd.Series | None:
+        f = self.ok[self.ok["variant"].isin(("hf-eager", "hf"))] if not self.ok.empty else self.ok
+        if f.empty or "kernel_ms_per_step" not in f:
+            return None
+        shares = (f["kernel_ms_per_step"] / f["step_ms_median"]).dropna()
+        return None if shares.empty else shares
 
     def short(self, variant: str) -> str:
         return SHORT_LABELS[variant].format(f=self.f) if variant in SHORT_LABELS else str(variant)
