@@ -88,6 +88,19 @@ def verdict(ok: bool | None) -> str:
     return "not measured" if ok is None else ("met" if ok else "not met")
 
 
+def spread_verdict(value: float, lo: float | None, hi: float | None, target: float) -> str:
+    """A most-this-much target judged on a value whose timed loops spread from lo to hi: met or not
+    where the whole spread falls on one side of the target, 'too close to call' where it spans it."""
+    if _ok(lo) and _ok(hi) and lo <= target < hi:
+        return "too close to call: the timed loops' spread spans the target"
+    return verdict(value <= target)
+
+
+def spread_words(lo: float | None, hi: float | None, show) -> str:
+    """' (p10-p90 lo-hi)' for a measured cell, or nothing where the loops' spread is unknown."""
+    return f" (loops' p10–p90: {show(lo)}–{show(hi)})" if _ok(lo) and _ok(hi) else ""
+
+
 def _ok(x) -> bool:
     return x is not None and not (isinstance(x, float) and pd.isna(x))
 
@@ -769,19 +782,28 @@ class DecodePage(Page):
         rows = []
         for model, b, c, target in FLOOR_TARGETS:
             g = self.row(model, "graph", b, c)
-            ok = None if g is None or not _ok(g.achieved_over_floor) else bool(g.achieved_over_floor <= target)
+            if g is None or not _ok(g.achieved_over_floor) or not _ok(g.floor_ms):
+                rows.append({"target": f"CUDA-graph step within {fmt.ratio(target)} of the bandwidth floor at {model}, "
+                                       f"batch {b}, context {c}", "measured": "not measured", "verdict": verdict(None)})
+                continue
+            lo, hi = (g.get(k) / g.floor_ms if _ok(g.get(k)) else None for k in ("step_ms_p10", "step_ms_p90"))
             rows.append({"target": f"CUDA-graph step within {fmt.ratio(target)} of the bandwidth floor at {model}, "
                                    f"batch {b}, context {c}",
-                         "measured": "not measured" if ok is None else fmt.ratio_vs(g.achieved_over_floor, target),
-                         "verdict": verdict(ok)})
+                         "measured": fmt.ratio_vs(g.achieved_over_floor, target) + spread_words(lo, hi, fmt.ratio),
+                         "verdict": spread_verdict(g.achieved_over_floor, lo, hi, target)})
         model, b, c, target = INT8_STEP_TARGET
         g, q = self.row(model, "graph", b, c), self.row(model, "int8-graph", b, c)
-        ok = None if g is None or q is None else bool(q.step_ms_median <= target * g.step_ms_median)
-        rows.append({"target": f"int8-graph step at most {fmt.num(target)} of the graph step at {model}, batch {b}, "
-                               f"context {c}",
-                     "measured": "not measured" if ok is None else fmt.num_vs(q.step_ms_median / g.step_ms_median,
-                                                                              target),
-                     "verdict": verdict(ok)})
+        label = f"int8-graph step at most {fmt.num(target)} of the graph step at {model}, batch {b}, context {c}"
+        if g is None or q is None:
+            rows.append({"target": label, "measured": "not measured", "verdict": verdict(None)})
+        else:
+            # The ratio's widest range over the two rows' loop spreads: the int8 step's fastest loop
+            # against the float step's slowest, and the other way round.
+            ends = [q.get(a) / g.get(b) if _ok(q.get(a)) and _ok(g.get(b)) else None
+                    for a, b in (("step_ms_p10", "step_ms_p90"), ("step_ms_p90", "step_ms_p10"))]
+            r = q.step_ms_median / g.step_ms_median
+            rows.append({"target": label, "measured": fmt.num_vs(r, target) + spread_words(*ends, fmt.num),
+                         "verdict": spread_verdict(r, *ends, target)})
         a = self.agreement[self.agreement["status"] == "ok"] if not self.agreement.empty else self.agreement
         a = a[a["agreement"].notna()] if not a.empty else a
         ok = None if a.empty else bool(a["agreement"].min() >= AGREEMENT_TARGET)
