@@ -391,6 +391,13 @@ class Tuning:
     # deeper tiles split less (128 deep at 0.5-2 programs per SM, 256 deep) lost again: 0.415-0.452 ms
     # at gpt2 and 2.58-3.42 at gpt2-xl, against 0.390 and 2.32, although a single product timed alone
     # ran up to 1.15x faster with them. In the step, kernels overlap and share L2.
+    # Fewer splits, to spare the split-K handshake (its partials' round trip through L2), lost for
+    # every product (H200, 2026-12-01, batch 4, prompt 960, one product retiled at a time, graphs side
+    # by side, attention fixed): the qkv product unsplit or in two 128-deep splits took gpt2's step
+    # from 0.366 to 0.431 / 0.390 ms and gpt2-xl's from 2.26 to 2.81 / 2.52; the MLP's first product
+    # unsplit in 16- or 32-wide tiles 0.377-0.420 and 2.78-2.79; the projection unsplit 16 wide 0.371
+    # and 2.66. Narrower tiles split as often (projection 32 wide in two, MLP output 32 wide in four)
+    # were within 1.3% either way. A program streaming a deep slice alone has too few loads in flight.
     few_rows: RowTiles = field(default_factory=lambda: RowTiles(2.0, 2, 64, 64, 4, 4, max_partial_kib=32))
     # More rows (32-128-row tiles; measured at 64). With the 16-row settings, gpt2's step at batch 64
     # (prompt 472, H200, 2026-11-30) took 1.025 ms and its products ran at a fifth to a third of the
