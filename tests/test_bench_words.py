@@ -164,3 +164,22 @@ def test_comparisons_at_different_sm_clocks_are_counted_and_the_widest_named():
     if apart:
         assert said.startswith(f" In {apart} of {len(gaps)} comparisons") and "The widest gap is at" in said
         assert said in page.summary()
+
+
+# ---- the first call: compiled, or loaded from Triton's cache -------------------------------------
+
+def _first_calls(tmp_path, warmup):
+    rows = [dataclasses.replace(r, warmup_s=warmup(r.seq_len)) for r in S.bench_rows()]
+    return html.unescape(_page(tmp_path, rows).first_call_note())
+
+
+def test_first_calls_too_short_to_compile_are_said_to_come_from_the_cache(tmp_path):
+    quick = _first_calls(tmp_path / "a", lambda n: 0.013)
+    assert "(compilation, or loading the compiled kernel from Triton's cache; excluded" in quick
+    assert "Every one of them took under 0.5 s" in quick and "came from Triton's cache" in quick
+    assert "autotun" not in quick  # the rows record the config that ran, not that an autotuner chose it
+    some = _first_calls(tmp_path / "b", lambda n: 3.0 if n == 512 else 0.013)
+    assert "3 of them took under 0.5 s" in some and "Every one" not in some
+    slow = _first_calls(tmp_path / "c", lambda n: 3.0)
+    assert "cache." not in slow and "came from" not in slow
+

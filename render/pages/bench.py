@@ -505,15 +505,29 @@ class BenchPage(Page):
                            "calls runs at the GPU's pace; above the dashed line the host sets the pace. "
                            f"{shape_label(shape)}; rows: dtype, columns: masking.", height=300 * nrows + 140)
 
-    def autotune_note(self) -> str:
+    # A first call that took less than this cannot have compiled our kernel: compiling one config takes
+    # seconds (kernels/attention.py), loading a compiled one from Triton's on-disk cache milliseconds.
+    COMPILE_S = 0.5
+
+    def first_call_note(self) -> str:
+        """What the untimed first call of each Triton case cost, and, where it was too short to compile,
+        that the kernel came from Triton's cache. Autotuning is not named: flash_attention's rows record the
+        tile config that ran, not that an autotuner chose it."""
         t = self.rows[(self.rows["impl"] == FUSED) & self.rows["warmup_s"].notna()]
         if t.empty:
             return ""
         worst = t.loc[t["warmup_s"].idxmax()]
-        return (f"The first call of each Triton case (compilation and autotuning, excluded from every number above) "
-                f"took {fmt.num(t['warmup_s'].sum())} s over the {len(t)} Triton cases, at most "
-                f"{fmt.num(worst['warmup_s'])} s ({shape_label(worst['shape'])}, "
+        text = (f"The first call of each Triton case (compilation, or loading the compiled kernel from Triton's "
+                f"cache; excluded from every number above) took {fmt.num(t['warmup_s'].sum())} s over the {len(t)} "
+                f"Triton cases, at most {fmt.num(worst['warmup_s'])} s ({shape_label(worst['shape'])}, "
                 f"{facet_label(worst['dtype'], worst['causal'])}, N={worst['seq_len']}).")
+        quick = int((t["warmup_s"] < self.COMPILE_S).sum())
+        limit = f"under {fmt.num(self.COMPILE_S, 1)} s, too short to compile a kernel (compiling one takes seconds)"
+        if quick == len(t):
+            text += f" Every one of them took {limit}, so the kernels evidently came from Triton's cache."
+        elif quick:
+            text += f" {quick} of them took {limit}: those kernels evidently came from Triton's cache."
+        return text
 
     # --- tables ----------------------------------------------------------------------------
 
