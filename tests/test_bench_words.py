@@ -183,3 +183,23 @@ def test_first_calls_too_short_to_compile_are_said_to_come_from_the_cache(tmp_pa
     slow = _first_calls(tmp_path / "c", lambda n: 3.0)
     assert "cache." not in slow and "came from" not in slow
 
+# ---- the published study against naive PyTorch --------------------------------------------------
+
+def test_the_published_margin_is_worded_from_its_figures():
+    from render.pages.bench import against_naive
+    # the T4 figures: 1.54x, 1.46x and 1.56x slower at N=512, 2048 and 8192
+    assert against_naive([0.616 / 0.95, 8.565 / 12.528, 131.724 / 205.15]).endswith("by a roughly constant factor")
+    assert against_naive([1 / 1.2, 1 / 1.5, 1 / 2.0]).endswith("by a widening margin")
+    assert against_naive([1 / 2.0, 1 / 1.5, 1 / 1.2]).endswith("by a narrowing margin")
+    assert against_naive([2.0, 0.5]).startswith("faster than naive PyTorch at some lengths")
+
+
+def test_the_page_reads_the_published_study_from_its_reference_figures():
+    from committed import latest_run
+    run = latest_run("bench.json")
+    said = BenchPage(run, [run]).published_vs_naive()
+    assert said == "slower than naive PyTorch at every length it tried, by a roughly constant factor"
+    from pathlib import Path
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md").read_text()
+    assert "{{ bench.published_vs_naive() }}" in doc and "widening" not in doc
+

@@ -13,9 +13,10 @@ from .. import escape, fmt
 from ..axes import log_ticks
 from ..bench_data import BenchData, distinct_sdpa
 from ..figures import PALETTE
+from ..runs import load_references
 from ..tables import table_html
-from ..vocab import (EVEN, IMPL_DASH, dtype_short, facet_label, impl_color, impl_label, join, plural, shape_label,
-                     side, speedup_words)
+from ..vocab import (EVEN, IMPL_DASH, STUDY, dtype_short, facet_label, impl_color, impl_label, join, plural,
+                     shape_label, side, speedup_words)
 from .base import Page
 
 # A speedup that changes by less than this factor from the shortest to the longest N "holds steady".
@@ -72,6 +73,23 @@ def describe_gap(ns: list[int], speedups: list[float], other: str) -> str:
     best = max(range(len(ns)), key=lambda i: speedups[i])
     return (f"Triton's standing against {other} changes back and forth with N: {join(parts, 'and')}; from "
             f"{speedup_words(speedups[worst])} at N={ns[worst]} to {speedup_words(speedups[best])} at N={ns[best]}.")
+
+
+def against_naive(speedups: list[float]) -> str:
+    """How a kernel compares with naive PyTorch over the lengths tried, trend included ('slower than naive
+    PyTorch at every length it tried, by a roughly constant factor'), from its speedups in order of N."""
+    if not speedups:
+        return "not compared with naive PyTorch at any length"
+    sides = {side(s) for s in speedups}
+    if sides == {"par"}:
+        return "on par with naive PyTorch at every length it tried"
+    if len(sides) > 1:
+        return "faster than naive PyTorch at some lengths and not at others"
+    word = "faster" if sides == {"win"} else "slower"
+    gaps = [max(s, 1 / s) for s in speedups]
+    trend = ("by a widening margin" if gaps[-1] / gaps[0] >= TREND else "by a narrowing margin"
+             if gaps[0] / gaps[-1] >= TREND else "by a roughly constant factor")
+    return f"{word} than naive PyTorch at every length it tried, {trend}"
 
 
 def host_beside_loop(host_ms, loop_ms) -> str:
@@ -189,6 +207,22 @@ class BenchPage(Page):
         grows = lambda k: "about as N²" if k > 1.6 else "about linearly in N" if k > 0.6 else "slower than N"  # noqa: E731
         return (f"Peak memory above the inputs grows {grows(slopes['naive'])} for naive PyTorch and "
                 f"{grows(slopes[FUSED])} for Triton ({shape_label(shape)}, {facet_label(dtype, causal)}).")
+
+    # The published study the report follows: its transcribed figures, in data/reference/.
+    STUDY_REFERENCE = "t4-published"
+
+    def published_vs_naive(self) -> str:
+        """The published study's kernel against naive PyTorch at its own shape, in words from its transcribed
+        figures (against_naive), for the page's static introduction."""
+        refs = [r for r in load_references(self.run.path.parent.parent)
+                if r.id == self.STUDY_REFERENCE and r.has("bench")]
+        if not refs:
+            return "faster or slower than naive PyTorch (its figures are not in data/reference/ here to say which)"
+        b = BenchData(refs[0])
+        shape = (STUDY["batch"], STUDY["heads"], STUDY["head_dim"])
+        tri = b.latency(shape, STUDY["dtype"], STUDY["causal"], FUSED)
+        naive = b.latency(shape, STUDY["dtype"], STUDY["causal"], "naive")
+        return against_naive([naive[n] / tri[n] for n in tri.index if n in naive.index])
 
     # --- the run's cases -------------------------------------------------------------------
 
