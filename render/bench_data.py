@@ -75,6 +75,13 @@ class BenchData:
             return pd.Series(dtype=float)
         return f.set_index("seq_len")[column].dropna().sort_index()
 
+    def by_n(self, shape, dtype: str, causal: bool, impl: str) -> pd.DataFrame:
+        """One implementation's timed ok rows, indexed by seq_len: a comparison needs the spread and the
+        loop time beside the median."""
+        f = self.facet_rows(self.ok, shape, dtype, causal)
+        f = f[(f["impl"] == impl) & f["latency_ms_median"].notna()]
+        return f.set_index("seq_len").sort_index()
+
     def latency(self, shape, dtype: str, causal: bool, impl: str) -> pd.Series:
         """Median device time by seq_len, ok rows only."""
         return self.series(shape, dtype, causal, impl, "latency_ms_median")

@@ -164,3 +164,134 @@ def test_comparisons_at_different_sm_clocks_are_counted_and_the_widest_named():
     if apart:
         assert said.startswith(f" In {apart} of {len(gaps)} comparisons") and "The widest gap is at" in said
         assert said in page.summary()
+
+
+# ---- a verdict the calls' spread does not carry --------------------------------------------------
+
+def test_a_ratio_just_past_the_band_whose_spread_straddles_it_is_on_par_at_the_edge():
+    # 1.0501x by the medians, 1.0468x by the p90s: the "faster" rests on where the medians fell in the noise.
+    ns = [2048, 4096, 8192, 16384]
+    gap = describe_gap(ns, [1.25, 1.15, 1.0501, 1.04], "X", spreads=[(1.26, 1.23), (1.15, 1.13), (1.0501, 1.0468),
+                                                                     (1.045, 1.035)])
+    assert "draws level with X between N=4096 and N=8192" in gap
+    assert "on par at the edge (1.0501× faster by the medians, within 5.0% by the calls' p90s)" in gap
+    # the same medians without a spread (published figures carry none) keep the medians' verdict
+    bare = describe_gap(ns, [1.25, 1.15, 1.0501, 1.04], "X")
+    assert "draws level with X between N=8192 and N=16384" in bare and "edge" not in bare
+    # a spread that stays past the band on both ends keeps the verdict
+    assert "edge" not in describe_gap(ns, [1.25, 1.15, 1.06, 1.04], "X", spreads=[None, None, (1.06, 1.055), None])
+
+
+def test_the_edge_is_named_in_the_page_and_its_table(tmp_path):
+    # Triton 1.0501x quicker than SDPA flash at N=2048 by the medians, but its p90 is slow: within 5% at the p90s.
+    rows = []
+    for r in S.bench_rows(triton_ms=0.004 / 1.0501):
+        if r.impl == "triton" and r.seq_len == 2048:
+            r = dataclasses.replace(r, latency_ms_p90=r.latency_ms_median * 1.04)
+        rows.append(r)
+    page = _page(tmp_path, rows)
+    words = html.unescape(page.findings(SHAPE))
+    assert "Triton is faster than the fastest SDPA backend" not in words
+    assert "only at N=512, 1024 and 4096" not in words  # three separate lengths: back and forth, not one run
+    assert "At N=2048 it is on par at the edge (1.0501× faster by the medians" in words
+    assert "on par at the edge" in html.unescape(page.speedup_table(SHAPE))
+    assert "on par or faster in 4 of 4 cases" in html.unescape(page.findings_first())
+
+
+# ---- the first call: compiled, or loaded from Triton's cache -------------------------------------
+
+def _first_calls(tmp_path, warmup):
+    rows = [dataclasses.replace(r, warmup_s=warmup(r.seq_len)) for r in S.bench_rows()]
+    return html.unescape(_page(tmp_path, rows).first_call_note())
+
+
+def test_first_calls_too_short_to_compile_are_said_to_come_from_the_cache(tmp_path):
+    quick = _first_calls(tmp_path / "a", lambda n: 0.013)
+    assert "(compilation, or loading the compiled kernel from Triton's cache; excluded" in quick
+    assert "Every one of them took under 0.5 s" in quick and "came from Triton's cache" in quick
+    assert "autotun" not in quick  # the rows record the config that ran, not that an autotuner chose it
+    some = _first_calls(tmp_path / "b", lambda n: 3.0 if n == 512 else 0.013)
+    assert "3 of them took under 0.5 s" in some and "Every one" not in some
+    slow = _first_calls(tmp_path / "c", lambda n: 3.0)
+    assert "cache." not in slow and "came from" not in slow
+
+
+# ---- the published study against naive PyTorch --------------------------------------------------
+
+def test_the_published_margin_is_worded_from_its_figures():
+    from render.pages.bench import against_naive
+    # the T4 figures: 1.54x, 1.46x and 1.56x slower at N=512, 2048 and 8192
+    assert against_naive([0.616 / 0.95, 8.565 / 12.528, 131.724 / 205.15]).endswith("by a roughly constant factor")
+    assert against_naive([1 / 1.2, 1 / 1.5, 1 / 2.0]).endswith("by a widening margin")
+    assert against_naive([1 / 2.0, 1 / 1.5, 1 / 1.2]).endswith("by a narrowing margin")
+    assert against_naive([2.0, 0.5]).startswith("faster than naive PyTorch at some lengths")
+
+
+def test_the_page_reads_the_published_study_from_its_reference_figures():
+    from committed import latest_run
+    run = latest_run("bench.json")
+    said = BenchPage(run, [run]).published_vs_naive()
+    assert said == "slower than naive PyTorch at every length it tried, by a roughly constant factor"
+    from pathlib import Path
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md").read_text()
+    assert "{{ bench.published_vs_naive() }}" in doc and "widening" not in doc
+
+
+# ---- crossovers at a change of path; a deficit a loop does not see -------------------------------
+
+def test_a_crossover_where_the_dispatcher_changes_path_names_the_change():
+    ns = [512, 1024, 2048, 4096]
+    gap = describe_gap(ns, [0.85, 0.86, 1.07, 1.08], "X", paths=["hopper", "hopper", "gluon g8", "gluon g8"])
+    assert "pulls ahead of X between N=1024 and N=2048, where our dispatcher switches from the hopper kernel to " \
+           "the gluon g8 kernel:" in gap
+    assert "switches" not in describe_gap(ns, [0.85, 0.86, 1.07, 1.08], "X", paths=["g3"] * 4)
+
+
+def test_a_deficit_both_calls_run_host_bound_is_on_par_in_a_loop(tmp_path):
+    # Triton 1.25x slower than SDPA flash by device time at every N; at N=512 both run host-bound, and their
+    # loops take the same 0.020 ms per call.
+    host = lambda impl, n: {"sdpa-flash": 5.0, "triton": 4.0}.get(impl, 1.0) if n == 512 else 1.0  # noqa: E731
+    page = _page(tmp_path / "a", S.bench_rows(triton_ms=0.005, loop_factor=host))
+    first = html.unescape(page.findings_first())
+    assert "its largest deficit is 1.25× slower at N=512" in first
+    assert "Both calls are host-bound there: in a loop the two are on par (1.00×)." in first
+    gpu = _page(tmp_path / "b", S.bench_rows(triton_ms=0.005, loop_factor=lambda impl, n: 1.0))
+    assert "in a loop" not in gpu.findings_first()
+
+
+# ---- one run off the band; one kernel compared with itself ---------------------------------------
+
+def test_one_run_of_lengths_off_the_band_is_not_back_and_forth():
+    ns = [512, 1024, 2048, 4096, 8192, 16384]
+    gap = describe_gap(ns, [1.0, 1.01, 1.06, 1.07, 1.02, 1.0], "X")
+    assert "back and forth" not in gap
+    assert "Triton is faster than X only at N=2048 and 4096 (1.07× faster at N=4096), on par elsewhere." in gap
+    assert "back and forth" in describe_gap(ns, [1.0, 1.06, 1.0, 1.07, 1.0, 1.0], "X")
+
+
+def test_two_rows_that_ran_one_kernel_get_no_standing():
+    ns = [512, 1024, 2048, 4096]
+    gap = describe_gap(ns, [0.997, 1.01, 1.28, 1.2], "P", same=["portable", "portable", None, None])
+    assert gap.startswith("At N=512 and 1024, flash_attention itself took the portable kernel with the same tile "
+                          "config, so Triton and P are one kernel there and have no standing.")
+    assert "faster than P at every other N, 1.28× faster at N=2048" in gap and "0.997" not in gap
+
+
+def test_the_page_finds_the_one_kernel_from_the_rows(tmp_path):
+    rows = []
+    for r in S.bench_rows(ns=(512, 1024, 2048)):
+        rows.append(dataclasses.replace(r, kernel_path="hopper" if r.seq_len == 2048 else "portable"))
+        if r.impl == "triton":
+            f = 1.3 if r.seq_len == 2048 else 1.001
+            rows.append(dataclasses.replace(r, impl="triton-portable", kernel_path="portable",
+                                            latency_ms_median=r.latency_ms_median * f,
+                                            latency_ms_p10=r.latency_ms_p10 * f, latency_ms_p90=r.latency_ms_p90 * f))
+    words = html.unescape(_page(tmp_path, rows).findings(SHAPE))
+    assert "At N=512 and 1024, flash_attention itself took the portable kernel" in words
+    assert "At N=2048, the only other length both ran, Triton is 1.30× faster than our own kernel" in words
+
+
+def test_a_single_length_on_par_reads_on_par_with():
+    assert describe_gap([2048], [1.02], "X") == "At N=2048, the only length both ran, Triton is on par with X (1.02×)."
+    assert describe_gap([2048], [1.0501], "X", spreads=[(1.0501, 1.0468)]).startswith(
+        "At N=2048, the only length both ran, Triton is on par with X at the edge (1.0501× faster")

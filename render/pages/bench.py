@@ -13,9 +13,10 @@ from .. import escape, fmt
 from ..axes import log_ticks
 from ..bench_data import BenchData, distinct_sdpa
 from ..figures import PALETTE
+from ..runs import load_references
 from ..tables import table_html
-from ..vocab import (EVEN, IMPL_DASH, dtype_short, facet_label, impl_color, impl_label, join, plural, shape_label,
-                     side, speedup_words)
+from ..vocab import (EVEN, IMPL_DASH, STUDY, dtype_short, facet_label, impl_color, impl_label, join, plural,
+                     shape_label, side, speedup_words)
 from .base import Page
 
 # A speedup that changes by less than this factor from the shortest to the longest N "holds steady".
@@ -36,19 +37,89 @@ def loglog_slope(x, y) -> float | None:
     return None if sxx == 0 else sum((p[0] - mx) * (p[1] - my) for p in pts) / sxx
 
 
-def describe_gap(ns: list[int], speedups: list[float], other: str) -> str:
-    """One sentence on Triton against `other` over N (speedup = other's time / Triton's), with at most two
-    ratios in it: the pattern is the finding, the table below the page holds every ratio."""
+def spread(other, ours) -> tuple[float, float] | None:
+    """(other's p10 over ours, other's p90 over ours) for two rows of one case, or None where either row lacks
+    its p10 or p90 (published figures carry none)."""
+    try:
+        r = (other["latency_ms_p10"] / ours["latency_ms_p10"], other["latency_ms_p90"] / ours["latency_ms_p90"])
+    except (KeyError, TypeError, ZeroDivisionError):
+        return None
+    return r if all(x == x and x > 0 and math.isfinite(x) for x in r) else None
+
+
+def edge_of(s: float, sp: tuple[float, float] | None) -> str:
+    """Which of the calls' p10s and p90s put a speedup s, past the "on par" band by the medians, back inside it
+    ("p10s", "p90s", "p10s and p90s"), or "" where the verdict holds at both ends or the rows have no spread. The
+    two calls' quick ends compared, then their slow ends: where they disagree with the medians' verdict, that
+    verdict rests on where the median fell inside the calls' own noise, not on the kernels."""
+    if sp is None or side(s) == "par":
+        return ""
+    off = [name for name, r in zip(("p10s", "p90s"), sp) if side(r) != side(s)]
+    return join(off)
+
+
+def case_side(s: float, sp: tuple[float, float] | None = None) -> str:
+    """side(s), with a verdict the calls' spread does not carry (edge_of) counted as on par."""
+    return "par" if edge_of(s, sp) else side(s)
+
+
+def case_words(s: float, sp: tuple[float, float] | None = None) -> str:
+    """speedup_words(s), or, where the calls' spread straddles the band's edge, 'on par at the edge' with the
+    medians' figure and which ends of the spread fall inside the band."""
+    where = edge_of(s, sp)
+    if not where:
+        return speedup_words(s)
+    word = "faster" if s >= 1 else "slower"
+    return (f"on par at the edge ({fmt.ratio_vs(max(s, 1 / s), EVEN)} {word} by the medians, within "
+            f"{fmt.pct(100 * (EVEN - 1), 2)} by the calls' {where})")
+
+
+def _path_name(p: str) -> str:
+    return f"the {escape.text(p)} kernel"
+
+
+def describe_gap(ns: list[int], speedups: list[float], other: str, spreads=None, paths=None, same=None) -> str:
+    """Sentences on Triton against `other` over N (speedup = other's time / Triton's), with at most two ratios
+    in the main one: the pattern is the finding, the table below the page holds every ratio.
+
+    spreads: per N, (ratio of the p10s, ratio of the p90s) or None (see edge_of); paths: per N, the kernel
+    path Triton took, named where a crossover coincides with a change of path; same: per N, the path both
+    calls took where they ran one kernel (same path and tile config), so there is no standing to give."""
+    k = len(ns)
+    spreads = list(spreads) if spreads is not None else [None] * k
+    paths = list(paths) if paths is not None else [None] * k
+    same = list(same) if same is not None else [None] * k
+    lead, every, only = "", "every N measured", "the only length both ran"
+    twins = [i for i in range(k) if same[i]]
+    if twins:
+        kinds = list(dict.fromkeys(same[i] for i in twins))
+        lead = (f"At N={join(ns[i] for i in twins)}, flash_attention itself took {join(_path_name(p) for p in kinds)} "
+                f"with the same tile config, so Triton and {other} are one kernel there and have no standing.")
+        keep = [i for i in range(k) if not same[i]]
+        ns, speedups, spreads, paths = ([x[i] for i in keep] for x in (ns, speedups, spreads, paths))
+        every, only = "every other N", "the only other length both ran"
+        if not ns:
+            return lead
+        lead += " "
     if not ns:
         return f"No sequence length has a measurement of both Triton and {other}."
+    words = [case_words(s, sp) for s, sp in zip(speedups, spreads)]
     if len(ns) == 1:
-        return f"At N={ns[0]}, the only length both ran, Triton is {speedup_words(speedups[0])} than {other}."
-    sides = [side(s) for s in speedups]
-    first, last = speedups[0], speedups[-1]
-    span = f"{speedup_words(first)} at N={ns[0]} and {speedup_words(last)} at N={ns[-1]}"
+        said = (words[0].replace("on par", f"on par with {other}", 1) if words[0].startswith("on par")
+                else f"{words[0]} than {other}")
+        return lead + f"At N={ns[0]}, {only}, Triton is {said}."
+    sides = [case_side(s, sp) for s, sp in zip(speedups, spreads)]
+    shown: set[int] = set()
+
+    def edges() -> str:
+        """The edge verdicts the sentence before did not print, one short sentence each."""
+        return "".join(f" At N={ns[i]} it is {words[i]}." for i in range(len(ns))
+                       if i not in shown and edge_of(speedups[i], spreads[i]))
+
+    span = f"{words[0]} at N={ns[0]} and {words[-1]} at N={ns[-1]}"
     if len(set(sides)) == 1:
         if sides[0] == "par":
-            return f"Triton is on par with {other} at every N measured (within 5% either way)."
+            return lead + f"Triton is on par with {other} at {every} (within 5% either way)." + edges()
         word = "faster" if sides[0] == "win" else "slower"
         gaps = [max(x, 1 / x) for x in speedups]
         f0, f1 = gaps[0], gaps[-1]
@@ -59,19 +130,51 @@ def describe_gap(ns: list[int], speedups: list[float], other: str) -> str:
         else:
             trend = ("the gap grows with N" if f1 / f0 >= TREND else "the gap narrows with N" if f0 / f1 >= TREND
                      else "the gap holds roughly steady across N")
-        return f"Triton is {word} than {other} at every N measured, {span}: {trend}."
+        return lead + f"Triton is {word} than {other} at {every}, {span}: {trend}."
     changes = [i for i in range(1, len(sides)) if sides[i] != sides[i - 1]]
     if len(changes) == 1:
         i = changes[0]
+        shown |= {0, len(ns) - 1}
         verb = {"win": "pulls ahead of", "loss": "falls behind", "par": "draws level with"}[sides[i]]
-        return f"Triton {verb} {other} between N={ns[i - 1]} and N={ns[i]}: {span}."
-    groups = {w: [n for n, s in zip(ns, sides) if s == k] for k, w in (("win", "faster"), ("loss", "slower"),
-                                                                       ("par", "on par"))}
+        where = ""
+        a, b = paths[i - 1], paths[i]
+        if isinstance(a, str) and isinstance(b, str) and a != b:
+            where = f", where our dispatcher switches from {_path_name(a)} to {_path_name(b)}"
+        return lead + f"Triton {verb} {other} between N={ns[i - 1]} and N={ns[i]}{where}: {span}." + edges()
+    off = [i for i, sd in enumerate(sides) if sd != "par"]
+    if len({sides[i] for i in off}) == 1 and off == list(range(off[0], off[-1] + 1)):
+        # One run of lengths off the band, on par either side of it: not a standing that changes back and forth.
+        word = "faster" if sides[off[0]] == "win" else "slower"
+        peak = max(off, key=lambda i: max(speedups[i], 1 / speedups[i]))
+        shown.add(peak)
+        widest = f"{words[peak]} at N={ns[peak]}" if len(off) > 1 else words[peak]
+        return (lead + f"Triton is {word} than {other} only at N={join(ns[i] for i in off)} ({widest}), on par "
+                "elsewhere." + edges())
+    groups = {w: [n for n, sd in zip(ns, sides) if sd == key] for key, w in (("win", "faster"), ("loss", "slower"),
+                                                                             ("par", "on par"))}
     parts = [f"{w} at N={join(g)}" for w, g in groups.items() if g]
     worst = min(range(len(ns)), key=lambda i: speedups[i])
     best = max(range(len(ns)), key=lambda i: speedups[i])
-    return (f"Triton's standing against {other} changes back and forth with N: {join(parts, 'and')}; from "
-            f"{speedup_words(speedups[worst])} at N={ns[worst]} to {speedup_words(speedups[best])} at N={ns[best]}.")
+    shown |= {worst, best}
+    return lead + (f"Triton's standing against {other} changes back and forth with N: {join(parts, 'and')}; from "
+                   f"{words[worst]} at N={ns[worst]} to {words[best]} at N={ns[best]}.") + edges()
+
+
+def against_naive(speedups: list[float]) -> str:
+    """How a kernel compares with naive PyTorch over the lengths tried, trend included ('slower than naive
+    PyTorch at every length it tried, by a roughly constant factor'), from its speedups in order of N."""
+    if not speedups:
+        return "not compared with naive PyTorch at any length"
+    sides = {side(s) for s in speedups}
+    if sides == {"par"}:
+        return "on par with naive PyTorch at every length it tried"
+    if len(sides) > 1:
+        return "faster than naive PyTorch at some lengths and not at others"
+    word = "faster" if sides == {"win"} else "slower"
+    gaps = [max(s, 1 / s) for s in speedups]
+    trend = ("by a widening margin" if gaps[-1] / gaps[0] >= TREND else "by a narrowing margin"
+             if gaps[0] / gaps[-1] >= TREND else "by a roughly constant factor")
+    return f"{word} than naive PyTorch at every length it tried, {trend}"
 
 
 def host_beside_loop(host_ms, loop_ms) -> str:
@@ -127,18 +230,30 @@ class BenchPage(Page):
     # --- what this run shows ---------------------------------------------------------------
 
     def _standing(self):
-        """Per (shape, dtype, causal, N): Triton's speedup over naive and over the fastest SDPA backend."""
+        """Per (shape, dtype, causal, N): Triton's speedup over naive and over the fastest SDPA backend, each with
+        its verdict (case_side: the calls' spread counted), and both calls' loop and device times against SDPA."""
         out = []
         for shape in self.shapes():
             for dtype, causal in self.facets(shape):
-                tri = self.latency(shape, dtype, causal, FUSED)
-                naive = self.latency(shape, dtype, causal, "naive")
+                tri = self.b.by_n(shape, dtype, causal, FUSED)
+                naive = self.b.by_n(shape, dtype, causal, "naive")
                 fast = self.b.fastest_sdpa(shape, dtype, causal)
-                for n, t in tri.items():
-                    out.append({"shape": shape, "dtype": dtype, "causal": causal, "n": n,
-                                "naive": naive[n] / t if n in naive.index else None,
-                                "sdpa": fast.loc[n, "latency_ms_median"] / t if n in fast.index else None})
-        return pd.DataFrame(out, columns=["shape", "dtype", "causal", "n", "naive", "sdpa"])
+                for n, t in tri.iterrows():
+                    r = {"shape": shape, "dtype": dtype, "causal": causal, "n": n, "naive": None, "naive_side": None,
+                         "sdpa": None, "sdpa_side": None, "sdpa_spread": None}
+                    if n in naive.index:
+                        r["naive"] = naive.loc[n, "latency_ms_median"] / t["latency_ms_median"]
+                        r["naive_side"] = case_side(r["naive"], spread(naive.loc[n], t))
+                    if n in fast.index:
+                        f = fast.loc[n]
+                        r["sdpa"] = f["latency_ms_median"] / t["latency_ms_median"]
+                        r["sdpa_spread"] = spread(f, t)
+                        r["sdpa_side"] = case_side(r["sdpa"], r["sdpa_spread"])
+                        r.update(tri_loop=t.get("loop_ms_median"), tri_dev=t["latency_ms_median"],
+                                 sdpa_loop=f.get("loop_ms_median"), sdpa_dev=f["latency_ms_median"])
+                    out.append(r)
+        return pd.DataFrame(out, columns=["shape", "dtype", "causal", "n", "naive", "naive_side", "sdpa", "sdpa_side",
+                                          "sdpa_spread", "tri_loop", "tri_dev", "sdpa_loop", "sdpa_dev"])
 
     def findings_first(self) -> str:
         """Two to four sentences: against naive, against SDPA, small sizes, memory."""
@@ -148,23 +263,23 @@ class BenchPage(Page):
         out = []
         nv = st.dropna(subset=["naive"])
         if not nv.empty:
-            wins = nv[nv["naive"] >= EVEN]
+            wins = nv[nv["naive_side"] == "win"]
             top = nv.loc[nv["naive"].idxmax()]
             text = (f"Against naive PyTorch, Triton is faster in {len(wins)} of {len(nv)} cases measured beside it, "
                     f"by up to {fmt.ratio(top['naive'])} ({facet_label(top['dtype'], top['causal'])}, "
                     f"{shape_label(top['shape'])}, N={top['n']})")
-            losses = nv[nv["naive"] <= 1 / EVEN]
+            losses = nv[nv["naive_side"] == "loss"]
             if len(losses):
                 text += f"; it is slower only at N={join(sorted(set(losses['n'])))}"
             out.append(text + ".")
         sd = st.dropna(subset=["sdpa"])
         if not sd.empty:
-            level = sd[[side(s) != "loss" for s in sd["sdpa"]]]
+            level = sd[sd["sdpa_side"] != "loss"]
             worst = sd.loc[sd["sdpa"].idxmin()]
             text = (f"Against the fastest SDPA backend of each case, Triton is on par or faster in {len(level)} of "
-                    f"{len(sd)} cases; its largest deficit is {speedup_words(worst['sdpa'])} at N={worst['n']} "
-                    f"({facet_label(worst['dtype'], worst['causal'])}, {shape_label(worst['shape'])}).")
-            out.append(text)
+                    f"{len(sd)} cases; its largest deficit is {case_words(worst['sdpa'], worst['sdpa_spread'])} at "
+                    f"N={worst['n']} ({facet_label(worst['dtype'], worst['causal'])}, {shape_label(worst['shape'])}).")
+            out.append(text + self._loop_beside(worst))
         small = self._small_n_verdict()
         if small:
             out.append(small)
@@ -172,6 +287,18 @@ class BenchPage(Page):
         if mem:
             out.append(mem)
         return " ".join(out[:4])
+
+    @staticmethod
+    def _loop_beside(r) -> str:
+        """Where a deficit in device time is a case both calls run host-bound (HOST_BOUND) and their loop times
+        are on par, that a loop of either call costs the same: the host, not the kernel, sets that pace."""
+        vals = [r.get(c) for c in ("tri_loop", "tri_dev", "sdpa_loop", "sdpa_dev")]
+        if any(v is None or v != v or not v for v in vals):
+            return ""
+        tri_loop, tri_dev, sdpa_loop, sdpa_dev = vals
+        if tri_loop / tri_dev < HOST_BOUND or sdpa_loop / sdpa_dev < HOST_BOUND or side(sdpa_loop / tri_loop) != "par":
+            return ""
+        return f" Both calls are host-bound there: in a loop the two are {speedup_words(sdpa_loop / tri_loop)}."
 
     def _statuses_all(self, impl: str) -> str:
         f = self.rows[self.rows["impl"] == impl]
@@ -189,6 +316,22 @@ class BenchPage(Page):
         grows = lambda k: "about as N²" if k > 1.6 else "about linearly in N" if k > 0.6 else "slower than N"  # noqa: E731
         return (f"Peak memory above the inputs grows {grows(slopes['naive'])} for naive PyTorch and "
                 f"{grows(slopes[FUSED])} for Triton ({shape_label(shape)}, {facet_label(dtype, causal)}).")
+
+    # The published study the report follows: its transcribed figures, in data/reference/.
+    STUDY_REFERENCE = "t4-published"
+
+    def published_vs_naive(self) -> str:
+        """The published study's kernel against naive PyTorch at its own shape, in words from its transcribed
+        figures (against_naive), for the page's static introduction."""
+        refs = [r for r in load_references(self.run.path.parent.parent)
+                if r.id == self.STUDY_REFERENCE and r.has("bench")]
+        if not refs:
+            return "faster or slower than naive PyTorch (its figures are not in data/reference/ here to say which)"
+        b = BenchData(refs[0])
+        shape = (STUDY["batch"], STUDY["heads"], STUDY["head_dim"])
+        tri = b.latency(shape, STUDY["dtype"], STUDY["causal"], FUSED)
+        naive = b.latency(shape, STUDY["dtype"], STUDY["causal"], "naive")
+        return against_naive([naive[n] / tri[n] for n in tri.index if n in naive.index])
 
     # --- the run's cases -------------------------------------------------------------------
 
@@ -299,23 +442,42 @@ class BenchPage(Page):
                            f"({self._statuses(shape, dtype, causal, FUSED)}).")
                 continue
             parts = []
-            naive = self.latency(shape, dtype, causal, "naive")
-            common = [n for n in tri.index if n in naive.index]
-            parts.append(describe_gap(common, [naive[n] / tri[n] for n in common], "naive PyTorch"))
+            rows = self.b.by_n(shape, dtype, causal, FUSED)
+            paths = self.b.paths(shape, dtype, causal)
+
+            def gap(other: pd.DataFrame, who: str, twins: bool = False) -> str:
+                common = [n for n in tri.index if n in other.index]
+                same = None
+                if twins:  # the portable row and ours, where flash_attention took that very kernel
+                    same = [other.loc[n, "kernel_path"] if self._one_kernel(rows.loc[n], other.loc[n]) else None
+                            for n in common]
+                return describe_gap(common, [other.loc[n, "latency_ms_median"] / tri[n] for n in common], who,
+                                    spreads=[spread(other.loc[n], rows.loc[n]) for n in common],
+                                    paths=[paths.get(n) for n in common], same=same)
+
+            parts.append(gap(self.b.by_n(shape, dtype, causal, "naive"), "naive PyTorch"))
             parts.append(self._oom_note(shape, dtype, causal, "naive", tri))
             fast = self.b.fastest_sdpa(shape, dtype, causal)
             common = [n for n in tri.index if n in fast.index]
             names = list(dict.fromkeys(self._sdpa_label(fast.loc[n]) for n in common))
             who = (f"the fastest SDPA backend ({names[0]} at every N)" if len(names) == 1
                    else f"the fastest SDPA backend ({join(names)}, depending on N)")
-            parts.append(describe_gap(common, [fast.loc[n, "latency_ms_median"] / tri[n] for n in common], who))
-            port = self.latency(shape, dtype, causal, "triton-portable")
-            common = [n for n in tri.index if n in port.index]
-            if common:  # what the path flash_attention chose here buys over the portable kernel
-                parts.append(describe_gap(common, [port[n] / tri[n] for n in common],
-                                          "our own kernel held to the portable path"))
+            parts.append(gap(fast, who))
+            port = self.b.by_n(shape, dtype, causal, "triton-portable")
+            if any(n in port.index for n in tri.index):  # what the path flash_attention chose buys over the portable
+                parts.append(gap(port, "our own kernel held to the portable path", twins=True))
             out.append(f"- **{facet_label(dtype, causal)}.** " + " ".join(p for p in parts if p))
         return "\n".join(out) + "\n"
+
+    @staticmethod
+    def _one_kernel(a, b) -> bool:
+        """Whether two of our rows ran one kernel: the same path, Gluon step and tile config. Their ratio is
+        then two samples of one kernel, not a standing."""
+        def key(r):
+            step = r.get("kernel_step")
+            return (r.get("kernel_path"), step if isinstance(step, str) else None, r.get("kernel_config"))
+        ka, kb = key(a), key(b)
+        return isinstance(ka[0], str) and bool(ka[2]) and ka == kb
 
     @staticmethod
     def _sdpa_label(row) -> str:
@@ -505,15 +667,29 @@ class BenchPage(Page):
                            "calls runs at the GPU's pace; above the dashed line the host sets the pace. "
                            f"{shape_label(shape)}; rows: dtype, columns: masking.", height=300 * nrows + 140)
 
-    def autotune_note(self) -> str:
+    # A first call that took less than this cannot have compiled our kernel: compiling one config takes
+    # seconds (kernels/attention.py), loading a compiled one from Triton's on-disk cache milliseconds.
+    COMPILE_S = 0.5
+
+    def first_call_note(self) -> str:
+        """What the untimed first call of each Triton case cost, and, where it was too short to compile,
+        that the kernel came from Triton's cache. Autotuning is not named: flash_attention's rows record the
+        tile config that ran, not that an autotuner chose it."""
         t = self.rows[(self.rows["impl"] == FUSED) & self.rows["warmup_s"].notna()]
         if t.empty:
             return ""
         worst = t.loc[t["warmup_s"].idxmax()]
-        return (f"The first call of each Triton case (compilation and autotuning, excluded from every number above) "
-                f"took {fmt.num(t['warmup_s'].sum())} s over the {len(t)} Triton cases, at most "
-                f"{fmt.num(worst['warmup_s'])} s ({shape_label(worst['shape'])}, "
+        text = (f"The first call of each Triton case (compilation, or loading the compiled kernel from Triton's "
+                f"cache; excluded from every number above) took {fmt.num(t['warmup_s'].sum())} s over the {len(t)} "
+                f"Triton cases, at most {fmt.num(worst['warmup_s'])} s ({shape_label(worst['shape'])}, "
                 f"{facet_label(worst['dtype'], worst['causal'])}, N={worst['seq_len']}).")
+        quick = int((t["warmup_s"] < self.COMPILE_S).sum())
+        limit = f"under {fmt.num(self.COMPILE_S, 1)} s, too short to compile a kernel (compiling one takes seconds)"
+        if quick == len(t):
+            text += f" Every one of them took {limit}, so the kernels evidently came from Triton's cache."
+        elif quick:
+            text += f" {quick} of them took {limit}: those kernels evidently came from Triton's cache."
+        return text
 
     # --- tables ----------------------------------------------------------------------------
 
@@ -524,16 +700,21 @@ class BenchPage(Page):
             naive = self.latency(shape, dtype, causal, "naive")
             fast = self.b.fastest_sdpa(shape, dtype, causal)
             paths = self.b.paths(shape, dtype, causal)
+            tri_rows = self.b.by_n(shape, dtype, causal, FUSED)
+            naive_rows = self.b.by_n(shape, dtype, causal, "naive")
             for n in self.b.seq_lens(shape):
                 status = lambda impl: self.b.status_at(shape, dtype, causal, impl, n)  # noqa: E731
                 t = tri.get(n)
                 r = {"facet": facet_label(dtype, causal), "n": n, "tri": fmt.ms(t) if t else status(FUSED),
                      "path": paths.get(n, "n/a")}
                 r["naive"] = fmt.ms(naive[n]) if n in naive.index else status("naive")
-                r["vs_naive"] = speedup_words(naive[n] / t) if t and n in naive.index else "n/a"
+                r["vs_naive"] = (case_words(naive[n] / t, spread(naive_rows.loc[n], tri_rows.loc[n]))
+                                 if t and n in naive.index else "n/a")
                 if n in fast.index:
                     r["sdpa"] = f"{fmt.ms(fast.loc[n, 'latency_ms_median'])} ({self._sdpa_label(fast.loc[n])})"
-                    r["vs_sdpa"] = speedup_words(fast.loc[n, "latency_ms_median"] / t) if t else "n/a"
+                    f = fast.loc[n]
+                    r["vs_sdpa"] = (case_words(f["latency_ms_median"] / t, spread(f, tri_rows.loc[n])) if t
+                                    else "n/a")
                 else:
                     r["sdpa"], r["vs_sdpa"] = "none ran", "n/a"
                 rows.append(r)
