@@ -17,7 +17,7 @@ from collect.schema.occupancy import SmLimits
 from collect.schema import SCHEMA_VERSION
 from collect.schema.iterations import IterationRow, IterationsFile, KernelVersionInfo, PredictedRange
 from render import escape, fmt
-from render.pages.iterations import IterationsPage, verdict
+from render.pages.iterations import IterationsPage, measured_text, verdict
 from render.runs import Run
 from render.validate import load_validated
 
@@ -333,10 +333,32 @@ def page_for(f: IterationsFile | None) -> IterationsPage:
 @pytest.mark.parametrize("measured, low, high, word", [
     (1.05, 1.03, 1.08, "as predicted"), (1.10, 1.03, 1.08, "better than predicted"),
     (0.90, 1.03, 1.08, "worse than predicted"), (None, 1.0, 1.1, "not measured"),
-    (1.025, 1.03, 1.08, "as predicted"),  # within the slack for noise
+    (1.025, 1.03, 1.08, "as predicted (within the 1% slack)"),  # outside the range: the row must say why it holds
+    (1.085, 1.03, 1.08, "as predicted (within the 1% slack)"),
 ])
 def test_verdict_words(measured, low, high, word):
     assert verdict(measured, low, high) == word
+
+
+def test_a_factor_in_the_slack_prints_apart_from_both_edges():
+    # 1.0068 against a range ending at 1.00 prints as 1.01 at three figures: the slack's own edge, and outside
+    # the printed range with no sign of why it held.
+    assert measured_text(1.0068, 0.82, 1.00) == "1.007×"
+    assert measured_text(1.0062, 1.05, 1.10) == "1.01×"  # far from every edge: three figures are enough
+    assert measured_text(None, 1.0, 1.1) == "not measured"
+
+
+def test_the_verdicts_state_their_slack_and_count_the_rows_in_it():
+    f = sample_file()
+    f.versions[2].predicted = [PredictedRange("non-causal", 1.1, 1.20)]
+    page = page_for(f)
+    assert "within 1% beyond either end" in page.verdict_rule() and "read so" not in page.verdict_rule()
+    # v2-ws over v1-wide: the geomean of 600/470 and 630/446.5 is 1.342; a range ending at 1.33 leaves it in the slack.
+    f.versions[2].predicted = [PredictedRange("non-causal", 1.1, 1.33)]
+    page = page_for(f)
+    assert "In this run 1 verdict reads so." in page.verdict_rule()
+    assert "Of those that held, 1 lies outside its predicted range" in page.findings_first()
+    assert "as predicted (within the 1% slack)" in page.journey_table()
 
 
 def test_goal_finding_counts_the_cases_met():

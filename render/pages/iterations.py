@@ -53,6 +53,16 @@ def geomean(xs) -> float | None:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
+def share(x: float) -> str:
+    """A band given as a fraction, as a reader writes it: 0.01 -> '1%'."""
+    return f"{100 * x:g}%"
+
+
+HELD = "as predicted"
+# A factor outside its printed range that still counts as held says so: the row must not read as a plain hit.
+IN_SLACK = f"{HELD} (within the {share(SLACK)} slack)"
+
+
 def verdict(measured: float | None, low: float, high: float) -> str:
     """How a measured factor sits against the range predicted for it."""
     if measured is None:
@@ -61,7 +71,18 @@ def verdict(measured: float | None, low: float, high: float) -> str:
         return "better than predicted"
     if measured < low * (1 - SLACK):
         return "worse than predicted"
-    return "as predicted"
+    if measured > high or measured < low:
+        return IN_SLACK
+    return HELD
+
+
+def measured_text(measured: float | None, low: float, high: float) -> str:
+    """A measured factor with the figures that place it against its range and the slack around it: 1.0068
+    beside a range ending at 1.00 prints as 1.007, not as 1.01, the slack's own edge."""
+    if measured is None:
+        return "not measured"
+    edges = (low, high, low * (1 - SLACK), high * (1 + SLACK))
+    return max((fmt.ratio_vs(measured, e) for e in edges), key=len)
 
 
 class IterationsPage(Page):
@@ -238,7 +259,7 @@ class IterationsPage(Page):
         return " ".join(out)
 
     def findings_first(self) -> str:
-        """Two to four sentences: the goal, the predictions, the largest step."""
+        """A few sentences: the goal, the predictions, the largest step."""
         d = self.data
         final = d.final_version
         out = []
@@ -250,17 +271,20 @@ class IterationsPage(Page):
                        f"backend's TFLOP/s over {len(measured)} goal cases (the goal: {fmt.ratio(d.goal_ratio)}), "
                        f"with {plural(len(low), 'case')} below {fmt.ratio(d.goal_ratio - NOISE_BAND)}.")
         verdicts, steps = [], []
-        for v in self.versions:
-            for pred in v.predicted:
-                m = self.speedup(v.name, v.baseline, pred.masking == "causal") if v.baseline else None
-                if m is not None:
-                    verdicts.append(verdict(m, pred.low, pred.high))
-                    if v.baseline != "sdpa":
-                        steps.append((m, v.name, pred.masking, v.baseline))
+        for v, pred, m in self.measured_predictions():
+            if m is not None:
+                verdicts.append(verdict(m, pred.low, pred.high))
+                if v.baseline != "sdpa":
+                    steps.append((m, v.name, pred.masking, v.baseline))
         if verdicts:
-            counts = {w: verdicts.count(w) for w in ("as predicted", "better than predicted", "worse than predicted")}
-            out.append(f"Of {len(verdicts)} predictions measured here, {counts['as predicted']} held, "
+            counts = {w: verdicts.count(w) for w in (HELD, IN_SLACK, "better than predicted", "worse than predicted")}
+            out.append(f"Of {len(verdicts)} predictions measured here, {counts[HELD] + counts[IN_SLACK]} held, "
                        f"{counts['better than predicted']} came out better and {counts['worse than predicted']} worse.")
+            if counts[IN_SLACK]:
+                one = counts[IN_SLACK] == 1
+                out.append(f"Of those that held, {counts[IN_SLACK]} {'lies' if one else 'lie'} outside "
+                           f"{'its' if one else 'their'} predicted range, within the "
+                           f"{share(SLACK)} slack the verdicts allow for noise.")
         if steps:
             best = max(steps)
             worst = min(steps)
@@ -417,7 +441,8 @@ class IterationsPage(Page):
         for causal, x in res:
             pred = next((p for p in v.predicted if p.masking == masking(causal)), None)
             change = "faster" if x > 1 + SLACK else "slower" if x < 1 - SLACK else "no faster and no slower"
-            text = f"{masking(causal).capitalize()}, it runs at {fmt.ratio(x)} of {base}'s TFLOP/s ({change})"
+            shown = measured_text(x, pred.low, pred.high) if pred else fmt.ratio(x)
+            text = f"{masking(causal).capitalize()}, it runs at {shown} of {base}'s TFLOP/s ({change})"
             if pred:
                 text += (f" against a predicted {fmt.span(pred.low, pred.high, fmt.ratio)}: "
                          f"{verdict(x, pred.low, pred.high)}")
@@ -529,16 +554,31 @@ class IterationsPage(Page):
             base = "the fastest SDPA backend" if v.baseline == "sdpa" else v.baseline
             ranges, measured, verdicts = [], [], []
             for pred in v.predicted:
-                causal = pred.masking == "causal"
-                m = self.speedup(v.name, v.baseline, causal) if v.baseline else None
+                m = self.measured_prediction(v, pred)
                 ranges.append(f"{pred.masking}: {fmt.span(pred.low, pred.high, fmt.ratio)}")
-                measured.append(f"{pred.masking}: {fmt.ratio(m) if m is not None else 'not measured'}")
+                measured.append(f"{pred.masking}: {measured_text(m, pred.low, pred.high)}")
                 verdicts.append(f"{pred.masking}: {verdict(m, pred.low, pred.high)}")
             data.append({"name": v.name, "base": base, "range": "; ".join(ranges) or "none recorded",
                          "measured": "; ".join(measured) or "not measured", "verdict": "; ".join(verdicts)})
         return table_html(pd.DataFrame(data), {
             "name": "Version", "base": "Against", "range": "Predicted TFLOP/s factor",
             "measured": "Measured here (geometric mean)", "verdict": "Verdict"})
+
+    def verdict_rule(self) -> str:
+        """How the verdicts treat a factor just outside its range, and how many rows of this run that is."""
+        n = sum(verdict(m, p.low, p.high) == IN_SLACK for _, p, m in self.measured_predictions())
+        text = (f"A factor within {share(SLACK)} beyond either end of its predicted range still counts as "
+                f"predicted, for run-to-run noise; the verdict then reads *{IN_SLACK}*, and the measured factor is "
+                "printed with the figures that place it between the range and that slack.")
+        return text + (f" In this run {plural(n, 'verdict')} {'reads' if n == 1 else 'read'} so." if n else "")
+
+    def measured_predictions(self) -> list:
+        """(version, prediction, measured factor or None) for every prediction of a version with a baseline."""
+        return [(v, p, self.measured_prediction(v, p)) for v in self.versions if v.baseline for p in v.predicted]
+
+    def measured_prediction(self, v, pred) -> float | None:
+        """The factor this run measured for one prediction: over the goal cases of its masking."""
+        return self.speedup(v.name, v.baseline, pred.masking == "causal") if v.baseline else None
 
     def story_table(self) -> str:
         """Each version's change, its prediction as written (and when), and its author's notes after measuring."""
