@@ -537,3 +537,34 @@ def test_gluon_warp_specialized_steps_are_recorded_as_such():
     assert it._gluon_warp_specialized({"path": "gluon", "version": "g5"}) is True
     assert it._gluon_warp_specialized({"path": "gluon", "version": "g1"}) is False
     assert it._gluon_warp_specialized({"path": "portable"}) is False
+
+
+def test_a_prediction_that_names_its_cases_is_measured_there_alone():
+    """v0-portable's prediction restates one case (fp16, N=4096, d=128): a mean over every goal case would judge
+    it on cases it never spoke of."""
+    f = sample_file()
+    for r in f.rows:  # v0-portable nearer cuDNN at N=16384 only: 0.95 there, 0.80 at the predicted case
+        if r.impl == "v0-portable" and r.seq_len == 16384:
+            r.tflops = 0.95 * 650 * 0.95
+    page = page_for(f)
+    v0 = page.version("v0-portable")
+    assert page.measured_prediction(v0, v0.predicted[0]) == pytest.approx(520 / 650)
+    assert page.speedup("v0-portable", "sdpa", False) == pytest.approx((520 / 650 * 0.95) ** 0.5)  # pooled
+    table = page.journey_table()
+    assert "non-causal at fp16, N=4096, d=128: 0.780× to 0.860×" in table and "non-causal: 0.800×" in table
+    assert "fp16, N=4096, d=128" in page.verdict_rule()
+    # The same words written on another date are another prediction: nothing limits it, so it pools.
+    v0.predicted_at = "2026-12-02"
+    assert page.measured_prediction(v0, v0.predicted[0]) == pytest.approx((520 / 650 * 0.95) ** 0.5)
+    assert "name the cases" not in page.verdict_rule()
+
+
+def test_the_cases_a_prediction_names_are_the_ones_its_words_name():
+    from kernels import attention_versions as V
+    from render.pages.iterations import PREDICTION_CASES, cases_label
+
+    for (name, date), only in PREDICTION_CASES.items():
+        v = V.VERSIONS[name]
+        assert v.predicted_at == date
+        words = cases_label({k: x for k, x in only.items() if k != "head_dim"})  # d=128: see PREDICTION_CASES
+        assert f"({words})" in v.prediction
