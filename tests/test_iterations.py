@@ -568,3 +568,32 @@ def test_the_cases_a_prediction_names_are_the_ones_its_words_name():
         assert v.predicted_at == date
         words = cases_label({k: x for k, x in only.items() if k != "head_dim"})  # d=128: see PREDICTION_CASES
         assert f"({words})" in v.prediction
+
+
+def _clocked(f: IterationsFile, ours_at_16384: float) -> IterationsFile:
+    """Every call at 1,980 MHz but the final version's at N=16384."""
+    for r in f.rows:
+        r.sm_clock_mhz = ours_at_16384 if (r.impl == f.final_version and r.seq_len == 16384) else 1980.0
+    return f
+
+
+def test_the_goal_finding_names_a_clock_gap_behind_a_ratio():
+    text = html.unescape(page_for(_clocked(sample_file(), 1800.0)).goal_finding())
+    assert ("In 1 of 2 goal cases v2-ws and the fastest SDPA backend ran at median SM clocks more than 3% apart"
+            in text)
+    assert "The widest gap is at fp16, non-causal, N=16384: ours at 1,800 MHz, SDPA cuDNN at 1,980 MHz." in text
+    assert "SM clock" not in page_for(_clocked(sample_file(), 1950.0)).goal_finding()  # 1.5% apart: nothing to say
+    assert "SM clock" not in page_for(sample_file()).goal_finding()  # clocks not recorded
+
+
+def test_the_crosscheck_names_the_clock_gap_where_the_two_measurements_differ_most():
+    # This page: v2-ws at 0.92 (N=4096) and 1.02 (16384); the bench: 0.86 at both, so they differ most at 16384.
+    page = _with_bench_and_profile(_clocked(sample_file(), 1800.0))
+    for r in page.run.phases["bench"].rows:
+        r.sm_clock_mhz = 1950.0 if r.impl == "triton" else 1980.0
+    text = html.unescape(page.bench_crosscheck())
+    assert ("There this page's two calls ran at median SM clocks 9.1% apart (ours at 1,800 MHz, SDPA cuDNN at "
+            "1,980 MHz), the bench phase's 1.5% apart." in text)
+    assert "minutes apart and, at that case, at SM clocks apart" in text
+    calm = html.unescape(_with_bench_and_profile(_clocked(sample_file(), 1980.0)).bench_crosscheck())
+    assert "There this page's" not in calm and "SM clocks apart" not in calm

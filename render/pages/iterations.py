@@ -20,6 +20,7 @@ from ..tables import table_html
 from ..vocab import DTYPE_SHORT as SHORT
 from ..vocab import impl_label, join, masking, plural
 from .base import Page
+from .bench import BenchPage
 
 CEILINGS = {"float16": "matmul_fp16", "bfloat16": "matmul_bf16"}
 # No goal case may fall more than this below the goal ratio: the run-to-run noise band of this data.
@@ -35,6 +36,9 @@ SLACK = 0.01
 PREDICTION_CASES: dict[tuple[str, str], dict] = {
     ("v0-portable", "2026-11-29"): {"dtype": "float16", "n": 4096, "head_dim": 128},
 }
+# Median SM clocks of two compared calls further apart than this are named, as on the Benchmarks page (one
+# threshold for both): a compute-bound call's time scales about inversely with its clock.
+CLOCK_GAP = BenchPage.CLOCK_GAP
 # Two timing methods whose ratios differ by more than this in some case are worth a word.
 MATERIAL = 0.03
 
@@ -183,6 +187,45 @@ class IterationsPage(Page):
         t = self.tflops(impl, dtype, causal, n, batch, heads, head_dim)
         s = self.fastest_sdpa(dtype, causal, n, batch, heads, head_dim)
         return t / s[1] if t is not None and s else None
+
+    def clock_gap(self, impl: str, case: GoalCase) -> tuple[float, float, float, str] | None:
+        """(|ours / theirs - 1|, our median SM clock, theirs, their impl) for impl and the fastest SDPA backend at
+        one goal case, where both clocks were recorded."""
+        s = self.fastest_sdpa(*case)
+        if s is None or "sm_clock_mhz" not in self.ok:
+            return None
+        f = self._case_rows(self.ok, *case)
+        a, b = f[f["impl"] == impl]["sm_clock_mhz"].dropna(), f[f["impl"] == s[0]]["sm_clock_mhz"].dropna()
+        if a.empty or b.empty or not b.iloc[0]:
+            return None
+        return abs(a.iloc[0] / b.iloc[0] - 1), float(a.iloc[0]), float(b.iloc[0]), s[0]
+
+    def bench_clock_gap(self, case: GoalCase) -> float | None:
+        """The same gap as the bench phase saw it: `triton` against the SDPA row bench_ratio divides by."""
+        b = self.run.frame("bench", "rows")
+        if b.empty or "sm_clock_mhz" not in b:
+            return None
+        f = self._case_rows(b[(b["status"] == "ok") & b["tflops"].notna()], *case)
+        ours, sdpa = f[f["impl"] == "triton"]["sm_clock_mhz"].dropna(), distinct_sdpa(f)
+        if ours.empty or sdpa.empty:
+            return None
+        theirs = sdpa.loc[sdpa["tflops"].idxmax(), "sm_clock_mhz"]
+        return abs(ours.iloc[0] / theirs - 1) if pd.notna(theirs) and theirs else None
+
+    def clock_gap_finding(self) -> str:
+        """Where the final version and the fastest SDPA backend ran at median SM clocks more than CLOCK_GAP apart
+        (clocks are read, never set): how many goal cases, and the widest."""
+        final = self.data.final_version
+        gaps = [(g, c) for c in self.cases() if (g := self.clock_gap(final, c)) is not None]
+        apart = [(g, c) for g, c in gaps if g[0] > CLOCK_GAP]
+        if not apart:
+            return ""
+        (_, a, b, sdpa), c = max(apart, key=lambda x: x[0][0])
+        return (f"In {len(apart)} of {plural(len(gaps), 'goal case')} {escape.text(final)} and the fastest SDPA "
+                f"backend ran at median SM clocks more than {share(CLOCK_GAP)} apart (clocks are read, never set). "
+                f"The widest gap is at {self.label(c)}: ours at {fmt.num(a, 4)} MHz, "
+                f"{escape.text(impl_label(sdpa))} at {fmt.num(b, 4)} MHz. A compute-bound call's time scales about "
+                "inversely with its clock, so those ratios carry the gap.")
 
     def ceiling(self, dtype: str) -> float | None:
         """The measured matmul rate of this dtype (FLOP/s), from the env phase."""
@@ -343,7 +386,8 @@ class IterationsPage(Page):
         beats = [c for c, r in measured if r >= 1.0]
         if beats and d.goal_ratio != 1.0:  # at a goal of 1.0 the count above says the same
             out.append(f"It is at least as fast as every SDPA backend measured in {len(beats)} of {len(measured)} cases.")
-        return " ".join(out)
+        out.append(self.clock_gap_finding())
+        return " ".join(x for x in out if x)
 
     def _goal_verdict(self, ratios: list[float]) -> tuple[float, list[float], bool]:
         """(median, the ratios below the noise floor, reached): the goal as goal_finding states it."""
@@ -384,9 +428,18 @@ class IterationsPage(Page):
             far = max(diffs, key=lambda x: abs(x[1]))
             text += (f" The two measurements' ratios differ by at most {abs(far[1]):.3f}, at {self.label(far[0])}; the "
                      "table below has both.")
+            gap = self.clock_gap(final, far[0])
+            clocked = gap is not None and gap[0] > CLOCK_GAP
+            if clocked:  # the widest difference of the two measurements comes with a clock gap in one of them
+                _, a, b, sdpa = gap
+                there = self.bench_clock_gap(far[0])
+                text += (f" There this page's two calls ran at median SM clocks {fmt.pct(100 * gap[0], 2)} apart "
+                         f"(ours at {fmt.num(a, 4)} MHz, {escape.text(impl_label(sdpa))} at {fmt.num(b, 4)} MHz)")
+                text += (f", the bench phase's {fmt.pct(100 * there, 2)} apart." if there is not None else ".")
             if max(abs(x) for _, x in diffs) > MATERIAL:
                 text += (" Both phases time each call on the same clock (collect/timing.py): the difference is "
-                         "between two measurements of the same calls, minutes apart, not between two methods.")
+                         "between two measurements of the same calls, minutes apart"
+                         f"{' and, at that case, at SM clocks apart' if clocked else ''}, not between two methods.")
             # The goal is a median and a floor, not a count of cases: judge it under both measurements.
             mine_verdict = self._goal_verdict([self.ratio(final, *c) for c, _ in diffs])[2]
             bench_verdict = self._goal_verdict([r for c, r in got if self.ratio(final, *c) is not None])[2]
