@@ -597,3 +597,12 @@ def test_the_crosscheck_names_the_clock_gap_where_the_two_measurements_differ_mo
     assert "minutes apart and, at that case, at SM clocks apart" in text
     calm = html.unescape(_with_bench_and_profile(_clocked(sample_file(), 1980.0)).bench_crosscheck())
     assert "There this page's" not in calm and "SM clocks apart" not in calm
+
+
+def test_the_goal_finding_counts_the_cases_that_clear_the_goal_by_less_than_the_noise():
+    # v2-ws: 600/650 = 0.923 clears 0.9 by less than 0.03; 630/617.5 = 1.02 clears it by more.
+    text = page_for(sample_file()).goal_finding()
+    assert "reaches 0.900× in 2 of 2 cases, 1 of them by less than the 3% noise band." in text
+    f = sample_file()
+    f.goal_ratio = 0.85
+    assert "reaches 0.850× in 2 of 2 cases." in page_for(f).goal_finding()

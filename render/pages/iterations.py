@@ -377,7 +377,10 @@ class IterationsPage(Page):
                f"and no case below {fmt.ratio(floor)} (the noise band of this data). The final version, "
                f"**{escape.text(final)}**, has a median of {fmt.ratio_vs(med, d.goal_ratio)} with "
                f"{plural(len(low), 'case')} below {fmt.ratio(floor)}: the goal is {'reached' if reached else 'missed'}. "
-               f"It reaches {goal} in {len(met)} of {len(measured)} cases."]
+               f"It reaches {goal} in {len(met)} of {len(measured)} cases"]
+        # A case that clears the goal by less than the noise band could fall under it on another measurement.
+        close = [r for _, r in met if r < d.goal_ratio + NOISE_BAND]
+        out[-1] += (f", {len(close)} of them by less than the {share(NOISE_BAND)} noise band." if close else ".")
         missed = [self.label(c) for c, r in measured if r < d.goal_ratio]
         if 0 < len(missed) <= 3:  # a longer list belongs to the table below, not to a sentence
             out.append(f"It falls short at {join(missed)}.")
