@@ -606,3 +606,19 @@ def test_the_goal_finding_counts_the_cases_that_clear_the_goal_by_less_than_the_
     f = sample_file()
     f.goal_ratio = 0.85
     assert "reaches 0.850× in 2 of 2 cases." in page_for(f).goal_finding()
+
+
+def test_a_version_that_runs_several_kernels_gets_a_row_for_each():
+    f = sample_file()
+    for r in f.rows:  # v2-ws runs another tile config at N=16384, not warp-specialized there
+        if r.impl == "v2-ws" and r.seq_len == 16384:
+            r.config, r.warp_specialized = "64x128/w8/s3", False
+    page = page_for(f)
+    table = page.resources_table()
+    assert "<td>N=4096 (d=128, fp16)</td>" in table and "<td>N=16384 (d=128, fp16)</td>" in table
+    assert "64x128/w8/s3" in table and table.count("<td>v2-ws</td>") == 2
+    assert table.count("<td>every case it ran</td>") == 2  # v0-portable and v1-wide: one kernel each
+    limits = html.unescape(page.limits_finding())
+    assert "v2-ws compiles a different kernel at different shapes" in limits
+    assert "at fp16, non-causal, N=4096, B=4, H=32, d=128, config" in limits
+    assert "compiles a different kernel" not in page_for(sample_file()).limits_finding()

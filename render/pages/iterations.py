@@ -98,6 +98,21 @@ def measured_text(measured: float | None, low: float, high: float) -> str:
     return max((fmt.ratio_vs(measured, e) for e in edges), key=len)
 
 
+def where_ran(keys) -> str:
+    """(head_dim, N, dtype) keys in words: 'N=2048 and 4096 (d=64, fp16 and bf16)'."""
+    order = {d: i for i, d in enumerate(SHORT)}
+    parts = []
+    for hd in sorted({k[0] for k in keys}, reverse=True):
+        dts_by_n: dict[int, list] = {}
+        for _, n, dt in sorted((k for k in keys if k[0] == hd), key=lambda k: (k[1], order.get(k[2], 9))):
+            dts_by_n.setdefault(n, []).append(SHORT.get(dt, dt))
+        ns_by_dts: dict[tuple, list] = {}
+        for n, dts in dts_by_n.items():
+            ns_by_dts.setdefault(tuple(dts), []).append(n)
+        parts += [f"N={join(ns)} (d={hd}, {join(dts)})" for dts, ns in ns_by_dts.items()]
+    return join(parts)
+
+
 def prediction_cases(v) -> dict:
     """The GoalCase fields a version's prediction is limited to; empty where it covers every goal case."""
     return PREDICTION_CASES.get((v.name, v.predicted_at), {})
@@ -295,32 +310,18 @@ class IterationsPage(Page):
             by_set.setdefault(names, []).append(key)
         if len(by_set) == 1:
             return ""
-        order = {d: i for i, d in enumerate(SHORT)}
-
-        def where(keys) -> str:
-            parts = []
-            for hd in sorted({k[0] for k in keys}, reverse=True):
-                dts_by_n: dict[int, list] = {}
-                for _, n, dt in sorted((k for k in keys if k[0] == hd), key=lambda k: (k[1], order.get(k[2], 9))):
-                    dts_by_n.setdefault(n, []).append(SHORT.get(dt, dt))
-                ns_by_dts: dict[tuple, list] = {}
-                for n, dts in dts_by_n.items():
-                    ns_by_dts.setdefault(tuple(dts), []).append(n)
-                parts += [f"N={join(ns)} (d={hd}, {join(dts)})" for dts, ns in ns_by_dts.items()]
-            return join(parts)
-
         out = []
         if everyone in by_set:
-            out.append(f"Every timed version ran at {where(by_set[everyone])}.")
+            out.append(f"Every timed version ran at {where_ran(by_set[everyone])}.")
         for names, keys in by_set.items():
             if names != everyone:
                 ran = [escape.text(v) for v in self.version_names() if v in names]
                 missed = [escape.text(v) for v in self.version_names() if v in everyone and v not in names]
                 if len(missed) < len(ran):  # name the shorter list
-                    out.append(f"Every timed version but {join(missed)} ran at {where(keys)}.")
+                    out.append(f"Every timed version but {join(missed)} ran at {where_ran(keys)}.")
                 else:
                     out.append(f"Only {join(ran)} {'ran' if len(ran) > 1 else 'was timed'} beside SDPA at "
-                               f"{where(keys)}.")
+                               f"{where_ran(keys)}.")
         return " ".join(out)
 
     def findings_first(self) -> str:
@@ -552,6 +553,12 @@ class IterationsPage(Page):
                      if len(spills) and (spills > 0).any() else " No case spilled registers." if len(spills) else "")
         facts = (f"{escape.text(final)}'s compiled kernel, config {escape.code(row['config'])}, runs {join(res)}."
                  if res else "")
+        if res and len({tuple(self._resources(x).items()) for _, x in r.iterrows()}) > 1:
+            # A per-shape version's first row describes one of its kernels, not the version.
+            where = case_label(row["dtype"], bool(row["causal"]), int(row["seq_len"]), int(row["batch"]),
+                               int(row["heads"]), int(row["head_dim"]))
+            facts = (f"{escape.text(final)} compiles a different kernel at different shapes (the table above has "
+                     f"each); at {where}, config {escape.code(row['config'])}, it runs {join(res)}.")
         if not below:
             return facts + spill_txt
         return " ".join(x for x in ("Where it falls short, the compiled kernel alone cannot name the bottleneck.",
@@ -674,31 +681,44 @@ class IterationsPage(Page):
         return table_html(pd.DataFrame(data), {"name": "Version", "change": "What changed", "prediction": "Prediction",
                                                "notes": "Author's notes, written after measuring"})
 
+    @staticmethod
+    def _resources(row) -> dict:
+        """A compiled kernel's resources as the table prints them."""
+        def opt(col, f=lambda x: str(int(x))):
+            return f(row[col]) if pd.notna(row.get(col)) else "n/a"
+
+        return {"config": row.get("config") or "n/a", "ws": "yes" if row.get("warp_specialized") is True else "no",
+                "regs": opt("registers_per_thread"), "spills": opt("spilled_registers"),
+                "smem": opt("shared_mem_bytes", fmt.bytes_), "warps": opt("warps_per_block"),
+                "blocks": opt("blocks_per_sm"), "occ": opt("occupancy_pct", fmt.pct),
+                "lim": row.get("occupancy_limiter") or "n/a"}
+
+    def kernels(self, rows: pd.DataFrame) -> list[tuple[dict, list, pd.Series]]:
+        """The distinct compiled kernels among rows of one version and masking: (resources, the (head_dim, N,
+        dtype) cases that ran it, its first row), in case order. A per-shape version runs several."""
+        found: dict[tuple, tuple[list, pd.Series]] = {}
+        for _, row in rows.iterrows():
+            key = (int(row["head_dim"]), int(row["seq_len"]), str(row["dtype"]))
+            found.setdefault(tuple(self._resources(row).items()), ([], row))[0].append(key)
+        out = [(dict(res), keys, row) for res, (keys, row) in found.items()]
+        return sorted(out, key=lambda k: min((-hd, n) for hd, n, _ in k[1]))
+
     def resources_table(self) -> str:
-        """Compiled-kernel resources per version and masking (the first dtype measured)."""
+        """Compiled-kernel resources per version and masking: one row per distinct kernel, with where it ran."""
         data = []
         for name in self.version_names():
             for causal in (False, True):
                 r = self.ok[(self.ok["impl"] == name) & (self.ok["causal"] == causal)]
                 if r.empty:
                     continue
-                row = r.iloc[0]
-
-                def opt(col, f=lambda x: str(int(x))):
-                    return f(row[col]) if pd.notna(row.get(col)) else "n/a"
-
-                data.append({
-                    "name": name, "masking": masking(causal), "config": row.get("config") or "n/a",
-                    "ws": "yes" if row.get("warp_specialized") is True else "no",
-                    "regs": opt("registers_per_thread"), "spills": opt("spilled_registers"),
-                    "smem": opt("shared_mem_bytes", fmt.bytes_), "warps": opt("warps_per_block"),
-                    "blocks": opt("blocks_per_sm"), "occ": opt("occupancy_pct", fmt.pct),
-                    "lim": row.get("occupancy_limiter") or "n/a",
-                })
+                kernels = self.kernels(r)
+                for res, keys, _ in kernels:
+                    data.append({"name": name, "masking": masking(causal),
+                                 "where": where_ran(keys) if len(kernels) > 1 else "every case it ran", **res})
         if not data:
             return "No version ran, so there are no compiled kernels to describe."
         return table_html(pd.DataFrame(data), {
-            "name": "Version", "masking": "Mask", "config": "Tile config", "ws": "Warp-specialized",
+            "name": "Version", "masking": "Mask", "where": "Cases", "config": "Tile config", "ws": "Warp-specialized",
             "regs": "Registers / thread", "spills": "Spilled", "smem": "Shared memory / block", "warps": "Warps / block",
             "blocks": "Blocks / SM", "occ": "Theoretical occupancy", "lim": "Limited by"})
 
