@@ -443,7 +443,7 @@ class IterationsPage(Page):
             if max(abs(x) for _, x in diffs) > MATERIAL:
                 text += (" Both phases time each call on the same clock (collect/timing.py): the difference is "
                          "between two measurements of the same calls, minutes apart"
-                         f"{' and, at that case, at SM clocks apart' if clocked else ''}, not between two methods.")
+                         f"{' and, at that case, at different SM clocks' if clocked else ''}, not between two methods.")
             # The goal is a median and a floor, not a count of cases: judge it under both measurements.
             mine_verdict = self._goal_verdict([self.ratio(final, *c) for c, _ in diffs])[2]
             bench_verdict = self._goal_verdict([r for c, r in got if self.ratio(final, *c) is not None])[2]
