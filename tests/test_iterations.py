@@ -17,7 +17,7 @@ from collect.schema.occupancy import SmLimits
 from collect.schema import SCHEMA_VERSION
 from collect.schema.iterations import IterationRow, IterationsFile, KernelVersionInfo, PredictedRange
 from render import escape, fmt
-from render.pages.iterations import IterationsPage, verdict
+from render.pages.iterations import IterationsPage, measured_text, verdict
 from render.runs import Run
 from render.validate import load_validated
 
@@ -333,10 +333,32 @@ def page_for(f: IterationsFile | None) -> IterationsPage:
 @pytest.mark.parametrize("measured, low, high, word", [
     (1.05, 1.03, 1.08, "as predicted"), (1.10, 1.03, 1.08, "better than predicted"),
     (0.90, 1.03, 1.08, "worse than predicted"), (None, 1.0, 1.1, "not measured"),
-    (1.025, 1.03, 1.08, "as predicted"),  # within the slack for noise
+    (1.025, 1.03, 1.08, "as predicted (within the 1% slack)"),  # outside the range: the row must say why it holds
+    (1.085, 1.03, 1.08, "as predicted (within the 1% slack)"),
 ])
 def test_verdict_words(measured, low, high, word):
     assert verdict(measured, low, high) == word
+
+
+def test_a_factor_in_the_slack_prints_apart_from_both_edges():
+    # 1.0068 against a range ending at 1.00 prints as 1.01 at three figures: the slack's own edge, and outside
+    # the printed range with no sign of why it held.
+    assert measured_text(1.0068, 0.82, 1.00) == "1.007×"
+    assert measured_text(1.0062, 1.05, 1.10) == "1.01×"  # far from every edge: three figures are enough
+    assert measured_text(None, 1.0, 1.1) == "not measured"
+
+
+def test_the_verdicts_state_their_slack_and_count_the_rows_in_it():
+    f = sample_file()
+    f.versions[2].predicted = [PredictedRange("non-causal", 1.1, 1.20)]
+    page = page_for(f)
+    assert "within 1% beyond either end" in page.verdict_rule() and "read so" not in page.verdict_rule()
+    # v2-ws over v1-wide: the geomean of 600/470 and 630/446.5 is 1.342; a range ending at 1.33 leaves it in the slack.
+    f.versions[2].predicted = [PredictedRange("non-causal", 1.1, 1.33)]
+    page = page_for(f)
+    assert "In this run 1 verdict reads so." in page.verdict_rule()
+    assert "Of those that held, 1 lies outside its predicted range" in page.findings_first()
+    assert "as predicted (within the 1% slack)" in page.journey_table()
 
 
 def test_goal_finding_counts_the_cases_met():
@@ -515,3 +537,88 @@ def test_gluon_warp_specialized_steps_are_recorded_as_such():
     assert it._gluon_warp_specialized({"path": "gluon", "version": "g5"}) is True
     assert it._gluon_warp_specialized({"path": "gluon", "version": "g1"}) is False
     assert it._gluon_warp_specialized({"path": "portable"}) is False
+
+
+def test_a_prediction_that_names_its_cases_is_measured_there_alone():
+    """v0-portable's prediction restates one case (fp16, N=4096, d=128): a mean over every goal case would judge
+    it on cases it never spoke of."""
+    f = sample_file()
+    for r in f.rows:  # v0-portable nearer cuDNN at N=16384 only: 0.95 there, 0.80 at the predicted case
+        if r.impl == "v0-portable" and r.seq_len == 16384:
+            r.tflops = 0.95 * 650 * 0.95
+    page = page_for(f)
+    v0 = page.version("v0-portable")
+    assert page.measured_prediction(v0, v0.predicted[0]) == pytest.approx(520 / 650)
+    assert page.speedup("v0-portable", "sdpa", False) == pytest.approx((520 / 650 * 0.95) ** 0.5)  # pooled
+    table = page.journey_table()
+    assert "non-causal at fp16, N=4096, d=128: 0.780× to 0.860×" in table and "non-causal: 0.800×" in table
+    assert "fp16, N=4096, d=128" in page.verdict_rule()
+    # The same words written on another date are another prediction: nothing limits it, so it pools.
+    v0.predicted_at = "2026-12-02"
+    assert page.measured_prediction(v0, v0.predicted[0]) == pytest.approx((520 / 650 * 0.95) ** 0.5)
+    assert "name the cases" not in page.verdict_rule()
+
+
+def test_the_cases_a_prediction_names_are_the_ones_its_words_name():
+    from kernels import attention_versions as V
+    from render.pages.iterations import PREDICTION_CASES, cases_label
+
+    for (name, date), only in PREDICTION_CASES.items():
+        v = V.VERSIONS[name]
+        assert v.predicted_at == date
+        words = cases_label({k: x for k, x in only.items() if k != "head_dim"})  # d=128: see PREDICTION_CASES
+        assert f"({words})" in v.prediction
+
+
+def _clocked(f: IterationsFile, ours_at_16384: float) -> IterationsFile:
+    """Every call at 1,980 MHz but the final version's at N=16384."""
+    for r in f.rows:
+        r.sm_clock_mhz = ours_at_16384 if (r.impl == f.final_version and r.seq_len == 16384) else 1980.0
+    return f
+
+
+def test_the_goal_finding_names_a_clock_gap_behind_a_ratio():
+    text = html.unescape(page_for(_clocked(sample_file(), 1800.0)).goal_finding())
+    assert ("In 1 of 2 goal cases v2-ws and the fastest SDPA backend ran at median SM clocks more than 3% apart"
+            in text)
+    assert "The widest gap is at fp16, non-causal, N=16384: ours at 1,800 MHz, SDPA cuDNN at 1,980 MHz." in text
+    assert "SM clock" not in page_for(_clocked(sample_file(), 1950.0)).goal_finding()  # 1.5% apart: nothing to say
+    assert "SM clock" not in page_for(sample_file()).goal_finding()  # clocks not recorded
+
+
+def test_the_crosscheck_names_the_clock_gap_where_the_two_measurements_differ_most():
+    # This page: v2-ws at 0.92 (N=4096) and 1.02 (16384); the bench: 0.86 at both, so they differ most at 16384.
+    page = _with_bench_and_profile(_clocked(sample_file(), 1800.0))
+    for r in page.run.phases["bench"].rows:
+        r.sm_clock_mhz = 1950.0 if r.impl == "triton" else 1980.0
+    text = html.unescape(page.bench_crosscheck())
+    assert ("There this page's two calls ran at median SM clocks 9.1% apart (ours at 1,800 MHz, SDPA cuDNN at "
+            "1,980 MHz), the bench phase's 1.5% apart." in text)
+    assert "minutes apart and, at that case, at different SM clocks" in text
+    calm = html.unescape(_with_bench_and_profile(_clocked(sample_file(), 1980.0)).bench_crosscheck())
+    assert "There this page's" not in calm and "different SM clocks" not in calm
+
+
+def test_the_goal_finding_counts_the_cases_that_clear_the_goal_by_less_than_the_noise():
+    # v2-ws: 600/650 = 0.923 clears 0.9 by less than 0.03; 630/617.5 = 1.02 clears it by more.
+    text = page_for(sample_file()).goal_finding()
+    assert "reaches 0.900× in 2 of 2 cases, 1 of them by less than the 3% noise band." in text
+    f = sample_file()
+    f.goal_ratio = 0.85
+    assert "reaches 0.850× in 2 of 2 cases." in page_for(f).goal_finding()
+
+
+def test_a_version_that_runs_several_kernels_gets_a_row_for_each():
+    f = sample_file()
+    for r in f.rows:  # v2-ws runs another tile config at N=16384, not warp-specialized there
+        if r.impl == "v2-ws" and r.seq_len == 16384:
+            r.config, r.warp_specialized = "64x128/w8/s3", False
+    page = page_for(f)
+    table = page.resources_table()
+    assert "<td>N=4096 (d=128, fp16)</td>" in table and "<td>N=16384 (d=128, fp16)</td>" in table
+    assert "64x128/w8/s3" in table and table.count("<td>v2-ws</td>") == 2
+    assert table.count("<td>every case it ran</td>") == 2  # v0-portable and v1-wide: one kernel each
+    limits = html.unescape(page.limits_finding())
+    assert "v2-ws compiles a different kernel at different shapes" in limits
+    assert "at fp16, non-causal, N=4096, B=4, H=32, d=128, config" in limits
+    assert "compiles a different kernel" not in page_for(sample_file()).limits_finding()
