@@ -62,6 +62,22 @@ def _ok(x) -> bool:
     return x is not None and not (isinstance(x, float) and math.isnan(x))
 
 
+def _tensor_core_work(k: pd.DataFrame) -> pd.Series:
+    """Per kernel: did it run matrix multiplies on the tensor cores? Decided by its tensor FLOP count where the
+    profile has one, since a name list cannot know every kernel (our Gluon kernels' names match none of it).
+    Without that count, tensor-pipe instructions decide only in a kernel named like a GEMM, because softmax and
+    elementwise kernels issue some too; with neither counter, the name alone."""
+    name = k["kernel_name"].map(lambda n: bool(GEMM_NAME.search(str(n)))) if not k.empty else pd.Series(dtype=bool)
+    out = name.copy()
+    if "tensor_inst" in k:
+        inst = k["tensor_inst"].map(_ok)
+        out[inst] = name[inst] & (k["tensor_inst"][inst] > 0)
+    if "flops_tensor" in k:
+        counted = k["flops_tensor"].map(_ok)
+        out[counted] = k["flops_tensor"][counted] > 0
+    return out.astype(bool)
+
+
 def short_kernel_name(name: str) -> str:
     """'void at::native::foo<c10::Half, 4>(float*, ...)' -> 'foo': the function, no namespace or templates."""
     s = re.sub(r"^(void|static)\s+", "", name.strip())
@@ -600,8 +616,7 @@ class ProfilePage(Page):
         if level == "shared":
             # Only a kernel that multiplies matrices can hide shared-memory traffic from the counter (WGMMA reads
             # its operands there); a kernel that uses no shared memory rightly counts none.
-            tensor = major["flops_tensor"].fillna(0) + major["tensor_inst"].fillna(0) if "flops_tensor" in major else 0
-            major = major[(tensor > 0) & major["kernel_name"].map(lambda n: bool(GEMM_NAME.search(str(n))))]
+            major = major[_tensor_core_work(major)]
         blind = major[major[col].fillna(0) < NEAR_SM_MIN_SHARE * major["l2_bytes"].fillna(0)]
         if not blind.empty:
             return None, "bypassed"
