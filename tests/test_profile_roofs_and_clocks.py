@@ -113,10 +113,26 @@ def test_the_pages_say_which_clock_their_times_come_from(tmp_path):
 # ---- the SM clocks under the profiler, as measured ---------------------------------------------------
 
 def test_profiler_clocks_lower_than_ours_are_reported_as_such(tmp_path):
-    t = text(page(tmp_path, clocks=(1650.0, 1970.0)).profiler_clock_finding())
-    assert "profiled calls ran at 1,650 MHz" in t and "same calls on our clock at 1,970 MHz" in t
+    # Kernel times that grew with the lower reading (ours 1650/1970 of Nsight Compute's): measured at that clock.
+    t = text(page(tmp_path, clocks=(1650.0, 1970.0), clock_ratio=1650 / 1970).profiler_clock_finding())
+    assert "profiled calls at 1,650 MHz" in t and "our timing of the same calls at 1,970 MHz" in t
     assert "differed by more than 3.0% for 3 of 3 calls, the profiler's clock lower" in t
-    assert "not at the timed calls'" in t
+    assert "not at the timed calls'" in t and "does not describe" not in t
+
+
+def test_a_lower_clock_reading_that_the_kernel_times_contradict_is_not_believed(tmp_path):
+    # The same readings, but our kernel (bound by the tensor roof) took no longer under the profiler than on our
+    # clock (ours 1.02x Nsight Compute's): it did not run at a clock 16% lower.
+    p = page(tmp_path, clocks=(1650.0, 1970.0), clock_ratio=1.02)
+    assert "compute" in p.binding_roofs()["triton"][0]
+    t = text(p.profiler_clock_finding())
+    assert "differed by more than 3.0% for 3 of 3 calls, the profiler's clock lower" in t
+    assert "not at the timed calls'" not in t
+    assert ("the one call bound by a compute roof, whose time grows as the SM clock falls, took no longer under "
+            "Nsight Compute than on our clock, where the clock reading would make it "
+            f"{fmt.pct(100 * (1970 / 1650 - 1), 2)} longer") in t
+    assert "Triton (ours) at N=2048, d=64, read at 1,650 MHz, took 0.0500 ms against 0.0510 ms on our clock" in t
+    assert "the profiler's clock reading does not describe the clock the kernels ran at" in t
 
 
 def test_profiler_clocks_that_match_ours_are_reported_as_such(tmp_path):
@@ -168,3 +184,12 @@ def test_kernels_faster_than_the_measured_l2_roof_make_the_page_call_it_a_rate()
     assert bool(said) == (faster > 0)
     if faster:
         assert f"{faster} profiled kernel" in said and said in page.roofline_finding()
+
+
+def test_a_clock_reading_no_compute_bound_call_can_test_is_left_undecided(tmp_path):
+    # Our kernel moving 100 GB is held by DRAM, whose time need not follow the SM clock: nothing tests the reading.
+    p = page(tmp_path, clocks=(1650.0, 1970.0), clock_ratio=1.02, triton_dram=1e11)
+    assert "compute" not in p.binding_roofs()["triton"][0]
+    t = text(p.profiler_clock_finding())
+    assert "this run cannot tell whether Nsight Compute's kernel times" in t
+    assert "not at the timed calls'" not in t and "does not describe" not in t

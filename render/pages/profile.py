@@ -295,9 +295,9 @@ class ProfilePage(Page):
     CLOCKS_SAME = 0.03
 
     def profiler_clock_finding(self) -> str:
-        """The SM clock the profiled calls ran at under Nsight Compute beside the clock of the same calls on our
-        clock. Leaving the clocks alone (--clock-control none) does not by itself make the two equal, so the
-        words come from what each measured."""
+        """The SM clock Nsight Compute read for the profiled calls beside the clock of the same calls on our
+        clock. Leaving the clocks alone (--clock-control none) does not by itself make the two equal, and a
+        reading is not the clock a kernel ran at until its time agrees, so the words come from what each measured."""
         checks = self.run.frame("profile", "clock_check")
         k = self.kernels()
         if checks.empty or k.empty or "sm_clock_mhz" not in checks or "sm_clock_mhz" not in k:
@@ -314,8 +314,8 @@ class ProfilePage(Page):
                     "calls, so this page cannot say whether the profiler saw the clocks the timed calls ran at.")
         mhz = lambda v: f"{fmt.num(v, 4)} MHz"  # noqa: E731
         span = lambda c: fmt.span(both[c].min(), both[c].max(), lambda v: fmt.num(v, 4)) + " MHz"  # noqa: E731
-        out = [f"Under Nsight Compute the profiled calls ran at {span('ncu_mhz')} (each call's SM clock averaged "
-               f"over its kernels' time), and the same calls on our clock at {span('sm_clock_mhz')}."]
+        out = [f"Nsight Compute read the SM clock of the profiled calls at {span('ncu_mhz')} (each call's reading "
+               f"averaged over its kernels' time), and our timing of the same calls at {span('sm_clock_mhz')}."]
         rel = both["ncu_mhz"] / both["sm_clock_mhz"] - 1
         apart = both[rel.abs() > self.CLOCKS_SAME]
         limit = fmt.pct(100 * self.CLOCKS_SAME, 2)
@@ -331,9 +331,60 @@ class ProfilePage(Page):
         out.append(f"They differed by more than {limit} for {len(apart)} of {plural(len(both), 'call')}, the "
                    f"profiler's clock {side}, most for {impl_label(worst['impl'])} at {shape}: "
                    f"{mhz(worst['ncu_mhz'])} against {mhz(worst['sm_clock_mhz'])}.")
-        out.append("Nsight Compute's kernel times, and the rates this report computes from them, were measured at "
-                   "those clocks, not at the timed calls'.")
+        out.append(self._clock_reading_tested(apart))
         return " ".join(out)
+
+    # A call's kernel time "moved with" the profiler's clock reading where it changed by at least this share of
+    # what the clock change predicts: a call bound by a compute roof scales fully with the SM clock, so even
+    # half of that is well clear of the event offset and the run-to-run spread of one call.
+    CLOCK_FOLLOW_SHARE = 0.5
+
+    def _clock_reading_tested(self, apart: pd.DataFrame) -> str:
+        """Whether the profiled kernels ran at the clock the profiler reported: a call bound by a compute roof that
+        really ran at a lower SM clock takes longer by about as much, so its kernel time against our device time
+        tests the reading. Calls of several kernels (time between kernels) and calls too short to time apart from
+        their launch do not test it, nor do calls bound by memory (their time need not follow the SM clock)."""
+        said = "Nsight Compute's kernel times, and the rates this report computes from them, were measured at "
+        rows = []
+        for _, c in apart.iterrows():
+            if c["kernels"] != 1 or not _ok(c["ncu_ms"]) or c["ncu_ms"] < self.CLOCK_CHECK_MIN_MS:
+                continue
+            shape = (c["batch"], c["heads"], c["seq_len"], c["head_dim"], c["dtype"], c["causal"])
+            bind = self.binding_roofs(shape).get(c["impl"])
+            if bind is None or " compute" not in bind[0] or not _ok(c["device_ms"]) or not c["device_ms"]:
+                continue
+            predicted = c["sm_clock_mhz"] / c["ncu_mhz"] - 1  # how much longer the reported clock makes the call
+            moved = c["ncu_ms"] / c["device_ms"] - 1
+            rows.append({**c.to_dict(), "predicted": predicted, "moved": moved,
+                         "follows": moved / predicted >= self.CLOCK_FOLLOW_SHARE})
+        if not rows:
+            return (f"No call bound by a compute roof ran as one kernel long enough to show whether its time moved with "
+                    f"those clocks, so this run cannot tell whether {said}them.")
+        t = pd.DataFrame(rows)
+        if t["follows"].all():
+            return said + "those clocks, not at the timed calls'."
+        if t["follows"].any():
+            return (f"The kernel times moved with those clocks for {join(self._call_words(r) for _, r in t[t['follows']].iterrows())} "
+                    f"but not for {join(self._call_words(r) for _, r in t[~t['follows']].iterrows())}, so the "
+                    "profiler's clock reading describes the clock only some profiled kernels ran at.")
+        slowest, one = t["moved"].max(), len(t) == 1
+        longer = f"more than {fmt.pct(100 * slowest, 2)} longer" if slowest > 0 else "longer"
+        longer = ((f"the one call bound by a compute roof, whose time grows as the SM clock falls, took no {longer}"
+                   if one else f"none of the {len(t)} calls bound by a compute roof, whose time grows as the SM "
+                   f"clock falls, took {longer}") + " under Nsight Compute than on our clock")
+        if (t["predicted"] > 0).all():
+            longer += (f", where the clock reading{'' if one else 's'} would make {'it' if one else 'them'} "
+                       f"{'' if one else 'up to '}{fmt.pct(100 * t['predicted'].max(), 2)} longer")
+        ex = t.loc[t["predicted"].abs().idxmax()]
+        return (f"The kernel times do not follow those readings: {longer}. {self._call_words(ex)}, "
+                f"read at {fmt.num(ex['ncu_mhz'], 4)} MHz, took {fmt.num_vs(ex['ncu_ms'], ex['device_ms'])} ms "
+                f"against {fmt.num_vs(ex['device_ms'], ex['ncu_ms'])} ms on our clock. So the profiler's clock "
+                "reading does not describe the clock the kernels ran at, and the rates on this page are not understated "
+                "by a lower clock.")
+
+    def _call_words(self, c) -> str:
+        """'Triton (ours) at N=4096, d=128, causal' for a clock-check row."""
+        return (f"{impl_label(c['impl'])} at N={c['seq_len']}, d={c['head_dim']}" + (", causal" if c["causal"] else ""))
 
     _TILE = re.compile(r"BLOCK_M=(\d+) BLOCK_N=(\d+) warps=(\d+) stages=(\d+)")
 
