@@ -193,3 +193,36 @@ def test_a_clock_reading_no_compute_bound_call_can_test_is_left_undecided(tmp_pa
     t = text(p.profiler_clock_finding())
     assert "this run cannot tell whether Nsight Compute's kernel times" in t
     assert "not at the timed calls'" not in t and "does not describe" not in t
+
+
+# ---- a ranking within one call's noise is not a ranking --------------------------------------------
+
+def test_calls_within_a_few_percent_of_each_others_roof_share_are_not_ranked():
+    from render.pages.profile import RANK_NOISE
+    lead = "Measured"
+    # As in run h200-20261201f at N=2048: naive at 58.6% of its L2 roof, ours at 58.0% of the tensor roof.
+    tie = ProfilePage._closest_and_furthest({"naive": ("L2 bandwidth", 0.586), "triton": ("tensor fp16 compute", 0.580),
+                                             "sdpa-math": ("DRAM bandwidth", 0.40)}, lead)
+    assert "comes closest" not in tie
+    assert ("naive PyTorch, at 58.6% of its L2 bandwidth roof, and Triton (ours), at 58.0% of its tensor fp16 "
+            "compute roof, come equally close.") in tie
+    assert "SDPA math stays furthest, at 40.0% of its DRAM bandwidth roof." in tie
+    apart = ProfilePage._closest_and_furthest({"naive": ("L2 bandwidth", 0.586),
+                                               "triton": ("tensor fp16 compute", 0.586 * (1 - 2 * RANK_NOISE)),
+                                               "sdpa-math": ("DRAM bandwidth", 0.40)}, lead)
+    assert "naive PyTorch comes closest, at 58.6% of its L2 bandwidth roof, and SDPA math stays furthest" in apart
+    bottom = ProfilePage._closest_and_furthest({"naive": ("L2 bandwidth", 0.586), "triton": ("tensor fp16 compute", 0.40),
+                                                "sdpa-math": ("DRAM bandwidth", 0.405)}, lead)
+    assert "naive PyTorch comes closest" in bottom and "stays furthest" not in bottom and "stay equally far" in bottom
+
+
+def test_the_committed_runs_roofline_ranks_only_calls_apart_by_more_than_the_noise():
+    from committed import latest_run
+    from render.pages.profile import RANK_NOISE
+    run = latest_run("profile.json")
+    page = ProfilePage(run, [run])
+    for shape in page.shapes():
+        shares = sorted((v for _, v in page.binding_roofs(shape).values()), reverse=True)
+        said = text(page.roofline_finding(shape))
+        if len(shares) > 1:
+            assert ("comes closest" in said) == (shares[1] < shares[0] * (1 - RANK_NOISE))

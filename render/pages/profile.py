@@ -47,6 +47,10 @@ STALL_COLORS = PALETTE[:7] + ["#8C564B", "#BCBD22", "#17BECF", "#9467BD", "#FF98
 # tensor-core decision on GPUs without tensor FLOP counters.
 GEMM_NAME = re.compile(r"gemm|nvjet|xmma|mma|cutlass|fmha|flash|attn|sdpa|_fwd|matmul", re.I)
 SIDE = {True: "memory-bound side", False: "compute-bound side"}
+# Shares of their binding roof within this relative distance are not ranked: each is one profiled call, and
+# a single call's kernel time moves by a few percent between runs (the clock check's single-kernel calls
+# agree with our device time only to within several percent).
+RANK_NOISE = 0.03
 
 
 def _esc(text) -> str:
@@ -814,13 +818,9 @@ class ProfilePage(Page):
                 out.append(f"On its {SIDE[mem]}: {join(sides[mem])}.")
         bind = self.binding_roofs(shape)
         if bind:
-            best = max(bind.items(), key=lambda kv: kv[1][1])
-            worst = min(bind.items(), key=lambda kv: kv[1][1])
             src = "counted" if self.data.flops_source == "counters" else "analytical"
-            out.append(f"Measured against the lowest roof over it ({src} FLOPs over Nsight Compute's kernel time), "
-                       f"{impl_label(best[0])} comes closest, at "
-                       f"{fmt.pct(100 * best[1][1])} of its {best[1][0]} roof, and {impl_label(worst[0])} stays "
-                       f"furthest, at {fmt.pct(100 * worst[1][1])} of its {worst[1][0]} roof.")
+            out.append(self._closest_and_furthest(
+                bind, f"Measured against the lowest roof over it ({src} FLOPs over Nsight Compute's kernel time)"))
         gone = pts[pts["why"] == "bypassed"]
         if not gone.empty:
             by_level = [f"no {lv} point for {join(impl_label(i) for i in g['impl'])}"
@@ -842,6 +842,36 @@ class ProfilePage(Page):
             out.append(f"No {join(r.label for r in missing)} roof is drawn: it was not measured in this run and the "
                        "datasheet gives none.")
         return " ".join(x for x in out if x)
+
+    @staticmethod
+    def _closest_and_furthest(bind: dict[str, tuple[str, float]], lead: str) -> str:
+        """Which call comes closest to its binding roof and which stays furthest, naming as equal the calls whose
+        shares are within RANK_NOISE of the end's (a ranking there would be noise)."""
+        order = sorted(bind.items(), key=lambda kv: kv[1][1], reverse=True)
+
+        def group_words(group, one: str, many: str) -> str:
+            if len(group) == 1:
+                (i, (roof, v)), = group
+                return f"{impl_label(i)} {one}, at {fmt.pct(100 * v)} of its {roof} roof"
+            if len(group) == 2:
+                each = " and ".join(f"{impl_label(i)}, at {fmt.pct(100 * v)} of its {roof} roof," for i, (roof, v) in group)
+                return f"{each} {many}"
+            lo, hi = group[-1][1][1], group[0][1][1]  # one range, not a figure per call
+            return (f"{join(impl_label(i) for i, _ in group)} {many}, at {fmt.span(100 * lo, 100 * hi, fmt.pct)} of "
+                    "their lowest roofs")
+
+        if len(order) == 1:
+            return f"{lead}, {group_words(order, 'reaches', '')}."
+        top = [kv for kv in order if kv[1][1] >= order[0][1][1] * (1 - RANK_NOISE)]
+        if len(top) == len(order):
+            return f"{lead}, {group_words(top, '', 'come equally close')}."
+        rest = order[len(top):]
+        low = [kv for kv in rest if kv[1][1] <= rest[-1][1][1] * (1 + RANK_NOISE)]
+        close = group_words(top, "comes closest", "come equally close")
+        far = group_words(low[::-1], "stays furthest", "stay equally far")
+        if len(top) == 1 and len(low) == 1:
+            return f"{lead}, {close}, and {far}."
+        return f"{lead}, {close}. {far[0].upper() + far[1:]}."
 
     def _l2_roof_exceeded(self) -> str:
         """Where a profiled kernel moved L2 traffic faster than the measured L2 roof, that roof is a rate one
