@@ -177,22 +177,34 @@ def test_kernels_faster_than_the_measured_l2_roof_make_the_page_call_it_a_rate()
     from committed import latest_run
     run = latest_run("profile.json")
     page = ProfilePage(run, [run])
-    roof = page.roofs(page.headline)["l2"].value
-    k = page.kernels()
-    faster = int(((k["l2_bytes"] / (k["duration_ms"] * 1e-3)) > roof).sum())
-    said = page._l2_roof_exceeded()
-    assert bool(said) == (faster > 0)
-    if faster:
-        assert f"{faster} profiled kernel" in said and said in page.roofline_finding()
+    for shape in page.shapes():
+        roof = page.roofs(shape)["l2"].value
+        k = page.kernels()
+        k = k[k["case_id"].isin(set(page._rows(shape)["case_id"]))]  # the calls drawn at this shape, no others
+        faster = int(((k["l2_bytes"] / (k["duration_ms"] * 1e-3)) > roof).sum())
+        said = page._l2_roof_exceeded(shape)
+        assert bool(said) == (faster > 0)
+        if faster:
+            assert f"{faster} profiled kernel" in said and said in page.roofline_finding(shape)
 
 
-def test_a_clock_reading_no_compute_bound_call_can_test_is_left_undecided(tmp_path):
-    # Our kernel moving 100 GB is held by DRAM, whose time need not follow the SM clock: nothing tests the reading.
-    p = page(tmp_path, clocks=(1650.0, 1970.0), clock_ratio=1.02, triton_dram=1e11)
-    assert "compute" not in p.binding_roofs()["triton"][0]
-    t = text(p.profiler_clock_finding())
-    assert "this run cannot tell whether Nsight Compute's kernel times" in t
-    assert "not at the timed calls'" not in t and "does not describe" not in t
+def test_only_the_kernels_of_the_calls_drawn_can_make_the_l2_roof_a_rate(tmp_path):
+    # A register-cap kernel spilling at 20 TB/s through L2 (roof 12 TB/s) is in no roofline: no sentence.
+    pf = S.profile_file("rep-1")
+    pf.kernels.append(S.kernel("regcap-triton-r80", "triton", 0, "_attn_fwd", 0.05, l2_bytes=1e9))
+    spill = page_of(tmp_path / "a", pf)
+    assert spill._l2_roof_exceeded() == "" and "rate, not a ceiling" not in text(spill.roofline_finding())
+    # Our drawn kernel doing the same: the sentence names it.
+    [k for k in pf.kernels if k.case_id == "main-triton"][0].l2_bytes = 1e9
+    ours = page_of(tmp_path / "b", pf)
+    said = text(ours.roofline_finding())
+    assert "The L2 roof is a rate, not a ceiling: 1 profiled kernel moved L2 traffic faster" in said
+    assert "(<code>_hopper_fwd_ws_persistent</code>)" in said
+
+
+def page_of(path, pf) -> ProfilePage:
+    run = S.make(path, profile=pf)
+    return ProfilePage(run, [run])
 
 
 # ---- a ranking within one call's noise is not a ranking --------------------------------------------
