@@ -11,6 +11,7 @@ from pathlib import Path
 import synthetic_report as S
 from collect.schema.manifest import MeasuredCeiling
 from render import fmt
+from render.pages.home import HomePage
 from render.pages.profile import ProfilePage
 from render.runs import load_run
 from render.site import Report
@@ -238,3 +239,26 @@ def test_the_committed_runs_roofline_ranks_only_calls_apart_by_more_than_the_noi
         said = text(page.roofline_finding(shape))
         if len(shares) > 1:
             assert ("comes closest" in said) == (shares[1] < shares[0] * (1 - RANK_NOISE))
+
+
+# ---- one basis for a call's DRAM bytes ---------------------------------------------------------------
+
+def test_every_dram_figure_of_a_call_counts_its_writes_as_at_least_its_output(tmp_path):
+    # Our kernel's counters: 11.7 MB read and 1.3 MB written, below its 4 MiB output (still in L2 at the stop).
+    p = page(tmp_path)
+    row = p._rows(p.headline).set_index("impl").loc["triton"]
+    out = 2 * 8 * 2048 * 64 * 2
+    assert row["dram_write_bytes"] < out
+    moved = row["dram_read_bytes"] + out
+    assert fmt.bytes_(moved) != fmt.bytes_(row["dram_read_bytes"] + row["dram_write_bytes"])
+    assert fmt.bytes_(moved) in text(p.impl_table()) and fmt.bytes_(moved) in text(p.bytes_table())
+    pts = p.level_points().set_index(["impl", "level"])
+    assert pts.loc[("triton", "dram"), "bytes"] == moved
+    assert p.bytes_frame().set_index("impl").loc["triton", "dram"] == moved
+    assert f"({fmt.bytes_(moved)} against" in text(p.findings_first())
+    home = HomePage(p.run, [p.run])
+    assert home._dram(row) == moved and fmt.bytes_(moved) in text(home.bytes_headline())
+    # said once on the page, beside the first table
+    report = Report.load(tmp_path)
+    prof = text(report.render_markdown((DOCS / "profiling.md").read_text(), "profiling.md"))
+    assert prof.count("the writes counted as at least the call's output: L2 is a write-back cache") == 1

@@ -157,9 +157,20 @@ class ProfilePage(Page):
         return float(model.output_bytes(row["seq_len"], row["head_dim"], ELEMENT_BYTES.get(row["dtype"], 2),
                                         row["batch"] * row["heads"]))
 
-    @staticmethod
-    def _dram(row) -> float | None:
-        return (row["dram_read_bytes"] or 0) + (row["dram_write_bytes"] or 0) if _ok(row["dram_read_bytes"]) else None
+    def _dram(self, row) -> float | None:
+        """A call's DRAM bytes on this page's one basis, Home's too (model.dram_moved_bytes): read plus written,
+        the writes at least the call's output, which can still sit in L2 when the counters stop."""
+        if not _ok(row["dram_read_bytes"]):
+            return None
+        written = row["dram_write_bytes"] if _ok(row["dram_write_bytes"]) else None
+        return model.dram_moved_bytes(row["dram_read_bytes"], written, self._output_bytes(row))
+
+    def dram_note(self) -> str:
+        """Once, where the DRAM bytes first appear in a table: what they count."""
+        return ("DRAM bytes on this page, in the tables, the roofline's DRAM points and the byte comparison below, "
+                "are bytes read plus bytes written, the writes counted as at least the call's output: L2 is a "
+                "write-back cache, and output still held there when the kernel ends reaches DRAM after the counters "
+                "have stopped. The kernel table alone shows the counters as they read.")
 
     def caption_conditions(self, shape) -> str:
         return f"{self.shape_text(shape)}; Nsight Compute with --clock-control none, one profiled call after warm-up"
@@ -172,10 +183,7 @@ class ProfilePage(Page):
         out = []
         df = self._rows(shape)
         df = df[df["status"] == "ok"] if not df.empty else df
-        # As Home counts them: each call charged at least its output, which can still be in L2 when counting stops.
-        by = {r["impl"]: model.dram_moved_bytes(r["dram_read_bytes"], r["dram_write_bytes"] if _ok(r["dram_write_bytes"])
-                                                else None, self._output_bytes(r))
-              for _, r in df.iterrows() if _ok(r["dram_read_bytes"])}
+        by = {r["impl"]: self._dram(r) for _, r in df.iterrows() if _ok(r["dram_read_bytes"])}
         if by.get("naive") and by.get("triton"):
             a, f = by["naive"], by["triton"]
             word = f"{fmt.ratio(a / f)} fewer" if f < a else f"{fmt.ratio(f / a)} more"
@@ -463,7 +471,7 @@ class ProfilePage(Page):
         # analytical count, this table's Achieved uses Nsight Compute's time and (where it can) the counters.
         what = self._flops_words(df)
         return table_html(t, {"impl": "Implementation", "status": "Status", "kernels": "Kernels",
-                              "t": "Kernel time (Nsight Compute)", "dram": "DRAM bytes (r+w)", "l2": "L2 bytes",
+                              "t": "Kernel time (Nsight Compute)", "dram": "DRAM bytes (read + write ≥ output)", "l2": "L2 bytes",
                               "flops": f"FLOPs ({what})", "ai": "FLOP / DRAM byte",
                               "tflops": f"Achieved: {what} FLOPs / Nsight Compute time",
                               "dev_tflops": "Analytical FLOPs / our device time",
@@ -534,7 +542,7 @@ class ProfilePage(Page):
         df = df.assign(impl=[impl.get(c, "") for c in df["case_id"]],
                        dram=df["dram_read_bytes"].fillna(0) + df["dram_write_bytes"].fillna(0))
         return table_html(df, {"impl": "Implementation", "launch": "#", "kernel_name": "Kernel (as Nsight Compute names it)",
-                               "duration_ms": "Time (Nsight Compute)", "dram": "DRAM bytes", "l2_hit_rate_pct": "L2 hit rate",
+                               "duration_ms": "Time (Nsight Compute)", "dram": "DRAM bytes (as counted)", "l2_hit_rate_pct": "L2 hit rate",
                                "registers_per_thread": "Registers / thread", "block_size": "Threads / block",
                                "flops_tensor": "Tensor FLOPs", "tensor_inst": "Tensor-pipe instructions"},
                           {"duration_ms": fmt.ms, "dram": fmt.bytes_, "l2_hit_rate_pct": fmt.pct,
@@ -1160,7 +1168,7 @@ class ProfilePage(Page):
         for _, r in df.iterrows():
             fused = r["impl"] not in MATERIALISING
             mdl = (model.fused_traffic_bytes if fused else model.naive_traffic_bytes)(n, d, e, b * h)
-            dram = r["dram_read_bytes"] + (r["dram_write_bytes"] or 0)
+            dram = self._dram(r)
             out.append({"impl": r["impl"], "case_id": r["case_id"], "model_kind": "fused 4eNd" if fused else "naive 4eNd + 4eN²",
                         "model": float(mdl), "dram": dram, "ratio": dram / mdl if mdl else None, "l2": r["l2_bytes"],
                         "config": r["config"]})
@@ -1175,7 +1183,7 @@ class ProfilePage(Page):
         x = [_esc(impl_label(i)) for i in df["impl"]]
         fig.add_bar(name="model (byte arithmetic)", x=x, y=df["model"], marker_color=PALETTE[7],
                     customdata=[_esc(k) for k in df["model_kind"]], hovertemplate="%{x}: model %{y:.4s}B (%{customdata})<extra></extra>")
-        fig.add_bar(name="measured DRAM (read + write)", x=x, y=df["dram"], marker_color=PALETTE[0],
+        fig.add_bar(name="measured DRAM (read + write ≥ output)", x=x, y=df["dram"], marker_color=PALETTE[0],
                     hovertemplate="%{x}: measured %{y:.4s}B<extra></extra>")
         fig.add_bar(name="measured L2 traffic", x=x, y=df["l2"], marker_color=PALETTE[5],
                     hovertemplate="%{x}: L2 %{y:.4s}B<extra></extra>")
