@@ -11,6 +11,7 @@ from pathlib import Path
 import synthetic_report as S
 from collect.schema.manifest import MeasuredCeiling
 from render import fmt
+from render.pages.home import HomePage
 from render.pages.profile import ProfilePage
 from render.runs import load_run
 from render.site import Report
@@ -113,10 +114,26 @@ def test_the_pages_say_which_clock_their_times_come_from(tmp_path):
 # ---- the SM clocks under the profiler, as measured ---------------------------------------------------
 
 def test_profiler_clocks_lower_than_ours_are_reported_as_such(tmp_path):
-    t = text(page(tmp_path, clocks=(1650.0, 1970.0)).profiler_clock_finding())
-    assert "profiled calls ran at 1,650 MHz" in t and "same calls on our clock at 1,970 MHz" in t
+    # Kernel times that grew with the lower reading (ours 1650/1970 of Nsight Compute's): measured at that clock.
+    t = text(page(tmp_path, clocks=(1650.0, 1970.0), clock_ratio=1650 / 1970).profiler_clock_finding())
+    assert "profiled calls at 1,650 MHz" in t and "our timing of the same calls at 1,970 MHz" in t
     assert "differed by more than 3.0% for 3 of 3 calls, the profiler's clock lower" in t
-    assert "not at the timed calls'" in t
+    assert "not at the timed calls'" in t and "does not describe" not in t
+
+
+def test_a_lower_clock_reading_that_the_kernel_times_contradict_is_not_believed(tmp_path):
+    # The same readings, but our kernel (bound by the tensor roof) took no longer under the profiler than on our
+    # clock (ours 1.02x Nsight Compute's): it did not run at a clock 16% lower.
+    p = page(tmp_path, clocks=(1650.0, 1970.0), clock_ratio=1.02)
+    assert "compute" in p.binding_roofs()["triton"][0]
+    t = text(p.profiler_clock_finding())
+    assert "differed by more than 3.0% for 3 of 3 calls, the profiler's clock lower" in t
+    assert "not at the timed calls'" not in t
+    assert ("the one call bound by a compute roof, whose time grows as the SM clock falls, took no longer under "
+            "Nsight Compute than on our clock, where the clock reading would make it "
+            f"{fmt.pct(100 * (1970 / 1650 - 1), 2)} longer") in t
+    assert "Triton (ours) at N=2048, d=64, read at 1,650 MHz, took 0.0500 ms against 0.0510 ms on our clock" in t
+    assert "the profiler's clock reading does not describe the clock the kernels ran at" in t
 
 
 def test_profiler_clocks_that_match_ours_are_reported_as_such(tmp_path):
@@ -161,10 +178,87 @@ def test_kernels_faster_than_the_measured_l2_roof_make_the_page_call_it_a_rate()
     from committed import latest_run
     run = latest_run("profile.json")
     page = ProfilePage(run, [run])
-    roof = page.roofs(page.headline)["l2"].value
-    k = page.kernels()
-    faster = int(((k["l2_bytes"] / (k["duration_ms"] * 1e-3)) > roof).sum())
-    said = page._l2_roof_exceeded()
-    assert bool(said) == (faster > 0)
-    if faster:
-        assert f"{faster} profiled kernel" in said and said in page.roofline_finding()
+    for shape in page.shapes():
+        roof = page.roofs(shape)["l2"].value
+        k = page.kernels()
+        k = k[k["case_id"].isin(set(page._rows(shape)["case_id"]))]  # the calls drawn at this shape, no others
+        faster = int(((k["l2_bytes"] / (k["duration_ms"] * 1e-3)) > roof).sum())
+        said = page._l2_roof_exceeded(shape)
+        assert bool(said) == (faster > 0)
+        if faster:
+            assert f"{faster} profiled kernel" in said and said in page.roofline_finding(shape)
+
+
+def test_only_the_kernels_of_the_calls_drawn_can_make_the_l2_roof_a_rate(tmp_path):
+    # A register-cap kernel spilling at 20 TB/s through L2 (roof 12 TB/s) is in no roofline: no sentence.
+    pf = S.profile_file("rep-1")
+    pf.kernels.append(S.kernel("regcap-triton-r80", "triton", 0, "_attn_fwd", 0.05, l2_bytes=1e9))
+    spill = page_of(tmp_path / "a", pf)
+    assert spill._l2_roof_exceeded() == "" and "rate, not a ceiling" not in text(spill.roofline_finding())
+    # Our drawn kernel doing the same: the sentence names it.
+    [k for k in pf.kernels if k.case_id == "main-triton"][0].l2_bytes = 1e9
+    ours = page_of(tmp_path / "b", pf)
+    said = text(ours.roofline_finding())
+    assert "The L2 roof is a rate, not a ceiling: 1 profiled kernel moved L2 traffic faster" in said
+    assert "(<code>_hopper_fwd_ws_persistent</code>)" in said
+
+
+def page_of(path, pf) -> ProfilePage:
+    run = S.make(path, profile=pf)
+    return ProfilePage(run, [run])
+
+
+# ---- a ranking within one call's noise is not a ranking --------------------------------------------
+
+def test_calls_within_a_few_percent_of_each_others_roof_share_are_not_ranked():
+    from render.pages.profile import RANK_NOISE
+    lead = "Measured"
+    # As in run h200-20261201f at N=2048: naive at 58.6% of its L2 roof, ours at 58.0% of the tensor roof.
+    tie = ProfilePage._closest_and_furthest({"naive": ("L2 bandwidth", 0.586), "triton": ("tensor fp16 compute", 0.580),
+                                             "sdpa-math": ("DRAM bandwidth", 0.40)}, lead)
+    assert "comes closest" not in tie
+    assert ("naive PyTorch, at 58.6% of its L2 bandwidth roof, and Triton (ours), at 58.0% of its tensor fp16 "
+            "compute roof, come equally close.") in tie
+    assert "SDPA math stays furthest, at 40.0% of its DRAM bandwidth roof." in tie
+    apart = ProfilePage._closest_and_furthest({"naive": ("L2 bandwidth", 0.586),
+                                               "triton": ("tensor fp16 compute", 0.586 * (1 - 2 * RANK_NOISE)),
+                                               "sdpa-math": ("DRAM bandwidth", 0.40)}, lead)
+    assert "naive PyTorch comes closest, at 58.6% of its L2 bandwidth roof, and SDPA math stays furthest" in apart
+    bottom = ProfilePage._closest_and_furthest({"naive": ("L2 bandwidth", 0.586), "triton": ("tensor fp16 compute", 0.40),
+                                                "sdpa-math": ("DRAM bandwidth", 0.405)}, lead)
+    assert "naive PyTorch comes closest" in bottom and "stays furthest" not in bottom and "stay equally far" in bottom
+
+
+def test_the_committed_runs_roofline_ranks_only_calls_apart_by_more_than_the_noise():
+    from committed import latest_run
+    from render.pages.profile import RANK_NOISE
+    run = latest_run("profile.json")
+    page = ProfilePage(run, [run])
+    for shape in page.shapes():
+        shares = sorted((v for _, v in page.binding_roofs(shape).values()), reverse=True)
+        said = text(page.roofline_finding(shape))
+        if len(shares) > 1:
+            assert ("comes closest" in said) == (shares[1] < shares[0] * (1 - RANK_NOISE))
+
+
+# ---- one basis for a call's DRAM bytes ---------------------------------------------------------------
+
+def test_every_dram_figure_of_a_call_counts_its_writes_as_at_least_its_output(tmp_path):
+    # Our kernel's counters: 11.7 MB read and 1.3 MB written, below its 4 MiB output (still in L2 at the stop).
+    p = page(tmp_path)
+    row = p._rows(p.headline).set_index("impl").loc["triton"]
+    out = 2 * 8 * 2048 * 64 * 2
+    assert row["dram_write_bytes"] < out
+    moved = row["dram_read_bytes"] + out
+    assert fmt.bytes_(moved) != fmt.bytes_(row["dram_read_bytes"] + row["dram_write_bytes"])
+    assert fmt.bytes_(moved) in text(p.impl_table()) and fmt.bytes_(moved) in text(p.bytes_table())
+    pts = p.level_points().set_index(["impl", "level"])
+    assert pts.loc[("triton", "dram"), "bytes"] == moved
+    assert p.bytes_frame().set_index("impl").loc["triton", "dram"] == moved
+    assert f"({fmt.bytes_(moved)} against" in text(p.findings_first())
+    home = HomePage(p.run, [p.run])
+    assert home._dram(row) == moved and fmt.bytes_(moved) in text(home.bytes_headline())
+    # said once on the page, beside the first table
+    report = Report.load(tmp_path)
+    prof = text(report.render_markdown((DOCS / "profiling.md").read_text(), "profiling.md"))
+    assert prof.count("the writes counted as at least the call's output: L2 is a write-back cache") == 1

@@ -192,6 +192,23 @@ def test_l1_and_shared_points_only_where_the_counters_see_the_traffic(tmp_path):
     assert "Triton (ours)" not in text(lsu.roofline_finding()).split("cannot place every call")[-1].split(".")[0]
 
 
+def test_a_kernel_is_checked_for_hidden_shared_traffic_by_its_tensor_work_not_its_name(tmp_path):
+    # Our Gluon kernels' names match no GEMM name; their tensor FLOPs still say they read operands from shared
+    # memory out of the counter's sight (a shared count of 4% of their L2 traffic here).
+    pf = S.profile_file("rep-1")
+    ours = [k for k in pf.kernels if k.impl == "triton"][0]
+    ours.kernel_name = "_g1_kernel"
+    page = ProfilePage(*_one(S.make(tmp_path / "a", profile=pf)))
+    pts = page.level_points().set_index(["impl", "level"])
+    assert pts.loc[("triton", "shared"), "why"] == "bypassed"
+    said = text(page.roofline_finding()).split("cannot place every call")[-1].split(".")[0]
+    assert "no shared memory point for" in said and "Triton (ours)" in said.split("no shared memory point for")[-1]
+    # Where the counters saw no tensor FLOPs in that kernel, it did no WGMMA work to hide: its shared count stands.
+    ours.flops_tensor = 0.0
+    idle = ProfilePage(*_one(S.make(tmp_path / "b", profile=pf)))
+    assert idle.level_points().set_index(["impl", "level"]).loc[("triton", "shared"), "why"] == ""
+
+
 def test_legend_has_one_entry_per_implementation_plus_the_level_key(tmp_path):
     fig = _profile(tmp_path).roofline_fig()
     legend = [t.name for t in fig.data if t.showlegend is not False]

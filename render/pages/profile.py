@@ -47,6 +47,10 @@ STALL_COLORS = PALETTE[:7] + ["#8C564B", "#BCBD22", "#17BECF", "#9467BD", "#FF98
 # tensor-core decision on GPUs without tensor FLOP counters.
 GEMM_NAME = re.compile(r"gemm|nvjet|xmma|mma|cutlass|fmha|flash|attn|sdpa|_fwd|matmul", re.I)
 SIDE = {True: "memory-bound side", False: "compute-bound side"}
+# Shares of their binding roof within this relative distance are not ranked: each is one profiled call, and
+# a single call's kernel time moves by a few percent between runs (the clock check's single-kernel calls
+# agree with our device time only to within several percent).
+RANK_NOISE = 0.03
 
 
 def _esc(text) -> str:
@@ -60,6 +64,22 @@ def _clip(text: str, n: int = 36) -> str:
 
 def _ok(x) -> bool:
     return x is not None and not (isinstance(x, float) and math.isnan(x))
+
+
+def _tensor_core_work(k: pd.DataFrame) -> pd.Series:
+    """Per kernel: did it run matrix multiplies on the tensor cores? Decided by its tensor FLOP count where the
+    profile has one, since a name list cannot know every kernel (our Gluon kernels' names match none of it).
+    Without that count, tensor-pipe instructions decide only in a kernel named like a GEMM, because softmax and
+    elementwise kernels issue some too; with neither counter, the name alone."""
+    name = k["kernel_name"].map(lambda n: bool(GEMM_NAME.search(str(n)))) if not k.empty else pd.Series(dtype=bool)
+    out = name.copy()
+    if "tensor_inst" in k:
+        inst = k["tensor_inst"].map(_ok)
+        out[inst] = name[inst] & (k["tensor_inst"][inst] > 0)
+    if "flops_tensor" in k:
+        counted = k["flops_tensor"].map(_ok)
+        out[counted] = k["flops_tensor"][counted] > 0
+    return out.astype(bool)
 
 
 def short_kernel_name(name: str) -> str:
@@ -137,9 +157,20 @@ class ProfilePage(Page):
         return float(model.output_bytes(row["seq_len"], row["head_dim"], ELEMENT_BYTES.get(row["dtype"], 2),
                                         row["batch"] * row["heads"]))
 
-    @staticmethod
-    def _dram(row) -> float | None:
-        return (row["dram_read_bytes"] or 0) + (row["dram_write_bytes"] or 0) if _ok(row["dram_read_bytes"]) else None
+    def _dram(self, row) -> float | None:
+        """A call's DRAM bytes on this page's one basis, Home's too (model.dram_moved_bytes): read plus written,
+        the writes at least the call's output, which can still sit in L2 when the counters stop."""
+        if not _ok(row["dram_read_bytes"]):
+            return None
+        written = row["dram_write_bytes"] if _ok(row["dram_write_bytes"]) else None
+        return model.dram_moved_bytes(row["dram_read_bytes"], written, self._output_bytes(row))
+
+    def dram_note(self) -> str:
+        """Once, where the DRAM bytes first appear in a table: what they count."""
+        return ("DRAM bytes on this page, in the tables, the roofline's DRAM points and the byte comparison below, "
+                "are bytes read plus bytes written, the writes counted as at least the call's output: L2 is a "
+                "write-back cache, and output still held there when the kernel ends reaches DRAM after the counters "
+                "have stopped. The kernel table alone shows the counters as they read.")
 
     def caption_conditions(self, shape) -> str:
         return f"{self.shape_text(shape)}; Nsight Compute with --clock-control none, one profiled call after warm-up"
@@ -152,10 +183,7 @@ class ProfilePage(Page):
         out = []
         df = self._rows(shape)
         df = df[df["status"] == "ok"] if not df.empty else df
-        # As Home counts them: each call charged at least its output, which can still be in L2 when counting stops.
-        by = {r["impl"]: model.dram_moved_bytes(r["dram_read_bytes"], r["dram_write_bytes"] if _ok(r["dram_write_bytes"])
-                                                else None, self._output_bytes(r))
-              for _, r in df.iterrows() if _ok(r["dram_read_bytes"])}
+        by = {r["impl"]: self._dram(r) for _, r in df.iterrows() if _ok(r["dram_read_bytes"])}
         if by.get("naive") and by.get("triton"):
             a, f = by["naive"], by["triton"]
             word = f"{fmt.ratio(a / f)} fewer" if f < a else f"{fmt.ratio(f / a)} more"
@@ -279,9 +307,9 @@ class ProfilePage(Page):
     CLOCKS_SAME = 0.03
 
     def profiler_clock_finding(self) -> str:
-        """The SM clock the profiled calls ran at under Nsight Compute beside the clock of the same calls on our
-        clock. Leaving the clocks alone (--clock-control none) does not by itself make the two equal, so the
-        words come from what each measured."""
+        """The SM clock Nsight Compute read for the profiled calls beside the clock of the same calls on our
+        clock. Leaving the clocks alone (--clock-control none) does not by itself make the two equal, and a
+        reading is not the clock a kernel ran at until its time agrees, so the words come from what each measured."""
         checks = self.run.frame("profile", "clock_check")
         k = self.kernels()
         if checks.empty or k.empty or "sm_clock_mhz" not in checks or "sm_clock_mhz" not in k:
@@ -298,8 +326,8 @@ class ProfilePage(Page):
                     "calls, so this page cannot say whether the profiler saw the clocks the timed calls ran at.")
         mhz = lambda v: f"{fmt.num(v, 4)} MHz"  # noqa: E731
         span = lambda c: fmt.span(both[c].min(), both[c].max(), lambda v: fmt.num(v, 4)) + " MHz"  # noqa: E731
-        out = [f"Under Nsight Compute the profiled calls ran at {span('ncu_mhz')} (each call's SM clock averaged "
-               f"over its kernels' time), and the same calls on our clock at {span('sm_clock_mhz')}."]
+        out = [f"Nsight Compute read the SM clock of the profiled calls at {span('ncu_mhz')} (each call's reading "
+               f"averaged over its kernels' time), and our timing of the same calls at {span('sm_clock_mhz')}."]
         rel = both["ncu_mhz"] / both["sm_clock_mhz"] - 1
         apart = both[rel.abs() > self.CLOCKS_SAME]
         limit = fmt.pct(100 * self.CLOCKS_SAME, 2)
@@ -315,9 +343,60 @@ class ProfilePage(Page):
         out.append(f"They differed by more than {limit} for {len(apart)} of {plural(len(both), 'call')}, the "
                    f"profiler's clock {side}, most for {impl_label(worst['impl'])} at {shape}: "
                    f"{mhz(worst['ncu_mhz'])} against {mhz(worst['sm_clock_mhz'])}.")
-        out.append("Nsight Compute's kernel times, and the rates this report computes from them, were measured at "
-                   "those clocks, not at the timed calls'.")
+        out.append(self._clock_reading_tested(apart))
         return " ".join(out)
+
+    # A call's kernel time "moved with" the profiler's clock reading where it changed by at least this share of
+    # what the clock change predicts: a call bound by a compute roof scales fully with the SM clock, so even
+    # half of that is well clear of the event offset and the run-to-run spread of one call.
+    CLOCK_FOLLOW_SHARE = 0.5
+
+    def _clock_reading_tested(self, apart: pd.DataFrame) -> str:
+        """Whether the profiled kernels ran at the clock the profiler reported: a call bound by a compute roof that
+        really ran at a lower SM clock takes longer by about as much, so its kernel time against our device time
+        tests the reading. Calls of several kernels (time between kernels) and calls too short to time apart from
+        their launch do not test it, nor do calls bound by memory (their time need not follow the SM clock)."""
+        said = "Nsight Compute's kernel times, and the rates this report computes from them, were measured at "
+        rows = []
+        for _, c in apart.iterrows():
+            if c["kernels"] != 1 or not _ok(c["ncu_ms"]) or c["ncu_ms"] < self.CLOCK_CHECK_MIN_MS:
+                continue
+            shape = (c["batch"], c["heads"], c["seq_len"], c["head_dim"], c["dtype"], c["causal"])
+            bind = self.binding_roofs(shape).get(c["impl"])
+            if bind is None or " compute" not in bind[0] or not _ok(c["device_ms"]) or not c["device_ms"]:
+                continue
+            predicted = c["sm_clock_mhz"] / c["ncu_mhz"] - 1  # how much longer the reported clock makes the call
+            moved = c["ncu_ms"] / c["device_ms"] - 1
+            rows.append({**c.to_dict(), "predicted": predicted, "moved": moved,
+                         "follows": moved / predicted >= self.CLOCK_FOLLOW_SHARE})
+        if not rows:
+            return (f"No call bound by a compute roof ran as one kernel long enough to show whether its time moved with "
+                    f"those clocks, so this run cannot tell whether {said}them.")
+        t = pd.DataFrame(rows)
+        if t["follows"].all():
+            return said + "those clocks, not at the timed calls'."
+        if t["follows"].any():
+            return (f"The kernel times moved with those clocks for {join(self._call_words(r) for _, r in t[t['follows']].iterrows())} "
+                    f"but not for {join(self._call_words(r) for _, r in t[~t['follows']].iterrows())}, so the "
+                    "profiler's clock reading describes the clock only some profiled kernels ran at.")
+        slowest, one = t["moved"].max(), len(t) == 1
+        longer = f"more than {fmt.pct(100 * slowest, 2)} longer" if slowest > 0 else "longer"
+        longer = ((f"the one call bound by a compute roof, whose time grows as the SM clock falls, took no {longer}"
+                   if one else f"none of the {len(t)} calls bound by a compute roof, whose time grows as the SM "
+                   f"clock falls, took {longer}") + " under Nsight Compute than on our clock")
+        if (t["predicted"] > 0).all():
+            longer += (f", where the clock reading{'' if one else 's'} would make {'it' if one else 'them'} "
+                       f"{'' if one else 'up to '}{fmt.pct(100 * t['predicted'].max(), 2)} longer")
+        ex = t.loc[t["predicted"].abs().idxmax()]
+        return (f"The kernel times do not follow those readings: {longer}. {self._call_words(ex)}, "
+                f"read at {fmt.num(ex['ncu_mhz'], 4)} MHz, took {fmt.num_vs(ex['ncu_ms'], ex['device_ms'])} ms "
+                f"against {fmt.num_vs(ex['device_ms'], ex['ncu_ms'])} ms on our clock. So the profiler's clock "
+                "reading does not describe the clock the kernels ran at, and the rates on this page are not understated "
+                "by a lower clock.")
+
+    def _call_words(self, c) -> str:
+        """'Triton (ours) at N=4096, d=128, causal' for a clock-check row."""
+        return (f"{impl_label(c['impl'])} at N={c['seq_len']}, d={c['head_dim']}" + (", causal" if c["causal"] else ""))
 
     _TILE = re.compile(r"BLOCK_M=(\d+) BLOCK_N=(\d+) warps=(\d+) stages=(\d+)")
 
@@ -392,7 +471,7 @@ class ProfilePage(Page):
         # analytical count, this table's Achieved uses Nsight Compute's time and (where it can) the counters.
         what = self._flops_words(df)
         return table_html(t, {"impl": "Implementation", "status": "Status", "kernels": "Kernels",
-                              "t": "Kernel time (Nsight Compute)", "dram": "DRAM bytes (r+w)", "l2": "L2 bytes",
+                              "t": "Kernel time (Nsight Compute)", "dram": "DRAM bytes (read + write ≥ output)", "l2": "L2 bytes",
                               "flops": f"FLOPs ({what})", "ai": "FLOP / DRAM byte",
                               "tflops": f"Achieved: {what} FLOPs / Nsight Compute time",
                               "dev_tflops": "Analytical FLOPs / our device time",
@@ -463,7 +542,7 @@ class ProfilePage(Page):
         df = df.assign(impl=[impl.get(c, "") for c in df["case_id"]],
                        dram=df["dram_read_bytes"].fillna(0) + df["dram_write_bytes"].fillna(0))
         return table_html(df, {"impl": "Implementation", "launch": "#", "kernel_name": "Kernel (as Nsight Compute names it)",
-                               "duration_ms": "Time (Nsight Compute)", "dram": "DRAM bytes", "l2_hit_rate_pct": "L2 hit rate",
+                               "duration_ms": "Time (Nsight Compute)", "dram": "DRAM bytes (as counted)", "l2_hit_rate_pct": "L2 hit rate",
                                "registers_per_thread": "Registers / thread", "block_size": "Threads / block",
                                "flops_tensor": "Tensor FLOPs", "tensor_inst": "Tensor-pipe instructions"},
                           {"duration_ms": fmt.ms, "dram": fmt.bytes_, "l2_hit_rate_pct": fmt.pct,
@@ -600,8 +679,7 @@ class ProfilePage(Page):
         if level == "shared":
             # Only a kernel that multiplies matrices can hide shared-memory traffic from the counter (WGMMA reads
             # its operands there); a kernel that uses no shared memory rightly counts none.
-            tensor = major["flops_tensor"].fillna(0) + major["tensor_inst"].fillna(0) if "flops_tensor" in major else 0
-            major = major[(tensor > 0) & major["kernel_name"].map(lambda n: bool(GEMM_NAME.search(str(n))))]
+            major = major[_tensor_core_work(major)]
         blind = major[major[col].fillna(0) < NEAR_SM_MIN_SHARE * major["l2_bytes"].fillna(0)]
         if not blind.empty:
             return None, "bypassed"
@@ -748,13 +826,9 @@ class ProfilePage(Page):
                 out.append(f"On its {SIDE[mem]}: {join(sides[mem])}.")
         bind = self.binding_roofs(shape)
         if bind:
-            best = max(bind.items(), key=lambda kv: kv[1][1])
-            worst = min(bind.items(), key=lambda kv: kv[1][1])
             src = "counted" if self.data.flops_source == "counters" else "analytical"
-            out.append(f"Measured against the lowest roof over it ({src} FLOPs over Nsight Compute's kernel time), "
-                       f"{impl_label(best[0])} comes closest, at "
-                       f"{fmt.pct(100 * best[1][1])} of its {best[1][0]} roof, and {impl_label(worst[0])} stays "
-                       f"furthest, at {fmt.pct(100 * worst[1][1])} of its {worst[1][0]} roof.")
+            out.append(self._closest_and_furthest(
+                bind, f"Measured against the lowest roof over it ({src} FLOPs over Nsight Compute's kernel time)"))
         gone = pts[pts["why"] == "bypassed"]
         if not gone.empty:
             by_level = [f"no {lv} point for {join(impl_label(i) for i in g['impl'])}"
@@ -764,7 +838,7 @@ class ProfilePage(Page):
                        "what happens when TMA copies tiles from L2 straight into shared memory and WGMMA reads its "
                        f"operands there: {escape.code('l1tex__t_bytes')} and "
                        f"{escape.code('sm__sass_data_bytes_mem_shared')} count neither.")
-        out.append(self._l2_roof_exceeded())
+        out.append(self._l2_roof_exceeded(shape))
         missing = [r for r in roofs.values() if not r.ok]
         fallback = [r for r in roofs.values() if r.ok and r.source != "measured"]
         if fallback:
@@ -777,13 +851,47 @@ class ProfilePage(Page):
                        "datasheet gives none.")
         return " ".join(x for x in out if x)
 
-    def _l2_roof_exceeded(self) -> str:
-        """Where a profiled kernel moved L2 traffic faster than the measured L2 roof, that roof is a rate one
-        microbenchmark reached, not a ceiling: say so, with the fastest such kernel."""
-        roof = self.roofs(self.headline)["l2"]
+    @staticmethod
+    def _closest_and_furthest(bind: dict[str, tuple[str, float]], lead: str) -> str:
+        """Which call comes closest to its binding roof and which stays furthest, naming as equal the calls whose
+        shares are within RANK_NOISE of the end's (a ranking there would be noise)."""
+        order = sorted(bind.items(), key=lambda kv: kv[1][1], reverse=True)
+
+        def group_words(group, one: str, many: str) -> str:
+            if len(group) == 1:
+                (i, (roof, v)), = group
+                return f"{impl_label(i)} {one}, at {fmt.pct(100 * v)} of its {roof} roof"
+            if len(group) == 2:
+                each = " and ".join(f"{impl_label(i)}, at {fmt.pct(100 * v)} of its {roof} roof," for i, (roof, v) in group)
+                return f"{each} {many}"
+            lo, hi = group[-1][1][1], group[0][1][1]  # one range, not a figure per call
+            return (f"{join(impl_label(i) for i, _ in group)} {many}, at {fmt.span(100 * lo, 100 * hi, fmt.pct)} of "
+                    "their lowest roofs")
+
+        if len(order) == 1:
+            return f"{lead}, {group_words(order, 'reaches', '')}."
+        top = [kv for kv in order if kv[1][1] >= order[0][1][1] * (1 - RANK_NOISE)]
+        if len(top) == len(order):
+            return f"{lead}, {group_words(top, '', 'come equally close')}."
+        rest = order[len(top):]
+        low = [kv for kv in rest if kv[1][1] <= rest[-1][1][1] * (1 + RANK_NOISE)]
+        close = group_words(top, "comes closest", "come equally close")
+        far = group_words(low[::-1], "stays furthest", "stay equally far")
+        if len(top) == 1 and len(low) == 1:
+            return f"{lead}, {close}, and {far}."
+        return f"{lead}, {close}. {far[0].upper() + far[1:]}."
+
+    def _l2_roof_exceeded(self, shape=None) -> str:
+        """Where a kernel of the calls drawn at `shape` moved L2 traffic faster than the measured L2 roof, that roof
+        is a rate one microbenchmark reached, not a ceiling: say so, with the fastest such kernel. Only those
+        calls' kernels: the register-cap experiment's, whose L2 traffic is mostly their own spills, are drawn in
+        no roofline, so they cannot explain a point at or above its roof."""
+        shape = shape or self.headline
+        roof = self.roofs(shape)["l2"]
         k = self.kernels()
         if not roof.ok or roof.source != "measured" or k.empty:
             return ""
+        k = k[k["case_id"].isin(set(self._rows(shape)["case_id"]))]
         k = k[k["l2_bytes"].notna() & k["duration_ms"].notna() & (k["duration_ms"] > 0)]
         if k.empty:
             return ""
@@ -1060,7 +1168,7 @@ class ProfilePage(Page):
         for _, r in df.iterrows():
             fused = r["impl"] not in MATERIALISING
             mdl = (model.fused_traffic_bytes if fused else model.naive_traffic_bytes)(n, d, e, b * h)
-            dram = r["dram_read_bytes"] + (r["dram_write_bytes"] or 0)
+            dram = self._dram(r)
             out.append({"impl": r["impl"], "case_id": r["case_id"], "model_kind": "fused 4eNd" if fused else "naive 4eNd + 4eN²",
                         "model": float(mdl), "dram": dram, "ratio": dram / mdl if mdl else None, "l2": r["l2_bytes"],
                         "config": r["config"]})
@@ -1075,7 +1183,7 @@ class ProfilePage(Page):
         x = [_esc(impl_label(i)) for i in df["impl"]]
         fig.add_bar(name="model (byte arithmetic)", x=x, y=df["model"], marker_color=PALETTE[7],
                     customdata=[_esc(k) for k in df["model_kind"]], hovertemplate="%{x}: model %{y:.4s}B (%{customdata})<extra></extra>")
-        fig.add_bar(name="measured DRAM (read + write)", x=x, y=df["dram"], marker_color=PALETTE[0],
+        fig.add_bar(name="measured DRAM (read + write ≥ output)", x=x, y=df["dram"], marker_color=PALETTE[0],
                     hovertemplate="%{x}: measured %{y:.4s}B<extra></extra>")
         fig.add_bar(name="measured L2 traffic", x=x, y=df["l2"], marker_color=PALETTE[5],
                     hovertemplate="%{x}: L2 %{y:.4s}B<extra></extra>")
