@@ -34,6 +34,9 @@ STUDY_N = 2048
 
 # Two times within this factor either way are "on par": timing noise on a busy GPU is a few percent.
 EVEN = 1.05
+# Two calls compared whose median SM clocks differ by more than this share: a compute-bound call's
+# time scales about inversely with its clock, so the pages name such comparisons.
+CLOCK_GAP = 0.03
 
 
 def impl_label(impl: str) -> str:

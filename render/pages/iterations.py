@@ -18,9 +18,8 @@ from ..bench_data import distinct_sdpa
 from ..figures import PALETTE
 from ..tables import table_html
 from ..vocab import DTYPE_SHORT as SHORT
-from ..vocab import impl_label, join, masking, plural
+from ..vocab import CLOCK_GAP, impl_label, join, masking, plural
 from .base import Page
-from .bench import BenchPage
 
 CEILINGS = {"float16": "matmul_fp16", "bfloat16": "matmul_bf16"}
 # No goal case may fall more than this below the goal ratio: the run-to-run noise band of this data.
@@ -36,9 +35,6 @@ SLACK = 0.01
 PREDICTION_CASES: dict[tuple[str, str], dict] = {
     ("v0-portable", "2026-11-29"): {"dtype": "float16", "n": 4096, "head_dim": 128},
 }
-# Median SM clocks of two compared calls further apart than this are named, as on the Benchmarks page (one
-# threshold for both): a compute-bound call's time scales about inversely with its clock.
-CLOCK_GAP = BenchPage.CLOCK_GAP
 # Two timing methods whose ratios differ by more than this in some case are worth a word.
 MATERIAL = 0.03
 
