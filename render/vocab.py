@@ -117,7 +117,9 @@ def floor_pace(r: float) -> str:
     """What a decode step at r times its bandwidth floor is bound by, in words (Home and Decode)."""
     if r <= NEAR_FLOOR:
         return "close enough that moving bytes sets the pace"
+    if r <= 2.0:  # the floor is at least half of the step
+        return "moving the bytes takes most of the step, but not all of it"
     if r <= FAR_FLOOR:
-        return "bandwidth is a large part of the step, but not all of it"
+        return "moving the bytes takes less than half of the step, the kernels' own costs the rest"
     return ("not the bytes but the kernels set the pace (idle gaps between them, or kernels that run far below "
             "the copy bandwidth)")

@@ -134,6 +134,16 @@ def test_a_lower_clock_reading_that_the_kernel_times_contradict_is_not_believed(
             f"{fmt.pct(100 * (1970 / 1650 - 1), 2)} longer") in t
     assert "Triton (ours) at N=2048, d=64, read at 1,650 MHz, took 0.0500 ms against 0.0510 ms on our clock" in t
     assert "the profiler's clock reading does not describe the clock the kernels ran at" in t
+    # The sentence is shared with the Reproduce page, which has no rates of its own: it names whose rates.
+    assert "the rates the Profiling page computes from these kernel times are not understated" in t
+
+
+def test_a_slowdown_far_short_of_the_clock_reading_is_printed_as_a_true_bound(tmp_path):
+    """A call 1.54% slower under the profiler: the bound printed must hold for it (not 'no more than 1.5%')."""
+    p = page(tmp_path, clocks=(1650.0, 1970.0), clock_ratio=1 / 1.0154)
+    t = text(p.profiler_clock_finding())
+    assert "took 1.54% longer under Nsight Compute than on our clock" in t, t
+    assert "more than 1.5%" not in t
 
 
 def test_profiler_clocks_that_match_ours_are_reported_as_such(tmp_path):

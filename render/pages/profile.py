@@ -380,10 +380,16 @@ class ProfilePage(Page):
                     f"but not for {join(self._call_words(r) for _, r in t[~t['follows']].iterrows())}, so the "
                     "profiler's clock reading describes the clock only some profiled kernels ran at.")
         slowest, one = t["moved"].max(), len(t) == 1
-        longer = f"more than {fmt.pct(100 * slowest, 2)} longer" if slowest > 0 else "longer"
-        longer = ((f"the one call bound by a compute roof, whose time grows as the SM clock falls, took no {longer}"
-                   if one else f"none of the {len(t)} calls bound by a compute roof, whose time grows as the SM "
-                   f"clock falls, took {longer}") + " under Nsight Compute than on our clock")
+        # The largest slowdown printed as a bound on all of them, so to enough figures that it is one.
+        if slowest > 0:
+            longer = ((f"the one call bound by a compute roof, whose time grows as the SM clock falls, took "
+                       f"{fmt.pct(100 * slowest, 3)} longer" if one else f"the {len(t)} calls bound by a compute roof, "
+                       f"whose time grows as the SM clock falls, took at most {fmt.pct(100 * slowest, 3)} longer")
+                      + " under Nsight Compute than on our clock")
+        else:
+            longer = ((f"the one call bound by a compute roof, whose time grows as the SM clock falls, took no longer"
+                       if one else f"none of the {len(t)} calls bound by a compute roof, whose time grows as the SM "
+                       "clock falls, took longer") + " under Nsight Compute than on our clock")
         if (t["predicted"] > 0).all():
             longer += (f", where the clock reading{'' if one else 's'} would make {'it' if one else 'them'} "
                        f"{'' if one else 'up to '}{fmt.pct(100 * t['predicted'].max(), 2)} longer")
@@ -391,8 +397,8 @@ class ProfilePage(Page):
         return (f"The kernel times do not follow those readings: {longer}. {self._call_words(ex)}, "
                 f"read at {fmt.num(ex['ncu_mhz'], 4)} MHz, took {fmt.num_vs(ex['ncu_ms'], ex['device_ms'])} ms "
                 f"against {fmt.num_vs(ex['device_ms'], ex['ncu_ms'])} ms on our clock. So the profiler's clock "
-                "reading does not describe the clock the kernels ran at, and the rates on this page are not understated "
-                "by a lower clock.")
+                "reading does not describe the clock the kernels ran at, and the rates the Profiling page computes from "
+                "these kernel times are not understated by a lower clock.")
 
     def _call_words(self, c) -> str:
         """'Triton (ours) at N=4096, d=128, causal' for a clock-check row."""
