@@ -387,7 +387,7 @@ class ProfilePage(Page):
                        f"whose time grows as the SM clock falls, took at most {fmt.pct(100 * slowest, 3)} longer")
                       + " under Nsight Compute than on our clock")
         else:
-            longer = ((f"the one call bound by a compute roof, whose time grows as the SM clock falls, took no longer"
+            longer = (("the one call bound by a compute roof, whose time grows as the SM clock falls, took no longer"
                        if one else f"none of the {len(t)} calls bound by a compute roof, whose time grows as the SM "
                        "clock falls, took longer") + " under Nsight Compute than on our clock")
         if (t["predicted"] > 0).all():
