@@ -352,7 +352,8 @@ def test_paths_summary_names_the_path_and_checks_the_portable_grid(tmp_path):
     page = _page(tmp_path / "h", hopper=True)
     text = page.paths_summary()
     assert "chose the **hopper** path" in text and "all 132 pass" in text and "triton-portable" in text
-    assert "worst absolute errors bf16" in text and "fp16 0.000879" in text
+    # in the page's own notation (sci), as the floor table prints the same errors
+    assert "worst absolute errors bf16" in text and "fp16 8.79×10⁻⁴" in text
     # the portable rows are not PyTorch comparison rows
     assert "triton-portable" not in page.comparison()
     bad = _page(tmp_path / "b", hopper=True, portable_fail=2).paths_summary()

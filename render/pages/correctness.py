@@ -200,7 +200,7 @@ class CorrectnessPage(Page):
         for dt, grp in p[p["status"] == "ok"].groupby("dtype"):
             if grp["max_abs_err"].notna().any():
                 r = grp.loc[grp["max_abs_err"].idxmax()]
-                worst.append(f"{DTYPE_SHORT.get(dt, dt)} {r['max_abs_err']:.3g} (N={int(r['seq_len'])}, "
+                worst.append(f"{DTYPE_SHORT.get(dt, dt)} {sci(r['max_abs_err'])} (N={int(r['seq_len'])}, "
                              f"d={int(r['head_dim'])}{', causal' if r['causal'] else ''})")
         verdict = f"**all {n} pass**" if passed == n else f"**{passed} of {n} pass**"
         text = (f"{ran} The same {n} cases held to the portable path (`{PORTABLE}` rows): {verdict}"
