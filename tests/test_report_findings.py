@@ -236,6 +236,21 @@ def test_roofs_measured_or_standing_in_say_so(tmp_path):
         assert row.count("best of") <= 1  # said once, whether the problem text or the sweep says it
 
 
+def test_the_ridge_section_says_which_roofs_each_pages_rooflines_draw(tmp_path):
+    # Profiling draws one roof per level, the best source's: with every ceiling measured it shows no datasheet
+    # roof, so "every roofline draws both" would be false there.
+    from committed import latest_run
+    run = latest_run(prefix="h200")
+    page = HardwarePage(*_one(run))
+    t = text(page.ridge_sentence())
+    assert "draws both" not in t
+    assert "Byte arithmetic page draw the measured and the datasheet roofs side by side" in t
+    all_measured = all(page.ceilings.roof(k).source == "measured" for k in ("dram", "l2", "smem", "fp16", "bf16", "fp32"))
+    assert ("from the best source (here every one measured" in t) == all_measured
+    mixed = text(HardwarePage(*_one(_profile(tmp_path / "a").run)).rooflines_drawn())  # no FP32 roof measured
+    assert "measured where this run measured it and the datasheet's or the architectural figure elsewhere" in mixed
+
+
 def test_memory_and_compute_side_of_the_ridge_flip(tmp_path):
     page = _profile(tmp_path / "a")
     t = text(page.roofline_finding())
