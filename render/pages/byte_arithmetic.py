@@ -18,6 +18,10 @@ from ..vocab import MATERIALISING, dtype_short, facet_label, impl_color, impl_la
 from .base import Page
 
 E = 2  # bytes per element: every dtype the bench phase sweeps (fp16, bf16) is two bytes wide
+# The naive code as written hands its softmax output to the next kernel in fp32 (model.naive_as_written_bytes):
+# the widest tensor one of its kernels writes and the next reads back, so it decides where those passes
+# can still be served from L2.
+E_P_FP32 = 4
 # measured / predicted causal speedup within this band either way "matches" the block count.
 MATCH = 1.05
 
@@ -196,6 +200,7 @@ class ByteArithmeticPage(Page):
                 "shape": shape, "heads": heads,
                 "l2_one": model.max_n_s_fits(l2, E) if l2 else None,
                 "l2_all": model.max_n_s_fits(l2, E, heads) if l2 else None,
+                "l2_p32": model.max_n_s_fits(l2, E_P_FP32, heads) if l2 else None,
                 "oom_model": model.max_n_before_oom(mem, heads, E) if mem else None,
                 "live": live,
                 "oom_live": model.max_n_before_oom(mem, heads, E, live) if mem and live else None,
@@ -211,10 +216,11 @@ class ByteArithmeticPage(Page):
         n_or = lambda v: "n/a" if v is None or v != v else f"{int(v):,}"  # noqa: E731
         return table_html(pd.DataFrame(rows), {
             "shape": "Shape", "heads": "B·H heads", "l2_one": "S of one head fits L2 up to N",
-            "l2_all": "S of all heads fit L2 up to N", "oom_model": "naive fits memory up to N (two live S tensors)",
+            "l2_all": "S of all heads fit L2 up to N", "l2_p32": "fp32 P of all heads fits L2 up to N",
+            "oom_model": "naive fits memory up to N (two live S tensors)",
             "live": "naive peak / one S tensor (measured)", "oom_live": "naive fits up to N (measured tensors)",
             "seen": "naive first out of memory"},
-            {"l2_one": n_or, "l2_all": n_or, "oom_model": n_or, "oom_live": n_or,
+            {"l2_one": n_or, "l2_all": n_or, "l2_p32": n_or, "oom_model": n_or, "oom_live": n_or,
              "live": lambda v: "n/a" if v is None or v != v else fmt.num(v)})
 
     def limits_finding(self) -> str:
@@ -222,14 +228,19 @@ class ByteArithmeticPage(Page):
         for r in self.limits:
             s, ns = shape_label(r["shape"]), r["ns"]
             if r["l2_all"] is not None:
-                if r["l2_all"] < ns[0]:
-                    where = "at every length swept the naive path's passes over S go to DRAM"
-                elif r["l2_all"] >= ns[-1]:
-                    where = "at every length swept they could stay in the cache between passes"
+                # The passes stay in L2 only while every tensor handed between the naive code's kernels fits,
+                # the fp32 P included, so the narrower two-byte S alone would put the limit too late.
+                fit = min(r["l2_all"], r["l2_p32"])
+                if fit < ns[0]:
+                    where = "at every length swept the naive path's passes over S and P go to DRAM"
+                elif fit >= ns[-1]:
+                    where = "at every length swept the naive path's passes over S and P could stay in the cache"
                 else:
-                    where = f"from N={min(n for n in ns if n > r['l2_all']):,} on the naive path's passes over S go to DRAM"
-                parts.append(f"For {s}, the {r['heads']} score matrices share the L2 only up to N={r['l2_all']:,} "
-                             f"(one head alone: N={r['l2_one']:,}), so {where}.")
+                    where = (f"up to N={max(n for n in ns if n <= fit):,} the naive path's passes over S and P could "
+                             f"stay in the cache, and from N={min(n for n in ns if n > fit):,} on they go to DRAM")
+                parts.append(f"For {s}, the {r['heads']} two-byte score matrices share the L2 only up to "
+                             f"N={r['l2_all']:,} (one head alone: N={r['l2_one']:,}), and the fp32 P the code as "
+                             f"written also hands between kernels fits only up to N={r['l2_p32']:,}, so {where}.")
             if r["oom_model"] is None:
                 continue
             first = r["first_oom"]
