@@ -287,8 +287,31 @@ def test_row0_finding_follows_the_data(tmp_path):
     assert "no more than one rounding" in one
     assert "more than one rounding" in _page(tmp_path / "c", row0_in_u=3.0).row0_finding()
     assert "that is the floor" in one
-    late = _page(tmp_path / "d", causal_worst=500).row0_finding()
+    late_page = _page(tmp_path / "d", causal_worst=500)
+    late = late_page.row0_finding()
     assert "not confined to the first" in late and "that is the floor" not in late
+    # The headline's "set by the number format" must carry the same exception the causal section names.
+    assert "past the first 32 queries" in late_page.findings_first()
+    assert "past the first" not in _page(tmp_path / "e").findings_first()
+
+
+def test_where_the_largest_causal_error_sits_is_a_query_not_a_median_between_two(tmp_path):
+    # An even count split between queries 1 and 2 has a median of 1.5, which names no query; one case late.
+    run_dir = make_correctness_run(tmp_path)
+    data = load_validated(run_dir / "correctness.json", CorrectnessFile)
+    causal = [r for r in data.rows if r.impl == "triton" and r.dtype == "bfloat16" and r.causal and r.seq_len > 1]
+    assert len(causal) % 2 == 0
+    for i, r in enumerate(causal):
+        r.worst_query = 1 if i < len(causal) // 2 else 2
+    causal[-1].worst_query = min(40, causal[-1].seq_len - 1)
+    write_json_atomic(run_dir / "correctness.json", data)
+    run = load_run(run_dir)
+    page = CorrectnessPage(run, [run])
+    text = page.row0_finding()
+    assert "1.5" not in text and "1.5" not in page.floor_table()
+    assert f"sits at query 1 or earlier in {len(causal) // 2} of {len(causal)} cases" in text
+    assert "(1 of" in text and "sits past them" in text
+    assert f"1 of {len(causal)} bf16 causal maxima sits past the first 32 queries" in page.findings_first()
 
 
 def test_summary_counts_passes_failures_and_unsupported(tmp_path):
@@ -352,7 +375,8 @@ def test_paths_summary_names_the_path_and_checks_the_portable_grid(tmp_path):
     page = _page(tmp_path / "h", hopper=True)
     text = page.paths_summary()
     assert "chose the **hopper** path" in text and "all 132 pass" in text and "triton-portable" in text
-    assert "worst absolute errors bf16" in text and "fp16 0.000879" in text
+    # in the page's own notation (sci), as the floor table prints the same errors
+    assert "worst absolute errors bf16" in text and "fp16 8.79×10⁻⁴" in text
     # the portable rows are not PyTorch comparison rows
     assert "triton-portable" not in page.comparison()
     bad = _page(tmp_path / "b", hopper=True, portable_fail=2).paths_summary()

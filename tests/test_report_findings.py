@@ -15,6 +15,7 @@ from render.pages.byte_arithmetic import _causal_verdict
 from render.pages.hardware import HardwarePage
 from render.pages.home import HomePage
 from render.pages.profile import ProfilePage
+from test_bench_phase import bench_run
 
 LIMIT = 4
 
@@ -111,24 +112,100 @@ def test_causal_verdicts_cover_every_kind_of_row():
 
 
 def test_causal_finding_names_rows_the_model_does_not_explain(tmp_path):
-    from test_bench_phase import bench_run
     slower = bench_run(tmp_path / "a", causal_efficiency=0.4).context()["bytes"]  # causal 0.8x: slower
     t = slower.causal_finding()
     assert "Doing less work cannot by itself make a run slower" in t and "does not explain" in t
     assert "against it (named in the causal section below)" in slower.findings_first()
     short = bench_run(tmp_path / "b", causal_efficiency=0.6).context()["bytes"]
     assert "Doing less work" not in short.causal_finding() and "against it" not in short.findings_first()
-    assert "0 as predicted and" in short.findings_first() and "short of it" in short.findings_first()
+    # The verb follows the outcome: a count that fell short in every tested row overestimates, not predicts.
+    first = short.findings_first()
+    assert "overestimates Triton's causal speedup in all 24 rows" in first and "predicts" not in first
+    assert "0 as predicted" not in first
+    assert "was put to the test against Triton's causal speedup" in slower.findings_first()
 
 
 def test_the_causal_count_is_said_to_apply_only_where_one_kernel_ran_both_ways(tmp_path):
-    from test_bench_phase import bench_run
     route = lambda c: "gluon" if c.causal and c.seq_len == 2048 else "portable"  # noqa: E731
     page = bench_run(tmp_path, path=route).context()["bytes"]
     mixed = int((page.causal["n"] == 2048).sum())
     first = page.findings_first()
     assert f"in the other {mixed} they ran different kernels, so the count does not apply" in first
-    assert f"in the {len(page.causal) - mixed} rows where the masked and unmasked calls ran one kernel" in first
+    assert f"in all {len(page.causal) - mixed} rows where the masked and unmasked calls ran one kernel" in first
+
+
+def _bench_edited(tmp_path, edit, **kw):
+    """The synthetic sweep of test_bench_phase with `edit(rows)` applied before it is written: the Byte arithmetic
+    page of that run."""
+    from collect.jsonio import write_json_atomic
+    from collect.schema import SCHEMA_VERSION
+    from collect.schema.bench import BenchFile
+    from render.site import Report
+    from synthetic import make_run
+    from test_bench_phase import synthetic_rows
+    rows = synthetic_rows(**kw)
+    for r in rows:
+        if r.status == "ok":
+            r.sm_clock_mhz = 1950.0
+    edit(rows)
+    run_dir = make_run(tmp_path, "synth-1")
+    write_json_atomic(run_dir / "bench.json", BenchFile(
+        schema_version=SCHEMA_VERSION, run_id="synth-1", profile="full", timing_method="fake",
+        backend_choice_method="fake", min_timed_runs=50, rows=rows))
+    return Report.load(tmp_path, "synth-1").context()["bytes"]
+
+
+def _rows_at(rows, impl, n, shape=(4, 32, 128), dtype="bfloat16"):
+    return {r.causal: r for r in rows if r.impl == impl and r.seq_len == n and (r.batch, r.heads, r.head_dim) == shape
+            and r.dtype == dtype and r.status == "ok"}
+
+
+def test_the_two_tested_rows_of_one_shape_are_named_as_one_shape_in_two_dtypes(tmp_path):
+    # Only N=16384 runs one kernel both ways (others mix paths), and only at B=2, H=8, d=64.
+    route = lambda c: "gluon" if (c.seq_len == 16384 and c.heads == 8) or c.causal else "portable"  # noqa: E731
+    page = bench_run(tmp_path, causal_efficiency=0.6, path=route).context()["bytes"]
+    first = page.findings_first()
+    assert ("overestimates Triton's causal speedup in both rows where the masked and unmasked calls ran one "
+            "kernel, one shape in two dtypes (B=2, H=8, d=64, N=16384, fp16 and bf16)") in first
+    assert "in the other 22 they ran different kernels, so the count does not apply" in first
+
+
+def test_a_ratio_past_what_a_mask_gives_is_put_down_to_the_clocks_it_ran_at(tmp_path):
+    # The unmasked call throttled to 1714 MHz against 1919 masked: its time grows, the ratio passes 2x.
+    def throttle(rows):
+        pair = _rows_at(rows, "triton", 16384)
+        pair[True].latency_ms_median = pair[False].latency_ms_median / 2.03
+        pair[True].latency_ms_p10, pair[True].latency_ms_p90 = (pair[True].latency_ms_median * x for x in (0.97, 1.05))
+        pair[False].sm_clock_mhz, pair[True].sm_clock_mhz = 1714.0, 1919.0
+    page = _bench_edited(tmp_path, throttle)
+    row = page.causal[(page.causal["shape"] == (4, 32, 128)) & (page.causal["dtype"] == "bfloat16")
+                      & (page.causal["n"] == 16384)].iloc[0]
+    # one kernel both ways, so only the clock gap keeps it from reading as beating the block count
+    assert row["measured"] > 2 and row["verdict"] == "at SM clocks too far apart to compare"
+    t = text(page.causal_finding())
+    assert "In 1 of 24 rows the unmasked and masked Triton calls ran at median SM clocks more than 3.0% apart" in t
+    assert "1,714 MHz unmasked against 1,919 MHz masked" in t
+    assert "the masked call's higher clock, not the mask, accounts for the excess" in t and "about 1.81×" in t
+    table = text(page.causal_table())
+    assert "1,714 / 1,919 MHz, 12.0% apart: the clocks, not the mask, put the ratio above 2×" in table
+    assert "within 3.0%" in table
+    assert "1 at SM clocks too far apart to compare" in page.causal_finding()
+
+
+def test_sdpa_flash_slower_with_the_mask_is_flagged_in_the_table_and_the_prose(tmp_path):
+    def slow_flash(rows):
+        pair = _rows_at(rows, "sdpa-flash", 512, shape=(2, 8, 64), dtype="float16")
+        pair[True].latency_ms_median = pair[False].latency_ms_median / 0.906
+        pair[True].latency_ms_p10, pair[True].latency_ms_p90 = (pair[True].latency_ms_median * x for x in (0.98, 1.02))
+        pair[False].latency_ms_p10, pair[False].latency_ms_p90 = (pair[False].latency_ms_median * x for x in (0.98, 1.02))
+    page = _bench_edited(tmp_path, slow_flash)
+    table = text(page.causal_table())
+    assert "<th>SDPA flash: the mask</th>" in table and "<td>slower with the mask</td>" in table
+    t = text(page.causal_finding())
+    assert "SDPA flash is slower with the mask at N=512 (B=2, H=8, d=64, fp16): 0.906×, outside the p10 to p90" in t
+    quiet = _bench_edited(tmp_path / "q", lambda rows: None)
+    assert "SDPA flash is slower" not in quiet.causal_finding()
+    assert "<td>slower with the mask</td>" not in quiet.causal_table()
 
 
 # ---- Profiling -----------------------------------------------------------------------------------
@@ -234,6 +311,21 @@ def test_roofs_measured_or_standing_in_say_so(tmp_path):
     assert "best of 2 shapes" in hw_meas.ceilings_table()
     for row in hw_meas.ceilings_table().split("<tr>"):
         assert row.count("best of") <= 1  # said once, whether the problem text or the sweep says it
+
+
+def test_the_ridge_section_says_which_roofs_each_pages_rooflines_draw(tmp_path):
+    # Profiling draws one roof per level, the best source's: with every ceiling measured it shows no datasheet
+    # roof, so "every roofline draws both" would be false there.
+    from committed import latest_run
+    run = latest_run(prefix="h200")
+    page = HardwarePage(*_one(run))
+    t = text(page.ridge_sentence())
+    assert "draws both" not in t
+    assert "Byte arithmetic page draw the measured and the datasheet roofs side by side" in t
+    all_measured = all(page.ceilings.roof(k).source == "measured" for k in ("dram", "l2", "smem", "fp16", "bf16", "fp32"))
+    assert ("from the best source (here every one measured" in t) == all_measured
+    mixed = text(HardwarePage(*_one(_profile(tmp_path / "a").run)).rooflines_drawn())  # no FP32 roof measured
+    assert "measured where this run measured it and the datasheet's or the architectural figure elsewhere" in mixed
 
 
 def test_memory_and_compute_side_of_the_ridge_flip(tmp_path):

@@ -14,12 +14,20 @@ from ..bench_data import BenchData
 from ..ceilings import Ceilings
 from ..figures import PALETTE
 from ..tables import table_html
-from ..vocab import MATERIALISING, dtype_short, facet_label, impl_color, impl_label, join, plural, shape_label
+from ..vocab import (CLOCK_GAP, MATERIALISING, dtype_short, facet_label, impl_color, impl_label, join, plural,
+                     shape_label)
 from .base import Page
 
 E = 2  # bytes per element: every dtype the bench phase sweeps (fp16, bf16) is two bytes wide
+# The naive code as written hands its softmax output to the next kernel in fp32 (model.naive_as_written_bytes):
+# the widest tensor one of its kernels writes and the next reads back, so it decides where those passes
+# can still be served from L2.
+E_P_FP32 = 4
 # measured / predicted causal speedup within this band either way "matches" the block count.
 MATCH = 1.05
+# Skipping the tiles above the diagonal at most halves the work: no mask can make a call more than this much
+# faster, whatever T is.
+MASK_MAX = 2.0
 
 
 def _matmul_ceiling(dtype: str) -> str:
@@ -102,25 +110,51 @@ class ByteArithmeticPage(Page):
         c = self.causal
         c = c[c["verdict"].notna()] if not c.empty else c
         if not c.empty:
-            # Only rows where the masked and unmasked calls ran one kernel put the count to the test.
-            tested = c[c["verdict"] != DIFFERENT_KERNELS]
+            # Only rows where the masked and unmasked calls ran one kernel, at comparable clocks, put the count to
+            # the test.
+            tested = c[~c["verdict"].isin([DIFFERENT_KERNELS, CLOCKS_APART])]
+            why = join([w for w, v in (("ran different kernels", DIFFERENT_KERNELS),
+                                       ("ran at SM clocks too far apart", CLOCKS_APART)) if (c["verdict"] == v).any()],
+                       "or")
             held = int((tested["verdict"] == "as predicted").sum())
             short = int((tested["verdict"] == "short of the block count").sum())
             spread = int((tested["verdict"] == "within the timing spread").sum())
             against = int(tested["verdict"].isin(["slower with the mask", "beats the block count"]).sum())
             if tested.empty:
                 text = (f"Whether counting the key tiles a causal kernel skips explains Triton's causal speedup is not "
-                        f"tested here: in all {len(c)} rows the masked and unmasked calls ran different kernels")
+                        f"tested here: in all {len(c)} rows the masked and unmasked calls {why}")
             else:
-                parts = [f"{held} as predicted"] + ([f"{short} short of it"] if short else []) + \
-                    ([f"{spread} within the timing spread"] if spread else []) + \
-                    ([f"{against} against it (named in the causal section below)"] if against else [])
-                text = (f"Counting the key tiles a causal kernel skips predicts Triton's causal speedup in the "
-                        f"{plural(len(tested), 'row')} where the masked and unmasked calls ran one kernel: {join(parts)}")
+                # The verb is the outcome: the count cannot be said to predict what it missed in every row.
+                verb = ("predicts" if held == len(tested) else "overestimates" if short == len(tested) else
+                        "was put to the test against")
+                where = ("the one row" if len(tested) == 1 else "both rows" if len(tested) == 2 else
+                         f"all {len(tested)} rows")
+                text = (f"Counting the key tiles a causal kernel skips {verb} Triton's causal speedup in {where} where "
+                        f"the masked and unmasked calls ran one kernel{self._tested_rows(tested)}")
+                if verb == "overestimates":
+                    text += (f": {_span(tested['measured'])} measured against {_span(tested['predicted'])} "
+                             "predicted")
+                elif verb != "predicts":
+                    parts = [f"{held} as predicted"] + ([f"{short} short of it"] if short else []) + \
+                        ([f"{spread} within the timing spread"] if spread else []) + \
+                        ([f"{against} against it (named in the causal section below)"] if against else [])
+                    text += f": {join(parts)}"
                 if len(tested) < len(c):
-                    text += f"; in the other {len(c) - len(tested)} they ran different kernels, so the count does not apply"
+                    text += f"; in the other {len(c) - len(tested)} they {why}, so the count does not apply"
             out.append(text + ".")
         return " ".join(out)
+
+    @staticmethod
+    def _tested_rows(tested: pd.DataFrame) -> str:
+        """Names the rows that tested the count where they are one shape and length: two dtypes of one shape
+        are one data point seen twice, not two independent checks."""
+        cases = set(zip(tested["shape"], tested["n"]))
+        if len(cases) != 1:
+            return ""
+        shape, n = next(iter(cases))
+        dtypes = join([dtype_short(d) for d in dict.fromkeys(tested["dtype"])])
+        lead = f", one shape in {_COUNT_WORDS.get(len(tested), len(tested))} dtypes" if len(tested) > 1 else ""
+        return f"{lead} ({shape_label(shape)}, N={n}, {dtypes})"
 
     # --- traffic ---------------------------------------------------------------------------
 
@@ -196,6 +230,7 @@ class ByteArithmeticPage(Page):
                 "shape": shape, "heads": heads,
                 "l2_one": model.max_n_s_fits(l2, E) if l2 else None,
                 "l2_all": model.max_n_s_fits(l2, E, heads) if l2 else None,
+                "l2_p32": model.max_n_s_fits(l2, E_P_FP32, heads) if l2 else None,
                 "oom_model": model.max_n_before_oom(mem, heads, E) if mem else None,
                 "live": live,
                 "oom_live": model.max_n_before_oom(mem, heads, E, live) if mem and live else None,
@@ -211,10 +246,11 @@ class ByteArithmeticPage(Page):
         n_or = lambda v: "n/a" if v is None or v != v else f"{int(v):,}"  # noqa: E731
         return table_html(pd.DataFrame(rows), {
             "shape": "Shape", "heads": "B·H heads", "l2_one": "S of one head fits L2 up to N",
-            "l2_all": "S of all heads fit L2 up to N", "oom_model": "naive fits memory up to N (two live S tensors)",
+            "l2_all": "S of all heads fit L2 up to N", "l2_p32": "fp32 P of all heads fits L2 up to N",
+            "oom_model": "naive fits memory up to N (two live S tensors)",
             "live": "naive peak / one S tensor (measured)", "oom_live": "naive fits up to N (measured tensors)",
             "seen": "naive first out of memory"},
-            {"l2_one": n_or, "l2_all": n_or, "oom_model": n_or, "oom_live": n_or,
+            {"l2_one": n_or, "l2_all": n_or, "l2_p32": n_or, "oom_model": n_or, "oom_live": n_or,
              "live": lambda v: "n/a" if v is None or v != v else fmt.num(v)})
 
     def limits_finding(self) -> str:
@@ -222,14 +258,19 @@ class ByteArithmeticPage(Page):
         for r in self.limits:
             s, ns = shape_label(r["shape"]), r["ns"]
             if r["l2_all"] is not None:
-                if r["l2_all"] < ns[0]:
-                    where = "at every length swept the naive path's passes over S go to DRAM"
-                elif r["l2_all"] >= ns[-1]:
-                    where = "at every length swept they could stay in the cache between passes"
+                # The passes stay in L2 only while every tensor handed between the naive code's kernels fits,
+                # the fp32 P included, so the narrower two-byte S alone would put the limit too late.
+                fit = min(r["l2_all"], r["l2_p32"])
+                if fit < ns[0]:
+                    where = "at every length swept the naive path's passes over S and P go to DRAM"
+                elif fit >= ns[-1]:
+                    where = "at every length swept the naive path's passes over S and P could stay in the cache"
                 else:
-                    where = f"from N={min(n for n in ns if n > r['l2_all']):,} on the naive path's passes over S go to DRAM"
-                parts.append(f"For {s}, the {r['heads']} score matrices share the L2 only up to N={r['l2_all']:,} "
-                             f"(one head alone: N={r['l2_one']:,}), so {where}.")
+                    where = (f"up to N={max(n for n in ns if n <= fit):,} the naive path's passes over S and P could "
+                             f"stay in the cache, and from N={min(n for n in ns if n > fit):,} on they go to DRAM")
+                parts.append(f"For {s}, the {r['heads']} two-byte score matrices share the L2 only up to "
+                             f"N={r['l2_all']:,} (one head alone: N={r['l2_one']:,}), and the fp32 P the code as "
+                             f"written also hands between kernels fits only up to N={r['l2_p32']:,}, so {where}.")
             if r["oom_model"] is None:
                 continue
             first = r["first_oom"]
@@ -346,8 +387,8 @@ class ByteArithmeticPage(Page):
             for dtype in dict.fromkeys(dt for dt, _ in self.bench.facets(shape)):
                 full = self._timed(shape, dtype, False)
                 caus = self._timed(shape, dtype, True)
-                flash_f = self.bench.latency(shape, dtype, False, "sdpa-flash")
-                flash_c = self.bench.latency(shape, dtype, True, "sdpa-flash")
+                flash_f = self._timed(shape, dtype, False, "sdpa-flash")
+                flash_c = self._timed(shape, dtype, True, "sdpa-flash")
                 configs = self._configs(shape, dtype)
                 paths = {c: self.bench.paths(shape, dtype, c) for c in (False, True)}
                 for n in [n for n in full.index if n in caus.index]:
@@ -355,9 +396,10 @@ class ByteArithmeticPage(Page):
                     bm, bn = cfg_c.get("BLOCK_M"), cfg_c.get("BLOCK_N")
                     pred = model.predicted_causal_speedup(n, bm, bn) if bm and bn else None
                     f, c = full.loc[n], caus.loc[n]
-                    measured = f["latency_ms_median"] / c["latency_ms_median"]
-                    # The two timings' p10-p90 spreads overlap: the difference is inside the run-to-run spread.
-                    overlap = (f["latency_ms_p10"] <= c["latency_ms_p90"] and c["latency_ms_p10"] <= f["latency_ms_p90"])
+                    measured, overlap, clk_f, clk_c = _compare(f, c)
+                    apart = _clocks_apart(clk_f, clk_c)
+                    fl = (_compare(flash_f.loc[n], flash_c.loc[n])
+                          if n in flash_f.index and n in flash_c.index else (None, False, None, None))
                     path_c, path_f = paths[True].get(n), paths[False].get(n)
                     # Runs that did not record a path on both sides cannot tell: they count as one kernel.
                     same_path = path_c is None or path_f is None or path_c == path_f
@@ -368,16 +410,21 @@ class ByteArithmeticPage(Page):
                         "diag": model.causal_diagonal_visits(n, bm, bn) if pred else None,
                         "visited": model.causal_blocks_visited(n, bm, bn)[0] if pred else None,
                         "programs": shape[0] * shape[1] * -(-n // bm) if bm else None,
-                        "flash": flash_f[n] / flash_c[n] if n in flash_f.index and n in flash_c.index else None,
-                        "overlap": bool(overlap), "verdict": _causal_verdict(measured, pred, bool(overlap), same_path),
+                        "flash": fl[0], "flash_verdict": _flash_verdict(fl[0], fl[1], _clocks_apart(fl[2], fl[3])),
+                        "overlap": bool(overlap), "clk_f": clk_f, "clk_c": clk_c, "clocks_apart": apart,
+                        "verdict": _causal_verdict(measured, pred, bool(overlap), same_path, apart),
                     })
         return pd.DataFrame(out, columns=["shape", "dtype", "n", "measured", "predicted", "paths", "t", "bm", "bn",
-                                          "same_config", "diag", "visited", "programs", "flash", "overlap", "verdict"])
+                                          "same_config", "diag", "visited", "programs", "flash", "flash_verdict",
+                                          "overlap", "clk_f", "clk_c", "clocks_apart", "verdict"])
 
-    def _timed(self, shape, dtype, causal) -> pd.DataFrame:
+    def _timed(self, shape, dtype, causal, impl: str = "triton") -> pd.DataFrame:
         f = self.bench.facet_rows(self.bench.ok, shape, dtype, causal)
-        f = f[(f["impl"] == "triton") & f["latency_ms_median"].notna()]
-        return f.set_index("seq_len")[["latency_ms_median", "latency_ms_p10", "latency_ms_p90"]].sort_index()
+        f = f[(f["impl"] == impl) & f["latency_ms_median"].notna()]
+        if "sm_clock_mhz" not in f:  # runs from before the bench phase read clocks
+            f = f.assign(sm_clock_mhz=None)
+        return f.set_index("seq_len")[["latency_ms_median", "latency_ms_p10", "latency_ms_p90",
+                                       "sm_clock_mhz"]].sort_index()
 
     def _configs(self, shape, dtype) -> dict:
         t = self.bench.facet_rows(self.bench.ok, shape, dtype, True)
@@ -392,11 +439,13 @@ class ByteArithmeticPage(Page):
         df = df.assign(shape_l=df["shape"].map(shape_label), dt=df["dtype"].map(dtype_short),
                        blocks=[f"{int(a)}×{int(b)}" if a == a and a else "not recorded" for a, b in zip(df["bm"], df["bn"])])
         r = lambda v: "n/a" if v is None or v != v else fmt.ratio(v)  # noqa: E731
-        df = df.assign(paths=df["paths"].fillna("not recorded"))
+        df = df.assign(paths=df["paths"].fillna("not recorded"), clocks=[_clock_note(x) for _, x in df.iterrows()],
+                       flash_verdict=df["flash_verdict"].fillna("n/a"))
         return table_html(df, {"shape_l": "Shape", "dt": "dtype", "n": "N", "paths": "path (causal / not)",
                                "blocks": "BLOCK_M×BLOCK_N (causal)",
                                "t": "T query blocks", "predicted": "predicted 2T/(T+1)", "measured": "Triton measured",
-                               "verdict": "the block count", "flash": "SDPA flash measured"},
+                               "verdict": "the block count", "clocks": "Triton's SM clocks (unmasked / masked)",
+                               "flash": "SDPA flash measured", "flash_verdict": "SDPA flash: the mask"},
                           {"predicted": r, "measured": r, "flash": r, "t": lambda v: "n/a" if v != v or v is None else int(v)})
 
     def causal_finding(self) -> str:
@@ -451,24 +500,132 @@ class ByteArithmeticPage(Page):
                      " The same tile config ran both ways, so the block count does not explain "
                      f"{'it' if len(over) == 1 else 'them'}.")
             out.append(text)
+        out += self._clock_sentences(df) + self._flash_sentences(df)
         return " ".join(out)
+
+    def _clock_sentences(self, df: pd.DataFrame) -> list[str]:
+        """Which rows compare Triton calls run at SM clocks more than CLOCK_GAP apart, the widest gap, and, for
+        any ratio above what a mask can give, whether the clocks account for it."""
+        out = []
+        gaps = [(_clock_gap(f, c), i) for i, f, c in zip(df.index, df["clk_f"], df["clk_c"])]
+        known = [(g, i) for g, i in gaps if g is not None]
+        apart = [(g, i) for g, i in known if g > CLOCK_GAP]
+        if apart:
+            g, i = max(apart)
+            w = df.loc[i]
+            out.append(f"In {len(apart)} of {plural(len(known), 'row')} the unmasked and masked Triton calls ran at "
+                       f"median SM clocks more than {fmt.pct(100 * CLOCK_GAP, 2)} apart (clocks are read, never set; "
+                       f"the table marks them), widest at {self._row_label(w)}: {fmt.num(w['clk_f'], 4)} MHz unmasked "
+                       f"against {fmt.num(w['clk_c'], 4)} MHz masked.")
+            out.append("A compute-bound call's time scales about inversely with its clock, so those ratios carry the "
+                       "gap and are not read as the mask's saving.")
+        widest = max(apart)[1] if apart else None
+        for i, w in df[df["measured"] > MASK_MAX].iterrows():
+            label = (f"{'In that row' if i == widest else 'At ' + self._row_label(w)} the measured ratio of "
+                     f"{fmt.ratio(w['measured'])} is more than the {MASK_MAX:g}× any mask can give, since skipping "
+                     "tiles at most halves the work")
+            one_clock = w["measured"] * w["clk_f"] / w["clk_c"] if w["clocks_apart"] else None
+            if one_clock is not None and one_clock <= MASK_MAX:
+                out.append(f"{label}: the masked call's higher clock, not the mask, accounts for the excess, and at "
+                           f"one clock the ratio would be about {fmt.ratio(one_clock)}.")
+            elif w["verdict"] == DIFFERENT_KERNELS:
+                out.append(f"{label}: the two calls ran different kernels, and their clocks do not account for it.")
+            else:
+                out.append(f"{label}, and the two calls' clocks do not account for it.")
+        return out
+
+    def _flash_sentences(self, df: pd.DataFrame) -> list[str]:
+        """SDPA flash held to the same rule: a mask that skips work cannot make it slower."""
+        slower = df[df["flash_verdict"] == "slower with the mask"]
+        if slower.empty:
+            return []
+        w = slower.loc[slower["flash"].idxmin()]
+        where = (f"at {self._row_label(w)}" if len(slower) == 1 else
+                 f"in {len(slower)} rows, most at {self._row_label(w)}")
+        return [f"SDPA flash is slower with the mask {where}: {fmt.ratio(w['flash'])}, outside the p10 to p90 "
+                f"spreads of the two timings and at SM clocks within {fmt.pct(100 * CLOCK_GAP, 2)} of each other. "
+                "That is a cost the mask adds rather than removes, which no count of skipped tiles explains."]
+
+    @staticmethod
+    def _row_label(w) -> str:
+        return f"N={w['n']} ({shape_label(w['shape'])}, {dtype_short(w['dtype'])})"
+
+
+_COUNT_WORDS = {2: "two", 3: "three", 4: "four"}
+
+
+def _span(values: pd.Series) -> str:
+    return fmt.span(values.min(), values.max(), fmt.ratio)
+
+
+def _clock_note(w) -> str:
+    """The table's mark for a row whose two Triton calls ran at SM clocks more than CLOCK_GAP apart."""
+    gap = _clock_gap(w["clk_f"], w["clk_c"])
+    if gap is None:
+        return "not recorded"
+    if gap <= CLOCK_GAP:
+        return f"within {fmt.pct(100 * CLOCK_GAP, 2)}"
+    note = f"{fmt.num(w['clk_f'], 4)} / {fmt.num(w['clk_c'], 4)} MHz, {fmt.pct(100 * gap)} apart"
+    if w["measured"] > MASK_MAX and w["clk_c"] > w["clk_f"]:
+        note += f": the clocks, not the mask, put the ratio above {MASK_MAX:g}×"
+    return note
 
 
 # Where the causal and non-causal calls ran different kernels (the path rules choose by length and
 # mask), their ratio is not the mask's saving, and the block count is not asked about it.
 DIFFERENT_KERNELS = "different kernels with and without the mask"
+# A compute-bound call's time scales about inversely with its SM clock (read, never set): where the two calls
+# ran at clocks more than CLOCK_GAP apart, their ratio carries that gap, and the count is not asked about it.
+CLOCKS_APART = "at SM clocks too far apart to compare"
 VERDICTS = ("as predicted", "short of the block count", "within the timing spread", "slower with the mask",
-            "beats the block count", DIFFERENT_KERNELS)
+            "beats the block count", DIFFERENT_KERNELS, CLOCKS_APART)
 
 
-def _causal_verdict(measured: float, predicted: float | None, overlap: bool, same_kernel: bool = True) -> str | None:
+def _compare(full: pd.Series, caus: pd.Series) -> tuple:
+    """Unmasked over masked median time, whether the two p10-p90 spreads overlap (the difference is then inside
+    the run-to-run spread), and the two calls' median SM clocks (None where not recorded)."""
+    overlap = (full["latency_ms_p10"] <= caus["latency_ms_p90"] and caus["latency_ms_p10"] <= full["latency_ms_p90"])
+    clk = [float(x) if x is not None and x == x else None for x in (full["sm_clock_mhz"], caus["sm_clock_mhz"])]
+    return full["latency_ms_median"] / caus["latency_ms_median"], bool(overlap), clk[0], clk[1]
+
+
+def _clock_gap(a: float | None, b: float | None) -> float | None:
+    """How far apart two clocks are, as the higher over the lower, less one."""
+    return max(a, b) / min(a, b) - 1 if a and b else None
+
+
+def _clocks_apart(a: float | None, b: float | None) -> bool:
+    gap = _clock_gap(a, b)
+    return gap is not None and gap > CLOCK_GAP
+
+
+def _flash_verdict(measured: float | None, overlap: bool, apart: bool) -> str | None:
+    """What the mask did to SDPA flash at one length: the same questions as Triton's rows, without a tile
+    count to hold it to (flash's tiles are not recorded)."""
+    if measured is None or measured != measured:
+        return None
+    if apart:
+        return CLOCKS_APART
+    if overlap:
+        return "within the timing spread"
+    if measured < 1:
+        return "slower with the mask"
+    if measured > MASK_MAX:
+        return f"above the {fmt.ratio(MASK_MAX)} a mask can give"
+    return "faster with the mask"
+
+
+def _causal_verdict(measured: float, predicted: float | None, overlap: bool, same_kernel: bool = True,
+                    clocks_apart: bool = False) -> str | None:
     """What the block count says about one row: explained (as predicted, or short of it for the reasons it
     leaves out) or not (slower with less work, or faster than skipping tiles allows); not asked at all when
-    the masked and unmasked calls ran different kernels."""
+    the masked and unmasked calls ran different kernels, or at SM clocks too far apart."""
     if predicted is None:
         return None
     if not same_kernel:
         return DIFFERENT_KERNELS
+    if clocks_apart:
+        return CLOCKS_APART
     if measured < 1:
         return "within the timing spread" if overlap else "slower with the mask"
     if measured > predicted * MATCH:

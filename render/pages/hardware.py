@@ -204,4 +204,27 @@ class HardwarePage(Page):
                 "traffic before compute, rather than memory, can be its limit")
         if r_sheet is not None:
             text += f" (the datasheet figures put the ridge at {fmt.num(r_sheet)} FLOP/byte)"
-        return text + ". Every roofline in this report draws both."
+        return f"{text}. {self.rooflines_drawn()}"
+
+    def rooflines_drawn(self) -> str:
+        """Which roofs the report's rooflines draw. The two pages differ: Byte arithmetic draws the measured DRAM
+        and matmul roofs beside the datasheet's wherever each pair is known (roofline_figure there); Profiling
+        draws one roof per level, the best source's (Ceilings.roof), so it shows the datasheet only where a
+        ceiling was not measured."""
+        c = self.ceilings
+        sets = [name for name, known in (
+            ("measured", c.measured_rate("copy_bandwidth") and c.measured_rate("matmul_fp16")),
+            ("datasheet", c.sheet_rate("dram") and c.sheet_rate("fp16"))) if known]
+        first = (f"The rooflines on the Byte arithmetic page draw {' and '.join(f'the {s}' for s in sets)} "
+                 f"roof{'s' if len(sets) == 1 else 's side by side'}" if sets else
+                 "The rooflines on the Byte arithmetic page have no roofs to draw")
+        sources = {c.roof(k).source for k in (*BANDWIDTH_KEYS, *COMPUTE_KEYS)} - {"missing"}
+        if sources == {"measured"}:
+            best = "here every one measured, so no datasheet roof appears there"
+        elif "measured" in sources:
+            best = "measured where this run measured it and the datasheet's or the architectural figure elsewhere"
+        else:
+            best = "here none measured"
+        if not self.run.has("profile"):
+            return first + "."
+        return f"{first}; the Profiling page draws one roof per level from the best source ({best})."
