@@ -35,7 +35,7 @@ from .context import RunContext
 from .decode_profile import profile_steps
 from .schema import SCHEMA_VERSION
 from .schema.decode import (
-    REFERENCE_VARIANT, VARIANTS, AgreementRow, DecodeFile, DecodeModel, DecodeRow, KernelClassRow, MicroRow,
+    REFERENCE_VARIANT, VARIANTS, AgreementRow, DecodeFile, DecodeModel, DecodeRow, KernelClassRow, KernelRoleRow, MicroRow,
 )
 from .stage_log import stage
 from .timing import LOOP_REPEATS, free_cuda_memory, is_oom, summarize
@@ -182,6 +182,19 @@ def loop_shape(steps: int, repeats: int = LOOP_REPEATS) -> tuple[int, int]:
         raise ValueError(f"timing needs at least 2 steps, got {steps}")
     loops = min(repeats + 1, max(2, steps // 4))
     return loops, steps // loops
+
+
+def _role_bytes(model, kv_bytes: float) -> dict[str, float]:
+    """Bytes each role of the fused step reads per step: its layers' weights (biases and norm parameters with
+    them), or the cache for the attention; the LM head reads the tied embedding table."""
+    def size(*ts):
+        return float(sum(t.numel() * t.element_size() for t in ts))
+    blocks = model.blocks
+    return {"qkv": sum(size(b.ln1_w, b.ln1_b, b.attn_w, b.attn_b) for b in blocks), "attention": float(kv_bytes),
+            "proj": sum(size(b.proj_w, b.proj_b) for b in blocks),
+            "fc": sum(size(b.ln2_w, b.ln2_b, b.fc_w, b.fc_b) for b in blocks),
+            "out": sum(size(b.out_w, b.out_b) for b in blocks),
+            "head": size(model.lnf_w, model.lnf_b, model.lm_head)}
 
 
 def kv_bytes_per_step(bytes_per_token: int, context: int, first: int, last: int) -> float:
@@ -387,12 +400,13 @@ def _loop_time(step: Callable[[], None], per_loop: int, repeats: int, env: _Env)
     return summarize(samples)
 
 
-def _profile(session, steps: int, env: _Env, result: DecodeFile):
-    """Kernels of a few steps; a profiler that cannot run costs the counts, not the row."""
+def _profile(session, steps: int, env: _Env, result: DecodeFile, fused_layers: int | None = None):
+    """Kernels of a few steps (and for a fused step of `fused_layers` layers, by role); a profiler that
+    cannot run costs the counts, not the row."""
     if not env.cuda:
         return None
     try:
-        return profile_steps(session.step, steps, env.sync)
+        return profile_steps(session.step, steps, env.sync, fused_layers)
     except Exception as exc:  # noqa: BLE001
         note = f"The torch profiler could not count kernels: {_error_reason(exc)}"
         if note not in result.notes:
@@ -451,6 +465,7 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
     _clean(env)
     prompt = _prompt(batch, context, a.vocab_size)
     class_rows: list[KernelClassRow] = []
+    roles = []
     fused_graph = spec.graph and spec.step_impl == "fused"
     t0 = time.perf_counter()
     try:
@@ -464,8 +479,9 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
                 m.judged[_session_key(spec, batch, capacity)] = choice
                 row.attention_trials = dict(choice.ms)
         if profile:
-            prof = _profile(s, min(plan.profile_steps, n), env, result)
+            prof = _profile(s, min(plan.profile_steps, n), env, result, a.n_layer if fused_graph else None)
             if prof is not None:
+                roles = prof.roles
                 row.kernels_per_step, row.kernel_ms_per_step = prof.kernels_per_step, prof.kernel_ms_per_step
                 class_rows.extend(
                     KernelClassRow(model=m.info.name, variant=spec.name, batch=batch, context=context,
@@ -498,6 +514,11 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
     row.weight_bytes_per_step = m.info.weight_bytes_per_step
     row.kv_bytes_per_step = kv_bytes_per_step(per_token, context, per_loop, loops * per_loop - 1)
     row.bytes_per_step = row.weight_bytes_per_step + row.kv_bytes_per_step
+    role_bytes = _role_bytes(m.ours, row.kv_bytes_per_step)
+    result.kernel_roles.extend(
+        KernelRoleRow(model=m.info.name, variant=spec.name, batch=batch, context=context, role=r.role,
+                      kernels_per_step=r.kernels_per_step, ms_per_step=r.ms_per_step,
+                      bytes_per_step=role_bytes.get(r.role)) for r in roles)
     row.floor_ms = floor_ms(row.bytes_per_step, env.bandwidth)
     row.achieved_over_floor = t.median_ms / row.floor_ms if row.floor_ms else None
     row.distinct_tokens = int(tokens.unique().numel())

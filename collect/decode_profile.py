@@ -11,7 +11,7 @@ plain Python, tested on the CPU.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 # Checked in order; the first match names the class. Names come from cuBLAS, PyTorch, inductor
@@ -47,11 +47,58 @@ class ClassShare:
 
 
 @dataclass
+class RoleShare:
+    role: str
+    kernels_per_step: float
+    ms_per_step: float       # GPU time charged to the role's kernels (overlap charged to the earlier kernel)
+
+
+@dataclass
 class StepProfile:
     steps: int
     kernels_per_step: float
     kernel_ms_per_step: float   # the GPU's busy time per step: the union of the kernels' intervals
     classes: list[ClassShare]
+    roles: list[RoleShare] = field(default_factory=list)
+
+
+# The fused step's launches in order (kernels/gpt2_fused.py): the embedding, five per layer, the LM head and
+# the argmax. A role is read off the kernel's position in the step and checked against its name, so a step
+# launched any other way (another step implementation, a kernel more or less) gets no roles at all.
+ROLE_NAMES = {"embed": r"_embed", "qkv": r"_ln_qkv", "attention": r"split_kv", "proj": r"_linear_residual",
+              "fc": r"_ln_linear", "out": r"_linear_residual", "head": r"_ln_linear", "argmax": r"argmax"}
+LAYER_ROLES = ("qkv", "attention", "proj", "fc", "out")
+ROLE_ORDER = ("embed",) + LAYER_ROLES + ("head", "argmax")
+
+
+def fused_roles(names: list[str], layers: int) -> list[str] | None:
+    """The role of each kernel of one fused step, given in launch order, or None where the names do not
+    follow the fused step's order for this many layers."""
+    roles = ["embed"] + [r for _ in range(layers) for r in LAYER_ROLES] + ["head", "argmax"]
+    if len(names) != len(roles):
+        return None
+    return roles if all(re.search(ROLE_NAMES[r], n) for r, n in zip(roles, names)) else None
+
+
+def summarize_roles(kernels: Iterable[tuple[str, float, float]], steps: int, layers: int) -> list[RoleShare]:
+    """(name, start, duration) of every kernel of `steps` fused steps -> GPU time per step by role, charged
+    as the classes are. Copies (a graph's memsets) take no role; [] where any step does not read as a
+    fused step of this many layers."""
+    charged = [(n, us) for n, us in charged_times(kernels) if kernel_class(n) != "copy"]
+    per = len(charged) // max(1, steps)
+    if steps < 1 or per * steps != len(charged):
+        return []
+    n: dict[str, int] = {}
+    us: dict[str, float] = {}
+    for i in range(steps):
+        chunk = charged[i * per:(i + 1) * per]
+        roles = fused_roles([name for name, _ in chunk], layers)
+        if roles is None:
+            return []
+        for role, (_, t) in zip(roles, chunk):
+            n[role] = n.get(role, 0) + 1
+            us[role] = us.get(role, 0.0) + t
+    return [RoleShare(r, n[r] / steps, us[r] / steps / 1e3) for r in ROLE_ORDER if r in n]
 
 
 def charged_times(kernels: Iterable[tuple[str, float, float]]) -> list[tuple[str, float]]:
@@ -86,8 +133,10 @@ def summarize_kernels(kernels: Iterable[tuple[str, float, float]], steps: int) -
     return StepProfile(steps, sum(count.values()) / steps, sum(us.values()) / steps / 1e3, classes)
 
 
-def profile_steps(step: Callable[[], None], steps: int, sync: Callable[[], None]) -> StepProfile:
-    """Run `steps` steps under torch.profiler (CUDA activity) and summarize their kernels."""
+def profile_steps(step: Callable[[], None], steps: int, sync: Callable[[], None],
+                  fused_layers: int | None = None) -> StepProfile:
+    """Run `steps` steps under torch.profiler (CUDA activity) and summarize their kernels; for a fused
+    step of `fused_layers` layers, also by role (summarize_roles)."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
@@ -100,4 +149,7 @@ def profile_steps(step: Callable[[], None], steps: int, sync: Callable[[], None]
                if e.device_type == DeviceType.CUDA]
     if not kernels:
         raise RuntimeError("the profiler recorded no GPU kernels (CUPTI unavailable?)")
-    return summarize_kernels(kernels, steps)
+    summary = summarize_kernels(kernels, steps)
+    if fused_layers:
+        summary.roles = summarize_roles(kernels, steps, fused_layers)
+    return summary

@@ -518,3 +518,47 @@ def test_the_floor_words_say_which_side_of_half_the_bytes_fall():
     from render.vocab import floor_pace
     assert "less than half" in floor_pace(2.24) and "most of the step" in floor_pace(1.8)
     assert "kernels set the pace" in floor_pace(4.1) and "moving bytes sets the pace" in floor_pace(1.2)
+
+
+def _with_roles(f: DecodeFile, over_us: dict[str, float]) -> DecodeFile:
+    """The gpt2 graph row at batch 4, context 1000 given roles whose kernels each take their bytes' time at the
+    floor bandwidth plus `over_us` (µs)."""
+    from collect.schema.decode import KernelRoleRow
+    layer_bytes = {"qkv": 3.5e6, "attention": 1.0e6, "proj": 1.2e6, "fc": 4.7e6, "out": 4.7e6}
+    for role, nbytes in layer_bytes.items():
+        each_us = 1e6 * nbytes / BW + over_us[role]
+        f.kernel_roles.append(KernelRoleRow(model="gpt2", variant="graph", batch=4, context=1000, role=role,
+                                            kernels_per_step=12.0, ms_per_step=12 * each_us / 1000,
+                                            bytes_per_step=12 * nbytes))
+    f.kernel_roles.append(KernelRoleRow(model="gpt2", variant="graph", batch=4, context=1000, role="argmax",
+                                        kernels_per_step=1.0, ms_per_step=0.003, bytes_per_step=None))
+    return f
+
+
+def test_kernel_roles_say_what_each_kernel_pays_above_its_bytes(tmp_path):
+    assert not page(tmp_path / "none").has_roles() and page(tmp_path / "none").role_finding() == ""
+    even = write(tmp_path / "even", _with_roles(decode_file("synthetic-20261129"),
+                                                 {"qkv": 4.9, "attention": 4.4, "proj": 3.9, "fc": 4.6, "out": 4.4}))
+    text = even.role_finding()
+    assert "gpt2, batch 4, context 1000, bf16 graph" in text
+    assert "3.90 µs (output projection + residual) to 4.90 µs (norm + qkv product + cache write)" in text
+    # fewest bytes: the attention's 1 MB; most: the MLP's 4.7 MB, paying 4.6 against 4.4 µs above them
+    assert "a cost per kernel, not per byte" in text
+    assert "argmax" not in text  # no bytes of its own to set it against
+    table = even.role_table()
+    assert "Above its bytes" in table and "norm + first MLP product + GELU" in table
+    growing = write(tmp_path / "grow", _with_roles(decode_file("synthetic-20261129"),
+                                                    {"qkv": 4.0, "attention": 1.0, "proj": 2.0, "fc": 6.0, "out": 3.0}))
+    words = growing.role_finding()
+    assert "the excess grows with what a kernel streams" in words and "cost per kernel" not in words
+
+
+def test_the_template_shows_kernel_roles_only_for_runs_that_have_them(tmp_path):
+    for name, f in (("plain", decode_file("synthetic-20261129")),
+                    ("roles", _with_roles(decode_file("synthetic-20261129"),
+                                          {"qkv": 4.9, "attention": 4.4, "proj": 3.9, "fc": 4.6, "out": 4.4}))):
+        root = tmp_path / name
+        make_run(root)
+        write_json_atomic(root / "runs" / "synthetic-20261129" / "decode.json", f)
+        out = Report.load(root).render_markdown((REPO_ROOT / "docs" / "decode.md").read_text(), "decode.md")
+        assert ("### Kernel by kernel" in out) == (name == "roles") and "{{" not in out

@@ -67,3 +67,30 @@ def test_overlapping_kernels_are_charged_once_to_the_one_that_started_first():
     assert p.kernel_ms_per_step == pytest.approx(0.022)  # the union: 0-18 and 30-34 us
     assert by["linear"].ms_per_step == pytest.approx(0.007) and by["linear"].kernels_per_step == 2
     assert by["attention"].ms_per_step == pytest.approx(0.011) and p.kernels_per_step == 4
+
+
+def _fused_step(layers: int, t0: float, us: float = 5.0) -> list[tuple[str, float, float]]:
+    """One fused step's kernels as the profiler lists them: (name, start, duration) back to back."""
+    names = (["_embed_kernel"] + ["_ln_qkv_kernel", "_split_kv_kernel", "_linear_residual_kernel", "_ln_linear_kernel",
+                                  "_linear_residual_kernel"] * layers + ["_ln_linear_kernel", "_argmax_advance_kernel"])
+    return [(n, t0 + i * us, us) for i, n in enumerate(names)]
+
+
+def test_a_fused_step_reads_as_roles_by_place_and_name():
+    from collect.decode_profile import fused_roles, summarize_roles
+    names = [n for n, _, _ in _fused_step(2, 0.0)]
+    assert fused_roles(names, 2) == ["embed", "qkv", "attention", "proj", "fc", "out", "qkv", "attention", "proj",
+                                     "fc", "out", "head", "argmax"]
+    assert fused_roles(names, 3) is None  # another layer count
+    assert fused_roles(names[:1] + names[2:], 2) is None  # a kernel missing
+    swapped = list(names)
+    swapped[3], swapped[4] = swapped[4], swapped[3]
+    assert fused_roles(swapped, 2) is None  # a kernel out of place
+    # Two steps with a graph's memset between them: the copy takes no role; each layer role is charged its time.
+    kernels = _fused_step(2, 0.0) + [("Memset (Device)", 70.0, 1.0)] + _fused_step(2, 100.0)
+    roles = {r.role: r for r in summarize_roles(kernels, 2, 2)}
+    assert list(roles) == ["embed", "qkv", "attention", "proj", "fc", "out", "head", "argmax"]
+    assert roles["qkv"].kernels_per_step == 2 and roles["qkv"].ms_per_step == pytest.approx(0.010)
+    assert roles["head"].kernels_per_step == 1 and roles["head"].ms_per_step == pytest.approx(0.005)
+    # A step of another shape (the eager loop's kernels) gets no roles rather than wrong ones.
+    assert summarize_roles(kernels + [("_split_kv_kernel", 200.0, 5.0)], 2, 2) == []

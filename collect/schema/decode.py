@@ -204,6 +204,31 @@ class KernelClassRow:
 
 @strict
 @dataclass
+class KernelRoleRow:
+    """Where a fused CUDA-graph step's time goes at one shape, by what each kernel does: every layer's five
+    launches, the embedding, the LM head and the argmax, each charged as the kernel classes are."""
+
+    # The case key: two rows with the same values here measure one case twice (refused).
+    CASE_KEY = ("model", "variant", "batch", "context", "role")
+
+    model: str = doc("Model name.", pattern=IDENT)
+    variant: str = doc("Decode variant, as in `rows` (a CUDA-graph variant of the fused step).", pattern=IDENT)
+    batch: int = doc("Batch.", **SIZE)
+    context: int = doc("Context.", **SIZE)
+    role: str = doc("'embed', 'qkv' (norm, qkv product, cache write), 'attention', 'proj' (attention output "
+                    "product and residual add), 'fc' (norm, first MLP product, GELU), 'out' (second MLP product "
+                    "and residual add), 'head' (final norm and LM head) or 'argmax'; read off the kernel's place "
+                    "in the step and checked against its name.", pattern=IDENT)
+    kernels_per_step: float = doc("Kernels of this role per step (the layers, or one).", **NONNEGATIVE)
+    ms_per_step: float = doc("Their GPU time per step (ms), overlap charged to the kernel that started first.",
+                             **NONNEGATIVE)
+    bytes_per_step: float | None = doc("Bytes this role must read per step: its weights, or for the attention the "
+                                       "cache (averaged over the timed steps); null for the embedding and the "
+                                       "argmax.", None, **BYTES)
+
+
+@strict
+@dataclass
 class AgreementRow:
     """Teacher-forced top-1 agreement of one variant with the reference step on one token sequence."""
 
@@ -304,6 +329,8 @@ class DecodeFile:
                                    default_factory=list)
     kernel_classes: list[KernelClassRow] = doc("Where each profiled row's step time goes, by kernel class.",
                                                default_factory=list)
+    kernel_roles: list[KernelRoleRow] = doc("Where each profiled fused graph step's time goes, by kernel role "
+                                            "(runs before 2026-12-02 did not record it).", default_factory=list)
     agreement: list[AgreementRow] = doc("Token agreement of every variant with the reference step.",
                                         default_factory=list)
     micro: list[MicroRow] = doc("Decode-attention microbenchmark.", default_factory=list)

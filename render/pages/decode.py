@@ -49,6 +49,9 @@ MICRO_SPEEDUP = 1.6                         # int8 kernel against the bf16 kerne
 MICRO_SPEEDUP_CONTEXT, MICRO_SPEEDUP_BATCH = 16384, 4  # ... at contexts and batches at least these
 MICRO_TARGET = 0.80                         # of measured copy bandwidth ...
 MICRO_TARGET_CONTEXT = 8192                 # ... at this context and above
+# Two of a layer's kernels whose bytes differ by at least ROLE_BYTES_APART, and whose time above their
+# bytes lies within ROLE_EVEN of each other, pay "about as much": a cost per kernel, not per byte.
+ROLE_BYTES_APART, ROLE_EVEN = 3.0, 1.5
 # A loop whose kernels keep the GPU busy for less than this share of its step is bound by the host.
 HOST_BOUND = 0.5
 # Two steps' multiples of their floors closer than this ratio are a tie: gpt2-xl's graph step moved
@@ -318,6 +321,85 @@ class DecodePage(Page):
             formats={"step": opt(fmt.ms), "floor": opt(fmt.ratio), "kernels": opt(lambda x: f"{x:.0f}"),
                      "busy": opt(fmt.ms), "idle": opt(fmt.ms), "compile": opt(lambda x: f"{x:.1f}"),
                      "launch": opt(str), "config": opt(str)})
+
+    # --- roles ----------------------------------------------------------------------------
+
+    ROLE_WORDS = {"embed": "embedding", "qkv": "norm + qkv product + cache write", "attention": "attention",
+                  "proj": "output projection + residual", "fc": "norm + first MLP product + GELU",
+                  "out": "second MLP product + residual", "head": "final norm + LM head", "argmax": "argmax"}
+
+    @cached_property
+    def roles(self) -> pd.DataFrame:
+        return self.run.frame("decode", "kernel_roles")
+
+    def has_roles(self) -> bool:
+        return not self.roles.empty
+
+    def _role_frame(self) -> pd.DataFrame:
+        """Each role of each profiled fused graph step with its time per kernel and, where its bytes are known,
+        their time at copy bandwidth and what the kernel adds above it (µs)."""
+        r = self.roles.copy()
+        if r.empty:
+            return r
+        bw = self.data.floor_bandwidth_bytes_per_s if self.data else None
+        per = r["kernels_per_step"].where(r["kernels_per_step"] > 0)
+        r["us_each"] = 1000 * r["ms_per_step"] / per
+        r["bytes_us_each"] = (1e6 * r["bytes_per_step"] / per / bw) if bw else float("nan")
+        r["over_us_each"] = r["us_each"] - r["bytes_us_each"]
+        return r
+
+    def role_finding(self) -> str:
+        """Per profiled fused graph step: what each of its kernels adds above its own bytes at copy bandwidth,
+        the spread over the roles that read bytes, and what that comes to over the step."""
+        r = self._role_frame()
+        if r.empty:
+            return ""
+        out = []
+        for (model, variant, b, c), g in r.groupby(["model", "variant", "batch", "context"], sort=False):
+            step = self.row(model, variant, b, c)
+            g = g[g["over_us_each"].notna()]
+            if g.empty or step is None:
+                continue
+            hi, lo = g.loc[g["over_us_each"].idxmax()], g.loc[g["over_us_each"].idxmin()]
+            over_ms = float((g["over_us_each"] * g["kernels_per_step"]).sum()) / 1000
+            us = lambda x: f"{fmt.num(x)} µs"  # noqa: E731
+            out.append(f"- **{escape.text(model)}, batch {b}, context {c}, {self.short(variant)}.** Each kernel "
+                       f"takes {us(lo.over_us_each)} ({self.ROLE_WORDS.get(lo.role, escape.text(lo.role))}) to "
+                       f"{us(hi.over_us_each)} ({self.ROLE_WORDS.get(hi.role, escape.text(hi.role))}) longer than "
+                       f"reading its bytes at copy bandwidth would. Over the step that is {fmt.ms(over_ms)} of its "
+                       f"{fmt.ms(step.step_ms_median)}." + self._role_spread_words(g))
+        return "\n".join(out) + "\n" if out else ""
+
+    def _role_spread_words(self, g: pd.DataFrame) -> str:
+        """Whether what a layer's kernels pay above their bytes follows the bytes: compared between the layer
+        role with the fewest bytes per kernel and the one with the most, where those differ severalfold."""
+        g = g[g["role"].isin(("qkv", "attention", "proj", "fc", "out")) & (g["bytes_us_each"] > 0)]
+        if len(g) < 2:
+            return ""
+        few, most = g.loc[g["bytes_us_each"].idxmin()], g.loc[g["bytes_us_each"].idxmax()]
+        if most.bytes_us_each < ROLE_BYTES_APART * few.bytes_us_each or few.over_us_each <= 0:
+            return ""
+        words = lambda x: self.ROLE_WORDS.get(x.role, escape.text(x.role))  # noqa: E731
+        if most.over_us_each <= ROLE_EVEN * few.over_us_each:
+            return (f" The kernel with the fewest bytes to read ({words(few)}) pays about as much above them as the "
+                    f"one with the most ({words(most)}): a cost per kernel, not per byte.")
+        return (f" The kernel with the most bytes to read ({words(most)}) also pays the most above them of the "
+                f"two, against the one with the fewest ({words(few)}): the excess grows with what a kernel streams.")
+
+    def role_table(self) -> str:
+        r = self._role_frame()
+        if r.empty:
+            return ""
+        r["shape"] = [f"{m}, batch {b}, context {c}, {self.short(v)}"
+                      for m, b, c, v in zip(r["model"], r["batch"], r["context"], r["variant"])]
+        r["does"] = [self.ROLE_WORDS.get(x, x) for x in r["role"]]
+        opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
+        us = opt(lambda x: f"{fmt.num(x)} µs")
+        return table_html(r, {"shape": "Shape", "does": "Kernel", "kernels_per_step": "Per step",
+                              "us_each": "GPU time each", "bytes_us_each": "Its bytes at copy bandwidth",
+                              "over_us_each": "Above its bytes"},
+                          formats={"kernels_per_step": opt(lambda x: f"{x:.0f}"), "us_each": us, "bytes_us_each": us,
+                                   "over_us_each": us})
 
     def _class_shares(self, model: str, variant: str, b: int, c: int) -> pd.DataFrame:
         k = self.classes
