@@ -383,8 +383,8 @@ class DecodePage(Page):
         if most.over_us_each <= ROLE_EVEN * few.over_us_each:
             return (f" The kernel with the fewest bytes to read ({words(few)}) pays about as much above them as the "
                     f"one with the most ({words(most)}): a cost per kernel, not per byte.")
-        return (f" The kernel with the most bytes to read ({words(most)}) also pays the most above them of the "
-                f"two, against the one with the fewest ({words(few)}): the excess grows with what a kernel streams.")
+        return (f" Here the kernel with the most bytes to read ({words(most)}) also pays more above them than the "
+                f"one with the fewest ({words(few)}), so not all of the excess is a fixed cost per kernel.")
 
     def role_table(self) -> str:
         r = self._role_frame()
