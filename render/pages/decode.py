@@ -101,7 +101,7 @@ def spread_verdict(value: float, lo: float | None, hi: float | None, target: flo
 
 def spread_words(lo: float | None, hi: float | None, show) -> str:
     """' (p10-p90 lo-hi)' for a measured cell, or nothing where the loops' spread is unknown."""
-    return f" (loops' p10–p90: {show(lo)}–{show(hi)})" if _ok(lo) and _ok(hi) else ""
+    return f" (loops' p10 to p90: {fmt.span(lo, hi, show)})" if _ok(lo) and _ok(hi) else ""
 
 
 def _ok(x) -> bool:
