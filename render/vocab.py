@@ -39,6 +39,14 @@ EVEN = 1.05
 CLOCK_GAP = 0.03
 
 
+def clock_gap(clock, reference) -> float | None:
+    """How far a call's median SM clock lies from the one it is compared against, as a share of that one;
+    None where either was not recorded. Every page measures a gap this one way."""
+    if clock is None or reference is None or clock != clock or reference != reference or not reference:
+        return None
+    return abs(clock / reference - 1)
+
+
 def impl_label(impl: str) -> str:
     return IMPL_LABELS.get(impl, impl)
 

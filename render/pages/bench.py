@@ -15,7 +15,7 @@ from ..bench_data import BenchData, distinct_sdpa
 from ..figures import PALETTE
 from ..runs import load_references
 from ..tables import table_html
-from ..vocab import (CLOCK_GAP, EVEN, IMPL_DASH, STUDY, dtype_short, facet_label, impl_color, impl_label, join, plural,
+from ..vocab import (CLOCK_GAP, EVEN, clock_gap, IMPL_DASH, STUDY, dtype_short, facet_label, impl_color, impl_label, join, plural,
                      shape_label, side, speedup_words)
 from .base import Page
 
@@ -385,8 +385,8 @@ class BenchPage(Page):
                 fast = self.b.fastest_sdpa(shape, dtype, causal)
                 for n in ours.index.intersection(fast.index):
                     a, b = ours[n], fast.loc[n, "sm_clock_mhz"]
-                    if pd.notna(a) and pd.notna(b) and b:
-                        pairs.append((abs(a / b - 1), a, b, shape, dtype, causal, int(n)))
+                    if (gap := clock_gap(a, b)) is not None:
+                        pairs.append((gap, a, b, shape, dtype, causal, int(n)))
         apart = [x for x in pairs if x[0] > self.CLOCK_GAP]
         if not apart:
             return ""

@@ -14,7 +14,7 @@ from ..bench_data import BenchData
 from ..ceilings import Ceilings
 from ..figures import PALETTE
 from ..tables import table_html
-from ..vocab import (CLOCK_GAP, MATERIALISING, dtype_short, facet_label, impl_color, impl_label, join, plural,
+from ..vocab import (CLOCK_GAP, MATERIALISING, clock_gap, dtype_short, facet_label, impl_color, impl_label, join, plural,
                      shape_label)
 from .base import Page
 
@@ -589,13 +589,13 @@ def _compare(full: pd.Series, caus: pd.Series) -> tuple:
     return full["latency_ms_median"] / caus["latency_ms_median"], bool(overlap), clk[0], clk[1]
 
 
-def _clock_gap(a: float | None, b: float | None) -> float | None:
-    """How far apart two clocks are, as the higher over the lower, less one."""
-    return max(a, b) / min(a, b) - 1 if a and b else None
+def _clock_gap(unmasked: float | None, masked: float | None) -> float | None:
+    """The masked call's clock against the unmasked one's, the call its ratio is taken over."""
+    return clock_gap(masked, unmasked)
 
 
-def _clocks_apart(a: float | None, b: float | None) -> bool:
-    gap = _clock_gap(a, b)
+def _clocks_apart(unmasked: float | None, masked: float | None) -> bool:
+    gap = _clock_gap(unmasked, masked)
     return gap is not None and gap > CLOCK_GAP
 
 

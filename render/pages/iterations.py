@@ -18,7 +18,7 @@ from ..bench_data import distinct_sdpa
 from ..figures import PALETTE
 from ..tables import table_html
 from ..vocab import DTYPE_SHORT as SHORT
-from ..vocab import CLOCK_GAP, impl_label, join, masking, plural
+from ..vocab import CLOCK_GAP, clock_gap, impl_label, join, masking, plural
 from .base import Page
 
 CEILINGS = {"float16": "matmul_fp16", "bfloat16": "matmul_bf16"}
@@ -199,7 +199,7 @@ class IterationsPage(Page):
         s = self.fastest_sdpa(dtype, causal, n, batch, heads, head_dim)
         return t / s[1] if t is not None and s else None
 
-    def clock_gap(self, impl: str, case: GoalCase) -> tuple[float, float, float, str] | None:
+    def case_clock_gap(self, impl: str, case: GoalCase) -> tuple[float, float, float, str] | None:
         """(|ours / theirs - 1|, our median SM clock, theirs, their impl) for impl and the fastest SDPA backend at
         one goal case, where both clocks were recorded."""
         s = self.fastest_sdpa(*case)
@@ -207,9 +207,9 @@ class IterationsPage(Page):
             return None
         f = self._case_rows(self.ok, *case)
         a, b = f[f["impl"] == impl]["sm_clock_mhz"].dropna(), f[f["impl"] == s[0]]["sm_clock_mhz"].dropna()
-        if a.empty or b.empty or not b.iloc[0]:
+        if a.empty or b.empty or (gap := clock_gap(a.iloc[0], b.iloc[0])) is None:
             return None
-        return abs(a.iloc[0] / b.iloc[0] - 1), float(a.iloc[0]), float(b.iloc[0]), s[0]
+        return gap, float(a.iloc[0]), float(b.iloc[0]), s[0]
 
     def bench_clock_gap(self, case: GoalCase) -> float | None:
         """The same gap as the bench phase saw it: `triton` against the SDPA row bench_ratio divides by."""
@@ -221,13 +221,13 @@ class IterationsPage(Page):
         if ours.empty or sdpa.empty:
             return None
         theirs = sdpa.loc[sdpa["tflops"].idxmax(), "sm_clock_mhz"]
-        return abs(ours.iloc[0] / theirs - 1) if pd.notna(theirs) and theirs else None
+        return clock_gap(ours.iloc[0], theirs)
 
     def clock_gap_finding(self) -> str:
         """Where the final version and the fastest SDPA backend ran at median SM clocks more than CLOCK_GAP apart
         (clocks are read, never set): how many goal cases, and the widest."""
         final = self.data.final_version
-        gaps = [(g, c) for c in self.cases() if (g := self.clock_gap(final, c)) is not None]
+        gaps = [(g, c) for c in self.cases() if (g := self.case_clock_gap(final, c)) is not None]
         apart = [(g, c) for g, c in gaps if g[0] > CLOCK_GAP]
         if not apart:
             return ""
@@ -428,7 +428,7 @@ class IterationsPage(Page):
             far = max(diffs, key=lambda x: abs(x[1]))
             text += (f" The two measurements' ratios differ by at most {abs(far[1]):.3f}, at {self.label(far[0])}; the "
                      "table below has both.")
-            gap = self.clock_gap(final, far[0])
+            gap = self.case_clock_gap(final, far[0])
             clocked = gap is not None and gap[0] > CLOCK_GAP
             if clocked:  # the widest difference of the two measurements comes with a clock gap in one of them
                 _, a, b, sdpa = gap
