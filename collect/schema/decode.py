@@ -180,18 +180,24 @@ class LogitCheck:
                                                    "null when none differs.", None, **NONNEGATIVE)
 
 
-@strict
 @dataclass
-class KernelClassRow:
-    """Where one variant's step time goes at one shape: the kernels of one class, per step."""
-
-    # The case key: two rows with the same values here measure one case twice (refused).
-    CASE_KEY = ("model", "variant", "batch", "context", "kernel_class")
+class _ProfiledStep:
+    """The profiled step a breakdown row belongs to: one variant at one shape, as in `rows`."""
 
     model: str = doc("Model name.", pattern=IDENT)
     variant: str = doc("Decode variant, as in `rows`.", pattern=IDENT)
     batch: int = doc("Batch.", **SIZE)
     context: int = doc("Context.", **SIZE)
+
+
+@strict
+@dataclass
+class KernelClassRow(_ProfiledStep):
+    """Where one variant's step time goes at one shape: the kernels of one class, per step."""
+
+    # The case key: two rows with the same values here measure one case twice (refused).
+    CASE_KEY = ("model", "variant", "batch", "context", "kernel_class")
+
     kernel_class: str = doc("'linear' (matrix products, with whatever is fused into them), 'attention', "
                             "'cache write', 'layer norm', 'elementwise', 'embedding', 'sampling' (argmax and "
                             "token bookkeeping), 'copy' or 'other'; chosen from the kernel's name.")
@@ -204,17 +210,14 @@ class KernelClassRow:
 
 @strict
 @dataclass
-class KernelRoleRow:
+class KernelRoleRow(_ProfiledStep):
     """Where a fused CUDA-graph step's time goes at one shape, by what each kernel does: every layer's five
-    launches, the embedding, the LM head and the argmax, each charged as the kernel classes are."""
+    launches, the embedding, the LM head and the argmax, each charged as the kernel classes are (a CUDA-graph
+    variant of the fused step only)."""
 
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("model", "variant", "batch", "context", "role")
 
-    model: str = doc("Model name.", pattern=IDENT)
-    variant: str = doc("Decode variant, as in `rows` (a CUDA-graph variant of the fused step).", pattern=IDENT)
-    batch: int = doc("Batch.", **SIZE)
-    context: int = doc("Context.", **SIZE)
     role: str = doc("'embed', 'qkv' (norm, qkv product, cache write), 'attention', 'proj' (attention output "
                     "product and residual add), 'fc' (norm, first MLP product, GELU), 'out' (second MLP product "
                     "and residual add), 'head' (final norm and LM head) or 'argmax'; read off the kernel's place "
