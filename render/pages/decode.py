@@ -363,7 +363,7 @@ class DecodePage(Page):
             hi, lo = g.loc[g["over_us_each"].idxmax()], g.loc[g["over_us_each"].idxmin()]
             over_ms = float((g["over_us_each"] * g["kernels_per_step"]).sum()) / 1000
             us = lambda x: f"{fmt.num(x)} µs"  # noqa: E731
-            out.append(f"- **{escape.text(model)}, batch {b}, context {c}, {self.short(variant)}.** Each kernel "
+            out.append(f"- **{escape.text(model)}, batch {b}, context {c}, {escape.text(self.short(variant))}.** Each kernel "
                        f"takes {us(lo.over_us_each)} ({self.ROLE_WORDS.get(lo.role, escape.text(lo.role))}) to "
                        f"{us(hi.over_us_each)} ({self.ROLE_WORDS.get(hi.role, escape.text(hi.role))}) longer than "
                        f"reading its bytes at copy bandwidth would. Over the step that is {fmt.ms(over_ms)} of its "
