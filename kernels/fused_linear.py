@@ -433,6 +433,12 @@ class Tuning:
     # interleaved runs); at batch 64 (prompt 472) 0.864 to 0.859. Two tiles or more gained less at
     # gpt2 and lost at gpt2-xl (2.37-2.50 ms): the requests then compete with the previous kernel's
     # stream instead of filling its tail. Asking L2 to evict the streamed weights first changed nothing.
+    # Nor does asking for more pay once every product holds the next grid back until its weight loop
+    # is done, so that the requests land in its tail (H200, 2026-12-02, graphs side by side, attention
+    # fixed as run h200-20261201f judged it, identical logits): two tiles and eight (all of a
+    # program's, at most) took gpt2's step from 0.367 to 0.387 / 0.393 ms, gpt2-xl's from 2.25 to
+    # 2.32 / 2.55, and gpt2's at batch 64 from 0.756 to 0.768 / 0.778 (int8 cache 0.628 to 0.631 /
+    # 0.650); eight with the products launched as set: 0.373, 2.53, 0.775 and 0.646.
     prefetch_tiles: int = 1
     # A product that reads at least this many MiB of weights lets the next grid launch only after its
     # weight loop, not at its start (None: always at the start). Launched early, the next grid's
@@ -441,7 +447,10 @@ class Tuning:
     # 2.330 to 2.272 ms (its qkv, MLP and LM head products) and left gpt2's at 0.370 (only its LM
     # head) and gpt2's at batch 64 at 0.784. Every product late: 2.280, but gpt2 0.379 and batch 64
     # 0.789; 4 MiB: 2.284 and 0.372; 30 MiB: 2.332. Across full collects (runs h200-20261201c and d)
-    # gpt2-xl's step moved less: 2.342 -> 2.311 ms.
+    # gpt2-xl's step moved less: 2.342 -> 2.311 ms. Again on 2026-12-02 (one session, graphs side
+    # by side, attention fixed): every product late took gpt2's step from 0.367 to 0.378 ms and
+    # gpt2-xl's from 2.250 to 2.271, and left batch 64 where it was (bf16 0.757 / 0.756, int8 0.627 /
+    # 0.628).
     late_dependents_mib: float | None = 8.0
 
     def rows(self, rows: int) -> RowTiles:
@@ -577,7 +586,11 @@ def _gpu_tiling(rows: int, k: int, n_tiles: int, block_n: int, d: Device, after_
 def linear_tiling(rows: int, k: int, n: int, device, after_attention: bool = False) -> Tiling:
     """Tiles of a plain product (ln_linear, linear_residual). An output as wide as the LM head's gets
     wider tiles: fewer programs, each re-reading the input rows (and their norm) fewer times.
-    `after_attention`: the product reads the attention's output (the step's projection)."""
+    `after_attention`: the product reads the attention's output (the step's projection).
+    At 64 rows the LM head's 393 programs of 194 KiB run one per SM, in three waves. Tilings that
+    fit in one or one and a half waves (64 or 32 deep, two to four stages, 4 or 8 warps, 128 or 256
+    wide) were all slower in the step (H200, 2026-12-02, gpt2 batch 64, graphs side by side): bf16
+    0.756 -> 0.764-0.780 ms, int8 cache 0.628 -> 0.632-0.656."""
     d = device_facts(device)
     bn = TUNING.rows(rows).block_n
     if triton.cdiv(n, bn) > WIDE_TILES_PER_SM * d.sm_count and not d.pre_ampere:  # FMA dots would spill
