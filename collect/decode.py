@@ -329,6 +329,7 @@ def _build_model(mp: ModelPlan, model_path: str | None, env: _Env) -> _Model:
 
     t0 = time.perf_counter()
     dtype = env.dtype
+    held_before = _allocated(env)
     if model_path:
         hf = load_hf_model(model_path, env.device, dtype)
         name, weights, seed, ckpt = Path(model_path).name, "checkpoint", None, Path(model_path).name
@@ -344,8 +345,19 @@ def _build_model(mp: ModelPlan, model_path: str | None, env: _Env) -> _Model:
         weight_bytes_per_step=ours.weight_bytes_per_step(), dtype=str(dtype).removeprefix("torch."),
         hf_attn_implementation=getattr(hf.config, "_attn_implementation", None),
         init_s=time.perf_counter() - t0,
+        # Every model stays loaded through the phase: the pages take the others' bytes out of a row's figures.
+        resident_bytes=None if held_before is None else max(0, _allocated(env) - held_before),
     )
     return _Model(hf, ours, info, mp)
+
+
+def _allocated(env: _Env) -> int | None:
+    if not env.cuda:
+        return None
+    import torch
+
+    env.sync()
+    return torch.cuda.memory_allocated(env.device)
 
 
 def _unsupported(spec: VariantSpec, env: _Env, timing: bool = True) -> str | None:

@@ -113,6 +113,7 @@ def test_tiny_run_has_a_row_per_variant_and_shape(tiny_run):
     assert saved and saved[-1] == len(result.rows)  # progress was checkpointed
     loaded = load_validated(path, DecodeFile)  # what render/ will read
     assert len(loaded.rows) == len(result.rows) and loaded.models[0].name == "tiny"
+    assert loaded.models[0].resident_bytes is None  # no allocator to ask without a GPU: unknown, never a guess
     assert loaded.graph_step == phase.GRAPH_STEP and loaded.dtype == "float32" and "no GPU" in loaded.dtype_reason
 
 

@@ -44,6 +44,11 @@ class DecodeModel:
     checkpoint: str | None = doc("Folder name of the local checkpoint (--model-path), if one was used.", None)
     hf_attn_implementation: str | None = doc("Attention implementation transformers picked for the baseline.", None)
     init_s: float | None = doc("Seconds to build (or load) the model on the device.", None, **SECONDS)
+    resident_bytes: int | None = doc("Device memory the model took when it was built (torch.cuda.memory_allocated "
+                                     "after, less before): its weights and buffers. The phase keeps every model "
+                                     "loaded to its end, so each row's peak_mem_bytes and mem_at_start_bytes hold "
+                                     "the other models' too; the pages take them out with this. Null without a GPU "
+                                     "and in runs before 2026-12-02.", None, **BYTES)
 
 
 @strict

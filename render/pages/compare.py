@@ -20,12 +20,13 @@ from plotly.subplots import make_subplots
 from .. import escape, fmt
 from ..axes import log_ticks
 from ..bench_data import distinct_sdpa
+from ..decode_memory import others_resident, own_memory
 from ..figures import PALETTE, figure_id, styled
 from ..runs import Run, load_references
 from ..tables import table_html
 from collect.schema import PHASES
 
-from ..vocab import EVEN, STUDY, plural, speedup_words
+from ..vocab import EVEN, STUDY, join, plural, speedup_words
 from .base import Page
 
 # Bench and profile charts compare devices at the published study's shape (vocab.STUDY), and only at it.
@@ -396,10 +397,13 @@ class ComparePage(Page):
         return self._memo((id(dev.run), "decode-rows"), lambda: self._model_rows(dev))
 
     def _model_rows(self, dev: Device) -> pd.DataFrame:
-        """ok decode rows of the one model every device has run: gpt2 where present."""
+        """ok decode rows of the one model every device has run: gpt2 where present, its memory figures
+        its own loops' where the run says what the other models held (render/decode_memory.py)."""
         df = self._frames(dev, "decode", "rows")
         if df.empty:
             return df
+        decode = dev.run.phase("decode")
+        df, _ = own_memory(df, decode.models if decode is not None else [])
         df = df[(df["status"] == "ok")]
         models = list(dict.fromkeys(df["model"]))
         if not models:
@@ -620,4 +624,16 @@ class ComparePage(Page):
                                        "both ran: cache size, and peak memory over the timed steps for each int8 "
                                        "variant, as a percentage of the bf16 figure (hover for the bytes); beyond the "
                                        "dashed line the int8 variant needs more than bf16; published figures are "
-                                       "cross-hatched.", len(data), 3)
+                                       f"cross-hatched.{self._memory_basis([d for d, _ in data])}", len(data), 3)
+
+    def _memory_basis(self, devices: list[Device]) -> str:
+        """A caption's note on the runs whose peaks also hold another model's weights."""
+        mixed = []
+        for d in devices:
+            decode = d.run.phase("decode")
+            if decode is not None and len(decode.models) > 1 and others_resident(decode.models) is None:
+                mixed.append(d.run.id)
+        if not mixed:
+            return ""
+        return (f" The peaks of {join(mixed)} also hold the other models their decode phase kept loaded (those runs "
+                "do not say how much), which brings their int8 peaks closer to 100%.")

@@ -12,6 +12,7 @@ from plotly.subplots import make_subplots
 from collect.schema.decode import LEGACY_VARIANTS, VARIANTS
 
 from .. import escape, fmt
+from ..decode_memory import own_memory
 from ..figures import PALETTE
 from ..tables import table_html
 from ..vocab import DTYPE_SHORT, EVEN, FAR_FLOOR, INT8_PAIRS, floor_pace, join, plural
@@ -116,7 +117,17 @@ class DecodePage(Page):
 
     @cached_property
     def rows(self) -> pd.DataFrame:
-        return self.run.frame("decode", "rows")
+        """Every row, its memory figures its own loop's where the run says what the other models held."""
+        return self._own_memory[0]
+
+    @cached_property
+    def _own_memory(self) -> tuple[pd.DataFrame, bool]:
+        return own_memory(self.run.frame("decode", "rows"), self.data.models if self.data else [])
+
+    @property
+    def memory_is_own(self) -> bool:
+        """Whether the rows' memory figures hold nothing of another model (decode_memory.py)."""
+        return self._own_memory[1]
 
     @cached_property
     def ok(self) -> pd.DataFrame:
@@ -665,6 +676,19 @@ class DecodePage(Page):
                 return s
         return None
 
+    def memory_basis(self) -> str:
+        """What the memory figures on this page count, where more than one model was decoded."""
+        if len(self.models()) < 2:
+            return ""
+        if self.memory_is_own:
+            return ("The phase keeps every model it decodes loaded from its first row to its last. Each model's "
+                    "footprint was measured when it was built, and every peak-memory figure on this page leaves "
+                    "the other models' out: it is what that loop would hold alone.\n")
+        return ("The phase keeps every model it decodes loaded from its first row to its last, and this run does "
+                "not record how much each one held, so every peak-memory figure on this page also includes the "
+                "other models' weights. Differences between two loops of one model are exact; the peaks themselves "
+                "are not what one loop would hold alone.\n")
+
     def memory_finding(self) -> str:
         """Per model, each int8 variant's peak against its float counterpart's at the shape with the largest
         cache where both ran, one sentence each; the figure below splits every peak into its parts."""
@@ -703,8 +727,8 @@ class DecodePage(Page):
         word = "more" if diff > 0 else "less"
         if abs(diff) < 0.005 * base:
             return f"{fmt.bytes_(x)}, the same as {base_name} within half a percent"
-        # In bytes only: a share of the peak would be a share of the whole process's memory, which also
-        # holds what this loop does not use (every model the phase decodes stays loaded).
+        # In bytes only: a share of the peak would be a share of all the process has allocated, which
+        # also holds what this loop does not use (workspaces; in older runs, the other models' weights).
         return f"{fmt.bytes_(x)}, {fmt.bytes_(abs(diff))} {word} than {base_name}"
 
     def peak_regressions(self, int8: str, base: str) -> tuple[int, list[str]]:
@@ -1099,8 +1123,14 @@ class DecodePage(Page):
             top = float(f["peak_mem_bytes"].max()) / 2**20 if len(f) else 1.0
             fig.update_yaxes(title_text="peak memory (MiB)" if j == 1 else None, range=[0, 1.15 * top], row=1, col=j)
         fig.update_layout(barmode="stack")
-        others = (" The phase keeps every model it decodes loaded, so what was already allocated includes the "
-                  "other models' weights." if len(self.models()) > 1 else "")
+        if len(self.models()) < 2:
+            others = ""
+        elif self.memory_is_own:
+            others = (" The phase keeps every model it decodes loaded; the other models' weights are left out of "
+                      "each panel.")
+        else:
+            others = (" The phase keeps every model it decodes loaded, and this run does not say how much each "
+                      "held, so what was already allocated includes the other models' weights.")
         return self.figure("memory", fig, "Peak memory over the timed steps, split into the KV cache, what was "
                                           "already allocated besides it (weights, workspaces, a graph's buffers), and "
                                           "what a step allocates on top. The shape with the largest cache per model."
