@@ -272,3 +272,16 @@ def test_every_dram_figure_of_a_call_counts_its_writes_as_at_least_its_output(tm
     report = Report.load(tmp_path)
     prof = text(report.render_markdown((DOCS / "profiling.md").read_text(), "profiling.md"))
     assert prof.count("the writes counted as at least the call's output: L2 is a write-back cache") == 1
+
+
+def test_a_second_roof_close_above_the_lowest_is_named_and_a_far_one_is_not(tmp_path):
+    far = page(tmp_path / "far", fp32=2.0e13)
+    assert "sdpa-math" not in far.close_roofs()  # its DRAM roof lies well above the 20 TFLOP/s FP32 roof
+    dram = dict(far._roof_caps(far.headline)["sdpa-math"][1])["DRAM bandwidth"]
+    close = page(tmp_path / "close", fp32=dram / 1.05)  # the FP32 roof 5% under the DRAM roof
+    level, above = close.close_roofs()["sdpa-math"]
+    assert level == "DRAM bandwidth" and abs(above - 1.05) < 1e-9
+    t = text(close.roofline_finding())
+    assert "SDPA math (its DRAM bandwidth roof 5.00% above its FP32 compute roof)" in t
+    assert "a second roof lies just above the lowest" in t
+    assert "SDPA math (its" not in text(far.roofline_finding())

@@ -51,6 +51,9 @@ SIDE = {True: "memory-bound side", False: "compute-bound side"}
 # a single call's kernel time moves by a few percent between runs (the clock check's single-kernel calls
 # agree with our device time only to within several percent).
 RANK_NOISE = 0.03
+# A second roof at most this much above a call's lowest one is named beside it: with two roofs that close,
+# moving fewer bytes at the first level alone would barely raise the call's ceiling.
+CLOSE_ROOF = 1.10
 
 
 def _esc(text) -> str:
@@ -197,6 +200,7 @@ class ProfilePage(Page):
                 groups.setdefault(level, []).append(impl_label(impl))
             out.append("By the hierarchical roofline, the lowest roof over each call is "
                        + "; ".join(f"{lv} for {join(names)}" for lv, names in groups.items()) + ".")
+
         tc = self.tensor_core_verdicts(shape)
         idle = [impl_label(i) for i, (used, _) in tc.items() if used is False]
         if tc:
@@ -692,29 +696,50 @@ class ProfilePage(Page):
         by = float(k[col].fillna(0).sum())
         return (by, "") if by > 0 else (None, "none")
 
-    def binding_roofs(self, shape=None) -> dict[str, tuple[str, float]]:
-        """impl -> (the lowest roof over its points, achieved / that roof). A level without a roof or a point
-        does not count; the compute roof the call is judged against (compute_roof) does."""
-        shape = shape or self.headline
+    def _roof_caps(self, shape) -> dict[str, tuple[float, list[tuple[str, float]]]]:
+        """impl -> (its achieved FLOP rate, every roof over it as (name, the FLOP rate it allows), lowest first).
+        A level without a roof or a point does not count; the compute roof the call is judged against
+        (compute_roof) does."""
         pts = self.level_points(shape)
         pts = pts[pts["ai"].notna()] if not pts.empty else pts
         roofs = self.roofs(shape)
         out = {}
         for impl, g in pts.groupby("impl", sort=False):
             top = self.compute_roof(shape, impl)
-            best = (top.label + " compute" + ("" if top.source == "measured" else f" ({top.source})"),
-                    top.value) if top.ok else None
+            caps = [(top.label + " compute" + ("" if top.source == "measured" else f" ({top.source})"),
+                     top.value)] if top.ok else []
             for _, p in g.iterrows():
                 roof = roofs[p["roof"]]
-                if not roof.ok:
-                    continue
-                cap = roof.value * p["ai"]
-                if best is None or cap < best[1]:
+                if roof.ok:
                     tag = "" if roof.source == "measured" else f" ({roof.source})"
-                    best = (f"{p['label']} bandwidth{tag}", cap)
-            if best is not None:
-                out[impl] = (best[0], float(g["flops_per_s"].iloc[0]) / best[1])
+                    caps.append((f"{p['label']} bandwidth{tag}", roof.value * p["ai"]))
+            if caps:
+                out[impl] = (float(g["flops_per_s"].iloc[0]), sorted(caps, key=lambda c: c[1]))
         return out
+
+    @staticmethod
+    def _close_roofs_sentence(close: dict[str, tuple[str, float]], bind: dict[str, tuple[str, float]]) -> str:
+        """One sentence on the calls with a second roof close above the lowest, with how far above where
+        the sentence stays within four figures."""
+        if len(close) <= 4:
+            calls = [f"{impl_label(i)} (its {lv} roof {fmt.pct(100 * (r - 1))} above its {bind[i][0]} roof)"
+                     for i, (lv, r) in close.items()]
+        else:
+            calls = [impl_label(i) for i in close]
+        return (f"Over {join(calls)}, a second roof lies just above the lowest: relieving the lowest limit alone "
+                "would raise such a call's ceiling by no more than that gap.")
+
+    def binding_roofs(self, shape=None) -> dict[str, tuple[str, float]]:
+        """impl -> (the lowest roof over its points, achieved / that roof)."""
+        return {impl: (caps[0][0], rate / caps[0][1])
+                for impl, (rate, caps) in self._roof_caps(shape or self.headline).items()}
+
+    def close_roofs(self, shape=None) -> dict[str, tuple[str, float]]:
+        """impl -> (its second-lowest roof, how far above the lowest), for the calls whose second roof lies
+        within CLOSE_ROOF of the lowest."""
+        return {impl: (caps[1][0], caps[1][1] / caps[0][1])
+                for impl, (_, caps) in self._roof_caps(shape or self.headline).items()
+                if len(caps) > 1 and caps[1][1] <= CLOSE_ROOF * caps[0][1]}
 
     def roofline_fig(self, shape=None) -> go.Figure:
         shape = shape or self.headline
@@ -835,6 +860,9 @@ class ProfilePage(Page):
             src = "counted" if self.data.flops_source == "counters" else "analytical"
             out.append(self._closest_and_furthest(
                 bind, f"Measured against the lowest roof over it ({src} FLOPs over Nsight Compute's kernel time)"))
+        close = self.close_roofs(shape)
+        if close:
+            out.append(self._close_roofs_sentence(close, bind))
         gone = pts[pts["why"] == "bypassed"]
         if not gone.empty:
             by_level = [f"no {lv} point for {join(impl_label(i) for i in g['impl'])}"
