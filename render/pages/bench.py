@@ -3,6 +3,7 @@ sets the pace at small sizes (the host or the GPU)."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import pandas as pd
@@ -103,61 +104,94 @@ def describe_gap(ns: list[int], speedups: list[float], other: str, spreads=None,
         lead += " "
     if not ns:
         return f"No sequence length has a measurement of both Triton and {other}."
-    words = [case_words(s, sp) for s, sp in zip(speedups, spreads)]
-    if len(ns) == 1:
-        said = (words[0].replace("on par", f"on par with {other}", 1) if words[0].startswith("on par")
-                else f"{words[0]} than {other}")
-        return lead + f"At N={ns[0]}, {only}, Triton is {said}."
-    sides = [case_side(s, sp) for s, sp in zip(speedups, spreads)]
-    shown: set[int] = set()
+    return lead + _Standing(ns, speedups, spreads, paths, other).sentences(every, only)
 
-    def edges() -> str:
+
+@dataclass
+class _Standing:
+    """Triton's standing against one other implementation over the lengths both ran, told by its pattern:
+    one side throughout, one crossover, one run of lengths off the "on par" band, or back and forth."""
+
+    ns: list[int]
+    speedups: list[float]
+    spreads: list
+    paths: list
+    other: str
+    shown: set[int] = field(default_factory=set)  # lengths whose verdict a sentence already printed
+
+    def __post_init__(self):
+        self.words = [case_words(s, sp) for s, sp in zip(self.speedups, self.spreads)]
+        self.sides = [case_side(s, sp) for s, sp in zip(self.speedups, self.spreads)]
+
+    def sentences(self, every: str, only: str) -> str:
+        ns, words, sides = self.ns, self.words, self.sides
+        if len(ns) == 1:
+            said = (words[0].replace("on par", f"on par with {self.other}", 1) if words[0].startswith("on par")
+                    else f"{words[0]} than {self.other}")
+            return f"At N={ns[0]}, {only}, Triton is {said}."
+        if len(set(sides)) == 1:
+            return self._one_side(every)
+        changes = [i for i in range(1, len(sides)) if sides[i] != sides[i - 1]]
+        if len(changes) == 1:
+            return self._one_change(changes[0])
+        off = [i for i, sd in enumerate(sides) if sd != "par"]
+        if len({sides[i] for i in off}) == 1 and off == list(range(off[0], off[-1] + 1)):
+            return self._one_excursion(off)
+        return self._back_and_forth()
+
+    @property
+    def span(self) -> str:
+        return f"{self.words[0]} at N={self.ns[0]} and {self.words[-1]} at N={self.ns[-1]}"
+
+    def edges(self) -> str:
         """The edge verdicts the sentence before did not print, one short sentence each."""
-        return "".join(f" At N={ns[i]} it is {words[i]}." for i in range(len(ns))
-                       if i not in shown and edge_of(speedups[i], spreads[i]))
+        return "".join(f" At N={self.ns[i]} it is {self.words[i]}." for i in range(len(self.ns))
+                       if i not in self.shown and edge_of(self.speedups[i], self.spreads[i]))
 
-    span = f"{words[0]} at N={ns[0]} and {words[-1]} at N={ns[-1]}"
-    if len(set(sides)) == 1:
-        if sides[0] == "par":
-            return lead + f"Triton is on par with {other} at {every} (within 5% either way)." + edges()
-        word = "faster" if sides[0] == "win" else "slower"
-        gaps = [max(x, 1 / x) for x in speedups]
+    def _one_side(self, every: str) -> str:
+        if self.sides[0] == "par":
+            return f"Triton is on par with {self.other} at {every} (within 5% either way)." + self.edges()
+        word = "faster" if self.sides[0] == "win" else "slower"
+        gaps = [max(x, 1 / x) for x in self.speedups]
         f0, f1 = gaps[0], gaps[-1]
         peak = max(range(len(gaps)), key=gaps.__getitem__)
         # A gap widest mid-range that falls back by more than the "on par" band has narrowed again.
         if 0 < peak < len(gaps) - 1 and gaps[peak] / f1 >= EVEN and gaps[peak] / f0 >= TREND:
-            trend = f"the gap grows up to N={ns[peak]}, then narrows"
+            trend = f"the gap grows up to N={self.ns[peak]}, then narrows"
         else:
             trend = ("the gap grows with N" if f1 / f0 >= TREND else "the gap narrows with N" if f0 / f1 >= TREND
                      else "the gap holds roughly steady across N")
-        return lead + f"Triton is {word} than {other} at {every}, {span}: {trend}."
-    changes = [i for i in range(1, len(sides)) if sides[i] != sides[i - 1]]
-    if len(changes) == 1:
-        i = changes[0]
-        shown |= {0, len(ns) - 1}
-        verb = {"win": "pulls ahead of", "loss": "falls behind", "par": "draws level with"}[sides[i]]
+        return f"Triton is {word} than {self.other} at {every}, {self.span}: {trend}."
+
+    def _one_change(self, i: int) -> str:
+        self.shown |= {0, len(self.ns) - 1}
+        verb = {"win": "pulls ahead of", "loss": "falls behind", "par": "draws level with"}[self.sides[i]]
         where = ""
-        a, b = paths[i - 1], paths[i]
+        a, b = self.paths[i - 1], self.paths[i]
         if isinstance(a, str) and isinstance(b, str) and a != b:
             where = f", where our dispatcher switches from {_path_name(a)} to {_path_name(b)}"
-        return lead + f"Triton {verb} {other} between N={ns[i - 1]} and N={ns[i]}{where}: {span}." + edges()
-    off = [i for i, sd in enumerate(sides) if sd != "par"]
-    if len({sides[i] for i in off}) == 1 and off == list(range(off[0], off[-1] + 1)):
-        # One run of lengths off the band, on par either side of it: not a standing that changes back and forth.
-        word = "faster" if sides[off[0]] == "win" else "slower"
-        peak = max(off, key=lambda i: max(speedups[i], 1 / speedups[i]))
-        shown.add(peak)
-        widest = f"{words[peak]} at N={ns[peak]}" if len(off) > 1 else words[peak]
-        return (lead + f"Triton is {word} than {other} only at N={join(ns[i] for i in off)} ({widest}), on par "
-                "elsewhere." + edges())
-    groups = {w: [n for n, sd in zip(ns, sides) if sd == key] for key, w in (("win", "faster"), ("loss", "slower"),
-                                                                             ("par", "on par"))}
-    parts = [f"{w} at N={join(g)}" for w, g in groups.items() if g]
-    worst = min(range(len(ns)), key=lambda i: speedups[i])
-    best = max(range(len(ns)), key=lambda i: speedups[i])
-    shown |= {worst, best}
-    return lead + (f"Triton's standing against {other} changes back and forth with N: {join(parts, 'and')}; from "
-                   f"{words[worst]} at N={ns[worst]} to {words[best]} at N={ns[best]}.") + edges()
+        return (f"Triton {verb} {self.other} between N={self.ns[i - 1]} and N={self.ns[i]}{where}: {self.span}."
+                + self.edges())
+
+    def _one_excursion(self, off: list[int]) -> str:
+        """One run of lengths off the band, on par either side of it: not a standing that changes back and forth."""
+        word = "faster" if self.sides[off[0]] == "win" else "slower"
+        peak = max(off, key=lambda i: max(self.speedups[i], 1 / self.speedups[i]))
+        self.shown.add(peak)
+        widest = f"{self.words[peak]} at N={self.ns[peak]}" if len(off) > 1 else self.words[peak]
+        return (f"Triton is {word} than {self.other} only at N={join(self.ns[i] for i in off)} ({widest}), on par "
+                "elsewhere." + self.edges())
+
+    def _back_and_forth(self) -> str:
+        ns, words = self.ns, self.words
+        groups = {w: [n for n, sd in zip(ns, self.sides) if sd == key]
+                  for key, w in (("win", "faster"), ("loss", "slower"), ("par", "on par"))}
+        parts = [f"{w} at N={join(g)}" for w, g in groups.items() if g]
+        worst = min(range(len(ns)), key=lambda i: self.speedups[i])
+        best = max(range(len(ns)), key=lambda i: self.speedups[i])
+        self.shown |= {worst, best}
+        return (f"Triton's standing against {self.other} changes back and forth with N: {join(parts, 'and')}; from "
+                f"{words[worst]} at N={ns[worst]} to {words[best]} at N={ns[best]}.") + self.edges()
 
 
 def against_naive(speedups: list[float]) -> str:
