@@ -10,7 +10,7 @@ from collect.schema import SCHEMA_VERSION
 from collect.schema.decode import (
     AgreementRow, DecodeFile, DecodeModel, DecodeRow, KernelClassRow, LogitCheck, MicroRow,
 )
-from render import escape
+from render import escape, fmt
 from render.pages.decode import DecodePage, floor_words
 from render.runs import load_run
 from render.site import REPO_ROOT, Report
@@ -522,14 +522,17 @@ def test_the_floor_words_say_which_side_of_half_the_bytes_fall():
 
 def _with_roles(f: DecodeFile, over_us: dict[str, float]) -> DecodeFile:
     """The gpt2 graph row at batch 4, context 1000 given roles whose kernels each take their bytes' time at the
-    floor bandwidth plus `over_us` (µs)."""
+    floor bandwidth plus `over_us` (µs); a 'head' entry adds the LM head (one kernel, 77 MB)."""
     from collect.schema.decode import KernelRoleRow
-    layer_bytes = {"qkv": 3.5e6, "attention": 1.0e6, "proj": 1.2e6, "fc": 4.7e6, "out": 4.7e6}
+    layer_bytes = {"qkv": 3.5e6, "attention": 1.0e6, "proj": 1.2e6, "fc": 4.7e6, "out": 4.7e6, "head": 77e6}
     for role, nbytes in layer_bytes.items():
+        if role not in over_us:
+            continue
+        n = 1.0 if role == "head" else 12.0
         each_us = 1e6 * nbytes / BW + over_us[role]
         f.kernel_roles.append(KernelRoleRow(model="gpt2", variant="graph", batch=4, context=1000, role=role,
-                                            kernels_per_step=12.0, ms_per_step=12 * each_us / 1000,
-                                            bytes_per_step=12 * nbytes))
+                                            kernels_per_step=n, ms_per_step=n * each_us / 1000,
+                                            bytes_per_step=n * nbytes))
     f.kernel_roles.append(KernelRoleRow(model="gpt2", variant="graph", batch=4, context=1000, role="argmax",
                                         kernels_per_step=1.0, ms_per_step=0.003, bytes_per_step=None))
     return f
@@ -551,6 +554,20 @@ def test_kernel_roles_say_what_each_kernel_pays_above_its_bytes(tmp_path):
                                                     {"qkv": 4.0, "attention": 1.0, "proj": 2.0, "fc": 6.0, "out": 3.0}))
     words = growing.role_finding()
     assert "not all of the excess is a fixed cost per kernel" in words and "a cost per kernel, not" not in words
+    assert "stands apart" not in words  # no LM head among these roles
+
+
+def test_an_lm_head_paying_far_more_than_any_layer_kernel_is_set_apart_with_what_else_it_does(tmp_path):
+    layer = {"qkv": 4.9, "attention": 4.4, "proj": 3.9, "fc": 4.6, "out": 4.4}
+    level = write(tmp_path / "level", _with_roles(decode_file("synthetic-20261129"), dict(layer, head=6.0)))
+    assert "stands apart" not in level.role_finding()  # 6.0 against 4.9 µs: within ROLE_EVEN
+    apart = write(tmp_path / "apart", _with_roles(decode_file("synthetic-20261129"), dict(layer, head=18.0)))
+    text = apart.role_finding()
+    # batch 4 x 50257 fp32 logits; 2 x 4 x 768 x 50257 FLOP against the MLP's 2 x 4 x 768 x 3072
+    assert "stands apart, 18.0 µs above its reads" in text
+    assert f"writes its fp32 logits ({fmt.bytes_(4 * 50257 * 4)}" in text
+    assert f"{fmt.num(2 * 4 * 768 * 50257 / 1e9)} GFLOP, is {fmt.ratio(50257 / 3072)} the largest in a layer" in text
+    assert "Of a layer's five kernels" in text  # the per-kernel claim is about the layer's kernels only
 
 
 def test_the_template_shows_kernel_roles_only_for_runs_that_have_them(tmp_path):

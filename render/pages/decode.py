@@ -378,8 +378,29 @@ class DecodePage(Page):
                        f"takes {us(lo.over_us_each)} ({self.ROLE_WORDS.get(lo.role, escape.text(lo.role))}) to "
                        f"{us(hi.over_us_each)} ({self.ROLE_WORDS.get(hi.role, escape.text(hi.role))}) longer than "
                        f"reading its bytes at copy bandwidth would. Over the step that is {fmt.ms(over_ms)} of its "
-                       f"{fmt.ms(step.step_ms_median)}." + self._role_spread_words(g))
+                       f"{fmt.ms(step.step_ms_median)}." + self._role_spread_words(g)
+                       + self._head_apart_words(g, model, b))
         return "\n".join(out) + "\n" if out else ""
+
+    def _head_apart_words(self, g: pd.DataFrame, model: str, batch: int) -> str:
+        """Where the LM head pays well above every layer kernel (ROLE_EVEN): what else it does besides its
+        reads, from the model's shape. Its logits are fp32 and its product the step's only sizeable math."""
+        info = self.model_info(model)
+        head = g[g["role"] == "head"]
+        layer = g[g["role"].isin(("qkv", "attention", "proj", "fc", "out"))]
+        if info is None or head.empty or layer.empty or layer["over_us_each"].max() <= 0:
+            return ""
+        over = float(head["over_us_each"].iloc[0])
+        if over <= ROLE_EVEN * float(layer["over_us_each"].max()):
+            return ""
+        logits = batch * info.vocab_size * 4
+        bw = self.data.floor_bandwidth_bytes_per_s
+        flops = 2 * batch * info.n_embd * info.vocab_size
+        widest = 2 * batch * info.n_embd * 4 * info.n_embd  # a layer's largest product: either MLP product
+        return (f" The final norm + LM head stands apart, {fmt.num(over)} µs above its reads. Besides them it "
+                f"writes its fp32 logits ({fmt.bytes_(logits)}, {fmt.num(1e6 * logits / bw)} µs at copy bandwidth), "
+                f"and its product, {fmt.num(flops / 1e9)} GFLOP, is {fmt.ratio(flops / widest)} the largest in a "
+                "layer.")
 
     def _role_spread_words(self, g: pd.DataFrame) -> str:
         """Whether what a layer's kernels pay above their bytes follows the bytes: compared between the layer
@@ -392,10 +413,11 @@ class DecodePage(Page):
             return ""
         words = lambda x: self.ROLE_WORDS.get(x.role, escape.text(x.role))  # noqa: E731
         if most.over_us_each <= ROLE_EVEN * few.over_us_each:
-            return (f" The kernel with the fewest bytes to read ({words(few)}) pays about as much above them as the "
-                    f"one with the most ({words(most)}): a cost per kernel, not per byte.")
-        return (f" Here the kernel with the most bytes to read ({words(most)}) also pays more above them than the "
-                f"one with the fewest ({words(few)}), so not all of the excess is a fixed cost per kernel.")
+            return (f" Of a layer's five kernels, the one with the fewest bytes to read ({words(few)}) pays about as "
+                    f"much above them as the one with the most ({words(most)}): a cost per kernel, not per byte.")
+        return (f" Here, of a layer's five kernels, the one with the most bytes to read ({words(most)}) also pays more "
+                f"above them than the one with the fewest ({words(few)}), so not all of the excess is a fixed cost "
+                "per kernel.")
 
     def role_table(self) -> str:
         r = self._role_frame()
