@@ -123,7 +123,8 @@ class DecodeRow:
                                   "first timed step (never part of a step time).", None, **SECONDS)
     tokens_per_s: float | None = doc("batch / median step time.", None, **NONNEGATIVE)
     peak_mem_bytes: int | None = doc("torch.cuda.max_memory_allocated over the timed steps (reset after prefill and "
-                                     "warm-up): weights, cache and every temporary a step creates.", None, **BYTES)
+                                     "warm-up): weights, cache and every temporary a step creates, and the other models "
+                                     "the phase keeps loaded (see DecodeModel.resident_bytes).", None, **BYTES)
     mem_at_start_bytes: int | None = doc("torch.cuda.memory_allocated right before the timed steps: the loaded "
                                          "weights, this row's filled cache, buffers and graphs, and nothing of "
                                          "another variant (each row's session is the only one alive; runs up to "
