@@ -635,5 +635,6 @@ class ComparePage(Page):
                 mixed.append(d.run.id)
         if not mixed:
             return ""
-        return (f" The peaks of {join(mixed)} also hold the other models their decode phase kept loaded (those runs "
-                "do not say how much), which brings their int8 peaks closer to 100%.")
+        runs = join(mixed) if len(mixed) <= 3 else f"{len(mixed)} runs ({mixed[0]} to {mixed[-1]})"
+        return (f" The peaks of {runs} also hold the other models their decode phase kept loaded (those runs do not "
+                "say how much), which brings their int8 peaks closer to 100%.")
