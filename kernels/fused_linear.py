@@ -37,8 +37,8 @@ What is left is not the launches. In a CUDA graph on the H200 (2026-12-01) a bou
 dependent kernels cost 0.92-0.97 us under PDL, and a software grid barrier inside one persistent
 kernel 1.14-1.42 us (scripts/measure_kernel_boundary.py), while these kernels take about 3 us more
 than a plain read of their bytes (the decode page's read-only twin): the round trips after the wait
-(statistics and rows, the split-K handshake) are where a step's time above its floor goes, and one
-persistent kernel for the whole step would not remove them by itself.
+(statistics and rows, which the compiled code already requests together, then the split-K handshake) are where a
+step's time above its floor goes, and one persistent kernel for the whole step would not remove them by itself.
 """
 from __future__ import annotations
 

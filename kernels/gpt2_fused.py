@@ -18,6 +18,15 @@ was correct and deterministic, and the step lost a launch per layer, but it ran 
 against 0.366 ms, gpt2-xl 2.63 against 2.31 ms, at the best of six tilings. With one program per SM,
 each SM streams its slice through one pipeline; the two products spread theirs over two to three
 programs per SM (split-K), which keeps more loads in flight.
+
+The qkv product and the attention stay two launches too. One launch was tried (H200, 2026-12-02, batch 4): the
+attention's programs, numbered after the product's so that they were dispatched last, asked L2 for their chunk of
+the cache and then spun on a per-head counter that the last split of each q, k and v tile raised. It was correct
+(q, k and v bit-identical to the two launches, the attention output within one bf16 step: the same arithmetic
+compiled differently) but slower: gpt2 0.366 -> 0.404-0.416 ms, gpt2-xl 2.26 -> 2.47-2.58 ms, least when the
+programs asked for 64 keys ahead instead of their whole chunk and backed off with nanosleep while spinning. Their
+requests compete with the weights the product streams, which they wait on, and the attention's own chain of round
+trips still follows the product's.
 """
 from __future__ import annotations
 
