@@ -705,7 +705,7 @@ class DecodePage(Page):
         if self.memory_is_own:
             return ("The phase keeps every model it decodes loaded from its first row to its last. Each model's "
                     "footprint was measured when it was built, and every peak-memory figure on this page leaves "
-                    "the other models' out: it is what that loop would hold alone.\n")
+                    "the other models' out: what is left is the loop's own model, cache, buffers and graphs.\n")
         return ("The phase keeps every model it decodes loaded from its first row to its last, and this run does "
                 "not record how much each one held, so every peak-memory figure on this page also includes the "
                 "other models' weights. Differences between two loops of one model are exact; the peaks themselves "
