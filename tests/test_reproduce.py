@@ -55,6 +55,19 @@ def test_phases_from_several_commits_are_replayed_each_at_its_own():
     assert provenance(run)["commit"].startswith("a" * 12 + ", " + "b" * 12 + ", " + "c" * 12)
 
 
+def test_the_last_of_several_collects_replays_as_recorded_with_the_budget_it_overrode():
+    # As in run h200-20261201f: the decode phase collected again alone, with no time budget, at a later commit.
+    run = run_with([PhaseRecord(name="env", status="complete", git_commit="a" * 40),
+                    PhaseRecord(name="bench", status="complete", git_commit="a" * 40),
+                    PhaseRecord(name="decode", status="complete", git_commit="c" * 40)])
+    run.manifest.profile = "full"
+    run.manifest.command = "DECODE_BUDGET_S=0 python -m collect decode --profile full --run-id synthetic-20261129"
+    text = html.unescape(ReproducePage(run, [run]).commands())
+    assert "python -m collect env bench --profile full" in text  # the earlier collect: its phases at its commit
+    assert text.index("git checkout " + "c" * 40) < text.index(run.manifest.command + "   # as recorded")
+    assert "python -m collect decode --profile full" not in text.replace(run.manifest.command, "")
+
+
 def test_the_manifest_notes_reach_the_reader_escaped():
     run = run_with([PhaseRecord(name="env", status="complete")])
     assert ReproducePage(run, [run]).notes() == ""

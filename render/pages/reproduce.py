@@ -34,9 +34,13 @@ class ReproducePage(Page):
             lines += [f"git checkout {m.git_commit or unknown}",
                       f"{m.command}   # as recorded; make collect PROFILE={m.profile} RUN_ID={self.run.id} is equivalent"]
         else:
-            # The run was written by several collects: replay each phase at the commit that ran it.
+            # The run was written by several collects: replay each phase at the commit that ran it. The last
+            # of them is recorded whole, with any budget it overrode (DECODE_BUDGET_S=0 runs rows a default
+            # budget would skip), so its phases replay with that command.
             for commit, phases in by_commit.items():
+                last = commit == m.git_commit and m.command and set(phases) == set(self._named_in(m.command))
                 lines += [f"git checkout {commit or unknown}",
+                          f"{m.command}   # as recorded" if last else
                           f"python -m collect {' '.join(phases)} --profile {m.profile} --run-id {self.run.id}"]
         lines.append(f"REPORT_RUN={self.run.id} make serve")
         return escape.code_block("\n".join(lines), "bash") + "\n"  # the command is data: a fence in it must not end the block
@@ -66,13 +70,16 @@ class ReproducePage(Page):
         ds = [r.duration_s for r in self.run.manifest.phases if r.duration_s is not None]
         return fmt.num(sum(ds)) + " s" if ds else "n/a"
 
+    def _named_in(self, command: str | None) -> list[str]:
+        """The phases of this run a recorded command names."""
+        ran = [r.name for r in self.run.manifest.phases]
+        return [t for t in (command or "").split() if t in ran]
+
     def rerun_phases(self) -> list[str]:
         """Phases whose record comes from a later command that ran them alone: the last recorded command names
         only some of the phases (as commands() replays it)."""
-        m = self.run.manifest
-        ran = [r.name for r in m.phases]
-        named = [t for t in (m.command or "").split() if t in ran]
-        return named if named and set(named) != set(ran) else []
+        named = self._named_in(self.run.manifest.command)
+        return named if named and set(named) != {r.name for r in self.run.manifest.phases} else []
 
     def total_sentence(self) -> str:
         """The sum of the phases' wall times, and what it adds up: one collect, or several commands."""
