@@ -32,7 +32,7 @@ from typing import Callable
 
 from .budget import PHASE_BUDGET_ENVS, budget_seconds as shared_budget_seconds, no_limit_hint
 from .context import RunContext
-from .decode_profile import profile_steps
+from .decode_profile import fused_role_order, profile_steps
 from .schema import SCHEMA_VERSION
 from .schema.decode import (
     REFERENCE_VARIANT, VARIANTS, AgreementRow, DecodeFile, DecodeModel, DecodeRow, KernelClassRow, KernelRoleRow, MicroRow,
@@ -184,17 +184,15 @@ def loop_shape(steps: int, repeats: int = LOOP_REPEATS) -> tuple[int, int]:
     return loops, steps // loops
 
 
-def _role_bytes(model, kv_bytes: float) -> dict[str, float]:
-    """Bytes each role of the fused step reads per step: its layers' weights (biases and norm parameters with
-    them), or the cache for the attention; the LM head reads the tied embedding table."""
-    def size(*ts):
-        return float(sum(t.numel() * t.element_size() for t in ts))
-    blocks = model.blocks
-    return {"qkv": sum(size(b.ln1_w, b.ln1_b, b.attn_w, b.attn_b) for b in blocks), "attention": float(kv_bytes),
-            "proj": sum(size(b.proj_w, b.proj_b) for b in blocks),
-            "fc": sum(size(b.ln2_w, b.ln2_b, b.fc_w, b.fc_b) for b in blocks),
-            "out": sum(size(b.out_w, b.out_b) for b in blocks),
-            "head": size(model.lnf_w, model.lnf_b, model.lm_head)}
+def _role_bytes(step_fn, kv_bytes: float, layers: int) -> dict[str, float]:
+    """Bytes each role of the fused step reads per step, summed from the step's own per-kernel bytes
+    (FusedStep.kernel_bytes, which the read-only twin reads too); roles that read none of the floor's bytes
+    (the embedding, the argmax) are left out."""
+    out: dict[str, float] = {}
+    for role, n in zip(fused_role_order(layers), step_fn.kernel_bytes(kv_bytes / layers)):
+        if n:
+            out[role] = out.get(role, 0.0) + float(n)
+    return out
 
 
 def kv_bytes_per_step(bytes_per_token: int, context: int, first: int, last: int) -> float:
@@ -526,7 +524,7 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
     row.weight_bytes_per_step = m.info.weight_bytes_per_step
     row.kv_bytes_per_step = kv_bytes_per_step(per_token, context, per_loop, loops * per_loop - 1)
     row.bytes_per_step = row.weight_bytes_per_step + row.kv_bytes_per_step
-    role_bytes = _role_bytes(m.ours, row.kv_bytes_per_step)
+    role_bytes = _role_bytes(s.step_fn, row.kv_bytes_per_step, a.n_layer) if roles else {}
     result.kernel_roles.extend(
         KernelRoleRow(model=m.info.name, variant=spec.name, batch=batch, context=context, role=r.role,
                       kernels_per_step=r.kernels_per_step, ms_per_step=r.ms_per_step,

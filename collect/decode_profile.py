@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from .schema.decode import LAYER_ROLES, ROLE_ORDER
+
 # Checked in order; the first match names the class. Names come from cuBLAS, PyTorch, inductor
 # (triton_poi_fused_..., triton_per_fused_..., named after the ops they fuse) and our kernels.
 KERNEL_CLASSES: tuple[tuple[str, str], ...] = (
@@ -67,14 +69,17 @@ class StepProfile:
 # launched any other way (another step implementation, a kernel more or less) gets no roles at all.
 ROLE_NAMES = {"embed": r"_embed", "qkv": r"_ln_qkv", "attention": r"split_kv", "proj": r"_linear_residual",
               "fc": r"_ln_linear", "out": r"_linear_residual", "head": r"_ln_linear", "argmax": r"argmax"}
-LAYER_ROLES = ("qkv", "attention", "proj", "fc", "out")
-ROLE_ORDER = ("embed",) + LAYER_ROLES + ("head", "argmax")
+
+
+def fused_role_order(layers: int) -> list[str]:
+    """The role of each kernel of a fused step of this many layers, in launch order."""
+    return ["embed"] + [r for _ in range(layers) for r in LAYER_ROLES] + ["head", "argmax"]
 
 
 def fused_roles(names: list[str], layers: int) -> list[str] | None:
     """The role of each kernel of one fused step, given in launch order, or None where the names do not
     follow the fused step's order for this many layers."""
-    roles = ["embed"] + [r for _ in range(layers) for r in LAYER_ROLES] + ["head", "argmax"]
+    roles = fused_role_order(layers)
     if len(names) != len(roles):
         return None
     return roles if all(re.search(ROLE_NAMES[r], n) for r, n in zip(roles, names)) else None
@@ -84,7 +89,11 @@ def summarize_roles(kernels: Iterable[tuple[str, float, float]], steps: int, lay
     """(name, start, duration) of every kernel of `steps` fused steps -> GPU time per step by role, charged
     as the classes are. Copies (a graph's memsets) take no role; [] where any step does not read as a
     fused step of this many layers."""
-    charged = [(n, us) for n, us in charged_times(kernels) if kernel_class(n) != "copy"]
+    return _roles(charged_times(kernels), steps, layers)
+
+
+def _roles(charged: list[tuple[str, float]], steps: int, layers: int) -> list[RoleShare]:
+    charged = [(n, us) for n, us in charged if kernel_class(n) != "copy"]
     per = len(charged) // max(1, steps)
     if steps < 1 or per * steps != len(charged):
         return []
@@ -115,14 +124,17 @@ def charged_times(kernels: Iterable[tuple[str, float, float]]) -> list[tuple[str
     return out
 
 
-def summarize_kernels(kernels: Iterable[tuple[str, float, float]], steps: int) -> StepProfile:
-    """(name, start, duration) in microseconds of every kernel over `steps` steps -> per-step figures."""
+def summarize_kernels(kernels: Iterable[tuple[str, float, float]], steps: int,
+                      fused_layers: int | None = None) -> StepProfile:
+    """(name, start, duration) in microseconds of every kernel over `steps` steps -> per-step figures; for
+    a fused step of `fused_layers` layers, also by role (summarize_roles), from the same charged times."""
     if steps < 1:
         raise ValueError(f"steps must be at least 1, got {steps}")
     count: dict[str, int] = {}
     us: dict[str, float] = {}
     per_name: dict[str, dict[str, float]] = {}
-    for name, dur in charged_times(kernels):
+    charged = charged_times(kernels)
+    for name, dur in charged:
         c = kernel_class(name)
         count[c] = count.get(c, 0) + 1
         us[c] = us.get(c, 0.0) + dur
@@ -130,7 +142,8 @@ def summarize_kernels(kernels: Iterable[tuple[str, float, float]], steps: int) -
         per_name[c][name] = per_name[c].get(name, 0.0) + dur
     classes = [ClassShare(c, count[c] / steps, us[c] / steps / 1e3, max(per_name[c], key=per_name[c].get))
                for c in CLASS_ORDER if c in count]
-    return StepProfile(steps, sum(count.values()) / steps, sum(us.values()) / steps / 1e3, classes)
+    roles = _roles(charged, steps, fused_layers) if fused_layers else []
+    return StepProfile(steps, sum(count.values()) / steps, sum(us.values()) / steps / 1e3, classes, roles)
 
 
 def profile_steps(step: Callable[[], None], steps: int, sync: Callable[[], None],
@@ -149,7 +162,4 @@ def profile_steps(step: Callable[[], None], steps: int, sync: Callable[[], None]
                if e.device_type == DeviceType.CUDA]
     if not kernels:
         raise RuntimeError("the profiler recorded no GPU kernels (CUPTI unavailable?)")
-    summary = summarize_kernels(kernels, steps)
-    if fused_layers:
-        summary.roles = summarize_roles(kernels, steps, fused_layers)
-    return summary
+    return summarize_kernels(kernels, steps, fused_layers)

@@ -14,6 +14,10 @@ VARIANTS = ("hf-eager", "hf-compiled", "eager", "graph", "int8-graph", "int8-deq
 LEGACY_VARIANTS = ("int8-kernel",)
 # Token agreement is measured against this variant's step (our bf16 step in a CUDA graph).
 REFERENCE_VARIANT = "graph"
+# What each kernel of the fused step does (KernelRoleRow.role): five per layer, in launch order, and the whole
+# step's order (kernels/gpt2_fused.FusedStep launches the embedding, the layers, the LM head and the argmax).
+LAYER_ROLES = ("qkv", "attention", "proj", "fc", "out")
+ROLE_ORDER = ("embed",) + LAYER_ROLES + ("head", "argmax")
 # Step implementations of our loop (see kernels/gpt2_fused.py), and transformers' two loops.
 STEP_IMPLS = ("torch", "fused", "inductor", "transformers", "transformers-compiled")
 MICRO_IMPLS = ("triton-bf16", "triton-int8", "sdpa")
