@@ -24,18 +24,28 @@ def others_resident(models) -> dict[str, int] | None:
     return {name: total - b for name, b in held.items()}
 
 
+def memory_is_own(models) -> bool:
+    """Whether rows' memory figures can be read as each loop's own: one model loaded, or every model's
+    footprint known so that the others' can be taken out."""
+    return len(models) < 2 or others_resident(models) is not None
+
+
 def own_memory(rows: pd.DataFrame, models) -> tuple[pd.DataFrame, bool]:
-    """`rows` with their memory columns less the other models' resident bytes, and whether that was
-    possible. With one model, or without the figures, the rows come back as they are (and False
-    where other models were loaded, so a caption can say what the figures still include)."""
-    others = others_resident(models)
-    if len(models) < 2:
-        return rows, True
+    """`rows` with their memory columns less the other models' resident bytes, and whether their figures
+    are each loop's own (memory_is_own): where they cannot be corrected they come back as they are, so a
+    caption can say what they still include."""
+    others = others_resident(models) if len(models) > 1 else None
     if others is None or rows.empty:
-        return rows, others is not None
+        return rows, memory_is_own(models)
     out = rows.copy()
     less = out["model"].map(others).fillna(0)
     for col in MEMORY_COLUMNS:
         if col in out:
             out[col] = out[col] - less
     return out, True
+
+
+def own_decode_rows(run) -> tuple[pd.DataFrame, bool]:
+    """A run's decode rows as every page reads them: own_memory over the models its decode phase loaded."""
+    decode = run.phase("decode")
+    return own_memory(run.frame("decode", "rows"), decode.models if decode is not None else [])

@@ -20,7 +20,7 @@ from plotly.subplots import make_subplots
 from .. import escape, fmt
 from ..axes import log_ticks
 from ..bench_data import distinct_sdpa
-from ..decode_memory import others_resident, own_memory
+from ..decode_memory import memory_is_own, own_decode_rows
 from ..figures import PALETTE, figure_id, styled
 from ..runs import Run, load_references
 from ..tables import table_html
@@ -399,11 +399,9 @@ class ComparePage(Page):
     def _model_rows(self, dev: Device) -> pd.DataFrame:
         """ok decode rows of the one model every device has run: gpt2 where present, its memory figures
         its own loops' where the run says what the other models held (render/decode_memory.py)."""
-        df = self._frames(dev, "decode", "rows")
+        df, _ = own_decode_rows(dev.run)
         if df.empty:
             return df
-        decode = dev.run.phase("decode")
-        df, _ = own_memory(df, decode.models if decode is not None else [])
         df = df[(df["status"] == "ok")]
         models = list(dict.fromkeys(df["model"]))
         if not models:
@@ -631,7 +629,7 @@ class ComparePage(Page):
         mixed = []
         for d in devices:
             decode = d.run.phase("decode")
-            if decode is not None and len(decode.models) > 1 and others_resident(decode.models) is None:
+            if decode is not None and not memory_is_own(decode.models):
                 mixed.append(d.run.id)
         if not mixed:
             return ""

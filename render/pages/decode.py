@@ -9,10 +9,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from collect.schema.decode import LEGACY_VARIANTS, VARIANTS
+from collect.schema.decode import LAYER_ROLES, LEGACY_VARIANTS, VARIANTS
 
 from .. import escape, fmt
-from ..decode_memory import own_memory
+from ..decode_memory import own_decode_rows
 from ..figures import PALETTE
 from ..tables import table_html
 from ..vocab import DTYPE_SHORT, EVEN, FAR_FLOOR, INT8_PAIRS, floor_pace, join, plural
@@ -122,7 +122,7 @@ class DecodePage(Page):
 
     @cached_property
     def _own_memory(self) -> tuple[pd.DataFrame, bool]:
-        return own_memory(self.run.frame("decode", "rows"), self.data.models if self.data else [])
+        return own_decode_rows(self.run)
 
     @property
     def memory_is_own(self) -> bool:
@@ -346,9 +346,14 @@ class DecodePage(Page):
     def has_roles(self) -> bool:
         return not self.roles.empty
 
+    def role_words(self, role: str) -> str:
+        """What a kernel of this role does, in words; a role name from the data is shown as inert text."""
+        return self.ROLE_WORDS.get(role, escape.text(role))
+
+    @cached_property
     def _role_frame(self) -> pd.DataFrame:
         """Each role of each profiled fused graph step with its time per kernel and, where its bytes are known,
-        their time at copy bandwidth and what the kernel adds above it (µs)."""
+        their time at copy bandwidth and what the kernel adds above it (µs). Callers copy before adding columns."""
         r = self.roles.copy()
         if r.empty:
             return r
@@ -362,7 +367,7 @@ class DecodePage(Page):
     def role_finding(self) -> str:
         """Per profiled fused graph step: what each of its kernels adds above its own bytes at copy bandwidth,
         the spread over the roles that read bytes, and what that comes to over the step."""
-        r = self._role_frame()
+        r = self._role_frame
         if r.empty:
             return ""
         out = []
@@ -373,10 +378,9 @@ class DecodePage(Page):
                 continue
             hi, lo = g.loc[g["over_us_each"].idxmax()], g.loc[g["over_us_each"].idxmin()]
             over_ms = float((g["over_us_each"] * g["kernels_per_step"]).sum()) / 1000
-            us = lambda x: f"{fmt.num(x)} µs"  # noqa: E731
             out.append(f"- **{escape.text(model)}, batch {b}, context {c}, {escape.text(self.short(variant))}.** Each kernel "
-                       f"takes {us(lo.over_us_each)} ({self.ROLE_WORDS.get(lo.role, escape.text(lo.role))}) to "
-                       f"{us(hi.over_us_each)} ({self.ROLE_WORDS.get(hi.role, escape.text(hi.role))}) longer than "
+                       f"takes {fmt.num(lo.over_us_each)} µs ({self.role_words(lo.role)}) to "
+                       f"{fmt.num(hi.over_us_each)} µs ({self.role_words(hi.role)}) longer than "
                        f"reading its bytes at copy bandwidth would. Over the step that is {fmt.ms(over_ms)} of its "
                        f"{fmt.ms(step.step_ms_median)}." + self._role_spread_words(g)
                        + self._head_apart_words(g, model, b))
@@ -384,10 +388,10 @@ class DecodePage(Page):
 
     def _head_apart_words(self, g: pd.DataFrame, model: str, batch: int) -> str:
         """Where the LM head pays well above every layer kernel (ROLE_EVEN): what else it does besides its
-        reads, from the model's shape. Its logits are fp32 and its product the step's only sizeable math."""
+        reads, from the model's shape: it writes fp32 logits, and its product is the step's widest."""
         info = self.model_info(model)
         head = g[g["role"] == "head"]
-        layer = g[g["role"].isin(("qkv", "attention", "proj", "fc", "out"))]
+        layer = g[g["role"].isin(LAYER_ROLES)]
         if info is None or head.empty or layer.empty or layer["over_us_each"].max() <= 0:
             return ""
         over = float(head["over_us_each"].iloc[0])
@@ -405,27 +409,27 @@ class DecodePage(Page):
     def _role_spread_words(self, g: pd.DataFrame) -> str:
         """Whether what a layer's kernels pay above their bytes follows the bytes: compared between the layer
         role with the fewest bytes per kernel and the one with the most, where those differ severalfold."""
-        g = g[g["role"].isin(("qkv", "attention", "proj", "fc", "out")) & (g["bytes_us_each"] > 0)]
+        g = g[g["role"].isin(LAYER_ROLES) & (g["bytes_us_each"] > 0)]
         if len(g) < 2:
             return ""
         few, most = g.loc[g["bytes_us_each"].idxmin()], g.loc[g["bytes_us_each"].idxmax()]
         if most.bytes_us_each < ROLE_BYTES_APART * few.bytes_us_each or few.over_us_each <= 0:
             return ""
-        words = lambda x: self.ROLE_WORDS.get(x.role, escape.text(x.role))  # noqa: E731
+        few_w, most_w = self.role_words(few.role), self.role_words(most.role)
         if most.over_us_each <= ROLE_EVEN * few.over_us_each:
-            return (f" Of a layer's five kernels, the one with the fewest bytes to read ({words(few)}) pays about as "
-                    f"much above them as the one with the most ({words(most)}): a cost per kernel, not per byte.")
-        return (f" Here, of a layer's five kernels, the one with the most bytes to read ({words(most)}) also pays more "
-                f"above them than the one with the fewest ({words(few)}), so not all of the excess is a fixed cost "
+            return (f" Of a layer's five kernels, the one with the fewest bytes to read ({few_w}) pays about as "
+                    f"much above them as the one with the most ({most_w}): a cost per kernel, not per byte.")
+        return (f" Here, of a layer's five kernels, the one with the most bytes to read ({most_w}) also pays more "
+                f"above them than the one with the fewest ({few_w}), so not all of the excess is a fixed cost "
                 "per kernel.")
 
     def role_table(self) -> str:
-        r = self._role_frame()
+        r = self._role_frame.copy()
         if r.empty:
             return ""
         r["shape"] = [f"{m}, batch {b}, context {c}, {self.short(v)}"
                       for m, b, c, v in zip(r["model"], r["batch"], r["context"], r["variant"])]
-        r["does"] = [self.ROLE_WORDS.get(x, x) for x in r["role"]]
+        r["does"] = [self.ROLE_WORDS.get(x, x) for x in r["role"]]  # plain: the table escapes its cells
         opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
         us = opt(lambda x: f"{fmt.num(x)} µs")
         return table_html(r, {"shape": "Shape", "does": "Kernel", "kernels_per_step": "Per step",
@@ -698,10 +702,16 @@ class DecodePage(Page):
                 return s
         return None
 
-    def memory_basis(self) -> str:
-        """What the memory figures on this page count, where more than one model was decoded."""
+    def memory_basis(self, caption: bool = False) -> str:
+        """What the memory figures on this page count, where more than one model was decoded: a paragraph,
+        or the memory figure's caption's sentence."""
         if len(self.models()) < 2:
             return ""
+        if caption:
+            return (" The phase keeps every model it decodes loaded; the other models' weights are left out of "
+                    "each panel." if self.memory_is_own else
+                    " The phase keeps every model it decodes loaded, and this run does not say how much each held, "
+                    "so what was already allocated includes the other models' weights.")
         if self.memory_is_own:
             return ("The phase keeps every model it decodes loaded from its first row to its last. Each model's "
                     "footprint was measured when it was built, and every peak-memory figure on this page leaves "
@@ -1145,14 +1155,7 @@ class DecodePage(Page):
             top = float(f["peak_mem_bytes"].max()) / 2**20 if len(f) else 1.0
             fig.update_yaxes(title_text="peak memory (MiB)" if j == 1 else None, range=[0, 1.15 * top], row=1, col=j)
         fig.update_layout(barmode="stack")
-        if len(self.models()) < 2:
-            others = ""
-        elif self.memory_is_own:
-            others = (" The phase keeps every model it decodes loaded; the other models' weights are left out of "
-                      "each panel.")
-        else:
-            others = (" The phase keeps every model it decodes loaded, and this run does not say how much each "
-                      "held, so what was already allocated includes the other models' weights.")
+        others = self.memory_basis(caption=True)
         return self.figure("memory", fig, "Peak memory over the timed steps, split into the KV cache, what was "
                                           "already allocated besides it (weights, workspaces, a graph's buffers), and "
                                           "what a step allocates on top. The shape with the largest cache per model."

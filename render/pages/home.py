@@ -17,7 +17,7 @@ from collect.schema.occupancy import limits_from_device, occupancy
 
 from .. import escape, fmt, model
 from ..bench_data import distinct_sdpa
-from ..decode_memory import own_memory
+from ..decode_memory import own_decode_rows
 from ..vocab import (ELEMENT_BYTES, INT8_PAIRS, STUDY, STUDY_N, dtype_short, floor_pace, impl_color, impl_label, join,
                      plural, versus)
 from .base import Page
@@ -277,11 +277,9 @@ class HomePage(Page):
 
     @cached_property
     def _decode(self) -> pd.DataFrame:
-        df = self.run.frame("decode", "rows")
+        df, _ = own_decode_rows(self.run)
         if df.empty:
             return df
-        decode = self.run.phase("decode")
-        df, _ = own_memory(df, decode.models if decode is not None else [])
         df = df[df["status"] == "ok"]
         models = list(dict.fromkeys(df["model"]))
         return df[df["model"] == ("gpt2" if "gpt2" in models else models[0])] if models else df
