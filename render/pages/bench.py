@@ -16,8 +16,8 @@ from ..bench_data import BenchData, distinct_sdpa
 from ..figures import PALETTE
 from ..runs import load_references
 from ..tables import table_html
-from ..vocab import (CLOCK_GAP, EVEN, clock_gap, IMPL_DASH, STUDY, dtype_short, facet_label, impl_color, impl_label, join, plural,
-                     shape_label, side, speedup_words)
+from ..vocab import (CLOCK_GAP, EVEN, IMPL_DASH, STUDY, clock_gap, dtype_short, facet_label, impl_color, impl_label,
+                     join, plural, shape_label, side, speedup_words)
 from .base import Page
 
 # A speedup that changes by less than this factor from the shortest to the longest N "holds steady".
@@ -403,9 +403,6 @@ class BenchPage(Page):
             text += f", and single calls saw {x} to {y} MHz"
         return text + " (clocks are read, never set)."
 
-    # Median SM clocks of two compared calls further apart than this are named: a ratio carries that gap.
-    CLOCK_GAP = CLOCK_GAP
-
     def _clock_gap_sentence(self) -> str:
         """Where our kernel and the fastest SDPA backend it is compared with ran at median SM clocks more than
         CLOCK_GAP apart (clocks are read, never set), how many such comparisons there are and the widest."""
@@ -421,12 +418,12 @@ class BenchPage(Page):
                     a, b = ours[n], fast.loc[n, "sm_clock_mhz"]
                     if (gap := clock_gap(a, b)) is not None:
                         pairs.append((gap, a, b, shape, dtype, causal, int(n)))
-        apart = [x for x in pairs if x[0] > self.CLOCK_GAP]
+        apart = [x for x in pairs if x[0] > CLOCK_GAP]
         if not apart:
             return ""
         _, a, b, shape, dtype, causal, n = max(apart, key=lambda x: x[0])
         return (f" In {len(apart)} of {plural(len(pairs), 'comparison')} with the fastest SDPA backend the two calls' "
-                f"median SM clocks differ by more than {fmt.pct(100 * self.CLOCK_GAP, 2)}. The widest gap is at "
+                f"median SM clocks differ by more than {fmt.pct(100 * CLOCK_GAP, 2)}. The widest gap is at "
                 f"{facet_label(dtype, causal)}, {shape_label(shape)}, N={n}, ours at {fmt.num(a, 4)} MHz against "
                 f"SDPA's {fmt.num(b, 4)} MHz: a compute-bound call's time scales about inversely with its clock, so "
                 "those ratios carry the gap.")

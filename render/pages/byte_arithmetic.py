@@ -397,7 +397,8 @@ class ByteArithmeticPage(Page):
                     pred = model.predicted_causal_speedup(n, bm, bn) if bm and bn else None
                     f, c = full.loc[n], caus.loc[n]
                     measured, overlap, clk_f, clk_c = _compare(f, c)
-                    apart = _clocks_apart(clk_f, clk_c)
+                    gap = _clock_gap(clk_f, clk_c)
+                    apart = _apart(gap)
                     fl = (_compare(flash_f.loc[n], flash_c.loc[n])
                           if n in flash_f.index and n in flash_c.index else (None, False, None, None))
                     path_c, path_f = paths[True].get(n), paths[False].get(n)
@@ -410,13 +411,13 @@ class ByteArithmeticPage(Page):
                         "diag": model.causal_diagonal_visits(n, bm, bn) if pred else None,
                         "visited": model.causal_blocks_visited(n, bm, bn)[0] if pred else None,
                         "programs": shape[0] * shape[1] * -(-n // bm) if bm else None,
-                        "flash": fl[0], "flash_verdict": _flash_verdict(fl[0], fl[1], _clocks_apart(fl[2], fl[3])),
-                        "overlap": bool(overlap), "clk_f": clk_f, "clk_c": clk_c, "clocks_apart": apart,
+                        "flash": fl[0], "flash_verdict": _flash_verdict(fl[0], fl[1], _apart(_clock_gap(fl[2], fl[3]))),
+                        "overlap": bool(overlap), "clk_f": clk_f, "clk_c": clk_c, "clock_gap": gap, "clocks_apart": apart,
                         "verdict": _causal_verdict(measured, pred, bool(overlap), same_path, apart),
                     })
         return pd.DataFrame(out, columns=["shape", "dtype", "n", "measured", "predicted", "paths", "t", "bm", "bn",
                                           "same_config", "diag", "visited", "programs", "flash", "flash_verdict",
-                                          "overlap", "clk_f", "clk_c", "clocks_apart", "verdict"])
+                                          "overlap", "clk_f", "clk_c", "clock_gap", "clocks_apart", "verdict"])
 
     def _timed(self, shape, dtype, causal, impl: str = "triton") -> pd.DataFrame:
         f = self.bench.facet_rows(self.bench.ok, shape, dtype, causal)
@@ -507,8 +508,7 @@ class ByteArithmeticPage(Page):
         """Which rows compare Triton calls run at SM clocks more than CLOCK_GAP apart, the widest gap, and, for
         any ratio above what a mask can give, whether the clocks account for it."""
         out = []
-        gaps = [(_clock_gap(f, c), i) for i, f, c in zip(df.index, df["clk_f"], df["clk_c"])]
-        known = [(g, i) for g, i in gaps if g is not None]
+        known = [(g, i) for i, g in zip(df.index, df["clock_gap"]) if g is not None and g == g]
         apart = [(g, i) for g, i in known if g > CLOCK_GAP]
         if apart:
             g, i = max(apart)
@@ -560,8 +560,8 @@ def _span(values: pd.Series) -> str:
 
 def _clock_note(w) -> str:
     """The table's mark for a row whose two Triton calls ran at SM clocks more than CLOCK_GAP apart."""
-    gap = _clock_gap(w["clk_f"], w["clk_c"])
-    if gap is None:
+    gap = w["clock_gap"]
+    if gap is None or gap != gap:
         return "not recorded"
     if gap <= CLOCK_GAP:
         return f"within {fmt.pct(100 * CLOCK_GAP, 2)}"
@@ -594,8 +594,7 @@ def _clock_gap(unmasked: float | None, masked: float | None) -> float | None:
     return clock_gap(masked, unmasked)
 
 
-def _clocks_apart(unmasked: float | None, masked: float | None) -> bool:
-    gap = _clock_gap(unmasked, masked)
+def _apart(gap: float | None) -> bool:
     return gap is not None and gap > CLOCK_GAP
 
 

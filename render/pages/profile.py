@@ -699,7 +699,14 @@ class ProfilePage(Page):
     def _roof_caps(self, shape) -> dict[str, tuple[float, list[tuple[str, float]]]]:
         """impl -> (its achieved FLOP rate, every roof over it as (name, the FLOP rate it allows), lowest first).
         A level without a roof or a point does not count; the compute roof the call is judged against
-        (compute_roof) does."""
+        (compute_roof) does. Worked out once per shape, like level_points: the summary, the roofline finding
+        and the clock check (once per call) all ask."""
+        cache = self.__dict__.setdefault("_roof_caps_by_shape", {})
+        if shape not in cache:
+            cache[shape] = self._work_out_roof_caps(shape)
+        return cache[shape]
+
+    def _work_out_roof_caps(self, shape) -> dict[str, tuple[float, list[tuple[str, float]]]]:
         pts = self.level_points(shape)
         pts = pts[pts["ai"].notna()] if not pts.empty else pts
         roofs = self.roofs(shape)
