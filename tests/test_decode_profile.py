@@ -94,3 +94,12 @@ def test_a_fused_step_reads_as_roles_by_place_and_name():
     assert roles["head"].kernels_per_step == 1 and roles["head"].ms_per_step == pytest.approx(0.005)
     # A step of another shape (the eager loop's kernels) gets no roles rather than wrong ones.
     assert summarize_roles(kernels + [("_split_kv_kernel", 200.0, 5.0)], 2, 2) == []
+
+
+def test_one_summary_gives_the_classes_and_for_a_fused_step_the_roles():
+    from collect.decode_profile import summarize_roles
+    kernels = _fused_step(2, 0.0) + _fused_step(2, 100.0)
+    with_roles = summarize_kernels(kernels, 2, fused_layers=2)
+    assert with_roles.roles == summarize_roles(kernels, 2, 2) and len(with_roles.roles) == 8
+    assert with_roles.classes == summarize_kernels(kernels, 2).classes  # the roles change nothing else
+    assert summarize_kernels(kernels, 2).roles == []  # no layer count: no roles
