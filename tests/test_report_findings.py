@@ -306,6 +306,9 @@ def test_roofs_measured_or_standing_in_say_so(tmp_path):
     assert missing.roofs(missing.headline)["smem"].source == "architectural"
     hw_meas, hw_missing = HardwarePage(*_one(measured.run)), HardwarePage(*_one(missing.run))
     assert "L2: measured" in hw_meas.roofs_sentence() and "L2: not known" in hw_missing.roofs_sentence()
+    # Byte arithmetic draws measured and datasheet roofs side by side: the best-source sentence is Profiling's alone.
+    assert "Profiling page's hierarchical rooflines" in hw_meas.roofs_sentence()
+    assert "Byte arithmetic" not in hw_meas.roofs_sentence()
     assert "bandwidth were not measured" in hw_missing.findings_first()
     assert "not measured in this run" not in hw_meas.findings_first()
     assert "best of 2 shapes" in hw_meas.ceilings_table()

@@ -149,8 +149,11 @@ class HardwarePage(Page):
         for key in (*BANDWIDTH_KEYS, *COMPUTE_KEYS):
             roof = self.ceilings.roof(key)
             parts.append(f"{roof.label}: {SOURCE_WORDS[roof.source]}")
-        return ("The rooflines on the Byte arithmetic and Profiling pages take each roof from the best source this run "
-                f"has ({'; '.join(parts)}).")
+        # Only the Profiling page draws one roof per level; Byte arithmetic draws the measured and datasheet roofs
+        # side by side (rooflines_drawn says so below), so this sentence must not speak for it.
+        lead = ("The Profiling page's hierarchical rooflines take each roof from the best source this run has"
+                if self.run.has("profile") else "The best source this run has for each roof")
+        return f"{lead} ({'; '.join(parts)})."
 
     def ceilings_figure(self) -> str:
         """Bandwidths (TB/s) and compute rates (TFLOP/s) in two panels, each on its own linear axis."""
