@@ -73,10 +73,13 @@ def apply_environment(cfg: CollectConfig) -> None:
     """Settings the kernels read from the environment, set here so every child process (the
     profiler's target, compile workers) inherits them."""
     rehearsal = device_choices.rehearsal_name()
-    if cfg.force_portable or rehearsal:
+    if cfg.force_portable:
         os.environ[device_choices.PORTABLE_ONLY_ENV] = "1"
     if rehearsal:
+        # The kernels choose as on the rehearsed GPU: its paths only (a T4's Turing kernel runs its
+        # sm75 build here through its PTX), and its tile configs for the portable kernel.
         facts = device_choices.REHEARSAL_DEVICES[rehearsal]
+        os.environ[device_choices.REHEARSE_TARGET_ENV] = device_choices.target_name(facts)
         os.environ[device_choices.TUNE_AS_ENV] = device_choices.tuning_target(facts)
 
 

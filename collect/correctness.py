@@ -6,9 +6,20 @@ the masked tail tiles run (a grid of powers of two never touches them). The refe
 float64 from the very same rounded inputs, so the error measured is the kernel's arithmetic alone.
 
 Kernel paths: `triton` rows run flash_attention as it ships (the path chosen at run time: the
-Hopper kernel for float16/bfloat16 on compute capability 9.x, the portable one elsewhere). On a
-Hopper GPU the grid runs a second time as `triton-portable` rows, held to the portable path, so
-both paths are checked on the same cases.
+Hopper and Gluon kernels for float16/bfloat16 on compute capability 9.x, the Turing tensor-core
+kernel for float16 on 7.5, the portable one elsewhere). Where another path ships, the grid runs a
+second time as `triton-portable` rows, held to the portable path, so both are checked on the same
+cases.
+
+Code built for older GPUs (the `PORTED` rows): on a GPU newer than a T4 or an A100, the grid runs
+again with the code those GPUs would run, built for their target and assembled here from its PTX
+(kernels/retarget.py): the portable kernel's sm75 build (no tensor cores), the Turing kernel's
+sm75 build (mma.sync m16n8k8) and the portable kernel's sm80 build (mma.sync m16n8k16). Each row
+says which target its code was built for and what it ran on, with that target's own build's
+registers, spills and shared memory. It proves their arithmetic, not their speed there.
+
+Layouts: besides contiguous inputs, each kernel runs a few cases on q, k, v that are views of a
+(batch, seq_len, heads, head_dim) tensor, whose strides are not those of a contiguous tensor.
 
 Tile configs: on a GPU each portable-path case runs with a fixed config taken in turn from the
 autotuner's own candidate list for that GPU, head_dim and dtype, so every config the autotuner
@@ -37,12 +48,31 @@ from .timing import free_cuda_memory, is_oom
 DTYPES = ("float16", "bfloat16")
 # Our kernel as flash_attention ships it, and held to the portable path (Hopper GPUs only).
 KERNEL_IMPLS = ("triton", "triton-portable")
+# Our code as older GPUs would run it, built for their target and run here through its PTX
+# (kernels/retarget.py): impl -> (target, which kernel).
+PORTED = {
+    "triton-portable-sm75": ("sm75", "portable"),
+    "triton-turing-sm75": ("sm75", "turing"),
+    "triton-portable-sm80": ("sm80", "portable"),
+}
+# The input layouts a kernel row can take; "bnhd-view": q, k, v are (B, N, H, d) tensors transposed
+# to (B, H, N, d), so the head and sequence strides are swapped against a contiguous tensor.
+LAYOUTS = ("contiguous", "bnhd-view")
+# The view cases each kernel runs: (dtype, causal, seq_len, head_dim), ragged lengths both.
+VIEW_CASES = (("float16", True, 1000, 64), ("float16", False, 4097, 128))
 
 # The kernel rounds twice (P to the input dtype before the PV product, then the output), each
 # worth at most u relative to the values involved: 4u leaves a factor of two above that bound.
 TOL_FACTOR = 4.0
 
 HEADS = 3  # not a power of two and != batch, so a (batch, head) index mix-up cannot cancel out
+
+
+@dataclass(frozen=True)
+class Case(AttentionCase):
+    """An attention case with the layout of its inputs (contiguous unless said)."""
+
+    layout: str = "contiguous"
 
 
 @dataclass(frozen=True)
@@ -92,18 +122,31 @@ CONFIG_POLICY_TEXT = ("portable-path rows on a GPU: a fixed tile config taken in
                       "config and kernel variant the path picks for the shape; under TRITON_INTERPRET=1: the "
                       "kernel's interpreter config")
 
-Case = AttentionCase
-
-
-def build_grid(profile: str, hopper: bool = False) -> list[Case]:
+def build_grid(profile: str, hopper: bool = False, ported: tuple[str, ...] = ()) -> list[Case]:
     """The cases for a profile: `quick` is a subset of `full`; comparison rows come last.
-    hopper: the GPU runs the Hopper path by default, so the grid runs again on the portable one."""
+    hopper: another path than the portable kernel ships here (the name is historical), so the grid
+    runs again on the portable one. ported: the PORTED impls this GPU can run (newer than their target)."""
     if profile not in PLANS:
         raise ValueError(f"profile must be 'quick' or 'full', got {profile!r}")
-    kernels = KERNEL_IMPLS if hopper else KERNEL_IMPLS[:1]
+    kernels = (KERNEL_IMPLS if hopper else KERNEL_IMPLS[:1]) + tuple(ported)
     ours = [g for g in PLANS[profile].grids if not g.impls]
     theirs = [g for g in PLANS[profile].grids if g.impls]
-    return [c for impl in kernels for g in ours for c in g.cases((impl,))] + [c for g in theirs for c in g.cases(())]
+    views = [Case(impl, dt, causal, 2, HEADS, n, d, layout="bnhd-view") for impl in kernels
+             for dt, causal, n, d in VIEW_CASES]
+    return ([c for impl in kernels for g in ours for c in g.cases((impl,))] + views
+            + [c for g in theirs for c in g.cases(())])
+
+
+def ported_impls(device) -> tuple[str, ...]:
+    """The PORTED impls this device can run: those built for an older GPU generation than it."""
+    import torch
+
+    if device.type != "cuda":
+        return ()
+    from kernels.aot import TARGETS
+
+    cap = tuple(torch.cuda.get_device_capability(device))
+    return tuple(impl for impl, (target, _) in PORTED.items() if cap > TARGETS[target].capability)
 
 
 # --- tolerances ------------------------------------------------------------------------------
@@ -253,6 +296,8 @@ def _unsupported_reason(case: Case, device, facts=None) -> str | None:
 
     if device.type != "cuda":
         return None
+    if case.impl in PORTED:
+        return _ported_unsupported(case)
     if facts is not None:
         from .device_choices import attention_dtypes
 
@@ -269,15 +314,79 @@ def _inputs(case: Case, device):
 
     g = torch.Generator(device=device)
     g.manual_seed(case.seed)
-    shape = (case.batch, case.heads, case.seq_len, case.head_dim)
     dtype = getattr(torch, case.dtype)
+    if getattr(case, "layout", "contiguous") == "bnhd-view":
+        shape = (case.batch, case.seq_len, case.heads, case.head_dim)
+        return [torch.randn(shape, generator=g, device=device, dtype=torch.float32).to(dtype).transpose(1, 2)
+                for _ in range(3)]
+    shape = (case.batch, case.heads, case.seq_len, case.head_dim)
     return [torch.randn(shape, generator=g, device=device, dtype=torch.float32).to(dtype) for _ in range(3)]
+
+
+def _ported_unsupported(case: Case) -> str | None:
+    """Why a PORTED impl cannot run the case (what its target GPU lacks), else None."""
+    target, kernel = PORTED[case.impl]
+    if target == "sm75" and case.dtype != "float16":
+        return f"a T4 (sm75) has no {case.dtype} arithmetic in these kernels: its builds run float16"
+    if kernel == "turing":
+        from kernels.turing_path import HEAD_DIMS as TURING_DIMS
+
+        if case.head_dim not in TURING_DIMS:
+            return f"the Turing kernel takes head_dim {', '.join(map(str, TURING_DIMS))}"
+    return None
+
+
+def ported_candidates(target: str) -> Callable[[int, str], list]:
+    """The portable kernel's autotuner candidates on the target's representative GPU (T4, A100), as
+    fixed-config dicts: the configs its autotuner could pick there."""
+    import torch
+
+    from kernels.aot import TARGETS
+    from kernels.attention import candidate_configs
+
+    t = TARGETS[target]
+    return lambda head_dim, dtype_name: [
+        dict(BLOCK_M=c.kwargs["BLOCK_M"], BLOCK_N=c.kwargs["BLOCK_N"], num_warps=c.num_warps, num_stages=c.num_stages)
+        for c in candidate_configs(t.capability, head_dim, getattr(torch, dtype_name), t.smem_per_block)]
+
+
+def _call_ported(case: Case, q, k, v, configs: list):
+    """Run the case on the code its target GPU would run, assembled here from that code's PTX:
+    (output, config text, the Port with what was built)."""
+    from kernels.attention import portable_attention
+    from kernels.retarget import built_for
+
+    target, kernel = PORTED[case.impl]
+    with built_for(target) as port:
+        if kernel == "turing":
+            from kernels import attention_turing
+
+            out = attention_turing.turing_attention(q, k, v, case.causal)
+            info = dict(attention_turing.tile_config(case.head_dim), path="turing")
+        else:
+            last: BaseException | None = None
+            for cfg in configs or [None]:
+                try:
+                    out, info = portable_attention(q, k, v, case.causal, None, cfg)
+                    info = dict(info, path="portable")
+                    break
+                except Exception as exc:  # noqa: BLE001 - only "does not fit" moves on to the next config
+                    if not _is_out_of_resources(exc):
+                        raise
+                    last = exc
+            else:
+                raise last  # type: ignore[misc]
+        _sync(q.device)
+    return out, _config_text(info), port
 
 
 def _call(case: Case, q, k, v, configs: list):
     """Run the implementation; returns (output, config text). Falls through configs that do not fit."""
     from kernels import attention
 
+    if case.impl in PORTED:
+        out, text, _ = _call_ported(case, q, k, v, configs)
+        return out, text
     if case.impl not in KERNEL_IMPLS:
         return attention.get_impl(case.impl)(q, k, v, case.causal), None
     path = "portable" if case.impl == "triton-portable" else None
@@ -306,13 +415,15 @@ def run_case(case: Case, device, tol: Tolerance, configs: list | None = None, fa
     t0 = time.perf_counter()
     row = CorrectnessRow(impl=case.impl, dtype=case.dtype, causal=case.causal, batch=case.batch, heads=case.heads,
                          seq_len=case.seq_len, head_dim=case.head_dim, status="ok", seed=case.seed,
-                         tol_abs=tol.tol_abs, tol_rel=tol.tol_rel)
+                         tol_abs=tol.tol_abs, tol_rel=tol.tol_rel, layout=getattr(case, "layout", "contiguous"))
+    if case.impl in PORTED:
+        row.built_for = PORTED[case.impl][0]
     why = _unsupported_reason(case, device, facts)
     if why is not None:
         row.status, row.reason = "unsupported", why
         return row
     try:
-        row.config, m = _measure(case, device, tol, configs or [None])
+        row.config, m = _measure(case, device, tol, configs or [None], row)
     except Exception as exc:  # noqa: BLE001 - a case's failure is a result, not a crash
         fits = not _is_out_of_resources(exc)
         row.status = "unsupported" if not fits else ("oom" if is_oom(exc) else "error")
@@ -328,15 +439,39 @@ def run_case(case: Case, device, tol: Tolerance, configs: list | None = None, fa
     return row
 
 
-def _measure(case: Case, device, tol: Tolerance, configs: list) -> tuple[str | None, dict]:
-    """Inputs, implementation, reference, metrics; its tensors die with its frame."""
+def _measure(case: Case, device, tol: Tolerance, configs: list, row: CorrectnessRow | None = None
+             ) -> tuple[str | None, dict]:
+    """Inputs, implementation, reference, metrics; its tensors die with its frame. A PORTED case
+    also fills `row` with what its target's build is and where it ran."""
     q, k, v = _inputs(case, device)
-    out, config = _call(case, q, k, v, configs)
+    if case.impl in PORTED:
+        out, config, port = _call_ported(case, q, k, v, configs)
+        if row is not None:
+            _describe_port(row, port)
+    else:
+        out, config = _call(case, q, k, v, configs)
     _sync(device)
     ref = reference(q, k, v, case.causal)
     m = error_metrics(out, ref, v, tol)
     _sync(device)
     return config, m
+
+
+def _describe_port(row: CorrectnessRow, port) -> None:
+    """The ported build's facts on its row: where it ran, tensor cores, the target build's resources
+    (the largest over the call's kernels) and whether they fit the target GPU."""
+    row.ran_on = port.ran_on
+    row.tensor_cores = port.tensor_cores
+    builds = port.builds
+    if not builds:
+        return
+    row.target_registers = max((b.registers for b in builds if b.registers is not None), default=None)
+    row.target_spill_bytes = max((b.spill_bytes for b in builds if b.spill_bytes is not None), default=None)
+    row.target_shared_bytes = max(b.shared_bytes for b in builds)
+    misfits = [why for ok, why in (b.fits() for b in builds) if not ok]
+    row.fits_target = not misfits
+    if misfits:
+        row.reason = "; ".join(misfits)[:600]
 
 
 def _proxy_seq_len(seq_len: int) -> int:
@@ -382,7 +517,7 @@ def compile_tasks(cases: list[Case], configs: dict[Case, list], device_name: str
     and for flash_attention's own choice the path and config the real shape takes."""
     seen: dict[tuple, tuple] = {}
     for c in cases:
-        if c.impl not in KERNEL_IMPLS:
+        if c.impl not in KERNEL_IMPLS and c.impl not in PORTED:
             continue
         cfgs = configs.get(c) or [None]
         route = None if configs.get(c) else _route(c, device_name)
@@ -411,12 +546,16 @@ def precompile(cases: list[Case], configs: dict[Case, list], device, workers: in
 
 def _plan(ctx: RunContext, device) -> tuple[list[Case], dict[Case, list]]:
     """The cases, and the fixed tile configs the portable rows take on a GPU."""
-    from kernels.attention import hopper_path_runs
+    from kernels.dispatch import another_path_ships
 
-    hopper = device.type == "cuda" and hopper_path_runs(device)
-    cases = build_grid(ctx.profile, hopper)
+    hopper = device.type == "cuda" and another_path_ships(device)
+    ported = ported_impls(device)
+    cases = build_grid(ctx.profile, hopper, ported)
     portable = ("triton-portable",) if hopper else ("triton",)
     configs = assign_configs(cases, _gpu_candidates(device, ctx.facts), portable) if device.type == "cuda" else {}
+    for impl in ported:
+        if PORTED[impl][1] == "portable":
+            configs.update(assign_configs(cases, ported_candidates(PORTED[impl][0]), (impl,)))
     return cases, configs
 
 

@@ -24,6 +24,9 @@ TUNE_AS_ENV = "ATTN_TUNE_AS"
 # Rehearsal only, not a user feature: every phase chooses as it would on the named GPU, from that
 # GPU's facts (REHEARSAL_DEVICES), while measuring this one. The run is labelled as a rehearsal.
 REHEARSE_ENV = "COLLECT_REHEARSE_DEVICE"
+# Set by a rehearsal for the kernels (kernels/dispatch.py reads it): the GPU generation whose
+# paths flash_attention chooses from ("sm75").
+REHEARSE_TARGET_ENV = "ATTN_REHEARSE_TARGET"
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,12 @@ def capability(facts: DeviceFacts) -> tuple[int, int]:
     if not m:
         raise ValueError(f"device compute_capability must look like '8.0', got {facts.compute_capability!r}")
     return int(m.group(1)), int(m.group(2))
+
+
+def target_name(facts: DeviceFacts) -> str:
+    """'7.5' -> 'sm75': the GPU generation as kernels/aot.py and kernels/dispatch.py name it."""
+    major, minor = capability(facts)
+    return f"sm{major}{minor}"
 
 
 def has_bf16(facts: DeviceFacts) -> bool:
@@ -112,6 +121,18 @@ def attention_dtypes(facts: DeviceFacts, wanted: tuple[str, ...]) -> tuple[tuple
         else:
             out.append(dt)
     return tuple(out), why
+
+
+def turing_path(facts: DeviceFacts, force_portable: bool | None = None) -> Choice:
+    """Whether flash_attention may take the Turing tensor-core kernel for float16 (after its
+    first-call self-check, kernels/turing_path.py)."""
+    forced = portable_only() if force_portable is None else force_portable
+    if capability(facts) != (7, 5):
+        return Choice(False, f"{cc_text(facts)}: the Turing kernel is the float16 path on 7.5 only")
+    if forced:
+        return Choice(False, f"held to the portable kernel ({PORTABLE_ONLY_ENV}=1, --force-portable)")
+    return Choice(True, f"{cc_text(facts)}: Triton compiles tl.dot without tensor cores here, so float16 takes "
+                        "the Turing kernel (mma.sync m16n8k8) once its first-call self-check passes")
 
 
 def hopper_path(facts: DeviceFacts, force_portable: bool | None = None) -> Choice:

@@ -3,6 +3,7 @@
 # Importing a kernel path registers it with kernels/dispatch.py, which flash_attention consults.
 from . import attention_gluon  # noqa: F401 - registers the Gluon path
 from . import attention_hopper  # noqa: F401 - registers the Hopper path
+from . import turing_path  # noqa: F401 - registers the Turing path (its Gluon kernel loads on first use)
 from .attention import (
     HEAD_DIMS,
     IMPLEMENTATIONS,

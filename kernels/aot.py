@@ -174,6 +174,7 @@ class Launch:
     fn: object       # the JITFunction
     args: tuple
     kwargs: dict
+    grid: object = None  # a tuple, or a function of the bound arguments, as the launcher gave it
 
 
 @contextlib.contextmanager
@@ -185,7 +186,7 @@ def caught_launches():
     original = JITFunction.run
 
     def run(self, *args, grid, warmup, **kwargs):
-        launches.append(Launch(self, args, kwargs))
+        launches.append(Launch(self, args, kwargs, grid))
         return None
 
     JITFunction.run = run
@@ -198,6 +199,12 @@ def caught_launches():
 def prepare(launch: Launch, target: Target):
     """(source, options, key) of one caught launch as the JIT would specialise it on `target`'s GPU:
     argument types, 16-byte divisibility, constexprs, warps, stages. Equal keys compile alike."""
+    return bind(launch, target)[1:]
+
+
+def bind(launch: Launch, target: Target):
+    """(bound arguments, source, options, key): prepare's answer plus every argument by name, in the
+    order a compiled kernel's launcher takes them (kernels/retarget.py launches with them)."""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource, make_backend
     from triton.runtime.jit import create_function_from_signature
@@ -214,7 +221,7 @@ def prepare(launch: Launch, target: Target):
         from triton.experimental.gluon._runtime import GluonASTSource as source_cls
     key = repr((fn.cache_key, signature, sorted(constexprs.items(), key=repr), sorted(attrs.items(), key=repr),
                 sorted(options.__dict__.items(), key=repr)))
-    return source_cls(fn, signature, constexprs, attrs), options, key
+    return bound, source_cls(fn, signature, constexprs, attrs), options, key
 
 
 def compile_launch(launch: Launch, target: Target):

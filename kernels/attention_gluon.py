@@ -1199,7 +1199,7 @@ def _register():
     from . import dispatch
 
     dispatch.register_path(dispatch.KernelPath(name="gluon", title="Gluon", dtypes=DTYPES,
-                                               available=gluon_available, run=_for_dispatch))
+                                               available=gluon_available, run=_for_dispatch, targets=("sm90",)))
 
 
 _register()

@@ -642,7 +642,8 @@ def _for_dispatch(q, k, v, causal, sm_scale, config, launcher):
 
 
 dispatch.register_path(dispatch.KernelPath(
-    name="hopper", title="Hopper", dtypes=HALF_DTYPES, available=hopper_available, run=_for_dispatch))
+    name="hopper", title="Hopper", dtypes=HALF_DTYPES, available=hopper_available, run=_for_dispatch,
+    targets=("sm90",)))
 
 
 def _hopper_scale(q, sm_scale):

@@ -1,6 +1,6 @@
 """
-Fused attention on Turing's tensor cores (sm75), in Gluon: an opt-in experiment, off by default
-===============================================================================================
+Fused attention on Turing's tensor cores (sm75), in Gluon: flash_attention's path on a T4
+=========================================================================================
 
 Triton 3.6 lowers ``tl.dot`` to FMA instructions before compute capability 8.0 ("Dot op using
 MMA for compute capability 75 has been deprecated"), so on a T4 the portable kernel
@@ -10,10 +10,12 @@ rate. The lowering itself still knows Turing: an MMA layout of version 2.1 becom
 kernel choose that layout itself, so this kernel is the portable kernel's algorithm (online
 softmax over key tiles, see that file) with both matmuls on that layout.
 
-It is not used by any phase: no T4 has measured it yet. ``compile_specs`` puts it in the compile
-matrix (tests/test_compile_matrix.py checks that its sm75 code has ``mma.sync ... m16n8k8``), and
-``turing_attention`` runs it on any GPU of compute capability 7.5 or newer (the m16n8k8
-instruction exists on all of them), which is how its numbers can be checked on another GPU.
+On compute capability 7.5, flash_attention takes it for float16 after a first-call self-check
+(kernels/turing_path.py, which registers the path and imports this file only when it is first
+needed: it uses Gluon's private API). No T4 has timed it here; its numbers are checked on newer
+GPUs by running its sm75 build through its PTX (kernels/retarget.py; the correctness phase's
+``triton-turing-sm75`` rows). ``turing_attention`` also runs it natively on any GPU of compute
+capability 7.5 or newer (the m16n8k8 instruction exists on all of them).
 
 float16 only (Turing has no bfloat16 tensor cores); head_dim 16 to 128.
 """
@@ -28,8 +30,9 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language._core import builtin
 
 from .common import LOG2E
+from .launcher import PLAIN
+from .turing_path import HEAD_DIMS
 
-HEAD_DIMS = (16, 32, 64, 128)
 NUM_WARPS = 4
 BLOCK_M = 16 * NUM_WARPS  # an m16n8k8 tile of rows per warp
 
@@ -126,27 +129,36 @@ def _check(q, k, v):
         raise ValueError("seq_len must be >= 1")
 
 
-def _launch(q, k, v, o, causal, sm_scale):
+def _launch(q, k, v, o, causal, sm_scale, launcher=PLAIN):
     batch, heads, seq_len, head_dim = q.shape
     grid = (triton.cdiv(seq_len, BLOCK_M), batch * heads)
-    return _attn_fwd_turing[grid](
+    return launcher.launch(
+        _attn_fwd_turing, grid,
         q, k, v, o, *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *o.stride()[:3],
         heads, seq_len, sm_scale * LOG2E, HEAD_DIM=head_dim, CAUSAL=bool(causal), BLOCK_M=BLOCK_M,
         BLOCK_N=block_n(head_dim), num_warps=NUM_WARPS)
 
 
-def turing_attention(q, k, v, causal=False, sm_scale=None):
+def turing_attention(q, k, v, causal=False, sm_scale=None, launcher=PLAIN):
     """softmax(q kᵀ * sm_scale [+ causal mask]) v on Turing's m16n8k8 tensor-core MMA; float16
-    CUDA tensors on a GPU of compute capability 7.5 or newer."""
+    CUDA tensors on a GPU of compute capability 7.5 or newer. `launcher` lets flash_attention
+    record the launch for replay (kernels/launcher.py)."""
     _check(q, k, v)
     if not q.is_cuda or torch.cuda.get_device_capability(q.device) < (7, 5):
         raise ValueError("the Turing tensor-core path needs a CUDA GPU of compute capability 7.5 or newer")
-    q, k, v = (t if t.stride(-1) == 1 else t.contiguous() for t in (q, k, v))
-    o = torch.empty_like(q)
+    # The kernel assumes unit stride along head_dim (the other three strides are free).
+    q, k, v = (launcher.input(name, t, copy=t.stride(-1) != 1) for name, t in (("q", q), ("k", k), ("v", v)))
+    o = launcher.empty("o", q.shape, q.dtype, q.device)
     scale = 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else float(sm_scale)
     with torch.cuda.device(q.device):
-        _launch(q, k, v, o, causal, scale)
+        _launch(q, k, v, o, causal, scale, launcher)
     return o
+
+
+def tile_config(head_dim: int) -> dict:
+    """What kernel_config_of_last_call reports for this kernel at `head_dim` (its tiles are fixed)."""
+    return dict(BLOCK_M=BLOCK_M, BLOCK_N=block_n(head_dim), num_warps=NUM_WARPS, num_stages=1, maxnreg=None,
+                autotuned=False)
 
 
 def compile_specs(target):

@@ -1,9 +1,11 @@
 """flash_attention: one entry point over the kernel paths, and the rule that picks one.
 
 Each path registers itself here with :func:`register_path`: the portable kernel
-(kernels/attention.py, every GPU from sm75 and the CPU interpreter) and the Hopper kernel
-(kernels/attention_hopper.py, compute capability 9.x). A further path (a Gluon kernel) registers
-the same way; it runs when asked for by name until measurements put it in :data:`AUTO_ORDER`.
+(kernels/attention.py, every GPU from sm75 and the CPU interpreter), the Hopper kernel
+(kernels/attention_hopper.py, compute capability 9.x), the Gluon kernels (kernels/attention_gluon.py,
+which :data:`SHAPE_RULES` route Hopper's shapes to) and the Turing tensor-core kernel
+(kernels/turing_path.py, compute capability 7.5 only, behind a first-call self-check: a path may
+have a `gate` that can send a call back to the portable kernel, with the reason).
 This module imports no kernel file, so no kernel file imports another.
 
 A repeated call (same shapes, strides, dtype, alignment, causal, sm_scale, path and config) skips
@@ -38,17 +40,23 @@ class KernelPath:
     dtypes: tuple
     available: Callable[[torch.device], tuple[bool, str]]
     run: Callable
+    # gate(q, causal) -> (ok, reason): asked before an automatic choice of this path runs; not ok
+    # sends the call to the portable kernel with the reason (e.g. a failed first-call self-check).
+    gate: Callable | None = None
+    # The GPU generations ("sm75", "sm90") whose choice this path is, for a rehearsal of one of them
+    # on another GPU ($ATTN_REHEARSE_TARGET): there only these paths are chosen automatically.
+    targets: tuple = ()
 
 
 _PATHS: dict[str, KernelPath] = {}
 
 # Paths flash_attention picks by itself, best first, when it is not told which: the first one
-# available for the inputs' device and dtype wins, else the portable path.
-AUTO_ORDER = ("hopper",)
+# available for the inputs' device and dtype wins (and passes its gate), else the portable path.
+AUTO_ORDER = ("hopper", "turing")
 
 @dataclass(frozen=True)
 class ShapeRule:
-    """Where a path in AUTO_ORDER is available, inputs of this head_dim and masking whose seq_len
+    """Where the Hopper path is available, inputs of this head_dim and masking whose seq_len
     lies in [min_len, max_len] take `path` instead (if it is available too), with `config` unless
     the caller passes one (the Gluon path reads a step name: {"version": "g5"}). `evidence` is the
     measurement the rule comes from; flash_attention reports it as the reason for its choice."""
@@ -103,6 +111,10 @@ def rule_route(rules, head_dim: int, causal: bool, seq_len: int, otherwise=("hop
 
 
 PORTABLE_ONLY_ENV = "ATTN_PORTABLE_ONLY"
+# Set by a collect rehearsal of another GPU (collect/device_choices.py): the automatic choice is
+# the one that GPU generation would make ("sm75"), and a path chosen for it runs that generation's
+# code through its PTX (kernels/retarget.py).
+REHEARSE_TARGET_ENV = "ATTN_REHEARSE_TARGET"
 
 
 def register_path(path: KernelPath) -> None:
@@ -123,6 +135,12 @@ def portable_only() -> bool:
     return os.environ.get(PORTABLE_ONLY_ENV, "0") not in ("", "0")
 
 
+@functools.lru_cache(maxsize=None)
+def rehearsed_target() -> str | None:
+    """The GPU generation a rehearsal chooses for ($ATTN_REHEARSE_TARGET), or None. Read once per process."""
+    return os.environ.get(REHEARSE_TARGET_ENV, "").strip() or None
+
+
 def choose_path(q, causal=False) -> tuple[str, str]:
     """(path, the rule that chose it) for flash_attention(path=None) on these inputs."""
     name, rule, _ = _choose(q, causal)
@@ -138,9 +156,16 @@ def _choose(q, causal) -> tuple[str, str, dict | None]:
     name = _first_available(q.device, q.dtype)
     if name is None:
         return "portable", "no faster path is available for this dtype and device", None
-    for rule in SHAPE_RULES:
-        if rule.matches(q.shape, causal) and _runs_here(rule.path, q.device, q.dtype):
-            return rule.path, f"measured rule: {rule.evidence}", dict(rule.config) or None
+    if name == "hopper":  # the rules were measured against the Hopper kernel, on Hopper
+        for rule in SHAPE_RULES:
+            if rule.matches(q.shape, causal) and _runs_here(rule.path, q.device, q.dtype):
+                return rule.path, f"measured rule: {rule.evidence}", dict(rule.config) or None
+    gate = _PATHS[name].gate
+    if gate is not None:
+        ok, why = gate(q, causal)
+        if not ok:
+            return "portable", why, None
+        return name, why, None
     return name, f"{name}: available for {str(q.dtype).replace('torch.', '')} on this device", None
 
 
@@ -167,7 +192,12 @@ def route(shape, dtype, device, causal=False) -> tuple[str, dict | None]:
 
 def _runs_here(name: str, device, dtype) -> bool:
     path = _PATHS.get(name)
-    return path is not None and dtype in path.dtypes and path.available(device)[0]
+    if path is None or dtype not in path.dtypes:
+        return False
+    target = rehearsed_target()
+    if target is not None:  # the rehearsed GPU's choice, run here through that GPU's code
+        return target in path.targets and path.available(device)[0]
+    return path.available(device)[0]
 
 
 def _first_available(device, dtype) -> str | None:
@@ -182,12 +212,19 @@ def resolve_path(q, path=None, causal=False) -> str:
 
 def path_runs(name: str, device=None, dtype=torch.float16) -> bool:
     """Whether flash_attention(path=None) takes path `name` for `dtype` inputs on `device` (default:
-    the current CUDA device), at sizes where no size rule applies."""
+    the current CUDA device), at sizes where no size rule applies (and before any gate)."""
     if portable_only() or interpreting() or not torch.cuda.is_available():
         return name == "portable"
     if device is None:
         device = torch.device("cuda", torch.cuda.current_device())
     return (_first_available(torch.device(device), dtype) or "portable") == name
+
+
+def another_path_ships(device=None) -> bool:
+    """Whether flash_attention's automatic choice for half-precision inputs on `device` is a kernel
+    other than the portable one (the Hopper kernel on 9.x, the Turing kernel on 7.5): the phases
+    then measure the portable kernel beside it."""
+    return not path_runs("portable", device)
 
 
 def hopper_path_runs(device=None) -> bool:

@@ -31,7 +31,7 @@ def correctness_file(run_id: str, floor_in_u: float = 0.6, row0_in_u: float = 0.
         u = tol.unit_roundoff
         row = CorrectnessRow(impl=c.impl, dtype=c.dtype, causal=c.causal, batch=c.batch, heads=c.heads,
                              seq_len=c.seq_len, head_dim=c.head_dim, status="ok", seed=c.seed,
-                             tol_abs=tol.tol_abs, tol_rel=tol.tol_rel)
+                             tol_abs=tol.tol_abs, tol_rel=tol.tol_rel, layout=c.layout)
         if unsupported_bf16 and c.dtype == "bfloat16":
             row.status, row.reason = "unsupported", "bfloat16 needs a GPU of compute capability >= 8.0; this one is 7.5"
             rows.append(row)

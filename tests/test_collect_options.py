@@ -17,7 +17,8 @@ from collect.budget import PHASE_BUDGET_ENVS
 from collect.schema import SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNEL_ENV = (device_choices.PORTABLE_ONLY_ENV, device_choices.TUNE_AS_ENV, device_choices.REHEARSE_ENV)
+KERNEL_ENV = (device_choices.PORTABLE_ONLY_ENV, device_choices.TUNE_AS_ENV, device_choices.REHEARSE_ENV,
+              device_choices.REHEARSE_TARGET_ENV)
 
 
 @pytest.fixture(autouse=True)
@@ -96,7 +97,9 @@ def test_a_t4_rehearsal_chooses_as_a_t4_and_says_it_is_a_rehearsal(tmp_path, pha
     monkeypatch.setenv(device_choices.REHEARSE_ENV, "t4")
     cfg = cli.parse_args(["--max-memory", "15GiB", "--out", str(tmp_path)])
     cli.apply_environment(cfg)
-    assert os.environ[device_choices.PORTABLE_ONLY_ENV] == "1"
+    # A T4's paths (its Turing kernel through its sm75 PTX), not only the portable kernel.
+    assert os.environ[device_choices.REHEARSE_TARGET_ENV] == "sm75"
+    assert device_choices.PORTABLE_ONLY_ENV not in os.environ
     assert os.environ[device_choices.TUNE_AS_ENV] == "7.5:65536"  # the portable autotuner's T4 tiles
     assert runner.run_collect(cfg) == 0
     (run_dir,) = tmp_path.iterdir()

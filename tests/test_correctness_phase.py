@@ -236,7 +236,7 @@ def test_bf16_on_a_pre_ampere_gpu_is_unsupported_with_the_reason(monkeypatch):
 def test_run_writes_a_file_that_validates(tmp_path, monkeypatch):
     cases = [phase.Case("triton", "float16", True, 1, 3, 17, 16), phase.Case("triton", "bfloat16", False, 2, 3, 1, 16),
              phase.Case("naive", "float16", True, 1, 3, 17, 16)]
-    monkeypatch.setattr(phase, "build_grid", lambda profile, hopper=False: cases)
+    monkeypatch.setattr(phase, "build_grid", lambda profile, hopper=False, ported=(): cases)
     ctx = RunContext(run_id="tiny-20261129", out_dir=tmp_path, profile="quick", manifest=manifest("tiny-20261129"),
                      phase="correctness", filename="correctness.json")
     result = phase.run(ctx)
@@ -374,13 +374,13 @@ def test_summary_names_the_head_dims_run_only_at_small_n_and_u_check_flags_disag
 def test_paths_summary_names_the_path_and_checks_the_portable_grid(tmp_path):
     page = _page(tmp_path / "h", hopper=True)
     text = page.paths_summary()
-    assert "chose the **hopper** path" in text and "all 132 pass" in text and "triton-portable" in text
+    assert "chose the **hopper** path" in text and "all 134 pass" in text and "triton-portable" in text
     # in the page's own notation (sci), as the floor table prints the same errors
     assert "worst absolute errors bf16" in text and "fp16 8.79×10⁻⁴" in text
     # the portable rows are not PyTorch comparison rows
     assert "triton-portable" not in page.comparison()
     bad = _page(tmp_path / "b", hopper=True, portable_fail=2).paths_summary()
-    assert "**130 of 132 pass**" in bad and "1.90× the tolerance" in bad
+    assert "**132 of 134 pass**" in bad and "1.90× the tolerance" in bad
     # no path recorded (older runs): nothing to say
     assert _page(tmp_path / "o").paths_summary() == ""
 
@@ -389,3 +389,34 @@ def test_comparison_says_identical_errors_rather_than_one_times(tmp_path):
     assert "naive's normwise error is 2× the kernel's (median over 12 shared cases)" in _page(tmp_path / "a").comparison()
     same = _page(tmp_path / "b", other_factor=1.0).comparison()
     assert "sdpa's normwise error is identical to the kernel's in all 12 shared cases" in same and "1×" not in same
+
+
+def test_ported_builds_run_the_grid_and_say_what_a_t4_cannot_run():
+    ported = tuple(phase.PORTED)
+    cases = phase.build_grid("full", hopper=True, ported=ported)
+    ours = [c for c in cases if c.impl == "triton" and c.layout == "contiguous"]
+    for impl in ported:  # every case of the grid, and the view cases
+        mine = [c for c in cases if c.impl == impl]
+        assert len([c for c in mine if c.layout == "contiguous"]) == len(ours)
+        assert {c.layout for c in mine} == set(phase.LAYOUTS)
+    why = phase._ported_unsupported
+    assert "T4" in why(phase.Case("triton-portable-sm75", "bfloat16", False, 1, 3, 17, 64))
+    assert why(phase.Case("triton-portable-sm80", "bfloat16", False, 1, 3, 17, 64)) is None
+    assert "head_dim" in why(phase.Case("triton-turing-sm75", "float16", False, 1, 3, 17, 256))
+    assert why(phase.Case("triton-turing-sm75", "float16", True, 1, 3, 17, 128)) is None
+
+
+def test_ported_portable_rows_take_the_target_gpus_own_candidates():
+    import torch
+
+    from kernels.attention import candidate_configs
+
+    t4 = phase.ported_candidates("sm75")(64, "float16")
+    want = candidate_configs((7, 5), 64, torch.float16, 64 * 1024)
+    assert [(c["BLOCK_M"], c["BLOCK_N"], c["num_warps"], c["num_stages"]) for c in t4] == \
+           [(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_warps, c.num_stages) for c in want]
+    cases = phase.build_grid("quick", ported=("triton-portable-sm75",))
+    configs = phase.assign_configs(cases, phase.ported_candidates("sm75"), ("triton-portable-sm75",))
+    assert configs and all(c.impl == "triton-portable-sm75" for c in configs)
+    used = {tuple(sorted(cfgs[0].items())) for cfgs in configs.values()}
+    assert len(used) > 1  # the rotation exercises several of the T4's candidates

@@ -30,10 +30,12 @@ class CorrectnessRow:
     """One case of the grid: one implementation, shape, dtype and masking against the float64 reference."""
 
     # The case key: two rows with the same values here measure one case twice (refused).
-    CASE_KEY = ("impl", "dtype", "causal", "batch", "heads", "seq_len", "head_dim")
+    CASE_KEY = ("impl", "dtype", "causal", "batch", "heads", "seq_len", "head_dim", "layout")
 
-    impl: str = doc("Implementation under test: 'triton' for the grid; 'naive' or 'sdpa' for comparison rows.",
-                    pattern=IDENT)
+    impl: str = doc("Implementation under test: 'triton' (flash_attention as it ships), 'triton-portable' (held to "
+                    "the portable kernel), 'triton-portable-sm75' / 'triton-turing-sm75' / 'triton-portable-sm80' "
+                    "(the code a T4 or an A100 runs, built for that target and run here through its PTX); 'naive' or "
+                    "'sdpa' for comparison rows.", pattern=IDENT)
     dtype: str = doc("'float16' or 'bfloat16': the dtype of q, k, v and the output.", pattern=IDENT)
     causal: bool = doc("Whether query i attends only to keys 0..i.")
     batch: int = doc("Batch size B.", **SIZE)
@@ -70,6 +72,25 @@ class CorrectnessRow:
         "Tile config the kernel ran with (block sizes, warps, stages; fixed or autotuned); null for PyTorch rows.", None)
     wall_s: float | None = doc(
         "Wall time of the case: inputs, kernel (with any compilation), reference and metrics.", None, **SECONDS)
+    layout: str = doc("How q, k, v lie in memory: 'contiguous', or 'bnhd-view' (views of a (batch, seq_len, heads, "
+                      "head_dim) tensor, whose head and sequence strides are swapped).", "contiguous",
+                      pattern="^(contiguous|bnhd-view)$")
+    built_for: str | None = doc("Set when the kernel's code was built for another GPU generation ('sm75', 'sm80') and "
+                                "assembled from its PTX for the GPU that ran it; null for code built for this GPU.",
+                                None, pattern="^sm[0-9]{2,3}$")
+    ran_on: str | None = doc("The GPU generation that ran code built for another ('sm90'); null otherwise.", None,
+                             pattern="^sm[0-9]{2,3}$")
+    tensor_cores: bool | None = doc("Ported rows: whether the code built for the target issues tensor-core "
+                                    "instructions (mma.sync in its PTX); null where not recorded.", None)
+    target_registers: int | None = doc("Ported rows: registers per thread of the target's own ptxas build (the most "
+                                       "over the call's kernels).", None, **COUNT)
+    target_spill_bytes: int | None = doc("Ported rows: bytes per thread the target's own build spills to local "
+                                         "memory.", None, **COUNT)
+    target_shared_bytes: int | None = doc("Ported rows: shared memory per block of the target's own build, bytes.",
+                                          None, **COUNT)
+    fits_target: bool | None = doc("Ported rows: whether the target's own build fits that GPU (shared memory per "
+                                   "block, registers); false says a real one of that GPU could not launch it, "
+                                   "and `reason` says what overflows.", None)
 
 
 @strict
