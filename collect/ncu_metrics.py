@@ -18,6 +18,24 @@ CORE_METRICS = [
     "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum",
     "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum",
 ]
+# What limits a kernel (collect/schema/limiter.py judges them): each pipe's busy share of its peak while
+# the SM was active, the issue slots used, and the Speed-of-Light throughputs. Every name exists from
+# Turing on (checked with `ncu --query-metrics --chip tu104|ga100|gh100`, Nsight Compute 2025.3).
+# Field of KernelRow -> metric.
+LIMITER_METRICS = {
+    "pipe_tensor_pct": "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+    "pipe_fma_pct": "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+    "pipe_alu_pct": "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active",
+    "pipe_xu_pct": "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active",
+    "pipe_lsu_pct": "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
+    "issue_slots_pct": "sm__inst_issued.avg.pct_of_peak_sustained_active",
+    "sol_sm_pct": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "sol_memory_pct": "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "sol_dram_pct": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    "sol_l2_pct": "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+    "sol_l1_pct": "l1tex__throughput.avg.pct_of_peak_sustained_active",
+}
+CORE_METRICS += list(LIMITER_METRICS.values())
 # Tensor-pipe instructions: the generic counter, else HMMA (mma.sync) / GMMA (wgmma, Hopper).
 TENSOR_INST_METRICS = ["sm__inst_executed_pipe_tensor_op_hmma.sum", "sm__inst_executed_pipe_tensor_op_gmma.sum"]
 TENSOR_INST_FALLBACK = "sm__inst_executed_pipe_tensor.sum"

@@ -1,4 +1,4 @@
-"""Phase profile: Nsight Compute counters for every implementation, and the register-cap experiment.
+"""Phase profile: Nsight Compute counters for every implementation, and what limits each kernel.
 
 One `ncu` process profiles every case: collect/ncu_target.py warms each case up with the profiler
 off, then runs one call between cudaProfilerStart/Stop inside an NVTX range "case=<id>".
@@ -6,8 +6,15 @@ off, then runs one call between cudaProfilerStart/Stop inside an NVTX range "cas
 back from the raw CSV) says which case each kernel belongs to. Clocks are left alone
 (`--clock-control none`): ncu's default locks them to base, which inflates durations.
 
-The register-cap experiment runs the Triton kernel's autotuned tile config with and without
-`maxnreg`, profiles each (registers, occupancy) and times each outside the profiler.
+What limits a kernel: the Speed-of-Light and Compute Workload sections give each pipe's busy share
+of its peak and the issue slots used; collect/schema/limiter.py turns them and the stall reasons
+into a verdict. The SourceCounters section samples where warps wait; the source page
+(`--page source --print-source sass`) gives, per kernel of our kernel and its peers at the four
+limiter shapes, the SASS instructions with the most samples (collect/ncu_source.py).
+
+The register-cap experiment of earlier runs is retired: the shipped kernels' shared memory already
+caps their blocks per SM at what their registers allow (the Profiling page shows both limits), so
+no register cap could add a block.
 
 Standalone, for the GPU fixture: `python -m collect.profile --tiny --keep DIR` runs the same ncu
 command on a tiny case set and keeps every raw file in DIR.
@@ -24,15 +31,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ncu_parse, ncu_setup
+from . import ncu_parse, ncu_setup, ncu_source
 from .calls import flash_route
 from .ncu_parse import KernelRecord, NcuFailure
-from .schema.occupancy import SmLimits, blocks_by_registers, limits_from_device, register_cap_for_blocks
 from .schema import SCHEMA_VERSION
-from .schema.profile import ClockCheckRow, ImplRow, KernelRow, ProfileFile, RegCapRow, StallRow
+from .schema.limiter import UNIT_FIELDS, judge
+from .schema.profile import ClockCheckRow, HotSpotRow, ImplRow, KernelRow, ProfileFile, StallRow
 from .shapes import AttentionCase
 from .ncu_metrics import (  # noqa: F401 - the phase uses some; tests read all as profile.<NAME>
     CORE_METRICS,
+    LIMITER_METRICS,
     TENSOR_INST_METRICS,
     TENSOR_INST_FALLBACK,
     TENSOR_FLOP_METRICS,
@@ -44,34 +52,42 @@ from .ncu_metrics import (  # noqa: F401 - the phase uses some; tests read all a
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 NCU_TIMEOUT_S = 240  # a hung profile must not eat the whole collect budget (typical run: under a minute)
-SECTIONS = ["LaunchStats", "Occupancy", "WarpStateStats"]
+SECTIONS = ["LaunchStats", "Occupancy", "WarpStateStats", "SpeedOfLight", "ComputeWorkloadAnalysis", "SourceCounters"]
+HOTSPOTS_PER_KERNEL = 20
 
 IMPLS = ["naive", "sdpa", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "sdpa-math", "triton"]
 # On a GPU where flash_attention takes the Hopper path, the portable kernel is profiled beside it,
 # and the register-cap experiment (a portable-kernel knob) runs on it.
 PORTABLE = "triton-portable"
 HEADLINE = dict(batch=2, heads=8, seq_len=2048, head_dim=64, dtype="float16", causal=False)
-LARGE_D128 = dict(batch=2, heads=8, seq_len=4096, head_dim=128, dtype="float16", causal=False)
+# d=128 at the kernel's goal shape (B=4 H=32 N=4096), where its limiter is judged too.
+LARGE_D128 = dict(batch=4, heads=32, seq_len=4096, head_dim=128, dtype="float16", causal=False)
 TINY = dict(batch=1, heads=2, seq_len=256, head_dim=64, dtype="float16", causal=False)
-# The Hopper kernel's goal shape, causal (full profile): where it trails cuDNN most.
-GOAL_CAUSAL = dict(batch=4, heads=32, seq_len=4096, head_dim=128, dtype="float16", causal=True)
-GOAL_IMPLS = ["sdpa-cudnn", "triton"]
+# The kernel's goal shapes (B=4 H=32 N=4096 d=128) and the study shape, causal and not: where the
+# limiter of our kernel and its peers is judged and their SASS hot spots recorded.
+GOAL = LARGE_D128
+GOAL_CAUSAL = dict(GOAL, causal=True)
+HEADLINE_CAUSAL = dict(HEADLINE, causal=True)
+LIMITER_SHAPES = (HEADLINE, HEADLINE_CAUSAL, GOAL, GOAL_CAUSAL)
+# Our kernel and the fastest fused kernels a user already has (SDPA's cuDNN and FlashAttention-2).
+LIMITER_IMPLS = ("triton", "sdpa-cudnn", "sdpa-flash")
 
 
 @dataclass(frozen=True)
 class Plan:
-    """What a profile profiles: every implementation at the headline shape, some at the others."""
+    """What a profile profiles: every implementation at the headline shape, some at d=128, and our
+    kernel with its peers at the limiter shapes."""
 
     headline_impls: tuple[str, ...]
     d128_impls: tuple[str, ...]
-    goal_impls: tuple[str, ...] = ()
-    regcap_alternative: bool = False  # also cap a second tile config with another warp count
+    limiter_shapes: tuple[dict, ...] = ()
+    limiter_impls: tuple[str, ...] = LIMITER_IMPLS
 
 
 PLANS = {
-    "quick": Plan(headline_impls=tuple(IMPLS), d128_impls=("naive", "sdpa", "triton")),
-    "full": Plan(headline_impls=tuple(IMPLS), d128_impls=tuple(IMPLS), goal_impls=tuple(GOAL_IMPLS),
-                 regcap_alternative=True),
+    "quick": Plan(headline_impls=tuple(IMPLS), d128_impls=("naive", "sdpa", "triton"),
+                  limiter_shapes=(GOAL_CAUSAL,)),
+    "full": Plan(headline_impls=tuple(IMPLS), d128_impls=tuple(IMPLS), limiter_shapes=LIMITER_SHAPES),
 }
 
 
@@ -80,13 +96,13 @@ class ProfileCase:
     """One profiled call: an attention case, the experiment it belongs to, and a pinned tile config."""
 
     case: AttentionCase
-    group: str  # "main" (implementations compared) or "regcap" (register-cap experiment)
+    group: str  # "main" (implementations compared); "regcap" in runs before the experiment was retired
     config: dict | None = field(default=None, hash=False, compare=False)
 
     @property
     def id(self) -> str:
         c = self.case
-        tag = f"b{c.batch}h{c.heads}n{c.seq_len}d{c.head_dim}"
+        tag = f"b{c.batch}h{c.heads}n{c.seq_len}d{c.head_dim}" + ("-causal" if c.causal else "")
         return f"{self.group}-{tag}-{c.impl}" + (f"-{config_tag(self.config)}" if self.group == "regcap" and self.config else "")
 
     def __getattr__(self, name):  # the attention case's fields read through: case.impl, case.seq_len, ...
@@ -222,54 +238,6 @@ def make_case(group: str, impl: str, shape: dict, config: dict | None = None) ->
     return ProfileCase(AttentionCase(impl=impl, **shape), group, config)
 
 
-def register_caps(lim: SmLimits | None, num_warps: int, regs_now: int | None, n: int = 2) -> list[int]:
-    """The largest caps below the kernel's own register count that let one, then two, more blocks
-    per SM fit by registers: each cap is the most registers per thread that still fits that many."""
-    if lim is None or regs_now is None:
-        return []
-    threads = num_warps * lim.warp_size
-    caps: list[int] = []
-    most = min(lim.max_blocks_per_sm, lim.max_warps_per_sm // num_warps)  # more blocks would not fit anyway
-    for blocks in range(blocks_by_registers(lim, threads, regs_now) + 1, most + 1):
-        cap = register_cap_for_blocks(lim, threads, blocks)
-        if cap is None or cap < 32:  # below this the kernel is mostly spill traffic
-            break
-        if cap < regs_now and cap not in caps:
-            caps.append(cap)
-        if len(caps) == n:
-            break
-    return caps
-
-
-def regcap_bases(best: dict | None, quick: bool) -> list[dict]:
-    """Uncapped tile configs of the experiment: the autotuned one, and in the full profile also the
-    first candidate with another warp count."""
-    if not best:
-        return []
-    bases = [{k: best[k] for k in ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages")}]
-    if not quick:
-        try:
-            import torch
-
-            from kernels.attention import _CONFIGS_BY_ARCH, arch_of
-
-            table = _CONFIGS_BY_ARCH.get(arch_of(torch.cuda.get_device_capability()), [])
-            alt = next((c for c in table if c[2] != best["num_warps"]), None)
-        except Exception:  # the table moved: the experiment runs on the autotuned config alone
-            alt = None
-        if alt is not None:
-            bases.append(dict(BLOCK_M=alt[0], BLOCK_N=alt[1], num_warps=alt[2], num_stages=alt[3]))
-    return [dict(b, maxnreg=None) for b in bases]
-
-
-def capped_configs(bases: list[dict], regs: dict[str, int | None], lim: SmLimits | None) -> list[dict]:
-    """Each base config with the caps its measured register count suggests (`regs` by config_tag)."""
-    out = []
-    for b in bases:
-        out += [dict(b, maxnreg=cap) for cap in register_caps(lim, b["num_warps"], regs.get(config_tag(b)))]
-    return out
-
-
 def main_cases(quick: bool, tiny: bool = False, hopper: bool = False) -> list[ProfileCase]:
     extra = (PORTABLE,) if hopper else ()
     if tiny:
@@ -277,9 +245,17 @@ def main_cases(quick: bool, tiny: bool = False, hopper: bool = False) -> list[Pr
     plan = PLANS["quick" if quick else "full"]
     cases = [make_case("main", i, HEADLINE) for i in plan.headline_impls + extra]
     cases += [make_case("main", i, LARGE_D128) for i in plan.d128_impls + extra]
-    if plan.goal_impls:
-        cases += [make_case("main", i, GOAL_CAUSAL) for i in plan.goal_impls + extra]
-    return cases
+    for shape in plan.limiter_shapes:
+        cases += [make_case("main", i, shape) for i in plan.limiter_impls + extra]
+    seen: set[str] = set()
+    return [c for c in cases if not (c.id in seen or seen.add(c.id))]  # the headline's peers are listed twice
+
+
+def hotspot_case(case: ProfileCase, portable: str) -> bool:
+    """Whether the case's SASS hot spots are kept: our kernel and its peers at a limiter shape."""
+    c = case.case
+    shape = dict(batch=c.batch, heads=c.heads, seq_len=c.seq_len, head_dim=c.head_dim, dtype=c.dtype, causal=c.causal)
+    return case.group == "main" and case.impl in LIMITER_IMPLS + (portable,) and shape in LIMITER_SHAPES
 
 
 def portable_impl(hopper: bool) -> str:
@@ -302,7 +278,13 @@ def _int(x: float | None) -> int | None:
     return None if x is None else int(round(x))
 
 
-def kernel_row(case: ProfileCase, launch: int, rec: KernelRecord, passes: int | None) -> KernelRow:
+def _pct(x: float | None) -> float | None:
+    """A share of peak as ncu prints it, kept within 0-100 (rounding can print 100.01)."""
+    return None if x is None else min(100.0, max(0.0, x))
+
+
+def kernel_row(case: ProfileCase, launch: int, rec: KernelRecord, passes: int | None,
+               step: str | None = None) -> KernelRow:
     g = rec.get
     dur_s = g("gpu__time_duration.sum")
     clock = g("sm__cycles_elapsed.avg.per_second")
@@ -314,7 +296,7 @@ def kernel_row(case: ProfileCase, launch: int, rec: KernelRecord, passes: int | 
         tensor_inst = max(per_op) if per_op else None
     tensor_ops = _sum(rec, TENSOR_FLOP_METRICS)
     p = "smsp__sass_thread_inst_executed_op_"
-    return KernelRow(
+    row = KernelRow(
         case_id=case.id, impl=case.impl, launch=launch, ncu_id=rec.ncu_id, kernel_name=rec.name,
         block_size=_int(g("launch__block_size")) or ncu_parse.block_dims(rec.columns.get("Block Size")),
         grid_size=_int(g("launch__grid_size")) or ncu_parse.block_dims(rec.columns.get("Grid Size")),
@@ -340,7 +322,13 @@ def kernel_row(case: ProfileCase, launch: int, rec: KernelRecord, passes: int | 
         smem_config_bytes=_int(g("launch__shared_mem_config_size")),
         waves_per_sm=g("launch__waves_per_multiprocessor"),
         replay_passes=_int(g("profiler__replayer_passes")) or passes,
+        kernel_step=step,
+        **{name: _pct(g(metric)) for name, metric in LIMITER_METRICS.items()},
     )
+    verdict = judge({f: getattr(row, f) for f in UNIT_FIELDS}, ncu_parse.stall_reasons(rec))
+    if verdict is not None:
+        row.limiter, row.limiter_evidence = verdict.word, verdict.evidence
+    return row
 
 
 def flops_model(case: ProfileCase) -> float:
@@ -375,7 +363,15 @@ def impl_row(case: ProfileCase, result: dict | None, kernels: list[KernelRow], c
         l2_bytes=_total(kernels, "l2_bytes"), l1_bytes=_total(kernels, "l1_bytes"),
         flops_counted=flops, flops_tensor=_total(kernels, "flops_tensor") if counted_tensor else None,
         tensor_inst=_total(kernels, "tensor_inst"), flops_model=flops_model(case),
+        kernel_step=step_of(result),
     )
+
+
+def step_of(result: dict | None) -> str | None:
+    """The recorded step our kernel ran (the Gluon path's version), from the target's result."""
+    cfg = (result or {}).get("config") or {}
+    step = cfg.get("version") if isinstance(cfg, dict) else None
+    return str(step) if step else None
 
 
 def assemble(cases: list[ProfileCase], results: list[dict], csv_text: str, console: str,
@@ -393,7 +389,8 @@ def assemble(cases: list[ProfileCase], results: list[dict], csv_text: str, conso
     order = sorted(range(len(records)), key=lambda i: records[i].ncu_id)
     for case in cases:
         mine = [i for i in order if records[i].case_id == case.id]
-        rows = [kernel_row(case, n, records[i], pass_of.get(i)) for n, i in enumerate(mine)]
+        step = step_of(by_id.get(case.id))
+        rows = [kernel_row(case, n, records[i], pass_of.get(i), step) for n, i in enumerate(mine)]
         profile.kernels += rows
         for n, i in enumerate(mine):
             for reason, value in sorted(ncu_parse.stall_reasons(records[i]).items()):
@@ -402,8 +399,34 @@ def assemble(cases: list[ProfileCase], results: list[dict], csv_text: str, conso
     return profile
 
 
+def add_hotspots(pf: ProfileFile, cases: list[ProfileCase], keep, rc: int, text: str) -> None:
+    """Hot-spot rows from the source page (`text`, exit status `rc`) for the launches of the cases
+    `keep` selects. The page lists kernels in report order, as the raw page numbers them; a page
+    whose kernels do not match the raw page's by name is not used, and the file says why."""
+    blocks = ncu_source.parse_source_csv(text) if rc == 0 else []
+    kernels = sorted(pf.kernels, key=lambda k: k.ncu_id if k.ncu_id is not None else -1)
+    names = [k.kernel_name for k in kernels]
+    same = [ncu_source.base_name(b.name) == ncu_source.base_name(n) for b, n in zip(blocks, names)]
+    if rc != 0 or len(blocks) != len(kernels) or not all(same):
+        why = (f"`ncu --page source` failed (status {rc})" if rc != 0 else
+               f"the source page lists {len(blocks)} kernels where the report has {len(kernels)}"
+               if len(blocks) != len(kernels) else
+               f"the source page's kernel {same.index(False)} is not the report's")
+        pf.reason = (pf.reason + "; " if pf.reason else "") + f"no SASS hot spots: {why}"
+        return
+    wanted = {c.id for c in cases if keep(c)}
+    for k, block in zip(kernels, blocks):
+        if k.case_id not in wanted:
+            continue
+        for h in ncu_source.hotspots(block, HOTSPOTS_PER_KERNEL):
+            pf.hotspots.append(HotSpotRow(case_id=k.case_id, launch=k.launch, rank=h.rank, address=h.address,
+                                          opcode=h.opcode[:80], role=h.role, sass=h.sass, samples=h.samples,
+                                          share_pct=h.share_pct, top_reason=h.top_reason,
+                                          top_reason_pct=h.top_reason_pct))
+
+
 # ------------------------------------------------------------------------------------------------
-# The register-cap experiment: latency outside the profiler
+# Our kernel's tuned config, pinned in every process
 # ------------------------------------------------------------------------------------------------
 
 
@@ -481,37 +504,6 @@ def clock_check_rows(cases: list[ProfileCase], profile: ProfileFile, timings: di
     return out
 
 
-def regcap_rows(cases: list[ProfileCase], profile: ProfileFile, latencies: dict[str, object],
-                errors: dict[str, str], best: dict | None) -> list[RegCapRow]:
-    impl_by = {r.case_id: r for r in profile.impls}
-    out = []
-    for case in cases:
-        cfg = case.config
-        row = impl_by.get(case.id)
-        kern = [k for k in profile.kernels if k.case_id == case.id]
-        k = max(kern, key=lambda r: r.duration_ms or 0.0) if kern else None  # the attention kernel itself
-        status, reason = (row.status, row.reason) if row else ("error", "not profiled")
-        t = latencies.get(case.id)
-        t = getattr(t, "timing", t)  # a DeviceTiming, or a plain Timing
-        if case.id in errors and status == "ok":
-            status, reason = "error", f"timing failed: {errors[case.id]}"
-        out.append(RegCapRow(
-            case_id=case.id, block_m=cfg["BLOCK_M"], block_n=cfg["BLOCK_N"], num_warps=cfg["num_warps"],
-            num_stages=cfg["num_stages"], maxnreg=cfg.get("maxnreg"),
-            autotuned=bool(best) and all(cfg[x] == best[x] for x in ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages")),
-            status=status, reason=reason,
-            registers_per_thread=k.registers_per_thread if k else None,
-            theoretical_occupancy_pct=k.theoretical_occupancy_pct if k else None,
-            achieved_occupancy_pct=k.achieved_occupancy_pct if k else None,
-            block_limit_registers=k.block_limit_registers if k else None,
-            block_limit_smem=k.block_limit_smem if k else None,
-            local_bytes=k.local_bytes if k else None,
-            latency_ms_median=getattr(t, "median_ms", None), latency_ms_p10=getattr(t, "p10_ms", None),
-            latency_ms_p90=getattr(t, "p90_ms", None),
-        ))
-    return out
-
-
 # ------------------------------------------------------------------------------------------------
 # The whole profile
 # ------------------------------------------------------------------------------------------------
@@ -519,9 +511,11 @@ def regcap_rows(cases: list[ProfileCase], profile: ProfileFile, latencies: dict[
 
 def profile_cases(cases: list[ProfileCase], workdir: Path, run_id: str, ncu: str | None = None,
                   on_flags=None, extra_flags: list[str] | None = None,
-                  metrics: list[str] | None = None, cuda_version: str | None = None) -> ProfileFile:
+                  metrics: list[str] | None = None, cuda_version: str | None = None,
+                  hotspots_for=None) -> ProfileFile:
     """Run ncu once over `cases` and return the filled ProfileFile; never raises for ncu trouble:
-    the file's status and reason say what went wrong."""
+    the file's status and reason say what went wrong. `hotspots_for(case)`: whether to keep that
+    case's SASS hot spots (none when not given)."""
     workdir.mkdir(parents=True, exist_ok=True)
     pf = ProfileFile(schema_version=SCHEMA_VERSION, run_id=run_id, status="ok")
     ncu = ncu or find_ncu()
@@ -560,6 +554,10 @@ def profile_cases(cases: list[ProfileCase], workdir: Path, run_id: str, ncu: str
         if rc2 != 0:
             raise NcuFailure("error", f"`ncu --import` failed (status {rc2}): {csv_text.strip()[-300:]}")
         assemble(cases, results, csv_text, console, pf)
+        if hotspots_for is not None and any(hotspots_for(c) for c in cases):
+            add_hotspots(pf, cases, hotspots_for, *run_tool(
+                [ncu, "--import", str(report) + ".ncu-rep", "--page", "source", "--csv", "--print-source", "sass"],
+                None, 300))
         trouble = ncu_parse.error_lines(console)
         if trouble or rc != 0:  # a report exists, so keep it, and say what else went wrong
             pf.reason = (f"ncu exited with status {rc}" + (f": {trouble[0][:300]}" if trouble else "")
@@ -581,39 +579,22 @@ def _mark_all(pf: ProfileFile, cases: list[ProfileCase], status: str, reason: st
     return pf
 
 
-def _merge(into: ProfileFile, other: ProfileFile, what: str) -> None:
-    """Append a second ncu run's rows; its failure becomes a note, its rows keep their reasons."""
-    into.impls += other.impls
-    into.kernels += other.kernels
-    into.stalls += other.stalls
-    into.metrics_missing = sorted(set(into.metrics_missing) | set(other.metrics_missing))
-    into.wall_s = round((into.wall_s or 0) + (other.wall_s or 0), 2)
-    if other.status != "ok" and other.reason:
-        into.reason = (into.reason + "; " if into.reason else "") + f"{what}: {other.reason}"
-
-
 def run(ctx) -> ProfileFile:
-    """Phase entry point (see collect/runner.py).
-
-    Two ncu runs: the implementations plus the uncapped Triton configs, then the capped configs,
-    whose caps follow from the registers the first run measured."""
+    """Phase entry point (see collect/runner.py): one ncu run over every case, then our clock on each
+    main case outside the profiler (the cross-check of our device time against ncu's)."""
     import torch
 
-    lim = limits_from_device(ctx.manifest.device)
-    workdir = Path(ctx.out_dir) / "ncu"
-    best, best_error = None, None
+    best = None
     try:
         best = autotuned_config(HEADLINE)
-    except Exception as exc:  # noqa: BLE001 - the experiment then reports why it has no rows
-        best_error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
-    from kernels.attention import hopper_path_runs
+    except Exception:  # noqa: BLE001 - the headline case then tunes for itself in each process
+        best = None
+    from kernels.dispatch import another_path_ships
 
-    hopper = hopper_path_runs()
+    hopper = another_path_ships()
     portable = portable_impl(hopper)
     # The same config in every process: the profiled process does not re-tune.
     cases = pin_tuned_configs(main_cases(ctx.quick, hopper=hopper), portable, best)
-    bases = [make_case("regcap", portable, HEADLINE, cfg)
-             for cfg in regcap_bases(best, not PLANS["quick" if ctx.quick else "full"].regcap_alternative)]
     torch.cuda.empty_cache()
     ncu = find_ncu()
     metrics = choose_metrics(available_metrics(ncu)) if ncu else None
@@ -623,41 +604,25 @@ def run(ctx) -> ProfileFile:
         wanted = set(ncu_metrics(ctx.facts))
         metrics = [m for m in metrics if m in wanted]
     cuda = ctx.manifest.device.cuda_version if ctx.manifest.device else None
-    pf = profile_cases(cases + bases, workdir, ctx.run_id, ncu=ncu, on_flags=ctx.record_profiler_flags,
-                       metrics=metrics, cuda_version=cuda)
+    pf = profile_cases(cases, Path(ctx.out_dir) / "ncu", ctx.run_id, ncu=ncu, on_flags=ctx.record_profiler_flags,
+                       metrics=metrics, cuda_version=cuda, hotspots_for=lambda c: hotspot_case(c, portable))
     ctx.checkpoint(pf)
 
-    regs = {}
-    for case in bases:
-        k = [r for r in pf.kernels if r.case_id == case.id]
-        regs[config_tag(case.config)] = k[0].registers_per_thread if k else None
-    capped = [make_case("regcap", portable, HEADLINE, cfg)
-              for cfg in capped_configs([c.config for c in bases], regs, lim)]
-    if capped and pf.status == "ok":
-        _merge(pf, profile_cases(capped, workdir / "regcap", ctx.run_id, ncu=ncu, metrics=metrics, cuda_version=cuda),
-               "register-capped run")
-        ctx.checkpoint(pf)
-    elif capped:
-        _mark_all(pf, capped, pf.status, pf.reason or "not profiled")
-
-    # Our clock on every profiled call, outside the profiler: the register caps' latencies and the
-    # cross-check of our device time against ncu's.
-    reg_cases = bases + capped
-    timed = [c for c in cases if c.group == "main"] + reg_cases
     max_clock = ctx.manifest.device.sm_clock_max_mhz if ctx.manifest.device else None
     latencies, errors = {}, {}
-    for case in ctx.progress(timed, total=len(timed), desc="profile: our clock"):
+    for case in ctx.progress(cases, total=len(cases), desc="profile: our clock"):
         try:
             latencies[case.id] = our_device_time(case, max_clock)
-        except Exception as exc:  # noqa: BLE001 - a cap that does not compile is a result
+        except Exception as exc:  # noqa: BLE001 - a case that cannot be timed keeps its profile
             errors[case.id] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
             from .timing import free_cuda_memory
 
             free_cuda_memory()
-    pf.regcap = regcap_rows(reg_cases, pf, latencies, errors, best)
     pf.clock_check = clock_check_rows(cases, pf, latencies)
-    if best is None and best_error:
-        pf.reason = (pf.reason + "; " if pf.reason else "") + f"register-cap experiment skipped: autotuning failed ({best_error})"
+    if errors:
+        first = next(iter(errors.items()))
+        pf.reason = (pf.reason + "; " if pf.reason else "") + (
+            f"our clock could not time {len(errors)} profiled call(s), e.g. {first[0]}: {first[1]}")
     return pf
 
 

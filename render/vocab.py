@@ -5,6 +5,8 @@ here, and so does the threshold that decides between "faster", "slower" and "on 
 """
 from __future__ import annotations
 
+from collect.schema.limiter import STALL_PREFIX, UNITS
+
 from . import fmt
 from .figures import PALETTE
 
@@ -131,3 +133,54 @@ def floor_pace(r: float) -> str:
         return "moving the bytes takes less than half of the step, the kernels' own costs the rest"
     return ("not the bytes but the kernels set the pace (idle gaps between them, or kernels that run far below "
             "the copy bandwidth)")
+
+
+# --- what limits a kernel (collect/schema/limiter.py judges; these are the words pages print) ------
+
+# Each stall reason as Nsight Compute names it, in words a reader knows.
+STALL_WORDS = {
+    "barrier": "waiting at a barrier for the other warps",
+    "wait": "a fixed-latency wait on a previous instruction",
+    "long_scoreboard": "waiting for data from memory (or an asynchronous-copy barrier)",
+    "short_scoreboard": "waiting for shared memory or the special-function unit",
+    "mio_throttle": "queued for the shared-memory and special-function pipe",
+    "lg_throttle": "queued for global-memory instructions",
+    "math_pipe_throttle": "queued for a busy math pipe",
+    "dispatch_stall": "held at dispatch",
+    "not_selected": "ready, but another warp issued",
+    "no_instruction": "waiting for instructions to be fetched",
+    "gmma": "waiting for the warpgroup MMA",
+    "warpgroup_arrive": "waiting for the warpgroup MMA's operands to be fenced",
+    "branch_resolving": "waiting for a branch to resolve",
+    "imc_miss": "waiting for the constant cache",
+    "drain": "draining memory writes at exit",
+    "membar": "waiting at a memory fence",
+    "sleeping": "sleeping",
+    "tex_throttle": "queued for the texture unit",
+    "misc": "other",
+}
+# What the instructions of a SASS hot spot do (collect/ncu_source.py's roles).
+HOTSPOT_ROLES = {
+    "mma": "matrix multiply (tensor cores)", "mma-wait": "waiting for its own asynchronous MMAs",
+    "exp": "exponentials (MUFU)", "barrier": "barrier", "async-wait": "waiting on an asynchronous copy",
+    "tma": "TMA copy", "load": "load", "store": "store", "convert": "conversion", "math": "arithmetic",
+    "control": "branch or control", "other": "other",
+}
+
+
+def stall_words(reason: str) -> str:
+    """'barrier' -> 'barrier (waiting at a barrier for the other warps)'."""
+    words = STALL_WORDS.get(reason)
+    return f"{reason} ({words})" if words else reason
+
+
+def limiter_words(word: str | None) -> str:
+    """A limiter verdict as the pages say it: 'the tensor pipe', 'stalls: barrier (waiting at ...)'."""
+    if not word:
+        return "not judged"
+    units = {w: name for w, _, name in UNITS}
+    if word in units:
+        return f"the {units[word]}"
+    if word.startswith(STALL_PREFIX):
+        return "waiting, mostly " + stall_words(word[len(STALL_PREFIX):])
+    return word

@@ -21,7 +21,9 @@ from collect.jsonio import write_json_atomic
 from collect.ncu_parse import NcuFailure
 from collect.schema.occupancy import SmLimits
 from collect.schema import SCHEMA_VERSION
-from collect.schema.profile import ProfileFile, RegCapRow
+from collect.schema.profile import ProfileFile
+from collect import ncu_source
+from collect.schema import limiter
 from render import escape
 from render.runs import load_run
 from render.site import Report
@@ -178,6 +180,14 @@ if a == ["--version"]:
     print("NVIDIA (R) Nsight Compute Command Line Profiler\nVersion 2025.3.1.0 (build 1)"); sys.exit(0)
 if a == ["--query-metrics"]:
     sys.exit(1)
+if a[0] == "--import" and "source" in a:  # the source page: two sampled instructions per kernel
+    cases = json.load(open(os.path.join(os.path.dirname(a[1]), "cases.json")))["cases"]
+    for i, c in enumerate(cases):
+        print('"Kernel Name","_attn_fwd",')
+        print('"Address","Source","Warp Stall Sampling (All Samples)","stall_barrier","stall_long_sb"')
+        print('"0x10","      HMMA.16816.F32 R4, R8, R12, R4","30","5","25"')
+        print('"0x20","      BAR.SYNC 0x0","10","10","0"')
+    sys.exit(0)
 if a[0] == "--import":
     if os.environ["FAKE_NCU_CSV"] != "auto":
         sys.stdout.write(open(os.environ["FAKE_NCU_CSV"]).read()); sys.exit(0)
@@ -309,28 +319,6 @@ def test_no_tensor_op_counters_means_analytical_flops():
     assert all(r.flops_counted is None for r in pf.impls)
 
 
-def test_regcap_rows_join_profile_and_latency():
-    bases = profile.regcap_bases(dict(BLOCK_M=128, BLOCK_N=64, num_warps=4, num_stages=3, autotuned=True), quick=True)
-    assert bases == [dict(BLOCK_M=128, BLOCK_N=64, num_warps=4, num_stages=3, maxnreg=None)]
-    assert profile.capped_configs(bases, {}, H200) == []  # no measured registers: no caps to choose
-    cfgs = bases + profile.capped_configs(bases, {profile.config_tag(bases[0]): 213}, H200)
-    assert [c["maxnreg"] for c in cfgs] == [None, 168, 128]
-    cases = [profile.make_case("regcap", "triton", profile.TINY, c) for c in cfgs]
-    kern = [(cases[0].id, "_attn_fwd", kmetrics(regs=213)), (cases[1].id, "_attn_fwd", kmetrics(regs=168))]
-    results = [dict(id=c.id, status="ok", reason=None, config=c.config) for c in cases]
-    pf = profile.assemble(cases, results, raw_csv(kern), "", new_file())
-    from collect.timing import summarize
-    lat = {cases[0].id: summarize([1.0, 1.1, 1.2]), cases[1].id: summarize([1.3, 1.4, 1.5])}
-    rows = profile.regcap_rows(cases, pf, lat, {cases[2].id: "CompilationError: too few registers"}, cfgs[0])
-    assert [r.maxnreg for r in rows] == [None, 168, 128]
-    assert rows[0].registers_per_thread == 213 and rows[1].registers_per_thread == 168
-    assert rows[1].latency_ms_median == pytest.approx(1.4) and all(r.autotuned for r in rows)
-    assert rows[2].status == "error" and rows[2].latency_ms_median is None
-
-
-# --- occupancy ---------------------------------------------------------------------------------
-
-
 def test_register_allocation_rounds_per_warp_and_per_subpartition():
     # 213 registers -> 216 per thread (a multiple of 8) -> 6912 per warp; 16384 per sub-partition holds 2 warps.
     assert occupancy.blocks_by_registers(H200, 128, 213) == 2
@@ -362,12 +350,6 @@ def test_caps_and_curves():
     assert occupancy.register_cap_for_blocks(H200, 128, 3) == 168
     assert occupancy.register_cap_for_blocks(H200, 256, 2) == 128
     assert occupancy.register_cap_for_blocks(H200, 256, 3) == 80
-    # Caps sit below the kernel's own count and each lets one more block fit by registers.
-    assert profile.register_caps(H200, 8, 122) == [80, 64]   # 2 blocks now -> 3, 4
-    assert profile.register_caps(H200, 4, 150) == [128, 96]  # 3 blocks now -> 4, 5
-    assert profile.register_caps(H200, 4, 40) == [32]
-    assert profile.register_caps(H200, 4, 32) == []          # warp slots are full already: nothing to gain
-    assert profile.register_caps(None, 4, 150) == []
     curve = occupancy.occupancy_vs_registers(H200, 128, 0)
     ys = [y for _, y in curve]
     assert ys == sorted(ys, reverse=True) and ys[0] == 100.0 and curve[-1][0] == 255
@@ -388,26 +370,34 @@ def test_limits_from_manifest_device():
 # --- the page ----------------------------------------------------------------------------------
 
 
-def profile_file_for_page(status="ok", reason=None, cases=None):
-    cases = cases or profile.main_cases(quick=True)  # headline (all impls) + the d=128 shape
+# Unit utilisation (% of peak) of every fused kernel unless a test says otherwise: no unit at 80%, so the
+# verdict is the largest stall share (long_scoreboard in kmetrics).
+UNITS = dict(pipe_tensor_pct=70.0, pipe_xu_pct=40.0, pipe_fma_pct=20.0, pipe_alu_pct=25.0, pipe_lsu_pct=3.0,
+             issue_slots_pct=40.0, sol_sm_pct=70.0, sol_memory_pct=45.0, sol_dram_pct=12.0, sol_l2_pct=45.0,
+             sol_l1_pct=48.0)
+
+
+def unit_metrics(units: dict) -> dict:
+    return {profile.LIMITER_METRICS[f]: v for f, v in units.items()}
+
+
+def profile_file_for_page(status="ok", reason=None, cases=None, units=None, our_units=None):
+    cases = cases or profile.main_cases(quick=True)  # headline (all impls) + the d=128 shape + the causal goal
     ours = ("triton", "triton-portable")
     recs = []
     for c in cases:
         n = 3 if c.impl == "naive" else 1
         for i in range(n):
             name = EVIL if (c.impl == "naive" and i == 1) else ("_attn_fwd" if c.impl in ours else "flash_fwd<64>")
-            recs.append((c.id, name, kmetrics(t_ns=10_000 * (i + 1), dram_kb=4_000, tensor=10, regs=168 if c.impl in ours else 64)))
+            fused = c.impl not in ("naive", "sdpa-math")
+            u = (our_units if c.impl in ours and our_units else units or UNITS) if fused else {}
+            recs.append((c.id, name, kmetrics(t_ns=10_000 * (i + 1), dram_kb=4_000, tensor=10,
+                                              regs=168 if c.impl in ours else 64, **unit_metrics(u))))
     results = [dict(id=c.id, status="ok", reason=None,
                     config=dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=3, maxnreg=None) if c.impl in ours else None)
                for c in cases]
     results[-1] = dict(id=cases[-1].id, status="oom", reason="OutOfMemoryError: <b>CUDA</b> out of memory", config=None)
     pf = profile.assemble(cases, results, raw_csv(recs), "", new_file())
-    base = dict(case_id="regcap-x", block_m=128, block_n=64, num_warps=8, num_stages=3, autotuned=True,
-                registers_per_thread=168, theoretical_occupancy_pct=12.5, achieved_occupancy_pct=11.0,
-                block_limit_registers=1, block_limit_smem=3, local_bytes=0.0)
-    pf.regcap = [RegCapRow(**base, maxnreg=None, latency_ms_median=1.0, latency_ms_p10=0.95, latency_ms_p90=1.05),
-                 RegCapRow(**{**base, "case_id": "regcap-y", "registers_per_thread": 128, "theoretical_occupancy_pct": 25.0,
-                              "local_bytes": 1e6}, maxnreg=128, latency_ms_median=1.3, latency_ms_p10=1.25, latency_ms_p90=1.35)]
     pf.ncu_command = ["ncu", "--clock-control", "none", "--metrics", "a,b"]
     pf.status, pf.reason = status, reason
     return pf
@@ -432,7 +422,8 @@ def page_for(tmp_path, pf):
 def test_profile_json_validates_against_the_schema(tmp_path):
     run = write_run(tmp_path, profile_file_for_page())
     p = run.phase("profile")
-    assert isinstance(p, ProfileFile) and len(p.impls) == 10 and p.impls[-1].status == "oom"
+    assert isinstance(p, ProfileFile) and len(p.impls) == len(profile.main_cases(quick=True))
+    assert p.impls[-1].status == "oom"
 
 
 def test_kernel_names_are_escaped_in_tables_and_hover(tmp_path):
@@ -454,9 +445,11 @@ def test_page_findings_are_computed(tmp_path):
     assert "Tensor cores ran for" in page.tensor_core_sentence()
     occ = page.occupancy_finding()
     assert "168 registers per thread" in occ and "limited by" in occ
-    regcap = page.regcap_finding()
-    assert "raised theoretical occupancy from 12.5% to 25.0%" in regcap and "slower" in regcap
-    assert "spill" in regcap
+    limit = html.unescape(page.limiter_finding())
+    assert "limited by **waiting, mostly long_scoreboard" in limit and "busiest: tensor pipe, 70.0%" in limit
+    assert "long_scoreboard" in page.limiter_headline()
+    # registers allow 16 blocks per SM, shared memory 32: a cap could add a block, and the page says it is untested
+    assert "a register cap could add a block there" in page.register_cap_note()
     assert "memory-bound side" in page.roofline_finding() or "compute-bound side" in page.roofline_finding()
     assert page.occupancy_curves_fig() is not None
     assert "re-reads" in page.bytes_gap_explained()
@@ -471,7 +464,8 @@ def render_page(tmp_path):
 def test_whole_page_renders(tmp_path):
     write_run(tmp_path, profile_file_for_page())
     text = render_page(tmp_path)
-    assert "fig-profile-roofline-2048-64" in text and "fig-profile-regcap" in text and "fig-profile-stalls" in text
+    assert "fig-profile-roofline-2048-64" in text and "fig-profile-utilisation" in text and "fig-profile-stalls" in text
+    assert "register-cap experiment" not in text.lower() or "could add a block" in text
     assert "<script>alert" not in text
 
 
@@ -602,8 +596,9 @@ def test_page_on_real_headline_data(tmp_path):
     render_page(tmp_path)
 
 
-def test_run_profiles_twice_and_times_the_register_caps(tmp_path, monkeypatch):
-    """The phase entry point with a stand-in ncu: caps follow from the registers the first run measured."""
+def test_run_profiles_once_and_checks_our_clock_on_every_call(tmp_path, monkeypatch):
+    """The phase entry point with a stand-in ncu: one ncu run, no register-cap runs, hot spots from the
+    source page for our kernel and its peers, and our device time beside ncu's for every main call."""
     from collect.context import RunContext
     from collect.timing import summarize
 
@@ -621,30 +616,28 @@ def test_run_profiles_twice_and_times_the_register_caps(tmp_path, monkeypatch):
 
     from collect.timing import DeviceTiming
 
-    def timing(case, max_clock_mhz=None):
-        cfg = case.config or {}
-        if cfg.get("maxnreg") == 64:
-            raise RuntimeError("ptxas: too many spills")
-        if case.group == "main":  # the fake profiler says every kernel took 1,000 ns
-            return DeviceTiming(summarize([1.0e-3 * (1.05 if case.impl == "naive" else 1.0)] * 5), 1980.0)
-        return DeviceTiming(summarize([1.0 + (cfg.get("maxnreg") or 0) / 1000] * 5), 1980.0)
+    def timing(case, max_clock_mhz=None):  # the fake profiler says every kernel took 1,000 ns
+        return DeviceTiming(summarize([1.0e-3 * (1.05 if case.impl == "naive" else 1.0)] * 5), 1980.0)
     monkeypatch.setattr(profile, "our_device_time", timing)
     flags = []
     ctx = RunContext(run_id="r", out_dir=tmp_path / "run", profile="quick", manifest=synthetic.manifest("r"),
                      phase="profile", filename="profile.json", on_flags=flags.append)
     pf = profile.run(ctx)
     assert pf.status == "ok" and flags and flags[0][:2] == ["--clock-control", "none"]
+    assert "SourceCounters" in flags[0] and "ComputeWorkloadAnalysis" in flags[0]
     main_tri = next(r for r in pf.impls if r.impl == "triton" and r.group == "main" and r.head_dim == 64)
     assert main_tri.config == "BLOCK_M=128 BLOCK_N=64 warps=8 stages=3 maxnreg=none"
-    assert [r.maxnreg for r in pf.regcap] == [None, 80, 64]  # 122 registers: 2 blocks; caps for 3 and 4
-    assert [r.registers_per_thread for r in pf.regcap] == [122, 80, 64]
-    assert pf.regcap[1].latency_ms_median == pytest.approx(1.08) and pf.regcap[1].status == "ok"
-    assert pf.regcap[2].status == "error" and "too many spills" in pf.regcap[2].reason
-    assert (tmp_path / "run" / "ncu" / "regcap" / "cases.json").exists()
+    assert pf.regcap == [] and all(r.group == "main" for r in pf.impls)
+    assert not (tmp_path / "run" / "ncu" / "regcap").exists()
     assert (tmp_path / "run" / "profile.json").exists()  # checkpointed
+    # hot spots for our kernel and its peers at the limiter shapes, none for the others
+    spots = {h.case_id for h in pf.hotspots}
+    assert spots and all(profile.hotspot_case(next(c for c in profile.main_cases(True) if c.id == cid), "triton")
+                         for cid in spots)
+    assert not any("naive" in cid for cid in spots)
     # every profiled main call has our device time beside ncu's
-    check = {r.impl: r for r in pf.clock_check if r.head_dim == 64}
-    assert set(check) == {r.impl for r in pf.impls if r.group == "main" and r.head_dim == 64 and r.status == "ok"}
+    check = {r.impl: r for r in pf.clock_check if r.head_dim == 64 and not r.causal}
+    assert set(check) == {r.impl for r in pf.impls if r.head_dim == 64 and not r.causal and r.status == "ok"}
     assert check["triton"].device_over_ncu == pytest.approx(1.0) and check["triton"].ncu_ms == pytest.approx(1e-3)
     assert check["naive"].device_over_ncu == pytest.approx(1.05) and check["naive"].gap_ms == pytest.approx(5e-5)
     assert check["triton"].sm_clock_mhz == 1980.0
@@ -655,7 +648,7 @@ def test_every_autotuned_call_of_ours_is_pinned_to_this_process_config(monkeypat
     asked = []
 
     def tuned(shape, path="portable"):
-        asked.append((shape["head_dim"], path))
+        asked.append((shape["head_dim"], shape["causal"], path))
         # as shipped, d=128 takes a path with no autotuner (Gluon): nothing to pin
         return None if path is None and shape["head_dim"] == 128 else dict(BLOCK_M=64, BLOCK_N=32, num_warps=4,
                                                                            num_stages=3)
@@ -663,26 +656,28 @@ def test_every_autotuned_call_of_ours_is_pinned_to_this_process_config(monkeypat
     best = dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=2)
     cases = profile.pin_tuned_configs(profile.main_cases(quick=False, hopper=True), "triton-portable", best)
     config = {(c.impl, c.head_dim, c.causal): c.config for c in cases}
-    assert config[("triton-portable", 64, False)] == dict(best, maxnreg=None)  # the regcap experiment's own
+    assert config[("triton-portable", 64, False)] == dict(best, maxnreg=None)  # tuned once by the phase itself
     assert config[("triton", 64, False)] == dict(BLOCK_M=64, BLOCK_N=32, num_warps=4, num_stages=3, maxnreg=None)
     assert config[("triton-portable", 128, False)]["BLOCK_N"] == 32
     assert config[("triton", 128, False)] is None and config[("triton", 128, True)] is None
     assert all(cfg is None for (impl, _, _), cfg in config.items() if impl not in ("triton", "triton-portable"))
-    # the headline's portable config is the one the regcap experiment already tuned: not tuned again
-    assert (64, "portable") not in asked and (64, None) in asked
+    # the headline's portable config is the one the phase already tuned: not tuned again
+    assert (64, False, "portable") not in asked and (64, False, None) in asked
 
 
-def test_full_profile_on_hopper_adds_the_portable_kernel_and_the_causal_goal_shape(tmp_path):
+def test_full_profile_on_hopper_adds_the_portable_kernel_and_the_limiter_shapes(tmp_path):
     cases = profile.main_cases(quick=False, hopper=True)
-    goal = [c for c in cases if c.causal]
-    assert {c.impl for c in goal} == {"sdpa-cudnn", "triton", "triton-portable"}
-    assert (goal[0].batch, goal[0].heads, goal[0].seq_len, goal[0].head_dim) == (4, 32, 4096, 128)
+    causal = [c for c in cases if c.causal]
+    assert {c.impl for c in causal} == {"sdpa-cudnn", "sdpa-flash", "triton", "triton-portable"}
+    assert {(c.batch, c.heads, c.seq_len, c.head_dim) for c in causal} == {(2, 8, 2048, 64), (4, 32, 4096, 128)}
+    assert len({c.id for c in cases}) == len(cases)  # causal and not are two cases, with two ids
     assert "triton-portable" in {c.impl for c in cases if not c.causal}
     assert "triton-portable" not in {c.impl for c in profile.main_cases(quick=False)}
     assert profile.portable_impl(True) == "triton-portable" and profile.portable_impl(False) == "triton"
+    assert all(profile.hotspot_case(c, "triton-portable") == (c.impl in ("triton", "triton-portable", "sdpa-cudnn",
+                                                                         "sdpa-flash")) for c in cases)
     write_run(tmp_path, profile_file_for_page(cases=cases))
     text = render_page(tmp_path)
-    # the causal goal shape shares N and d with the d=128 shape: its figures need their own ids
     assert "fig-profile-roofline-4096-128-causal" in text and "fig-profile-roofline-4096-128\"" in text
     assert "fig-profile-stalls-4096-128-causal" in text
     ids = re.findall(r'id="(fig-[^"]+)"', text)

@@ -167,23 +167,6 @@ def test_the_reproduce_page_reports_the_clocks_it_measured(tmp_path):
     assert "the profiler's clock lower" in repro
 
 
-def test_a_grid_too_small_to_fill_the_sm_is_named_in_the_register_cap_finding():
-    # Committed H200 run: 256 blocks of 8 warps on 132 SMs is at most 2 blocks, 16 of 64 warp slots, an SM.
-    from committed import latest_run
-    run = latest_run("profile.json")
-    page = ProfilePage(run, [run])
-    t = page.regcap_finding()
-    sms, slots = run.manifest.device.sm_count, run.manifest.device.max_warps_per_sm
-    base = page.regcap_frame()
-    base = base[base["cap"] == "none"].iloc[0]
-    k = page.kernels().set_index("case_id").loc[base["case_id"]]
-    per_sm = -(-int(k["grid_size"]) // sms)
-    ceiling = 100 * min(per_sm * int(k["block_size"]) // 32, slots) / slots
-    named = f"its grid has {int(k['grid_size'])} blocks for {sms} SMs, at most {per_sm} on an SM" in t
-    assert named == (ceiling <= base["theoretical_occupancy_pct"] + 0.5)
-    assert named  # on the H200 run: 256 blocks of 8 warps, at most 2 an SM, 25% against a theoretical 25%
-
-
 def test_kernels_faster_than_the_measured_l2_roof_make_the_page_call_it_a_rate():
     from committed import latest_run
     run = latest_run("profile.json")

@@ -64,6 +64,31 @@ class KernelRow:
                                         None, **BYTES)
     waves_per_sm: float | None = doc("launch__waves_per_multiprocessor.", None, **COUNT)
     replay_passes: int | None = doc("Replay passes Nsight Compute needed for this launch.", None, **COUNT)
+    kernel_step: str | None = doc("Our kernel: the recorded step of the kernel function that ran (one function "
+                                  "serves several steps, e.g. Gluon 'g8'); null for other implementations.", None,
+                                  pattern=IDENT)
+    pipe_tensor_pct: float | None = doc("Tensor pipe busy, % of its peak cycles while the SM was active "
+                                        "(sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active).", None, **PCT)
+    pipe_fma_pct: float | None = doc("FMA pipe busy, % of peak (sm__pipe_fma_cycles_active...).", None, **PCT)
+    pipe_alu_pct: float | None = doc("ALU pipe busy, % of peak (sm__pipe_alu_cycles_active...).", None, **PCT)
+    pipe_xu_pct: float | None = doc("XU pipe (MUFU: the softmax's exponentials), % of its peak instruction rate "
+                                    "(sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active).", None, **PCT)
+    pipe_lsu_pct: float | None = doc("Load/store pipe, % of its peak instruction rate "
+                                     "(sm__inst_executed_pipe_lsu...).", None, **PCT)
+    issue_slots_pct: float | None = doc("Issue slots used, % of peak (sm__inst_issued.avg.pct_of_peak_sustained_active).",
+                                        None, **PCT)
+    sol_sm_pct: float | None = doc("Speed of Light, SM throughput % of peak (sm__throughput).", None, **PCT)
+    sol_memory_pct: float | None = doc("Speed of Light, memory throughput % of peak (gpu__compute_memory_throughput).",
+                                       None, **PCT)
+    sol_dram_pct: float | None = doc("Speed of Light, DRAM throughput % of peak (gpu__dram_throughput).", None, **PCT)
+    sol_l2_pct: float | None = doc("Speed of Light, L2 throughput % of peak (lts__throughput).", None, **PCT)
+    sol_l1_pct: float | None = doc("Speed of Light, L1/shared throughput % of peak (l1tex__throughput).", None, **PCT)
+    limiter: str | None = doc("What limits the kernel, judged by collect/schema/limiter.py from the fields above and "
+                              "the stall rows: a unit at 80% of its peak or more ('tensor-pipe', 'exp-pipe', "
+                              "'fma-pipe', 'alu-pipe', 'lsu-pipe', 'issue', 'dram', 'l2', 'l1'), else "
+                              "'stall-<reason>' for the largest stall share; null where those counters are missing.",
+                              None, pattern="^[a-z0-9_-]+$")
+    limiter_evidence: str | None = doc("The figures that chose `limiter`, in words.", None)
 
 
 @strict
@@ -98,6 +123,8 @@ class ImplRow:
                                       None, **FLOP)
     flops_tensor: float | None = doc("Tensor-core FLOPs from counters.", None, **FLOP)
     tensor_inst: float | None = doc("Tensor-pipe warp instructions, summed.", None, **COUNT)
+    kernel_step: str | None = doc("Our kernel: the recorded step that ran (see KernelRow.kernel_step).", None,
+                                  pattern=IDENT)
     flops_model: float = doc("Analytical FLOPs: 4·B·H·N²·d (2·B·H·N²·d for each of QKᵀ and PV), halved when causal.",
                              0.0, **FLOP)
 
@@ -116,6 +143,29 @@ class StallRow:
                       pattern=IDENT)
     warps_per_issue: float = doc("smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio: warps stalled "
                                  "for this reason per issued instruction.", **COUNT)
+
+
+@strict
+@dataclass
+class HotSpotRow:
+    """One of the SASS instructions where a kernel's warps were sampled most (Nsight Compute's source page)."""
+
+    # The case key: two rows with the same values here measure one case twice (refused).
+    CASE_KEY = ("case_id", "launch", "rank")
+
+    case_id: str = doc("Case id; joins KernelRow.case_id.", pattern=IDENT)
+    launch: int = doc("Launch within the case; joins KernelRow.", **COUNT)
+    rank: int = doc("0 for the instruction with the most samples.", **COUNT)
+    address: str = doc("The instruction's address in the profiled process.", pattern="^0x[0-9a-fA-F]{1,16}$")
+    opcode: str = doc("SASS opcode with its modifiers, e.g. 'HGMMA.64x128x16.F32'.", pattern="^[A-Z0-9_.x]{0,80}$")
+    role: str = doc("What the instruction does: mma, mma-wait, exp, barrier, async-wait, tma, load, store, convert, "
+                    "math, control or other (collect/ncu_source.py).", pattern="^[a-z-]+$")
+    sass: str = doc("The SASS line as Nsight Compute printed it (untrusted text).")
+    samples: float = doc("Warp samples at this instruction (SourceCounters' PC sampling).", **COUNT)
+    share_pct: float = doc("Share of the kernel's samples.", **PCT)
+    top_reason: str | None = doc("The stall reason sampled most at this instruction.", None, pattern=IDENT)
+    top_reason_pct: float | None = doc("Its share of this instruction's samples.", None, **PCT)
+    source_line: str | None = doc("The source line the instruction came from, where the report has it.", None)
 
 
 @strict
@@ -197,6 +247,10 @@ class ProfileFile:
     impls: list[ImplRow] = doc("One row per profiled call (per implementation and shape).", default_factory=list)
     kernels: list[KernelRow] = doc("One row per kernel launch.", default_factory=list)
     stalls: list[StallRow] = doc("Warp stall reasons per launch.", default_factory=list)
-    regcap: list[RegCapRow] = doc("The register-cap experiment.", default_factory=list)
+    regcap: list[RegCapRow] = doc("The register-cap experiment (runs before 2026-12-03; retired since: the shipped "
+                                  "kernels' shared memory caps their blocks per SM at what their registers allow).",
+                                  default_factory=list)
+    hotspots: list[HotSpotRow] = doc("The SASS instructions with the most warp samples, per profiled launch of our "
+                                     "kernel and its peers at the limiter shapes.", default_factory=list)
     clock_check: list[ClockCheckRow] = doc("Our device time beside Nsight Compute's, per profiled call.",
                                            default_factory=list)

@@ -13,6 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from collect.schema.limiter import BUSY_PCT, UNIT_FIELDS, UNITS, judge
 from collect.schema.occupancy import limits_from_device, occupancy, occupancy_vs_registers, occupancy_vs_smem
 
 from .. import escape, fmt, model
@@ -20,7 +21,9 @@ from ..axes import log_ticks
 from ..ceilings import TENSOR_KEY, Ceilings, Roof
 from ..figures import PALETTE
 from ..tables import table_html
-from ..vocab import ELEMENT_BYTES, MATERIALISING, impl_color, impl_label, join, plural, speedup_words
+from ..errors import DataError
+from ..vocab import (ELEMENT_BYTES, HOTSPOT_ROLES, MATERIALISING, impl_color, impl_label, join, limiter_words, plural,
+                     speedup_words, stall_words)
 from .base import Page
 
 
@@ -181,7 +184,7 @@ class ProfilePage(Page):
     # ------------------------------------------------------------------ what this run shows
 
     def findings_first(self) -> str:
-        """Two to four sentences: bytes, the binding roof, tensor cores, our kernel's occupancy."""
+        """Two to four sentences: bytes, the binding roof, tensor cores, what limits our kernel."""
         shape = self.headline
         out = []
         df = self._rows(shape)
@@ -206,9 +209,13 @@ class ProfilePage(Page):
         if tc:
             out.append(f"Tensor cores did not run for {join(idle)}." if idle
                        else "Every profiled implementation ran its matrix multiplies on the tensor cores.")
-        occ = self.occupancy_verdict(shape)
-        if occ:
-            out.append(occ)
+        limit = self.limiter_headline()
+        if limit:
+            out = out[:3] + [limit]
+        else:
+            occ = self.occupancy_verdict(shape)
+            if occ:
+                out.append(occ)
         return " ".join(out[:4])
 
     # ------------------------------------------------------------------ status and method
@@ -551,13 +558,32 @@ class ProfilePage(Page):
         impl = dict(zip(self.impls()["case_id"], self.impls()["impl"]))
         df = df.assign(impl=[impl.get(c, "") for c in df["case_id"]],
                        dram=df["dram_read_bytes"].fillna(0) + df["dram_write_bytes"].fillna(0))
-        return table_html(df, {"impl": "Implementation", "launch": "#", "kernel_name": "Kernel (as Nsight Compute names it)",
-                               "duration_ms": "Time (Nsight Compute)", "dram": "DRAM bytes (as counted)", "l2_hit_rate_pct": "L2 hit rate",
-                               "registers_per_thread": "Registers / thread", "block_size": "Threads / block",
-                               "flops_tensor": "Tensor FLOPs", "tensor_inst": "Tensor-pipe instructions"},
+        cols = {"impl": "Implementation", "launch": "#", "kernel_name": "Kernel (as Nsight Compute names it)",
+                "duration_ms": "Time (Nsight Compute)", "dram": "DRAM bytes (as counted)", "l2_hit_rate_pct": "L2 hit rate",
+                "registers_per_thread": "Registers / thread", "block_size": "Threads / block",
+                "flops_tensor": "Tensor FLOPs", "tensor_inst": "Tensor-pipe instructions"}
+        if df["flops_tensor"].notna().any():  # the FLOP counters decide; the instruction count would mislead
+            cols.pop("tensor_inst")
+        return table_html(df, cols,
                           {"duration_ms": fmt.ms, "dram": fmt.bytes_, "l2_hit_rate_pct": fmt.pct,
                            "kernel_name": lambda v: v if len(v) <= 160 else v[:157] + "...",
                            "flops_tensor": lambda v: fmt.num(v), "tensor_inst": lambda v: fmt.num(v)})
+
+    def tensor_inst_note(self) -> str:
+        """Why the tensor-pipe instruction count is not the evidence for tensor cores where FLOP counters exist:
+        kernels that did no tensor FLOPs issue some (found in this run's own counters)."""
+        k = self.kernels()
+        if k.empty or not k["flops_tensor"].notna().any():
+            return ""
+        odd = k[(k["tensor_inst"].fillna(0) > 0) & (k["flops_tensor"] == 0)]
+        if odd.empty:
+            return ""
+        top = odd.sort_values("tensor_inst", ascending=False).iloc[0]
+        return (f"The tensor-pipe instruction counter ({escape.code('sm__inst_executed_pipe_tensor')}) is left out of "
+                f"the table: in this run it counts {fmt.num(top['tensor_inst'])} instructions for "
+                f"{escape.code(short_kernel_name(top['kernel_name']))}, a kernel whose tensor FLOP counters read zero, "
+                f"so it counts instructions other than matrix multiplies too ({plural(len(odd), 'such kernel')} in this "
+                "run). Whether the tensor cores ran is decided by the tensor FLOP counters.")
 
     # ------------------------------------------------------------------ tensor cores
 
@@ -680,7 +706,12 @@ class ProfilePage(Page):
             by = self._dram(r)
             return (by, "") if by else (None, "no DRAM count")
         if level == "l2":
-            return (r["l2_bytes"], "") if _ok(r["l2_bytes"]) and r["l2_bytes"] > 0 else (None, "no L2 count")
+            if not (_ok(r["l2_bytes"]) and r["l2_bytes"] > 0):
+                return None, "no L2 count"
+            if _ok(r["dram_read_bytes"]) and r["l2_bytes"] < r["dram_read_bytes"]:
+                # Every byte read from DRAM crosses L2: a smaller L2 count cannot be the call's L2 traffic.
+                return None, "l2-blind"
+            return r["l2_bytes"], ""
         col = "l1_bytes" if level == "l1" else "shared_bytes"
         if k.empty or col not in k or k[col].isna().all():
             return None, "not counted on this GPU"
@@ -879,6 +910,12 @@ class ProfilePage(Page):
                        "what happens when TMA copies tiles from L2 straight into shared memory and WGMMA reads its "
                        f"operands there: {escape.code('l1tex__t_bytes')} and "
                        f"{escape.code('sm__sass_data_bytes_mem_shared')} count neither.")
+        blind = pts[pts["why"] == "l2-blind"]
+        if not blind.empty:
+            out.append(f"No L2 point is drawn for {join(impl_label(i) for i in dict.fromkeys(blind['impl']))}: "
+                       f"{escape.code('lts__t_bytes')} counted fewer bytes for {'it' if blind['impl'].nunique() == 1 else 'them'} "
+                       "than DRAM delivered, and every byte read from DRAM crosses L2, so the counter does not see "
+                       "all of the call's L2 traffic (tensor-memory-accelerator copies among it).")
         out.append(self._l2_roof_exceeded(shape))
         missing = [r for r in roofs.values() if not r.ok]
         fallback = [r for r in roofs.values() if r.ok and r.source != "measured"]
@@ -1140,6 +1177,175 @@ class ProfilePage(Page):
                          f"({fmt.pct(100 * ratio)} of the theoretical {fmt.pct(k['theoretical_occupancy_pct'])}).")
         return " ".join(parts)
 
+    # ------------------------------------------------------------------ what limits each kernel
+
+    def _stalls_of(self, case_id: str, launch: int) -> dict[str, float]:
+        st = self.run.frame("profile", "stalls")
+        if st.empty:
+            return {}
+        st = st[(st["case_id"] == case_id) & (st["launch"] == launch)]
+        return dict(zip(st["reason"], st["warps_per_issue"]))
+
+    @cached_property
+    def _limiters(self) -> pd.DataFrame:
+        """The main kernel of every fused call whose units were measured, with its verdict judged again from
+        its counters (collect/schema/limiter.py); a stored verdict that disagrees is refused."""
+        k = self.kernels()
+        cols = ["case_id", "launch", "impl", "shape", "label", "kernel_step", *UNIT_FIELDS, "verdict", "evidence"]
+        if k.empty or not set(UNIT_FIELDS) <= set(k.columns) or k[list(UNIT_FIELDS)].isna().all().all():
+            return pd.DataFrame(columns=cols)
+        im = self.impls()
+        im = im[(im["group"] == "main") & (im["status"] == "ok") & ~im["impl"].isin(MATERIALISING)
+                & (im["impl"] != "sdpa")]
+        rows = []
+        for _, r in im.iterrows():
+            mine = self._case_kernels(r["case_id"])
+            mine = mine[mine[list(UNIT_FIELDS)].notna().any(axis=1)] if not mine.empty else mine
+            if mine.empty:
+                continue
+            kk = mine.sort_values("duration_ms", ascending=False, na_position="last").iloc[0]
+            units = {f: (float(kk[f]) if _ok(kk[f]) else None) for f in UNIT_FIELDS}
+            verdict = judge(units, self._stalls_of(kk["case_id"], int(kk["launch"])))
+            stored = kk.get("limiter")
+            if _ok(stored) and (verdict is None or verdict.word != stored):
+                raise DataError(f"{self.run.path / 'profile.json'}: field kernels[case_id={kk['case_id']!r}, "
+                                f"launch={int(kk['launch'])}].limiter: value {str(stored)!r}: the counters beside it "
+                                f"give {verdict.word if verdict else 'no verdict'!r} (collect/schema/limiter.py). "
+                                "Collect the profile again, or correct the field.")
+            shape = (int(r["batch"]), int(r["heads"]), int(r["seq_len"]), int(r["head_dim"]), r["dtype"], bool(r["causal"]))
+            step = kk.get("kernel_step") if _ok(kk.get("kernel_step")) else (r.get("kernel_step") if _ok(r.get("kernel_step")) else None)
+            rows.append(dict(case_id=kk["case_id"], launch=int(kk["launch"]), impl=r["impl"], shape=shape,
+                             label=impl_label(r["impl"]) + (f" [{step}]" if step else ""), kernel_step=step, **units,
+                             verdict=verdict.word if verdict else None, evidence=verdict.evidence if verdict else None))
+        return pd.DataFrame(rows, columns=cols)
+
+    def limiter_shapes(self) -> list[tuple]:
+        """The shapes at which our kernel's units were measured, in profile order."""
+        df = self._limiters
+        return list(dict.fromkeys(df[df["impl"].isin(("triton",))]["shape"])) if not df.empty else []
+
+    def limiter_table(self) -> str:
+        df = self._limiters
+        if df.empty:
+            return ("_This run's profile has no pipe or Speed-of-Light counters (it predates them, or Nsight Compute "
+                    "could not collect them), so no kernel's limiter is judged._")
+        t = df.assign(shape_text=[self.shape_text(s) for s in df["shape"]],
+                      verdict_text=[limiter_words(v) for v in df["verdict"]])
+        cols = {"shape_text": "Shape", "label": "Kernel"}
+        cols.update({f: name[0].upper() + name[1:] + " (% of peak)" for _, f, name in UNITS})
+        cols["verdict_text"] = "What limits it"
+        return table_html(t, cols, {f: fmt.pct for f in UNIT_FIELDS})
+
+    def utilisation_figure(self) -> str:
+        df = self._limiters
+        if df.empty:
+            return ""
+        fig = go.Figure()
+        y = [_esc(f"{lab} · {self.shape_text(sh)}") for lab, sh in zip(df["label"], df["shape"])]
+        for i, (_, f, name) in enumerate(UNITS):
+            fig.add_bar(name=_esc(name), y=y, x=df[f], orientation="h", marker_color=STALL_COLORS[i % len(STALL_COLORS)],
+                        hovertemplate=f"{_esc(name)}: %{{x:.3g}}% of peak<br>%{{y}}<extra></extra>")
+        fig.add_vline(x=BUSY_PCT, line_dash="dash", line_color=PALETTE[7])
+        fig.update_layout(barmode="group", xaxis_title="Busy, % of the unit's peak", xaxis_range=[0, 100],
+                          yaxis=dict(autorange="reversed"), legend=dict(xref="container", entrywidth=150))
+        return self.figure("utilisation", fig,
+                           "How busy each unit was while the kernel ran, as a share of its own peak: the tensor, "
+                           "exponential (XU), FMA, ALU and load/store pipes and the issue slots "
+                           "(sm__pipe_*_cycles_active, sm__inst_executed_pipe_*, sm__inst_issued, as % of peak "
+                           "sustained while the SM was active), and DRAM, L2 and L1/shared throughput (Speed of "
+                           f"Light). The dashed line is the {BUSY_PCT:.0f}% at which a unit counts as the limit. "
+                           "Nsight Compute with --clock-control none, one profiled call after warm-up",
+                           height=260 + 90 * len(y))
+
+    def limiter_finding(self) -> str:
+        """Per shape: our kernel's verdict, the busiest unit, and the fastest peer's verdict beside it."""
+        df = self._limiters
+        out = []
+        for shape in self.limiter_shapes():
+            at = df[df["shape"] == shape]
+            ours = at[at["impl"] == "triton"].iloc[0]
+            busiest = max(UNITS, key=lambda u: ours[u[1]] if _ok(ours[u[1]]) else -1)
+            text = (f"At {self.shape_text(shape)}, our kernel{f' ({escape.text(ours.kernel_step)})' if ours.kernel_step else ''} "
+                    f"is limited by **{escape.text(limiter_words(ours.verdict))}**: {escape.text(ours.evidence or '')}")
+            peers = at[at["impl"] != "triton"]
+            same = [impl_label(p) for p, v in zip(peers["impl"], peers["verdict"]) if v == ours.verdict]
+            other = [f"{impl_label(p)} by {escape.text(limiter_words(v))}" for p, v in zip(peers["impl"], peers["verdict"])
+                     if v != ours.verdict]
+            if same:
+                text += f". {join(same)} {'is' if len(same) == 1 else 'are'} limited the same way"
+            if other:
+                text += f"{'; ' if same else '. '}{join(other)}"
+            out.append(text + f" (our busiest unit: the {busiest[2]}).")
+        return "\n\n".join(out)
+
+    def limiter_headline(self) -> str:
+        """One sentence for the top of the page: our kernel's verdict at each limiter shape, grouped."""
+        df = self._limiters
+        shapes = self.limiter_shapes()
+        if not shapes:
+            return ""
+        by: dict[str, list[str]] = {}
+        for shape in shapes:
+            ours = df[(df["shape"] == shape) & (df["impl"] == "triton")].iloc[0]
+            by.setdefault(ours.verdict, []).append(self.shape_text(shape))
+        parts = [f"{escape.text(limiter_words(v))} at {join(s)}" for v, s in by.items()]
+        return (f"By its counters, our kernel is limited by {'; '.join(parts)} (a unit counts as the limit at "
+                f"{BUSY_PCT:.0f}% of its peak; below that, the largest share of stalls names what the warps wait for).")
+
+    # ------------------------------------------------------------------ SASS hot spots
+
+    def hotspot_kernels(self) -> list[dict]:
+        """The kernels with hot spots: [{case_id, launch, title}], our kernel first at each shape."""
+        hs = self.run.frame("profile", "hotspots")
+        if hs.empty:
+            return []
+        im = self.impls().set_index("case_id")
+        keys = list(dict.fromkeys(zip(hs["case_id"], hs["launch"])))
+        out = []
+        for case_id, launch in keys:
+            if case_id not in im.index:
+                continue
+            r = im.loc[case_id]
+            shape = (int(r["batch"]), int(r["heads"]), int(r["seq_len"]), int(r["head_dim"]), r["dtype"], bool(r["causal"]))
+            step = r.get("kernel_step") if _ok(r.get("kernel_step")) else None
+            out.append(dict(case_id=case_id, launch=int(launch), impl=r["impl"],
+                            title=f"{impl_label(r['impl'])}{f' [{step}]' if step else ''}, {self.shape_text(shape)}"))
+        out.sort(key=lambda d: (d["title"].split(",", 1)[1], d["impl"] != "triton"))
+        return out
+
+    def _hotspots(self, case_id: str, launch: int) -> pd.DataFrame:
+        hs = self.run.frame("profile", "hotspots")
+        return hs[(hs["case_id"] == case_id) & (hs["launch"] == launch)].sort_values("rank")
+
+    def hotspot_table(self, case_id: str, launch: int) -> str:
+        """The kernel's top instructions grouped by what they do: each group's share of the kernel's samples,
+        its instructions (opcodes, most sampled first) and the stall reasons sampled most there."""
+        hs = self._hotspots(case_id, launch)
+        if hs.empty:
+            return ""
+        rows = []
+        for role, g in hs.groupby("role", sort=False):
+            reasons = g.groupby("top_reason")["samples"].sum().sort_values(ascending=False)
+            rows.append(dict(role=HOTSPOT_ROLES.get(role, role), share=g["share_pct"].sum(), n=len(g),
+                             ops=", ".join(dict.fromkeys(g["opcode"]))[:120],
+                             why="; ".join(stall_words(r) for r in reasons.index[:2])))
+        t = pd.DataFrame(rows).sort_values("share", ascending=False)
+        return table_html(t, {"role": "What the instructions do", "share": "Share of the kernel's samples",
+                              "n": "Instructions", "ops": "Opcodes", "why": "Main stall reasons there"},
+                          {"share": fmt.pct})
+
+    def hotspot_finding(self, case_id: str, launch: int) -> str:
+        hs = self._hotspots(case_id, launch)
+        if hs.empty:
+            return ""
+        top = hs.iloc[:3]
+        parts = [f"{escape.code(o)} ({HOTSPOT_ROLES.get(r, r)}, {fmt.pct(sh)}"
+                 + (f", mostly {escape.text(t)})" if _ok(t) else ")")
+                 for o, r, sh, t in zip(top["opcode"], top["role"], top["share_pct"], top["top_reason"])]
+        covered = hs["share_pct"].sum()
+        return (f"Its three hottest instructions are {join(parts)}; the {len(hs)} listed hold "
+                f"{fmt.pct(covered)} of its warp samples.")
+
     # ------------------------------------------------------------------ stalls
 
     def stall_frame(self, shape=None) -> pd.DataFrame:
@@ -1323,134 +1529,31 @@ class ProfilePage(Page):
             out.append(f"K and V came from DRAM about {fmt.num(kv, 2)} times instead of {blocks}: {held}.")
         return " ".join(out)
 
-    # ------------------------------------------------------------------ register cap
+    # ------------------------------------------------------------------ register caps
 
-    def regcap_frame(self) -> pd.DataFrame:
-        df = self.run.frame("profile", "regcap")
-        if df.empty:
-            return df
-        return df.assign(tile=[f"{m}x{n}, {w} warps, {s} stages" for m, n, w, s in
-                               zip(df["block_m"], df["block_n"], df["num_warps"], df["num_stages"])],
-                         cap=[("none" if not _ok(x) else str(int(x))) for x in df["maxnreg"]])
-
-    def regcap_table(self) -> str:
-        df = self.regcap_frame()
-        if df.empty:
-            return "_The register-cap experiment did not run in this run._"
-        intf = lambda v: "n/a" if not _ok(v) else str(int(v))  # noqa: E731
-        df = df.assign(spread=[f"{fmt.num(a)}–{fmt.num(b)} ms" if _ok(a) and _ok(b) else "n/a"
-                               for a, b in zip(df["latency_ms_p10"], df["latency_ms_p90"])])
-        return table_html(df, {"tile": "Tile config", "cap": "maxnreg", "status": "Status", "registers_per_thread": "Registers / thread",
-                               "block_limit_registers": "Blocks by registers", "theoretical_occupancy_pct": "Theoretical occupancy",
-                               "achieved_occupancy_pct": "Achieved occupancy", "local_bytes": "Spill traffic",
-                               "latency_ms_median": "Latency (median)", "spread": "p10–p90", "reason": "Reason"},
-                          {"registers_per_thread": intf, "block_limit_registers": intf,
-                           "theoretical_occupancy_pct": fmt.pct, "achieved_occupancy_pct": fmt.pct,
-                           "local_bytes": fmt.bytes_, "latency_ms_median": fmt.ms})
-
-    def regcap_figure(self) -> str:
-        df = self.regcap_frame()
-        df = df[df["latency_ms_median"].notna()] if not df.empty else df
-        if df.empty:
-            return ""
-        fig = go.Figure()
-        for i, tile in enumerate(dict.fromkeys(df["tile"])):
-            sub = df[df["tile"] == tile]
-            fig.add_scatter(x=sub["achieved_occupancy_pct"], y=sub["latency_ms_median"], mode="markers+text",
-                            text=[f"maxnreg {c}" for c in sub["cap"]], textposition="top center", name=_esc(tile),
-                            marker=dict(size=11, color=PALETTE[i % len(PALETTE)]),
-                            error_y=dict(type="data", symmetric=False,
-                                         array=(sub["latency_ms_p90"] - sub["latency_ms_median"]).tolist(),
-                                         arrayminus=(sub["latency_ms_median"] - sub["latency_ms_p10"]).tolist()),
-                            customdata=sub[["registers_per_thread", "theoretical_occupancy_pct"]].values,
-                            hovertemplate="%{text}: %{customdata[0]} registers/thread, theoretical %{customdata[1]:.3g}%, "
-                                          "achieved %{x:.3g}%<br>%{y:.4g} ms<extra></extra>")
-        occ = df["achieved_occupancy_pct"].dropna()
-        pad = max(2.0, 0.15 * (occ.max() - occ.min())) if not occ.empty else 2.0
-        fig.update_layout(xaxis_title="Achieved occupancy (%)", yaxis_title="Latency, median (ms)", showlegend=True,
-                          xaxis_range=[occ.min() - pad, occ.max() + pad] if not occ.empty else None)
-        shape = self.headline
-        cond = self.shape_text(shape) if shape else ""
-        return self.figure("regcap", fig, "Register-cap experiment: the Triton kernel's tile configs with and without "
-                           "maxnreg, latency (median, whiskers p10–p90, do_bench outside the profiler) against achieved "
-                           f"occupancy. {cond}.")
-
-    def regcap_kernel(self) -> str:
-        """Which kernel the register-cap experiment ran, and whether it is the one analysed above."""
-        df = self.regcap_frame()
-        if df.empty:
-            return ""
-        k = self.kernels()
-        k = k[k["case_id"].isin(set(df["case_id"]))] if not k.empty else k
-        impls = self.impls()
-        impl = impls[impls["case_id"].isin(set(df["case_id"]))]["impl"]
-        who = impl_label(impl.iloc[0]) if len(impl) else "the Triton kernel"
-        name = escape.code(short_kernel_name(str(k.iloc[0]["kernel_name"]))) if not k.empty else "its kernel"
-        text = f"The experiment runs {who}, {name}, at {self.shape_text(self.headline)}."
-        main = self._triton_kernel()
-        if main is not None and not k.empty and main["kernel_name"] != k.iloc[0]["kernel_name"]:
-            text += f" That is not the kernel the occupancy section analyses, {self._kernel_words(main)}"
-            text += (", which runs one block per SM by design, so no register cap could put a second block beside it."
-                     if self._persistent(main) else ".")
-        return text
-
-    def regcap_finding(self) -> str:
-        """Per tile config: did the cap raise occupancy, and did latency move beyond the run-to-run spread?"""
-        df = self.regcap_frame()
-        if df.empty:
-            return ""
-        out = []
-        for tile in dict.fromkeys(df["tile"]):
-            sub = df[df["tile"] == tile]
-            base = sub[sub["cap"] == "none"]
-            if base.empty or not _ok(base.iloc[0]["latency_ms_median"]):
-                out.append(f"{tile}: the uncapped kernel has no latency, so the caps cannot be compared.")
+    def register_cap_note(self) -> str:
+        """Whether capping registers could add a block per SM to our kernel, from its own block limits:
+        only where registers, not shared memory, set how many blocks fit."""
+        rows = []
+        for shape in self.limiter_shapes() or ([self.headline] if self.headline else []):
+            k = self._triton_kernel(shape)
+            if k is None or not (_ok(k.get("block_limit_registers")) and _ok(k.get("block_limit_smem"))):
                 continue
-            b = base.iloc[0]
-            for _, r in sub[sub["cap"] != "none"].iterrows():
-                if r["status"] != "ok" or not _ok(r["latency_ms_median"]):
-                    out.append(f"{tile}, maxnreg {r['cap']}: {escape.text(r['status'])} "
-                               f"({escape.text(r['reason'] or 'no reason recorded')}).")
-                    continue
-                occ = "occupancy not measured."
-                if _ok(r["theoretical_occupancy_pct"]) and _ok(b["theoretical_occupancy_pct"]):
-                    d_occ = r["theoretical_occupancy_pct"] - b["theoretical_occupancy_pct"]
-                    occ = (f"raised theoretical occupancy from {fmt.pct(b['theoretical_occupancy_pct'])} to "
-                           f"{fmt.pct(r['theoretical_occupancy_pct'])}" if d_occ > 0.5 else
-                           f"left theoretical occupancy at {fmt.pct(r['theoretical_occupancy_pct'])}")
-                    if _ok(r["registers_per_thread"]):
-                        occ += f" ({int(r['registers_per_thread'])} registers per thread)"
-                    occ += "."
-                overlap = (_ok(r["latency_ms_p10"]) and _ok(b["latency_ms_p90"]) and _ok(b["latency_ms_p10"])
-                           and r["latency_ms_p10"] <= b["latency_ms_p90"] and b["latency_ms_p10"] <= r["latency_ms_p90"])
-                lat = (f"Latency went from {fmt.ms(b['latency_ms_median'])} to {fmt.ms(r['latency_ms_median'])}")
-                if overlap:
-                    lat += ", within the run-to-run spread"
-                else:
-                    lat += f", {speedup_words(b['latency_ms_median'] / r['latency_ms_median'])}"
-                if _ok(r["local_bytes"]) and r["local_bytes"] > 0:
-                    lat += f", with {fmt.bytes_(r['local_bytes'])} of register spill traffic"
-                out.append(f"{tile}, maxnreg {r['cap']}: {occ} {lat}.")
-            grid = self._grid_occupancy_words(b)
-            if grid:
-                out.append(f"{tile}: {grid}")
-        return "\n".join(f"- {x}" for x in out)
-
-    def _grid_occupancy_words(self, base) -> str:
-        """Where the uncapped kernel's grid is too small to fill what its resources already allow, no register
-        cap can raise achieved occupancy: say so, from the grid the profiler saw and the device's SM count."""
-        k = self.kernels()
-        d = self.run.manifest.device
-        if k.empty or d is None or not d.sm_count or not d.max_warps_per_sm:
-            return ""
-        row = k[k["case_id"] == base["case_id"]]
-        if row.empty or not _ok(row.iloc[0]["grid_size"]) or not _ok(row.iloc[0]["block_size"]):
-            return ""
-        grid, warps = int(row.iloc[0]["grid_size"]), math.ceil(int(row.iloc[0]["block_size"]) / (d.warp_size or 32))
-        per_sm = math.ceil(grid / d.sm_count)
-        ceiling = 100 * min(per_sm * warps, d.max_warps_per_sm) / d.max_warps_per_sm
-        if not _ok(base["theoretical_occupancy_pct"]) or ceiling > base["theoretical_occupancy_pct"] + 0.5:
-            return ""
-        return (f"its grid has {grid} blocks for {d.sm_count} SMs, at most {per_sm} on an SM, so whatever the cap, "
-                f"occupancy cannot pass {fmt.pct(ceiling)}: at this shape the caps can only show what their spills "
-                "cost, not whether more resident warps would help.")
+            rows.append((shape, int(k["block_limit_registers"]), int(k["block_limit_smem"])))
+        if not rows:
+            return "This run's profile has no block limits for our kernel, so whether a register cap could help is not known."
+        bound = [(s, r, m) for s, r, m in rows if m <= r]
+        free = [(s, r, m) for s, r, m in rows if m > r]
+        out = []
+        if bound:
+            counts = {(r, m) for _, r, m in bound}
+            tail = (f": shared memory allows {plural(next(iter(counts))[1], 'block')} per SM and registers "
+                    f"{next(iter(counts))[0]}" if len(counts) == 1 else "")
+            out.append(f"At {join(self.shape_text(s) for s, _, _ in bound)}, our kernel's shared memory allows no "
+                       f"more blocks per SM than its registers do{tail}, so no register cap (`maxnreg`) could put "
+                       "another block on an SM. The register-cap experiment of earlier runs is therefore not run: it "
+                       "could not answer its question on the kernel that ships.")
+        for s, r, m in free:
+            out.append(f"At {self.shape_text(s)}, registers allow {plural(r, 'block')} per SM and shared memory {m}: "
+                       "a register cap could add a block there, and this run does not test whether it would help.")
+        return " ".join(out)

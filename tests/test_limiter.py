@@ -1,0 +1,124 @@
+"""What limits a kernel: the rule (collect/schema/limiter.py), the counters the profile phase reads for it,
+the SASS hot spots from the source page (collect/ncu_source.py), and the Profiling page's verdicts,
+each flipped by synthetic counters.
+
+tests/fixtures/ncu/limiter/ is a real export from an H200 (Nsight Compute 2025.3.1, --clock-control none):
+our kernel and cuDNN at B=4 H=32 N=4096 d=128 causal, ours, SDPA's flash backend and naive PyTorch at
+B=2 H=8 N=2048 d=64, with the SpeedOfLight, ComputeWorkloadAnalysis, WarpStateStats and SourceCounters
+sections; source_sass.csv keeps each kernel's 100 most sampled instructions.
+"""
+import dataclasses
+import html
+import json
+from pathlib import Path
+
+import pytest
+
+from collect import ncu_source, profile
+from collect.schema import SCHEMA_VERSION
+from collect.schema.limiter import BUSY_PCT, UNIT_FIELDS, judge
+from collect.schema.profile import ProfileFile
+from render.errors import DataError
+
+import test_profile_phase as tpp
+
+FIX = Path(__file__).parent / "fixtures" / "ncu" / "limiter"
+QUIET = {f: 10.0 for f in UNIT_FIELDS}
+STALLS = {"selected": 5.0, "barrier": 1.0, "wait": 2.0, "long_scoreboard": 0.5}
+
+
+@pytest.mark.parametrize("field, word", [
+    ("pipe_tensor_pct", "tensor-pipe"), ("pipe_xu_pct", "exp-pipe"), ("pipe_fma_pct", "fma-pipe"),
+    ("pipe_alu_pct", "alu-pipe"), ("pipe_lsu_pct", "lsu-pipe"), ("issue_slots_pct", "issue"),
+    ("sol_dram_pct", "dram"), ("sol_l2_pct", "l2"), ("sol_l1_pct", "l1"),
+])
+def test_a_unit_at_its_limit_is_the_verdict(field, word):
+    v = judge(dict(QUIET, **{field: BUSY_PCT}), STALLS)
+    assert v.word == word and f"{BUSY_PCT:.1f}%" in v.evidence
+    assert judge(dict(QUIET, **{field: BUSY_PCT - 0.1}), STALLS).word == "stall-wait"  # just below: waiting
+
+
+def test_the_busiest_of_several_busy_units_wins():
+    assert judge(dict(QUIET, pipe_tensor_pct=85.0, sol_dram_pct=92.0), STALLS).word == "dram"
+
+
+def test_below_the_limit_the_largest_stall_share_names_the_wait_and_selected_is_not_a_stall():
+    v = judge(QUIET, STALLS)
+    assert v.word == "stall-wait" and "wait (57.1%" in v.evidence  # 2 of 3.5, 'selected' left out
+    assert judge(QUIET, {"selected": 9.0}) is None
+    assert judge({f: None for f in UNIT_FIELDS}, STALLS) is None  # no unit measured: an older run
+
+
+def _real():
+    cases = [profile.ProfileCase.from_spec(c) for c in json.loads((FIX / "cases.json").read_text())["cases"]]
+    results = json.loads((FIX / "result.json").read_text())["cases"]
+    pf = ProfileFile(schema_version=SCHEMA_VERSION, run_id="r", status="ok")
+    profile.assemble(cases, results, (FIX / "raw.csv").read_text(), (FIX / "ncu_console.txt").read_text(), pf)
+    return cases, pf
+
+
+def test_real_counters_give_each_kernel_its_units_step_and_verdict():
+    _, pf = _real()
+    k = {(r.case_id, r.launch): r for r in pf.kernels}
+    ours = k[("main-b4h32n4096d128-causal-triton", 0)]
+    assert ours.kernel_name == "_ws_kernel" and ours.kernel_step == "g7"
+    assert ours.pipe_tensor_pct == pytest.approx(72.93) and ours.pipe_xu_pct == pytest.approx(37.91)
+    assert ours.issue_slots_pct == pytest.approx(40.02) and ours.sol_dram_pct == pytest.approx(12.04)
+    # no unit at 80%: the warps wait, mostly at barriers (the raw page's stall ratios, 'selected' left out)
+    assert ours.limiter == "stall-barrier" and "tensor pipe, 72.9%" in ours.limiter_evidence
+    d64 = k[("main-b2h8n2048d64-triton", 0)]
+    assert d64.kernel_step == "g8" and d64.pipe_xu_pct > d64.pipe_tensor_pct  # the exponentials, not the MMAs
+    # naive PyTorch's elementwise kernels run at the L2's limit
+    assert k[("main-b2h8n2048d64-naive", 1)].limiter == "l2"
+    assert all(r.limiter is not None for r in pf.kernels)
+
+
+def test_real_source_page_gives_hot_spots_matched_to_the_report_kernels():
+    cases, pf = _real()
+    keep = lambda c: c.impl in profile.LIMITER_IMPLS  # noqa: E731
+    profile.add_hotspots(pf, cases, keep, 0, (FIX / "source_sass.csv").read_text())
+    assert pf.reason is None
+    by = {}
+    for h in pf.hotspots:
+        by.setdefault(h.case_id, []).append(h)
+    assert set(by) == {"main-b4h32n4096d128-causal-triton", "main-b4h32n4096d128-causal-sdpa-cudnn", "main-b2h8n2048d64-triton",
+                       "main-b2h8n2048d64-sdpa-flash"}  # naive is not kept
+    assert all(len(v) == profile.HOTSPOTS_PER_KERNEL and [h.rank for h in v] == list(range(len(v))) for v in by.values())
+    cudnn = by["main-b4h32n4096d128-causal-sdpa-cudnn"]
+    assert cudnn[0].opcode == "WARPGROUP.DEPBAR.LE" and cudnn[0].role == "mma-wait" and cudnn[0].top_reason == "barrier"
+    flash = by["main-b2h8n2048d64-sdpa-flash"]
+    assert any(h.role == "mma" and h.opcode.startswith("HMMA") for h in flash)
+    # a source page that lists other kernels than the report is not used, and the file says why
+    pf2 = dataclasses.replace(pf, hotspots=[], reason=None)
+    profile.add_hotspots(pf2, cases, keep, 0, (FIX / "source_sass.csv").read_text().replace("_ws_kernel", "other"))
+    assert pf2.hotspots == [] and "not the report's" in pf2.reason
+
+
+def test_opcodes_and_roles():
+    assert ncu_source.opcode("@!P0 HGMMA.64x128x16.F32 R24, gdesc[UR4], R24") == "HGMMA.64x128x16.F32"
+    assert ncu_source.role("MUFU.EX2") == "exp" and ncu_source.role("SYNCS.PHASECHK.TRANS64.TRYWAIT") == "async-wait"
+    assert ncu_source.role("UTMALDG.2D") == "tma" and ncu_source.role("BAR.SYNC.DEFER_BLOCKING") == "barrier"
+    assert ncu_source.base_name("void at::native::vectorized_elementwise_kernel<(int)8, X>(int, T2)") == \
+        ncu_source.base_name("void at::vectorized_elementwise_kernel<8, X>(int, T2)") == "vectorized_elementwise_kernel"
+
+
+@pytest.mark.parametrize("units, words", [
+    (dict(tpp.UNITS, pipe_tensor_pct=86.0), "limited by **the tensor pipe**"),
+    (dict(tpp.UNITS, pipe_xu_pct=91.0), "limited by **the exponential (XU) pipe**"),
+    (dict(tpp.UNITS, sol_dram_pct=88.0), "limited by **the DRAM bandwidth**"),
+    (tpp.UNITS, "limited by **waiting, mostly long_scoreboard"),
+])
+def test_the_page_verdict_flips_with_the_counters(tmp_path, units, words):
+    page = tpp.page_for(tmp_path, tpp.profile_file_for_page(our_units=units))
+    finding = html.unescape(page.limiter_finding())
+    assert words in finding
+    assert words.split("**")[1] in html.unescape(page.findings_first())  # the top of the page says it too
+
+
+def test_a_stored_verdict_the_counters_contradict_is_refused(tmp_path):
+    pf = tpp.profile_file_for_page()
+    ours = next(k for k in pf.kernels if k.impl == "triton")
+    ours.limiter = "tensor-pipe"  # the counters say long_scoreboard
+    page = tpp.page_for(tmp_path, pf)
+    with pytest.raises(DataError, match=r"limiter: value 'tensor-pipe'.*stall-long_scoreboard"):
+        page.limiter_finding()
