@@ -92,18 +92,24 @@ class Grid:
 
 @dataclass(frozen=True)
 class Plan:
-    """A profile's grids: our kernel's, then PyTorch's implementations judged the same way, for scale."""
+    """A profile's grids: our kernel's, then PyTorch's implementations judged the same way, for scale;
+    and the grids the ported builds run (ragged lengths and every head size, fewer batches)."""
 
     grids: tuple[Grid, ...]
+    ported: tuple[Grid, ...] = ()
 
 
 PLANS = {
-    "quick": Plan(grids=(Grid(seq_lens=(1, 17, 1000, 4097), head_dims=(64,), batches=(1,)),)),
+    "quick": Plan(grids=(Grid(seq_lens=(1, 17, 1000, 4097), head_dims=(64,), batches=(1,)),),
+                  ported=(Grid(seq_lens=(1, 17, 1000, 4097), head_dims=(64,), batches=(1,)),)),
     "full": Plan(grids=(
         Grid(seq_lens=(1, 17, 128, 1000, 2048, 4097), head_dims=(64, 128), batches=(1, 2)),
         # The other head dims the kernel supports, at small N only (their cost is compile time, not data).
         Grid(seq_lens=(1, 17, 128), head_dims=(16, 32, 256), batches=(1,)),
         Grid(seq_lens=(17, 1000, 4097), head_dims=(64,), batches=(1,), impls=("naive", "sdpa")),
+    ), ported=(
+        Grid(seq_lens=(1, 17, 1000, 4097), head_dims=(64, 128), batches=(2,)),
+        Grid(seq_lens=(17, 128), head_dims=(16, 32, 256), batches=(1,)),
     )),
 }
 
@@ -128,12 +134,13 @@ def build_grid(profile: str, hopper: bool = False, ported: tuple[str, ...] = ())
     runs again on the portable one. ported: the PORTED impls this GPU can run (newer than their target)."""
     if profile not in PLANS:
         raise ValueError(f"profile must be 'quick' or 'full', got {profile!r}")
-    kernels = (KERNEL_IMPLS if hopper else KERNEL_IMPLS[:1]) + tuple(ported)
+    kernels = (KERNEL_IMPLS if hopper else KERNEL_IMPLS[:1])
     ours = [g for g in PLANS[profile].grids if not g.impls]
     theirs = [g for g in PLANS[profile].grids if g.impls]
-    views = [Case(impl, dt, causal, 2, HEADS, n, d, layout="bnhd-view") for impl in kernels
+    views = [Case(impl, dt, causal, 2, HEADS, n, d, layout="bnhd-view") for impl in kernels + tuple(ported)
              for dt, causal, n, d in VIEW_CASES]
-    return ([c for impl in kernels for g in ours for c in g.cases((impl,))] + views
+    return ([c for impl in kernels for g in ours for c in g.cases((impl,))]
+            + [c for impl in ported for g in PLANS[profile].ported for c in g.cases((impl,))] + views
             + [c for g in theirs for c in g.cases(())])
 
 
@@ -430,6 +437,8 @@ def run_case(case: Case, device, tol: Tolerance, configs: list | None = None, fa
         row.reason = f"{type(exc).__name__}: {str(exc).strip()}"[:600]
     else:
         for key, value in m.items():
+            if key == "reason" and value is None:
+                continue  # keep what the port said (a build that does not fit its target GPU)
             setattr(row, key, value)
         if row.worst_query is not None:
             row.worst_query_keys = row.worst_query + 1 if case.causal else case.seq_len

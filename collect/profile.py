@@ -52,7 +52,11 @@ from .ncu_metrics import (  # noqa: F401 - the phase uses some; tests read all a
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 NCU_TIMEOUT_S = 240  # a hung profile must not eat the whole collect budget (typical run: under a minute)
-SECTIONS = ["LaunchStats", "Occupancy", "WarpStateStats", "SpeedOfLight", "ComputeWorkloadAnalysis", "SourceCounters"]
+# The pipe and Speed-of-Light figures the limiter needs are asked for by name (ncu_metrics.LIMITER_METRICS):
+# their whole sections would add replay passes to every kernel. PC sampling (SourceCounters) runs in a
+# second, small ncu run over the hot-spot cases only.
+SECTIONS = ["LaunchStats", "Occupancy", "WarpStateStats"]
+HOTSPOT_SECTIONS = ["SourceCounters"]
 HOTSPOTS_PER_KERNEL = 20
 
 IMPLS = ["naive", "sdpa", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "sdpa-math", "triton"]
@@ -174,7 +178,7 @@ def choose_metrics(available: set[str] | None) -> list[str]:
     return CORE_METRICS + [m for m in OPTIONAL_METRICS if ncu_parse.base_name(m) in available]
 
 
-def ncu_flags(metrics: list[str]) -> list[str]:
+def ncu_flags(metrics: list[str], sections: list[str] | None = None) -> list[str]:
     """Every ncu option the phase uses; the manifest records exactly these."""
     flags = [
         "--clock-control", "none",          # never touch the clocks (the default locks them to base)
@@ -184,7 +188,7 @@ def ncu_flags(metrics: list[str]) -> list[str]:
         "--replay-mode", "kernel",
         "--cache-control", "all",           # flush caches before each replay pass: every pass starts cold
     ]
-    for s in SECTIONS:
+    for s in SECTIONS if sections is None else sections:
         flags += ["--section", s]
     return flags + ["--metrics", ",".join(metrics)]
 
@@ -399,23 +403,34 @@ def assemble(cases: list[ProfileCase], results: list[dict], csv_text: str, conso
     return profile
 
 
+def escape_name(name: str) -> str:
+    """A kernel name as a reason quotes it: its function name alone, short."""
+    return ncu_source.base_name(name)[:80]
+
+
 def add_hotspots(pf: ProfileFile, cases: list[ProfileCase], keep, rc: int, text: str) -> None:
     """Hot-spot rows from the source page (`text`, exit status `rc`) for the launches of the cases
     `keep` selects. The page lists kernels in report order, as the raw page numbers them; a page
     whose kernels do not match the raw page's by name is not used, and the file says why."""
     blocks = ncu_source.parse_source_csv(text) if rc == 0 else []
     kernels = sorted(pf.kernels, key=lambda k: k.ncu_id if k.ncu_id is not None else -1)
-    names = [k.kernel_name for k in kernels]
-    same = [ncu_source.base_name(b.name) == ncu_source.base_name(n) for b, n in zip(blocks, names)]
-    if rc != 0 or len(blocks) != len(kernels) or not all(same):
+    pairs, i = [], 0
+    for k in kernels:  # in order; the page may list more functions than the report has launches
+        want = ncu_source.base_name(k.kernel_name)
+        while i < len(blocks) and ncu_source.base_name(blocks[i].name) != want:
+            i += 1
+        if i == len(blocks):
+            break
+        pairs.append((k, blocks[i]))
+        i += 1
+    if rc != 0 or len(pairs) != len(kernels):
         why = (f"`ncu --page source` failed (status {rc})" if rc != 0 else
-               f"the source page lists {len(blocks)} kernels where the report has {len(kernels)}"
-               if len(blocks) != len(kernels) else
-               f"the source page's kernel {same.index(False)} is not the report's")
+               f"the source page has no block for the report's kernel {len(pairs)} "
+               f"({escape_name(kernels[len(pairs)].kernel_name)}) in order")
         pf.reason = (pf.reason + "; " if pf.reason else "") + f"no SASS hot spots: {why}"
         return
     wanted = {c.id for c in cases if keep(c)}
-    for k, block in zip(kernels, blocks):
+    for k, block in pairs:
         if k.case_id not in wanted:
             continue
         for h in ncu_source.hotspots(block, HOTSPOTS_PER_KERNEL):
@@ -512,7 +527,7 @@ def clock_check_rows(cases: list[ProfileCase], profile: ProfileFile, timings: di
 def profile_cases(cases: list[ProfileCase], workdir: Path, run_id: str, ncu: str | None = None,
                   on_flags=None, extra_flags: list[str] | None = None,
                   metrics: list[str] | None = None, cuda_version: str | None = None,
-                  hotspots_for=None) -> ProfileFile:
+                  hotspots_for=None, sections: list[str] | None = None) -> ProfileFile:
     """Run ncu once over `cases` and return the filled ProfileFile; never raises for ncu trouble:
     the file's status and reason say what went wrong. `hotspots_for(case)`: whether to keep that
     case's SASS hot spots (none when not given)."""
@@ -531,7 +546,7 @@ def profile_cases(cases: list[ProfileCase], workdir: Path, run_id: str, ncu: str
     Path(str(report) + ".ncu-rep").unlink(missing_ok=True)  # a stale report must never pass for this run's
     t0 = time.perf_counter()
     for attempt in range(3):
-        flags = ncu_flags(metrics) + list(extra_flags or [])
+        flags = ncu_flags(metrics, sections) + list(extra_flags or [])
         cmd = [ncu, *flags, "--export", str(report), "--force-overwrite", *target_command(spec, result)]
         pf.ncu_command = [Path(cmd[0]).name, *flags, "--export", "profile", "--force-overwrite",
                           "python", "-m", "collect.ncu_target", "cases.json", "target_result.json"]
@@ -604,9 +619,19 @@ def run(ctx) -> ProfileFile:
         wanted = set(ncu_metrics(ctx.facts))
         metrics = [m for m in metrics if m in wanted]
     cuda = ctx.manifest.device.cuda_version if ctx.manifest.device else None
-    pf = profile_cases(cases, Path(ctx.out_dir) / "ncu", ctx.run_id, ncu=ncu, on_flags=ctx.record_profiler_flags,
-                       metrics=metrics, cuda_version=cuda, hotspots_for=lambda c: hotspot_case(c, portable))
+    workdir = Path(ctx.out_dir) / "ncu"
+    pf = profile_cases(cases, workdir, ctx.run_id, ncu=ncu, on_flags=ctx.record_profiler_flags,
+                       metrics=metrics, cuda_version=cuda)
     ctx.checkpoint(pf)
+    spots = [c for c in cases if hotspot_case(c, portable)]
+    if spots and pf.status == "ok":
+        hot = profile_cases(spots, workdir / "hotspots", ctx.run_id, ncu=ncu, metrics=["gpu__time_duration.sum"],
+                            cuda_version=cuda, hotspots_for=lambda c: True, sections=HOTSPOT_SECTIONS)
+        pf.hotspots = hot.hotspots
+        pf.wall_s = round((pf.wall_s or 0) + (hot.wall_s or 0), 2)
+        if hot.status != "ok" or hot.reason:
+            pf.reason = (pf.reason + "; " if pf.reason else "") + f"SASS hot spots: {hot.reason or hot.status}"
+        ctx.checkpoint(pf)
 
     max_clock = ctx.manifest.device.sm_clock_max_mhz if ctx.manifest.device else None
     latencies, errors = {}, {}

@@ -91,7 +91,7 @@ def test_real_source_page_gives_hot_spots_matched_to_the_report_kernels():
     # a source page that lists other kernels than the report is not used, and the file says why
     pf2 = dataclasses.replace(pf, hotspots=[], reason=None)
     profile.add_hotspots(pf2, cases, keep, 0, (FIX / "source_sass.csv").read_text().replace("_ws_kernel", "other"))
-    assert pf2.hotspots == [] and "not the report's" in pf2.reason
+    assert pf2.hotspots == [] and "no block for the report's kernel 0 (_ws_kernel)" in pf2.reason
 
 
 def test_opcodes_and_roles():
@@ -122,3 +122,12 @@ def test_a_stored_verdict_the_counters_contradict_is_refused(tmp_path):
     page = tpp.page_for(tmp_path, pf)
     with pytest.raises(DataError, match=r"limiter: value 'tensor-pipe'.*stall-long_scoreboard"):
         page.limiter_finding()
+
+
+def test_a_source_page_with_extra_functions_still_matches_in_order():
+    cases, pf = _real()
+    text = (FIX / "source_sass.csv").read_text()
+    extra = '"Kernel Name","helper_fn",\n"Address","Source","Warp Stall Sampling (All Samples)"\n"0x1","      NOP","1"\n'
+    profile.add_hotspots(pf, cases, lambda c: c.impl == "triton", 0, extra + text)
+    assert pf.reason is None and {h.case_id for h in pf.hotspots} == {"main-b4h32n4096d128-causal-triton",
+                                                                      "main-b2h8n2048d64-triton"}
