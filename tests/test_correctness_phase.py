@@ -374,13 +374,13 @@ def test_summary_names_the_head_dims_run_only_at_small_n_and_u_check_flags_disag
 def test_paths_summary_names_the_path_and_checks_the_portable_grid(tmp_path):
     page = _page(tmp_path / "h", hopper=True)
     text = page.paths_summary()
-    assert "chose the **hopper** path" in text and "all 134 pass" in text and "triton-portable" in text
+    assert "chose the **hopper** path" in text and "all 132 pass" in text and "triton-portable" in text
     # in the page's own notation (sci), as the floor table prints the same errors
     assert "worst absolute errors bf16" in text and "fp16 8.79×10⁻⁴" in text
     # the portable rows are not PyTorch comparison rows
     assert "triton-portable" not in page.comparison()
     bad = _page(tmp_path / "b", hopper=True, portable_fail=2).paths_summary()
-    assert "**132 of 134 pass**" in bad and "1.90× the tolerance" in bad
+    assert "**130 of 132 pass**" in bad and "1.90× the tolerance" in bad
     # no path recorded (older runs): nothing to say
     assert _page(tmp_path / "o").paths_summary() == ""
 
@@ -419,3 +419,49 @@ def test_ported_portable_rows_take_the_target_gpus_own_candidates():
     assert configs and all(c.impl == "triton-portable-sm75" for c in configs)
     used = {tuple(sorted(cfgs[0].items())) for cfgs in configs.values()}
     assert len(used) > 1  # the rotation exercises several of the T4's candidates
+
+
+def test_the_page_says_what_the_ported_builds_proved_and_what_their_gpu_cannot_run(tmp_path):
+    import json as _json
+
+    from collect.schema.correctness import CorrectnessRow
+
+    run_dir = make_correctness_run(tmp_path)
+    data = _json.loads((run_dir / "correctness.json").read_text())
+
+    def row(impl, n, **kw):
+        base = dict(impl=impl, dtype="float16", causal=True, batch=2, heads=3, seq_len=n, head_dim=64, status="ok",
+                    built_for=impl.rsplit("-", 1)[1], ran_on="sm90", tensor_cores="turing" in impl,
+                    max_abs_err=1e-3, tol_usage=0.2, passed=True, fits_target=True, target_shared_bytes=8192)
+        base.update(kw)
+        return {k: v for k, v in vars(CorrectnessRow(**base)).items()}
+
+    data["rows"] += [row("triton-turing-sm75", 17), row("triton-turing-sm75", 1000, tol_usage=1.5, passed=False),
+                     row("triton-turing-sm75", 17, dtype="bfloat16", status="unsupported", passed=None,
+                         tol_usage=None, max_abs_err=None, tensor_cores=None,
+                         reason="a T4 (sm75) has no bfloat16 arithmetic in these kernels: its builds run float16"),
+                     row("triton-portable-sm75", 128, head_dim=256, fits_target=False, target_shared_bytes=98304,
+                         reason="_attn_fwd needs 98304 bytes of shared memory per block; sm75 allows 65536")]
+    (run_dir / "correctness.json").write_text(_json.dumps(data))
+    run = load_run(run_dir)
+    page = CorrectnessPage(run, [run])
+    summary = page.ported_summary()
+    assert summary.startswith("Some cases of the ported builds failed")
+    assert "Turing tensor-core kernel, a T4&#x27;s build (sm75)" in summary and "1 of 2" in summary
+    notes = page.ported_notes()
+    assert "1 case not run: a T4 (sm75) has no bfloat16" in notes
+    assert "at d=256 passes here but would not launch on its GPU" in notes and "sm75 allows 65536" in notes
+    assert "turing" not in page.comparison()  # ported rows are our kernel, not a PyTorch comparison
+
+
+def test_the_hardware_page_predicts_a_t4_from_its_datasheet_and_only_elsewhere():
+    from committed import latest_run
+    from render.pages.hardware import HardwarePage
+
+    run = latest_run("manifest.json")
+    page = HardwarePage(run, [run])
+    t = page.t4_prediction_rows().set_index("impl")
+    # the T4 datasheet: 65 TFLOP/s fp16 tensor, 8.1 TFLOP/s fp32: the FMA floor is 65/8.1 the tensor one
+    assert t.loc["ours-portable", "floor_ms"] / t.loc["sdpa", "floor_ms"] == pytest.approx(65 / 8.1)
+    assert t.loc["naive", "bound"] == "DRAM bytes" and t.loc["ours-turing", "bound"] == "FLOPs"
+    assert "A prediction, not a measurement" in page.t4_prediction() and "8.02×" in page.t4_prediction()

@@ -211,3 +211,27 @@ def test_pytorchs_choice_of_a_forced_backend_is_not_a_second_sample_of_the_faste
     b.rows.extend(auto)
     speed = home(tmp_path, bench=b).speed_headline()
     assert "1.25× faster than the fastest SDPA backend there (flash" in speed
+
+
+def test_the_limiter_headline_comes_from_the_counters_and_falls_back_to_occupancy(tmp_path):
+    import dataclasses as dc
+
+    from collect.schema.profile import StallRow
+
+    # no unit counters (an older profile): the headline says what sets occupancy, as before
+    old = home(tmp_path / "old")
+    assert old.limiter_headline() == old.occupancy_headline()
+
+    def with_units(**units):
+        pf = profile_file("h-1")
+        pf.kernels = [dc.replace(k, **units) if k.impl == "triton" else k for k in pf.kernels]
+        pf.stalls = [StallRow(case_id="main-b2h8n2048d64-triton", launch=0, reason=r, warps_per_issue=v)
+                     for r, v in (("selected", 1.0), ("barrier", 2.0), ("long_scoreboard", 0.5))]
+        return pf
+
+    quiet = dict(pipe_tensor_pct=60.0, pipe_xu_pct=40.0, issue_slots_pct=35.0, sol_dram_pct=10.0)
+    text = home(tmp_path / "a", profile=with_units(**quiet)).limiter_headline()
+    assert "limited by waiting, mostly barrier" in text and "tensor pipe, 60.0%" in text
+    assert "25.0% of the warp slots, is a fact of its design" in text and "[Profiling](profiling.md)" in text
+    busy = home(tmp_path / "b", profile=with_units(**dict(quiet, pipe_xu_pct=88.0))).limiter_headline()
+    assert "limited by the exponential (XU) pipe: exponential (XU) pipe busy 88.0%" in busy

@@ -289,6 +289,24 @@ class BenchPage(Page):
         return pd.DataFrame(out, columns=["shape", "dtype", "causal", "n", "naive", "naive_side", "sdpa", "sdpa_side",
                                           "sdpa_spread", "tri_loop", "tri_dev", "sdpa_loop", "sdpa_dev"])
 
+    def path_sentence(self) -> str:
+        """Which kernel our rows ran and whether its code used the tensor cores, from the rows themselves."""
+        df = self.run.frame("bench", "rows")
+        if df.empty or "kernel_path" not in df:
+            return ""
+        ours = df[(df["impl"] == FUSED) & (df["status"] == "ok") & df["kernel_path"].notna()]
+        if ours.empty:
+            return ""
+        parts = []
+        for path, g in ours.groupby("kernel_path", sort=False):
+            tc = g["tensor_cores"].dropna() if "tensor_cores" in g else pd.Series(dtype=bool)
+            use = ("with tensor cores in its code" if len(tc) and tc.all() else
+                   "without tensor cores in its code" if len(tc) and not tc.any() else
+                   f"with tensor cores in {int(tc.sum())} of {len(tc)}" if len(tc) else "tensor-core use not recorded")
+            parts.append(f"the {escape.text(path)} kernel in {plural(len(g), 'case')} ({use})")
+        return (f"Which kernel ran, from each row: {join(parts)}. The code is read from the compiled kernel that ran "
+                "(`kernels/aot.py`), so a GPU where Triton compiles matrix multiplies without tensor cores says so here.")
+
     def findings_first(self) -> str:
         """Two to four sentences: against naive, against SDPA, small sizes, memory."""
         st = self._standing()

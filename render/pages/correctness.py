@@ -13,13 +13,19 @@ from .. import escape, fmt
 from ..axes import log_ticks
 from ..figures import PALETTE
 from ..tables import table_html
-from ..vocab import DTYPE_SHORT, facet_label, join
+from ..vocab import DTYPE_SHORT, facet_label, join, plural
 from .base import Page
 
 # Stored fraction bits of each format: IEEE 754 binary16 has 1 sign, 5 exponent and 10 fraction bits;
 # bfloat16 keeps float32's 8 exponent bits and the top 7 of its fraction bits.
 MANTISSA_BITS = {"float16": 10, "bfloat16": 7}
-PORTABLE = "triton-portable"  # the grid again on the portable path (Hopper GPUs, where it is not the default)
+PORTABLE = "triton-portable"  # the grid again on the portable path (where another path is the default)
+# The correctness phase's ported rows: code built for an older GPU, run here through its PTX.
+PORTED_WORDS = {
+    "triton-portable-sm75": "portable kernel, a T4's build (sm75)",
+    "triton-turing-sm75": "Turing tensor-core kernel, a T4's build (sm75)",
+    "triton-portable-sm80": "portable kernel, an A100's build (sm80)",
+}
 
 # A measured floor "matches" u when it lies within this factor of it either way (two bits): round-to-
 # nearest gives up to u relative to the value rounded, so a max over many elements normalised by the
@@ -108,15 +114,15 @@ class CorrectnessPage(Page):
 
     @cached_property
     def grid(self) -> pd.DataFrame:
-        """The kernel's cases (comparison implementations excluded)."""
+        """The kernel's cases on contiguous inputs (comparison implementations and strided views excluded)."""
         df = self.rows
-        return df[df["impl"] == "triton"].copy() if not df.empty else df
+        return df[(df["impl"] == "triton") & (df["layout"] == "contiguous")].copy() if not df.empty else df
 
     @cached_property
     def portable(self) -> pd.DataFrame:
         """The same grid held to the portable path (collected on Hopper GPUs only)."""
         df = self.rows
-        return df[df["impl"] == PORTABLE].copy() if not df.empty else df
+        return df[(df["impl"] == PORTABLE) & (df["layout"] == "contiguous")].copy() if not df.empty else df
 
     @cached_property
     def ok(self) -> pd.DataFrame:
@@ -232,6 +238,76 @@ class CorrectnessPage(Page):
             cols = {k: v for k, v in self._COLS.items() if k not in ("impl", "config")}
             text += "\n\n" + table_html(bad, cols, self._FMT)
         return text
+
+    # ------------------------------------------------------------------ code built for other GPUs
+
+    def ported(self) -> pd.DataFrame:
+        """Rows whose code was built for another GPU generation and run here through its PTX."""
+        df = self.rows
+        if df.empty or "built_for" not in df:
+            return df.iloc[0:0]
+        return df[df["built_for"].notna()].copy()
+
+    def ported_summary(self) -> str:
+        """What the ported builds proved: per build, cases passed, worst error against the tolerance, tensor
+        cores, cases its GPU cannot run and builds that would not fit that GPU."""
+        pt = self.ported()
+        if pt.empty:
+            return ("This run holds no rows of code built for older GPUs (they run on a GPU newer than the target: "
+                    "sm75 and sm80 code on compute capability 8.6 or newer).")
+        rows = []
+        for impl, g in pt.groupby("impl", sort=False):
+            ok = g[g["status"] == "ok"]
+            passed = int((ok["passed"] == True).sum())  # noqa: E712
+            worst = ok.loc[ok["tol_usage"].idxmax()] if ok["tol_usage"].notna().any() else None
+            tc = set(ok["tensor_cores"].dropna())
+            rows.append(dict(
+                code=PORTED_WORDS.get(impl, impl), built=g["built_for"].iloc[0], ran=_text(g["ran_on"].dropna().iloc[0])
+                if g["ran_on"].notna().any() else "", tc="yes" if tc == {True} else "no" if tc == {False} else "mixed"
+                if tc else "unknown", ran_n=len(ok), passed=f"{passed} of {len(ok)}",
+                usage=worst["tol_usage"] if worst is not None else None,
+                err=worst["max_abs_err"] if worst is not None else None,
+                skipped=len(g) - len(ok), misfit=int((g["fits_target"] == False).sum())))  # noqa: E712
+        t = pd.DataFrame(rows)
+        table = table_html(t, {"code": "Code", "built": "Built for", "ran": "Ran on", "tc": "Tensor cores in its code",
+                               "passed": "Cases passed", "usage": "Worst share of the tolerance", "err": "Its absolute error",
+                               "skipped": "Cases its GPU cannot run", "misfit": "Builds too big for that GPU"},
+                           {"usage": lambda v: fmt.num(v, 3), "err": sci})
+        all_pass = all(r["passed"] == f"{r['ran_n']} of {r['ran_n']}" for r in rows)
+        lead = (f"Every case the ported builds ran passed the same tolerance as the native rows." if all_pass else
+                "Some cases of the ported builds failed: see the table and the cases below.")
+        return lead + "\n\n" + table
+
+    def ported_notes(self) -> str:
+        """Why cases were not run, and which builds would not fit their GPU, from the rows' reasons."""
+        pt = self.ported()
+        if pt.empty:
+            return ""
+        out = []
+        skipped = pt[pt["status"] == "unsupported"]
+        for reason, g in skipped.groupby("reason", sort=False):
+            out.append(f"{plural(len(g), 'case')} not run: {escape.text(reason)}.")
+        misfit = pt[pt["fits_target"] == False]  # noqa: E712
+        for _, r in misfit.iterrows():
+            out.append(f"The {PORTED_WORDS.get(r['impl'], r['impl'])} at d={int(r['head_dim'])} "
+                       f"{'passes here' if r['passed'] == True else 'ran here'} but would not launch on its GPU: "  # noqa: E712
+                       f"{escape.text(r['reason'] or '')}.")
+        return " ".join(out)
+
+    def views_summary(self) -> str:
+        """The strided-view cases of every kernel row kind."""
+        df = self.rows
+        if df.empty:
+            return ""
+        v = df[df["layout"] != "contiguous"]
+        if v.empty:
+            return "This run has no strided-view cases."
+        ok = v[v["status"] == "ok"]
+        passed = int((ok["passed"] == True).sum())  # noqa: E712
+        verdict = f"all {len(ok)} pass" if passed == len(ok) else f"{passed} of {len(ok)} pass"
+        return (f"On inputs that are views of a (batch, N, heads, d) tensor, whose head and sequence strides are "
+                f"swapped against a contiguous one, {plural(len(v), 'case')} ran across {v['impl'].nunique()} kernel "
+                f"row kinds: {verdict}.")
 
     def ragged_lengths(self) -> str:
         """The grid's lengths that no tile divides (every tile size is a power of two of at least 16)."""
@@ -641,7 +717,7 @@ class CorrectnessPage(Page):
     def comparison(self) -> str:
         """The PyTorch implementations judged by the same reference, next to the kernel on the same cases."""
         rows = self.rows
-        other = rows[~rows["impl"].isin(["triton", PORTABLE])] if not rows.empty else rows
+        other = rows[~rows["impl"].str.startswith("triton")] if not rows.empty else rows
         if other.empty:
             return "_This run has no comparison rows (they are collected with `--profile full`)._"
         key = ["dtype", "causal", "batch", "seq_len", "head_dim"]

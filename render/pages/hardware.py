@@ -6,10 +6,11 @@ from functools import cached_property
 import pandas as pd
 from plotly.subplots import make_subplots
 
-from .. import escape, fmt
+from .. import escape, fmt, model
 from ..ceilings import BANDWIDTH_KEYS, COMPUTE_KEYS, ROOFS, Ceilings
 from ..figures import PALETTE
 from ..tables import table_html
+from ..vocab import ELEMENT_BYTES, STUDY, STUDY_N, dtype_short
 from .base import Page
 
 SOURCE_WORDS = {"measured": "measured", "datasheet": "datasheet (not measured in this run)",
@@ -231,3 +232,65 @@ class HardwarePage(Page):
         if not self.run.has("profile"):
             return first + "."
         return f"{first}; the Profiling page draws one roof per level from the best source ({best})."
+
+    # --- what a T4 would show ----------------------------------------------------------------
+
+    def _t4_sheet(self):
+        """A T4's datasheet, from the published T4 reference in data/reference/ (None without one)."""
+        from ..runs import load_references
+
+        for ref in load_references(self.run.path.parent.parent):
+            sheet = ref.manifest.datasheet
+            if sheet is not None and sheet.key == "t4":
+                return sheet
+        return None
+
+    def t4_prediction_rows(self) -> pd.DataFrame:
+        """One call at the study shape on a T4, predicted from the byte and FLOP model and the T4's
+        datasheet roofs: the time neither its FLOPs nor its DRAM bytes can beat."""
+        sheet = self._t4_sheet()
+        cols = ["impl", "roof", "flop_ms", "byte_ms", "floor_ms", "bound"]
+        if sheet is None or self.sheet is not None and self.sheet.key == "t4":
+            return pd.DataFrame(columns=cols)
+        n, d, heads, e = STUDY_N, STUDY["head_dim"], STUDY["batch"] * STUDY["heads"], ELEMENT_BYTES[STUDY["dtype"]]
+        flops = model.flops(n, d, heads=heads)
+        fused, naive = model.fused_traffic_bytes(n, d, e, heads), model.naive_traffic_bytes(n, d, e, heads)
+        bw = sheet.memory_bandwidth_bytes_per_s
+        cases = [("ours-turing", "fp16 tensor cores", sheet.fp16_tensor_flops_per_s, fused),
+                 ("ours-portable", "fp32 FMA (no tensor cores)", sheet.fp32_flops_per_s, fused),
+                 ("sdpa", "fp16 tensor cores", sheet.fp16_tensor_flops_per_s, fused),
+                 ("naive", "fp16 tensor cores", sheet.fp16_tensor_flops_per_s, naive)]
+        rows = []
+        for impl, roof, rate, by in cases:
+            if not rate or not bw:
+                continue
+            f_ms, b_ms = 1e3 * flops / rate, 1e3 * by / bw
+            rows.append(dict(impl=impl, roof=roof, flop_ms=f_ms, byte_ms=b_ms, floor_ms=max(f_ms, b_ms),
+                             bound="FLOPs" if f_ms >= b_ms else "DRAM bytes"))
+        return pd.DataFrame(rows, columns=cols)
+
+    T4_WORDS = {"ours-turing": "Our kernel, Turing tensor-core path (the T4 default)",
+                "ours-portable": "Our kernel, portable path (Triton compiles it without tensor cores on a T4)",
+                "sdpa": "SDPA's fused kernels (tensor cores)", "naive": "naive PyTorch (scores through DRAM)"}
+
+    def t4_prediction(self) -> str:
+        t = self.t4_prediction_rows()
+        if t.empty:
+            return ""
+        by = dict(zip(t["impl"], t["floor_ms"]))
+        shape = (f"B={STUDY['batch']}, H={STUDY['heads']}, N={STUDY_N}, d={STUDY['head_dim']}, "
+                 f"{dtype_short(STUDY['dtype'])}")
+        text = (f"**A prediction, not a measurement.** On a T4 (its datasheet's roofs, from the published T4 reference), "
+                f"one call at {shape} cannot take less than the larger of its FLOPs over the compute roof it runs on "
+                "and its DRAM bytes over the memory bandwidth.")
+        if "ours-portable" in by and "sdpa" in by and "ours-turing" in by:
+            on_tc = by["ours-turing"] / by["sdpa"]
+            text += (f" Without tensor cores our kernel's floor is {fmt.ratio(by['ours-portable'] / by['sdpa'])} "
+                     f"SDPA's; on the Turing kernel's tensor cores it is {fmt.ratio(on_tc)}"
+                     + (", since both then run on the same roof and move the same bytes." if abs(on_tc - 1) < 1e-9
+                        else "."))
+        table = table_html(t.assign(impl=[self.T4_WORDS.get(i, i) for i in t["impl"]]),
+                           {"impl": "Call", "roof": "Compute roof", "flop_ms": "FLOPs / roof", "byte_ms": "DRAM bytes / bandwidth",
+                            "floor_ms": "Predicted floor", "bound": "Bound by"},
+                           {"flop_ms": fmt.ms, "byte_ms": fmt.ms, "floor_ms": fmt.ms})
+        return text + "\n\n" + table

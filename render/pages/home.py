@@ -13,13 +13,14 @@ import pandas as pd
 from plotly.subplots import make_subplots
 
 from collect.schema import PHASES
+from collect.schema.limiter import UNIT_FIELDS, judge
 from collect.schema.occupancy import limits_from_device, occupancy
 
 from .. import escape, fmt, model
 from ..bench_data import distinct_sdpa
 from ..decode_memory import own_decode_rows
 from ..vocab import (ELEMENT_BYTES, INT8_PAIRS, STUDY, STUDY_N, dtype_short, floor_pace, impl_color, impl_label, join,
-                     plural, versus)
+                     limiter_words, plural, versus)
 from .base import Page
 
 FUSED = "triton"
@@ -90,7 +91,8 @@ class HomePage(Page):
     def headlines(self) -> str:
         """Every headline as a Markdown list, each ending in a link to the page that explains it."""
         items = [("Bytes moved", self.bytes_headline()), ("Speed", self.speed_headline()),
-                 ("Occupancy", self.occupancy_headline()), ("Decode against its floor", self.decode_floor_headline()),
+                 ("What limits our kernel", self.limiter_headline()),
+                 ("Decode against its floor", self.decode_floor_headline()),
                  ("int8 KV cache", self.int8_headline())]
         return "\n".join(f"- **{title}.** {text}" for title, text in items) + "\n"
 
@@ -227,6 +229,31 @@ class HomePage(Page):
             case = impls.iloc[0]["case_id"]
         k = df[df["case_id"] == case]
         return None if k.empty else k.sort_values("duration_ms", ascending=False, na_position="last").iloc[0]
+
+    def limiter_headline(self) -> str:
+        """What limits our kernel at the study shape, judged from its counters (collect/schema/limiter.py);
+        where the profile predates those counters, what sets its occupancy instead, said as a fact."""
+        link = "[Profiling](profiling.md)"
+        if not self.run.has("profile"):
+            return self._not_collected("profile", "what limits our kernel", link)
+        k = self._fused_kernel()
+        if k is None:
+            return f"The profile has no launch of our Triton kernel, so what limits it is not known. {link}"
+        units = {f: (float(k[f]) if f in k and _ok(k[f]) else None) for f in UNIT_FIELDS}
+        st = self.run.frame("profile", "stalls")
+        st = st[(st["case_id"] == k["case_id"]) & (st["launch"] == k["launch"])] if not st.empty else st
+        verdict = judge(units, dict(zip(st["reason"], st["warps_per_issue"])) if not st.empty else {})
+        if verdict is None:
+            return self.occupancy_headline()
+        impls = self.run.frame("profile", "impls").set_index("case_id")
+        r = impls.loc[k["case_id"]]
+        shape = (f"B={int(r['batch'])} H={int(r['heads'])} N={int(r['seq_len'])} d={int(r['head_dim'])}"
+                 + (" causal" if r["causal"] else ""))
+        occ = k["theoretical_occupancy_pct"]
+        fact = (f" Its occupancy, {fmt.pct(occ)} of the warp slots, is a fact of its design here, not the limit."
+                if _ok(occ) else "")
+        return (f"By its counters at {shape}, our kernel is limited by {escape.text(limiter_words(verdict.word))}: "
+                f"{escape.text(verdict.evidence)}.{fact} {link}")
 
     def occupancy_headline(self) -> str:
         link = "[Profiling](profiling.md)"
