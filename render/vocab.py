@@ -182,5 +182,5 @@ def limiter_words(word: str | None) -> str:
     if word in units:
         return f"the {units[word]}"
     if word.startswith(STALL_PREFIX):
-        return "waiting, mostly " + stall_words(word[len(STALL_PREFIX):])
+        return "stalls, mostly " + stall_words(word[len(STALL_PREFIX):])
     return word

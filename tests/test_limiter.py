@@ -106,7 +106,7 @@ def test_opcodes_and_roles():
     (dict(tpp.UNITS, pipe_tensor_pct=86.0), "limited by **the tensor pipe**"),
     (dict(tpp.UNITS, pipe_xu_pct=91.0), "limited by **the exponential (XU) pipe**"),
     (dict(tpp.UNITS, sol_dram_pct=88.0), "limited by **the DRAM bandwidth**"),
-    (tpp.UNITS, "limited by **waiting, mostly long_scoreboard"),
+    (tpp.UNITS, "limited by **stalls, mostly long_scoreboard"),
 ])
 def test_the_page_verdict_flips_with_the_counters(tmp_path, units, words):
     page = tpp.page_for(tmp_path, tpp.profile_file_for_page(our_units=units))
