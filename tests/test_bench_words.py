@@ -295,3 +295,20 @@ def test_a_single_length_on_par_reads_on_par_with():
     assert describe_gap([2048], [1.02], "X") == "At N=2048, the only length both ran, Triton is on par with X (1.02×)."
     assert describe_gap([2048], [1.0501], "X", spreads=[(1.0501, 1.0468)]).startswith(
         "At N=2048, the only length both ran, Triton is on par with X at the edge (1.0501× faster")
+
+
+def test_the_path_sentence_says_which_kernel_ran_and_whether_its_code_used_tensor_cores(tmp_path):
+    import dataclasses
+
+    from render.pages.bench import BenchPage
+    from render.runs import load_run
+    from test_home import bench_file, write_run
+
+    bf = bench_file("t4-1")
+    bf.rows = [dataclasses.replace(r, kernel_path="turing", tensor_cores=True) if r.impl == "triton" and r.seq_len == 512
+               else dataclasses.replace(r, kernel_path="portable", tensor_cores=False) if r.impl == "triton" else r
+               for r in bf.rows]
+    run = load_run(write_run(tmp_path, "t4-1", device="Tesla T4", bench=bf, phases=("bench",)))
+    text = BenchPage(run, [run]).path_sentence()
+    assert "the turing kernel in 1 case (with tensor cores in its code)" in text
+    assert "the portable kernel in 1 case (without tensor cores in its code)" in text
