@@ -1,5 +1,6 @@
 """What a new user meets before any report: the package builds without warnings, and `make test`
 can take a CPU-only torch."""
+import os
 import shutil
 import subprocess
 import sys
@@ -27,8 +28,13 @@ def test_the_package_builds_without_deprecation_warnings(tmp_path):
 @pytest.mark.skipif(shutil.which("make") is None, reason="no make")
 def test_make_test_takes_the_cpu_wheel_when_asked(tmp_path):
     venv = tmp_path / "venv"  # not created: `make -n` only prints what it would run
-    cpu = subprocess.run(["make", "-n", "test", "TORCH=cpu", f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True)
-    default = subprocess.run(["make", "-n", "test", f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True)
+    # Under `make test TORCH=cpu` the outer make hands TORCH=cpu down through MAKEFLAGS and the
+    # environment: the dry runs must see only the variables each one is given.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES",
+                                                                "TORCH")}
+    cpu = subprocess.run(["make", "-n", "test", "TORCH=cpu", f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True,
+                         env=env)
+    default = subprocess.run(["make", "-n", "test", f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True, env=env)
     import tomllib
 
     pin = next(d for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"]
