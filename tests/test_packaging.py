@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_the_package_builds_without_deprecation_warnings(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, src / name)
     for pkg in ("collect", "render", "kernels"):
         shutil.copytree(ROOT / pkg, src / pkg, ignore=shutil.ignore_patterns("__pycache__"))
@@ -23,6 +23,12 @@ def test_the_package_builds_without_deprecation_warnings(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     out = proc.stdout + proc.stderr
     assert "Deprecat" not in out and "deprecated" not in out, [ln for ln in out.splitlines() if "eprecat" in ln][:5]
+    import zipfile
+
+    (wheel,) = (tmp_path / "wheel").glob("*.whl")
+    licenses = [n for n in zipfile.ZipFile(wheel).namelist() if "/licenses/" in n]
+    assert [n.rsplit("/", 1)[1] for n in licenses] == ["LICENSE"], "pyproject says MIT: the wheel carries its text"
+    assert "MIT License" in (ROOT / "LICENSE").read_text()
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="no make")
