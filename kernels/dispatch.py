@@ -21,7 +21,7 @@ import torch
 
 from .common import check_inputs, interpreting
 from .launcher import PLAIN, LaunchCache, Recorder, config_key, replay_allowed
-from .supported import unmeasured_reason
+from .supported import triton_version, unmeasured_reason
 
 
 @dataclass(frozen=True)
@@ -122,6 +122,10 @@ def mark_unsupported(name: str, reason: str) -> None:
     _CACHE.clear()
 
 
+def _refusal(name: str) -> PathUnsupported:
+    return PathUnsupported(f"the {_PATHS[name].title} path cannot run here: {_BROKEN[name]}; use path='portable'")
+
+
 def _compile_failure(exc: BaseException) -> bool:
     """Whether an exception is Triton failing to compile a kernel (its front end, an MLIR pass or
     ptxas), as opposed to a bad input or a launch that went wrong."""
@@ -146,12 +150,10 @@ def register_path(path: KernelPath) -> None:
 def register_missing(name: str, title: str, exc: BaseException) -> None:
     """A path whose module does not import with this Triton: flash_attention(path=name) raises
     PathUnsupported saying why, and never chooses it by itself."""
-    import triton
-
-    reason = f"its kernels do not import with Triton {triton.__version__} ({_first_line(exc)})"
+    reason = f"its kernels do not import with Triton {triton_version()} ({_first_line(exc)})"
 
     def run(*args):
-        raise PathUnsupported(f"the {title} path cannot run here: {reason}")
+        raise _refusal(name)
 
     register_path(KernelPath(name=name, title=title, dtypes=(), available=lambda device: (False, reason), run=run))
     mark_unsupported(name, reason)
@@ -289,7 +291,7 @@ def flash_attention(q, k, v, causal=False, sm_scale=None, *, path=None, config=N
     else:
         name, rule = path, "asked for"
         if name in _BROKEN:
-            raise PathUnsupported(f"the {_PATHS[name].title} path cannot run here: {_BROKEN[name]}; use path='portable'")
+            raise _refusal(name)
         ok, why = _PATHS[name].available(q.device)
         if not ok:
             raise ValueError(f"the {_PATHS[name].title} path cannot run here: {why}; use path='portable'")
@@ -301,11 +303,8 @@ def flash_attention(q, k, v, causal=False, sm_scale=None, *, path=None, config=N
         # cannot compile is a fact about the install, recorded once, not a crash of the caller.
         if name == "portable" or not _compile_failure(exc):
             raise
-        import triton
-
-        mark_unsupported(name, f"it does not compile with Triton {triton.__version__} ({_first_line(exc)})")
-        raise PathUnsupported(f"the {_PATHS[name].title} path cannot run here: {_BROKEN[name]}; "
-                              "use path='portable'") from exc
+        mark_unsupported(name, f"it does not compile with Triton {triton_version()} ({_first_line(exc)})")
+        raise _refusal(name) from exc
     info = dict(info, path=name, path_rule=rule)
     if recorder is not PLAIN:
         _CACHE.put(key, recorder.replay(o, info, q.device))

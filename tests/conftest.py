@@ -77,21 +77,18 @@ TIERS = {
 }
 
 
-def tier_of(nodeid: str, fixtures) -> str | None:
-    """The tier a test belongs to (the first that names it), or None: the default run's."""
-    for tier, entries in TIERS.items():
-        for entry in entries:
-            if entry.startswith("fixture:") and entry.removeprefix("fixture:") in fixtures:
-                return tier
-            if not entry.startswith("fixture:") and (nodeid == entry or nodeid.startswith(
-                    entry + ("" if "::" in entry else "::"))):
-                return tier
-    return None
+def tiers_of(nodeid: str, fixtures) -> list[str]:
+    """The tiers a test belongs to (none: the default run's)."""
+    def names(entry: str) -> bool:
+        if entry.startswith("fixture:"):
+            return entry.removeprefix("fixture:") in fixtures
+        return nodeid == entry or nodeid.startswith(entry + ("" if "::" in entry else "::"))
+
+    return [tier for tier, entries in TIERS.items() if any(names(e) for e in entries)]
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by the marks added here
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        tier = tier_of(item.nodeid, getattr(item, "fixturenames", ()))
-        if tier:
+        for tier in tiers_of(item.nodeid, getattr(item, "fixturenames", ())):
             item.add_marker(getattr(pytest.mark, tier))
