@@ -13,8 +13,9 @@ PHASES  ?=
 # Extra `python -m collect` options, e.g. COLLECT_ARGS="--force-portable --max-memory 15GiB".
 COLLECT_ARGS ?=
 HOST    ?= 127.0.0.1:8000
-# TORCH=cpu: `make test` installs torch's CPU-only wheel from PyTorch's index first. Without it pip
-# takes PyPI's Linux wheel, which is the CUDA build and pulls the NVIDIA libraries with it.
+# TORCH=cpu: `make test` installs torch's CPU-only wheel from PyTorch's index first (the wheel alone:
+# its dependencies come from PyPI with the rest). Without it pip takes PyPI's Linux wheel, which is
+# the CUDA build and pulls the NVIDIA libraries with it.
 TORCH   ?=
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 TORCH_PIN := $(shell sed -n 's/^ *"\(torch==[^"]*\)".*/\1/p' pyproject.toml)
@@ -42,7 +43,7 @@ $(VENV)/.report: pyproject.toml | $(VENV)/bin/activate
 	@touch $@
 
 $(VENV)/.test: pyproject.toml | $(VENV)/bin/activate
-	$(if $(filter cpu,$(TORCH)),$(VPY) -m pip install -q '$(TORCH_PIN)' --index-url $(TORCH_CPU_INDEX))
+	$(if $(filter cpu,$(TORCH)),$(VPY) -m pip install -q '$(TORCH_PIN)' --index-url $(TORCH_CPU_INDEX) --no-deps)
 	$(VPY) -m pip install -q -e '.[test]'
 	@touch $@ $(VENV)/.report
 
