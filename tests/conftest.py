@@ -31,9 +31,23 @@ def mkdocs_build(site_dir: Path, data_dir: Path | None = None, strict: bool = Tr
 
 
 @pytest.fixture(scope="session")
-def built_site(tmp_path_factory) -> Path:
-    """The site built with --strict from the committed data (shared by the build and browser tests)."""
-    site = tmp_path_factory.mktemp("site")
+def built_site(tmp_path_factory, worker_id) -> Path:
+    """The site built with --strict from the committed data (shared by the build and browser tests):
+    once per session, also when pytest-xdist runs the tests in several workers."""
+    from filelock import FileLock
+
+    if worker_id == "master":  # one process
+        return _build_site(tmp_path_factory.mktemp("site"))
+    shared = tmp_path_factory.getbasetemp().parent  # this session's, common to its workers
+    with FileLock(str(shared / "site.lock")):
+        done = shared / "site.built"
+        if not done.exists():
+            _build_site(shared / "site")
+            done.touch()
+    return shared / "site"
+
+
+def _build_site(site: Path) -> Path:
     proc = mkdocs_build(site)
     assert proc.returncode == 0, f"mkdocs build --strict failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return site
