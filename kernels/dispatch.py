@@ -183,12 +183,12 @@ def _choose(q, causal) -> tuple[str, str, dict | None]:
         return "portable", f"{PORTABLE_ONLY_ENV}=1", None
     if interpreting() or not q.is_cuda:
         return "portable", "the CPU interpreter runs the portable path only", None
-    unmeasured = unmeasured_reason()
-    if unmeasured:
-        return "portable", unmeasured, None
     name = _first_available(q.device, q.dtype)
     if name is None:
         return "portable", "no faster path is available for this dtype and device", None
+    unmeasured = unmeasured_reason()
+    if unmeasured:  # said only where a faster path could have run (a Hopper GPU), not on every GPU
+        return "portable", unmeasured, None
     for rule in SHAPE_RULES:
         if rule.matches(q.shape, causal) and _runs_here(rule.path, q.device, q.dtype):
             return rule.path, f"measured rule: {rule.evidence}", dict(rule.config) or None

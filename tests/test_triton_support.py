@@ -84,6 +84,11 @@ def test_the_faster_paths_are_chosen_only_on_the_triton_they_were_measured_on(ho
         assert dispatch.path_runs("portable", torch.device("cuda", 0))
         assert not dispatch.path_runs("hopper", torch.device("cuda", 0))
     assert dispatch.route((2, 8, 4096, 64), torch.float16, "cuda:0")[0] == name
+    # A GPU where no faster path runs at all (a T4) is told that, whichever Triton it has.
+    for path in ("hopper", "gluon"):
+        monkeypatch.setitem(dispatch._PATHS, path, dataclasses.replace(dispatch._PATHS[path],
+                                                                       available=lambda device: (False, "sm75")))
+    assert dispatch.choose_path(_fake_cuda()) == ("portable", "no faster path is available for this dtype and device")
 
 
 def test_the_supported_range_holds_the_measured_triton_and_the_test_install():
