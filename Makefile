@@ -13,20 +13,25 @@ PHASES  ?=
 # Extra `python -m collect` options, e.g. COLLECT_ARGS="--force-portable --max-memory 15GiB".
 COLLECT_ARGS ?=
 HOST    ?= 127.0.0.1:8000
-# TORCH=cpu: `make test` installs torch's CPU-only wheel from PyTorch's index first. Without it pip
-# takes PyPI's Linux wheel, which is the CUDA build and pulls the NVIDIA libraries with it.
+# TORCH=cpu: `make test` installs torch's CPU-only wheel from PyTorch's index first (the wheel alone:
+# its dependencies come from PyPI with the rest). Without it pip takes PyPI's Linux wheel, which is
+# the CUDA build and pulls the NVIDIA libraries with it.
 TORCH   ?=
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 TORCH_PIN := $(shell sed -n 's/^ *"\(torch==[^"]*\)".*/\1/p' pyproject.toml)
 OFFLINE_ZIP ?= report-offline.zip
+# The test tiers (tests/conftest.py): `make test` runs the tests in none of them; .ci/run runs all.
+TIERS   := aot or site or browser or slow
+# One worker per core; a test file stays on one worker, so its module-scoped fixtures are built once.
+PYTEST  = $(VPY) -m pytest -q -n auto --dist loadfile
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: help serve build offline collect test publish clean
+.PHONY: help serve build offline collect test test-slow test-range publish clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
 	@echo "  variables: PROFILE=quick|full  RUN_ID=<id>  PHASES='env bench'  RESUME=1  PYTHON=<python with torch>"
-	@echo "             COLLECT_ARGS='--force-portable --max-memory 15GiB'  TORCH=cpu (make test)  HOST=$(HOST)"
+	@echo "             COLLECT_ARGS='--force-portable --max-memory 15GiB'  TORCH=cpu (make test*)  HOST=$(HOST)"
 
 $(VENV)/bin/activate:
 	@python3 -c 'import ensurepip' 2>/dev/null || { echo "make: this python3 cannot create a virtual environment; on Debian or Ubuntu run: sudo apt-get install python3-venv" >&2; exit 1; }
@@ -38,7 +43,7 @@ $(VENV)/.report: pyproject.toml | $(VENV)/bin/activate
 	@touch $@
 
 $(VENV)/.test: pyproject.toml | $(VENV)/bin/activate
-	$(if $(filter cpu,$(TORCH)),$(VPY) -m pip install -q '$(TORCH_PIN)' --index-url $(TORCH_CPU_INDEX))
+	$(if $(filter cpu,$(TORCH)),$(VPY) -m pip install -q '$(TORCH_PIN)' --index-url $(TORCH_CPU_INDEX) --no-deps)
 	$(VPY) -m pip install -q -e '.[test]'
 	@touch $@ $(VENV)/.report
 
@@ -57,8 +62,14 @@ offline: $(VENV)/.report ## build a copy that works opened from disk (file://) a
 collect: ## on a GPU: run the phases into data/runs/<run-id>/ (PROFILE=quick|full)
 	$(PYTHON) -m collect $(PHASES) --profile $(PROFILE) $(if $(RUN_ID),--run-id $(RUN_ID)) $(if $(RESUME),--resume) $(COLLECT_ARGS)
 
-test: $(VENV)/.test ## run the test suite (CPU only; kernels under TRITON_INTERPRET=1; TORCH=cpu for a CPU-only torch)
-	$(VPY) -m pytest -q
+test: $(VENV)/.test ## the fast tests, in parallel: every module, a strict site build, kernels under the interpreter
+	$(PYTEST) -m "not ($(TIERS))"
+
+test-slow: $(VENV)/.test ## the tiers `make test` leaves out: ahead-of-time compiles, more site builds, browser, long runs
+	$(PYTEST) -m "$(TIERS)"
+
+test-range: $(VENV)/.test ## the kernels' tests and compiles on every Triton of the supported range (kernels/supported.py)
+	$(VPY) scripts/check_triton_range.py
 
 publish: $(VENV)/.report ## push the built site to the gh-pages branch (mkdocs gh-deploy), for Pages served from that branch
 	@if grep -q "example.github.io" mkdocs.yml && [ -z "$$SITE_URL" ]; then \

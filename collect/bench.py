@@ -34,7 +34,7 @@ from .schema.common import case_key
 from .shapes import AttentionCase
 from .calls import (POOL_MEMORY_SHARE, CaptureCompiled, InputPool, call_for, device_memory_bytes, forced_backend,
                     our_kernels)
-from .timing import CallTimes, free_cuda_memory, is_oom
+from .timing import CallTimes, free_cuda_memory, is_oom, is_unsupported
 
 # Every implementation the phase measures, in the order it measures those that share inputs.
 IMPLS = ("naive", *(f"sdpa-{b}" for b in SDPA_BACKENDS), "sdpa", "triton", "triton-portable")
@@ -170,7 +170,7 @@ def _trim(text: str, limit: int = 600) -> str:
 def failure_row(case: Case, exc: BaseException) -> BenchRow:
     """What an exception during a case means: out of memory, a refusal, or an error."""
     text = str(exc)
-    out_of_resources = type(exc).__name__ == "OutOfResources"  # Triton: a tile that does not fit on chip
+    out_of_resources = is_unsupported(exc)  # a tile that does not fit on chip, a path this Triton cannot compile
     if is_oom(exc) and not out_of_resources:
         row = _base_row(case, "oom", _trim(f"{type(exc).__name__}: {text}", 300))
         row.requested_bytes = requested_bytes(text) or case.least_bytes()

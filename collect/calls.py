@@ -177,9 +177,17 @@ def kernel_facts(kernel) -> dict:
 
 def our_kernels() -> list:
     """Every @triton.jit (and Gluon) attention kernel flash_attention may launch, for CaptureCompiled."""
-    from kernels import attention as A
-    from kernels import attention_gluon as G
-    from kernels import attention_hopper as H
+    import importlib
 
-    return [A._attn_fwd, H._hopper_fwd, H._hopper_fwd_ws, H._hopper_fwd_ws_persistent, H._diag_merge,
-            G._g1_kernel, G._ws_kernel]
+    from kernels import attention as A
+
+    found = [A._attn_fwd]
+    for module, names in (("attention_hopper", ("_hopper_fwd", "_hopper_fwd_ws", "_hopper_fwd_ws_persistent",
+                                                "_diag_merge")),
+                          ("attention_gluon", ("_g1_kernel", "_ws_kernel"))):
+        try:
+            mod = importlib.import_module(f"kernels.{module}")
+        except Exception:  # noqa: BLE001 - a path this Triton cannot import is refused by flash_attention too
+            continue
+        found += [getattr(mod, name) for name in names]
+    return found

@@ -16,6 +16,10 @@ TORCH_MISSING = ("collect: this Python ({exe}) cannot import {module}. `make col
                  "already has torch, triton, numpy, transformers and tqdm (a GPU image usually does); name it with "
                  "`make collect PYTHON=/path/to/python`, or install them into this one "
                  "(`{exe} -m pip install torch triton numpy transformers tqdm`).")
+# Without a GPU an install would not help (and PyPI's torch for Linux is a download of a few GB): say so first.
+NO_GPU = ("collect: this machine has no NVIDIA GPU that nvidia-smi can see, and this Python ({exe}) cannot import "
+          "{module}. `make collect` measures on an NVIDIA GPU (T4 or newer); to read the report from the committed "
+          "runs here, run `make serve`. On a GPU box, name the Python that has torch: `make collect PYTHON=...`.")
 
 
 def parse_args(argv: list[str] | None = None) -> CollectConfig:
@@ -102,11 +106,30 @@ def _missing_gpu_stack() -> str | None:
     return None
 
 
+NVIDIA_GPUS = Path("/proc/driver/nvidia/gpus")  # one folder per GPU the loaded driver sees
+
+
+def _nvidia_gpu() -> bool:
+    """Whether the NVIDIA driver sees a GPU here (asked without torch, which may be what is missing)."""
+    import shutil
+    import subprocess
+
+    if NVIDIA_GPUS.is_dir() and any(NVIDIA_GPUS.iterdir()):
+        return True
+    exe = shutil.which("nvidia-smi")
+    try:
+        out = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=20) if exe else None
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return bool(out and out.returncode == 0 and "GPU" in out.stdout)
+
+
 def main(argv: list[str] | None = None) -> int:
     cfg = parse_args(argv)
     missing = _missing_gpu_stack()
     if missing:
-        print(TORCH_MISSING.format(exe=sys.executable, module=missing), file=sys.stderr)
+        message = TORCH_MISSING if _nvidia_gpu() else NO_GPU
+        print(message.format(exe=sys.executable, module=missing), file=sys.stderr)
         return 2
     apply_environment(cfg)
     command = recorded_command(sys.argv[1:] if argv is None else argv)

@@ -43,7 +43,7 @@ from .schema import SCHEMA_VERSION
 from .shapes import AttentionCase
 from .schema.common import case_key
 from .schema.correctness import CorrectnessFile, CorrectnessRow, Tolerance
-from .timing import free_cuda_memory, is_oom
+from .timing import free_cuda_memory, is_oom, is_unsupported
 
 DTYPES = ("float16", "bfloat16")
 # Our kernel as flash_attention ships it, and held to the portable path (Hopper GPUs only).
@@ -432,7 +432,7 @@ def run_case(case: Case, device, tol: Tolerance, configs: list | None = None, fa
     try:
         row.config, m = _measure(case, device, tol, configs or [None], row)
     except Exception as exc:  # noqa: BLE001 - a case's failure is a result, not a crash
-        fits = not _is_out_of_resources(exc)
+        fits = not is_unsupported(exc)
         row.status = "unsupported" if not fits else ("oom" if is_oom(exc) else "error")
         row.reason = f"{type(exc).__name__}: {str(exc).strip()}"[:600]
     else:

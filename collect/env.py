@@ -197,26 +197,9 @@ def warm_up(seconds: float = WARMUP_S) -> None:
     free_cuda_memory()
 
 
-def measure_ceilings(device: DeviceFacts, quick: bool):
-    """Yields one MeasuredCeiling at a time, so the progress bar moves as each finishes. Warm the
-    GPU first (warm_up): a cold one starts at its idle clock."""
+def _cache_ceilings(device: DeviceFacts, membench, clock: float):
+    """The L2 and shared-memory read rates (kernels/membench.py), one MeasuredCeiling each."""
     import torch
-
-    from kernels import membench
-
-    clock = device.sm_clock_max_mhz or timing.DEFAULT_CLOCK_MHZ
-    profile = "quick" if quick else "full"
-
-    # DRAM: a copy big enough to dwarf the L2 many times over; bytes counted = read + written.
-    n_bytes = min(1 << 30, (device.memory_bytes or 1 << 34) // 8)
-
-    def make_copy():
-        src = torch.empty(n_bytes, dtype=torch.uint8, device="cuda").random_(0, 255)
-        dst = torch.empty_like(src)
-        return lambda: dst.copy_(src)
-
-    yield _best_of("copy_bandwidth", "bytes", [(f"{n_bytes / 2**30:.2f} GiB device-to-device copy", make_copy,
-                                                2.0 * n_bytes)], clock)
 
     # L2: a buffer a quarter of the L2, read from a warm L2 (no flush before the timed calls).
     programs = 16 * device.sm_count
@@ -245,6 +228,37 @@ def measure_ceilings(device: DeviceFacts, quick: bool):
     smem_work = smem_programs * smem_reps * membench.SMEM_ROWS * membench.SMEM_COLS * 4
     yield _best_of("smem_bandwidth", "bytes", [(f"{smem_programs} programs re-reading 16 KiB tiles with "
                                                 "16-byte shared loads", make_smem, smem_work)], clock)
+
+
+def measure_ceilings(device: DeviceFacts, quick: bool):
+    """Yields one MeasuredCeiling at a time, so the progress bar moves as each finishes. Warm the
+    GPU first (warm_up): a cold one starts at its idle clock."""
+    import torch
+
+    try:
+        from kernels import membench
+    except Exception as exc:  # noqa: BLE001 - its Gluon kernel leans on an API that moves between Triton releases
+        membench, missing = None, f"kernels/membench.py does not import with this Triton ({type(exc).__name__}: {exc})"
+
+    clock = device.sm_clock_max_mhz or timing.DEFAULT_CLOCK_MHZ
+    profile = "quick" if quick else "full"
+
+    # DRAM: a copy big enough to dwarf the L2 many times over; bytes counted = read + written.
+    n_bytes = min(1 << 30, (device.memory_bytes or 1 << 34) // 8)
+
+    def make_copy():
+        src = torch.empty(n_bytes, dtype=torch.uint8, device="cuda").random_(0, 255)
+        dst = torch.empty_like(src)
+        return lambda: dst.copy_(src)
+
+    yield _best_of("copy_bandwidth", "bytes", [(f"{n_bytes / 2**30:.2f} GiB device-to-device copy", make_copy,
+                                                2.0 * n_bytes)], clock)
+
+    if membench is None:
+        for name in ("l2_bandwidth", "smem_bandwidth"):
+            yield MeasuredCeiling(name=name, quantity="bytes", status="unsupported", reason=missing[:500])
+    else:
+        yield from _cache_ceilings(device, membench, clock)
 
     for dtype_name, dtype in (("fp16", torch.float16), ("bf16", torch.bfloat16), ("fp32", torch.float32)):
         name = f"matmul_{dtype_name}"

@@ -30,7 +30,7 @@ from .schema.occupancy import limits_from_device, occupancy
 from .schema import SCHEMA_VERSION
 from .schema.iterations import IterationRow, IterationsFile, KernelVersionInfo, PredictedRange
 from .shapes import AttentionCase
-from .timing import CallTimes, free_cuda_memory, is_oom
+from .timing import CallTimes, free_cuda_memory, is_oom, is_unsupported
 
 # (batch, heads, seq_len, head_dim). The d128 shapes are where every version of the journey is
 # timed (see Plan for which dtypes); at the d64 shapes only the portable baseline and the shipped
@@ -170,7 +170,7 @@ _REFUSALS = ("No available kernel", "No viable backend")
 def failure_row(case: Case, exc: BaseException) -> IterationRow:
     """What an exception during a case means: out of memory, a refusal, or an error."""
     text = str(exc)
-    out_of_resources = type(exc).__name__ == "OutOfResources"  # a tile that does not fit on chip
+    out_of_resources = is_unsupported(exc)  # a tile that does not fit on chip, a path this Triton cannot compile
     if is_oom(exc) and not out_of_resources:
         return _base_row(case, "oom", _trim(f"{type(exc).__name__}: {text}", 300))
     if out_of_resources or (case.is_sdpa and any(r in text for r in _REFUSALS)):

@@ -195,7 +195,7 @@ def run_collect(cfg: CollectConfig, command: str = "") -> int:
         save()
 
     save()
-    print(f"collect: run {run_id} -> {run_dir} (profile {cfg.profile})", file=sys.stderr)
+    print(RUN_STARTED.format(run_id=run_id, run_dir=run_dir, profile=cfg.profile), file=sys.stderr)
     ordered = [p for p in PHASE_ORDER if p in cfg.phases]
     to_run = [p for p in ordered if not _already_complete(p, manifest, cfg, run_dir)]
     failed = 0
@@ -215,6 +215,9 @@ def run_collect(cfg: CollectConfig, command: str = "") -> int:
             pool.close()
     return failed
 
+
+# The line that names the run a collect writes; notebooks/collect.ipynb reads the run id from it.
+RUN_STARTED = "collect: run {run_id} -> {run_dir} (profile {profile})"
 
 # Phases that time nothing: the shared compile pool may keep working while they run.
 UNTIMED_PHASES = ("correctness",)

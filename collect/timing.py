@@ -291,6 +291,12 @@ def is_oom(exc: BaseException) -> bool:
     return name == "OutOfMemoryError" or "out of memory" in text
 
 
+def is_unsupported(exc: BaseException) -> bool:
+    """A fact about this GPU or install, not a failure: a tile that does not fit on chip (Triton's
+    OutOfResources), or a kernel path this Triton cannot compile or import (kernels.dispatch.PathUnsupported)."""
+    return type(exc).__name__ in ("OutOfResources", "PathUnsupported")
+
+
 def free_cuda_memory() -> None:
     """After an OOM: drop references, collect, and hand cached blocks back so the next case can run."""
     gc.collect()

@@ -61,6 +61,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from .common import HALF_DTYPES, LOG2E, capability, device_index, device_sm_count, interpreting, l2_bytes
+from .gluon_compat import async_load, async_store, thread_barrier
 from .launcher import PLAIN
 
 HEAD_DIMS = (64, 128)
@@ -154,7 +155,7 @@ def _store_output(acc, l_i, smem, o_desc, b, h, row, o_layout: gl.constexpr,
     o = acc / gl.expand_dims(l_o, 1)
     smem.store(o.to(o_desc.dtype))
     fence_async_shared()  # order the generic-proxy stores before the async-proxy (TMA) read
-    tma.async_copy_shared_to_global(o_desc, [b, h, row, 0], _as_4d(smem, BLOCK, HEAD_DIM))
+    async_store(o_desc, [b, h, row, 0], _as_4d(smem, BLOCK, HEAD_DIM))
     tma.store_wait(0)
 
 
@@ -167,9 +168,9 @@ def _store_output(acc, l_i, smem, o_desc, b, h, row, o_layout: gl.constexpr,
 def _g1_issue_kv(k_desc, v_desc, k_buf, v_buf, k_bar, v_bar, b, h, row, pred,
                  BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr):
     mbarrier.expect(k_bar, k_desc.block_type.nbytes, pred)
-    tma.async_copy_global_to_shared(k_desc, [b, h, row, 0], k_bar, _as_4d(k_buf, BLOCK_N, HEAD_DIM), pred)
+    async_load(k_desc, [b, h, row, 0], k_bar, _as_4d(k_buf, BLOCK_N, HEAD_DIM), pred)
     mbarrier.expect(v_bar, v_desc.block_type.nbytes, pred)
-    tma.async_copy_global_to_shared(v_desc, [b, h, row, 0], v_bar, _as_4d(v_buf, BLOCK_N, HEAD_DIM), pred)
+    async_load(v_desc, [b, h, row, 0], v_bar, _as_4d(v_buf, BLOCK_N, HEAD_DIM), pred)
 
 
 @gluon.jit
@@ -193,7 +194,7 @@ def _g1_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc,
     mbarrier.wait(v_bars.index(slot), phase)
     acc = warpgroup_mma(p, v_buf, acc)
     # Thread 0 issues the refill: every warp must be done with this slot first.
-    gl.thread_barrier()
+    thread_barrier()
     nxt = j + STAGES
     _g1_issue_kv(k_desc, v_desc, k_buf, v_buf, k_bars.index(slot), v_bars.index(slot), b, h, nxt * BLOCK_N,
                  nxt < n_total, BLOCK_N, HEAD_DIM)
@@ -235,11 +236,11 @@ def _g1_kernel(q_desc, k_desc, v_desc, o_desc, num_heads, seq_len, qk_scale,
         mbarrier.init(k_bars.index(i), count=1)
         mbarrier.init(v_bars.index(i), count=1)
     fence_async_shared()
-    gl.thread_barrier()
+    thread_barrier()
 
     n_full, n_total = _key_tiles(start_m, seq_len, BLOCK_M, BLOCK_N, CAUSAL)
     mbarrier.expect(q_bar, q_desc.block_type.nbytes)
-    tma.async_copy_global_to_shared(q_desc, [b, h, start_m, 0], q_bar, _as_4d(q_smem, BLOCK_M, HEAD_DIM))
+    async_load(q_desc, [b, h, start_m, 0], q_bar, _as_4d(q_smem, BLOCK_M, HEAD_DIM))
     for i in gl.static_range(STAGES):
         _g1_issue_kv(k_desc, v_desc, k_smem.index(i), v_smem.index(i), k_bars.index(i), v_bars.index(i),
                      b, h, i * BLOCK_N, i < n_total, BLOCK_N, HEAD_DIM)
@@ -352,18 +353,18 @@ def _ws_producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, nu
             i = 2 * w + q_slot
             mbarrier.wait(q_empty.index(i), q_phase ^ 1)
             mbarrier.expect(q_ready.index(i), q_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(q_desc, [b, h, start_m + w * HALF, 0], q_ready.index(i),
+            async_load(q_desc, [b, h, start_m + w * HALF, 0], q_ready.index(i),
                                             _as_4d(q_smem.index(i), HALF, HEAD_DIM))
         for j in range(n_total):
             slot = kv % STAGES
             phase = (kv // STAGES) & 1
             mbarrier.wait(k_empty.index(slot), phase ^ 1)
             mbarrier.expect(k_ready.index(slot), k_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc, [b, h, j * BLOCK_N, 0], k_ready.index(slot),
+            async_load(k_desc, [b, h, j * BLOCK_N, 0], k_ready.index(slot),
                                             _as_4d(k_smem.index(slot), BLOCK_N, HEAD_DIM))
             mbarrier.wait(v_empty.index(slot), phase ^ 1)
             mbarrier.expect(v_ready.index(slot), v_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc, [b, h, j * BLOCK_N, 0], v_ready.index(slot),
+            async_load(v_desc, [b, h, j * BLOCK_N, 0], v_ready.index(slot),
                                             _as_4d(v_smem.index(slot), BLOCK_N, HEAD_DIM))
             kv += 1
         it += 1
@@ -541,7 +542,7 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, sched, num_heads, seq_len, tiles_
     for i in gl.static_range(2):
         mbarrier.init(turn.index(i), count=1)
     fence_async_shared()
-    gl.thread_barrier()
+    thread_barrier()
     bars = (q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn)
     gl.warp_specialize([
         (_ws_consumer, (o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,

@@ -23,6 +23,7 @@ import torch
 
 from .common import check_inputs, interpreting
 from .launcher import PLAIN, LaunchCache, Recorder, config_key, replay_allowed
+from .supported import triton_version, unmeasured_reason
 
 
 @dataclass(frozen=True)
@@ -75,8 +76,9 @@ class ShapeRule:
                 and (self.max_len is None or n <= self.max_len))
 
 
-# Measured on the H200, 2026-11-30: device time of every path and Gluon step beside SDPA's cuDNN and
-# flash backends in one process, at the goal shapes (d=64: B=2 H=8; d=128: B=4 H=32), fp16 and bf16.
+# Measured on the H200, 2026-11-30, with Triton 3.6.0 (so only that Triton applies them by itself:
+# kernels/supported.py): device time of every path and Gluon step beside SDPA's cuDNN and flash
+# backends in one process, at the goal shapes (d=64: B=2 H=8; d=128: B=4 H=32), fp16 and bf16.
 # Below N=2048 at d=64 the rules come from the earlier loop-time study. First match wins.
 SHAPE_RULES: tuple[ShapeRule, ...] = (
     ShapeRule("portable", 64, True, max_len=1024,
@@ -117,10 +119,56 @@ PORTABLE_ONLY_ENV = "ATTN_PORTABLE_ONLY"
 REHEARSE_TARGET_ENV = "ATTN_REHEARSE_TARGET"
 
 
+class PathUnsupported(ValueError):
+    """A kernel path this Triton cannot compile (or could not import): the collect phases record its
+    rows as unsupported with this reason, and flash_attention stops choosing the path by itself."""
+
+
+# name -> why: paths that failed to compile in this process, or whose module could not be imported.
+_BROKEN: dict[str, str] = {}
+
+
+def mark_unsupported(name: str, reason: str) -> None:
+    """From now on flash_attention refuses path `name` with `reason`, and never chooses it by itself."""
+    _BROKEN[name] = reason
+    _CACHE.clear()
+
+
+def _refusal(name: str) -> PathUnsupported:
+    return PathUnsupported(f"the {_PATHS[name].title} path cannot run here: {_BROKEN[name]}; use path='portable'")
+
+
+def _compile_failure(exc: BaseException) -> bool:
+    """Whether an exception is Triton failing to compile a kernel (its front end, an MLIR pass or
+    ptxas), as opposed to a bad input or a launch that went wrong."""
+    from triton.compiler.errors import CompilationError
+    from triton.runtime.errors import PTXASError
+
+    return isinstance(exc, (CompilationError, PTXASError)) or (
+        isinstance(exc, RuntimeError) and "PassManager::run failed" in str(exc))
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip() and ln.strip() != "^"]
+    return f"{type(exc).__name__}: {(lines[-1] if lines else '')[:300]}"
+
+
 def register_path(path: KernelPath) -> None:
     """Add (or replace) a kernel path; flash_attention(path=path.name) runs it."""
     _PATHS[path.name] = path
     _CACHE.clear()  # a replaced path must not be replayed from an entry of the old one
+
+
+def register_missing(name: str, title: str, exc: BaseException) -> None:
+    """A path whose module does not import with this Triton: flash_attention(path=name) raises
+    PathUnsupported saying why, and never chooses it by itself."""
+    reason = f"its kernels do not import with Triton {triton_version()} ({_first_line(exc)})"
+
+    def run(*args):
+        raise _refusal(name)
+
+    register_path(KernelPath(name=name, title=title, dtypes=(), available=lambda device: (False, reason), run=run))
+    mark_unsupported(name, reason)
 
 
 def path_names() -> tuple:
@@ -157,11 +205,14 @@ def _choose(q, causal) -> tuple[str, str, dict | None]:
     if name is None:
         return "portable", "no faster path is available for this dtype and device", None
     if name == "hopper":  # the rules were measured against the Hopper kernel, on Hopper
+        unmeasured = unmeasured_reason()
+        if unmeasured:  # said only where a faster path could have run (a Hopper GPU), not on every GPU
+            return "portable", unmeasured, None
         for rule in SHAPE_RULES:
             if rule.matches(q.shape, causal) and _runs_here(rule.path, q.device, q.dtype):
                 return rule.path, f"measured rule: {rule.evidence}", dict(rule.config) or None
     gate = _PATHS[name].gate
-    if gate is not None:
+    if gate is not None:  # a path that checks itself first (the Turing kernel): its verdict is the reason
         ok, why = gate(q, causal)
         if not ok:
             return "portable", why, None
@@ -192,7 +243,7 @@ def route(shape, dtype, device, causal=False) -> tuple[str, dict | None]:
 
 def _runs_here(name: str, device, dtype) -> bool:
     path = _PATHS.get(name)
-    if path is None or dtype not in path.dtypes:
+    if path is None or name in _BROKEN or dtype not in path.dtypes:
         return False
     target = rehearsed_target()
     if target is not None:  # the rehearsed GPU's choice, run here through that GPU's code
@@ -217,7 +268,10 @@ def path_runs(name: str, device=None, dtype=torch.float16) -> bool:
         return name == "portable"
     if device is None:
         device = torch.device("cuda", torch.cuda.current_device())
-    return (_first_available(torch.device(device), dtype) or "portable") == name
+    first = _first_available(torch.device(device), dtype) or "portable"
+    if first == "hopper" and unmeasured_reason():  # Hopper's paths are taken by themselves on the measured Triton only
+        first = "portable"
+    return first == name
 
 
 def another_path_ships(device=None) -> bool:
@@ -276,11 +330,21 @@ def flash_attention(q, k, v, causal=False, sm_scale=None, *, path=None, config=N
         config = rule_config if config is None else config
     else:
         name, rule = path, "asked for"
+        if name in _BROKEN:
+            raise _refusal(name)
         ok, why = _PATHS[name].available(q.device)
         if not ok:
             raise ValueError(f"the {_PATHS[name].title} path cannot run here: {why}; use path='portable'")
     recorder = Recorder() if key is not None and replay_allowed() else PLAIN
-    o, info = _PATHS[name].run(q, k, v, causal, sm_scale, config, recorder)
+    try:
+        o, info = _PATHS[name].run(q, k, v, causal, sm_scale, config, recorder)
+    except Exception as exc:
+        # The portable kernel is tested on every supported Triton; a faster path that this Triton
+        # cannot compile is a fact about the install, recorded once, not a crash of the caller.
+        if name == "portable" or not _compile_failure(exc):
+            raise
+        mark_unsupported(name, f"it does not compile with Triton {triton_version()} ({_first_line(exc)})")
+        raise _refusal(name) from exc
     info = dict(info, path=name, path_rule=rule)
     if recorder is not PLAIN:
         _CACHE.put(key, recorder.replay(o, info, q.device))

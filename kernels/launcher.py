@@ -143,11 +143,16 @@ def _tma_launch_of(compiled) -> _TmaLaunch | None:
     descriptors that it lowered to CUtensorMaps; None where that structure is not there (another
     backend or Triton version, descriptors passed as pointers) or the kernel needs scratch memory,
     and the replay then goes through compiled.run as Triton's own launch does. The wrapper is a
-    closure of the pinned Triton's nvidia driver (wrap_handle_tensordesc); tests check its shape."""
+    closure of Triton 3.6's nvidia driver (wrap_handle_tensordesc); tests check its shape."""
     try:
         from triton.backends.nvidia.driver import make_tensordesc_arg
         run = compiled.run
         wrapper = run.launch
+        # Triton 3.6 hands the entry point the kernel's arguments flat after _BASE_ARGS_FORMAT_LEN base
+        # ones; 3.7 passes more base arguments and the kernel's as one trailing tuple. Only the layout
+        # this replay was written for (and measured with) is called directly.
+        if "_BASE_ARGS_FORMAT_LEN" not in wrapper.__code__.co_names:
+            return None
         cells = dict(zip(wrapper.__code__.co_freevars, (c.cell_contents for c in wrapper.__closure__)))
         raw, indices, metas = cells["launcher"], cells["tensordesc_indices"], cells["tensordesc_meta"]
         if run.global_scratch_size or run.profile_scratch_size:

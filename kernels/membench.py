@@ -24,6 +24,8 @@ import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
+from .gluon_compat import thread_barrier
+
 L2_CHUNK = 1024  # float32 elements a program reads per step: 4 KiB
 SMEM_ROWS, SMEM_COLS, SMEM_BUFFERS = 32, 128, 2  # two 16 KiB float32 tiles per program
 
@@ -50,7 +52,7 @@ def _smem_read(out, reps, ROWS: gl.constexpr, COLS: gl.constexpr, BUFFERS: gl.co
     buf = gl.allocate_shared_memory(gl.float32, [BUFFERS, ROWS, COLS], shared)
     for i in gl.static_range(BUFFERS):
         buf.index(i).store(tile + i)
-    gl.thread_barrier()
+    thread_barrier()
     acc = gl.zeros([ROWS, COLS], gl.float32, layout)
     for r in range(reps):
         acc += buf.index(r % BUFFERS).load(layout)

@@ -52,7 +52,10 @@ def available(device: torch.device) -> tuple[bool, str]:
     tensor cores itself), or on a newer GPU rehearsing a T4."""
     if device.type != "cuda" or not torch.cuda.is_available():
         return False, "it needs a CUDA GPU"
-    cap = capability(device_index(device))
+    try:
+        cap = capability(device_index(device))
+    except (AssertionError, RuntimeError) as exc:  # a torch without CUDA, or no driver
+        return False, f"the GPU's compute capability could not be read ({exc})"
     if dispatch.rehearsed_target() == TARGET and cap >= (7, 5):
         return True, ""
     if cap != (7, 5):

@@ -62,7 +62,8 @@ for cc in map(int, sys.argv[1:]):
 
     # The fused step: every role, both batch tilings (16 rows; 64 rows), GPT-2's head_dim of 64.
     pdl = cc >= 90
-    common = {"UPCAST": False, "PDL": pdl}
+    # As the launcher passes them (fused_linear._launch_options): GPT-2's (K, N) weights are row-major.
+    common = {"UPCAST": False, "PDL": pdl, "PREFETCH": fl.TUNING.prefetch_tiles if pdl else 0, "W_ROW_MAJOR": True}
     ws = {"Work": "*fp32", "Counter": "*i32", "split_k": "i32"}
     stats_in = {"StatIn": "*fp32", **ints("stat_tiles", "stat_width", "stride_st")}
 
@@ -80,7 +81,7 @@ for cc in map(int, sys.argv[1:]):
                    "Q": f, "KC": c, "VC": c, "KS": s, "VS": s,
                    "Pos": "*i64", **ints("H_QKV", "stride_cb", "stride_ch", "stride_cn", "stride_sb", "stride_sh"), **ws,
                    **{k: "constexpr" for k in ("KV_STORE", "HEAD_DIM", "BLOCK_B", "BLOCK_N", "BLOCK_K", "STAT_P",
-                                               "SPLIT_P", "UPCAST", "PDL")}}
+                                               "SPLIT_P", "UPCAST", "PDL", "PREFETCH", "W_ROW_MAJOR")}}
             consts = {"KV_STORE": kv_store, "HEAD_DIM": 64, "BLOCK_B": t.block_b, "BLOCK_N": t.block_n,
                       "BLOCK_K": t.block_k, **reduce(t), **common}
             print("qkv", cc, rows, kv_store, *compile_for(cc, fl._ln_qkv_kernel, qkv, consts, t.num_warps, t.num_stages,
@@ -88,7 +89,7 @@ for cc in map(int, sys.argv[1:]):
         lin = {"X": f, "stride_xb": "i32", "W": f, **ints("stride_wk", "stride_wn"), "Bias": f, "Y": f,
                "stride_yb": "i32", **ints("B", "K", "N"), "eps": "fp32", "LnW": f, "LnB": f, **stats_in, **ws,
                **{k: "constexpr" for k in ("EPILOGUE", "HAS_BIAS", "BLOCK_B", "BLOCK_N", "BLOCK_K", "STAT_P", "SPLIT_P",
-                                           "UPCAST", "PDL")}}
+                                           "UPCAST", "PDL", "PREFETCH", "W_ROW_MAJOR")}}
         t = fl.linear_tiling(rows, 768, 3072, dev)
         consts = {"EPILOGUE": 1, "HAS_BIAS": True, "BLOCK_B": t.block_b, "BLOCK_N": t.block_n, "BLOCK_K": t.block_k,
                   **reduce(t), **common}
@@ -98,12 +99,14 @@ for cc in map(int, sys.argv[1:]):
         head = dict(lin, Y="*fp32", stride_wk="constexpr")
         t = fl.linear_tiling(rows, 768, 50257, dev)
         consts = {"EPILOGUE": 0, "HAS_BIAS": False, "BLOCK_B": t.block_b, "BLOCK_N": t.block_n, "BLOCK_K": t.block_k,
-                  "stride_wk": 1, **reduce(t), **common}
+                  "stride_wk": 1, **reduce(t), **common, "W_ROW_MAJOR": False,
+                  "PDL": int(fl.PDL_LATE) if pdl else 0}  # its 77 MB table: dependents start late
         print("head", cc, rows, *compile_for(cc, fl._ln_linear_kernel, head, consts, t.num_warps, t.num_stages,
                                               ("stride_xb", "stride_wn", "stride_yb", "K")))
         res = {"X": f, "stride_xb": "i32", "W": f, **ints("stride_wk", "stride_wn"), "Bias": f, "Y": f,
                "stride_yb": "i32", **ints("B", "K", "N"), "StatOut": "*fp32", "stride_st": "i32", **ws,
-               **{k: "constexpr" for k in ("STATS_OUT", "BLOCK_B", "BLOCK_N", "BLOCK_K", "SPLIT_P", "UPCAST", "PDL")}}
+               **{k: "constexpr" for k in ("STATS_OUT", "BLOCK_B", "BLOCK_N", "BLOCK_K", "SPLIT_P", "UPCAST", "PDL",
+                                           "PREFETCH", "W_ROW_MAJOR")}}
         for role, k in (("proj", 768), ("out", 3072)):
             t = fl.linear_tiling(rows, k, 768, dev)
             consts = {"STATS_OUT": True, "BLOCK_B": t.block_b, "BLOCK_N": t.block_n, "BLOCK_K": t.block_k,

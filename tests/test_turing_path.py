@@ -81,6 +81,7 @@ def test_newer_gpus_keep_the_portable_kernel(t4, monkeypatch):
 
 def test_a_t4_rehearsal_chooses_the_turing_kernel_on_a_hopper_gpu(t4, monkeypatch):
     monkeypatch.setattr(turing_path, "capability", lambda index: (9, 0))
+    monkeypatch.setattr(dispatch, "unmeasured_reason", lambda: None)  # as on the Triton the H200 measured
     monkeypatch.setitem(dispatch._PATHS, "hopper", dataclasses.replace(
         dispatch._PATHS["hopper"], available=lambda device: (True, "")))
     assert dispatch.choose_path(_fake_cuda())[0] == "hopper"
