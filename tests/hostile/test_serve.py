@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import types
 import urllib.request
@@ -62,6 +63,59 @@ def test_serve_before_any_data_validated_shows_the_error_on_every_page(hook, tmp
     assert hook._report is None and cfg["extra"]["report_provenance"] is None
     out = html.unescape(hook.on_page_markdown("# Home\n\n{{ home.headlines() }}\n", _page(), cfg, None))
     assert "does not validate" in out and "device.sm_count" in out and "{{" not in out
+
+
+def _nest(run_dir):
+    m = json.loads((run_dir / "manifest.json").read_text())
+    (run_dir / "manifest.json").write_text(json.dumps(m)[:-1] + ', "notes": ' + "[" * 10_000 + "]" * 10_000 + "}")
+
+
+def _fifo(run_dir):
+    (run_dir / "manifest.json").unlink()
+    os.mkfifo(run_dir / "manifest.json")
+
+
+def _within(fn, seconds=60):
+    """fn() in a thread; fails the test (instead of hanging it) when it does not return in time."""
+    box = {}
+
+    def target():
+        try:
+            box["out"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - raised again in the test's thread
+            box["error"] = exc
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(seconds)
+    if t.is_alive():
+        pytest.fail(f"did not return in {seconds} s: serve hangs")
+    if "error" in box:
+        raise box["error"]
+    return box.get("out")
+
+
+@pytest.mark.parametrize("attack", [_nest, _fifo], ids=["nested 10,000 deep", "FIFO"])
+def test_serve_survives_a_file_that_attacks_the_reader_and_recovers(hook, tmp_path, attack):
+    run_dir = synthetic.make_run(tmp_path, "good-2")
+    good_text = (run_dir / "manifest.json").read_text()
+    hook.on_startup(command="serve", dirty=False)
+    hook.on_config(_config())
+    good = hook._report
+    try:
+        attack(run_dir)
+        cfg = _within(lambda: hook.on_config(_config()))
+        assert hook._report is good and "manifest.json" in hook._error
+        out = html.unescape(hook.on_page_markdown("# Home\n\nRun {{ run.id }}.\n", _page(), cfg, None))
+        assert "Run good-2." in out and "does not validate" in out
+    finally:
+        try:  # a reader blocked on the FIFO gets its end of file (none is there once it is never opened)
+            os.close(os.open(run_dir / "manifest.json", os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+    (run_dir / "manifest.json").unlink()
+    (run_dir / "manifest.json").write_text(good_text.replace("synthetic", "restored"))
+    _within(lambda: hook.on_config(_config()))
+    assert hook._error is None and hook._report is not good and hook._report.run.manifest.command == "restored"
 
 
 def test_build_still_stops_on_bad_data(hook, tmp_path):
