@@ -3,8 +3,6 @@ patterns and case keys the schema declares beside each field (collect/schema/com
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
 import re
 import typing
 from datetime import datetime
@@ -16,36 +14,14 @@ from pydantic import TypeAdapter, ValidationError
 
 from collect.schema import SCHEMA_VERSION
 from collect.schema.common import case_key
+from collect.schema.reader import DataFileError, field_path, read_checked, shown
 
 from .errors import DataError
-
-# No phase file comes near this (the largest committed one is a few hundred KB, a run with ten times
-# its rows a few MB); past it a file is refused before it is read, rather than building for minutes.
-MAX_FILE_BYTES = 32 * 2**20
 
 
 @lru_cache(maxsize=None)
 def _adapter(cls) -> TypeAdapter:
     return TypeAdapter(cls)
-
-
-def _nonfinite_path(data: Any, loc: tuple = ()) -> tuple | None:
-    """Where a NaN or infinity hides (Python's json accepts them; our contract does not)."""
-    if isinstance(data, float) and not math.isfinite(data):
-        return loc
-    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
-    for key, value in items:
-        found = _nonfinite_path(value, loc + (key,))
-        if found is not None:
-            return found
-    return None
-
-
-def _field_path(loc: tuple) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
 
 
 def _value_at(data: Any, loc: tuple) -> Any:
@@ -57,55 +33,26 @@ def _value_at(data: Any, loc: tuple) -> Any:
     return data
 
 
-def _shown(value: Any) -> str:
-    shown = repr(value)
-    return shown if len(shown) <= 120 else shown[:117] + "..."
-
-
-def _read_text(path: Path) -> str:
-    try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise DataError(f"{path}: {size / 2**20:.1f} MiB is over the {MAX_FILE_BYTES // 2**20} MiB limit for one "
-                            "data file (see the Data format page); it was not read. A run this large is not one a "
-                            "page can narrate: collect fewer cases, or split the sweep into runs.")
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read it ({exc.strerror}).") from exc
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[:exc.start].count(b"\n") + 1
-        raise DataError(f"{path}: not valid UTF-8 at byte {exc.start} (line {line}): {raw[exc.start:exc.end]!r}. "
-                        "Data files are UTF-8 JSON; re-run the phase that wrote it, or restore it from git.") from None
-
-
 def load_validated(path: Path, cls) -> Any:
     """Parse `path` and return an instance of `cls`, or raise DataError naming file, field and value."""
     path = Path(path)
-    text = _read_text(path)
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}. "
-                        "Re-run the phase that wrote it, or restore it from git.") from exc
-    bad = _nonfinite_path(data)
-    if bad is not None:
-        raise DataError(f"{path}: field {_field_path(bad)}: value {_value_at(data, bad)}: NaN and infinity are "
-                        "not allowed; an unmeasured value is null, with the row's status and reason saying why.")
+        data, text = read_checked(path)
+    except DataFileError as exc:
+        raise DataError(str(exc)) from None
     if not isinstance(data, dict):
         raise DataError(f"{path}: expected a JSON object at the top level, found {type(data).__name__}.")
     version = data.get("schema_version", "(missing)")
     if version != SCHEMA_VERSION:
         raise DataError(f"{path}: field schema_version: value {version!r} is not supported; this code reads "
                         f"schema_version {SCHEMA_VERSION}. Re-collect the run or check out the code that wrote it.")
-    try:
+    try:  # the text again: pydantic's strict mode takes dataclasses from JSON, not from dicts
         obj = _adapter(cls).validate_json(text)
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = tuple(first.get("loc", ()))
         more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
-        raise DataError(f"{path}: field {_field_path(loc)}: value {_shown(_value_at(data, loc))}: "
+        raise DataError(f"{path}: field {field_path(loc)}: value {shown(_value_at(data, loc))}: "
                         f"{first['msg']}{more}.") from None
     problem = check_declared(obj)
     if problem is not None:
@@ -189,7 +136,7 @@ def check_declared(obj: Any, where: str = "") -> str | None:
         value = getattr(obj, name)
         why = _violation(value, bounds, pattern, utc_time)
         if why:
-            return f"field {where}{name}: value {_shown(value)}: {why}."
+            return f"field {where}{name}: value {shown(value)}: {why}."
     for name, is_list in plan.nested:
         value = getattr(obj, name)
         if value is None:

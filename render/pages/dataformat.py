@@ -7,8 +7,9 @@ import re
 import typing
 
 from collect.schema import SCHEMA_VERSION, STATUSES, available_specs
+from collect.schema.reader import MAX_FILE_BYTES
 
-from ..validate import MAX_FILE_BYTES, allowed
+from ..validate import allowed
 from .base import Page
 
 
