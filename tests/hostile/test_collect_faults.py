@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -138,3 +139,28 @@ def test_kill_9_at_random_moments_then_resume_loses_no_saved_row(tmp_path):
     m = json.loads((tmp_path / fake_collect.RUN_ID / "manifest.json").read_text())
     assert next(p for p in m["phases"] if p["name"] == "bench")["status"] == "complete"
     assert not list((tmp_path / fake_collect.RUN_ID).glob(".*.tmp"))
+
+
+def test_a_tools_hostile_error_text_is_written_as_the_build_can_read_it(tmp_path, monkeypatch):
+    """An exception's text is the tool's, not ours: ESC from a coloured log, a reversing mark, and more text
+    than a field holds. Collect writes the characters as code points and clips the text to its bound, so
+    the run it leaves validates, and the error still says what happened."""
+    from collect import runner
+    from render.runs import load_run
+
+    fake_collect.install(monkeypatch.setattr)
+    real = runner.phase_module
+
+    def failing(name):
+        if name != "bench":
+            return real(name)
+
+        def run(ctx):
+            raise RuntimeError("\x1b[31mCUDA error\x1b[0m in \u202ekernel " + "x" * 50_000)
+        return types.SimpleNamespace(run=run)
+    monkeypatch.setattr(runner, "phase_module", failing)
+    assert fake_collect.collect(tmp_path) == 1
+    run = load_run(tmp_path / fake_collect.RUN_ID)
+    error = run.phase_record("bench").error
+    assert error.startswith("RuntimeError: <U+001B>[31mCUDA error<U+001B>[0m in <U+202E>kernel xxx")
+    assert error.endswith(" [...]")
