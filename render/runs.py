@@ -2,7 +2,8 @@
 
 A run folder arrives from someone else's GPU, so it is checked as a whole: it may hold only the
 manifest, the phase files the schema knows, a README.md and the profiler's `ncu/` work folder;
-symlinks and anything else stop the build with the name of what to remove. Only files that
+symlinks and anything else stop the build with the name of what to remove. A data file is opened only
+if it is a regular file (collect/schema/reader.py). Only files that
 validated are listed in `Run.files`, and only those are published.
 """
 from __future__ import annotations
@@ -18,7 +19,9 @@ from typing import Any
 
 import pandas as pd
 
+from collect.schema import datasheets
 from collect.schema import FILE_SPECS, available_specs
+from collect.schema.reader import shown
 from collect.schema.manifest import Manifest
 
 from .errors import DataError
@@ -148,6 +151,7 @@ def load_run(run_dir: Path) -> Run:
         raise DataError(f"{run_dir}: no manifest.json. Every run folder needs one; "
                         "run `python -m collect env` to create it, or remove the folder.")
     manifest = load_validated(manifest_path, Manifest)
+    _datasheet_from_table(manifest, manifest_path)
     if manifest.run_id != run_dir.name:
         raise DataError(f"{manifest_path}: field run_id: value {manifest.run_id!r} does not match "
                         f"the folder name {run_dir.name!r}. Rename one of them.")
@@ -163,6 +167,25 @@ def load_run(run_dir: Path) -> Run:
             run.files.append(path)
     _mark_unfinished(run)
     return run
+
+
+def _datasheet_from_table(manifest: Manifest, path: Path) -> None:
+    """Replace the manifest's datasheet with the code's own entry for its key (collect/schema/datasheets.py): the
+    figures are the vendor's, not the run's, so a file's own are not trusted; a key the code does not
+    know, or one the device's name contradicts, is refused."""
+    if manifest.datasheet is None:
+        return
+    key = manifest.datasheet.key
+    entry = datasheets.by_key(key)
+    name = manifest.device.name if manifest.device else None
+    named = datasheets.lookup(name) if name is not None else entry
+    if entry is None or named is None or named.key != key:
+        whose = (f"the device is {shown(name)}, whose datasheet is {named.key!r}" if named is not None else
+                 f"the device is {shown(name)}, which has no datasheet here" if entry is not None else
+                 f"no datasheet has this key (known: {', '.join(datasheets.known_keys())})")
+        raise DataError(f"{path}: field datasheet.key: value {key!r}: {whose}. The datasheet is looked up from the "
+                        "device's name by collect/schema/datasheets.py; set datasheet to null, or to that entry.")
+    manifest.datasheet = entry
 
 
 def _mark_unfinished(run: Run) -> None:
@@ -185,10 +208,14 @@ def run_dirs(data_dir: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if (p.is_dir() or p.is_symlink()) and not p.name.startswith("."))
 
 
+def reference_dirs(data_dir: Path) -> list[Path]:
+    root = Path(data_dir) / "reference"
+    return sorted(d for d in root.iterdir() if d.is_dir()) if root.is_dir() else []
+
+
 def load_references(data_dir: Path) -> list[Run]:
     """Published figures in data/reference/<id>/, validated like runs; they must say they are published."""
-    root = Path(data_dir) / "reference"
-    refs = [load_run(d) for d in sorted(root.iterdir()) if d.is_dir()] if root.is_dir() else []
+    refs = [load_run(d) for d in reference_dirs(data_dir)]
     for r in refs:
         if r.manifest.origin != "published" or not r.manifest.citation:
             raise DataError(f"{r.path / 'manifest.json'}: field origin: value {r.manifest.origin!r}: data/reference/ "
@@ -202,6 +229,11 @@ def load_runs(data_dir: Path) -> list[Run]:
     if not dirs:
         raise DataError(f"{Path(data_dir) / 'runs'}: no runs found. Collect one on a GPU with `make collect`, "
                         "or restore the committed runs with `git checkout -- data/`.")
+    published = {d.name: d for d in reference_dirs(data_dir)}
+    for d in dirs:
+        if d.name in published:
+            raise DataError(f"{d} and {published[d.name]}: one run id names a measured run and published figures, "
+                            "and pages tell runs apart by their id. Rename one of them (folder and run_id).")
     runs = [load_run(d) for d in dirs]
     return sorted(runs, key=lambda r: (r.created, r.id))
 

@@ -17,6 +17,7 @@ module builds that data in a temp folder (never under data/):
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 import re
@@ -26,6 +27,8 @@ from datetime import datetime
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, Callable
+
+from collect.schema.datasheets import lookup
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data"
@@ -104,6 +107,8 @@ def attack_run(src: Path, dst: Path, corpus: Corpus, run_id: str, created_utc: s
                 data["created_utc"] = created_utc
             if device_name and data.get("device"):
                 data["device"]["name"] = device_name
+                sheet = lookup(device_name)  # the datasheet follows the name (the build refuses one that does not)
+                data["datasheet"] = dataclasses.asdict(sheet) if sheet else None
         (dst / f.name).write_text(json.dumps(_attack(data, corpus, f"{run_id}/{f.name}"), indent=1), encoding="utf-8")
     for f in sorted(src.glob("*.md")):
         shutil.copy(f, dst / f.name)

@@ -97,7 +97,7 @@ def test_one_run_id_in_runs_and_in_reference_is_refused_naming_both(tmp_path):
 def test_the_datasheet_comes_from_the_codes_table_by_key(tmp_path):
     """Figures in the file are not trusted: the key picks the code's entry (and the device name must
     agree with the key, see SECOND_ROUND); a thousandfold bandwidth changes nothing on the pages."""
-    from collect.datasheets import lookup
+    from collect.schema.datasheets import lookup
 
     run_dir = corpus.copy_run(tmp_path)
     m = json.loads((run_dir / "manifest.json").read_text())
