@@ -1,9 +1,9 @@
 """Find runs under data/runs, validate every file, and hand out pandas frames of their rows.
 
 A run folder arrives from someone else's GPU, so it is checked as a whole: it may hold only the
-manifest, the phase files the schema knows, a README.md and the profiler's `ncu/` work folder;
-symlinks and anything else stop the build with the name of what to remove. A data file is opened only
-if it is a regular file (collect/schema/reader.py). Only files that
+manifest, the phase files the schema knows, a README.md, the profiler's `ncu/` work folder and the
+lock a collect holds while it writes; symlinks and anything else stop the build with the name of what
+to remove. A data file is opened only if it is a regular file (collect/schema/reader.py). Only files that
 validated are listed in `Run.files`, and only those are published.
 """
 from __future__ import annotations
@@ -21,6 +21,7 @@ import pandas as pd
 
 from collect.schema import datasheets
 from collect.schema import FILE_SPECS, available_specs
+from collect.schema.common import RUN_LOCK
 from collect.schema.reader import shown
 from collect.schema.manifest import Manifest
 
@@ -133,7 +134,7 @@ def _check_folder(run_dir: Path, known: set[str]) -> None:
                 continue
             raise DataError(f"{p}: unknown folder in a run folder; a run holds {', '.join(sorted(known))}"
                             f"{', README.md' if ALLOWED_EXTRA else ''} and the profiler's ncu/ folder. Move it out.")
-        if p.name in known or p.name in ALLOWED_EXTRA or _TEMP_FILE.match(p.name):
+        if p.name in known or p.name in ALLOWED_EXTRA or _TEMP_FILE.match(p.name) or p.name == RUN_LOCK:
             continue
         raise DataError(f"{p}: unknown file in a run folder; a run holds only {', '.join(sorted(known))} and "
                         "README.md, each checked against the schema before it is published. Move it out or delete it.")

@@ -71,6 +71,9 @@ NONNEGATIVE = dict(lo=0, hi=1e40)  # an error or a difference of outputs (above 
 
 # A run id names a folder and a URL path: a short slug.
 RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$"
+# The lock file in a run folder that one collect holds while it writes there (collect/lock.py); not data:
+# render/ neither reads nor publishes it.
+RUN_LOCK = ".collect.lock"
 # Names pages branch on, join by and print (implementations, case ids, version names): identifiers.
 IDENT = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$"
 IDENT_OR_EMPTY = r"^([A-Za-z0-9][A-Za-z0-9._+-]{0,127})?$"
