@@ -26,7 +26,7 @@ from collect.schema.reader import shown
 from collect.schema.manifest import Manifest
 
 from .errors import DataError
-from .validate import load_validated
+from .validate import load_checked
 
 RUN_ENV_VAR = "REPORT_RUN"
 # What else may sit in a run folder: notes for humans, the profile phase's raw reports (never published).
@@ -47,6 +47,7 @@ class Run:
     manifest: Manifest
     phases: dict[str, Any] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)  # the files that validated: the only ones published
+    texts: dict[Path, str] = field(default_factory=dict, repr=False)  # each one's text as it validated
     _frames: dict[tuple[str, str], pd.DataFrame] = field(default_factory=dict, repr=False)
 
     def has(self, phase: str) -> bool:
@@ -151,16 +152,17 @@ def load_run(run_dir: Path) -> Run:
     if not manifest_path.exists():
         raise DataError(f"{run_dir}: no manifest.json. Every run folder needs one; "
                         "run `python -m collect env` to create it, or remove the folder.")
-    manifest = load_validated(manifest_path, Manifest)
+    manifest, manifest_text = load_checked(manifest_path, Manifest)
     _datasheet_from_table(manifest, manifest_path)
     if manifest.run_id != run_dir.name:
         raise DataError(f"{manifest_path}: field run_id: value {manifest.run_id!r} does not match "
                         f"the folder name {run_dir.name!r}. Rename one of them.")
-    run = Run(id=run_dir.name, path=run_dir, manifest=manifest, files=[manifest_path])
+    run = Run(id=run_dir.name, path=run_dir, manifest=manifest, files=[manifest_path],
+              texts={manifest_path: manifest_text})
     for spec in specs:
         path = run_dir / spec.filename
         if path.exists():
-            data = load_validated(path, spec.dataclass())
+            data, run.texts[path] = load_checked(path, spec.dataclass())
             if data.run_id != run.id:
                 raise DataError(f"{path}: field run_id: value {data.run_id!r}: this file belongs to another run, not "
                                 f"{run.id!r}. Put it back in data/runs/{data.run_id}/ (or collect it again for this run).")

@@ -36,6 +36,12 @@ def _value_at(data: Any, loc: tuple) -> Any:
 
 def load_validated(path: Path, cls) -> Any:
     """Parse `path` and return an instance of `cls`, or raise DataError naming file, field and value."""
+    return load_checked(path, cls)[0]
+
+
+def load_checked(path: Path, cls) -> tuple[Any, str]:
+    """(an instance of `cls`, the text it was validated from): the text is what gets published, never the
+    path read again (by then it may be another file, or a FIFO that blocks whoever opens it)."""
     path = Path(path)
     try:
         data, text = read_checked(path)
@@ -58,7 +64,7 @@ def load_validated(path: Path, cls) -> Any:
     problem = check_declared(obj)
     if problem is not None:
         raise DataError(f"{path}: {problem}")
-    return obj
+    return obj, text
 
 
 # --- what the schema declares beside each field -----------------------------------------------

@@ -142,9 +142,23 @@ def _get(url: str, timeout: float = 20) -> str:
         return r.read().decode("utf-8")
 
 
-def test_mkdocs_serve_answers_while_the_data_is_broken(tmp_path):
-    """The real server: a request made after the data broke is answered (not left hanging)."""
+def _until(url: str, done, seconds: float = 240) -> str:
+    """The page at `url` once `done(page)`, or as it last was; every request must be answered."""
+    deadline = time.monotonic() + seconds
+    while True:
+        page = _get(url, timeout=60)  # answered, with or without the rebuild done
+        if done(page) or time.monotonic() > deadline:
+            return page
+        time.sleep(2)
+
+
+@pytest.mark.parametrize("attack,says", [(_break, "device.sm_count"), (_fifo, "FIFO"), (_nest, "nested deeper")],
+                         ids=["bad value", "FIFO", "nested 10,000 deep"])
+def test_mkdocs_serve_answers_while_the_data_is_broken(tmp_path, attack, says):
+    """The real server: a request made after the data broke is answered (not left hanging), and once the file
+    is restored the site is rebuilt from it (after a FIFO, the server once stayed blocked on it for good)."""
     run_dir = synthetic.make_run(tmp_path, "live-1")
+    good = (run_dir / "manifest.json").read_text()
     port = _free_port()
     env = {**os.environ, "REPORT_DATA_DIR": str(tmp_path), "NO_MKDOCS_2_WARNING": "1",
            "SITE_URL": f"http://127.0.0.1:{port}/"}
@@ -164,14 +178,13 @@ def test_mkdocs_serve_answers_while_the_data_is_broken(tmp_path):
                     pytest.fail(f"mkdocs serve exited:\n{proc.stdout.read()[-3000:]}")
                 time.sleep(1)
         assert page is not None and "live-1" in page, "mkdocs serve never answered"
-        _break(run_dir)
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline:
-            page = _get(url, timeout=60)  # answered, with or without the rebuild done
-            if "does not validate" in page:
-                break
-            time.sleep(2)
-        assert "does not validate" in page and "live-1" in page and "device.sm_count" in html.unescape(page)
+        attack(run_dir)
+        page = _until(url, lambda p: "does not validate" in p)
+        assert "does not validate" in page and "live-1" in page and says in html.unescape(page)
+        (run_dir / "manifest.json").unlink()
+        (run_dir / "manifest.json").write_text(good)
+        page = _until(url, lambda p: "does not validate" not in p)
+        assert "does not validate" not in page and "live-1" in page, "the restored data was never served"
     finally:
         proc.terminate()
         try:
