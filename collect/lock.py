@@ -25,7 +25,11 @@ class RunLocked(RuntimeError):
 def run_lock(run_dir: Path) -> Iterator[None]:
     """Hold the run's lock for the body, or raise RunLocked naming the process that holds it."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(run_dir / RUN_LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC, 0o644)
+    try:
+        fd = os.open(run_dir / RUN_LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC, 0o644)
+    except OSError as exc:  # a symlink or a folder in its place: not ours to follow or remove
+        raise RunLocked(f"{run_dir / RUN_LOCK}: cannot open this run's lock file ({exc.strerror}); nothing was "
+                        "written. Remove what is there, or collect into another --run-id.") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

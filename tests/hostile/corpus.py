@@ -13,6 +13,10 @@ module builds that data in a temp folder (never under data/):
 - `IMPOSSIBLE`: one run folder per impossible value (a negative latency, a count below zero, a
   percentage over 100, duplicate cases, a file from another run, invalid UTF-8, a symlink, an
   unknown file), each with the words the build must answer it with.
+- `SECOND_ROUND`: the same for attacks on the reader and on values that contradict each other:
+  invisible and reversing characters, a key given twice, nesting 10,000 deep, a 5,000-digit number, a
+  1 MB name, a FIFO, a run from the future, inverted spreads, a latency no clock measures, a derived
+  field that disagrees, another GPU's datasheet, a word outside its enumeration.
 """
 from __future__ import annotations
 

@@ -72,6 +72,16 @@ def test_the_cli_names_the_holder_of_the_run(tmp_path, monkeypatch, capsys):
         first.wait()
 
 
+def test_a_lock_file_that_is_not_a_file_is_refused_without_following_it(tmp_path, monkeypatch):
+    fake_collect.install(monkeypatch.setattr)
+    run_dir = tmp_path / fake_collect.RUN_ID
+    run_dir.mkdir()
+    (run_dir / ".collect.lock").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(RuntimeError, match="lock file"):
+        fake_collect.collect(tmp_path)
+    assert not (tmp_path / "elsewhere").exists() and not (run_dir / "manifest.json").exists()
+
+
 def test_kill_9_releases_the_run_and_resume_continues(tmp_path, monkeypatch):
     gate = tmp_path / "first-is-measuring"
     first = _start(tmp_path, "--wait-for", str(gate))
@@ -164,3 +174,4 @@ def test_a_tools_hostile_error_text_is_written_as_the_build_can_read_it(tmp_path
     error = run.phase_record("bench").error
     assert error.startswith("RuntimeError: <U+001B>[31mCUDA error<U+001B>[0m in <U+202E>kernel xxx")
     assert error.endswith(" [...]")
+    assert (run.path / ".collect.lock").is_file() and all(p.name != ".collect.lock" for p in run.files)
