@@ -14,7 +14,7 @@ import typing
 
 import pytest
 
-from collect.schema import FILE_SPECS
+from collect.schema import records
 from conftest import ROOT, mkdocs_build
 from hostile import corpus
 from render.errors import DataError
@@ -110,22 +110,11 @@ def test_the_datasheet_comes_from_the_codes_table_by_key(tmp_path):
 
 
 def _string_fields():
-    """(class, field, metadata) for every field of every schema dataclass that holds text."""
-    seen, todo = set(), [s.dataclass() for s in FILE_SPECS.values()]
-    while todo:
-        cls = todo.pop()
-        if cls in seen:
-            continue
-        seen.add(cls)
+    """(class, field) for every field of every schema dataclass that holds text (a string, a list of them, a
+    mapping with string keys)."""
+    for cls in records():
         hints = typing.get_type_hints(cls)
         for f in dataclasses.fields(cls):
-            inner = [a for a in typing.get_args(hints[f.name]) if a is not type(None)] or [hints[f.name]]
-            for tp in inner:
-                if dataclasses.is_dataclass(tp):
-                    todo.append(tp)
-                for arg in typing.get_args(tp):
-                    if dataclasses.is_dataclass(arg):
-                        todo.append(arg)
             if "str" in str(hints[f.name]):
                 yield cls, f
 
@@ -142,3 +131,19 @@ def test_length_bounds_fit_real_kernel_names():
 
     bound = next(f for f in dataclasses.fields(KernelRow) if f.name == "kernel_name").metadata["max_len"]
     assert bound >= 4096
+
+
+def test_every_spread_is_ordered_around_its_median():
+    """A statistic added later gets its order too: each 10th percentile is declared at most its median,
+    each 90th at least it, and each least and largest SM clock around the median clock."""
+    pairs = {"_p10": ("at_most", "_median"), "_p90": ("at_least", "_median"),
+             "_min_mhz": ("at_most", "_mhz"), "_max_mhz": ("at_least", "_mhz")}
+    missing = []
+    for cls in records():
+        names = {f.name for f in dataclasses.fields(cls)}
+        for f in dataclasses.fields(cls):
+            for end, (rule, median_end) in pairs.items():
+                median = f.name[: -len(end)] + median_end
+                if f.name.endswith(end) and median in names and f.metadata.get(rule) != median:
+                    missing.append(f"{cls.__name__}.{f.name} ({rule}={median!r})")
+    assert missing == []
