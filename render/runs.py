@@ -19,11 +19,10 @@ from typing import Any
 
 import pandas as pd
 
-from collect.schema import datasheets
-from collect.schema import FILE_SPECS, available_specs
+from collect.schema import FILE_SPECS, available_specs, datasheets
 from collect.schema.common import RUN_LOCK
-from collect.schema.reader import shown
 from collect.schema.manifest import Manifest
+from collect.schema.reader import shown
 
 from .errors import DataError
 from .validate import load_checked
