@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from .schema.decode import LAYER_ROLES, ROLE_ORDER
+from .schema.decode import KERNEL_CLASS_ORDER, LAYER_ROLES, ROLE_ORDER
 
 # Checked in order; the first match names the class. Names come from cuBLAS, PyTorch, inductor
 # (triton_poi_fused_..., triton_per_fused_..., named after the ops they fuse) and our kernels.
@@ -29,6 +29,9 @@ KERNEL_CLASSES: tuple[tuple[str, str], ...] = (
     ("elementwise", r"elementwise|triton_poi|triton_per|triton_red|gelu|tanh|add|mul|fill"),
 )
 CLASS_ORDER = tuple(c for c, _ in KERNEL_CLASSES) + ("other",)
+if CLASS_ORDER != KERNEL_CLASS_ORDER:
+    raise ImportError(f"kernel classes {CLASS_ORDER} differ from the schema's {KERNEL_CLASS_ORDER} (collect/schema/"
+                      "decode.py), which is all the report accepts; change both")
 _PATTERNS = [(c, re.compile(p, re.IGNORECASE)) for c, p in KERNEL_CLASSES]
 
 

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .datasheets import lookup
+from .schema.datasheets import lookup
 from . import timing
 from .schema.manifest import ClockSample, DatasheetCeilings, DeviceFacts, Manifest, MeasuredCeiling, SweepPoint
 from .timing import free_cuda_memory, is_oom, sync
@@ -294,7 +294,7 @@ def run(ctx) -> EnvResult:
     ceilings = list(ctx.progress(measure_ceilings(device, ctx.quick), total=CEILING_COUNT, desc="env"))
     clocks.append(sample_clocks("after-ceilings"))
     sheet = lookup(device.name)
-    notes = [] if sheet else [f"{device.name} is not in the datasheet table (collect/datasheets.py); "
+    notes = [] if sheet else [f"{device.name} is not in the datasheet table (collect/schema/datasheets.py); "
                               "datasheet ceilings are empty and only measured ones are shown."]
     return EnvResult(device=device, software=software_versions(), clocks=clocks, datasheet=sheet,
                      measured_ceilings=ceilings, notes=notes)

@@ -11,15 +11,40 @@ import typing
 from pathlib import Path
 from typing import Any
 
+from .schema.chars import visible
+
 # Keys a file held that this code's dataclass does not know (written by newer code, or by hand):
 # kept on the object under this attribute and written back, so reading and saving loses nothing.
 UNKNOWN = "_unknown_keys"
+# Ends a text clipped to its field's length bound, so a reader knows there was more.
+CLIPPED = " [...]"
+
+
+def fit_text(value: Any, max_len: int) -> Any:
+    """A tool's text (an error, a kernel name, a note) as the schema lets render/ read it: each character a
+    reader cannot see written as its code point, and clipped to the field's bound. Applies to every string
+    in the value (a list's items, a mapping's keys and values)."""
+    if isinstance(value, str):
+        value = visible(value)
+        return value if len(value) <= max_len else value[:max_len - len(CLIPPED)] + CLIPPED
+    if isinstance(value, list):
+        return [fit_text(v, max_len) for v in value]
+    if isinstance(value, dict):
+        return {fit_text(k, max_len): fit_text(v, max_len) for k, v in value.items()}
+    return value
+
+
+def _field_value(obj: Any, f: dataclasses.Field) -> Any:
+    value = to_jsonable(getattr(obj, f.name))
+    free_text = "max_len" in f.metadata and "pattern" not in f.metadata and "choices" not in f.metadata
+    return fit_text(value, f.metadata["max_len"]) if free_text else value
 
 
 def to_jsonable(obj: Any) -> Any:
-    """Dataclasses to plain dicts; a NaN or infinite float becomes null (JSON has neither)."""
+    """Dataclasses to plain dicts; a NaN or infinite float becomes null (JSON has neither); free text fit
+    to its field (fit_text)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        out = {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        out = {f.name: _field_value(obj, f) for f in dataclasses.fields(obj)}
         for k, v in (getattr(obj, UNKNOWN, None) or {}).items():
             out.setdefault(k, v)
         return out

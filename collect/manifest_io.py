@@ -1,12 +1,12 @@
 """Read an existing manifest back into dataclasses without pydantic (the GPU box has none)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from .jsonio import from_jsonable
 from .schema import SCHEMA_VERSION
 from .schema.manifest import Manifest
+from .schema.reader import DataFileError, read_json
 
 
 class ManifestError(RuntimeError):
@@ -17,10 +17,10 @@ def read_manifest(path: Path) -> Manifest:
     """Resume needs the phases recorded so far; a manifest this code cannot read is an error, not a reset.
     Keys this code does not know are kept and written back (jsonio.UNKNOWN)."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ManifestError(f"{path}: cannot read the existing manifest ({exc}). Fix or move it, "
-                            "or collect into a new --run-id; nothing was overwritten.") from exc
+        data = read_json(path)
+    except DataFileError as exc:
+        raise ManifestError(f"cannot read the existing manifest: {exc} Fix or move it, or collect into a new "
+                            "--run-id; nothing was overwritten.") from None
     if not isinstance(data, dict):
         raise ManifestError(f"{path}: not a manifest (a JSON object). Move it, or collect into a new --run-id.")
     version = data.get("schema_version")

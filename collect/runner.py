@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import re
 import socket
@@ -17,10 +16,13 @@ from . import device_choices
 from .budget import TIME_LIMIT_S, collect_deadline
 from .context import PhaseUnsupported, RunContext
 from .jsonio import remove_stale_temp_files, write_json_atomic
+from .lock import run_lock
 from .saved import SavedRowsError, read_saved
 from .phases import PHASE_ORDER, filename, phase_module
 from .schema import FILE_SPECS, SCHEMA_VERSION
+from .schema.common import RUN_ID
 from .schema.manifest import Manifest, PhaseRecord
+from .schema.reader import DataFileError, read_json
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,7 +58,15 @@ def device_slug(name: str) -> str:
 
 
 def default_run_id(device_name: str | None) -> str:
-    return f"{device_slug(device_name or 'gpu')}-{dt.date.today():%Y%m%d}"
+    return f"{device_slug(device_name or 'gpu')[:60].strip('-')}-{dt.date.today():%Y%m%d}"
+
+
+def check_run_id(run_id: str) -> None:
+    """The pattern render/ holds run ids to: a run id is a folder under --out and part of a URL, so
+    '../escaped' or '/tmp/x' would write outside --out."""
+    if not re.match(RUN_ID, run_id):
+        raise ValueError(f"run id {run_id!r} is not a short slug (letters, digits, '.', '_', '-'; at most 80, starting "
+                         f"with a letter or digit: {RUN_ID}); it names a folder under --out. Nothing was written.")
 
 
 def git_info() -> tuple[str | None, bool | None]:
@@ -128,11 +138,20 @@ def label_choices(m: Manifest, cfg: CollectConfig, rehearsal: str | None, cap) -
 def _has_skipped_rows(path: Path) -> bool:
     """Whether a complete phase's file still holds rows skipped for time: --resume measures those."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_json(path)
+    except DataFileError:
         return False
     return any(isinstance(v, list) and any(isinstance(r, dict) and r.get("status") == "skipped" for r in v)
                for v in data.values()) if isinstance(data, dict) else False
+
+
+def _reads_back(path: Path) -> bool:
+    """Whether a phase's file reads whole: one the manifest calls complete may have been cut or replaced since."""
+    try:
+        read_json(path)
+    except DataFileError:
+        return False
+    return True
 
 
 def check_same_gpu(m: Manifest, device, run_dir: Path) -> None:
@@ -174,12 +193,21 @@ def run_collect(cfg: CollectConfig, command: str = "") -> int:
     device = env_phase.describe_device()  # raises a clear error when there is no CUDA GPU
     rehearsal = device_choices.rehearsal_name()
     run_id = cfg.run_id or default_run_id(device.name + (f" rehearse {rehearsal}" if rehearsal else ""))
+    check_run_id(run_id)
     cap = device_choices.memory_limit(device_choices.choice_facts(device), cfg.max_memory)
     limit_memory(device, cap.value if cfg.max_memory or rehearsal else None)
     run_dir = Path(cfg.out) / run_id
+    with run_lock(run_dir):  # everything below reads and writes the run: one collect at a time
+        return _collect_into(run_dir, run_id, cfg, command, device, rehearsal, cap, collect_start)
+
+
+def _collect_into(run_dir: Path, run_id: str, cfg: CollectConfig, command: str, device, rehearsal, cap,
+                  collect_start: float) -> int:
+    """run_collect's work once it holds the run's lock."""
+    from . import env as env_phase
+
     manifest = load_or_new_manifest(run_dir, run_id, cfg.profile, command)
     check_same_gpu(manifest, device, run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
     remove_stale_temp_files(run_dir)
     manifest.device = manifest.device or device
     manifest.software = env_phase.software_versions()  # the code that runs the phases below
@@ -225,11 +253,12 @@ SHARED_COMPILE_ENV = "COLLECT_SHARED_COMPILE"
 
 
 def _already_complete(name: str, manifest: Manifest, cfg: CollectConfig, run_dir: Path) -> bool:
-    """--resume: the phase finished in an earlier collect of this profile, with no rows skipped for time."""
+    """--resume: the phase finished in an earlier collect of this profile, its file reads back whole (one that
+    does not is then refused by name, and kept), and it has no rows skipped for time."""
     prev = next((p for p in manifest.phases if p.name == name), None)
     path = run_dir / filename(name)
-    return bool(cfg.resume and prev is not None and prev.status == "complete" and prev.profile == cfg.profile and (
-        name == "env" or path.exists()) and not _has_skipped_rows(path))
+    return bool(cfg.resume and prev is not None and prev.status == "complete" and prev.profile == cfg.profile
+                and _reads_back(path) and not _has_skipped_rows(path))
 
 
 def start_compile_pool(phases: list[str], cfg: CollectConfig, manifest: Manifest, run_id: str, run_dir: Path):
@@ -323,8 +352,8 @@ def _run_phase(name: str, cfg: CollectConfig, manifest: Manifest, run_id: str, r
 def _stopped(rec: PhaseRecord, path: Path, name: str, error: str) -> None:
     """A phase that stopped early: partial when its checkpoints saved rows (--resume continues it), else failed."""
     try:
-        saved = json.loads(path.read_text(encoding="utf-8")) if name != "env" and path.exists() else None
-    except (OSError, ValueError):
+        saved = read_json(path) if name != "env" and path.exists() else None
+    except DataFileError:
         saved = None
     n = _row_count(name, saved) if saved else 0
     rec.status, rec.error = ("partial", error) if n else ("failed", error)

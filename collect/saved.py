@@ -8,13 +8,13 @@ never holds fewer rows than it did.
 from __future__ import annotations
 
 import dataclasses
-import json
 import typing
 from pathlib import Path
 from typing import Any
 
 from .jsonio import from_jsonable, to_jsonable, write_json_atomic
 from .schema import FILE_SPECS, SCHEMA_VERSION
+from .schema.reader import DataFileError, read_json
 
 # A saved row with one of these statuses is a result; an `error` or `skipped` row is tried again.
 KEPT_STATUSES = ("ok", "oom", "unsupported")
@@ -48,13 +48,13 @@ def _key_of(row: dict, row_cls) -> tuple:
 def read_saved(path: Path, run_id: str) -> dict | None:
     """The phase file at `path` as JSON, or None when there is none; refuses one it must not touch."""
     path = Path(path)
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SavedRowsError(f"{path}: cannot read the rows saved there ({exc}); nothing was overwritten. "
-                             "Fix or move the file, or collect into a new --run-id.") from None
+        data = read_json(path)
+    except DataFileError as exc:
+        raise SavedRowsError(f"cannot read the rows saved there: {exc} Nothing was overwritten; fix or move the "
+                             "file, or collect into a new --run-id.") from None
     if not isinstance(data, dict):
         raise SavedRowsError(f"{path}: not a phase file (a JSON object); nothing was overwritten. Move it away.")
     if data.get("schema_version") != SCHEMA_VERSION:

@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from .schema.common import tflops
+
 # The SM clock assumed when the device does not report its maximum: it only sizes spins (a spin
 # of the right length at a higher clock is merely longer).
 DEFAULT_CLOCK_MHZ = 2000.0
@@ -271,7 +273,7 @@ def record(row, t: CallTimes, flops: float) -> None:
     has fewer timed calls than min_reps promises."""
     d = t.device.timing
     row.latency_ms_median, row.latency_ms_p10, row.latency_ms_p90, row.n_timed_runs = d.median_ms, d.p10_ms, d.p90_ms, d.n
-    row.tflops = flops / (d.median_ms * 1e-3) / 1e12 if d.median_ms > 0 else None
+    row.tflops = tflops(flops, d.median_ms) if d.median_ms > 0 else None
     row.sm_clock_mhz, row.sm_clock_min_mhz, row.sm_clock_max_mhz = (
         t.device.sm_clock_mhz, t.device.sm_clock_min_mhz, t.device.sm_clock_max_mhz)
     row.host_us_median, row.host_us_p10, row.host_us_p90 = (

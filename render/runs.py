@@ -1,8 +1,9 @@
 """Find runs under data/runs, validate every file, and hand out pandas frames of their rows.
 
 A run folder arrives from someone else's GPU, so it is checked as a whole: it may hold only the
-manifest, the phase files the schema knows, a README.md and the profiler's `ncu/` work folder;
-symlinks and anything else stop the build with the name of what to remove. Only files that
+manifest, the phase files the schema knows, a README.md, the profiler's `ncu/` work folder and the
+lock a collect holds while it writes; symlinks and anything else stop the build with the name of what
+to remove. A data file is opened only if it is a regular file (collect/schema/reader.py). Only files that
 validated are listed in `Run.files`, and only those are published.
 """
 from __future__ import annotations
@@ -18,11 +19,13 @@ from typing import Any
 
 import pandas as pd
 
-from collect.schema import FILE_SPECS, available_specs
+from collect.schema import FILE_SPECS, available_specs, datasheets
+from collect.schema.common import RUN_LOCK
 from collect.schema.manifest import Manifest
+from collect.schema.reader import shown
 
 from .errors import DataError
-from .validate import load_validated
+from .validate import load_checked
 
 RUN_ENV_VAR = "REPORT_RUN"
 # What else may sit in a run folder: notes for humans, the profile phase's raw reports (never published).
@@ -43,6 +46,7 @@ class Run:
     manifest: Manifest
     phases: dict[str, Any] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)  # the files that validated: the only ones published
+    texts: dict[Path, str] = field(default_factory=dict, repr=False)  # each one's text as it validated
     _frames: dict[tuple[str, str], pd.DataFrame] = field(default_factory=dict, repr=False)
 
     def has(self, phase: str) -> bool:
@@ -130,7 +134,7 @@ def _check_folder(run_dir: Path, known: set[str]) -> None:
                 continue
             raise DataError(f"{p}: unknown folder in a run folder; a run holds {', '.join(sorted(known))}"
                             f"{', README.md' if ALLOWED_EXTRA else ''} and the profiler's ncu/ folder. Move it out.")
-        if p.name in known or p.name in ALLOWED_EXTRA or _TEMP_FILE.match(p.name):
+        if p.name in known or p.name in ALLOWED_EXTRA or _TEMP_FILE.match(p.name) or p.name == RUN_LOCK:
             continue
         raise DataError(f"{p}: unknown file in a run folder; a run holds only {', '.join(sorted(known))} and "
                         "README.md, each checked against the schema before it is published. Move it out or delete it.")
@@ -147,15 +151,17 @@ def load_run(run_dir: Path) -> Run:
     if not manifest_path.exists():
         raise DataError(f"{run_dir}: no manifest.json. Every run folder needs one; "
                         "run `python -m collect env` to create it, or remove the folder.")
-    manifest = load_validated(manifest_path, Manifest)
+    manifest, manifest_text = load_checked(manifest_path, Manifest)
+    _datasheet_from_table(manifest, manifest_path)
     if manifest.run_id != run_dir.name:
         raise DataError(f"{manifest_path}: field run_id: value {manifest.run_id!r} does not match "
                         f"the folder name {run_dir.name!r}. Rename one of them.")
-    run = Run(id=run_dir.name, path=run_dir, manifest=manifest, files=[manifest_path])
+    run = Run(id=run_dir.name, path=run_dir, manifest=manifest, files=[manifest_path],
+              texts={manifest_path: manifest_text})
     for spec in specs:
         path = run_dir / spec.filename
         if path.exists():
-            data = load_validated(path, spec.dataclass())
+            data, run.texts[path] = load_checked(path, spec.dataclass())
             if data.run_id != run.id:
                 raise DataError(f"{path}: field run_id: value {data.run_id!r}: this file belongs to another run, not "
                                 f"{run.id!r}. Put it back in data/runs/{data.run_id}/ (or collect it again for this run).")
@@ -163,6 +169,25 @@ def load_run(run_dir: Path) -> Run:
             run.files.append(path)
     _mark_unfinished(run)
     return run
+
+
+def _datasheet_from_table(manifest: Manifest, path: Path) -> None:
+    """Replace the manifest's datasheet with the code's own entry for its key (collect/schema/datasheets.py): the
+    figures are the vendor's, not the run's, so a file's own are not trusted; a key the code does not
+    know, or one the device's name contradicts, is refused."""
+    if manifest.datasheet is None:
+        return
+    key = manifest.datasheet.key
+    entry = datasheets.by_key(key)
+    name = manifest.device.name if manifest.device else None
+    named = datasheets.lookup(name) if name is not None else entry
+    if entry is None or named is None or named.key != key:
+        whose = (f"the device is {shown(name)}, whose datasheet is {named.key!r}" if named is not None else
+                 f"the device is {shown(name)}, which has no datasheet here" if entry is not None else
+                 f"no datasheet has this key (known: {', '.join(datasheets.known_keys())})")
+        raise DataError(f"{path}: field datasheet.key: value {key!r}: {whose}. The datasheet is looked up from the "
+                        "device's name by collect/schema/datasheets.py; set datasheet to null, or to that entry.")
+    manifest.datasheet = entry
 
 
 def _mark_unfinished(run: Run) -> None:
@@ -185,10 +210,14 @@ def run_dirs(data_dir: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if (p.is_dir() or p.is_symlink()) and not p.name.startswith("."))
 
 
+def reference_dirs(data_dir: Path) -> list[Path]:
+    root = Path(data_dir) / "reference"
+    return sorted(d for d in root.iterdir() if d.is_dir()) if root.is_dir() else []
+
+
 def load_references(data_dir: Path) -> list[Run]:
     """Published figures in data/reference/<id>/, validated like runs; they must say they are published."""
-    root = Path(data_dir) / "reference"
-    refs = [load_run(d) for d in sorted(root.iterdir()) if d.is_dir()] if root.is_dir() else []
+    refs = [load_run(d) for d in reference_dirs(data_dir)]
     for r in refs:
         if r.manifest.origin != "published" or not r.manifest.citation:
             raise DataError(f"{r.path / 'manifest.json'}: field origin: value {r.manifest.origin!r}: data/reference/ "
@@ -202,6 +231,11 @@ def load_runs(data_dir: Path) -> list[Run]:
     if not dirs:
         raise DataError(f"{Path(data_dir) / 'runs'}: no runs found. Collect one on a GPU with `make collect`, "
                         "or restore the committed runs with `git checkout -- data/`.")
+    published = {d.name: d for d in reference_dirs(data_dir)}
+    for d in dirs:
+        if d.name in published:
+            raise DataError(f"{d} and {published[d.name]}: one run id names a measured run and published figures, "
+                            "and pages tell runs apart by their id. Rename one of them (folder and run_id).")
     runs = [load_run(d) for d in dirs]
     return sorted(runs, key=lambda r: (r.created, r.id))
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from collect.jsonio import write_json_atomic
 from collect.schema import SCHEMA_VERSION
 from collect.schema.manifest import ClockSample, DeviceFacts, Manifest, MeasuredCeiling, PhaseRecord
-from collect.datasheets import lookup
+from collect.schema.datasheets import lookup
 
 
 def device(name: str = "NVIDIA H200") -> DeviceFacts:

@@ -6,6 +6,7 @@ import dataclasses
 import html
 
 import synthetic_report as S
+from collect.schema.common import tflops
 from render.bench_data import BenchData, distinct_sdpa
 from render.pages.bench import BenchPage, describe_gap
 from render.vocab import CLOCK_GAP, EVEN, side, speedup_words, versus
@@ -27,7 +28,8 @@ def _with_choice(rows, chosen):
             used, factor = chosen(r.seq_len)
             t = r.latency_ms_median * factor
             out.append(dataclasses.replace(r, impl="sdpa", backend_requested=None, backend_used=used,
-                                           latency_ms_median=t, latency_ms_p10=t * 0.97, latency_ms_p90=t * 1.03))
+                                           latency_ms_median=t, latency_ms_p10=t * 0.97, latency_ms_p90=t * 1.03,
+                                           tflops=tflops(r.flops, t)))
     return out
 
 
@@ -285,7 +287,8 @@ def test_the_page_finds_the_one_kernel_from_the_rows(tmp_path):
             f = 1.3 if r.seq_len == 2048 else 1.001
             rows.append(dataclasses.replace(r, impl="triton-portable", kernel_path="portable",
                                             latency_ms_median=r.latency_ms_median * f,
-                                            latency_ms_p10=r.latency_ms_p10 * f, latency_ms_p90=r.latency_ms_p90 * f))
+                                            latency_ms_p10=r.latency_ms_p10 * f, latency_ms_p90=r.latency_ms_p90 * f,
+                                            tflops=tflops(r.flops, r.latency_ms_median * f)))
     words = html.unescape(_page(tmp_path, rows).findings(SHAPE))
     assert "At N=512 and 1024, flash_attention itself took the portable kernel" in words
     assert "At N=2048, the only other length both ran, Triton is 1.30× faster than our own kernel" in words

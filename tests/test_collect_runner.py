@@ -109,7 +109,7 @@ def test_atomic_write_keeps_old_file_when_serialization_fails(tmp_path):
 
 
 def test_datasheet_lookup_order():
-    from collect.datasheets import lookup
+    from collect.schema.datasheets import lookup
 
     assert lookup("NVIDIA H100 PCIe").key == "h100-pcie"
     assert lookup("NVIDIA H100 80GB HBM3").key == "h100-sxm"

@@ -9,6 +9,7 @@ import pytest
 import prose
 import synthetic_report as S
 from collect.schema import site_pages
+from collect.schema.common import tflops
 from render import escape
 from render.pages.bench import BenchPage, describe_gap
 from render.pages.byte_arithmetic import _causal_verdict
@@ -176,6 +177,7 @@ def test_a_ratio_past_what_a_mask_gives_is_put_down_to_the_clocks_it_ran_at(tmp_
         pair = _rows_at(rows, "triton", 16384)
         pair[True].latency_ms_median = pair[False].latency_ms_median / 2.03
         pair[True].latency_ms_p10, pair[True].latency_ms_p90 = (pair[True].latency_ms_median * x for x in (0.97, 1.05))
+        pair[True].tflops = tflops(pair[True].flops, pair[True].latency_ms_median)
         pair[False].sm_clock_mhz, pair[True].sm_clock_mhz = 1714.0, 1919.0
     page = _bench_edited(tmp_path, throttle)
     row = page.causal[(page.causal["shape"] == (4, 32, 128)) & (page.causal["dtype"] == "bfloat16")
@@ -197,6 +199,7 @@ def test_sdpa_flash_slower_with_the_mask_is_flagged_in_the_table_and_the_prose(t
         pair = _rows_at(rows, "sdpa-flash", 512, shape=(2, 8, 64), dtype="float16")
         pair[True].latency_ms_median = pair[False].latency_ms_median / 0.906
         pair[True].latency_ms_p10, pair[True].latency_ms_p90 = (pair[True].latency_ms_median * x for x in (0.98, 1.02))
+        pair[True].tflops = tflops(pair[True].flops, pair[True].latency_ms_median)
         pair[False].latency_ms_p10, pair[False].latency_ms_p90 = (pair[False].latency_ms_median * x for x in (0.98, 1.02))
     page = _bench_edited(tmp_path, slow_flash)
     table = text(page.causal_table())

@@ -38,6 +38,8 @@ def _allowed(f, value):
     """The placeholder moved inside the field's declared bounds and form."""
     if f.metadata.get("utc_time"):
         return "2026-11-29T08:00:00+00:00"
+    if f.metadata.get("choices"):
+        return f.metadata["choices"][0]
     if "bounds" in f.metadata and isinstance(value, (int, float)):
         return type(value)(f.metadata["bounds"][0] + 1)
     return value

@@ -5,11 +5,29 @@ Each phase owns one module here and one file in data/runs/<run-id>/; `registry.P
 """
 from __future__ import annotations
 
+import dataclasses
+import typing
+
 from .common import SCHEMA_VERSION, STATUSES, doc  # noqa: F401
 from .registry import PHASES, PageRef, PhaseSpec, site_pages  # noqa: F401
 
 # Kept under its older name: a phase's spec by name, in collect order.
 FILE_SPECS: dict[str, PhaseSpec] = {s.name: s for s in PHASES}
+
+
+def records() -> list[type]:
+    """Every dataclass the data files hold (the files, their rows and the records nested in them), each once."""
+    out: list[type] = []
+    todo = [s.dataclass() for s in PHASES]
+    while todo:
+        cls = todo.pop(0)
+        if cls in out:
+            continue
+        out.append(cls)
+        for hint in typing.get_type_hints(cls).values():
+            todo += [a for arg in (hint, *typing.get_args(hint)) for a in (arg, *typing.get_args(arg))
+                     if dataclasses.is_dataclass(a)]
+    return out
 
 
 def available_specs() -> list[PhaseSpec]:

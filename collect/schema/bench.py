@@ -3,8 +3,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .common import (BYTES, CLOCK_MHZ, COUNT, FLOP, IDENT, MS, ROW_STATUS, RUN_ID, SECONDS, SIZE, TFLOP_PER_S, US, doc,
-                     strict)
+from .common import (BYTES, CLOCK_MHZ, COUNT, DTYPES, FLOP, IDENT, MS, NAME, PROFILES, ROW_STATUS, RUN_ID, SECONDS, SIZE,
+                     TEXT, TFLOP_PER_S, US, doc, strict, tflops)
+
+# The paths flash_attention can take (kernels/dispatch.py); pages name each one.
+KERNEL_PATHS = ("portable", "hopper", "gluon")
 
 
 @strict
@@ -22,34 +25,38 @@ class BenchRow:
                                         pattern=IDENT)
     backend_used: str | None = doc("SDPA backend that ran: the forced one, or the one PyTorch chose for 'sdpa' "
                                    "('unknown' if it could not be read); null for naive and triton.", pattern=IDENT)
-    dtype: str = doc("'float16' or 'bfloat16'.", pattern=IDENT)
+    dtype: str = doc("'float16' or 'bfloat16'.", choices=DTYPES)
     causal: bool = doc("Causal mask on (each query sees only keys at or before it).")
     batch: int = doc("B.", **SIZE)
     heads: int = doc("H.", **SIZE)
     seq_len: int = doc("N, the query and key length.", **SIZE)
     head_dim: int = doc("d.", **SIZE)
     status: str = doc("ok, oom, unsupported, error, or skipped (not run for time).", pattern=ROW_STATUS)
-    reason: str | None = doc("Why the row is not ok: PyTorch's refusal, the failed allocation, the exception.", None)
+    reason: str | None = doc("Why the row is not ok: PyTorch's refusal, the failed allocation, the exception.", None,
+                             **TEXT)
     latency_ms_median: float | None = doc("Device time: median GPU time of one call alone (L2 flushed and the GPU spinning while the host "
                                             "issues the call, so no host time is inside).", None, **MS)
-    latency_ms_p10: float | None = doc("10th percentile of the timed calls.", None, **MS)
-    latency_ms_p90: float | None = doc("90th percentile of the timed calls.", None, **MS)
+    latency_ms_p10: float | None = doc("10th percentile of the timed calls.", None, **MS, at_most="latency_ms_median")
+    latency_ms_p90: float | None = doc("90th percentile of the timed calls.", None, **MS, at_least="latency_ms_median")
     n_timed_runs: int | None = doc("Timed calls behind the statistics (at least 50).", None, **COUNT)
     host_us_median: float | None = doc("Host time: median CPU time one call takes to return, the GPU kept busy so the "
                                        "call never waits for it; inputs rotate over a pool of distinct tensors.",
                                        None, **US)
-    host_us_p10: float | None = doc("10th percentile of the host time.", None, **US)
-    host_us_p90: float | None = doc("90th percentile of the host time.", None, **US)
+    host_us_p10: float | None = doc("10th percentile of the host time.", None, **US, at_most="host_us_median")
+    host_us_p90: float | None = doc("90th percentile of the host time.", None, **US, at_least="host_us_median")
     loop_ms_median: float | None = doc("Loop time: per-call time of calls issued back to back with no sync, inputs "
                                        "rotating over a pool larger than twice the L2 (median over loops).", None, **MS)
-    loop_ms_p10: float | None = doc("10th percentile of the loop time.", None, **MS)
-    loop_ms_p90: float | None = doc("90th percentile of the loop time.", None, **MS)
+    loop_ms_p10: float | None = doc("10th percentile of the loop time.", None, **MS, at_most="loop_ms_median")
+    loop_ms_p90: float | None = doc("90th percentile of the loop time.", None, **MS, at_least="loop_ms_median")
     sm_clock_mhz: float | None = doc("Median SM clock seen during the device timing (from the timed spin before each "
                                      "call: cycles over elapsed time).", None, **CLOCK_MHZ)
-    sm_clock_min_mhz: float | None = doc("Lowest SM clock seen during the device timing.", None, **CLOCK_MHZ)
-    sm_clock_max_mhz: float | None = doc("Highest SM clock seen during the device timing.", None, **CLOCK_MHZ)
+    sm_clock_min_mhz: float | None = doc("Lowest SM clock seen during the device timing.", None, **CLOCK_MHZ,
+                                         at_most="sm_clock_mhz")
+    sm_clock_max_mhz: float | None = doc("Highest SM clock seen during the device timing.", None, **CLOCK_MHZ,
+                                         at_least="sm_clock_mhz")
     flops: float = doc("FLOP counted per call: 4*B*H*N*N*d, halved when causal.", 0.0, **FLOP)
-    tflops: float | None = doc("flops / median latency, in 10^12 FLOP/s.", None, **TFLOP_PER_S)
+    tflops: float | None = doc("flops / median latency, in 10^12 FLOP/s.", None, **TFLOP_PER_S,
+                               derived=lambda r, _: tflops(r.flops, r.latency_ms_median))
     input_bytes: int = doc("Bytes of Q, K and V together.", 0, **BYTES)
     peak_mem_bytes: int | None = doc("Peak allocated bytes above what was allocated before the measured call "
                                      "(the inputs), with peak statistics reset after warm-up; includes the output.",
@@ -59,11 +66,11 @@ class BenchRow:
     warmup_s: float | None = doc("Wall time of the first call: compilation and Triton autotuning land here.",
                                  None, **SECONDS)
     kernel_path: str | None = doc("triton rows: the kernel path flash_attention took ('portable', 'hopper', "
-                                  "'gluon').", None, pattern=IDENT)
+                                  "'gluon').", None, choices=KERNEL_PATHS)
     path_rule: str | None = doc("triton rows: why flash_attention took that path (a measured shape rule, or the "
-                                "path being available).", None)
+                                "path being available).", None, **TEXT)
     kernel_config: dict[str, int] = doc("triton rows: the tile config that ran (BLOCK_M, BLOCK_N, "
-                                        "num_warps, num_stages).", default_factory=dict)
+                                        "num_warps, num_stages).", default_factory=dict, **NAME)
     kernel_step: str | None = doc("triton rows on the Gluon path: the step of the Gluon kernel that ran (e.g. "
                                   "'g7', kernels/attention_gluon.py GLUON_VERSIONS); null on the other paths and in runs before "
                                   "it was recorded.", None, pattern=IDENT)
@@ -79,10 +86,10 @@ class BenchFile:
 
     schema_version: int = doc("Version of this data contract.")
     run_id: str = doc("The run this file belongs to.", pattern=RUN_ID)
-    profile: str = doc("'quick' or 'full'.", pattern=IDENT)
-    timing_method: str = doc("How latency was timed, in words.")
-    backend_choice_method: str = doc("How backend_used was found for 'sdpa' with no backend forced.")
+    profile: str = doc("'quick' or 'full'.", choices=PROFILES)
+    timing_method: str = doc("How latency was timed, in words.", **TEXT)
+    backend_choice_method: str = doc("How backend_used was found for 'sdpa' with no backend forced.", **TEXT)
     min_timed_runs: int = doc("Least number of timed calls behind any ok row.", **COUNT)
     rows: list[BenchRow] = doc("One row per implementation x shape x dtype x causal.", default_factory=list)
     notes: list[str] = doc("Anything the phase wants the reader to know (time budget, skipped cases).",
-                           default_factory=list)
+                           default_factory=list, **TEXT)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Callable
 
 SCHEMA_VERSION = 5
 
@@ -16,25 +16,45 @@ PHASE_STATUSES = ("complete", "partial", "failed", "running", "unsupported")
 
 def doc(text: str, default: Any = dataclasses.MISSING, default_factory: Any = dataclasses.MISSING, *,
         lo: float | None = None, hi: float | None = None, lo_open: bool = False, hi_open: bool = False,
-        pattern: str | None = None, utc_time: bool = False):
+        pattern: str | None = None, utc_time: bool = False, max_len: int | None = None,
+        choices: tuple[str, ...] | None = None, at_most: str | None = None, at_least: str | None = None,
+        derived: Callable[[Any, Any], float | None] | None = None):
     """A dataclass field whose description feeds the generated "Data format" page, with the values it
     may take: a number within [lo, hi] (lo_open / hi_open exclude the end), a string matching
-    `pattern`, or (utc_time) an ISO 8601 time with its offset. render/ rejects anything else."""
+    `pattern` or one of `choices`, or (utc_time) an ISO 8601 time with its offset, no later than the
+    build. Every string in the field (a list's items, a mapping's keys and values) is at most `max_len`
+    characters (a pattern of ours brings its own bound). `at_most` / `at_least` name a field of the
+    same record this one may not exceed / fall below (a 10th percentile and its median). `derived(row,
+    file)` recomputes a field stored for convenience (None where it cannot); the stored value must agree
+    with it. render/ rejects anything else."""
     meta: dict[str, Any] = {"doc": text}
     if lo is not None or hi is not None:
         meta["bounds"] = (lo, hi, lo_open, hi_open)
     if pattern is not None:
         meta["pattern"] = pattern
+        max_len = max_len or _PATTERN_MAX_LEN[pattern]  # an inline pattern states its bound
+    if choices is not None:
+        meta["choices"] = tuple(choices)
+    if max_len is not None:
+        meta["max_len"] = max_len
     if utc_time:
         meta["utc_time"] = True
+        meta["max_len"] = UTC_TIME_LEN
+    for key, value in (("at_most", at_most), ("at_least", at_least), ("derived", derived)):
+        if value is not None:
+            meta[key] = value
     return dataclasses.field(default=default, default_factory=default_factory, metadata=meta)
 
 
 # Bounds shared by many fields, passed as doc(..., **MS). Upper ends far above any GPU stop absurd
 # values (1e300 would print as a 300-digit number) without judging real ones.
 HOUR_MS = 3.6e6
-MS = dict(lo=0, lo_open=True, hi=HOUR_MS)  # a measured time: more than 0, at most an hour
-US = dict(lo=0, lo_open=True, hi=HOUR_MS * 1e3)
+# The shortest time a clock reports: GPU timers tick in nanoseconds, CUDA events in about half a microsecond,
+# and no launch takes less than a microsecond. A smaller time is no measurement (1e-300 ms would stretch every
+# latency axis down to it).
+CLOCK_TICK_MS = 1e-4
+MS = dict(lo=CLOCK_TICK_MS, hi=HOUR_MS)  # a measured time: at least 0.1 µs, at most an hour
+US = dict(lo=CLOCK_TICK_MS * 1e3, hi=HOUR_MS * 1e3)
 SECONDS = dict(lo=0, hi=7 * 86400.0)  # a wall time of collect's own work (rounded, so 0.0 can occur)
 BYTES = dict(lo=0, hi=1e18)  # a byte count
 FLOP = dict(lo=0, hi=1e24)  # a FLOP count
@@ -51,10 +71,27 @@ NONNEGATIVE = dict(lo=0, hi=1e40)  # an error or a difference of outputs (above 
 
 # A run id names a folder and a URL path: a short slug.
 RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$"
-# Names pages branch on, join by and print (implementations, dtypes, case ids, variants): identifiers.
+# The lock file in a run folder that one collect holds while it writes there (collect/lock.py); not data:
+# render/ neither reads nor publishes it.
+RUN_LOCK = ".collect.lock"
+# Names pages branch on, join by and print (implementations, case ids, version names): identifiers.
 IDENT = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$"
 IDENT_OR_EMPTY = r"^([A-Za-z0-9][A-Za-z0-9._+-]{0,127})?$"
 GIT_COMMIT = r"^[0-9a-f]{7,64}$"
+# The longest string each pattern above matches, so a field with a pattern has a length bound too.
+_PATTERN_MAX_LEN = {RUN_ID: 80, IDENT: 128, IDENT_OR_EMPTY: 128, GIT_COMMIT: 64, ROW_STATUS: max(map(len, STATUSES))}
+UTC_TIME_LEN = 40  # '2026-11-29T08:00:00.123456+00:00' and room to spare
+
+# Length bounds of text, passed as doc(..., **NAME) beside the field. A string is printed on many pages
+# (a device name is in every caption), so the bound is what keeps a long one from multiplying the site.
+NAME = dict(max_len=512)  # a name or short label: a device, a model, a version string, a tile config
+KERNEL_NAME = dict(max_len=8192)  # demangled CUTLASS and CuTe template names run to thousands of characters
+TEXT = dict(max_len=4096)  # a sentence or a paragraph: a reason, a note, a method described
+LONG_TEXT = dict(max_len=16384)  # an error with its traceback, a command line, the profiler's metric list
+
+# Enumerations shared by several files (doc(..., choices=DTYPES)); pages branch on these words.
+DTYPES = ("float16", "bfloat16", "float32")
+PROFILES = ("quick", "full", "published")  # 'published': figures transcribed in data/reference/
 
 
 def case_key(obj: Any, cls: type) -> tuple:
@@ -72,6 +109,11 @@ def strict(cls):
     """Class decorator: attach the strict validation config that render/ enforces."""
     cls.__pydantic_config__ = STRICT
     return cls
+
+
+def tflops(flops: float, latency_ms: float | None) -> float | None:
+    """flops / latency in 10^12 FLOP/s: every phase's `tflops` field."""
+    return flops / (latency_ms * 1e-3) / 1e12 if latency_ms else None
 
 
 def attention_flops(batch: int, heads: int, seq_len: int, head_dim: int, causal: bool) -> float:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .common import COUNT, IDENT, NONNEGATIVE, RATIO, ROW_STATUS, RUN_ID, SECONDS, SIZE, doc, strict
+from .common import COUNT, DTYPES, IDENT, NAME, NONNEGATIVE, RATIO, ROW_STATUS, RUN_ID, SECONDS, SIZE, TEXT, doc, strict
 
 
 @strict
@@ -14,14 +14,14 @@ class Tolerance:
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("dtype",)
 
-    dtype: str = doc("'float16' or 'bfloat16'.", pattern=IDENT)
+    dtype: str = doc("'float16' or 'bfloat16'.", choices=DTYPES)
     mantissa_bits: int = doc("Stored fraction bits of the format (10 for float16, 7 for bfloat16).", **COUNT)
     unit_roundoff: float = doc("u = 2^-(mantissa_bits + 1): the largest relative error of one round-to-nearest.",
-                               lo=0, lo_open=True, hi=1)
+                               lo=0, lo_open=True, hi=1, derived=lambda r, _: 2.0 ** -(r.mantissa_bits + 1))
     factor: float = doc("Multiple of u allowed (the kernel rounds twice: P before the PV product, and the output).",
                         **RATIO)
-    tol_abs: float = doc("Absolute tolerance, factor * u.", **NONNEGATIVE)
-    tol_rel: float = doc("Relative tolerance, factor * u.", **NONNEGATIVE)
+    tol_abs: float = doc("Absolute tolerance, factor * u.", **NONNEGATIVE, derived=lambda r, _: r.factor * r.unit_roundoff)
+    tol_rel: float = doc("Relative tolerance, factor * u.", **NONNEGATIVE, derived=lambda r, _: r.factor * r.unit_roundoff)
 
 
 @strict
@@ -36,7 +36,7 @@ class CorrectnessRow:
                     "the portable kernel), 'triton-portable-sm75' / 'triton-turing-sm75' / 'triton-portable-sm80' "
                     "(the code a T4 or an A100 runs, built for that target and run here through its PTX); 'naive' or "
                     "'sdpa' for comparison rows.", pattern=IDENT)
-    dtype: str = doc("'float16' or 'bfloat16': the dtype of q, k, v and the output.", pattern=IDENT)
+    dtype: str = doc("'float16' or 'bfloat16': the dtype of q, k, v and the output.", choices=DTYPES)
     causal: bool = doc("Whether query i attends only to keys 0..i.")
     batch: int = doc("Batch size B.", **SIZE)
     heads: int = doc("Attention heads H.", **SIZE)
@@ -44,7 +44,7 @@ class CorrectnessRow:
     head_dim: int = doc("Head dimension d.", **SIZE)
     status: str = doc("ok, oom, unsupported or error.", pattern=ROW_STATUS)
     reason: str | None = doc("Why the case is not ok (exception type and message, or the missing capability), or why "
-                             "an ok case failed outright (non-finite outputs).", None)
+                             "an ok case failed outright (non-finite outputs).", None, **TEXT)
     seed: int = doc("Seed of the standard-normal inputs (drawn in float32, then cast to dtype).", 0, lo=0, hi=2.0**64)
     max_abs_err: float | None = doc("max |out - ref| over every element, the output upcast to float64.",
                                     None, **NONNEGATIVE)
@@ -69,12 +69,13 @@ class CorrectnessRow:
                                   None, **NONNEGATIVE)
     passed: bool | None = doc("Every element within tol_abs + tol_rel * |ref|; null when the case did not run.", None)
     config: str | None = doc(
-        "Tile config the kernel ran with (block sizes, warps, stages; fixed or autotuned); null for PyTorch rows.", None)
+        "Tile config the kernel ran with (block sizes, warps, stages; fixed or autotuned); null for PyTorch rows.", None,
+        **NAME)
     wall_s: float | None = doc(
         "Wall time of the case: inputs, kernel (with any compilation), reference and metrics.", None, **SECONDS)
     layout: str = doc("How q, k, v lie in memory: 'contiguous', or 'bnhd-view' (views of a (batch, seq_len, heads, "
                       "head_dim) tensor, whose head and sequence strides are swapped).", "contiguous",
-                      pattern="^(contiguous|bnhd-view)$")
+                      choices=("contiguous", "bnhd-view"))
     built_for: str | None = doc("Set when the kernel's code was built for another GPU generation ('sm75', 'sm80') and "
                                 "assembled from its PTX for the GPU that ran it; null for code built for this GPU.",
                                 None, pattern="^sm[0-9]{2,3}$")
@@ -103,6 +104,6 @@ class CorrectnessFile:
     rows: list[CorrectnessRow] = doc(
         "One row per case, in grid order; comparison rows (naive, sdpa) follow.", default_factory=list)
     tolerances: list[Tolerance] = doc("The per-dtype pass criterion every row was judged by.", default_factory=list)
-    reference: str = doc("How the reference output is computed.", "")
-    inputs: str = doc("How the inputs are drawn.", "")
-    config_policy: str = doc("Which tile config each triton row ran with, and why.", "")
+    reference: str = doc("How the reference output is computed.", "", **TEXT)
+    inputs: str = doc("How the inputs are drawn.", "", **TEXT)
+    config_policy: str = doc("Which tile config each triton row ran with, and why.", "", **TEXT)

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .common import (BYTES, BYTES_PER_S, CLOCK_MHZ, COUNT, FRACTION, IDENT, IDENT_OR_EMPTY, MS, NONNEGATIVE, RATIO, ROW_STATUS,
-                     RUN_ID, SECONDS, SIZE, doc, strict)
+from .common import (BYTES, BYTES_PER_S, CLOCK_MHZ, COUNT, DTYPES, FRACTION, IDENT, KERNEL_NAME, MS, NAME, NONNEGATIVE, RATIO,
+                     ROW_STATUS, RUN_ID, SECONDS, SIZE, TEXT, doc, strict)
 
 # Decode variants in the report's order; the page labels them.
 VARIANTS = ("hf-eager", "hf-compiled", "eager", "graph", "int8-graph", "int8-dequant")
 # Measured by runs made before the variants above; still read and labelled.
 LEGACY_VARIANTS = ("int8-kernel",)
+# Every variant name a run may hold: 'hf' is 'hf-eager' before its rename (migrate.rename_decode_hf_variant).
+ALL_VARIANTS = VARIANTS + LEGACY_VARIANTS + ("hf",)
 # Token agreement is measured against this variant's step (our bf16 step in a CUDA graph).
 REFERENCE_VARIANT = "graph"
 # What each kernel of the fused step does (KernelRoleRow.role): five per layer, in launch order, and the whole
@@ -21,6 +23,15 @@ ROLE_ORDER = ("embed",) + LAYER_ROLES + ("head", "argmax")
 # Step implementations of our loop (see kernels/gpt2_fused.py), and transformers' two loops.
 STEP_IMPLS = ("torch", "fused", "inductor", "transformers", "transformers-compiled")
 MICRO_IMPLS = ("triton-bf16", "triton-int8", "sdpa")
+# What a profiled kernel does, read off its name (collect/decode_profile.py KERNEL_CLASSES, in this order).
+KERNEL_CLASS_ORDER = ("attention", "cache write", "layer norm", "linear", "sampling", "embedding", "copy",
+                      "elementwise", "other")
+# Series of a decode row: the main sweep, or the published study's int8-cache comparison.
+SERIES = ("", "int8-comparison")
+
+
+def _per_s(n: float | None, ms: float | None) -> float | None:
+    return n / ms * 1e3 if n is not None and ms else None
 
 
 @strict
@@ -33,20 +44,21 @@ class DecodeModel:
 
     name: str = doc("Shape name: 'gpt2' (124M) or 'gpt2-xl' (1.5B), or the checkpoint's folder name.", pattern=IDENT)
     weights: str = doc("'random-init' (transformers' own init from GPT2Config, fixed seed) or 'checkpoint'.",
-                       pattern=IDENT)
+                       choices=("random-init", "checkpoint"))
     n_layer: int = doc("Transformer blocks.", **SIZE)
     n_head: int = doc("Attention heads.", **SIZE)
     n_embd: int = doc("Hidden size.", **SIZE)
-    head_dim: int = doc("n_embd / n_head.", **SIZE)
+    head_dim: int = doc("n_embd / n_head.", **SIZE, derived=lambda m, _: m.n_embd / m.n_head)
     vocab_size: int = doc("Vocabulary size.", **SIZE)
     n_positions: int = doc("Largest prompt + new tokens the model accepts (1024 for GPT-2).", **SIZE)
     parameters: int = doc("Parameter count (tied embedding counted once).", **COUNT)
     weight_bytes_per_step: int = doc("Weight bytes one decode step reads: all blocks, final norm and the LM head "
                                      "(the tied token embedding, read in full); position table excluded.", **BYTES)
-    dtype: str = doc("Weight and activation dtype, e.g. 'bfloat16'.", pattern=IDENT)
+    dtype: str = doc("Weight and activation dtype, e.g. 'bfloat16'.", choices=DTYPES)
     seed: int | None = doc("Seed of the random init; null for a checkpoint.", None, lo=0, hi=2.0**64)
-    checkpoint: str | None = doc("Folder name of the local checkpoint (--model-path), if one was used.", None)
-    hf_attn_implementation: str | None = doc("Attention implementation transformers picked for the baseline.", None)
+    checkpoint: str | None = doc("Folder name of the local checkpoint (--model-path), if one was used.", None, **NAME)
+    hf_attn_implementation: str | None = doc("Attention implementation transformers picked for the baseline.", None,
+                                             **NAME)
     init_s: float | None = doc("Seconds to build (or load) the model on the device.", None, **SECONDS)
     resident_bytes: int | None = doc("Device memory the model took when it was built (torch.cuda.memory_allocated "
                                      "after, less before): its weights and buffers. The phase keeps every model "
@@ -70,27 +82,28 @@ class DecodeRow:
                        "'eager' (our loop, bf16 cache, PyTorch ops), 'graph' (our step captured in one CUDA graph), "
                        "'int8-graph' (the same step and graph over an int8 cache), 'int8-dequant' (int8 cache "
                        "dequantized in full to bf16 every step, eager). Older runs also have 'int8-kernel' (the int8 "
-                       "cache read by the Triton kernel, eager) and 'hf' (now 'hf-eager').", pattern=IDENT)
+                       "cache read by the Triton kernel, eager) and 'hf' (now 'hf-eager').",
+                       choices=ALL_VARIANTS)
     batch: int = doc("Sequences decoded together.", **SIZE)
     context: int = doc("Prompt length: cached tokens when the first timed step runs.", **SIZE)
     new_tokens: int = doc("Tokens generated: one from the prefill, then one per timed step (0 when none ran).", **COUNT)
     status: str = doc("ok, oom, unsupported, error or skipped (not run for time).", pattern=ROW_STATUS)
-    reason: str | None = doc("Why the row is not ok.", None)
+    reason: str | None = doc("Why the row is not ok.", None, **TEXT)
     series: str = doc("Which measurement series the row belongs to when one (model, variant, batch, context) was "
                       "measured under two conditions: '' for the main sweep; 'int8-comparison' for the published "
                       "study's int8-cache comparison, whose bf16 baseline repeats a sweep shape with its own peak "
-                      "memory.", "", pattern=IDENT_OR_EMPTY)
+                      "memory.", "", choices=SERIES)
     steps_timed: int = doc("Decode steps timed, after warm-up and an untimed first loop.", 0, **COUNT)
     step_ms_median: float | None = doc("Loop time of one decode step (all sequences advance one token): steps issued "
                                        "back to back with no synchronization, as generation runs them; the time of "
                                        "a loop divided by its steps, median over the loops.", None, **MS)
-    step_ms_p10: float | None = doc("10th percentile of the loops' per-step times.", None, **MS)
-    step_ms_p90: float | None = doc("90th percentile of the loops' per-step times.", None, **MS)
+    step_ms_p10: float | None = doc("10th percentile of the loops' per-step times.", None, **MS, at_most="step_ms_median")
+    step_ms_p90: float | None = doc("90th percentile of the loops' per-step times.", None, **MS, at_least="step_ms_median")
     steps_per_loop: int | None = doc("Steps in each timed loop.", None, **COUNT)
     loops_timed: int | None = doc("Timed loops (the median is over these).", None, **COUNT)
     step_impl: str | None = doc("How the step is computed: 'torch' (PyTorch ops and cuBLAS), 'fused' (our Triton "
                                 "kernels, five per layer), 'inductor' (our step compiled by torch.compile), "
-                                "'transformers' or 'transformers-compiled'.", None)
+                                "'transformers' or 'transformers-compiled'.", None, choices=STEP_IMPLS)
     kernels_per_step: float | None = doc("GPU kernels one step runs (torch profiler, a few steps averaged); only at "
                                          "the shapes that were profiled.", None, **NONNEGATIVE)
     kernel_ms_per_step: float | None = doc("The GPU's busy time per step: the union of those kernels' intervals "
@@ -117,15 +130,16 @@ class DecodeRow:
                                        "ran (tile, warps, stages): the fastest in the captured step of the configs "
                                        "the autotuner may pick, timed side by side at warm-up (the autotuner's own "
                                        "choice where the cache left no room to time them). A different choice "
-                                       "changes the step's time, and its rounding.", None)
+                                       "changes the step's time, and its rounding.", None, **NAME)
     attention_trials: dict[str, float] | None = doc("Fused CUDA-graph steps: every attention choice the session "
                                                     "timed in the captured step at warm-up, as 'config | launch' "
                                                     "(the two fields above) to its best time per step in ms, "
                                                     "side by side over a few steps. None where none was judged.",
-                                                    None)
+                                                    None, **NAME)
     compile_s: float | None = doc("hf-compiled: seconds of the cold compile and CUDA-graph recording before the "
                                   "first timed step (never part of a step time).", None, **SECONDS)
-    tokens_per_s: float | None = doc("batch / median step time.", None, **NONNEGATIVE)
+    tokens_per_s: float | None = doc("batch / median step time.", None, **NONNEGATIVE,
+                                     derived=lambda r, _: _per_s(r.batch, r.step_ms_median))
     peak_mem_bytes: int | None = doc("torch.cuda.max_memory_allocated over the timed steps (reset after prefill and "
                                      "warm-up): weights, cache and every temporary a step creates, and the other models "
                                      "the phase keeps loaded (see DecodeModel.resident_bytes).", None, **BYTES)
@@ -143,9 +157,14 @@ class DecodeRow:
                                           None, **BYTES)
     bytes_per_step: float | None = doc("weight_bytes_per_step + kv_bytes_per_step: the least traffic a step needs. "
                                        "The int8-dequant variant moves more (it writes and re-reads a bf16 copy); "
-                                       "that excess is part of what achieved_over_floor shows.", None, **BYTES)
-    floor_ms: float | None = doc("Bandwidth floor: bytes_per_step / floor_bandwidth_bytes_per_s.", None, **MS)
-    achieved_over_floor: float | None = doc("step_ms_median / floor_ms; 1 would be a step at copy bandwidth.", None, **RATIO)
+                                       "that excess is part of what achieved_over_floor shows.", None, **BYTES,
+                                       derived=lambda r, _: None if r.weight_bytes_per_step is None or r.kv_bytes_per_step is None
+                                       else r.weight_bytes_per_step + r.kv_bytes_per_step)
+    floor_ms: float | None = doc("bytes_per_step / floor_bandwidth_bytes_per_s: the bandwidth floor.", None, **MS,
+                                 derived=lambda r, f: _per_s(r.bytes_per_step, f.floor_bandwidth_bytes_per_s))
+    achieved_over_floor: float | None = doc("step_ms_median / floor_ms; 1 would be a step at copy bandwidth.", None, **RATIO,
+                                            derived=lambda r, _: r.step_ms_median / r.floor_ms
+                                            if r.step_ms_median and r.floor_ms else None)
     token_match: float | None = doc("Older runs: fraction of the generated tokens equal to the reference row's at the "
                                     "same shape. Token agreement now lives in `agreement`.", None, **FRACTION)
     tokens_compared: int | None = doc("Tokens in that comparison (batch x new_tokens).", None, **COUNT)
@@ -169,16 +188,17 @@ class LogitCheck:
     CASE_KEY = ("model", "cache", "reference", "sequence")
 
     model: str = doc("Model name.", pattern=IDENT)
-    cache: str = doc("Our cache: 'bf16', 'int8' or 'int8-dequant'.", pattern=IDENT)
+    cache: str = doc("Our cache: 'bf16', 'int8' or 'int8-dequant'.", choices=("bf16", "int8", "int8-dequant"))
     reference: str = doc("What it is compared with: 'transformers' (full forward, no cache) or 'eager' (our bf16 cache).",
-                         pattern=IDENT)
+                         choices=("transformers", "eager"))
     sequence: str = doc("'random' (random token ids) or 'greedy' (the 'eager' row's own greedy output at this model's "
-                        "reference shape, so disagreements are the tokens a variant would change).", pattern=IDENT)
+                        "reference shape, so disagreements are the tokens a variant would change).",
+                        choices=("random", "greedy"))
     batch: int = doc("Sequences.", **SIZE)
     prompt_len: int = doc("Tokens run by the prefill.", **SIZE)
     positions: int = doc("Positions compared: the prefill's last one and every decode step after it.", **COUNT)
     status: str = doc("ok, oom, unsupported, error or skipped (not run for time).", pattern=ROW_STATUS)
-    reason: str | None = doc("Why not ok.", None)
+    reason: str | None = doc("Why not ok.", None, **TEXT)
     max_abs_diff: float | None = doc("Max |logit difference| over positions, sequences and vocabulary.",
                                      None, **NONNEGATIVE)
     logit_scale: float | None = doc("Max |logit| of the reference.", None, **NONNEGATIVE)
@@ -195,7 +215,7 @@ class _ProfiledStep:
     """The profiled step a breakdown row belongs to: one variant at one shape, as in `rows`."""
 
     model: str = doc("Model name.", pattern=IDENT)
-    variant: str = doc("Decode variant, as in `rows`.", pattern=IDENT)
+    variant: str = doc("Decode variant, as in `rows`.", choices=ALL_VARIANTS)
     batch: int = doc("Batch.", **SIZE)
     context: int = doc("Context.", **SIZE)
 
@@ -210,12 +230,14 @@ class KernelClassRow(_ProfiledStep):
 
     kernel_class: str = doc("'linear' (matrix products, with whatever is fused into them), 'attention', "
                             "'cache write', 'layer norm', 'elementwise', 'embedding', 'sampling' (argmax and "
-                            "token bookkeeping), 'copy' or 'other'; chosen from the kernel's name.")
+                            "token bookkeeping), 'copy' or 'other'; chosen from the kernel's name.",
+                            choices=KERNEL_CLASS_ORDER)
     kernels_per_step: float = doc("Kernels of this class per step.", **NONNEGATIVE)
     ms_per_step: float = doc("Their GPU time per step (ms): durations, with any overlap between kernels charged "
                              "to the one that started first, so the classes add up to the busy time.",
                              **NONNEGATIVE)
-    top_kernel: str | None = doc("The kernel of this class that took the most time (a name from the profiler).", None)
+    top_kernel: str | None = doc("The kernel of this class that took the most time (a name from the profiler).", None,
+                                 **KERNEL_NAME)
 
 
 @strict
@@ -231,7 +253,7 @@ class KernelRoleRow(_ProfiledStep):
     role: str = doc("'embed', 'qkv' (norm, qkv product, cache write), 'attention', 'proj' (attention output "
                     "product and residual add), 'fc' (norm, first MLP product, GELU), 'out' (second MLP product "
                     "and residual add), 'head' (final norm and LM head) or 'argmax'; read off the kernel's place "
-                    "in the step and checked against its name.", pattern=IDENT)
+                    "in the step and checked against its name.", choices=ROLE_ORDER)
     kernels_per_step: float = doc("Kernels of this role per step (the layers, or one).", **NONNEGATIVE)
     ms_per_step: float = doc("Their GPU time per step (ms), overlap charged to the kernel that started first.",
                              **NONNEGATIVE)
@@ -249,19 +271,21 @@ class AgreementRow:
     CASE_KEY = ("model", "variant", "reference", "batch", "prompt_len")
 
     model: str = doc("Model name.", pattern=IDENT)
-    variant: str = doc("Decode variant compared.", pattern=IDENT)
+    variant: str = doc("Decode variant compared.", choices=ALL_VARIANTS)
     reference: str = doc("The variant compared against: 'graph' (our bf16 step; run without capture on a device "
-                         "without CUDA graphs, which computes the same numbers).")
+                         "without CUDA graphs, which computes the same numbers).", choices=VARIANTS)
     batch: int = doc("Sequences.", **SIZE)
     prompt_len: int = doc("Tokens prefilled before the first compared step.", **SIZE)
     positions: int = doc("Positions compared: batch x steps; every step is fed the sequence's own next token, so one "
                          "disagreement never changes the inputs of the next.", **COUNT)
     status: str = doc("ok, oom, unsupported, error or skipped (not run for time).", pattern=ROW_STATUS)
-    reason: str | None = doc("Why not ok.", None)
+    reason: str | None = doc("Why not ok.", None, **TEXT)
     near_ties: int | None = doc("Positions where the reference's two largest logits differ by less than one unit in "
                                 "the last place of the model's dtype (bf16: 8 significant bits) at the top logit's "
                                 "magnitude: a rounding of the logit alone could swap them.", None, **COUNT)
-    near_tie_fraction: float | None = doc("near_ties / positions.", None, **FRACTION)
+    near_tie_fraction: float | None = doc("near_ties / positions.", None, **FRACTION,
+                                          derived=lambda r, _: r.near_ties / r.positions
+                                          if r.near_ties is not None and r.positions else None)
     agreement: float | None = doc("Fraction of the positions outside near-ties where the variant's argmax equals the "
                                   "reference's: the metric of record.", None, **FRACTION)
     agreement_at_near_ties: float | None = doc("The same fraction at near-ties (null when there are none).", None, **FRACTION)
@@ -287,29 +311,32 @@ class MicroRow:
     CASE_KEY = ("impl", "batch", "heads", "head_dim", "context")
 
     impl: str = doc("'triton-bf16', 'triton-int8' (our split-KV kernel) or 'sdpa' (torch SDPA, query length 1, bf16).",
-                    pattern=IDENT)
+                    choices=MICRO_IMPLS)
     batch: int = doc("Batch.", **SIZE)
     heads: int = doc("Heads.", **SIZE)
     head_dim: int = doc("Head dimension.", **SIZE)
     context: int = doc("Cached keys read.", **SIZE)
     status: str = doc("ok, oom, unsupported, error or skipped (not run for time).", pattern=ROW_STATUS)
-    reason: str | None = doc("Why not ok.", None)
+    reason: str | None = doc("Why not ok.", None, **TEXT)
     latency_ms_median: float | None = doc("Median device time of one call (collect/timing.py: L2 flushed before each "
                                           "call, the GPU kept busy while the host issues it, so no host time falls "
                                           "inside). Older runs: a CUDA-graph replay timed with do_bench.", None, **MS)
-    latency_ms_p10: float | None = doc("10th percentile.", None, **MS)
-    latency_ms_p90: float | None = doc("90th percentile.", None, **MS)
+    latency_ms_p10: float | None = doc("10th percentile.", None, **MS, at_most="latency_ms_median")
+    latency_ms_p90: float | None = doc("90th percentile.", None, **MS, at_least="latency_ms_median")
     bytes_read: int | None = doc("Cache bytes the call must read: keys and values (plus fp32 scales for int8); q and "
                                  "the output are negligible.", None, **BYTES)
-    achieved_bytes_per_s: float | None = doc("bytes_read / median latency.", None, **BYTES_PER_S)
+    achieved_bytes_per_s: float | None = doc("bytes_read / median latency.", None, **BYTES_PER_S,
+                                             derived=lambda r, _: _per_s(r.bytes_read, r.latency_ms_median))
     bandwidth_fraction: float | None = doc("achieved_bytes_per_s / the floor bandwidth (see DecodeFile). That bandwidth "
                                            "counts a copy's reads plus its writes, and DRAM turns around between the "
                                            "two; a stream of reads only can run faster, so a value above 1 is "
-                                           "possible and not an error.", None, **RATIO)
+                                           "possible and not an error.", None, **RATIO,
+                                           derived=lambda r, f: r.achieved_bytes_per_s / f.floor_bandwidth_bytes_per_s
+                                           if r.achieved_bytes_per_s and f.floor_bandwidth_bytes_per_s else None)
     host_ms_median: float | None = doc("Median host time of one call: the CPU cost of launching it.", None, **MS)
     sm_clock_mhz: float | None = doc("SM clock seen right before the timed calls (median).", None, **CLOCK_MHZ)
     num_splits: int | None = doc("Splits of the context per (batch, head) for the Triton kernel.", None, **COUNT)
-    kernel_config: str | None = doc("Tile configuration the autotuner chose.", None)
+    kernel_config: str | None = doc("Tile configuration the autotuner chose.", None, **NAME)
     max_abs_diff_vs_sdpa: float | None = doc("Max |output - SDPA's bf16 output| (int8 includes quantization error).",
                                              None, **NONNEGATIVE)
 
@@ -321,8 +348,8 @@ class DecodeFile:
 
     schema_version: int = doc("Version of this data contract.")
     run_id: str = doc("Run this file belongs to.", pattern=RUN_ID)
-    dtype: str = doc("Weights, activations and bf16 caches.", "bfloat16", pattern=IDENT)
-    prompt: str = doc("How prompts were made (random token ids with a fixed seed: no tokenizer, no text).", "")
+    dtype: str = doc("Weights, activations and bf16 caches.", "bfloat16", choices=DTYPES)
+    prompt: str = doc("How prompts were made (random token ids with a fixed seed: no tokenizer, no text).", "", **TEXT)
     floor_bandwidth_bytes_per_s: float | None = doc(
         "Rate used for every bandwidth floor: the env phase's measured copy bandwidth, used as-is. That figure "
         "counts bytes read plus bytes written, i.e. all DRAM traffic a copy causes, and DRAM bandwidth is shared "
@@ -330,12 +357,12 @@ class DecodeFile:
         "Halving it (the read half of a copy) would double every floor and make the kernels look better than "
         "they are.", None, **BYTES_PER_S)
     floor_bandwidth_source: str | None = doc("'env copy_bandwidth' or 'decode phase copy' (measured here because the "
-                                             "env phase had not run).", None)
+                                             "env phase had not run).", None, **NAME)
     warmup_steps: int = doc("Untimed steps before each row's timed steps (compilation, autotuning, capture).", 0, **COUNT)
     dtype_reason: str | None = doc("Why this dtype: bf16 where the GPU computes it natively, fp16 where it does not "
-                                   "(a T4).", None)
+                                   "(a T4).", None, **TEXT)
     graph_step: str | None = doc("Step implementation of the 'graph' and 'int8-graph' variants (see DecodeRow."
-                                 "step_impl).", None)
+                                 "step_impl).", None, choices=STEP_IMPLS)
     models: list[DecodeModel] = doc("Model shapes used.", default_factory=list)
     rows: list[DecodeRow] = doc("One row per (model, variant, batch, context).", default_factory=list)
     checks: list[LogitCheck] = doc("Older runs: logit checks against transformers and between caches.",
@@ -347,4 +374,4 @@ class DecodeFile:
     agreement: list[AgreementRow] = doc("Token agreement of every variant with the reference step.",
                                         default_factory=list)
     micro: list[MicroRow] = doc("Decode-attention microbenchmark.", default_factory=list)
-    notes: list[str] = doc("What the reader should know about this run.", default_factory=list)
+    notes: list[str] = doc("What the reader should know about this run.", default_factory=list, **TEXT)

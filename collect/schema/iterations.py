@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .common import (BYTES, CLOCK_MHZ, COUNT, FLOP, IDENT, IDENT_OR_EMPTY, MS, NONNEGATIVE, PCT, RATIO, ROW_STATUS,
-                     RUN_ID, SECONDS, SIZE, TFLOP_PER_S, US, doc, strict)
+from .common import (BYTES, CLOCK_MHZ, COUNT, DTYPES, FLOP, IDENT, IDENT_OR_EMPTY, MS, NAME, NONNEGATIVE, PCT, PROFILES,
+                     RATIO, ROW_STATUS, RUN_ID, SECONDS, SIZE, TEXT, TFLOP_PER_S, US, doc, strict, tflops)
+
+MASKINGS = ("non-causal", "causal")
+# Where a version's kernel lives: one of flash_attention's paths, or its own choice per shape.
+VERSION_PATHS = ("portable", "hopper", "gluon", "per-shape")
 
 
 @strict
@@ -17,7 +21,7 @@ class PredictedRange:
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("masking",)
 
-    masking: str = doc("'non-causal' or 'causal'.", pattern=IDENT)
+    masking: str = doc("'non-causal' or 'causal'.", choices=MASKINGS)
     low: float = doc("Lowest expected factor on TFLOP/s against the baseline (geometric mean over the goal cases).",
                      **RATIO)
     high: float = doc("Highest expected factor.", **RATIO)
@@ -35,20 +39,21 @@ class KernelVersionInfo:
     path: str = doc("'portable' (kernels/attention.py), 'hopper' (kernels/attention_hopper.py), 'gluon' "
                     "(kernels/attention_gluon.py; both compute capability 9.x) or 'per-shape' (flash_attention's "
                     "own choice, kernels/dispatch.py).",
-                    pattern=IDENT)
+                    choices=VERSION_PATHS)
     features: str = doc("Kernel switches of a Hopper version ('tma', 'overlap', 'warp_spec', 'causal_split', "
-                        "'persistent', joined by '+'); 'per shape' when hopper_attention chooses; '' for the portable path.")
-    change: str = doc("What this version changed, in words.")
-    prediction: str = doc("The prediction written before the version was first measured.")
-    predicted_at: str = doc("ISO date the prediction was written.")
+                        "'persistent', joined by '+'); 'per shape' when hopper_attention chooses; '' for the portable path.",
+                        **NAME)
+    change: str = doc("What this version changed, in words.", **TEXT)
+    prediction: str = doc("The prediction written before the version was first measured.", **TEXT)
+    predicted_at: str = doc("ISO date the prediction was written.", **NAME)
     baseline: str = doc("What the predicted speedup compares against: another version's name, or 'sdpa' for the "
                         "fastest SDPA backend of the same case.", "", pattern=IDENT_OR_EMPTY)
     predicted: list[PredictedRange] = doc("The predicted speedup range per masking.", default_factory=list)
-    outcome: str = doc("What the author concluded after measuring (free text, written after); '' when none.", "")
+    outcome: str = doc("What the author concluded after measuring (free text, written after); '' when none.", "", **TEXT)
     role: str = doc("'t4-fix' for the version that tries the fix the published T4 study left open (fewer, wider "
-                    "loads); '' otherwise.", "", pattern=IDENT_OR_EMPTY)
+                    "loads); '' otherwise.", "", choices=("", "t4-fix"))
     configs: dict[str, str] = doc("Fixed tile config per masking ('non-causal'/'causal'), e.g. '128x128/w4/s2' "
-                                  "(BLOCK_M x BLOCK_N / warps / pipeline stages).", default_factory=dict)
+                                  "(BLOCK_M x BLOCK_N / warps / pipeline stages).", default_factory=dict, **NAME)
 
 
 @strict
@@ -60,36 +65,40 @@ class IterationRow:
     CASE_KEY = ("impl", "dtype", "causal", "batch", "heads", "seq_len", "head_dim")
 
     impl: str = doc("A version name, or 'sdpa-cudnn' / 'sdpa-flash' (one SDPA backend forced).", pattern=IDENT)
-    kind: str = doc("'version' (ours) or 'sdpa'.", pattern=IDENT)
-    dtype: str = doc("'float16' or 'bfloat16'.", pattern=IDENT)
+    kind: str = doc("'version' (ours) or 'sdpa'.", choices=("version", "sdpa"))
+    dtype: str = doc("'float16' or 'bfloat16'.", choices=DTYPES)
     causal: bool = doc("Causal mask on.")
     batch: int = doc("B.", **SIZE)
     heads: int = doc("H.", **SIZE)
     seq_len: int = doc("N.", **SIZE)
     head_dim: int = doc("d.", **SIZE)
     status: str = doc("ok, oom, unsupported, error, or skipped (not run for time).", pattern=ROW_STATUS)
-    reason: str | None = doc("Why the row is not ok (e.g. the Hopper path on a GPU that is not compute capability 9.x).", None)
+    reason: str | None = doc("Why the row is not ok (e.g. the Hopper path on a GPU that is not compute capability 9.x).", None,
+                             **TEXT)
     latency_ms_median: float | None = doc("Device time: median GPU time of one call alone (L2 flushed and the GPU spinning while the host "
                                             "issues the call, so no host time is inside).", None, **MS)
-    latency_ms_p10: float | None = doc("10th percentile.", None, **MS)
-    latency_ms_p90: float | None = doc("90th percentile.", None, **MS)
+    latency_ms_p10: float | None = doc("10th percentile.", None, **MS, at_most="latency_ms_median")
+    latency_ms_p90: float | None = doc("90th percentile.", None, **MS, at_least="latency_ms_median")
     n_timed_runs: int | None = doc("Timed calls behind the statistics.", None, **COUNT)
     host_us_median: float | None = doc("Host time: median CPU time one call takes to return, the GPU kept busy so the "
                                        "call never waits for it; inputs rotate over a pool of distinct tensors.",
                                        None, **US)
-    host_us_p10: float | None = doc("10th percentile of the host time.", None, **US)
-    host_us_p90: float | None = doc("90th percentile of the host time.", None, **US)
+    host_us_p10: float | None = doc("10th percentile of the host time.", None, **US, at_most="host_us_median")
+    host_us_p90: float | None = doc("90th percentile of the host time.", None, **US, at_least="host_us_median")
     loop_ms_median: float | None = doc("Loop time: per-call time of calls issued back to back with no sync, inputs "
                                        "rotating over a pool larger than twice the L2 (median over loops).", None, **MS)
-    loop_ms_p10: float | None = doc("10th percentile of the loop time.", None, **MS)
-    loop_ms_p90: float | None = doc("90th percentile of the loop time.", None, **MS)
+    loop_ms_p10: float | None = doc("10th percentile of the loop time.", None, **MS, at_most="loop_ms_median")
+    loop_ms_p90: float | None = doc("90th percentile of the loop time.", None, **MS, at_least="loop_ms_median")
     sm_clock_mhz: float | None = doc("Median SM clock seen during the device timing (from the timed spin before each "
                                      "call: cycles over elapsed time).", None, **CLOCK_MHZ)
-    sm_clock_min_mhz: float | None = doc("Lowest SM clock seen during the device timing.", None, **CLOCK_MHZ)
-    sm_clock_max_mhz: float | None = doc("Highest SM clock seen during the device timing.", None, **CLOCK_MHZ)
+    sm_clock_min_mhz: float | None = doc("Lowest SM clock seen during the device timing.", None, **CLOCK_MHZ,
+                                         at_most="sm_clock_mhz")
+    sm_clock_max_mhz: float | None = doc("Highest SM clock seen during the device timing.", None, **CLOCK_MHZ,
+                                         at_least="sm_clock_mhz")
     flops: float = doc("FLOP counted per call: 4*B*H*N*N*d, halved when causal.", 0.0, **FLOP)
-    tflops: float | None = doc("flops / median latency, in 10^12 FLOP/s.", None, **TFLOP_PER_S)
-    config: str | None = doc("Tile config the kernel ran with, e.g. '128x128/w4/s2'; null for SDPA.", None)
+    tflops: float | None = doc("flops / median latency, in 10^12 FLOP/s.", None, **TFLOP_PER_S,
+                               derived=lambda r, _: tflops(r.flops, r.latency_ms_median))
+    config: str | None = doc("Tile config the kernel ran with, e.g. '128x128/w4/s2'; null for SDPA.", None, **NAME)
     warp_specialized: bool | None = doc("Whether Triton warp-specialized the kernel (producer and consumer warpgroups).", None)
     registers_per_thread: int | None = doc("Registers per thread of the compiled kernel (its n_regs; for a warp-specialized "
                                            "kernel the launch figure, which setmaxnreg then moves between warpgroups).",
@@ -102,7 +111,8 @@ class IterationRow:
     blocks_per_sm: int | None = doc("Theoretical resident blocks per SM from registers, shared memory and warp slots "
                                     "(collect/schema/occupancy.py, the device's limits).", None, **COUNT)
     occupancy_pct: float | None = doc("Theoretical occupancy: resident warps / the SM's maximum.", None, **PCT)
-    occupancy_limiter: str | None = doc("The resource(s) that set blocks_per_sm, e.g. 'registers' or 'shared memory'.", None)
+    occupancy_limiter: str | None = doc("The resource(s) that set blocks_per_sm, e.g. 'registers' or 'shared memory'.", None,
+                                        **NAME)
     max_abs_diff_vs_sdpa: float | None = doc("max |out - SDPA's out| on the same inputs: a sanity check at full size "
                                              "(the correctness phase is the real test).", None, **NONNEGATIVE)
     warmup_s: float | None = doc("Wall time of the first call: compilation (or loading from Triton's cache) lands here.",
@@ -116,13 +126,14 @@ class IterationsFile:
 
     schema_version: int = doc("Version of this data contract.")
     run_id: str = doc("The run this file belongs to.", pattern=RUN_ID)
-    profile: str = doc("'quick' or 'full'.", pattern=IDENT)
-    timing_method: str = doc("How latency was timed, in words.")
+    profile: str = doc("'quick' or 'full'.", choices=PROFILES)
+    timing_method: str = doc("How latency was timed, in words.", **TEXT)
     goal_ratio: float = doc("The goal: our final version at this fraction or more of the fastest SDPA backend's TFLOP/s.",
                             **RATIO)
     final_version: str = doc("The version hopper_attention runs by default (the end of the journey).", pattern=IDENT)
     hopper_available: bool = doc("Whether this GPU could run the Hopper versions.")
-    hopper_reason: str = doc("Why not, when it could not.", "")
+    hopper_reason: str = doc("Why not, when it could not.", "", **TEXT)
     versions: list[KernelVersionInfo] = doc("The recorded versions, in journey order.", default_factory=list)
     rows: list[IterationRow] = doc("One row per implementation x dtype x causal x shape.", default_factory=list)
-    notes: list[str] = doc("Anything the phase wants the reader to know (time budget, skipped cases).", default_factory=list)
+    notes: list[str] = doc("Anything the phase wants the reader to know (time budget, skipped cases).", default_factory=list,
+                           **TEXT)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .common import (BYTES, CLOCK_MHZ, COUNT, FLOP, HOUR_MS, IDENT, MS, PCT, RATIO, ROW_STATUS, RUN_ID, SECONDS, SIZE,
-                     doc, strict)
+from .common import (BYTES, CLOCK_MHZ, COUNT, DTYPES, FLOP, HOUR_MS, IDENT, KERNEL_NAME, LONG_TEXT, MS, NAME, PCT, RATIO,
+                     ROW_STATUS, RUN_ID, SECONDS, SIZE, TEXT, doc, strict)
 
 
 @strict
@@ -20,7 +20,7 @@ class KernelRow:
     impl: str = doc("Implementation: naive, triton, sdpa, sdpa-flash, sdpa-cudnn, sdpa-efficient, sdpa-math.",
                     pattern=IDENT)
     launch: int = doc("Position of this launch within its case (0 = first kernel the call launched).", **COUNT)
-    kernel_name: str = doc("Demangled kernel name as Nsight Compute printed it; untrusted text (escape it).")
+    kernel_name: str = doc("Demangled kernel name as Nsight Compute printed it; untrusted text (escape it).", **KERNEL_NAME)
     ncu_id: int | None = doc("Nsight Compute's running kernel ID in the report; null for published figures.",
                              None, **COUNT)
     block_size: int | None = doc("Threads per block.", None, **COUNT)
@@ -100,17 +100,18 @@ class ImplRow:
     CASE_KEY = ("case_id",)
 
     case_id: str = doc("Case id; joins KernelRow.case_id.", pattern=IDENT)
-    group: str = doc("'main' (implementations compared) or 'regcap' (register-cap experiment).", pattern=IDENT)
+    group: str = doc("'main' (implementations compared) or 'regcap' (register-cap experiment).", choices=("main", "regcap"))
     impl: str = doc("Implementation name.", pattern=IDENT)
     batch: int = doc("Batch size.", **SIZE)
     heads: int = doc("Attention heads.", **SIZE)
     seq_len: int = doc("Sequence length.", **SIZE)
     head_dim: int = doc("Head dimension.", **SIZE)
-    dtype: str = doc("'float16', 'bfloat16' or 'float32'.", pattern=IDENT)
+    dtype: str = doc("'float16', 'bfloat16' or 'float32'.", choices=DTYPES)
     causal: bool = doc("Causal mask.")
     status: str = doc("ok, oom, unsupported or error.", pattern=ROW_STATUS)
-    reason: str | None = doc("Why the row is not ok.", None)
-    config: str | None = doc("Triton tile config that ran, e.g. 'BLOCK_M=128 BLOCK_N=64 warps=8 stages=3 maxnreg=none'.", None)
+    reason: str | None = doc("Why the row is not ok.", None, **TEXT)
+    config: str | None = doc("Triton tile config that ran, e.g. 'BLOCK_M=128 BLOCK_N=64 warps=8 stages=3 maxnreg=none'.", None,
+                             **NAME)
     kernels: int = doc("Kernel launches the call made inside the profiled range.", 0, **COUNT)
     duration_ms: float | None = doc("Sum of kernel durations (no launch gaps).", None, **MS)
     dram_read_bytes: float | None = doc("Sum over launches.", None, **BYTES)
@@ -184,7 +185,7 @@ class RegCapRow:
     maxnreg: int | None = doc("Register cap per thread passed to the compiler; null = no cap.", None, **COUNT)
     autotuned: bool = doc("Whether this tile shape is the one the autotuner picked at this shape.", False)
     status: str = doc("ok, oom, unsupported or error.", "ok", pattern=ROW_STATUS)
-    reason: str | None = doc("Why the row is not ok.", None)
+    reason: str | None = doc("Why the row is not ok.", None, **TEXT)
     registers_per_thread: int | None = doc("Registers per thread the compiled kernel uses.", None, **COUNT)
     theoretical_occupancy_pct: float | None = doc("From Nsight Compute.", None, **PCT)
     achieved_occupancy_pct: float | None = doc("From Nsight Compute.", None, **PCT)
@@ -193,8 +194,8 @@ class RegCapRow:
     local_bytes: float | None = doc("Register-spill traffic (local memory), bytes.", None, **BYTES)
     latency_ms_median: float | None = doc("Median device time outside the profiler (the one clock: L2 flushed, no host time).",
                                           None, **MS)
-    latency_ms_p10: float | None = doc("10th percentile latency.", None, **MS)
-    latency_ms_p90: float | None = doc("90th percentile latency.", None, **MS)
+    latency_ms_p10: float | None = doc("10th percentile latency.", None, **MS, at_most="latency_ms_median")
+    latency_ms_p90: float | None = doc("90th percentile latency.", None, **MS, at_least="latency_ms_median")
 
 
 @strict
@@ -211,19 +212,20 @@ class ClockCheckRow:
     heads: int = doc("Attention heads.", **SIZE)
     seq_len: int = doc("Sequence length.", **SIZE)
     head_dim: int = doc("Head dimension.", **SIZE)
-    dtype: str = doc("'float16', 'bfloat16' or 'float32'.", pattern=IDENT)
+    dtype: str = doc("'float16', 'bfloat16' or 'float32'.", choices=DTYPES)
     causal: bool = doc("Causal mask.")
     kernels: int = doc("Kernel launches in the call.", **COUNT)
     ncu_ms: float = doc("Sum of the call's kernels' gpu__time_duration under Nsight Compute (--clock-control none, "
                         "caches flushed).", **MS)
     device_ms: float = doc("Our device time of the same call (median), measured outside the profiler.", **MS)
-    device_over_ncu: float = doc("device_ms / ncu_ms: 1 when the two clocks agree.", **RATIO)
+    device_over_ncu: float = doc("device_ms / ncu_ms: 1 when the two clocks agree.", **RATIO,
+                                 derived=lambda r, _: r.device_ms / r.ncu_ms)
     gap_ms: float = doc("device_ms - ncu_ms: for a multi-kernel call, the time between its kernels.",
-                        lo=-HOUR_MS, hi=HOUR_MS)
+                        lo=-HOUR_MS, hi=HOUR_MS, derived=lambda r, _: r.device_ms - r.ncu_ms)
     sm_clock_mhz: float | None = doc("SM clock seen during our device timing.", None, **CLOCK_MHZ)
     config: str | None = doc("Our kernel only: the tile config our clock ran, pinned to the one the profiled call "
                              "ran where that call autotunes (null for the other paths, other implementations, and "
-                             "runs that did not record it).", None)
+                             "runs that did not record it).", None, **NAME)
 
 
 @strict
@@ -234,15 +236,17 @@ class ProfileFile:
     schema_version: int = doc("Version of this data contract.")
     run_id: str = doc("Run this file belongs to.", pattern=RUN_ID)
     status: str = doc("ok when Nsight Compute produced data; unsupported or error (with reason) when it could not.", "ok",
-                      pattern="^(ok|unsupported|error)$")
-    reason: str | None = doc("Why there is no data: ncu missing, no permission for the counters, no kernel profiled...", None)
+                      choices=("ok", "unsupported", "error"))
+    reason: str | None = doc("Why there is no data: ncu missing, no permission for the counters, no kernel profiled...", None,
+                             **TEXT)
     fix: str | None = doc("What to do so the next run has a profile (install Nsight Compute, allow counter access); "
-                          "null when there is nothing to fix.", None)
-    ncu_version: str | None = doc("`ncu --version` of the profiler that ran.", None)
-    ncu_command: list[str] = doc("The ncu command line, target included.", default_factory=list)
+                          "null when there is nothing to fix.", None, **TEXT)
+    ncu_version: str | None = doc("`ncu --version` of the profiler that ran.", None, **NAME)
+    ncu_command: list[str] = doc("The ncu command line, target included.", default_factory=list, **LONG_TEXT)
     flops_source: str = doc("'counters' when tensor FLOPs came from the tensor-op counters, else 'analytical'.", "analytical",
-                            pattern=IDENT)
-    metrics_missing: list[str] = doc("Metrics asked for that this GPU or ncu version does not have.", default_factory=list)
+                            choices=("counters", "analytical"))
+    metrics_missing: list[str] = doc("Metrics asked for that this GPU or ncu version does not have.", default_factory=list,
+                                     **NAME)
     wall_s: float | None = doc("Wall time of the ncu run.", None, **SECONDS)
     impls: list[ImplRow] = doc("One row per profiled call (per implementation and shape).", default_factory=list)
     kernels: list[KernelRow] = doc("One row per kernel launch.", default_factory=list)

@@ -7,8 +7,9 @@ import re
 import typing
 
 from collect.schema import SCHEMA_VERSION, STATUSES, available_specs
+from collect.schema.reader import MAX_DEPTH, MAX_FILE_BYTES
 
-from ..validate import MAX_FILE_BYTES, allowed
+from ..validate import allowed
 from .base import Page
 
 
@@ -45,6 +46,9 @@ class DataFormatPage(Page):
 
     def max_file_size(self) -> str:
         return f"{MAX_FILE_BYTES // 2**20} MiB"
+
+    def max_depth(self) -> int:
+        return MAX_DEPTH
 
     def statuses(self) -> str:
         return ", ".join(f"`{s}`" for s in STATUSES)

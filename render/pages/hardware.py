@@ -111,7 +111,7 @@ class HardwarePage(Page):
     def datasheet_note(self) -> str:
         if self.sheet is None:
             return (f'!!! note "No datasheet figures"\n    {escape.text(self.run.device_name)} is not in the datasheet '
-                    "table (`collect/datasheets.py`), so only measured ceilings are shown. Add a row with its source "
+                    "table (`collect/schema/datasheets.py`), so only measured ceilings are shown. Add a row with its source "
                     "to compare.\n")
         text = (f"Datasheet figures are for the **{escape.text(self.sheet.marketing_name)}**; source: "
                 f"{escape.text(self.sheet.source)}.")

@@ -16,6 +16,7 @@ from collect.schema.iterations import IterationRow
 from .. import escape, fmt
 from ..bench_data import distinct_sdpa
 from ..figures import PALETTE
+from ..frames import index_by
 from ..tables import table_html
 from ..vocab import DTYPE_SHORT as SHORT
 from ..vocab import CLOCK_GAP, clock_gap, impl_label, join, masking, plural
@@ -55,6 +56,19 @@ def case_label(dtype: str, causal: bool, n: int, batch: int | None = None, heads
     """'fp16, causal, N=4096', with the shape appended when it is given."""
     shape = f", B={batch}, H={heads}, d={head_dim}" if head_dim is not None else ""
     return f"{SHORT.get(dtype, dtype)}, {masking(causal)}, N={n}{shape}"
+
+
+# What tells two goal cases apart; a question that gives no shape takes every shape at its N.
+CASE_FIELDS = ("dtype", "causal", "seq_len", "batch", "heads", "head_dim")
+
+
+def case_key(dtype: str, causal: bool, n: int, batch=None, heads=None, head_dim=None) -> tuple:
+    return (dtype, causal, n) if head_dim is None else (dtype, causal, n, batch, heads, head_dim)
+
+
+def cases_index(frame: pd.DataFrame) -> dict:
+    """case_key -> the frame's rows of that case (both key forms); None -> no rows, with the frame's columns."""
+    return {**index_by(frame, CASE_FIELDS), **index_by(frame, CASE_FIELDS[:3]), None: frame.iloc[0:0]}
 
 
 def geomean(xs) -> float | None:
@@ -173,24 +187,61 @@ class IterationsPage(Page):
     def facets(self) -> list[tuple[str, bool]]:
         return list(dict.fromkeys((c.dtype, c.causal) for c in self.cases()))
 
-    def _case_rows(self, frame: pd.DataFrame, dtype: str, causal: bool, n: int, batch=None, heads=None,
+    # Pages ask for one case's rows tens of thousands of times (every version x case x table): each frame is
+    # split by case once, so a question costs a lookup, not a pass over the frame (the page grew with rows²).
+    @cached_property
+    def _ok_cases(self) -> dict:
+        return cases_index(self.ok)
+
+    @cached_property
+    def _status(self) -> dict:
+        """(impl, full case key) -> the status of its first row."""
+        out: dict = {}
+        for key, f in index_by(self.rows, CASE_FIELDS).items():
+            for impl, status in zip(f["impl"], f["status"]):
+                out.setdefault((impl, key), status)
+        return out
+
+    @cached_property
+    def _bench_ok(self) -> pd.DataFrame:
+        b = self.run.frame("bench", "rows")
+        return b[(b["status"] == "ok") & b["tflops"].notna()] if not b.empty else b
+
+    @cached_property
+    def _bench_cases(self) -> dict:
+        return cases_index(self._bench_ok) if not self._bench_ok.empty else {}
+
+    @cached_property
+    def _tflops(self) -> dict:
+        """(impl, case key) -> TFLOP/s of the first ok row, for the full and the shape-free key."""
+        out: dict = {}
+        for key, f in self._ok_cases.items():
+            for impl, t in zip(f["impl"], f["tflops"]):
+                out.setdefault((impl, key), float(t))
+        return out
+
+    @cached_property
+    def _fastest(self) -> dict:
+        """case key -> (impl, TFLOP/s) of the fastest SDPA backend (the first of equals), full and shape-free keys."""
+        out: dict = {}
+        for key, f in self._ok_cases.items():
+            s = f[f["kind"] == "sdpa"]
+            if not s.empty:
+                best = s.loc[s["tflops"].idxmax()]
+                out[key] = (str(best["impl"]), float(best["tflops"]))
+        return out
+
+    def _case_rows(self, index: dict, dtype: str, causal: bool, n: int, batch=None, heads=None,
                    head_dim=None) -> pd.DataFrame:
-        f = frame[(frame["dtype"] == dtype) & (frame["causal"] == causal) & (frame["seq_len"] == n)]
-        if head_dim is not None:
-            f = f[(f["batch"] == batch) & (f["heads"] == heads) & (f["head_dim"] == head_dim)]
-        return f
+        """One case's rows from an index built by cases_index (every shape at this N where head_dim is None)."""
+        return index.get(case_key(dtype, causal, n, batch, heads, head_dim), index.get(None))
 
     def tflops(self, impl: str, dtype: str, causal: bool, n: int, batch=None, heads=None, head_dim=None) -> float | None:
-        f = self._case_rows(self.ok[self.ok["impl"] == impl], dtype, causal, n, batch, heads, head_dim)
-        return float(f["tflops"].iloc[0]) if len(f) else None
+        return self._tflops.get((impl, case_key(dtype, causal, n, batch, heads, head_dim)))
 
     def fastest_sdpa(self, dtype: str, causal: bool, n: int, batch=None, heads=None,
                      head_dim=None) -> tuple[str, float] | None:
-        f = self._case_rows(self.ok[self.ok["kind"] == "sdpa"], dtype, causal, n, batch, heads, head_dim)
-        if f.empty:
-            return None
-        best = f.loc[f["tflops"].idxmax()]
-        return str(best["impl"]), float(best["tflops"])
+        return self._fastest.get(case_key(dtype, causal, n, batch, heads, head_dim))
 
     def ratio(self, impl: str, dtype: str, causal: bool, n: int, batch=None, heads=None,
               head_dim=None) -> float | None:
@@ -205,7 +256,7 @@ class IterationsPage(Page):
         s = self.fastest_sdpa(*case)
         if s is None or "sm_clock_mhz" not in self.ok:
             return None
-        f = self._case_rows(self.ok, *case)
+        f = self._case_rows(self._ok_cases, *case)
         a, b = f[f["impl"] == impl]["sm_clock_mhz"].dropna(), f[f["impl"] == s[0]]["sm_clock_mhz"].dropna()
         if a.empty or b.empty or (gap := clock_gap(a.iloc[0], b.iloc[0])) is None:
             return None
@@ -216,7 +267,7 @@ class IterationsPage(Page):
         b = self.run.frame("bench", "rows")
         if b.empty or "sm_clock_mhz" not in b:
             return None
-        f = self._case_rows(b[(b["status"] == "ok") & b["tflops"].notna()], *case)
+        f = self._case_rows(self._bench_cases, *case)
         ours, sdpa = f[f["impl"] == "triton"]["sm_clock_mhz"].dropna(), distinct_sdpa(f)
         if ours.empty or sdpa.empty:
             return None
@@ -399,13 +450,25 @@ class IterationsPage(Page):
     def bench_ratio(self, dtype: str, causal: bool, n: int, batch: int, heads: int, head_dim: int) -> float | None:
         """The bench phase's ratio at one goal case: `triton` (flash_attention as shipped) over the fastest
         SDPA backend, same shape."""
-        b = self.run.frame("bench", "rows")
-        if b.empty or self.rows.empty:
+        if not self._bench_cases or self.rows.empty:
             return None
-        f = self._case_rows(b[(b["status"] == "ok") & b["tflops"].notna()], dtype, causal, n, batch, heads, head_dim)
-        ours = f[f["impl"] == "triton"]["tflops"]
-        sdpa = distinct_sdpa(f)["tflops"]  # PyTorch's choice counted once, as the Benchmarks page counts it
-        return float(ours.iloc[0] / sdpa.max()) if len(ours) and len(sdpa) else None
+        key = case_key(dtype, causal, n, batch, heads, head_dim)
+        ours, sdpa = self._bench_triton.get(key), self._bench_fastest_sdpa.get(key)
+        return ours / sdpa if ours is not None and sdpa else None
+
+    @cached_property
+    def _bench_triton(self) -> dict:
+        """case key -> the bench phase's first `triton` TFLOP/s there."""
+        ok = self._bench_ok
+        return {k: float(f["tflops"].iloc[0]) for k, f in cases_index(ok[ok["impl"] == "triton"]).items()
+                if k is not None}
+
+    @cached_property
+    def _bench_fastest_sdpa(self) -> dict:
+        """case key -> the bench phase's fastest SDPA TFLOP/s there, PyTorch's choice counted once, as the
+        Benchmarks page counts it (distinct_sdpa decides row by row, so once for the whole frame)."""
+        return {k: float(f["tflops"].max()) for k, f in cases_index(distinct_sdpa(self._bench_ok)).items()
+                if k is not None and not f.empty}
 
     def bench_crosscheck(self) -> str:
         """The same goal cases as the bench phase measured them, with its own timing method."""
@@ -619,8 +682,7 @@ class IterationsPage(Page):
                 t = self.tflops(impl, *case)
                 rat = self.ratio(impl, *case)
                 if t is None:
-                    st = self._case_rows(self.rows[self.rows["impl"] == impl], *case)["status"]
-                    r[f"c{i}"] = st.iloc[0] if len(st) else "not run"
+                    r[f"c{i}"] = self._status.get((impl, case_key(*case)), "not run")
                 else:
                     r[f"c{i}"] = f"{fmt.num(t)} ({fmt.ratio(rat)})" if rat is not None else fmt.num(t)
                 cols[f"c{i}"] = self.label(case)

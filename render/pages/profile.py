@@ -20,6 +20,7 @@ from .. import escape, fmt, model
 from ..axes import log_ticks
 from ..ceilings import TENSOR_KEY, Ceilings, Roof
 from ..figures import PALETTE
+from ..frames import index_by
 from ..tables import table_html
 from ..errors import DataError
 from ..vocab import (ELEMENT_BYTES, HOTSPOT_ROLES, MATERIALISING, impl_color, impl_label, join, limiter_words, plural,
@@ -48,6 +49,8 @@ MIN_STALL_SHARE = 0.03  # reasons below this share of a kernel's stalls are summ
 STALL_COLORS = PALETTE[:7] + ["#8C564B", "#BCBD22", "#17BECF", "#9467BD", "#FF9896", "#AEC7E8", "#98DF8A"]
 # Names of kernels that multiply matrices (GEMMs, and attention kernels built around them), for the
 # tensor-core decision on GPUs without tensor FLOP counters.
+# The fields of a profiled shape, in the order shapes() gives them.
+SHAPE_FIELDS = ("batch", "heads", "seq_len", "head_dim", "dtype", "causal")
 GEMM_NAME = re.compile(r"gemm|nvjet|xmma|mma|cutlass|fmha|flash|attn|sdpa|_fwd|matmul", re.I)
 SIDE = {True: "memory-bound side", False: "compute-bound side"}
 # Shares of their binding roof within this relative distance are not ranked: each is one profiled call, and
@@ -141,18 +144,25 @@ class ProfilePage(Page):
         b, h, n, d, dt, c = shape
         return f"B={b}, H={h}, N={n}, d={d}, {dt}" + (", causal" if c else "")
 
+    # Sections ask for one shape's calls, and one call's kernels, once per call and roof: each frame is split
+    # once, so a question is a lookup rather than a pass over every row (the page grew with rows²).
+    @cached_property
+    def _impls_by_shape(self) -> dict:
+        return index_by(self.impls(), ("group",) + SHAPE_FIELDS)
+
+    @cached_property
+    def _kernels_by_case(self) -> dict:
+        return {key: k.sort_values("launch") for key, k in index_by(self.kernels(), ("case_id",)).items()}
+
     def _rows(self, shape, group: str = "main") -> pd.DataFrame:
         df = self.impls()
         if df.empty or shape is None:
             return df
-        b, h, n, d, dt, c = shape
-        m = ((df["group"] == group) & (df["batch"] == b) & (df["heads"] == h) & (df["seq_len"] == n)
-             & (df["head_dim"] == d) & (df["dtype"] == dt) & (df["causal"] == c))
-        return df[m]
+        return self._impls_by_shape.get((group, *shape), df.iloc[0:0])
 
     def _case_kernels(self, case_id: str) -> pd.DataFrame:
         df = self.kernels()
-        return df if df.empty else df[df["case_id"] == case_id].sort_values("launch")
+        return df if df.empty else self._kernels_by_case.get((case_id,), df.iloc[0:0])
 
     def _flops(self, row) -> float:
         """Counted FLOPs where the tensor-op counters exist, else the analytical count."""
@@ -591,8 +601,15 @@ class ProfilePage(Page):
         """impl -> (tensor cores ran?, the evidence that decided it), deciding in this order: the tensor FLOP
         counters; where the GPU lacks them, the tensor-pipe instructions of the GEMM kernels only (softmax and
         elementwise kernels can issue tensor-pipe instructions too); failing both, nothing decides (the compiled
-        code would, and this run does not hold it)."""
-        df = self._rows(shape or self.headline)
+        code would, and this run does not hold it). Worked out once per shape: every roof asks."""
+        shape = shape or self.headline
+        cache = self.__dict__.setdefault("_tensor_core_verdicts_by_shape", {})
+        if shape not in cache:
+            cache[shape] = self._tensor_core_verdicts(shape)
+        return dict(cache[shape])
+
+    def _tensor_core_verdicts(self, shape) -> dict[str, tuple[bool | None, str]]:
+        df = self._rows(shape)
         df = df[df["status"] == "ok"] if not df.empty else df
         out = {}
         for _, r in df.iterrows():

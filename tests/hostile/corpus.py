@@ -13,10 +13,15 @@ module builds that data in a temp folder (never under data/):
 - `IMPOSSIBLE`: one run folder per impossible value (a negative latency, a count below zero, a
   percentage over 100, duplicate cases, a file from another run, invalid UTF-8, a symlink, an
   unknown file), each with the words the build must answer it with.
+- `SECOND_ROUND`: the same for attacks on the reader and on values that contradict each other:
+  invisible and reversing characters, a key given twice, nesting 10,000 deep, a 5,000-digit number, a
+  1 MB name, a FIFO, a run from the future, inverted spreads, a latency no clock measures, a derived
+  field that disagrees, another GPU's datasheet, a word outside its enumeration.
 """
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 import re
@@ -26,6 +31,8 @@ from datetime import datetime
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, Callable
+
+from collect.schema.datasheets import lookup
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data"
@@ -39,13 +46,14 @@ KEEP = {
     "dtype", "impl", "kind", "group", "case_id", "name", "quantity", "masking", "path", "variant",
     "model", "cache", "sequence", "weights", "flops_source", "backend_requested", "backend_used", "baseline",
     "final_version", "role", "key", "compute_capability", "file", "git_commit", "moment", "series", "kernel_path",
+    "kernel_class", "step_impl", "graph_step",
 }
 # Kept although free text: a date the page prints as written (attacking it proves nothing new).
 KEEP_FREE = {"predicted_at"}
 # ...except these, which are names a reader sees (the device, the decode model shown in legends).
 ATTACK_ANYWAY = {("device", "name")}
 # Top-level keys of a phase file whose strings are keys, not text.
-KEEP_PATHS = {("checks", "reference"), ("stalls", "reason")}
+KEEP_PATHS = {("checks", "reference"), ("agreement", "reference"), ("stalls", "reason")}
 
 
 def payload(n: int) -> str:
@@ -103,6 +111,8 @@ def attack_run(src: Path, dst: Path, corpus: Corpus, run_id: str, created_utc: s
                 data["created_utc"] = created_utc
             if device_name and data.get("device"):
                 data["device"]["name"] = device_name
+                sheet = lookup(device_name)  # the datasheet follows the name (the build refuses one that does not)
+                data["datasheet"] = dataclasses.asdict(sheet) if sheet else None
         (dst / f.name).write_text(json.dumps(_attack(data, corpus, f"{run_id}/{f.name}"), indent=1), encoding="utf-8")
     for f in sorted(src.glob("*.md")):
         shutil.copy(f, dst / f.name)
@@ -410,11 +420,195 @@ IMPOSSIBLE = [
                ("run_id",)),
 ]
 
+# --- second round: invisible characters, JSON that attacks the parser, values that contradict each other ---
+
+
+def set_at(filename: str, path: tuple, value: Any) -> Callable[[Path], str]:
+    """Mutation: set the value at `path` (keys and list indices) in one file; returns the field path."""
+    def mutate(run_dir: Path) -> str:
+        file = run_dir / filename
+        data = json.loads(file.read_text(encoding="utf-8"))
+        node = data
+        for part in path[:-1]:
+            node = node[part]
+        node[path[-1]] = value
+        file.write_text(json.dumps(data), encoding="utf-8")
+        return "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else p) for i, p in enumerate(path))
+    return mutate
+
+
+def first_index(filename: str, table: str, where: Callable[[dict], bool]) -> int:
+    """Index of the first row of `table` in the source run's `filename` that `where` accepts."""
+    rows = json.loads((source_run() / filename).read_text(encoding="utf-8"))[table]
+    return next(i for i, r in enumerate(rows) if where(r))
+
+
+def duplicate_key(filename: str, table: str, key: str, first_value: Any) -> Callable[[Path], str]:
+    """Row 0 of `table` gets `key` twice: `first_value` first, its own value last (the one a plain
+    parser keeps, shadowing the first in silence)."""
+    def mutate(run_dir: Path) -> str:
+        file = run_dir / filename
+        data = json.loads(file.read_text(encoding="utf-8"))
+        row = json.dumps(data[table][0])
+        text = json.dumps(data)
+        assert text.count(row) == 1
+        file.write_text(text.replace(row, "{" + f"{json.dumps(key)}: {json.dumps(first_value)}, " + row[1:]),
+                        encoding="utf-8")
+        return f"{table}[0]"
+    return mutate
+
+
+def nested(filename: str, depth: int) -> Callable[[Path], str]:
+    """A note `depth` lists deep: a recursive parser runs out of stack long before the end."""
+    def mutate(run_dir: Path) -> str:
+        file = run_dir / filename
+        text = file.read_text(encoding="utf-8")
+        i = text.index('"notes": [') + len('"notes": [')
+        file.write_text(text[:i] + "[" * depth + "]" * depth + ", " + text[i:], encoding="utf-8")
+        return "deeper"
+    return mutate
+
+
+def long_number(filename: str, digits: int) -> Callable[[Path], str]:
+    """An integer with more digits than Python converts from text by default (4300)."""
+    def mutate(run_dir: Path) -> str:
+        file = run_dir / filename
+        data = json.loads(file.read_text(encoding="utf-8"))
+        data["min_timed_runs"] = 0
+        text = json.dumps(data).replace('"min_timed_runs": 0', '"min_timed_runs": ' + "9" * digits)
+        file.write_text(text, encoding="utf-8")
+        return "min_timed_runs"
+    return mutate
+
+
+def fifo(name: str) -> Callable[[Path], str]:
+    """A named pipe in place of a phase file: reading it waits for a writer that never comes."""
+    def mutate(run_dir: Path) -> str:
+        (run_dir / name).unlink(missing_ok=True)
+        os.mkfifo(run_dir / name)
+        return name
+    return mutate
+
+
+def every_row(filename: str, table: str, change: Callable[[dict], None], first_field: str) -> Callable[[Path], str]:
+    """Mutation: apply `change` to every ok row of `table`; returns the first such row's `first_field`."""
+    def mutate(run_dir: Path) -> str:
+        file = run_dir / filename
+        data = json.loads(file.read_text(encoding="utf-8"))
+        ok = [i for i, r in enumerate(data[table]) if r.get("status", "ok") == "ok"]
+        for i in ok:
+            change(data[table][i])
+        file.write_text(json.dumps(data), encoding="utf-8")
+        return f"{table}[{ok[0]}].{first_field}"
+    return mutate
+
+
+def _inverted_spread(row: dict) -> None:
+    row["latency_ms_p10"], row["latency_ms_p90"] = 3 * row["latency_ms_median"], row["latency_ms_median"] / 3
+
+
+def _tiny_latency(row: dict) -> None:
+    row["latency_ms_median"] = 1e-300
+
+
+def _clock_check_lies(run_dir: Path) -> str:
+    """device_ms 10x ncu_ms, with the ratio and the gap derived from it still saying they agree."""
+    file = run_dir / "profile.json"
+    data = json.loads(file.read_text(encoding="utf-8"))
+    row = data["clock_check"][0]
+    row["device_ms"], row["device_over_ncu"], row["gap_ms"] = 10 * row["ncu_ms"], 1.0, 0.0
+    file.write_text(json.dumps(data), encoding="utf-8")
+    return "clock_check[0].device_over_ncu"
+
+
+def _datasheet_of_another_gpu(run_dir: Path) -> str:
+    """An H200's datasheet, inflated, on a device that calls itself a T4."""
+    file = run_dir / "manifest.json"
+    data = json.loads(file.read_text(encoding="utf-8"))
+    data["device"]["name"] = "Tesla T4"
+    data["datasheet"]["memory_bandwidth_bytes_per_s"] *= 1000
+    data["datasheet"]["sm_count"] = 16
+    file.write_text(json.dumps(data), encoding="utf-8")
+    return "datasheet.key"
+
+
+# Characters that change what a reader sees without being seen: reversing text, isolating it, hiding it,
+# ending a C string, or driving a terminal. (code point as the message names it, where it is put)
+INVISIBLE = [
+    ("U+202E", "manifest.json", ("device", "name"), "NVIDIA \u202eH200"),
+    ("U+2066", "profile.json", ("kernels", 0, "kernel_name"), "\u2066_attn_fwd"),
+    ("U+200B", "manifest.json", ("device", "name"), "NVIDIA\u200b H200"),
+    ("U+0000", "profile.json", ("kernels", 0, "kernel_name"), "_attn\u0000_fwd"),
+    ("U+001B", "manifest.json", ("device", "name"), "NVIDIA \u001b[2J\u001b[31mH200"),
+    ("U+001B", "manifest.json", ("phases", 0, "error"), "RuntimeError: \u001b]0;owned\u0007"),
+]
+
+SECOND_ROUND = [
+    *(Impossible(f"{code} in {'.'.join(map(str, path))}", file,
+                 set_at(file, path, text), (code,)) for code, file, path, text in INVISIBLE),
+    Impossible("duplicate JSON key", "bench.json", duplicate_key("bench.json", "rows", "status", "error"),
+               ("status", "twice")),
+    Impossible("JSON nested 10,000 deep", "bench.json", nested("bench.json", 10_000), ("nested",)),
+    Impossible("a number of 5,000 digits", "bench.json", long_number("bench.json", 5000), ("digits",)),
+    Impossible("1 MB device name", "manifest.json", set_at("manifest.json", ("device", "name"), "A" * 2**20),
+               ("1048576 characters",)),
+    Impossible("FIFO as a phase file", "bench.json", fifo("bench.json"), ("FIFO",)),
+    Impossible("created_utc in 2099", "manifest.json", set_at("manifest.json", ("created_utc",),
+                                                                "2099-01-01T00:00:00+00:00"), ("2099", "future")),
+    Impossible("p10 above the median and p90 below it", "bench.json",
+               every_row("bench.json", "rows", _inverted_spread, "latency_ms_p10"), ("latency_ms_median",)),
+    Impossible("a latency no clock can measure", "bench.json",
+               every_row("bench.json", "rows", _tiny_latency, "latency_ms_median"), ("1e-300",)),
+    Impossible("clock check whose derived fields disagree", "profile.json", _clock_check_lies, ("device_ms", "10")),
+    Impossible("datasheet of another GPU", "manifest.json", _datasheet_of_another_gpu, ("Tesla T4", "'t4'")),
+    Impossible("kernel class that is not one", "decode.json",
+               set_at("decode.json", ("kernel_classes", 0, "kernel_class"), "attention-hidden"),
+               ("attention-hidden",)),
+]
+
 # Values that look large but physics allows: the build must accept them.
+def _rescale(filename: str, table: str, key: str, change: Callable[[dict, dict], None]) -> Callable[[Path], str]:
+    """Mutation: `change(row, file)` on the first row of `table` with a number in `key`, which changes the
+    measured fields and every field derived from them together (derived fields must agree)."""
+    def mutate(run_dir: Path) -> str:
+        path = run_dir / filename
+        data = json.loads(path.read_text(encoding="utf-8"))
+        i = _rows_with(data, table, key)
+        change(data[table][i], data)
+        path.write_text(json.dumps(data), encoding="utf-8")
+        return f"{table}[{i}].{key}"
+    return mutate
+
+
+def _scale_times(row: dict, prefix: str, k: float) -> None:
+    for stat in ("median", "p10", "p90"):
+        if row.get(f"{prefix}_{stat}") is not None:
+            row[f"{prefix}_{stat}"] *= k
+
+
+def _step_over_floor(row: dict, _: dict, ratio: float = 7.5) -> None:
+    _scale_times(row, "step_ms", ratio * row["floor_ms"] / row["step_ms_median"])
+    row["achieved_over_floor"] = ratio
+    row["tokens_per_s"] = row["batch"] / row["step_ms_median"] * 1e3
+
+
+def _micro_over_copy(row: dict, data: dict, fraction: float = 1.3) -> None:
+    rate = fraction * data["floor_bandwidth_bytes_per_s"]
+    _scale_times(row, "latency_ms", row["bytes_read"] / rate * 1e3 / row["latency_ms_median"])
+    row["achieved_bytes_per_s"], row["bandwidth_fraction"] = row["bytes_read"] / row["latency_ms_median"] * 1e3, fraction
+
+
+def _device_over_ncu(row: dict, _: dict, ratio: float = 1.8) -> None:
+    row["device_ms"] = ratio * row["ncu_ms"]
+    row["device_over_ncu"], row["gap_ms"] = row["device_ms"] / row["ncu_ms"], row["device_ms"] - row["ncu_ms"]
+
+
 POSSIBLE = [
-    ("decode step above its bandwidth floor", "decode.json", set_value("rows", "achieved_over_floor", 7.5, "decode.json")),
-    ("decode kernel above the copy figure", "decode.json", set_value("micro", "bandwidth_fraction", 1.3, "decode.json")),
-    ("device time above ncu's", "profile.json", set_value("clock_check", "device_over_ncu", 1.8, "profile.json")),
+    ("decode step above its bandwidth floor", "decode.json",
+     _rescale("decode.json", "rows", "achieved_over_floor", _step_over_floor)),
+    ("decode kernel above the copy figure", "decode.json",
+     _rescale("decode.json", "micro", "bandwidth_fraction", _micro_over_copy)),
+    ("device time above ncu's", "profile.json", _rescale("profile.json", "clock_check", "device_over_ncu", _device_over_ncu)),
 ]
 
 

@@ -62,11 +62,11 @@ def test_newest_run_is_chosen_by_time_not_by_string(tmp_path):
 
 
 def test_a_file_over_the_size_limit_fails_at_once(tmp_path, monkeypatch):
-    from render import validate
+    from collect.schema import reader
 
     run_dir = corpus.copy_run(tmp_path)
     limit = (run_dir / "bench.json").stat().st_size - 1
-    monkeypatch.setattr(validate, "MAX_FILE_BYTES", limit)
+    monkeypatch.setattr(reader, "MAX_FILE_BYTES", limit)
     with pytest.raises(DataError) as err:
         load_runs(tmp_path)
     assert "bench.json" in str(err.value) and "limit" in str(err.value)

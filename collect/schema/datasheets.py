@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from .schema.manifest import DatasheetCeilings
+from .manifest import DatasheetCeilings
 
 T, G, MB, GB = 1e12, 1e9, 1024**2, 1e9
 
@@ -34,12 +34,22 @@ _SHEETS = [
 
 def lookup(device_name: str) -> DatasheetCeilings | None:
     """First matching entry; order matters (H100 PCIe before H100, A100 80GB before A100)."""
-    for key, pattern, name, mem, bw, f16, bf16, f32, l2, sms, memsize, src in _SHEETS:
-        if re.search(pattern, device_name, flags=re.I):
-            return DatasheetCeilings(key=key, marketing_name=name, memory_type=mem, memory_bandwidth_bytes_per_s=bw,
-                                     fp16_tensor_flops_per_s=f16, bf16_tensor_flops_per_s=bf16, fp32_flops_per_s=f32,
-                                     l2_bytes=int(l2), sm_count=sms, memory_bytes=int(memsize), source=src)
+    for row in _SHEETS:
+        if re.search(row[1], device_name, flags=re.I):
+            return _entry(row)
     return None
+
+
+def _entry(row: tuple) -> DatasheetCeilings:
+    key, _, name, mem, bw, f16, bf16, f32, l2, sms, memsize, src = row
+    return DatasheetCeilings(key=key, marketing_name=name, memory_type=mem, memory_bandwidth_bytes_per_s=bw,
+                             fp16_tensor_flops_per_s=f16, bf16_tensor_flops_per_s=bf16, fp32_flops_per_s=f32,
+                             l2_bytes=int(l2), sm_count=sms, memory_bytes=int(memsize), source=src)
+
+
+def by_key(key: str) -> DatasheetCeilings | None:
+    """The entry with this key (a manifest's datasheet.key), whatever device it was looked up for."""
+    return next((s for s in (_entry(row) for row in _SHEETS) if s.key == key), None)
 
 
 def known_keys() -> list[str]:
