@@ -78,8 +78,11 @@ RUN_LOCK = ".collect.lock"
 IDENT = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$"
 IDENT_OR_EMPTY = r"^([A-Za-z0-9][A-Za-z0-9._+-]{0,127})?$"
 GIT_COMMIT = r"^[0-9a-f]{7,64}$"
+# A GPU generation as the kernels name it: 'sm75', 'sm90', 'sm100'.
+GPU_TARGET = r"^sm[0-9]{2,3}$"
 # The longest string each pattern above matches, so a field with a pattern has a length bound too.
-_PATTERN_MAX_LEN = {RUN_ID: 80, IDENT: 128, IDENT_OR_EMPTY: 128, GIT_COMMIT: 64, ROW_STATUS: max(map(len, STATUSES))}
+_PATTERN_MAX_LEN = {RUN_ID: 80, IDENT: 128, IDENT_OR_EMPTY: 128, GIT_COMMIT: 64, GPU_TARGET: 5,
+                    ROW_STATUS: max(map(len, STATUSES))}
 UTC_TIME_LEN = 40  # '2026-11-29T08:00:00.123456+00:00' and room to spare
 
 # Length bounds of text, passed as doc(..., **NAME) beside the field. A string is printed on many pages

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .common import COUNT, DTYPES, IDENT, NAME, NONNEGATIVE, RATIO, ROW_STATUS, RUN_ID, SECONDS, SIZE, TEXT, doc, strict
+from .common import COUNT, DTYPES, GPU_TARGET, IDENT, NAME, NONNEGATIVE, RATIO, ROW_STATUS, RUN_ID, SECONDS, SIZE, TEXT, doc, strict
 
 
 @strict
@@ -78,9 +78,9 @@ class CorrectnessRow:
                       choices=("contiguous", "bnhd-view"))
     built_for: str | None = doc("Set when the kernel's code was built for another GPU generation ('sm75', 'sm80') and "
                                 "assembled from its PTX for the GPU that ran it; null for code built for this GPU.",
-                                None, pattern="^sm[0-9]{2,3}$")
+                                None, pattern=GPU_TARGET)
     ran_on: str | None = doc("The GPU generation that ran code built for another ('sm90'); null otherwise.", None,
-                             pattern="^sm[0-9]{2,3}$")
+                             pattern=GPU_TARGET)
     tensor_cores: bool | None = doc("Ported rows: whether the code built for the target issues tensor-core "
                                     "instructions (mma.sync in its PTX); null where not recorded.", None)
     target_registers: int | None = doc("Ported rows: registers per thread of the target's own ptxas build (the most "

@@ -87,8 +87,8 @@ class KernelRow:
                               "the stall rows: a unit at 80% of its peak or more ('tensor-pipe', 'exp-pipe', "
                               "'fma-pipe', 'alu-pipe', 'lsu-pipe', 'issue', 'dram', 'l2', 'l1'), else "
                               "'stall-<reason>' for the largest stall share; null where those counters are missing.",
-                              None, pattern="^[a-z0-9_-]+$")
-    limiter_evidence: str | None = doc("The figures that chose `limiter`, in words.", None)
+                              None, pattern="^[a-z0-9_-]{1,64}$", max_len=64)
+    limiter_evidence: str | None = doc("The figures that chose `limiter`, in words.", None, **TEXT)
 
 
 @strict
@@ -157,16 +157,18 @@ class HotSpotRow:
     case_id: str = doc("Case id; joins KernelRow.case_id.", pattern=IDENT)
     launch: int = doc("Launch within the case; joins KernelRow.", **COUNT)
     rank: int = doc("0 for the instruction with the most samples.", **COUNT)
-    address: str = doc("The instruction's address in the profiled process.", pattern="^0x[0-9a-fA-F]{1,16}$")
-    opcode: str = doc("SASS opcode with its modifiers, e.g. 'HGMMA.64x128x16.F32'.", pattern="^[A-Z0-9_.x]{0,80}$")
+    address: str = doc("The instruction's address in the profiled process.", pattern="^0x[0-9a-fA-F]{1,16}$", max_len=18)
+    opcode: str = doc("SASS opcode with its modifiers, e.g. 'HGMMA.64x128x16.F32'.", pattern="^[A-Z0-9_.x]{0,80}$", max_len=80)
     role: str = doc("What the instruction does: mma, mma-wait, exp, barrier, async-wait, tma, load, store, convert, "
-                    "math, control or other (collect/ncu_source.py).", pattern="^[a-z-]+$")
-    sass: str = doc("The SASS line as Nsight Compute printed it (untrusted text).")
+                    "math, control or other (collect/ncu_source.py).",
+                    choices=("mma", "mma-wait", "exp", "barrier", "async-wait", "tma", "load", "store", "convert", "math",
+                             "control", "other"))
+    sass: str = doc("The SASS line as Nsight Compute printed it (untrusted text).", **NAME)
     samples: float = doc("Warp samples at this instruction (SourceCounters' PC sampling).", **COUNT)
     share_pct: float = doc("Share of the kernel's samples.", **PCT)
     top_reason: str | None = doc("The stall reason sampled most at this instruction.", None, pattern=IDENT)
     top_reason_pct: float | None = doc("Its share of this instruction's samples.", None, **PCT)
-    source_line: str | None = doc("The source line the instruction came from, where the report has it.", None)
+    source_line: str | None = doc("The source line the instruction came from, where the report has it.", None, **NAME)
 
 
 @strict

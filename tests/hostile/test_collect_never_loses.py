@@ -208,7 +208,7 @@ def test_stale_temp_files_are_removed_and_ignored_by_git(tmp_path, gpu):
 def test_correctness_resume_skips_saved_cases(tmp_path, monkeypatch):
     """collect/correctness.py's own loop, on the CPU: a saved case is not run again."""
     cases = [correctness.Case("triton", "float16", c, 1, 3, n, 64) for n in (1, 17) for c in (False, True)]
-    monkeypatch.setattr(correctness, "build_grid", lambda profile, hopper=False: cases)
+    monkeypatch.setattr(correctness, "build_grid", lambda profile, hopper=False, ported=(): cases)
     ran = []
 
     def fake_case(case, device, tol, configs=None, facts=None):
