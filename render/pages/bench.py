@@ -17,7 +17,7 @@ from ..figures import PALETTE
 from ..runs import load_references
 from ..tables import table_html
 from ..vocab import (CLOCK_GAP, EVEN, IMPL_DASH, STUDY, clock_gap, dtype_short, facet_label, impl_color, impl_label,
-                     join, plural, shape_label, side, speedup_words)
+                     join, path_label, plural, shape_label, side, speedup_words)
 from .base import Page
 
 # A speedup that changes by less than this factor from the shortest to the longest N "holds steady".
@@ -76,7 +76,7 @@ def case_words(s: float, sp: tuple[float, float] | None = None) -> str:
 
 
 def _path_name(p: str) -> str:
-    return f"the {escape.text(p)} kernel"
+    return f"the {escape.text(path_label(p))}"
 
 
 def describe_gap(ns: list[int], speedups: list[float], other: str, spreads=None, paths=None, same=None) -> str:
@@ -737,7 +737,7 @@ class BenchPage(Page):
                 status = lambda impl: self.b.status_at(shape, dtype, causal, impl, n)  # noqa: E731
                 t = tri.get(n)
                 r = {"facet": facet_label(dtype, causal), "n": n, "tri": fmt.ms(t) if t else status(FUSED),
-                     "path": paths.get(n, "n/a")}
+                     "path": path_label(paths[n]) if n in paths else "n/a"}
                 r["naive"] = fmt.ms(naive[n]) if n in naive.index else status("naive")
                 r["vs_naive"] = (case_words(naive[n] / t, spread(naive_rows.loc[n], tri_rows.loc[n]))
                                  if t and n in naive.index else "n/a")
