@@ -75,6 +75,16 @@ def case_words(s: float, sp: tuple[float, float] | None = None) -> str:
             f"{fmt.pct(100 * (EVEN - 1), 2)} by the calls' {where})")
 
 
+def _call_then_words(method: str) -> str:
+    """A recorded method such as 'f(x, y) on the inputs, which ...': the call as code, the words after it as
+    prose (a code span around the whole would set the explanation in code too)."""
+    method = str(method)
+    end = method.find(")") + 1 if method.find("(") > 0 else 0
+    if not end:
+        return escape.text(method)
+    return escape.code(method[:end]) + " " + escape.text(method[end:]) if method[end:].strip() else escape.code(method)
+
+
 def _path_name(p: str) -> str:
     return f"the {escape.text(path_label(p))}"
 
@@ -290,7 +300,7 @@ class BenchPage(Page):
                                           "sdpa_spread", "tri_loop", "tri_dev", "sdpa_loop", "sdpa_dev"])
 
     def findings_first(self) -> str:
-        """Two to four sentences: against naive, against SDPA, small sizes, memory."""
+        """At most three sentences: against naive, against SDPA, memory (findings_more says what small sizes do)."""
         st = self._standing()
         if st.empty:
             return f"Our Triton kernel completed no benchmark case in this run ({self._statuses_all(FUSED)})."
@@ -313,14 +323,25 @@ class BenchPage(Page):
             text = (f"Against the fastest SDPA backend of each case, Triton is on par or faster in {len(level)} of "
                     f"{len(sd)} cases; its largest deficit is {case_words(worst['sdpa'], worst['sdpa_spread'])} at "
                     f"N={worst['n']} ({facet_label(worst['dtype'], worst['causal'])}, {shape_label(worst['shape'])}).")
-            out.append(text + self._loop_beside(worst))
-        small = self._small_n_verdict()
-        if small:
-            out.append(small)
+            out.append(text)
         mem = self._memory_slopes()
         if mem:
             out.append(mem)
-        return " ".join(out[:4])
+        return " ".join(out)
+
+    def findings_more(self) -> str:
+        """What the largest deficit against SDPA looks like in a loop, and where calls are host-bound."""
+        st = self._standing()
+        sd = st.dropna(subset=["sdpa"]) if not st.empty else st
+        out = []
+        if not sd.empty:
+            worst = sd.loc[sd["sdpa"].idxmin()]
+            loop = self._loop_beside(worst).strip()
+            if loop:
+                out.append(f"Where ours trails SDPA most (N={worst['n']}, {facet_label(worst['dtype'], worst['causal'])}, "
+                           f"{shape_label(worst['shape'])}), b{loop[1:]}")
+        out.append(self._small_n_verdict())
+        return " ".join(x for x in out if x)
 
     @staticmethod
     def _loop_beside(r) -> str:
@@ -442,7 +463,7 @@ class BenchPage(Page):
                 where = f" ({join(facets)})"
             parts.append(f"**{escape.text(backend)}** in {len(grp)} of {len(auto)} cases{where}")
         text = (f"With no backend forced, PyTorch chose {join(parts)}. "
-                f"The choice was read with {escape.code(self.data.backend_choice_method)}.")
+                f"The choice was read with {_call_then_words(self.data.backend_choice_method)}.")
         return text + self._choice_counted_once(auto)
 
     def _choice_counted_once(self, auto: pd.DataFrame) -> str:

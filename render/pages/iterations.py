@@ -342,11 +342,6 @@ class IterationsPage(Page):
             counts = {w: verdicts.count(w) for w in (HELD, IN_SLACK, "better than predicted", "worse than predicted")}
             out.append(f"Of {len(verdicts)} predictions measured here, {counts[HELD] + counts[IN_SLACK]} held, "
                        f"{counts['better than predicted']} came out better and {counts['worse than predicted']} worse.")
-            if counts[IN_SLACK]:
-                one = counts[IN_SLACK] == 1
-                out.append(f"Of those that held, {counts[IN_SLACK]} {'lies' if one else 'lie'} outside "
-                           f"{'its' if one else 'their'} predicted range, within the "
-                           f"{share(SLACK)} slack the verdicts allow for noise.")
         if steps:
             best = max(steps)
             worst = min(steps)
