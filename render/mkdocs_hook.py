@@ -56,8 +56,9 @@ def on_files(files, config):
 
     js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
     files.append(File.generated(config, "assets/javascripts/plotly.min.js", abs_src_path=str(js)))
-    # Only files that validated are published; load_run already refused symlinks and unknown files.
-    for run in _report.runs if _report else []:
+    # Only the narrated run's files are published raw (the Data format page links them; every run's are in the
+    # repository), and only files that validated: load_run already refused symlinks and unknown files.
+    for run in [_report.run] if _report else []:
         for path in run.files:
             files.append(File.generated(config, f"data/{run.id}/{path.name}", abs_src_path=str(path)))
     return files

@@ -146,9 +146,9 @@ class DecodeRow:
                                      "the phase keeps loaded (see DecodeModel.resident_bytes).", None, **BYTES)
     mem_at_start_bytes: int | None = doc("torch.cuda.memory_allocated right before the timed steps: the loaded "
                                          "weights, this row's filled cache, buffers and graphs, and nothing of "
-                                         "another variant (each row's session is the only one alive; runs up to "
-                                         "h200-20261201d kept the earlier rows' sessions alive at the agreement "
-                                         "check's shape, and their bytes are in this figure there); peak_mem_bytes minus "
+                                         "another variant (each row's session is the only one alive; runs collected "
+                                         "before 2026-12-01 10:54 UTC kept the earlier rows' sessions alive at the "
+                                         "agreement check's shape, and their bytes are in this figure there); peak_mem_bytes minus "
                                          "this is what a step allocates on top.", None, **BYTES)
     kv_cache_bytes: int | None = doc("Bytes the KV cache occupies at the end (int8 values plus fp32 scales for the "
                                      "int8 variants; transformers' cache at its final length).", None, **BYTES)
