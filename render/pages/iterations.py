@@ -687,7 +687,7 @@ class IterationsPage(Page):
         text = (f"A factor within {share(SLACK)} beyond either end of its predicted range still counts as "
                 f"predicted, for run-to-run noise; the verdict then reads *{IN_SLACK}*, and the measured factor is "
                 "printed with the figures that place it between the range and that slack.")
-        text += f" In this run {plural(n, 'verdict')} {'reads' if n == 1 else 'read'} so." if n else ""
+        text += f" In this run, {plural(n, 'verdict')} {'reads' if n == 1 else 'read'} so." if n else ""
         named = [v for v in self.versions if v.baseline and v.predicted and prediction_cases(v)]
         if named:
             text += (" Where a prediction's words name the cases it is about, it is measured there alone: "
