@@ -3,6 +3,7 @@ memory of the int8 caches, and the decode-attention microbenchmark. Every outcom
 here, from the data."""
 from __future__ import annotations
 
+import re
 from functools import cached_property
 
 import pandas as pd
@@ -87,6 +88,27 @@ def inset_titles(fig: go.Figure, ncols: int) -> None:
     """Subplot titles inside each panel's top-left corner, clear of the legend above the plot."""
     fig.for_each_annotation(lambda a: a.update(y=a.y - 0.01, yanchor="top", x=a.x - 0.5 / ncols + 0.01,
                                                xanchor="left", font=dict(size=12)))
+
+
+_LAUNCH = re.compile(r"^(plain|pdl)(?:-prefetch(\d+))?(-late)?(\+new-kv)?$")
+
+
+def launch_words(label) -> str:
+    """An attention launch label from the data ('pdl-prefetch64-late+new-kv') in words a reader can follow:
+    'PDL, 64 keys asked of L2 early, next kernel after its loop, newest key and value written by it'. A label
+    this page does not know is shown as it is (the table escapes it)."""
+    m = _LAUNCH.match(str(label))
+    if not m:
+        return str(label)
+    how, keys, late, new_kv = m.groups()
+    words = ["plain launch" if how == "plain" else "PDL"]
+    if keys:
+        words.append(f"{keys} keys asked of L2 early")
+    if how == "pdl":
+        words.append("next kernel after its loop" if late else "next kernel at once")
+    if new_kv:
+        words.append("newest key and value written by it")
+    return ", ".join(words)
 
 
 def verdict(ok: bool | None) -> str:
@@ -437,7 +459,7 @@ class DecodePage(Page):
                 for choice, ms in sorted(trials.items(), key=lambda kv: kv[1]):
                     config, _, launch = str(choice).partition(" | ")
                     out.append({"shape": f"{model}, batch {b}, context {c}", "variant": self.label(v),
-                                "config": config, "launch": launch, "ms": ms, "over": ms / best if best > 0 else None})
+                                "config": config, "launch": launch_words(launch), "ms": ms, "over": ms / best if best > 0 else None})
         if not out:
             return "This run recorded no judged choices at the profiled shapes."
         opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
@@ -461,7 +483,8 @@ class DecodePage(Page):
                             "step": r.step_ms_median, "floor": r.achieved_over_floor,
                             "kernels": r.get("kernels_per_step"), "busy": busy,
                             "idle": max(0.0, r.step_ms_median - busy) if _ok(busy) else None,
-                            "launch": r.get("attention_launch"), "config": r.get("attention_config"),
+                            "launch": launch_words(r.get("attention_launch")) if _ok(r.get("attention_launch")) else None,
+                            "config": r.get("attention_config"),
                             "compile": r.get("compile_s")})
         opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
         columns = {"shape": "Shape", "variant": "Variant", "step": "Step (loop time)", "floor": "× floor",
@@ -1163,7 +1186,7 @@ class DecodePage(Page):
                      "achieved_over_floor": opt(fmt.ratio), "kernels_per_step": opt(lambda x: f"{x:.0f}"),
                      "peak_mem_bytes": opt(fmt.bytes_), "kv_cache_bytes": opt(fmt.bytes_),
                      "distinct_tokens": opt(lambda x: str(int(x))), "step_impl": opt(str),
-                     "attention_launch": opt(str)})
+                     "attention_launch": opt(launch_words)})
 
     def micro_table(self) -> str:
         f = self.micro.sort_values(["batch", "context", "impl"]).copy()
