@@ -161,7 +161,7 @@ GLOSSARY = "glossary.md"
 def kernel_key(path: str | None, step: str | None = None) -> str | None:
     """Which of KERNELS a path (and, for Gluon, a step such as 'g8') runs; None where it is not ours."""
     if path == "gluon":
-        return GLUON_STEP_KERNEL.get(step or "", "gluon-ws" if step else None) or "gluon-tile"
+        return GLUON_STEP_KERNEL.get(step or "", "gluon-ws") if step else None
     return path if path in KERNELS else None
 
 
@@ -169,7 +169,9 @@ def kernel_name(path: str | None, step: str | None = None) -> str:
     """The public name of the kernel a path and step ran: 'Gluon tile kernel'. An unknown path is shown as
     it is (plain text: the caller escapes)."""
     key = kernel_key(path, step)
-    return KERNELS[key] if key else f"{path} kernel"
+    if key:
+        return KERNELS[key]
+    return "Gluon kernel" if path == "gluon" else f"{path} kernel"  # a Gluon path whose step was not recorded
 
 
 def path_label(path: str | None) -> str:

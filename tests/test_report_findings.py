@@ -449,3 +449,16 @@ def test_the_datasheet_note_says_which_l2_the_pages_use_where_the_two_differ():
     differs = abs(d.l2_bytes / sheet.l2_bytes - 1) > 0.05
     assert ("every page that asks what fits in L2 uses the device's figure" in note) == differs
     assert differs  # the H200 reports 60 MiB against the whitepaper's 50 MB: the case this note is for
+
+
+def test_each_kernel_has_one_public_name_whatever_names_it():
+    from render.vocab import kernel_function_name, kernel_name, path_label, version_kernel
+
+    # the dispatcher's path and Gluon step, the compiled function, and the recorded version all name one kernel
+    assert kernel_name("gluon", "g8") == kernel_function_name("_g1_kernel") == version_kernel("gluon", "gluon g8") \
+        == "Gluon tile kernel"
+    assert kernel_name("gluon", "g7") == kernel_function_name("_ws_kernel") == "Gluon warp-specialized kernel"
+    assert kernel_function_name("_hopper_fwd_ws_persistent") == kernel_name("hopper") == "Hopper TMA kernel"
+    assert path_label("gluon g7") == "Gluon warp-specialized kernel (g7)" and path_label("portable") == "portable kernel"
+    assert kernel_name("gluon") == "Gluon kernel"  # a run that did not record the step: no guess at which
+    assert version_kernel("per-shape") == "per-shape choice" and kernel_function_name("flash_fwd_kernel") is None
