@@ -211,7 +211,7 @@ class ComparePage(Page):
             rows.append(row)
         return pd.DataFrame(rows)
 
-    def _history_sentence(self, key: str, b: int, h: int, d: int) -> str:
+    def _history_sentence(self, key: str, b: int, h: int, d: int, count: bool = True) -> str:
         """How ours against the fastest SDPA backend moved from the first kernel version to the last on the narrated
         run's device, each version's range over its runs."""
         f = self.history
@@ -224,7 +224,8 @@ class ComparePage(Page):
         return (f"At d={d} (B={b}, H={h}, N={n}, fp16, non-causal) ours ran at "
                 f"{fmt.span(first[key].min(), first[key].max(), fmt.ratio)} the fastest SDPA backend's speed with "
                 f"{escape.text(versions[0])} and at {fmt.span(last[key].min(), last[key].max(), fmt.ratio)} with "
-                f"{escape.text(versions[-1])} ({plural(len(versions), 'kernel version')} in all).")
+                f"{escape.text(versions[-1])}" + (f" ({plural(len(versions), 'kernel version')} in all)." if count
+                                                    else "."))
 
     def history_table(self) -> str:
         f = self.history
@@ -274,7 +275,10 @@ class ComparePage(Page):
 
     def findings_first(self) -> str:
         """At most three sentences: how ours against SDPA moved with the kernel versions, and the devices."""
-        out = [x for x in (self._history_sentence(*c) for c in self.HISTORY_CASES) if x]
+        out = []
+        for c in self.HISTORY_CASES:  # the number of versions is said once
+            if sentence := self._history_sentence(*c, count=not out):
+                out.append(sentence)
         out += self._device_sentences()
         return " ".join(out[:3]) or "No device here has a measured ceiling or a benchmark at the study shape."
 
