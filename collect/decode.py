@@ -3,6 +3,7 @@ metric, and a decode-attention bandwidth microbenchmark.
 
 Variants (kernels/decode_session.py runs them all through one interface):
 
+  hf-generate   transformers' own model.generate, greedy, its default cache: what a user calls, per token
   hf-eager      transformers' model and dynamic cache in a greedy loop; bound by the host issuing kernels
   hf-compiled   transformers' model, StaticCache, forward compiled with torch.compile(mode="reduce-overhead");
                 only at the key shapes (a cold compile per shape costs tens of seconds)
@@ -63,6 +64,11 @@ GRAPH_STEP = "fused"
 # phases had grown), over the 9 minutes. At 140 s (run h200-20261130j, 530 s in all on a slow host)
 # the phase skipped 13 sweep rows, among them int8-graph rows the report needs at every sweep
 # shape; 150 s with the host-bound rows last leaves only those to a slow host's cut.
+# transformers' eager loop used to be timed at cache lengths it met for the first time, where PyTorch's
+# cuDNN attention built a graph each step (60-80 ms a step at every model size in run h200-20261201f);
+# it now warms every position it times first, which costs about what those cold timed steps did, and
+# model.generate is timed beside it at the same shapes (one warm pair of calls and three timed pairs a
+# row: about a second at gpt2 and a few at gpt2-xl, estimated from the warm step times, not yet measured).
 BUDGET_S = {"quick": 75.0, "full": 150.0}
 SEED = 0
 # A compiled row starts only with this much budget left: its cold compile alone takes about this long.
@@ -84,17 +90,25 @@ class VariantSpec:
     max_steps: int | None = None  # host-bound loops time fewer steps (their per-step time hardly varies)
     key_only: bool = False      # measured at the key shapes only
     host_bound: bool = False    # its sweep rows run last: its step time is the host's, at every context
+    generate: bool = False      # hf: model.generate timed per token, not a step loop (no teacher forcing)
+    # Warm up over every position the timed loops run, not a couple: a backend that plans a kernel per
+    # shape (PyTorch's cuDNN attention builds a graph per key length, once per step since the layers share
+    # it) would otherwise be timed planning. The warm-up pass's own time is kept as the row's cold_step_ms.
+    warm_every_step: bool = False
 
     @property
     def step_impl(self) -> str:
         if self.family == "hf":
-            return "transformers-compiled" if self.compiled else "transformers"
+            return "transformers-generate" if self.generate else "transformers-compiled" if self.compiled else "transformers"
         return self.step
 
 
 def variant_specs(graph_step: str = GRAPH_STEP) -> dict[str, VariantSpec]:
     specs = [
-        VariantSpec("hf-eager", "hf", max_steps=16, host_bound=True),
+        # The eager loop first at each shape: its warm-up pass is then the first to meet the shape's cache
+        # lengths, so its cold_step_ms is what a first pass costs; generate then meets them warm.
+        VariantSpec("hf-eager", "hf", max_steps=16, host_bound=True, warm_every_step=True),
+        VariantSpec("hf-generate", "hf", max_steps=16, host_bound=True, generate=True),
         VariantSpec("hf-compiled", "hf", compiled=True, key_only=True),
         VariantSpec("eager", "ours"),
         VariantSpec("graph", "ours", step=graph_step, graph=True),
@@ -474,14 +488,20 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
     check_limits(a, context, n + 1, batch)
     _clean(env)
     prompt = _prompt(batch, context, a.vocab_size)
+    if spec.generate:
+        return _generate_row(row, m, prompt, timed_n, loops - 1, env)
+    # Positions the row decodes after its prefill: the profiled steps, then the timed loops, each from the prompt.
+    warm = max(loops * per_loop, min(plan.profile_steps, n) if profile else 0) if spec.warm_every_step else plan.warmup_steps
     class_rows: list[KernelClassRow] = []
     roles = []
     fused_graph = spec.graph and spec.step_impl == "fused"
     t0 = time.perf_counter()
     try:
         s = _session(spec, m, batch, capacity, env, keep)
-        s.prepare(prompt, plan.warmup_steps)
+        s.prepare(prompt, warm)
         row.compile_s = getattr(s, "compile_s", None)
+        if spec.warm_every_step:
+            row.cold_step_ms = s.warmup_step_ms
         if fused_graph:
             row.attention_launch = s.step_fn.attention_launch.label
             row.attention_config = s.attention_config
@@ -505,6 +525,7 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
         if env.cuda:
             row.peak_mem_bytes = torch.cuda.max_memory_allocated()
         row.kv_cache_bytes = _cache_bytes(s)
+        row.cache_class = getattr(s, "cache_class", None)
         tokens = s.generated(context, loops * per_loop + 1)
     except Exception as exc:  # one failed row is a row, not a failed phase
         row.status = "oom" if is_oom(exc) else "error"
@@ -534,6 +555,76 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
     row.distinct_tokens = int(tokens.unique().numel())
     if profile and env.cuda and fused_graph:
         row.read_floor_ms = _read_floor(s, row, a.n_layer, per_loop, loops - 1, result)
+    return row
+
+
+def _call_ms(fn: Callable[[], object], env: _Env) -> float:
+    """One call's time on the phase's clock: CUDA events on a GPU, the host clock on the CPU."""
+    if not env.cuda:
+        t0 = time.perf_counter()
+        fn()
+        return (time.perf_counter() - t0) * 1e3
+    import torch
+
+    env.sync()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end)
+
+
+def _generate_row(row: DecodeRow, m: _Model, prompt, steps: int, pairs: int, env: _Env) -> DecodeRow:
+    """transformers' model.generate per token: each timed pair is one call generating the prefill's token and
+    `steps` more, and one generating the prefill's token alone; their difference over `steps` is the time of
+    a token after the first, prefill and the call's own set-up taken out. One untimed pair first, over the
+    same positions, so every shape the timed calls meet has been met (see VariantSpec.warm_every_step)."""
+    import torch
+
+    from kernels.decode_session import hf_generate
+    from kernels.gpt2 import cache_bytes_per_token
+
+    a, context, batch = m.ours.args, prompt.shape[1], prompt.shape[0]
+    t0 = time.perf_counter()
+    samples = []
+    try:
+        for p in range(pairs + 1):
+            if p == pairs and env.cuda:
+                row.mem_at_start_bytes = torch.cuda.memory_allocated()
+                torch.cuda.reset_peak_memory_stats()
+            long_ms = _call_ms(lambda: hf_generate(m.hf, prompt, steps + 1), env)
+            short_ms = _call_ms(lambda: hf_generate(m.hf, prompt, 1), env)
+            if p:
+                samples.append((long_ms - short_ms) / steps)
+        if env.cuda:
+            row.peak_mem_bytes = torch.cuda.max_memory_allocated()
+        tokens, cache = hf_generate(m.hf, prompt, steps + 1)
+    except Exception as exc:  # one failed row is a row, not a failed phase
+        row.status = "oom" if is_oom(exc) else "error"
+        row.reason = _error_reason(exc)
+        free_cuda_memory()
+        return row
+    if min(samples) <= 0:
+        row.status = "error"
+        row.reason = (f"a call generating {steps} more tokens took no longer than one generating the first alone "
+                      f"(per-token differences {', '.join(f'{x:.3g}' for x in samples)} ms): too noisy to time")
+        return row
+    t = summarize(samples)
+    row.wall_s = time.perf_counter() - t0
+    row.cache_class = type(cache).__name__ if cache is not None else None
+    row.new_tokens = steps + 1
+    row.loops_timed, row.steps_per_loop, row.steps_timed = pairs, steps, pairs * steps
+    row.step_ms_median, row.step_ms_p10, row.step_ms_p90 = t.median_ms, t.p10_ms, t.p90_ms
+    row.tokens_per_s = batch / (t.median_ms * 1e-3)
+    per_token = cache_bytes_per_token(a, batch, int8=False, dtype_bytes=m.ours.wte.element_size())
+    row.kv_cache_bytes = per_token * (context + steps)  # the cache holds every position but the last token's
+    row.weight_bytes_per_step = m.info.weight_bytes_per_step
+    row.kv_bytes_per_step = kv_bytes_per_step(per_token, context, 0, steps - 1)
+    row.bytes_per_step = row.weight_bytes_per_step + row.kv_bytes_per_step
+    row.floor_ms = floor_ms(row.bytes_per_step, env.bandwidth)
+    row.achieved_over_floor = t.median_ms / row.floor_ms if row.floor_ms else None
+    row.distinct_tokens = int(tokens.unique().numel())
     return row
 
 
@@ -768,7 +859,7 @@ def _warm_up(m: _Model, plan: Plan, env: _Env) -> None:
     T = min(T, m.ours.args.n_positions // 2)
     prompt = _prompt(B, T, m.ours.args.vocab_size)
     for spec in env.specs.values():
-        if _unsupported(spec, env) or spec.compiled:
+        if _unsupported(spec, env) or spec.compiled or spec.generate:
             continue
         s = _session(spec, m, B, T + 2, env, keep=False)
         s.prepare(prompt, 1)
@@ -971,7 +1062,8 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
                 refs[id(m)] = _agreement_reference(m, plan, env) if not env.deadline.passed() else "skipped: " + \
                     env.deadline.reason()
                 _agreement_rows(m, plan, env, result, refs[id(m)],
-                                [v for v, sp in env.specs.items() if v != REFERENCE_VARIANT and not sp.compiled])
+                                [v for v, sp in env.specs.items()
+                                 if v != REFERENCE_VARIANT and not sp.compiled and not sp.generate])
     for m in models:
         with stage("decode", f"{m.info.name} compiled transformers"):
             # The agreement's shape first: its session serves the check, and is freed before the

@@ -261,6 +261,7 @@ class DeviceMeasurer:
         from kernels import attention as A
         from kernels import attention_hopper as H
         from kernels import attention_versions as V
+        from kernels.launcher import replays_off
 
         q, k, v = self.pool.first(case)
         if (case.dtype, case.shape) != self._key:
@@ -270,7 +271,9 @@ class DeviceMeasurer:
 
         capture = CaptureCompiled(our_kernels())
         t0 = time.perf_counter()
-        with capture:
+        # Without replays: a version that routes to another's kernel and config (v21 at d=64 runs v20's) has
+        # the same launch key, and a replay would launch that kernel without Triton returning it to capture.
+        with capture, replays_off():
             out = call()
             torch.cuda.synchronize()
         warmup_s = time.perf_counter() - t0

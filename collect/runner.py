@@ -93,11 +93,21 @@ def load_or_new_manifest(run_dir: Path, run_id: str, profile: str, command: str)
         m = read_manifest(path)
         m.command, m.updated_utc = command, now_utc()
         m.git_commit, m.git_dirty = git_info()  # this invocation's code; earlier phases keep theirs
+        m.kernel_version = kernel_version()
         return m
     commit, dirty = git_info()
     return Manifest(schema_version=SCHEMA_VERSION, run_id=run_id, created_utc=now_utc(), updated_utc=now_utc(),
                     profile=profile, command=command, git_commit=commit, git_dirty=dirty,
-                    hostname=socket.gethostname())
+                    kernel_version=kernel_version(), hostname=socket.gethostname())
+
+
+def kernel_version() -> str | None:
+    """The recorded kernel version flash_attention ships in this code (None where the kernels cannot load)."""
+    try:
+        from kernels.attention_versions import FINAL_VERSION
+    except Exception:  # noqa: BLE001 - provenance only: a missing field, never a failed collect
+        return None
+    return FINAL_VERSION
 
 
 def _set_record(m: Manifest, rec: PhaseRecord) -> None:

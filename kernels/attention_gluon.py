@@ -1076,7 +1076,7 @@ GLUON_VERSIONS.append(GluonVersion(
     balanced=True,
     baseline="g3",
     maskings=("causal",),
-    outcome="2026-11-30, H200 exploratory run (device time, g1, g3 and g5 beside cuDNN and flash in one process): "
+    outcome="2026-11-30, on an H200 (device time, g1, g3 and g5 beside cuDNN and flash in one process): "
             "correct in all 64 checks (fp16 within 9.8e-4 of SDPA, bf16 within 7.7e-3). Causal, against g3: 1.08x "
             "at d=128 N=4096 (1.02x the fastest SDPA backend, g3 0.95x) and 1.08x at 16384 (0.98x against 0.91x), "
             "above the predicted 1.00-1.04x there; d=64 1.38x at N=2048 (1.24x SDPA), 1.43x at 4096 (1.10x), "
@@ -1104,7 +1104,7 @@ GLUON_VERSIONS.append(dataclasses.replace(
     predicted_speedup={"causal": (0.99, 1.03)},
     l2_weight=0.1,
     baseline="g5",
-    outcome="2026-11-30, H200 exploratory run after the collect (g5, g6 and cuDNN in one process, fp16 and bf16, "
+    outcome="2026-11-30, on an H200 after the collect (g5, g6 and cuDNN in one process, fp16 and bf16, "
             "every causal goal shape): d=128 N=16384 1.028-1.030x g5, 1.008-1.009x cuDNN (g5 0.978-0.981x); every "
             "other causal goal shape 0.996-1.005x g5, the same walk. Inside the predicted ranges. Output within "
             "4.9e-4 (fp16) and 3.9e-3 (bf16) of SDPA. Not yet routed: flash_attention still runs g5 there.",
@@ -1132,7 +1132,7 @@ GLUON_VERSIONS.append(dataclasses.replace(
     predicted_speedup={"causal": (0.99, 1.12)},
     scheduled=True,
     baseline="g6",
-    outcome="2026-11-30, H200. Exploratory run (g5, g6, g7, cuDNN, flash and the portable kernel in one process, "
+    outcome="2026-11-30, on an H200 (g5, g6, g7, cuDNN, flash and the portable kernel in one process, "
             "fp16 and bf16, every causal goal shape): correct in all 30 checks through flash_attention, first call and "
             "replay (odd lengths and transposed views included); against g6, d=64 N=16384 1.05x (0.98x the fastest "
             "SDPA backend, g6 0.94x), d=128 1.03-1.04x at N=4096 (1.06x SDPA) and 1.03x at 16384 (1.04x), d=64 "

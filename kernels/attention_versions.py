@@ -138,9 +138,9 @@ VERSIONS = {v.name: v for v in [
         predicted_speedup={"non-causal": (0.78, 0.86), "causal": (0.82, 0.90)},
         # What the portable autotuner chose on the H200 in its first run.
         configs={False: _cfg(128, 64, 8, 4), True: _cfg(128, 64, 8, 3)},
-        outcome="2026-11-29, H200 run 1: 0.76-0.83x cuDNN non-causal, 0.76-0.86x causal (lowest at N=4096). "
-                "cuDNN measured faster here (656 TFLOP/s fp16 non-causal at N=4096) than in the smoke run (579), "
-                "so the ratios sit below the smoke run's.",
+        outcome="2026-11-29, on an H200: 0.76-0.83x cuDNN non-causal, 0.76-0.86x causal (lowest at N=4096). "
+                "cuDNN measured faster here (656 TFLOP/s fp16 non-causal at N=4096) than in a first check on the same GPU that "
+                "day (579), so the ratios sit below that check's.",
     ),
     KernelVersion(
         name="v1-tma",
@@ -155,7 +155,7 @@ VERSIONS = {v.name: v for v in [
         baseline="v0-portable",
         predicted_speedup=_both(1.03, 1.08),
         configs={False: _cfg(128, 64, 8, 3), True: _cfg(128, 64, 8, 3)},
-        outcome="2026-11-29, H200 run 1: 0.91-0.95x of v0, slower, not faster. TMA in a loop Triton does not "
+        outcome="2026-11-29, on an H200: 0.91-0.95x of v0, slower, not faster. TMA in a loop Triton does not "
                 "warp-specialize brings CTA-wide barriers around each copy (three per step in the sm90 SASS), "
                 "and this config pipelines 3 stages to v0's 4.",
     ),
@@ -173,11 +173,11 @@ VERSIONS = {v.name: v for v in [
         predicted_speedup=_both(1.04, 1.10),
         role="t4-fix",
         configs={False: _cfg(128, 128, 8, 2), True: _cfg(128, 128, 8, 2)},
-        outcome="2026-11-29, H200 runs 1-2: 0.97-1.01x of v1 non-causal, 0.92-0.93x causal. With both "
+        outcome="2026-11-29, on an H200: 0.97-1.01x of v1 non-causal, 0.92-0.93x causal. With both "
                 "warpgroups held in step by the barriers, a 128-key tile doubles each softmax phase, during which "
                 "the tensor cores idle; relieving shared memory buys nothing while that serialisation dominates. "
                 "Under warp specialization (v4) the same widening pays: v4 with 64-key tiles ran at 0.89x of v4 "
-                "non-causal and 0.84x causal at N=4096 (run 2).",
+                "non-causal and 0.84x causal at N=4096 (measured the same day).",
     ),
     KernelVersion(
         name="v3-overlap",
@@ -193,7 +193,7 @@ VERSIONS = {v.name: v for v in [
         predicted_speedup=_both(0.95, 1.00),
         features=Features(overlap=True),
         configs={False: _cfg(128, 64, 8, 3), True: _cfg(128, 64, 8, 3)},
-        outcome="2026-11-29, H200 run 1: 0.91-0.93x of v1, a larger loss than predicted; kept as the record of "
+        outcome="2026-11-29, on an H200: 0.91-0.93x of v1, a larger loss than predicted; kept as the record of "
                 "an overlap Triton's wgmma pipelining does not perform.",
     ),
     KernelVersion(
@@ -212,9 +212,9 @@ VERSIONS = {v.name: v for v in [
         predicted_speedup={"non-causal": (1.12, 1.25), "causal": (1.05, 1.15)},
         features=Features(warp_spec=True),
         configs={False: _cfg(128, 128, 4, 2), True: _cfg(128, 128, 4, 2)},
-        outcome="2026-11-29, H200 run 1: non-causal 1.16-1.27x of v2, 0.86-0.90x cuDNN; causal outputs were "
+        outcome="2026-11-29, on an H200: non-causal 1.16-1.27x of v2, 0.86-0.90x cuDNN; causal outputs were "
                 "wrong: the split gave both consumers the first one's tl.arange row positions for the mask. The "
-                "positions now come through a descriptor load, which the split handles. Run 2 (fixed): causal "
+                "positions now come through a descriptor load, which the split handles. Measured again after that fix: causal "
                 "1.12-1.15x of v2, 0.76-0.78x cuDNN at N=4096 and 0.85x at 16384; non-causal 0.84-0.87x at 4096, "
                 "0.90-0.92x at 16384.",
     ),
@@ -233,7 +233,7 @@ VERSIONS = {v.name: v for v in [
         features=Features(warp_spec=True, causal_split=True),
         configs={True: _cfg(128, 128, 4, 2)},
         maskings=("causal",),
-        outcome="2026-11-29, H200 run 2: 0.93-0.94x of v4 at N=4096, 1.05-1.06x at 16384. The second launch and "
+        outcome="2026-11-29, on an H200: 0.93-0.94x of v4 at N=4096, 1.05-1.06x at 16384. The second launch and "
                 "the extra pass over O cost more than the masks save until the sequence is long; at N=16384 it "
                 "reaches 0.89-0.91x cuDNN.",
     ),
@@ -271,7 +271,7 @@ VERSIONS = {v.name: v for v in [
         predicted_speedup={"non-causal": (1.10, 1.16), "causal": (1.0, 1.06)},
         features=v7_features,
         in_phase=False,  # superseded by v10; its numbers are in the outcome
-        outcome="2026-11-29, H200 runs 3-4: non-causal 0.98-1.01x cuDNN (as v6); causal 0.77-0.79x at N=4096 "
+        outcome="2026-11-29, on an H200: non-causal 0.98-1.01x cuDNN (as v6); causal 0.77-0.79x at N=4096 "
                 "(as v4) and 0.88-0.91x at 16384 (as v5).",
     ),
     KernelVersion(
@@ -280,7 +280,7 @@ VERSIONS = {v.name: v for v in [
                "together see n+1 key tiles whatever i is. Every program then does the same work and they stay "
                "in step on the same heads. v6 dealt out single tiles of 1 to n key tiles with a stride, which "
                "left programs up to 9% apart at N=4096 and, we suspect, let them drift onto more heads than L2 holds.",
-        prediction="Written before its first run (H200 run 4): near the non-causal persistent kernel's efficiency "
+        prediction="Written before it was first measured: near the non-causal persistent kernel's efficiency "
                    "less the mask, 0.90-1.0x cuDNN at N=4096; at N=16384, at least v4.",
         predicted_at="2026-11-29",
         path="hopper",
@@ -289,8 +289,8 @@ VERSIONS = {v.name: v for v in [
         features=Features(warp_spec=True, persistent=True, causal_pairs=True),
         configs={True: _cfg(128, 128, 4, 2)},
         maskings=("causal",),
-        outcome="2026-11-29, H200 run 4: 1.07-1.10x of v4 at N=4096 (0.84-0.86x cuDNN), short of the "
-                "prediction; 0.93-0.95x of v4 at N=16384. Other causal attempts in H200 run 3 did not pay: a cheaper "
+        outcome="2026-11-29, on an H200: 1.07-1.10x of v4 at N=4096 (0.84-0.86x cuDNN), short of the "
+                "prediction; 0.93-0.95x of v4 at N=16384. Other causal attempts measured that day did not pay: a cheaper "
                 "mask (-inf into the raw scores) 0.96-0.98x of v4, longest-first order over groups of 8 heads "
                 "0.94-0.98x, and an unmasked and a masked loop in one warp-specialized kernel does not compile "
                 "with Triton 3.6 for sm90.",
@@ -302,7 +302,7 @@ VERSIONS = {v.name: v for v in [
                "multiply-add per score from the row's and the column's positions. The boolean mask tile is gone: "
                "in the sm90 SASS the compiler had packed it into bit masks (ISETP, SEL, IMAD and LOP3 per score), "
                "737 instructions per consumer step against 451 without a mask; now 598.",
-        prediction="Written before its first run (H200 run 6): if the consumers are issue-bound (two consumers x 737 "
+        prediction="Written before it was first measured: if the consumers are issue-bound (two consumers x 737 "
                    "instructions is about 1470 issue cycles per SM sub-partition per step, against about 980 "
                    "tensor-core cycles), 598 instructions could give up to +23%; expected +10 to +20% over v8.",
         predicted_at="2026-11-29",
@@ -312,8 +312,8 @@ VERSIONS = {v.name: v for v in [
         features=Features(warp_spec=True, persistent=True, causal_pairs=True, lean_mask=True),
         configs={True: _cfg(128, 128, 4, 2)},
         maskings=("causal",),
-        outcome="2026-11-29, H200 run 6: 1.00-1.04x of v8 at N=4096 (0.84-0.88x cuDNN), 0.92-1.01x at 16384. "
-                "The issue-bound model was wrong: Nsight Compute (H200 run 5) shows issue slots 40% busy in v8 and "
+        outcome="2026-11-29, on an H200: 1.00-1.04x of v8 at N=4096 (0.84-0.88x cuDNN), 0.92-1.01x at 16384. "
+                "The issue-bound model was wrong: Nsight Compute on the H200 shows issue slots 40% busy in v8 and "
                 "39% in cuDNN's causal kernel; v8's warps wait instead (30% of their stall cycles on L1TEX "
                 "scoreboard), and its tensor pipe is 52% busy to cuDNN's 66%.",
     ),
@@ -323,7 +323,7 @@ VERSIONS = {v.name: v for v in [
                "non-causal, the persistent kernel (v6); causal, v9 below N=8192 and the split schedule (v5) from "
                "there. One tile config per head_dim, so nothing to tune.",
         prediction="The better of v5, v6 and v9 in each case, within noise: non-causal as v6, causal as v9 at "
-                   "N=4096 (+8 to +12% over v4) and as v5 at 16384 (+3 to +6% over v4). Written after H200 run 6, "
+                   "N=4096 (+8 to +12% over v4) and as v5 at 16384 (+3 to +6% over v4). Written after v9 was measured, "
                    "before v10 itself ran.",
         predicted_at="2026-11-29",
         path="hopper",
@@ -397,7 +397,7 @@ VERSIONS["v17-per-shape"] = KernelVersion(
            "first step, whose 128-row programs fit two to an SM; at N=2048 the portable kernel, whose host time "
            "per call is half the Gluon path's. d=64 causal: g5 at N=2048-8192, the portable kernel from 16384 and "
            "up to 1024. The Gluon path now replays through the launch cache like the Triton paths.",
-    prediction="From the exploratory H200 run that chose the rules (device time, every path beside cuDNN and "
+    prediction="From the H200 measurements that chose the rules (device time, every path beside cuDNN and "
                "flash in one process): d=128 non-causal 1.01-1.03x the fastest SDPA backend; d=128 causal about "
                "1.02x at N=4096 and 0.98x at 16384; d=64 non-causal about 0.96x at N=2048 (portable) and "
                "0.96-1.00x above; d=64 causal about 1.24x at N=2048, 1.10x at 4096, 1.02x at 8192 and 0.93-0.96x "
@@ -427,7 +427,7 @@ VERSIONS["v21-per-shape"] = KernelVersion(
            "which also takes over N=2048 from the portable kernel now that a replayed Gluon call keeps its "
            "tensor maps and costs the host what the portable kernel does. d=64 causal: g7 at N=2048-8192, g8 "
            "from 16384, the portable kernel up to 1024.",
-    prediction="From the exploratory H200 runs that chose the rules (device time, every candidate beside cuDNN "
+    prediction="From the H200 measurements that chose the rules (device time, every candidate beside cuDNN "
                "and flash in one process): d=128 non-causal 1.00-1.02x the fastest SDPA backend (g3, as v17); "
                "d=128 causal 1.04-1.06x (g7); d=64 non-causal 1.05-1.08x (g8); d=64 causal 1.23x at N=2048, "
                "1.14x at 4096, 1.04-1.05x at 8192 (g7) and 1.04-1.05x at 16384 (g8). Every goal shape at or "

@@ -341,6 +341,13 @@ class HfSession(Session):
 
             self.cache = StaticCache(config=hf_model.config, max_cache_len=capacity)
         self.host_pos = 0
+        # Mean time of a warm-up step (issued back to back, synchronized at the end); None before prepare.
+        self.warmup_step_ms: float | None = None
+
+    @property
+    def cache_class(self) -> str | None:
+        """The class name of the cache the model decodes with (None before the first prefill)."""
+        return type(self.cache).__name__ if self.cache is not None else None
 
     def set_mode(self, teacher_forced: bool, record_top2: bool) -> None:
         """Switch between greedy and teacher-forced decoding (the compiled forward is unaffected)."""
@@ -410,9 +417,16 @@ class HfSession(Session):
                 self.step()
             _sync(self.device)
             self.compile_s = time.perf_counter() - t0
-        else:
+        elif warmup_steps:
+            # Every step of the warm-up decodes at a cache length new to this session. A backend that plans a
+            # kernel per shape pays for it here (PyTorch's cuDNN attention builds a graph for each new key
+            # length), so the time of these steps is kept: what the first pass over those lengths costs.
+            _sync(self.device)
+            t0 = time.perf_counter()
             for _ in range(warmup_steps):
                 self.step()
+            _sync(self.device)
+            self.warmup_step_ms = (time.perf_counter() - t0) * 1e3 / warmup_steps
         self.start(tokens, prompt_len)
         _sync(self.device)
 
@@ -425,4 +439,25 @@ class HfSession(Session):
         return per_pos * int(self.cache.get_seq_length()) if self.cache is not None else 0
 
 
-__all__ = ["Session", "OurSession", "HfSession"]
+def hf_generate(hf_model, prompt: torch.Tensor, new_tokens: int) -> tuple[torch.Tensor, object]:
+    """transformers' own `generate`, greedy, with the cache it picks by default: what a user calls. Returns
+    the (B, new_tokens) tokens after the prompt (the first from the prefill) and the cache it built.
+
+    A model whose generation config names an end token could stop early; `min_new_tokens` holds it to
+    `new_tokens` (transformers then masks that token's logit until then: one small kernel a step)."""
+    args = ModelArgs.from_hf_config(hf_model.config)
+    check_tokens(prompt, args.vocab_size)
+    check_limits(args, prompt.shape[1], new_tokens, prompt.shape[0])
+    device = next(hf_model.parameters()).device
+    prompt = prompt.to(device)
+    extra = {"min_new_tokens": new_tokens} if hf_model.generation_config.eos_token_id is not None else {}
+    out = hf_model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=new_tokens, do_sample=False,
+                            return_dict_in_generate=True, **extra)
+    tokens = out.sequences[:, prompt.shape[1]:]
+    if tokens.shape[1] != new_tokens:
+        raise RuntimeError(f"generate returned {tokens.shape[1]} new tokens, not the {new_tokens} asked for.")
+    cache = out.get("cache") if "cache" in out else out.get("past_key_values")
+    return tokens, cache
+
+
+__all__ = ["Session", "OurSession", "HfSession", "hf_generate"]

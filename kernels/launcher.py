@@ -64,6 +64,21 @@ def set_replay(enabled: bool = True, under_interpreter: bool | None = None) -> N
         _under_interpreter = bool(under_interpreter)
 
 
+class replays_off:
+    """A block in which every call goes through Triton's JIT (a context manager): a caller that needs the
+    CompiledKernel a launch returns (its registers and shared memory) must not be handed a replay of an
+    earlier call with the same key, which launches it without returning it."""
+
+    def __enter__(self):
+        self._was = _enabled
+        set_replay(False)
+        return self
+
+    def __exit__(self, *exc):
+        set_replay(self._was)
+        return False
+
+
 def replay_allowed() -> bool:
     """Whether a call may be recorded for replay now."""
     if not _enabled:

@@ -58,7 +58,8 @@ def figure_html(fig: go.Figure, fig_id: str, caption: str, height: int = 420) ->
         full_html=False,
         include_plotlyjs=False,
         div_id=fig_id,
-        config={"displaylogo": False, "responsive": True},
+        # No toolbar: it floats over the legend's top right. Drag still zooms and a double click resets.
+        config={"displaylogo": False, "responsive": True, "displayModeBar": False},
     )
     return (
         f'\n<figure class="report-figure" id="{fig_id}-figure">\n{body}\n'

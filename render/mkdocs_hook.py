@@ -56,9 +56,10 @@ def on_files(files, config):
 
     js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
     files.append(File.generated(config, "assets/javascripts/plotly.min.js", abs_src_path=str(js)))
-    # Only files that validated are published, as the text that validated: the path may since have become
-    # another file (serve keeps the last good data while a file is broken), even a FIFO that would block the copy.
-    for run in _report.runs if _report else []:
+    # Only the narrated run's files are published raw (the Data format page links them; every run's are in the
+    # repository), as the text that validated: the path may since have become another file (serve keeps the
+    # last good data while a file is broken), even a FIFO that would block the copy.
+    for run in [_report.run] if _report else []:
         for path in run.files:
             files.append(File.generated(config, f"data/{run.id}/{path.name}", content=run.texts[path]))
     return files

@@ -76,6 +76,15 @@ class Run:
         """created_utc as a time (validation guarantees its offset), so runs from any time zone compare."""
         return datetime.fromisoformat(self.manifest.created_utc)
 
+    @property
+    def kernel_version(self) -> str | None:
+        """The recorded version of our kernel this run's rows ran: the manifest's, else (runs before the field)
+        the final version its iterations phase recorded."""
+        if self.manifest.kernel_version:
+            return self.manifest.kernel_version
+        it = self.phase("iterations")
+        return getattr(it, "final_version", None) or None
+
     def phase_record(self, name: str):
         return next((p for p in self.manifest.phases if p.name == name), None)
 

@@ -184,3 +184,68 @@ def limiter_words(word: str | None) -> str:
     if word.startswith(STALL_PREFIX):
         return "stalls, mostly " + stall_words(word[len(STALL_PREFIX):])
     return word
+
+
+# --- our kernel's public names ---------------------------------------------------------------------
+# flash_attention (kernels/dispatch.py) runs one of these kernels per shape. Each is one kernel function;
+# a recorded version or a Gluon step is a configuration or an earlier state of one of them, so the pages
+# name the kernel by these words and keep version ids and step names for the Kernel iterations journey.
+KERNELS = {
+    "portable": "portable kernel",
+    "hopper": "Hopper TMA kernel",
+    "gluon-tile": "Gluon tile kernel",
+    "gluon-ws": "Gluon warp-specialized kernel",
+    "turing": "Turing tensor-core kernel",
+}
+KERNEL_WORDS = {
+    "portable": "Triton, every GPU from sm75: one program per query tile, pointers and masked loads",
+    "hopper": "Triton on Hopper: TMA tensor descriptors, warp specialization and a persistent grid",
+    "gluon-tile": "Gluon on Hopper: one program per query tile, TMA copies and warpgroup MMA written out by hand",
+    "gluon-ws": "Gluon on Hopper: warp-specialized and persistent, a producer warp feeding consumer warpgroups",
+    "turing": "Gluon on a T4 (sm75): the portable kernel's loop on the warp-level mma.sync m16n8k8 tensor-core MMA",
+}
+# The compiled kernel functions (as Nsight Compute names them) and the Gluon steps, by kernel.
+KERNEL_FUNCTIONS = {"_attn_fwd": "portable", "_hopper_fwd": "hopper", "_hopper_fwd_ws": "hopper",
+                    "_hopper_fwd_ws_persistent": "hopper", "_diag_merge": "hopper", "_g1_kernel": "gluon-tile",
+                    "_ws_kernel": "gluon-ws", "_attn_fwd_turing": "turing"}
+GLUON_STEP_KERNEL = {"g1": "gluon-tile", "g8": "gluon-tile", **{f"g{i}": "gluon-ws" for i in range(2, 8)}}
+# Where each page's words for these kernels and their techniques are defined.
+GLOSSARY = "glossary.md"
+
+
+def kernel_key(path: str | None, step: str | None = None) -> str | None:
+    """Which of KERNELS a path (and, for Gluon, a step such as 'g8') runs; None where it is not ours."""
+    if path == "gluon":
+        return GLUON_STEP_KERNEL.get(step or "", "gluon-ws") if step else None
+    return path if path in KERNELS else None
+
+
+def kernel_name(path: str | None, step: str | None = None) -> str:
+    """The public name of the kernel a path and step ran: 'Gluon tile kernel'. An unknown path is shown as
+    it is (plain text: the caller escapes)."""
+    key = kernel_key(path, step)
+    if key:
+        return KERNELS[key]
+    return "Gluon kernel" if path == "gluon" else f"{path} kernel"  # a Gluon path whose step was not recorded
+
+
+def path_label(path: str | None) -> str:
+    """A recorded path as bench_data.paths gives it ('gluon g7', 'portable') under the kernel's public name,
+    the Gluon step kept as the configuration it is: 'Gluon warp-specialized kernel (g7)'."""
+    p, _, step = str(path or "").partition(" ")
+    return kernel_name(p, step or None) + (f" ({step})" if step else "")
+
+
+def kernel_function_name(function: str) -> str | None:
+    """The public name of a compiled kernel function ('_g1_kernel' -> 'Gluon tile kernel'), None if not ours."""
+    key = KERNEL_FUNCTIONS.get(str(function).split("(")[0].strip())
+    return KERNELS[key] if key else None
+
+
+def version_kernel(path: str | None, features: str | None = None) -> str:
+    """The public name of the kernel a recorded version ran ('flash_attention's per-shape choice' for the
+    versions that shipped a rule per shape)."""
+    if path in (None, "per-shape"):
+        return "per-shape choice"
+    step = str(features or "").split()[-1] if path == "gluon" and features else None
+    return kernel_name(path, step)

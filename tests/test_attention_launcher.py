@@ -420,3 +420,20 @@ def test_the_public_hopper_function_and_the_test_entry_keep_apart(replays):
     attention_hopper.run_for_test(q, k, v)
     with pytest.raises(ValueError, match="Hopper path cannot run here"):
         attention_hopper.hopper_attention(q, k, v, config=attention_hopper._INTERPRETER_CONFIG)
+
+
+def test_a_call_without_replays_goes_through_triton_and_replays_come_back_after(replays):
+    # The iterations phase reads a version's registers from the CompiledKernel Triton returns; a version
+    # routed to another's kernel and config has the same key, and must not be handed the other's replay.
+    from collect.calls import CaptureCompiled
+
+    q, k, v = qkv((1, 2, 20, 16), torch.float16, seed=3)
+    attention.flash_attention(q, k, v)
+    attention.flash_attention(q, k, v)
+    assert dispatch.launch_cache_info()["hits"] == 1  # a replay (on a GPU it launches without returning the kernel)
+    with CaptureCompiled([attention._attn_fwd]) as capture, launcher.replays_off():
+        out = attention.flash_attention(q, k, v)
+    assert len(capture.kernels) == 1 and err(out, q, k, v, False) <= ATOL
+    assert dispatch.launch_cache_info()["hits"] == 1  # no replay inside the block
+    attention.flash_attention(q, k, v)
+    assert dispatch.launch_cache_info()["hits"] == 2  # and replays again after it

@@ -244,8 +244,8 @@ def test_the_page_reads_the_published_study_from_its_reference_figures():
 def test_a_crossover_where_the_dispatcher_changes_path_names_the_change():
     ns = [512, 1024, 2048, 4096]
     gap = describe_gap(ns, [0.85, 0.86, 1.07, 1.08], "X", paths=["hopper", "hopper", "gluon g8", "gluon g8"])
-    assert "pulls ahead of X between N=1024 and N=2048, where our dispatcher switches from the hopper kernel to " \
-           "the gluon g8 kernel:" in gap
+    assert "pulls ahead of X between N=1024 and N=2048, where our dispatcher switches from the Hopper TMA kernel " \
+           "to the Gluon tile kernel (g8):" in gap  # each kernel by its public name
     assert "switches" not in describe_gap(ns, [0.85, 0.86, 1.07, 1.08], "X", paths=["g3"] * 4)
 
 
@@ -256,9 +256,11 @@ def test_a_deficit_both_calls_run_host_bound_is_on_par_in_a_loop(tmp_path):
     page = _page(tmp_path / "a", S.bench_rows(triton_ms=0.005, loop_factor=host))
     first = html.unescape(page.findings_first())
     assert "its largest deficit is 1.25× slower at N=512" in first
-    assert "Both calls are host-bound there: in a loop the two are on par (1.00×)." in first
+    more = html.unescape(page.findings_more())
+    assert "(N=512, fp16, non-causal, B=2, H=8, d=64), both calls are host-bound there: in a loop the two are on " \
+           "par (1.00×)." in more
     gpu = _page(tmp_path / "b", S.bench_rows(triton_ms=0.005, loop_factor=lambda impl, n: 1.0))
-    assert "in a loop" not in gpu.findings_first()
+    assert "in a loop" not in gpu.findings_first() + gpu.findings_more()
 
 
 # ---- one run off the band; one kernel compared with itself ---------------------------------------

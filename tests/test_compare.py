@@ -12,6 +12,7 @@ from conftest import ROOT
 from render.pages.compare import MAX_SHOWN, PUBLISHED_WORDS, ComparePage
 from render.runs import load_references, load_runs
 from render.site import Report
+from collect.schema import SCHEMA_VERSION
 from test_home import bench_file, write_run
 
 LINE_CHARTS = ("bench_figure", "decode_figure")
@@ -95,7 +96,7 @@ def test_twenty_runs_stay_under_a_megabyte(tmp_path):
     shutil.copytree(ROOT / "data" / "reference", tmp_path / "reference")
     out = Report.load(tmp_path).render_markdown((ROOT / "docs" / "compare.md").read_text(), "compare.md")
     assert len(out.encode()) < 1_000_000
-    assert out.count('class="report-figure"') == 7
+    assert out.count('class="report-figure"') == 8  # the run history and seven device charts
 
 
 def test_a_run_without_the_study_shape_is_named_as_missing(tmp_path):
@@ -125,3 +126,45 @@ def test_the_site_page_loads_references_from_the_data_folder(tmp_path):
     shutil.copytree(ROOT / "data" / "reference", tmp_path / "reference")
     out = Report.load(tmp_path).render_markdown((ROOT / "docs" / "compare.md").read_text(), "compare.md")
     assert "Tesla T4: published figures, not re-measured here" in out and "{{" not in out
+
+
+def _versioned(tmp_path, versions_and_ms):
+    """Runs on one device, each recording the kernel version it ran, ours at the given device time (SDPA at 1 ms)."""
+    from collect.manifest_io import read_manifest
+    from collect.jsonio import write_json_atomic
+
+    for i, (version, ms) in enumerate(versions_and_ms):
+        run_dir = write_run(tmp_path, f"r{i}", created=f"2026-11-{10 + i:02d}T08:00:00+00:00",
+                            bench=bench_file(f"r{i}", triton_ms=ms, sdpa_ms=1.0), phases=("bench",))
+        m = read_manifest(run_dir / "manifest.json")
+        m.kernel_version = version
+        write_json_atomic(run_dir / "manifest.json", m)
+    runs = load_runs(tmp_path)
+    return ComparePage(runs[-1], runs, [])
+
+
+def test_the_history_follows_the_kernel_versions_in_the_order_the_runs_were_collected(tmp_path):
+    page = _versioned(tmp_path, [("v1-old", 1.25), ("v1-old", 1.20), ("v2-new", 0.95), ("v3-last", 0.80)])
+    h = page.history
+    assert list(h["version"]) == ["v1-old", "v1-old", "v2-new", "v3-last"]
+    assert h["d64"].tolist() == pytest.approx([0.8, 1 / 1.2, 1 / 0.95, 1.25])
+    # the spread the calls' p10 and p90 allow brackets each median
+    assert (h["d64_lo"] < h["d64"]).all() and (h["d64"] < h["d64_hi"]).all()
+    text = page.findings_first()
+    assert "0.800× to 0.833× the fastest SDPA backend's speed with v1-old and at 1.25× with v3-last" in text
+    assert "3 kernel versions in all" in text and "d=128" not in text  # no run measured d=128
+    assert "v2-new" in page.history_table() and "(narrated)" in page.history_table()
+    fig = plot_data(page.history_figure())
+    assert [t["name"] for t in fig] == ["d=64 (B=2, H=8)"] and len(fig[0]["x"]) == 4
+
+
+def test_a_run_without_a_recorded_version_takes_its_iterations_final_version(tmp_path):
+    from collect.jsonio import write_json_atomic
+    from collect.schema.iterations import IterationsFile
+
+    run_dir = write_run(tmp_path, "r0", phases=("bench",))
+    write_json_atomic(run_dir / "iterations.json", IterationsFile(
+        schema_version=SCHEMA_VERSION, run_id="r0", profile="quick", timing_method="synthetic", goal_ratio=1.0,
+        final_version="v9-final", hopper_available=False, hopper_reason="synthetic", versions=[], rows=[]))
+    run = load_runs(tmp_path)[0]
+    assert run.manifest.kernel_version is None and run.kernel_version == "v9-final"

@@ -376,7 +376,7 @@ def test_summary_names_the_head_dims_run_only_at_small_n_and_u_check_flags_disag
 def test_paths_summary_names_the_path_and_checks_the_portable_grid(tmp_path):
     page = _page(tmp_path / "h", hopper=True)
     text = page.paths_summary()
-    assert "chose the **hopper** path" in text and "all 132 pass" in text and "triton-portable" in text
+    assert "chose the **Hopper TMA kernel**" in text and "all 132 pass" in text and "triton-portable" in text
     # in the page's own notation (sci), as the floor table prints the same errors
     assert "worst absolute errors bf16" in text and "fp16 8.79×10⁻⁴" in text
     # the portable rows are not PyTorch comparison rows

@@ -404,7 +404,8 @@ def test_the_attention_launch_each_graph_step_kept_is_named_where_the_run_chose_
     chose = write(tmp_path / "a", decode_file("synthetic-20261129", launch=True))
     assert chose.has_launch_choices()
     for table in (chose.key_table(), chose.rows_table("gpt2")):
-        assert "<th>Attention launch</th>" in table and "<td>pdl-prefetch64</td>" in table and "<td>plain</td>" in table
+        assert "<th>Attention launch</th>" in table and "<td>plain launch</td>" in table
+        assert "<td>PDL, 64 keys asked of L2 early, next kernel at once</td>" in table  # the label, in words
     # The autotuned config each graph step ran, a string from the data: shown, never interpreted.
     assert "<th>Attention config</th>" in chose.key_table() and EVIL not in chose.key_table()
     assert "&lt;script&gt;" in chose.key_table()
@@ -463,7 +464,7 @@ def test_the_judged_choices_are_listed_fastest_first_and_new_kv_is_described_onl
     assert p.has_trials() and p.offers_new_kv()
     table = p.trials_table()
     assert EVIL not in table and "&lt;script&gt;" in table
-    first, second = table.index("pdl-prefetch64+new-kv"), table.index("<td>plain</td>")
+    first, second = table.index("newest key and value written by it"), table.index("<td>plain launch</td>")
     assert first < second and "<td>1.20×</td>" in table and "<td>1.60×</td>" in table
     make_run(tmp_path / "r")
     write_json_atomic(tmp_path / "r" / "runs" / "synthetic-20261129" / "decode.json", f)
@@ -492,7 +493,7 @@ def test_a_memory_pair_that_never_peaks_below_says_so_and_captions_say_what_they
     p = write(tmp_path, f)
     summary = p.memory_summary()
     assert "peaks at or above bf16 graph at every one of the" in summary and "below bf16 graph at 0 of" not in summary
-    assert "graph step&#x27;s bandwidth floor (an int8 cache&#x27;s is lower" in p.time_figure()
+    assert "its bandwidth floor would take (an int8 cache&#x27;s floor is lower)" in p.time_figure()
     assert "interpolated between them" not in p.latency_figure()  # 12 loops a row
     for r in f.rows:
         r.loops_timed = 3 if r.loops_timed else r.loops_timed
@@ -587,3 +588,42 @@ def test_the_template_shows_kernel_roles_only_for_runs_that_have_them(tmp_path):
         write_json_atomic(root / "runs" / "synthetic-20261129" / "decode.json", f)
         out = Report.load(root).render_markdown((REPO_ROOT / "docs" / "decode.md").read_text(), "decode.md")
         assert ("### Kernel by kernel" in out) == (name == "roles") and "{{" not in out
+
+
+def test_the_time_chart_draws_each_step_as_shares_of_it_on_a_linear_axis(tmp_path):
+    import json
+    import re
+
+    p = write(tmp_path, decode_file("synthetic-20261129"))
+    html_ = p.time_figure()
+    traces = json.loads(re.search(r'Plotly\.newPlot\(\s*"[^"]+",\s*(\[.*?\]),\s*\{', html_, flags=re.S).group(1))
+    layout = html_[html_.index("Plotly.newPlot"):]
+    assert '"type":"log"' not in layout.replace(" ", "")  # a stacked log axis made no segment a share
+    bars = [t for t in traces if t["type"] == "bar"]
+    floors = [t for t in traces if t.get("mode") == "markers"]
+    assert bars and floors and all(t["marker"]["symbol"] == "diamond" for t in floors)
+
+
+def test_launch_labels_read_as_words():
+    from render.pages.decode import launch_words
+
+    assert launch_words("pdl-prefetch64-late+new-kv") == ("PDL, 64 keys asked of L2 early, next kernel after its loop, "
+                                                          "newest key and value written by it")
+    assert launch_words("plain") == "plain launch" and launch_words("pdl") == "PDL, next kernel at once"
+    assert launch_words("something-new") == "something-new"  # unknown: shown as it is (the table escapes it)
+
+
+def test_the_page_opens_with_targets_and_baselines_and_the_first_pass_when_timed(tmp_path):
+    f = decode_file("synthetic-20261129")
+    text = write(tmp_path / "a", f).findings_first()
+    assert "targets this run measured are met" in text and "our CUDA-graph step is" in text
+    # a run that did not time transformers' first pass apart timed its eager loop cold, and says so
+    assert "transformers' eager loop (timed at cache lengths it met for the first time)" in text
+    assert "once it has met a cache length" not in text
+    for r in f.rows:
+        if r.variant == "hf-eager" and r.step_ms_median:
+            r.cold_step_ms = 50 * r.step_ms_median
+    p = write(tmp_path / "b", f)
+    text, cold = p.findings_first(), p.cold_finding()
+    assert "once it has met a cache length" in text and "(timed at cache lengths" not in text
+    assert "once it has met a cache length" in cold and "First pass at a length" in p.baselines_table()

@@ -87,7 +87,10 @@ def test_variant_specs_cover_the_schema_and_choose_the_graph_step(monkeypatch):
     assert tuple(specs) == VARIANTS
     assert specs["graph"].step == specs["int8-graph"].step == "inductor" and specs["eager"].step == "torch"
     assert specs["hf-compiled"].key_only and specs["hf-compiled"].step_impl == "transformers-compiled"
-    assert [v for v, sp in specs.items() if sp.host_bound] == ["hf-eager"]
+    assert [v for v, sp in specs.items() if sp.host_bound] == ["hf-eager", "hf-generate"]
+    assert specs["hf-generate"].generate and specs["hf-generate"].step_impl == "transformers-generate"
+    # the eager transformers loop warms every position it times; our loops plan no kernel per shape
+    assert [v for v, sp in specs.items() if sp.warm_every_step] == ["hf-eager"]
     monkeypatch.setenv(phase.GRAPH_STEP_ENV, "nonsense")
     with pytest.raises(ValueError, match=phase.GRAPH_STEP_ENV):
         phase.graph_step_from_env()
@@ -108,8 +111,9 @@ def test_tiny_run_has_a_row_per_variant_and_shape(tiny_run):
     # key shapes first, the compiled transformers loop after the agreement check, then the sweeps,
     # and last the sweeps' host-bound rows (what a slow machine's spent budget should cut first)
     key = [(8, v) for v in VARIANTS if v != "hf-compiled"] + [(8, "hf-compiled")]
-    sweep = [(c, v) for c in (4, 15) for v in VARIANTS if v not in ("hf-compiled", "hf-eager")]
-    assert [(r.context, r.variant) for r in result.rows] == key + sweep + [(4, "hf-eager"), (15, "hf-eager")]
+    host = ("hf-eager", "hf-generate")
+    sweep = [(c, v) for c in (4, 15) for v in VARIANTS if v not in ("hf-compiled", *host)]
+    assert [(r.context, r.variant) for r in result.rows] == key + sweep + [(c, v) for c in (4, 15) for v in host]
     assert saved and saved[-1] == len(result.rows)  # progress was checkpointed
     loaded = load_validated(path, DecodeFile)  # what render/ will read
     assert len(loaded.rows) == len(result.rows) and loaded.models[0].name == "tiny"
@@ -130,6 +134,9 @@ def test_tiny_run_rows_are_measured_or_say_why(tiny_run):
         assert r.achieved_over_floor == pytest.approx(r.step_ms_median / r.floor_ms)
         assert r.step_ms_p10 <= r.step_ms_median <= r.step_ms_p90
     assert by[(8, "eager")].step_impl == "torch" and by[(8, "hf-eager")].step_impl == "transformers"
+    # the eager transformers loop's warm-up pass covered the positions it timed, and its time is kept apart
+    hf = by[(8, "hf-eager")]
+    assert hf.cold_step_ms > 0 and hf.cache_class == "DynamicCache" and by[(8, "eager")].cold_step_ms is None
     assert by[(8, "int8-dequant")].kv_cache_bytes < by[(8, "eager")].kv_cache_bytes
     # context 15 of 16 positions leaves no step: refused with the reason, not crashed
     assert by[(15, "eager")].status == "unsupported" and "16 positions" in by[(15, "eager")].reason
@@ -138,7 +145,7 @@ def test_tiny_run_rows_are_measured_or_say_why(tiny_run):
 def test_tiny_run_agreement_and_microbenchmark(tiny_run):
     result, _, _ = tiny_run
     by = {a.variant: a for a in result.agreement}
-    assert set(by) == set(VARIANTS) - {"graph"}
+    assert set(by) == set(VARIANTS) - {"graph", "hf-generate"}  # generate cannot be teacher-forced
     assert by["hf-compiled"].status == "unsupported"
     for v in ("hf-eager", "eager", "int8-graph", "int8-dequant"):  # the graph step runs uncaptured on the CPU
         a = by[v]
@@ -303,3 +310,47 @@ def test_compile_tasks_carry_the_dtype_the_rows_use():
     # A rehearsal of a T4 decodes in float16 on a bf16 GPU: the spawned workers must compile that.
     tasks = phase.compile_tasks(phase.PLANS["quick"], "torch", "cuda:0", "float16")
     assert tasks and all(t[-2:] == ("cuda:0", "float16") for t in tasks)
+
+
+def test_generate_is_timed_per_token_after_the_first(tiny_run):
+    # model.generate greedy, its default cache: one token from the prefill, then steps_per_loop more per timed call
+    result, _, _ = tiny_run
+    by = {(r.context, r.variant): r for r in result.rows}
+    g, loop = by[(8, "hf-generate")], by[(8, "hf-eager")]
+    assert g.status == "ok" and g.step_impl == "transformers-generate" and g.cache_class == "DynamicCache"
+    assert (g.steps_per_loop, g.new_tokens) == (6, 7) and g.loops_timed >= 1 and g.steps_timed == 6 * g.loops_timed
+    assert g.step_ms_p10 <= g.step_ms_median <= g.step_ms_p90 and g.step_ms_median > 0
+    assert g.tokens_per_s == pytest.approx(g.batch / (g.step_ms_median * 1e-3))
+    # over steps 0..5 after the prompt it reads the same weights, and a cache one key shorter on average
+    assert g.weight_bytes_per_step == loop.weight_bytes_per_step and g.kv_bytes_per_step < loop.kv_bytes_per_step
+    assert by[(15, "hf-generate")].status == "unsupported"
+
+
+def test_generate_gives_the_loops_greedy_tokens():
+    # the same model, prompt and greedy rule: transformers' generate and its model in our loop agree token for token
+    from kernels.decode_session import HfSession, hf_generate
+    from kernels.gpt2 import random_hf_model
+
+    hf = random_hf_model(TINY, seed=0, device="cpu", dtype=torch.float32)
+    prompt = torch.randint(0, TINY.vocab_size, (2, 5), generator=torch.Generator().manual_seed(1))
+    tokens, cache = hf_generate(hf, prompt, 6)
+    s = HfSession(hf, 2, 11)
+    s.prepare(prompt, 2)
+    for _ in range(5):
+        s.step()
+    assert torch.equal(tokens.cpu(), s.generated(5, 6)) and cache.get_seq_length() == 5 + 5
+    with pytest.raises(ValueError, match="positions"):
+        hf_generate(hf, prompt, TINY.n_positions)  # refused on the host, before the model runs
+
+
+def test_a_generate_row_too_noisy_to_time_is_an_error_not_a_negative_time(monkeypatch):
+    import kernels.decode_session as ds
+
+    calls = iter([5.0, 1.0, 1.0, 9.0])  # warm pair, then a timed pair whose long call is the faster one
+    monkeypatch.setattr(phase, "_call_ms", lambda fn, env: next(calls))
+    monkeypatch.setattr(ds, "hf_generate", lambda *a: (torch.zeros((1, 3), dtype=torch.int64), None))
+    env = types.SimpleNamespace(cuda=False)
+    m = types.SimpleNamespace(hf=None, ours=types.SimpleNamespace(args=TINY))
+    row = phase.DecodeRow(model="tiny", variant="hf-generate", batch=1, context=4, new_tokens=0, status="ok")
+    out = phase._generate_row(row, m, torch.zeros((1, 4), dtype=torch.int64), 2, 1, env)
+    assert out.status == "error" and "too noisy" in out.reason and out.step_ms_median is None

@@ -161,7 +161,10 @@ def test_a_failed_phase_is_called_failed(tmp_path):
 def test_index_keeps_the_phase_table_and_shows_the_headlines(tmp_path):
     write_run(tmp_path, "h-1")
     out = Report.load(tmp_path).render_markdown((ROOT / "docs" / "index.md").read_text(), "index.md")
-    assert "## What this run shows" in out and "## Headline findings" in out and "fewer bytes" in out and "[Profiling](profiling.md)" in out
+    # the findings come straight after the title, the headline table after them
+    assert out.startswith("# Attention on the GPU, measured\n\nOn NVIDIA H200, fusing attention cut")
+    assert out.index("fusing attention cut") < out.index("<table>") < out.index("## About this report")
+    assert "## Headline findings" in out and "fewer bytes" in out and "[Profiling](profiling.md)" in out
     assert "| `bench` | [Byte arithmetic](byte-arithmetic.md), [Benchmarks](benchmarks.md) |" in out
     assert "| `decode` | [Decode](decode.md) |" in out and "| `iterations` | [Kernel iterations](iterations.md) |" in out
     assert "(compare.md)" in out and "{{" not in out
@@ -197,7 +200,8 @@ def test_the_first_findings_also_judge_the_headline_shape_when_another_comes_clo
     d.rows.append(extra)
     text = home(tmp_path, decode=d).findings_first()
     assert "(our loop in a CUDA graph, at batch 64 and context 512) takes 2.00× the floor" in text
-    assert "At batch 4 and context 1000 its closest loop takes 6.00× the floor" in text
+    # the sweep's shape is judged in the headline table below, not in a fourth sentence
+    assert "6.00×" not in text and "6.00×" in home(tmp_path / "c", decode=d).decode_table()
     # Where the closest loop is the headline's, one sentence says it.
     single = home(tmp_path / "b", decode=decode_file("h-1", contexts=(1000,))).findings_first()
     assert "its closest loop takes" not in single and single.count("the floor") == 1

@@ -75,11 +75,11 @@ def test_small_sizes_read_host_bound_or_gpu_bound_from_loop_time(tmp_path):
     t = text(host_bound.small_n_finding())
     assert "Host-bound cases:" in t and "up to N=1024" in t and "From N=2048 on" in t
     assert "host-bound" in host_bound.small_n_table() and "GPU-bound" in host_bound.small_n_table()
-    assert "Up to N=1024, some calls are host-bound" in host_bound.findings_first()
+    assert "Up to N=1024, some calls are host-bound" in host_bound.findings_more()
     gpu_bound = BenchPage(*_one(S.make(tmp_path / "b", bench=S.bench_rows(loop_factor=lambda i, n: 1.05))))
     t = text(gpu_bound.small_n_finding())
     assert "No case is host-bound" in t and "Host-bound cases" not in t
-    assert "the GPU, not the host, sets the pace" in gpu_bound.findings_first()
+    assert "the GPU, not the host, sets the pace" in gpu_bound.findings_more()
     assert 'id="fig-bench-loop-over-device-2x8x64"' in gpu_bound.small_n_figure()
 
 
@@ -312,7 +312,7 @@ def test_roofs_measured_or_standing_in_say_so(tmp_path):
     # Byte arithmetic draws measured and datasheet roofs side by side: the best-source sentence is Profiling's alone.
     assert "Profiling page's hierarchical rooflines" in hw_meas.roofs_sentence()
     assert "Byte arithmetic" not in hw_meas.roofs_sentence()
-    assert "bandwidth were not measured" in hw_missing.findings_first()
+    assert "bandwidth were not measured" in hw_missing.unmeasured_roofs() and not hw_meas.unmeasured_roofs()
     assert "not measured in this run" not in hw_meas.findings_first()
     assert "best of 2 shapes" in hw_meas.ceilings_table()
     for row in hw_meas.ceilings_table().split("<tr>"):
@@ -439,7 +439,7 @@ def test_the_speedup_table_names_the_path_each_length_took(tmp_path):
             r.kernel_path, r.kernel_step = ("gluon", "g1") if r.seq_len >= 2048 else ("portable", None)
     table = BenchPage(*_one(S.make(tmp_path, bench=rows))).speedup_table((2, 8, 64))
     assert "<th>Triton&#x27;s path</th>" in table
-    assert "<td>gluon g1</td>" in table and "<td>portable</td>" in table
+    assert "<td>Gluon tile kernel (g1)</td>" in table and "<td>portable kernel</td>" in table  # public names
     old = BenchPage(*_one(S.make(tmp_path / "old", bench=S.bench_rows()))).speedup_table((2, 8, 64))
     assert "<td>n/a</td>" in old  # a run that did not record the path says so
 
@@ -452,3 +452,16 @@ def test_the_datasheet_note_says_which_l2_the_pages_use_where_the_two_differ():
     differs = abs(d.l2_bytes / sheet.l2_bytes - 1) > 0.05
     assert ("every page that asks what fits in L2 uses the device's figure" in note) == differs
     assert differs  # the H200 reports 60 MiB against the whitepaper's 50 MB: the case this note is for
+
+
+def test_each_kernel_has_one_public_name_whatever_names_it():
+    from render.vocab import kernel_function_name, kernel_name, path_label, version_kernel
+
+    # the dispatcher's path and Gluon step, the compiled function, and the recorded version all name one kernel
+    assert kernel_name("gluon", "g8") == kernel_function_name("_g1_kernel") == version_kernel("gluon", "gluon g8") \
+        == "Gluon tile kernel"
+    assert kernel_name("gluon", "g7") == kernel_function_name("_ws_kernel") == "Gluon warp-specialized kernel"
+    assert kernel_function_name("_hopper_fwd_ws_persistent") == kernel_name("hopper") == "Hopper TMA kernel"
+    assert path_label("gluon g7") == "Gluon warp-specialized kernel (g7)" and path_label("portable") == "portable kernel"
+    assert kernel_name("gluon") == "Gluon kernel"  # a run that did not record the step: no guess at which
+    assert version_kernel("per-shape") == "per-shape choice" and kernel_function_name("flash_fwd_kernel") is None

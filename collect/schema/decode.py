@@ -9,7 +9,7 @@ from .common import (BYTES, BYTES_PER_S, CLOCK_MHZ, COUNT, DTYPES, FRACTION, IDE
                      ROW_STATUS, RUN_ID, SECONDS, SIZE, TEXT, doc, strict)
 
 # Decode variants in the report's order; the page labels them.
-VARIANTS = ("hf-eager", "hf-compiled", "eager", "graph", "int8-graph", "int8-dequant")
+VARIANTS = ("hf-eager", "hf-generate", "hf-compiled", "eager", "graph", "int8-graph", "int8-dequant")
 # Measured by runs made before the variants above; still read and labelled.
 LEGACY_VARIANTS = ("int8-kernel",)
 # Every variant name a run may hold: 'hf' is 'hf-eager' before its rename (migrate.rename_decode_hf_variant).
@@ -21,7 +21,7 @@ REFERENCE_VARIANT = "graph"
 LAYER_ROLES = ("qkv", "attention", "proj", "fc", "out")
 ROLE_ORDER = ("embed",) + LAYER_ROLES + ("head", "argmax")
 # Step implementations of our loop (see kernels/gpt2_fused.py), and transformers' two loops.
-STEP_IMPLS = ("torch", "fused", "inductor", "transformers", "transformers-compiled")
+STEP_IMPLS = ("torch", "fused", "inductor", "transformers", "transformers-compiled", "transformers-generate")
 MICRO_IMPLS = ("triton-bf16", "triton-int8", "sdpa")
 # What a profiled kernel does, read off its name (collect/decode_profile.py KERNEL_CLASSES, in this order).
 KERNEL_CLASS_ORDER = ("attention", "cache write", "layer norm", "linear", "sampling", "embedding", "copy",
@@ -76,7 +76,9 @@ class DecodeRow:
     CASE_KEY = ("model", "variant", "batch", "context", "series")
 
     model: str = doc("Model name, see `models`.", pattern=IDENT)
-    variant: str = doc("'hf-eager' (transformers' model, its default dynamic cache, a greedy loop in eager mode: "
+    variant: str = doc("'hf-generate' (transformers' own model.generate, greedy, with its default cache: what a "
+                       "user calls; step_ms is its time per token, see steps_per_loop), "
+                       "'hf-eager' (transformers' model, its default dynamic cache, a greedy loop in eager mode: "
                        "bound by the host issuing kernels), 'hf-compiled' (transformers' model with a StaticCache and "
                        "its forward compiled by torch.compile(mode='reduce-overhead'), which replays CUDA graphs), "
                        "'eager' (our loop, bf16 cache, PyTorch ops), 'graph' (our step captured in one CUDA graph), "
@@ -99,8 +101,12 @@ class DecodeRow:
                                        "a loop divided by its steps, median over the loops.", None, **MS)
     step_ms_p10: float | None = doc("10th percentile of the loops' per-step times.", None, **MS, at_most="step_ms_median")
     step_ms_p90: float | None = doc("90th percentile of the loops' per-step times.", None, **MS, at_least="step_ms_median")
-    steps_per_loop: int | None = doc("Steps in each timed loop.", None, **COUNT)
-    loops_timed: int | None = doc("Timed loops (the median is over these).", None, **COUNT)
+    steps_per_loop: int | None = doc("Steps in each timed loop. hf-generate: the decode steps per timed call; its "
+                                     "step_ms is the time of a call generating that many tokens after the first, "
+                                     "less the time of a call generating only the first (the prefill's), divided by "
+                                     "the steps.", None, **COUNT)
+    loops_timed: int | None = doc("Timed loops (the median is over these); hf-generate: timed pairs of calls.",
+                                  None, **COUNT)
     step_impl: str | None = doc("How the step is computed: 'torch' (PyTorch ops and cuBLAS), 'fused' (our Triton "
                                 "kernels, five per layer), 'inductor' (our step compiled by torch.compile), "
                                 "'transformers' or 'transformers-compiled'.", None, choices=STEP_IMPLS)
@@ -136,6 +142,15 @@ class DecodeRow:
                                                     "(the two fields above) to its best time per step in ms, "
                                                     "side by side over a few steps. None where none was judged.",
                                                     None, **NAME)
+    cold_step_ms: float | None = doc("hf-eager: the mean time of a step the first time this process decodes at "
+                                     "its cache lengths: the warm-up pass over exactly the positions the timed loops "
+                                     "then run, issued back to back and synchronized at its end. Libraries that plan "
+                                     "a kernel per shape (PyTorch's cuDNN attention builds a graph for each new key "
+                                     "length) pay that plan here, not in step_ms. Null in runs before 2026-12-03.",
+                                     None, **MS)
+    cache_class: str | None = doc("transformers variants: the class of the cache the model decoded with "
+                                  "('DynamicCache', 'StaticCache'). Null in runs before 2026-12-03.", None,
+                                  pattern=IDENT)
     compile_s: float | None = doc("hf-compiled: seconds of the cold compile and CUDA-graph recording before the "
                                   "first timed step (never part of a step time).", None, **SECONDS)
     tokens_per_s: float | None = doc("batch / median step time.", None, **NONNEGATIVE,
@@ -145,9 +160,9 @@ class DecodeRow:
                                      "the phase keeps loaded (see DecodeModel.resident_bytes).", None, **BYTES)
     mem_at_start_bytes: int | None = doc("torch.cuda.memory_allocated right before the timed steps: the loaded "
                                          "weights, this row's filled cache, buffers and graphs, and nothing of "
-                                         "another variant (each row's session is the only one alive; runs up to "
-                                         "h200-20261201d kept the earlier rows' sessions alive at the agreement "
-                                         "check's shape, and their bytes are in this figure there); peak_mem_bytes minus "
+                                         "another variant (each row's session is the only one alive; runs collected "
+                                         "before 2026-12-01 10:54 UTC kept the earlier rows' sessions alive at the "
+                                         "agreement check's shape, and their bytes are in this figure there); peak_mem_bytes minus "
                                          "this is what a step allocates on top.", None, **BYTES)
     kv_cache_bytes: int | None = doc("Bytes the KV cache occupies at the end (int8 values plus fp32 scales for the "
                                      "int8 variants; transformers' cache at its final length).", None, **BYTES)

@@ -151,6 +151,11 @@ class Manifest:
     git_commit: str | None = doc("Commit of the code of that latest collect (each phase records its own).",
                                  None, pattern=GIT_COMMIT)
     git_dirty: bool | None = doc("Whether that tree had uncommitted changes.", None)
+    kernel_version: str | None = doc("The recorded version of our kernel that flash_attention ships in the code of "
+                                     "that latest collect (kernels/attention_versions.FINAL_VERSION): the one the "
+                                     "bench, profile and decode rows ran. Null in runs before 2026-12-03, whose "
+                                     "iterations.json names it as final_version where that phase ran.", None,
+                                     pattern=IDENT)
     hostname: str | None = doc("Host the run came from.", None, **NAME)
     device: DeviceFacts | None = doc("The GPU.", None)
     software: dict[str, str | None] = doc("Versions: python, torch, triton, transformers, ncu, ...", default_factory=dict,

@@ -76,6 +76,7 @@ RUN_PAGES: tuple[PageRef, ...] = (
     PageRef("compare.md", "Device comparison", "compare"),
     PageRef("reproduce.md", "Reproduce", "reproduce"),
     PageRef("data-format.md", "Data format", "dataformat"),
+    PageRef("glossary.md", "Glossary", "glossary"),
 )
 
 

@@ -15,6 +15,7 @@ from .compare import ComparePage
 from .correctness import CorrectnessPage
 from .dataformat import DataFormatPage
 from .decode import DecodePage
+from .glossary import GlossaryPage
 from .hardware import HardwarePage
 from .home import HomePage
 from .iterations import IterationsPage
@@ -26,6 +27,7 @@ PAGE_CLASSES: dict[str, type[Page]] = {
     "home": HomePage, "hardware": HardwarePage, "correctness": CorrectnessPage, "bytes": ByteArithmeticPage,
     "bench": BenchPage, "iterations": IterationsPage, "profile": ProfilePage, "decode": DecodePage,
     "compare": ComparePage, "reproduce": ReproducePage, "dataformat": DataFormatPage,
+    "glossary": GlossaryPage,
 }
 
 _missing = [p.context for p in site_pages() if p.context not in PAGE_CLASSES]

@@ -17,7 +17,7 @@ from ..figures import PALETTE
 from ..runs import load_references
 from ..tables import table_html
 from ..vocab import (CLOCK_GAP, EVEN, IMPL_DASH, STUDY, clock_gap, dtype_short, facet_label, impl_color, impl_label,
-                     join, plural, shape_label, side, speedup_words)
+                     join, path_label, plural, shape_label, side, speedup_words)
 from .base import Page
 
 # A speedup that changes by less than this factor from the shortest to the longest N "holds steady".
@@ -75,8 +75,18 @@ def case_words(s: float, sp: tuple[float, float] | None = None) -> str:
             f"{fmt.pct(100 * (EVEN - 1), 2)} by the calls' {where})")
 
 
+def _call_then_words(method: str) -> str:
+    """A recorded method such as 'f(x, y) on the inputs, which ...': the call as code, the words after it as
+    prose (a code span around the whole would set the explanation in code too)."""
+    method = str(method)
+    end = method.find(")") + 1 if method.find("(") > 0 else 0
+    if not end:
+        return escape.text(method)
+    return escape.code(method[:end]) + " " + escape.text(method[end:]) if method[end:].strip() else escape.code(method)
+
+
 def _path_name(p: str) -> str:
-    return f"the {escape.text(p)} kernel"
+    return f"the {escape.text(path_label(p))}"
 
 
 def describe_gap(ns: list[int], speedups: list[float], other: str, spreads=None, paths=None, same=None) -> str:
@@ -308,7 +318,7 @@ class BenchPage(Page):
                 "(`kernels/aot.py`), so a GPU where Triton compiles matrix multiplies without tensor cores says so here.")
 
     def findings_first(self) -> str:
-        """Two to four sentences: against naive, against SDPA, small sizes, memory."""
+        """At most three sentences: against naive, against SDPA, memory (findings_more says what small sizes do)."""
         st = self._standing()
         if st.empty:
             return f"Our Triton kernel completed no benchmark case in this run ({self._statuses_all(FUSED)})."
@@ -331,14 +341,25 @@ class BenchPage(Page):
             text = (f"Against the fastest SDPA backend of each case, Triton is on par or faster in {len(level)} of "
                     f"{len(sd)} cases; its largest deficit is {case_words(worst['sdpa'], worst['sdpa_spread'])} at "
                     f"N={worst['n']} ({facet_label(worst['dtype'], worst['causal'])}, {shape_label(worst['shape'])}).")
-            out.append(text + self._loop_beside(worst))
-        small = self._small_n_verdict()
-        if small:
-            out.append(small)
+            out.append(text)
         mem = self._memory_slopes()
         if mem:
             out.append(mem)
-        return " ".join(out[:4])
+        return " ".join(out)
+
+    def findings_more(self) -> str:
+        """What the largest deficit against SDPA looks like in a loop, and where calls are host-bound."""
+        st = self._standing()
+        sd = st.dropna(subset=["sdpa"]) if not st.empty else st
+        out = []
+        if not sd.empty:
+            worst = sd.loc[sd["sdpa"].idxmin()]
+            loop = self._loop_beside(worst).strip()
+            if loop:
+                out.append(f"Where ours trails SDPA most (N={worst['n']}, {facet_label(worst['dtype'], worst['causal'])}, "
+                           f"{shape_label(worst['shape'])}), b{loop[1:]}")
+        out.append(self._small_n_verdict())
+        return " ".join(x for x in out if x)
 
     @staticmethod
     def _loop_beside(r) -> str:
@@ -460,7 +481,7 @@ class BenchPage(Page):
                 where = f" ({join(facets)})"
             parts.append(f"**{escape.text(backend)}** in {len(grp)} of {len(auto)} cases{where}")
         text = (f"With no backend forced, PyTorch chose {join(parts)}. "
-                f"The choice was read with {escape.code(self.data.backend_choice_method)}.")
+                f"The choice was read with {_call_then_words(self.data.backend_choice_method)}.")
         return text + self._choice_counted_once(auto)
 
     def _choice_counted_once(self, auto: pd.DataFrame) -> str:
@@ -755,7 +776,7 @@ class BenchPage(Page):
                 status = lambda impl: self.b.status_at(shape, dtype, causal, impl, n)  # noqa: E731
                 t = tri.get(n)
                 r = {"facet": facet_label(dtype, causal), "n": n, "tri": fmt.ms(t) if t else status(FUSED),
-                     "path": paths.get(n, "n/a")}
+                     "path": path_label(paths[n]) if n in paths else "n/a"}
                 r["naive"] = fmt.ms(naive[n]) if n in naive.index else status("naive")
                 r["vs_naive"] = (case_words(naive[n] / t, spread(naive_rows.loc[n], tri_rows.loc[n]))
                                  if t and n in naive.index else "n/a")

@@ -15,7 +15,7 @@ from ..ceilings import Ceilings
 from ..figures import PALETTE
 from ..tables import table_html
 from ..vocab import (CLOCK_GAP, MATERIALISING, clock_gap, dtype_short, facet_label, impl_color, impl_label, join, plural,
-                     shape_label)
+                     path_label, shape_label)
 from .base import Page
 
 E = 2  # bytes per element: every dtype the bench phase sweeps (fp16, bf16) is two bytes wide
@@ -406,7 +406,8 @@ class ByteArithmeticPage(Page):
                     same_path = path_c is None or path_f is None or path_c == path_f
                     out.append({
                         "shape": shape, "dtype": dtype, "n": n, "measured": measured, "predicted": pred,
-                        "paths": path_c or path_f if same_path else f"{path_c} / {path_f}",
+                        "paths": (path_label(path_c or path_f) if (path_c or path_f) else None) if same_path else
+                        f"{path_label(path_c)} / {path_label(path_f)}",
                         "t": -(-n // bm) if bm else None, "bm": bm, "bn": bn, "same_config": cfg_c == cfg_f,
                         "diag": model.causal_diagonal_visits(n, bm, bn) if pred else None,
                         "visited": model.causal_blocks_visited(n, bm, bn)[0] if pred else None,

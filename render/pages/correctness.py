@@ -13,7 +13,7 @@ from .. import escape, fmt
 from ..axes import log_ticks
 from ..figures import PALETTE
 from ..tables import table_html
-from ..vocab import DTYPE_SHORT, facet_label, join, plural
+from ..vocab import DTYPE_SHORT, facet_label, join, kernel_name, plural
 from .base import Page
 
 # Stored fraction bits of each format: IEEE 754 binary16 has 1 sign, 5 exponent and 10 fraction bits;
@@ -217,8 +217,9 @@ class CorrectnessPage(Page):
         paths = {m.group(1) for m in (re.match(r"(\w+) path", _text(c)) for c in g["config"]) if m}
         if not paths:
             return ""
-        ran = (f"These rows ran flash_attention as it ships, which chose the **{join(sorted(paths))}** path "
-               f"on this GPU.")
+        names = [kernel_name(p) for p in sorted(paths)]
+        ran = (f"These rows ran flash_attention as it ships, which chose the **{join(names)}** "
+               f"on this GPU (the [glossary](glossary.md#our-kernels) names each).")
         if p.empty:
             return ran + (" The portable path is what runs on every GPU without the Hopper path, so no second "
                           "grid was needed here.") if paths == {"portable"} else ran

@@ -3,6 +3,7 @@ memory of the int8 caches, and the decode-attention microbenchmark. Every outcom
 here, from the data."""
 from __future__ import annotations
 
+import re
 from functools import cached_property
 
 import pandas as pd
@@ -20,6 +21,7 @@ from .base import Page
 
 # Labels carry the cache's float type, filled in from the run ({f}).
 VARIANT_LABELS = {
+    "hf-generate": "transformers, model.generate",
     "hf-eager": "transformers, eager loop (host-bound)",
     "hf-compiled": "transformers, StaticCache + torch.compile",
     "eager": "our loop, {f} cache, eager",
@@ -29,10 +31,10 @@ VARIANT_LABELS = {
     "hf": "transformers, eager loop (host-bound)",
     "int8-kernel": "int8 cache, Triton kernel, eager",
 }
-SHORT_LABELS = {"hf-eager": "transformers eager", "hf-compiled": "transformers compiled", "eager": "{f} eager",
+SHORT_LABELS = {"hf-generate": "transformers generate", "hf-eager": "transformers eager", "hf-compiled": "transformers compiled", "eager": "{f} eager",
                 "graph": "{f} graph", "int8-graph": "int8 graph", "int8-dequant": "int8 dequant-all",
                 "hf": "transformers eager", "int8-kernel": "int8 kernel"}
-VARIANT_COLORS = {"hf-eager": PALETTE[7], "hf": PALETTE[7], "hf-compiled": PALETTE[5], "eager": PALETTE[0],
+VARIANT_COLORS = {"hf-generate": "#882255", "hf-eager": PALETTE[7], "hf": PALETTE[7], "hf-compiled": PALETTE[5], "eager": PALETTE[0],
                   "graph": PALETTE[2], "int8-graph": PALETTE[1], "int8-kernel": PALETTE[1], "int8-dequant": PALETTE[3]}
 STEP_WORDS = {"fused": "our fused Triton kernels (five launches per layer)", "torch": "PyTorch ops and cuBLAS",
               "inductor": "our step compiled by torch.compile (inductor)"}
@@ -86,6 +88,27 @@ def inset_titles(fig: go.Figure, ncols: int) -> None:
     """Subplot titles inside each panel's top-left corner, clear of the legend above the plot."""
     fig.for_each_annotation(lambda a: a.update(y=a.y - 0.01, yanchor="top", x=a.x - 0.5 / ncols + 0.01,
                                                xanchor="left", font=dict(size=12)))
+
+
+_LAUNCH = re.compile(r"^(plain|pdl)(?:-prefetch(\d+))?(-late)?(\+new-kv)?$")
+
+
+def launch_words(label) -> str:
+    """An attention launch label from the data ('pdl-prefetch64-late+new-kv') in words a reader can follow:
+    'PDL, 64 keys asked of L2 early, next kernel after its loop, newest key and value written by it'. A label
+    this page does not know is shown as it is (the table escapes it)."""
+    m = _LAUNCH.match(str(label))
+    if not m:
+        return str(label)
+    how, keys, late, new_kv = m.groups()
+    words = ["plain launch" if how == "plain" else "PDL"]
+    if keys:
+        words.append(f"{keys} keys asked of L2 early")
+    if how == "pdl":
+        words.append("next kernel after its loop" if late else "next kernel at once")
+    if new_kv:
+        words.append("newest key and value written by it")
+    return ", ".join(words)
 
 
 def verdict(ok: bool | None) -> str:
@@ -251,6 +274,147 @@ class DecodePage(Page):
                                                "params": "Parameters", "wbytes": "Weights read per step",
                                                "pos": "Positions", "attn": "transformers attention"})
 
+    # --- what this run shows --------------------------------------------------------------
+
+    def findings_first(self) -> str:
+        """At most three sentences: the targets and the floor, our step against transformers' loops, and what
+        transformers' eager loop pays the first time it meets a cache length (else the token agreement)."""
+        out = []
+        rows = self._target_rows()
+        judged = [r for r in rows if r["verdict"] != "not measured"]
+        met = sum(r["verdict"] == "met" for r in judged)
+        floors = [(m, self.row(m, "graph", b, c)) for m, b, c, _ in FLOOR_TARGETS]
+        floors = [(m, g) for m, g in floors if g is not None and _ok(g.achieved_over_floor)]
+        shapes = {(int(g.batch), int(g.context)) for _, g in floors}
+        if judged:
+            text = f"{met} of the {len(judged)} targets this run measured are met"
+            if floors and len(shapes) == 1:
+                b, c = shapes.pop()
+                text += (f"; at batch {b} and context {c} the CUDA-graph step takes "
+                         + join(f"{fmt.ratio(g.achieved_over_floor)}{' its bandwidth floor' if i == 0 else ''} for "
+                                f"{escape.text(m)}" for i, (m, g) in enumerate(floors)))
+            out.append(text + ".")
+        shape = self._baseline_shape()
+        if shape is not None:
+            model, b, c = shape
+            g = self.row(model, "graph", b, c)
+            # Runs before the eager loop warmed every position it timed (no cold_step_ms) timed its first pass.
+            eager = self.row(model, "hf-eager", b, c)
+            first = (" (timed at cache lengths it met for the first time)"
+                     if eager is not None and not _ok(eager.get("cold_step_ms")) and _ok(eager.get("peak_mem_bytes")) else "")
+            others = [(v, w) for v, w in (("hf-generate", "transformers' model.generate, per token"),
+                                          ("hf-eager", f"transformers' eager loop{first}"),
+                                          ("hf-compiled", "transformers compiled with a static cache"))
+                      if self.row(model, v, b, c) is not None]
+            if others and others[0][0] == "hf-generate":  # what a user calls stands for the eager loop too
+                others = [o for o in others if o[0] != "hf-eager"]
+            parts = [than(g.step_ms_median, self.row(model, v, b, c).step_ms_median, w) for v, w in others[:2]]
+            if parts:
+                out.append(f"For {escape.text(model)} at batch {b} and context {c}, our CUDA-graph step is "
+                           f"{join(parts)}.")
+        cold = self.cold_finding()
+        out.append(cold or self._agreement_sentence())
+        return " ".join(x for x in out if x) or "This run has no decode step to report."
+
+    def _baseline_shape(self) -> tuple[str, int, int] | None:
+        """The shape the page compares our step with transformers' loops at: the first floor target's shape where
+        the graph step and a transformers loop ran, else the first profiled shape that has both."""
+        shapes = [(m, b, c) for m, b, c, _ in FLOOR_TARGETS] + self.key_shapes()
+        for model, b, c in shapes:
+            if self.row(model, "graph", b, c) is not None and any(
+                    self.row(model, v, b, c) is not None for v in ("hf-generate", "hf-eager", "hf-compiled")):
+                return model, b, c
+        return None
+
+    def cold_finding(self) -> str:
+        """What transformers' eager loop pays at a cache length it meets for the first time, against its warm
+        step, at the baseline shape; '' where the run did not time its first pass."""
+        shape = self._baseline_shape()
+        r = self.row(*shape[:1], "hf-eager", *shape[1:]) if shape else None
+        if r is None or not _ok(r.get("cold_step_ms")):
+            return ""
+        cold, warm = float(r.cold_step_ms), float(r.step_ms_median)
+        text = (f"Transformers' eager loop takes {fmt.ms(warm)} a step once it has met a cache length, and "
+                f"{fmt.ms(cold)} the first time")
+        if cold >= EVEN * warm and self._cudnn_attention(r):
+            text += (": its attention runs in cuDNN, which PyTorch plans anew (a graph built on the host) for "
+                     "every key length it has not seen")
+        return text + "."
+
+    def _cudnn_attention(self, r) -> bool:
+        """Whether the profile shows this row's attention kernels to be cuDNN's."""
+        s = self._class_shares(r.model, r.variant, r.batch, r.context)
+        s = s[s["kernel_class"] == "attention"]
+        return bool(len(s)) and "cudnn" in str(s.iloc[0].top_kernel).lower()
+
+    def _agreement_sentence(self) -> str:
+        a = self.agreement[self.agreement["status"] == "ok"] if not self.agreement.empty else self.agreement
+        a = a[a["agreement"].notna()] if not a.empty else a
+        if a.empty:
+            return ""
+        return (f"Outside near-ties every variant picks the same next token as our CUDA-graph step at "
+                f"{fmt.pct(100 * a['agreement'].min(), 4)} of positions or more.")
+
+    def floor_statement(self) -> str:
+        """What bounds a step from below, said once: the floor's bandwidth, and how fast reading alone went."""
+        d = self.data
+        if not d.floor_bandwidth_bytes_per_s:
+            return "This run measured no copy bandwidth, so its steps have no bandwidth floor."
+        text = (f"The floor prices a step's bytes at the measured copy bandwidth, "
+                f"{fmt.bandwidth(d.floor_bandwidth_bytes_per_s)} (a copy's reads plus writes).")
+        m = self._micro_ok()
+        m = m[m["bandwidth_fraction"].notna()] if not m.empty else m
+        if not m.empty and m["bandwidth_fraction"].max() > 1:
+            top = m.loc[m["bandwidth_fraction"].idxmax()]
+            text += (f" Reading alone goes faster: the decode attention below read its cache at up to "
+                     f"{fmt.pct(100 * top.bandwidth_fraction)} of that rate, since memory that only reads never "
+                     "turns around to write. So the floor is a yardstick, not a hard bound: a step that only read "
+                     "could come in under it by as much.")
+        else:
+            text += (" No read measured on this GPU went faster than that, so the floor is the least a step can "
+                     "take at the bandwidth this run saw.")
+        return text
+
+    def baselines_table(self) -> str:
+        """How each transformers baseline ran: its call, cache, compilation and attention kernel, and its time."""
+        shape = self._baseline_shape()
+        version = self.run.manifest.software.get("transformers") if self.run.manifest.software else None
+        how = {"hf-generate": ("model.generate(do_sample=False), timed per token: a call generating the prefill's "
+                               "token and N more, less one generating that token alone, over N", "no"),
+               "hf-eager": ("the model's forward in a Python loop, steps issued back to back", "no"),
+               "hf-compiled": ("the forward in a Python loop, steps issued back to back",
+                               "torch.compile(mode='reduce-overhead'): CUDA graphs")}
+        default_cache = {"hf-generate": "its default", "hf-eager": "its default dynamic cache",
+                         "hf-compiled": "StaticCache"}
+        out = []
+        for v, (call, compiled) in how.items():
+            f = self.ok[self.ok["variant"] == v]
+            if f.empty:
+                continue
+            r = self.row(shape[0], v, shape[1], shape[2]) if shape else None
+            cache = next((c for c in f.get("cache_class", pd.Series(dtype=object)).dropna()), None)
+            att = self._class_shares(r.model, v, r.batch, r.context) if r is not None else pd.DataFrame()
+            att = att[att["kernel_class"] == "attention"] if not att.empty else att
+            if v == "hf-eager" and r is not None and not _ok(r.get("cold_step_ms")) and _ok(r.get("peak_mem_bytes")):
+                call += ", each at a cache length this process had not decoded before (runs before 2026-12-03)"
+            name = str(att.iloc[0].top_kernel) if len(att) else "not profiled"
+            out.append({"loop": self.label(v), "call": call, "cache": cache or default_cache[v], "compiled": compiled,
+                        "attention": name if len(name) <= 40 else name[:40] + "…",
+                        "step": r.step_ms_median if r is not None else None,
+                        "cold": r.get("cold_step_ms") if r is not None else None})
+        if not out:
+            return "No transformers loop ran in this run."
+        opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
+        at = f" at {shape[0]}, batch {shape[1]}, context {shape[2]}" if shape else ""
+        cols = {"loop": "Baseline", "call": "How it is called and timed", "cache": "Cache", "compiled": "Compiled",
+                "attention": "Attention kernel (profiled)", "step": f"Step{at}", "cold": "First pass at a length"}
+        if not self._recorded("cold_step_ms"):
+            del cols["cold"]
+        caption = (f"transformers {version}, {self.data.dtype}, its attention implementation as the models table says"
+                   if version else None)
+        return table_html(pd.DataFrame(out), cols, formats={"step": opt(fmt.ms), "cold": opt(fmt.ms)},
+                          caption=caption)
+
     # --- the key shapes: step time, kernels, where the time goes -----------------------------
 
     def _recorded(self, field: str) -> bool:
@@ -295,7 +459,7 @@ class DecodePage(Page):
                 for choice, ms in sorted(trials.items(), key=lambda kv: kv[1]):
                     config, _, launch = str(choice).partition(" | ")
                     out.append({"shape": f"{model}, batch {b}, context {c}", "variant": self.label(v),
-                                "config": config, "launch": launch, "ms": ms, "over": ms / best if best > 0 else None})
+                                "config": config, "launch": launch_words(launch), "ms": ms, "over": ms / best if best > 0 else None})
         if not out:
             return "This run recorded no judged choices at the profiled shapes."
         opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
@@ -319,7 +483,8 @@ class DecodePage(Page):
                             "step": r.step_ms_median, "floor": r.achieved_over_floor,
                             "kernels": r.get("kernels_per_step"), "busy": busy,
                             "idle": max(0.0, r.step_ms_median - busy) if _ok(busy) else None,
-                            "launch": r.get("attention_launch"), "config": r.get("attention_config"),
+                            "launch": launch_words(r.get("attention_launch")) if _ok(r.get("attention_launch")) else None,
+                            "config": r.get("attention_config"),
                             "compile": r.get("compile_s")})
         opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
         columns = {"shape": "Shape", "variant": "Variant", "step": "Step (loop time)", "floor": "× floor",
@@ -512,46 +677,61 @@ class DecodePage(Page):
         return "\n".join(out) + "\n" if out else "No graph step ran at a target shape, so no target can be judged."
 
     def time_figure(self) -> str:
+        """Each profiled step as one bar of 100%: its GPU time by kernel class and its idle time as shares of the
+        step, on a linear axis, so a segment's length is its share; a diamond marks the share the row's own
+        bandwidth floor would take. The step times themselves are in the bar labels and the table above."""
         shapes = self.key_shapes()
         if not shapes:
             return "No step was profiled in this run."
-        fig = make_subplots(rows=len(shapes), cols=1, vertical_spacing=0.12,
+        fig = make_subplots(rows=len(shapes), cols=1, vertical_spacing=0.12, shared_xaxes=True,
                             subplot_titles=[escape.plot(f"{m}, batch {b}, context {c}") for m, b, c in shapes])
         shown = set()
         classes = [c for c in CLASS_COLORS if c != "idle" and c in set(self.classes["kernel_class"])]
         for i, (model, b, c) in enumerate(shapes, start=1):
-            vs = [v for v in self.variants() if self.row(model, v, b, c) is not None
-                  and _ok(self.row(model, v, b, c).get("kernel_ms_per_step"))]
-            names = [escape.plot(self.short(v)) for v in vs]
+            rows = [(v, self.row(model, v, b, c)) for v in self.variants()]
+            rows = [(v, r) for v, r in rows if r is not None and _ok(r.get("kernel_ms_per_step"))]
+            names = [escape.plot(f"{self.short(v)} · {fmt.ms(r.step_ms_median)}") for v, r in rows]
+            # Profiled steps run a little slower than the timed loop: a step whose kernels outlast its loop time
+            # is drawn as its kernels alone, with no idle time.
+            total = [max(r.step_ms_median, r.kernel_ms_per_step) for _, r in rows]
             for cls in classes + ["idle"]:
-                vals = []
-                for v in vs:
+                ms = []
+                for v, r in rows:
                     if cls == "idle":
-                        r = self.row(model, v, b, c)
-                        vals.append(max(0.0, r.step_ms_median - r.kernel_ms_per_step))
+                        ms.append(max(0.0, r.step_ms_median - r.kernel_ms_per_step))
                     else:
-                        s = self._class_shares(model, v, b, c)
-                        vals.append(float(s[s["kernel_class"] == cls]["ms_per_step"].sum()))
+                        sh = self._class_shares(model, v, b, c)
+                        ms.append(float(sh[sh["kernel_class"] == cls]["ms_per_step"].sum()))
                 name = "GPU idle between kernels" if cls == "idle" else cls
-                fig.add_trace(go.Bar(y=names, x=vals, orientation="h", name=escape.plot(name), legendgroup=cls,
-                                     showlegend=cls not in shown, marker_color=CLASS_COLORS.get(cls, "#3d3d3d"),
-                                     hovertemplate=f"%{{y}}<br>{escape.plot(name)}: %{{x:.4g}} ms<extra></extra>"),
+                fig.add_trace(go.Bar(y=names, x=[100 * x / t for x, t in zip(ms, total)], orientation="h",
+                                     name=escape.plot(name), legendgroup=cls, showlegend=cls not in shown,
+                                     marker_color=CLASS_COLORS.get(cls, "#3d3d3d"), customdata=ms,
+                                     hovertemplate=f"%{{y}}<br>{escape.plot(name)}: %{{customdata:.4g}} ms, "
+                                                   "%{x:.3g}% of the step<extra></extra>"),
                               row=i, col=1)
                 shown.add(cls)
-            fl = self.row(model, "graph", b, c)
-            if fl is not None and _ok(fl.floor_ms):
-                fig.add_vline(x=fl.floor_ms, line_dash="dash", line_color=PALETTE[7], line_width=1, row=i, col=1)
-            fig.update_xaxes(type="log", title_text="ms per step (log scale)", row=i, col=1)
-        fig.update_layout(barmode="stack")
-        return self.figure("time", fig, "Where one decode step's time goes, per variant: GPU time by kernel class "
-                                        "(torch profiler, a few steps averaged; where kernels overlap, the time is "
-                                        "charged once, to the one that started first) and the time the GPU sat idle "
-                                        "between kernels (loop step time minus kernel time); the dashed line is the "
-                                        f"{self.f} graph step's bandwidth floor (an int8 cache's is lower: its floor "
-                                        "is in the tables). Bars stack on a log axis, so a segment's length is not its "
-                                        f"share of the step; hover for each. {self.data.dtype}, "
-                                        f"{self._weights_words()}.",
-                           height=300 * len(shapes) + 80)
+            fl = [(n, 100 * r.floor_ms / t, r.floor_ms) for n, (_, r), t in zip(names, rows, total) if _ok(r.floor_ms)]
+            if fl:
+                fig.add_trace(go.Scatter(y=[x[0] for x in fl], x=[x[1] for x in fl], mode="markers",
+                                         name="the step's bandwidth floor", legendgroup="floor",
+                                         showlegend="floor" not in shown,
+                                         marker=dict(symbol="diamond", size=10, color="#222222",
+                                                     line=dict(color="#ffffff", width=1)),
+                                         customdata=[x[2] for x in fl],
+                                         hovertemplate="%{y}<br>bandwidth floor: %{customdata:.3g} ms, %{x:.3g}% of "
+                                                       "the step<extra></extra>"), row=i, col=1)
+                shown.add("floor")
+            fig.update_xaxes(range=[0, 100], title_text="share of the step (%)" if i == len(shapes) else None,
+                             row=i, col=1)
+        fig.update_layout(barmode="stack", legend=dict(orientation="h", y=-0.08, yanchor="top"))
+        return self.figure("time", fig, "Where one decode step's time goes, per variant, as shares of its step: GPU "
+                                        "time by kernel class (torch profiler, a few steps averaged; where kernels "
+                                        "overlap, the time is charged once, to the one that started first) and the "
+                                        "time the GPU sat idle between kernels (loop step time minus kernel time). "
+                                        "Each bar's label gives its step time; the diamond is the share of the step "
+                                        "its bandwidth floor would take (an int8 cache's floor is lower). Hover for "
+                                        f"milliseconds. {self.data.dtype}, {self._weights_words()}.",
+                           height=300 * len(shapes) + 140)
 
     def overhead_finding(self) -> str:
         """Per model, at its longest context: the loops against each other and the graph against its floor.
@@ -917,6 +1097,12 @@ class DecodePage(Page):
         return f" ({join(rest)} not checked)" if rest else ""
 
     def targets_table(self) -> str:
+        return table_html(pd.DataFrame(self._target_rows()), {"target": "Target", "measured": "This run",
+                                                               "verdict": "Verdict"})
+
+    def _target_rows(self) -> list[dict]:
+        """Each target with what this run measured and its verdict ('met', 'not met', 'not measured', or too
+        close to call), as the targets table prints them."""
         rows = []
         for model, b, c, target in FLOOR_TARGETS:
             g = self.row(model, "graph", b, c)
@@ -976,7 +1162,7 @@ class DecodePage(Page):
                          f"{fmt.pct_vs(100 * g['bandwidth_fraction'].min(), 100 * MICRO_TARGET)} at worst over "
                          f"{len(g)} shapes",
                          "verdict": verdict(ok)})
-        return table_html(pd.DataFrame(rows), {"target": "Target", "measured": "This run", "verdict": "Verdict"})
+        return rows
 
     # --- tables ----------------------------------------------------------------------------
 
@@ -1000,7 +1186,7 @@ class DecodePage(Page):
                      "achieved_over_floor": opt(fmt.ratio), "kernels_per_step": opt(lambda x: f"{x:.0f}"),
                      "peak_mem_bytes": opt(fmt.bytes_), "kv_cache_bytes": opt(fmt.bytes_),
                      "distinct_tokens": opt(lambda x: str(int(x))), "step_impl": opt(str),
-                     "attention_launch": opt(str)})
+                     "attention_launch": opt(launch_words)})
 
     def micro_table(self) -> str:
         f = self.micro.sort_values(["batch", "context", "impl"]).copy()

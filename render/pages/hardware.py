@@ -73,11 +73,15 @@ class HardwarePage(Page):
         if r is not None:
             out.append(f"So an fp16 kernel needs {fmt.num(r)} FLOP per byte of DRAM traffic before compute, not "
                        "memory, can be its limit.")
+        return " ".join(out[:3])
+
+    def unmeasured_roofs(self) -> str:
+        """Which cache roofs this run did not measure, where some were not."""
         missing = [ROOFS[k][2] for k in ("l2", "smem") if self.ceilings.roof(k).source != "measured"]
-        if missing:
-            out.append(f"The {' and '.join(missing)} bandwidth {'was' if len(missing) == 1 else 'were'} not measured "
-                       "in this run; the rooflines fall back on the figures the table below names.")
-        return " ".join(out[:4])
+        if not missing:
+            return ""
+        return (f"The {' and '.join(missing)} bandwidth {'was' if len(missing) == 1 else 'were'} not measured "
+                "in this run; the rooflines fall back on the figures the table below names.")
 
     # --- tables ----------------------------------------------------------------------------
 
@@ -97,7 +101,7 @@ class HardwarePage(Page):
         ]
         rows += [(k, v or "not installed", None) for k, v in m.software.items()]
         df = pd.DataFrame(rows, columns=["fact", "value", "sheet"], dtype=object)
-        return table_html(df, {"fact": "", "value": "Reported by this device", "sheet": "Datasheet"},
+        return table_html(df, {"fact": "", "value": "Reported by this device", "sheet": "Vendor's figure"},
                           {"value": _cell, "sheet": _cell})
 
     def clocks_table(self) -> str:
@@ -113,12 +117,13 @@ class HardwarePage(Page):
             return (f'!!! note "No datasheet figures"\n    {escape.text(self.run.device_name)} is not in the datasheet '
                     "table (`collect/schema/datasheets.py`), so only measured ceilings are shown. Add a row with its source "
                     "to compare.\n")
-        text = (f"Datasheet figures are for the **{escape.text(self.sheet.marketing_name)}**; source: "
+        text = (f"Vendor's figures are for the **{escape.text(self.sheet.marketing_name)}**; source: "
                 f"{escape.text(self.sheet.source)}.")
         d = self.run.manifest.device
         if d is not None and d.l2_bytes and self.sheet.l2_bytes and abs(d.l2_bytes / self.sheet.l2_bytes - 1) > 0.05:
             # The pages that reason about what fits in L2 use the device's own figure.
-            text += (f" The device reports {fmt.bytes_(d.l2_bytes)} of L2 where the datasheet states "
+            text += (f" The device reports {fmt.bytes_(d.l2_bytes)} of L2, where the vendor's figure (from the source "
+                     f"named above, which may describe another GPU of the architecture) is "
                      f"{fmt.bytes_(self.sheet.l2_bytes)}; every page that asks what fits in L2 uses the device's figure.")
         return text
 

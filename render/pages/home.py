@@ -17,10 +17,11 @@ from collect.schema.limiter import UNIT_FIELDS, judge
 from collect.schema.occupancy import limits_from_device, occupancy
 
 from .. import escape, fmt, model
+from ..tables import table_html
 from ..bench_data import distinct_sdpa
 from ..decode_memory import own_decode_rows
 from ..vocab import (ELEMENT_BYTES, INT8_PAIRS, STUDY, STUDY_N, dtype_short, floor_pace, impl_color, impl_label, join,
-                     limiter_words, plural, versus)
+                     limiter_words, plural, speedup_words, versus)
 from .base import Page
 
 FUSED = "triton"
@@ -49,7 +50,7 @@ class HomePage(Page):
     # --- the list the home page shows ----------------------------------------------------------
 
     def findings_first(self) -> str:
-        """Two to four sentences: what fusing did to the bytes, where our kernel stands, what paces decode."""
+        """At most three sentences: what fusing did to the bytes, where our kernel stands, what paces decode."""
         out = []
         pair = self._profile_pair() if self.run.has("profile") else None
         if pair is not None:
@@ -78,14 +79,7 @@ class HomePage(Page):
                 out.append(f"In decode, {escape.text(closest['model'])}'s loop closest to its bandwidth floor "
                            f"({loop}, at batch {int(closest['batch'])} and context {int(closest['context'])}) takes "
                            f"{fmt.ratio(r)} the floor: {floor_pace(r)}.")
-                # The headline below judges the sweep's shape; where that is another shape, say how it fares
-                # there too, so the two sentences do not read as two verdicts on one loop.
-                head = self._floor_row()
-                if head is not None and (int(head["batch"]), int(head["context"])) != (int(closest["batch"]),
-                                                                                       int(closest["context"])):
-                    rh = float(head["achieved_over_floor"])
-                    out.append(f"At batch {int(head['batch'])} and context {int(head['context'])} its closest loop "
-                               f"takes {fmt.ratio(rh)} the floor: {floor_pace(rh)}.")
+                # The table below gives each model's step at the sweep's shape: one verdict per loop and shape.
         return " ".join(out) or "This run holds no phase beyond the device facts yet."
 
     def headlines(self) -> str:
@@ -255,6 +249,27 @@ class HomePage(Page):
         return (f"By its counters at {shape}, our kernel is limited by {escape.text(limiter_words(verdict.word))}: "
                 f"{escape.text(verdict.evidence)}.{fact} {link}")
 
+    def _limiter_at(self, head_dim: int) -> str:
+        """The verdict on our kernel at the profile's non-causal shape of this head_dim, with that shape."""
+        impls = self.run.frame("profile", "impls")
+        kern = self.run.frame("profile", "kernels")
+        if impls.empty or kern.empty or not set(UNIT_FIELDS) <= set(kern.columns):
+            return "not profiled"
+        im = impls[(impls["impl"] == FUSED) & (impls["group"] == "main") & (impls["status"] == "ok")
+                   & (impls["head_dim"] == head_dim) & (impls["causal"] == False)]  # noqa: E712
+        for _, r in im.iterrows():
+            k = kern[kern["case_id"] == r["case_id"]].sort_values("duration_ms", ascending=False, na_position="last")
+            if k.empty:
+                continue
+            k = k.iloc[0]
+            st = self.run.frame("profile", "stalls")
+            st = st[(st["case_id"] == k["case_id"]) & (st["launch"] == k["launch"])] if not st.empty else st
+            v = judge({f: (float(k[f]) if _ok(k[f]) else None) for f in UNIT_FIELDS},
+                      dict(zip(st["reason"], st["warps_per_issue"])) if not st.empty else {})
+            if v is not None:
+                return f"{limiter_words(v.word)} (profiled at B={int(r['batch'])}, H={int(r['heads'])}, N={int(r['seq_len'])})"
+        return "not profiled"
+
     def occupancy_headline(self) -> str:
         link = "[Profiling](profiling.md)"
         if not self.run.has("profile"):
@@ -382,6 +397,91 @@ class HomePage(Page):
             text += " No peak memory was recorded for these rows."
         return f"{text} {link}"
 
+    # --- the headline table --------------------------------------------------------------------
+
+    # Columns of the headline table: (key, header). A column is added by adding its key here and a value
+    # for that key in _headline_cells.
+    HEADLINE_COLUMNS = (("case", "Case (B, H, N, fp16, non-causal)"), ("ours", "Triton (ours)"),
+                        ("of_measured", "Of the measured matmul rate"), ("of_sheet", "Of the datasheet peak"),
+                        ("sdpa-cudnn", "SDPA cuDNN"), ("sdpa-flash", "SDPA flash"),
+                        ("limiter", "What limits ours (Profiling)"))
+
+    def _headline_cases(self) -> list[tuple[int, int, int, int]]:
+        """(batch, heads, N, head_dim) per head_dim the bench phase ran ours at in fp16 without a mask: the
+        longest N of its most-measured batch and heads."""
+        f = self._bench
+        if f.empty:
+            return []
+        f = f[(f["impl"] == FUSED) & (f["dtype"] == "float16") & (f["causal"] == False) & f["tflops"].notna()]  # noqa: E712
+        out = []
+        for d, g in f.groupby("head_dim"):
+            bh = g.groupby(["batch", "heads"])["seq_len"].nunique().sort_values(kind="stable").index[-1]
+            g = g[(g["batch"] == bh[0]) & (g["heads"] == bh[1])]
+            out.append((int(bh[0]), int(bh[1]), int(g["seq_len"].max()), int(d)))
+        return out
+
+    def _tflops(self, impl: str, b: int, h: int, n: int, d: int) -> float | None:
+        f = self._bench
+        f = f[(f["impl"] == impl) & (f["dtype"] == "float16") & (f["causal"] == False) & (f["batch"] == b)  # noqa: E712
+              & (f["heads"] == h) & (f["seq_len"] == n) & (f["head_dim"] == d) & f["tflops"].notna()]
+        return float(f["tflops"].iloc[0]) if len(f) else None
+
+    def _headline_cells(self, b: int, h: int, n: int, d: int) -> dict:
+        from ..ceilings import Ceilings
+
+        c = Ceilings(self.run.manifest)
+        ours = self._tflops(FUSED, b, h, n, d)
+        measured, sheet = c.measured_rate("matmul_fp16"), c.sheet_rate("fp16")
+        cells = {"case": f"d={d} (B={b}, H={h}, N={n})",
+                 "ours": f"{fmt.num(ours)} TFLOP/s" if ours else "not measured",
+                 "of_measured": fmt.pct(100 * ours * 1e12 / measured) if ours and measured else "n/a",
+                 "of_sheet": fmt.pct(100 * ours * 1e12 / sheet) if ours and sheet else "n/a"}
+        cells["limiter"] = self._limiter_at(d)
+        for impl in ("sdpa-cudnn", "sdpa-flash"):
+            t = self._tflops(impl, b, h, n, d)
+            # ours against theirs, by TFLOP/s: the same FLOP count, so their time over ours
+            cells[impl] = (f"{fmt.num(t)} TFLOP/s; ours {speedup_words(ours / t)}" if t and ours else
+                           f"{fmt.num(t)} TFLOP/s" if t else "not measured")
+        return cells
+
+    def headline_table(self) -> str:
+        """Our kernel's TFLOP/s at each head_dim beside the ceilings and SDPA's backends, then decode against its
+        floor for each model: the numbers the findings stand on."""
+        cases = self._headline_cases() if self.run.has("bench") else []
+        text = ""
+        if cases:
+            rows = [self._headline_cells(*k) for k in cases]
+            text = table_html(pd.DataFrame(rows), dict(self.HEADLINE_COLUMNS),
+                              caption="TFLOP/s: 4·B·H·N²·d FLOP over the median device time; the ceilings are the Hardware page's")
+        return text + ("\n\n" + self.decode_table() if self.run.has("decode") else "")
+
+    def decode_table(self) -> str:
+        """Each model's CUDA-graph step against its bandwidth floor at the sweep's shape (its most-swept batch
+        at its longest context)."""
+        df, _ = own_decode_rows(self.run)
+        df = df[(df["status"] == "ok") & (df["variant"] == "graph") & df["achieved_over_floor"].notna()] \
+            if not df.empty else df
+        rows = []
+        for model, g in (df.groupby("model", sort=False) if not df.empty else []):
+            b = g.groupby("batch")["context"].nunique().sort_values(kind="stable").index[-1]
+            r = g[g["batch"] == b].sort_values("context").iloc[-1]
+            rows.append({"model": model, "shape": f"batch {int(r['batch'])}, context {int(r['context'])}",
+                         "step": fmt.ms(r["step_ms_median"]), "floor": fmt.ms(r["floor_ms"]),
+                         "x": fmt.ratio(r["achieved_over_floor"]), "pace": floor_pace(float(r["achieved_over_floor"]))})
+        if not rows:
+            return ""
+        return table_html(pd.DataFrame(rows), {"model": "Decode", "shape": "Shape", "step": "CUDA-graph step",
+                                               "floor": "Bandwidth floor", "x": "× floor", "pace": "What sets the pace"})
+
+    def collects(self) -> str:
+        """Where the narrated run was written by more than one collect, say so (Reproduce lists which did what)."""
+        m = self.run.manifest
+        commits = list(dict.fromkeys(r.git_commit for r in m.phases if r.git_commit))
+        if len(commits) < 2:
+            return ""
+        return (f"This run's phases were collected by {len(commits)} collects at different commits; "
+                "[Reproduce](reproduce.md) says which phase ran where.")
+
     # --- the phase table -----------------------------------------------------------------------
 
     def phase_table(self) -> str:
@@ -431,14 +531,14 @@ class HomePage(Page):
             return ""
         labels = [escape.plot(impl_label(i)) for i, *_ in rows]
         fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.06,
-                            subplot_titles=["DRAM bytes per call (MB)", "device time per call (ms)"])
+                            subplot_titles=["DRAM bytes per call (MiB)", "device time per call (ms)"])
         colors = [impl_color(i) for i, *_ in rows]
-        fig.add_bar(y=labels, x=[r[1] / 1e6 for r in rows], orientation="h", marker_color=colors, showlegend=False,
-                    customdata=[r[2] for r in rows], hovertemplate="%{y}: %{x:.4g} MB (%{customdata})<extra></extra>",
+        fig.add_bar(y=labels, x=[r[1] / 2**20 for r in rows], orientation="h", marker_color=colors, showlegend=False,
+                    customdata=[r[2] for r in rows], hovertemplate="%{y}: %{x:.4g} MiB (%{customdata})<extra></extra>",
                     row=1, col=1)
         fig.add_bar(y=labels, x=[r[3] for r in rows], orientation="h", marker_color=colors, showlegend=False,
                     hovertemplate="%{y}: %{x:.3g} ms<extra></extra>", row=1, col=2)
-        fig.update_xaxes(title_text="MB", rangemode="tozero", row=1, col=1)
+        fig.update_xaxes(title_text="MiB", rangemode="tozero", row=1, col=1)
         fig.update_xaxes(title_text="ms", rangemode="tozero", row=1, col=2)
         fig.update_yaxes(autorange="reversed")
         fig.update_layout(margin=dict(t=60))

@@ -19,7 +19,7 @@ from ..figures import PALETTE
 from ..frames import index_by
 from ..tables import table_html
 from ..vocab import DTYPE_SHORT as SHORT
-from ..vocab import CLOCK_GAP, clock_gap, impl_label, join, masking, plural
+from ..vocab import CLOCK_GAP, clock_gap, impl_label, join, masking, plural, version_kernel
 from .base import Page
 
 CEILINGS = {"float16": "matmul_fp16", "bfloat16": "matmul_bf16"}
@@ -151,7 +151,43 @@ class IterationsPage(Page):
     @cached_property
     def ok(self) -> pd.DataFrame:
         r = self.rows
-        return r[(r["status"] == "ok") & r["tflops"].notna()]
+        return self._borrow_resources(r[(r["status"] == "ok") & r["tflops"].notna()].copy())
+
+    RESOURCES = ("registers_per_thread", "spilled_registers", "shared_mem_bytes", "warps_per_block", "blocks_per_sm",
+                 "occupancy_pct", "occupancy_limiter")
+
+    def _borrow_resources(self, ok: pd.DataFrame) -> pd.DataFrame:
+        """Rows of a per-shape version whose compiled kernel was not read (runs before 2026-12-03 replayed the
+        launch of the version it routes to) take the resources of the row at the same case that ran the same
+        kernel and config: a version of the Gluon step the bench phase saw flash_attention run there, else the
+        latest version with that config. `resources_from` names it."""
+        ok["resources_from"] = None
+        if ok.empty or "registers_per_thread" not in ok:
+            return ok
+        steps = {}
+        b = self.run.frame("bench", "rows")
+        if not b.empty and "kernel_step" in b:
+            for r in b[(b["impl"] == "triton") & (b["status"] == "ok")].itertuples():
+                steps[(r.dtype, bool(r.causal), int(r.seq_len), int(r.batch), int(r.heads), int(r.head_dim))] = \
+                    r.kernel_step if isinstance(r.kernel_step, str) else None
+        order = {n: i for i, n in enumerate(self.version_names())}
+        per_shape = {v.name for v in self.versions if v.path in (None, "per-shape")}
+        feats = {v.name: str(v.features or "") for v in self.versions}
+        case_cols = ["dtype", "causal", "seq_len", "batch", "heads", "head_dim"]
+        for i, row in ok[ok["impl"].isin(per_shape) & ok["registers_per_thread"].isna()].iterrows():
+            same = ok[ok["registers_per_thread"].notna() & (ok["config"] == row["config"])
+                      & (ok["warp_specialized"] == row["warp_specialized"]) & ~ok["impl"].isin(per_shape)]
+            for c in case_cols:
+                same = same[same[c] == row[c]]
+            if same.empty:
+                continue
+            step = steps.get(tuple(row[c] for c in case_cols))
+            best = max(same.itertuples(), key=lambda x: (bool(step) and feats.get(x.impl, "").endswith(f" {step}"),
+                                                         order.get(x.impl, -1)))
+            for col in self.RESOURCES:
+                ok.at[i, col] = getattr(best, col)
+            ok.at[i, "resources_from"] = best.impl
+        return ok
 
     @cached_property
     def versions(self) -> list:
@@ -393,11 +429,6 @@ class IterationsPage(Page):
             counts = {w: verdicts.count(w) for w in (HELD, IN_SLACK, "better than predicted", "worse than predicted")}
             out.append(f"Of {len(verdicts)} predictions measured here, {counts[HELD] + counts[IN_SLACK]} held, "
                        f"{counts['better than predicted']} came out better and {counts['worse than predicted']} worse.")
-            if counts[IN_SLACK]:
-                one = counts[IN_SLACK] == 1
-                out.append(f"Of those that held, {counts[IN_SLACK]} {'lies' if one else 'lie'} outside "
-                           f"{'its' if one else 'their'} predicted range, within the "
-                           f"{share(SLACK)} slack the verdicts allow for noise.")
         if steps:
             best = max(steps)
             worst = min(steps)
@@ -672,23 +703,26 @@ class IterationsPage(Page):
     # --- tables ----------------------------------------------------------------------------
 
     def ratio_table(self) -> str:
-        """Every implementation x case: TFLOP/s and the ratio to the fastest SDPA backend."""
+        """Each implementation by shape class (head_dim and masking): its ratio to the fastest SDPA backend over
+        the cases of that class it ran, and how many it ran; the per-case TFLOP/s are in the figure's hover."""
         impls = [*self.version_names(), *dict.fromkeys(self.rows[self.rows["kind"] == "sdpa"]["impl"])]
-        cols = {"impl": "Implementation"}
+        classes = list(dict.fromkeys((c.head_dim, c.causal) for c in self.cases()))
+        cols = {"impl": "Implementation", "kernel": "Kernel"}
         data = []
         for impl in impls:
-            r = {"impl": impl_label(impl)}
-            for i, case in enumerate(self.cases()):
-                t = self.tflops(impl, *case)
-                rat = self.ratio(impl, *case)
-                if t is None:
-                    r[f"c{i}"] = self._status.get((impl, case_key(*case)), "not run")
-                else:
-                    r[f"c{i}"] = f"{fmt.num(t)} ({fmt.ratio(rat)})" if rat is not None else fmt.num(t)
-                cols[f"c{i}"] = self.label(case)
+            v = self.version(impl)
+            r = {"impl": impl_label(impl), "kernel": version_kernel(v.path, v.features) if v else "SDPA"}
+            for j, (hd, causal) in enumerate(classes):
+                cases = [c for c in self.cases() if c.head_dim == hd and c.causal == causal]
+                ratios = [x for x in (self.ratio(impl, *c) for c in cases) if x is not None]
+                r[f"k{j}"] = (f"{fmt.span(min(ratios), max(ratios), fmt.ratio)} ({len(ratios)} of {len(cases)})"
+                              if ratios else "not run")
+                cols[f"k{j}"] = f"d={hd}, {masking(causal)}"
             data.append(r)
         return table_html(pd.DataFrame(data), cols,
-                          caption="TFLOP/s, and in brackets the ratio to the fastest SDPA backend of the same case")
+                          caption="Lowest to highest ratio of TFLOP/s to the fastest SDPA backend of the same case, over "
+                                  "the cases of each class the implementation ran (how many, of the class's); "
+                                  "hover the figure above for each case's TFLOP/s")
 
     def journey_table(self) -> str:
         """Each version once: the factor predicted for it, what this run measured, and the verdict, per masking."""
@@ -703,10 +737,11 @@ class IterationsPage(Page):
                 ranges.append(f"{pred.masking}{at}: {fmt.span(pred.low, pred.high, fmt.ratio)}")
                 measured.append(f"{pred.masking}: {measured_text(m, pred.low, pred.high)}")
                 verdicts.append(f"{pred.masking}: {verdict(m, pred.low, pred.high)}")
-            data.append({"name": v.name, "base": base, "range": "; ".join(ranges) or "none recorded",
+            data.append({"name": v.name, "kernel": version_kernel(v.path, v.features), "base": base,
+                         "range": "; ".join(ranges) or "none recorded",
                          "measured": "; ".join(measured) or "not measured", "verdict": "; ".join(verdicts)})
         return table_html(pd.DataFrame(data), {
-            "name": "Version", "base": "Against", "range": "Predicted TFLOP/s factor",
+            "name": "Version", "kernel": "Kernel", "base": "Against", "range": "Predicted TFLOP/s factor",
             "measured": "Measured here (geometric mean)", "verdict": "Verdict"})
 
     def verdict_rule(self) -> str:
@@ -715,7 +750,7 @@ class IterationsPage(Page):
         text = (f"A factor within {share(SLACK)} beyond either end of its predicted range still counts as "
                 f"predicted, for run-to-run noise; the verdict then reads *{IN_SLACK}*, and the measured factor is "
                 "printed with the figures that place it between the range and that slack.")
-        text += f" In this run {plural(n, 'verdict')} {'reads' if n == 1 else 'read'} so." if n else ""
+        text += f" In this run, {plural(n, 'verdict')} {'reads' if n == 1 else 'read'} so." if n else ""
         named = [v for v in self.versions if v.baseline and v.predicted and prediction_cases(v)]
         if named:
             text += (" Where a prediction's words name the cases it is about, it is measured there alone: "
@@ -735,7 +770,7 @@ class IterationsPage(Page):
     def story_table(self) -> str:
         """Each version's change, its prediction as written (and when), and its author's notes after measuring."""
         data = [{"name": v.name, "change": v.change, "prediction": f"{v.prediction} (written {v.predicted_at})",
-                 "notes": v.outcome or "none"} for v in self.versions]
+                 "notes": v.outcome or "no notes recorded"} for v in self.versions]
         return table_html(pd.DataFrame(data), {"name": "Version", "change": "What changed", "prediction": "Prediction",
                                                "notes": "Author's notes, written after measuring"})
 
@@ -770,8 +805,10 @@ class IterationsPage(Page):
                 if r.empty:
                     continue
                 kernels = self.kernels(r)
-                for res, keys, _ in kernels:
-                    data.append({"name": name, "masking": masking(causal),
+                for res, keys, first in kernels:
+                    src = first.get("resources_from")
+                    data.append({"name": name + (f" (compiled as {src})" if isinstance(src, str) else ""),
+                                 "masking": masking(causal),
                                  "where": where_ran(keys) if len(kernels) > 1 else "every case it ran", **res})
         if not data:
             return "No version ran, so there are no compiled kernels to describe."
@@ -786,6 +823,10 @@ class IterationsPage(Page):
         """Versions along x, TFLOP/s up; one line per N; dashed: fastest SDPA; dotted: matmul ceiling."""
         facets = self.facets()
         names = self.version_names()
+        ticks = [n.split("-")[0] for n in names]  # 'v20': the full name and kernel are in the hover and the tables
+        if len(set(ticks)) < len(ticks):
+            ticks = names
+        kernel = {v.name: version_kernel(v.path, v.features) for v in self.versions}
         dtypes = list(dict.fromkeys(d for d, _ in facets))
         causals = sorted({c for _, c in facets})
         fig = make_subplots(rows=len(dtypes), cols=len(causals), shared_yaxes="all", shared_xaxes=True,
@@ -803,10 +844,10 @@ class IterationsPage(Page):
                     ys = [self.tflops(v, *case) for v in names]
                     if all(y is None for y in ys):
                         continue
-                    hover = [escape.plot(f"{v}, {self.label(case)}: {fmt.num(y)} TFLOP/s")
+                    hover = [escape.plot(f"{v} ({kernel[v]}), {self.label(case)}: {fmt.num(y)} TFLOP/s")
                              if y is not None else escape.plot(f"{v}: not measured") for v, y in zip(names, ys)]
                     key = f"ours {size}"
-                    fig.add_trace(go.Scatter(x=names, y=ys, mode="lines+markers", name=key, legendgroup=key,
+                    fig.add_trace(go.Scatter(x=ticks, y=ys, mode="lines+markers", name=key, legendgroup=key,
                                              showlegend=key not in shown, line=dict(color=color),
                                              hovertext=hover, hoverinfo="text"), row=i + 1, col=j + 1)
                     shown.add(key)
@@ -815,7 +856,7 @@ class IterationsPage(Page):
                         key = f"fastest SDPA {size}"
                         label = escape.plot(f"{impl_label(s[0])}, {self.label(case)}: "
                                             f"{fmt.num(s[1])} TFLOP/s")
-                        fig.add_trace(go.Scatter(x=[names[0], names[-1]], y=[s[1], s[1]], mode="lines", name=key,
+                        fig.add_trace(go.Scatter(x=[ticks[0], ticks[-1]], y=[s[1], s[1]], mode="lines", name=key,
                                                  legendgroup=key, showlegend=key not in shown,
                                                  line=dict(color=color, dash="dash"), hovertext=[label, label],
                                                  hoverinfo="text"), row=i + 1, col=j + 1)
@@ -824,12 +865,14 @@ class IterationsPage(Page):
                 if ceil:
                     key = "matmul ceiling"
                     label = escape.plot(f"measured {SHORT.get(dtype, dtype)} matmul: {fmt.flops(ceil)}")
-                    fig.add_trace(go.Scatter(x=[names[0], names[-1]], y=[ceil / 1e12] * 2, mode="lines", name=key,
+                    fig.add_trace(go.Scatter(x=[ticks[0], ticks[-1]], y=[ceil / 1e12] * 2, mode="lines", name=key,
                                              legendgroup=key, showlegend=key not in shown,
                                              line=dict(color=PALETTE[7], dash="dot"), hovertext=[label, label],
                                              hoverinfo="text"), row=i + 1, col=j + 1)
                     shown.add(key)
         fig.update_yaxes(title_text="TFLOP/s", rangemode="tozero", col=1)
+        fig.update_xaxes(type="category", categoryorder="array", categoryarray=ticks, tickangle=-60,
+                         tickfont=dict(size=11), title_text="version (hover for its name and kernel)", row=len(dtypes))
         cases = join(dict.fromkeys(f"N={c.n}" for c in self.cases()))
         shape = join(dict.fromkeys(f"B={b}, H={h}, d={hd}" for b, h, hd in
                                    zip(self.rows["batch"], self.rows["heads"], self.rows["head_dim"])))
