@@ -7,7 +7,7 @@ from .common import (BYTES, CLOCK_MHZ, COUNT, DTYPES, FLOP, IDENT, MS, NAME, PRO
                      TEXT, TFLOP_PER_S, US, doc, strict, tflops)
 
 # The paths flash_attention can take (kernels/dispatch.py); pages name each one.
-KERNEL_PATHS = ("portable", "hopper", "gluon")
+KERNEL_PATHS = ("portable", "hopper", "gluon", "turing")
 
 
 @strict
