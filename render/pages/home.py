@@ -224,6 +224,13 @@ class HomePage(Page):
         k = df[df["case_id"] == case]
         return None if k.empty else k.sort_values("duration_ms", ascending=False, na_position="last").iloc[0]
 
+    def _verdict(self, k):
+        """collect/schema/limiter.py's verdict on one profiled launch, from its units and stall rows."""
+        units = {f: (float(k[f]) if f in k and _ok(k[f]) else None) for f in UNIT_FIELDS}
+        st = self.run.frame("profile", "stalls")
+        st = st[(st["case_id"] == k["case_id"]) & (st["launch"] == k["launch"])] if not st.empty else st
+        return judge(units, dict(zip(st["reason"], st["warps_per_issue"])) if not st.empty else {})
+
     def limiter_headline(self) -> str:
         """What limits our kernel at the study shape, judged from its counters (collect/schema/limiter.py);
         where the profile predates those counters, what sets its occupancy instead, said as a fact."""
@@ -233,10 +240,7 @@ class HomePage(Page):
         k = self._fused_kernel()
         if k is None:
             return f"The profile has no launch of our Triton kernel, so what limits it is not known. {link}"
-        units = {f: (float(k[f]) if f in k and _ok(k[f]) else None) for f in UNIT_FIELDS}
-        st = self.run.frame("profile", "stalls")
-        st = st[(st["case_id"] == k["case_id"]) & (st["launch"] == k["launch"])] if not st.empty else st
-        verdict = judge(units, dict(zip(st["reason"], st["warps_per_issue"])) if not st.empty else {})
+        verdict = self._verdict(k)
         if verdict is None:
             return self.occupancy_headline()
         impls = self.run.frame("profile", "impls").set_index("case_id")
@@ -261,13 +265,10 @@ class HomePage(Page):
             k = kern[kern["case_id"] == r["case_id"]].sort_values("duration_ms", ascending=False, na_position="last")
             if k.empty:
                 continue
-            k = k.iloc[0]
-            st = self.run.frame("profile", "stalls")
-            st = st[(st["case_id"] == k["case_id"]) & (st["launch"] == k["launch"])] if not st.empty else st
-            v = judge({f: (float(k[f]) if _ok(k[f]) else None) for f in UNIT_FIELDS},
-                      dict(zip(st["reason"], st["warps_per_issue"])) if not st.empty else {})
+            v = self._verdict(k.iloc[0])
             if v is not None:
-                return f"{limiter_words(v.word)} (profiled at B={int(r['batch'])}, H={int(r['heads'])}, N={int(r['seq_len'])})"
+                return (f"{limiter_words(v.word)} (profiled at B={int(r['batch'])}, H={int(r['heads'])}, "
+                        f"N={int(r['seq_len'])})")
         return "not profiled"
 
     def occupancy_headline(self) -> str:
