@@ -6,7 +6,7 @@ rule and refuses a file whose stored verdict disagrees. Standard library only.
 The rule, in order:
 
 1. **A unit at its limit.** Each unit's busy share of its own peak: the tensor, exponential (XU),
-   FMA, ALU and load/store pipes, the issue slots, and DRAM, L2 and L1/shared throughput (Nsight
+   FMA, ALU and load/store pipes, the instruction issue slots, and DRAM, L2 and L1/shared throughput (Nsight
    Compute's Speed-of-Light figures). A unit at or above :data:`BUSY_PCT` of its peak is the limit;
    where several are, the busiest. 80% is the level at which Nsight Compute's own Speed-of-Light
    rule calls a kernel compute- or memory-bound.
@@ -30,7 +30,7 @@ UNITS = (
     ("fma-pipe", "pipe_fma_pct", "FMA pipe"),
     ("alu-pipe", "pipe_alu_pct", "ALU pipe"),
     ("lsu-pipe", "pipe_lsu_pct", "load/store pipe"),
-    ("issue", "issue_slots_pct", "issue slots"),
+    ("issue", "issue_slots_pct", "instruction issue slots"),
     ("dram", "sol_dram_pct", "DRAM bandwidth"),
     ("l2", "sol_l2_pct", "L2 bandwidth"),
     ("l1", "sol_l1_pct", "L1/shared bandwidth"),

@@ -1267,7 +1267,7 @@ class ProfilePage(Page):
                           yaxis=dict(autorange="reversed"), legend=dict(xref="container", entrywidth=150))
         return self.figure("utilisation", fig,
                            "How busy each unit was while the kernel ran, as a share of its own peak: the tensor, "
-                           "exponential (XU), FMA, ALU and load/store pipes and the issue slots "
+                           "exponential (XU), FMA, ALU and load/store pipes and the instruction issue slots "
                            "(sm__pipe_*_cycles_active, sm__inst_executed_pipe_*, sm__inst_issued, as % of peak "
                            "sustained while the SM was active), and DRAM, L2 and L1/shared throughput (Speed of "
                            f"Light). The dashed line is the {BUSY_PCT:.0f}% at which a unit counts as the limit. "
