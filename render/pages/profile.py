@@ -23,8 +23,8 @@ from ..figures import PALETTE
 from ..frames import index_by
 from ..tables import table_html
 from ..errors import DataError
-from ..vocab import (ELEMENT_BYTES, HOTSPOT_ROLES, MATERIALISING, impl_color, impl_label, join, limiter_words, plural,
-                     speedup_words, stall_words)
+from ..vocab import (ELEMENT_BYTES, HOTSPOT_ROLES, MATERIALISING, impl_color, impl_label, join, kernel_name,
+                     limiter_words, plural, speedup_words, stall_words)
 from .base import Page
 
 
@@ -1282,12 +1282,17 @@ class ProfilePage(Page):
             at = df[df["shape"] == shape]
             ours = at[at["impl"] == "triton"].iloc[0]
             busiest = max(UNITS, key=lambda u: ours[u[1]] if _ok(ours[u[1]]) else -1)
-            text = (f"At {self.shape_text(shape)}, our kernel{f' ({escape.text(ours.kernel_step)})' if ours.kernel_step else ''} "
+            kernel = (f" ({escape.text(kernel_name('gluon', ours.kernel_step))}, {escape.text(ours.kernel_step)})"
+                      if ours.kernel_step else "")
+            text = (f"At {self.shape_text(shape)}, our kernel{kernel} "
                     f"is limited by **{escape.text(limiter_words(ours.verdict))}**: {escape.text(ours.evidence or '')}")
             peers = at[at["impl"] != "triton"]
             same = [impl_label(p) for p, v in zip(peers["impl"], peers["verdict"]) if v == ours.verdict]
-            other = [f"{impl_label(p)} by {escape.text(limiter_words(v))}" for p, v in zip(peers["impl"], peers["verdict"])
-                     if v != ours.verdict]
+            by_verdict: dict[str, list[str]] = {}
+            for p, v in zip(peers["impl"], peers["verdict"]):
+                if v != ours.verdict:
+                    by_verdict.setdefault(v, []).append(impl_label(p))
+            other = [f"{join(names)} by {escape.text(limiter_words(v))}" for v, names in by_verdict.items()]
             if same:
                 text += f". {join(same)} {'is' if len(same) == 1 else 'are'} limited the same way"
             if other:
