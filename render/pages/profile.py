@@ -1258,13 +1258,16 @@ class ProfilePage(Page):
         if df.empty:
             return ""
         fig = go.Figure()
-        y = [_esc(f"{lab} · {self.shape_text(sh)}") for lab, sh in zip(df["label"], df["shape"])]
+        # Short tick labels: with long ones the left margin can outgrow a narrow figure (Plotly then cannot scale it).
+        y = [_esc(f"{lab} · B{b} H{h} N{n} d{d}{' causal' if c else ''}")
+             for lab, (b, h, n, d, _, c) in zip(df["label"], df["shape"])]
         for i, (_, f, name) in enumerate(UNITS):
             fig.add_bar(name=_esc(name), y=y, x=df[f], orientation="h", marker_color=STALL_COLORS[i % len(STALL_COLORS)],
                         hovertemplate=f"{_esc(name)}: %{{x:.3g}}% of peak<br>%{{y}}<extra></extra>")
         fig.add_vline(x=BUSY_PCT, line_dash="dash", line_color=PALETTE[7])
         fig.update_layout(barmode="group", xaxis_title="Busy, % of the unit's peak", xaxis_range=[0, 100],
-                          yaxis=dict(autorange="reversed"), legend=dict(xref="container", entrywidth=150))
+                          yaxis=dict(autorange="reversed", automargin=True),
+                          legend=dict(orientation="h", xref="container", entrywidth=150, y=-0.08, yanchor="top"))
         return self.figure("utilisation", fig,
                            "How busy each unit was while the kernel ran, as a share of its own peak: the tensor, "
                            "exponential (XU), FMA, ALU and load/store pipes and the instruction issue slots "
