@@ -6,6 +6,8 @@ from functools import cached_property
 import pandas as pd
 from plotly.subplots import make_subplots
 
+from collect.schema import datasheets
+
 from .. import escape, fmt, model
 from ..ceilings import BANDWIDTH_KEYS, COMPUTE_KEYS, ROOFS, Ceilings
 from ..figures import PALETTE
@@ -240,20 +242,10 @@ class HardwarePage(Page):
 
     # --- what a T4 would show ----------------------------------------------------------------
 
-    def _t4_sheet(self):
-        """A T4's datasheet, from the published T4 reference in data/reference/ (None without one)."""
-        from ..runs import load_references
-
-        for ref in load_references(self.run.path.parent.parent):
-            sheet = ref.manifest.datasheet
-            if sheet is not None and sheet.key == "t4":
-                return sheet
-        return None
-
     def t4_prediction_rows(self) -> pd.DataFrame:
         """One call at the study shape on a T4, predicted from the byte and FLOP model and the T4's
         datasheet roofs: the time neither its FLOPs nor its DRAM bytes can beat."""
-        sheet = self._t4_sheet()
+        sheet = datasheets.by_key("t4")
         cols = ["impl", "roof", "flop_ms", "byte_ms", "floor_ms", "bound"]
         if sheet is None or self.sheet is not None and self.sheet.key == "t4":
             return pd.DataFrame(columns=cols)
@@ -285,7 +277,7 @@ class HardwarePage(Page):
         by = dict(zip(t["impl"], t["floor_ms"]))
         shape = (f"B={STUDY['batch']}, H={STUDY['heads']}, N={STUDY_N}, d={STUDY['head_dim']}, "
                  f"{dtype_short(STUDY['dtype'])}")
-        text = (f"**A prediction, not a measurement.** On a T4 (its datasheet's roofs, from the published T4 reference), "
+        text = (f"**A prediction, not a measurement.** On a T4 (its datasheet's roofs, `collect/schema/datasheets.py`), "
                 f"one call at {shape} cannot take less than the larger of its FLOPs over the compute roof it runs on "
                 "and its DRAM bytes over the memory bandwidth.")
         if "ours-portable" in by and "sdpa" in by and "ours-turing" in by:
