@@ -13,10 +13,10 @@ import pandas as pd
 from plotly.subplots import make_subplots
 
 from collect.schema import PHASES
-from collect.schema.limiter import UNIT_FIELDS, judge
+from collect.schema.limiter import UNIT_FIELDS
 from collect.schema.occupancy import limits_from_device, occupancy
 
-from .. import escape, fmt, model
+from .. import escape, fmt, limits, model
 from ..tables import table_html
 from ..bench_data import distinct_sdpa
 from ..decode_memory import own_decode_rows
@@ -224,13 +224,6 @@ class HomePage(Page):
         k = df[df["case_id"] == case]
         return None if k.empty else k.sort_values("duration_ms", ascending=False, na_position="last").iloc[0]
 
-    def _verdict(self, k):
-        """collect/schema/limiter.py's verdict on one profiled launch, from its units and stall rows."""
-        units = {f: (float(k[f]) if f in k and _ok(k[f]) else None) for f in UNIT_FIELDS}
-        st = self.run.frame("profile", "stalls")
-        st = st[(st["case_id"] == k["case_id"]) & (st["launch"] == k["launch"])] if not st.empty else st
-        return judge(units, dict(zip(st["reason"], st["warps_per_issue"])) if not st.empty else {})
-
     def limiter_headline(self) -> str:
         """What limits our kernel at the study shape, judged from its counters (collect/schema/limiter.py);
         where the profile predates those counters, what sets its occupancy instead, said as a fact."""
@@ -240,7 +233,7 @@ class HomePage(Page):
         k = self._fused_kernel()
         if k is None:
             return f"The profile has no launch of our Triton kernel, so what limits it is not known. {link}"
-        verdict = self._verdict(k)
+        verdict = limits.verdict(self.run, k)
         if verdict is None:
             return self.occupancy_headline()
         impls = self.run.frame("profile", "impls").set_index("case_id")
@@ -265,7 +258,7 @@ class HomePage(Page):
             k = kern[kern["case_id"] == r["case_id"]].sort_values("duration_ms", ascending=False, na_position="last")
             if k.empty:
                 continue
-            v = self._verdict(k.iloc[0])
+            v = limits.verdict(self.run, k.iloc[0])
             if v is not None:
                 return (f"{limiter_words(v.word)} (profiled at B={int(r['batch'])}, H={int(r['heads'])}, "
                         f"N={int(r['seq_len'])})")

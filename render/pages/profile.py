@@ -13,16 +13,15 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from collect.schema.limiter import BUSY_PCT, UNIT_FIELDS, UNITS, judge
+from collect.schema.limiter import BUSY_PCT, UNIT_FIELDS, UNITS
 from collect.schema.occupancy import limits_from_device, occupancy, occupancy_vs_registers, occupancy_vs_smem
 
-from .. import escape, fmt, model
+from .. import escape, fmt, limits, model
 from ..axes import log_ticks
 from ..ceilings import TENSOR_KEY, Ceilings, Roof
 from ..figures import PALETTE
 from ..frames import index_by
 from ..tables import table_html
-from ..errors import DataError
 from ..vocab import (ELEMENT_BYTES, HOTSPOT_ROLES, MATERIALISING, impl_color, impl_label, join, kernel_name,
                      limiter_words, plural, speedup_words, stall_words)
 from .base import Page
@@ -1196,13 +1195,6 @@ class ProfilePage(Page):
 
     # ------------------------------------------------------------------ what limits each kernel
 
-    def _stalls_of(self, case_id: str, launch: int) -> dict[str, float]:
-        st = self.run.frame("profile", "stalls")
-        if st.empty:
-            return {}
-        st = st[(st["case_id"] == case_id) & (st["launch"] == launch)]
-        return dict(zip(st["reason"], st["warps_per_issue"]))
-
     @cached_property
     def _limiters(self) -> pd.DataFrame:
         """The main kernel of every fused call whose units were measured, with its verdict judged again from
@@ -1222,15 +1214,9 @@ class ProfilePage(Page):
                 continue
             kk = mine.sort_values("duration_ms", ascending=False, na_position="last").iloc[0]
             units = {f: (float(kk[f]) if _ok(kk[f]) else None) for f in UNIT_FIELDS}
-            verdict = judge(units, self._stalls_of(kk["case_id"], int(kk["launch"])))
-            stored = kk.get("limiter")
-            if _ok(stored) and (verdict is None or verdict.word != stored):
-                raise DataError(f"{self.run.path / 'profile.json'}: field kernels[case_id={kk['case_id']!r}, "
-                                f"launch={int(kk['launch'])}].limiter: value {str(stored)!r}: the counters beside it "
-                                f"give {verdict.word if verdict else 'no verdict'!r} (collect/schema/limiter.py). "
-                                "Collect the profile again, or correct the field.")
+            verdict = limits.verdict(self.run, kk)
             shape = (int(r["batch"]), int(r["heads"]), int(r["seq_len"]), int(r["head_dim"]), r["dtype"], bool(r["causal"]))
-            step = kk.get("kernel_step") if _ok(kk.get("kernel_step")) else (r.get("kernel_step") if _ok(r.get("kernel_step")) else None)
+            step = next((x for x in (kk.get("kernel_step"), r.get("kernel_step")) if _ok(x)), None)
             rows.append(dict(case_id=kk["case_id"], launch=int(kk["launch"]), impl=r["impl"], shape=shape,
                              label=impl_label(r["impl"]) + (f" [{step}]" if step else ""), kernel_step=step, **units,
                              verdict=verdict.word if verdict else None, evidence=verdict.evidence if verdict else None))
