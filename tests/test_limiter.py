@@ -131,3 +131,10 @@ def test_a_source_page_with_extra_functions_still_matches_in_order():
     profile.add_hotspots(pf, cases, lambda c: c.impl == "triton", 0, extra + text)
     assert pf.reason is None and {h.case_id for h in pf.hotspots} == {"main-b4h32n4096d128-causal-triton",
                                                                       "main-b2h8n2048d64-triton"}
+
+
+def test_every_hot_spot_role_is_declared_once_and_worded():
+    from collect.schema.profile import HOTSPOT_ROLES
+    from render.vocab import HOTSPOT_ROLES as WORDS
+
+    assert {name for name, _ in ncu_source.ROLES} | {"other"} == set(HOTSPOT_ROLES) == set(WORDS)

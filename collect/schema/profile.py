@@ -146,6 +146,11 @@ class StallRow:
                                  "for this reason per issued instruction.", **COUNT)
 
 
+# What a hot spot's instruction does (collect/ncu_source.py assigns them from the opcode).
+HOTSPOT_ROLES = ("mma", "mma-wait", "exp", "barrier", "async-wait", "tma", "load", "store", "convert", "math", "control",
+                 "other")
+
+
 @strict
 @dataclass
 class HotSpotRow:
@@ -161,8 +166,7 @@ class HotSpotRow:
     opcode: str = doc("SASS opcode with its modifiers, e.g. 'HGMMA.64x128x16.F32'.", pattern="^[A-Z0-9_.x]{0,80}$", max_len=80)
     role: str = doc("What the instruction does: mma, mma-wait, exp, barrier, async-wait, tma, load, store, convert, "
                     "math, control or other (collect/ncu_source.py).",
-                    choices=("mma", "mma-wait", "exp", "barrier", "async-wait", "tma", "load", "store", "convert", "math",
-                             "control", "other"))
+choices=HOTSPOT_ROLES)
     sass: str = doc("The SASS line as Nsight Compute printed it (untrusted text).", **NAME)
     samples: float = doc("Warp samples at this instruction (SourceCounters' PC sampling).", **COUNT)
     share_pct: float = doc("Share of the kernel's samples.", **PCT)
