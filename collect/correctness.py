@@ -357,6 +357,20 @@ def ported_candidates(target: str) -> Callable[[int, str], list]:
         for c in candidate_configs(t.capability, head_dim, getattr(torch, dtype_name), t.smem_per_block)]
 
 
+def _first_fitting(configs: list, attempt: Callable):
+    """attempt(config) for each config in turn until one fits this GPU; only Triton's "does not fit"
+    (shared memory, registers) moves on to the next, any other failure is the case's result."""
+    last: BaseException | None = None
+    for cfg in configs or [None]:
+        try:
+            return attempt(cfg)
+        except Exception as exc:  # noqa: BLE001 - only "does not fit" moves on to the next config
+            if not _is_out_of_resources(exc):
+                raise
+            last = exc
+    raise last  # type: ignore[misc]
+
+
 def _call_ported(case: Case, q, k, v, configs: list):
     """Run the case on the code its target GPU would run, assembled here from that code's PTX:
     (output, config text, the Port with what was built)."""
@@ -371,43 +385,28 @@ def _call_ported(case: Case, q, k, v, configs: list):
             out = attention_turing.turing_attention(q, k, v, case.causal)
             info = dict(attention_turing.tile_config(case.head_dim), path="turing")
         else:
-            last: BaseException | None = None
-            for cfg in configs or [None]:
-                try:
-                    out, info = portable_attention(q, k, v, case.causal, None, cfg)
-                    info = dict(info, path="portable")
-                    break
-                except Exception as exc:  # noqa: BLE001 - only "does not fit" moves on to the next config
-                    if not _is_out_of_resources(exc):
-                        raise
-                    last = exc
-            else:
-                raise last  # type: ignore[misc]
+            out, info = _first_fitting(configs, lambda cfg: portable_attention(q, k, v, case.causal, None, cfg))
+            info = dict(info, path="portable")
         _sync(q.device)
     return out, _config_text(info), port
 
 
 def _call(case: Case, q, k, v, configs: list):
-    """Run the implementation; returns (output, config text). Falls through configs that do not fit."""
+    """Run the implementation: (output, config text, the Port of a PORTED case's build, else None)."""
     from kernels import attention
 
     if case.impl in PORTED:
-        out, text, _ = _call_ported(case, q, k, v, configs)
-        return out, text
+        return _call_ported(case, q, k, v, configs)
     if case.impl not in KERNEL_IMPLS:
-        return attention.get_impl(case.impl)(q, k, v, case.causal), None
+        return attention.get_impl(case.impl)(q, k, v, case.causal), None, None
     path = "portable" if case.impl == "triton-portable" else None
-    last: BaseException | None = None
-    for cfg in configs or [None]:
-        try:
-            out = attention.flash_attention(q, k, v, causal=case.causal, config=cfg, path=path)
-            _sync(q.device)
-            return out, _config_text(attention.kernel_config_of_last_call())
-        except Exception as exc:  # noqa: BLE001 - only "does not fit" moves on to the next config
-            if not _is_out_of_resources(exc):
-                raise
-            last = exc
-    raise last  # type: ignore[misc]
+
+    def attempt(cfg):
+        out = attention.flash_attention(q, k, v, causal=case.causal, config=cfg, path=path)
+        _sync(q.device)
+        return out, _config_text(attention.kernel_config_of_last_call()), None
+
+    return _first_fitting(configs, attempt)
 
 
 def _sync(device) -> None:
@@ -453,12 +452,9 @@ def _measure(case: Case, device, tol: Tolerance, configs: list, row: Correctness
     """Inputs, implementation, reference, metrics; its tensors die with its frame. A PORTED case
     also fills `row` with what its target's build is and where it ran."""
     q, k, v = _inputs(case, device)
-    if case.impl in PORTED:
-        out, config, port = _call_ported(case, q, k, v, configs)
-        if row is not None:
-            _describe_port(row, port)
-    else:
-        out, config = _call(case, q, k, v, configs)
+    out, config, port = _call(case, q, k, v, configs)
+    if port is not None and row is not None:
+        _describe_port(row, port)
     _sync(device)
     ref = reference(q, k, v, case.causal)
     m = error_metrics(out, ref, v, tol)
