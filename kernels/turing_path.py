@@ -126,13 +126,21 @@ def reset() -> None:
         _disabled = None
 
 
+def _ported_target(q) -> str | None:
+    """The target whose build runs here through its PTX: a rehearsal's, on any GPU but a T4 itself."""
+    target = dispatch.rehearsed_target()
+    if target is None or not q.is_cuda or capability(device_index(q.device)) == (7, 5):
+        return None
+    return target
+
+
 def _run(mod, q, k, v, causal, sm_scale, launcher=None):
     """The kernel's output; in a rehearsal, its sm75 build run here through its PTX."""
     from .launcher import PLAIN
 
     launcher = launcher or PLAIN
-    target = dispatch.rehearsed_target()
-    if target is None or not q.is_cuda or capability(device_index(q.device)) == (7, 5):
+    target = _ported_target(q)
+    if target is None:
         return mod.turing_attention(q, k, v, causal, sm_scale, launcher=launcher)
     from .retarget import built_for
 
@@ -147,8 +155,8 @@ def run(q, k, v, causal, sm_scale, config, launcher):
     mod = _kernel_module()
     o = _run(mod, q, k, v, causal, softmax_scale(q.shape[-1], sm_scale), launcher)
     info = dict(mod.tile_config(q.shape[-1]), kernel="turing")
-    if dispatch.rehearsed_target() and capability(device_index(q.device)) != (7, 5):
-        info["built_for"] = dispatch.rehearsed_target()
+    if _ported_target(q):
+        info["built_for"] = _ported_target(q)
     return o, info
 
 
