@@ -258,8 +258,12 @@ def main_cases(quick: bool, tiny: bool = False, hopper: bool = False) -> list[Pr
 def hotspot_case(case: ProfileCase, portable: str) -> bool:
     """Whether the case's SASS hot spots are kept: our kernel and its peers at a limiter shape."""
     c = case.case
-    shape = dict(batch=c.batch, heads=c.heads, seq_len=c.seq_len, head_dim=c.head_dim, dtype=c.dtype, causal=c.causal)
-    return case.group == "main" and case.impl in LIMITER_IMPLS + (portable,) and shape in LIMITER_SHAPES
+    return case.group == "main" and case.impl in LIMITER_IMPLS + (portable,) and shape_of(c) in LIMITER_SHAPES
+
+
+def shape_of(c: AttentionCase) -> dict:
+    """An attention case's shape as this module's shape constants write it (HEADLINE, GOAL, ...)."""
+    return dict(batch=c.batch, heads=c.heads, seq_len=c.seq_len, head_dim=c.head_dim, dtype=c.dtype, causal=c.causal)
 
 
 def portable_impl(hopper: bool) -> str:
@@ -403,11 +407,6 @@ def assemble(cases: list[ProfileCase], results: list[dict], csv_text: str, conso
     return profile
 
 
-def escape_name(name: str) -> str:
-    """A kernel name as a reason quotes it: its function name alone, short."""
-    return ncu_source.base_name(name)[:80]
-
-
 def add_hotspots(pf: ProfileFile, cases: list[ProfileCase], keep, rc: int, text: str) -> None:
     """Hot-spot rows from the source page (`text`, exit status `rc`) for the launches of the cases
     `keep` selects. The page lists kernels in report order, as the raw page numbers them; a page
@@ -426,7 +425,7 @@ def add_hotspots(pf: ProfileFile, cases: list[ProfileCase], keep, rc: int, text:
     if rc != 0 or len(pairs) != len(kernels):
         why = (f"`ncu --page source` failed (status {rc})" if rc != 0 else
                f"the source page has no block for the report's kernel {len(pairs)} "
-               f"({escape_name(kernels[len(pairs)].kernel_name)}) in order")
+               f"({ncu_source.base_name(kernels[len(pairs)].kernel_name)[:80]}) in order")
         pf.reason = (pf.reason + "; " if pf.reason else "") + f"no SASS hot spots: {why}"
         return
     wanted = {c.id for c in cases if keep(c)}
@@ -473,10 +472,9 @@ def pin_tuned_configs(cases: list[ProfileCase], portable: str, headline_best: di
     for case in cases:
         if case.group == "main" and case.impl in ("triton", portable) and case.config is None:
             c = case.case
-            shape = dict(batch=c.batch, heads=c.heads, seq_len=c.seq_len, head_dim=c.head_dim, dtype=c.dtype,
-                         causal=c.causal)
+            shape = shape_of(c)
             headline = case.impl == portable and all(HEADLINE.get(k) == v for k, v in shape.items())
-            if headline:  # tuned once already (None: it failed, and the experiment says why)
+            if headline:  # tuned once already by run() (None: tuning failed; the case tunes for itself)
                 cfg = headline_best
             elif case.impl != portable and flash_route(c, "cuda")[0] != "portable":
                 cfg = None  # flash_attention takes a path without an autotuner here: nothing to pin
