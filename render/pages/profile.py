@@ -1225,7 +1225,7 @@ class ProfilePage(Page):
     def limiter_shapes(self) -> list[tuple]:
         """The shapes at which our kernel's units were measured, in profile order."""
         df = self._limiters
-        return list(dict.fromkeys(df[df["impl"].isin(("triton",))]["shape"])) if not df.empty else []
+        return list(dict.fromkeys(df[df["impl"] == "triton"]["shape"])) if not df.empty else []
 
     def limiter_table(self) -> str:
         df = self._limiters
@@ -1324,9 +1324,13 @@ class ProfilePage(Page):
         out.sort(key=lambda d: (d["title"].split(",", 1)[1], d["impl"] != "triton"))
         return out
 
+    @cached_property
+    def _hotspots_by_launch(self) -> dict[tuple, pd.DataFrame]:
+        return {key: g.sort_values("rank") for key, g in
+                index_by(self.run.frame("profile", "hotspots"), ("case_id", "launch")).items()}
+
     def _hotspots(self, case_id: str, launch: int) -> pd.DataFrame:
-        hs = self.run.frame("profile", "hotspots")
-        return hs[(hs["case_id"] == case_id) & (hs["launch"] == launch)].sort_values("rank")
+        return self._hotspots_by_launch.get((case_id, launch), pd.DataFrame(columns=["rank", "role", "opcode"]))
 
     def hotspot_table(self, case_id: str, launch: int) -> str:
         """The kernel's top instructions grouped by what they do: each group's share of the kernel's samples,
