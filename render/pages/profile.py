@@ -90,6 +90,11 @@ def _tensor_core_work(k: pd.DataFrame) -> pd.Series:
     return out.astype(bool)
 
 
+def _step_words(step) -> str:
+    """' (Gluon tile kernel, g8)' for our kernel's recorded Gluon step; '' without one."""
+    return f" ({kernel_name('gluon', step)}, {step})" if isinstance(step, str) and step else ""
+
+
 def short_kernel_name(name: str) -> str:
     """'void at::native::foo<c10::Half, 4>(float*, ...)' -> 'foo': the function, no namespace or templates."""
     s = re.sub(r"^(void|static)\s+", "", name.strip())
@@ -1218,7 +1223,7 @@ class ProfilePage(Page):
             shape = (int(r["batch"]), int(r["heads"]), int(r["seq_len"]), int(r["head_dim"]), r["dtype"], bool(r["causal"]))
             step = next((x for x in (kk.get("kernel_step"), r.get("kernel_step")) if _ok(x)), None)
             rows.append(dict(case_id=kk["case_id"], launch=int(kk["launch"]), impl=r["impl"], shape=shape,
-                             label=impl_label(r["impl"]) + (f" [{step}]" if step else ""), kernel_step=step, **units,
+                             label=impl_label(r["impl"]) + _step_words(step), kernel_step=step, **units,
                              verdict=verdict.word if verdict else None, evidence=verdict.evidence if verdict else None))
         return pd.DataFrame(rows, columns=cols)
 
@@ -1271,9 +1276,7 @@ class ProfilePage(Page):
             at = df[df["shape"] == shape]
             ours = at[at["impl"] == "triton"].iloc[0]
             busiest = max(UNITS, key=lambda u: ours[u[1]] if _ok(ours[u[1]]) else -1)
-            kernel = (f" ({escape.text(kernel_name('gluon', ours.kernel_step))}, {escape.text(ours.kernel_step)})"
-                      if ours.kernel_step else "")
-            text = (f"At {self.shape_text(shape)}, our kernel{kernel} "
+            text = (f"At {self.shape_text(shape)}, our kernel{escape.text(_step_words(ours.kernel_step))} "
                     f"is limited by **{escape.text(limiter_words(ours.verdict))}**: {escape.text(ours.evidence or '')}")
             peers = at[at["impl"] != "triton"]
             same = [impl_label(p) for p, v in zip(peers["impl"], peers["verdict"]) if v == ours.verdict]
@@ -1320,7 +1323,7 @@ class ProfilePage(Page):
             shape = (int(r["batch"]), int(r["heads"]), int(r["seq_len"]), int(r["head_dim"]), r["dtype"], bool(r["causal"]))
             step = r.get("kernel_step") if _ok(r.get("kernel_step")) else None
             out.append(dict(case_id=case_id, launch=int(launch), impl=r["impl"],
-                            title=f"{impl_label(r['impl'])}{f' [{step}]' if step else ''}, {self.shape_text(shape)}"))
+                            title=f"{impl_label(r['impl'])}{_step_words(step)}, {self.shape_text(shape)}"))
         out.sort(key=lambda d: (d["title"].split(",", 1)[1], d["impl"] != "triton"))
         return out
 
