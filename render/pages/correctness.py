@@ -292,7 +292,7 @@ class CorrectnessPage(Page):
         for _, r in misfit.iterrows():
             why = _text(r["reason"]) or (f"its build needs {fmt.bytes_(r['target_shared_bytes'])} of shared memory "
                                          "per block" if pd.notna(r["target_shared_bytes"]) else "it does not fit")
-            out.append(f"The {PORTED_WORDS.get(r['impl'], r['impl'])} at d={int(r['head_dim'])} "
+            out.append(f"The {escape.text(PORTED_WORDS.get(r['impl'], r['impl']))} at d={int(r['head_dim'])} "
                        f"{'passes here' if r['passed'] == True else 'ran here'} but would not launch on its GPU: "  # noqa: E712
                        f"{escape.text(why)}.")
         return " ".join(out)

@@ -1323,7 +1323,7 @@ class ProfilePage(Page):
             shape = (int(r["batch"]), int(r["heads"]), int(r["seq_len"]), int(r["head_dim"]), r["dtype"], bool(r["causal"]))
             step = r.get("kernel_step") if _ok(r.get("kernel_step")) else None
             out.append(dict(case_id=case_id, launch=int(launch), impl=r["impl"],
-                            title=f"{impl_label(r['impl'])}{_step_words(step)}, {self.shape_text(shape)}"))
+                            title=escape.text(f"{impl_label(r['impl'])}{_step_words(step)}, {self.shape_text(shape)}")))
         out.sort(key=lambda d: (d["title"].split(",", 1)[1], d["impl"] != "triton"))
         return out
 
