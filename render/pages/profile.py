@@ -90,6 +90,11 @@ def _tensor_core_work(k: pd.DataFrame) -> pd.Series:
     return out.astype(bool)
 
 
+def step_short(step) -> str:
+    """' g8' for our kernel's recorded step, '' without one: for tick labels that must stay short."""
+    return f" {step}" if isinstance(step, str) and step else ""
+
+
 def _step_words(step) -> str:
     """' (Gluon tile kernel, g8)' for our kernel's recorded Gluon step; '' without one."""
     return f" ({kernel_name('gluon', step)}, {step})" if isinstance(step, str) and step else ""
@@ -1248,25 +1253,27 @@ class ProfilePage(Page):
         df = self._limiters
         if df.empty:
             return ""
-        fig = go.Figure()
-        # Short tick labels: with long ones the left margin can outgrow a narrow figure (Plotly then cannot scale it).
-        y = [_esc(f"{lab} · B{b} H{h} N{n} d{d}{' causal' if c else ''}")
-             for lab, (b, h, n, d, _, c) in zip(df["label"], df["shape"])]
-        for i, (_, f, name) in enumerate(UNITS):
-            fig.add_bar(name=_esc(name), y=y, x=df[f], orientation="h", marker_color=STALL_COLORS[i % len(STALL_COLORS)],
-                        hovertemplate=f"{_esc(name)}: %{{x:.3g}}% of peak<br>%{{y}}<extra></extra>")
-        fig.add_vline(x=BUSY_PCT, line_dash="dash", line_color=PALETTE[7])
-        fig.update_layout(barmode="group", xaxis_title="Busy, % of the unit's peak", xaxis_range=[0, 100],
-                          yaxis=dict(autorange="reversed", automargin=True),
-                          legend=dict(orientation="h", xref="container", entrywidth=150, y=-0.08, yanchor="top"))
+        # One row per kernel and shape, one column per unit: a cell's colour is its busy share, and the
+        # colour scale turns at the share the rule calls a limit, so a limiting unit stands out.
+        y = [_esc(f"{impl_label(i)}{step_short(s)} · B{b} H{h} N{n} d{d}{' causal' if c else ''}")
+             for i, s, (b, h, n, d, _, c) in zip(df["impl"], df["kernel_step"], df["shape"])]
+        x = [_esc(name) for _, _, name in UNITS]
+        z = df[list(UNIT_FIELDS)].astype(float).values
+        turn = BUSY_PCT / 100
+        fig = go.Figure(go.Heatmap(
+            z=z, x=x, y=y, zmin=0, zmax=100, texttemplate="%{z:.0f}",
+            colorscale=[[0, "#f7fbff"], [turn * 0.5, "#9ecae1"], [turn - 1e-6, "#2171b5"], [turn, "#cb181d"], [1, "#67000d"]],
+            colorbar=dict(title="% of peak", tickvals=[0, 20, 40, 60, BUSY_PCT, 100]),
+            hovertemplate="%{y}<br>%{x}: %{z:.3g}% of its peak<extra></extra>"))
+        fig.update_layout(yaxis=dict(autorange="reversed", automargin=True), xaxis=dict(side="top", automargin=True))
         return self.figure("utilisation", fig,
-                           "How busy each unit was while the kernel ran, as a share of its own peak: the tensor, "
-                           "exponential (XU), FMA, ALU and load/store pipes and the instruction issue slots "
+                           "How busy each unit was while the kernel ran, as a share of its own peak (the cell's number): "
+                           "the tensor, exponential (XU), FMA, ALU and load/store pipes and the instruction issue slots "
                            "(sm__pipe_*_cycles_active, sm__inst_executed_pipe_*, sm__inst_issued, as % of peak "
                            "sustained while the SM was active), and DRAM, L2 and L1/shared throughput (Speed of "
-                           f"Light). The dashed line is the {BUSY_PCT:.0f}% at which a unit counts as the limit. "
+                           f"Light). Cells at {BUSY_PCT:.0f}% or more, where a unit counts as the limit, turn red. "
                            "Nsight Compute with --clock-control none, one profiled call after warm-up",
-                           height=260 + 90 * len(y))
+                           height=160 + 28 * len(y))
 
     def limiter_finding(self) -> str:
         """Per shape: our kernel's verdict, the busiest unit, and the fastest peer's verdict beside it."""
@@ -1322,9 +1329,10 @@ class ProfilePage(Page):
             r = im.loc[case_id]
             shape = (int(r["batch"]), int(r["heads"]), int(r["seq_len"]), int(r["head_dim"]), r["dtype"], bool(r["causal"]))
             step = r.get("kernel_step") if _ok(r.get("kernel_step")) else None
-            out.append(dict(case_id=case_id, launch=int(launch), impl=r["impl"],
+            out.append(dict(case_id=case_id, launch=int(launch), impl=r["impl"], shape=shape,
                             title=escape.text(f"{impl_label(r['impl'])}{_step_words(step)}, {self.shape_text(shape)}")))
-        out.sort(key=lambda d: (d["title"].split(",", 1)[1], d["impl"] != "triton"))
+        order = {s: i for i, s in enumerate(self.limiter_shapes())}
+        out.sort(key=lambda d: (order.get(d["shape"], len(order)), d["impl"] != "triton"))  # ours first at each shape
         return out
 
     @cached_property
