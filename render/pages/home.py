@@ -271,18 +271,18 @@ class HomePage(Page):
         k = self._fused_kernel()
         if k is None:
             return f"The profile has no launch of our Triton kernel, so its occupancy is not known. {link}"
-        limits = {name: int(k[f"block_limit_{name}"]) for name in LIMIT_WORDS if _ok(k[f"block_limit_{name}"])}
+        blocks_per_sm = {name: int(k[f"block_limit_{name}"]) for name in LIMIT_WORDS if _ok(k[f"block_limit_{name}"])}
         source = "Nsight Compute's block limits"
-        if not limits:
+        if not blocks_per_sm:
             lim = limits_from_device(self.run.manifest.device)
             need = ("block_size", "registers_per_thread", "smem_per_block_bytes")
             if lim is None or not all(_ok(k[c]) for c in need):
                 return f"Nsight Compute reported no occupancy limits for our Triton kernel in this run. {link}"
             o = occupancy(lim, int(k["block_size"]), int(k["registers_per_thread"]), int(k["smem_per_block_bytes"]))
-            limits = {"registers": o.blocks_by_registers, "smem": o.blocks_by_smem, "warps": o.blocks_by_warps,
+            blocks_per_sm = {"registers": o.blocks_by_registers, "smem": o.blocks_by_smem, "warps": o.blocks_by_warps,
                       "blocks": o.blocks_by_blocks}
             source = "the occupancy rules applied to its launch (Nsight Compute reported no block limits)"
-        least = min(limits.values())
+        least = min(blocks_per_sm.values())
         sms = self.run.manifest.device.sm_count if self.run.manifest.device else None
         grid = int(k["grid_size"]) if "grid_size" in k and _ok(k["grid_size"]) else None
         if sms and grid == sms and least <= 1:
@@ -294,7 +294,7 @@ class HomePage(Page):
             if _ok(th):
                 text += f" That block's warps fill {fmt.pct(th)} of the SM's warp slots."
             return f"{text} {link}"
-        binding = [name for name, v in limits.items() if v == least]
+        binding = [name for name, v in blocks_per_sm.items() if v == least]
         detail = {"registers": f"{int(k['registers_per_thread'])} registers per thread" if _ok(k["registers_per_thread"]) else None,
                   "smem": f"{fmt.bytes_(k['smem_per_block_bytes'])} of shared memory per block" if _ok(k["smem_per_block_bytes"]) else None,
                   "warps": f"{int(k['block_size'])} threads per block" if _ok(k["block_size"]) else None,
