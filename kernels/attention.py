@@ -33,12 +33,15 @@ import triton.language as tl
 from . import dispatch
 from .common import (  # noqa: F401 - the constants and check_dtype_supported stay importable from here
     DTYPES,
+    HEAD_DIM_TILES,
     HEAD_DIMS,
     LOG2E,
+    PADDED_HEAD_DIMS,
     check_dtype_supported,
     capability,
     check_tile,
     device_index,
+    head_dim_tile,
     interpreting,
     quick_bench,
     smem_per_block,
@@ -70,13 +73,17 @@ def _attend_to_keys(
     CAUSAL: tl.constexpr,
     UPCAST_DOT: tl.constexpr,
     DOT_PRECISION: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+    HEAD_TILE: tl.constexpr,
 ):
     """Fold the key/value tiles in [lo, hi) into the running softmax state of one query tile.
 
     MASKED=False is the hot loop: every key in range is real and visible to every query row,
     so there is no bounds check and no `where`. MASKED=True handles the tile that straddles
-    the diagonal (CAUSAL) or the end of the sequence.
+    the diagonal (CAUSAL) or the end of the sequence. A head size below its tile (offs_d runs
+    past HEAD_DIM) reads zeros there, which add nothing to a score or to the output.
     """
+    d_ok = offs_d < HEAD_DIM
     # Only scalars are carried from one iteration to the next: a loop-carried tensor of
     # pointers would cost 2 registers per element per thread.
     k_offs = offs_n[:, None] * stride_kn + offs_d[None, :]
@@ -88,7 +95,9 @@ def _attend_to_keys(
         v_ptrs = V_head + start_n * stride_vn + v_offs
         if MASKED:
             in_bounds = cols < seq_len
-            k = tl.load(k_ptrs, mask=in_bounds[:, None], other=0.0)
+            k = tl.load(k_ptrs, mask=in_bounds[:, None] & d_ok[None, :], other=0.0)
+        elif HEAD_DIM < HEAD_TILE:
+            k = tl.load(k_ptrs, mask=d_ok[None, :], other=0.0)
         else:
             k = tl.load(k_ptrs)
         if UPCAST_DOT:
@@ -114,7 +123,9 @@ def _attend_to_keys(
         acc = acc * alpha[:, None]
 
         if MASKED:
-            v = tl.load(v_ptrs, mask=in_bounds[:, None], other=0.0)
+            v = tl.load(v_ptrs, mask=in_bounds[:, None] & d_ok[None, :], other=0.0)
+        elif HEAD_DIM < HEAD_TILE:
+            v = tl.load(v_ptrs, mask=d_ok[None, :], other=0.0)
         else:
             v = tl.load(v_ptrs)
         # P is rounded to the input dtype before the second matmul, as on the tensor cores.
@@ -137,7 +148,8 @@ def _attn_fwd(
     stride_ob, stride_oh, stride_on,
     num_heads, seq_len, qk_scale,
     SEQ_BUCKET,  # unused by the code: the autotuner keys on it (seq_len rounded up)
-    HEAD_DIM: tl.constexpr,
+    HEAD_DIM: tl.constexpr,  # the true head size
+    HEAD_TILE: tl.constexpr,  # the power of two its tiles are built on (kernels.common.head_dim_tile)
     CAUSAL: tl.constexpr,
     UPCAST_DOT: tl.constexpr,
     DOT_PRECISION: tl.constexpr,
@@ -156,7 +168,8 @@ def _attn_fwd(
 
     offs_m = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, HEAD_DIM)
+    offs_d = tl.arange(0, HEAD_TILE)
+    d_ok = offs_d < HEAD_DIM
 
     q_ptrs = Q + b * stride_qb + h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :]
     K_head = K + b * stride_kb + h * stride_kh
@@ -164,13 +177,13 @@ def _attn_fwd(
 
     # Rows past the end of the sequence load zeros; they are computed and never stored.
     row_ok = offs_m < seq_len
-    q = tl.load(q_ptrs, mask=row_ok[:, None], other=0.0)
+    q = tl.load(q_ptrs, mask=row_ok[:, None] & d_ok[None, :], other=0.0)
     if UPCAST_DOT:
         q = q.to(tl.float32)
 
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_TILE], dtype=tl.float32)
 
     if CAUSAL:
         # Stage 1: key tiles wholly below the diagonal. All visible, all in bounds, no mask.
@@ -179,29 +192,29 @@ def _attn_fwd(
         acc, l_i, m_i = _attend_to_keys(
             acc, l_i, m_i, q, K_head, V_head, stride_kn, stride_vn,
             offs_m, offs_n, offs_d, 0, diag_lo, seq_len, qk_scale,
-            BLOCK_N, False, True, UPCAST_DOT, DOT_PRECISION)
+            BLOCK_N, False, True, UPCAST_DOT, DOT_PRECISION, HEAD_DIM, HEAD_TILE)
         # Stage 2: the key tiles on the diagonal, masked. Tiles above it are never visited.
         diag_hi = tl.minimum(diag_lo + BLOCK_M, seq_len)
         acc, l_i, m_i = _attend_to_keys(
             acc, l_i, m_i, q, K_head, V_head, stride_kn, stride_vn,
             offs_m, offs_n, offs_d, diag_lo, diag_hi, seq_len, qk_scale,
-            BLOCK_N, True, True, UPCAST_DOT, DOT_PRECISION)
+            BLOCK_N, True, True, UPCAST_DOT, DOT_PRECISION, HEAD_DIM, HEAD_TILE)
     else:
         # Every full key tile without a mask, then the ragged tail (if any) with one.
         full_hi = (seq_len // BLOCK_N) * BLOCK_N
         acc, l_i, m_i = _attend_to_keys(
             acc, l_i, m_i, q, K_head, V_head, stride_kn, stride_vn,
             offs_m, offs_n, offs_d, 0, full_hi, seq_len, qk_scale,
-            BLOCK_N, False, False, UPCAST_DOT, DOT_PRECISION)
+            BLOCK_N, False, False, UPCAST_DOT, DOT_PRECISION, HEAD_DIM, HEAD_TILE)
         acc, l_i, m_i = _attend_to_keys(
             acc, l_i, m_i, q, K_head, V_head, stride_kn, stride_vn,
             offs_m, offs_n, offs_d, full_hi, seq_len, seq_len, qk_scale,
-            BLOCK_N, True, False, UPCAST_DOT, DOT_PRECISION)
+            BLOCK_N, True, False, UPCAST_DOT, DOT_PRECISION, HEAD_DIM, HEAD_TILE)
 
     # Each real row saw at least key 0, so l_i > 0 there.
     acc = acc / l_i[:, None]
     o_ptrs = O + b * stride_ob + h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :]
-    tl.store(o_ptrs, acc.to(O.dtype.element_ty), mask=row_ok[:, None])
+    tl.store(o_ptrs, acc.to(O.dtype.element_ty), mask=row_ok[:, None] & d_ok[None, :])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -274,6 +287,7 @@ def candidate_configs(capability, head_dim, dtype, smem_limit=None):
     triton.Config objects: those whose tiles cannot fit in shared memory, or whose
     accumulators alone would crowd the register file, are dropped."""
     arch = arch_of(capability)
+    head_dim = head_dim_tile(head_dim)  # the tiles, shared memory and registers are the padded size's
     limit = smem_limit or _SMEM_FALLBACK[arch]
     elem = torch.tensor([], dtype=dtype).element_size()
     table = _CONFIGS_BY_ARCH[arch]
@@ -406,6 +420,7 @@ def _launch(kernel, q, k, v, o, causal, sm_scale, warmup=False, launcher=PLAIN, 
         heads, seq_len, sm_scale * LOG2E,
         triton.next_power_of_2(seq_len),
         HEAD_DIM=head_dim,
+        HEAD_TILE=head_dim_tile(head_dim),
         CAUSAL=bool(causal),
         # The interpreter multiplies bf16 tl.dot operands wrongly (raw bits) and fp16 ones
         # without fp32 accumulation: give it fp32 operands. Never on a GPU.
@@ -540,9 +555,11 @@ def compile_specs(target):
     """The portable kernel as the phases launch it on `target` (a kernels.aot.Target): every
     autotuner candidate at every head_dim and masking in float16, and in bfloat16 where the GPU
     has it; plus the ragged and length-1 specialisations Triton makes of seq_len (correctness
-    runs N = 1, 17, 1000, 4097). Core (the default test, which must stay short): the candidate with
-    the largest tiles at every head_dim, since a compile fails on shared memory or registers; causal
-    and bfloat16 at the head_dims the benchmarks run; the ragged and length-1 variants."""
+    runs N = 1, 17, 1000, 4097), at every tile size and the padded head sizes of PADDED_HEAD_DIMS
+    (the other padded sizes compile to the same tiles with other masks). Core (the default test,
+    which must stay short): the candidate with the largest tiles at every head_dim, since a compile
+    fails on shared memory or registers; causal and bfloat16 at the head_dims the benchmarks run;
+    the ragged and length-1 variants."""
     from .aot import CompileSpec, meta
 
     dtypes = (torch.float16, torch.bfloat16) if target.bf16 else (torch.float16,)
@@ -565,9 +582,9 @@ def compile_specs(target):
     out = []
     for dtype in dtypes:
         half = dtype == torch.float16
-        for head_dim in HEAD_DIMS:
+        for head_dim in HEAD_DIM_TILES + PADDED_HEAD_DIMS:
             cands = candidate_configs(target.capability, head_dim, dtype, target.smem_per_block)
-            heaviest = max(cands, key=lambda c: weight(c, head_dim))
+            heaviest = max(cands, key=lambda c: weight(c, head_dim_tile(head_dim)))
             for causal in (False, True):
                 core = half and not causal or (causal and head_dim in (64, 128) and (half or head_dim == 128))
                 out += [spec(dtype, head_dim, causal, c, core and c is heaviest) for c in cands]

@@ -15,7 +15,16 @@ import torch
 # exp2, a single hardware instruction, instead of exp.
 LOG2E = 1.4426950408889634
 
-HEAD_DIMS = (16, 32, 64, 128, 256)
+# Every head size SDPA, FlashAttention and cuDNN take: the multiples of 8 up to 256. (A multiple of 8
+# also keeps every row of a half-precision tensor 16-byte aligned, which TMA descriptors need.)
+HEAD_DIMS = tuple(range(8, 257, 8))
+# The head sizes the kernels are built for. A tl.arange and a register tile need a power of two, so
+# any other head size runs in the tile of the next one: loads read zeros past the true head size (a
+# mask, or TMA's zero fill) and stores stop there, so the padded columns add to no score or output.
+HEAD_DIM_TILES = (16, 32, 64, 128, 256)
+# Padded head sizes common in real models (80, 96: GPT-NeoX/Phi-style; 192: DeepSeek's q/k): the
+# correctness grid checks them and the compile matrix builds them beside the tiles.
+PADDED_HEAD_DIMS = (80, 96, 192)
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 HALF_DTYPES = (torch.float16, torch.bfloat16)
 
@@ -51,8 +60,7 @@ def check_inputs(q, k, v) -> None:
     if q.dtype not in DTYPES:
         raise ValueError(f"dtype must be one of float16, bfloat16, float32, got {q.dtype}")
     batch, heads, seq_len, head_dim = q.shape
-    if head_dim not in HEAD_DIMS:
-        raise ValueError(f"head_dim must be one of {HEAD_DIMS}, got {head_dim}")
+    check_head_dim(head_dim)
     if seq_len < 1:
         raise ValueError(f"seq_len must be >= 1, got {seq_len}")
     if batch < 1 or heads < 1:
@@ -65,6 +73,20 @@ def check_inputs(q, k, v) -> None:
     if q.device.type != "cuda":
         raise ValueError(f"q, k, v must be CUDA tensors, got device {q.device}")
     check_dtype_supported(q.dtype, capability(device_index(q.device)))
+
+
+def check_head_dim(head_dim) -> None:
+    """Raise ValueError, naming the sizes allowed and the fix, for a head size no path takes."""
+    if head_dim not in HEAD_DIMS:
+        raise ValueError(f"head_dim must be a multiple of 8 from 8 to 256 (8, 16, 24, ..., 256), got {head_dim}; "
+                         "pad the head dimension with zeros up to the next multiple of 8 (and pass sm_scale = "
+                         "1/sqrt(true head_dim))")
+
+
+def head_dim_tile(head_dim: int) -> int:
+    """The kernels' tile for a head size: the smallest of HEAD_DIM_TILES that holds it."""
+    check_head_dim(head_dim)
+    return next(t for t in HEAD_DIM_TILES if t >= head_dim)
 
 
 def softmax_scale(head_dim: int, sm_scale) -> float:

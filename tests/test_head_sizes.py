@@ -1,0 +1,61 @@
+"""Every head size a multiple of 8 from 8 to 256: the sizes between the kernels' power-of-two tiles
+run in the next tile with the columns past the true size read as zeros and never stored, and every
+other size is refused with the sizes allowed. On the CPU through Triton's interpreter, tiny shapes."""
+import pytest
+import torch
+
+from attention_inputs import qkv
+
+from kernels import flash_attention, kernel_config_of_last_call
+from kernels.attention import reference_attention
+from kernels.common import HEAD_DIM_TILES, HEAD_DIMS, head_dim_tile
+
+pytestmark = pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning")
+
+ATOL = {torch.float32: 2e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}
+# Off the power-of-two tiles (24 in 32, 80 and 96 in 128, 192 in 256), and 8, below the smallest tile.
+PADDED = (8, 24, 80, 96, 192)
+
+
+def max_err(out, q, k, v, causal, sm_scale=None):
+    assert out.shape == q.shape and out.dtype == q.dtype
+    return (out.double() - reference_attention(q, k, v, causal, sm_scale)).abs().max().item()
+
+
+def test_the_allowed_sizes_are_the_multiples_of_8_up_to_256_each_in_the_next_tile():
+    assert HEAD_DIMS == tuple(range(8, 257, 8))
+    assert [head_dim_tile(d) for d in PADDED] == [16, 32, 128, 128, 256]
+    assert all(head_dim_tile(d) == d for d in HEAD_DIM_TILES)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("head_dim", PADDED)
+def test_the_portable_path_runs_every_padded_size(head_dim, causal):
+    # 37 rows: a ragged last key tile, so the masked loads meet the head-size mask too.
+    q, k, v = qkv((1, 2, 37, head_dim), torch.float16, seed=head_dim)
+    out = flash_attention(q, k, v, causal)
+    assert kernel_config_of_last_call()["path"] == "portable"
+    assert max_err(out, q, k, v, causal) <= ATOL[torch.float16]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_a_padded_size_in_the_other_dtypes_and_with_its_own_scale(dtype):
+    q, k, v = qkv((2, 1, 40, 80), dtype, seed=3)
+    assert max_err(flash_attention(q, k, v), q, k, v, False) <= ATOL[dtype]
+    assert max_err(flash_attention(q, k, v, True, 0.3), q, k, v, True, 0.3) <= ATOL[dtype]
+
+
+def test_the_columns_past_the_head_size_are_never_read():
+    # A (B, N, H, d) projection viewed as (B, H, N, d): the next head's columns follow each row's
+    # last one, so a load past d would read them into the scores and the output.
+    g = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(1, 33, 2, 80, generator=g).half().transpose(1, 2) for _ in range(3))
+    for causal in (False, True):
+        assert max_err(flash_attention(q, k, v, causal), q, k, v, causal) <= ATOL[torch.float16]
+
+
+@pytest.mark.parametrize("head_dim", [0, 4, 12, 100, 264, 512])
+def test_other_sizes_are_refused_naming_the_allowed_ones(head_dim):
+    q = torch.zeros(1, 2, 8, head_dim, dtype=torch.float16)
+    with pytest.raises(ValueError, match=r"multiple of 8 from 8 to 256.*got " + str(head_dim) + ".*pad the head"):
+        flash_attention(q, q, q)
