@@ -46,8 +46,8 @@ import triton.language as tl
 import triton.testing
 
 from . import dispatch
-from .common import (HALF_DTYPES, HEAD_DIMS, LOG2E, capability, check_inputs, check_tile, device_index, interpreting,
-                     quick_bench, device_sm_count, softmax_scale)
+from .common import (HALF_DTYPES, HEAD_DIM_TILES, LOG2E, PADDED_HEAD_DIMS, capability, check_inputs, check_tile,
+                     device_index, head_dim_tile, interpreting, quick_bench, device_sm_count, softmax_scale)
 from .launcher import PLAIN, LaunchCache, Recorder, TensorDescriptor, config_key, replay_allowed
 
 
@@ -515,9 +515,8 @@ MAX_ACC_REGS = 160  # fp32 accumulator + score tile registers a thread beyond wh
 
 
 def _family(head_dim):
-    if head_dim not in HEAD_DIMS:
-        raise ValueError(f"head_dim must be one of {HEAD_DIMS}, got {head_dim}")
-    return "small" if head_dim <= 64 else str(head_dim)
+    tile = head_dim_tile(head_dim)
+    return "small" if tile <= 64 else str(tile)
 
 
 def smem_bytes(cfg: TileConfig, head_dim: int, elem_bytes: int) -> int:
@@ -537,7 +536,10 @@ def acc_regs_per_thread(cfg: TileConfig, head_dim: int, warp_spec: bool) -> int:
 def ws_capable(cfg: TileConfig, head_dim: int) -> bool:
     """Whether Triton 3.6 warp-specializes this config: four warps per role and 128 rows, so the
     data split gives each consumer warpgroup one 64-row wgmma tile (checked by compiling for
-    sm90: other shapes compile without specialization or fail the pass)."""
+    sm90: other shapes compile without specialization or fail the pass). Only at a head size that
+    is its own tile: the warp-specialized kernels build their descriptors on the device with the
+    tile as the tensor's width, so a padded head size takes the descriptor kernel, whose host-built
+    descriptors span the true width and zero-fill the rest."""
     return cfg.num_warps == 4 and cfg.BLOCK_M == 128 and head_dim in _WS_CONFIGS
 
 
@@ -549,6 +551,8 @@ def candidate_configs(head_dim, dtype, causal, seq_len, features=None, smem_limi
     split needs that)."""
     feats = features or BEST
     family = _family(head_dim)
+    ws_ok = head_dim in _WS_CONFIGS  # the true size: a padded one never warp-specializes (ws_capable)
+    head_dim = head_dim_tile(head_dim)  # tiles, shared memory and registers are the padded size's
     elem = torch.tensor([], dtype=dtype).element_size()
     cap = max(64, triton.next_power_of_2(max(1, int(seq_len))))
 
@@ -561,7 +565,7 @@ def candidate_configs(head_dim, dtype, causal, seq_len, features=None, smem_limi
 
     # Warp-specialized tiles are 128 rows tall; a shorter sequence, or another head_dim, gets the
     # descriptor kernel's configs.
-    out = fitting(_WS_CONFIGS[head_dim], True) if feats.warp_spec and head_dim in _WS_CONFIGS else []
+    out = fitting(_WS_CONFIGS[head_dim], True) if feats.warp_spec and ws_ok else []
     out = out or fitting(_TMA_CONFIGS[family], False)
     if not out:  # keep the smallest tile rather than nothing; compiling it will say if it fails
         out = [min((TileConfig(*t) for t in _TMA_CONFIGS[family]),
@@ -741,10 +745,10 @@ def _launch(q, k, v, o, causal, scale, cfg: TileConfig, feats: Features, launche
     interp = interpreting()
     batch, heads, seq_len, head_dim = q.shape
     grid = (triton.cdiv(seq_len, cfg.BLOCK_M), batch * heads)
-    common = dict(HEAD_DIM=head_dim, CAUSAL=bool(causal), BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N,
+    common = dict(HEAD_DIM=head_dim_tile(head_dim), CAUSAL=bool(causal), BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N,
                   UPCAST=interp, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
     # Under the interpreter (tests) the warp-specialized kernel runs at any tile size, unsplit.
-    if feats.warp_spec and (ws_capable(cfg, head_dim) or interp):
+    if feats.warp_spec and (ws_capable(cfg, head_dim) or (interp and head_dim in HEAD_DIM_TILES)):
         triton.set_allocator(_alloc_scratch)
         # EVEN_N only matters without a causal mask (which covers the tail too): fixing it when
         # causal saves a compilation per ragged length.
@@ -803,8 +807,10 @@ def _flat_ok(q, k, v, o, cfg):
 
 
 def _host_descs(q, k, v, o, cfg):
-    """4-D descriptors over the whole tensors, one (1, 1, rows, head_dim) box each."""
-    d = q.shape[-1]
+    """4-D descriptors over the whole tensors, one (1, 1, rows, head tile) box each. The tensor's
+    width is the true head size: a box reads zeros past it and a store stops there (every multiple
+    of 8 keeps a half-precision row a multiple of 16 bytes, as TMA needs)."""
+    d = head_dim_tile(q.shape[-1])
     return [TensorDescriptor(t, list(t.shape), list(t.stride()), [1, 1, rows, d])
             for t, rows in ((q, cfg.BLOCK_M), (k, cfg.BLOCK_N), (v, cfg.BLOCK_N), (o, cfg.BLOCK_M))]
 
@@ -860,21 +866,22 @@ def configs_for(fixed, head_dim, dtype, causal, seq_len, feats, smem_limit=None)
 
 def compile_specs(target):
     """Compute capability 9.x only. The shipped path as bench, correctness and profile run it
-    (best_features per masking and length, every pruned candidate config, at every head_dim,
-    with the ragged and length-1 specialisations of seq_len); the recorded versions the iterations
-    phase times are kernels/attention_versions.py's own specs. Core (the default test, which must
-    stay short): float16 with the first candidate at head_dims 64 and 128, bfloat16 at 128."""
+    (best_features per masking and length, every pruned candidate config, at every tile size and
+    the padded sizes of PADDED_HEAD_DIMS, with the ragged and length-1 specialisations of seq_len);
+    the recorded versions the iterations phase times are kernels/attention_versions.py's own specs. Core (the default test, which must
+    stay short): float16 with the first candidate at head_dims 64, 128 and 192 (a padded size),
+    bfloat16 at 128."""
     if target.capability[0] != 9:
         return []
     out = []
     for dtype in HALF_DTYPES:
         half = dtype == torch.float16
-        for head_dim in HEAD_DIMS:
+        for head_dim in HEAD_DIM_TILES + PADDED_HEAD_DIMS:
             for causal in (False, True):
                 for n in (2048, SPLIT_FROM_SEQ_LEN) + ((1, 17) if head_dim == 64 else ()):
                     feats = best_features(causal, n)
                     cands = candidate_configs(head_dim, dtype, causal, n, feats, target.smem_per_block)
-                    i_core = head_dim == 128 or (half and head_dim == 64 and n > 17)
+                    i_core = head_dim == 128 or (half and head_dim in (64, 192) and n > 17)
                     out += [compile_spec(dtype, head_dim, causal, n, c, feats, "shipped", i_core and i == 0)
                             for i, c in enumerate(cands)]
     return out

@@ -76,7 +76,9 @@ def run(label, q, k, v, causal, feats, cfg):
 # What flash_attention ships: its choice per shape, at the goal shapes' head dims and on odd inputs.
 shipped = [("d64 N2048", "plain", (2, 8, 2048, 64)), ("d128 N1000 (B,N,H,d) view", "bnhd", (1, 3, 1000, 128)),
            ("d64 N300 misaligned", "misaligned", (1, 2, 300, 64)), ("d64 N1", "plain", (1, 2, 1, 64)),
-           ("d32 N40", "plain", (1, 2, 40, 32)), ("d256 N200", "plain", (1, 2, 200, 256))]
+           ("d32 N40", "plain", (1, 2, 40, 32)), ("d256 N200", "plain", (1, 2, 200, 256)),
+           # head sizes between the tiles: the boxes are the next tile, the tensors the true width
+           ("d80 N1000 (B,N,H,d) view", "bnhd", (1, 3, 1000, 80)), ("d192 N300", "plain", (1, 2, 300, 192))]
 for label, kind, shape in shipped:
     q, k, v = inputs(kind, *shape)
     for causal in (False, True):
@@ -105,7 +107,7 @@ def test_hopper_kernels_compile_for_sm90_through_the_host_code():
     failed = [r for r in rows if "error" in r]
     assert not failed, failed
     shipped = [r for r in rows if r["label"].startswith("shipped")]
-    assert len(shipped) == 6 * 2 * 2 and len(rows) > len(shipped)
+    assert len(shipped) == 8 * 2 * 2 and len(rows) > len(shipped)
     for r in shipped:
         assert r["kernels"], r
         for k in r["kernels"]:
@@ -122,3 +124,7 @@ def test_hopper_kernels_compile_for_sm90_through_the_host_code():
     assert main[("shipped d64 N2048 as N=16384", True)] == "_hopper_fwd_ws"
     assert main[("shipped d64 N1 as N=1", False)] == "_hopper_fwd"
     assert main[("shipped d256 N200 as N=200", True)] == "_hopper_fwd"
+    # A padded head size takes the descriptor kernel whatever its length (see ws_capable).
+    assert {main[(f"shipped {label} as N={n}", c)] for label in ("d80 N1000 (B,N,H,d) view", "d192 N300")
+            for n in (1000, 300, 16384) for c in (False, True) if (f"shipped {label} as N={n}", c) in main} \
+        == {"_hopper_fwd"}
