@@ -60,11 +60,12 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from .common import HALF_DTYPES, LOG2E, capability, device_index, device_sm_count, interpreting, l2_bytes
+from .common import (HALF_DTYPES, HEAD_DIMS as ANY_HEAD_DIMS, LOG2E, PADDED_HEAD_DIMS, capability, device_index,
+                     device_sm_count, head_dim_tile, interpreting, l2_bytes)
 from .gluon_compat import async_load, async_store, thread_barrier
 from .launcher import PLAIN
 
-HEAD_DIMS = (64, 128)
+HEAD_DIMS = (64, 128)  # the kernels' tiles; a head size below one runs in it (see takes_head_dim)
 DTYPES = HALF_DTYPES
 _GL_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
 _SIG_DTYPES = {torch.float16: "fp16", torch.bfloat16: "bf16"}
@@ -590,9 +591,9 @@ def _check_inputs(q, k, v, sm_scale):
         raise ValueError("gluon_attention: q, k and v must all be float16 or all bfloat16, got "
                          f"{q.dtype}, {k.dtype}, {v.dtype}; cast them with .to(torch.float16)")
     batch, heads, seq_len, head_dim = q.shape
-    if head_dim not in HEAD_DIMS:
-        raise ValueError(f"gluon_attention: head_dim must be one of {HEAD_DIMS}, got {head_dim}; "
-                         "use kernels.attention.flash_attention for other head sizes")
+    if not takes_head_dim(head_dim):
+        raise ValueError(f"gluon_attention: head_dim must be a multiple of 8 from 40 to 128 (the sizes its 64 and "
+                         f"128 tiles hold), got {head_dim}; use kernels.attention.flash_attention for other head sizes")
     if min(batch, heads, seq_len) < 1:
         raise ValueError(f"gluon_attention: batch, heads and seq_len must be at least 1, got {tuple(q.shape)}")
     if max(batch * heads, seq_len) >= 2**31:
@@ -605,6 +606,15 @@ def _check_inputs(q, k, v, sm_scale):
     if q.device.type != "cuda":
         raise ValueError(f"gluon_attention: runs on an sm90 CUDA GPU only, got tensors on {q.device}; "
                          "kernels.attention.flash_attention runs elsewhere")
+
+
+def takes_head_dim(head_dim) -> bool:
+    """Whether these kernels run a head size: one of their tiles, or a multiple of 8 whose next tile
+    is one of them. The descriptors span the tensor's true width and their boxes the tile, so TMA
+    reads zeros into the columns past it (they add nothing to a score or to P V) and the output's
+    store stops at it; the kernels are the tile's, unchanged. (Below 40 the 64 tile would be mostly
+    padding; the other paths' smaller tiles take those sizes.)"""
+    return head_dim in ANY_HEAD_DIMS and head_dim_tile(head_dim) in HEAD_DIMS
 
 
 @dataclass(frozen=True)
@@ -627,7 +637,9 @@ class TilePlan:
 def tile_plan(kernel, head_dim, one_warpgroup=False):
     """The fixed tiles per kernel and head size (no autotuning: the versions are compared as
     written). d128: 2 K/V stages fill 192 KB with the ws kernel's four Q buffers; d64: 3 stages.
-    one_warpgroup (g8, d64 only): g1's 128-row tile on 4 warps, 32 rows each, with 2 stages."""
+    one_warpgroup (g8, d64 only): g1's 128-row tile on 4 warps, 32 rows each, with 2 stages. A head
+    size between the tiles has its tile's plan."""
+    head_dim = head_dim_tile(head_dim)
     stages = 2 if head_dim == 128 else 3
     if kernel == "g1" and one_warpgroup and head_dim == 64:
         return TilePlan("g1", q_rows=128, kv_rows=128, stages=2, num_warps=4)
@@ -657,8 +669,8 @@ def _tma_operand(t, name="q", launcher=PLAIN):
 
 
 def _descriptor(t, rows):
-    head_dim = t.shape[-1]
-    block = [1, 1, rows, head_dim]
+    """A 4-D descriptor over `t` at its true width whose box is the head-size tile (see takes_head_dim)."""
+    block = [1, 1, rows, head_dim_tile(t.shape[-1])]
     layout = gl.NVMMASharedLayout.get_default_for(block, _GL_DTYPES[t.dtype])
     return TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)
 
@@ -828,7 +840,7 @@ def _launch_args(version, shape, causal, scale, sm_count, l2_bytes=H200_L2_BYTES
 
 def gluon_attention(q, k, v, causal=False, sm_scale=None, *, version=None):
     """softmax(q kᵀ * sm_scale [+ causal mask]) v for (batch, heads, seq_len, head_dim) fp16/bf16
-    CUDA tensors, head_dim 64 or 128, on an sm90 GPU. `version`: a name in GLUON_VERSIONS (default
+    CUDA tensors, head_dim a multiple of 8 from 40 to 128 (takes_head_dim), on an sm90 GPU. `version`: a name in GLUON_VERSIONS (default
     DEFAULT_VERSION). Raises ValueError for anything it cannot run. Inputs TMA cannot address
     (misaligned, zero or odd strides) are copied to contiguous memory first."""
     return _run(q, k, v, causal, sm_scale, version or DEFAULT_VERSION, PLAIN)
@@ -886,7 +898,7 @@ def precompile(version, dtype, head_dim, causal, device=None):
 
 
 def _desc_signature(dtype, rows, head_dim):
-    block = [1, 1, rows, head_dim]
+    block = [1, 1, rows, head_dim_tile(head_dim)]
     layout = gl.NVMMASharedLayout.get_default_for(block, _GL_DTYPES[dtype])
     return f"tensordesc<{_SIG_DTYPES[dtype]}{block},{layout!r}>"
 
@@ -929,13 +941,16 @@ def compile_specs(target):
         # The grid is min(SMs, tiles): an H100/H200's 132 SMs; the compiled code does not depend on it.
         _launch(ver, q, q, q, torch.empty_like(q), causal, 1.0 / math.sqrt(head_dim), sm_count=132)
 
-    core = {("g1", torch.float16, 64, False), ("g4", torch.bfloat16, 128, True)}
+    core = {("g1", torch.float16, 64, False), ("g4", torch.bfloat16, 128, True),
+            ("g8", torch.float16, 48, False), ("g7", torch.bfloat16, 96, True)}
+    # The padded head sizes compile to their tile's kernel; built here for the host code's descriptors.
+    head_dims = HEAD_DIMS + tuple(d for d in PADDED_HEAD_DIMS + (48,) if takes_head_dim(d))
     return [CompileSpec(f"{ver.name} {str(dtype).removeprefix('torch.')} d={head_dim} "
                         f"{'causal' if causal else 'full'}",
                         lambda ver=ver, dtype=dtype, head_dim=head_dim, causal=causal: launch(ver, dtype, head_dim,
                                                                                                  causal),
                         tensor_cores=True, core=(ver.name, dtype, head_dim, causal) in core)
-            for ver in GLUON_VERSIONS for dtype in DTYPES for head_dim in HEAD_DIMS for causal in (False, True)]
+            for ver in GLUON_VERSIONS for dtype in DTYPES for head_dim in head_dims for causal in (False, True)]
 
 
 # ---------------------------------------------------------------------------------------------

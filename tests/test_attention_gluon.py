@@ -52,6 +52,11 @@ for ver in G.GLUON_VERSIONS:
                 stack, local = re.search(r"STACK:(\d+) SHARED:\d+ LOCAL:(\d+)", usage).groups()
                 report[key] = {"shared": kernel.metadata.shared, "spilled": int(stack) + int(local),
                                "num_warps": kernel.metadata.num_warps}
+# A head size between the tiles runs its tile's kernel: only the descriptors' true width differs.
+for name, causal in (("g3", False), ("g7", True)):
+    key = f"{name}-padded-d96-{'causal' if causal else 'full'}"
+    (out_dir / f"{key}.ptx").write_text(G.compile_for_target(name, torch.float16, 96, causal).asm["ptx"])
+    report[key] = {}
 (out_dir / "report.json").write_text(json.dumps(report))
 """
 def variant_id(variant):
@@ -115,6 +120,12 @@ def test_each_version_compiles_to_the_schedule_it_claims(dtype, head_dim, compil
     assert "ld.global" in ptx["g7"] and not any("ld.global" in ptx[name] for name in ptx if name != "g7")
 
 
+@pytest.mark.parametrize("name, causal", [("g3", False), ("g7", True)])
+def test_a_padded_head_size_compiles_to_its_tiles_kernel(name, causal, compiled):
+    ptx = compiled[f"{name}-padded-d96-{'causal' if causal else 'full'}"]["ptx"]
+    assert ptx == compiled[variant_id((name, torch.float16, 128, causal))]["ptx"]
+
+
 @pytest.mark.parametrize("kernel", ["g1", "ws"])
 @pytest.mark.parametrize("head_dim", G.HEAD_DIMS)
 def test_tile_plan_accounts_for_the_shared_memory_it_compiles_to(kernel, head_dim, compiled):
@@ -140,7 +151,7 @@ def qkv(shape=(1, 2, 16, 64), dtype=torch.float16):
     (lambda q, k, v: (q, k[:, :, :8], v), "must have the same shape"),
     (lambda q, k, v: (q.float(), k.float(), v.float()), "float16 or all bfloat16"),
     (lambda q, k, v: (q, k.bfloat16(), v), "float16 or all bfloat16"),
-    (lambda q, k, v: (q[..., :32], k[..., :32], v[..., :32]), "head_dim must be one of"),
+    (lambda q, k, v: (q[..., :32], k[..., :32], v[..., :32]), "head_dim must be a multiple of 8 from 40 to 128"),
     (lambda q, k, v: (q[:, :, :0], k[:, :, :0], v[:, :, :0]), "at least 1"),
     (lambda q, k, v: (q, k, v), "sm90 CUDA GPU only"),
     (lambda q, k, v: ("q", k, v), "must be a torch.Tensor"),
@@ -179,6 +190,15 @@ def test_tma_takes_a_transposed_view_as_is_and_copies_what_it_cannot_address():
     assert copy.stride() == (3 * 10 * 64, 10 * 64, 64, 1) and torch.equal(copy, strided)
     odd_rows = torch.randn(2, 3, 10, 68).half()[..., :64]  # a row stride of 136 bytes, not a multiple of 16
     assert not G._tma_ready(odd_rows) and G._tma_ready(G._tma_operand(odd_rows))
+
+
+def test_a_head_size_between_the_tiles_runs_in_the_next_tile_over_the_true_width():
+    assert [d for d in range(8, 257, 8) if G.takes_head_dim(d)] == list(range(40, 129, 8))
+    assert not G.takes_head_dim(100) and not G.takes_head_dim(12)
+    t = torch.zeros(1, 2, 16, 96, dtype=torch.float16)
+    desc = G._descriptor(t, 128)
+    assert desc.shape == [1, 2, 16, 96] and desc.block_shape == [1, 1, 128, 128]  # TMA zero-fills 96..127
+    assert G.tile_plan("ws", 96) == G.tile_plan("ws", 128) and G.tile_plan("g1", 48, True) == G.tile_plan("g1", 64, True)
 
 
 # --- the record of versions ---------------------------------------------------------------------

@@ -59,3 +59,26 @@ def test_other_sizes_are_refused_naming_the_allowed_ones(head_dim):
     q = torch.zeros(1, 2, 8, head_dim, dtype=torch.float16)
     with pytest.raises(ValueError, match=r"multiple of 8 from 8 to 256.*got " + str(head_dim) + ".*pad the head"):
         flash_attention(q, q, q)
+
+
+# --- the Hopper path's descriptor kernel, whose boxes are the tile and whose tensors the true width ---
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("head_dim", [24, 80, 192])
+def test_the_hopper_path_pads_in_its_descriptors(head_dim, causal):
+    from kernels import attention_hopper as H
+
+    q, k, v = qkv((1, 2, 37, head_dim), torch.float16, seed=head_dim)
+    # What it ships (warp-specialized where it can be) falls back to the descriptor kernel here.
+    feats = H.best_features(causal, 37)
+    assert feats.warp_spec and not H.ws_capable(H.TileConfig(128, 128, 4, 2), head_dim)
+    assert max_err(H.run_for_test(q, k, v, causal, features=feats), q, k, v, causal) <= ATOL[torch.float16]
+
+
+def test_the_hopper_path_tunes_a_padded_size_as_its_tile():
+    from kernels import attention_hopper as H
+
+    for causal in (False, True):
+        got = H.candidate_configs(80, torch.float16, causal, 4096, H.best_features(causal, 4096))
+        assert got == H.candidate_configs(128, torch.float16, causal, 4096, H.Features())  # the descriptor kernel's
