@@ -21,7 +21,7 @@ from typing import Callable
 
 import torch
 
-from .common import check_inputs, interpreting
+from .common import HEAD_DIMS, check_inputs, head_dim_tile, interpreting
 from .launcher import PLAIN, LaunchCache, Recorder, config_key, replay_allowed
 from .supported import triton_version, unmeasured_reason
 
@@ -57,8 +57,8 @@ AUTO_ORDER = ("hopper", "turing")
 
 @dataclass(frozen=True)
 class ShapeRule:
-    """Where the Hopper path is available, inputs of this head_dim and masking whose seq_len
-    lies in [min_len, max_len] take `path` instead (if it is available too), with `config` unless
+    """Where the Hopper path is available, inputs of this head_dim (or of a head size that runs in
+    its tile, e.g. 80 and 96 in 128) and masking whose seq_len lies in [min_len, max_len] take `path` instead (if it is available too), with `config` unless
     the caller passes one (the Gluon path reads a step name: {"version": "g5"}). `evidence` is the
     measurement the rule comes from; flash_attention reports it as the reason for its choice."""
 
@@ -72,8 +72,11 @@ class ShapeRule:
 
     def matches(self, shape, causal: bool) -> bool:
         n, d = shape[2], shape[3]
-        return (d == self.head_dim and bool(causal) == self.causal and n >= self.min_len
-                and (self.max_len is None or n <= self.max_len))
+        # A padded head size runs the very kernels of its tile (every path pads in the kernel, see
+        # kernels/common.py), so the tile's measurements choose for it too; and the Hopper path
+        # could not take it warp-specialized, so falling through to it would cost more.
+        return (d in HEAD_DIMS and head_dim_tile(d) == self.head_dim and bool(causal) == self.causal
+                and n >= self.min_len and (self.max_len is None or n <= self.max_len))
 
 
 # Measured on the H200, 2026-11-30, with Triton 3.6.0 (so only that Triton applies them by itself:
@@ -210,7 +213,9 @@ def _choose(q, causal) -> tuple[str, str, dict | None]:
             return "portable", unmeasured, None
         for rule in SHAPE_RULES:
             if rule.matches(q.shape, causal) and _runs_here(rule.path, q.device, q.dtype):
-                return rule.path, f"measured rule: {rule.evidence}", dict(rule.config) or None
+                d = q.shape[3]
+                padded = "" if d == rule.head_dim else f" (head_dim {d} runs in the d={rule.head_dim} tile)"
+                return rule.path, f"measured rule: {rule.evidence}{padded}", dict(rule.config) or None
     gate = _PATHS[name].gate
     if gate is not None:  # a path that checks itself first (the Turing kernel): its verdict is the reason
         ok, why = gate(q, causal)

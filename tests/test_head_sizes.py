@@ -82,3 +82,36 @@ def test_the_hopper_path_tunes_a_padded_size_as_its_tile():
     for causal in (False, True):
         got = H.candidate_configs(80, torch.float16, causal, 4096, H.best_features(causal, 4096))
         assert got == H.candidate_configs(128, torch.float16, causal, 4096, H.Features())  # the descriptor kernel's
+
+
+# --- which path a padded head size takes where the Hopper and Gluon paths run -------------------
+
+
+@pytest.fixture
+def fake_sm90(monkeypatch):
+    """choose_path as on an H200 on the Triton the rules were measured on, without one."""
+    import dataclasses
+
+    from kernels import dispatch
+
+    for name in ("hopper", "gluon"):
+        monkeypatch.setitem(dispatch._PATHS, name, dataclasses.replace(dispatch._PATHS[name],
+                                                                       available=lambda device: (True, "")))
+    monkeypatch.setattr(dispatch, "interpreting", lambda: False)
+    monkeypatch.setattr(dispatch, "unmeasured_reason", lambda: None)
+    dispatch.portable_only.cache_clear()
+    yield lambda shape, causal=False: dispatch._choose(
+        dispatch._ShapeProbe(shape, torch.float16, torch.device("cuda", 0)), causal)
+    dispatch.portable_only.cache_clear()
+
+
+def test_a_padded_head_size_takes_its_tiles_measured_path(fake_sm90):
+    for d in (80, 96, 128):
+        assert fake_sm90((4, 32, 4096, d))[::2] == ("gluon", {"version": "g3"})
+        assert fake_sm90((4, 32, 4096, d), True)[::2] == ("gluon", {"version": "g7"})
+    assert "head_dim 96 runs in the d=128 tile" in fake_sm90((4, 32, 4096, 96))[1]
+    assert "runs in the" not in fake_sm90((4, 32, 4096, 128))[1]
+    assert fake_sm90((2, 8, 4096, 48))[::2] == ("gluon", {"version": "g8"})
+    assert fake_sm90((2, 8, 1024, 40), True)[0] == "portable"
+    # No rule for the 16, 32 and 256 tiles: the Hopper path, whose descriptor kernel pads.
+    assert fake_sm90((4, 32, 4096, 192))[0] == fake_sm90((4, 32, 4096, 24))[0] == "hopper"
