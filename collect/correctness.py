@@ -36,6 +36,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from kernels.common import PADDED_HEAD_DIMS
+
 from .calls import flash_route
 from .precompile import CompileWork, compile_ahead
 from .context import RunContext
@@ -106,10 +108,14 @@ PLANS = {
         Grid(seq_lens=(1, 17, 128, 1000, 2048, 4097), head_dims=(64, 128), batches=(1, 2)),
         # The other head dims the kernel supports, at small N only (their cost is compile time, not data).
         Grid(seq_lens=(1, 17, 128), head_dims=(16, 32, 256), batches=(1,)),
+        # Head sizes between the tiles, common in real models: run padded to the next tile. A ragged
+        # and a tile-multiple length.
+        Grid(seq_lens=(17, 128), head_dims=PADDED_HEAD_DIMS, batches=(1,)),
         Grid(seq_lens=(17, 1000, 4097), head_dims=(64,), batches=(1,), impls=("naive", "sdpa")),
     ), ported=(
         Grid(seq_lens=(1, 17, 1000, 4097), head_dims=(64, 128), batches=(2,)),
         Grid(seq_lens=(17, 128), head_dims=(16, 32, 256), batches=(1,)),
+        Grid(seq_lens=(17,), head_dims=PADDED_HEAD_DIMS, batches=(1,)),
     )),
 }
 
