@@ -56,11 +56,12 @@ def test_profiles_cover_the_issue_sweep_and_quick_is_a_subset():
     hopper_full = bench.PLANS["full"].cases()
     full = bench.plan_for_device(bench.PLANS["full"], hopper=False).cases()
     quick = bench.plan_for_device(bench.PLANS["quick"], hopper=False).cases()
-    assert len(full) == 2 * 6 * 2 * 2 * 7 == 336
-    assert len(quick) == 42 and set(quick) <= set(full)
-    assert {c.seq_len for c in full} == {512, 1024, 2048, 4096, 8192, 16384}
-    assert {(c.batch, c.heads, c.head_dim) for c in full} == {(2, 8, 64), (4, 32, 128)}
-    assert {c.impl for c in full} == {"naive", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "sdpa-math", "sdpa",
+    sweep = [c for c in full if (c.batch, c.heads, c.seq_len, c.head_dim) not in bench.HEAD_SIZE_POINTS]
+    assert len(sweep) == 2 * 6 * 2 * 2 * 7 == 336
+    assert len(quick) == 42 and set(quick) <= set(sweep)
+    assert {c.seq_len for c in sweep} == {512, 1024, 2048, 4096, 8192, 16384}
+    assert {(c.batch, c.heads, c.head_dim) for c in sweep} == {(2, 8, 64), (4, 32, 128)}
+    assert {c.impl for c in sweep} == {"naive", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "sdpa-math", "sdpa",
                                       "triton"}
     # On a Hopper GPU the portable path is timed too, as one more implementation of every case.
     assert set(hopper_full) - set(full) == {dataclasses.replace(c, impl="triton-portable")
@@ -75,7 +76,7 @@ def test_profiles_cover_the_issue_sweep_and_quick_is_a_subset():
     (case(impl="cuda-magic"), ["unknown implementation", "cuda-magic", "naive"]),
     (case(impl="sdpa-turbo"), ["unknown SDPA backend", "turbo", "flash"]),
     (case(dtype="float8"), ["unknown dtype", "float8"]),
-    (case(head_dim=96), ["head_dim", "96"]),
+    (case(head_dim=100), ["head_dim", "multiple of 8", "100"]),
 ])
 def test_bad_input_is_a_clear_error_before_any_measurement(bad, words):
     log = []
@@ -86,7 +87,18 @@ def test_bad_input_is_a_clear_error_before_any_measurement(bad, words):
 
 
 def test_head_dim_the_kernel_lacks_is_fine_for_pytorch_implementations():
-    bench.validate_cases([case(impl="naive", head_dim=96), case(impl="sdpa", head_dim=96)])
+    bench.validate_cases([case(impl="naive", head_dim=100), case(impl="sdpa", head_dim=100)])
+
+
+def test_the_full_profile_times_d80_and_d96_at_the_large_shape_against_every_fused_implementation():
+    full = bench.PLANS["full"].cases()
+    points = [c for c in full if c.head_dim in (80, 96)]
+    assert {(c.batch, c.heads, c.seq_len, c.head_dim) for c in points} == {(4, 32, 4096, 80), (4, 32, 4096, 96)}
+    assert {(c.dtype, c.causal) for c in points} == {(dt, m) for dt in bench.BENCH_DTYPES for m in (False, True)}
+    assert {c.impl for c in points} == set(bench.IMPLS) - {"naive", "sdpa-math"}
+    assert len(points) == 2 * 2 * 2 * (len(bench.IMPLS) - 2) and len(set(points)) == len(points)
+    bench.validate_cases(points)
+    assert not [c for c in bench.PLANS["quick"].cases() if c.head_dim in (80, 96)]  # quick stays cheap
 
 
 # --- statistics -------------------------------------------------------------------------------
