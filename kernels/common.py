@@ -15,14 +15,14 @@ import torch
 # exp2, a single hardware instruction, instead of exp.
 LOG2E = 1.4426950408889634
 
-# Every head size SDPA, FlashAttention and cuDNN take: the multiples of 8 up to 256. (A multiple of 8
+# Every head size FlashAttention and cuDNN take through SDPA: the multiples of 8 up to 256. (A multiple of 8
 # also keeps every row of a half-precision tensor 16-byte aligned, which TMA descriptors need.)
 HEAD_DIMS = tuple(range(8, 257, 8))
 # The head sizes the kernels are built for. A tl.arange and a register tile need a power of two, so
 # any other head size runs in the tile of the next one: loads read zeros past the true head size (a
 # mask, or TMA's zero fill) and stores stop there, so the padded columns add to no score or output.
 HEAD_DIM_TILES = (16, 32, 64, 128, 256)
-# Padded head sizes common in real models (80, 96: GPT-NeoX/Phi-style; 192: DeepSeek's q/k): the
+# Padded head sizes of real models (80: Phi-2; 96: GPT-NeoX-20B; 192: the q/k size of DeepSeek-V3): the
 # correctness grid checks them and the compile matrix builds them beside the tiles.
 PADDED_HEAD_DIMS = (80, 96, 192)
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
