@@ -195,7 +195,7 @@ def test_a_tiny_shared_memory_keeps_the_smallest_tile():
 
 def test_unknown_head_dim_is_refused():
     with pytest.raises(ValueError, match="head_dim"):
-        H.candidate_configs(96, torch.float16, False, 4096)
+        H.candidate_configs(100, torch.float16, False, 4096)
 
 
 def test_register_estimate_counts_only_consumers_when_warp_specialized():
