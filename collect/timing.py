@@ -295,8 +295,9 @@ def is_oom(exc: BaseException) -> bool:
 
 def is_unsupported(exc: BaseException) -> bool:
     """A fact about this GPU or install, not a failure: a tile that does not fit on chip (Triton's
-    OutOfResources), or a kernel path this Triton cannot compile or import (kernels.dispatch.PathUnsupported)."""
-    return type(exc).__name__ in ("OutOfResources", "PathUnsupported")
+    OutOfResources), a kernel path this Triton cannot compile or import (kernels.dispatch.PathUnsupported), or
+    a third-party baseline not installed or not built for this GPU (kernels.flash_attn4.BaselineUnavailable)."""
+    return type(exc).__name__ in ("OutOfResources", "PathUnsupported", "BaselineUnavailable")
 
 
 def free_cuda_memory() -> None:

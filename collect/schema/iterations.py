@@ -64,8 +64,9 @@ class IterationRow:
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("impl", "dtype", "causal", "batch", "heads", "seq_len", "head_dim")
 
-    impl: str = doc("A version name, or 'sdpa-cudnn' / 'sdpa-flash' (one SDPA backend forced).", pattern=IDENT)
-    kind: str = doc("'version' (ours) or 'sdpa'.", choices=("version", "sdpa"))
+    impl: str = doc("A version name, 'sdpa-cudnn' / 'sdpa-flash' (one SDPA backend forced), or 'fa4'.", pattern=IDENT)
+    kind: str = doc("'version' (ours), 'sdpa' (a forced SDPA backend) or 'baseline' (another project's kernel: "
+                    "'fa4', FlashAttention-4).", choices=("version", "sdpa", "baseline"))
     dtype: str = doc("'float16' or 'bfloat16'.", choices=DTYPES)
     causal: bool = doc("Causal mask on.")
     batch: int = doc("B.", **SIZE)

@@ -19,7 +19,7 @@ from plotly.subplots import make_subplots
 
 from .. import escape, fmt
 from ..axes import log_ticks
-from ..bench_data import distinct_sdpa
+from ..bench_data import rivals
 from ..decode_memory import memory_is_own, own_decode_rows
 from ..figures import PALETTE, figure_id, styled
 from ..runs import Run, load_references
@@ -36,7 +36,7 @@ MEASURED_COLORS = [PALETTE[i] for i in (0, 3, 2, 1, 4, 5, 6)]
 PUBLISHED_COLOR = PALETTE[7]
 PUBLISHED_DASHES = ["dash", "dot", "dashdot", "longdash"]
 PUBLISHED_WORDS = "published, not re-measured here"
-BENCH_PANELS = [("naive", "naive PyTorch"), ("triton", "Triton (ours)"), ("sdpa-fastest", "fastest SDPA backend")]
+BENCH_PANELS = [("naive", "naive PyTorch"), ("triton", "Triton (ours)"), ("sdpa-fastest", "fastest other implementation")]
 DECODE_VARIANTS = {"eager": "bf16, eager loop", "graph": "bf16, CUDA graph", "int8-graph": "int8, CUDA graph",
                    "int8-kernel": "int8, kernel", "int8-dequant": "int8, dequantize all", "hf-eager": "transformers loop",
                    "hf": "transformers loop", "hf-compiled": "transformers compiled"}
@@ -177,7 +177,7 @@ class ComparePage(Page):
     HISTORY_CASES = (("d64", STUDY["batch"], STUDY["heads"], 64), ("d128", 4, 32, 128))
 
     def _history_ratio(self, run: Run, batch: int, heads: int, head_dim: int):
-        """(ours against the fastest SDPA backend by median device time, the lowest and highest ratio the calls'
+        """(ours against the fastest other implementation by median device time, the lowest and highest ratio the calls'
         p10 and p90 allow, N) at one shape, fp16 without a mask, at the longest N both ran; None where not."""
         df = run.frame("bench", "rows")
         if df.empty:
@@ -185,7 +185,7 @@ class ComparePage(Page):
         df = df[(df["status"] == "ok") & df["latency_ms_median"].notna() & (df["batch"] == batch)
                 & (df["heads"] == heads) & (df["head_dim"] == head_dim) & (df["dtype"] == "float16")
                 & (df["causal"] == False)]  # noqa: E712
-        tri, sdpa = df[df["impl"] == "triton"], distinct_sdpa(df)
+        tri, sdpa = df[df["impl"] == "triton"], rivals(df)
         common = sorted(set(tri["seq_len"]) & set(sdpa["seq_len"]))
         if not common:
             return None
@@ -199,7 +199,7 @@ class ComparePage(Page):
     @cached_property
     def history(self) -> pd.DataFrame:
         """One row per measured run, oldest first: its device, the kernel version it ran, and ours against the
-        fastest SDPA backend at each history case."""
+        fastest other implementation at each history case."""
         rows = []
         for r in sorted(self.runs, key=lambda r: r.created):
             row = {"run": r.id, "device": r.device_name, "version": r.kernel_version or "not recorded",
@@ -212,7 +212,7 @@ class ComparePage(Page):
         return pd.DataFrame(rows)
 
     def _history_sentence(self, key: str, b: int, h: int, d: int, count: bool = True) -> str:
-        """How ours against the fastest SDPA backend moved from the first kernel version to the last on the narrated
+        """How ours against the fastest other implementation moved from the first kernel version to the last on the narrated
         run's device, each version's range over its runs."""
         f = self.history
         f = f[(f["device"] == self.run.device_name) & f[key].notna()] if not f.empty else f
@@ -222,7 +222,7 @@ class ComparePage(Page):
         first, last = f[f["version"] == versions[0]], f[f["version"] == versions[-1]]
         n = int(f[f["version"] == versions[-1]][f"{key}_n"].iloc[-1])
         return (f"At d={d} (B={b}, H={h}, N={n}, fp16, non-causal) ours ran at "
-                f"{fmt.span(first[key].min(), first[key].max(), fmt.ratio)} the fastest SDPA backend's speed with "
+                f"{fmt.span(first[key].min(), first[key].max(), fmt.ratio)} the fastest other implementation's speed with "
                 f"{escape.text(versions[0])} and at {fmt.span(last[key].min(), last[key].max(), fmt.ratio)} with "
                 f"{escape.text(versions[-1])}" + (f" ({plural(len(versions), 'kernel version')} in all)." if count
                                                     else "."))
@@ -238,9 +238,9 @@ class ComparePage(Page):
                 "device": r["device"], "date": r["date"], **{k: opt(k)(r) for k, *_ in self.HISTORY_CASES}}
                for _, r in f.iterrows()]
         cols = {"version": "Kernel version", "run": "Run", "device": "Device", "date": "Collected (UTC)"}
-        cols.update({k: f"Ours vs fastest SDPA, d={d} (B={b}, H={h})" for k, b, h, d in self.HISTORY_CASES})
+        cols.update({k: f"Ours vs fastest other, d={d} (B={b}, H={h})" for k, b, h, d in self.HISTORY_CASES})
         return table_html(pd.DataFrame(out), cols,
-                          caption="Median device time of the fastest SDPA backend over ours, fp16, non-causal, at the "
+                          caption="Median device time of the fastest other implementation over ours, fp16, non-causal, at the "
                                   "longest N both ran; in brackets the range the two calls' p10 and p90 allow")
 
     def history_figure(self) -> str:
@@ -267,8 +267,8 @@ class ComparePage(Page):
         fig.add_hline(y=1, line_dash="dash", line_color=PALETTE[7], line_width=1)
         fig.update_xaxes(tickvals=list(range(len(versions))), ticktext=[_esc(v) for v in versions],
                          title_text="kernel version, in the order the runs were collected")
-        fig.update_yaxes(title_text="ours vs fastest SDPA (×)")
-        return self.figure("history", fig, "Our kernel against the fastest SDPA backend, one marker per committed run, "
+        fig.update_yaxes(title_text="ours vs fastest other (×)")
+        return self.figure("history", fig, "Our kernel against the fastest other implementation, one marker per committed run, "
                                            "grouped by the kernel version it ran; bars span the ratio the two calls' "
                                            "p10 and p90 allow; above the dashed line ours is faster. fp16, "
                                            "non-causal, the longest N both ran.", height=380)
@@ -326,7 +326,7 @@ class ComparePage(Page):
         return df[m]
 
     def _bench_series(self, dev: Device, panel: str) -> pd.DataFrame:
-        """Rows for one panel by seq_len; 'sdpa-fastest' is the quickest SDPA row at each length."""
+        """Rows for one panel by seq_len; 'sdpa-fastest' is the quickest rival's row at each length (vocab.is_rival)."""
         return self._memo((id(dev.run), "bench", panel), lambda: self._panel_rows(dev, panel))
 
     def _panel_rows(self, dev: Device, panel: str) -> pd.DataFrame:
@@ -334,7 +334,7 @@ class ComparePage(Page):
         if df.empty:
             return df
         if panel == "sdpa-fastest":
-            df = distinct_sdpa(df)  # PyTorch's choice counted once, as the Benchmarks page counts it
+            df = rivals(df)  # PyTorch's choice counted once, as the Benchmarks page counts it
             if df.empty:
                 return df
             df = df.loc[df.groupby("seq_len")["latency_ms_median"].idxmin()]
@@ -343,7 +343,7 @@ class ComparePage(Page):
         return df.sort_values("seq_len")
 
     def _speedups(self, dev: Device) -> tuple[str, str]:
-        """Triton against naive and against the fastest SDPA, each at the longest N both ran."""
+        """Triton against naive and against the fastest other, each at the longest N both ran."""
         tri = self._bench_series(dev, "triton").set_index("seq_len")["latency_ms_median"]
         out = []
         for panel in ("naive", "sdpa-fastest"):
@@ -371,7 +371,7 @@ class ComparePage(Page):
         return table_html(pd.DataFrame(rows), {
             "device": "Device", "source": "Source", "profile": "Profile", "phases": "Phases",
             "copy": "Copy bandwidth (measured)", "sheet": "DRAM bandwidth (datasheet)",
-            "vs_naive": "Triton vs naive", "vs_sdpa": "Triton vs fastest SDPA"},
+            "vs_naive": "Triton vs naive", "vs_sdpa": "Triton vs fastest other"},
             caption=f"Triton's standing at the study shape (B={STUDY['batch']}, H={STUDY['heads']}, "
                     f"d={STUDY['head_dim']}, fp16, non-causal), at the longest N both ran.")
 
@@ -501,8 +501,8 @@ class ComparePage(Page):
         return self._line_figure(
             f"bench-{metric}", BENCH_PANELS, series, "seq_len", column, "seq_len N", ytitle,
             f"N=%{{x}}<br>{fmt_hover}", f"{what}, log-log, at the study shape B={s['batch']}, H={s['heads']}, "
-                                       f"d={s['head_dim']}, fp16, non-causal; the third panel takes the quickest SDPA "
-                                       "backend at each N (hover to see which).", scale=scale)
+                                       f"d={s['head_dim']}, fp16, non-causal; the third panel takes the quickest other "
+                                       "implementation at each N (hover to see which).", scale=scale)
 
     def _decode_rows(self, dev: Device) -> pd.DataFrame:
         return self._memo((id(dev.run), "decode-rows"), lambda: self._model_rows(dev))
