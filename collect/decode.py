@@ -36,7 +36,8 @@ from .context import RunContext
 from .decode_profile import fused_role_order, profile_steps
 from .schema import SCHEMA_VERSION
 from .schema.decode import (
-    REFERENCE_VARIANT, VARIANTS, AgreementRow, DecodeFile, DecodeModel, DecodeRow, KernelClassRow, KernelRoleRow, MicroRow,
+    REFERENCE_VARIANT, VARIANTS, AgreementRow, DecodeFile, DecodeModel, DecodeRow, HostProfileRow, KernelClassRow,
+    KernelRoleRow, MicroRow,
 )
 from .stage_log import stage
 from .timing import LOOP_REPEATS, free_cuda_memory, is_oom, summarize
@@ -628,6 +629,53 @@ def _generate_row(row: DecodeRow, m: _Model, prompt, steps: int, pairs: int, env
     return row
 
 
+# Tokens the two profiled calls of each transformers loop differ by (collect/host_profile.py).
+HOST_PROFILE_STEPS = 16
+
+
+def _host_profile_rows(m: _Model, batch: int, context: int, env: _Env, result: DecodeFile) -> None:
+    """model.generate and the plain greedy loop under cProfile and the torch profiler at one shape: why one
+    costs more per token than the other (collect/host_profile.py). A failure costs these rows, not the phase."""
+    from kernels.decode_session import HfSession, hf_generate
+
+    from .host_profile import attribute, count_device_work, profile_call
+
+    a = m.ours.args
+    steps = steps_for(a.n_positions, context, HOST_PROFILE_STEPS)
+    rows = {v: HostProfileRow(model=m.info.name, variant=v, batch=batch, context=context, steps=steps, status="ok")
+            for v in ("hf-generate", "hf-eager")}
+    result.host_profiles.extend(rows.values())
+    if env.deadline.passed() or steps < 1:
+        for r in rows.values():
+            r.status = "skipped" if steps else "unsupported"
+            r.reason = env.deadline.reason() if steps else f"context {context} leaves no room for a decode step"
+        return
+    prompt = _prompt(batch, context, a.vocab_size)
+    session = HfSession(m.hf, batch, context + steps)
+    calls = {"hf-generate": (lambda: hf_generate(m.hf, prompt, steps + 1), lambda: hf_generate(m.hf, prompt, 1)),
+             "hf-eager": (lambda: _eager_tokens(session, prompt, steps), lambda: _eager_tokens(session, prompt, 0))}
+    for variant, (long, short) in calls.items():
+        row = rows[variant]
+        try:
+            long(), short()  # warm: every cache length and kernel the profiled calls meet
+            att = attribute(profile_call(long), profile_call(short), steps, variant)
+            (k_long, c_long), (k_short, c_short) = count_device_work(long, env.sync), count_device_work(short, env.sync)
+        except Exception as exc:  # noqa: BLE001
+            row.status, row.reason = ("oom" if is_oom(exc) else "error"), _error_reason(exc)
+            free_cuda_memory()
+            continue
+        row.ms_per_token, row.components, row.calls_per_token = att.ms_per_token, att.components, att.calls_per_token
+        row.kernels_per_token = (k_long - k_short) / steps
+        row.host_copies_per_token = (c_long - c_short) / steps
+    env.save()
+
+
+def _eager_tokens(session, prompt, steps: int) -> None:
+    session.start(prompt)
+    for _ in range(steps):
+        session.step()
+
+
 def _read_floor(session, row: DecodeRow, layers: int, per_loop: int, repeats: int, result: DecodeFile) -> float | None:
     """The step's kernels as plain reads of their bytes (collect/read_floor.py); a failure costs this
     figure and a note, not the row."""
@@ -1064,6 +1112,9 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
                 _agreement_rows(m, plan, env, result, refs[id(m)],
                                 [v for v, sp in env.specs.items()
                                  if v != REFERENCE_VARIANT and not sp.compiled and not sp.generate])
+    if models:
+        with stage("decode", "host profile of transformers' loops"):
+            _host_profile_rows(models[0], *models[0].plan.key_shapes[0], env, result)
     for m in models:
         with stage("decode", f"{m.info.name} compiled transformers"):
             # The agreement's shape first: its session serves the check, and is freed before the
