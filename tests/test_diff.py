@@ -205,3 +205,27 @@ def test_the_command_line_measures_a_floor_then_diffs_and_writes_files_the_site_
     assert load_run_cases(tmp_path / "runs" / "after").kernel_version == "v1"
     missing = run("diff", "rep-0", "nowhere")
     assert missing.returncode == 2 and "no run 'nowhere'" in missing.stderr
+
+
+def test_the_derived_files_bound_every_number_and_string_and_appear_on_the_data_format_page():
+    import dataclasses
+    import typing
+
+    from collect.schema.registry import DERIVED
+    from render.pages.dataformat import DataFormatPage, _walk
+
+    classes: list = []
+    for spec in DERIVED:
+        _walk(spec.schema, classes)
+    loose = []
+    for cls in classes:
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            args = [a for a in typing.get_args(hints[f.name]) if a is not type(None)] or [hints[f.name]]
+            if args[0] in (int, float) and "bounds" not in f.metadata and f.name != "schema_version":
+                loose.append(f.name)
+            if "str" in str(hints[f.name]) and not (f.metadata.get("max_len") or f.metadata.get("choices")):
+                loose.append(f.name)
+    assert loose == []
+    text = DataFormatPage.derived(DataFormatPage.__new__(DataFormatPage))
+    assert all(f'id="{c.__name__.lower()}"' in text for c in classes)
