@@ -40,7 +40,7 @@ from .schema.decode import (
     KernelRoleRow, MicroRow,
 )
 from .stage_log import stage
-from .timing import LOOP_REPEATS, free_cuda_memory, is_oom, summarize
+from .timing import LOOP_REPEATS, compact_samples, free_cuda_memory, is_oom, summarize
 
 MODEL_PATH_ENV = "DECODE_MODEL_PATH"
 BUDGET_ENV = PHASE_BUDGET_ENVS["decode"]
@@ -540,6 +540,7 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
     row.loops_timed, row.steps_per_loop = loops - 1, per_loop
     row.steps_timed = (loops - 1) * per_loop
     row.step_ms_median, row.step_ms_p10, row.step_ms_p90 = t.median_ms, t.p10_ms, t.p90_ms
+    row.step_samples_ms = compact_samples(t)
     row.tokens_per_s = batch / (t.median_ms * 1e-3) if t.median_ms > 0 else None
     per_token = cache_bytes_per_token(a, batch, int8=spec.cache.startswith("int8") and spec.family == "ours",
                                       dtype_bytes=m.ours.wte.element_size())
@@ -617,6 +618,7 @@ def _generate_row(row: DecodeRow, m: _Model, prompt, steps: int, pairs: int, env
     row.new_tokens = steps + 1
     row.loops_timed, row.steps_per_loop, row.steps_timed = pairs, steps, pairs * steps
     row.step_ms_median, row.step_ms_p10, row.step_ms_p90 = t.median_ms, t.p10_ms, t.p90_ms
+    row.step_samples_ms = compact_samples(t)
     row.tokens_per_s = batch / (t.median_ms * 1e-3)
     per_token = cache_bytes_per_token(a, batch, int8=False, dtype_bytes=m.ours.wte.element_size())
     row.kv_cache_bytes = per_token * (context + steps)  # the cache holds every position but the last token's

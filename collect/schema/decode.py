@@ -101,6 +101,10 @@ class DecodeRow:
                                        "a loop divided by its steps, median over the loops.", None, **MS)
     step_ms_p10: float | None = doc("10th percentile of the loops' per-step times.", None, **MS, at_most="step_ms_median")
     step_ms_p90: float | None = doc("90th percentile of the loops' per-step times.", None, **MS, at_least="step_ms_median")
+    step_samples_ms: list[float] | None = doc("The per-step time of each timed loop (or, hf-generate, of each timed "
+                                              "pair of calls) behind the median and percentiles, in the order taken, "
+                                              "in ms to 0.1 µs: what a comparison of two runs resamples. Null in runs "
+                                              "before schema version 6.", None, **MS)
     steps_per_loop: int | None = doc("Steps in each timed loop. hf-generate: the decode steps per timed call; its "
                                      "step_ms is the time of a call generating that many tokens after the first, "
                                      "less the time of a call generating only the first (the prefill's), divided by "
