@@ -13,6 +13,11 @@ PHASES  ?=
 # Extra `python -m collect` options, e.g. COLLECT_ARGS="--force-portable --max-memory 15GiB".
 COLLECT_ARGS ?=
 HOST    ?= 127.0.0.1:8000
+# make diff A=<run> B=<run> [DIFF_ARGS="--all --json -"]; make noise [RUNS="<run> <run> <run>"]
+A       ?=
+B       ?=
+DIFF_ARGS ?=
+RUNS    ?=
 # TORCH=cpu: `make test` installs torch's CPU-only wheel from PyTorch's index first (the wheel alone:
 # its dependencies come from PyPI with the rest). Without it pip takes PyPI's Linux wheel, which is
 # the CUDA build and pulls the NVIDIA libraries with it.
@@ -26,7 +31,7 @@ TIERS   := aot or site or browser or slow
 PYTEST  = $(VPY) -m pytest -q -n auto --dist loadfile
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: help serve build offline collect test test-slow test-range publish clean
+.PHONY: help serve build offline collect diff noise test test-slow test-range publish clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -61,6 +66,13 @@ offline: $(VENV)/.report ## build a copy that works opened from disk (file://) a
 
 collect: ## on a GPU: run the phases into data/runs/<run-id>/ (PROFILE=quick|full)
 	$(PYTHON) -m collect $(PHASES) --profile $(PROFILE) $(if $(RUN_ID),--run-id $(RUN_ID)) $(if $(RESUME),--resume) $(COLLECT_ARGS)
+
+diff: ## compare two runs case by case: make diff A=<run-id> B=<run-id> (ratio B/A, interval, verdict; no GPU needed)
+	@if [ -z "$(A)" ] || [ -z "$(B)" ]; then echo "diff: name both runs, e.g. make diff A=h200-20261130d B=h200-20261203a" >&2; exit 2; fi
+	$(PYTHON) -m collect diff $(A) $(B) $(DIFF_ARGS)
+
+noise: ## measure the noise floor from repeat runs of one commit: make noise RUNS='<id> <id> <id>' (default: every repeat set in data/runs)
+	$(PYTHON) -m collect noise $(RUNS)
 
 test: $(VENV)/.test ## the fast tests, in parallel: every module, a strict site build, kernels under the interpreter
 	$(PYTEST) -m "not ($(TIERS))"

@@ -1,4 +1,5 @@
-"""`python -m collect [PHASE ...]`: measure on this GPU and write data/runs/<run-id>/."""
+"""`python -m collect [PHASE ...]`: measure on this GPU and write data/runs/<run-id>/.
+`python -m collect diff A B` and `python -m collect noise RUN...` compare runs already written (tools_cli.py)."""
 from __future__ import annotations
 
 import argparse
@@ -11,6 +12,7 @@ from . import device_choices
 from .budget import PHASE_BUDGET_ENVS
 from .phases import PHASE_ORDER
 from .runner import REPO_ROOT, CollectConfig, run_collect
+from .tools_cli import SUBCOMMANDS
 
 TORCH_MISSING = ("collect: this Python ({exe}) cannot import {module}. `make collect` measures with the Python that "
                  "already has torch, triton, numpy, transformers and tqdm (a GPU image usually does); name it with "
@@ -29,7 +31,9 @@ def parse_args(argv: list[str] | None = None) -> CollectConfig:
         epilog=f"Rehearsal (to check another GPU's code paths on this one, not for reports): "
                f"{device_choices.REHEARSE_ENV}=t4 makes every phase choose as on a T4 from a T4's device facts "
                "(tile configs, shared-memory limit, float16 decode, no Hopper path, no iterations, its memory); the "
-               "run is labelled a rehearsal.",
+               "run is labelled a rehearsal. "
+               "Comparing runs (no GPU needed): `python -m collect diff RUN_A RUN_B` (see its --help) and "
+               "`python -m collect noise RUN...` (the noise floor from repeat runs of one commit).",
     )
     ap.add_argument("phases", nargs="*", metavar="PHASE", help=f"phases to run, in this order: {' '.join(PHASE_ORDER)} "
                     "(default: all)")
@@ -125,6 +129,11 @@ def _nvidia_gpu() -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args and args[0] in SUBCOMMANDS:  # a word no phase takes (the registry is checked for it)
+        from .tools_cli import main as tools_main
+
+        return tools_main(args)
     cfg = parse_args(argv)
     missing = _missing_gpu_stack()
     if missing:

@@ -36,10 +36,11 @@ from .context import RunContext
 from .decode_profile import fused_role_order, profile_steps
 from .schema import SCHEMA_VERSION
 from .schema.decode import (
-    REFERENCE_VARIANT, VARIANTS, AgreementRow, DecodeFile, DecodeModel, DecodeRow, KernelClassRow, KernelRoleRow, MicroRow,
+    REFERENCE_VARIANT, VARIANTS, AgreementRow, DecodeFile, DecodeModel, DecodeRow, HostProfileRow, KernelClassRow,
+    KernelRoleRow, MicroRow,
 )
 from .stage_log import stage
-from .timing import LOOP_REPEATS, free_cuda_memory, is_oom, summarize
+from .timing import LOOP_REPEATS, compact_samples, free_cuda_memory, is_oom, summarize
 
 MODEL_PATH_ENV = "DECODE_MODEL_PATH"
 BUDGET_ENV = PHASE_BUDGET_ENVS["decode"]
@@ -539,6 +540,7 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
     row.loops_timed, row.steps_per_loop = loops - 1, per_loop
     row.steps_timed = (loops - 1) * per_loop
     row.step_ms_median, row.step_ms_p10, row.step_ms_p90 = t.median_ms, t.p10_ms, t.p90_ms
+    row.step_samples_ms = compact_samples(t)
     row.tokens_per_s = batch / (t.median_ms * 1e-3) if t.median_ms > 0 else None
     per_token = cache_bytes_per_token(a, batch, int8=spec.cache.startswith("int8") and spec.family == "ours",
                                       dtype_bytes=m.ours.wte.element_size())
@@ -616,6 +618,7 @@ def _generate_row(row: DecodeRow, m: _Model, prompt, steps: int, pairs: int, env
     row.new_tokens = steps + 1
     row.loops_timed, row.steps_per_loop, row.steps_timed = pairs, steps, pairs * steps
     row.step_ms_median, row.step_ms_p10, row.step_ms_p90 = t.median_ms, t.p10_ms, t.p90_ms
+    row.step_samples_ms = compact_samples(t)
     row.tokens_per_s = batch / (t.median_ms * 1e-3)
     per_token = cache_bytes_per_token(a, batch, int8=False, dtype_bytes=m.ours.wte.element_size())
     row.kv_cache_bytes = per_token * (context + steps)  # the cache holds every position but the last token's
@@ -626,6 +629,53 @@ def _generate_row(row: DecodeRow, m: _Model, prompt, steps: int, pairs: int, env
     row.achieved_over_floor = t.median_ms / row.floor_ms if row.floor_ms else None
     row.distinct_tokens = int(tokens.unique().numel())
     return row
+
+
+# Tokens the two profiled calls of each transformers loop differ by (collect/host_profile.py).
+HOST_PROFILE_STEPS = 16
+
+
+def _host_profile_rows(m: _Model, batch: int, context: int, env: _Env, result: DecodeFile) -> None:
+    """model.generate and the plain greedy loop under cProfile and the torch profiler at one shape: why one
+    costs more per token than the other (collect/host_profile.py). A failure costs these rows, not the phase."""
+    from kernels.decode_session import HfSession, hf_generate
+
+    from .host_profile import attribute, count_device_work, profile_call
+
+    a = m.ours.args
+    steps = steps_for(a.n_positions, context, HOST_PROFILE_STEPS)
+    rows = {v: HostProfileRow(model=m.info.name, variant=v, batch=batch, context=context, steps=steps, status="ok")
+            for v in ("hf-generate", "hf-eager")}
+    result.host_profiles.extend(rows.values())
+    if env.deadline.passed() or steps < 1:
+        for r in rows.values():
+            r.status = "skipped" if steps else "unsupported"
+            r.reason = env.deadline.reason() if steps else f"context {context} leaves no room for a decode step"
+        return
+    prompt = _prompt(batch, context, a.vocab_size)
+    session = HfSession(m.hf, batch, context + steps)
+    calls = {"hf-generate": (lambda: hf_generate(m.hf, prompt, steps + 1), lambda: hf_generate(m.hf, prompt, 1)),
+             "hf-eager": (lambda: _eager_tokens(session, prompt, steps), lambda: _eager_tokens(session, prompt, 0))}
+    for variant, (long, short) in calls.items():
+        row = rows[variant]
+        try:
+            long(), short()  # warm: every cache length and kernel the profiled calls meet
+            att = attribute(profile_call(long), profile_call(short), steps, variant)
+            (k_long, c_long), (k_short, c_short) = count_device_work(long, env.sync), count_device_work(short, env.sync)
+        except Exception as exc:  # noqa: BLE001
+            row.status, row.reason = ("oom" if is_oom(exc) else "error"), _error_reason(exc)
+            free_cuda_memory()
+            continue
+        row.ms_per_token, row.components, row.calls_per_token = att.ms_per_token, att.components, att.calls_per_token
+        row.kernels_per_token = (k_long - k_short) / steps
+        row.host_copies_per_token = (c_long - c_short) / steps
+    env.save()
+
+
+def _eager_tokens(session, prompt, steps: int) -> None:
+    session.start(prompt)
+    for _ in range(steps):
+        session.step()
 
 
 def _read_floor(session, row: DecodeRow, layers: int, per_loop: int, repeats: int, result: DecodeFile) -> float | None:
@@ -1064,6 +1114,9 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
                 _agreement_rows(m, plan, env, result, refs[id(m)],
                                 [v for v, sp in env.specs.items()
                                  if v != REFERENCE_VARIANT and not sp.compiled and not sp.generate])
+    if models:
+        with stage("decode", "host profile of transformers' loops"):
+            _host_profile_rows(models[0], *models[0].plan.key_shapes[0], env, result)
     for m in models:
         with stage("decode", f"{m.info.name} compiled transformers"):
             # The agreement's shape first: its session serves the check, and is freed before the

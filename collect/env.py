@@ -96,9 +96,16 @@ def describe_device() -> DeviceFacts:
 
 
 def _version_of(module: str) -> str | None:
+    """A module's version, or a distribution's by its package name (flash-attn-4 imports as flash_attn)."""
     try:
         return __import__(module).__version__
-    except Exception:
+    except Exception:  # noqa: BLE001 - not importable: ask the installed distribution instead
+        pass
+    try:
+        from importlib.metadata import version
+
+        return version(module)
+    except Exception:  # noqa: BLE001
         return None
 
 
@@ -124,6 +131,7 @@ def software_versions() -> dict[str, str | None]:
         "triton": _version_of("triton"),
         "transformers": _version_of("transformers"),
         "numpy": _version_of("numpy"),
+        "flash-attn-4": _version_of("flash-attn-4"),  # None where not installed: its rows say so
         "ncu": ncu_version(),
     }
 

@@ -39,6 +39,8 @@ JOURNEY_SHAPES = ((4, 32, 4096, 128), (4, 32, 16384, 128))
 D64_SHAPES = tuple((2, 8, n, 64) for n in (2048, 4096, 8192, 16384))
 DTYPES = ("float16", "bfloat16")
 SDPA_IMPLS = ("sdpa-cudnn", "sdpa-flash")
+# Third-party kernels timed beside SDPA where installed (kernels/flash_attn4.py); elsewhere `unsupported` rows.
+BASELINE_IMPLS = ("fa4",)
 # Our device time over the fastest SDPA backend's, as a speed ratio, that the kernel aims for.
 GOAL_RATIO = 1.0
 
@@ -88,8 +90,12 @@ Case = AttentionCase
 
 
 def kind_of(case: Case) -> str:
-    """'sdpa' for a forced SDPA backend, 'version' for one of ours."""
-    return "sdpa" if case.is_sdpa else "version"
+    """'sdpa' for a forced SDPA backend, 'baseline' for another project's kernel, 'version' for one of ours."""
+    return "sdpa" if case.is_sdpa else "baseline" if case.impl in BASELINE_IMPLS else "version"
+
+
+def is_ours(case: Case) -> bool:
+    return kind_of(case) == "version"
 
 
 def build_cases(profile: str, versions: Iterable[tuple[str, tuple[str, ...]]], endpoints: Iterable[str] = ()) -> list[Case]:
@@ -113,7 +119,7 @@ def build_cases(profile: str, versions: Iterable[tuple[str, tuple[str, ...]]], e
             journey = p.journey_at((b, h, n, d), dt)
             for causal in (False, True):
                 masking = "causal" if causal else "non-causal"
-                out += [Case(s, dt, causal, b, h, n, d) for s in SDPA_IMPLS]
+                out += [Case(s, dt, causal, b, h, n, d) for s in SDPA_IMPLS + BASELINE_IMPLS]
                 out += [Case(name, dt, causal, b, h, n, d) for name, ms, dims in versions
                         if masking in ms and (dims is None or d in dims)
                         and (journey or name in endpoints or name in elsewhere)]
@@ -173,7 +179,7 @@ def failure_row(case: Case, exc: BaseException) -> IterationRow:
     out_of_resources = is_unsupported(exc)  # a tile that does not fit on chip, a path this Triton cannot compile
     if is_oom(exc) and not out_of_resources:
         return _base_row(case, "oom", _trim(f"{type(exc).__name__}: {text}", 300))
-    if out_of_resources or (case.is_sdpa and any(r in text for r in _REFUSALS)):
+    if out_of_resources or (not is_ours(case) and any(r in text for r in _REFUSALS)):
         return _base_row(case, "unsupported", _trim(text))
     return _base_row(case, "error", _trim(f"{type(exc).__name__}: {text}"))
 
@@ -197,7 +203,7 @@ def measure_cases(cases: list[Case], measure: Callable[[Case], Measurement], on_
         if deadline is not None and clock() > deadline:
             row = _base_row(case, "skipped", f"not run: the iterations phase's time budget was spent before this "
                                              f"case ({no_limit_hint(BUDGET_ENV)})")
-        elif not case.is_sdpa and requires_hopper(case.impl) and not hopper_ok:
+        elif is_ours(case) and requires_hopper(case.impl) and not hopper_ok:
             row = _base_row(case, "unsupported", f"Hopper version: {hopper_reason}")
         elif case.dtype == "bfloat16" and supports_bf16 is False:
             row = _base_row(case, "unsupported", "this GPU has no bfloat16 tensor-core support")
@@ -266,7 +272,7 @@ class DeviceMeasurer:
         q, k, v = self.pool.first(case)
         if (case.dtype, case.shape) != self._key:
             self._key, self._ref = (case.dtype, case.shape), {}
-        version = None if case.is_sdpa else V.get_version(case.impl)
+        version = V.get_version(case.impl) if is_ours(case) else None
         call = call_for(case, q, k, v, fn=version)
 
         capture = CaptureCompiled(our_kernels())
@@ -361,7 +367,7 @@ def compile_tasks(cases: list[Case], hopper_ok: bool, requires_hopper: Callable[
     length, so the proxy's own length could pick another kernel)."""
     seen = {}
     for c in cases:
-        if c.is_sdpa or (requires_hopper(c.impl) and not hopper_ok):
+        if not is_ours(c) or (requires_hopper(c.impl) and not hopper_ok):
             continue
         r = route(c, device_name)
         seen.setdefault((c.impl, c.dtype, c.causal, c.head_dim, repr(r)),

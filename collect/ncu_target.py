@@ -28,7 +28,7 @@ def _status_of(exc: BaseException) -> str:
     # does not fit: the implementation does not support the case.
     if isinstance(exc, (ValueError, NotImplementedError)) or "No available kernel" in text:
         return "unsupported"
-    if "OutOfResources" in type(exc).__name__:
+    if type(exc).__name__ in ("OutOfResources", "BaselineUnavailable", "PathUnsupported"):
         return "unsupported"
     return "error"
 

@@ -59,7 +59,7 @@ SECTIONS = ["LaunchStats", "Occupancy", "WarpStateStats"]
 HOTSPOT_SECTIONS = ["SourceCounters"]
 HOTSPOTS_PER_KERNEL = 20
 
-IMPLS = ["naive", "sdpa", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "sdpa-math", "triton"]
+IMPLS = ["naive", "sdpa", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "sdpa-math", "fa4", "triton"]
 # On a GPU where flash_attention takes the Hopper path, the portable kernel is profiled beside it,
 # and the register-cap experiment (a portable-kernel knob) runs on it.
 PORTABLE = "triton-portable"
@@ -73,8 +73,9 @@ GOAL = LARGE_D128
 GOAL_CAUSAL = dict(GOAL, causal=True)
 HEADLINE_CAUSAL = dict(HEADLINE, causal=True)
 LIMITER_SHAPES = (HEADLINE, HEADLINE_CAUSAL, GOAL, GOAL_CAUSAL)
-# Our kernel and the fastest fused kernels a user already has (SDPA's cuDNN and FlashAttention-2).
-LIMITER_IMPLS = ("triton", "sdpa-cudnn", "sdpa-flash")
+# Our kernel and the fastest fused kernels a user can have: SDPA's cuDNN and FlashAttention-2, and
+# FlashAttention-4 where it is installed.
+LIMITER_IMPLS = ("triton", "sdpa-cudnn", "sdpa-flash", "fa4")
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,9 @@
   larger than twice the L2: what a model's forward loop sees. Host-bound calls show their host time
   here, device-bound ones their device time.
 
-Each returns a `Timing` (median, p10, p90, mean, n in milliseconds). The statistics are plain
-Python, tested on the CPU; the GPU parts are exercised by `make collect`.
+Each returns a `Timing` (median, p10, p90, mean, n in milliseconds, and the samples themselves, so
+two runs can later be compared with an interval: collect/diff.py). The statistics are plain Python,
+tested on the CPU; the GPU parts are exercised by `make collect`.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from .schema.common import tflops
+from .schema.common import CLOCK_TICK_MS, tflops
 
 # The SM clock assumed when the device does not report its maximum: it only sizes spins (a spin
 # of the right length at a higher clock is merely longer).
@@ -60,6 +61,9 @@ LONG_LOOP_CALLS = 2
 HOST_CALLS = 50
 HOST_MIN_CALLS = 5
 HOST_TARGET_MS = 15.0
+# Samples are stored in ms to this many decimals (0.1 µs): below what CUDA events resolve (about half a
+# microsecond), and short enough that 500 samples add a few KB to a row.
+SAMPLE_DECIMALS = 4
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,8 @@ class Timing:
     p90_ms: float
     mean_ms: float
     n: int
+    # In the order they were taken (a drift over the measurement stays visible), not sorted.
+    samples_ms: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -92,12 +98,21 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
 
 def summarize(times_ms: Sequence[float]) -> Timing:
     """Median, p10, p90 and mean of raw timings; non-finite or negative samples are a bug upstream."""
-    xs = sorted(float(t) for t in times_ms)
+    taken = tuple(float(t) for t in times_ms)
+    xs = sorted(taken)
     if not xs:
         raise ValueError("no timings to summarize")
     if any(not math.isfinite(x) or x < 0 for x in xs):
         raise ValueError(f"timings must be finite and non-negative, got {[x for x in xs if not math.isfinite(x) or x < 0][:3]}")
-    return Timing(percentile(xs, 50), percentile(xs, 10), percentile(xs, 90), sum(xs) / len(xs), len(xs))
+    return Timing(percentile(xs, 50), percentile(xs, 10), percentile(xs, 90), sum(xs) / len(xs), len(xs), taken)
+
+
+def compact_samples(timing: Timing) -> list[float] | None:
+    """The samples as a row stores them: ms rounded to 0.1 µs, never below the schema's clock tick
+    (a 0.04 µs sample would round to zero, which no clock measures). None when there are none."""
+    if not timing.samples_ms:
+        return None
+    return [max(round(x, SAMPLE_DECIMALS), CLOCK_TICK_MS) for x in timing.samples_ms]
 
 
 def min_reps(est_ms: float) -> int:
@@ -269,10 +284,11 @@ def measure_call(calls: Sequence[Callable[[], object]], wall_ms: float, *, loop:
 
 def record(row, t: CallTimes, flops: float) -> None:
     """Device, host and loop time of one call into a row with the schema's timing fields
-    (latency_ms_*, n_timed_runs, tflops, host_us_*, loop_ms_*, sm_clock_*), and a reason where it
+    (latency_ms_*, latency_samples_ms, n_timed_runs, tflops, host_us_*, loop_ms_*, sm_clock_*), and a reason where it
     has fewer timed calls than min_reps promises."""
     d = t.device.timing
     row.latency_ms_median, row.latency_ms_p10, row.latency_ms_p90, row.n_timed_runs = d.median_ms, d.p10_ms, d.p90_ms, d.n
+    row.latency_samples_ms = compact_samples(d)
     row.tflops = tflops(flops, d.median_ms) if d.median_ms > 0 else None
     row.sm_clock_mhz, row.sm_clock_min_mhz, row.sm_clock_max_mhz = (
         t.device.sm_clock_mhz, t.device.sm_clock_min_mhz, t.device.sm_clock_max_mhz)
@@ -295,8 +311,9 @@ def is_oom(exc: BaseException) -> bool:
 
 def is_unsupported(exc: BaseException) -> bool:
     """A fact about this GPU or install, not a failure: a tile that does not fit on chip (Triton's
-    OutOfResources), or a kernel path this Triton cannot compile or import (kernels.dispatch.PathUnsupported)."""
-    return type(exc).__name__ in ("OutOfResources", "PathUnsupported")
+    OutOfResources), a kernel path this Triton cannot compile or import (kernels.dispatch.PathUnsupported), or
+    a third-party baseline not installed or not built for this GPU (kernels.flash_attn4.BaselineUnavailable)."""
+    return type(exc).__name__ in ("OutOfResources", "PathUnsupported", "BaselineUnavailable")
 
 
 def free_cuda_memory() -> None:

@@ -16,6 +16,8 @@ key sequences have the same length), returning ``o`` of the same shape and dtype
 - :func:`sdpa_attention`: ``torch.nn.functional.scaled_dot_product_attention``, optionally
   with one backend forced.
 - :func:`reference_attention`: the same maths in float64, the yardstick for all of them.
+- ``fa4_attention`` (kernels/flash_attn4.py): FlashAttention-4, where it is installed; measured
+  beside the others, never called by :func:`flash_attention`.
 
 The file reads top to bottom: the kernel, its tile configurations, the wrapper that launches
 it, then the PyTorch implementations and a name -> function registry.
@@ -53,6 +55,7 @@ from .dispatch import (  # noqa: F401 - flash_attention lives in kernels/dispatc
     kernel_config_of_last_call,
     resolve_path,
 )
+from .flash_attn4 import fa4_attention
 from .launcher import PLAIN
 
 SDPA_BACKENDS = ("flash", "cudnn", "efficient", "math")
@@ -536,6 +539,8 @@ IMPLEMENTATIONS = {
     "triton-portable": functools.partial(flash_attention, path="portable"),
     "sdpa": sdpa_attention,
     **{f"sdpa-{b}": functools.partial(sdpa_attention, backend=b) for b in SDPA_BACKENDS},
+    # A yardstick only (kernels/flash_attn4.py): flash_attention never dispatches to it.
+    "fa4": fa4_attention,
 }
 
 

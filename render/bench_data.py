@@ -6,7 +6,7 @@ from functools import cached_property
 import pandas as pd
 
 from .runs import Run
-from .vocab import IMPL_LABELS
+from .vocab import IMPL_LABELS, is_rival
 
 
 # The columns that name one case: the rows of a case share them and differ in impl.
@@ -18,7 +18,7 @@ def distinct_sdpa(rows: pd.DataFrame) -> pd.DataFrame:
 
     PyTorch's own choice ('sdpa') runs one of the backends the phase also forces; where that backend's
     forced row was timed in the same case, the two rows are two samples of one kernel, and letting the
-    quicker sample stand for "the fastest SDPA backend" would tilt every comparison against ours. The
+    quicker sample stand for "the fastest other implementation" would tilt every comparison against ours. The
     forced row stands for the kernel then. Where the choice is unknown, or a backend whose forced run
     has no time here, PyTorch's choice is the only sample of its kernel and stays."""
     sdpa = rows[rows["impl"].astype(str).str.startswith("sdpa") & rows["latency_ms_median"].notna()]
@@ -31,6 +31,16 @@ def distinct_sdpa(rows: pd.DataFrame) -> pd.DataFrame:
     twice = [impl == "sdpa" and (*key, used) in timed
              for impl, used, *key in zip(sdpa["impl"], sdpa["backend_used"], *(sdpa[c] for c in CASE))]
     return sdpa[[not t for t in twice]]
+
+
+def rivals(rows: pd.DataFrame) -> pd.DataFrame:
+    """The timed rows of `rows` that ours is judged against (vocab.is_rival), each kernel once per case:
+    FlashAttention-4 and the SDPA options but math, PyTorch's choice counted as distinct_sdpa counts it."""
+    timed = rows[rows["latency_ms_median"].notna()]
+    if "status" in timed:
+        timed = timed[timed["status"] == "ok"]
+    f = pd.concat([distinct_sdpa(timed), timed[timed["impl"] == "fa4"]])
+    return f[f["impl"].map(is_rival).astype(bool)]
 
 
 class BenchData:
@@ -86,10 +96,11 @@ class BenchData:
         """Median device time by seq_len, ok rows only."""
         return self.series(shape, dtype, causal, impl, "latency_ms_median")
 
-    def fastest_sdpa(self, shape, dtype: str, causal: bool) -> pd.DataFrame:
-        """Per seq_len, the quickest ok SDPA row among distinct kernels (see distinct_sdpa): a forced
-        backend, or PyTorch's choice where it ran none that was timed forced."""
-        f = distinct_sdpa(self.facet_rows(self.ok, shape, dtype, causal))
+    def fastest_rival(self, shape, dtype: str, causal: bool) -> pd.DataFrame:
+        """Per seq_len, the quickest ok row among the rivals of ours (vocab.is_rival), each kernel once (see
+        distinct_sdpa): FlashAttention-4, a forced SDPA backend, or PyTorch's choice where it ran none that was
+        timed forced."""
+        f = rivals(self.facet_rows(self.ok, shape, dtype, causal))
         if f.empty:
             return f
         return f.loc[f.groupby("seq_len")["latency_ms_median"].idxmin()].set_index("seq_len").sort_index()

@@ -21,6 +21,13 @@ def num(x, digits: int = 3) -> str:
     return f"{x:,.{decimals}f}"
 
 
+def count(x) -> str:
+    """An average count: whole numbers without decimals (20, not 20.0), others to one decimal."""
+    if not _ok(x):
+        return _MISSING
+    return f"{x:,.0f}" if abs(x - round(x)) < 0.05 else f"{x:,.1f}"
+
+
 def bytes_(x, binary: bool = True) -> str:
     if not _ok(x):
         return _MISSING

@@ -155,15 +155,22 @@ def _strings(value: Any):
             yield from _strings(v)
 
 
+def _outside(x: float, bounds) -> bool:
+    lo, hi, lo_open, hi_open = bounds
+    return (lo is not None and (x <= lo if lo_open else x < lo)) or (hi is not None and (x >= hi if hi_open else x > hi))
+
+
 def _violation(value: Any, c: _Check, now: datetime) -> str | None:
     """Why `value` breaks what its own field declares (the record's other fields aside), or None."""
     if value is None:
         return None
-    if c.bounds is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
-        lo, hi, lo_open, hi_open = c.bounds
-        if (lo is not None and (value <= lo if lo_open else value < lo)) or (
-                hi is not None and (value >= hi if hi_open else value > hi)):
-            return f"out of range: it must be {_bounds_text(c.bounds)}"
+    if c.bounds is not None:
+        # A list of numbers (a row's samples) holds each of them to the field's bounds.
+        numbers = value if isinstance(value, list) else [value]
+        for i, x in enumerate(numbers):
+            if isinstance(x, (int, float)) and not isinstance(x, bool) and _outside(x, c.bounds):
+                at = f" (item {i}: {x!r})" if isinstance(value, list) else ""
+                return f"out of range{at}: it must be {_bounds_text(c.bounds)}"
     if c.max_len is not None:
         longest = max((len(s) for s in _strings(value)), default=0)
         if longest > c.max_len:

@@ -172,7 +172,7 @@ def test_reference_is_float64_and_causal_row0_is_v0():
 
 def test_registry_names():
     assert set(IMPLEMENTATIONS) == {"naive", "triton", "triton-portable", "sdpa", "sdpa-flash", "sdpa-cudnn",
-                                    "sdpa-efficient", "sdpa-math"}
+                                    "sdpa-efficient", "sdpa-math", "fa4"}
     assert SDPA_BACKENDS == ("flash", "cudnn", "efficient", "math")
     assert get_impl("triton") is flash_attention
     with pytest.raises(ValueError, match="sdpa-cudnn"):

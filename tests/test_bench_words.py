@@ -33,19 +33,19 @@ def _with_choice(rows, chosen):
     return out
 
 
-# ---- the fastest SDPA backend: one sample per kernel ---------------------------------------------
+# ---- the fastest other implementation: one sample per kernel ---------------------------------------------
 
 def test_pytorchs_choice_of_a_forced_backend_is_not_a_second_sample_of_it(tmp_path):
     # PyTorch chose flash at every N and its sample came out 3% quicker than the forced flash row's: the same
     # kernel, so the comparison must use the forced row, not the quicker of two samples.
     rows = _with_choice(S.bench_rows(), lambda n: ("flash", 0.97))
     page = _page(tmp_path, rows)
-    fast = page.b.fastest_sdpa(SHAPE, "float16", False)
+    fast = page.b.fastest_rival(SHAPE, "float16", False)
     flash = page.b.latency(SHAPE, "float16", False, "sdpa-flash")
     assert set(fast["impl"]) == {"sdpa-flash"}
     assert list(fast["latency_ms_median"]) == list(flash)
     words = page.findings(SHAPE)
-    assert "the fastest SDPA backend (SDPA flash at every N)" in words and "PyTorch's choice" not in words
+    assert "the fastest other implementation (FlashAttention-2 (SDPA) at every N)" in words and "PyTorch's choice" not in words
     assert "PyTorch's choice" not in page.speedup_table(SHAPE)
     choice = page.backend_choice()
     assert "In every one of them, the backend it chose was also timed forced" in choice
@@ -57,13 +57,13 @@ def test_pytorchs_choice_stays_where_its_backend_was_not_timed_forced_or_is_unkn
     chosen = {512: ("cudnn", 0.5), 1024: ("unknown", 0.5)}
     rows = _with_choice(S.bench_rows(), lambda n: chosen.get(n, ("flash", 0.5)))
     page = _page(tmp_path, rows)
-    fast = page.b.fastest_sdpa(SHAPE, "float16", False)
+    fast = page.b.fastest_rival(SHAPE, "float16", False)
     assert list(fast["impl"]) == ["sdpa", "sdpa", "sdpa-flash", "sdpa-flash"]
     kept = distinct_sdpa(page.b.ok)
     assert len(kept[kept["impl"] == "sdpa"]) == 2
     words = page.findings(SHAPE)
     # the kept choice is named by the backend it ran, where known
-    assert "SDPA (PyTorch's choice: cudnn), SDPA (PyTorch's choice) and SDPA flash, depending on N" in words
+    assert "SDPA (PyTorch's choice: cudnn), SDPA (PyTorch's choice) and FlashAttention-2 (SDPA), depending on N" in words
     choice = page.backend_choice()
     assert "In 2 of them, the backend it chose was also timed forced" in choice and "In the other 2" in choice
 
@@ -71,7 +71,7 @@ def test_pytorchs_choice_stays_where_its_backend_was_not_timed_forced_or_is_unkn
 def test_a_choice_outside_the_forced_rows_is_not_counted_once(tmp_path):
     # Without forced rows of the backend it chose, nothing is folded and the page says nothing about it.
     page = _page(tmp_path, _with_choice(S.bench_rows(), lambda n: ("cudnn", 0.9)))
-    assert set(page.b.fastest_sdpa(SHAPE, "float16", False)["impl"]) == {"sdpa"}
+    assert set(page.b.fastest_rival(SHAPE, "float16", False)["impl"]) == {"sdpa"}
     assert "timed forced" not in page.backend_choice()
 
 
@@ -159,7 +159,7 @@ def test_comparisons_at_different_sm_clocks_are_counted_and_the_widest_named():
         for dtype, causal in page.facets(shape):
             f = page.b.facet_rows(page.ok, shape, dtype, causal)
             ours = f[f["impl"] == "triton"].set_index("seq_len")["sm_clock_mhz"]
-            fast = page.b.fastest_sdpa(shape, dtype, causal)
+            fast = page.b.fastest_rival(shape, dtype, causal)
             gaps += [abs(ours[n] / fast.loc[n, "sm_clock_mhz"] - 1) for n in ours.index.intersection(fast.index)]
     apart = sum(g > CLOCK_GAP for g in gaps)
     assert bool(said) == (apart > 0)
@@ -185,7 +185,7 @@ def test_a_ratio_just_past_the_band_whose_spread_straddles_it_is_on_par_at_the_e
 
 
 def test_the_edge_is_named_in_the_page_and_its_table(tmp_path):
-    # Triton 1.0501x quicker than SDPA flash at N=2048 by the medians, but its p90 is slow: within 5% at the p90s.
+    # Triton 1.0501x quicker than FlashAttention-2 (SDPA) at N=2048 by the medians, but its p90 is slow: within 5% at the p90s.
     rows = []
     for r in S.bench_rows(triton_ms=0.004 / 1.0501):
         if r.impl == "triton" and r.seq_len == 2048:
@@ -193,7 +193,7 @@ def test_the_edge_is_named_in_the_page_and_its_table(tmp_path):
         rows.append(r)
     page = _page(tmp_path, rows)
     words = html.unescape(page.findings(SHAPE))
-    assert "Triton is faster than the fastest SDPA backend" not in words
+    assert "Triton is faster than the fastest other implementation" not in words
     assert "only at N=512, 1024 and 4096" not in words  # three separate lengths: back and forth, not one run
     assert "At N=2048 it is on par at the edge (1.0501× faster by the medians" in words
     assert "on par at the edge" in html.unescape(page.speedup_table(SHAPE))
@@ -250,7 +250,7 @@ def test_a_crossover_where_the_dispatcher_changes_path_names_the_change():
 
 
 def test_a_deficit_both_calls_run_host_bound_is_on_par_in_a_loop(tmp_path):
-    # Triton 1.25x slower than SDPA flash by device time at every N; at N=512 both run host-bound, and their
+    # Triton 1.25x slower than FlashAttention-2 (SDPA) by device time at every N; at N=512 both run host-bound, and their
     # loops take the same 0.020 ms per call.
     host = lambda impl, n: {"sdpa-flash": 5.0, "triton": 4.0}.get(impl, 1.0) if n == 512 else 1.0  # noqa: E731
     page = _page(tmp_path / "a", S.bench_rows(triton_ms=0.005, loop_factor=host))

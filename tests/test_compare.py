@@ -151,7 +151,7 @@ def test_the_history_follows_the_kernel_versions_in_the_order_the_runs_were_coll
     # the spread the calls' p10 and p90 allow brackets each median
     assert (h["d64_lo"] < h["d64"]).all() and (h["d64"] < h["d64_hi"]).all()
     text = page.findings_first()
-    assert "0.800× to 0.833× the fastest SDPA backend's speed with v1-old and at 1.25× with v3-last" in text
+    assert "0.800× to 0.833× the fastest other implementation's speed with v1-old and at 1.25× with v3-last" in text
     assert "3 kernel versions in all" in text and "d=128" not in text  # no run measured d=128
     assert "v2-new" in page.history_table() and "(narrated)" in page.history_table()
     fig = plot_data(page.history_figure())
@@ -168,3 +168,25 @@ def test_a_run_without_a_recorded_version_takes_its_iterations_final_version(tmp
         final_version="v9-final", hopper_available=False, hopper_reason="synthetic", versions=[], rows=[]))
     run = load_runs(tmp_path)[0]
     assert run.manifest.kernel_version is None and run.kernel_version == "v9-final"
+
+
+def test_the_diff_section_compares_against_the_last_run_of_another_kernel_version(tmp_path):
+    # v1 at 1.25 ms, again at 1.20 ms, then v2 at 0.95 ms: the before is the newer v1 run, r1.
+    page = _versioned(tmp_path, [("v1-old", 1.25), ("v1-old", 1.20), ("v2-new", 0.95)])
+    assert page.before.id == "r1"
+    d = page.diff
+    triton = [c for c in d.cases if c.impl == "triton"]
+    assert triton and {c.verdict for c in triton} == {"faster"}
+    assert all(c.ratio == pytest.approx(0.95 / 1.20) for c in triton)
+    assert {c.verdict for c in d.cases if c.impl != "triton"} == {"no change"}
+    text = page.diff_summary()
+    assert "`r1` (`v1-old`)" in text and f"{len(triton)} ran faster" in text and "none slower" in text
+    assert triton[0].label in text and "no noise floor has been measured" in text.lower()
+    fig = plot_data(page.diff_figure())
+    assert {t["name"] for t in fig} == {"faster", "no change"}
+    assert sorted(y for t in fig for y in t["y"]) == pytest.approx([c.ratio for c in sorted(d.cases, key=lambda c: c.ratio)])
+
+
+def test_without_an_earlier_kernel_version_the_diff_section_says_there_is_no_before(tmp_path):
+    page = _versioned(tmp_path, [("v1-old", 1.25), ("v1-old", 1.20)])
+    assert page.before is None and "no before to compare with" in page.diff_summary() and page.diff_figure() == ""

@@ -7,7 +7,8 @@ import pytest
 
 from collect.jsonio import write_json_atomic
 from collect.schema import SCHEMA_VERSION
-from collect.schema.decode import (
+from collect.schema.decode import (  # noqa: I001
+    HostProfileRow,
     AgreementRow, DecodeFile, DecodeModel, DecodeRow, KernelClassRow, LogitCheck, MicroRow,
 )
 from render import escape, fmt
@@ -627,3 +628,39 @@ def test_the_page_opens_with_targets_and_baselines_and_the_first_pass_when_timed
     text, cold = p.findings_first(), p.cold_finding()
     assert "once it has met a cache length" in text and "(timed at cache lengths" not in text
     assert "once it has met a cache length" in cold and "First pass at a length" in p.baselines_table()
+
+
+def _host_profiles(f: DecodeFile, generate_ms: float) -> DecodeFile:
+    """generate at `generate_ms` a token beside the plain loop, with a profile that puts the gap in its mask and
+    its input preparation."""
+    eager = next(r for r in f.rows if (r.model, r.variant, r.batch, r.context) == ("gpt2", "hf-eager", 4, 1000))
+    gen = dataclasses.replace(eager, variant="hf-generate", step_impl="transformers-generate")
+    set_step(gen, generate_ms)
+    f.rows.append(gen)
+    common = dict(model="gpt2", batch=4, context=1000, steps=16, status="ok")
+    f.host_profiles = [
+        HostProfileRow(variant="hf-generate", ms_per_token=7.0, kernels_per_token=281.0, host_copies_per_token=2.0,
+                       components={"model forward": 6.2, "causal mask (inside the forward)": 0.4,
+                                   "prepare inputs": 0.5, "everything else": 0.3},
+                       calls_per_token={"model forward": 1.0, "prepare inputs": 1.0}, **common),
+        HostProfileRow(variant="hf-eager", ms_per_token=6.0, kernels_per_token=261.0, host_copies_per_token=0.0,
+                       components={"model forward": 5.8, "everything else": 0.2},
+                       calls_per_token={"model forward": 1.0}, **common)]
+    assert eager.step_ms_median > 0
+    return f
+
+
+def test_generate_against_the_plain_loop_is_explained_from_the_host_profile(tmp_path):
+    f = decode_file("synthetic-20261129")
+    eager = next(r for r in f.rows if (r.model, r.variant, r.batch, r.context) == ("gpt2", "hf-eager", 4, 1000))
+    slow = write(tmp_path, _host_profiles(f, eager.step_ms_median * 1.4)).generate_finding()
+    assert "1.40×" in slow and "more than the 20%" in slow
+    # the gap of 1 ms: 0.4 in the forward (0.4 mask), 0.5 preparing inputs, 0.1 elsewhere
+    assert "prepare inputs (50%" in slow and "model forward (40%" in slow and "causal mask" in slow
+    assert "launches 281 kernels against the loop's 261 (20 more)" in slow
+    assert "copies to the host 2 times" in slow
+    f2 = decode_file("synthetic-20261129")
+    eager2 = next(r for r in f2.rows if (r.model, r.variant, r.batch, r.context) == ("gpt2", "hf-eager", 4, 1000))
+    close = write(tmp_path / "b", _host_profiles(f2, eager2.step_ms_median * 1.1)).generate_finding()
+    assert "within 20% of each other" in close and "more than" not in close
+    assert write(tmp_path / "c", decode_file("synthetic-20261129")).generate_finding() == ""

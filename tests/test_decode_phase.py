@@ -9,6 +9,7 @@ from collect.schema import SCHEMA_VERSION
 import torch
 
 from collect import decode as phase
+from collect import host_profile as phase_host
 from collect.jsonio import write_json_atomic
 from collect.schema.decode import VARIANTS, DecodeFile
 from kernels.gpt2 import ModelArgs
@@ -354,3 +355,21 @@ def test_a_generate_row_too_noisy_to_time_is_an_error_not_a_negative_time(monkey
     row = phase.DecodeRow(model="tiny", variant="hf-generate", batch=1, context=4, new_tokens=0, status="ok")
     out = phase._generate_row(row, m, torch.zeros((1, 4), dtype=torch.int64), 2, 1, env)
     assert out.status == "error" and "too noisy" in out.reason and out.step_ms_median is None
+
+
+def test_the_host_profile_splits_each_loop_into_transformers_own_functions(tiny_run):
+    result, path, _ = tiny_run
+    rows = {r.variant: r for r in result.host_profiles}
+    assert set(rows) == {"hf-generate", "hf-eager"}
+    for r in rows.values():
+        assert r.status == "ok", r.reason
+        assert r.ms_per_token > 0 and r.steps == 7
+        # one forward per token, and the components never add up to more than the loop
+        assert r.calls_per_token["model forward"] == pytest.approx(1.0)
+        outer = sum(v for k, v in r.components.items() if k not in phase_host.NESTED)
+        assert outer == pytest.approx(r.ms_per_token, rel=1e-6) or outer <= r.ms_per_token
+    # generate prepares its inputs and updates its kwargs once a token; the plain loop does neither
+    g, e = rows["hf-generate"].calls_per_token, rows["hf-eager"].calls_per_token
+    assert g["prepare inputs"] == pytest.approx(1.0) and g["update model kwargs"] == pytest.approx(1.0)
+    assert "prepare inputs" not in e and "update model kwargs" not in e
+    assert load_validated(path, DecodeFile).host_profiles[0].components == rows["hf-generate"].components

@@ -668,14 +668,14 @@ def test_every_autotuned_call_of_ours_is_pinned_to_this_process_config(monkeypat
 def test_full_profile_on_hopper_adds_the_portable_kernel_and_the_limiter_shapes(tmp_path):
     cases = profile.main_cases(quick=False, hopper=True)
     causal = [c for c in cases if c.causal]
-    assert {c.impl for c in causal} == {"sdpa-cudnn", "sdpa-flash", "triton", "triton-portable"}
+    assert {c.impl for c in causal} == {"sdpa-cudnn", "sdpa-flash", "fa4", "triton", "triton-portable"}
     assert {(c.batch, c.heads, c.seq_len, c.head_dim) for c in causal} == {(2, 8, 2048, 64), (4, 32, 4096, 128)}
     assert len({c.id for c in cases}) == len(cases)  # causal and not are two cases, with two ids
     assert "triton-portable" in {c.impl for c in cases if not c.causal}
     assert "triton-portable" not in {c.impl for c in profile.main_cases(quick=False)}
     assert profile.portable_impl(True) == "triton-portable" and profile.portable_impl(False) == "triton"
     assert all(profile.hotspot_case(c, "triton-portable") == (c.impl in ("triton", "triton-portable", "sdpa-cudnn",
-                                                                         "sdpa-flash")) for c in cases)
+                                                                         "sdpa-flash", "fa4")) for c in cases)
     write_run(tmp_path, profile_file_for_page(cases=cases))
     text = render_page(tmp_path)
     assert "fig-profile-roofline-4096-128-causal" in text and "fig-profile-roofline-4096-128\"" in text

@@ -76,11 +76,16 @@ def test_pages_do_not_import_each_other():
         assert siblings == [], f"{path.name} imports page modules {siblings}; shared words live in render/vocab.py"
 
 
+# Besides the contract, render/ may use the comparison of runs, which the CLI runs too (one verdict, not two);
+# it imports no GPU stack (checked below).
+SHARED_WITH_RENDER = ("collect.schema", "collect.diff", "collect.noise")
+
+
 def test_render_reaches_collect_only_through_the_data_contract():
     for path in sorted((ROOT / "render").rglob("*.py")):
         for level, module, _ in imports(path):
             if level == 0 and module and module.split(".")[0] == "collect":
-                assert module.startswith("collect.schema"), f"{path.relative_to(ROOT)} imports {module}"
+                assert module.startswith(SHARED_WITH_RENDER), f"{path.relative_to(ROOT)} imports {module}"
             assert not (level == 0 and module and module.split(".")[0] in ("torch", "triton")), path
 
 
@@ -134,3 +139,13 @@ def test_a_figure_quoted_on_two_pages_is_the_same_number(built_site):
     row = re.search(rf"<tr><td>fp16, non-causal</td><td>{n}</td>.*?</tr>",
                     (built_site / "benchmarks/index.html").read_text(encoding="utf-8")).group(0)
     assert f"<td>{ratio}</td>" in row
+
+
+def test_the_comparison_of_runs_needs_no_gpu_stack_and_no_report_stack():
+    import subprocess
+    import sys
+
+    code = ("import sys, collect.diff, collect.noise, collect.tools_cli; "
+            "print([m for m in ('torch', 'triton', 'pandas', 'pydantic', 'plotly') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr

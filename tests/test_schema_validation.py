@@ -187,3 +187,17 @@ def test_every_table_of_rows_declares_its_case_key():
                 if key is None or any(k not in {x.name for x in dataclasses.fields(args[0])} for k in key):
                     missing.append(f"{cls.__name__}.{f.name}")
     assert missing == []
+
+
+@pytest.mark.parametrize("samples, ok", [([0.5, 0.51, 0.49], True), ([0.5, -0.1, 0.49], False), ([0.5, 1e30], False)])
+def test_each_stored_sample_is_held_to_the_bounds_of_a_time(samples, ok):
+    from collect.schema.bench import BenchRow
+    from render.validate import check_declared
+
+    row = BenchRow(impl="naive", backend_requested=None, backend_used=None, dtype="float16", causal=False, batch=1,
+                   heads=1, seq_len=128, head_dim=64, status="ok", latency_ms_median=0.5, latency_ms_p10=0.49,
+                   latency_ms_p90=0.51, latency_samples_ms=samples)
+    problem = check_declared(row)
+    assert (problem is None) == ok
+    if not ok:
+        assert "latency_samples_ms" in problem and "item 1" in problem

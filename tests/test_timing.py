@@ -91,3 +91,25 @@ def test_loop_and_host_call_counts():
     assert timing.host_calls(0.1) == timing.HOST_CALLS
     assert timing.host_calls(0.5) == 30  # about HOST_TARGET_MS of queued work
     assert timing.host_calls(5.0) == timing.host_calls(500.0) == timing.HOST_MIN_CALLS
+
+
+def test_the_samples_behind_a_timing_are_kept_in_order_and_stored_to_a_tenth_of_a_microsecond():
+    from collect.timing import compact_samples
+
+    t = summarize([0.3, 0.1, 0.123456, 0.00001])
+    assert t.samples_ms == (0.3, 0.1, 0.123456, 0.00001)  # as taken, not sorted
+    assert compact_samples(t) == [0.3, 0.1, 0.1235, 0.0001]  # never below the schema's clock tick
+    from collect.timing import Timing
+    assert compact_samples(Timing(1.0, 1.0, 1.0, 1.0, 1)) is None  # a timing built without its samples
+
+
+def test_record_stores_the_device_samples_on_the_row():
+    from collect.schema.bench import BenchRow
+    from collect.timing import CallTimes, DeviceTiming, record
+
+    row = BenchRow(impl="naive", backend_requested=None, backend_used=None, dtype="float16", causal=False, batch=1,
+                   heads=1, seq_len=128, head_dim=64, status="ok")
+    dev = summarize([1.0 + i * 1e-3 for i in range(60)])
+    record(row, CallTimes(device=DeviceTiming(dev), host=summarize([0.01] * 5), loop=None), 1e9)
+    assert row.latency_samples_ms == [round(1.0 + i * 1e-3, 4) for i in range(60)]
+    assert len(row.latency_samples_ms) == row.n_timed_runs

@@ -39,6 +39,10 @@ class BenchRow:
     latency_ms_p10: float | None = doc("10th percentile of the timed calls.", None, **MS, at_most="latency_ms_median")
     latency_ms_p90: float | None = doc("90th percentile of the timed calls.", None, **MS, at_least="latency_ms_median")
     n_timed_runs: int | None = doc("Timed calls behind the statistics (at least 50).", None, **COUNT)
+    latency_samples_ms: list[float] | None = doc("The device time of each timed call behind the median and percentiles, "
+                                                 "in the order taken, in ms to 0.1 µs: what a comparison of two runs "
+                                                 "resamples (python -m collect diff). Null in runs before schema "
+                                                 "version 6.", None, **MS)
     host_us_median: float | None = doc("Host time: median CPU time one call takes to return, the GPU kept busy so the "
                                        "call never waits for it; inputs rotate over a pool of distinct tensors.",
                                        None, **US)

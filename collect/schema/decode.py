@@ -101,6 +101,10 @@ class DecodeRow:
                                        "a loop divided by its steps, median over the loops.", None, **MS)
     step_ms_p10: float | None = doc("10th percentile of the loops' per-step times.", None, **MS, at_most="step_ms_median")
     step_ms_p90: float | None = doc("90th percentile of the loops' per-step times.", None, **MS, at_least="step_ms_median")
+    step_samples_ms: list[float] | None = doc("The per-step time of each timed loop (or, hf-generate, of each timed "
+                                              "pair of calls) behind the median and percentiles, in the order taken, "
+                                              "in ms to 0.1 µs: what a comparison of two runs resamples. Null in runs "
+                                              "before schema version 6.", None, **MS)
     steps_per_loop: int | None = doc("Steps in each timed loop. hf-generate: the decode steps per timed call; its "
                                      "step_ms is the time of a call generating that many tokens after the first, "
                                      "less the time of a call generating only the first (the prefill's), divided by "
@@ -358,6 +362,33 @@ class MicroRow:
 
 @strict
 @dataclass
+class HostProfileRow:
+    """Where one of transformers' host-bound loops spends host time per token, under cProfile
+    (collect/host_profile.py)."""
+
+    model: str = doc("Model name.", pattern=IDENT)
+    variant: str = doc("'hf-generate' (model.generate) or 'hf-eager' (the plain greedy loop).",
+                       choices=("hf-generate", "hf-eager"))
+    batch: int = doc("Batch.", **SIZE)
+    context: int = doc("Prompt length.", **SIZE)
+    steps: int = doc("Tokens the two profiled calls differ by.", **COUNT)
+    status: str = doc("ok, oom, unsupported, error or skipped (not run for time).", pattern=ROW_STATUS)
+    reason: str | None = doc("Why not ok.", None, **TEXT)
+    ms_per_token: float | None = doc("The loop's host time per token under cProfile (slower than the timed rows: "
+                                     "read components as shares of it).", None, **MS)
+    components: dict[str, float] | None = doc("Component (transformers' function, collect/host_profile.COMPONENTS) to "
+                                              "its profiled ms per token; 'everything else' is what none of them "
+                                              "covers; 'causal mask (inside the forward)' is part of 'model forward'.",
+                                              None, **NAME)
+    calls_per_token: dict[str, float] | None = doc("Component to its calls per token.", None, **NAME)
+    kernels_per_token: float | None = doc("GPU kernels the loop launches per token (torch profiler).", None,
+                                          **NONNEGATIVE)
+    host_copies_per_token: float | None = doc("Device-to-host copies per token: each makes the host wait for the GPU.",
+                                              None, **NONNEGATIVE)
+
+
+@strict
+@dataclass
 class DecodeFile:
     """decode.json: one per run."""
 
@@ -389,4 +420,7 @@ class DecodeFile:
     agreement: list[AgreementRow] = doc("Token agreement of every variant with the reference step.",
                                         default_factory=list)
     micro: list[MicroRow] = doc("Decode-attention microbenchmark.", default_factory=list)
+    host_profiles: list[HostProfileRow] = doc("Where transformers' model.generate and its plain greedy loop spend host "
+                                              "time per token, at one shape (runs before 2026-12-03 did not record "
+                                              "it).", default_factory=list)
     notes: list[str] = doc("What the reader should know about this run.", default_factory=list, **TEXT)

@@ -64,8 +64,9 @@ class IterationRow:
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("impl", "dtype", "causal", "batch", "heads", "seq_len", "head_dim")
 
-    impl: str = doc("A version name, or 'sdpa-cudnn' / 'sdpa-flash' (one SDPA backend forced).", pattern=IDENT)
-    kind: str = doc("'version' (ours) or 'sdpa'.", choices=("version", "sdpa"))
+    impl: str = doc("A version name, 'sdpa-cudnn' / 'sdpa-flash' (one SDPA backend forced), or 'fa4'.", pattern=IDENT)
+    kind: str = doc("'version' (ours), 'sdpa' (a forced SDPA backend) or 'baseline' (another project's kernel: "
+                    "'fa4', FlashAttention-4).", choices=("version", "sdpa", "baseline"))
     dtype: str = doc("'float16' or 'bfloat16'.", choices=DTYPES)
     causal: bool = doc("Causal mask on.")
     batch: int = doc("B.", **SIZE)
@@ -80,6 +81,10 @@ class IterationRow:
     latency_ms_p10: float | None = doc("10th percentile.", None, **MS, at_most="latency_ms_median")
     latency_ms_p90: float | None = doc("90th percentile.", None, **MS, at_least="latency_ms_median")
     n_timed_runs: int | None = doc("Timed calls behind the statistics.", None, **COUNT)
+    latency_samples_ms: list[float] | None = doc("The device time of each timed call behind the median and percentiles, "
+                                                 "in the order taken, in ms to 0.1 µs: what a comparison of two runs "
+                                                 "resamples (python -m collect diff). Null in runs before schema "
+                                                 "version 6.", None, **MS)
     host_us_median: float | None = doc("Host time: median CPU time one call takes to return, the GPU kept busy so the "
                                        "call never waits for it; inputs rotate over a pool of distinct tensors.",
                                        None, **US)

@@ -81,8 +81,21 @@ def to_version_5(doc: dict) -> dict:
     return doc
 
 
+def to_version_6(doc: dict) -> dict:
+    """Any file of schema version 5 (older ones through the steps above): version 6 adds optional fields
+    only, the samples behind each timing statistic (bench and iterations rows' latency_samples_ms, decode
+    rows' step_samples_ms), which older runs did not keep: their rows stay comparable by median alone."""
+    doc = to_version_5(doc)
+    if doc.get("schema_version") == 5:
+        doc["schema_version"] = 6
+    return doc
+
+
+# The step that brings any older file to the current version.
+LATEST = to_version_6
+
 MIGRATIONS = {f.__name__: f for f in (rename_decode_hf_variant, decode_int8_comparison_series, to_version_2,
-                                      to_version_3, to_version_4, to_version_5)}
+                                      to_version_3, to_version_4, to_version_5, to_version_6)}
 
 
 def main(argv: list[str]) -> int:

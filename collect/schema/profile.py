@@ -17,7 +17,7 @@ class KernelRow:
     CASE_KEY = ("case_id", "launch")
 
     case_id: str = doc("The profiled case this launch belongs to, e.g. 'main-d64-naive'.", pattern=IDENT)
-    impl: str = doc("Implementation: naive, triton, sdpa, sdpa-flash, sdpa-cudnn, sdpa-efficient, sdpa-math.",
+    impl: str = doc("Implementation: naive, triton, sdpa, sdpa-flash, sdpa-cudnn, sdpa-efficient, sdpa-math, fa4 (FlashAttention-4).",
                     pattern=IDENT)
     launch: int = doc("Position of this launch within its case (0 = first kernel the call launched).", **COUNT)
     kernel_name: str = doc("Demangled kernel name as Nsight Compute printed it; untrusted text (escape it).", **KERNEL_NAME)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from .bench import BenchFile
 from .correctness import CorrectnessFile
 from .decode import DecodeFile
+from .diff import DiffFile, NoiseFloorFile
 from .iterations import IterationsFile
 from .manifest import Manifest
 from .profile import ProfileFile
@@ -68,6 +69,21 @@ PHASES: tuple[PhaseSpec, ...] = (
               (PageRef("profiling.md", "Profiling", "profile"),)),
     PhaseSpec("decode", "decode.json", DecodeFile, "KV-cache decode", "rows",
               (PageRef("decode.md", "Decode", "decode"),)),
+)
+
+@dataclass(frozen=True)
+class DerivedSpec:
+    """A file computed from runs rather than measured: where it lives, its title, its dataclass."""
+
+    path: str
+    title: str
+    schema: type
+
+
+# Not phases (nothing collects them, and a run folder holds none): the Data format page documents them too.
+DERIVED: tuple[DerivedSpec, ...] = (
+    DerivedSpec("data/noise/<device-slug>.json", "Noise floor (python -m collect noise)", NoiseFloorFile),
+    DerivedSpec("data/diffs/<run-a>-vs-<run-b>.json", "Diff of two runs (python -m collect diff)", DiffFile),
 )
 
 # Pages about the whole run rather than one phase: Home first, the rest after the phases' pages.

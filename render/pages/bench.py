@@ -274,14 +274,14 @@ class BenchPage(Page):
     # --- what this run shows ---------------------------------------------------------------
 
     def _standing(self):
-        """Per (shape, dtype, causal, N): Triton's speedup over naive and over the fastest SDPA backend, each with
+        """Per (shape, dtype, causal, N): Triton's speedup over naive and over the fastest other implementation, each with
         its verdict (case_side: the calls' spread counted), and both calls' loop and device times against SDPA."""
         out = []
         for shape in self.shapes():
             for dtype, causal in self.facets(shape):
                 tri = self.b.by_n(shape, dtype, causal, FUSED)
                 naive = self.b.by_n(shape, dtype, causal, "naive")
-                fast = self.b.fastest_sdpa(shape, dtype, causal)
+                fast = self.b.fastest_rival(shape, dtype, causal)
                 for n, t in tri.iterrows():
                     r = {"shape": shape, "dtype": dtype, "causal": causal, "n": n, "naive": None, "naive_side": None,
                          "sdpa": None, "sdpa_side": None, "sdpa_spread": None}
@@ -338,7 +338,7 @@ class BenchPage(Page):
         if not sd.empty:
             level = sd[sd["sdpa_side"] != "loss"]
             worst = sd.loc[sd["sdpa"].idxmin()]
-            text = (f"Against the fastest SDPA backend of each case, Triton is on par or faster in {len(level)} of "
+            text = (f"Against the fastest other implementation of each case, Triton is on par or faster in {len(level)} of "
                     f"{len(sd)} cases; its largest deficit is {case_words(worst['sdpa'], worst['sdpa_spread'])} at "
                     f"N={worst['n']} ({facet_label(worst['dtype'], worst['causal'])}, {shape_label(worst['shape'])}).")
             out.append(text)
@@ -356,7 +356,7 @@ class BenchPage(Page):
             worst = sd.loc[sd["sdpa"].idxmin()]
             loop = self._loop_beside(worst).strip()
             if loop:
-                out.append(f"Where ours trails SDPA most (N={worst['n']}, {facet_label(worst['dtype'], worst['causal'])}, "
+                out.append(f"Where ours trails the others most (N={worst['n']}, {facet_label(worst['dtype'], worst['causal'])}, "
                            f"{shape_label(worst['shape'])}), b{loop[1:]}")
         out.append(self._small_n_verdict())
         return " ".join(x for x in out if x)
@@ -443,7 +443,7 @@ class BenchPage(Page):
         return text + " (clocks are read, never set)."
 
     def _clock_gap_sentence(self) -> str:
-        """Where our kernel and the fastest SDPA backend it is compared with ran at median SM clocks more than
+        """Where our kernel and the fastest other implementation it is compared with ran at median SM clocks more than
         CLOCK_GAP apart (clocks are read, never set), how many such comparisons there are and the widest."""
         if "sm_clock_mhz" not in self.ok:
             return ""
@@ -452,7 +452,7 @@ class BenchPage(Page):
             for dtype, causal in self.facets(shape):
                 f = self.b.facet_rows(self.ok, shape, dtype, causal)
                 ours = f[f["impl"] == FUSED].set_index("seq_len")["sm_clock_mhz"]
-                fast = self.b.fastest_sdpa(shape, dtype, causal)
+                fast = self.b.fastest_rival(shape, dtype, causal)
                 for n in ours.index.intersection(fast.index):
                     a, b = ours[n], fast.loc[n, "sm_clock_mhz"]
                     if (gap := clock_gap(a, b)) is not None:
@@ -461,7 +461,7 @@ class BenchPage(Page):
         if not apart:
             return ""
         _, a, b, shape, dtype, causal, n = max(apart, key=lambda x: x[0])
-        return (f" In {len(apart)} of {plural(len(pairs), 'comparison')} with the fastest SDPA backend the two calls' "
+        return (f" In {len(apart)} of {plural(len(pairs), 'comparison')} with the fastest other implementation the two calls' "
                 f"median SM clocks differ by more than {fmt.pct(100 * CLOCK_GAP, 2)}. The widest gap is at "
                 f"{facet_label(dtype, causal)}, {shape_label(shape)}, N={n}, ours at {fmt.num(a, 4)} MHz against "
                 f"SDPA's {fmt.num(b, 4)} MHz: a compute-bound call's time scales about inversely with its clock, so "
@@ -486,7 +486,7 @@ class BenchPage(Page):
 
     def _choice_counted_once(self, auto: pd.DataFrame) -> str:
         """How many of PyTorch's choices ran a backend that was also timed forced: those rows time the same
-        kernel twice, and the comparisons with the fastest SDPA backend use the forced row alone."""
+        kernel twice, and the comparisons with the fastest other implementation use the forced row alone."""
         timed = auto[auto["latency_ms_median"].notna()]
         twice = int((~timed.index.isin(distinct_sdpa(self.ok).index)).sum())
         if not twice:
@@ -494,7 +494,7 @@ class BenchPage(Page):
         rest = len(timed) - twice
         where = "In every one of them" if not rest else f"In {twice} of them"
         text = (f" {where}, the backend it chose was also timed forced, so the two rows are one kernel timed twice: "
-                "the comparisons with the fastest SDPA backend below count that kernel once, by its forced run.")
+                "the comparisons with the fastest other implementation below count that kernel once, by its forced run.")
         if rest:
             text += (f" In the other {rest}, PyTorch's choice is compared as it is "
                      "(its backend was not timed forced there, or is not known).")
@@ -503,7 +503,7 @@ class BenchPage(Page):
     # --- per shape -------------------------------------------------------------------------
 
     def findings(self, shape) -> str:
-        """Bullets per dtype and masking: Triton against naive and against the fastest SDPA backend."""
+        """Bullets per dtype and masking: Triton against naive and against the fastest other implementation."""
         out = []
         for dtype, causal in self.facets(shape):
             tri = self.latency(shape, dtype, causal, FUSED)
@@ -527,11 +527,11 @@ class BenchPage(Page):
 
             parts.append(gap(self.b.by_n(shape, dtype, causal, "naive"), "naive PyTorch"))
             parts.append(self._oom_note(shape, dtype, causal, "naive", tri))
-            fast = self.b.fastest_sdpa(shape, dtype, causal)
+            fast = self.b.fastest_rival(shape, dtype, causal)
             common = [n for n in tri.index if n in fast.index]
             names = list(dict.fromkeys(self._sdpa_label(fast.loc[n]) for n in common))
-            who = (f"the fastest SDPA backend ({names[0]} at every N)" if len(names) == 1
-                   else f"the fastest SDPA backend ({join(names)}, depending on N)")
+            who = (f"the fastest other implementation ({names[0]} at every N)" if len(names) == 1
+                   else f"the fastest other implementation ({join(names)}, depending on N)")
             parts.append(gap(fast, who))
             port = self.b.by_n(shape, dtype, causal, "triton-portable")
             if any(n in port.index for n in tri.index):  # what the path flash_attention chose buys over the portable
@@ -768,7 +768,7 @@ class BenchPage(Page):
         for dtype, causal in self.facets(shape):
             tri = self.latency(shape, dtype, causal, FUSED)
             naive = self.latency(shape, dtype, causal, "naive")
-            fast = self.b.fastest_sdpa(shape, dtype, causal)
+            fast = self.b.fastest_rival(shape, dtype, causal)
             paths = self.b.paths(shape, dtype, causal)
             tri_rows = self.b.by_n(shape, dtype, causal, FUSED)
             naive_rows = self.b.by_n(shape, dtype, causal, "naive")
@@ -791,7 +791,7 @@ class BenchPage(Page):
         return table_html(pd.DataFrame(rows), {
             "facet": "dtype, mask", "n": "N", "tri": "Triton (median device time)", "path": "Triton's path",
             "naive": "naive (median)",
-            "vs_naive": "Triton vs naive", "sdpa": "fastest SDPA (median)", "vs_sdpa": "Triton vs fastest SDPA"})
+            "vs_naive": "Triton vs naive", "sdpa": "fastest other (median)", "vs_sdpa": "Triton vs fastest other"})
 
     def failures_table(self) -> str:
         bad = self.rows[self.rows["status"] != "ok"]

@@ -447,7 +447,7 @@ class ByteArithmeticPage(Page):
                                "blocks": "BLOCK_M×BLOCK_N (causal)",
                                "t": "T query blocks", "predicted": "predicted 2T/(T+1)", "measured": "Triton measured",
                                "verdict": "the block count", "clocks": "Triton's SM clocks (unmasked / masked)",
-                               "flash": "SDPA flash measured", "flash_verdict": "SDPA flash: the mask"},
+                               "flash": "FlashAttention-2 (SDPA) measured", "flash_verdict": "FlashAttention-2 (SDPA): the mask"},
                           {"predicted": r, "measured": r, "flash": r, "t": lambda v: "n/a" if v != v or v is None else int(v)})
 
     def causal_finding(self) -> str:
@@ -536,14 +536,14 @@ class ByteArithmeticPage(Page):
         return out
 
     def _flash_sentences(self, df: pd.DataFrame) -> list[str]:
-        """SDPA flash held to the same rule: a mask that skips work cannot make it slower."""
+        """FlashAttention-2 (SDPA) held to the same rule: a mask that skips work cannot make it slower."""
         slower = df[df["flash_verdict"] == "slower with the mask"]
         if slower.empty:
             return []
         w = slower.loc[slower["flash"].idxmin()]
         where = (f"at {self._row_label(w)}" if len(slower) == 1 else
                  f"in {len(slower)} rows, most at {self._row_label(w)}")
-        return [f"SDPA flash is slower with the mask {where}: {fmt.ratio(w['flash'])}, outside the p10 to p90 "
+        return [f"FlashAttention-2 (SDPA) is slower with the mask {where}: {fmt.ratio(w['flash'])}, outside the p10 to p90 "
                 f"spreads of the two timings and at SM clocks within {fmt.pct(100 * CLOCK_GAP, 2)} of each other. "
                 "That is a cost the mask adds rather than removes, which no count of skipped tiles explains."]
 
@@ -600,7 +600,7 @@ def _apart(gap: float | None) -> bool:
 
 
 def _flash_verdict(measured: float | None, overlap: bool, apart: bool) -> str | None:
-    """What the mask did to SDPA flash at one length: the same questions as Triton's rows, without a tile
+    """What the mask did to FlashAttention-2 (SDPA) at one length: the same questions as Triton's rows, without a tile
     count to hold it to (flash's tiles are not recorded)."""
     if measured is None or measured != measured:
         return None

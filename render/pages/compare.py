@@ -19,9 +19,10 @@ from plotly.subplots import make_subplots
 
 from .. import escape, fmt
 from ..axes import log_ticks
-from ..bench_data import distinct_sdpa
+from ..bench_data import rivals
 from ..decode_memory import memory_is_own, own_decode_rows
 from ..figures import PALETTE, figure_id, styled
+from ..run_diff import diff_runs, predecessor
 from ..runs import Run, load_references
 from ..tables import table_html
 from collect.schema import PHASES
@@ -36,11 +37,15 @@ MEASURED_COLORS = [PALETTE[i] for i in (0, 3, 2, 1, 4, 5, 6)]
 PUBLISHED_COLOR = PALETTE[7]
 PUBLISHED_DASHES = ["dash", "dot", "dashdot", "longdash"]
 PUBLISHED_WORDS = "published, not re-measured here"
-BENCH_PANELS = [("naive", "naive PyTorch"), ("triton", "Triton (ours)"), ("sdpa-fastest", "fastest SDPA backend")]
+BENCH_PANELS = [("naive", "naive PyTorch"), ("triton", "Triton (ours)"), ("sdpa-fastest", "fastest other implementation")]
 DECODE_VARIANTS = {"eager": "bf16, eager loop", "graph": "bf16, CUDA graph", "int8-graph": "int8, CUDA graph",
                    "int8-kernel": "int8, kernel", "int8-dequant": "int8, dequantize all", "hf-eager": "transformers loop",
                    "hf": "transformers loop", "hf-compiled": "transformers compiled"}
 INT8_VARIANTS = ("int8-dequant", "int8-graph", "int8-kernel")
+# The diff chart: one colour per verdict (collect/schema/diff.py VERDICTS), drawn in this order.
+VERDICT_COLORS = {"faster": PALETTE[2], "slower": PALETTE[3], "no change": PALETTE[7], "ratio only": PALETTE[0]}
+# The cases the diff's sentence names: the ones that changed most, either way.
+DIFF_NAMED = 3
 
 
 def _ok(x) -> bool:
@@ -139,6 +144,86 @@ class ComparePage(Page):
                      + " (lines grey and dashed with open markers, bars cross-hatched)")
         return text
 
+    # --- before and after: the narrated run against the run of the previous kernel version ------
+
+    @cached_property
+    def before(self) -> Run | None:
+        return predecessor(self.run, self.runs)
+
+    @cached_property
+    def diff(self):
+        return diff_runs(self.before, self.run, self.run.path.parent.parent) if self.before else None
+
+    def _changed(self) -> list:
+        d = self.diff
+        return sorted((c for c in d.cases if c.verdict in ("faster", "slower")), key=lambda c: -abs(math.log(c.ratio)))
+
+    def diff_summary(self) -> str:
+        """What changed between the previous kernel version's run and this one, in sentences from the diff."""
+        d, before = self.diff, self.before
+        if d is None:
+            return (f"No earlier run shipped another version of our kernel than `{escape.text(self.run.id)}`, so "
+                    "there is no before to compare with yet.")
+        a, b = escape.text(before.id), escape.text(self.run.id)
+        va, vb = escape.text(d.kernel_version_a), escape.text(d.kernel_version_b)
+        out = [f"The narrated run `{b}` ships kernel version `{vb}`; the newest earlier run with another version is "
+               f"`{a}` (`{va}`)."]
+        if not d.same_device:
+            out.append(f"It ran on {escape.text(d.device_a)}, this run on {escape.text(d.device_b)}: the ratios below "
+                       "compare two GPUs, not a change of code, so no case is called faster or slower.")
+        elif not d.cases:
+            out.append("The two runs share no case measured in both.")
+        else:
+            n = {v: sum(c.verdict == v for c in d.cases) or "none" for v in ("faster", "slower", "no change")}
+            out.append(f"Of the {plural(len(d.cases), 'case')} both measured, {n['faster']} ran faster in `{b}`, "
+                       f"{n['slower']} slower, and {n['no change']} showed no change beyond the noise.")
+            top = self._changed()[:DIFF_NAMED]
+            if top:
+                named = join([f"{escape.text(c.label)} ({fmt.ratio(c.ratio)} the time)" for c in top])
+                out.append(f"The {'case' if len(top) == 1 else 'cases'} that changed most: {named}.")
+        only = len(d.only_a) + len(d.only_b)
+        if only:
+            out.append(f"{plural(only, 'case')} measured in one of the two runs only "
+                       f"{'is' if only == 1 else 'are'} left out.")
+        return " ".join(out) + "\n" + "".join(escape.note(x) for x in d.notes)
+
+    def diff_figure(self) -> str:
+        d = self.diff
+        if d is None or not d.cases:
+            return ""
+        rows = sorted(d.cases, key=lambda c: c.ratio)
+        fig = go.Figure()
+        for verdict, color in VERDICT_COLORS.items():
+            idx = [i for i, c in enumerate(rows) if c.verdict == verdict]
+            if not idx:
+                continue
+            cs = [rows[i] for i in idx]
+            has = [c.ratio_low is not None for c in cs]
+            fig.add_trace(go.Scatter(
+                x=[i + 1 for i in idx], y=[c.ratio for c in cs], mode="markers", name=verdict,
+                marker=dict(color=color, size=6),
+                error_y=dict(type="data", symmetric=False, color=color, thickness=1, width=0,
+                             array=[c.ratio_high - c.ratio if h else 0 for c, h in zip(cs, has)],
+                             arrayminus=[c.ratio - c.ratio_low if h else 0 for c, h in zip(cs, has)]),
+                text=[_esc(c.label) for c in cs],
+                customdata=[[f"[{c.ratio_low:.3f}, {c.ratio_high:.3f}]" if h else "no interval (no samples)",
+                             f"{c.floor:.3f} ({c.floor_source})"] for c, h in zip(cs, has)],
+                hovertemplate="%{text}<br>ratio %{y:.3f}, interval %{customdata[0]}<br>noise floor "
+                              "%{customdata[1]}<extra>%{fullData.name}</extra>"))
+        fig.add_hline(y=1.0, line=dict(color="grey", width=1, dash="dot"))
+        floors = {c.floor for c in rows}
+        if len(floors) == 1 and d.same_device:
+            f = floors.pop()
+            fig.add_hrect(y0=1 / f, y1=f, fillcolor="grey", opacity=0.12, line_width=0)
+        fig.update_xaxes(title_text="case, sorted by ratio")
+        fig.update_yaxes(title_text=f"time in {_esc(d.run_b)} / time in {_esc(d.run_a)} (below 1: faster)", type="log")
+        band = (" The grey band is the noise floor every case was held to." if len(
+            {c.floor for c in rows}) == 1 and d.same_device else "")
+        return self.figure("diff", fig, f"Each case both runs measured: the median time in {d.run_b} over the median "
+                           f"time in {d.run_a}, sorted, with its {d.confidence:.0%} bootstrap interval where both runs "
+                           f"kept their samples, coloured by verdict.{band} Runs {d.run_a} ({d.device_a}) and "
+                           f"{d.run_b} ({d.device_b})", height=460)
+
     # --- banner and summary ------------------------------------------------------------------
 
     def banner(self) -> str:
@@ -177,7 +262,7 @@ class ComparePage(Page):
     HISTORY_CASES = (("d64", STUDY["batch"], STUDY["heads"], 64), ("d128", 4, 32, 128))
 
     def _history_ratio(self, run: Run, batch: int, heads: int, head_dim: int):
-        """(ours against the fastest SDPA backend by median device time, the lowest and highest ratio the calls'
+        """(ours against the fastest other implementation by median device time, the lowest and highest ratio the calls'
         p10 and p90 allow, N) at one shape, fp16 without a mask, at the longest N both ran; None where not."""
         df = run.frame("bench", "rows")
         if df.empty:
@@ -185,7 +270,7 @@ class ComparePage(Page):
         df = df[(df["status"] == "ok") & df["latency_ms_median"].notna() & (df["batch"] == batch)
                 & (df["heads"] == heads) & (df["head_dim"] == head_dim) & (df["dtype"] == "float16")
                 & (df["causal"] == False)]  # noqa: E712
-        tri, sdpa = df[df["impl"] == "triton"], distinct_sdpa(df)
+        tri, sdpa = df[df["impl"] == "triton"], rivals(df)
         common = sorted(set(tri["seq_len"]) & set(sdpa["seq_len"]))
         if not common:
             return None
@@ -199,7 +284,7 @@ class ComparePage(Page):
     @cached_property
     def history(self) -> pd.DataFrame:
         """One row per measured run, oldest first: its device, the kernel version it ran, and ours against the
-        fastest SDPA backend at each history case."""
+        fastest other implementation at each history case."""
         rows = []
         for r in sorted(self.runs, key=lambda r: r.created):
             row = {"run": r.id, "device": r.device_name, "version": r.kernel_version or "not recorded",
@@ -212,7 +297,7 @@ class ComparePage(Page):
         return pd.DataFrame(rows)
 
     def _history_sentence(self, key: str, b: int, h: int, d: int, count: bool = True) -> str:
-        """How ours against the fastest SDPA backend moved from the first kernel version to the last on the narrated
+        """How ours against the fastest other implementation moved from the first kernel version to the last on the narrated
         run's device, each version's range over its runs."""
         f = self.history
         f = f[(f["device"] == self.run.device_name) & f[key].notna()] if not f.empty else f
@@ -222,7 +307,7 @@ class ComparePage(Page):
         first, last = f[f["version"] == versions[0]], f[f["version"] == versions[-1]]
         n = int(f[f["version"] == versions[-1]][f"{key}_n"].iloc[-1])
         return (f"At d={d} (B={b}, H={h}, N={n}, fp16, non-causal) ours ran at "
-                f"{fmt.span(first[key].min(), first[key].max(), fmt.ratio)} the fastest SDPA backend's speed with "
+                f"{fmt.span(first[key].min(), first[key].max(), fmt.ratio)} the fastest other implementation's speed with "
                 f"{escape.text(versions[0])} and at {fmt.span(last[key].min(), last[key].max(), fmt.ratio)} with "
                 f"{escape.text(versions[-1])}" + (f" ({plural(len(versions), 'kernel version')} in all)." if count
                                                     else "."))
@@ -238,9 +323,9 @@ class ComparePage(Page):
                 "device": r["device"], "date": r["date"], **{k: opt(k)(r) for k, *_ in self.HISTORY_CASES}}
                for _, r in f.iterrows()]
         cols = {"version": "Kernel version", "run": "Run", "device": "Device", "date": "Collected (UTC)"}
-        cols.update({k: f"Ours vs fastest SDPA, d={d} (B={b}, H={h})" for k, b, h, d in self.HISTORY_CASES})
+        cols.update({k: f"Ours vs fastest other, d={d} (B={b}, H={h})" for k, b, h, d in self.HISTORY_CASES})
         return table_html(pd.DataFrame(out), cols,
-                          caption="Median device time of the fastest SDPA backend over ours, fp16, non-causal, at the "
+                          caption="Median device time of the fastest other implementation over ours, fp16, non-causal, at the "
                                   "longest N both ran; in brackets the range the two calls' p10 and p90 allow")
 
     def history_figure(self) -> str:
@@ -267,8 +352,8 @@ class ComparePage(Page):
         fig.add_hline(y=1, line_dash="dash", line_color=PALETTE[7], line_width=1)
         fig.update_xaxes(tickvals=list(range(len(versions))), ticktext=[_esc(v) for v in versions],
                          title_text="kernel version, in the order the runs were collected")
-        fig.update_yaxes(title_text="ours vs fastest SDPA (×)")
-        return self.figure("history", fig, "Our kernel against the fastest SDPA backend, one marker per committed run, "
+        fig.update_yaxes(title_text="ours vs fastest other (×)")
+        return self.figure("history", fig, "Our kernel against the fastest other implementation, one marker per committed run, "
                                            "grouped by the kernel version it ran; bars span the ratio the two calls' "
                                            "p10 and p90 allow; above the dashed line ours is faster. fp16, "
                                            "non-causal, the longest N both ran.", height=380)
@@ -326,7 +411,7 @@ class ComparePage(Page):
         return df[m]
 
     def _bench_series(self, dev: Device, panel: str) -> pd.DataFrame:
-        """Rows for one panel by seq_len; 'sdpa-fastest' is the quickest SDPA row at each length."""
+        """Rows for one panel by seq_len; 'sdpa-fastest' is the quickest rival's row at each length (vocab.is_rival)."""
         return self._memo((id(dev.run), "bench", panel), lambda: self._panel_rows(dev, panel))
 
     def _panel_rows(self, dev: Device, panel: str) -> pd.DataFrame:
@@ -334,7 +419,7 @@ class ComparePage(Page):
         if df.empty:
             return df
         if panel == "sdpa-fastest":
-            df = distinct_sdpa(df)  # PyTorch's choice counted once, as the Benchmarks page counts it
+            df = rivals(df)  # PyTorch's choice counted once, as the Benchmarks page counts it
             if df.empty:
                 return df
             df = df.loc[df.groupby("seq_len")["latency_ms_median"].idxmin()]
@@ -343,7 +428,7 @@ class ComparePage(Page):
         return df.sort_values("seq_len")
 
     def _speedups(self, dev: Device) -> tuple[str, str]:
-        """Triton against naive and against the fastest SDPA, each at the longest N both ran."""
+        """Triton against naive and against the fastest other, each at the longest N both ran."""
         tri = self._bench_series(dev, "triton").set_index("seq_len")["latency_ms_median"]
         out = []
         for panel in ("naive", "sdpa-fastest"):
@@ -371,7 +456,7 @@ class ComparePage(Page):
         return table_html(pd.DataFrame(rows), {
             "device": "Device", "source": "Source", "profile": "Profile", "phases": "Phases",
             "copy": "Copy bandwidth (measured)", "sheet": "DRAM bandwidth (datasheet)",
-            "vs_naive": "Triton vs naive", "vs_sdpa": "Triton vs fastest SDPA"},
+            "vs_naive": "Triton vs naive", "vs_sdpa": "Triton vs fastest other"},
             caption=f"Triton's standing at the study shape (B={STUDY['batch']}, H={STUDY['heads']}, "
                     f"d={STUDY['head_dim']}, fp16, non-causal), at the longest N both ran.")
 
@@ -501,8 +586,8 @@ class ComparePage(Page):
         return self._line_figure(
             f"bench-{metric}", BENCH_PANELS, series, "seq_len", column, "seq_len N", ytitle,
             f"N=%{{x}}<br>{fmt_hover}", f"{what}, log-log, at the study shape B={s['batch']}, H={s['heads']}, "
-                                       f"d={s['head_dim']}, fp16, non-causal; the third panel takes the quickest SDPA "
-                                       "backend at each N (hover to see which).", scale=scale)
+                                       f"d={s['head_dim']}, fp16, non-causal; the third panel takes the quickest other "
+                                       "implementation at each N (hover to see which).", scale=scale)
 
     def _decode_rows(self, dev: Device) -> pd.DataFrame:
         return self._memo((id(dev.run), "decode-rows"), lambda: self._model_rows(dev))

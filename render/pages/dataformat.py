@@ -7,6 +7,7 @@ import re
 import typing
 
 from collect.schema import SCHEMA_VERSION, STATUSES, available_specs
+from collect.schema.registry import DERIVED
 from collect.schema.reader import MAX_DEPTH, MAX_FILE_BYTES
 
 from ..validate import allowed
@@ -62,6 +63,16 @@ class DataFormatPage(Page):
             _walk(cls, classes)
             for c in classes:
                 out.append(self._table(c))
+        return "\n".join(out)
+
+    def derived(self) -> str:
+        """The files computed from runs (a noise floor, a diff), documented like the phase files."""
+        out = []
+        for spec in DERIVED:
+            out.append(f"### `{spec.path}`: {spec.title}\n")
+            classes: list = []
+            _walk(spec.schema, classes)
+            out += [self._table(c) for c in classes]
         return "\n".join(out)
 
     @staticmethod

@@ -341,6 +341,48 @@ class DecodePage(Page):
                      "every key length it has not seen")
         return text + "."
 
+    # model.generate within this factor of the plain loop's step needs no explanation (issue 39's bar).
+    GENERATE_EVEN = 1.2
+
+    def generate_finding(self) -> str:
+        """Why model.generate costs more (or not) per token than the plain greedy loop, from the host profile of
+        both at one shape; '' where the run has no such profile."""
+        prof = {p.variant: p for p in getattr(self.data, "host_profiles", []) if p.status == "ok"}
+        g, e = prof.get("hf-generate"), prof.get("hf-eager")
+        if g is None or e is None:
+            return ""
+        rg, re_ = self.row(g.model, "hf-generate", g.batch, g.context), self.row(e.model, "hf-eager", e.batch, e.context)
+        if rg is None or re_ is None:
+            return ""
+        ratio = float(rg.step_ms_median) / float(re_.step_ms_median)
+        where = f"{escape.text(g.model)}, batch {g.batch}, context {g.context}"
+        text = (f"At {where}, model.generate takes {fmt.ms(float(rg.step_ms_median))} a token and the plain loop "
+                f"{fmt.ms(float(re_.step_ms_median))} a step: {fmt.ratio(ratio)}")
+        if ratio <= self.GENERATE_EVEN:
+            text += f", within {fmt.pct(100 * (self.GENERATE_EVEN - 1), 2)} of each other."
+        else:
+            text += f", more than the {fmt.pct(100 * (self.GENERATE_EVEN - 1), 2)} two ways of decoding should differ by."
+        gap = g.ms_per_token - e.ms_per_token
+        extra = sorted(((c, g.components.get(c, 0.0) - e.components.get(c, 0.0))
+                        for c in dict.fromkeys([*g.components, *e.components])), key=lambda x: -x[1])
+        extra = [(c, d) for c, d in extra if d > 0 and gap > 0 and d >= 0.05 * gap][:3]
+        text += (f" Under cProfile a generate token costs {fmt.ms(g.ms_per_token)} of host time and a loop step "
+                 f"{fmt.ms(e.ms_per_token)} (the profiler slows both)")
+        if gap > 0 and extra:
+            text += ("; the difference lies in " + join([f"{escape.text(c)} ({fmt.pct(100 * d / gap, 2)} of it)"
+                                                         for c, d in extra]))
+        text += "."
+        if g.kernels_per_token is not None and e.kernels_per_token is not None:
+            more = g.kernels_per_token - e.kernels_per_token
+            text += (f" Per token, generate launches {fmt.count(g.kernels_per_token)} kernels against the loop's "
+                     f"{fmt.count(e.kernels_per_token)}")
+            text += f" ({fmt.count(more)} more)" if more > 0 else ""
+            if g.host_copies_per_token:
+                text += (f", and copies to the host {fmt.count(g.host_copies_per_token)} times, each a wait for the GPU "
+                         f"to finish (the loop: {fmt.count(e.host_copies_per_token or 0)})")
+            text += "."
+        return text
+
     def _cudnn_attention(self, r) -> bool:
         """Whether the profile shows this row's attention kernels to be cuDNN's."""
         s = self._class_shares(r.model, r.variant, r.batch, r.context)

@@ -14,12 +14,12 @@ from plotly.subplots import make_subplots
 from collect.schema.iterations import IterationRow
 
 from .. import escape, fmt
-from ..bench_data import distinct_sdpa
+from ..bench_data import rivals
 from ..figures import PALETTE
 from ..frames import index_by
 from ..tables import table_html
 from ..vocab import DTYPE_SHORT as SHORT
-from ..vocab import CLOCK_GAP, clock_gap, impl_label, join, masking, plural, version_kernel
+from ..vocab import CLOCK_GAP, clock_gap, impl_label, is_rival, join, masking, plural, version_kernel
 from .base import Page
 
 CEILINGS = {"float16": "matmul_fp16", "bfloat16": "matmul_bf16"}
@@ -258,10 +258,11 @@ class IterationsPage(Page):
 
     @cached_property
     def _fastest(self) -> dict:
-        """case key -> (impl, TFLOP/s) of the fastest SDPA backend (the first of equals), full and shape-free keys."""
+        """case key -> (impl, TFLOP/s) of the fastest rival (an SDPA backend or FlashAttention-4; the first of
+        equals), full and shape-free keys."""
         out: dict = {}
         for key, f in self._ok_cases.items():
-            s = f[f["kind"] == "sdpa"]
+            s = f[f["kind"].isin(("sdpa", "baseline"))]
             if not s.empty:
                 best = s.loc[s["tflops"].idxmax()]
                 out[key] = (str(best["impl"]), float(best["tflops"]))
@@ -275,21 +276,21 @@ class IterationsPage(Page):
     def tflops(self, impl: str, dtype: str, causal: bool, n: int, batch=None, heads=None, head_dim=None) -> float | None:
         return self._tflops.get((impl, case_key(dtype, causal, n, batch, heads, head_dim)))
 
-    def fastest_sdpa(self, dtype: str, causal: bool, n: int, batch=None, heads=None,
+    def fastest_rival(self, dtype: str, causal: bool, n: int, batch=None, heads=None,
                      head_dim=None) -> tuple[str, float] | None:
         return self._fastest.get(case_key(dtype, causal, n, batch, heads, head_dim))
 
     def ratio(self, impl: str, dtype: str, causal: bool, n: int, batch=None, heads=None,
               head_dim=None) -> float | None:
-        """TFLOP/s of impl over the fastest SDPA backend's, same case."""
+        """TFLOP/s of impl over the fastest other implementation's, same case."""
         t = self.tflops(impl, dtype, causal, n, batch, heads, head_dim)
-        s = self.fastest_sdpa(dtype, causal, n, batch, heads, head_dim)
+        s = self.fastest_rival(dtype, causal, n, batch, heads, head_dim)
         return t / s[1] if t is not None and s else None
 
     def case_clock_gap(self, impl: str, case: GoalCase) -> tuple[float, float, float, str] | None:
-        """(|ours / theirs - 1|, our median SM clock, theirs, their impl) for impl and the fastest SDPA backend at
+        """(|ours / theirs - 1|, our median SM clock, theirs, their impl) for impl and the fastest other implementation at
         one goal case, where both clocks were recorded."""
-        s = self.fastest_sdpa(*case)
+        s = self.fastest_rival(*case)
         if s is None or "sm_clock_mhz" not in self.ok:
             return None
         f = self._case_rows(self._ok_cases, *case)
@@ -299,19 +300,19 @@ class IterationsPage(Page):
         return gap, float(a.iloc[0]), float(b.iloc[0]), s[0]
 
     def bench_clock_gap(self, case: GoalCase) -> float | None:
-        """The same gap as the bench phase saw it: `triton` against the SDPA row bench_ratio divides by."""
+        """The same gap as the bench phase saw it: `triton` against the rival row bench_ratio divides by."""
         b = self.run.frame("bench", "rows")
         if b.empty or "sm_clock_mhz" not in b:
             return None
         f = self._case_rows(self._bench_cases, *case)
-        ours, sdpa = f[f["impl"] == "triton"]["sm_clock_mhz"].dropna(), distinct_sdpa(f)
+        ours, sdpa = f[f["impl"] == "triton"]["sm_clock_mhz"].dropna(), rivals(f)
         if ours.empty or sdpa.empty:
             return None
         theirs = sdpa.loc[sdpa["tflops"].idxmax(), "sm_clock_mhz"]
         return clock_gap(ours.iloc[0], theirs)
 
     def clock_gap_finding(self) -> str:
-        """Where the final version and the fastest SDPA backend ran at median SM clocks more than CLOCK_GAP apart
+        """Where the final version and the fastest other implementation ran at median SM clocks more than CLOCK_GAP apart
         (clocks are read, never set): how many goal cases, and the widest."""
         final = self.data.final_version
         gaps = [(g, c) for c in self.cases() if (g := self.case_clock_gap(final, c)) is not None]
@@ -319,8 +320,8 @@ class IterationsPage(Page):
         if not apart:
             return ""
         (_, a, b, sdpa), c = max(apart, key=lambda x: x[0][0])
-        return (f"In {len(apart)} of {plural(len(gaps), 'goal case')} {escape.text(final)} and the fastest SDPA "
-                f"backend ran at median SM clocks more than {share(CLOCK_GAP)} apart (clocks are read, never set). "
+        return (f"In {len(apart)} of {plural(len(gaps), 'goal case')} {escape.text(final)} and the fastest other "
+                f"implementation ran at median SM clocks more than {share(CLOCK_GAP)} apart (clocks are read, never set). "
                 f"The widest gap is at {self.label(c)}: ours at {fmt.num(a, 4)} MHz, "
                 f"{escape.text(impl_label(sdpa))} at {fmt.num(b, 4)} MHz. A compute-bound call's time scales about "
                 "inversely with its clock, so those ratios carry the gap.")
@@ -333,7 +334,7 @@ class IterationsPage(Page):
 
     def speedup(self, name: str, baseline: str, causal: bool, only: dict | None = None) -> float | None:
         """Geometric mean over the goal cases of this masking (and of `only`'s GoalCase fields, when given) of
-        name's TFLOP/s over the baseline's ('sdpa': the fastest SDPA backend of each case). Only cases both ran
+        name's TFLOP/s over the baseline's ('sdpa': the fastest other implementation of each case). Only cases both ran
         count."""
         out = []
         for case in self.cases():
@@ -341,7 +342,7 @@ class IterationsPage(Page):
                 continue
             t = self.tflops(name, *case)
             if baseline == "sdpa":
-                s = self.fastest_sdpa(*case)
+                s = self.fastest_rival(*case)
                 b = s[1] if s else None
             else:
                 b = self.tflops(baseline, *case)
@@ -358,7 +359,7 @@ class IterationsPage(Page):
         shapes = dict.fromkeys(f"B={b}, H={h}, d={hd}" for b, h, hd in zip(self.rows["batch"], self.rows["heads"],
                                                                           self.rows["head_dim"]))
         ns = sorted(set(self.rows["seq_len"]))
-        timed = set(self.rows[self.rows["kind"] != "sdpa"]["impl"]) if "kind" in self.rows else set()
+        timed = set(self.rows[self.rows["kind"] == "version"]["impl"]) if "kind" in self.rows else set()
         untimed = [n for n in self.version_names() if n not in timed]
         text = (f"This run timed {len([n for n in self.version_names() if n in timed])} versions of our kernel and "
                 f"{join(escape.text(impl_label(i)) for i in dict.fromkeys(self.rows[self.rows['kind'] == 'sdpa']['impl']))} "
@@ -382,7 +383,7 @@ class IterationsPage(Page):
     def coverage(self) -> str:
         """Which versions were timed where, when not every version was timed at every case: the phase
         runs the whole journey at some shapes and dtypes and only its endpoints at the others."""
-        ok = self.ok[self.ok["kind"] != "sdpa"] if "kind" in self.ok else self.ok.iloc[0:0]
+        ok = self.ok[self.ok["kind"] == "version"] if "kind" in self.ok else self.ok.iloc[0:0]
         if ok.empty:
             return ""
         sets = {(int(hd), int(n), str(dt)): frozenset(g["impl"])
@@ -403,7 +404,7 @@ class IterationsPage(Page):
                 if len(missed) < len(ran):  # name the shorter list
                     out.append(f"Every timed version but {join(missed)} ran at {where_ran(keys)}.")
                 else:
-                    out.append(f"Only {join(ran)} {'ran' if len(ran) > 1 else 'was timed'} beside SDPA at "
+                    out.append(f"Only {join(ran)} {'ran' if len(ran) > 1 else 'was timed'} beside the other implementations at "
                                f"{where_ran(keys)}.")
         return " ".join(out)
 
@@ -416,8 +417,8 @@ class IterationsPage(Page):
         if measured:
             med, low, reached = self._goal_verdict(measured)
             out.append(f"The kernel as shipped, **{escape.text(final)}**, {'reaches' if reached else 'misses'} its goal "
-                       f"on this page's timing: a median of {fmt.ratio_vs(med, d.goal_ratio)} the fastest SDPA "
-                       f"backend's TFLOP/s over {len(measured)} goal cases (the goal: {fmt.ratio(d.goal_ratio)}), "
+                       f"on this page's timing: a median of {fmt.ratio_vs(med, d.goal_ratio)} the fastest other "
+                       f"implementation's TFLOP/s over {len(measured)} goal cases (the goal: {fmt.ratio(d.goal_ratio)}), "
                        f"with {plural(len(low), 'case')} below {fmt.ratio(d.goal_ratio - NOISE_BAND)}.")
         verdicts, steps = [], []
         for v, pred, m in self.measured_predictions():
@@ -445,14 +446,14 @@ class IterationsPage(Page):
         measured = [(c, r) for c, r in ratios if r is not None]
         goal = fmt.ratio(d.goal_ratio)
         if not measured:
-            return (f"The final version, **{escape.text(final)}**, has no case measured beside an SDPA backend in this "
-                    f"run, so whether it reaches {goal} of the fastest SDPA backend cannot be said here.")
+            return (f"The final version, **{escape.text(final)}**, has no case measured beside another implementation in this "
+                    f"run, so whether it reaches {goal} of the fastest other implementation cannot be said here.")
         met = [(c, r) for c, r in measured if r >= d.goal_ratio]
         worst = min(measured, key=lambda x: x[1])
         best = max(measured, key=lambda x: x[1])
         med, low, reached = self._goal_verdict([r for _, r in measured])
         floor = d.goal_ratio - NOISE_BAND
-        out = [f"The goal: over the goal cases, a median of {goal} or more of the fastest SDPA backend's TFLOP/s, "
+        out = [f"The goal: over the goal cases, a median of {goal} or more of the fastest other implementation's TFLOP/s, "
                f"and no case below {fmt.ratio(floor)} (the noise band of this data). The final version, "
                f"**{escape.text(final)}**, has a median of {fmt.ratio_vs(med, d.goal_ratio)} with "
                f"{plural(len(low), 'case')} below {fmt.ratio(floor)}: the goal is {'reached' if reached else 'missed'}. "
@@ -467,7 +468,7 @@ class IterationsPage(Page):
                    f"({self.label(best[0])}); the table below has every case.")
         beats = [c for c, r in measured if r >= 1.0]
         if beats and d.goal_ratio != 1.0:  # at a goal of 1.0 the count above says the same
-            out.append(f"It is at least as fast as every SDPA backend measured in {len(beats)} of {len(measured)} cases.")
+            out.append(f"It is at least as fast as every other implementation measured in {len(beats)} of {len(measured)} cases.")
         out.append(self.clock_gap_finding())
         return " ".join(x for x in out if x)
 
@@ -484,7 +485,7 @@ class IterationsPage(Page):
         if not self._bench_cases or self.rows.empty:
             return None
         key = case_key(dtype, causal, n, batch, heads, head_dim)
-        ours, sdpa = self._bench_triton.get(key), self._bench_fastest_sdpa.get(key)
+        ours, sdpa = self._bench_triton.get(key), self._bench_fastest_rival.get(key)
         return ours / sdpa if ours is not None and sdpa else None
 
     @cached_property
@@ -495,10 +496,10 @@ class IterationsPage(Page):
                 if k is not None}
 
     @cached_property
-    def _bench_fastest_sdpa(self) -> dict:
-        """case key -> the bench phase's fastest SDPA TFLOP/s there, PyTorch's choice counted once, as the
+    def _bench_fastest_rival(self) -> dict:
+        """case key -> the bench phase's fastest other TFLOP/s there, PyTorch's choice counted once, as the
         Benchmarks page counts it (distinct_sdpa decides row by row, so once for the whole frame)."""
-        return {k: float(f["tflops"].max()) for k, f in cases_index(distinct_sdpa(self._bench_ok)).items()
+        return {k: float(f["tflops"].max()) for k, f in cases_index(rivals(self._bench_ok)).items()
                 if k is not None and not f.empty}
 
     def bench_crosscheck(self) -> str:
@@ -515,7 +516,7 @@ class IterationsPage(Page):
         mine = sum((self.ratio(final, *c) or 0) >= goal for c, _ in got)
         text = (f"The bench phase timed `flash_attention` as shipped at the same shapes, in a measurement of its "
                 f"own, and finds it at "
-                f"{fmt.ratio(goal)} or more of the fastest SDPA backend in {met} of {len(got)} cases, against this "
+                f"{fmt.ratio(goal)} or more of the fastest other implementation in {met} of {len(got)} cases, against this "
                 f"page's {mine} of {len(got)}.")
         diffs = [(c, r - self.ratio(final, *c)) for c, r in got if self.ratio(final, *c) is not None]
         if diffs:
@@ -551,7 +552,7 @@ class IterationsPage(Page):
         return text
 
     def crosscheck_table(self) -> str:
-        """Both phases' ratio to the fastest SDPA backend, case by case."""
+        """Both phases' ratio to the fastest other implementation, case by case."""
         final = self.data.final_version
         rows = []
         for c in self.cases():
@@ -565,10 +566,10 @@ class IterationsPage(Page):
         r = lambda v: "n/a" if v is None else fmt.ratio(v)  # noqa: E731
         return table_html(pd.DataFrame(rows), {"case": "Case", "here": f"{final} (this page)",
                                                "bench": "flash_attention (bench phase)", "diff": "bench − this page"},
-                          {"here": r, "bench": r}, caption="Ratio to the fastest SDPA backend's TFLOP/s")
+                          {"here": r, "bench": r}, caption="Ratio to the fastest other implementation's TFLOP/s")
 
     def ceiling_finding(self) -> str:
-        """The final version and the fastest SDPA backend as fractions of the measured matmul rate."""
+        """The final version and the fastest other implementation as fractions of the measured matmul rate."""
         final = self.data.final_version
         parts = []
         for dtype, causal in self.facets():
@@ -578,7 +579,7 @@ class IterationsPage(Page):
             case = max((c for c in self.cases() if c.dtype == dtype and c.causal == causal),
                        key=lambda c: (c.head_dim, c.n))
             t = self.tflops(final, *case)
-            s = self.fastest_sdpa(*case)
+            s = self.fastest_rival(*case)
             if t is None and s is None:
                 continue
             shape = f", B={case.batch}, H={case.heads}, d={case.head_dim}" if self.several_shapes else ""
@@ -656,16 +657,16 @@ class IterationsPage(Page):
                                     self.stall_comparison()) if x)
 
     def stall_comparison(self) -> str:
-        """Nsight Compute's stall reasons for our kernel against the fastest SDPA backend's, at the causal goal
+        """Nsight Compute's stall reasons for our kernel against the fastest other implementation's, at the causal goal
         shape the profile phase adds, when this run has it."""
         impls, stalls = self.run.frame("profile", "impls"), self.run.frame("profile", "stalls")
         if impls.empty or stalls.empty:
             return "This run has no profile of a goal shape to say where the time goes."
         goal = impls[(impls["status"] == "ok") & (impls["causal"] == True) & (impls["group"] == "main")]  # noqa: E712
         ours = goal[goal["impl"] == "triton"]
-        theirs = goal[goal["impl"].str.startswith("sdpa")]
+        theirs = goal[goal["impl"].map(is_rival).astype(bool)]
         if ours.empty or theirs.empty:
-            return "This run has no profile of a causal goal shape beside an SDPA backend."
+            return "This run has no profile of a causal goal shape beside another implementation."
 
         def top(case_id):
             s = stalls[stalls["case_id"] == case_id].groupby("reason")["warps_per_issue"].sum().sort_values(ascending=False)
@@ -703,9 +704,9 @@ class IterationsPage(Page):
     # --- tables ----------------------------------------------------------------------------
 
     def ratio_table(self) -> str:
-        """Each implementation by shape class (head_dim and masking): its ratio to the fastest SDPA backend over
+        """Each implementation by shape class (head_dim and masking): its ratio to the fastest other implementation over
         the cases of that class it ran, and how many it ran; the per-case TFLOP/s are in the figure's hover."""
-        impls = [*self.version_names(), *dict.fromkeys(self.rows[self.rows["kind"] == "sdpa"]["impl"])]
+        impls = [*self.version_names(), *dict.fromkeys(self.rows[self.rows["kind"].isin(("sdpa", "baseline"))]["impl"])]
         classes = list(dict.fromkeys((c.head_dim, c.causal) for c in self.cases()))
         cols = {"impl": "Implementation", "kernel": "Kernel"}
         data = []
@@ -720,7 +721,7 @@ class IterationsPage(Page):
                 cols[f"k{j}"] = f"d={hd}, {masking(causal)}"
             data.append(r)
         return table_html(pd.DataFrame(data), cols,
-                          caption="Lowest to highest ratio of TFLOP/s to the fastest SDPA backend of the same case, over "
+                          caption="Lowest to highest ratio of TFLOP/s to the fastest other implementation of the same case, over "
                                   "the cases of each class the implementation ran (how many, of the class's); "
                                   "hover the figure above for each case's TFLOP/s")
 
@@ -728,7 +729,7 @@ class IterationsPage(Page):
         """Each version once: the factor predicted for it, what this run measured, and the verdict, per masking."""
         data = []
         for v in self.versions:
-            base = "the fastest SDPA backend" if v.baseline == "sdpa" else v.baseline
+            base = "the fastest other implementation" if v.baseline == "sdpa" else v.baseline
             ranges, measured, verdicts = [], [], []
             for pred in v.predicted:
                 m = self.measured_prediction(v, pred)
@@ -820,7 +821,7 @@ class IterationsPage(Page):
     # --- figure ----------------------------------------------------------------------------
 
     def tflops_figure(self) -> str:
-        """Versions along x, TFLOP/s up; one line per N; dashed: fastest SDPA; dotted: matmul ceiling."""
+        """Versions along x, TFLOP/s up; one line per N; dashed: fastest other; dotted: matmul ceiling."""
         facets = self.facets()
         names = self.version_names()
         ticks = [n.split("-")[0] for n in names]  # 'v20': the full name and kernel are in the hover and the tables
@@ -851,9 +852,9 @@ class IterationsPage(Page):
                                              showlegend=key not in shown, line=dict(color=color),
                                              hovertext=hover, hoverinfo="text"), row=i + 1, col=j + 1)
                     shown.add(key)
-                    s = self.fastest_sdpa(*case)
+                    s = self.fastest_rival(*case)
                     if s:
-                        key = f"fastest SDPA {size}"
+                        key = f"fastest other {size}"
                         label = escape.plot(f"{impl_label(s[0])}, {self.label(case)}: "
                                             f"{fmt.num(s[1])} TFLOP/s")
                         fig.add_trace(go.Scatter(x=[ticks[0], ticks[-1]], y=[s[1], s[1]], mode="lines", name=key,
@@ -876,7 +877,7 @@ class IterationsPage(Page):
         cases = join(dict.fromkeys(f"N={c.n}" for c in self.cases()))
         shape = join(dict.fromkeys(f"B={b}, H={h}, d={hd}" for b, h, hd in
                                    zip(self.rows["batch"], self.rows["heads"], self.rows["head_dim"])))
-        caption = (f"TFLOP/s of each kernel version (solid, in journey order) against the fastest SDPA backend of the "
+        caption = (f"TFLOP/s of each kernel version (solid, in journey order) against the fastest other implementation of the "
                    f"same case (dashed) and the measured matmul rate (dotted); {shape}; {cases}; "
                    f"4·B·H·N²·d FLOP per call, halved when causal.")
         return self.figure("tflops", fig, caption, height=300 * len(dtypes) + 120)
