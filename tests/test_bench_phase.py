@@ -56,9 +56,10 @@ def test_profiles_cover_the_issue_sweep_and_quick_is_a_subset():
     hopper_full = bench.PLANS["full"].cases()
     full = bench.plan_for_device(bench.PLANS["full"], hopper=False).cases()
     quick = bench.plan_for_device(bench.PLANS["quick"], hopper=False).cases()
-    # 12 sweep points and 3 inference points, each in 2 dtypes x 2 masks, by 7 implementations; SDPA's math
-    # backend at the study shape's 6 lengths only.
-    assert len(full) == (2 * 6 + 3) * 2 * 2 * 7 + 6 * 2 * 2 == 444
+    # 12 sweep points and 3 inference points, each in 2 dtypes x 2 masks, by the 6 fused implementations; SDPA's
+    # math backend at the study shape's 6 lengths only; naive on both sweeps, not at the inference points.
+    assert len(full) == (2 * 6 + 3) * 2 * 2 * 6 + 6 * 2 * 2 + 2 * 6 * 2 * 2 == 432
+    assert {(c.batch, c.heads, c.head_dim) for c in full if c.impl == "naive"} == {(2, 8, 64), (4, 32, 128)}
     assert len(quick) == 48 and set(quick) <= set(full)
     assert {c.seq_len for c in full} == {512, 1024, 2048, 4096, 8192, 16384, 32768}
     assert {(c.batch, c.heads, c.head_dim) for c in full} == {(2, 8, 64), (4, 32, 128), (8, 16, 64), (1, 16, 128),
@@ -66,9 +67,9 @@ def test_profiles_cover_the_issue_sweep_and_quick_is_a_subset():
     assert {(c.batch, c.heads, c.head_dim) for c in full if c.impl == "sdpa-math"} == {(2, 8, 64)}
     assert {c.impl for c in full} == {"naive", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "sdpa-math", "sdpa",
                                       "fa4", "triton"}
-    # On a Hopper GPU the portable path is timed too, as one more implementation of every case.
-    assert set(hopper_full) - set(full) == {dataclasses.replace(c, impl="triton-portable")
-                                            for c in full if c.impl == "triton"}
+    # On a Hopper GPU the portable path is timed too, at the study shape's sweep.
+    assert set(hopper_full) - set(full) == {dataclasses.replace(c, impl="triton-portable") for c in full
+                                            if c.impl == "triton" and (c.batch, c.heads, c.head_dim) == (2, 8, 64)}
     bench.validate_cases(hopper_full)
     # a time-budget cut takes SDPA's slow context backends first
     tiers = [c.impl in bench.CONTEXT_IMPLS for c in full]
