@@ -366,6 +366,8 @@ class HostProfileRow:
     """Where one of transformers' host-bound loops spends host time per token, under cProfile
     (collect/host_profile.py)."""
 
+    CASE_KEY = ("model", "variant", "batch", "context")
+
     model: str = doc("Model name.", pattern=IDENT)
     variant: str = doc("'hf-generate' (model.generate) or 'hf-eager' (the plain greedy loop).",
                        choices=("hf-generate", "hf-eager"))
