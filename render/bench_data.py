@@ -62,6 +62,14 @@ class BenchData:
     def shapes(self) -> list[tuple]:
         return list(dict.fromkeys(self.rows["shape"]))
 
+    def sweep_shapes(self) -> list[tuple]:
+        """Shapes the run measured at several lengths: each gets its curves."""
+        return [s for s in self.shapes() if len(self.seq_lens(s)) > 1]
+
+    def point_shapes(self) -> list[tuple]:
+        """Shapes measured at one length only (the inference shapes, other head sizes): a table row each."""
+        return [s for s in self.shapes() if len(self.seq_lens(s)) == 1]
+
     def seq_lens(self, shape=None) -> list[int]:
         rows = self.rows if shape is None else self.rows[self.rows["shape"] == shape]
         return sorted(int(n) for n in set(rows["seq_len"]))

@@ -4,6 +4,7 @@ Speed is measured by `make collect`; these tests only check that whatever is mea
 faithfully and that one case's failure never costs the others.
 """
 import dataclasses
+import html
 import json
 import re
 
@@ -487,3 +488,19 @@ def test_kernel_path_rule_and_tensor_core_use_are_recorded():
                     path_rule="measured rule: d=128 causal", tensor_cores=True)
     [row] = collect_rows([case()], lambda c: g)
     assert (row.kernel_path, row.kernel_step) == ("gluon", "g5")
+
+
+def test_single_shapes_are_table_rows_not_curves(tmp_path):
+    fast = bench_run(tmp_path / "a", triton_rate=900e12).context()["bench"]
+    slow = bench_run(tmp_path / "b", triton_rate=2e12).context()["bench"]
+    assert fast.shapes() == [(2, 8, 64), (4, 32, 128)]  # the sweeps get sections
+    points = bench.PLANS["full"].points
+    table = fast.points_table()
+    # one row per single shape, dtype and mask; the d=80/96 points and the inference shapes alike
+    assert table.count("<tr>") - 1 == len({(b, h, n, d) for b, h, n, d in points}) * 2 * 2
+    assert "B=1, H=32, d=128, N=32768" in html.unescape(table) or "N=32768" in table
+    assert "on par with or faster than the fastest other implementation in 20 of 20 cases" in fast.points_finding()
+    said = slow.points_finding()
+    assert "in 0 of 20 cases" in said and "its lowest speed ratio is" in said
+    out = render(bench_run(tmp_path / "c"), "benchmarks.md")
+    assert "Single shapes: what inference runs" in out and 'id="fig-bench-latency-8x16x64"' not in out

@@ -257,7 +257,8 @@ class BenchPage(Page):
         return self.b.ok
 
     def shapes(self) -> list[tuple]:
-        return self.b.shapes()
+        """The shapes swept over N, each with its own section; single shapes are in points_table."""
+        return self.b.sweep_shapes()
 
     def shape_title(self, shape) -> str:
         return f"Batch {shape[0]}, {shape[1]} heads, head_dim {shape[2]}"
@@ -277,7 +278,7 @@ class BenchPage(Page):
         """Per (shape, dtype, causal, N): Triton's speedup over naive and over the fastest other implementation, each with
         its verdict (case_side: the calls' spread counted), and both calls' loop and device times against SDPA."""
         out = []
-        for shape in self.shapes():
+        for shape in self.b.shapes():
             for dtype, causal in self.facets(shape):
                 tri = self.b.by_n(shape, dtype, causal, FUSED)
                 naive = self.b.by_n(shape, dtype, causal, "naive")
@@ -413,9 +414,12 @@ class BenchPage(Page):
         counts = self.rows["status"].value_counts()
         status = join(f"{counts[s]} {s}" for s in ("ok", "oom", "unsupported", "error", "skipped") if s in counts)
         ns = self.b.seq_lens()
+        points = self.b.point_shapes()
+        single = (f", and single shapes {join(f'{shape_label(p)} at N={self.b.seq_lens(p)[0]}' for p in points)}"
+                  if points else "")
         text = (f"This run measured {len(self.rows)} cases ({status}) of "
-                f"{join(impl_label(i) for i in self.impls())}, at seq_len {ns[0]} to {ns[-1]}, shapes "
-                f"{join(shape_label(s) for s in self.shapes())}, in "
+                f"{join(impl_label(i) for i in self.impls())}, at seq_len {ns[0]} to {ns[-1]}: shapes "
+                f"{join(shape_label(s) for s in self.shapes())} over N{single}, in "
                 f"{join(dtype_short(d) for d in dict.fromkeys(self.rows['dtype']))}, causal and not.")
         text += self._clock_sentence() + self._clock_gap_sentence()
         text += f'\n\n??? info "How each case was timed"\n    {escape.text(data.timing_method)}\n'
@@ -448,7 +452,7 @@ class BenchPage(Page):
         if "sm_clock_mhz" not in self.ok:
             return ""
         pairs = []
-        for shape in self.shapes():
+        for shape in self.b.shapes():
             for dtype, causal in self.facets(shape):
                 f = self.b.facet_rows(self.ok, shape, dtype, causal)
                 ours = f[f["impl"] == FUSED].set_index("seq_len")["sm_clock_mhz"]
@@ -456,15 +460,15 @@ class BenchPage(Page):
                 for n in ours.index.intersection(fast.index):
                     a, b = ours[n], fast.loc[n, "sm_clock_mhz"]
                     if (gap := clock_gap(a, b)) is not None:
-                        pairs.append((gap, a, b, shape, dtype, causal, int(n)))
+                        pairs.append((gap, a, b, shape, dtype, causal, int(n), self._sdpa_label(fast.loc[n])))
         apart = [x for x in pairs if x[0] > CLOCK_GAP]
         if not apart:
             return ""
-        _, a, b, shape, dtype, causal, n = max(apart, key=lambda x: x[0])
+        _, a, b, shape, dtype, causal, n, who = max(apart, key=lambda x: x[0])
         return (f" In {len(apart)} of {plural(len(pairs), 'comparison')} with the fastest other implementation the two calls' "
                 f"median SM clocks differ by more than {fmt.pct(100 * CLOCK_GAP, 2)}. The widest gap is at "
                 f"{facet_label(dtype, causal)}, {shape_label(shape)}, N={n}, ours at {fmt.num(a, 4)} MHz against "
-                f"SDPA's {fmt.num(b, 4)} MHz: a compute-bound call's time scales about inversely with its clock, so "
+                f"{who}'s {fmt.num(b, 4)} MHz: a compute-bound call's time scales about inversely with its clock, so "
                 "those ratios carry the gap.")
 
     def backend_choice(self) -> str:
@@ -792,6 +796,59 @@ class BenchPage(Page):
             "facet": "dtype, mask", "n": "N", "tri": "Triton (median device time)", "path": "Triton's path",
             "naive": "naive (median)",
             "vs_naive": "Triton vs naive", "sdpa": "fastest other (median)", "vs_sdpa": "Triton vs fastest other"})
+
+    def points_finding(self) -> str:
+        """The single shapes in one sentence: how many cases ours is on par or faster than the fastest other
+        implementation, and the worst case; '' where the run has none."""
+        t = self._points()
+        t = t[t["ratio"].notna()]
+        if t.empty:
+            return ""
+        level = t[t["side"] != "loss"]
+        worst = t.loc[t["ratio"].idxmin()]
+        return (f"At the single shapes, ours is on par with or faster than the fastest other implementation in "
+                f"{len(level)} of {len(t)} cases; its lowest speed ratio is {fmt.ratio(worst['ratio'])}, "
+                f"{facet_label(worst['dtype'], worst['causal'])} at {shape_label(worst['shape'])}, N={worst['n']}, "
+                f"against {worst['who']}.")
+
+    def _points(self) -> pd.DataFrame:
+        rows = []
+        for shape in self.b.point_shapes():
+            n = self.b.seq_lens(shape)[0]
+            for dtype, causal in self.facets(shape):
+                tri = self.b.by_n(shape, dtype, causal, FUSED)
+                fast = self.b.fastest_rival(shape, dtype, causal)
+                r = {"shape": shape, "n": n, "dtype": dtype, "causal": causal, "ours": None, "fast": None, "who": None,
+                     "ratio": None, "side": None, "words": "n/a", "path": None}
+                if n in tri.index:
+                    r["ours"] = tri.loc[n, "latency_ms_median"]
+                    r["path"] = self.b.paths(shape, dtype, causal).get(n)
+                if n in fast.index:
+                    f = fast.loc[n]
+                    r["fast"], r["who"] = f["latency_ms_median"], self._sdpa_label(f)
+                    if r["ours"]:
+                        sp = spread(f, tri.loc[n])
+                        r["ratio"] = f["latency_ms_median"] / r["ours"]
+                        r["side"], r["words"] = case_side(r["ratio"], sp), case_words(r["ratio"], sp)
+                rows.append(r)
+        return pd.DataFrame(rows, columns=["shape", "n", "dtype", "causal", "ours", "fast", "who", "ratio", "side",
+                                           "words", "path"])
+
+    def points_table(self) -> str:
+        """Each single shape: ours, the fastest other implementation and the ratio, per dtype and mask."""
+        t = self._points()
+        if t.empty:
+            return ""
+        out = pd.DataFrame({
+            "shape": [f"{shape_label(s)}, N={n}" for s, n in zip(t["shape"], t["n"])],
+            "facet": [facet_label(d, c) for d, c in zip(t["dtype"], t["causal"])],
+            "ours": [fmt.ms(x) if x else "not measured" for x in t["ours"]],
+            "path": [path_label(p) if isinstance(p, str) else "n/a" for p in t["path"]],
+            "fast": [f"{fmt.ms(x)} ({w})" if x else "none ran" for x, w in zip(t["fast"], t["who"])],
+            "words": t["words"]})
+        return table_html(out, {"shape": "Shape", "facet": "dtype, mask", "ours": "Triton (median device time)",
+                                "path": "Triton's path", "fast": "fastest other (median)",
+                                "words": "Triton vs fastest other"})
 
     def failures_table(self) -> str:
         bad = self.rows[self.rows["status"] != "ok"]
