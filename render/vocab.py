@@ -5,6 +5,8 @@ here, and so does the threshold that decides between "faster", "slower" and "on 
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from collect.schema.limiter import STALL_PREFIX, UNITS
 
 from . import fmt
@@ -122,6 +124,53 @@ def versus(s: float, other: str) -> str:
     """'2.00× faster than X', 'on par with X (1.02×)'."""
     words = speedup_words(s)
     return f"on par with {other} ({_par_ratio(s)})" if words.startswith("on par") else f"{words} than {other}"
+
+
+class DecodeWords(NamedTuple):
+    """A decode variant in words: its label in the Decode page's legends and tables, a short one where
+    space is tight, how Home's prose names it, and its panel title on Device comparison (None: not said
+    there). "{f}" stands for the float type of the run's cache, filled in by decode_words()."""
+
+    label: str
+    short: str
+    prose: str | None
+    panel: str | None
+
+
+# Every decode variant, in the order Device comparison draws its panels.
+DECODE_VARIANTS = {
+    "eager": DecodeWords("our loop, {f} cache, eager", "{f} eager", "our eager loop", "{f}, eager loop"),
+    "graph": DecodeWords("our step, {f} cache, CUDA graph", "{f} graph", "our loop in a CUDA graph",
+                         "{f}, CUDA graph"),
+    "int8-graph": DecodeWords("our step, int8 cache, CUDA graph", "int8 graph", "our int8 cache in a CUDA graph",
+                              "int8, CUDA graph"),
+    "int8-kernel": DecodeWords("int8 cache, Triton kernel, eager", "int8 kernel", "int8 cache read by our kernel",
+                               "int8, kernel"),
+    "int8-dequant": DecodeWords("int8 cache, dequantized in full each step", "int8 dequant-all",
+                                "int8 cache dequantized every step", "int8, dequantize all"),
+    "hf-eager": DecodeWords("transformers, eager loop (host-bound)", "transformers eager", "transformers' loop",
+                            "transformers loop"),
+    "hf": DecodeWords("transformers, eager loop (host-bound)", "transformers eager", "transformers' loop",
+                      "transformers loop"),
+    "hf-compiled": DecodeWords("transformers, StaticCache + torch.compile", "transformers compiled",
+                               "transformers compiled with a static cache", "transformers compiled"),
+    "hf-generate": DecodeWords("transformers, model.generate", "transformers generate", None, None),
+}
+
+
+def decode_float(dtype: str | None) -> str:
+    """The float type of a run's decode caches in words (decode.json's dtype: bf16 where the GPU computes it,
+    fp16 on a T4); bf16 where the run has no decode data."""
+    return DTYPE_SHORT.get(dtype, dtype) if dtype else "bf16"
+
+
+def decode_words(variant, form: str, f: str = "bf16") -> str | None:
+    """A decode variant's label, short label, prose or panel title (DecodeWords) with the cache's float type
+    filled in; None for a variant this module does not know, or a form it has no words for. Only our own
+    words are templates: a name from the data is never formatted."""
+    words = DECODE_VARIANTS.get(variant)
+    text = getattr(words, form) if words is not None else None
+    return text.format(f=f) if text is not None else None
 
 
 # Each int8-cache decode loop and the bf16-cache loop it differs from by the cache alone.

@@ -20,17 +20,13 @@ from .. import escape, fmt, limits, model
 from ..tables import table_html
 from ..bench_data import distinct_sdpa
 from ..decode_memory import own_decode_rows
-from ..vocab import (ELEMENT_BYTES, INT8_PAIRS, STUDY, STUDY_N, dtype_short, floor_pace, impl_color, impl_label, join,
-                     limiter_words, plural, speedup_words, versus)
+from ..vocab import (ELEMENT_BYTES, INT8_PAIRS, STUDY, STUDY_N, decode_words, dtype_short, floor_pace, impl_color,
+                     impl_label, join, limiter_words, plural, speedup_words, versus)
 from .base import Page
 
 FUSED = "triton"
 # Peak memories within this fraction of each other are "the same".
 SAME = 0.005
-VARIANT_WORDS = {"graph": "our loop in a CUDA graph", "eager": "our eager loop", "hf": "transformers' loop",
-                 "hf-eager": "transformers' loop", "hf-compiled": "transformers compiled with a static cache",
-                 "int8-graph": "our int8 cache in a CUDA graph",
-                 "int8-kernel": "int8 cache read by our kernel", "int8-dequant": "int8 cache dequantized every step"}
 LIMIT_WORDS = {"registers": "registers", "smem": "shared memory", "warps": "warp slots", "blocks": "the per-SM block limit"}
 
 
@@ -74,7 +70,7 @@ class HomePage(Page):
             if not df.empty:
                 closest = df.loc[df["achieved_over_floor"].idxmin()]
                 r = float(closest["achieved_over_floor"])
-                loop = VARIANT_WORDS.get(closest["variant"], escape.text(closest["variant"]))
+                loop = decode_words(closest["variant"], "prose") or escape.text(closest["variant"])
                 # _decode keeps one model, so the sentence names it: another model may come closer.
                 out.append(f"In decode, {escape.text(closest['model'])}'s loop closest to its bandwidth floor "
                            f"({loop}, at batch {int(closest['batch'])} and context {int(closest['context'])}) takes "
@@ -341,7 +337,7 @@ class HomePage(Page):
         b, c = int(best["batch"]), int(best["context"])
         r = float(best["achieved_over_floor"])
         return (f"Decoding {escape.text(best['model'])} at batch {b} and context {c}, the loop closest to its "
-                f"floor ({VARIANT_WORDS.get(best['variant'], escape.text(best['variant']))}) takes "
+                f"floor ({decode_words(best['variant'], 'prose') or escape.text(best['variant'])}) takes "
                 f"{fmt.ms(best['step_ms_median'])} per step, {fmt.ratio(r)} its bandwidth floor of "
                 f"{fmt.ms(best['floor_ms'])} (the weights and cache a step must read, at the measured copy "
                 f"bandwidth): {floor_pace(r)}. {link}")
@@ -376,7 +372,7 @@ class HomePage(Page):
             if not _ok(r["peak_mem_bytes"]) or not _ok(twin["peak_mem_bytes"]):
                 continue
             diff = r["peak_mem_bytes"] - twin["peak_mem_bytes"]
-            twin_name = VARIANT_WORDS.get(twin_variant, escape.text(twin_variant))
+            twin_name = decode_words(twin_variant, "prose") or escape.text(twin_variant)
             # In bytes, not as a share of the peak: the peak is the whole process's, which holds more than
             # this loop (the phase keeps every model it decodes resident), and a share of it would shrink.
             if abs(diff) <= SAME * twin["peak_mem_bytes"]:

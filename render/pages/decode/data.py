@@ -12,25 +12,11 @@ from collect.schema.decode import LEGACY_VARIANTS, VARIANTS
 from ... import escape, fmt
 from ...decode_memory import own_decode_rows
 from ...figures import PALETTE
-from ...vocab import DTYPE_SHORT, EVEN, floor_pace
+from ...vocab import EVEN, decode_float, decode_words, floor_pace
 from ..base import Page
 
 
 # Labels carry the cache's float type, filled in from the run ({f}).
-VARIANT_LABELS = {
-    "hf-generate": "transformers, model.generate",
-    "hf-eager": "transformers, eager loop (host-bound)",
-    "hf-compiled": "transformers, StaticCache + torch.compile",
-    "eager": "our loop, {f} cache, eager",
-    "graph": "our step, {f} cache, CUDA graph",
-    "int8-graph": "our step, int8 cache, CUDA graph",
-    "int8-dequant": "int8 cache, dequantized in full each step",
-    "hf": "transformers, eager loop (host-bound)",
-    "int8-kernel": "int8 cache, Triton kernel, eager",
-}
-SHORT_LABELS = {"hf-generate": "transformers generate", "hf-eager": "transformers eager", "hf-compiled": "transformers compiled", "eager": "{f} eager",
-                "graph": "{f} graph", "int8-graph": "int8 graph", "int8-dequant": "int8 dequant-all",
-                "hf": "transformers eager", "int8-kernel": "int8 kernel"}
 VARIANT_COLORS = {"hf-generate": "#882255", "hf-eager": PALETTE[7], "hf": PALETTE[7], "hf-compiled": PALETTE[5], "eager": PALETTE[0],
                   "graph": PALETTE[2], "int8-graph": PALETTE[1], "int8-kernel": PALETTE[1], "int8-dequant": PALETTE[3]}
 STEP_WORDS = {"fused": "our fused Triton kernels (five launches per layer)", "torch": "PyTorch ops and cuBLAS",
@@ -152,13 +138,13 @@ class DecodeData(Page):
 
     @property
     def f(self) -> str:
-        return DTYPE_SHORT.get(self.data.dtype, self.data.dtype) if self.data else "bf16"
+        return decode_float(self.data.dtype if self.data else None)
 
     def label(self, variant: str) -> str:
         # Only our own labels are templates: a name from the data is shown as it is, never formatted.
         if variant in ("hf-eager", "hf") and not self.hf_host_bound():
             return "transformers, eager loop"
-        return VARIANT_LABELS[variant].format(f=self.f) if variant in VARIANT_LABELS else str(variant)
+        return decode_words(variant, "label", self.f) or str(variant)
 
     def hf_host_bound(self) -> bool:
         """Whether this run shows transformers' eager loop bound by its host: it was profiled, and every
@@ -175,7 +161,7 @@ class DecodeData(Page):
         return None if shares.empty else shares
 
     def short(self, variant: str) -> str:
-        return SHORT_LABELS[variant].format(f=self.f) if variant in SHORT_LABELS else str(variant)
+        return decode_words(variant, "short", self.f) or str(variant)
 
     def models(self) -> list[str]:
         return [m.name for m in self.data.models] if self.data else []
