@@ -1,7 +1,7 @@
 """Phase decode: KV-cache decode of GPT-2 six ways, where each step's time goes, one token-agreement
 metric, and a decode-attention bandwidth microbenchmark.
 
-Variants (kernels/decode_session.py runs them all through one interface):
+Variants (kernels/decode/session.py runs them all through one interface):
 
   hf-generate   transformers' own model.generate, greedy, its default cache: what a user calls, per token
   hf-eager      transformers' model and dynamic cache in a greedy loop; bound by the host issuing kernels
@@ -84,8 +84,8 @@ PRECOMPILE_STALL_S = 120.0  # longest wait for the next task (includes a worker'
 class VariantSpec:
     name: str
     family: str                 # "ours" or "hf"
-    cache: str = "bf16"         # ours: a kernels.gpt2.CACHES key
-    step: str = "torch"         # ours: a kernels.gpt2_fused.STEPS key
+    cache: str = "bf16"         # ours: a kernels.decode.gpt2.CACHES key
+    step: str = "torch"         # ours: a kernels.decode.gpt2_fused.STEPS key
     graph: bool = False         # ours: replay one CUDA graph per step
     compiled: bool = False      # hf: StaticCache + torch.compile
     max_steps: int | None = None  # host-bound loops time fewer steps (their per-step time hardly varies)
@@ -122,7 +122,7 @@ def variant_specs(graph_step: str = GRAPH_STEP) -> dict[str, VariantSpec]:
 
 
 def graph_step_from_env() -> str:
-    from kernels.gpt2_fused import STEPS
+    from kernels.decode.gpt2_fused import STEPS
 
     value = os.environ.get(GRAPH_STEP_ENV, GRAPH_STEP)
     if value not in STEPS:
@@ -134,7 +134,7 @@ def graph_step_from_env() -> str:
 
 @dataclass(frozen=True)
 class ModelPlan:
-    name: str                                    # a kernels.gpt2.PRESETS key
+    name: str                                    # a kernels.decode.gpt2.PRESETS key
     key_shapes: tuple[tuple[int, int], ...]      # (batch, context): every variant, profiled, measured first
     sweep_shapes: tuple[tuple[int, int], ...] = ()  # every variant but the key-only ones, measured last
     agreement: bool = False                      # run the token-agreement check on this model
@@ -338,7 +338,7 @@ def _prompt(batch: int, context: int, vocab: int):
 
 
 def _build_model(mp: ModelPlan, model_path: str | None, env: _Env) -> _Model:
-    from kernels.gpt2 import GPT2, PRESETS, load_hf_model, random_hf_model
+    from kernels.decode.gpt2 import GPT2, PRESETS, load_hf_model, random_hf_model
 
     t0 = time.perf_counter()
     dtype = env.dtype
@@ -391,7 +391,7 @@ def _session_key(spec: VariantSpec, batch: int, capacity: int) -> tuple:
 def _session(spec: VariantSpec, m: _Model, batch: int, capacity: int, env: _Env, keep: bool):
     """A session for this variant; a session kept for the agreement check is reused (a compiled one
     would otherwise compile again)."""
-    from kernels.decode_session import HfSession, OurSession
+    from kernels.decode.session import HfSession, OurSession
 
     key = _session_key(spec, batch, capacity)
     if key in m.sessions:
@@ -442,7 +442,7 @@ def _profile(session, steps: int, env: _Env, result: DecodeFile, fused_layers: i
 def _pdl_fallback(spec: VariantSpec, exc: BaseException, result: DecodeFile) -> bool:
     """If a graph of the fused step failed while its kernels launch with programmatic dependent launch,
     turn that off for the rest of the phase (and say so); True if the row is worth running again."""
-    from kernels import fused_linear as fl
+    from kernels.decode import fused_linear as fl
     from kernels.common import has_pdl
 
     import torch
@@ -465,7 +465,7 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
                 keep: bool, result: DecodeFile) -> DecodeRow:
     import torch
 
-    from kernels.gpt2 import cache_bytes_per_token, check_limits
+    from kernels.decode.gpt2 import cache_bytes_per_token, check_limits
 
     a = m.ours.args
     n = steps_for(a.n_positions, context, plan.steps)
@@ -584,8 +584,8 @@ def _generate_row(row: DecodeRow, m: _Model, prompt, steps: int, pairs: int, env
     same positions, so every shape the timed calls meet has been met (see VariantSpec.warm_every_step)."""
     import torch
 
-    from kernels.decode_session import hf_generate
-    from kernels.gpt2 import cache_bytes_per_token
+    from kernels.decode.session import hf_generate
+    from kernels.decode.gpt2 import cache_bytes_per_token
 
     a, context, batch = m.ours.args, prompt.shape[1], prompt.shape[0]
     t0 = time.perf_counter()
@@ -638,7 +638,7 @@ HOST_PROFILE_STEPS = 16
 def _host_profile_rows(m: _Model, batch: int, context: int, env: _Env, result: DecodeFile) -> None:
     """model.generate and the plain greedy loop under cProfile and the torch profiler at one shape: why one
     costs more per token than the other (collect/host_profile.py). A failure costs these rows, not the phase."""
-    from kernels.decode_session import HfSession, hf_generate
+    from kernels.decode.session import HfSession, hf_generate
 
     from .host_profile import attribute, count_device_work, profile_call
 
@@ -804,7 +804,7 @@ def compile_tasks(plan: Plan, graph_step: str, device_name: str, dtype_name: str
     divisible by 16), the steps of every variant that runs our kernels. Each task ends with the device and
     the dtype the rows use ('' for the device's own choice), so the workers compile the variants the rows
     will launch."""
-    from kernels.gpt2 import PRESETS
+    from kernels.decode.gpt2 import PRESETS
 
     tasks = [("micro", int8, plan.micro_heads, plan.micro_head_dim, device_name, dtype_name) for int8 in (False, True)]
     seen = set()
@@ -827,16 +827,16 @@ def _compile_task(task: tuple) -> str | None:
     try:
         import torch
 
-        from kernels.decode_session import OurSession
-        from kernels.gpt2 import GPT2
+        from kernels.decode.session import OurSession
+        from kernels.decode.gpt2 import GPT2
 
-        from kernels.gpt2 import decode_dtype
+        from kernels.decode.gpt2 import decode_dtype
 
         device = torch.device(task[-2])
         dtype = getattr(torch, task[-1]) if task[-1] else decode_dtype(device)
         if task[0] == "micro":
-            from kernels.decode_attention import decode_attention
-            from kernels.kv_quant import quantize
+            from kernels.decode.attention import decode_attention
+            from kernels.decode.kv_quant import quantize
 
             _, int8, heads, head_dim, _, _ = task
             q = torch.randn((1, heads, head_dim), device=device, dtype=dtype)
@@ -938,8 +938,8 @@ def _micro_rows(result: DecodeFile, plan: Plan, env: _Env) -> None:
     import torch
     import torch.nn.functional as F
 
-    from kernels import decode_attention as da
-    from kernels.kv_quant import SCALE_BYTES, quantize
+    from kernels.decode import attention as da
+    from kernels.decode.kv_quant import SCALE_BYTES, quantize
 
     H, D = plan.micro_heads, plan.micro_head_dim
     dtype = env.dtype
@@ -1031,7 +1031,7 @@ def native_dtype(device) -> tuple[object, str]:
     """The device's own decode dtype and the reason the report gives for it."""
     import torch
 
-    from kernels.gpt2 import decode_dtype
+    from kernels.decode.gpt2 import decode_dtype
 
     dt = decode_dtype(device)
     if dt == torch.float16:

@@ -245,7 +245,7 @@ def limiter_words(word: str | None) -> str:
 
 
 # --- our kernel's public names ---------------------------------------------------------------------
-# flash_attention (kernels/dispatch.py) runs one of these kernels per shape. Each is one kernel function;
+# flash_attention (kernels/attention/dispatch.py) runs one of these kernels per shape. Each is one kernel function;
 # a recorded version or a Gluon step is a configuration or an earlier state of one of them, so the pages
 # name the kernel by these words and keep version ids and step names for the Kernel iterations journey.
 KERNELS = {

@@ -12,7 +12,7 @@ from collect import decode as phase
 from collect import host_profile as phase_host
 from collect.jsonio import write_json_atomic
 from collect.schema.decode import VARIANTS, DecodeFile
-from kernels.gpt2 import ModelArgs
+from kernels.decode.gpt2 import ModelArgs
 from render.validate import load_validated
 
 TINY = ModelArgs(n_layer=1, n_head=2, n_embd=32, vocab_size=50, n_positions=16)
@@ -192,9 +192,9 @@ def test_no_other_variants_session_is_alive_when_a_row_or_check_builds_its_own(m
 def test_a_later_session_of_a_judged_variant_and_shape_adopts_its_attention():
     # The agreement check's session must run the kernels its row timed, not judge again (and maybe
     # pick another config, with other rounding).
-    from kernels.decode_attention import AttentionLaunch
-    from kernels.decode_session import AttentionChoice
-    from kernels.gpt2 import GPT2, random_hf_model
+    from kernels.decode.attention import AttentionLaunch
+    from kernels.decode.session import AttentionChoice
+    from kernels.decode.gpt2 import GPT2, random_hf_model
 
     ours = GPT2.from_hf(random_hf_model(TINY, seed=0, device="cpu", dtype=torch.float32))
     choice = AttentionChoice({"BLOCK_N": 16, "num_warps": 1, "num_stages": 1}, "CUDA cores, BLOCK_N=16",
@@ -276,7 +276,7 @@ def test_a_read_twin_that_cannot_run_costs_its_figure_not_the_row():
 
 
 def test_a_graph_that_fails_with_pdl_is_retried_without_it(monkeypatch):
-    from kernels import fused_linear as fl
+    from kernels.decode import fused_linear as fl
 
     monkeypatch.setattr(fl.TUNING, "pdl", True)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
@@ -329,8 +329,8 @@ def test_generate_is_timed_per_token_after_the_first(tiny_run):
 
 def test_generate_gives_the_loops_greedy_tokens():
     # the same model, prompt and greedy rule: transformers' generate and its model in our loop agree token for token
-    from kernels.decode_session import HfSession, hf_generate
-    from kernels.gpt2 import random_hf_model
+    from kernels.decode.session import HfSession, hf_generate
+    from kernels.decode.gpt2 import random_hf_model
 
     hf = random_hf_model(TINY, seed=0, device="cpu", dtype=torch.float32)
     prompt = torch.randint(0, TINY.vocab_size, (2, 5), generator=torch.Generator().manual_seed(1))
@@ -345,7 +345,7 @@ def test_generate_gives_the_loops_greedy_tokens():
 
 
 def test_a_generate_row_too_noisy_to_time_is_an_error_not_a_negative_time(monkeypatch):
-    import kernels.decode_session as ds
+    import kernels.decode.session as ds
 
     calls = iter([5.0, 1.0, 1.0, 9.0])  # warm pair, then a timed pair whose long call is the faster one
     monkeypatch.setattr(phase, "_call_ms", lambda fn, env: next(calls))

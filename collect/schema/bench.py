@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from .common import (BYTES, COUNT, DTYPES, IDENT, NAME, PROFILES, ROW_STATUS, RUN_ID, SECONDS, SIZE, TEXT, clock_fields,
                      doc, strict, with_fields)
 
-# The paths flash_attention can take (kernels/dispatch.py); pages name each one.
+# The paths flash_attention can take (kernels/attention/dispatch.py); pages name each one.
 KERNEL_PATHS = ("portable", "hopper", "gluon", "turing")
 
 
@@ -52,7 +52,7 @@ class BenchRow:
     kernel_config: dict[str, int] = doc("triton rows: the tile config that ran (BLOCK_M, BLOCK_N, "
                                         "num_warps, num_stages).", default_factory=dict, **NAME)
     kernel_step: str | None = doc("triton rows on the Gluon path: the step of the Gluon kernel that ran (e.g. "
-                                  "'g7', kernels/attention_gluon.py GLUON_VERSIONS); null on the other paths and in runs before "
+                                  "'g7', kernels/attention/gluon.py GLUON_VERSIONS); null on the other paths and in runs before "
                                   "it was recorded.", None, pattern=IDENT)
     tensor_cores: bool | None = doc("triton rows: whether the compiled kernel that ran issues tensor-core instructions "
                                     "(mma or wgmma in its code, kernels/aot.py uses_tensor_cores); null where unknown "

@@ -30,15 +30,15 @@ class PredictedRange:
 @strict
 @dataclass
 class KernelVersionInfo:
-    """One step of the optimisation journey, as kernels/attention_versions.py VERSIONS records it."""
+    """One step of the optimisation journey, as kernels/attention/versions.py VERSIONS records it."""
 
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("name",)
 
     name: str = doc("Version name, e.g. 'v0-portable', 'v1-tma'; ordered as the journey went.", pattern=IDENT)
-    path: str = doc("'portable' (kernels/attention.py), 'hopper' (kernels/attention_hopper.py), 'gluon' "
-                    "(kernels/attention_gluon.py; both compute capability 9.x) or 'per-shape' (flash_attention's "
-                    "own choice, kernels/dispatch.py).",
+    path: str = doc("'portable' (kernels/attention/portable.py), 'hopper' (kernels/attention/hopper.py), 'gluon' "
+                    "(kernels/attention/gluon.py; both compute capability 9.x) or 'per-shape' (flash_attention's "
+                    "own choice, kernels/attention/dispatch.py).",
                     choices=VERSION_PATHS)
     features: str = doc("Kernel switches of a Hopper version ('tma', 'overlap', 'warp_spec', 'causal_split', "
                         "'persistent', joined by '+'); 'per shape' when hopper_attention chooses; '' for the portable path.",

@@ -1,16 +1,16 @@
 """flash_attention: one entry point over the kernel paths, and the rule that picks one.
 
 Each path registers itself here with :func:`register_path`: the portable kernel
-(kernels/attention.py, every GPU from sm75 and the CPU interpreter), the Hopper kernel
-(kernels/attention_hopper.py, compute capability 9.x), the Gluon kernels (kernels/attention_gluon.py,
+(kernels/attention/portable.py, every GPU from sm75 and the CPU interpreter), the Hopper kernel
+(kernels/attention/hopper.py, compute capability 9.x), the Gluon kernels (kernels/attention/gluon.py,
 which :data:`SHAPE_RULES` route Hopper's shapes to) and the Turing tensor-core kernel
-(kernels/turing_path.py, compute capability 7.5 only, behind a first-call self-check: a path may
+(kernels/attention/turing_path.py, compute capability 7.5 only, behind a first-call self-check: a path may
 have a `gate` that can send a call back to the portable kernel, with the reason).
 This module imports no kernel file, so no kernel file imports another.
 
 A repeated call (same shapes, strides, dtype, alignment, causal, sm_scale, path and config) skips
 validation, the path choice and Triton's argument binding: it replays the launches recorded on
-the first call with that key (kernels/launcher.py).
+the first call with that key (kernels/attention/launcher.py).
 """
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ from typing import Callable
 
 import torch
 
-from .common import HEAD_DIMS, check_inputs, head_dim_tile, interpreting
+from ..common import HEAD_DIMS, check_inputs, head_dim_tile, interpreting
 from .launcher import PLAIN, LaunchCache, Recorder, config_key, replay_allowed
-from .supported import triton_version, unmeasured_reason
+from ..supported import triton_version, unmeasured_reason
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ kernel choose that layout itself, so this kernel is the portable kernel's algori
 softmax over key tiles, see that file) with both matmuls on that layout.
 
 On compute capability 7.5, flash_attention takes it for float16 after a first-call self-check
-(kernels/turing_path.py, which registers the path and imports this file only when it is first
+(kernels/attention/turing_path.py, which registers the path and imports this file only when it is first
 needed: it uses Gluon's private API). No T4 has timed it here; its numbers are checked on newer
 GPUs by running its sm75 build through its PTX (kernels/retarget.py; the correctness phase's
 ``triton-turing-sm75`` rows). ``turing_attention`` also runs it natively on any GPU of compute
@@ -29,7 +29,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language._core import builtin
 
-from .common import LOG2E
+from ..common import LOG2E
 from .launcher import PLAIN
 from .turing_path import HEAD_DIMS
 
@@ -142,7 +142,7 @@ def _launch(q, k, v, o, causal, sm_scale, launcher=PLAIN):
 def turing_attention(q, k, v, causal=False, sm_scale=None, launcher=PLAIN):
     """softmax(q kᵀ * sm_scale [+ causal mask]) v on Turing's m16n8k8 tensor-core MMA; float16
     CUDA tensors on a GPU of compute capability 7.5 or newer. `launcher` lets flash_attention
-    record the launch for replay (kernels/launcher.py)."""
+    record the launch for replay (kernels/attention/launcher.py)."""
     _check(q, k, v)
     if not q.is_cuda or torch.cuda.get_device_capability(q.device) < (7, 5):
         raise ValueError("the Turing tensor-core path needs a CUDA GPU of compute capability 7.5 or newer")
@@ -163,7 +163,7 @@ def tile_config(head_dim: int) -> dict:
 
 def compile_specs(target):
     """The experiment on every target from sm75 (kernels/aot.py): its code must use the tensor cores."""
-    from .aot import CompileSpec, meta
+    from ..aot import CompileSpec, meta
 
     if target.capability < (7, 5):
         return []

@@ -34,7 +34,7 @@ from triton.runtime.autotuner import Autotuner
 from triton.runtime.interpreter import InterpretedFunction
 from triton.runtime.jit import JITFunction
 
-from .common import interpreting
+from ..common import interpreting
 
 try:  # host-side tensor descriptors arrived in Triton 3.3
     from triton.tools.tensor_descriptor import TensorDescriptor

@@ -1,7 +1,7 @@
 """flash_attention's path on a T4: the Turing tensor-core kernel, behind a first-call self-check.
 
 On compute capability 7.5 Triton's ``tl.dot`` runs on the CUDA cores, so for float16 the default
-path is kernels/attention_turing.py (Gluon, ``mma.sync.m16n8k8``). That kernel uses Gluon's private
+path is kernels/attention/turing.py (Gluon, ``mma.sync.m16n8k8``). That kernel uses Gluon's private
 API, which moves between Triton releases, and no T4 has run it for us; so before its first call
 for each (dtype, head_dim, causal) the path checks it:
 
@@ -24,11 +24,11 @@ import threading
 import torch
 
 from . import dispatch
-from .common import capability, device_index, softmax_scale
+from ..common import capability, device_index, softmax_scale
 
 TARGET = "sm75"
 DTYPES = (torch.float16,)
-HEAD_DIMS = (16, 32, 64, 128)  # the kernel's (kernels/attention_turing.py reads them here)
+HEAD_DIMS = (16, 32, 64, 128)  # the kernel's (kernels/attention/turing.py reads them here)
 # Not a multiple of any key tile (32 or 64): the self-check runs the masked tail.
 SELF_CHECK_LEN = 77
 # The correctness grid's criterion: |out - ref| <= 4u + 4u |ref| elementwise.
@@ -40,11 +40,11 @@ _lock = threading.Lock()
 
 
 def _kernel_module():
-    """kernels.attention_turing, imported on first use: a Triton whose Gluon lacks what it uses
+    """kernels.attention.turing, imported on first use: a Triton whose Gluon lacks what it uses
     costs this path (with the reason), not the import of kernels/."""
-    from . import attention_turing
+    from . import turing
 
-    return attention_turing
+    return turing
 
 
 def available(device: torch.device) -> tuple[bool, str]:
@@ -60,7 +60,7 @@ def available(device: torch.device) -> tuple[bool, str]:
         return True, ""
     if cap != (7, 5):
         return False, (f"compute capability {cap[0]}.{cap[1]}: flash_attention takes the Turing kernel on 7.5 only "
-                       "(call kernels.attention_turing.turing_attention to run it elsewhere)")
+                       "(call kernels.attention.turing.turing_attention to run it elsewhere)")
     return True, ""
 
 
@@ -142,14 +142,14 @@ def _run(mod, q, k, v, causal, sm_scale, launcher=None):
     target = _ported_target(q)
     if target is None:
         return mod.turing_attention(q, k, v, causal, sm_scale, launcher=launcher)
-    from .retarget import built_for
+    from ..retarget import built_for
 
     with built_for(target):
         return mod.turing_attention(q, k, v, causal, sm_scale, launcher=launcher)
 
 
 def run(q, k, v, causal, sm_scale, config, launcher):
-    """The path's entry for flash_attention (see kernels/dispatch.KernelPath)."""
+    """The path's entry for flash_attention (see kernels/attention/dispatch.KernelPath)."""
     if config is not None:
         raise ValueError("the Turing path has fixed tiles and takes no config; use path='portable' to pass one")
     mod = _kernel_module()

@@ -32,7 +32,7 @@ around what a Hopper SM offers and the portable kernel cannot assume:
 
 The file reads top to bottom: the kernels, availability and tile configs, then the wrapper
 (:func:`hopper_attention`). Every version tried on the way here, with its prediction and
-outcome, is recorded beside it in kernels/attention_versions.py. No file I/O and no plotting
+outcome, is recorded beside it in kernels/attention/versions.py. No file I/O and no plotting
 live here.
 """
 
@@ -46,7 +46,7 @@ import triton.language as tl
 import triton.testing
 
 from . import dispatch
-from .common import (HALF_DTYPES, HEAD_DIM_TILES, LOG2E, PADDED_HEAD_DIMS, capability, check_inputs, check_tile,
+from ..common import (HALF_DTYPES, HEAD_DIM_TILES, LOG2E, PADDED_HEAD_DIMS, capability, check_inputs, check_tile,
                      device_index, head_dim_tile, interpreting, quick_bench, device_sm_count, softmax_scale)
 from .launcher import PLAIN, LaunchCache, Recorder, TensorDescriptor, config_key, replay_allowed
 
@@ -604,7 +604,7 @@ def hopper_attention(q, k, v, causal=False, sm_scale=None, *, config=None, featu
     capability 9.x GPU (see :func:`hopper_available`). config: None to choose among the pruned
     candidates (timed once per shape bucket), or a fixed dict(BLOCK_M=, BLOCK_N=, num_warps=,
     num_stages=). features: a :class:`Features`; None means :func:`best_features` for the shape.
-    A repeated call replays the launches of the first call with the same key (kernels/launcher.py).
+    A repeated call replays the launches of the first call with the same key (kernels/attention/launcher.py).
     """
     return _cached_call(q, k, v, causal, sm_scale, config, features, for_test=False)
 
@@ -638,7 +638,7 @@ def _cached_call(q, k, v, causal, sm_scale, config, features, for_test):
 
 
 def _for_dispatch(q, k, v, causal, sm_scale, config, launcher):
-    """The Hopper path of flash_attention (kernels/dispatch.py): inputs checked, path available."""
+    """The Hopper path of flash_attention (kernels/attention/dispatch.py): inputs checked, path available."""
     scale = _hopper_scale(q, sm_scale)
     o = _run(q, k, v, causal, scale, config, best_features(causal, q.shape[2]), launcher)
     last = _last_launch
@@ -849,7 +849,7 @@ def _choose_config(q, k, v, causal, scale, feats):
 def compile_spec(dtype, head_dim, causal, seq_len, cfg, feats, what, core):
     """One compile-matrix entry (kernels/aot.py): this path's launch on meta inputs of (2, 8, seq_len,
     head_dim), with a fixed config and features; `what` names it ("shipped", or a version)."""
-    from .aot import CompileSpec, meta
+    from ..aot import CompileSpec, meta
 
     q = meta(2, 8, seq_len, head_dim, dtype=dtype)
     label = (f"{what} {str(dtype).removeprefix('torch.')} d={head_dim} {'causal' if causal else 'full'} "
@@ -868,7 +868,7 @@ def compile_specs(target):
     """Compute capability 9.x only. The shipped path as bench, correctness and profile run it
     (best_features per masking and length, every pruned candidate config, at every tile size and
     the padded sizes of PADDED_HEAD_DIMS, with the ragged and length-1 specialisations of seq_len);
-    the recorded versions the iterations phase times are kernels/attention_versions.py's own specs. Core (the default test, which must
+    the recorded versions the iterations phase times are kernels/attention/versions.py's own specs. Core (the default test, which must
     stay short): float16 with the first candidate at head_dims 64, 128 and 192 (a padded size),
     bfloat16 at 128."""
     if target.capability[0] != 9:

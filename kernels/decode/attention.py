@@ -33,7 +33,7 @@ import triton
 import triton.language as tl
 
 from .arrival import arrive, reset
-from .common import LOG2E, capability, device_index, device_sm_count, has_pdl, interpreting, quick_bench
+from ..common import LOG2E, capability, device_index, device_sm_count, has_pdl, interpreting, quick_bench
 from .kv_quant import SCALE_DTYPE, quantize_vector
 from .prefetch import prefetch_l2, prefetch_rows
 
@@ -709,7 +709,7 @@ class AttentionLaunch:
     product hands the newest key and value to the attention, which writes them into the cache
     (quantized there for an int8 cache; split_kv_attention's new_kv), instead of writing them itself.
     Which one wins depends on the model, the cache and the GPU, so the step measures them
-    (kernels/decode_session.py)."""
+    (kernels/decode/session.py)."""
 
     pdl: bool = False
     prefetch_keys: int = 0
@@ -726,7 +726,7 @@ class AttentionLaunch:
 
 
 PLAIN_LAUNCH = AttentionLaunch()
-# What a step measures (kernels/decode_session.py). On the H200 (2026-11-30, CUDA graph, prompt 940,
+# What a step measures (kernels/decode/session.py). On the H200 (2026-11-30, CUDA graph, prompt 940,
 # interleaved): at gpt2 batch 4 the early trigger with 64 keys asked for won (bf16 0.3845 -> 0.3604 ms,
 # int8 0.3957 -> 0.3813); at batch 64 the int8 cache won with the late trigger (0.7282 -> 0.7049) and
 # bf16 with neither. At gpt2-xl PDL mostly lost (bf16 2.34 -> 2.39-2.79 ms, int8 2.29 -> 2.34-2.44),
@@ -802,7 +802,7 @@ def _check(q, k, v, seq_lens, k_scale, v_scale):
         raise ValueError(f"k is {k.dtype} but v is {v.dtype}; both int8 or both floating.")
     if is_int8:
         if k_scale is None or v_scale is None:
-            raise ValueError("an int8 cache needs k_scale and v_scale (B, H, L) from kernels.kv_quant.quantize.")
+            raise ValueError("an int8 cache needs k_scale and v_scale (B, H, L) from kernels.decode.kv_quant.quantize.")
         for name, s in (("k_scale", k_scale), ("v_scale", v_scale)):
             if s.shape != k.shape[:3] or s.dtype != SCALE_DTYPE or s.stride(-1) != 1:
                 raise ValueError(f"{name} must be a (B, H, L) = {tuple(k.shape[:3])} {SCALE_DTYPE} tensor with a "
@@ -955,7 +955,7 @@ def compile_specs(target):
     config the autotuner may pick for that cache and GPU (no tensor-core dots before Ampere), at GPT-2's
     head_dim 64 and the microbenchmark's 128; at 64 also as the fused step may launch it, handed the
     newest key and value to write (new_kv)."""
-    from .aot import CompileSpec, meta
+    from ..aot import CompileSpec, meta
 
     dtype = torch.bfloat16 if target.bf16 else torch.float16
     # The fused step (head_dim 64) may launch attention as a programmatic dependent from Hopper on, and

@@ -1,6 +1,6 @@
 """FlashAttention-4 (the `flash-attn-4` package, written in the CuTe DSL) as a baseline we measure against.
 
-It is a yardstick, never a path: `flash_attention` does not call it (kernels/dispatch.py runs only our
+It is a yardstick, never a path: `flash_attention` does not call it (kernels/attention/dispatch.py runs only our
 own kernels). The collect phases time it beside SDPA's backends where it is installed.
 
 FA4 takes (batch, seq_len, heads, head_dim) tensors whose last dimension is contiguous; ours are

@@ -5,7 +5,7 @@ waits (`gdc_wait`) until that kernel's results are visible. Its weights do not d
 kernel, so they can be requested during the wait: the DRAM then stays busy across the boundary
 between kernels, instead of idling while one kernel's last programs finish and the next one's first
 loads travel. A prefetch holds no register and returns nothing, so the program waits no longer for
-having issued it. How much to request is a measured choice (kernels/fused_linear.py, Tuning).
+having issued it. How much to request is a measured choice (kernels/decode/fused_linear.py, Tuning).
 
 The other direction lost. Each product, once its own weights were requested, asked L2 for its share
 of the next product's weights, so that they would stream during its handshake and the next launch

@@ -3,7 +3,7 @@ The journey of the Hopper kernel: every version tried, with its prediction and i
 =========================================================================================
 
 Each :class:`KernelVersion` is a callable with the settings of one step (a kernel path, the
-Hopper kernel's :class:`~kernels.attention_hopper.Features`, fixed tile configs) and its story:
+Hopper kernel's :class:`~kernels.attention.hopper.Features`, fixed tile configs) and its story:
 the change it made, the prediction written (and dated) before it was first measured, and what
 the measurement then showed. The ``iterations`` collect phase times them side by side; the
 report's "Kernel iterations" page shows the journey. A recorded version stays runnable as it
@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import partial
 
-from .attention_hopper import SPLIT_FROM_SEQ_LEN, Features, best_features, compile_spec, configs_for, hopper_attention
+from .hopper import SPLIT_FROM_SEQ_LEN, Features, best_features, compile_spec, configs_for, hopper_attention
 from .dispatch import ShapeRule, flash_attention, rule_route
 
 
@@ -49,7 +49,7 @@ class KernelVersion:
     role: str = ""  # "t4-fix": the version that tries the fix the published T4 study left open
     maskings: tuple = ("non-causal", "causal")  # what the version changes (and is timed on)
     # path None: a function (head_dim, causal, seq_len) -> (path, config) pins this version's own
-    # per-shape choice; None leaves the choice to flash_attention (kernels/dispatch.py SHAPE_RULES).
+    # per-shape choice; None leaves the choice to flash_attention (kernels/attention/dispatch.py SHAPE_RULES).
     routes: object = None
     head_dims: tuple = (64, 128)  # the head sizes the version changes (the iterations phase times it there)
 
@@ -128,7 +128,7 @@ def _both(low, high):
 VERSIONS = {v.name: v for v in [
     KernelVersion(
         name="v0-portable",
-        change="The portable kernel (kernels/attention.py): pointer loads through cp.async, "
+        change="The portable kernel (kernels/attention/portable.py): pointer loads through cp.async, "
                "software-pipelined by Triton; 128x64 tiles on two warpgroups.",
         prediction="Baseline: its first H200 run measured 0.82x cuDNN non-causal and 0.87x causal (fp16, "
                    "N=4096); expect the same within a few percent.",
@@ -334,7 +334,7 @@ VERSIONS = {v.name: v for v in [
 ]}
 
 
-# The Gluon kernel's journey (kernels/attention_gluon.py records each step with the prediction
+# The Gluon kernel's journey (kernels/attention/gluon.py records each step with the prediction
 # written before it ran and the outcome measured after), as versions of this one: the same story
 # fields, run through flash_attention's Gluon path with the version named in the config.
 _GLUON_STEPS = (("v11-gluon", "g1", False), ("v12-gluon-ws", "g2", False), ("v13-gluon-overlap", "g3", True),
@@ -348,7 +348,7 @@ _GLUON_NAMES = {step: name for name, step, _ in _GLUON_STEPS + _LATER_GLUON_STEP
 
 
 def _gluon_versions(steps=_GLUON_STEPS) -> list[KernelVersion]:
-    from .attention_gluon import GLUON_VERSIONS
+    from .gluon import GLUON_VERSIONS
 
     by_name = {g.name: g for g in GLUON_VERSIONS}
     out = []
@@ -366,7 +366,7 @@ VERSIONS.update((v.name, v) for v in _gluon_versions())
 VERSIONS["v15-per-shape"] = KernelVersion(
     name="v15-per-shape",
     change="What flash_attention shipped on Hopper until v17: the path chosen per shape from measurements "
-           "(kernels/dispatch.py SHAPE_RULES): the Gluon kernel (g3) at d=128; at d=64 the portable kernel, except "
+           "(kernels/attention/dispatch.py SHAPE_RULES): the Gluon kernel (g3) at d=128; at d=64 the portable kernel, except "
            "causal at N=2048-8191 where the Triton Hopper kernel runs. The launch cache replays the Triton paths "
            "without Triton's per-call binding. (First shipped with v10 for d=128 causal from N=8192; moved to g3 "
            "there when the first full collect with v15 measured g3 at 0.90x cuDNN against v10's 0.88x at N=16384.)",
@@ -421,7 +421,7 @@ VERSIONS["v17-per-shape"] = KernelVersion(
 VERSIONS.update((v.name, v) for v in _gluon_versions(_AFTER_V17_GLUON_STEPS))
 VERSIONS["v21-per-shape"] = KernelVersion(
     name="v21-per-shape",
-    change="What flash_attention ships on Hopper from 2026-11-30 (kernels/dispatch.py SHAPE_RULES), re-chosen from "
+    change="What flash_attention ships on Hopper from 2026-11-30 (kernels/attention/dispatch.py SHAPE_RULES), re-chosen from "
            "device time measured side by side after g7 and g8 were written. d=128: g3 non-causal, g7 (the "
            "list-scheduled causal walk) causal. d=64 non-causal from N=2048: g8 (g1's tile on one warpgroup), "
            "which also takes over N=2048 from the portable kernel now that a replayed Gluon call keeps its "

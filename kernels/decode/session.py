@@ -8,7 +8,7 @@ teacher-forced session is given the whole sequence up front and feeds its tokens
 records every step's two largest logits, so its predictions can be compared position by position
 with another variant's on exactly the same inputs.
 
-Every limit is checked on the host before the GPU sees anything (see kernels.gpt2.check_limits).
+Every limit is checked on the host before the GPU sees anything (see kernels.decode.gpt2.check_limits).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 import torch
 
 from .gpt2 import CACHES, GPT2, ModelArgs, cache_kwarg, cache_of, check_limits, check_tokens
-from .decode_attention import AttentionLaunch, config_label, last_config, launch_choices
+from .attention import AttentionLaunch, config_label, last_config, launch_choices
 from .fused_linear import device_facts, uses_pdl
 from .gpt2_fused import STEPS, ArgmaxScratch, advance, argmax_advance
 
@@ -143,7 +143,7 @@ class OurSession(Session):
         # Per-step time (ms) of each attention choice the graph step was timed with, by
         # "config | launch"; {} when none was judged.
         self.attention_ms: dict[str, float] = {}
-        # The split-KV config the captured step runs (kernels/decode_attention.config_label).
+        # The split-KV config the captured step runs (kernels/decode/attention.config_label).
         self.attention_config: str | None = None
 
     def set_mode(self, teacher_forced: bool, record_top2: bool) -> None:

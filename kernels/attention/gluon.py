@@ -60,9 +60,9 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from .common import (HALF_DTYPES, HEAD_DIMS as ANY_HEAD_DIMS, LOG2E, PADDED_HEAD_DIMS, capability, device_index,
+from ..common import (HALF_DTYPES, HEAD_DIMS as ANY_HEAD_DIMS, LOG2E, PADDED_HEAD_DIMS, capability, device_index,
                      device_sm_count, head_dim_tile, interpreting, l2_bytes)
-from .gluon_compat import async_load, async_store, thread_barrier
+from ..gluon_compat import async_load, async_store, thread_barrier
 from .launcher import PLAIN
 
 HEAD_DIMS = (64, 128)  # the kernels' tiles; a head size below one runs in it (see takes_head_dim)
@@ -847,7 +847,7 @@ def gluon_attention(q, k, v, causal=False, sm_scale=None, *, version=None):
 
 
 def _run(q, k, v, causal, sm_scale, version, launcher):
-    """gluon_attention through `launcher` (kernels/launcher.py): the plain one, or flash_attention's
+    """gluon_attention through `launcher` (kernels/attention/launcher.py): the plain one, or flash_attention's
     recorder, which keeps the launch for replay."""
     _check_inputs(q, k, v, sm_scale)
     ok, reason = gluon_available(q.device)
@@ -870,7 +870,7 @@ def _descriptors(plan, q, k, v, o):
 
 def _launch(ver, q, k, v, o, causal, scale, sm_count, l2_bytes=H200_L2_BYTES, launcher=PLAIN):
     """One launch of `ver` writing o, over tensors TMA can address (checked by the caller), through
-    `launcher` (kernels/launcher.py)."""
+    `launcher` (kernels/attention/launcher.py)."""
     fn, grid, scalars, consts, options, plan = _launch_args(ver, tuple(q.shape), causal, scale, sm_count, l2_bytes)
     scalars = _on_device(scalars, q.device)
     return launcher.launch(fn, grid, *_descriptors(plan, q, k, v, o), *scalars.values(), **consts, **options)
@@ -934,7 +934,7 @@ def compile_specs(target):
     tests/test_attention_gluon.py)."""
     if target.capability != (9, 0):
         return []
-    from .aot import CompileSpec, meta
+    from ..aot import CompileSpec, meta
 
     def launch(ver, dtype, head_dim, causal):
         q = meta(2, 4, 4096, head_dim, dtype=dtype)
@@ -1195,13 +1195,13 @@ def get_version(name):
 
 
 # ---------------------------------------------------------------------------------------------
-# 6. The Gluon path of flash_attention (kernels/dispatch.py)
+# 6. The Gluon path of flash_attention (kernels/attention/dispatch.py)
 # ---------------------------------------------------------------------------------------------
 
 
 def _for_dispatch(q, k, v, causal, sm_scale, config, launcher):
     """flash_attention(path="gluon"): config may name a version, {"version": "g4"}. Launched through
-    `launcher`, so a repeated call replays the compiled kernel with fresh descriptors (kernels/launcher.py)."""
+    `launcher`, so a repeated call replays the compiled kernel with fresh descriptors (kernels/attention/launcher.py)."""
     version = config.get("version", DEFAULT_VERSION) if isinstance(config, dict) else DEFAULT_VERSION
     o = _run(q, k, v, causal, sm_scale, version, launcher)
     ver = get_version(version)

@@ -125,7 +125,7 @@ def quantize_store_(k, v, k_cache, v_cache, k_scale, v_scale, pos) -> None:
 def compile_specs(target):
     """The int8 cache's store kernel as the decode phase launches it (kernels/aot.py), from the
     model's dtype: bfloat16, or float16 where the GPU has no bfloat16 (T4)."""
-    from .aot import CompileSpec, meta
+    from ..aot import CompileSpec, meta
 
     dtype = torch.bfloat16 if target.capability >= (8, 0) else torch.float16
 

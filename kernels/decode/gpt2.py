@@ -2,8 +2,8 @@
 
 Weights come from a transformers GPT2LMHeadModel and are shared with it (no copy), so the
 transformers baselines and our loop run on the very same tensors. The loops that drive it (greedy
-or teacher-forced, eager or captured in a CUDA graph) are in kernels/decode_session.py; faster
-versions of its step are in kernels/gpt2_fused.py. Three cache layouts:
+or teacher-forced, eager or captured in a CUDA graph) are in kernels/decode/session.py; faster
+versions of its step are in kernels/decode/gpt2_fused.py. Three cache layouts:
 
   Bf16Cache          the cache as bf16, read by the split-KV Triton kernel
   Int8DequantCache   int8 + scales, dequantized in full to a bf16 copy at the start of every step
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .decode_attention import SplitBuffers, decode_attention, default_num_splits
+from .attention import SplitBuffers, decode_attention, default_num_splits
 from .kv_quant import SCALE_BYTES, SCALE_DTYPE, dequantize, quantize, quantize_store_
 
 

@@ -15,7 +15,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .common import has_pdl, interpreting
+from ..common import has_pdl, interpreting
 from .fused_linear import device_facts
 
 WORD_BYTES = 4      # read as int32 words, sixteen bytes per thread and load
@@ -90,7 +90,7 @@ def compile_specs(target):
     """The read kernel as the decode phase launches it (kernels/aot.py): with programmatic dependent
     launch from Hopper on, as the fused step's products are; word counts a multiple of 16 and not
     (the one property of them the compiler specialises on). It only reads: no tensor cores."""
-    from .aot import CompileSpec
+    from ..aot import CompileSpec
 
     pdl = has_pdl(target.capability)
     return [CompileSpec(f"int32 words{' pdl' if pdl else ''}", lambda: ReadSteps([64 << 10, 1000], "meta", pdl=pdl)(),

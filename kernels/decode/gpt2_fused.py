@@ -2,7 +2,7 @@
 
   torch     `GPT2.step` as written: cuBLAS products and PyTorch's small kernels, about fourteen
             launches per layer
-  fused     the Triton kernels of kernels/fused_linear.py and the split-KV attention: five launches
+  fused     the Triton kernels of kernels/decode/fused_linear.py and the split-KV attention: five launches
             per layer (norm + qkv + cache write; attention with its merge; projection + residual;
             norm + fc + GELU; projection + residual)
   inductor  `GPT2.step` compiled by torch.compile (inductor, no CUDA graphs of its own), with our
@@ -37,8 +37,8 @@ import triton.language as tl
 
 from . import fused_linear as fl
 from .arrival import arrive, reset
-from .common import interpreting
-from .decode_attention import PLAIN_LAUNCH, as_launch_config, compiled_launches, split_kv_attention, tunable_configs
+from ..common import interpreting
+from .attention import PLAIN_LAUNCH, as_launch_config, compiled_launches, split_kv_attention, tunable_configs
 from .fused_linear import tile_stats
 
 
@@ -178,7 +178,7 @@ class FusedStep:
         self.gpu = fl.device_facts(dev)  # what every choice below is made for
         self.split = cache.split_buffers(self.q)
         # Plain, and the autotuner's config (None), until a session judges the alternatives in the
-        # captured step (kernels/decode_session.py).
+        # captured step (kernels/decode/session.py).
         self.attention_launch = PLAIN_LAUNCH
         self.attention_config: dict | None = None
         self.attn = torch.empty((batch, H, D), device=dev, dtype=dt)
@@ -203,13 +203,13 @@ class FusedStep:
 
     def attention_candidates(self) -> list[dict]:
         """The split-KV configs this step's attention may run: those the autotuner may pick for this
-        cache on this GPU (kernels/decode_attention.tunable_configs), as launch configs."""
+        cache on this GPU (kernels/decode/attention.tunable_configs), as launch configs."""
         int8 = self.cache.k.dtype == torch.int8
         return [as_launch_config(c) for c in tunable_configs(int8, self.gpu.capability, self.q.shape[-1])]
 
     def compile_attention_launches(self, lens) -> None:
         """Launch the first layer's attention once per candidate config, as each compiled variant of
-        the launch choices (kernels/decode_attention.py): the collect's compile workers call this, so
+        the launch choices (kernels/decode/attention.py): the collect's compile workers call this, so
         a session that judges the choices finds them in Triton's cache, and a session calls it
         before its first capture, so no capture loads a kernel. A launch given the newest row writes
         `new_kv` into the first layer's cache at lens - 1: the next step there writes that row anew
@@ -230,7 +230,7 @@ class FusedStep:
         return [False] + layer * len(self.model.blocks) + [p, False]
 
     def kernel_bytes(self, cache_bytes_per_layer: float) -> list[int]:
-        """What each kernel of a step must read, in launch order (kernels/read_floor.py times a step
+        """What each kernel of a step must read, in launch order (kernels/decode/read_floor.py times a step
         of plain reads of these): the weights it multiplies, and each layer's attention its cache
         bytes. They add up to the bandwidth floor's bytes: the embedding and the argmax read nothing
         there (a row per sequence of the position and token tables; the logits this step wrote)."""
@@ -278,7 +278,7 @@ class FusedStep:
 
 @torch.library.custom_op("gpt2_decode::attend", mutates_args=())
 def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
-    from .decode_attention import decode_attention
+    from .attention import decode_attention
 
     return decode_attention(q, k, v, lens)
 
@@ -291,7 +291,7 @@ def _(q, k, v, lens):
 @torch.library.custom_op("gpt2_decode::attend_int8", mutates_args=())
 def _attend_int8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ks: torch.Tensor, vs: torch.Tensor,
                  lens: torch.Tensor) -> torch.Tensor:
-    from .decode_attention import decode_attention
+    from .attention import decode_attention
 
     return decode_attention(q, k, v, lens, k_scale=ks, v_scale=vs)
 
@@ -377,7 +377,7 @@ def compile_specs(target):
     logits, and the bookkeeping, at each row tiling, writing the next token (greedy) and not
     (teacher-forced). The fused products are fused_linear's specs. None of these kernels
     multiplies: no tensor cores. Core: GPT-2, batch 4, greedy."""
-    from .aot import CompileSpec, meta
+    from ..aot import CompileSpec, meta
     from .gpt2 import PRESETS
 
     dt = torch.bfloat16 if target.bf16 else torch.float16

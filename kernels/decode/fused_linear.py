@@ -31,7 +31,7 @@ weight stream but loads issued one at a time, and chains of L2 round trips. So:
     would cancel).
   - The split-K partials are read with unrolled loads, eight in flight at once.
   - Under programmatic dependent launch each kernel starts while the previous one drains, and asks
-    L2 for its first weight tile before it waits (kernels/prefetch.py).
+    L2 for its first weight tile before it waits (kernels/decode/prefetch.py).
 
 What is left is not the launches. In a CUDA graph on the H200 (2026-12-01) a boundary between two
 dependent kernels cost 0.92-0.97 us under PDL, and a software grid barrier inside one persistent
@@ -50,7 +50,7 @@ import triton
 import triton.language as tl
 
 from .arrival import arrive, reset
-from .common import capability, device_index, has_pdl, interpreting, sm_count, smem_per_block
+from ..common import capability, device_index, has_pdl, interpreting, sm_count, smem_per_block
 from .prefetch import prefetch_rows
 
 # Prologue: how the A operand (the activation rows) is produced tile by tile.
@@ -127,7 +127,7 @@ def _gelu(y, TANH: tl.constexpr):
 
 @triton.jit
 def _quantize_rows(y, mask):
-    """Symmetric int8 of each row, as kernels.kv_quant.quantize does it: (values, scales). Each row's
+    """Symmetric int8 of each row, as kernels.decode.kv_quant.quantize does it: (values, scales). Each row's
     reciprocal is taken once and the values multiplied by it: an IEEE division per value sat on the
     qkv product's serial tail (the last split's epilogue). On the H200 (2026-12-01, gpt2 batch 64,
     CUDA graph) it took the int8 step from 0.671 to 0.666 ms. A value may then round to the int8
@@ -187,7 +187,7 @@ def _linear_program(
     if PDL:
         # Programmatic dependent launch: this grid may start while the previous kernel drains;
         # wait for its results before reading anything it wrote, and let the next grid start early.
-        if PREFETCH:  # the weights are not among them (kernels/prefetch.py)
+        if PREFETCH:  # the weights are not among them (kernels/decode/prefetch.py)
             n0 = pid_n * HEAD_DIM if EPILOGUE == EPI_QKV else pid_n * BLOCK_N
             _prefetch_weights(W, stride_wk, stride_wn, K, N, n0, t_start, tl.minimum(t_end, t_start + PREFETCH),
                               BLOCK_N, BLOCK_K, W_ROW_MAJOR)
@@ -428,7 +428,7 @@ class Tuning:
     # for it instead holds nothing and won (prefetch_tiles).
     pdl: bool = True
     # With PDL: while a kernel waits for the previous one, each program asks L2 for up to this many
-    # of its weight tiles (kernels/prefetch.py); 0 for none. One tile took gpt2's step from 0.401 to
+    # of its weight tiles (kernels/decode/prefetch.py); 0 for none. One tile took gpt2's step from 0.401 to
     # 0.390 ms and gpt2-xl's from 2.344 to 2.337 (H200, 2026-11-30, CUDA graph, batch 4, prompt 940,
     # interleaved runs); at batch 64 (prompt 472) 0.864 to 0.859. Two tiles or more gained less at
     # gpt2 and lost at gpt2-xl (2.37-2.50 ms): the requests then compete with the previous kernel's
@@ -768,14 +768,14 @@ CACHE_CAPACITIES = (1024, 1032, 1023)
 
 
 def compile_specs(target):
-    """The fused decode step's four products as kernels.gpt2_fused.FusedStep launches them in the
+    """The fused decode step's four products as kernels.decode.gpt2_fused.FusedStep launches them in the
     decode phase, through the wrappers above on meta tensors (kernels/aot.py): in bfloat16, or
     float16 where the GPU has no bfloat16 (T4); for each model and row tiling; the cache written in
     the model's dtype and in int8 at each capacity class; the LM head at each tile width the SM
     count may pick on this capability; with programmatic dependent launch where the code uses it.
     Tensor cores from Ampere on (Triton 3.6 lowers tl.dot to FMA on sm75). Core (the default test,
     which must stay short): GPT-2 at batch 4, each product once, the int8 cache at one capacity."""
-    from .aot import CompileSpec, meta
+    from ..aot import CompileSpec, meta
     from .gpt2 import PRESETS
     from .kv_quant import SCALE_DTYPE
 

@@ -6,17 +6,17 @@ Every function here has the same signature and the same tensor layout:
 ``q, k, v`` of shape ``(batch, heads, seq_len, head_dim)``, self-attention (the query and
 key sequences have the same length), returning ``o`` of the same shape and dtype as ``q``.
 
-- :func:`flash_attention` (kernels/dispatch.py): the fused kernel. Each program owns ``BLOCK_M``
+- :func:`flash_attention` (kernels/attention/dispatch.py): the fused kernel. Each program owns ``BLOCK_M``
   query rows of one head and streams the keys and values past them in tiles of ``BLOCK_N``,
   keeping a running maximum ``m``, a running denominator ``l`` and an unnormalised output ``acc``
   (the online softmax). The ``seq_len x seq_len`` score matrix never exists in memory. This file
   holds its portable path (any GPU from sm75, and the CPU interpreter); on Hopper
-  flash_attention runs kernels/attention_hopper.py instead.
+  flash_attention runs kernels/attention/hopper.py instead.
 - :func:`naive_attention`: what ordinary PyTorch code does; it materialises the scores.
 - :func:`sdpa_attention`: ``torch.nn.functional.scaled_dot_product_attention``, optionally
   with one backend forced.
 - :func:`reference_attention`: the same maths in float64, the yardstick for all of them.
-- ``fa4_attention`` (kernels/flash_attn4.py): FlashAttention-4, where it is installed; measured
+- ``fa4_attention`` (kernels/attention/flash_attn4.py): FlashAttention-4, where it is installed; measured
   beside the others, never called by :func:`flash_attention`.
 
 The file reads top to bottom: the kernel, its tile configurations, the wrapper that launches
@@ -33,7 +33,7 @@ import triton
 import triton.language as tl
 
 from . import dispatch
-from .common import (  # noqa: F401 - the constants and check_dtype_supported stay importable from here
+from ..common import (  # noqa: F401 - the constants and check_dtype_supported stay importable from here
     DTYPES,
     HEAD_DIM_TILES,
     HEAD_DIMS,
@@ -49,7 +49,7 @@ from .common import (  # noqa: F401 - the constants and check_dtype_supported st
     smem_per_block,
     softmax_scale,
 )
-from .dispatch import (  # noqa: F401 - flash_attention lives in kernels/dispatch.py; importable from here
+from .dispatch import (  # noqa: F401 - flash_attention lives in kernels/attention/dispatch.py; importable from here
     flash_attention,
     hopper_path_runs,
     kernel_config_of_last_call,
@@ -371,7 +371,7 @@ def _check_config(config):
 def portable_attention(q, k, v, causal=False, sm_scale=None, config=None, launcher=PLAIN):
     """The portable path of flash_attention, on inputs kernels.common.check_inputs passed.
     Returns (o, what kernel_config_of_last_call reports). `launcher` lets flash_attention record
-    the launch for replay (kernels/launcher.py)."""
+    the launch for replay (kernels/attention/launcher.py)."""
     sm_scale = softmax_scale(q.shape[-1], sm_scale)
     fixed = _check_config(config) if config is not None else None
 
@@ -464,7 +464,7 @@ def _precompile_candidates(tuner, q, k, v, o, causal, sm_scale):
         pass
 
 
-# flash_attention (kernels/dispatch.py) runs this path where no faster one is available.
+# flash_attention (kernels/attention/dispatch.py) runs this path where no faster one is available.
 dispatch.register_path(dispatch.KernelPath(
     name="portable", title="portable", dtypes=DTYPES, available=lambda device: (True, ""),
     run=portable_attention))
@@ -539,7 +539,7 @@ IMPLEMENTATIONS = {
     "triton-portable": functools.partial(flash_attention, path="portable"),
     "sdpa": sdpa_attention,
     **{f"sdpa-{b}": functools.partial(sdpa_attention, backend=b) for b in SDPA_BACKENDS},
-    # A yardstick only (kernels/flash_attn4.py): flash_attention never dispatches to it.
+    # A yardstick only (kernels/attention/flash_attn4.py): flash_attention never dispatches to it.
     "fa4": fa4_attention,
 }
 
@@ -565,7 +565,7 @@ def compile_specs(target):
     which must stay short): the candidate with the largest tiles at every head_dim, since a compile
     fails on shared memory or registers; causal and bfloat16 at the head_dims the benchmarks run;
     the ragged and length-1 variants."""
-    from .aot import CompileSpec, meta
+    from ..aot import CompileSpec, meta
 
     dtypes = (torch.float16, torch.bfloat16) if target.bf16 else (torch.float16,)
     # Tensor cores from Ampere on; Triton 3.6 lowers tl.dot to FMA on sm75.
