@@ -192,7 +192,7 @@ def test_the_read_plan_lists_every_kernel_of_a_fused_step_and_the_floor_bytes(ti
     attention = [b for b, name in zip(plan, launches) if name == "_split_kv_kernel"]
     assert attention == [round(per_layer)] * TINY.n_layer  # the cache bytes sit on the attention launches
     # The decode profile reads each kernel's role off this launch order, and prices each role with these bytes.
-    from collect.decode import _role_bytes
+    from collect.decode.arithmetic import _role_bytes
     from collect.decode_profile import fused_roles
     assert fused_roles(launches, TINY.n_layer) is not None
     by_role = _role_bytes(s.step_fn, per_layer * TINY.n_layer, TINY.n_layer)
