@@ -255,20 +255,11 @@ KERNELS = {
     "gluon-ws": "Gluon warp-specialized kernel",
     "turing": "Turing tensor-core kernel",
 }
-KERNEL_WORDS = {
-    "portable": "Triton, every GPU from sm75: one program per query tile, pointers and masked loads",
-    "hopper": "Triton on Hopper: TMA tensor descriptors, warp specialization and a persistent grid",
-    "gluon-tile": "Gluon on Hopper: one program per query tile, TMA copies and warpgroup MMA written out by hand",
-    "gluon-ws": "Gluon on Hopper: warp-specialized and persistent, a producer warp feeding consumer warpgroups",
-    "turing": "Gluon on a T4 (sm75): the portable kernel's loop on the warp-level mma.sync m16n8k8 tensor-core MMA",
-}
 # The compiled kernel functions (as Nsight Compute names them) and the Gluon steps, by kernel.
 KERNEL_FUNCTIONS = {"_attn_fwd": "portable", "_hopper_fwd": "hopper", "_hopper_fwd_ws": "hopper",
                     "_hopper_fwd_ws_persistent": "hopper", "_diag_merge": "hopper", "_g1_kernel": "gluon-tile",
                     "_ws_kernel": "gluon-ws", "_attn_fwd_turing": "turing"}
 GLUON_STEP_KERNEL = {"g1": "gluon-tile", "g8": "gluon-tile", **{f"g{i}": "gluon-ws" for i in range(2, 8)}}
-# Where each page's words for these kernels and their techniques are defined.
-GLOSSARY = "glossary.md"
 
 
 def kernel_key(path: str | None, step: str | None = None) -> str | None:
