@@ -20,8 +20,8 @@ from .. import escape, fmt, limits, model
 from ..tables import table_html
 from ..bench_data import distinct_sdpa
 from ..decode_memory import own_decode_rows
-from ..vocab import (ELEMENT_BYTES, INT8_PAIRS, STUDY, STUDY_N, decode_words, dtype_short, floor_pace, impl_color,
-                     impl_label, join, limiter_words, plural, speedup_words, versus)
+from ..vocab import (ELEMENT_BYTES, INT8_PAIRS, STUDY, STUDY_N, decode_float, decode_words, dtype_short, floor_pace,
+                     impl_color, impl_label, join, limiter_words, plural, speedup_words, versus)
 from .base import Page
 
 FUSED = "triton"
@@ -354,18 +354,19 @@ class HomePage(Page):
             q = g[g["variant"].str.startswith("int8")]
             if not e.empty and not q.empty and (best is None or e.iloc[0]["kv_cache_bytes"] > best[2]["kv_cache_bytes"]):
                 best = (int(b), int(c), e.iloc[0], q, g.drop_duplicates("variant").set_index("variant"))
+        f = decode_float(self.run.phase("decode").dtype)  # the float cache's type: fp16 on a T4
         if best is None:
-            return f"No shape in this run ran both the bf16 and an int8 cache. {link}"
+            return f"No shape in this run ran both the {f} and an int8 cache. {link}"
         b, c, e, q, loops = best
         twins = dict(INT8_PAIRS)
         cache = q.iloc[0]["kv_cache_bytes"]
-        text = (f"At batch {b} and context {c}, the int8 cache holds {fmt.bytes_(cache)} against the bf16 cache's "
+        text = (f"At batch {b} and context {c}, the int8 cache holds {fmt.bytes_(cache)} against the {f} cache's "
                 f"{fmt.bytes_(e['kv_cache_bytes'])} ({fmt.pct(100 * cache / e['kv_cache_bytes'])}).")
         peaks = []
         names = {"int8-dequant": "dequantizing the whole cache every step", "int8-kernel": "reading it with the int8 kernel",
                  "int8-graph": "reading it with the int8 kernel in a CUDA graph"}
         for _, r in q.iterrows():
-            # Each int8 loop against the bf16 loop it differs from by the cache alone.
+            # Each int8 loop against the float-cache loop it differs from by the cache alone.
             twin_variant = twins.get(r["variant"], "eager")
             twin_variant = twin_variant if twin_variant in loops.index else "eager"
             twin = loops.loc[twin_variant]
