@@ -22,8 +22,6 @@ class Agreement(DecodeData):
         return (f"Outside near-ties every variant picks the same next token as our CUDA-graph step at "
                 f"{fmt.pct(100 * a['agreement'].min(), 4)} of positions or more.")
 
-    # --- token agreement -------------------------------------------------------------------
-
     def agreement_finding(self) -> str:
         a = self.agreement[self.agreement["status"] == "ok"] if not self.agreement.empty else self.agreement
         if a.empty:

@@ -94,8 +94,6 @@ class Context(DecodeData):
                      "not on its bytes alone.")
         return text
 
-    # --- figures ---------------------------------------------------------------------------
-
     def _by_model(self, title) -> tuple[go.Figure, list[str]]:
         models = self.models()
         fig = make_subplots(rows=1, cols=max(1, len(models)), subplot_titles=[escape.plot(title(m)) for m in models],

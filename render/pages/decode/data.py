@@ -104,8 +104,6 @@ class DecodeData(Page):
     slug = "decode"
     phase = "decode"
 
-    # --- frames ----------------------------------------------------------------------------
-
     @cached_property
     def rows(self) -> pd.DataFrame:
         """Every row, its memory figures its own loop's where the run says what the other models held."""

@@ -13,8 +13,6 @@ from .data import DecodeData, _ok, inset_titles
 class Memory(DecodeData):
     """The shape compared, the basis of the figures, the finding, summary and figure."""
 
-    # --- memory ----------------------------------------------------------------------------
-
     def _pair_shape(self, model: str, int8: str, base: str) -> tuple[int, int] | None:
         """The shape with the largest float cache where both variants of a pair ran."""
         f = self.ok[self.ok["model"] == model]

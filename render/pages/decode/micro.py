@@ -16,8 +16,6 @@ from .data import (DecodeData, MICRO_COLORS, MICRO_LABELS, MICRO_SPEEDUP, MICRO_
 class Micro(DecodeData):
     """The microbenchmark's speedups, finding, table and figure."""
 
-    # --- microbenchmark --------------------------------------------------------------------
-
     def _micro_ok(self) -> pd.DataFrame:
         m = self.micro[self.micro["status"] == "ok"] if not self.micro.empty else self.micro
         return m[m["latency_ms_median"].notna()] if not m.empty else m

@@ -15,8 +15,6 @@ from .data import DecodeData, ROLE_BYTES_APART, ROLE_EVEN, _ok
 class Roles(DecodeData):
     """The per-role frame, its finding and table."""
 
-    # --- roles ----------------------------------------------------------------------------
-
     ROLE_WORDS = {"embed": "embedding", "qkv": "norm + qkv product + cache write", "attention": "attention",
                   "proj": "output projection + residual", "fc": "norm + first MLP product + GELU",
                   "out": "second MLP product + residual", "head": "final norm + LM head", "argmax": "argmax"}

@@ -12,8 +12,6 @@ from .data import DecodeData, _ok, launch_words
 class Rows(DecodeData):
     """The per-model rows tables and the failures table."""
 
-    # --- tables ----------------------------------------------------------------------------
-
     def rows_table(self, model: str) -> str:
         f = self.rows[self.rows["model"] == model].copy()
         order = {v: i for i, v in enumerate(self.variants())}

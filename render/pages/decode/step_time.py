@@ -14,8 +14,6 @@ from .data import CLASS_COLORS, DecodeData, FLOOR_TARGETS, INT8_STEP_TARGET, _ok
 class StepTime(DecodeData):
     """The key-shape table and figure, where each step's time goes, and the int8 step against the graph step."""
 
-    # --- the key shapes: step time, kernels, where the time goes -----------------------------
-
     def _recorded(self, field: str) -> bool:
         """Whether any row of this run has `field` (older schemas lack the newer optional ones)."""
         return field in self.rows and self.rows[field].notna().any()

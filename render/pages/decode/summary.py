@@ -12,8 +12,6 @@ from .data import DecodeData, FLOOR_TARGETS, STEP_WORDS, _ok, than
 class Summary(DecodeData):
     """The opening findings, the run's summary and models table, and the bandwidth floor said once."""
 
-    # --- prose -----------------------------------------------------------------------------
-
     def summary(self) -> str:
         d = self.data
         counts = self.rows["status"].value_counts()
@@ -43,8 +41,6 @@ class Summary(DecodeData):
         return table_html(pd.DataFrame(rows), {"name": "Model", "weights": "Weights", "shape": "Shape",
                                                "params": "Parameters", "wbytes": "Weights read per step",
                                                "pos": "Positions", "attn": "transformers attention"})
-
-    # --- what this run shows --------------------------------------------------------------
 
     def findings_first(self) -> str:
         """At most three sentences: the targets and the floor, our step against transformers' loops, and what

@@ -30,8 +30,6 @@ def spread_words(lo: float | None, hi: float | None, show) -> str:
 class Targets(DecodeData):
     """The targets table and the rows behind it."""
 
-    # --- targets ---------------------------------------------------------------------------
-
     def _unchecked_models(self, checked: pd.DataFrame) -> str:
         """The models this run decoded whose variants the agreement check did not compare: named, so a verdict
         over the others is not read as theirs. Plain text: the table escapes its cells."""
