@@ -29,7 +29,7 @@ def forced_backend(case: AttentionCase):
         return contextlib.nullcontext()
     from torch.nn.attention import sdpa_kernel
 
-    from kernels.attention import _sdpa_backend
+    from kernels.attention.portable import _sdpa_backend
 
     return sdpa_kernel(_sdpa_backend(case.backend_requested))
 
@@ -73,10 +73,10 @@ POOL_MEMORY_SHARE = 0.2
 
 def flash_route(case: AttentionCase, device):
     """(path, config) flash_attention's own choice takes for this case's shape and dtype on `device`
-    (kernels.dispatch.route), without running anything."""
+    (kernels.attention.dispatch.route), without running anything."""
     import torch
 
-    from kernels import dispatch
+    from kernels.attention import dispatch
 
     return dispatch.route(case.shape, getattr(torch, case.dtype), torch.device(device), case.causal)
 
@@ -179,14 +179,14 @@ def our_kernels() -> list:
     """Every @triton.jit (and Gluon) attention kernel flash_attention may launch, for CaptureCompiled."""
     import importlib
 
-    from kernels import attention as A
+    from kernels.attention import portable
 
-    found = [A._attn_fwd]
-    for module, names in (("attention_hopper", ("_hopper_fwd", "_hopper_fwd_ws", "_hopper_fwd_ws_persistent",
+    found = [portable._attn_fwd]
+    for module, names in (("hopper", ("_hopper_fwd", "_hopper_fwd_ws", "_hopper_fwd_ws_persistent",
                                                 "_diag_merge")),
-                          ("attention_gluon", ("_g1_kernel", "_ws_kernel"))):
+                          ("gluon", ("_g1_kernel", "_ws_kernel"))):
         try:
-            mod = importlib.import_module(f"kernels.{module}")
+            mod = importlib.import_module(f"kernels.attention.{module}")
         except Exception:  # noqa: BLE001 - a path this Triton cannot import is refused by flash_attention too
             continue
         found += [getattr(mod, name) for name in names]

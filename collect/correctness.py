@@ -342,7 +342,7 @@ def _ported_unsupported(case: Case) -> str | None:
     if target == "sm75" and case.dtype != "float16":
         return f"a T4 (sm75) has no {case.dtype} arithmetic in these kernels: its builds run float16"
     if kernel == "turing":
-        from kernels.turing_path import HEAD_DIMS as TURING_DIMS
+        from kernels.attention.turing_path import HEAD_DIMS as TURING_DIMS
 
         if case.head_dim not in TURING_DIMS:
             return f"the Turing kernel takes head_dim {', '.join(map(str, TURING_DIMS))}"
@@ -386,7 +386,7 @@ def _call_ported(case: Case, q, k, v, configs: list):
     target, kernel = PORTED[case.impl]
     with built_for(target) as port:
         if kernel == "turing":
-            from kernels import attention_turing
+            from kernels.attention import turing as attention_turing
 
             out = attention_turing.turing_attention(q, k, v, case.causal)
             info = dict(attention_turing.tile_config(case.head_dim), path="turing")
@@ -492,7 +492,7 @@ def _proxy_seq_len(seq_len: int) -> int:
 
 def _compile_variant(task) -> str | None:
     """Worker: run one kernel variant once on tiny inputs, which leaves it in Triton's disk cache.
-    `route` is the (path, config) the real case's shape takes (kernels.dispatch.route); the tiny
+    `route` is the (path, config) the real case's shape takes (kernels.attention.dispatch.route); the tiny
     stand-in would otherwise take whatever path the rules give its own length."""
     device_name, impl, dtype, causal, seq_len, head_dim, configs, route = task
     import torch
@@ -557,7 +557,7 @@ def precompile(cases: list[Case], configs: dict[Case, list], device, workers: in
 
 def _plan(ctx: RunContext, device) -> tuple[list[Case], dict[Case, list]]:
     """The cases, and the fixed tile configs the portable rows take on a GPU."""
-    from kernels.dispatch import another_path_ships
+    from kernels.attention.dispatch import another_path_ships
 
     hopper = device.type == "cuda" and another_path_ships(device)
     ported = ported_impls(device)

@@ -67,7 +67,7 @@ class StepProfile:
     roles: list[RoleShare] = field(default_factory=list)
 
 
-# The fused step's launches in order (kernels/gpt2_fused.py): the embedding, five per layer, the LM head and
+# The fused step's launches in order (kernels/decode/gpt2_fused.py): the embedding, five per layer, the LM head and
 # the argmax. A role is read off the kernel's position in the step and checked against its name, so a step
 # launched any other way (another step implementation, a kernel more or less) gets no roles at all.
 ROLE_NAMES = {"embed": r"_embed", "qkv": r"_ln_qkv", "attention": r"split_kv", "proj": r"_linear_residual",

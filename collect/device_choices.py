@@ -24,7 +24,7 @@ TUNE_AS_ENV = "ATTN_TUNE_AS"
 # Rehearsal only, not a user feature: every phase chooses as it would on the named GPU, from that
 # GPU's facts (REHEARSAL_DEVICES), while measuring this one. The run is labelled as a rehearsal.
 REHEARSE_ENV = "COLLECT_REHEARSE_DEVICE"
-# Set by a rehearsal for the kernels (kernels/dispatch.py reads it): the GPU generation whose
+# Set by a rehearsal for the kernels (kernels/attention/dispatch.py reads it): the GPU generation whose
 # paths flash_attention chooses from ("sm75").
 REHEARSE_TARGET_ENV = "ATTN_REHEARSE_TARGET"
 
@@ -46,7 +46,7 @@ def capability(facts: DeviceFacts) -> tuple[int, int]:
 
 
 def target_name(facts: DeviceFacts) -> str:
-    """'7.5' -> 'sm75': the GPU generation as kernels/aot.py and kernels/dispatch.py name it."""
+    """'7.5' -> 'sm75': the GPU generation as kernels/aot.py and kernels/attention/dispatch.py name it."""
     major, minor = capability(facts)
     return f"sm{major}{minor}"
 
@@ -125,7 +125,7 @@ def attention_dtypes(facts: DeviceFacts, wanted: tuple[str, ...]) -> tuple[tuple
 
 def turing_path(facts: DeviceFacts, force_portable: bool | None = None) -> Choice:
     """Whether flash_attention may take the Turing tensor-core kernel for float16 (after its
-    first-call self-check, kernels/turing_path.py)."""
+    first-call self-check, kernels/attention/turing_path.py)."""
     forced = portable_only() if force_portable is None else force_portable
     if capability(facts) != (7, 5):
         return Choice(False, f"{cc_text(facts)}: the Turing kernel is the float16 path on 7.5 only")

@@ -27,7 +27,7 @@ COMPONENTS: tuple[tuple[str, str, str], ...] = (
     ("unfinished-sequence check", "utils.py", "_has_unfinished_sequences"),
 )
 # The function whose cumulative time is the whole per-token loop, per variant.
-TOTALS = {"hf-generate": ("utils.py", "_sample"), "hf-eager": ("decode_session.py", "step")}
+TOTALS = {"hf-generate": ("utils.py", "_sample"), "hf-eager": ("session.py", "step")}  # kernels/decode/session.py
 OTHER = "everything else"
 # Components nested inside another: reported, but not subtracted again from the total.
 NESTED = {"causal mask (inside the forward)"}

@@ -4,7 +4,7 @@ N = 4096 and 16384, head_dim 64 at B=2 H=8 for N = 2048 to 16384), with the regi
 memory of each compiled kernel and the theoretical occupancy they allow on this GPU.
 
 The versions and their stories (change, prediction and its date) come from
-kernels/attention_versions.py VERSIONS. Each runs with its fixed tile config: tuning at collect time would cost minutes. The
+kernels/attention/versions.py VERSIONS. Each runs with its fixed tile config: tuning at collect time would cost minutes. The
 kernels are compiled first in parallel worker processes (filling Triton's disk cache), so the
 timed process only loads them. A Hopper version on a GPU that is not compute capability 9.x keeps
 its row as 'unsupported', with the reason. Timing is the one clock (collect/timing.py), measured
@@ -39,7 +39,7 @@ JOURNEY_SHAPES = ((4, 32, 4096, 128), (4, 32, 16384, 128))
 D64_SHAPES = tuple((2, 8, n, 64) for n in (2048, 4096, 8192, 16384))
 DTYPES = ("float16", "bfloat16")
 SDPA_IMPLS = ("sdpa-cudnn", "sdpa-flash")
-# Third-party kernels timed beside SDPA where installed (kernels/flash_attn4.py); elsewhere `unsupported` rows.
+# Third-party kernels timed beside SDPA where installed (kernels/attention/flash_attn4.py); elsewhere `unsupported` rows.
 BASELINE_IMPLS = ("fa4",)
 # Our device time over the fastest SDPA backend's, as a speed ratio, that the kernel aims for.
 GOAL_RATIO = 1.0
@@ -229,7 +229,7 @@ def _cfg_text(cfg: dict | None) -> str | None:
 
 
 def version_info(v) -> KernelVersionInfo:
-    """A KernelVersion (kernels/attention_versions.py) as the data file records it."""
+    """A KernelVersion (kernels/attention/versions.py) as the data file records it."""
     feats = v.features_label()
     predicted = [PredictedRange(masking=m, low=float(lo), high=float(hi)) for m, (lo, hi) in v.predicted_speedup.items()]
     configs = {("causal" if c else "non-causal"): _cfg_text(cfg) for c, cfg in sorted(v.configs.items()) if cfg}
@@ -265,9 +265,9 @@ class DeviceMeasurer:
         import torch
 
         from kernels import attention as A
-        from kernels import attention_hopper as H
-        from kernels import attention_versions as V
-        from kernels.launcher import replays_off
+        from kernels.attention import hopper as H
+        from kernels.attention import versions as V
+        from kernels.attention.launcher import replays_off
 
         q, k, v = self.pool.first(case)
         if (case.dtype, case.shape) != self._key:
@@ -315,7 +315,7 @@ def _gluon_warp_specialized(last: dict) -> bool:
     producer/consumer steps are (the portable kernel never is)."""
     if last.get("path") != "gluon":
         return False
-    from kernels import attention_gluon as G
+    from kernels.attention import gluon as G
 
     return G.get_version(last.get("version") or G.DEFAULT_VERSION).kernel == "ws"
 
@@ -329,7 +329,7 @@ def _compile_one(task) -> str | None:
     name, dtype, causal, head_dim, device_name, route = task
     import torch
 
-    from kernels import attention_versions as V
+    from kernels.attention import versions as V
     from kernels import flash_attention
 
     try:
@@ -350,7 +350,7 @@ def _compile_one(task) -> str | None:
 def version_route(case: Case, device_name: str):
     """(path, config) a per-shape version runs at the case's shape; None for a version of one path,
     which runs the same kernel at the proxy shape."""
-    from kernels import attention_versions as V
+    from kernels.attention import versions as V
 
     v = V.get_version(case.impl)
     if v.path is not None:
@@ -387,7 +387,7 @@ def new_file(ctx: RunContext, versions, hopper_ok: bool, hopper_reason: str, fin
 
 
 def _cases(profile: str) -> list[Case]:
-    from kernels import attention_versions as V
+    from kernels.attention import versions as V
 
     versions = [v for v in V.VERSIONS.values() if v.in_phase]
     # The endpoints of the journey, timed at every goal shape: where it started (the portable
@@ -399,7 +399,7 @@ def _cases(profile: str) -> list[Case]:
 
 
 def _requires_hopper(name: str) -> bool:
-    from kernels import attention_versions as V
+    from kernels.attention import versions as V
 
     return V.get_version(name).requires_hopper
 
@@ -418,7 +418,7 @@ def compile_work(ctx: RunContext) -> CompileWork | None:
     the phase does not run."""
     import torch
 
-    from kernels import attention_hopper as H
+    from kernels.attention import hopper as H
 
     if ctx.profile not in PLANS or not torch.cuda.is_available() or (ctx.facts and iterations_unsupported(ctx.facts)):
         return None
@@ -430,8 +430,8 @@ def run(ctx: RunContext) -> IterationsFile:
         raise ValueError(f"profile must be one of {', '.join(PLANS)}, got {ctx.profile!r}")
     import torch
 
-    from kernels import attention_hopper as H
-    from kernels import attention_versions as V
+    from kernels.attention import hopper as H
+    from kernels.attention import versions as V
 
     if not torch.cuda.is_available():
         raise RuntimeError("the iterations phase times kernels on a CUDA GPU and none is visible")

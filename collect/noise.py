@@ -9,7 +9,6 @@ mean, because a diff compares exactly two runs.
 from __future__ import annotations
 
 import itertools
-import math
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,7 +103,3 @@ def repeat_sets(data_dir: Path) -> dict[tuple[str, str], list[RunCases]]:
             groups[(rc.device, commits.pop())].append(rc)
     return {k: v for k, v in groups.items() if len(v) >= 2}
 
-
-def factor_text(x: float) -> str:
-    """A factor as a percentage change: 1.034 -> '3.4%'."""
-    return f"{(x - 1) * 100:.1f}%" if math.isfinite(x) else "?"

@@ -3,7 +3,9 @@ collector module that runs each.
 
 Each collector is imported on first use, so a phase that cannot import (no GPU stack, a broken
 dependency) fails alone instead of the whole run; and the registry (collect/schema/registry.py),
-which render/ imports, depends on no collector.
+which render/ imports, depends on no collector. So the registry names the phases, and this module
+holds one loader per phase, `_<phase>()`, a plain import a reader can follow; COLLECTORS is built from
+the registry, and a phase added there without its loader here stops the import, naming it.
 """
 from __future__ import annotations
 
@@ -45,10 +47,15 @@ def _decode():
     return decode
 
 
-COLLECTORS: dict[str, Callable[[], ModuleType]] = {
-    "env": _env, "correctness": _correctness, "bench": _bench, "iterations": _iterations, "profile": _profile,
-    "decode": _decode,
-}
+def _loader(phase: str) -> Callable[[], ModuleType]:
+    load = globals().get(f"_{phase}")
+    if load is None:
+        raise ImportError(f"the phase registry names {phase!r}, but collect/phases.py has no _{phase}() to import "
+                          "its collector")
+    return load
+
+
+COLLECTORS: dict[str, Callable[[], ModuleType]] = {p.name: _loader(p.name) for p in PHASES}
 
 
 def phase_module(name: str) -> ModuleType:

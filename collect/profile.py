@@ -603,7 +603,7 @@ def run(ctx) -> ProfileFile:
         best = autotuned_config(HEADLINE)
     except Exception:  # noqa: BLE001 - the headline case then tunes for itself in each process
         best = None
-    from kernels.dispatch import another_path_ships
+    from kernels.attention.dispatch import another_path_ships
 
     hopper = another_path_ships()
     portable = portable_impl(hopper)

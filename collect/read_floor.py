@@ -1,4 +1,4 @@
-"""Loop time of a decode step's kernel structure with no work in it (kernels/read_floor.py): the
+"""Loop time of a decode step's kernel structure with no work in it (kernels/decode/read_floor.py): the
 same kernels as plain reads of their bytes, captured in a CUDA graph like the step and timed on
 the one clock, back to back."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ def read_floor_ms(sizes: list[int], device, pdl: list[bool], per_loop: int, repe
     """Median per-step loop time (ms) of ReadSteps(sizes, pdl) replayed from a CUDA graph."""
     import torch
 
-    from kernels.read_floor import ReadSteps
+    from kernels.decode.read_floor import ReadSteps
 
     steps = ReadSteps(sizes, device, pdl)
     side = torch.cuda.Stream(device)

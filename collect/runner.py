@@ -104,7 +104,7 @@ def load_or_new_manifest(run_dir: Path, run_id: str, profile: str, command: str)
 def kernel_version() -> str | None:
     """The recorded kernel version flash_attention ships in this code (None where the kernels cannot load)."""
     try:
-        from kernels.attention_versions import FINAL_VERSION
+        from kernels.attention.versions import FINAL_VERSION
     except Exception:  # noqa: BLE001 - provenance only: a missing field, never a failed collect
         return None
     return FINAL_VERSION

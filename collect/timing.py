@@ -311,8 +311,8 @@ def is_oom(exc: BaseException) -> bool:
 
 def is_unsupported(exc: BaseException) -> bool:
     """A fact about this GPU or install, not a failure: a tile that does not fit on chip (Triton's
-    OutOfResources), a kernel path this Triton cannot compile or import (kernels.dispatch.PathUnsupported), or
-    a third-party baseline not installed or not built for this GPU (kernels.flash_attn4.BaselineUnavailable)."""
+    OutOfResources), a kernel path this Triton cannot compile or import (kernels.attention.dispatch.PathUnsupported), or
+    a third-party baseline not installed or not built for this GPU (kernels.attention.flash_attn4.BaselineUnavailable)."""
     return type(exc).__name__ in ("OutOfResources", "PathUnsupported", "BaselineUnavailable")
 
 

@@ -1,27 +1,30 @@
-"""GPU kernels and their PyTorch references. No file I/O, no plotting."""
+"""GPU kernels and their PyTorch references. No file I/O, no plotting.
 
-# Importing a kernel path registers it with kernels/dispatch.py, which flash_attention consults.
-# The Hopper and Gluon paths lean on Triton APIs that move between releases (Gluon is experimental):
-# on a Triton where one does not import, its path is refused with the reason, and the rest still runs.
-from . import dispatch as _dispatch
+Two families that never import each other, and what they share:
 
-for _name, _title in (("gluon", "Gluon"), ("hopper", "Hopper")):
-    try:
-        __import__(f"{__name__}.attention_{_name}")
-    except Exception as _exc:  # noqa: BLE001 - any failure to import is the same fact about this Triton
-        _dispatch.register_missing(_name, _title, _exc)
-from . import turing_path  # noqa: F401 - registers the Turing path (its Gluon kernel loads on first use)
+- ``kernels/attention/``: prefill attention, ``flash_attention`` and the paths it picks between
+  (portable, Hopper, Gluon, Turing), with the references it is measured against. Start at its
+  ``__init__``.
+- ``kernels/decode/``: one decode step of GPT-2: split-KV decode attention, the int8 cache, the
+  fused step and the loops that run it. Start at its ``__init__``.
+- here: ``common.py`` (dtypes, head sizes, device facts), ``aot.py`` (compile for a GPU that is
+  not here), ``retarget.py`` (run an older GPU's build on this one), ``supported.py`` (the Triton
+  range), ``gluon_compat.py`` (Gluon's names across releases) and ``membench.py`` (the env
+  phase's L2 and shared-memory read rates).
+"""
+
 from .attention import (
     HEAD_DIMS,
     IMPLEMENTATIONS,
     SDPA_BACKENDS,
     candidate_configs,
+    flash_attention,
     get_impl,
+    kernel_config_of_last_call,
     naive_attention,
     reference_attention,
     sdpa_attention,
 )
-from .dispatch import flash_attention, kernel_config_of_last_call
 
 __all__ = [
     "HEAD_DIMS",

@@ -7,7 +7,7 @@ to PTX and runs the ``ptxas`` that ships in the wheel. That is how the test suit
 CPU, that every kernel a collect phase may launch compiles for every GPU the report supports,
 and records whether the compiled code uses the tensor cores.
 
-**The hook.** A module of ``kernels/`` takes part by defining::
+**The hook.** A module of ``kernels/`` (or of its packages) takes part by defining::
 
     def compile_specs(target: Target) -> list[CompileSpec]:
         ...
@@ -113,10 +113,11 @@ class Build:
 
 
 def kernel_modules() -> list[str]:
-    """Every module of the kernels package (imported lazily by specs_for)."""
+    """Every module of the kernels package and its subpackages (imported lazily by specs_for)."""
     import kernels
 
-    return sorted(f"kernels.{m.name}" for m in pkgutil.iter_modules(kernels.__path__) if m.name != "aot")
+    return sorted(m.name for m in pkgutil.walk_packages(kernels.__path__, "kernels.")
+                  if not m.ispkg and m.name != "kernels.aot")
 
 
 def specs_for(target: Target, modules: list[str] | None = None, full: bool = True) -> dict[str, list[CompileSpec]]:
@@ -153,7 +154,7 @@ def _called_names() -> frozenset[str]:
 def launchable_kernels(module_name: str) -> list[str]:
     """The jitted functions of a module that no jitted function of the package calls: the kernels a
     launcher launches, each of which should appear in the module's compile specs. (A module of device
-    helpers, such as kernels/arrival.py, has none.)"""
+    helpers, such as kernels/decode/arrival.py, has none.)"""
     return sorted(_kernel_name(fn) for name, fn in _jitted(module_name).items() if name not in _called_names())
 
 

@@ -1,7 +1,7 @@
 """What every attention kernel path shares: constants and the checks of its inputs.
 
-A leaf module: it imports no kernel file, so each path (kernels/attention.py,
-kernels/attention_hopper.py, a Gluon path) can use it without importing another path.
+A leaf module: it imports no kernel file, so each path (kernels/attention/portable.py,
+kernels/attention/hopper.py, a Gluon path) can use it without importing another path.
 """
 from __future__ import annotations
 

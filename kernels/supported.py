@@ -22,7 +22,7 @@ SUPPORTED = (
 )
 SUPPORTED_TRITON = tuple(triton for _, triton in SUPPORTED)
 
-# The Triton every measured rule in kernels/dispatch.py (SHAPE_RULES) was measured with, on the H200.
+# The Triton every measured rule in kernels/attention/dispatch.py (SHAPE_RULES) was measured with, on the H200.
 MEASURED_TRITON = ("3.6.0",)
 
 

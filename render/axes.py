@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 
 
-
 def log_ticks(values, suffix: str = "", si: bool = False, max_ticks: int = 12) -> dict:
     """tickvals/ticktext for a log axis covering `values` (non-positive values ignored); si=True writes
     2e9 as '2 G' (then `suffix`, e.g. 'B')."""
@@ -44,7 +43,3 @@ def label(x: float, si: bool = False) -> str:
     mant = round(x / 10**exp, 6)
     return (f"{mant:g}×" if mant != 1 else "") + f"10<sup>{exp}</sup>"
 
-
-def log_axis(values, title: str, suffix: str = "", si: bool = False) -> dict:
-    """A whole log-axis spec for update_xaxes/update_yaxes: type, title and full-value ticks."""
-    return dict(type="log", title_text=title, **log_ticks(values, suffix, si))

@@ -1,5 +1,5 @@
 """MkDocs hook, kept thin: render each page's Jinja2 over data/, ship plotly.js and the validated
-data files, watch data/.
+data files, watch data/, and give MkDocs the navigation of the phase registry.
 
 The rendering itself lives in render/site.py and is testable without MkDocs. `mkdocs build` stops
 on bad data with the message; `mkdocs serve` never does: it keeps serving the last data that
@@ -21,7 +21,7 @@ from mkdocs.structure.files import File  # noqa: E402
 from render import escape  # noqa: E402
 from render.errors import DataError  # noqa: E402
 from render.provenance import provenance  # noqa: E402
-from render.site import DATA_DIR, Report, after_title  # noqa: E402
+from render.site import DATA_DIR, Report, after_title, nav  # noqa: E402
 
 _command = "build"
 _report: Report | None = None  # the last data that validated
@@ -39,6 +39,7 @@ def _serving() -> bool:
 
 def on_config(config):
     global _report, _error
+    config["nav"] = nav()  # the pages and their order come from the phase registry, not from mkdocs.yml
     try:
         _report, _error = Report.load(DATA_DIR, (config.get("extra") or {}).get("run") or None), None
     except DataError as exc:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import jinja2
 
+from collect.schema import site_pages
+
 from . import escape, fmt
 from .pages import page_contexts
 from .runs import Run, load_runs, select_run
@@ -59,6 +61,12 @@ class Report:
                 if rec.status == "partial" and (every or rec.name in wanted) and run.has(rec.name):
                     notes.append(partial_note(run, rec))
         return "".join(notes)
+
+
+def nav() -> list[dict[str, str]]:
+    """MkDocs' `nav`: every page of the phase registry (collect/schema/registry.py) in its order, as
+    {title: Markdown file}. The hook sets it, so mkdocs.yml lists no pages of its own to keep in step."""
+    return [{p.title: p.doc} for p in site_pages()]
 
 
 def partial_note(run: Run, rec) -> str:

@@ -5,6 +5,8 @@ here, and so does the threshold that decides between "faster", "slower" and "on 
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from collect.schema.limiter import STALL_PREFIX, UNITS
 
 from . import fmt
@@ -124,6 +126,53 @@ def versus(s: float, other: str) -> str:
     return f"on par with {other} ({_par_ratio(s)})" if words.startswith("on par") else f"{words} than {other}"
 
 
+class DecodeWords(NamedTuple):
+    """A decode variant in words: its label in the Decode page's legends and tables, a short one where
+    space is tight, how Home's prose names it, and its panel title on Device comparison (None: not said
+    there). "{f}" stands for the float type of the run's cache, filled in by decode_words()."""
+
+    label: str
+    short: str
+    prose: str | None
+    panel: str | None
+
+
+# Every decode variant, in the order Device comparison draws its panels.
+DECODE_VARIANTS = {
+    "eager": DecodeWords("our loop, {f} cache, eager", "{f} eager", "our eager loop", "{f}, eager loop"),
+    "graph": DecodeWords("our step, {f} cache, CUDA graph", "{f} graph", "our loop in a CUDA graph",
+                         "{f}, CUDA graph"),
+    "int8-graph": DecodeWords("our step, int8 cache, CUDA graph", "int8 graph", "our int8 cache in a CUDA graph",
+                              "int8, CUDA graph"),
+    "int8-kernel": DecodeWords("int8 cache, Triton kernel, eager", "int8 kernel", "int8 cache read by our kernel",
+                               "int8, kernel"),
+    "int8-dequant": DecodeWords("int8 cache, dequantized in full each step", "int8 dequant-all",
+                                "int8 cache dequantized every step", "int8, dequantize all"),
+    "hf-eager": DecodeWords("transformers, eager loop (host-bound)", "transformers eager", "transformers' loop",
+                            "transformers loop"),
+    "hf": DecodeWords("transformers, eager loop (host-bound)", "transformers eager", "transformers' loop",
+                      "transformers loop"),
+    "hf-compiled": DecodeWords("transformers, StaticCache + torch.compile", "transformers compiled",
+                               "transformers compiled with a static cache", "transformers compiled"),
+    "hf-generate": DecodeWords("transformers, model.generate", "transformers generate", None, None),
+}
+
+
+def decode_float(dtype: str | None) -> str:
+    """The float type of a run's decode caches in words (decode.json's dtype: bf16 where the GPU computes it,
+    fp16 on a T4); bf16 where the run has no decode data."""
+    return DTYPE_SHORT.get(dtype, dtype) if dtype else "bf16"
+
+
+def decode_words(variant, form: str, f: str = "bf16") -> str | None:
+    """A decode variant's label, short label, prose or panel title (DecodeWords) with the cache's float type
+    filled in; None for a variant this module does not know, or a form it has no words for. Only our own
+    words are templates: a name from the data is never formatted."""
+    words = DECODE_VARIANTS.get(variant)
+    text = getattr(words, form) if words is not None else None
+    return text.format(f=f) if text is not None else None
+
+
 # Each int8-cache decode loop and the bf16-cache loop it differs from by the cache alone.
 INT8_PAIRS = (("int8-graph", "graph"), ("int8-dequant", "eager"), ("int8-kernel", "eager"))
 
@@ -196,7 +245,7 @@ def limiter_words(word: str | None) -> str:
 
 
 # --- our kernel's public names ---------------------------------------------------------------------
-# flash_attention (kernels/dispatch.py) runs one of these kernels per shape. Each is one kernel function;
+# flash_attention (kernels/attention/dispatch.py) runs one of these kernels per shape. Each is one kernel function;
 # a recorded version or a Gluon step is a configuration or an earlier state of one of them, so the pages
 # name the kernel by these words and keep version ids and step names for the Kernel iterations journey.
 KERNELS = {
@@ -206,20 +255,11 @@ KERNELS = {
     "gluon-ws": "Gluon warp-specialized kernel",
     "turing": "Turing tensor-core kernel",
 }
-KERNEL_WORDS = {
-    "portable": "Triton, every GPU from sm75: one program per query tile, pointers and masked loads",
-    "hopper": "Triton on Hopper: TMA tensor descriptors, warp specialization and a persistent grid",
-    "gluon-tile": "Gluon on Hopper: one program per query tile, TMA copies and warpgroup MMA written out by hand",
-    "gluon-ws": "Gluon on Hopper: warp-specialized and persistent, a producer warp feeding consumer warpgroups",
-    "turing": "Gluon on a T4 (sm75): the portable kernel's loop on the warp-level mma.sync m16n8k8 tensor-core MMA",
-}
 # The compiled kernel functions (as Nsight Compute names them) and the Gluon steps, by kernel.
 KERNEL_FUNCTIONS = {"_attn_fwd": "portable", "_hopper_fwd": "hopper", "_hopper_fwd_ws": "hopper",
                     "_hopper_fwd_ws_persistent": "hopper", "_diag_merge": "hopper", "_g1_kernel": "gluon-tile",
                     "_ws_kernel": "gluon-ws", "_attn_fwd_turing": "turing"}
 GLUON_STEP_KERNEL = {"g1": "gluon-tile", "g8": "gluon-tile", **{f"g{i}": "gluon-ws" for i in range(2, 8)}}
-# Where each page's words for these kernels and their techniques are defined.
-GLOSSARY = "glossary.md"
 
 
 def kernel_key(path: str | None, step: str | None = None) -> str | None:

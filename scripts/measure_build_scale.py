@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from collect.saved import record_tables  # noqa: E402
-from collect.schema import FILE_SPECS  # noqa: E402
+from collect.schema import FILE_SPECS, site_pages  # noqa: E402
 
 # Tables that describe the run (versions, models, tolerances) are not multiplied: only measurements.
 MEASURED = {"bench.json": ("rows",), "correctness.json": ("rows",), "iterations.json": ("rows",),
@@ -101,15 +101,12 @@ def build(data_dir: Path, site: Path) -> tuple[float, float]:
 
 def page_times(data_dir: Path) -> list[tuple[str, float]]:
     """CPU seconds to load the data, then to render each page's Markdown (no MkDocs)."""
-    import yaml
-
     from render.site import Report
 
     t = time.process_time()
     report = Report.load(data_dir)
     out = [("load + validate", time.process_time() - t)]
-    nav = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=yaml.BaseLoader)["nav"]
-    for md in [list(item.values())[0] for item in nav]:
+    for md in [p.doc for p in site_pages()]:
         t = time.process_time()
         report.render_markdown((ROOT / "docs" / md).read_text(), md)
         out.append((md, time.process_time() - t))

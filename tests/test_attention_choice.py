@@ -1,9 +1,9 @@
 """How a graph session picks its attention config and launch from timings of the captured step
-(kernels.decode_session.pick_attention): which choices are timed together, and which one wins."""
+(kernels.decode.session.pick_attention): which choices are timed together, and which one wins."""
 import pytest
 
-from kernels.decode_attention import LAUNCH_CHOICES, PLAIN_LAUNCH
-from kernels.decode_session import pick_attention
+from kernels.decode.attention import LAUNCH_CHOICES, PLAIN_LAUNCH
+from kernels.decode.session import pick_attention
 
 
 class Timings:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernels import attention_gluon as G
+from kernels.attention import gluon as G
 
 ROOT = Path(__file__).resolve().parent.parent
 SMEM_LIMIT_SM90 = 227 * 1024  # the most shared memory one sm90 block may take
@@ -28,7 +28,7 @@ COMPILE_SCRIPT = r"""
 import json, re, subprocess, sys
 from pathlib import Path
 import torch, triton
-from kernels import attention_gluon as G
+from kernels.attention import gluon as G
 
 out_dir = Path(sys.argv[1])
 cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"

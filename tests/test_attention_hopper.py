@@ -6,7 +6,7 @@ import torch
 
 from attention_inputs import LAYOUTS, odd_layout, qkv
 
-from kernels import attention_hopper as H
+from kernels.attention import hopper as H
 from kernels.attention import reference_attention
 
 pytestmark = [

@@ -45,9 +45,9 @@ def compile_instead_of_launch(self, *args, grid, warmup, **kwargs):
 
 jit.JITFunction.run = compile_instead_of_launch
 
-from kernels import attention_hopper as H  # noqa: E402
-from kernels import attention_versions as V  # noqa: E402
-from kernels.launcher import PLAIN  # noqa: E402
+from kernels.attention import hopper as H  # noqa: E402
+from kernels.attention import versions as V  # noqa: E402
+from kernels.attention.launcher import PLAIN  # noqa: E402
 
 
 def inputs(kind, b, h, n, d):

@@ -9,6 +9,7 @@ import torch
 from attention_inputs import LAYOUTS, odd_layout, qkv
 
 from kernels import attention
+from kernels.attention import portable
 from kernels.attention import (
     IMPLEMENTATIONS,
     SDPA_BACKENDS,
@@ -113,7 +114,7 @@ def test_kernel_config_of_last_call_reports_interpreter_tile():
 
 def test_autotuner_wiring_with_fake_timer():
     # The GPU path (prune -> time each config -> run the best) with a stand-in timer.
-    tuner = attention._autotuned_kernel((9, 0), 227 * 1024)
+    tuner = portable._autotuned_kernel((9, 0), 227 * 1024)
     timed = []
 
     def fake_do_bench(fn, quantiles=None, **_):
@@ -124,10 +125,10 @@ def test_autotuner_wiring_with_fake_timer():
     tuner.__dict__["do_bench"] = fake_do_bench
     q, k, v = qkv((1, 1, 20, 16), torch.float16, seed=4)
     out = torch.empty_like(q)
-    attention._precompile_candidates(tuner, q, k, v, out, True, 0.25)  # no GPU: quietly does nothing
-    attention._launch(tuner, q, k, v, out, True, 0.25)
+    portable._precompile_candidates(tuner, q, k, v, out, True, 0.25)  # no GPU: quietly does nothing
+    portable._launch(tuner, q, k, v, out, True, 0.25)
     assert len(timed) == len(candidate_configs((9, 0), 16, torch.float16, 227 * 1024))
-    assert attention._tuning_key(q, True) in tuner.cache  # how the wrapper knows tuning is done
+    assert portable._tuning_key(q, True) in tuner.cache  # how the wrapper knows tuning is done
     assert max_err(out, q, k, v, True, 0.25) <= ATOL[torch.float16]
     assert tuner.best_config.kwargs["BLOCK_M"] % tuner.best_config.kwargs["BLOCK_N"] == 0
 
@@ -141,7 +142,7 @@ def test_candidate_configs_fit(capability, head_dim):
         bm, bn = c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]
         assert bm % bn == 0 and bn >= 16
         if capability == (7, 5):  # a T4 has 64 KB of shared memory per block
-            assert attention._smem_bytes(bm, bn, c.num_stages, head_dim, 2) <= 64 * 1024
+            assert portable._smem_bytes(bm, bn, c.num_stages, head_dim, 2) <= 64 * 1024
 
 
 # --- the PyTorch implementations against the same reference ----------------------------------
@@ -246,7 +247,7 @@ def _fake_cuda(dtype, shape=(1, 1, 8, 16)):
 @pytest.fixture
 def fake_hopper(monkeypatch):
     """A GPU where the Hopper path is available (or not: set `.ok`), with the interpreter off."""
-    from kernels import dispatch
+    from kernels.attention import dispatch
 
     state = SimpleNamespace(ok=True)
     real = dispatch._PATHS["hopper"]
@@ -260,7 +261,7 @@ def fake_hopper(monkeypatch):
 
 
 def test_the_path_is_chosen_at_run_time(fake_hopper):
-    from kernels import dispatch
+    from kernels.attention import dispatch
 
     assert dispatch.resolve_path(_fake_cuda(torch.float16)) == "hopper"
     assert dispatch.resolve_path(_fake_cuda(torch.bfloat16)) == "hopper"
@@ -279,7 +280,7 @@ def test_the_interpreter_takes_the_portable_path():
 
 
 def test_portable_only_env_is_read_once_and_wins(fake_hopper, monkeypatch):
-    from kernels import dispatch
+    from kernels.attention import dispatch
 
     monkeypatch.setenv("ATTN_PORTABLE_ONLY", "1")
     assert dispatch.choose_path(_fake_cuda(torch.float16)) == ("portable", "ATTN_PORTABLE_ONLY=1")
@@ -290,7 +291,7 @@ def test_portable_only_env_is_read_once_and_wins(fake_hopper, monkeypatch):
 
 
 def test_measured_shape_rules_pick_the_path_and_say_why(fake_hopper, monkeypatch):
-    from kernels import dispatch
+    from kernels.attention import dispatch
 
     gluon = SimpleNamespace(ok=True)
     monkeypatch.setitem(dispatch._PATHS, "gluon", dataclasses.replace(
@@ -320,7 +321,7 @@ def test_measured_shape_rules_pick_the_path_and_say_why(fake_hopper, monkeypatch
 
 
 def test_a_path_registers_itself_and_runs_by_name():
-    from kernels import dispatch
+    from kernels.attention import dispatch
 
     calls = []
 

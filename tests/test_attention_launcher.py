@@ -1,4 +1,4 @@
-"""The cache of recorded launches (kernels/launcher.py): what its key tells apart, what a replay
+"""The cache of recorded launches (kernels/attention/launcher.py): what its key tells apart, what a replay
 hands the compiled kernel, and that a replayed call is right and is a replay (or is not) when it
 should be. On the CPU: replays through the interpreter, and direct launches into a stand-in for
 Triton's CompiledKernel."""
@@ -14,7 +14,9 @@ from triton.runtime.jit import JITFunction
 
 from attention_inputs import odd_layout, qkv
 
-from kernels import attention, attention_hopper, dispatch, launcher
+from kernels import attention
+from kernels.attention import dispatch, launcher, portable
+from kernels.attention import hopper as attention_hopper
 from kernels.attention import reference_attention
 
 pytestmark = [
@@ -157,7 +159,7 @@ def test_a_replay_rebuilds_a_gluon_descriptor_over_the_new_tensor(fake_gpu):
 
 # Triton 3.6's launch wrapper takes the kernel's arguments flat after the base ones, and a replay calls
 # the entry point under it directly; from 3.7 on they come as one trailing tuple, and a replay leaves
-# the launch to Triton (kernels/launcher.py, _tma_launch_of).
+# the launch to Triton (kernels/attention/launcher.py, _tma_launch_of).
 RAW_TMA_LAYOUT = hasattr(__import__("triton.backends.nvidia.driver").backends.nvidia.driver, "_BASE_ARGS_FORMAT_LEN")
 
 
@@ -431,7 +433,7 @@ def test_a_call_without_replays_goes_through_triton_and_replays_come_back_after(
     attention.flash_attention(q, k, v)
     attention.flash_attention(q, k, v)
     assert dispatch.launch_cache_info()["hits"] == 1  # a replay (on a GPU it launches without returning the kernel)
-    with CaptureCompiled([attention._attn_fwd]) as capture, launcher.replays_off():
+    with CaptureCompiled([portable._attn_fwd]) as capture, launcher.replays_off():
         out = attention.flash_attention(q, k, v)
     assert len(capture.kernels) == 1 and err(out, q, k, v, False) <= ATOL
     assert dispatch.launch_cache_info()["hits"] == 1  # no replay inside the block

@@ -1,12 +1,12 @@
-"""The record of kernel versions (kernels/attention_versions.py): complete, dated, ordered, and
+"""The record of kernel versions (kernels/attention/versions.py): complete, dated, ordered, and
 each version still runnable as recorded (numerics through Triton's interpreter, tiny shapes)."""
 import datetime
 
 import pytest
 import torch
 
-from kernels import attention_hopper as H
-from kernels import attention_versions as V
+from kernels.attention import hopper as H
+from kernels.attention import versions as V
 from kernels.attention import reference_attention
 
 pytestmark = [
@@ -40,7 +40,7 @@ def test_registry_tells_a_complete_story():
                 continue
             assert cfg is not None, f"{name} needs a fixed config for {masking}"
             if v.path == "gluon":  # the Gluon path's config names one of its recorded steps
-                from kernels.attention_gluon import get_version as gluon_step
+                from kernels.attention.gluon import get_version as gluon_step
 
                 gluon_step(cfg["version"])  # raises if unknown
                 continue

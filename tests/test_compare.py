@@ -13,7 +13,7 @@ from render.pages.compare import MAX_SHOWN, PUBLISHED_WORDS, ComparePage
 from render.runs import load_references, load_runs
 from render.site import Report
 from collect.schema import SCHEMA_VERSION
-from test_home import bench_file, write_run
+from test_home import bench_file, decode_file, write_run
 
 LINE_CHARTS = ("bench_figure", "decode_figure")
 
@@ -49,6 +49,20 @@ def test_one_run_and_no_references(tmp_path):
     assert "Triton vs naive" in page.summary_table() and "2.00× faster (N=2048)" in page.summary_table()
     for name in ("ceilings_figure", "profile_figure", "int8_figure"):
         assert 'class="report-figure"' in getattr(page, name)()
+
+
+def test_decode_panels_name_the_cache_float_type_each_run_recorded(tmp_path):
+    """A T4 decodes in fp16: its float caches are fp16 caches, not bf16 ones, in the panel titles too."""
+    t4 = decode_file("r00")
+    t4.dtype = "float16"
+    write_run(tmp_path, "r00", device="Tesla T4", decode=t4)
+    runs = load_runs(tmp_path)
+    fig = ComparePage(runs[-1], runs, []).decode_figure()
+    assert '"fp16, eager loop"' in fig and '"fp16, CUDA graph"' in fig and "bf16" not in fig
+    write_run(tmp_path, "r01", created="2026-11-30T08:00:00+00:00")  # an H200 run in bf16 beside it
+    runs = load_runs(tmp_path)
+    fig = ComparePage(runs[-1], runs, []).decode_figure()
+    assert re.search(r'"(fp16 or bf16|bf16 or fp16), eager loop"', fig), "the panel names both runs' float types"
 
 
 def test_references_are_labelled_in_banner_legend_captions_and_hatching(tmp_path):

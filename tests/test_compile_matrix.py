@@ -53,7 +53,7 @@ def test_every_kernel_compiles_for_every_target(builds):
     failed = [f"{b['target']} {b['module']}.{b['kernel']} [{b['label']}]: {b['error']}" for b in builds if not b["ok"]]
     assert not failed, "kernels that do not compile where they would run:\n" + "\n".join(failed)
     for t in TARGETS:
-        assert any(b["target"] == t and b["module"] == "kernels.attention" for b in builds), f"nothing built for {t}"
+        assert any(b["target"] == t and b["module"] == "kernels.attention.portable" for b in builds), f"nothing built for {t}"
 
 
 def test_every_launchable_kernel_is_in_the_matrix(builds):
@@ -75,11 +75,11 @@ def test_tensor_core_use_is_what_each_spec_expects(builds):
 
 def test_the_portable_kernel_runs_on_fma_units_on_a_t4(builds):
     # Triton 3.6 lowers tl.dot to FMA before compute capability 8.0: the report must say so for a T4.
-    t4 = [b for b in builds if b["target"] == "sm75" and b["module"] == "kernels.attention"]
+    t4 = [b for b in builds if b["target"] == "sm75" and b["module"] == "kernels.attention.portable"]
     assert t4 and all(b["tensor_core_ops"] == [] for b in t4)
-    ampere = [b for b in builds if b["target"] == "sm80" and b["module"] == "kernels.attention"]
+    ampere = [b for b in builds if b["target"] == "sm80" and b["module"] == "kernels.attention.portable"]
     assert ampere and all(any(op.startswith("mma.sync") for op in b["tensor_core_ops"]) for b in ampere)
-    hopper = [b for b in builds if b["module"] == "kernels.attention_hopper"]
+    hopper = [b for b in builds if b["module"] == "kernels.attention.hopper"]
     assert hopper and {b["target"] for b in hopper} == {"sm90"}
     assert all(any(op.startswith("wgmma") for op in b["tensor_core_ops"]) for b in hopper)
 
@@ -125,14 +125,14 @@ def test_uses_tensor_cores_reads_a_compiled_kernel_and_says_unknown_without_code
 def test_a_turing_tensor_core_path_is_within_reach_in_gluon(builds):
     # Gluon's MMA layout version 2.1 lowers to Turing's m16n8k8 MMA (HMMA.1688 in SASS), which
     # tl.dot no longer emits for sm75. The kernel is an opt-in experiment: no phase runs it.
-    t4 = [b for b in builds if b["target"] == "sm75" and b["module"] == "kernels.attention_turing"]
+    t4 = [b for b in builds if b["target"] == "sm75" and b["module"] == "kernels.attention.turing"]
     assert t4 and all(b["tensor_core_ops"] == ["mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32"] for b in t4)
     assert all(not b["spill_bytes"] for b in t4)
 
 
 def test_the_turing_kernel_loads_only_when_first_needed():
     """It uses Gluon's private API: a Triton that lacks it must cost the Turing path, not `import kernels`."""
-    code = "import sys, kernels; print('kernels.attention_turing' in sys.modules, 'turing' in kernels.dispatch.path_names())"
+    code = "import sys, kernels; print('kernels.attention.turing' in sys.modules, 'turing' in kernels.attention.dispatch.path_names())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          cwd=Path(__file__).resolve().parent.parent)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -147,7 +147,7 @@ def test_every_config_a_t4_would_choose_fits_a_t4(tmp_path):
     require_ptxas()
     out = tmp_path / "sm75.jsonl"
     proc = subprocess.run([sys.executable, "-m", "kernels.aot", "--targets", "sm75", "--modules",
-                           "kernels.attention,kernels.attention_turing", "--json", str(out)],
+                           "kernels.attention.portable,kernels.attention.turing", "--json", str(out)],
                           capture_output=True, text=True, timeout=900, cwd=ROOT, env=_env())
     assert proc.returncode == 0, proc.stderr[-3000:]
     builds = [json.loads(line) for line in out.read_text().splitlines()]
@@ -167,7 +167,7 @@ def test_every_config_a_t4_would_choose_fits_a_t4(tmp_path):
 def test_the_turing_path_refuses_what_it_cannot_run(shape, dtype, match):
     import torch
 
-    from kernels.attention_turing import turing_attention
+    from kernels.attention.turing import turing_attention
 
     q = torch.zeros(shape, dtype=getattr(torch, dtype))
     with pytest.raises(ValueError, match=match):
@@ -177,7 +177,7 @@ def test_the_turing_path_refuses_what_it_cannot_run(shape, dtype, match):
 def test_the_turing_path_needs_a_gpu():
     import torch
 
-    from kernels.attention_turing import turing_attention
+    from kernels.attention.turing import turing_attention
 
     q = torch.zeros(1, 2, 16, 64, dtype=torch.float16)
     with pytest.raises(ValueError, match="CUDA GPU"):

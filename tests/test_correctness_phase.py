@@ -83,7 +83,7 @@ def test_compile_tasks_cover_each_variant_once_with_a_tiny_stand_in():
 def test_a_stand_in_compiles_the_path_its_real_shape_takes(monkeypatch):
     # The rules choose a path by length: a 17-key stand-in for a 4097-key case must not compile the
     # kernel of its own length.
-    from kernels import dispatch
+    from kernels.attention import dispatch
 
     monkeypatch.setattr(dispatch, "route", lambda shape, dtype, device, causal=False: (
         ("gluon", {"version": "g1"}) if shape[2] >= 2048 else ("hopper", None)))

@@ -12,7 +12,7 @@ from pathlib import Path
 import triton
 from triton.compiler import ASTSource
 from triton.backends.compiler import GPUTarget
-from kernels import decode_attention as da, kv_quant as kq, fused_linear as fl, gpt2_fused as gf
+from kernels.decode import attention as da, kv_quant as kq, fused_linear as fl, gpt2_fused as gf
 
 BIN = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
 

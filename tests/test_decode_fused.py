@@ -3,10 +3,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kernels import fused_linear as fl
-from kernels.decode_attention import SplitBuffers, reference_decode_attention, split_kv_attention
-from kernels.gpt2_fused import ArgmaxScratch, advance, argmax_advance, embed
-from kernels.kv_quant import quantize
+from kernels.decode import fused_linear as fl
+from kernels.decode.attention import SplitBuffers, reference_decode_attention, split_kv_attention
+from kernels.decode.gpt2_fused import ArgmaxScratch, advance, argmax_advance, embed
+from kernels.decode.kv_quant import quantize
 
 
 def _rand(*shape, seed=0, scale=1.0):
@@ -272,7 +272,8 @@ def test_the_shared_memory_a_gpu_gives_is_read_from_torch_or_assumed_least(monke
 
     import triton
 
-    from kernels import attention, common
+    from kernels import common
+    from kernels.attention import portable
 
     def broken_driver(*a):
         raise RuntimeError("no such property")
@@ -287,7 +288,7 @@ def test_the_shared_memory_a_gpu_gives_is_read_from_torch_or_assumed_least(monke
         common.smem_per_block.cache_clear()
         assert common.smem_per_block(0) == want
         # The training attention's configs read the same figure.
-        assert attention._smem_limit(torch.device("cuda", 0)) == want
+        assert portable._smem_limit(torch.device("cuda", 0)) == want
     common.smem_per_block.cache_clear()
 
 

@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from kernels.decode_attention import decode_attention, default_num_splits, reference_decode_attention
-from kernels.kv_quant import quantize
+from kernels.decode.attention import decode_attention, default_num_splits, reference_decode_attention
+from kernels.decode.kv_quant import quantize
 
 
 def _inputs(B, H, L, D, dtype=torch.float32, seed=0):
@@ -133,7 +133,7 @@ def test_num_splits_heuristic_is_bounded():
 
 
 def test_row_streams_too_wide_for_the_head_dim_are_not_tunable():
-    from kernels import decode_attention as da
+    from kernels.decode import attention as da
 
     def regs(c, d):  # accumulator registers a thread of the CUDA-core schedule holds
         return c.kwargs["BLOCK_N"] * d // (32 * c.num_warps)
@@ -153,7 +153,7 @@ def test_row_streams_too_wide_for_the_head_dim_are_not_tunable():
 
 
 def test_autotuning_classes_double_with_the_work():
-    from kernels.decode_attention import _len_bucket
+    from kernels.decode.attention import _len_bucket
 
     assert _len_bucket(1, 2**14) == _len_bucket(1, 1) == 0  # tiny problems: one class
     # gpt2 and gpt2-xl steps at batch 4 (12 and 25 heads, 1k keys) tune apart
@@ -181,8 +181,8 @@ def test_bad_inputs_are_refused_on_the_host(change, match):
 
 
 def test_launch_choices_offer_pdl_only_where_the_step_uses_it(monkeypatch):
-    from kernels import fused_linear
-    from kernels.decode_attention import PLAIN_LAUNCH, compiled_launches, launch_choices
+    from kernels.decode import fused_linear
+    from kernels.decode.attention import PLAIN_LAUNCH, compiled_launches, launch_choices
 
     # Without PDL: plain, with the newest row written by the qkv product or by the attention.
     assert [(c.pdl, c.new_kv) for c in launch_choices(False)] == [(False, False), (False, True)]
@@ -205,7 +205,7 @@ def test_launch_choices_offer_pdl_only_where_the_step_uses_it(monkeypatch):
 
 
 def test_a_pdl_launch_where_there_is_none_is_refused():
-    from kernels.decode_attention import AttentionLaunch, SplitBuffers, split_kv_attention
+    from kernels.decode.attention import AttentionLaunch, SplitBuffers, split_kv_attention
 
     q, k, v = _inputs(1, 2, 16, 16)
     with pytest.raises(ValueError, match="needs programmatic dependent launch"):
@@ -219,7 +219,7 @@ def test_a_pdl_launch_where_there_is_none_is_refused():
 def test_the_newest_row_handed_over_is_written_into_the_cache_and_attended(use_dot, int8, splits):
     # A fused step may leave the newest key and value (row lens - 1 of each sequence) to the
     # attention: it reads the rows before it from the cache, writes the newest there, and attends to all.
-    from kernels.decode_attention import SplitBuffers, split_kv_attention
+    from kernels.decode.attention import SplitBuffers, split_kv_attention
 
     B, H, L, D = 2, 2, 40, 32
     q, k, v = _inputs(B, H, L, D, seed=11)
@@ -244,7 +244,7 @@ def test_the_newest_row_handed_over_is_written_into_the_cache_and_attended(use_d
 
 
 def test_a_newest_row_of_the_wrong_shape_is_refused():
-    from kernels.decode_attention import SplitBuffers, split_kv_attention
+    from kernels.decode.attention import SplitBuffers, split_kv_attention
 
     q, k, v = _inputs(1, 2, 16, 16)
     with pytest.raises(ValueError, match=r"new_kv must be a contiguous \(2, 1, 2, 16\)"):

@@ -2,11 +2,11 @@
 import pytest
 import torch
 
-from kernels.decode_session import HfSession, OurSession
-from kernels.gpt2 import (
+from kernels.decode.session import HfSession, OurSession
+from kernels.decode.gpt2 import (
     CACHES, GPT2, PRESETS, ModelArgs, cache_bytes_per_token, check_limits, decode_dtype, random_hf_model,
 )
-from kernels.gpt2_fused import FusedStep, OpaqueCache
+from kernels.decode.gpt2_fused import FusedStep, OpaqueCache
 
 TINY = ModelArgs(n_layer=2, n_head=4, n_embd=64, vocab_size=97, n_positions=32)
 
@@ -172,7 +172,7 @@ def test_decode_dtype_on_the_cpu_is_fp32():
 
 
 def test_the_read_plan_lists_every_kernel_of_a_fused_step_and_the_floor_bytes(tiny, monkeypatch):
-    # kernels/read_floor.py times one plain read per kernel of the step: the plan must have exactly
+    # kernels/decode/read_floor.py times one plain read per kernel of the step: the plan must have exactly
     # the launches the step makes, and move exactly the bytes the bandwidth floor counts.
     import triton.runtime.interpreter as interp
 
@@ -192,7 +192,7 @@ def test_the_read_plan_lists_every_kernel_of_a_fused_step_and_the_floor_bytes(ti
     attention = [b for b, name in zip(plan, launches) if name == "_split_kv_kernel"]
     assert attention == [round(per_layer)] * TINY.n_layer  # the cache bytes sit on the attention launches
     # The decode profile reads each kernel's role off this launch order, and prices each role with these bytes.
-    from collect.decode import _role_bytes
+    from collect.decode.arithmetic import _role_bytes
     from collect.decode_profile import fused_roles
     assert fused_roles(launches, TINY.n_layer) is not None
     by_role = _role_bytes(s.step_fn, per_layer * TINY.n_layer, TINY.n_layer)
@@ -226,7 +226,7 @@ def test_a_fused_step_runs_the_attention_config_it_is_given(tiny):
     candidates = s.step_fn.attention_candidates()
     assert candidates and all({"BLOCK_N", "USE_DOT", "num_warps", "num_stages"} <= set(c) for c in candidates)
     calls = []
-    import kernels.gpt2_fused as gf
+    import kernels.decode.gpt2_fused as gf
     real = gf.split_kv_attention
 
     def spy(*a, **k):
@@ -247,7 +247,7 @@ def test_a_fused_step_runs_the_attention_config_it_is_given(tiny):
 def test_a_step_that_hands_the_newest_row_to_the_attention_decodes_the_same(tiny):
     # The launch choice AttentionLaunch.new_kv moves the cache write (and an int8 cache's quantizing)
     # from the qkv product into the attention: the same numbers up to rounding, the same tokens.
-    from kernels.decode_attention import AttentionLaunch
+    from kernels.decode.attention import AttentionLaunch
 
     _, ours = tiny
     seq = _tokens((2, 8), seed=4)

@@ -12,7 +12,8 @@ from collect.schema.decode import (  # noqa: I001
     AgreementRow, DecodeFile, DecodeModel, DecodeRow, KernelClassRow, LogitCheck, MicroRow,
 )
 from render import escape, fmt
-from render.pages.decode import DecodePage, floor_words
+from render.pages.decode import DecodePage
+from render.pages.decode.data import floor_words
 from render.runs import load_run
 from render.site import REPO_ROOT, Report
 from synthetic import make_run
@@ -606,7 +607,7 @@ def test_the_time_chart_draws_each_step_as_shares_of_it_on_a_linear_axis(tmp_pat
 
 
 def test_launch_labels_read_as_words():
-    from render.pages.decode import launch_words
+    from render.pages.decode.data import launch_words
 
     assert launch_words("pdl-prefetch64-late+new-kv") == ("PDL, 64 keys asked of L2 early, next kernel after its loop, "
                                                           "newest key and value written by it")

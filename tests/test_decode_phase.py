@@ -1,6 +1,7 @@
 """The decode phase's bookkeeping: its arithmetic, its rows on a tiny CPU run, limits and the time budget."""
 import dataclasses
 import json
+import time
 import types
 
 import pytest
@@ -9,10 +10,12 @@ from collect.schema import SCHEMA_VERSION
 import torch
 
 from collect import decode as phase
+from collect.decode import baselines as phase_baselines, compiling as phase_compiling, rows as phase_rows
+from collect.decode import sessions as phase_sessions
 from collect import host_profile as phase_host
 from collect.jsonio import write_json_atomic
-from collect.schema.decode import VARIANTS, DecodeFile
-from kernels.gpt2 import ModelArgs
+from collect.schema.decode import VARIANTS, DecodeFile, DecodeRow
+from kernels.decode.gpt2 import ModelArgs
 from render.validate import load_validated
 
 TINY = ModelArgs(n_layer=1, n_head=2, n_embd=32, vocab_size=50, n_positions=16)
@@ -169,7 +172,7 @@ def test_no_other_variants_session_is_alive_when_a_row_or_check_builds_its_own(m
 
     plan = dataclasses.replace(PLAN, models=(phase.ModelPlan("tiny", ((2, 9),), (), agreement=True, args=TINY),),
                                micro_contexts=())
-    real, built, crowded = phase._session, [], []
+    real, built, crowded = phase_sessions.open_session, [], []
 
     def spy(spec, m, batch, capacity, env, keep):
         gc.collect()
@@ -181,7 +184,7 @@ def test_no_other_variants_session_is_alive_when_a_row_or_check_builds_its_own(m
         built.append(weakref.ref(s))
         return s
 
-    monkeypatch.setattr(phase, "_session", spy)
+    monkeypatch.setattr(phase_sessions, "open_session", spy)
     result = phase.collect_decode("cpu-test", plan, "cpu", 1e9, "test constant")
     ok_rows = [r for r in result.rows if r.status == "ok"]
     assert len(ok_rows) >= 3 and sum(a.status == "ok" for a in result.agreement) >= 3
@@ -192,9 +195,9 @@ def test_no_other_variants_session_is_alive_when_a_row_or_check_builds_its_own(m
 def test_a_later_session_of_a_judged_variant_and_shape_adopts_its_attention():
     # The agreement check's session must run the kernels its row timed, not judge again (and maybe
     # pick another config, with other rounding).
-    from kernels.decode_attention import AttentionLaunch
-    from kernels.decode_session import AttentionChoice
-    from kernels.gpt2 import GPT2, random_hf_model
+    from kernels.decode.attention import AttentionLaunch
+    from kernels.decode.session import AttentionChoice
+    from kernels.decode.gpt2 import GPT2, random_hf_model
 
     ours = GPT2.from_hf(random_hf_model(TINY, seed=0, device="cpu", dtype=torch.float32))
     choice = AttentionChoice({"BLOCK_N": 16, "num_warps": 1, "num_stages": 1}, "CUDA cores, BLOCK_N=16",
@@ -202,16 +205,16 @@ def test_a_later_session_of_a_judged_variant_and_shape_adopts_its_attention():
     specs = phase.variant_specs("fused")
     m = types.SimpleNamespace(sessions={}, judged={("int8-graph", 2, 15): choice}, ours=ours, hf=None)
     env = types.SimpleNamespace(cuda=False)
-    s = phase._session(specs["int8-graph"], m, 2, 15, env, keep=False)
+    s = phase_sessions.open_session(specs["int8-graph"], m, 2, 15, env, keep=False)
     assert s.attention_choice() == choice and s.step_fn.attention_launch == AttentionLaunch(True, 64)
-    assert phase._session(specs["int8-graph"], m, 2, 14, env, keep=False).attention_choice() is None  # other shape
+    assert phase_sessions.open_session(specs["int8-graph"], m, 2, 14, env, keep=False).attention_choice() is None  # other shape
     with pytest.raises(ValueError, match="no attention choice"):
-        phase._session(specs["eager"], m, 2, 15, env, keep=False).adopt_attention(choice)
+        phase_sessions.open_session(specs["eager"], m, 2, 15, env, keep=False).adopt_attention(choice)
 
 
 def test_spent_budget_turns_remaining_rows_into_skipped(monkeypatch):
     plan = phase.Plan(models=(), micro_contexts=(8, 16), micro_batches=(1,), micro_heads=1, micro_head_dim=16)
-    monkeypatch.setattr(phase.time, "perf_counter", iter(range(0, 10**6, 1000)).__next__)
+    monkeypatch.setattr(time, "perf_counter", iter(range(0, 10**6, 1000)).__next__)
     result = phase.collect_decode("cpu-test", plan, "cpu", None, None, budget_s=1.0)
     assert result.micro and all(m.status == "skipped" and "time budget" in m.reason for m in result.micro)
     assert any("not run" in n for n in result.notes)
@@ -256,10 +259,10 @@ def test_a_failing_profiler_costs_the_counts_not_the_row(monkeypatch):
     def broken(*a, **k):
         raise RuntimeError("the profiler recorded no GPU kernels")
 
-    monkeypatch.setattr(phase, "profile_steps", broken)
+    monkeypatch.setattr(phase_rows, "profile_steps", broken)
     env = types.SimpleNamespace(cuda=True, sync=lambda: None)
     result = _empty_file()
-    assert phase._profile(object(), 2, env, result) is None and phase._profile(object(), 2, env, result) is None
+    assert phase_rows._profile(object(), 2, env, result) is None and phase_rows._profile(object(), 2, env, result) is None
     assert len(result.notes) == 1 and "could not count kernels" in result.notes[0]
 
 
@@ -270,22 +273,22 @@ def test_a_read_twin_that_cannot_run_costs_its_figure_not_the_row():
 
     row = types.SimpleNamespace(kv_bytes_per_step=1200.0)
     result = _empty_file()
-    assert phase._read_floor(Broken(), row, 12, 5, 2, result) is None
-    assert phase._read_floor(Broken(), row, 12, 5, 2, result) is None
+    assert phase_rows._read_floor(Broken(), row, 12, 5, 2, result) is None
+    assert phase_rows._read_floor(Broken(), row, 12, 5, 2, result) is None
     assert len(result.notes) == 1 and "read-only twin" in result.notes[0] and "no GPU" in result.notes[0]
 
 
 def test_a_graph_that_fails_with_pdl_is_retried_without_it(monkeypatch):
-    from kernels import fused_linear as fl
+    from kernels.decode import fused_linear as fl
 
     monkeypatch.setattr(fl.TUNING, "pdl", True)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
     specs, result = phase.variant_specs("fused"), _empty_file()
-    assert not phase._pdl_fallback(specs["eager"], RuntimeError("x"), result)  # not a graph of the fused step
-    assert phase._pdl_fallback(specs["graph"], RuntimeError("capture failed"), result)
+    assert not phase_rows._pdl_fallback(specs["eager"], RuntimeError("x"), result)  # not a graph of the fused step
+    assert phase_rows._pdl_fallback(specs["graph"], RuntimeError("capture failed"), result)
     assert fl.TUNING.pdl is False and "without programmatic dependent launch" in result.notes[0]
-    assert not phase._pdl_fallback(specs["int8-graph"], RuntimeError("again"), result)  # already off: a real error
+    assert not phase_rows._pdl_fallback(specs["int8-graph"], RuntimeError("again"), result)  # already off: a real error
 
 
 def test_precompile_tasks_cover_each_kernel_family_once():
@@ -302,9 +305,9 @@ def test_precompile_tasks_cover_each_kernel_family_once():
 def test_a_compile_task_runs_every_step_kernel_once():
     # In-process here (the interpreter); on a GPU it runs in a spawned worker and fills Triton's cache.
     roomy = dataclasses.replace(TINY, n_positions=64)
-    assert phase._compile_task(("step", roomy, 2, 3, "fused", "cpu", "")) is None
-    assert phase._compile_task(("micro", True, 1, 16, "cpu", "")) is None
-    assert "Error" in phase._compile_task(("step", roomy, 2, 3, "no-such-step", "cpu", ""))
+    assert phase_compiling._compile_task(("step", roomy, 2, 3, "fused", "cpu", "")) is None
+    assert phase_compiling._compile_task(("micro", True, 1, 16, "cpu", "")) is None
+    assert "Error" in phase_compiling._compile_task(("step", roomy, 2, 3, "no-such-step", "cpu", ""))
 
 
 def test_compile_tasks_carry_the_dtype_the_rows_use():
@@ -329,8 +332,8 @@ def test_generate_is_timed_per_token_after_the_first(tiny_run):
 
 def test_generate_gives_the_loops_greedy_tokens():
     # the same model, prompt and greedy rule: transformers' generate and its model in our loop agree token for token
-    from kernels.decode_session import HfSession, hf_generate
-    from kernels.gpt2 import random_hf_model
+    from kernels.decode.session import HfSession, hf_generate
+    from kernels.decode.gpt2 import random_hf_model
 
     hf = random_hf_model(TINY, seed=0, device="cpu", dtype=torch.float32)
     prompt = torch.randint(0, TINY.vocab_size, (2, 5), generator=torch.Generator().manual_seed(1))
@@ -345,15 +348,15 @@ def test_generate_gives_the_loops_greedy_tokens():
 
 
 def test_a_generate_row_too_noisy_to_time_is_an_error_not_a_negative_time(monkeypatch):
-    import kernels.decode_session as ds
+    import kernels.decode.session as ds
 
     calls = iter([5.0, 1.0, 1.0, 9.0])  # warm pair, then a timed pair whose long call is the faster one
-    monkeypatch.setattr(phase, "_call_ms", lambda fn, env: next(calls))
+    monkeypatch.setattr(phase_baselines, "_call_ms", lambda fn, env: next(calls))
     monkeypatch.setattr(ds, "hf_generate", lambda *a: (torch.zeros((1, 3), dtype=torch.int64), None))
     env = types.SimpleNamespace(cuda=False)
     m = types.SimpleNamespace(hf=None, ours=types.SimpleNamespace(args=TINY))
-    row = phase.DecodeRow(model="tiny", variant="hf-generate", batch=1, context=4, new_tokens=0, status="ok")
-    out = phase._generate_row(row, m, torch.zeros((1, 4), dtype=torch.int64), 2, 1, env)
+    row = DecodeRow(model="tiny", variant="hf-generate", batch=1, context=4, new_tokens=0, status="ok")
+    out = phase_baselines._generate_row(row, m, torch.zeros((1, 4), dtype=torch.int64), 2, 1, env)
     assert out.status == "error" and "too noisy" in out.reason and out.step_ms_median is None
 
 

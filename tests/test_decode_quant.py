@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from kernels.kv_quant import QMAX, dequantize, error_bound, quantize, quantize_store_
+from kernels.decode.kv_quant import QMAX, dequantize, error_bound, quantize, quantize_store_
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])

@@ -97,7 +97,7 @@ def test_the_profile_asks_a_t4_only_for_counters_turing_has():
 
 
 def test_the_t4_gets_turing_tiles_that_fit_64_kib():
-    from kernels.attention import _CONFIGS_BY_ARCH, _smem_bytes
+    from kernels.attention.portable import _CONFIGS_BY_ARCH, _smem_bytes
 
     for d in (64, 128):
         cfgs = dc.portable_tile_configs(T4, d, "float16")

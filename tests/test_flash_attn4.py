@@ -5,7 +5,7 @@ import torch
 from collect import bench
 from collect.shapes import AttentionCase
 from collect.timing import is_unsupported
-from kernels import dispatch, flash_attn4
+from kernels.attention import dispatch, flash_attn4
 from kernels.attention import IMPLEMENTATIONS
 
 

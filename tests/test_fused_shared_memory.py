@@ -9,7 +9,8 @@ from offline_compile import require_ptxas, run_script_per_target
 
 SCRIPT = r'''
 import sys
-from kernels import aot, fused_linear as fl
+from kernels import aot
+from kernels.decode import fused_linear as fl
 T = aot.TARGETS[sys.argv[1]]
 for spec in fl.compile_specs(T):
     with aot.caught_launches() as launches:

@@ -67,7 +67,7 @@ def test_other_sizes_are_refused_naming_the_allowed_ones(head_dim):
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("head_dim", [24, 80, 192])
 def test_the_hopper_path_pads_in_its_descriptors(head_dim, causal):
-    from kernels import attention_hopper as H
+    from kernels.attention import hopper as H
 
     q, k, v = qkv((1, 2, 37, head_dim), torch.float16, seed=head_dim)
     # What it ships (warp-specialized where it can be) falls back to the descriptor kernel here.
@@ -77,7 +77,7 @@ def test_the_hopper_path_pads_in_its_descriptors(head_dim, causal):
 
 
 def test_the_hopper_path_tunes_a_padded_size_as_its_tile():
-    from kernels import attention_hopper as H
+    from kernels.attention import hopper as H
 
     for causal in (False, True):
         got = H.candidate_configs(80, torch.float16, causal, 4096, H.best_features(causal, 4096))
@@ -92,7 +92,7 @@ def fake_sm90(monkeypatch):
     """choose_path as on an H200 on the Triton the rules were measured on, without one."""
     import dataclasses
 
-    from kernels import dispatch
+    from kernels.attention import dispatch
 
     for name in ("hopper", "gluon"):
         monkeypatch.setitem(dispatch._PATHS, name, dataclasses.replace(dispatch._PATHS[name],

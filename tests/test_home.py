@@ -129,6 +129,14 @@ def test_headlines_flip_with_the_data(tmp_path):
     assert "lowers the peak by" in int8 and "leaves the peak as it is with our eager loop" in int8 and "raises" not in int8
 
 
+def test_the_int8_headline_names_the_float_cache_the_run_decoded_with(tmp_path):
+    assert "against the bf16 cache's" in home(tmp_path / "h200").int8_headline()
+    t4 = decode_file("h-1")
+    t4.dtype = "float16"  # a T4 decodes in fp16
+    int8 = home(tmp_path / "t4", device="Tesla T4", decode=t4).int8_headline()
+    assert "against the fp16 cache's" in int8 and "bf16" not in int8
+
+
 def test_occupancy_falls_back_on_the_rules_without_ncu_block_limits(tmp_path):
     prof = profile_file("h-1")
     for k in prof.kernels:

@@ -105,7 +105,7 @@ def test_compile_tasks_follow_the_path_each_goal_shape_takes():
 
 
 def test_a_version_routes_as_it_shipped_or_as_flash_attention_chooses():
-    from kernels import attention_versions as V
+    from kernels.attention import versions as V
 
     v15 = Case("v15-per-shape", "float16", False, 2, 8, 2048, 64)
     assert it.version_route(v15, "cuda:0") == ("portable", None)  # v15's own rules, frozen
@@ -257,7 +257,7 @@ def test_kernel_facts_reads_a_compiled_kernel():
 
 
 def test_registry_versions_become_documented_records():
-    from kernels import attention_versions as V
+    from kernels.attention import versions as V
 
     infos = [it.version_info(v) for v in V.VERSIONS.values()]
     assert [i.name for i in infos] == list(V.VERSIONS)
@@ -560,7 +560,7 @@ def test_a_prediction_that_names_its_cases_is_measured_there_alone():
 
 
 def test_the_cases_a_prediction_names_are_the_ones_its_words_name():
-    from kernels import attention_versions as V
+    from kernels.attention import versions as V
     from render.pages.iterations import PREDICTION_CASES, cases_label
 
     for (name, date), only in PREDICTION_CASES.items():

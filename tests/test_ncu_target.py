@@ -6,7 +6,7 @@ import json
 import pytest
 
 from collect import ncu_target
-from kernels.dispatch import PathUnsupported
+from kernels.attention.dispatch import PathUnsupported
 
 
 class OutOfResources(Exception):

@@ -484,7 +484,7 @@ def test_missing_phase_renders_the_missing_note(tmp_path):
 
 
 def test_short_kernel_names():
-    from render.pages.profile import short_kernel_name
+    from render.pages.profile.data import short_kernel_name
     assert short_kernel_name(EVIL) == "softmax"
     assert short_kernel_name("_attn_fwd") == "_attn_fwd"
     assert short_kernel_name("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(float*)") == "cunn_SoftMaxForward"
@@ -508,7 +508,7 @@ def fixture_profile(which="tiny"):
 def test_real_csv_parses_and_agrees_with_ncus_python_module():
     recs = ncu_parse.parse_raw_csv(fixture_text("tiny_raw.csv"))
     report = json.loads(fixture_text("tiny_ncu_report_excerpt.json"))
-    from render.pages.profile import short_kernel_name
+    from render.pages.profile.data import short_kernel_name
     assert [short_kernel_name(r.name) for r in recs] == [a["name"] for a in report]
     assert [f"case={r.case_id}" for r in recs] == [a["nvtx"][0]["push_pop"][-1] for a in report]
     assert [r.case_id for r in recs] == [NAIVE] * 5 + [SDPA, TRITON]

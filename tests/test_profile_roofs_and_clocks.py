@@ -210,7 +210,7 @@ def page_of(path, pf) -> ProfilePage:
 # ---- a ranking within one call's noise is not a ranking --------------------------------------------
 
 def test_calls_within_a_few_percent_of_each_others_roof_share_are_not_ranked():
-    from render.pages.profile import RANK_NOISE
+    from render.pages.profile.roofline import RANK_NOISE
     lead = "Measured"
     # As in run h200-20261201f at N=2048: naive at 58.6% of its L2 roof, ours at 58.0% of the tensor roof.
     tie = ProfilePage._closest_and_furthest({"naive": ("L2 bandwidth", 0.586), "triton": ("tensor fp16 compute", 0.580),
@@ -230,7 +230,7 @@ def test_calls_within_a_few_percent_of_each_others_roof_share_are_not_ranked():
 
 def test_the_committed_runs_roofline_ranks_only_calls_apart_by_more_than_the_noise():
     from committed import latest_run
-    from render.pages.profile import RANK_NOISE
+    from render.pages.profile.roofline import RANK_NOISE
     run = latest_run("profile.json")
     page = ProfilePage(run, [run])
     for shape in page.shapes():

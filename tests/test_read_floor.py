@@ -1,9 +1,9 @@
-"""The read-only twin of a decode step (kernels/read_floor.py) under TRITON_INTERPRET=1: every kernel
+"""The read-only twin of a decode step (kernels/decode/read_floor.py) under TRITON_INTERPRET=1: every kernel
 reads exactly its own bytes, once."""
 import pytest
 import torch
 
-from kernels.read_floor import BLOCK, WORD_BYTES, ReadSteps, programs_for
+from kernels.decode.read_floor import BLOCK, WORD_BYTES, ReadSteps, programs_for
 
 
 @pytest.mark.parametrize("nbytes", [4, 1000, 4 * BLOCK * 3 + 36, 200_000])

@@ -19,7 +19,7 @@ PROBE = r"""
 import json, math, subprocess, tempfile, torch
 from triton import knobs
 from kernels import aot, retarget
-from kernels.attention_turing import _launch
+from kernels.attention.turing import _launch
 q = aot.meta(2, 3, 1000, 64, dtype=torch.float16)
 with aot.caught_launches() as launches:
     _launch(q, q, q, torch.empty_like(q), True, 0.125)

@@ -201,3 +201,21 @@ def test_each_stored_sample_is_held_to_the_bounds_of_a_time(samples, ok):
     assert (problem is None) == ok
     if not ok:
         assert "latency_samples_ms" in problem and "item 1" in problem
+
+
+def test_rows_timed_on_the_one_clock_share_its_fields_declared_once():
+    import dataclasses
+
+    from collect.schema.bench import BenchRow
+    from collect.schema.common import clock_fields, with_fields
+    from collect.schema.iterations import IterationRow
+
+    for cls in (BenchRow, IterationRow):
+        names = [f.name for f in dataclasses.fields(cls)]
+        at = names.index("reason") + 1
+        assert names[at:at + len(clock_fields())] == list(clock_fields()), cls.__name__
+    with pytest.raises(TypeError):  # a shared field declared again in the record
+        @with_fields(clock_fields(), after="reason")
+        class Twice:
+            reason: str = ""
+            flops: float = 0.0

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import synthetic
 from conftest import ROOT, mkdocs_build
+from collect.schema import site_pages
 from render.site import Report
 
 
 def nav_pages():
-    cfg = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=yaml.BaseLoader)
-    return [list(item.values())[0] for item in cfg["nav"]]
+    return [p.doc for p in site_pages()]  # the hook's nav (render/site.py nav)
 
 
 def html_path(site, md):
@@ -24,6 +24,9 @@ def html_path(site, md):
 def test_every_nav_page_is_built(built_site):
     for md in nav_pages():
         assert html_path(built_site, md).exists(), md
+    # and the site's navigation lists them in the registry's order
+    links = re.findall(r'<a href="([^"#]*)" class="md-nav__link', (built_site / "index.html").read_text())
+    assert links == ["." if md == "index.md" else md.replace(".md", "/") for md in nav_pages()]
 
 
 def test_plotly_loaded_once_from_the_site_and_no_web_fonts(built_site):

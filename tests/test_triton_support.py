@@ -12,8 +12,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from kernels import dispatch, supported
-from kernels.dispatch import PathUnsupported
+from kernels.attention import dispatch
+from kernels import supported
+from kernels.attention.dispatch import PathUnsupported
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,7 +43,7 @@ import os, sys
 os.environ["TRITON_INTERPRET"] = "1"  # CPU tensors reach the path check
 sys.modules["triton.experimental.gluon"] = None  # makes every import of it fail
 import torch, kernels, collect.cli, collect.env
-from kernels import dispatch
+from kernels.attention import dispatch
 assert "gluon" in dispatch.path_names()
 q = torch.zeros(1, 1, 8, 64, dtype=torch.float16)
 try:

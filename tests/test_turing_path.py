@@ -1,5 +1,5 @@
 """The Turing tensor-core path: chosen on compute capability 7.5 for float16, behind a first-call
-self-check that falls back to the portable kernel, with the reason, on any failure (kernels/turing_path.py)."""
+self-check that falls back to the portable kernel, with the reason, on any failure (kernels/attention/turing_path.py)."""
 import dataclasses
 from types import SimpleNamespace
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kernels import dispatch, turing_path
+from kernels.attention import dispatch, turing_path
 
 
 def _fake_cuda(dtype=torch.float16, shape=(1, 2, 512, 64)):
@@ -91,7 +91,7 @@ def test_a_t4_rehearsal_chooses_the_turing_kernel_on_a_hopper_gpu(t4, monkeypatc
 
 
 class _Kernel:
-    """Stands in for kernels.attention_turing: returns SDPA's output, optionally spoiled."""
+    """Stands in for kernels.attention.turing: returns SDPA's output, optionally spoiled."""
 
     def __init__(self, spoil=0.0):
         self.spoil = spoil

@@ -3,15 +3,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .common import (BYTES, CLOCK_MHZ, COUNT, DTYPES, FLOP, IDENT, MS, NAME, PROFILES, ROW_STATUS, RUN_ID, SECONDS, SIZE,
-                     TEXT, TFLOP_PER_S, US, doc, strict, tflops)
+from .common import (BYTES, COUNT, DTYPES, IDENT, NAME, PROFILES, ROW_STATUS, RUN_ID, SECONDS, SIZE, TEXT, clock_fields,
+                     doc, strict, with_fields)
 
-# The paths flash_attention can take (kernels/dispatch.py); pages name each one.
+# The paths flash_attention can take (kernels/attention/dispatch.py); pages name each one.
 KERNEL_PATHS = ("portable", "hopper", "gluon", "turing")
 
 
 @strict
 @dataclass
+@with_fields(clock_fields(n_timed_runs="Timed calls behind the statistics (at least 50).",
+                          p10="10th percentile of the timed calls.", p90="90th percentile of the timed calls."),
+             after="reason")
 class BenchRow:
     """One implementation at one shape, dtype and masking: measured, or why not."""
 
@@ -34,33 +37,6 @@ class BenchRow:
     status: str = doc("ok, oom, unsupported, error, or skipped (not run for time).", pattern=ROW_STATUS)
     reason: str | None = doc("Why the row is not ok: PyTorch's refusal, the failed allocation, the exception.", None,
                              **TEXT)
-    latency_ms_median: float | None = doc("Device time: median GPU time of one call alone (L2 flushed and the GPU spinning while the host "
-                                            "issues the call, so no host time is inside).", None, **MS)
-    latency_ms_p10: float | None = doc("10th percentile of the timed calls.", None, **MS, at_most="latency_ms_median")
-    latency_ms_p90: float | None = doc("90th percentile of the timed calls.", None, **MS, at_least="latency_ms_median")
-    n_timed_runs: int | None = doc("Timed calls behind the statistics (at least 50).", None, **COUNT)
-    latency_samples_ms: list[float] | None = doc("The device time of each timed call behind the median and percentiles, "
-                                                 "in the order taken, in ms to 0.1 µs: what a comparison of two runs "
-                                                 "resamples (python -m collect diff). Null in runs before schema "
-                                                 "version 6.", None, **MS)
-    host_us_median: float | None = doc("Host time: median CPU time one call takes to return, the GPU kept busy so the "
-                                       "call never waits for it; inputs rotate over a pool of distinct tensors.",
-                                       None, **US)
-    host_us_p10: float | None = doc("10th percentile of the host time.", None, **US, at_most="host_us_median")
-    host_us_p90: float | None = doc("90th percentile of the host time.", None, **US, at_least="host_us_median")
-    loop_ms_median: float | None = doc("Loop time: per-call time of calls issued back to back with no sync, inputs "
-                                       "rotating over a pool larger than twice the L2 (median over loops).", None, **MS)
-    loop_ms_p10: float | None = doc("10th percentile of the loop time.", None, **MS, at_most="loop_ms_median")
-    loop_ms_p90: float | None = doc("90th percentile of the loop time.", None, **MS, at_least="loop_ms_median")
-    sm_clock_mhz: float | None = doc("Median SM clock seen during the device timing (from the timed spin before each "
-                                     "call: cycles over elapsed time).", None, **CLOCK_MHZ)
-    sm_clock_min_mhz: float | None = doc("Lowest SM clock seen during the device timing.", None, **CLOCK_MHZ,
-                                         at_most="sm_clock_mhz")
-    sm_clock_max_mhz: float | None = doc("Highest SM clock seen during the device timing.", None, **CLOCK_MHZ,
-                                         at_least="sm_clock_mhz")
-    flops: float = doc("FLOP counted per call: 4*B*H*N*N*d, halved when causal.", 0.0, **FLOP)
-    tflops: float | None = doc("flops / median latency, in 10^12 FLOP/s.", None, **TFLOP_PER_S,
-                               derived=lambda r, _: tflops(r.flops, r.latency_ms_median))
     input_bytes: int = doc("Bytes of Q, K and V together.", 0, **BYTES)
     peak_mem_bytes: int | None = doc("Peak allocated bytes above what was allocated before the measured call "
                                      "(the inputs), with peak statistics reset after warm-up; includes the output.",
@@ -76,7 +52,7 @@ class BenchRow:
     kernel_config: dict[str, int] = doc("triton rows: the tile config that ran (BLOCK_M, BLOCK_N, "
                                         "num_warps, num_stages).", default_factory=dict, **NAME)
     kernel_step: str | None = doc("triton rows on the Gluon path: the step of the Gluon kernel that ran (e.g. "
-                                  "'g7', kernels/attention_gluon.py GLUON_VERSIONS); null on the other paths and in runs before "
+                                  "'g7', kernels/attention/gluon.py GLUON_VERSIONS); null on the other paths and in runs before "
                                   "it was recorded.", None, pattern=IDENT)
     tensor_cores: bool | None = doc("triton rows: whether the compiled kernel that ran issues tensor-core instructions "
                                     "(mma or wgmma in its code, kernels/aot.py uses_tensor_cores); null where unknown "

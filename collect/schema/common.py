@@ -114,6 +114,67 @@ def strict(cls):
     return cls
 
 
+def clock_fields(n_timed_runs: str = "Timed calls behind the statistics.", p10: str = "10th percentile.",
+                 p90: str = "90th percentile.") -> dict[str, tuple[str, Any]]:
+    """The one clock's fields, name -> (type, field), in the order a row declares them: device time with its
+    samples, host time, loop time, the SM clock seen, and the FLOPs and rate. Every row timed by
+    collect/timing.py carries them (bench and iterations rows); a row names where with @with_fields, and may word
+    its count and percentiles for its own phase."""
+    return {
+        "latency_ms_median": ("float | None", doc(
+            "Device time: median GPU time of one call alone (L2 flushed and the GPU spinning while the host issues "
+            "the call, so no host time is inside).", None, **MS)),
+        "latency_ms_p10": ("float | None", doc(p10, None, **MS, at_most="latency_ms_median")),
+        "latency_ms_p90": ("float | None", doc(p90, None, **MS, at_least="latency_ms_median")),
+        "n_timed_runs": ("int | None", doc(n_timed_runs, None, **COUNT)),
+        "latency_samples_ms": ("list[float] | None", doc(
+            "The device time of each timed call behind the median and percentiles, in the order taken, in ms to "
+            "0.1 µs: what a comparison of two runs resamples (python -m collect diff). Null in runs before schema "
+            "version 6.", None, **MS)),
+        "host_us_median": ("float | None", doc(
+            "Host time: median CPU time one call takes to return, the GPU kept busy so the call never waits for it; "
+            "inputs rotate over a pool of distinct tensors.", None, **US)),
+        "host_us_p10": ("float | None", doc("10th percentile of the host time.", None, **US, at_most="host_us_median")),
+        "host_us_p90": ("float | None", doc("90th percentile of the host time.", None, **US,
+                                            at_least="host_us_median")),
+        "loop_ms_median": ("float | None", doc(
+            "Loop time: per-call time of calls issued back to back with no sync, inputs rotating over a pool larger "
+            "than twice the L2 (median over loops).", None, **MS)),
+        "loop_ms_p10": ("float | None", doc("10th percentile of the loop time.", None, **MS, at_most="loop_ms_median")),
+        "loop_ms_p90": ("float | None", doc("90th percentile of the loop time.", None, **MS,
+                                            at_least="loop_ms_median")),
+        "sm_clock_mhz": ("float | None", doc(
+            "Median SM clock seen during the device timing (from the timed spin before each call: cycles over "
+            "elapsed time).", None, **CLOCK_MHZ)),
+        "sm_clock_min_mhz": ("float | None", doc("Lowest SM clock seen during the device timing.", None, **CLOCK_MHZ,
+                                                 at_most="sm_clock_mhz")),
+        "sm_clock_max_mhz": ("float | None", doc("Highest SM clock seen during the device timing.", None,
+                                                 **CLOCK_MHZ, at_least="sm_clock_mhz")),
+        "flops": ("float", doc("FLOP counted per call: 4*B*H*N*N*d, halved when causal.", 0.0, **FLOP)),
+        "tflops": ("float | None", doc("flops / median latency, in 10^12 FLOP/s.", None, **TFLOP_PER_S,
+                                       derived=lambda r, _: tflops(r.flops, r.latency_ms_median))),
+    }
+
+
+def with_fields(fields: dict[str, tuple[str, Any]], after: str):
+    """Class decorator, under @dataclass: a block of fields several records share (clock_fields), declared once,
+    placed after the record's own field `after`, so the JSON and the Data format page keep the record's order."""
+    def insert(cls):
+        own = cls.__dict__.get("__annotations__", {})
+        if after not in own or set(fields) & set(own):
+            raise TypeError(f"{cls.__name__}: no field {after!r} to insert after, or a shared field declared again")
+        order = {}
+        for name, hint in own.items():
+            order[name] = hint
+            if name == after:
+                order.update({n: hint for n, (hint, _) in fields.items()})
+        cls.__annotations__ = order
+        for name, (_, field) in fields.items():
+            setattr(cls, name, field)
+        return cls
+    return insert
+
+
 def tflops(flops: float, latency_ms: float | None) -> float | None:
     """flops / latency in 10^12 FLOP/s: every phase's `tflops` field."""
     return flops / (latency_ms * 1e-3) / 1e12 if latency_ms else None

@@ -17,10 +17,10 @@ ALL_VARIANTS = VARIANTS + LEGACY_VARIANTS + ("hf",)
 # Token agreement is measured against this variant's step (our bf16 step in a CUDA graph).
 REFERENCE_VARIANT = "graph"
 # What each kernel of the fused step does (KernelRoleRow.role): five per layer, in launch order, and the whole
-# step's order (kernels/gpt2_fused.FusedStep launches the embedding, the layers, the LM head and the argmax).
+# step's order (kernels/decode/gpt2_fused.FusedStep launches the embedding, the layers, the LM head and the argmax).
 LAYER_ROLES = ("qkv", "attention", "proj", "fc", "out")
 ROLE_ORDER = ("embed",) + LAYER_ROLES + ("head", "argmax")
-# Step implementations of our loop (see kernels/gpt2_fused.py), and transformers' two loops.
+# Step implementations of our loop (see kernels/decode/gpt2_fused.py), and transformers' two loops.
 STEP_IMPLS = ("torch", "fused", "inductor", "transformers", "transformers-compiled", "transformers-generate")
 MICRO_IMPLS = ("triton-bf16", "triton-int8", "sdpa")
 # What a profiled kernel does, read off its name (collect/decode_profile.py KERNEL_CLASSES, in this order).
@@ -123,7 +123,7 @@ class DecodeRow:
     read_floor_ms: float | None = doc("Fused CUDA-graph steps, at the profiled shapes: the loop time of the same "
                                       "kernels, in the same order and launched the same way (one CUDA graph; "
                                       "programmatic dependent launch where the step uses it), each replaced by a "
-                                      "plain read of the bytes its counterpart must read (kernels/read_floor.py). "
+                                      "plain read of the bytes its counterpart must read (kernels/decode/read_floor.py). "
                                       "Their bytes add up to bytes_per_step: what the step's kernel structure costs "
                                       "with no work in it.", None, **MS)
     attention_launch: str | None = doc("Fused CUDA-graph steps: how the step launched its attention, the fastest "

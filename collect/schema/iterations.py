@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .common import (BYTES, CLOCK_MHZ, COUNT, DTYPES, FLOP, IDENT, IDENT_OR_EMPTY, MS, NAME, NONNEGATIVE, PCT, PROFILES,
-                     RATIO, ROW_STATUS, RUN_ID, SECONDS, SIZE, TEXT, TFLOP_PER_S, US, doc, strict, tflops)
+from .common import (BYTES, COUNT, DTYPES, IDENT, IDENT_OR_EMPTY, NAME, NONNEGATIVE, PCT, PROFILES, RATIO, ROW_STATUS,
+                     RUN_ID, SECONDS, SIZE, TEXT, clock_fields, doc, strict, with_fields)
 
 MASKINGS = ("non-causal", "causal")
 # Where a version's kernel lives: one of flash_attention's paths, or its own choice per shape.
@@ -30,15 +30,15 @@ class PredictedRange:
 @strict
 @dataclass
 class KernelVersionInfo:
-    """One step of the optimisation journey, as kernels/attention_versions.py VERSIONS records it."""
+    """One step of the optimisation journey, as kernels/attention/versions.py VERSIONS records it."""
 
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("name",)
 
     name: str = doc("Version name, e.g. 'v0-portable', 'v1-tma'; ordered as the journey went.", pattern=IDENT)
-    path: str = doc("'portable' (kernels/attention.py), 'hopper' (kernels/attention_hopper.py), 'gluon' "
-                    "(kernels/attention_gluon.py; both compute capability 9.x) or 'per-shape' (flash_attention's "
-                    "own choice, kernels/dispatch.py).",
+    path: str = doc("'portable' (kernels/attention/portable.py), 'hopper' (kernels/attention/hopper.py), 'gluon' "
+                    "(kernels/attention/gluon.py; both compute capability 9.x) or 'per-shape' (flash_attention's "
+                    "own choice, kernels/attention/dispatch.py).",
                     choices=VERSION_PATHS)
     features: str = doc("Kernel switches of a Hopper version ('tma', 'overlap', 'warp_spec', 'causal_split', "
                         "'persistent', joined by '+'); 'per shape' when hopper_attention chooses; '' for the portable path.",
@@ -58,6 +58,7 @@ class KernelVersionInfo:
 
 @strict
 @dataclass
+@with_fields(clock_fields(), after="reason")
 class IterationRow:
     """One implementation at one goal case: timed, or why not."""
 
@@ -76,33 +77,6 @@ class IterationRow:
     status: str = doc("ok, oom, unsupported, error, or skipped (not run for time).", pattern=ROW_STATUS)
     reason: str | None = doc("Why the row is not ok (e.g. the Hopper path on a GPU that is not compute capability 9.x).", None,
                              **TEXT)
-    latency_ms_median: float | None = doc("Device time: median GPU time of one call alone (L2 flushed and the GPU spinning while the host "
-                                            "issues the call, so no host time is inside).", None, **MS)
-    latency_ms_p10: float | None = doc("10th percentile.", None, **MS, at_most="latency_ms_median")
-    latency_ms_p90: float | None = doc("90th percentile.", None, **MS, at_least="latency_ms_median")
-    n_timed_runs: int | None = doc("Timed calls behind the statistics.", None, **COUNT)
-    latency_samples_ms: list[float] | None = doc("The device time of each timed call behind the median and percentiles, "
-                                                 "in the order taken, in ms to 0.1 µs: what a comparison of two runs "
-                                                 "resamples (python -m collect diff). Null in runs before schema "
-                                                 "version 6.", None, **MS)
-    host_us_median: float | None = doc("Host time: median CPU time one call takes to return, the GPU kept busy so the "
-                                       "call never waits for it; inputs rotate over a pool of distinct tensors.",
-                                       None, **US)
-    host_us_p10: float | None = doc("10th percentile of the host time.", None, **US, at_most="host_us_median")
-    host_us_p90: float | None = doc("90th percentile of the host time.", None, **US, at_least="host_us_median")
-    loop_ms_median: float | None = doc("Loop time: per-call time of calls issued back to back with no sync, inputs "
-                                       "rotating over a pool larger than twice the L2 (median over loops).", None, **MS)
-    loop_ms_p10: float | None = doc("10th percentile of the loop time.", None, **MS, at_most="loop_ms_median")
-    loop_ms_p90: float | None = doc("90th percentile of the loop time.", None, **MS, at_least="loop_ms_median")
-    sm_clock_mhz: float | None = doc("Median SM clock seen during the device timing (from the timed spin before each "
-                                     "call: cycles over elapsed time).", None, **CLOCK_MHZ)
-    sm_clock_min_mhz: float | None = doc("Lowest SM clock seen during the device timing.", None, **CLOCK_MHZ,
-                                         at_most="sm_clock_mhz")
-    sm_clock_max_mhz: float | None = doc("Highest SM clock seen during the device timing.", None, **CLOCK_MHZ,
-                                         at_least="sm_clock_mhz")
-    flops: float = doc("FLOP counted per call: 4*B*H*N*N*d, halved when causal.", 0.0, **FLOP)
-    tflops: float | None = doc("flops / median latency, in 10^12 FLOP/s.", None, **TFLOP_PER_S,
-                               derived=lambda r, _: tflops(r.flops, r.latency_ms_median))
     config: str | None = doc("Tile config the kernel ran with, e.g. '128x128/w4/s2'; null for SDPA.", None, **NAME)
     warp_specialized: bool | None = doc("Whether Triton warp-specialized the kernel (producer and consumer warpgroups).", None)
     registers_per_thread: int | None = doc("Registers per thread of the compiled kernel (its n_regs; for a warp-specialized "

@@ -152,7 +152,7 @@ class Manifest:
                                  None, pattern=GIT_COMMIT)
     git_dirty: bool | None = doc("Whether that tree had uncommitted changes.", None)
     kernel_version: str | None = doc("The recorded version of our kernel that flash_attention ships in the code of "
-                                     "that latest collect (kernels/attention_versions.FINAL_VERSION): the one the "
+                                     "that latest collect (kernels/attention/versions.FINAL_VERSION): the one the "
                                      "bench, profile and decode rows ran. Null in runs before 2026-12-03, whose "
                                      "iterations.json names it as final_version where that phase ran.", None,
                                      pattern=IDENT)

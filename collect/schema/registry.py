@@ -3,8 +3,13 @@ Home table and the site's navigation are built from.
 
 A phase is a vertical slice: a collector module in collect/, one data file with its dataclass here,
 and the page or pages of the report that narrate it. Adding a phase means adding those pieces and
-one entry in PHASES, and its collector in collect/phases.py, which imports collectors only when
-asked: they import torch, and this module, which render/ imports too, depends on none of them.
+one entry in PHASES. Derived from it:
+- collect/phases.py: the collect order and COLLECTORS, one loader `_<phase>()` per entry (collectors
+  import torch, and this module, which render/ imports too, depends on none of them);
+- render/pages/__init__.py: PAGE_CLASSES, in this order, from its table of which class narrates each
+  PageRef.context (render's classes cannot be named here);
+- the site's navigation: render/mkdocs_hook.py gives MkDocs site_pages(); mkdocs.yml lists no pages;
+- the Home page's phase table and the Data format page.
 """
 from __future__ import annotations
 

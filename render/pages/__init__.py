@@ -1,7 +1,9 @@
 """Page contexts by name: each docs/*.md page uses one (e.g. `{{ hardware.device_table() }}`).
 
-Which pages exist, and in what order, comes from the phase registry (collect.schema.registry); this
-module only says which class narrates each of them.
+Which pages exist, in what order and under what title, comes from the phase registry
+(collect.schema.registry: PageRef.context names the context); this module only says which class
+narrates each of them. The registry cannot say it itself: collect imports it on GPU boxes, where
+render's classes (pandas, plotly) are not installed.
 """
 from __future__ import annotations
 
@@ -22,18 +24,21 @@ from .iterations import IterationsPage
 from .profile import ProfilePage
 from .reproduce import ReproducePage
 
-# Template name -> the class behind it; the names are the registry's PageRef.context.
-PAGE_CLASSES: dict[str, type[Page]] = {
+# The registry's PageRef.context -> the class behind it.
+_NARRATORS: dict[str, type[Page]] = {
     "home": HomePage, "hardware": HardwarePage, "correctness": CorrectnessPage, "bytes": ByteArithmeticPage,
     "bench": BenchPage, "iterations": IterationsPage, "profile": ProfilePage, "decode": DecodePage,
     "compare": ComparePage, "reproduce": ReproducePage, "dataformat": DataFormatPage,
     "glossary": GlossaryPage,
 }
 
-_missing = [p.context for p in site_pages() if p.context not in PAGE_CLASSES]
-if _missing:
-    raise ImportError(f"the phase registry names page contexts with no class in render/pages: {_missing}; "
-                      "add each to PAGE_CLASSES")
+_missing = [p.context for p in site_pages() if p.context not in _NARRATORS]
+_unused = sorted(set(_NARRATORS) - {p.context for p in site_pages()})
+if _missing or _unused:
+    raise ImportError(f"the phase registry and render/pages disagree: contexts with no class {_missing}, classes "
+                      f"for no page of the registry {_unused}")
+# In the registry's order.
+PAGE_CLASSES: dict[str, type[Page]] = {p.context: _NARRATORS[p.context] for p in site_pages()}
 
 
 def page_contexts(run: Run, runs: list[Run]) -> dict:

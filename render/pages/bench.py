@@ -742,7 +742,7 @@ class BenchPage(Page):
                            f"{shape_label(shape)}; rows: dtype, columns: masking.", height=300 * nrows + 140)
 
     # A first call that took less than this cannot have compiled our kernel: compiling one config takes
-    # seconds (kernels/attention.py), loading a compiled one from Triton's on-disk cache milliseconds.
+    # seconds (kernels/attention/portable.py), loading a compiled one from Triton's on-disk cache milliseconds.
     COMPILE_S = 0.5
 
     def first_call_note(self) -> str:

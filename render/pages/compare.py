@@ -27,7 +27,7 @@ from ..runs import Run, load_references
 from ..tables import table_html
 from collect.schema import PHASES
 
-from ..vocab import EVEN, STUDY, join, plural, speedup_words
+from ..vocab import DECODE_VARIANTS, EVEN, STUDY, decode_float, decode_words, join, plural, speedup_words
 from .base import Page
 
 # Bench and profile charts compare devices at the published study's shape (vocab.STUDY), and only at it.
@@ -38,9 +38,6 @@ PUBLISHED_COLOR = PALETTE[7]
 PUBLISHED_DASHES = ["dash", "dot", "dashdot", "longdash"]
 PUBLISHED_WORDS = "published, not re-measured here"
 BENCH_PANELS = [("naive", "naive PyTorch"), ("triton", "Triton (ours)"), ("sdpa-fastest", "fastest other implementation")]
-DECODE_VARIANTS = {"eager": "bf16, eager loop", "graph": "bf16, CUDA graph", "int8-graph": "int8, CUDA graph",
-                   "int8-kernel": "int8, kernel", "int8-dequant": "int8, dequantize all", "hf-eager": "transformers loop",
-                   "hf": "transformers loop", "hf-compiled": "transformers compiled"}
 INT8_VARIANTS = ("int8-dequant", "int8-graph", "int8-kernel")
 # The diff chart: one colour per verdict (collect/schema/diff.py VERDICTS), drawn in this order.
 VERDICT_COLORS = {"faster": PALETTE[2], "slower": PALETTE[3], "no change": PALETTE[7], "ratio only": PALETTE[0]}
@@ -618,7 +615,11 @@ class ComparePage(Page):
             df = self._decode_rows(d)
             if not df.empty:
                 present |= set(df[df["step_ms_median"].notna()]["variant"])
-        panels = [(v, label) for v, label in DECODE_VARIANTS.items() if v in present]
+        # The cache's float type as each run's decode.json names it (fp16 on a T4), once per type compared.
+        f = " or ".join(dict.fromkeys(decode_float(d.run.phase("decode").dtype) for d in self.devices
+                                   if not self._decode_rows(d).empty))
+        panels = [(v, decode_words(v, "panel", f)) for v in DECODE_VARIANTS
+                  if v in present and decode_words(v, "panel") is not None]
         if not panels:
             return "_No device has decode step times._\n"
 

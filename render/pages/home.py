@@ -20,17 +20,13 @@ from .. import escape, fmt, limits, model
 from ..tables import table_html
 from ..bench_data import distinct_sdpa
 from ..decode_memory import own_decode_rows
-from ..vocab import (ELEMENT_BYTES, INT8_PAIRS, STUDY, STUDY_N, dtype_short, floor_pace, impl_color, impl_label, join,
-                     limiter_words, plural, speedup_words, versus)
+from ..vocab import (ELEMENT_BYTES, INT8_PAIRS, STUDY, STUDY_N, decode_float, decode_words, dtype_short, floor_pace,
+                     impl_color, impl_label, join, limiter_words, plural, speedup_words, versus)
 from .base import Page
 
 FUSED = "triton"
 # Peak memories within this fraction of each other are "the same".
 SAME = 0.005
-VARIANT_WORDS = {"graph": "our loop in a CUDA graph", "eager": "our eager loop", "hf": "transformers' loop",
-                 "hf-eager": "transformers' loop", "hf-compiled": "transformers compiled with a static cache",
-                 "int8-graph": "our int8 cache in a CUDA graph",
-                 "int8-kernel": "int8 cache read by our kernel", "int8-dequant": "int8 cache dequantized every step"}
 LIMIT_WORDS = {"registers": "registers", "smem": "shared memory", "warps": "warp slots", "blocks": "the per-SM block limit"}
 
 
@@ -74,7 +70,7 @@ class HomePage(Page):
             if not df.empty:
                 closest = df.loc[df["achieved_over_floor"].idxmin()]
                 r = float(closest["achieved_over_floor"])
-                loop = VARIANT_WORDS.get(closest["variant"], escape.text(closest["variant"]))
+                loop = decode_words(closest["variant"], "prose") or escape.text(closest["variant"])
                 # _decode keeps one model, so the sentence names it: another model may come closer.
                 out.append(f"In decode, {escape.text(closest['model'])}'s loop closest to its bandwidth floor "
                            f"({loop}, at batch {int(closest['batch'])} and context {int(closest['context'])}) takes "
@@ -341,7 +337,7 @@ class HomePage(Page):
         b, c = int(best["batch"]), int(best["context"])
         r = float(best["achieved_over_floor"])
         return (f"Decoding {escape.text(best['model'])} at batch {b} and context {c}, the loop closest to its "
-                f"floor ({VARIANT_WORDS.get(best['variant'], escape.text(best['variant']))}) takes "
+                f"floor ({decode_words(best['variant'], 'prose') or escape.text(best['variant'])}) takes "
                 f"{fmt.ms(best['step_ms_median'])} per step, {fmt.ratio(r)} its bandwidth floor of "
                 f"{fmt.ms(best['floor_ms'])} (the weights and cache a step must read, at the measured copy "
                 f"bandwidth): {floor_pace(r)}. {link}")
@@ -358,25 +354,26 @@ class HomePage(Page):
             q = g[g["variant"].str.startswith("int8")]
             if not e.empty and not q.empty and (best is None or e.iloc[0]["kv_cache_bytes"] > best[2]["kv_cache_bytes"]):
                 best = (int(b), int(c), e.iloc[0], q, g.drop_duplicates("variant").set_index("variant"))
+        f = decode_float(self.run.phase("decode").dtype)  # the float cache's type: fp16 on a T4
         if best is None:
-            return f"No shape in this run ran both the bf16 and an int8 cache. {link}"
+            return f"No shape in this run ran both the {f} and an int8 cache. {link}"
         b, c, e, q, loops = best
         twins = dict(INT8_PAIRS)
         cache = q.iloc[0]["kv_cache_bytes"]
-        text = (f"At batch {b} and context {c}, the int8 cache holds {fmt.bytes_(cache)} against the bf16 cache's "
+        text = (f"At batch {b} and context {c}, the int8 cache holds {fmt.bytes_(cache)} against the {f} cache's "
                 f"{fmt.bytes_(e['kv_cache_bytes'])} ({fmt.pct(100 * cache / e['kv_cache_bytes'])}).")
         peaks = []
         names = {"int8-dequant": "dequantizing the whole cache every step", "int8-kernel": "reading it with the int8 kernel",
                  "int8-graph": "reading it with the int8 kernel in a CUDA graph"}
         for _, r in q.iterrows():
-            # Each int8 loop against the bf16 loop it differs from by the cache alone.
+            # Each int8 loop against the float-cache loop it differs from by the cache alone.
             twin_variant = twins.get(r["variant"], "eager")
             twin_variant = twin_variant if twin_variant in loops.index else "eager"
             twin = loops.loc[twin_variant]
             if not _ok(r["peak_mem_bytes"]) or not _ok(twin["peak_mem_bytes"]):
                 continue
             diff = r["peak_mem_bytes"] - twin["peak_mem_bytes"]
-            twin_name = VARIANT_WORDS.get(twin_variant, escape.text(twin_variant))
+            twin_name = decode_words(twin_variant, "prose") or escape.text(twin_variant)
             # In bytes, not as a share of the peak: the peak is the whole process's, which holds more than
             # this loop (the phase keeps every model it decodes resident), and a share of it would shrink.
             if abs(diff) <= SAME * twin["peak_mem_bytes"]:

@@ -1,0 +1,143 @@
+"""The phase driver: rows in order of what the report needs most, until the time budget is spent."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Callable
+
+from ..budget import no_limit_hint
+from ..context import RunContext
+from ..schema import SCHEMA_VERSION
+from ..schema.decode import DecodeFile, REFERENCE_VARIANT
+from ..stage_log import stage
+from ..timing import free_cuda_memory, is_oom
+from .agreement import _agreement_reference, _agreement_rows, _agreement_shape
+from .baselines import _host_profile_rows
+from .compiling import precompile
+from .micro import _micro_rows, measure_copy_bandwidth
+from .plans import (BUDGET_ENV, GRAPH_STEP, MODEL_PATH_ENV, Plan, PLANS, SEED, _dtype_choice, budget_seconds,
+                    graph_step_from_env, native_dtype, variant_specs)
+from .rows import _rows
+from .sessions import _build_model, _clean, _Deadline, _Env, _error_reason, _Model, _warm_up
+
+
+def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, bandwidth_source: str | None,
+                   save: Callable[[DecodeFile], None] = lambda f: None, progress=None,
+                   budget_s: float | None = None, model_path: str | None = None,
+                   graph_step: str = GRAPH_STEP, dtype: tuple[str, str] | None = None,
+                   compile_pool=None) -> DecodeFile:
+    """The phase on any device (tests run it on the CPU under TRITON_INTERPRET with a tiny plan).
+    dtype: (name, reason) chosen from the device facts (a rehearsal's GPU decodes in its own dtype);
+    None: the device's own choice. compile_pool: the collect's shared one (collect/precompile.py)."""
+    import torch
+
+    device = torch.device(device)
+    if dtype is not None and device.type == "cuda":
+        torch_dtype, reason = getattr(torch, dtype[0]), dtype[1]
+    else:
+        torch_dtype, reason = native_dtype(device)
+    result = DecodeFile(
+        schema_version=SCHEMA_VERSION, run_id=run_id,
+        dtype=str(torch_dtype).removeprefix("torch."), dtype_reason=reason,
+        prompt=f"random token ids from a torch.Generator seeded by {SEED}, the batch and the context; no tokenizer",
+        floor_bandwidth_bytes_per_s=bandwidth, floor_bandwidth_source=bandwidth_source,
+        warmup_steps=plan.warmup_steps, graph_step=graph_step,
+    )
+    deadline = _Deadline(time.perf_counter() + budget_s if budget_s else None, budget_s)
+    env = _Env(device, bandwidth, deadline, lambda: save(result), variant_specs(graph_step),
+               progress or (lambda it, **kw: it), torch_dtype)
+    if model_path:
+        result.notes.append(f"Weights: the local checkpoint {Path(model_path).name!r} replaces the first model's "
+                            "random weights; later model shapes stay random.")
+    else:
+        result.notes.append("Weights: transformers' own random initialization from GPT2Config with a fixed seed; "
+                            "no pretrained weights were downloaded. The logits of random weights have small top-2 "
+                            "margins, so token agreement is a strict test.")
+    if device.type == "cuda":
+        with stage("decode", "parallel compilation"):
+            precompile(plan, graph_step, device, dtype_name=result.dtype, pool=compile_pool)
+    # The microbenchmark first: it is short, and a spent time budget should cut sweep rows, not it.
+    with stage("decode", "microbenchmark"):
+        _micro_rows(result, plan, env)
+    models: list[_Model] = []
+    for i, mp in enumerate(plan.models):
+        try:
+            with stage("decode", f"building {mp.name}"):
+                m = _build_model(mp, model_path if i == 0 else None, env)
+        except Exception as exc:  # a model that cannot be built: say so, keep the other shapes
+            if not is_oom(exc):
+                raise
+            result.notes.append(f"{mp.name}: out of memory while building the model ({_error_reason(exc)}).")
+            free_cuda_memory()
+            continue
+        result.models.append(m.info)
+        env.save()
+        with stage("decode", f"warming up {mp.name}"):
+            _warm_up(m, plan, env)
+        models.append(m)
+    # In order of what the report needs most, since a spent budget skips whatever is left: the key
+    # shapes, the agreement check, the compiled transformers loop (a cold compile per shape, its
+    # session at the agreement's capacity reused by the check), the sweeps, and last the sweeps' host-bound
+    # rows (transformers' eager loop: its step time is the host's at every context, and its rows
+    # cost the most).
+    keep = {id(m): _agreement_shape(m, plan) for m in models}
+    for m in models:
+        with stage("decode", f"{m.info.name} key shapes"):
+            _rows(m, m.plan.key_shapes, plan, env, result, key=True, keep_shape=keep[id(m)], compiled=False)
+    refs = {}
+    for m in models:
+        if m.plan.agreement:
+            with stage("decode", f"{m.info.name} agreement"):
+                refs[id(m)] = _agreement_reference(m, plan, env) if not env.deadline.passed() else "skipped: " + \
+                    env.deadline.reason()
+                _agreement_rows(m, plan, env, result, refs[id(m)],
+                                [v for v, sp in env.specs.items()
+                                 if v != REFERENCE_VARIANT and not sp.compiled and not sp.generate])
+    if models:
+        with stage("decode", "host profile of transformers' loops"):
+            _host_profile_rows(models[0], *models[0].plan.key_shapes[0], env, result)
+    for m in models:
+        with stage("decode", f"{m.info.name} compiled transformers"):
+            # The agreement's shape first: its session serves the check, and is freed before the
+            # other shapes' rows, so none of them counts it in its memory.
+            shared = keep[id(m)]
+            _rows(m, [k for k in m.plan.key_shapes if k == shared], plan, env, result, key=True, keep_shape=shared,
+                  compiled=True)
+            if m.plan.agreement:
+                _agreement_rows(m, plan, env, result, refs[id(m)], [v for v, sp in env.specs.items() if sp.compiled])
+            m.sessions.clear()
+            _clean(env)
+            _rows(m, [k for k in m.plan.key_shapes if k != shared], plan, env, result, key=True, compiled=True)
+    for m in models:
+        with stage("decode", f"{m.info.name} sweep"):
+            _rows(m, m.plan.sweep_shapes, plan, env, result, key=False, host_bound=False)
+    for m in models:
+        with stage("decode", f"{m.info.name} sweep, host-bound rows"):
+            _rows(m, m.plan.sweep_shapes, plan, env, result, key=False, host_bound=True)
+    if deadline.skipped:
+        result.notes.append(f"{deadline.skipped} rows were not run: the phase's time budget of {budget_s:.0f} s "
+                            f"was spent ({no_limit_hint(BUDGET_ENV)}).")
+    return result
+
+
+def run(ctx: RunContext) -> DecodeFile:
+    import torch
+
+    if not torch.cuda.is_available():
+        raise RuntimeError("the decode phase needs a CUDA GPU (torch.cuda.is_available() is False)")
+    model_path = getattr(ctx, "model_path", None) or os.environ.get(MODEL_PATH_ENV) or None
+    if model_path and not Path(model_path).is_dir():
+        raise ValueError(f"--model-path {model_path!r} is not a directory; give a local GPT-2 checkpoint folder "
+                         "(config.json and weights), or unset it for random weights.")
+    bandwidth, source = ctx.measured("copy_bandwidth"), "env copy_bandwidth"
+    if bandwidth is None:
+        bandwidth, source = measure_copy_bandwidth(torch.device("cuda")), "decode phase copy"
+    return collect_decode(
+        ctx.run_id, PLANS[ctx.profile], "cuda", bandwidth, source, save=ctx.checkpoint,
+        progress=lambda it, total=None, desc=None: ctx.progress(it, total=total, desc=desc),
+        budget_s=ctx.own_budget(budget_seconds, bandwidth), model_path=model_path,
+        graph_step=graph_step_from_env(), dtype=_dtype_choice(ctx), compile_pool=ctx.compile_pool,
+    )
+
+

@@ -1,0 +1,126 @@
+"""The baselines: how transformers' loops ran, what their first pass cost, and model.generate against the plain loop."""
+from __future__ import annotations
+
+import pandas as pd
+
+from ... import escape, fmt
+from ...tables import table_html
+from ...vocab import EVEN, join
+from .data import DecodeData, FLOOR_TARGETS, _ok
+
+
+class Baselines(DecodeData):
+    """The baseline shape, the cold-cache and generate findings, and the baselines table."""
+
+    def _baseline_shape(self) -> tuple[str, int, int] | None:
+        """The shape the page compares our step with transformers' loops at: the first floor target's shape where
+        the graph step and a transformers loop ran, else the first profiled shape that has both."""
+        shapes = [(m, b, c) for m, b, c, _ in FLOOR_TARGETS] + self.key_shapes()
+        for model, b, c in shapes:
+            if self.row(model, "graph", b, c) is not None and any(
+                    self.row(model, v, b, c) is not None for v in ("hf-generate", "hf-eager", "hf-compiled")):
+                return model, b, c
+        return None
+
+    def cold_finding(self) -> str:
+        """What transformers' eager loop pays at a cache length it meets for the first time, against its warm
+        step, at the baseline shape; '' where the run did not time its first pass."""
+        shape = self._baseline_shape()
+        r = self.row(*shape[:1], "hf-eager", *shape[1:]) if shape else None
+        if r is None or not _ok(r.get("cold_step_ms")):
+            return ""
+        cold, warm = float(r.cold_step_ms), float(r.step_ms_median)
+        text = (f"Transformers' eager loop takes {fmt.ms(warm)} a step once it has met a cache length, and "
+                f"{fmt.ms(cold)} the first time")
+        if cold >= EVEN * warm and self._cudnn_attention(r):
+            text += (": its attention runs in cuDNN, which PyTorch plans anew (a graph built on the host) for "
+                     "every key length it has not seen")
+        return text + "."
+
+    # model.generate within this factor of the plain loop's step needs no explanation (issue 39's bar).
+    GENERATE_EVEN = 1.2
+
+    def generate_finding(self) -> str:
+        """Why model.generate costs more (or not) per token than the plain greedy loop, from the host profile of
+        both at one shape; '' where the run has no such profile."""
+        prof = {p.variant: p for p in getattr(self.data, "host_profiles", []) if p.status == "ok"}
+        g, e = prof.get("hf-generate"), prof.get("hf-eager")
+        if g is None or e is None:
+            return ""
+        rg, re_ = self.row(g.model, "hf-generate", g.batch, g.context), self.row(e.model, "hf-eager", e.batch, e.context)
+        if rg is None or re_ is None:
+            return ""
+        ratio = float(rg.step_ms_median) / float(re_.step_ms_median)
+        where = f"{escape.text(g.model)}, batch {g.batch}, context {g.context}"
+        text = (f"At {where}, model.generate takes {fmt.ms(float(rg.step_ms_median))} a token and the plain loop "
+                f"{fmt.ms(float(re_.step_ms_median))} a step: {fmt.ratio(ratio)}")
+        if ratio <= self.GENERATE_EVEN:
+            text += f", within {fmt.pct(100 * (self.GENERATE_EVEN - 1), 2)} of each other."
+        else:
+            text += f", more than the {fmt.pct(100 * (self.GENERATE_EVEN - 1), 2)} two ways of decoding should differ by."
+        gap = g.ms_per_token - e.ms_per_token
+        extra = sorted(((c, g.components.get(c, 0.0) - e.components.get(c, 0.0))
+                        for c in dict.fromkeys([*g.components, *e.components])), key=lambda x: -x[1])
+        extra = [(c, d) for c, d in extra if d > 0 and gap > 0 and d >= 0.05 * gap][:3]
+        text += (f" Under cProfile a generate token costs {fmt.ms(g.ms_per_token)} of host time and a loop step "
+                 f"{fmt.ms(e.ms_per_token)} (the profiler slows both)")
+        if gap > 0 and extra:
+            text += ("; the difference lies in " + join([f"{escape.text(c)} ({fmt.pct(100 * d / gap, 2)} of it)"
+                                                         for c, d in extra]))
+        text += "."
+        if g.kernels_per_token is not None and e.kernels_per_token is not None:
+            more = g.kernels_per_token - e.kernels_per_token
+            text += (f" Per token, generate launches {fmt.count(g.kernels_per_token)} kernels against the loop's "
+                     f"{fmt.count(e.kernels_per_token)}")
+            text += f" ({fmt.count(more)} more)" if more > 0 else ""
+            if g.host_copies_per_token:
+                text += (f", and copies to the host {fmt.count(g.host_copies_per_token)} times, each a wait for the GPU "
+                         f"to finish (the loop: {fmt.count(e.host_copies_per_token or 0)})")
+            text += "."
+        return text
+
+    def _cudnn_attention(self, r) -> bool:
+        """Whether the profile shows this row's attention kernels to be cuDNN's."""
+        s = self._class_shares(r.model, r.variant, r.batch, r.context)
+        s = s[s["kernel_class"] == "attention"]
+        return bool(len(s)) and "cudnn" in str(s.iloc[0].top_kernel).lower()
+
+    def baselines_table(self) -> str:
+        """How each transformers baseline ran: its call, cache, compilation and attention kernel, and its time."""
+        shape = self._baseline_shape()
+        version = self.run.manifest.software.get("transformers") if self.run.manifest.software else None
+        how = {"hf-generate": ("model.generate(do_sample=False), timed per token: a call generating the prefill's "
+                               "token and N more, less one generating that token alone, over N", "no"),
+               "hf-eager": ("the model's forward in a Python loop, steps issued back to back", "no"),
+               "hf-compiled": ("the forward in a Python loop, steps issued back to back",
+                               "torch.compile(mode='reduce-overhead'): CUDA graphs")}
+        default_cache = {"hf-generate": "its default", "hf-eager": "its default dynamic cache",
+                         "hf-compiled": "StaticCache"}
+        out = []
+        for v, (call, compiled) in how.items():
+            f = self.ok[self.ok["variant"] == v]
+            if f.empty:
+                continue
+            r = self.row(shape[0], v, shape[1], shape[2]) if shape else None
+            cache = next((c for c in f.get("cache_class", pd.Series(dtype=object)).dropna()), None)
+            att = self._class_shares(r.model, v, r.batch, r.context) if r is not None else pd.DataFrame()
+            att = att[att["kernel_class"] == "attention"] if not att.empty else att
+            if v == "hf-eager" and r is not None and not _ok(r.get("cold_step_ms")) and _ok(r.get("peak_mem_bytes")):
+                call += ", each at a cache length this process had not decoded before (runs before 2026-12-03)"
+            name = str(att.iloc[0].top_kernel) if len(att) else "not profiled"
+            out.append({"loop": self.label(v), "call": call, "cache": cache or default_cache[v], "compiled": compiled,
+                        "attention": name if len(name) <= 40 else name[:40] + "…",
+                        "step": r.step_ms_median if r is not None else None,
+                        "cold": r.get("cold_step_ms") if r is not None else None})
+        if not out:
+            return "No transformers loop ran in this run."
+        opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
+        at = f" at {shape[0]}, batch {shape[1]}, context {shape[2]}" if shape else ""
+        cols = {"loop": "Baseline", "call": "How it is called and timed", "cache": "Cache", "compiled": "Compiled",
+                "attention": "Attention kernel (profiled)", "step": f"Step{at}", "cold": "First pass at a length"}
+        if not self._recorded("cold_step_ms"):
+            del cols["cold"]
+        caption = (f"transformers {version}, {self.data.dtype}, its attention implementation as the models table says"
+                   if version else None)
+        return table_html(pd.DataFrame(out), cols, formats={"step": opt(fmt.ms), "cold": opt(fmt.ms)},
+                          caption=caption)

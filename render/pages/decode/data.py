@@ -1,0 +1,209 @@
+"""The decode phase's rows as frames, the labels and targets the sections share, and the words every section uses."""
+from __future__ import annotations
+
+import re
+from functools import cached_property
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from collect.schema.decode import LEGACY_VARIANTS, VARIANTS
+
+from ... import escape, fmt
+from ...decode_memory import own_decode_rows
+from ...figures import PALETTE
+from ...vocab import EVEN, decode_float, decode_words, floor_pace
+from ..base import Page
+
+
+# Labels carry the cache's float type, filled in from the run ({f}).
+VARIANT_COLORS = {"hf-generate": "#882255", "hf-eager": PALETTE[7], "hf": PALETTE[7], "hf-compiled": PALETTE[5], "eager": PALETTE[0],
+                  "graph": PALETTE[2], "int8-graph": PALETTE[1], "int8-kernel": PALETTE[1], "int8-dequant": PALETTE[3]}
+STEP_WORDS = {"fused": "our fused Triton kernels (five launches per layer)", "torch": "PyTorch ops and cuBLAS",
+              "inductor": "our step compiled by torch.compile (inductor)"}
+MICRO_LABELS = {"triton-bf16": "Triton split-KV, {f} cache", "triton-int8": "Triton split-KV, int8 cache",
+                "sdpa": "SDPA, {f} (query length 1)"}
+MICRO_COLORS = {"triton-bf16": PALETTE[0], "triton-int8": PALETTE[1], "sdpa": PALETTE[7]}
+CLASS_COLORS = {"linear": PALETTE[0], "attention": PALETTE[1], "cache write": PALETTE[4], "layer norm": PALETTE[2],
+                "elementwise": PALETTE[3], "embedding": PALETTE[5], "sampling": PALETTE[6], "copy": "#6b6b6b",
+                "other": "#3d3d3d", "idle": "#c8c8c8"}
+# The targets, stated once; whether each is met is read from the data.
+FLOOR_TARGETS = (("gpt2", 4, 1000, 3.0), ("gpt2-xl", 4, 1000, 1.5))  # graph step within this × its floor
+INT8_STEP_TARGET = ("gpt2", 64, 512, 0.8)   # int8-graph step at most this × the graph step
+AGREEMENT_TARGET = 0.99                     # teacher-forced top-1 agreement outside near-ties
+MICRO_SPEEDUP = 1.6                         # int8 kernel against the bf16 kernel ...
+MICRO_SPEEDUP_CONTEXT, MICRO_SPEEDUP_BATCH = 16384, 4  # ... at contexts and batches at least these
+MICRO_TARGET = 0.80                         # of measured copy bandwidth ...
+MICRO_TARGET_CONTEXT = 8192                 # ... at this context and above
+# Two of a layer's kernels whose bytes differ by at least ROLE_BYTES_APART, and whose time above their
+# bytes lies within ROLE_EVEN of each other, pay "about as much": a cost per kernel, not per byte.
+ROLE_BYTES_APART, ROLE_EVEN = 3.0, 1.5
+# A loop whose kernels keep the GPU busy for less than this share of its step is bound by the host.
+HOST_BOUND = 0.5
+# Two steps' multiples of their floors closer than this ratio are a tie: gpt2-xl's graph step moved
+# about 2% between runs at one commit on the H200 (2.34 to 2.38 ms, 2026-12-01).
+SAME_APPROACH = 1.03
+
+
+def floor_words(r: float, target: float | None = None) -> str:
+    """What a step at r times its bandwidth floor is bound by, in words, with the ratio (printed to
+    differ from `target` where the sentence judges it against one)."""
+    return f"{fmt.ratio(r) if target is None else fmt.ratio_vs(r, target)} its bandwidth floor: {floor_pace(r)}"
+
+
+def times_words(a: float, b: float) -> str:
+    """a's step time against b's, as 'N× faster' / 'N× slower' / 'on par'."""
+    s = b / a
+    if s >= EVEN:
+        return f"{fmt.ratio(s)} faster"
+    if s <= 1 / EVEN:
+        return f"{fmt.ratio(1 / s)} slower"
+    return "on par"
+
+
+def than(a: float, b: float, other: str) -> str:
+    """a's step time against b's, which is `other`'s: 'N× faster than other', or 'on par with other'."""
+    words = times_words(a, b)
+    return f"on par with {other}" if words == "on par" else f"{words} than {other}"
+
+
+def inset_titles(fig: go.Figure, ncols: int) -> None:
+    """Subplot titles inside each panel's top-left corner, clear of the legend above the plot."""
+    fig.for_each_annotation(lambda a: a.update(y=a.y - 0.01, yanchor="top", x=a.x - 0.5 / ncols + 0.01,
+                                               xanchor="left", font=dict(size=12)))
+
+
+_LAUNCH = re.compile(r"^(plain|pdl)(?:-prefetch(\d+))?(-late)?(\+new-kv)?$")
+
+
+def launch_words(label) -> str:
+    """An attention launch label from the data ('pdl-prefetch64-late+new-kv') in words a reader can follow:
+    'PDL, 64 keys asked of L2 early, next kernel after its loop, newest key and value written by it'. A label
+    this page does not know is shown as it is (the table escapes it)."""
+    m = _LAUNCH.match(str(label))
+    if not m:
+        return str(label)
+    how, keys, late, new_kv = m.groups()
+    words = ["plain launch" if how == "plain" else "PDL"]
+    if keys:
+        words.append(f"{keys} keys asked of L2 early")
+    if how == "pdl":
+        words.append("next kernel after its loop" if late else "next kernel at once")
+    if new_kv:
+        words.append("newest key and value written by it")
+    return ", ".join(words)
+
+
+def _ok(x) -> bool:
+    return x is not None and not (isinstance(x, float) and pd.isna(x))
+
+
+class DecodeData(Page):
+    """The decode phase's data: the base of every section of the Decode page."""
+
+    slug = "decode"
+    phase = "decode"
+
+    @cached_property
+    def rows(self) -> pd.DataFrame:
+        """Every row, its memory figures its own loop's where the run says what the other models held."""
+        return self._own_memory[0]
+
+    @cached_property
+    def _own_memory(self) -> tuple[pd.DataFrame, bool]:
+        return own_decode_rows(self.run)
+
+    @property
+    def memory_is_own(self) -> bool:
+        """Whether the rows' memory figures hold nothing of another model (decode_memory.py)."""
+        return self._own_memory[1]
+
+    @cached_property
+    def ok(self) -> pd.DataFrame:
+        return self.rows[self.rows["status"] == "ok"]
+
+    @cached_property
+    def micro(self) -> pd.DataFrame:
+        return self.run.frame("decode", "micro")
+
+    @cached_property
+    def classes(self) -> pd.DataFrame:
+        return self.run.frame("decode", "kernel_classes")
+
+    @cached_property
+    def agreement(self) -> pd.DataFrame:
+        return self.run.frame("decode", "agreement")
+
+    @property
+    def f(self) -> str:
+        return decode_float(self.data.dtype if self.data else None)
+
+    def label(self, variant: str) -> str:
+        # Only our own labels are templates: a name from the data is shown as it is, never formatted.
+        if variant in ("hf-eager", "hf") and not self.hf_host_bound():
+            return "transformers, eager loop"
+        return decode_words(variant, "label", self.f) or str(variant)
+
+    def hf_host_bound(self) -> bool:
+        """Whether this run shows transformers' eager loop bound by its host: it was profiled, and every
+        profiled step of it kept the GPU busy for less than HOST_BOUND of its loop time. On a slow GPU
+        with a fast host it need not be, so the label is read from the data, not assumed."""
+        return self._hf_busy_shares is not None and bool((self._hf_busy_shares < HOST_BOUND).all())
+
+    @cached_property
+    def _hf_busy_shares(self) -> pd.Series | None:
+        f = self.ok[self.ok["variant"].isin(("hf-eager", "hf"))] if not self.ok.empty else self.ok
+        if f.empty or "kernel_ms_per_step" not in f:
+            return None
+        shares = (f["kernel_ms_per_step"] / f["step_ms_median"]).dropna()
+        return None if shares.empty else shares
+
+    def short(self, variant: str) -> str:
+        return decode_words(variant, "short", self.f) or str(variant)
+
+    def models(self) -> list[str]:
+        return [m.name for m in self.data.models] if self.data else []
+
+    @staticmethod
+    def model_title(model: str) -> str:
+        """A model name (a checkpoint folder's, possibly) as inert text for a heading."""
+        return escape.text(model)
+
+    def model_info(self, name: str):
+        return next((m for m in self.data.models if m.name == name), None)
+
+    def variants(self) -> list[str]:
+        present = set(self.rows["variant"])
+        order = VARIANTS + LEGACY_VARIANTS + ("hf",)
+        return [v for v in order if v in present] + sorted(present - set(order))
+
+    def context_batch(self, model: str) -> int | None:
+        """The batch a model's context sweep ran at: the one with the most contexts."""
+        f = self.rows[self.rows["model"] == model]
+        if f.empty:
+            return None
+        counts = f.groupby("batch")["context"].nunique()
+        return int(counts.sort_values(kind="stable", ascending=False).index[0])
+
+    def batch_context(self, model: str) -> int | None:
+        """The context a model's batch sweep ran at, if it has one (more than one batch)."""
+        f = self.rows[self.rows["model"] == model]
+        counts = f.groupby("context")["batch"].nunique()
+        counts = counts[counts > 1]
+        return int(counts.sort_values(kind="stable", ascending=False).index[0]) if len(counts) else None
+
+    def row(self, model: str, variant: str, batch: int, context: int):
+        f = self.ok[(self.ok["model"] == model) & (self.ok["variant"] == variant) & (self.ok["batch"] == batch)
+                    & (self.ok["context"] == context)]
+        return f.iloc[0] if len(f) else None
+
+    def key_shapes(self) -> list[tuple[str, int, int]]:
+        """Shapes whose steps were profiled, in the order measured."""
+        if self.classes.empty:
+            return []
+        return list(dict.fromkeys(zip(self.classes["model"], self.classes["batch"].astype(int),
+                                      self.classes["context"].astype(int))))
+
+    def _weights_words(self) -> str:
+        kinds = {m.weights for m in self.data.models}
+        return "random weights" if kinds == {"random-init"} else "checkpoint and random weights" if len(kinds) > 1 else "checkpoint weights"

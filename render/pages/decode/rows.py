@@ -1,0 +1,45 @@
+"""All rows: every decode row per model, and the rows that did not run."""
+from __future__ import annotations
+
+import pandas as pd
+
+from ... import fmt
+from ...tables import table_html
+from ...vocab import join
+from .data import DecodeData, _ok, launch_words
+
+
+class Rows(DecodeData):
+    """The per-model rows tables and the failures table."""
+
+    def rows_table(self, model: str) -> str:
+        f = self.rows[self.rows["model"] == model].copy()
+        order = {v: i for i, v in enumerate(self.variants())}
+        f["_o"] = f["variant"].map(order)
+        f = f.sort_values(["batch", "context", "_o"])
+        f["variant"] = f["variant"].map(self.label)
+        f["status"] = [s if s == "ok" else f"{s}: {r}" for s, r in zip(f["status"], f["reason"].fillna(""))]
+        opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
+        columns = {"batch": "Batch", "context": "Context", "variant": "Variant", "step_impl": "Step",
+                   "attention_launch": "Attention launch", "step_ms_median": "Step (loop time)",
+                   "tokens_per_s": "Tokens/s", "achieved_over_floor": "× floor", "kernels_per_step": "Kernels per step",
+                   "peak_mem_bytes": "Peak memory", "kv_cache_bytes": "KV cache", "distinct_tokens": "Distinct tokens",
+                   "status": "Status"}
+        if not self.has_launch_choices():
+            del columns["attention_launch"]
+        return table_html(f, columns,
+            formats={"step_ms_median": opt(fmt.ms), "tokens_per_s": opt(fmt.num),
+                     "achieved_over_floor": opt(fmt.ratio), "kernels_per_step": opt(lambda x: f"{x:.0f}"),
+                     "peak_mem_bytes": opt(fmt.bytes_), "kv_cache_bytes": opt(fmt.bytes_),
+                     "distinct_tokens": opt(lambda x: str(int(x))), "step_impl": opt(str),
+                     "attention_launch": opt(launch_words)})
+
+    def failures_table(self) -> str:
+        bad = self.rows[self.rows["status"] != "ok"]
+        if bad.empty:
+            return "Every decode row ran."
+        out = [{"model": m, "variant": self.label(v), "status": s,
+                "where": join(f"b{b}/c{c}" for b, c in zip(g["batch"], g["context"])), "reason": r}
+               for (m, v, s, r), g in bad.groupby(["model", "variant", "status", bad["reason"].fillna("")], sort=False)]
+        return table_html(pd.DataFrame(out), {"model": "Model", "variant": "Variant", "status": "Status",
+                                              "where": "Batch / context", "reason": "Reason"})

@@ -1,0 +1,207 @@
+"""One clock: our device time against Nsight Compute's kernel time for the same calls, and the SM clock each saw."""
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from ... import escape, fmt
+from ...tables import table_html
+from ...vocab import impl_label, join, plural
+from .data import ProfileData, _ok
+
+
+class Clocks(ProfileData):
+    """The clock cross-check: its finding, its table and what the profiler's clock reading means."""
+
+    # Our device time and Nsight Compute's within this factor either way "agree", for single-kernel
+    # calls of at least CLOCK_CHECK_MIN_MS (shorter ones are dominated by the launch itself).
+    CLOCKS_AGREE = 1.10
+    CLOCK_CHECK_MIN_MS = 0.02
+
+    def clock_check_finding(self) -> str:
+        """Our device time beside Nsight Compute's kernel time for the same calls: the proof of the one clock."""
+        df = self.run.frame("profile", "clock_check")
+        if df.empty:
+            return ("This run holds no cross-check of the two clocks: the profile phase recorded no device time beside "
+                    "Nsight Compute's for the same calls, so this page cannot show that they agree.")
+        one = df[(df["kernels"] == 1) & (df["ncu_ms"] >= self.CLOCK_CHECK_MIN_MS)]
+        many = df[df["kernels"] > 1]
+        out = []
+        if not one.empty:
+            r = one["device_over_ncu"]
+            agree = ((r <= self.CLOCKS_AGREE) & (r >= 1 / self.CLOCKS_AGREE)).sum()
+            span = fmt.span(r.min(), r.max(), fmt.ratio)
+            out.append(f"For the {plural(len(one), 'call')} of a single kernel lasting at least "
+                       f"{self.CLOCK_CHECK_MIN_MS * 1e3:g} µs, our device time is {span} Nsight Compute's kernel time, "
+                       f"within {fmt.pct(100 * (self.CLOCKS_AGREE - 1), 2)} in {agree} of {len(one)}.")
+            if agree < len(one):
+                worst = one.loc[(one["device_over_ncu"].map(lambda x: max(x, 1 / x))).idxmax()]
+                out.append(f"The two clocks disagree most for {impl_label(worst['impl'])} at N={worst['seq_len']}: "
+                           f"{fmt.ms(worst['device_ms'])} against {fmt.ms(worst['ncu_ms'])}.")
+                why = self._config_mismatch(worst)
+                if why:
+                    out.append(why)
+        if not many.empty:
+            top = many.loc[many["gap_ms"].idxmax()]
+            text = (f"Calls of several kernels take longer on our clock than their kernels add up to, by up to "
+                    f"{fmt.ms(top['gap_ms'])} ({impl_label(top['impl'])}, {plural(int(top['kernels']), 'kernel')})")
+            # A single kernel already carries an offset of its own (the events around it); only what exceeds
+            # that is time between kernels.
+            single = df[df["kernels"] == 1]["gap_ms"].dropna() if "gap_ms" in df else pd.Series(dtype=float)
+            if not single.empty and single.median() > 0:
+                text += (f". A single kernel's call already reads a median {fmt.num(single.median() * 1e3)} µs longer "
+                         "on our clock (the events around it); what several kernels add beyond that is the time "
+                         "between them, which per-kernel durations leave out.")
+            else:
+                text += ": the time between kernels, which per-kernel durations leave out."
+            out.append(text)
+        return " ".join(out)
+
+    # SM clocks of one call under the profiler and on our clock within this share of each other are "the same".
+    CLOCKS_SAME = 0.03
+
+    def profiler_clock_finding(self) -> str:
+        """The SM clock Nsight Compute read for the profiled calls beside the clock of the same calls on our
+        clock. Leaving the clocks alone (--clock-control none) does not by itself make the two equal, and a
+        reading is not the clock a kernel ran at until its time agrees, so the words come from what each measured."""
+        checks = self.run.frame("profile", "clock_check")
+        k = self.kernels()
+        if checks.empty or k.empty or "sm_clock_mhz" not in checks or "sm_clock_mhz" not in k:
+            return ("This run did not record the SM clock of both the profiled kernels and our timing of the same "
+                    "calls, so this page cannot say whether the profiler saw the clocks the timed calls ran at.")
+        k = k[k["sm_clock_mhz"].notna() & k["duration_ms"].notna()]
+        # A call's clock under the profiler: its kernels' clocks weighted by their time, as its kernel time adds them.
+        w = k.assign(cw=k["sm_clock_mhz"] * k["duration_ms"]).groupby("case_id")[["cw", "duration_ms"]].sum()
+        ncu = (w["cw"] / w["duration_ms"]).rename("ncu_mhz")
+        both = checks[checks["sm_clock_mhz"].notna()].join(ncu, on="case_id", how="inner")
+        both = both[both["ncu_mhz"].notna()]
+        if both.empty:
+            return ("This run did not record the SM clock of both the profiled kernels and our timing of the same "
+                    "calls, so this page cannot say whether the profiler saw the clocks the timed calls ran at.")
+        mhz = lambda v: f"{fmt.num(v, 4)} MHz"  # noqa: E731
+        span = lambda c: fmt.span(both[c].min(), both[c].max(), lambda v: fmt.num(v, 4)) + " MHz"  # noqa: E731
+        out = [f"Nsight Compute read the SM clock of the profiled calls at {span('ncu_mhz')} (each call's reading "
+               f"averaged over its kernels' time), and our timing of the same calls at {span('sm_clock_mhz')}."]
+        rel = both["ncu_mhz"] / both["sm_clock_mhz"] - 1
+        apart = both[rel.abs() > self.CLOCKS_SAME]
+        limit = fmt.pct(100 * self.CLOCKS_SAME, 2)
+        if apart.empty:
+            out.append(f"Call by call the two were within {limit} of each other, so the profiles saw the clocks "
+                       "the timed calls ran at.")
+            return " ".join(out)
+        lower = (rel[apart.index] < 0).sum()
+        side = ("lower" if lower == len(apart) else "higher" if lower == 0 else "lower for some and higher for others")
+        worst = apart.loc[rel[apart.index].abs().idxmax()]
+        shape = self.shape_text((worst["batch"], worst["heads"], worst["seq_len"], worst["head_dim"], worst["dtype"],
+                                 worst["causal"]))
+        out.append(f"They differed by more than {limit} for {len(apart)} of {plural(len(both), 'call')}, the "
+                   f"profiler's clock {side}, most for {impl_label(worst['impl'])} at {shape}: "
+                   f"{mhz(worst['ncu_mhz'])} against {mhz(worst['sm_clock_mhz'])}.")
+        out.append(self._clock_reading_tested(apart))
+        return " ".join(out)
+
+    # A call's kernel time "moved with" the profiler's clock reading where it changed by at least this share of
+    # what the clock change predicts: a call bound by a compute roof scales fully with the SM clock, so even
+    # half of that is well clear of the event offset and the run-to-run spread of one call.
+    CLOCK_FOLLOW_SHARE = 0.5
+
+    def _clock_reading_tested(self, apart: pd.DataFrame) -> str:
+        """Whether the profiled kernels ran at the clock the profiler reported: a call bound by a compute roof that
+        really ran at a lower SM clock takes longer by about as much, so its kernel time against our device time
+        tests the reading. Calls of several kernels (time between kernels) and calls too short to time apart from
+        their launch do not test it, nor do calls bound by memory (their time need not follow the SM clock)."""
+        said = "Nsight Compute's kernel times, and the rates this report computes from them, were measured at "
+        rows = []
+        for _, c in apart.iterrows():
+            if c["kernels"] != 1 or not _ok(c["ncu_ms"]) or c["ncu_ms"] < self.CLOCK_CHECK_MIN_MS:
+                continue
+            shape = (c["batch"], c["heads"], c["seq_len"], c["head_dim"], c["dtype"], c["causal"])
+            bind = self.binding_roofs(shape).get(c["impl"])
+            if bind is None or " compute" not in bind[0] or not _ok(c["device_ms"]) or not c["device_ms"]:
+                continue
+            predicted = c["sm_clock_mhz"] / c["ncu_mhz"] - 1  # how much longer the reported clock makes the call
+            moved = c["ncu_ms"] / c["device_ms"] - 1
+            rows.append({**c.to_dict(), "predicted": predicted, "moved": moved,
+                         "follows": moved / predicted >= self.CLOCK_FOLLOW_SHARE})
+        if not rows:
+            return (f"No call bound by a compute roof ran as one kernel long enough to show whether its time moved with "
+                    f"those clocks, so this run cannot tell whether {said}them.")
+        t = pd.DataFrame(rows)
+        if t["follows"].all():
+            return said + "those clocks, not at the timed calls'."
+        if t["follows"].any():
+            return (f"The kernel times moved with those clocks for {join(self._call_words(r) for _, r in t[t['follows']].iterrows())} "
+                    f"but not for {join(self._call_words(r) for _, r in t[~t['follows']].iterrows())}, so the "
+                    "profiler's clock reading describes the clock only some profiled kernels ran at.")
+        slowest, one = t["moved"].max(), len(t) == 1
+        # The largest slowdown printed as a bound on all of them, so to enough figures that it is one.
+        if slowest > 0:
+            longer = ((f"the one call bound by a compute roof, whose time grows as the SM clock falls, took "
+                       f"{fmt.pct(100 * slowest, 3)} longer" if one else f"the {len(t)} calls bound by a compute roof, "
+                       f"whose time grows as the SM clock falls, took at most {fmt.pct(100 * slowest, 3)} longer")
+                      + " under Nsight Compute than on our clock")
+        else:
+            longer = (("the one call bound by a compute roof, whose time grows as the SM clock falls, took no longer"
+                       if one else f"none of the {len(t)} calls bound by a compute roof, whose time grows as the SM "
+                       "clock falls, took longer") + " under Nsight Compute than on our clock")
+        if (t["predicted"] > 0).all():
+            longer += (f", where the clock reading{'' if one else 's'} would make {'it' if one else 'them'} "
+                       f"{'' if one else 'up to '}{fmt.pct(100 * t['predicted'].max(), 2)} longer")
+        ex = t.loc[t["predicted"].abs().idxmax()]
+        return (f"The kernel times do not follow those readings: {longer}. {self._call_words(ex)}, "
+                f"read at {fmt.num(ex['ncu_mhz'], 4)} MHz, took {fmt.num_vs(ex['ncu_ms'], ex['device_ms'])} ms "
+                f"against {fmt.num_vs(ex['device_ms'], ex['ncu_ms'])} ms on our clock. So the profiler's clock "
+                "reading does not describe the clock the kernels ran at, and the rates the Profiling page computes from "
+                "these kernel times are not understated by a lower clock.")
+
+    def _call_words(self, c) -> str:
+        """'Triton (ours) at N=4096, d=128, causal' for a clock-check row."""
+        return (f"{impl_label(c['impl'])} at N={c['seq_len']}, d={c['head_dim']}" + (", causal" if c["causal"] else ""))
+
+    _TILE = re.compile(r"BLOCK_M=(\d+) BLOCK_N=(\d+) warps=(\d+) stages=(\d+)")
+
+    def _config_mismatch(self, check: pd.Series) -> str | None:
+        """Why a check of our kernel may compare two kernels: the profiled call ran another tile config
+        than our clock (recorded), or, where our clock's was not recorded, than the bench phase timed."""
+        impls = self.run.frame("profile", "impls")
+        row = impls[impls["case_id"] == check["case_id"]] if "case_id" in impls else impls.iloc[0:0]
+        profiled = row["config"].iloc[0] if len(row) and isinstance(row["config"].iloc[0], str) else None
+        if profiled is None or not self._TILE.search(profiled):
+            return None
+        tiles = self._TILE.search(profiled).groups()
+        ours = check.get("config")
+        if isinstance(ours, str) and self._TILE.search(ours):
+            if self._TILE.search(ours).groups() == tiles:
+                return None
+            return (f"The profiled call ran the tile config {escape.text(profiled)} and our clock "
+                    f"{escape.text(ours)}: the two timed different kernels.")
+        bench = self.run.frame("bench", "rows")
+        if bench.empty or "kernel_config" not in bench:
+            return None
+        same = bench[(bench["impl"] == check["impl"]) & (bench["batch"] == check["batch"])
+                     & (bench["heads"] == check["heads"]) & (bench["seq_len"] == check["seq_len"])
+                     & (bench["head_dim"] == check["head_dim"]) & (bench["dtype"] == check["dtype"])
+                     & (bench["causal"] == check["causal"])]
+        cfg = same["kernel_config"].iloc[0] if len(same) else None
+        if not isinstance(cfg, dict) or not {"BLOCK_M", "BLOCK_N", "num_warps", "num_stages"} <= set(cfg):
+            return None
+        timed = tuple(str(cfg[k]) for k in ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages"))
+        if timed == tiles:
+            return None
+        return (f"The profiled process autotuned its own tile config there ({escape.text(profiled)}), not the one "
+                f"the bench phase timed at that case (BLOCK_M={timed[0]} BLOCK_N={timed[1]} warps={timed[2]} "
+                f"stages={timed[3]}), and this run did not record which one our clock ran: the two clocks may have "
+                "timed different kernels.")
+
+    def clock_check_table(self) -> str:
+        df = self.run.frame("profile", "clock_check")
+        if df.empty:
+            return ""
+        df = df.assign(impl=df["impl"].map(impl_label),
+                       shape=[f"B={b}, H={h}, N={n}, d={d}" + (", causal" if c else "")
+                              for b, h, n, d, c in zip(df["batch"], df["heads"], df["seq_len"], df["head_dim"], df["causal"])])
+        return table_html(df, {"impl": "Implementation", "shape": "Shape", "kernels": "Kernels",
+                               "ncu_ms": "Nsight Compute (kernel sum)", "device_ms": "Our device time",
+                               "device_over_ncu": "ours / Nsight Compute", "gap_ms": "difference"},
+                          {"ncu_ms": fmt.ms, "device_ms": fmt.ms, "device_over_ncu": fmt.ratio, "gap_ms": fmt.ms})

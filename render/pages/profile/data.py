@@ -1,0 +1,146 @@
+"""The profile's calls and kernels as frames, looked up by shape and case, and the helpers every section uses.
+
+Kernel names come from the profiler (C++ templates with angle brackets): they are untrusted text,
+escaped in every table (table_html), in every hover label (escape.plot) and in prose (escape.text).
+"""
+from __future__ import annotations
+
+import math
+import re
+from functools import cached_property
+
+import pandas as pd
+
+from ... import escape, model
+from ...ceilings import Ceilings
+from ...frames import index_by
+from ...vocab import ELEMENT_BYTES, kernel_name
+from ..base import Page
+
+
+def _shape_id(shape) -> str:
+    """Figure-id part for a shape: N and d, and whether causal (two shapes may differ only there)."""
+    return f"{shape[2]}-{shape[3]}" + ("-causal" if shape[5] else "")
+
+
+# The fields of a profiled shape, in the order shapes() gives them.
+SHAPE_FIELDS = ("batch", "heads", "seq_len", "head_dim", "dtype", "causal")
+
+
+def _esc(text) -> str:
+    """Untrusted tool text for a Plotly label or hover."""
+    return escape.plot(text)
+
+
+def _clip(text: str, n: int = 36) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _ok(x) -> bool:
+    return x is not None and not (isinstance(x, float) and math.isnan(x))
+
+
+def _step_words(step) -> str:
+    """' (Gluon tile kernel, g8)' for our kernel's recorded Gluon step; '' without one."""
+    return f" ({kernel_name('gluon', step)}, {step})" if isinstance(step, str) and step else ""
+
+
+def short_kernel_name(name: str) -> str:
+    """'void at::native::foo<c10::Half, 4>(float*, ...)' -> 'foo': the function, no namespace or templates."""
+    s = re.sub(r"^(void|static)\s+", "", name.strip())
+    s = s.replace("(anonymous namespace)::", "").replace("<unnamed>::", "")
+    cut = min([i for i in (s.find("<"), s.find("(")) if i > 0] or [len(s)])
+    return s[:cut].split("::")[-1].strip() or name[:40]
+
+
+class ProfileData(Page):
+    """The profile phase's data: the base of every section of the Profiling page."""
+
+    slug = "profile"
+    phase = "profile"
+
+    @property
+    def ok(self) -> bool:
+        d = self.data
+        return d is not None and d.status == "ok" and any(r.status == "ok" for r in d.impls)
+
+    @cached_property
+    def _impls(self) -> pd.DataFrame:
+        return self.run.frame("profile", "impls")
+
+    @cached_property
+    def _kernels(self) -> pd.DataFrame:
+        return self.run.frame("profile", "kernels")
+
+    def impls(self) -> pd.DataFrame:
+        return self._impls
+
+    def kernels(self) -> pd.DataFrame:
+        return self._kernels
+
+    @cached_property
+    def ceilings(self) -> Ceilings:
+        return Ceilings(self.run.manifest)
+
+    def shapes(self) -> list[tuple]:
+        """(batch, heads, seq_len, head_dim, dtype, causal) of the main comparison, headline first."""
+        df = self.impls()
+        df = df[df["group"] == "main"] if not df.empty else df
+        keys = list(dict.fromkeys(zip(df["batch"], df["heads"], df["seq_len"], df["head_dim"], df["dtype"], df["causal"])))
+        return keys
+
+    @property
+    def headline(self) -> tuple | None:
+        s = self.shapes()
+        return s[0] if s else None
+
+    def shape_text(self, shape) -> str:
+        b, h, n, d, dt, c = shape
+        return f"B={b}, H={h}, N={n}, d={d}, {dt}" + (", causal" if c else "")
+
+    # Sections ask for one shape's calls, and one call's kernels, once per call and roof: each frame is split
+    # once, so a question is a lookup rather than a pass over every row (the page grew with rows²).
+    @cached_property
+    def _impls_by_shape(self) -> dict:
+        return index_by(self.impls(), ("group",) + SHAPE_FIELDS)
+
+    @cached_property
+    def _kernels_by_case(self) -> dict:
+        return {key: k.sort_values("launch") for key, k in index_by(self.kernels(), ("case_id",)).items()}
+
+    def _rows(self, shape, group: str = "main") -> pd.DataFrame:
+        df = self.impls()
+        if df.empty or shape is None:
+            return df
+        return self._impls_by_shape.get((group, *shape), df.iloc[0:0])
+
+    def _case_kernels(self, case_id: str) -> pd.DataFrame:
+        df = self.kernels()
+        return df if df.empty else self._kernels_by_case.get((case_id,), df.iloc[0:0])
+
+    def _flops(self, row) -> float:
+        """Counted FLOPs where the tensor-op counters exist, else the analytical count."""
+        return row["flops_counted"] if _ok(row.get("flops_counted")) else row["flops_model"]
+
+    @staticmethod
+    def _output_bytes(row) -> float:
+        return float(model.output_bytes(row["seq_len"], row["head_dim"], ELEMENT_BYTES.get(row["dtype"], 2),
+                                        row["batch"] * row["heads"]))
+
+    def _dram(self, row) -> float | None:
+        """A call's DRAM bytes on this page's one basis, Home's too (model.dram_moved_bytes): read plus written,
+        the writes at least the call's output, which can still sit in L2 when the counters stop."""
+        if not _ok(row["dram_read_bytes"]):
+            return None
+        written = row["dram_write_bytes"] if _ok(row["dram_write_bytes"]) else None
+        return model.dram_moved_bytes(row["dram_read_bytes"], written, self._output_bytes(row))
+
+    def dram_note(self) -> str:
+        """Once, where the DRAM bytes first appear in a table: what they count."""
+        return ("DRAM bytes on this page, in the tables, the roofline's DRAM points and the byte comparison below, "
+                "are bytes read plus bytes written, the writes counted as at least the call's output: L2 is a "
+                "write-back cache, and output still held there when the kernel ends reaches DRAM after the counters "
+                "have stopped. The kernel table alone shows the counters as they read.")
+
+    def caption_conditions(self, shape) -> str:
+        return f"{self.shape_text(shape)}; Nsight Compute with --clock-control none, one profiled call after warm-up"

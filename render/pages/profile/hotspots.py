@@ -1,0 +1,73 @@
+"""Where the warps wait, instruction by instruction: the SASS hot spots of the profiled kernels."""
+from __future__ import annotations
+
+from functools import cached_property
+
+import pandas as pd
+
+from ... import escape, fmt
+from ...frames import index_by
+from ...tables import table_html
+from ...vocab import HOTSPOT_ROLES, impl_label, join, stall_words
+from .data import ProfileData, _ok, _step_words
+
+
+class Hotspots(ProfileData):
+    """The kernels with hot spots, a table of their instructions by role, and a finding."""
+
+    def hotspot_kernels(self) -> list[dict]:
+        """The kernels with hot spots: [{case_id, launch, title}], our kernel first at each shape."""
+        hs = self.run.frame("profile", "hotspots")
+        if hs.empty:
+            return []
+        im = self.impls().set_index("case_id")
+        keys = list(dict.fromkeys(zip(hs["case_id"], hs["launch"])))
+        out = []
+        for case_id, launch in keys:
+            if case_id not in im.index:
+                continue
+            r = im.loc[case_id]
+            shape = (int(r["batch"]), int(r["heads"]), int(r["seq_len"]), int(r["head_dim"]), r["dtype"], bool(r["causal"]))
+            step = r.get("kernel_step") if _ok(r.get("kernel_step")) else None
+            out.append(dict(case_id=case_id, launch=int(launch), impl=r["impl"], shape=shape,
+                            title=escape.text(f"{impl_label(r['impl'])}{_step_words(step)}, {self.shape_text(shape)}")))
+        order = {s: i for i, s in enumerate(self.limiter_shapes())}
+        out.sort(key=lambda d: (order.get(d["shape"], len(order)), d["impl"] != "triton"))  # ours first at each shape
+        return out
+
+    @cached_property
+    def _hotspots_by_launch(self) -> dict[tuple, pd.DataFrame]:
+        return {key: g.sort_values("rank") for key, g in
+                index_by(self.run.frame("profile", "hotspots"), ("case_id", "launch")).items()}
+
+    def _hotspots(self, case_id: str, launch: int) -> pd.DataFrame:
+        return self._hotspots_by_launch.get((case_id, launch), pd.DataFrame(columns=["rank", "role", "opcode"]))
+
+    def hotspot_table(self, case_id: str, launch: int) -> str:
+        """The kernel's top instructions grouped by what they do: each group's share of the kernel's samples,
+        its instructions (opcodes, most sampled first) and the stall reasons sampled most there."""
+        hs = self._hotspots(case_id, launch)
+        if hs.empty:
+            return ""
+        rows = []
+        for role, g in hs.groupby("role", sort=False):
+            reasons = g.groupby("top_reason")["samples"].sum().sort_values(ascending=False)
+            rows.append(dict(role=HOTSPOT_ROLES.get(role, role), share=g["share_pct"].sum(), n=len(g),
+                             ops=", ".join(dict.fromkeys(g["opcode"]))[:120],
+                             why="; ".join(stall_words(r) for r in reasons.index[:2])))
+        t = pd.DataFrame(rows).sort_values("share", ascending=False)
+        return table_html(t, {"role": "What the instructions do", "share": "Share of the kernel's samples",
+                              "n": "Instructions", "ops": "Opcodes", "why": "Main stall reasons there"},
+                          {"share": fmt.pct})
+
+    def hotspot_finding(self, case_id: str, launch: int) -> str:
+        hs = self._hotspots(case_id, launch)
+        if hs.empty:
+            return ""
+        top = hs.iloc[:3]
+        parts = [f"{escape.code(o)} ({HOTSPOT_ROLES.get(r, r)}, {fmt.pct(sh)}"
+                 + (f", mostly {escape.text(t)})" if _ok(t) else ")")
+                 for o, r, sh, t in zip(top["opcode"], top["role"], top["share_pct"], top["top_reason"])]
+        covered = hs["share_pct"].sum()
+        return (f"Its three hottest instructions are {join(parts)}; the {len(hs)} listed hold "
+                f"{fmt.pct(covered)} of its warp samples.")

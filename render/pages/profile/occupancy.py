@@ -1,0 +1,213 @@
+"""Occupancy: theoretical against achieved per kernel, the CUDA occupancy curves, and what sets our kernel's."""
+from __future__ import annotations
+
+import re
+from functools import cached_property
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from collect.schema.occupancy import limits_from_device, occupancy, occupancy_vs_registers, occupancy_vs_smem
+
+from ... import escape, fmt
+from ...figures import PALETTE
+from ...tables import table_html
+from ...vocab import impl_label, join, plural
+from .data import ProfileData, _clip, _esc, _ok, _shape_id, short_kernel_name
+
+
+class Occupancy(ProfileData):
+    """The occupancy table, figures and findings of the main kernels."""
+
+    def _main_kernels(self, shape=None, min_share: float = 0.05) -> pd.DataFrame:
+        """Kernels of the main implementations at `shape` that take at least `min_share` of their call."""
+        shape = shape or self.headline
+        rows = self._rows(shape)
+        df = self.kernels()
+        if df.empty or rows.empty:
+            return df
+        df = df[df["case_id"].isin(set(rows["case_id"]))].copy()
+        tot = df.groupby("case_id")["duration_ms"].transform("sum")
+        df = df[(df["duration_ms"].fillna(0) >= min_share * tot.fillna(0))]
+        df["label"] = [_clip(f"{impl} #{n}: {short_kernel_name(k)}") for impl, n, k in zip(df["impl"], df["launch"], df["kernel_name"])]
+        return df
+
+    def occupancy_table(self, shape=None) -> str:
+        df = self._main_kernels(shape)
+        if df.empty:
+            return "_No occupancy data._"
+        limiter = []
+        for _, r in df.iterrows():
+            o = self._occupancy(r)
+            if o is None:
+                limiter.append("n/a")
+                continue
+            limiter.append("one block per SM by design (persistent grid)" if self._persistent(r) else ", ".join(o.limiters))
+        df = df.assign(limiter=limiter)
+        intf = lambda v: "n/a" if not _ok(v) else str(int(v))  # noqa: E731
+        return table_html(df, {"label": "Kernel", "theoretical_occupancy_pct": "Theoretical", "achieved_occupancy_pct": "Achieved",
+                               "block_limit_registers": "Block limit: registers", "block_limit_smem": "Block limit: shared mem",
+                               "block_limit_warps": "Block limit: warps", "block_limit_blocks": "Block limit: blocks",
+                               "limiter": "Limited by", "registers_per_thread": "Registers / thread",
+                               "smem_per_block_bytes": "Shared mem / block", "block_size": "Threads / block",
+                               "waves_per_sm": "Waves per SM"},
+                          {"theoretical_occupancy_pct": fmt.pct, "achieved_occupancy_pct": fmt.pct,
+                           "block_limit_registers": intf, "block_limit_smem": intf, "block_limit_warps": intf,
+                           "block_limit_blocks": intf, "registers_per_thread": intf, "block_size": intf,
+                           "smem_per_block_bytes": fmt.bytes_, "waves_per_sm": lambda v: fmt.num(v)})
+
+    def occupancy_figure(self, shape=None) -> str:
+        shape = shape or self.headline
+        df = self._main_kernels(shape)
+        if df.empty:
+            return "_No occupancy data._"
+        labels = [_esc(x) for x in df["label"]]
+        full = [_esc(x if len(x) <= 200 else x[:197] + "...") for x in df["kernel_name"]]
+        fig = go.Figure()
+        fig.add_bar(name="theoretical", y=labels, x=df["theoretical_occupancy_pct"], orientation="h",
+                    marker_color=PALETTE[7], customdata=full,
+                    hovertemplate="%{customdata}<br>theoretical %{x:.3g}%<extra></extra>")
+        fig.add_bar(name="achieved", y=labels, x=df["achieved_occupancy_pct"], orientation="h", marker_color=PALETTE[0],
+                    customdata=full, hovertemplate="%{customdata}<br>achieved %{x:.3g}%<extra></extra>")
+        fig.update_layout(barmode="group", xaxis_title="Occupancy (% of the SM's warp slots)", xaxis_range=[0, 100],
+                          yaxis=dict(autorange="reversed", tickmode="array", tickvals=labels, ticktext=labels))
+        return self.figure(f"occupancy-{_shape_id(shape)}", fig,
+                           "Theoretical occupancy (what the launch's registers, shared memory and block size allow) "
+                           "against achieved occupancy (warps actually resident, averaged over the run), per kernel "
+                           f"taking at least 5% of its call. {self.caption_conditions(shape)}.",
+                           height=140 + 44 * len(labels))
+
+    def _triton_kernel(self, shape=None):
+        df = self._main_kernels(shape, min_share=0.0)
+        if df.empty:
+            return None
+        df = df[df["impl"] == "triton"]
+        return None if df.empty else df.sort_values("duration_ms", ascending=False).iloc[0]
+
+    @cached_property
+    def _limits(self):
+        return limits_from_device(self.run.manifest.device)
+
+    def _occupancy(self, k):
+        """The occupancy model for one profiled kernel row; None where the device's limits or the
+        kernel's block size, registers or shared memory are not known."""
+        if self._limits is None or not all(_ok(k[c]) for c in ("block_size", "registers_per_thread",
+                                                               "smem_per_block_bytes")):
+            return None
+        return occupancy(self._limits, int(k["block_size"]), int(k["registers_per_thread"]),
+                         int(k["smem_per_block_bytes"]),
+                         int(k["smem_config_bytes"]) if _ok(k["smem_config_bytes"]) else None)
+
+    def occupancy_curves_fig(self, shape=None) -> go.Figure | None:
+        k = self._triton_kernel(shape)
+        lim = self._limits
+        if k is None or lim is None or not all(_ok(k[c]) for c in ("block_size", "registers_per_thread", "smem_per_block_bytes")):
+            return None
+        threads, regs, smem = int(k["block_size"]), int(k["registers_per_thread"]), int(k["smem_per_block_bytes"])
+        fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.08)
+        r_curve = occupancy_vs_registers(lim, threads, smem)
+        s_curve = occupancy_vs_smem(lim, threads, regs)
+        fig.add_scatter(x=[x for x, _ in r_curve], y=[y for _, y in r_curve], mode="lines", line_shape="hv",
+                        name="registers", line=dict(color=PALETTE[0]), row=1, col=1,
+                        hovertemplate="%{x} registers/thread: %{y:.3g}%<extra></extra>")
+        fig.add_scatter(x=[x / 1024 for x, _ in s_curve], y=[y for _, y in s_curve], mode="lines", line_shape="hv",
+                        name="shared memory", line=dict(color=PALETTE[2]), row=1, col=2,
+                        hovertemplate="%{x:.3g} KiB/block: %{y:.3g}%<extra></extra>")
+        here = occupancy(lim, threads, regs, smem).occupancy_pct
+        fig.add_scatter(x=[regs], y=[here], mode="markers", marker=dict(size=12, color=PALETTE[3], symbol="star"),
+                        name="the Triton kernel", row=1, col=1,
+                        hovertemplate=f"measured kernel: {regs} registers/thread, %{{y:.3g}}%<extra></extra>")
+        fig.add_scatter(x=[smem / 1024], y=[here], mode="markers", marker=dict(size=12, color=PALETTE[3], symbol="star"),
+                        showlegend=False, row=1, col=2,
+                        hovertemplate=f"measured kernel: {fmt.bytes_(smem)} per block, %{{y:.3g}}%<extra></extra>")
+        fig.update_yaxes(title_text="theoretical occupancy (%)", range=[0, 105], row=1, col=1)
+        fig.update_yaxes(range=[0, 105], row=1, col=2)
+        fig.update_xaxes(title_text="registers per thread", row=1, col=1)
+        fig.update_xaxes(title_text="shared memory per block (KiB)", row=1, col=2)
+        return fig
+
+    def occupancy_curves_figure(self, shape=None) -> str:
+        shape = shape or self.headline
+        fig = self.occupancy_curves_fig(shape)
+        if fig is None:
+            return "_The Triton kernel's launch or this GPU's limits are missing, so no occupancy curve can be drawn._"
+        k = self._triton_kernel(shape)
+        return self.figure(f"occupancy-curves-{_shape_id(shape)}", fig,
+                           f"Theoretical occupancy of a {int(k['block_size'])}-thread block as registers per thread (left, "
+                           f"shared memory fixed at the kernel's {fmt.bytes_(k['smem_per_block_bytes'])}) and shared memory "
+                           f"per block (right, registers fixed at {int(k['registers_per_thread'])}) vary, from this GPU's "
+                           "limits and the CUDA occupancy rules (collect/schema/occupancy.py); the star is the measured kernel. "
+                           f"{self.caption_conditions(shape)}.", height=400)
+
+    def _kernel_words(self, k) -> str:
+        """'our Triton kernel (_hopper_fwd_ws_persistent)' for the kernel of a profiled launch."""
+        impl = self.impls()
+        row = impl[impl["case_id"] == k["case_id"]]
+        who = impl_label(row.iloc[0]["impl"]) if not row.empty else "the kernel"
+        return f"{who}, {escape.code(short_kernel_name(str(k['kernel_name'])))}"
+
+    def _persistent(self, k) -> bool:
+        """A grid of exactly one block per SM: a persistent kernel, each block looping over its share of the work.
+        (A small problem's grid can be smaller than the SM count without being persistent.)"""
+        sms = self.run.manifest.device.sm_count if self.run.manifest.device else None
+        return bool(sms and _ok(k.get("grid_size")) and k["grid_size"] == sms)
+
+    def _warps_note(self, k) -> str:
+        """The config's warps against the launch's, when they differ (warp specialization adds warpgroups)."""
+        cfg = self.impls()
+        cfg = cfg[cfg["case_id"] == k["case_id"]]["config"]
+        m = re.search(r"warps=(\d+)", str(cfg.iloc[0]) if len(cfg) else "")
+        if not m or not _ok(k.get("block_size")):
+            return ""
+        asked, launched = int(m.group(1)), int(k["block_size"]) // 32
+        if asked == launched:
+            return ""
+        return (f" Its config says warps={asked}, yet it launches {launched} warps per block: the config counts the "
+                f"warps of one warpgroup, and the warp-specialized kernel runs {launched // asked if launched % asked == 0 else 'several'} "
+                "warpgroups side by side (a producer that issues the loads and consumers that compute).")
+
+    def occupancy_verdict(self, shape=None) -> str:
+        """One sentence on what sets our kernel's occupancy: its design (a persistent grid) or a resource."""
+        k = self._triton_kernel(shape)
+        if k is None or not _ok(k.get("block_size")):
+            return ""
+        if self._persistent(k):
+            return (f"Our Triton kernel is persistent ({plural(int(k['grid_size']), 'block')} for "
+                    f"{self.run.manifest.device.sm_count} SMs), so it runs one block per SM by design.")
+        o = self._occupancy(k)
+        if o is None:
+            return ""
+        return (f"Our Triton kernel's occupancy is limited by {join(o.limiters)}, which allow "
+                f"{plural(o.active_blocks, 'block')} per SM.")
+
+    def occupancy_finding(self, shape=None) -> str:
+        k = self._triton_kernel(shape)
+        if k is None or not _ok(k["registers_per_thread"]):
+            return "The Triton kernel has no occupancy data in this run."
+        parts = [f"The kernel analysed here is {self._kernel_words(k)}: {int(k['block_size'])} threads per block, "
+                 f"{int(k['registers_per_thread'])} registers per thread and {fmt.bytes_(k['smem_per_block_bytes'])} of "
+                 f"shared memory per block.{self._warps_note(k)}"]
+        o = self._occupancy(k)
+        if o is not None:
+            allow = (f"Registers allow {plural(o.blocks_by_registers, 'block')} per SM, shared memory "
+                     f"{o.blocks_by_smem}, warp slots {o.blocks_by_warps} and the block limit {o.blocks_by_blocks}")
+            if self._persistent(k):
+                parts.append(f"{allow}. But the kernel is persistent: it launches {plural(int(k['grid_size']), 'block')} "
+                             f"for {self.run.manifest.device.sm_count} SMs, each looping over its share of the tiles, so "
+                             "one block per SM is its design, not a shortage of any resource, and no register cap would "
+                             f"put a second block beside it: theoretical occupancy {fmt.pct(o.occupancy_pct)}.")
+            else:
+                parts.append(f"{allow}, so {plural(o.active_blocks, 'block')} fit{'s' if o.active_blocks == 1 else ''}: "
+                             f"theoretical occupancy "
+                             f"{fmt.pct(o.occupancy_pct)}, limited by {' and '.join(o.limiters)}.")
+            th = k["theoretical_occupancy_pct"]
+            if _ok(th) and abs(th - o.occupancy_pct) > 0.5:
+                parts.append(f"Nsight Compute reports {fmt.pct(th)} instead: the driver chose a shared-memory carveout "
+                             "or launch setting the model does not see.")
+        if _ok(k["achieved_occupancy_pct"]) and _ok(k["theoretical_occupancy_pct"]) and k["theoretical_occupancy_pct"] > 0:
+            ratio = k["achieved_occupancy_pct"] / k["theoretical_occupancy_pct"]
+            where = "at its ceiling" if ratio >= 0.9 else "below its ceiling"
+            parts.append(f"Achieved occupancy is {fmt.pct(k['achieved_occupancy_pct'])}, {where} "
+                         f"({fmt.pct(100 * ratio)} of the theoretical {fmt.pct(k['theoretical_occupancy_pct'])}).")
+        return " ".join(parts)

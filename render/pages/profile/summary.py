@@ -1,0 +1,96 @@
+"""What this run shows, and how it was measured: the page's opening and its method notes."""
+from __future__ import annotations
+
+import pandas as pd
+
+from ... import escape, fmt
+from ...vocab import impl_label, join, plural
+from .data import ProfileData, _ok
+
+
+class Summary(ProfileData):
+    """The opening findings, the phase's status, the ncu command, its passes and where the FLOPs come from."""
+
+    def findings_first(self) -> str:
+        """Two to four sentences: bytes, the binding roof, tensor cores, what limits our kernel."""
+        shape = self.headline
+        out = []
+        df = self._rows(shape)
+        df = df[df["status"] == "ok"] if not df.empty else df
+        by = {r["impl"]: self._dram(r) for _, r in df.iterrows() if _ok(r["dram_read_bytes"])}
+        if by.get("naive") and by.get("triton"):
+            a, f = by["naive"], by["triton"]
+            word = f"{fmt.ratio(a / f)} fewer" if f < a else f"{fmt.ratio(f / a)} more"
+            out.append(f"At {self.shape_text(shape)}, our fused kernel moved {word} DRAM bytes than naive PyTorch "
+                       f"({fmt.bytes_(f)} against {fmt.bytes_(a)}, the writes counted as at least each call's "
+                       "output).")
+        bind = self.binding_roofs(shape)
+        if bind:
+            groups: dict[str, list[str]] = {}
+            for impl, (level, _) in bind.items():
+                groups.setdefault(level, []).append(impl_label(impl))
+            out.append("By the hierarchical roofline, the lowest roof over each call is "
+                       + "; ".join(f"{lv} for {join(names)}" for lv, names in groups.items()) + ".")
+
+        tc = self.tensor_core_verdicts(shape)
+        idle = [impl_label(i) for i, (used, _) in tc.items() if used is False]
+        if tc:
+            out.append(f"Tensor cores did not run for {join(idle)}." if idle
+                       else "Every profiled implementation ran its matrix multiplies on the tensor cores.")
+        limit = self.limiter_headline()
+        if limit:
+            out = out[:3] + [limit]
+        else:
+            occ = self.occupancy_verdict(shape)
+            if occ:
+                out.append(occ)
+        return " ".join(out[:4])
+
+
+    def status_note(self) -> str:
+        """Why data is missing, when it is: the phase's own reason, then cases that did not run."""
+        d = self.data
+        out = []
+        if d.status != "ok":
+            out.append(f'!!! failure "No Nsight Compute data in this run"\n    {escape.text(d.reason or "no reason recorded")}\n')
+            if d.fix:  # what the reader can do so that the next run has a profile
+                out.append(f'!!! tip "How to get a profile"\n    {escape.text(d.fix)}\n')
+        elif d.reason:
+            out.append(f'!!! note "Partly missing"\n    {escape.text(d.reason)}\n')
+        bad = [r for r in d.impls if r.status != "ok"]
+        if d.status == "ok" and bad:
+            lines = "\n".join(f"    - {escape.code(r.case_id)}: {escape.text(r.status)}, "
+                              f"{escape.text(r.reason or 'no reason recorded')}" for r in bad)
+            out.append(f'!!! warning "Cases without a profile"\n{lines}\n')
+        return "\n".join(out)
+
+    def command_block(self) -> str:
+        d = self.data
+        if not d.ncu_command:
+            return "_Nsight Compute did not run, so there is no command line to show._"
+        lines, cur = [], []
+        for tok in d.ncu_command:
+            if tok.startswith("--") and cur:
+                lines.append(" ".join(cur))
+                cur = []
+            cur.append(tok if len(tok) < 100 else tok[:97] + "...")
+        lines.append(" ".join(cur))
+        return escape.code_block(" \\\n    ".join(lines), "text") + "\n"
+
+    def passes_sentence(self) -> str:
+        df = self.kernels()
+        p = df["replay_passes"].dropna() if not df.empty else pd.Series(dtype=float)
+        ver = f"Nsight Compute {escape.text(self.data.ncu_version)}" if self.data.ncu_version else "Nsight Compute"
+        wall = f" The whole ncu run took {fmt.num(self.data.wall_s)} s." if _ok(self.data.wall_s) else ""
+        if p.empty:
+            return f"{ver} profiled {plural(len(df), 'kernel launch', 'kernel launches')}.{wall}"
+        span = fmt.span(p.min(), p.max(), lambda n: f"{int(n)}")
+        return (f"{ver} profiled {plural(len(df), 'kernel launch', 'kernel launches')}, replaying each {span} times "
+                f"to collect every counter (the counters cannot all be read in one pass).{wall}")
+
+    def flops_note(self) -> str:
+        if self.data.flops_source == "counters":
+            return ("FLOPs are counted by the hardware: the SASS counters for fp32 and fp16 add, multiply and fused "
+                    "multiply-add, plus the tensor-core operation counters.")
+        return ("This GPU (or this Nsight Compute) has no tensor-core operation counters, so the FLOPs below are "
+                "**analytical**: 4·B·H·N²·d for QKᵀ and PV. Bytes and times are still measured.")
