@@ -44,7 +44,3 @@ def label(x: float, si: bool = False) -> str:
     mant = round(x / 10**exp, 6)
     return (f"{mant:g}×" if mant != 1 else "") + f"10<sup>{exp}</sup>"
 
-
-def log_axis(values, title: str, suffix: str = "", si: bool = False) -> dict:
-    """A whole log-axis spec for update_xaxes/update_yaxes: type, title and full-value ticks."""
-    return dict(type="log", title_text=title, **log_ticks(values, suffix, si))
