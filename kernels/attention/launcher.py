@@ -49,8 +49,11 @@ except ImportError:  # pragma: no cover - the pinned Triton has Gluon
 DESCRIPTOR_TYPES = tuple(t for t in (TensorDescriptor, GluonTensorDescriptor) if t is not None)
 
 # Replays are on by default on a GPU and off under the CPU interpreter (where Triton compiles
-# nothing); replays_off turns them off for a block.
+# nothing); replays_off turns them off for a block. Tests switch them on under the interpreter
+# (_under_interpreter): a replay then re-runs the interpreted kernel, so the cache's bookkeeping is
+# exercised on the CPU.
 _enabled = True
+_under_interpreter = False
 
 
 class replays_off:
@@ -71,7 +74,7 @@ class replays_off:
 
 def replay_allowed() -> bool:
     """Whether a call may be recorded for replay now."""
-    return _enabled and not interpreting()
+    return _enabled and (_under_interpreter or not interpreting())
 
 
 def tensor_key(t: torch.Tensor) -> tuple:
