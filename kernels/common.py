@@ -25,6 +25,9 @@ HEAD_DIM_TILES = (16, 32, 64, 128, 256)
 # Padded head sizes of real models (80: Phi-2; 96: GPT-NeoX-20B; 192: the q/k size of DeepSeek-V3): the
 # correctness grid checks them and the compile matrix builds them beside the tiles.
 PADDED_HEAD_DIMS = (80, 96, 192)
+# The head sizes the Turing kernel takes (kernels/attention/turing.py); its path (turing_path.py)
+# reads them here, so checking a call does not load the kernel's Gluon code.
+TURING_HEAD_DIMS = (16, 32, 64, 128)
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 HALF_DTYPES = (torch.float16, torch.bfloat16)
 

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from kernels.attention import gluon as G
+from kernels.attention import gluon_schedule as S
 
 ROOT = Path(__file__).resolve().parent.parent
 SMEM_LIMIT_SM90 = 227 * 1024  # the most shared memory one sm90 block may take
@@ -280,34 +281,34 @@ def test_every_walk_visits_each_tile_once_and_the_makespan_model_agrees(num_bh, 
     for t, (_, m) in enumerate(walk):
         load[t % programs] += m + 1
     expect = max(load) / (sum(load) / programs)
-    assert G.schedule_makespan(num_bh, tiles_m, programs, head_group, snake) == pytest.approx(expect)
+    assert S.schedule_makespan(num_bh, tiles_m, programs, head_group, snake) == pytest.approx(expect)
 
 
 def test_the_schedule_balances_causal_work_within_the_l2():
     # head by head, P=132 programs on 32 tiles per head hands some programs 1.13x the average work
-    assert G.schedule_makespan(128, 32, 132, 1, False) == pytest.approx(1.125, abs=1e-3)
-    group, snake = G.plan_schedule(128, 32, 132, 2 * 4096 * 128 * 2, 60 * 2**20)
-    assert G.schedule_makespan(128, 32, 132, group, snake) < 1.05
+    assert S.schedule_makespan(128, 32, 132, 1, False) == pytest.approx(1.125, abs=1e-3)
+    group, snake = S.plan_schedule(128, 32, 132, 2 * 4096 * 128 * 2, 60 * 2**20)
+    assert S.schedule_makespan(128, 32, 132, group, snake) < 1.05
     # the d=64 goal shapes: far worse head by head, nearly even once planned
-    assert G.schedule_makespan(16, 16, 132, 1, False) > 1.6
-    assert G.schedule_makespan(16, 16, 132, *G.plan_schedule(16, 16, 132, 2 * 2048 * 64 * 2, 60 * 2**20)) < 1.05
+    assert S.schedule_makespan(16, 16, 132, 1, False) > 1.6
+    assert S.schedule_makespan(16, 16, 132, *S.plan_schedule(16, 16, 132, 2 * 2048 * 64 * 2, 60 * 2**20)) < 1.05
     # a group's keys and values must fit in the L2 share: 8 MB per head allows 5 heads of a 60 MB L2, so 4
-    group, _ = G.plan_schedule(128, 128, 132, 8 * 2**20, 60 * 2**20)
-    assert group * 8 * 2**20 <= G.L2_SHARE * 60 * 2**20
+    group, _ = S.plan_schedule(128, 128, 132, 8 * 2**20, 60 * 2**20)
+    assert group * 8 * 2**20 <= S.L2_SHARE * 60 * 2**20
     # nothing to balance: one head's tiles on as many programs
-    assert G.plan_schedule(1, 4, 4, 2**20, 60 * 2**20) == (1, False)
+    assert S.plan_schedule(1, 4, 4, 2**20, 60 * 2**20) == (1, False)
 
 
 def test_g6_charges_a_head_group_for_the_l2_it_fills():
     l2 = 60 * 2**20
     # d=128 N=16384 (8 MiB of keys and values a head): g5 groups 4 heads for a makespan of 1.008; g6 pays
     # for their 32 MiB and goes head by head with the snake (1.029)
-    assert G.plan_schedule(128, 128, 132, 8 * 2**20, l2) == (4, False)
-    assert G.plan_schedule(128, 128, 132, 8 * 2**20, l2, G.get_version("g6").l2_weight) == (1, True)
+    assert S.plan_schedule(128, 128, 132, 8 * 2**20, l2) == (4, False)
+    assert S.plan_schedule(128, 128, 132, 8 * 2**20, l2, G.get_version("g6").l2_weight) == (1, True)
     # d=64 N=8192: grouping 16 heads cuts the makespan from 1.41 to 1.01, worth its 32 MiB either way
     w = G.get_version("g6").l2_weight
-    assert G.plan_schedule(16, 64, 132, 2 * 8192 * 64 * 2, l2, w) == G.plan_schedule(16, 64, 132, 2 * 8192 * 64 * 2, l2)
-    assert G.plan_schedule(16, 64, 132, 2 * 8192 * 64 * 2, l2, w)[0] == 16
+    assert S.plan_schedule(16, 64, 132, 2 * 8192 * 64 * 2, l2, w) == S.plan_schedule(16, 64, 132, 2 * 8192 * 64 * 2, l2)
+    assert S.plan_schedule(16, 64, 132, 2 * 8192 * 64 * 2, l2, w)[0] == 16
 
 
 def test_only_the_balanced_version_changes_the_walk_and_only_when_causal():
@@ -322,7 +323,7 @@ def test_only_the_balanced_version_changes_the_walk_and_only_when_causal():
             assert walk != (1, 0) if planned else walk == (1, 0)
             assert "SNAKE" not in consts  # run-time values: one compiled kernel serves every walk
             tabled = ver.scheduled and causal
-            assert consts["SCHEDULED"] == tabled and isinstance(scalars["sched"], G.ListSchedule) == tabled
+            assert consts["SCHEDULED"] == tabled and isinstance(scalars["sched"], S.ListSchedule) == tabled
 
 
 # --- g7's list schedule ----------------------------------------------------------------------------
@@ -339,7 +340,7 @@ def _program_lists(table, programs):
                           (7, 9, 10, 4)])
 def test_a_list_schedule_hands_each_tile_to_one_program_and_balances_work(num_bh, tiles_m, programs, head_group):
     programs = min(programs, num_bh * tiles_m)
-    plan = G.ListSchedule(num_bh, tiles_m, programs, head_group, kv_per_m=1)
+    plan = S.ListSchedule(num_bh, tiles_m, programs, head_group, kv_per_m=1)
     table = plan.table()
     lists = _program_lists(table, programs)
     codes = sorted(c for lst in lists for c in lst)
@@ -360,10 +361,10 @@ def test_g7_balances_the_walk_where_g6_could_not_within_the_l2():
     l2, w = 60 * 2**20, G.get_version("g7").l2_weight
     # d=64 N=16384, B=2 H=8: g6 needs 8-head groups (32 MiB) for a makespan of 1.095; g7 goes head by head
     kv = 2 * 16384 * 64 * 2
-    assert G.plan_schedule(16, 128, 132, kv, l2, w) == (8, False)
-    assert G.schedule_makespan(16, 128, 132, 8, False) > 1.09
-    plan = G.plan_list_schedule(16, 128, 132, kv, l2, 1, w)
+    assert S.plan_schedule(16, 128, 132, kv, l2, w) == (8, False)
+    assert S.schedule_makespan(16, 128, 132, 8, False) > 1.09
+    plan = S.plan_list_schedule(16, 128, 132, kv, l2, 1, w)
     assert plan.head_group == 1 and plan.makespan < 1.01
     # a group must fit in the L2 share, as g5's and g6's
-    plan = G.plan_list_schedule(128, 128, 132, 8 * 2**20, l2, 1, w)
-    assert plan.head_group * 8 * 2**20 <= G.L2_SHARE * l2 and plan.makespan < 1.01
+    plan = S.plan_list_schedule(128, 128, 132, 8 * 2**20, l2, 1, w)
+    assert plan.head_group * 8 * 2**20 <= S.L2_SHARE * l2 and plan.makespan < 1.01

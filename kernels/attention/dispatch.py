@@ -8,6 +8,24 @@ which :data:`SHAPE_RULES` route Hopper's shapes to) and the Turing tensor-core k
 have a `gate` that can send a call back to the portable kernel, with the reason).
 This module imports no kernel file, so no kernel file imports another.
 
+Which kernel serves which shape on compute capability 9.x (float16 and bfloat16; first match wins,
+a rule whose path cannot run here passes to the next), from :data:`SHAPE_RULES` by
+``python -m kernels.attention.route_table`` and checked against them by tests/test_route_table.py::
+
+    shape class                         path      version  kernel function (kernels/attention/)
+    ----------------------------------  --------  -------  ------------------------------------
+    d 40-64, causal, N <= 1024          portable  -        portable._attn_fwd
+    d 40-64, causal, 2048 <= N <= 8192  gluon     g7       gluon._ws_kernel
+    d 40-64, causal, N >= 8193          gluon     g8       gluon._g1_kernel
+    d 40-64, non-causal, N >= 2048      gluon     g8       gluon._g1_kernel
+    d 72-128, non-causal, any N         gluon     g3       gluon._ws_kernel
+    d 72-128, causal, any N             gluon     g7       gluon._ws_kernel
+    any other shape                     hopper    -        hopper._hopper_fwd_ws_persistent, or hopper._hopper_fwd_ws + hopper._diag_merge (causal from hopper.SPLIT_FROM_SEQ_LEN)
+
+A head size runs in the tile of the next power of two (d=80 in the d=128 tile, kernels/common.py),
+so a rule for a tile covers every head size that runs in it. Elsewhere flash_attention takes the
+Turing path (7.5, float16) or the portable kernel.
+
 A repeated call (same shapes, strides, dtype, alignment, causal, sm_scale, path and config) skips
 validation, the path choice and Triton's argument binding: it replays the launches recorded on
 the first call with that key (kernels/attention/launcher.py).

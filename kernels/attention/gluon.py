@@ -2,7 +2,7 @@
 Fused attention forward for Hopper (sm90), written in Gluon
 ===========================================================
 
-The online-softmax algorithm of :mod:`kernels.attention` once more, this time in Gluon
+The online-softmax algorithm of :mod:`kernels.attention.portable` once more, this time in Gluon
 (``triton.experimental.gluon``), Triton's lower-level dialect. Where ``tl.dot`` leaves the
 schedule to the compiler, Gluon states it: which warps run which code, which shared-memory
 buffer holds which tile, when a TMA copy is issued, and which mbarrier says it has landed.
@@ -40,9 +40,7 @@ run under Triton's CPU interpreter: on the CPU these kernels can only be compile
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import heapq
 import math
 from dataclasses import dataclass
 
@@ -63,6 +61,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from ..common import (HALF_DTYPES, HEAD_DIMS as ANY_HEAD_DIMS, LOG2E, PADDED_HEAD_DIMS, capability, device_index,
                      device_sm_count, head_dim_tile, interpreting, l2_bytes)
 from ..gluon_compat import async_load, async_store, thread_barrier
+from .gluon_schedule import ListSchedule, plan_list_schedule, plan_schedule
 from .launcher import PLAIN
 
 HEAD_DIMS = (64, 128)  # the kernels' tiles; a head size below one runs in it (see takes_head_dim)
@@ -679,120 +678,7 @@ def _l2_bytes(device):
     return l2_bytes(device_index(torch.device(device))) or H200_L2_BYTES
 
 
-# A causal schedule keeps the key and value tiles of the heads worked on at once within this share
-# of the L2 (see plan_schedule).
-L2_SHARE = 0.75
 H200_L2_BYTES = 60 * 2**20  # for compiling without a GPU
-
-
-def schedule_makespan(num_bh, tiles_m, programs, head_group, snake):
-    """The busiest program's causal work over the average program's, for the static strided walk of
-    _tile_coords (a query tile's work: its key tiles, m + 1). 1.0 is a perfect balance."""
-    total = num_bh * tiles_m
-    t = torch.arange(total)
-    rank = t
-    if snake:
-        r, pos = t // programs, t % programs
-        last = torch.clamp(total - r * programs, max=programs)
-        rank = r * programs + torch.where(r % 2 == 1, last - 1 - pos, pos)
-    span = head_group * tiles_m
-    g = rank // span
-    size = torch.clamp(num_bh - g * head_group, max=head_group)
-    m = tiles_m - 1 - (rank - g * span) // size
-    load = torch.bincount(t % programs, weights=(m + 1).double(), minlength=programs)
-    return float(load.max() / load.mean())
-
-
-def _head_groups(num_bh, kv_head_bytes, l2_bytes):
-    """The head-group sizes a causal walk may use: 1, the powers of two below num_bh and num_bh itself,
-    those above 1 only where the group's keys and values fit in L2_SHARE of the L2."""
-    groups = sorted({1, num_bh} | {2**i for i in range(1, num_bh.bit_length()) if 2**i < num_bh})
-    return [g for g in groups if g == 1 or g * kv_head_bytes <= L2_SHARE * l2_bytes]
-
-
-@functools.lru_cache(maxsize=256)
-def plan_schedule(num_bh, tiles_m, programs, kv_head_bytes, l2_bytes, l2_weight=0.0):
-    """(head_group, snake) for a causal call: the walk whose busiest program has the least work, among
-    head groups whose key and value tiles fit in L2_SHARE of the L2 (a group is worked on at once,
-    and each of its tiles is read by several programs), with and without the snake. Ties keep the
-    plainer walk. Head by head (1, False) is always a candidate: it is g3's walk.
-
-    l2_weight > 0 (g6) also charges a walk for the L2 its group fills: cost = makespan x (1 +
-    l2_weight x group bytes / L2 bytes), so a group must buy more balance than it costs in re-reads."""
-    groups = _head_groups(num_bh, kv_head_bytes, l2_bytes)
-
-    def cost(g, snake):
-        footprint = min(g, num_bh) * kv_head_bytes / l2_bytes
-        return schedule_makespan(num_bh, tiles_m, programs, g, snake) * (1 + l2_weight * footprint)
-
-    best = (cost(1, False), 1, False)
-    for g in groups:
-        for snake in (False, True):
-            c = cost(g, snake)
-            if c < best[0] - 1e-9:
-                best = (c, g, snake)
-    return best[1], best[2]
-
-
-def _list_assign(num_bh, tiles_m, programs, head_group, kv_per_m):
-    """List scheduling of a causal walk, as a dynamic scheduler would run it if a query tile's time were
-    its key tiles plus one: heads in groups of `head_group`, each group's query tiles longest first
-    and interleaved across its heads, each tile to the program with the least work so far (ties: the
-    lowest index). Returns (codes per program, work per program); a code is bh x tiles_m + m."""
-    loads = [(0, p) for p in range(programs)]
-    codes = [[] for _ in range(programs)]
-    work = [0] * programs
-    for g0 in range(0, num_bh, head_group):
-        for m in range(tiles_m - 1, -1, -1):
-            for bh in range(g0, min(num_bh, g0 + head_group)):
-                load, p = heapq.heappop(loads)
-                cost = (m + 1) * kv_per_m + 1
-                codes[p].append(bh * tiles_m + m)
-                work[p] += cost
-                heapq.heappush(loads, (load + cost, p))
-    return codes, work
-
-
-@dataclass(frozen=True)
-class ListSchedule:
-    """g7's causal walk at one shape (see _list_assign), handed to the kernel as a table: each
-    program's count of query tiles, then round by round one code per program (-1 past its count)."""
-
-    num_bh: int
-    tiles_m: int
-    programs: int
-    head_group: int
-    kv_per_m: int  # key tiles per step of the query tile index (ws: 128 query rows over 128-key tiles, 1)
-
-    @functools.cached_property
-    def assignment(self):
-        """(codes per program, work per program): simulated once, read by makespan and table."""
-        return _list_assign(self.num_bh, self.tiles_m, self.programs, self.head_group, self.kv_per_m)
-
-    @property
-    def makespan(self) -> float:
-        """The busiest program's modelled work over the average program's (1.0: perfect balance)."""
-        _, work = self.assignment
-        return max(work) * len(work) / sum(work)
-
-    def table(self) -> list[int]:
-        codes, _ = self.assignment
-        rounds = max(len(c) for c in codes)
-        return [len(c) for c in codes] + [c[r] if r < len(c) else -1 for r in range(rounds) for c in codes]
-
-
-@functools.lru_cache(maxsize=64)
-def plan_list_schedule(num_bh, tiles_m, programs, kv_head_bytes, l2_bytes, kv_per_m, l2_weight=0.1):
-    """g7's ListSchedule for a causal call: the head group whose list schedule costs least, as g6 counts
-    cost (makespan x (1 + l2_weight x the group's share of the L2)), among groups whose keys and values
-    fit in L2_SHARE of the L2. Ties keep the smaller group."""
-    best = None
-    for g in _head_groups(num_bh, kv_head_bytes, l2_bytes):
-        plan = ListSchedule(num_bh, tiles_m, programs, g, kv_per_m)
-        cost = plan.makespan * (1 + l2_weight * min(g, num_bh) * kv_head_bytes / l2_bytes)
-        if best is None or cost < best[0] - 1e-9:
-            best = (cost, plan)
-    return best[1]
 
 
 @functools.lru_cache(maxsize=64)
@@ -1100,8 +986,7 @@ GLUON_VERSIONS.append(GluonVersion(
             "bounds how many heads the walk interleaves there.",
 ))
 
-GLUON_VERSIONS.append(dataclasses.replace(
-    next(ver for ver in GLUON_VERSIONS if ver.name == "g5"),  # with the one change below
+GLUON_VERSIONS.append(GluonVersion(
     name="g6",
     change="g5 with the L2 in the walk's choice. g5 picks the head group with the least busy busiest program among "
            "groups that fit in three quarters of the L2; g6 also charges each group for the L2 it fills, "
@@ -1119,14 +1004,17 @@ GLUON_VERSIONS.append(dataclasses.replace(
     predicted_speedup={"causal": (0.99, 1.03)},
     l2_weight=0.1,
     baseline="g5",
+    kernel="ws",
+    overlap=True,
+    balanced=True,
+    maskings=("causal",),
     outcome="2026-11-30, on an H200 after the collect (g5, g6 and cuDNN in one process, fp16 and bf16, "
             "every causal goal shape): d=128 N=16384 1.028-1.030x g5, 1.008-1.009x cuDNN (g5 0.978-0.981x); every "
             "other causal goal shape 0.996-1.005x g5, the same walk. Inside the predicted ranges. Output within "
             "4.9e-4 (fp16) and 3.9e-3 (bf16) of SDPA. Not yet routed: flash_attention still runs g5 there.",
 ))
 
-GLUON_VERSIONS.append(dataclasses.replace(
-    next(ver for ver in GLUON_VERSIONS if ver.name == "g6"),  # with the one change below
+GLUON_VERSIONS.append(GluonVersion(
     name="g7",
     change="g6 with the walk handed to the kernel as a table. g5 and g6 give program p every P-th tile of one "
            "order, so whatever the order, which program gets which tile is fixed by its position; g7's host "
@@ -1147,6 +1035,12 @@ GLUON_VERSIONS.append(dataclasses.replace(
     predicted_speedup={"causal": (0.99, 1.12)},
     scheduled=True,
     baseline="g6",
+    predicted_at="2026-11-30",
+    kernel="ws",
+    overlap=True,
+    balanced=True,
+    l2_weight=0.1,
+    maskings=("causal",),
     outcome="2026-11-30, on an H200 (g5, g6, g7, cuDNN, flash and the portable kernel in one process, "
             "fp16 and bf16, every causal goal shape): correct in all 30 checks through flash_attention, first call and "
             "replay (odd lengths and transposed views included); against g6, d=64 N=16384 1.05x (0.98x the fastest "
@@ -1156,8 +1050,7 @@ GLUON_VERSIONS.append(dataclasses.replace(
             "v18): 1.03-1.04x g6 at d=128.",
 ))
 
-GLUON_VERSIONS.append(dataclasses.replace(
-    GLUON_VERSIONS[0],  # g1, with the one change below
+GLUON_VERSIONS.append(GluonVersion(
     name="g8",
     change="g1 at d=64 on one warpgroup: the 128-row query tile on 4 warps (each warp owns 32 rows, two "
            "wgmma row blocks) instead of 8, and two K/V buffers instead of three. Two programs still fit "
@@ -1176,6 +1069,8 @@ GLUON_VERSIONS.append(dataclasses.replace(
     baseline="sdpa",
     one_warpgroup=True,
     head_dims=(64,),
+    predicted_at="2026-11-30",
+    kernel="g1",
     outcome="2026-11-30, H200 run h200-20261130e (bench phase, where v21 routes d=64 non-causal and causal "
             "N=16384 to g8): non-causal 1.07-1.08x the fastest SDPA backend at every d=64 goal shape, causal 1.04x at "
             "N=16384; inside the predicted ranges. Run h200-20261130f (iterations phase, g8 at every d=64 goal shape): "
@@ -1183,8 +1078,9 @@ GLUON_VERSIONS.append(dataclasses.replace(
 ))
 
 _BY_NAME = {ver.name: ver for ver in GLUON_VERSIONS}
-# The version run unless one is named: g3, the fastest on the H200 at the goal shapes (median 0.92x
-# cuDNN's speed, 1.01-1.04x at d=128 non-causal).
+# The version run when none is named (gluon_attention, or path="gluon" without a config): g3, the one
+# SHAPE_RULES (kernels/attention/dispatch.py) route d=128 non-causal to; they route the other Gluon
+# shapes to g7 or g8.
 DEFAULT_VERSION = "g3"
 
 

@@ -155,6 +155,20 @@ def _attend_overlapped(acc, l_i, m_i, q, desc_k, desc_v, b, h, offs_m, lo, hi, s
 
 
 @triton.jit
+def _attend_unmasked(acc, l_i, m_i, q, desc_k, desc_v, b, h, offs_m, lo, hi, seq_len, qk_scale,
+                     BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, OVERLAP: tl.constexpr, UPCAST: tl.constexpr):
+    """Unmasked key tiles [lo, hi): one after the other, or with OVERLAP hand-pipelined (the
+    recorded version v3-overlap, kernels/attention/versions.py, which the iterations phase still times)."""
+    if OVERLAP:
+        acc, l_i, m_i = _attend_overlapped(acc, l_i, m_i, q, desc_k, desc_v, b, h, offs_m, lo, hi, seq_len,
+                                           qk_scale, BLOCK_N, HEAD_DIM, UPCAST)
+    else:
+        acc, l_i, m_i = _attend(acc, l_i, m_i, q, desc_k, desc_v, b, h, offs_m, lo, hi, seq_len, qk_scale,
+                                BLOCK_N, HEAD_DIM, 0, UPCAST)
+    return acc, l_i, m_i
+
+
+@triton.jit
 def _program_coords(num_heads, CAUSAL: tl.constexpr):
     """(batch, head, query tile) of this program: head by head, each head's query tiles in order,
     except that causal launches the last first. Those see the most keys, so the short ones fill
@@ -236,12 +250,8 @@ def _hopper_fwd(desc_q, desc_k, desc_v, desc_o, num_heads, seq_len, qk_scale,
     if CAUSAL:
         # Stage 1: key tiles wholly below the diagonal, all visible, no mask. (BLOCK_M is a
         # multiple of BLOCK_N, so the diagonal block starts on a key tile boundary.)
-        if OVERLAP:
-            acc, l_i, m_i = _attend_overlapped(acc, l_i, m_i, q, desc_k, desc_v, b, h, offs_m, 0, start_m,
-                                               seq_len, qk_scale, BLOCK_N, HEAD_DIM, UPCAST)
-        else:
-            acc, l_i, m_i = _attend(acc, l_i, m_i, q, desc_k, desc_v, b, h, offs_m, 0, start_m, seq_len,
-                                    qk_scale, BLOCK_N, HEAD_DIM, 0, UPCAST)
+        acc, l_i, m_i = _attend_unmasked(acc, l_i, m_i, q, desc_k, desc_v, b, h, offs_m, 0, start_m, seq_len,
+                                         qk_scale, BLOCK_N, HEAD_DIM, OVERLAP, UPCAST)
         # Stage 2: the diagonal block, masked; tiles above it are never visited. Keys past
         # seq_len lie above the diagonal of every real row, so the causal mask covers them.
         diag_hi = tl.minimum(start_m + BLOCK_M, seq_len)
@@ -250,12 +260,8 @@ def _hopper_fwd(desc_q, desc_k, desc_v, desc_o, num_heads, seq_len, qk_scale,
     else:
         # Every full key tile without a mask, then the ragged tail, if any, with one.
         full_hi = (seq_len // BLOCK_N) * BLOCK_N
-        if OVERLAP:
-            acc, l_i, m_i = _attend_overlapped(acc, l_i, m_i, q, desc_k, desc_v, b, h, offs_m, 0, full_hi,
-                                               seq_len, qk_scale, BLOCK_N, HEAD_DIM, UPCAST)
-        else:
-            acc, l_i, m_i = _attend(acc, l_i, m_i, q, desc_k, desc_v, b, h, offs_m, 0, full_hi, seq_len,
-                                    qk_scale, BLOCK_N, HEAD_DIM, 0, UPCAST)
+        acc, l_i, m_i = _attend_unmasked(acc, l_i, m_i, q, desc_k, desc_v, b, h, offs_m, 0, full_hi, seq_len,
+                                         qk_scale, BLOCK_N, HEAD_DIM, OVERLAP, UPCAST)
         acc, l_i, m_i = _attend(acc, l_i, m_i, q, desc_k, desc_v, b, h, offs_m, full_hi, seq_len, seq_len,
                                 qk_scale, BLOCK_N, HEAD_DIM, 2, UPCAST)
 

@@ -49,19 +49,11 @@ except ImportError:  # pragma: no cover - the pinned Triton has Gluon
 DESCRIPTOR_TYPES = tuple(t for t in (TensorDescriptor, GluonTensorDescriptor) if t is not None)
 
 # Replays are on by default on a GPU and off under the CPU interpreter (where Triton compiles
-# nothing). Tests switch them on there: a replay then re-runs the interpreted kernel, so the
-# cache's bookkeeping is exercised on the CPU.
+# nothing); replays_off turns them off for a block. Tests switch them on under the interpreter
+# (_under_interpreter): a replay then re-runs the interpreted kernel, so the cache's bookkeeping is
+# exercised on the CPU.
 _enabled = True
 _under_interpreter = False
-
-
-def set_replay(enabled: bool = True, under_interpreter: bool | None = None) -> None:
-    """Turn cached launches on or off for this process (off: every call goes through Triton's
-    JIT, as before the cache existed). `under_interpreter`: replay under TRITON_INTERPRET=1 too."""
-    global _enabled, _under_interpreter
-    _enabled = bool(enabled)
-    if under_interpreter is not None:
-        _under_interpreter = bool(under_interpreter)
 
 
 class replays_off:
@@ -70,20 +62,19 @@ class replays_off:
     earlier call with the same key, which launches it without returning it."""
 
     def __enter__(self):
-        self._was = _enabled
-        set_replay(False)
+        global _enabled
+        self._was, _enabled = _enabled, False
         return self
 
     def __exit__(self, *exc):
-        set_replay(self._was)
+        global _enabled
+        _enabled = self._was
         return False
 
 
 def replay_allowed() -> bool:
     """Whether a call may be recorded for replay now."""
-    if not _enabled:
-        return False
-    return _under_interpreter or not interpreting()
+    return _enabled and (_under_interpreter or not interpreting())
 
 
 def tensor_key(t: torch.Tensor) -> tuple:

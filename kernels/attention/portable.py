@@ -10,8 +10,10 @@ key sequences have the same length), returning ``o`` of the same shape and dtype
   query rows of one head and streams the keys and values past them in tiles of ``BLOCK_N``,
   keeping a running maximum ``m``, a running denominator ``l`` and an unnormalised output ``acc``
   (the online softmax). The ``seq_len x seq_len`` score matrix never exists in memory. This file
-  holds its portable path (any GPU from sm75, and the CPU interpreter); on Hopper
-  flash_attention runs kernels/attention/hopper.py instead.
+  holds its portable path (any GPU from sm75, and the CPU interpreter). On compute capability 9.x
+  flash_attention takes the path dispatch.py's SHAPE_RULES name for the shape: the Gluon kernels
+  (gluon.py) at every d=128 shape and at d=64 from N=2048, this portable kernel at d=64 causal up
+  to N=1024, and the Hopper kernel (hopper.py) for the rest.
 - :func:`naive_attention`: what ordinary PyTorch code does; it materialises the scores.
 - :func:`sdpa_attention`: ``torch.nn.functional.scaled_dot_product_attention``, optionally
   with one backend forced.
@@ -49,12 +51,7 @@ from ..common import (  # noqa: F401 - the constants and check_dtype_supported s
     smem_per_block,
     softmax_scale,
 )
-from .dispatch import (  # noqa: F401 - flash_attention lives in kernels/attention/dispatch.py; importable from here
-    flash_attention,
-    hopper_path_runs,
-    kernel_config_of_last_call,
-    resolve_path,
-)
+from .dispatch import flash_attention
 from .flash_attn4 import fa4_attention
 from .launcher import PLAIN
 

@@ -29,9 +29,8 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language._core import builtin
 
-from ..common import LOG2E
+from ..common import LOG2E, TURING_HEAD_DIMS as HEAD_DIMS
 from .launcher import PLAIN
-from .turing_path import HEAD_DIMS
 
 NUM_WARPS = 4
 BLOCK_M = 16 * NUM_WARPS  # an m16n8k8 tile of rows per warp

@@ -24,11 +24,11 @@ import threading
 import torch
 
 from . import dispatch
-from ..common import capability, device_index, softmax_scale
+from ..common import TURING_HEAD_DIMS, capability, device_index, softmax_scale
 
 TARGET = "sm75"
 DTYPES = (torch.float16,)
-HEAD_DIMS = (16, 32, 64, 128)  # the kernel's (kernels/attention/turing.py reads them here)
+HEAD_DIMS = TURING_HEAD_DIMS  # the kernel's (kernels/common.py, which kernels/attention/turing.py reads too)
 # Not a multiple of any key tile (32 or 64): the self-check runs the masked tail.
 SELF_CHECK_LEN = 77
 # The correctness grid's criterion: |out - ref| <= 4u + 4u |ref| elementwise.

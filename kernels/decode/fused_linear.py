@@ -35,7 +35,8 @@ weight stream but loads issued one at a time, and chains of L2 round trips. So:
 
 What is left is not the launches. In a CUDA graph on the H200 (2026-12-01) a boundary between two
 dependent kernels cost 0.92-0.97 us under PDL, and a software grid barrier inside one persistent
-kernel 1.14-1.42 us (scripts/measure_kernel_boundary.py), while these kernels take about 3 us more
+kernel 1.14-1.42 us (the finished script scripts/measure_kernel_boundary.py, removed since: `git show
+9cf148390ba0:scripts/measure_kernel_boundary.py`), while these kernels take about 3 us more
 than a plain read of their bytes (the decode page's read-only twin): the round trips after the wait
 (statistics and rows, which the compiled code already requests together, then the split-K handshake) are where a
 step's time above its floor goes, and one persistent kernel for the whole step would not remove them by itself.

@@ -1,0 +1,19 @@
+"""The table of which kernel serves which shape (kernels/attention/dispatch.py's docstring) is the
+one SHAPE_RULES make: a rule that changes without the table fails here."""
+from kernels.attention import dispatch, route_table
+
+
+def test_the_dispatch_docstring_holds_the_table_the_rules_make():
+    assert route_table.table() in dispatch.__doc__, (
+        "kernels/attention/dispatch.py's table is stale: paste `python -m kernels.attention.route_table` into its docstring")
+
+
+def test_the_table_has_a_row_per_rule_and_routes_each_row_as_the_rules_do():
+    rows = route_table.rows()
+    assert len(rows) == len(dispatch.SHAPE_RULES) + 1
+    for rule, (_, path, version, kernel) in zip(dispatch.SHAPE_RULES, rows):
+        n = rule.min_len if rule.max_len is None else rule.max_len
+        want_path, config = dispatch.rule_route(dispatch.SHAPE_RULES, rule.head_dim, rule.causal, n)
+        assert (path, version) == (want_path, (config or {}).get("version", "-"))
+        assert kernel.split(".")[0] == path  # the kernel function lives in the path's own module
+    assert rows[-1][1] == dispatch.AUTO_ORDER[0]
