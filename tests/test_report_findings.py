@@ -11,7 +11,8 @@ import synthetic_report as S
 from collect.schema import site_pages
 from collect.schema.common import tflops
 from render import escape
-from render.pages.bench import BenchPage, describe_gap
+from render.pages.bench import BenchPage
+from render.pages.bench.words import describe_gap
 from render.pages.byte_arithmetic import _causal_verdict
 from render.pages.hardware import HardwarePage
 from render.pages.home import HomePage
