@@ -6,8 +6,8 @@ import re
 from ... import fmt
 from ...tables import table_html
 from ...vocab import DTYPE_SHORT, facet_label, join, kernel_name
-from .common import PORTABLE, CorrectnessSection, as_text, sci
 from .causal_floor import EARLY_QUERIES
+from .common import PORTABLE, CorrectnessSection, as_text, sci
 
 
 class Opening(CorrectnessSection):
