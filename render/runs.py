@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from collect.schema import FILE_SPECS, available_specs, datasheets
+from collect.schema import FILE_SPECS, PHASES, available_specs, datasheets
 from collect.schema.common import RUN_LOCK
 from collect.schema.manifest import Manifest
 from collect.schema.reader import shown
@@ -249,8 +249,16 @@ def load_runs(data_dir: Path) -> list[Run]:
     return sorted(runs, key=lambda r: (r.created, r.id))
 
 
+def is_complete(run: Run) -> bool:
+    """Whether every phase of a collect ran to its end in this run: a bench-only repeat, or a collect stopped
+    partway, is a run the history shows but not one a whole report can narrate."""
+    status = {p.name: p.status for p in run.manifest.phases}
+    return all(status.get(spec.name) == "complete" for spec in PHASES)
+
+
 def select_run(runs: list[Run], wanted: str | None = None) -> Run:
-    """The narrated run: $REPORT_RUN, else the configured id, else the newest."""
+    """The narrated run: $REPORT_RUN, else the configured id, else the newest run whose every phase completed
+    (the newest of all where none did)."""
     wanted = os.environ.get(RUN_ENV_VAR) or wanted
     if wanted:
         for r in runs:
@@ -258,4 +266,5 @@ def select_run(runs: list[Run], wanted: str | None = None) -> Run:
                 return r
         raise DataError(f"run {wanted!r} (from ${RUN_ENV_VAR} or mkdocs.yml extra.run) is not in data/runs; "
                         f"available: {', '.join(r.id for r in runs)}.")
-    return runs[-1]
+    complete = [r for r in runs if is_complete(r)]
+    return (complete or runs)[-1]

@@ -7,8 +7,13 @@ RUNS = Path(__file__).resolve().parent.parent / "data" / "runs"
 
 
 def latest_run(phase_file: str = "manifest.json", prefix: str = ""):
-    """The newest committed run (run ids sort by date) that has `phase_file`, loaded as render sees it."""
+    """The newest committed run (run ids sort by date) that has `phase_file`, loaded as render sees it: the newest
+    whose every phase completed, as the report narrates (render.runs.select_run), where one has the file."""
     from render.runs import load_run
 
-    runs = sorted(p for p in RUNS.iterdir() if p.name.startswith(prefix) and (p / phase_file).exists())
-    return load_run(runs[-1])
+    from render.runs import is_complete
+
+    runs = [load_run(p) for p in sorted(p for p in RUNS.iterdir()
+                                        if p.name.startswith(prefix) and (p / phase_file).exists())]
+    complete = [r for r in runs if is_complete(r)]
+    return (complete or runs)[-1]

@@ -8,7 +8,8 @@ import html
 import synthetic_report as S
 from collect.schema.common import tflops
 from render.bench_data import BenchData, distinct_sdpa
-from render.pages.bench import BenchPage, describe_gap
+from render.pages.bench import BenchPage
+from render.pages.bench.words import describe_gap
 from render.vocab import CLOCK_GAP, EVEN, side, speedup_words, versus
 
 SHAPE = (2, 8, 64)
@@ -155,7 +156,7 @@ def test_comparisons_at_different_sm_clocks_are_counted_and_the_widest_named():
     said = page._clock_gap_sentence()
     # Recount from the rows: our kernel against the fastest distinct SDPA row, per case.
     gaps = []
-    for shape in page.shapes():
+    for shape in page.b.shapes():  # the single shapes count too
         for dtype, causal in page.facets(shape):
             f = page.b.facet_rows(page.ok, shape, dtype, causal)
             ours = f[f["impl"] == "triton"].set_index("seq_len")["sm_clock_mhz"]
@@ -221,7 +222,7 @@ def test_first_calls_too_short_to_compile_are_said_to_come_from_the_cache(tmp_pa
 # ---- the published study against naive PyTorch --------------------------------------------------
 
 def test_the_published_margin_is_worded_from_its_figures():
-    from render.pages.bench import against_naive
+    from render.pages.bench.words import against_naive
     # the T4 figures: 1.54x, 1.46x and 1.56x slower at N=512, 2048 and 8192
     assert against_naive([0.616 / 0.95, 8.565 / 12.528, 131.724 / 205.15]).endswith("by a roughly constant factor")
     assert against_naive([1 / 1.2, 1 / 1.5, 1 / 2.0]).endswith("by a widening margin")

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT
-from render.pages.compare import MAX_SHOWN, PUBLISHED_WORDS, ComparePage
+from render.pages.compare import ComparePage
+from render.pages.compare.common import MAX_SHOWN, PUBLISHED_WORDS
 from render.runs import load_references, load_runs
 from render.site import Report
 from collect.schema import SCHEMA_VERSION

@@ -17,7 +17,8 @@ from collect.schema.occupancy import SmLimits
 from collect.schema import SCHEMA_VERSION
 from collect.schema.iterations import IterationRow, IterationsFile, KernelVersionInfo, PredictedRange
 from render import escape, fmt
-from render.pages.iterations import IterationsPage, measured_text, verdict
+from render.pages.iterations import IterationsPage
+from render.pages.iterations.journey import measured_text, verdict
 from render.runs import Run
 from render.validate import load_validated
 
@@ -561,7 +562,7 @@ def test_a_prediction_that_names_its_cases_is_measured_there_alone():
 
 def test_the_cases_a_prediction_names_are_the_ones_its_words_name():
     from kernels.attention import versions as V
-    from render.pages.iterations import PREDICTION_CASES, cases_label
+    from render.pages.iterations.journey import PREDICTION_CASES, cases_label
 
     for (name, date), only in PREDICTION_CASES.items():
         v = V.VERSIONS[name]

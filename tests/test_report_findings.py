@@ -11,8 +11,9 @@ import synthetic_report as S
 from collect.schema import site_pages
 from collect.schema.common import tflops
 from render import escape
-from render.pages.bench import BenchPage, describe_gap
-from render.pages.byte_arithmetic import _causal_verdict
+from render.pages.bench import BenchPage
+from render.pages.bench.words import describe_gap
+from render.pages.byte_arithmetic.causal_verdicts import causal_verdict
 from render.pages.hardware import HardwarePage
 from render.pages.home import HomePage
 from render.pages.profile import ProfilePage
@@ -104,12 +105,12 @@ def test_triton_against_naive_flips_in_the_opening(tmp_path):
 # ---- Byte arithmetic: the block count checked row by row -----------------------------------------
 
 def test_causal_verdicts_cover_every_kind_of_row():
-    assert _causal_verdict(1.80, 1.88, False) == "as predicted"
-    assert _causal_verdict(1.40, 1.88, False) == "short of the block count"
-    assert _causal_verdict(2.34, 1.88, False) == "beats the block count"
-    assert _causal_verdict(0.90, 1.88, False) == "slower with the mask"
-    assert _causal_verdict(0.90, 1.88, True) == "within the timing spread"
-    assert _causal_verdict(1.5, None, False) is None
+    assert causal_verdict(1.80, 1.88, False) == "as predicted"
+    assert causal_verdict(1.40, 1.88, False) == "short of the block count"
+    assert causal_verdict(2.34, 1.88, False) == "beats the block count"
+    assert causal_verdict(0.90, 1.88, False) == "slower with the mask"
+    assert causal_verdict(0.90, 1.88, True) == "within the timing spread"
+    assert causal_verdict(1.5, None, False) is None
 
 
 def test_causal_finding_names_rows_the_model_does_not_explain(tmp_path):

@@ -143,3 +143,25 @@ def test_no_broken_internal_links(built_site):
             if not target.exists():
                 broken.append(f"{page.relative_to(built_site)} -> {href}")
     assert broken == []
+
+
+def test_the_narrated_run_is_the_newest_whose_every_phase_completed(tmp_path):
+    """A newer bench-only repeat, or a collect stopped partway, stays in the history but is not narrated."""
+    from collect.schema import PHASES
+    from render.runs import is_complete, load_runs, select_run
+
+    def run(run_id, created, names, last="complete"):
+        d = synthetic.make_run(tmp_path, run_id, created=created)
+        m = json.loads((d / "manifest.json").read_text())
+        m["phases"] = [dict(m["phases"][0], name=n, status="complete" if n != names[-1] else last, file=None)
+                       for n in names]
+        (d / "manifest.json").write_text(json.dumps(m))
+
+    every = [p.name for p in PHASES]
+    run("full-20261201", "2026-12-01T08:00:00+00:00", every)
+    run("stopped-20261202", "2026-12-02T08:00:00+00:00", every, last="partial")
+    run("repeat-20261203", "2026-12-03T08:00:00+00:00", ["env", "bench"])
+    runs = load_runs(tmp_path)
+    assert [r.id for r in runs][-1] == "repeat-20261203" and [is_complete(r) for r in runs] == [True, False, False]
+    assert select_run(runs).id == "full-20261201"
+    assert select_run(runs, "repeat-20261203").id == "repeat-20261203"  # asked for by name, any run narrates

@@ -1,0 +1,127 @@
+"""What was measured: the run's cases, the clocks they ran at, the kernel our rows ran, and SDPA's own choice."""
+from __future__ import annotations
+
+import pandas as pd
+
+from ... import escape, fmt
+from ...bench_data import distinct_sdpa
+from ...vocab import CLOCK_GAP, clock_gap, dtype_short, facet_label, impl_label, join, plural, shape_label
+from .common import FUSED, BenchSection
+from .words import call_then_words
+
+
+class Cases(BenchSection):
+    """The run's cases, their clocks, the kernel our rows ran and SDPA's own choice."""
+
+    def summary(self) -> str:
+        data = self.data
+        counts = self.rows["status"].value_counts()
+        status = join(f"{counts[s]} {s}" for s in ("ok", "oom", "unsupported", "error", "skipped") if s in counts)
+        ns = self.b.seq_lens()
+        points = self.b.point_shapes()
+        single = (f", and single shapes {join(f'{shape_label(p)} at N={self.b.seq_lens(p)[0]}' for p in points)}"
+                  if points else "")
+        text = (f"This run measured {len(self.rows)} cases ({status}) of "
+                f"{join(impl_label(i) for i in self.impls())}, at seq_len {ns[0]} to {ns[-1]}: shapes "
+                f"{join(shape_label(s) for s in self.shapes())} over N{single}, in "
+                f"{join(dtype_short(d) for d in dict.fromkeys(self.rows['dtype']))}, causal and not.")
+        text += self._clock_sentence() + self._clock_gap_sentence()
+        text += f'\n\n??? info "How each case was timed"\n    {escape.text(data.timing_method)}\n'
+        text += "".join(map(escape.note, data.notes))
+        return text
+
+    def _clock_sentence(self) -> str:
+        """The SM clock seen while the device time was measured, where the run recorded it: the spread of
+        the cases' medians, then the single samples' extremes, which one call's wake-up or a power-limit
+        dip can set alone."""
+        ok = self.ok
+        if "sm_clock_mhz" not in ok or ok["sm_clock_mhz"].isna().all():
+            return " The SM clock during the timing was not recorded in this run."
+        med = ok["sm_clock_mhz"].dropna()
+        lo = ok["sm_clock_min_mhz"].dropna().min() if "sm_clock_min_mhz" in ok else float("nan")
+        hi = ok["sm_clock_max_mhz"].dropna().max() if "sm_clock_max_mhz" in ok else float("nan")
+        lo = med.min() if lo != lo else min(lo, med.min())
+        hi = med.max() if hi != hi else max(hi, med.max())
+        a, b = fmt.num(med.min(), 4), fmt.num(med.max(), 4)
+        text = (f" While the device time was measured, each case's median SM clock was {a} MHz" if a == b else
+                f" While the device time was measured, each case's median SM clock lay between {a} and {b} MHz")
+        x, y = fmt.num(lo, 4), fmt.num(hi, 4)
+        if (x, y) != (a, b):
+            text += f", and single calls saw {x} to {y} MHz"
+        return text + " (clocks are read, never set)."
+
+    def _clock_gap_sentence(self) -> str:
+        """Where our kernel and the fastest other implementation it is compared with ran at median SM clocks more than
+        CLOCK_GAP apart (clocks are read, never set), how many such comparisons there are and the widest."""
+        if "sm_clock_mhz" not in self.ok:
+            return ""
+        pairs = []
+        for shape in self.b.shapes():
+            for dtype, causal in self.facets(shape):
+                f = self.b.facet_rows(self.ok, shape, dtype, causal)
+                ours = f[f["impl"] == FUSED].set_index("seq_len")["sm_clock_mhz"]
+                fast = self.b.fastest_rival(shape, dtype, causal)
+                for n in ours.index.intersection(fast.index):
+                    a, b = ours[n], fast.loc[n, "sm_clock_mhz"]
+                    if (gap := clock_gap(a, b)) is not None:
+                        pairs.append((gap, a, b, shape, dtype, causal, int(n), self._sdpa_label(fast.loc[n])))
+        apart = [x for x in pairs if x[0] > CLOCK_GAP]
+        if not apart:
+            return ""
+        _, a, b, shape, dtype, causal, n, who = max(apart, key=lambda x: x[0])
+        return (f" In {len(apart)} of {plural(len(pairs), 'comparison')} with the fastest other implementation the two calls' "
+                f"median SM clocks differ by more than {fmt.pct(100 * CLOCK_GAP, 2)}. The widest gap is at "
+                f"{facet_label(dtype, causal)}, {shape_label(shape)}, N={n}, ours at {fmt.num(a, 4)} MHz against "
+                f"{who}'s {fmt.num(b, 4)} MHz: a compute-bound call's time scales about inversely with its clock, so "
+                "those ratios carry the gap.")
+
+    def path_sentence(self) -> str:
+        """Which kernel our rows ran and whether its code used the tensor cores, from the rows themselves."""
+        df = self.run.frame("bench", "rows")
+        if df.empty or "kernel_path" not in df:
+            return ""
+        ours = df[(df["impl"] == FUSED) & (df["status"] == "ok") & df["kernel_path"].notna()]
+        if ours.empty:
+            return ""
+        parts = []
+        for path, g in ours.groupby("kernel_path", sort=False):
+            tc = g["tensor_cores"].dropna() if "tensor_cores" in g else pd.Series(dtype=bool)
+            use = ("with tensor cores in its code" if len(tc) and tc.all() else
+                   "without tensor cores in its code" if len(tc) and not tc.any() else
+                   f"with tensor cores in {int(tc.sum())} of {len(tc)}" if len(tc) else "tensor-core use not recorded")
+            parts.append(f"the {escape.text(path)} kernel in {plural(len(g), 'case')} ({use})")
+        return (f"Which kernel ran, from each row: {join(parts)}. The code is read from the compiled kernel that ran "
+                "(`kernels/aot.py`), so a GPU where Triton compiles matrix multiplies without tensor cores says so here.")
+
+    def backend_choice(self) -> str:
+        """Which backend PyTorch chose when none was forced."""
+        auto = self.ok[self.ok["impl"] == "sdpa"]
+        if auto.empty:
+            return "No case of SDPA without a forced backend ran, so PyTorch's own choice is not known for this run."
+        parts = []
+        for backend, grp in auto.groupby("backend_used", sort=False):
+            where = ""
+            if len(grp) < len(auto):
+                facets = dict.fromkeys(f"{shape_label(s)} {facet_label(dt, c)}"
+                                       for s, dt, c in zip(grp["shape"], grp["dtype"], grp["causal"]))
+                where = f" ({join(facets)})"
+            parts.append(f"**{escape.text(backend)}** in {len(grp)} of {len(auto)} cases{where}")
+        text = (f"With no backend forced, PyTorch chose {join(parts)}. "
+                f"The choice was read with {call_then_words(self.data.backend_choice_method)}.")
+        return text + self._choice_counted_once(auto)
+
+    def _choice_counted_once(self, auto: pd.DataFrame) -> str:
+        """How many of PyTorch's choices ran a backend that was also timed forced: those rows time the same
+        kernel twice, and the comparisons with the fastest other implementation use the forced row alone."""
+        timed = auto[auto["latency_ms_median"].notna()]
+        twice = int((~timed.index.isin(distinct_sdpa(self.ok).index)).sum())
+        if not twice:
+            return ""
+        rest = len(timed) - twice
+        where = "In every one of them" if not rest else f"In {twice} of them"
+        text = (f" {where}, the backend it chose was also timed forced, so the two rows are one kernel timed twice: "
+                "the comparisons with the fastest other implementation below count that kernel once, by its forced run.")
+        if rest:
+            text += (f" In the other {rest}, PyTorch's choice is compared as it is "
+                     "(its backend was not timed forced there, or is not known).")
+        return text

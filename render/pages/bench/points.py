@@ -1,0 +1,68 @@
+"""Single shapes: the shapes measured at one length (the inference shapes, head sizes between the tiles), one
+table row each rather than a one-point curve."""
+from __future__ import annotations
+
+import pandas as pd
+
+from ... import fmt
+from ...tables import table_html
+from ...vocab import facet_label, path_label, shape_label
+from .common import FUSED, BenchSection
+from .words import case_side, case_words, spread
+
+
+class Points(BenchSection):
+    """Ours against the fastest other implementation at each single shape."""
+
+    def points_finding(self) -> str:
+        """The single shapes in one sentence: in how many cases ours is on par or faster than the fastest other
+        implementation, and the worst case; '' where the run has none."""
+        t = self._points()
+        t = t[t["ratio"].notna()]
+        if t.empty:
+            return ""
+        level = t[t["side"] != "loss"]
+        worst = t.loc[t["ratio"].idxmin()]
+        return (f"At the single shapes, ours is on par with or faster than the fastest other implementation in "
+                f"{len(level)} of {len(t)} cases; its lowest speed ratio is {fmt.ratio(worst['ratio'])}, "
+                f"{facet_label(worst['dtype'], worst['causal'])} at {shape_label(worst['shape'])}, N={worst['n']}, "
+                f"against {worst['who']}.")
+
+    def _points(self) -> pd.DataFrame:
+        rows = []
+        for shape in self.b.point_shapes():
+            n = self.b.seq_lens(shape)[0]
+            for dtype, causal in self.facets(shape):
+                tri = self.b.by_n(shape, dtype, causal, FUSED)
+                fast = self.b.fastest_rival(shape, dtype, causal)
+                r = {"shape": shape, "n": n, "dtype": dtype, "causal": causal, "ours": None, "fast": None, "who": None,
+                     "ratio": None, "side": None, "words": "n/a", "path": None}
+                if n in tri.index:
+                    r["ours"] = tri.loc[n, "latency_ms_median"]
+                    r["path"] = self.b.paths(shape, dtype, causal).get(n)
+                if n in fast.index:
+                    f = fast.loc[n]
+                    r["fast"], r["who"] = f["latency_ms_median"], self._sdpa_label(f)
+                    if r["ours"]:
+                        sp = spread(f, tri.loc[n])
+                        r["ratio"] = f["latency_ms_median"] / r["ours"]
+                        r["side"], r["words"] = case_side(r["ratio"], sp), case_words(r["ratio"], sp)
+                rows.append(r)
+        return pd.DataFrame(rows, columns=["shape", "n", "dtype", "causal", "ours", "fast", "who", "ratio", "side",
+                                           "words", "path"])
+
+    def points_table(self) -> str:
+        """Each single shape: ours, the fastest other implementation and the ratio, per dtype and mask."""
+        t = self._points()
+        if t.empty:
+            return ""
+        out = pd.DataFrame({
+            "shape": [f"{shape_label(s)}, N={n}" for s, n in zip(t["shape"], t["n"])],
+            "facet": [facet_label(d, c) for d, c in zip(t["dtype"], t["causal"])],
+            "ours": [fmt.ms(x) if x else "not measured" for x in t["ours"]],
+            "path": [path_label(p) if isinstance(p, str) else "n/a" for p in t["path"]],
+            "fast": [f"{fmt.ms(x)} ({w})" if x else "none ran" for x, w in zip(t["fast"], t["who"])],
+            "words": t["words"]})
+        return table_html(out, {"shape": "Shape", "facet": "dtype, mask", "ours": "Triton (median device time)",
+                                "path": "Triton's path", "fast": "fastest other (median)",
+                                "words": "Triton vs fastest other"})

@@ -1,0 +1,173 @@
+"""Small sizes, the host or the GPU: device, host and loop time side by side, and where the host sets the pace."""
+from __future__ import annotations
+
+from functools import cached_property
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from ... import escape, fmt
+from ...axes import log_ticks
+from ...figures import PALETTE
+from ...tables import table_html
+from ...vocab import IMPL_DASH, facet_label, impl_color, impl_label, join, plural, shape_label, side
+from .common import FUSED, HOST_BOUND, BenchSection
+
+
+def host_beside_loop(host_ms, loop_ms) -> str:
+    """The clause after a loop time that says what the host time, measured apart from the loop, tells about
+    it. A host time on par with or above the loop time is not "the cost of issuing each call" in that loop:
+    the loop cannot run faster than it issues calls, so there the two separate measurements agree (or the
+    call timed alone was the slower), and the words say so instead of adding the two up."""
+    if host_ms is None or host_ms != host_ms or not loop_ms:
+        return ""
+    where = side(loop_ms / host_ms)
+    if where == "win":
+        return f", and {fmt.ms(host_ms)} of CPU time to issue one call (host time, measured apart from the loop)"
+    if where == "par":
+        return (f"; its host time, one call timed alone in a measurement of its own, is on par with that loop time "
+                f"({fmt.ms(host_ms)}): the loop runs at the pace the host issues calls")
+    return (f"; its host time, one call timed alone in a measurement of its own, came out above that loop time, at "
+            f"{fmt.ms(host_ms)}: timed alone, the call returned more slowly than inside the loop, so the loop time, "
+            "not the host time, is what a loop of these calls costs")
+
+
+class SmallSizes(BenchSection):
+    """Device, host and loop time at small sizes: who sets the pace."""
+
+    @cached_property
+    def clock(self) -> pd.DataFrame:
+        """ok rows with device, host and loop time side by side (ms), where the run recorded them."""
+        df = self.ok.copy()
+        for col in ("loop_ms_median", "host_us_median"):
+            if col not in df:
+                df[col] = None
+        df = df[df["latency_ms_median"].notna()]
+        df = df.assign(host_ms=pd.to_numeric(df["host_us_median"], errors="coerce") / 1e3,
+                       loop_ms=pd.to_numeric(df["loop_ms_median"], errors="coerce"))
+        df["loop_over_device"] = df["loop_ms"] / df["latency_ms_median"]
+        return df
+
+    @property
+    def has_loop_time(self) -> bool:
+        return bool(self.clock["loop_ms"].notna().any())
+
+    def _host_bound(self) -> pd.DataFrame:
+        c = self.clock[self.clock["loop_over_device"].notna()]
+        return c[c["loop_over_device"] >= HOST_BOUND]
+
+    def _small_n_verdict(self) -> str:
+        """One sentence for the page's opening: where the host, not the GPU, sets the pace."""
+        if not self.has_loop_time:
+            return ("This run recorded device time only, so whether the shortest calls are host-bound is not known "
+                    "here.")
+        hb = self._host_bound()
+        if hb.empty:
+            return ("At every size measured, a loop of calls runs within 25% of the device time: the GPU, not the "
+                    "host, sets the pace.")
+        n_max = int(hb["seq_len"].max())
+        return (f"Up to N={n_max}, some calls are host-bound: a loop of them takes longer than the GPU's own time "
+                f"({join(impl_label(i) for i in dict.fromkeys(hb.sort_values('seq_len')['impl']))}).")
+
+    def small_n_finding(self) -> str:
+        """What sets the pace at small sizes: device time against host and loop time, in words from the data."""
+        if not self.has_loop_time:
+            return ("This run recorded device time only (the GPU's work for one call alone, with the L2 flushed). "
+                    "It has no host time (the CPU time of one call, timed alone) and no loop time (calls back to "
+                    "back), so this page cannot say whether the shortest calls are limited by the host. Re-collect the "
+                    "bench phase with this version of `collect` to measure them.")
+        c = self.clock[self.clock["loop_over_device"].notna()]
+        hb = self._host_bound()
+        ns = sorted(set(c["seq_len"]))
+        out = [f"Device time is the GPU's work for one call alone; a user's loop of calls sees the loop time (calls "
+               "issued back to back, timed on the GPU), which also pays for issuing each call on the CPU. Host time "
+               "is measured apart from that loop: the CPU time one call takes to return, each call timed on its own "
+               "while the GPU is kept busy. Where the loop time exceeds the device time by more "
+               f"than {fmt.pct(100 * (HOST_BOUND - 1), 2)}, this page calls the call host-bound at that size."]
+        if hb.empty:
+            out.append(f"No case is host-bound here: at every N from {ns[0]} to {ns[-1]} the loop runs within that "
+                       "margin of the device time, so the device times on this page are what a loop sees.")
+            return " ".join(out)
+        by_impl = hb.groupby("impl")["seq_len"].max().sort_values()
+        per = [f"{impl_label(i)} up to N={int(n)}" for i, n in by_impl.items()]
+        out.append(f"Host-bound cases: {join(per)} (in at least one dtype and masking).")
+        worst = hb.loc[hb["loop_over_device"].idxmax()]
+        why = (f"The most host-bound is {impl_label(worst['impl'])} at N={worst['seq_len']} "
+               f"({facet_label(worst['dtype'], worst['causal'])}, {shape_label(worst['shape'])}): "
+               f"{fmt.ms(worst['loop_ms'])} per call in a loop against {fmt.ms(worst['latency_ms_median'])} of "
+               "device time")
+        out.append(why + host_beside_loop(worst["host_ms"], worst["loop_ms"]) + ".")
+        free = [n for n in ns if n > hb["seq_len"].max()]
+        if free:
+            out.append(f"From N={free[0]} on, every implementation's loop runs within the margin of its device "
+                       "time: the GPU sets the pace, and the speedups below are what a loop sees.")
+        fused = hb[hb["impl"] == FUSED]
+        if not fused.empty:
+            n = int(fused["seq_len"].max())
+            out.append(f"Up to N={n}, the ratios to Triton below compare device times that a loop of Triton calls "
+                       "does not reach; the table of host, device and loop time has them side by side.")
+        return " ".join(out)
+
+    def small_n_table(self) -> str:
+        """Host, device and loop time at each implementation's smallest two lengths, first shape and facet."""
+        if not self.has_loop_time:
+            return ""
+        c = self.clock[self.clock["loop_ms"].notna()]
+        shape = self.shapes()[0]
+        dtype, causal = self.facets(shape)[0]
+        f = self.b.facet_rows(c, shape, dtype, causal)
+        ns = sorted(set(f["seq_len"]))[:3]
+        f = f[f["seq_len"].isin(ns)].sort_values(["seq_len", "latency_ms_median"])
+        if f.empty:
+            return ""
+        rows = [{"impl": impl_label(r["impl"]), "n": r["seq_len"], "host": r["host_ms"],
+                 "device": r["latency_ms_median"], "loop": r["loop_ms"], "ratio": r["loop_over_device"],
+                 "verdict": "host-bound" if r["loop_over_device"] >= HOST_BOUND else "GPU-bound"}
+                for _, r in f.iterrows()]
+        caption = (f"{shape_label(shape)}, {facet_label(dtype, causal)}, the three shortest lengths. Host time: one "
+                   "call timed alone on the CPU, in a measurement of its own; loop time: calls back to back, timed on "
+                   "the GPU.")
+        # A loop cannot run faster than its calls are issued, so a host time above the loop time is the
+        # separate measurement's own slowness; the reader must not take it for the loop's issuing cost.
+        # Counted as the table prints them: a row whose two figures read the same is not "above".
+        above = sum(1 for h, lp in zip(f["host_ms"], f["loop_ms"]) if h > lp and fmt.ms(h) != fmt.ms(lp))
+        if above:
+            caption += (f" In {plural(above, 'row')}, the host time is above the loop time: those calls, timed "
+                        "alone, returned more slowly than the same calls did inside the loop, which cannot run faster "
+                        "than it issues them.")
+        return table_html(pd.DataFrame(rows), {
+            "n": "N", "impl": "Implementation", "host": "host time (one call alone)", "device": "device time",
+            "loop": "loop time per call", "ratio": "loop / device", "verdict": "Paced by"},
+            {"host": fmt.ms, "device": fmt.ms, "loop": fmt.ms, "ratio": fmt.ratio}, caption=caption)
+
+    def small_n_figure(self) -> str:
+        if not self.has_loop_time:
+            return ""
+        shape = self.shapes()[0]
+        c = self.clock[self.clock["loop_over_device"].notna()]
+        fig, cells, nrows = self._grid(shape)
+        shown = set()
+        ys = list(c["loop_over_device"])
+        for dtype, causal, r, col in cells:
+            f = self.b.facet_rows(c, shape, dtype, causal)
+            for impl in self.impls():
+                g = f[f["impl"] == impl].sort_values("seq_len")
+                if g.empty:
+                    continue
+                label = escape.plot(impl_label(impl))
+                fig.add_trace(go.Scatter(
+                    x=g["seq_len"], y=g["loop_over_device"], mode="lines+markers", name=label, legendgroup=impl,
+                    showlegend=impl not in shown, line=dict(color=impl_color(impl), dash=IMPL_DASH.get(impl, "solid")),
+                    hovertemplate=f"{label}<br>N=%{{x}}<br>loop / device %{{y:.3g}}×<extra></extra>"), row=r, col=col)
+                shown.add(impl)
+            fig.add_hline(y=HOST_BOUND, line_dash="dash", line_color=PALETTE[7], line_width=1, row=r, col=col)
+        ns = self.b.seq_lens(shape)
+        for _, _, r, col in cells:
+            fig.update_yaxes(type="log", title_text="loop / device time (×)" if col == 1 else None, row=r, col=col,
+                             **log_ticks(ys + [1.0]))
+            fig.update_xaxes(type="log", tickvals=ns, ticktext=[str(n) for n in ns],
+                             title_text="seq_len N" if r == nrows else None, row=r, col=col)
+        return self.figure(f"loop-over-device-{'x'.join(map(str, shape))}", fig,
+                           "Loop time over device time per call against sequence length, log-log: 1 means a loop of "
+                           "calls runs at the GPU's pace; above the dashed line the host sets the pace. "
+                           f"{shape_label(shape)}; rows: dtype, columns: masking.", height=300 * nrows + 140)

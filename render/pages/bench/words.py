@@ -1,0 +1,206 @@
+"""Speedups into words: Triton's standing against another implementation over N, told by its pattern (one
+side, a crossover, an excursion, back and forth), with the calls' own spread taken into account."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ... import escape, fmt
+from ...vocab import EVEN, join, path_label, side, speedup_words
+
+# A speedup that changes by less than this factor from the shortest to the longest N "holds steady".
+TREND = 1.15
+
+
+def loglog_slope(x, y) -> float | None:
+    """Least-squares exponent k of y ~ x^k, or None with fewer than two usable points."""
+    pts = [(math.log(a), math.log(b)) for a, b in zip(x, y) if a and b and a > 0 and b > 0]
+    if len(pts) < 2:
+        return None
+    mx = sum(p[0] for p in pts) / len(pts)
+    my = sum(p[1] for p in pts) / len(pts)
+    sxx = sum((p[0] - mx) ** 2 for p in pts)
+    return None if sxx == 0 else sum((p[0] - mx) * (p[1] - my) for p in pts) / sxx
+
+
+def spread(other, ours) -> tuple[float, float] | None:
+    """(other's p10 over ours, other's p90 over ours) for two rows of one case, or None where either row lacks
+    its p10 or p90 (published figures carry none)."""
+    try:
+        r = (other["latency_ms_p10"] / ours["latency_ms_p10"], other["latency_ms_p90"] / ours["latency_ms_p90"])
+    except (KeyError, TypeError, ZeroDivisionError):
+        return None
+    return r if all(x == x and x > 0 and math.isfinite(x) for x in r) else None
+
+
+def edge_of(s: float, sp: tuple[float, float] | None) -> str:
+    """Which of the calls' p10s and p90s put a speedup s, past the "on par" band by the medians, back inside it
+    ("p10s", "p90s", "p10s and p90s"), or "" where the verdict holds at both ends or the rows have no spread. The
+    two calls' quick ends compared, then their slow ends: where they disagree with the medians' verdict, that
+    verdict rests on where the median fell inside the calls' own noise, not on the kernels."""
+    if sp is None or side(s) == "par":
+        return ""
+    off = [name for name, r in zip(("p10s", "p90s"), sp) if side(r) != side(s)]
+    return join(off)
+
+
+def case_side(s: float, sp: tuple[float, float] | None = None) -> str:
+    """side(s), with a verdict the calls' spread does not carry (edge_of) counted as on par."""
+    return "par" if edge_of(s, sp) else side(s)
+
+
+def case_words(s: float, sp: tuple[float, float] | None = None) -> str:
+    """speedup_words(s), or, where the calls' spread straddles the band's edge, 'on par at the edge' with the
+    medians' figure and which ends of the spread fall inside the band."""
+    where = edge_of(s, sp)
+    if not where:
+        return speedup_words(s)
+    word = "faster" if s >= 1 else "slower"
+    return (f"on par at the edge ({fmt.ratio_vs(max(s, 1 / s), EVEN)} {word} by the medians, within "
+            f"{fmt.pct(100 * (EVEN - 1), 2)} by the calls' {where})")
+
+
+def call_then_words(method: str) -> str:
+    """A recorded method such as 'f(x, y) on the inputs, which ...': the call as code, the words after it as
+    prose (a code span around the whole would set the explanation in code too)."""
+    method = str(method)
+    end = method.find(")") + 1 if method.find("(") > 0 else 0
+    if not end:
+        return escape.text(method)
+    return escape.code(method[:end]) + " " + escape.text(method[end:]) if method[end:].strip() else escape.code(method)
+
+
+def _path_name(p: str) -> str:
+    return f"the {escape.text(path_label(p))}"
+
+
+def describe_gap(ns: list[int], speedups: list[float], other: str, spreads=None, paths=None, same=None) -> str:
+    """Sentences on Triton against `other` over N (speedup = other's time / Triton's), with at most two ratios
+    in the main one: the pattern is the finding, the table below the page holds every ratio.
+
+    spreads: per N, (ratio of the p10s, ratio of the p90s) or None (see edge_of); paths: per N, the kernel
+    path Triton took, named where a crossover coincides with a change of path; same: per N, the path both
+    calls took where they ran one kernel (same path and tile config), so there is no standing to give."""
+    k = len(ns)
+    spreads = list(spreads) if spreads is not None else [None] * k
+    paths = list(paths) if paths is not None else [None] * k
+    same = list(same) if same is not None else [None] * k
+    lead, every, only = "", "every N measured", "the only length both ran"
+    twins = [i for i in range(k) if same[i]]
+    if twins:
+        kinds = list(dict.fromkeys(same[i] for i in twins))
+        lead = (f"At N={join(ns[i] for i in twins)}, flash_attention itself took {join(_path_name(p) for p in kinds)} "
+                f"with the same tile config, so Triton and {other} are one kernel there and have no standing.")
+        keep = [i for i in range(k) if not same[i]]
+        ns, speedups, spreads, paths = ([x[i] for i in keep] for x in (ns, speedups, spreads, paths))
+        every, only = "every other N", "the only other length both ran"
+        if not ns:
+            return lead
+        lead += " "
+    if not ns:
+        return f"No sequence length has a measurement of both Triton and {other}."
+    return lead + _Standing(ns, speedups, spreads, paths, other).sentences(every, only)
+
+
+@dataclass
+class _Standing:
+    """Triton's standing against one other implementation over the lengths both ran, told by its pattern:
+    one side throughout, one crossover, one run of lengths off the "on par" band, or back and forth."""
+
+    ns: list[int]
+    speedups: list[float]
+    spreads: list
+    paths: list
+    other: str
+    shown: set[int] = field(default_factory=set)  # lengths whose verdict a sentence already printed
+
+    def __post_init__(self):
+        self.words = [case_words(s, sp) for s, sp in zip(self.speedups, self.spreads)]
+        self.sides = [case_side(s, sp) for s, sp in zip(self.speedups, self.spreads)]
+
+    def sentences(self, every: str, only: str) -> str:
+        ns, words, sides = self.ns, self.words, self.sides
+        if len(ns) == 1:
+            said = (words[0].replace("on par", f"on par with {self.other}", 1) if words[0].startswith("on par")
+                    else f"{words[0]} than {self.other}")
+            return f"At N={ns[0]}, {only}, Triton is {said}."
+        if len(set(sides)) == 1:
+            return self._one_side(every)
+        changes = [i for i in range(1, len(sides)) if sides[i] != sides[i - 1]]
+        if len(changes) == 1:
+            return self._one_change(changes[0])
+        off = [i for i, sd in enumerate(sides) if sd != "par"]
+        if len({sides[i] for i in off}) == 1 and off == list(range(off[0], off[-1] + 1)):
+            return self._one_excursion(off)
+        return self._back_and_forth()
+
+    @property
+    def span(self) -> str:
+        return f"{self.words[0]} at N={self.ns[0]} and {self.words[-1]} at N={self.ns[-1]}"
+
+    def edges(self) -> str:
+        """The edge verdicts the sentence before did not print, one short sentence each."""
+        return "".join(f" At N={self.ns[i]} it is {self.words[i]}." for i in range(len(self.ns))
+                       if i not in self.shown and edge_of(self.speedups[i], self.spreads[i]))
+
+    def _one_side(self, every: str) -> str:
+        if self.sides[0] == "par":
+            return f"Triton is on par with {self.other} at {every} (within 5% either way)." + self.edges()
+        word = "faster" if self.sides[0] == "win" else "slower"
+        gaps = [max(x, 1 / x) for x in self.speedups]
+        f0, f1 = gaps[0], gaps[-1]
+        peak = max(range(len(gaps)), key=gaps.__getitem__)
+        # A gap widest mid-range that falls back by more than the "on par" band has narrowed again.
+        if 0 < peak < len(gaps) - 1 and gaps[peak] / f1 >= EVEN and gaps[peak] / f0 >= TREND:
+            trend = f"the gap grows up to N={self.ns[peak]}, then narrows"
+        else:
+            trend = ("the gap grows with N" if f1 / f0 >= TREND else "the gap narrows with N" if f0 / f1 >= TREND
+                     else "the gap holds roughly steady across N")
+        return f"Triton is {word} than {self.other} at {every}, {self.span}: {trend}."
+
+    def _one_change(self, i: int) -> str:
+        self.shown |= {0, len(self.ns) - 1}
+        verb = {"win": "pulls ahead of", "loss": "falls behind", "par": "draws level with"}[self.sides[i]]
+        where = ""
+        a, b = self.paths[i - 1], self.paths[i]
+        if isinstance(a, str) and isinstance(b, str) and a != b:
+            where = f", where our dispatcher switches from {_path_name(a)} to {_path_name(b)}"
+        return (f"Triton {verb} {self.other} between N={self.ns[i - 1]} and N={self.ns[i]}{where}: {self.span}."
+                + self.edges())
+
+    def _one_excursion(self, off: list[int]) -> str:
+        """One run of lengths off the band, on par either side of it: not a standing that changes back and forth."""
+        word = "faster" if self.sides[off[0]] == "win" else "slower"
+        peak = max(off, key=lambda i: max(self.speedups[i], 1 / self.speedups[i]))
+        self.shown.add(peak)
+        widest = f"{self.words[peak]} at N={self.ns[peak]}" if len(off) > 1 else self.words[peak]
+        return (f"Triton is {word} than {self.other} only at N={join(self.ns[i] for i in off)} ({widest}), on par "
+                "elsewhere." + self.edges())
+
+    def _back_and_forth(self) -> str:
+        ns, words = self.ns, self.words
+        groups = {w: [n for n, sd in zip(ns, self.sides) if sd == key]
+                  for key, w in (("win", "faster"), ("loss", "slower"), ("par", "on par"))}
+        parts = [f"{w} at N={join(g)}" for w, g in groups.items() if g]
+        worst = min(range(len(ns)), key=lambda i: self.speedups[i])
+        best = max(range(len(ns)), key=lambda i: self.speedups[i])
+        self.shown |= {worst, best}
+        return (f"Triton's standing against {self.other} changes back and forth with N: {join(parts, 'and')}; from "
+                f"{words[worst]} at N={ns[worst]} to {words[best]} at N={ns[best]}.") + self.edges()
+
+
+def against_naive(speedups: list[float]) -> str:
+    """How a kernel compares with naive PyTorch over the lengths tried, trend included ('slower than naive
+    PyTorch at every length it tried, by a roughly constant factor'), from its speedups in order of N."""
+    if not speedups:
+        return "not compared with naive PyTorch at any length"
+    sides = {side(s) for s in speedups}
+    if sides == {"par"}:
+        return "on par with naive PyTorch at every length it tried"
+    if len(sides) > 1:
+        return "faster than naive PyTorch at some lengths and not at others"
+    word = "faster" if sides == {"win"} else "slower"
+    gaps = [max(s, 1 / s) for s in speedups]
+    trend = ("by a widening margin" if gaps[-1] / gaps[0] >= TREND else "by a narrowing margin"
+             if gaps[0] / gaps[-1] >= TREND else "by a roughly constant factor")
+    return f"{word} than naive PyTorch at every length it tried, {trend}"

@@ -1,0 +1,102 @@
+"""Arithmetic intensity against the ridge point: the table, the finding and the roofline of each shape."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from ... import escape, fmt, model
+from ...axes import log_ticks
+from ...figures import PALETTE
+from ...tables import table_html
+from ...vocab import MATERIALISING, facet_label, impl_color, impl_label, shape_label
+from .common import E, BytesSection, matmul_ceiling
+
+
+class Intensity(BytesSection):
+    """The intensity table and finding, and the roofline figure."""
+
+    def intensity_table(self) -> str:
+        ridge = self.ridge()
+        rows = []
+        for shape in self.shapes():
+            d = shape[2]
+            for n in self.seq_lens(shape):
+                a_n, a_f = model.naive_intensity(n, d, E), model.fused_intensity(n, d, E)
+                bound = lambda a: "n/a" if ridge is None else ("compute" if a >= ridge else "memory")  # noqa: E731
+                rows.append({"d": d, "n": n, "naive": fmt.num(a_n), "nb": bound(a_n), "fused": fmt.num(a_f),
+                             "fb": bound(a_f)})
+        df = pd.DataFrame(rows).drop_duplicates()
+        return table_html(df, {"d": "d", "n": "N", "naive": "naive FLOP/byte", "nb": "naive: bound by (model)",
+                               "fused": "fused FLOP/byte", "fb": "fused: bound by (model)"},
+                          caption=f"Against the measured fp16 ridge point of {fmt.num(ridge)} FLOP/byte.")
+
+    def intensity_finding(self) -> str:
+        ridge = self.ridge()
+        if ridge is None:
+            return "No measured ridge point in this run, so the intensities cannot be placed against it."
+        parts = []
+        for d in sorted({s[2] for s in self.shapes()}):
+            lim = model.naive_intensity_limit(d, E)
+            cross = model.naive_crosses_ridge_n(ridge, d, E)
+            if cross is None:
+                parts.append(f"With d={d}, naive's intensity approaches {fmt.num(lim)} FLOP/byte and never passes it, "
+                             f"below the ridge of {fmt.num(ridge)}: memory-bound at every N.")
+            else:
+                parts.append(f"With d={d}, naive's intensity approaches {fmt.num(lim)} FLOP/byte, above the ridge of "
+                             f"{fmt.num(ridge)}: this GPU's ridge is low enough that naive turns compute-bound from "
+                             f"N≈{fmt.num(cross)}.")
+        n_cross = model.fused_crosses_ridge_n(ridge, E)
+        ns = sorted(set(self.bench.rows["seq_len"]))
+        share = ("every length swept" if ns[0] >= n_cross else "none of the lengths swept" if ns[-1] < n_cross
+                 else f"the lengths from N={min(n for n in ns if n >= n_cross)} on")
+        parts.append(f"A fused kernel's intensity N/2 reaches the ridge at N≈{fmt.num(n_cross)}, which puts {share} on "
+                     "the compute side of it.")
+        return " ".join(parts)
+
+    def roofline_figure(self, shape) -> str:
+        """Measured TFLOP/s of each implementation at its modelled intensity, under this GPU's roofs."""
+        dtype, causal = next(((dt, c) for dt, c in self.bench.facets(shape) if not c), self.bench.facets(shape)[0])
+        ceiling = matmul_ceiling(dtype)
+        bw, peak = self.bandwidth(), self.ceilings.measured_rate(f"matmul_{ceiling}")
+        d = shape[2]
+        ns = self.seq_lens(shape)
+        x = np.logspace(0, math.log10(max(model.fused_intensity(ns[-1], d, E), 10) * 2), 80)
+        fig = go.Figure()
+        sheet_bw, sheet_peak = self.ceilings.sheet_rate("dram"), self.ceilings.sheet_rate(ceiling)
+        ys = []
+        for label, b_, p_, dash in (("measured roofs", bw, peak, "solid"), ("datasheet roofs", sheet_bw, sheet_peak, "dash")):
+            if b_ and p_:
+                y = [model.attainable_flops(a, p_, b_) / 1e12 for a in x]
+                ys += y
+                fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=label,
+                                         line=dict(color=PALETTE[7], dash=dash, width=1.5), hoverinfo="skip"))
+        ok = self.bench.facet_rows(self.bench.ok, shape, dtype, causal)
+        xs = list(x)
+        for impl in self.bench.impls():
+            g = ok[(ok["impl"] == impl) & ok["tflops"].notna()].sort_values("seq_len")
+            if g.empty:
+                continue
+            used = g["backend_used"].fillna("")
+            mat = [impl in MATERIALISING or (impl == "sdpa" and u == "math") for u in used]
+            ai = [model.naive_intensity(n, d, E) if m else model.fused_intensity(n, d, E)
+                  for n, m in zip(g["seq_len"], mat)]
+            ys += list(g["tflops"])
+            label = escape.plot(impl_label(impl))
+            fig.add_trace(go.Scatter(x=ai, y=g["tflops"], mode="markers+lines", name=label,
+                                     marker=dict(color=impl_color(impl), size=8),
+                                     line=dict(color=impl_color(impl), width=1), customdata=g["seq_len"],
+                                     hovertemplate=f"{label}<br>N=%{{customdata}}<br>%{{x:.3g}} FLOP/byte (model)"
+                                                   "<br>%{y:.3g} TFLOP/s (measured)<extra></extra>"))
+        ridge = self.ridge(dtype)
+        if ridge:
+            fig.add_vline(x=ridge, line_dash="dot", line_color=PALETTE[7], line_width=1)
+        fig.update_xaxes(type="log", title_text="arithmetic intensity (FLOP per DRAM byte, from the model)",
+                         **log_ticks(xs))
+        fig.update_yaxes(type="log", title_text="throughput (TFLOP/s)", **log_ticks(ys))
+        return self.figure(f"roofline-{'x'.join(map(str, shape))}", fig,
+                           f"Each implementation's measured TFLOP/s at its modelled intensity (naive and SDPA math: "
+                           f"N·d/(2(N+d)); fused: N/2), one point per N, under the {ceiling} roofs; dotted: the "
+                           f"measured ridge point. {shape_label(shape)}, {facet_label(dtype, causal)}.")

@@ -1,0 +1,78 @@
+"""The model, evaluated for this GPU, and the traffic it predicts per shape beside the measured naive times."""
+from __future__ import annotations
+
+import pandas as pd
+
+from ... import escape, fmt, model
+from ...tables import table_html
+from ...vocab import shape_label
+from .common import E, BytesSection
+
+
+class Traffic(BytesSection):
+    """The device sentence under the model, and the traffic table and finding of each shape."""
+
+    def device_sentence(self) -> str:
+        d = self.device
+        bw, peak = self.bandwidth(), self.ceilings.measured_rate("matmul_fp16")
+        text = (f"Evaluated for **{escape.text(d.name)}**, with an L2 cache of {fmt.bytes_(self.l2_bytes)} and "
+                f"{fmt.bytes_(d.memory_bytes)} of memory. Every element is two bytes (fp16 and bf16 alike).")
+        if bw and peak:
+            text += (f" The measured copy bandwidth of {fmt.bandwidth(bw)} and fp16 matmul rate of {fmt.flops(peak)} "
+                     f"put the measured fp16 ridge point at **{fmt.num(self.ridge())} FLOP/byte**")
+            r_sheet = self.ceilings.ridge("fp16", which="datasheet")
+            text += f" ({fmt.num(r_sheet)} from the datasheet)." if r_sheet is not None else "."
+        else:
+            text += " Without a measured copy bandwidth and fp16 matmul rate, no measured ridge point is known."
+        return text
+
+    def traffic_table(self, shape) -> str:
+        b, h, d = shape
+        heads = b * h
+        bw = self.bandwidth()
+        naive_ms = self.bench.latency(shape, "float16", False, "naive")
+        rows = []
+        for n in self.seq_lens(shape):
+            naive_all = model.naive_traffic_bytes(n, d, E, heads)
+            rows.append({
+                "n": n, "s": fmt.bytes_(model.s_matrix_bytes(n, E)), "ends": fmt.bytes_(model.endpoint_bytes(n, d, E)),
+                "naive": fmt.bytes_(model.naive_traffic_bytes(n, d, E)), "fused": fmt.bytes_(model.fused_traffic_bytes(n, d, E)),
+                "ratio": fmt.ratio(model.traffic_ratio(n, d)), "naive_all": fmt.bytes_(naive_all),
+                "fused_all": fmt.bytes_(model.fused_traffic_bytes(n, d, E, heads)),
+                "floor": fmt.ms(naive_all / bw * 1e3) if bw else "n/a",
+                "meas": fmt.ms(naive_ms[n]) if n in naive_ms.index else "did not run",
+            })
+        return table_html(pd.DataFrame(rows), {
+            "n": "N", "s": "S, one head", "ends": "Q, K, V, O, one head", "naive": "naive traffic, one head",
+            "fused": "fused traffic, one head", "ratio": "naive / fused = 1 + N/d",
+            "naive_all": f"naive, all {heads} heads", "fused_all": f"fused, all {heads} heads",
+            "floor": "naive traffic at measured bandwidth", "meas": "naive measured (fp16, non-causal)"},
+            caption=f"{shape_label(shape)}, two-byte elements.")
+
+    def traffic_finding(self, shape) -> str:
+        """Measured naive latency against the time its modelled traffic takes at the measured bandwidth."""
+        b, h, d = shape
+        bw = self.bandwidth()
+        naive_ms = self.bench.latency(shape, "float16", False, "naive")
+        if bw is None or naive_ms.empty:
+            return ("Without a measured copy bandwidth and an fp16 non-causal naive run, the traffic model cannot be "
+                    "set against a latency here.")
+        ratios = {n: naive_ms[n] / (model.naive_traffic_bytes(n, d, E, b * h) / bw * 1e3) for n in naive_ms.index}
+        lo, hi = min(ratios.values()), max(ratios.values())
+        span = f"about {fmt.ratio(lo)}" if hi / lo < 1.05 else f"{fmt.ratio(lo)} to {fmt.ratio(hi)}"
+        text = (f"For {shape_label(shape)} (fp16, non-causal), naive PyTorch took {span} the time its modelled "
+                "traffic needs at the measured bandwidth. ")
+        written = {n: naive_ms[n] / (model.naive_as_written_bytes(n, d, E, b * h) / bw * 1e3) for n in naive_ms.index}
+        extra = model.naive_as_written_bytes(max(ratios), d, E, b * h) / model.naive_traffic_bytes(max(ratios), d, E, b * h)
+        wlo, whi = min(written.values()), max(written.values())
+        wspan = f"about {fmt.ratio(wlo)}" if whi / wlo < 1.05 else f"{fmt.ratio(wlo)} to {fmt.ratio(whi)}"
+        text += ("The code as written moves more than the model: it scales the scores in a kernel of its own (one more "
+                 "read and write of S), and its softmax writes P in fp32, four bytes an element, which a cast then "
+                 f"reads back. That is {fmt.ratio(extra)} the model's bytes at N={max(ratios)}; against those bytes "
+                 f"it took {wspan} the time. ")
+        if wlo >= 1:
+            text += "The rest is time in which the GPU is not streaming at full rate."
+        else:
+            text += ("Where it took less, part of that traffic never reached DRAM: score matrices small enough to stay "
+                     "in the L2 cache between the passes.")
+        return text

@@ -1,0 +1,56 @@
+"""The cases that did not pass, the PyTorch implementations on the same yardstick, and every case."""
+from __future__ import annotations
+
+from ... import escape
+from ...tables import table_html
+from .common import CorrectnessSection
+
+
+class Cases(CorrectnessSection):
+    """The failures table, the comparison rows and the table of every case."""
+
+    def failures(self) -> str:
+        """Every kernel case that did not pass, with why."""
+        g = self.grid
+        bad = g[g["passed"] != True] if not g.empty else g  # noqa: E712
+        if g.empty:
+            return "_No kernel cases._"
+        if bad.empty:
+            return f"None: all {len(g)} kernel cases ran and passed."
+        bad = bad.assign(reason=[self._why(r) for _, r in bad.iterrows()])
+        cols = {k: v for k, v in self._COLS.items() if k not in ("impl", "config")}
+        return table_html(bad, cols, self._FMT)
+
+    def comparison(self) -> str:
+        """The PyTorch implementations judged by the same reference, next to the kernel on the same cases."""
+        rows = self.rows
+        other = rows[~rows["impl"].str.startswith("triton")] if not rows.empty else rows
+        if other.empty:
+            return "_This run has no comparison rows (they are collected with `--profile full`)._"
+        key = ["dtype", "causal", "batch", "seq_len", "head_dim"]
+        mine = self.grid[key + ["max_rel_err"]].rename(columns={"max_rel_err": "triton"})
+        merged = other.merge(mine, on=key, how="left")
+        parts = []
+        for impl, grp in merged[merged["status"] == "ok"].groupby("impl"):
+            both = grp.dropna(subset=["max_rel_err", "triton"])
+            both = both[both["triton"] > 0]
+            if both.empty:
+                continue
+            ratios = both["max_rel_err"] / both["triton"]
+            r = float(ratios.median())
+            passed = int((grp["passed"] == True).sum())  # noqa: E712 - the column holds None too
+            if (both["max_rel_err"] == both["triton"]).all():
+                rel = f"identical to the kernel's in all {len(both)} shared cases"
+            else:
+                rel = f"{r:.2g}× the kernel's (median over {len(both)} shared cases)"
+            parts.append(f"{escape.text(impl)}'s normwise error is {rel}; {passed} of {len(grp)} pass")
+        sentence = ("On the same inputs, " + "; ".join(parts) + ".") if parts else ""
+        cols = {k: v for k, v in self._COLS.items() if k not in ("config", "heads", "worst_query")}
+        return sentence + "\n\n" + table_html(other, cols, self._FMT)
+
+    def cases_table(self) -> str:
+        g = self.grid
+        if g.empty:
+            return ""
+        return ("<details><summary>All " + str(len(g)) + " kernel cases</summary>\n"
+                + table_html(g, {k: v for k, v in self._COLS.items() if k != "impl"}, self._FMT) + "</details>\n")
