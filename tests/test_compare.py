@@ -205,3 +205,36 @@ def test_the_diff_section_compares_against_the_last_run_of_another_kernel_versio
 def test_without_an_earlier_kernel_version_the_diff_section_says_there_is_no_before(tmp_path):
     page = _versioned(tmp_path, [("v1-old", 1.25), ("v1-old", 1.20)])
     assert page.before is None and "no before to compare with" in page.diff_summary() and page.diff_figure() == ""
+
+
+def test_a_run_that_measured_flashattention_4_names_it_as_the_rival(tmp_path):
+    """The history's rival changes where one run measured FA4 and the others did not: the table and the
+    sentence say against whom each ratio was taken."""
+    import dataclasses
+
+    from collect.jsonio import write_json_atomic
+    from collect.manifest_io import read_manifest
+    from collect.schema.bench import BenchFile
+
+    for i, (version, with_fa4) in enumerate((("v1", False), ("v2", False), ("v2", True))):
+        bf = bench_file(f"r{i}", triton_ms=1.0, sdpa_ms=1.1)
+        if with_fa4:
+            fa4 = [dataclasses.replace(r, impl="fa4", backend_requested=None, backend_used=None,
+                                       latency_ms_median=r.latency_ms_median * 0.8, latency_ms_p10=r.latency_ms_p10 * 0.8,
+                                       latency_ms_p90=r.latency_ms_p90 * 0.8, tflops=r.tflops / 0.8)
+                   for r in bf.rows if r.impl == "sdpa-flash"]
+            bf = BenchFile(**{**bf.__dict__, "rows": bf.rows + fa4})
+        run_dir = write_run(tmp_path, f"r{i}", created=f"2026-11-{10 + i:02d}T08:00:00+00:00", bench=bf,
+                            phases=("bench",))
+        m = read_manifest(run_dir / "manifest.json")
+        m.kernel_version = version
+        write_json_atomic(run_dir / "manifest.json", m)
+    runs = load_runs(tmp_path)
+    page = ComparePage(runs[-1], runs, [])
+    table = page.history_table()
+    assert "1.10× (0.900× to 1.34×), against FlashAttention-2 (SDPA)" in table
+    assert "0.880× (0.720× to 1.08×), against FlashAttention-4" in table
+    said = page._history_sentence("d64", 2, 8, 64)
+    assert "0.880× to 1.10× with v2" in said
+    assert said.endswith("The fastest other implementation there was FlashAttention-2 (SDPA) in r1 and "
+                         "FlashAttention-4 in r2.")

@@ -11,7 +11,7 @@ from ...bench_data import rivals
 from ...figures import PALETTE
 from ...runs import Run
 from ...tables import table_html
-from ...vocab import EVEN, STUDY, plural
+from ...vocab import EVEN, STUDY, impl_label, join, plural
 from .common import CompareSection, known
 
 
@@ -23,7 +23,8 @@ class History(CompareSection):
 
     def _history_ratio(self, run: Run, batch: int, heads: int, head_dim: int):
         """(ours against the fastest other implementation by median device time, the lowest and highest ratio the calls'
-        p10 and p90 allow, N) at one shape, fp16 without a mask, at the longest N both ran; None where not."""
+        p10 and p90 allow, N, the fastest other implementation) at one shape, fp16 without a mask, at the longest N
+        both ran; None where not."""
         df = run.frame("bench", "rows")
         if df.empty:
             return None
@@ -39,7 +40,7 @@ class History(CompareSection):
         s = sdpa[sdpa["seq_len"] == n].sort_values("latency_ms_median").iloc[0]
         lo = s["latency_ms_p10"] / t["latency_ms_p90"] if known(s["latency_ms_p10"]) and known(t["latency_ms_p90"]) else None
         hi = s["latency_ms_p90"] / t["latency_ms_p10"] if known(s["latency_ms_p90"]) and known(t["latency_ms_p10"]) else None
-        return float(s["latency_ms_median"] / t["latency_ms_median"]), lo, hi, int(n)
+        return float(s["latency_ms_median"] / t["latency_ms_median"]), lo, hi, int(n), str(s["impl"])
 
     @cached_property
     def history(self) -> pd.DataFrame:
@@ -52,7 +53,8 @@ class History(CompareSection):
             for key, b, h, d in self.HISTORY_CASES:
                 got = self._history_ratio(r, b, h, d) if r.has("bench") else None
                 row.update({key: got[0] if got else None, f"{key}_lo": got[1] if got else None,
-                            f"{key}_hi": got[2] if got else None, f"{key}_n": got[3] if got else None})
+                            f"{key}_hi": got[2] if got else None, f"{key}_n": got[3] if got else None,
+                            f"{key}_who": got[4] if got else None})
             rows.append(row)
         return pd.DataFrame(rows)
 
@@ -66,11 +68,18 @@ class History(CompareSection):
             return ""
         first, last = f[f["version"] == versions[0]], f[f["version"] == versions[-1]]
         n = int(f[f["version"] == versions[-1]][f"{key}_n"].iloc[-1])
-        return (f"At d={d} (B={b}, H={h}, N={n}, fp16, non-causal) ours ran at "
+        text = (f"At d={d} (B={b}, H={h}, N={n}, fp16, non-causal) ours ran at "
                 f"{fmt.span(first[key].min(), first[key].max(), fmt.ratio)} the fastest other implementation's speed with "
                 f"{escape.text(versions[0])} and at {fmt.span(last[key].min(), last[key].max(), fmt.ratio)} with "
                 f"{escape.text(versions[-1])}" + (f" ({plural(len(versions), 'kernel version')} in all)." if count
                                                     else "."))
+        # The rival changes when a run measured one the others did not (FlashAttention-4): say where it did.
+        who = last[f"{key}_who"].dropna()
+        if who.nunique() > 1:
+            runs = {w: list(last[last[f"{key}_who"] == w]["run"]) for w in dict.fromkeys(who)}
+            text += (" The fastest other implementation there was " +
+                     join([f"{impl_label(w)} in {join(escape.text(r) for r in rs)}" for w, rs in runs.items()]) + ".")
+        return text
 
     def history_table(self) -> str:
         f = self.history
@@ -78,7 +87,8 @@ class History(CompareSection):
             return "No measured run is committed."
         opt = lambda k: (lambda r: "not measured" if not known(r[k]) else  # noqa: E731
                          fmt.ratio(r[k]) + (f" ({fmt.span(r[k + '_lo'], r[k + '_hi'], fmt.ratio)})"
-                                            if known(r[k + "_lo"]) and known(r[k + "_hi"]) else ""))
+                                            if known(r[k + "_lo"]) and known(r[k + "_hi"]) else "")
+                         + f", against {impl_label(r[k + '_who'])}")
         out = [{"version": r["version"], "run": r["run"] + (" (narrated)" if r["run"] == self.run.id else ""),
                 "device": r["device"], "date": r["date"], **{k: opt(k)(r) for k, *_ in self.HISTORY_CASES}}
                for _, r in f.iterrows()]
