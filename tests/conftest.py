@@ -20,10 +20,14 @@ import subprocess
 import pytest
 
 
-def mkdocs_build(site_dir: Path, data_dir: Path | None = None, strict: bool = True) -> subprocess.CompletedProcess:
-    """Build the site the way `make build` does, optionally from another data folder."""
+def mkdocs_build(site_dir: Path, data_dir: Path | None = None, strict: bool = True,
+                 narrated: str | None = None) -> subprocess.CompletedProcess:
+    """Build the site the way `make build` does, optionally from another data folder and narrating a given run
+    (by default the newest whose every phase completed)."""
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     env.pop("REPORT_RUN", None)
+    if narrated is not None:
+        env["REPORT_RUN"] = narrated
     if data_dir is not None:
         env["REPORT_DATA_DIR"] = str(data_dir)
     cmd = [sys.executable, "-m", "mkdocs", "build", "--site-dir", str(site_dir)] + (["--strict"] if strict else [])

@@ -68,18 +68,19 @@ class History(CompareSection):
             return ""
         first, last = f[f["version"] == versions[0]], f[f["version"] == versions[-1]]
         n = int(f[f["version"] == versions[-1]][f"{key}_n"].iloc[-1])
-        text = (f"At d={d} (B={b}, H={h}, N={n}, fp16, non-causal) ours ran at "
+        # The rival changes where a run measured one the others did not (FlashAttention-4): say against whom.
+        who = last[f"{key}_who"].dropna()
+        against = ""
+        if who.nunique() > 1:
+            groups = {w: list(last[last[f"{key}_who"] == w]["run"]) for w in dict.fromkeys(who)}
+            against = ", against " + join([f"{impl_label(w)} in " + (join(escape.text(r) for r in rs) if len(rs) <= 2
+                                                                      else plural(len(rs), "run"))
+                                           for w, rs in groups.items()])
+        return (f"At d={d} (B={b}, H={h}, N={n}, fp16, non-causal) ours ran at "
                 f"{fmt.span(first[key].min(), first[key].max(), fmt.ratio)} the fastest other implementation's speed with "
                 f"{escape.text(versions[0])} and at {fmt.span(last[key].min(), last[key].max(), fmt.ratio)} with "
-                f"{escape.text(versions[-1])}" + (f" ({plural(len(versions), 'kernel version')} in all)." if count
-                                                    else "."))
-        # The rival changes when a run measured one the others did not (FlashAttention-4): say where it did.
-        who = last[f"{key}_who"].dropna()
-        if who.nunique() > 1:
-            runs = {w: list(last[last[f"{key}_who"] == w]["run"]) for w in dict.fromkeys(who)}
-            text += (" The fastest other implementation there was " +
-                     join([f"{impl_label(w)} in {join(escape.text(r) for r in rs)}" for w, rs in runs.items()]) + ".")
-        return text
+                f"{escape.text(versions[-1])}{against}" + (f" ({plural(len(versions), 'kernel version')} in all)."
+                                                           if count else "."))
 
     def history_table(self) -> str:
         f = self.history
