@@ -262,6 +262,20 @@ def main_cases(quick: bool, tiny: bool = False, hopper: bool = False) -> list[Pr
 NO_HOTSPOTS = ("fa4",)
 
 
+# The second ncu run (PC sampling) is the profile phase's optional half: it runs only while the collect's time
+# limit leaves it this many seconds and the decode phase after it its own (h200-20261203b ran past 9 minutes
+# in this run).
+HOTSPOT_RESERVE_S = 150.0
+
+
+def hotspots_skip_reason(deadline: float | None, now: float, reserve: float = HOTSPOT_RESERVE_S) -> str | None:
+    """Why the hot-spot run is skipped (the collect's deadline, a perf_counter time, is too near), or None."""
+    if deadline is None or deadline - now >= reserve:
+        return None
+    return (f"skipped: {max(0.0, deadline - now):.0f} s were left of the collect's time limit, less than the "
+            f"{reserve:.0f} s this run and the decode phase after it need (--time-limit 0 lifts the limit)")
+
+
 def hotspot_case(case: ProfileCase, portable: str) -> bool:
     """Whether the case's SASS hot spots are kept: our kernel and its peers at a limiter shape."""
     c = case.case
@@ -630,7 +644,10 @@ def run(ctx) -> ProfileFile:
                        metrics=metrics, cuda_version=cuda)
     ctx.checkpoint(pf)
     spots = [c for c in cases if hotspot_case(c, portable)]
-    if spots and pf.status == "ok":
+    skip = hotspots_skip_reason(getattr(ctx, "deadline", None), time.perf_counter())
+    if spots and pf.status == "ok" and skip:
+        pf.reason = (pf.reason + "; " if pf.reason else "") + f"SASS hot spots: {skip}"
+    elif spots and pf.status == "ok":
         hot = profile_cases(spots, workdir / "hotspots", ctx.run_id, ncu=ncu, metrics=["gpu__time_duration.sum"],
                             cuda_version=cuda, hotspots_for=lambda c: True, sections=HOTSPOT_SECTIONS)
         pf.hotspots = hot.hotspots

@@ -695,3 +695,10 @@ def test_a_shape_routed_past_the_autotuner_is_not_run_to_find_out(monkeypatch):
     # only the portable rows at d=128 and ours at d=64 are tuned; the headline reuses its (failed) tuning
     assert 128 in asked and asked.count(128) == len([c for c in cases if c.impl == "triton-portable"
                                                      and c.head_dim == 128])
+
+
+def test_the_hot_spot_run_gives_way_when_the_collects_limit_is_near():
+    assert profile.hotspots_skip_reason(None, 100.0) is None  # no limit
+    assert profile.hotspots_skip_reason(1000.0, 100.0) is None  # 900 s left
+    why = profile.hotspots_skip_reason(200.0, 100.0)
+    assert why.startswith("skipped: 100 s were left") and "--time-limit 0" in why
