@@ -237,3 +237,14 @@ def test_a_run_that_measured_flashattention_4_names_it_as_the_rival(tmp_path):
     said = page._history_sentence("d64", 2, 8, 64)
     assert "0.880× to 1.10× with v2" in said
     assert "with v2, against FlashAttention-2 (SDPA) in r1 and FlashAttention-4 in r2 (2 kernel versions" in said
+
+
+def test_the_diff_names_our_changes_apart_from_the_baselines():
+    from types import SimpleNamespace as C
+
+    from render.pages.compare.before_after import is_ours
+
+    assert is_ours(C(phase="bench", impl="triton")) and is_ours(C(phase="bench", impl="triton-portable"))
+    assert not any(is_ours(C(phase="bench", impl=i)) for i in ("naive", "sdpa", "sdpa-cudnn", "fa4"))
+    assert is_ours(C(phase="iterations", impl="v21-per-shape")) and not is_ours(C(phase="iterations", impl="fa4"))
+    assert is_ours(C(phase="decode", impl="graph")) and not is_ours(C(phase="decode", impl="hf-eager"))

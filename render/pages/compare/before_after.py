@@ -19,6 +19,16 @@ VERDICT_COLORS = {"faster": PALETTE[2], "slower": PALETTE[3], "no change": PALET
 DIFF_NAMED = 3
 
 
+def is_ours(case) -> bool:
+    """Whether a diff case times our code (a kernel version, our kernel, our decode loop) rather than a baseline
+    (SDPA, FlashAttention-4, naive PyTorch, transformers)."""
+    if case.phase == "decode":
+        return not case.impl.startswith("hf")
+    if case.phase == "bench":
+        return case.impl.startswith("triton")
+    return not (case.impl.startswith("sdpa") or case.impl in ("fa4", "naive"))
+
+
 class BeforeAfter(CompareSection):
     """The diff of the narrated run against its predecessor, in words and in a figure."""
 
@@ -53,10 +63,16 @@ class BeforeAfter(CompareSection):
             n = {v: sum(c.verdict == v for c in d.cases) or "none" for v in ("faster", "slower", "no change")}
             out.append(f"Of the {plural(len(d.cases), 'case')} both measured, {n['faster']} ran faster in `{b}`, "
                        f"{n['slower']} slower, and {n['no change']} showed no change beyond the noise.")
-            top = self._changed()[:DIFF_NAMED]
-            if top:
-                named = join([f"{escape.text(c.label)} ({fmt.ratio(c.ratio)} the time)" for c in top])
-                out.append(f"The {'case' if len(top) == 1 else 'cases'} that changed most: {named}.")
+            changed = self._changed()
+            mine = [c for c in changed if is_ours(c)][:DIFF_NAMED]
+            theirs = [c for c in changed if not is_ours(c)][:DIFF_NAMED]
+            words = lambda cs: join([f"{escape.text(c.label)} ({fmt.ratio(c.ratio)} the time)" for c in cs])  # noqa: E731
+            if mine:
+                out.append(f"Of our own code, the {'case' if len(mine) == 1 else 'cases'} that changed most: "
+                           f"{words(mine)}.")
+            if theirs:
+                # Their code is not ours to change: a difference there is the machine, a library or how it was run.
+                out.append(f"Of the implementations ours is measured against, {words(theirs)} changed most.")
         only = len(d.only_a) + len(d.only_b)
         if only:
             out.append(f"{plural(only, 'case')} measured in one of the two runs only "
