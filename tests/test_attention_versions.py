@@ -79,3 +79,16 @@ def test_every_recorded_hopper_version_still_runs_as_recorded(name):
         out = H.run_for_test(q, k, v, causal, features=version.features_for(causal, q.shape[2]))
         err = (out.double() - reference_attention(q, k, v, causal)).abs().max().item()
         assert err < 4e-3, f"{name} {masking}: max error {err:.2e}"
+
+
+def test_every_record_of_the_notes_file_belongs_to_a_version_and_reads_back_whole():
+    from kernels.notes import load_notes, parse_notes
+
+    notes = load_notes("kernels.attention")
+    steps = {v.configs[False]["version"] for v in V.VERSIONS.values() if v.path == "gluon"}
+    own = {n for n, v in V.VERSIONS.items() if v.path != "gluon"}
+    assert set(notes) == own | steps
+    assert all(w["change"] and w["prediction"] and w["predicted_at"] for w in notes.values())
+    text = "# t\n\n## a\n\nPredicted at: 2026-01-02\n\n### Change\n\none\ntwo\n\n### Prediction\n\nthree\n"
+    assert parse_notes(text) == {"a": {"predicted_at": "2026-01-02", "change": "one two", "prediction": "three",
+                                       "outcome": ""}}

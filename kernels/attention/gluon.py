@@ -34,7 +34,8 @@ at every query tile):
 The file reads top to bottom: the jitted helpers, the kernels, availability and input checks,
 the launcher and the public :func:`gluon_attention`, a compile-only entry point for machines
 without a GPU (:func:`compile_for_target`; :func:`compile_specs` for the compile matrix), and :data:`GLUON_VERSIONS`: each step of the
-journey with the prediction written before it was measured. Gluon's Hopper operations do not
+journey, its settings here and its notes (the change, the prediction written before it was measured, the
+outcome) in kernels/attention/notes.md. Gluon's Hopper operations do not
 run under Triton's CPU interpreter: on the CPU these kernels can only be compiled.
 """
 
@@ -849,7 +850,8 @@ class GluonVersion:
     """One step of the Gluon kernel's journey. `prediction` and `predicted_speedup` were written
     on `predicted_at`, before the version was first measured: `predicted_speedup[masking] =
     (low, high)` is the factor expected against `baseline` ("sdpa": the fastest SDPA backend at
-    each shape, geometric mean over the goal shapes). `outcome` is written after measuring."""
+    each shape, geometric mean over the goal shapes). `outcome` is written after measuring. The words
+    (change, prediction, predicted_at, outcome) are kept in kernels/attention/notes.md."""
 
     name: str
     change: str
@@ -875,207 +877,40 @@ class GluonVersion:
         return gluon_attention(q, k, v, causal, sm_scale, version=self.name)
 
 
+def _story(name):
+    """A step's words (change, prediction, predicted_at, outcome): kernels/attention/notes.md."""
+    from ..notes import story
+
+    return story(__package__, name)
+
+
+# Each step's settings; what it changed, predicted and measured are in kernels/attention/notes.md.
 GLUON_VERSIONS = [
-    GluonVersion(
-        name="g1",
-        change="Gluon, written out by hand: one program per 128-row query tile on two warpgroups (8 warps) that "
-               "move in step; Q, K and V arrive by TMA copies into shared memory, K and V double-buffered (d64: "
-               "three buffers) and waited on through mbarriers; Q Kᵀ and P V by warpgroup MMA, each waited on "
-               "before the next step; the key tiles before the diagonal run without a mask.",
-        prediction="A baseline that should be right first time rather than fast: within each program the tensor "
-                   "cores idle while the softmax runs, since both matmuls are waited on at once and both "
-                   "warpgroups meet at a barrier every key tile before the buffer is refilled. At d128 only one "
-                   "program fits on an SM (160 KB of shared memory), so nothing hides that; at d64 non-causal two "
-                   "fit and partly cover each other (causal needs 156 registers a thread, so one). Expect clearly below cuDNN: about 0.60-0.80x non-causal and "
-                   "0.55-0.75x causal, and below the Triton Hopper kernel of attention_hopper.py.",
-        predicted_at="2026-11-30",
-        predicted_speedup={"non-causal": (0.60, 0.80), "causal": (0.55, 0.75)},
-        kernel="g1",
-        outcome="2026-11-30, H200, every goal shape in one process: correct in all 64 checks (fp16 within 9.8e-4 of "
-                "SDPA, bf16 within 7.7e-3); 0.89x the fastest SDPA backend non-causal and 0.77x causal (geometric "
-                "means), above its predicted range; the best of the four at d=64 non-causal (0.97-0.99x).",
-    ),
-    GluonVersion(
-        name="g2",
-        change="Warp specialization and a persistent grid: one program per SM walks its query tiles (head by "
-               "head); a producer warp only issues TMA copies, into two Q slots and a ring of K/V buffers, and "
-               "runs ahead across query tiles, so the next tile's Q and first keys are loading while the "
-               "consumers finish this one; the two consumer warpgroups are separate partitions (240 registers "
-               "each, the producer 24) that each own 64 query rows and release a buffer as soon as their own "
-               "matmul has read it, with no barrier between them.",
-        prediction="The pipeline no longer drains at every query tile, and the two consumer warpgroups drift "
-                   "apart, so one's softmax often runs while the other's matmuls use the tensor cores: an "
-                   "unforced ping-pong. Each warpgroup still serializes its own Q Kᵀ, softmax and P V. Expect "
-                   "1.10-1.25x g1: about 0.75-0.92x cuDNN non-causal and 0.70-0.90x causal, the causal gain "
-                   "limited by the static tile order of the persistent grid.",
-        predicted_at="2026-11-30",
-        predicted_speedup={"non-causal": (0.75, 0.92), "causal": (0.70, 0.90)},
-        kernel="ws",
-        outcome="2026-11-30, H200: correct in all 64 checks; 0.88x non-causal and 0.79x causal, inside the predicted "
-                "range but no faster than g1 non-causal: the persistent warp-specialized kernel lost at d=64 "
-                "(0.87-0.91x) what it gained at d=128 (0.86-0.89x against g1's 0.72-0.77x).",
-    ),
-    GluonVersion(
-        name="g3",
-        change="Softmax/GEMM overlap inside each consumer warpgroup: Q K_{j+1}ᵀ and P_j V_j are issued back to "
-               "back, the first is waited on alone, and the softmax of tile j+1 runs while P_j V_j is still on "
-               "the tensor cores (one more score tile of registers).",
-        prediction="Each warpgroup keeps a matmul in flight during most of its softmax, FlashAttention-3's "
-                   "intra-warpgroup overlap. On top of g2's drift between warpgroups, expect 1.05-1.12x g2: "
-                   "about 0.82-1.00x cuDNN non-causal and 0.78-0.97x causal; d64, where the softmax is a "
-                   "larger share of each step, should gain the most.",
-        predicted_at="2026-11-30",
-        predicted_speedup={"non-causal": (0.82, 1.00), "causal": (0.78, 0.97)},
-        kernel="ws",
-        overlap=True,
-        outcome="2026-11-30, H200: correct in all 64 checks; 0.95x non-causal and 0.80x causal, inside the predicted "
-                "range; faster than cuDNN at d=128 non-causal (1.01x at N=4096, 1.03-1.04x at 16384), and the slowest "
-                "at d=64 causal (0.66-0.92x), where the static tile order of the persistent grid leaves programs "
-                "with uneven work.",
-    ),
-    GluonVersion(
-        name="g4",
-        change="Ping-pong: the two consumer warpgroups take turns issuing their matmuls (a pair of mbarriers "
-               "passes the turn after each issue), so one warpgroup's softmax always runs under the other's "
-               "matmuls instead of whenever their drift allows.",
-        prediction="FlashAttention-3 reports a few to ten percent from ping-pong on top of the intra-warpgroup "
-                   "overlap at head_dim 128. Expect 1.03-1.08x g3: about 0.88-1.06x cuDNN non-causal and "
-                   "0.82-1.00x causal; less at d64 where each matmul is short and the turn handoff (an mbarrier "
-                   "round trip) is a larger share.",
-        predicted_at="2026-11-30",
-        predicted_speedup={"non-causal": (0.88, 1.06), "causal": (0.82, 1.00)},
-        kernel="ws",
-        overlap=True,
-        pingpong=True,
-        outcome="2026-11-30, H200: correct in all 64 checks; 0.95x non-causal and 0.80x causal, no faster than g3 "
-                "(0.99-1.00x of it): the turn handoff between the consumer warpgroups cost what the enforced overlap "
-                "gained; causal fell below its predicted range.",
-    ),
+    # The baseline: one program per 128-row query tile, both warpgroups in step.
+    GluonVersion(name="g1", **_story("g1"), kernel="g1",
+                 predicted_speedup={"non-causal": (0.60, 0.80), "causal": (0.55, 0.75)}),
+    # Warp specialization on a persistent grid: a producer warp and two consumer warpgroups.
+    GluonVersion(name="g2", **_story("g2"), kernel="ws",
+                 predicted_speedup={"non-causal": (0.75, 0.92), "causal": (0.70, 0.90)}),
+    # Softmax/GEMM overlap inside each consumer warpgroup.
+    GluonVersion(name="g3", **_story("g3"), kernel="ws", overlap=True,
+                 predicted_speedup={"non-causal": (0.82, 1.00), "causal": (0.78, 0.97)}),
+    # Ping-pong: the consumer warpgroups take turns issuing their matmuls.
+    GluonVersion(name="g4", **_story("g4"), kernel="ws", overlap=True, pingpong=True,
+                 predicted_speedup={"non-causal": (0.88, 1.06), "causal": (0.82, 1.00)}),
+    # g3 with a balanced causal walk (plan_schedule).
+    GluonVersion(name="g5", **_story("g5"), kernel="ws", overlap=True, balanced=True,
+                 baseline="g3", maskings=("causal",), predicted_speedup={"causal": (1.00, 1.10)}),
+    # g5 with the L2 a head group fills charged in the walk's choice.
+    GluonVersion(name="g6", **_story("g6"), kernel="ws", overlap=True, balanced=True, l2_weight=0.1,
+                 baseline="g5", maskings=("causal",), predicted_speedup={"causal": (0.99, 1.03)}),
+    # g6 with the walk list-scheduled on the host and handed to the kernel as a table.
+    GluonVersion(name="g7", **_story("g7"), kernel="ws", overlap=True, balanced=True, l2_weight=0.1,
+                 scheduled=True, baseline="g6", maskings=("causal",), predicted_speedup={"causal": (0.99, 1.12)}),
+    # g1 at d=64 on one warpgroup, two programs to an SM.
+    GluonVersion(name="g8", **_story("g8"), kernel="g1", one_warpgroup=True, head_dims=(64,),
+                 predicted_speedup={"non-causal": (1.04, 1.09), "causal": (0.90, 1.06)}),
 ]
-
-GLUON_VERSIONS.append(GluonVersion(
-    name="g5",
-    change="g3 with a balanced causal walk. A persistent program takes every P-th tile of a fixed order (P "
-           "programs), and causal query tiles carry from 1 to N/128 key tiles of work, so head by head some "
-           "programs are handed more work than others: by a static count of key tiles the busiest has 1.13x "
-           "the average at B=4 H=32 N=4096 d=128, 1.05x at N=16384, and 1.57-1.70x at the d=64 goal shapes "
-           "(B=2 H=8, 256 to 2048 tiles on 132 programs). The host now picks, per shape, the order with the "
-           "least busy busiest program: heads in groups whose keys and values fit in three quarters of the L2, "
-           "each group's tiles longest first and interleaved across its heads, and optionally every other "
-           "round of the walk reversed (plan_schedule). The busiest program then has 1.03x the average at "
-           "N=4096 d=128, 1.01x at 16384, 1.01-1.03x at d=64 N=2048-8192 and 1.10x at 16384 (where the L2 "
-           "limits the groups). Non-causal calls are unchanged.",
-    prediction="The causal gap to non-causal is partly the imbalance: the slowest program sets the kernel's "
-               "time. Expect causal 1.04-1.10x g3 at d=128 N=4096, 1.00-1.04x at N=16384 (its imbalance was "
-               "small), and the largest gains at d=64 causal, 1.2-1.5x g3, where the count said 1.6x. Grouping "
-               "heads trades some L2 sharing for balance, which may give part of it back at d=128. Written "
-               "before g5 ran; its numerics are g3's (the same tiles, in another order), checked on the H200 only.",
-    predicted_at="2026-11-30",
-    predicted_speedup={"causal": (1.00, 1.10)},
-    kernel="ws",
-    overlap=True,
-    balanced=True,
-    baseline="g3",
-    maskings=("causal",),
-    outcome="2026-11-30, on an H200 (device time, g1, g3 and g5 beside cuDNN and flash in one process): "
-            "correct in all 64 checks (fp16 within 9.8e-4 of SDPA, bf16 within 7.7e-3). Causal, against g3: 1.08x "
-            "at d=128 N=4096 (1.02x the fastest SDPA backend, g3 0.95x) and 1.08x at 16384 (0.98x against 0.91x), "
-            "above the predicted 1.00-1.04x there; d=64 1.38x at N=2048 (1.24x SDPA), 1.43x at 4096 (1.10x), "
-            "1.45x at 8192 (1.02-1.03x), 1.36x at 16384 (0.90x), inside the predicted 1.2-1.5x. Non-causal "
-            "unchanged (0.99-1.01x g3). At d=64 N=16384 the portable kernel stays faster (0.93-0.96x SDPA): the L2 "
-            "bounds how many heads the walk interleaves there.",
-))
-
-GLUON_VERSIONS.append(GluonVersion(
-    name="g6",
-    change="g5 with the L2 in the walk's choice. g5 picks the head group with the least busy busiest program among "
-           "groups that fit in three quarters of the L2; g6 also charges each group for the L2 it fills, "
-           "cost = makespan x (1 + 0.1 x group bytes / L2 bytes), so grouping must buy more balance than it "
-           "costs in re-reads. At B=4 H=32 N=16384 d=128 that moves from 4-head groups (makespan 1.008, 32 MB "
-           "of keys and values) to head by head with the snake (1.029, 8 MB); at d=64 N=8192 the 16-head groups "
-           "stay (they cut the makespan from 1.41 to 1.01).",
-    prediction="Nsight Compute showed g5 at d=128 causal N=16384 with a 59% L2 hit rate against cuDNN's 96%, and "
-               "an L2-share sweep after the collect ran head by head with the snake at 0.999x cuDNN there against "
-               "the 4-head groups' 0.978x (the weight 0.1 was fit to that sweep's four shapes, so this is a check "
-               "of the fit, not an independent test). Expect causal d=128 N=16384 at 1.01-1.03x g5, and every "
-               "other causal goal shape at 0.99-1.01x g5 (the same walk, or one within the makespan's noise). "
-               "Written before g6 ran; its numerics are g5's (the same tiles, in another order).",
-    predicted_at="2026-11-30",
-    predicted_speedup={"causal": (0.99, 1.03)},
-    l2_weight=0.1,
-    baseline="g5",
-    kernel="ws",
-    overlap=True,
-    balanced=True,
-    maskings=("causal",),
-    outcome="2026-11-30, on an H200 after the collect (g5, g6 and cuDNN in one process, fp16 and bf16, "
-            "every causal goal shape): d=128 N=16384 1.028-1.030x g5, 1.008-1.009x cuDNN (g5 0.978-0.981x); every "
-            "other causal goal shape 0.996-1.005x g5, the same walk. Inside the predicted ranges. Output within "
-            "4.9e-4 (fp16) and 3.9e-3 (bf16) of SDPA. Not yet routed: flash_attention still runs g5 there.",
-))
-
-GLUON_VERSIONS.append(GluonVersion(
-    name="g7",
-    change="g6 with the walk handed to the kernel as a table. g5 and g6 give program p every P-th tile of one "
-           "order, so whatever the order, which program gets which tile is fixed by its position; g7's host "
-           "simulates a dynamic scheduler instead (list scheduling): each query tile, longest first within "
-           "a head group, goes to the program with the least work so far, and the kernel reads its count "
-           "and its tiles from a small table (ListSchedule). Balance then no longer needs wide head groups, "
-           "so the group is chosen by g6's cost (makespan x L2 share) among far smaller ones. Modelled "
-           "busiest program over the average (a tile's key tiles, plus one for g7): d=128 N=4096 1.002 "
-           "(4-head groups; g6 1.031 head by head), N=16384 1.002 (head by head; g6 1.029); d=64 N=2048 "
-           "1.031 (g6 1.031), N=4096 1.002 (4 heads; g6 1.016 with 16), N=8192 1.000 (2; g6 1.007 with 16), "
-           "N=16384 1.005 (head by head; g6 1.095 with 8).",
-    prediction="The static walk's imbalance is what still separates the causal shapes from their non-causal "
-               "speed where the L2 bounds the head groups. Expect causal d=64 N=16384 at 1.05-1.12x g6 (the "
-               "model says up to 1.09x, and its K and V now fill 4 MB of L2 instead of 32), d=128 at "
-               "1.00-1.03x g6 at both lengths, d=64 N=4096 and 8192 at 1.00-1.02x (about the same balance "
-               "in less L2), and d=64 N=2048 at 0.99-1.01x (the same balance, one more load per tile). "
-               "Written before g7 ran; its numerics are g6's (the same tiles, in another order).",
-    predicted_speedup={"causal": (0.99, 1.12)},
-    scheduled=True,
-    baseline="g6",
-    predicted_at="2026-11-30",
-    kernel="ws",
-    overlap=True,
-    balanced=True,
-    l2_weight=0.1,
-    maskings=("causal",),
-    outcome="2026-11-30, on an H200 (g5, g6, g7, cuDNN, flash and the portable kernel in one process, "
-            "fp16 and bf16, every causal goal shape): correct in all 30 checks through flash_attention, first call and "
-            "replay (odd lengths and transposed views included); against g6, d=64 N=16384 1.05x (0.98x the fastest "
-            "SDPA backend, g6 0.94x), d=128 1.03-1.04x at N=4096 (1.06x SDPA) and 1.03x at 16384 (1.04x), d=64 "
-            "N=2048-8192 0.99-1.00x. Inside the predicted ranges, except d=128 N=4096 (1.03-1.04x against a predicted "
-            "1.00-1.03x), which came in above them. Run h200-20261130e (iterations phase, v19-gluon-scheduled beside "
-            "v18): 1.03-1.04x g6 at d=128.",
-))
-
-GLUON_VERSIONS.append(GluonVersion(
-    name="g8",
-    change="g1 at d=64 on one warpgroup: the 128-row query tile on 4 warps (each warp owns 32 rows, two "
-           "wgmma row blocks) instead of 8, and two K/V buffers instead of three. Two programs still fit "
-           "on an SM (80 KB of shared memory each), now with 8 warps between them instead of 16, so each "
-           "warp has twice the independent matmul and softmax work in flight and up to 255 registers. "
-           "Causal calls keep g1's grid: the hardware hands out programs as SMs free up, longest query "
-           "tile of each head first. d=128 is unchanged (one warpgroup cannot hold a 128x128 fp32 "
-           "accumulator and a score tile without spilling).",
-    prediction="Written after, not before, its first measurement: a sweep of g1's tiles at d=64 (H200, "
-               "device time beside cuDNN in one process, 2026-11-30) found this tile at 1.06-1.08x cuDNN "
-               "non-causal at N=2048-16384 (the 8-warp g1: 0.97-1.00x), and causal at 1.04-1.05x at "
-               "N=16384 (g7 0.98x there), 0.99x at 8192 and 0.92-0.98x below (g7 1.04-1.23x). The "
-               "prediction is for the collect: non-causal d=64 at 1.04-1.09x the fastest SDPA backend, "
-               "causal 1.02-1.06x at N=16384; d=128 exactly g1.",
-    predicted_speedup={"non-causal": (1.04, 1.09), "causal": (0.90, 1.06)},
-    baseline="sdpa",
-    one_warpgroup=True,
-    head_dims=(64,),
-    predicted_at="2026-11-30",
-    kernel="g1",
-    outcome="2026-11-30, H200 run h200-20261130e (bench phase, where v21 routes d=64 non-causal and causal "
-            "N=16384 to g8): non-causal 1.07-1.08x the fastest SDPA backend at every d=64 goal shape, causal 1.04x at "
-            "N=16384; inside the predicted ranges. Run h200-20261130f (iterations phase, g8 at every d=64 goal shape): "
-            "non-causal 1.07-1.09x; causal 0.92-0.99x at N=2048-8192 (where g7 runs instead) and 1.04x at 16384.",
-))
 
 _BY_NAME = {ver.name: ver for ver in GLUON_VERSIONS}
 # The version run when none is named (gluon_attention, or path="gluon" without a config): g3, the one

@@ -509,7 +509,7 @@ _TMA_CONFIGS = {
 # 128x128 score tile dwarfs the work per row, and at 256 two 64x256 fp32 accumulators leave the
 # consumers too few registers; those head dims use the descriptor kernel.
 # On the H200: three-stage warp-specialized kernels (128x64 at d=128, 128x128 at d=64) returned NaN,
-# and 64-key tiles ran 11-16% slower than 128 (run 2), so one config each: nothing to tune, which
+# and 64-key tiles ran 11-16% slower than 128 (2026-11-29), so one config each: nothing to tune, which
 # also spares the benchmarks a tuning pass per shape.
 _WS_CONFIGS = {
     64: [(128, 128, 4, 2)],
@@ -590,7 +590,7 @@ def best_features(causal, seq_len):
     """What hopper_attention runs for this masking and length when not told, from the H200
     measurements: non-causal, the persistent kernel (v6: 1.13-1.14x of v4 at N=4096 and 16384);
     causal, persistent over pairs of query tiles with the arithmetic mask (v9: 1.09-1.10x of v4
-    at N=4096, H200 run 6) below SPLIT_FROM_SEQ_LEN, and the split schedule (v5) from there."""
+    at N=4096, H200, 2026-11-29) below SPLIT_FROM_SEQ_LEN, and the split schedule (v5) from there."""
     if not causal:
         return Features(warp_spec=True, persistent=True)
     if seq_len >= SPLIT_FROM_SEQ_LEN:

@@ -604,18 +604,9 @@ BF16_CONFIGS = [
     _config(64, 4, dot=True, stages=3),
     _config(128, 8, dot=True, stages=3),
 ]
-INT8_CONFIGS = [  # the fastest of sweeps on the H200 (BLOCK_N 16-128, 2-8 warps, unrolled 1-2, L2 asked 0-2
-    # tiles ahead, both schedules) that compile without spills for the T4, A100 and H100. On 2026-12-01,
-    # with keys by dp2a: the step at gpt2 batch 64 (512 keys a program) ran fastest with rows asked of
-    # L2 one tile ahead (0.683 ms against 0.704); batch 4 and 16k-32k keys with two 32-key tiles per
-    # iteration or 128-key tiles; gpt2-xl at batch 4 with 64-key tiles on 2 warps. Two 64-key tiles per
-    # iteration on 2 warps were fastest at head_dim 128 but spill there. The same tiles on one warp
-    # (head_dim 64 only: see MAX_ROW_STREAM_REGS) took the step at gpt2 batch 64 from 0.679-0.684 to 0.675 ms.
-    # Swept again alone at that layer's shape (2026-12-01: B=64, 12 heads, d=64, 512 keys; a graph of 12
-    # launches, each on its own layer's cache): of 33 configs at one split (23 also at two), this one stayed fastest at
-    # 18.1 us a launch, 71% of copy bandwidth; the best bf16 config read twice the bytes in 28.2 us (86%).
-    # Tensor-core int8 schedules took 20-39 us, and 2-4 pipeline stages on the row loop changed nothing
-    # (18.1-19.1 us). Both kernels pay about 4-5 us a launch over their bytes, a larger share of int8's.
+# The fastest of H200 sweeps that compile without spills for the T4, A100 and H100 (the sweeps:
+# kernels/decode/notes.md, "attention.INT8_CONFIGS").
+INT8_CONFIGS = [
     _config(64, 2),
     _config(64, 2, ahead=1),
     _config(64, 1, ahead=1),
@@ -660,10 +651,8 @@ def as_launch_config(c: triton.Config) -> dict:
     return dict(c.kwargs, num_warps=c.num_warps, num_stages=c.num_stages)
 
 
-# The split count is part of the key: it sets how many keys each program reads. Without it, the
-# microbenchmark's int8 kernel at batch 4 and 16k keys (5 splits) ran the config tuned at batch 16
-# and 4k keys (2 splits; the same number of keys in all): 222 us in run h200-20261130g. Tuned for
-# itself it took 172 us (H200, 2026-11-30).
+# The split count is part of the key: it sets how many keys each program reads (kernels/decode/notes.md,
+# "attention autotune key").
 _split_kv_tuned = triton.autotune(
     configs=AUTOTUNE_CONFIGS, key=["HEAD_DIM", "IS_INT8", "len_bucket", "num_splits"], do_bench=quick_bench,
     prune_configs_by={"early_config_prune": _prune},
@@ -675,23 +664,15 @@ _split_kv_tuned = triton.autotune(
 def _len_bucket(batch_heads: int, capacity: int) -> int:
     """Problem-size classes (keys read per call) so autotuning runs once per doubling of the work, not
     once per shape: up to 2^14 keys one class, then one per power of two. Wider classes handed one
-    shape the config tuned at another. On the H200 (2026-11-30), the int8 kernel at batch 4, 32 heads
-    and 16k keys ran the config tuned at batch 1 (210 us in a sweep, where the best of the same
-    configs took 174 us). And when everything below 2^17 keys was one class, gpt2-xl's step (batch 4,
-    25 heads, 1k keys) ran the config tuned at gpt2's (12 heads): 18 us a layer against 12 us."""
+    shape the config tuned at another (kernels/decode/notes.md, "attention._len_bucket")."""
     return max(0, (batch_heads * capacity - 1).bit_length() - 14)
 
 
 @dataclass
 class SplitPolicy:
     """How finely the cache is split: at most `waves` programs per SM (default_num_splits rounds down),
-    no chunk under `min_chunk` keys.
-    On the H200 (2026-11-30) finer splits (8 or 16 waves, 32-64-key chunks) made the fused decode step
-    slower at gpt2 and gpt2-xl (batch 4, 1k keys): 2.52-2.61 ms at gpt2-xl against 2.41-2.44.
-    At gpt2 batch 64 (768 sequence-heads, 512 keys) the rule gives one split, and the int8 cache's
-    judged config runs one warp a program: under six warps an SM. Two or four splits still lost (H200,
-    2026-12-01, CUDA graph, side by side, each step judging its own attention): int8 0.654 -> 0.693 and
-    0.722 ms, bf16 0.800 -> 0.841 and 0.842."""
+    no chunk under `min_chunk` keys. Finer splits lost on the H200 (kernels/decode/notes.md,
+    "attention.SplitPolicy")."""
 
     waves: float = 4.0
     min_chunk: int = 128
@@ -726,20 +707,8 @@ class AttentionLaunch:
 
 
 PLAIN_LAUNCH = AttentionLaunch()
-# What a step measures (kernels/decode/session.py). On the H200 (2026-11-30, CUDA graph, prompt 940,
-# interleaved): at gpt2 batch 4 the early trigger with 64 keys asked for won (bf16 0.3845 -> 0.3604 ms,
-# int8 0.3957 -> 0.3813); at batch 64 the int8 cache won with the late trigger (0.7282 -> 0.7049) and
-# bf16 with neither. At gpt2-xl PDL mostly lost (bf16 2.34 -> 2.39-2.79 ms, int8 2.29 -> 2.34-2.44),
-# though one full collect's warm-up kept it for bf16: too close to fix by rule, so it is measured.
-# Without a prefetch, or with 128 keys or more, it gained less at gpt2 and lost more at gpt2-xl.
-# At gpt2 batch 64 (prompt 512, 2026-12-01, one session, graphs side by side) more keys asked for lost
-# too: int8 0.658 ms with 64, 0.661 / 0.663 / 0.673 with 128 / 256 / 512 (all of a program's chunk);
-# bf16 ran 0.801 plain against 0.863-0.999 with any PDL launch.
-# Each of them also with the newest key and value written by the attention. At gpt2 batch 64 (prompt
-# 472, H200, 2026-12-01, each way judged in its own session, graphs side by side) that took the bf16
-# step from 0.771 ms (plain) to 0.752 (PDL, 64 keys); the int8 step ran 0.634 and 0.638 ms either way
-# (the quantizing moves from the qkv product's epilogue to the attention's last split). At batch 4
-# (prompt 960) both caches ran within 2% either way (0.365-0.371 ms).
+# What a step measures (kernels/decode/session.py): which launch wins depends on the model, the cache
+# and the GPU, too close to fix by rule (kernels/decode/notes.md, "attention.LAUNCH_CHOICES").
 LAUNCH_CHOICES = tuple(AttentionLaunch(how.pdl, how.prefetch_keys, how.early_trigger, new_kv)
                        for new_kv in (False, True)
                        for how in (AttentionLaunch(), AttentionLaunch(True, 64), AttentionLaunch(True, 64, False)))

@@ -381,77 +381,24 @@ class RowTiles:
 
 @dataclass
 class Tuning:
-    """Module-level, so a benchmark can change the knobs in one place."""
+    """Module-level, so a benchmark can change the knobs in one place. The measurements behind each
+    setting are in kernels/decode/notes.md, under the field's name."""
 
-    # Up to 16 rows (16-row tiles). 64-deep inner tiles, four stages: more, smaller loads in flight
-    # per program. On the H200 (2026-11-30, CUDA graph, batch 4, prompt 980) the step took 2.43 ms at
-    # gpt2-xl and 0.462 at gpt2, against 2.69 and 0.475 with 128-deep tiles three stages deep; 32-deep
-    # tiles eight stages deep and six stages of 64 were in between. Capping the partial sums at
-    # 32 KiB (8 splits of a 16 x 64 tile, where the MLP's output product had taken 22) took gpt2's
-    # step from 0.451 to 0.432 ms; 16 and 64 KiB were in between. With the weight prefetch in place,
-    # deeper tiles split less (128 deep at 0.5-2 programs per SM, 256 deep) lost again: 0.415-0.452 ms
-    # at gpt2 and 2.58-3.42 at gpt2-xl, against 0.390 and 2.32, although a single product timed alone
-    # ran up to 1.15x faster with them. In the step, kernels overlap and share L2.
-    # Fewer splits, to spare the split-K handshake (its partials' round trip through L2), lost for
-    # every product (H200, 2026-12-01, batch 4, prompt 960, one product retiled at a time, graphs side
-    # by side, attention fixed): the qkv product unsplit or in two 128-deep splits took gpt2's step
-    # from 0.366 to 0.431 / 0.390 ms and gpt2-xl's from 2.26 to 2.81 / 2.52; the MLP's first product
-    # unsplit in 16- or 32-wide tiles 0.377-0.420 and 2.78-2.79; the projection unsplit 16 wide 0.371
-    # and 2.66. Narrower tiles split as often (projection 32 wide in two, MLP output 32 wide in four)
-    # were within 1.3% either way. A program streaming a deep slice alone has too few loads in flight.
+    # Up to 16 rows (16-row tiles). 64-deep inner tiles, four stages: more, smaller loads in flight per
+    # program; partial sums capped at 32 KiB (kernels/decode/notes.md, "Tuning.few_rows").
     few_rows: RowTiles = field(default_factory=lambda: RowTiles(2.0, 2, 64, 64, 4, 4, max_partial_kib=32))
-    # More rows (32-128-row tiles; measured at 64). With the 16-row settings, gpt2's step at batch 64
-    # (prompt 472, H200, 2026-11-30) took 1.025 ms and its products ran at a fifth to a third of the
-    # DRAM rate: at 64 rows a split's partial sum is four times larger, and the last program added up
-    # to 360 KiB of them alone. 128-deep tiles three stages deep, partials capped at 32 KiB: 0.878 ms.
-    # Of fifteen settings, 32-wide tiles on 4 warps (0.895), 8 warps (0.897) and one program per SM
-    # (0.899) came next; 16-wide tiles (0.92-0.94) and no cap (0.93-1.15) trailed.
-    # Later (2026-12-01, prompt 500, graphs of each tiling captured in one session and timed side by
-    # side, bf16 / int8 cache): the cap left the MLP's output product (24 inner tiles) two splits of
-    # twelve tiles each, a long serial loop. Six splits of four, the projection after the attention
-    # unsplit, and four stages: 0.824 -> 0.782 ms and 0.675 -> 0.636 ms. Each alone: six splits
-    # 0.790 / 0.645 with four stages; the unsplit projection 0.790 -> 0.782 / 0.655 -> 0.636. Four
-    # or eight splits, the qkv product split four ways, or the cap raised to 64 KiB for all were
-    # slower. Rows cut into groups of 16 on the few-rows tiling lost with the int8 cache (0.788).
-    # Across full collects (runs h200-20261201c and d, each row its own session and attention
-    # judge, after minutes of other phases) the steps moved less: 0.841 -> 0.804 and 0.691 -> 0.654.
-    # The qkv product at batch 64 again (2026-12-01, one session per cache, graphs side by side): 4 warps,
-    # one split or three, three stages: int8 0.653 ms as set, 0.654-0.715 otherwise; bf16 0.801, and
-    # 0.799-0.864 (three stages and three splits within noise of it).
+    # More rows (32-128-row tiles; measured at 64): 128-deep tiles, partials capped at 32 KiB, the MLP's
+    # output product in six splits, the projection after the attention unsplit ("Tuning.many_rows").
     many_rows: RowTiles = field(default_factory=lambda: RowTiles(2.0, 2, 64, 128, 4, 8, max_partial_kib=32,
                                                                  max_split_depth=512, after_attention_split=1))
     # Programmatic dependent launch where the GPU has it (sm90+): each grid is launched while the
-    # previous one drains and waits for it on the device. On the H200 (2026-11-30, CUDA graph, batch 4,
-    # prompt 940) it took gpt2's step from 0.427 to 0.403 ms and gpt2-xl's from 2.416 to 2.367. The
-    # kernels then overlap, so the decode profile charges each instant of GPU time to one kernel
-    # (collect/decode_profile.py). Loading each program's first weight tile into registers before the
-    # wait, so that its DRAM latency overlaps the previous kernel, lost: 0.422 and 2.465 ms. Asking L2
-    # for it instead holds nothing and won (prefetch_tiles).
+    # previous one drains and waits for it on the device; the kernels then overlap ("Tuning.pdl").
     pdl: bool = True
-    # With PDL: while a kernel waits for the previous one, each program asks L2 for up to this many
-    # of its weight tiles (kernels/decode/prefetch.py); 0 for none. One tile took gpt2's step from 0.401 to
-    # 0.390 ms and gpt2-xl's from 2.344 to 2.337 (H200, 2026-11-30, CUDA graph, batch 4, prompt 940,
-    # interleaved runs); at batch 64 (prompt 472) 0.864 to 0.859. Two tiles or more gained less at
-    # gpt2 and lost at gpt2-xl (2.37-2.50 ms): the requests then compete with the previous kernel's
-    # stream instead of filling its tail. Asking L2 to evict the streamed weights first changed nothing.
-    # Nor does asking for more pay once every product holds the next grid back until its weight loop
-    # is done, so that the requests land in its tail (H200, 2026-12-02, graphs side by side, attention
-    # fixed as run h200-20261201f judged it, identical logits): two tiles and eight (all of a
-    # program's, at most) took gpt2's step from 0.367 to 0.387 / 0.393 ms, gpt2-xl's from 2.25 to
-    # 2.32 / 2.55, and gpt2's at batch 64 from 0.756 to 0.768 / 0.778 (int8 cache 0.628 to 0.631 /
-    # 0.650); eight with the products launched as set: 0.373, 2.53, 0.775 and 0.646.
+    # With PDL: while a kernel waits for the previous one, each program asks L2 for up to this many of
+    # its weight tiles (kernels/decode/prefetch.py); 0 for none. More than one lost ("Tuning.prefetch_tiles").
     prefetch_tiles: int = 1
     # A product that reads at least this many MiB of weights lets the next grid launch only after its
-    # weight loop, not at its start (None: always at the start). Launched early, the next grid's
-    # programs sit on SMs, waiting, while a long stream still runs. On the H200 (2026-12-01, CUDA
-    # graph, batch 4, prompt 988, graphs side by side in one session) 8 MiB took gpt2-xl's step from
-    # 2.330 to 2.272 ms (its qkv, MLP and LM head products) and left gpt2's at 0.370 (only its LM
-    # head) and gpt2's at batch 64 at 0.784. Every product late: 2.280, but gpt2 0.379 and batch 64
-    # 0.789; 4 MiB: 2.284 and 0.372; 30 MiB: 2.332. Across full collects (runs h200-20261201c and d)
-    # gpt2-xl's step moved less: 2.342 -> 2.311 ms. Again on 2026-12-02 (one session, graphs side
-    # by side, attention fixed): every product late took gpt2's step from 0.367 to 0.378 ms and
-    # gpt2-xl's from 2.250 to 2.271, and left batch 64 where it was (bf16 0.757 / 0.756, int8 0.627 /
-    # 0.628).
+    # weight loop, not at its start (None: always at the start) ("Tuning.late_dependents_mib").
     late_dependents_mib: float | None = 8.0
 
     def rows(self, rows: int) -> RowTiles:
