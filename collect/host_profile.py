@@ -68,13 +68,15 @@ def attribute(long: Stats, short: Stats, steps: int, variant: str) -> Attributio
     if total_long[0] == 0:
         raise ValueError(f"the profile has no {fn} in {file}: this transformers version runs its {variant} loop "
                          "elsewhere, so the host time cannot be attributed")
-    total = (total_long[1] - total_short[1]) * 1e3 / steps
+    # Clamped like the components: on a loaded host the shorter call can take longer than the longer one.
+    total = max(0.0, (total_long[1] - total_short[1]) * 1e3 / steps)
     comps, calls = {}, {}
     for name, cfile, cfn in COMPONENTS:
         a, b = _largest(long, cfile, cfn), _largest(short, cfile, cfn)
         ms = (a[1] - b[1]) * 1e3 / steps
-        if a[0] - b[0] > 0 and ms > 0:
-            comps[name], calls[name] = ms, (a[0] - b[0]) / steps
+        if a[0] - b[0] > 0:  # called more in the longer call: part of a token's work
+            # Two calls' noise can make a tiny component's difference negative: it took no measurable time.
+            comps[name], calls[name] = max(ms, 0.0), (a[0] - b[0]) / steps
     comps[OTHER] = max(0.0, total - sum(v for k, v in comps.items() if k not in NESTED))
     return Attribution(total, comps, calls)
 

@@ -42,3 +42,12 @@ def test_profile_call_sees_python_functions():
     st = profile_call(lambda: [inner() for _ in range(3)])
     hits = [v for (f, _, name), v in st.items() if name == "inner"]
     assert hits and hits[0][0] == 3
+
+
+def test_a_component_called_per_token_is_kept_even_when_noise_makes_its_difference_negative():
+    short = stats(1)
+    long = dict(stats(17))
+    long[(MASK, 865, "create_causal_mask")] = (17, 0.0)  # took less in the longer call: noise
+    a = attribute(long, short, 16, "hf-generate")
+    assert a.components["causal mask (inside the forward)"] == 0.0
+    assert a.calls_per_token["causal mask (inside the forward)"] == 1.0
