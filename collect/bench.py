@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Mapping
 
 from kernels.attention import HEAD_DIMS, IMPLEMENTATIONS, SDPA_BACKENDS
 
-from . import timing
+from . import fa4_precompile, timing
 from .budget import PHASE_BUDGET_ENVS, budget_seconds as shared_budget_seconds, no_limit_hint
 from .context import RunContext
 from .device_choices import has_bf16
@@ -49,7 +49,7 @@ BENCH_DTYPES = ("float16", "bfloat16")
 # The whole collect must fit in one device command (9 minutes on an H200). The budget is a safety
 # net for a slower GPU, not a plan: past it the remaining cases become `skipped` rows that say so.
 # BENCH_BUDGET_S overrides it (0: no limit).
-BUDGET_S = {"quick": 150.0, "full": 240.0}
+BUDGET_S = {"quick": 150.0, "full": 210.0}
 BUDGET_ENV = PHASE_BUDGET_ENVS["bench"]
 
 TIMING_METHOD = (
@@ -84,20 +84,25 @@ class Plan:
     # (impl, (batch, heads, head_dim), ...): an implementation timed on these sweeps only, not at the points. The whole
     # collect must fit in 9 minutes, and these rows answer their question at one shape (see PLANS).
     only_at: tuple[tuple[str, tuple[tuple[int, int, int], ...]], ...] = ()
+    # ((batch, heads, head_dim), seq_lens): a sweep timed at these lengths instead of `seq_lens`.
+    lens_for: tuple[tuple[tuple[int, int, int], tuple[int, ...]], ...] = ()
+
+    def sweep_lens(self, shape: tuple[int, int, int]) -> tuple[int, ...]:
+        return dict(self.lens_for).get(shape, self.seq_lens)
 
     def cases(self) -> list[Case]:
         """In the order a time-budget cut hurts least: the implementations the report argues about
         first, SDPA's slow math and memory-efficient backends after; within each, cheap shapes first
         and N ascending. Cases with the same inputs stay together, so the inputs are made once."""
         tiers = [[i for i in self.impls if i not in CONTEXT_IMPLS], [i for i in self.impls if i in CONTEXT_IMPLS]]
-        shapes = [(b, h, n, d) for b, h, d in self.shapes for n in self.seq_lens] + list(self.points)
+        shapes = [(b, h, n, d) for b, h, d in self.shapes for n in self.sweep_lens((b, h, d))] + list(self.points)
         return [Case(impl, dt, causal, b, h, n, d)
                 for tier in tiers for b, h, n, d in shapes for dt in self.dtypes
                 for causal in self.causal for impl in tier if self._runs(impl, b, h, n, d)]
 
     def _runs(self, impl: str, b: int, h: int, n: int, d: int) -> bool:
         only = dict(self.only_at)
-        return impl not in only or ((b, h, d) in only[impl] and n in self.seq_lens)
+        return impl not in only or ((b, h, d) in only[impl] and n in self.sweep_lens((b, h, d)))
 
 
 STUDY_SHAPE = (2, 8, 64)  # the published study's batch, heads, head_dim
@@ -109,14 +114,18 @@ INFERENCE_POINTS = ((8, 16, 2048, 64), (1, 16, 8192, 128), (1, 32, 32768, 128))
 # padded to the 128 tile.
 HEAD_SIZE_POINTS = ((4, 32, 4096, 80), (4, 32, 4096, 96))
 PLANS = {
-    # SDPA's math backend stores the scores like naive and is never the fastest: the study shape shows it. The
-    # portable path beside the Hopper one (what TMA and warp specialization buy) is shown there too; its
-    # autotuning at d=128 cost a fifth of the phase. Naive runs the sweeps, where it runs out of memory, but
-    # not the single shapes (its 68 GB of scores at B=1 H=32 N=32768 say nothing the sweeps do not).
+    # SDPA's math backend stores the scores like naive and is never the fastest: the study shape shows it. So
+    # for its memory-efficient backend: in runs h200-20261203a and b it was never within 10% of the fastest
+    # other implementation at any of its 81 cases. The portable path beside the Hopper one (what TMA and warp
+    # specialization buy) is shown there too; its autotuning at d=128 cost a fifth of the phase. Naive runs the
+    # sweeps, where it runs out of memory, but not the single shapes (its 68 GB of scores at B=1 H=32 N=32768
+    # say nothing the sweeps do not). The d=128 sweep leaves out N=8192 (24 s of the phase in run h200-20261203b):
+    # its goal lengths are 4096 and 16384, and 8192 is timed at B=1 H=16.
     "full": Plan(shapes=(STUDY_SHAPE, LARGE_SHAPE), seq_lens=tuple(2**i for i in range(9, 15)), dtypes=BENCH_DTYPES,
                  points=INFERENCE_POINTS + HEAD_SIZE_POINTS,
-                 only_at=(("sdpa-math", (STUDY_SHAPE,)), ("triton-portable", (STUDY_SHAPE,)),
-                          ("naive", (STUDY_SHAPE, LARGE_SHAPE)))),
+                 only_at=(("sdpa-math", (STUDY_SHAPE,)), ("sdpa-efficient", (STUDY_SHAPE,)),
+                          ("triton-portable", (STUDY_SHAPE,)), ("naive", (STUDY_SHAPE, LARGE_SHAPE))),
+                 lens_for=((LARGE_SHAPE, (512, 1024, 2048, 4096, 16384)),)),
     "quick": Plan(shapes=(STUDY_SHAPE,), seq_lens=(512, 2048, 8192), dtypes=("float16",)),
 }
 
@@ -353,6 +362,17 @@ def plan_for_device(plan: Plan, hopper: bool) -> Plan:
     if hopper:
         return plan
     return dataclasses.replace(plan, impls=tuple(i for i in plan.impls if i != "triton-portable"))
+
+
+def compile_work(ctx: RunContext):
+    """FlashAttention-4's kernels for this phase's cases, for the collect's compile pool (collect/fa4_precompile.py)."""
+    import torch
+
+    if ctx.profile not in PLANS or not torch.cuda.is_available():
+        return None
+    from kernels.attention import hopper_path_runs
+
+    return fa4_precompile.compile_work(plan_for_device(PLANS[ctx.profile], hopper_path_runs()).cases(), "bench")
 
 
 def budget_seconds(profile: str, scale: float = 1.0) -> float | None:

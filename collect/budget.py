@@ -11,7 +11,8 @@ import time
 TIME_LIMIT_S = {"quick": None, "full": 530.0}
 # The variable that overrides each phase's own budget. Which rows a run holds depends on them, so the
 # command a run records names those that were set (collect/cli.py, recorded_command).
-PHASE_BUDGET_ENVS = {"bench": "BENCH_BUDGET_S", "iterations": "ITERATIONS_BUDGET_S", "decode": "DECODE_BUDGET_S"}
+PHASE_BUDGET_ENVS = {"bench": "BENCH_BUDGET_S", "iterations": "ITERATIONS_BUDGET_S", "profile": "PROFILE_BUDGET_S",
+                     "decode": "DECODE_BUDGET_S"}
 # A phase that starts past the collect's limit still runs: it writes its file with every case
 # skipped for time, so the report says why the phase is empty.
 MIN_BUDGET_S = 1.0

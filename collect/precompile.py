@@ -28,6 +28,9 @@ class CompileWork:
     compile_one: Callable[[tuple], str | None]
     tasks: tuple[tuple, ...]
     workers: int = 8  # the phase's own pool size when it compiles alone
+    # Few tasks of several seconds each (a whole model's step, a CuTe DSL kernel): a shared pool queues them
+    # first, so they do not start last and hold the pool open long after the many short tasks are done.
+    heavy: bool = False
 
 
 def _workers(wanted: int | None, default: int, tasks: int) -> int:
@@ -65,7 +68,7 @@ def compile_in_pool(compile_one: Callable[[tuple], str | None], tasks: list[tupl
 
 
 class SharedCompilePool:
-    """Several phases' compile work in one pool of spawned workers, queued in the phases' order."""
+    """Several phases' compile work in one pool of spawned workers, queued in the phases' order, heavy work first."""
 
     def __init__(self, works: list[CompileWork], workers: int | None = None, stall_s: float = DEFAULT_STALL_S,
                  default_workers: int = 15):
@@ -77,8 +80,9 @@ class SharedCompilePool:
         n = sum(len(w.tasks) for w in works)
         self.workers = _workers(workers, default_workers, n)
         self._pool = mp.get_context("spawn").Pool(max(1, self.workers)) if n else None
+        # Submitted heavy works first; each phase still waits for its own results only.
         self._pending = {w.label: [self._pool.apply_async(w.compile_one, (t,)) for t in w.tasks] if n else []
-                         for w in works}
+                         for w in sorted(works, key=lambda w: not w.heavy)}
 
     def covers(self, label: str) -> bool:
         return label in self._pending or label in self._done

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import ncu_parse, ncu_setup, ncu_source
+from .budget import PHASE_BUDGET_ENVS, budget_seconds as shared_budget_seconds, no_limit_hint
 from .calls import flash_route
 from .ncu_parse import KernelRecord, NcuFailure
 from .schema import SCHEMA_VERSION
@@ -262,18 +263,25 @@ def main_cases(quick: bool, tiny: bool = False, hopper: bool = False) -> list[Pr
 NO_HOTSPOTS = ("fa4",)
 
 
-# The second ncu run (PC sampling) is the profile phase's optional half: it runs only while the collect's time
-# limit leaves it this many seconds and the decode phase after it its own (h200-20261203b ran past 9 minutes
-# in this run).
-HOTSPOT_RESERVE_S = 150.0
+# The phase's time budget (PROFILE_BUDGET_S overrides it, 0: none), shrunk like every phase's to what is left
+# of the collect's limit. The main ncu run is the phase: it is never cut (NCU_TIMEOUT_S only guards against a
+# hang). The budget decides whether the second, optional run (PC sampling for the SASS hot spots) starts: it
+# needs about HOTSPOT_MIN_S (in run h200-20261203a the whole phase, both runs, took 71 s).
+BUDGET_S = {"quick": 90.0, "full": 100.0}
+BUDGET_ENV = PHASE_BUDGET_ENVS["profile"]
+HOTSPOT_MIN_S = 30.0
 
 
-def hotspots_skip_reason(deadline: float | None, now: float, reserve: float = HOTSPOT_RESERVE_S) -> str | None:
-    """Why the hot-spot run is skipped (the collect's deadline, a perf_counter time, is too near), or None."""
-    if deadline is None or deadline - now >= reserve:
+def budget_seconds(profile: str, scale: float = 1.0) -> float | None:
+    return shared_budget_seconds(BUDGET_ENV, BUDGET_S, profile, scale)
+
+
+def hotspots_skip_reason(left_s: float | None, need_s: float = HOTSPOT_MIN_S) -> str | None:
+    """Why the hot-spot run is skipped (`left_s` of the phase's budget is less than it needs), or None."""
+    if left_s is None or left_s >= need_s:
         return None
-    return (f"skipped: {max(0.0, deadline - now):.0f} s were left of the collect's time limit, less than the "
-            f"{reserve:.0f} s this run and the decode phase after it need (--time-limit 0 lifts the limit)")
+    return (f"skipped: {max(0.0, left_s):.0f} s were left of the profile phase's time budget, less than the "
+            f"{need_s:.0f} s the hot-spot run needs ({no_limit_hint(BUDGET_ENV)})")
 
 
 def hotspot_case(case: ProfileCase, portable: str) -> bool:
@@ -619,6 +627,8 @@ def run(ctx) -> ProfileFile:
     main case outside the profiler (the cross-check of our device time against ncu's)."""
     import torch
 
+    budget = ctx.own_budget(budget_seconds)
+    t0 = time.perf_counter()
     best = None
     try:
         best = autotuned_config(HEADLINE)
@@ -644,7 +654,7 @@ def run(ctx) -> ProfileFile:
                        metrics=metrics, cuda_version=cuda)
     ctx.checkpoint(pf)
     spots = [c for c in cases if hotspot_case(c, portable)]
-    skip = hotspots_skip_reason(getattr(ctx, "deadline", None), time.perf_counter())
+    skip = hotspots_skip_reason(None if budget is None else budget - (time.perf_counter() - t0))
     if spots and pf.status == "ok" and skip:
         pf.reason = (pf.reason + "; " if pf.reason else "") + f"SASS hot spots: {skip}"
     elif spots and pf.status == "ok":

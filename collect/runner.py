@@ -12,7 +12,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import device_choices
+from . import device_choices, fa4_precompile
 from .budget import TIME_LIMIT_S, collect_deadline
 from .context import PhaseUnsupported, RunContext
 from .jsonio import remove_stale_temp_files, write_json_atomic
@@ -200,6 +200,7 @@ def run_collect(cfg: CollectConfig, command: str = "") -> int:
         raise ValueError(f"profile must be 'quick' or 'full', got {cfg.profile!r}")
 
     collect_start = time.perf_counter()  # the collect's time limit counts from here
+    fa4_precompile.enable_persistent_cache()  # before anything imports FA4: the pool and ncu's targets share it
     device = env_phase.describe_device()  # raises a clear error when there is no CUDA GPU
     rehearsal = device_choices.rehearsal_name()
     run_id = cfg.run_id or default_run_id(device.name + (f" rehearse {rehearsal}" if rehearsal else ""))

@@ -57,10 +57,13 @@ def test_profiles_cover_the_issue_sweep_and_quick_is_a_subset():
     hopper_full = bench.PLANS["full"].cases()
     full = bench.plan_for_device(bench.PLANS["full"], hopper=False).cases()
     quick = bench.plan_for_device(bench.PLANS["quick"], hopper=False).cases()
-    # 12 sweep points, 3 inference points and 2 head-size points, each in 2 dtypes x 2 masks, by the 6 fused
-    # implementations; SDPA's math backend at the study shape's 6 lengths only; naive on both sweeps, not at the
-    # single shapes.
-    assert len(full) == (2 * 6 + 3 + 2) * 2 * 2 * 6 + 6 * 2 * 2 + 2 * 6 * 2 * 2 == 480
+    # 11 sweep points (the d=128 sweep without N=8192), 3 inference points and 2 head-size points, each in 2
+    # dtypes x 2 masks, by the 5 fused implementations; SDPA's math and memory-efficient backends at the study
+    # shape's 6 lengths only; naive on both sweeps, not at the single shapes.
+    assert len(full) == (6 + 5 + 3 + 2) * 2 * 2 * 5 + 2 * 6 * 2 * 2 + 11 * 2 * 2 == 412
+    assert {c.seq_len for c in full if (c.batch, c.heads, c.head_dim) == (4, 32, 128)} == {512, 1024, 2048, 4096,
+                                                                                            16384}
+    assert {(c.batch, c.heads, c.head_dim) for c in full if c.impl == "sdpa-efficient"} == {(2, 8, 64)}
     assert {(c.batch, c.heads, c.head_dim) for c in full if c.impl == "naive"} == {(2, 8, 64), (4, 32, 128)}
     assert len(quick) == 48 and set(quick) <= set(full)
     assert {c.seq_len for c in full} == {512, 1024, 2048, 4096, 8192, 16384, 32768}
@@ -100,8 +103,9 @@ def test_the_full_profile_times_d80_and_d96_at_the_large_shape():
     points = [c for c in bench.PLANS["full"].cases() if c.head_dim in (80, 96)]
     assert {(c.batch, c.heads, c.seq_len, c.head_dim) for c in points} == {(4, 32, 4096, 80), (4, 32, 4096, 96)}
     assert {(c.dtype, c.causal) for c in points} == {(dt, m) for dt in bench.BENCH_DTYPES for m in (False, True)}
-    # the fused implementations: naive, SDPA math and the portable path are timed at the sweeps' shapes only
-    assert {c.impl for c in points} == set(bench.IMPLS) - {"naive", "sdpa-math", "triton-portable"}
+    # the fused implementations: naive, SDPA's math and memory-efficient backends and the portable path are
+    # timed at the sweeps' shapes only
+    assert {c.impl for c in points} == set(bench.IMPLS) - {"naive", "sdpa-math", "sdpa-efficient", "triton-portable"}
     bench.validate_cases(points)
     assert not [c for c in bench.PLANS["quick"].cases() if c.head_dim in (80, 96)]  # quick stays cheap
 

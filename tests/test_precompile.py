@@ -103,3 +103,22 @@ def test_the_shared_pool_can_be_turned_off(tmp_path, fake_pool, monkeypatch):
     monkeypatch.setenv(runner.SHARED_COMPILE_ENV, "0")
     assert runner.run_collect(runner.CollectConfig(out=tmp_path, run_id="p-2", phases=["iterations"])) == 0
     assert fake_pool == [("iterations", "pool closed")]
+
+
+def _append_label(task):
+    """A compile task for the tests: write the task's label to its file, in the order the worker met it."""
+    path, label = task
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(label + "\n")
+
+
+def test_heavy_work_is_queued_before_the_phases_before_it(tmp_path):
+    log = tmp_path / "order.txt"
+    light = CompileWork("correctness", _append_label, tuple((str(log), f"light{i}") for i in range(3)))
+    heavy = CompileWork("decode", _append_label, ((str(log), "heavy0"), (str(log), "heavy1")), heavy=True)
+    pool = SharedCompilePool([light, heavy], workers=1)  # one worker: it meets the tasks in queue order
+    try:
+        assert pool.wait("correctness") == 0 and pool.wait("decode") == 0
+    finally:
+        pool.close()
+    assert log.read_text().split() == ["heavy0", "heavy1", "light0", "light1", "light2"]

@@ -697,8 +697,10 @@ def test_a_shape_routed_past_the_autotuner_is_not_run_to_find_out(monkeypatch):
                                                      and c.head_dim == 128])
 
 
-def test_the_hot_spot_run_gives_way_when_the_collects_limit_is_near():
-    assert profile.hotspots_skip_reason(None, 100.0) is None  # no limit
-    assert profile.hotspots_skip_reason(1000.0, 100.0) is None  # 900 s left
-    why = profile.hotspots_skip_reason(200.0, 100.0)
-    assert why.startswith("skipped: 100 s were left") and "--time-limit 0" in why
+def test_the_hot_spot_run_gives_way_when_the_phases_budget_is_spent():
+    assert profile.hotspots_skip_reason(None) is None  # no budget
+    assert profile.hotspots_skip_reason(profile.HOTSPOT_MIN_S) is None  # just enough left
+    why = profile.hotspots_skip_reason(12.4)
+    assert why.startswith("skipped: 12 s were left of the profile phase's time budget")
+    assert "PROFILE_BUDGET_S=0" in why and "--time-limit 0" in why
+    assert profile.hotspots_skip_reason(-3.0).startswith("skipped: 0 s were left")  # overran: never negative

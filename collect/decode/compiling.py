@@ -83,7 +83,7 @@ def _work(plan: Plan, graph_step: str, device, dtype_name: str):
     from ..precompile import CompileWork
 
     return CompileWork("decode", _compile_task, tuple(compile_tasks(plan, graph_step, str(device), dtype_name)),
-                       PRECOMPILE_WORKERS)
+                       PRECOMPILE_WORKERS, heavy=True)
 
 
 def precompile(plan: Plan, graph_step: str, device, workers: int | None = None, dtype_name: str = "",
