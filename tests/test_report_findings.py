@@ -122,7 +122,7 @@ def test_causal_finding_names_rows_the_model_does_not_explain(tmp_path):
     assert "Doing less work" not in short.causal_finding() and "against it" not in short.findings_first()
     # The verb follows the outcome: a count that fell short in every tested row overestimates, not predicts.
     first = short.findings_first()
-    assert "overestimates Triton's causal speedup in all 34 rows" in first and "predicts" not in first
+    assert "overestimates Triton's causal speedup in all 32 rows" in first and "predicts" not in first
     assert "0 as predicted" not in first
     assert "was put to the test against Triton's causal speedup" in slower.findings_first()
 
@@ -169,7 +169,7 @@ def test_the_two_tested_rows_of_one_shape_are_named_as_one_shape_in_two_dtypes(t
     first = page.findings_first()
     assert ("overestimates Triton's causal speedup in both rows where the masked and unmasked calls ran one "
             "kernel, one shape in two dtypes (B=2, H=8, d=64, N=16384, fp16 and bf16)") in first
-    assert "in the other 32 they ran different kernels, so the count does not apply" in first
+    assert "in the other 30 they ran different kernels, so the count does not apply" in first
 
 
 def test_a_ratio_past_what_a_mask_gives_is_put_down_to_the_clocks_it_ran_at(tmp_path):
@@ -186,7 +186,7 @@ def test_a_ratio_past_what_a_mask_gives_is_put_down_to_the_clocks_it_ran_at(tmp_
     # one kernel both ways, so only the clock gap keeps it from reading as beating the block count
     assert row["measured"] > 2 and row["verdict"] == "at SM clocks too far apart to compare"
     t = text(page.causal_finding())
-    assert "In 1 of 34 rows the unmasked and masked Triton calls ran at median SM clocks more than 3.0% apart" in t
+    assert "In 1 of 32 rows the unmasked and masked Triton calls ran at median SM clocks more than 3.0% apart" in t
     assert "1,714 MHz unmasked against 1,919 MHz masked" in t
     assert "the masked call's higher clock, not the mask, accounts for the excess" in t and "about 1.81×" in t
     table = text(page.causal_table())
