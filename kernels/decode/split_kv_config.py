@@ -1,10 +1,9 @@
 """How split-KV decode attention (attention.py) is launched: the configs its autotuner may pick, how
 finely a cache is split, and the launches a decode step measures.
 
-These are settings and the rules that pick among them, each beside the measurement that chose it
-(kernels/decode/notes.md); attention.py keeps the kernels and their launchers. Nothing here is
-jitted, so a caller that only plans a launch (the session choosing what to time, the compile
-matrix listing what to build) reads it without the kernels.
+Settings, and the rules that choose among them, apart from the kernels so that each reads beside the
+measurement that chose it (kernels/decode/notes.md, under its name here); attention.py keeps the
+kernels and their launchers.
 """
 from __future__ import annotations
 
