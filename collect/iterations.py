@@ -315,9 +315,9 @@ def _gluon_warp_specialized(last: dict) -> bool:
     producer/consumer steps are (the portable kernel never is)."""
     if last.get("path") != "gluon":
         return False
-    from kernels.attention import gluon as G
+    from kernels.attention import gluon_versions as GV
 
-    return G.get_version(last.get("version") or G.DEFAULT_VERSION).kernel == "ws"
+    return GV.get_version(last.get("version") or GV.DEFAULT_VERSION).kernel == "ws"
 
 
 # --- compiling in parallel -------------------------------------------------------------------

@@ -1,10 +1,11 @@
 """The lab notes of a kernel family, read from the Markdown file beside its code.
 
-A version record (kernels/attention/versions.py, kernels/attention/gluon.py) keeps its settings in
-the code and its words (change, prediction, the date the prediction was written, outcome) in a notes
-file of its package, kernels/attention/notes.md: ``## name``, a ``Predicted at:`` line, then one
-paragraph under each of ``### Change``, ``### Prediction`` and ``### Outcome``. Read-only package
-data, so the words travel with the code into the iterations phase's JSON.
+A version record (kernels/attention/versions.py, kernels/attention/gluon_versions.py) keeps its
+settings in the code and its words (change, prediction, the date the prediction was written,
+outcome) in a notes file of its package, kernels/attention/notes.md: ``## name``, a
+``Predicted at:`` line, then one paragraph under each of ``### Change``, ``### Prediction`` and
+``### Outcome``. Read-only package data, so the words travel with the code into the iterations
+phase's JSON.
 """
 from __future__ import annotations
 

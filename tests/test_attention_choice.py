@@ -2,7 +2,7 @@
 (kernels.decode.session.pick_attention): which choices are timed together, and which one wins."""
 import pytest
 
-from kernels.decode.attention import LAUNCH_CHOICES, PLAIN_LAUNCH
+from kernels.decode.split_kv_config import LAUNCH_CHOICES, PLAIN_LAUNCH
 from kernels.decode.session import pick_attention
 
 

@@ -16,11 +16,12 @@ import torch
 
 from kernels.attention import gluon as G
 from kernels.attention import gluon_schedule as S
+from kernels.attention import gluon_versions as GV
 
 ROOT = Path(__file__).resolve().parent.parent
 SMEM_LIMIT_SM90 = 227 * 1024  # the most shared memory one sm90 block may take
-VARIANTS = [(ver.name, dtype, head_dim, causal) for ver in G.GLUON_VERSIONS for dtype in G.DTYPES
-            for head_dim in G.HEAD_DIMS for causal in (False, True)]
+VARIANTS = [(ver.name, dtype, head_dim, causal) for ver in GV.GLUON_VERSIONS for dtype in G.DTYPES
+            for head_dim in GV.HEAD_DIMS for causal in (False, True)]
 
 # Compiling runs in a fresh interpreter: with TRITON_INTERPRET=1 set (as the kernel tests set it),
 # Triton's own helpers that Gluon calls (cdiv, max, sum) become interpreted functions a compile
@@ -30,13 +31,14 @@ import json, re, subprocess, sys
 from pathlib import Path
 import torch, triton
 from kernels.attention import gluon as G
+from kernels.attention import gluon_versions as GV
 
 out_dir = Path(sys.argv[1])
 cuobjdump = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
 report = {}
-for ver in G.GLUON_VERSIONS:
+for ver in GV.GLUON_VERSIONS:
     for dtype in G.DTYPES:
-        for head_dim in G.HEAD_DIMS:
+        for head_dim in GV.HEAD_DIMS:
             for causal in (False, True):
                 key = f"{ver.name}-{str(dtype).removeprefix('torch.')}-d{head_dim}-{'causal' if causal else 'full'}"
                 try:
@@ -99,9 +101,9 @@ def test_every_variant_compiles_for_sm90_to_wgmma_and_tma(variant, compiled):
 
 
 @pytest.mark.parametrize("dtype", G.DTYPES, ids=str)
-@pytest.mark.parametrize("head_dim", G.HEAD_DIMS)
+@pytest.mark.parametrize("head_dim", GV.HEAD_DIMS)
 def test_each_version_compiles_to_the_schedule_it_claims(dtype, head_dim, compiled):
-    ptx = {ver.name: compiled[variant_id((ver.name, dtype, head_dim, True))]["ptx"] for ver in G.GLUON_VERSIONS}
+    ptx = {ver.name: compiled[variant_id((ver.name, dtype, head_dim, True))]["ptx"] for ver in GV.GLUON_VERSIONS}
     # g1 runs 8 warps in one partition; the warp-specialized versions hand registers around.
     assert "setmaxnreg" not in ptx["g1"]
     for name in ("g2", "g3", "g4"):
@@ -128,16 +130,16 @@ def test_a_padded_head_size_compiles_to_its_tiles_kernel(name, causal, compiled)
 
 
 @pytest.mark.parametrize("kernel", ["g1", "ws"])
-@pytest.mark.parametrize("head_dim", G.HEAD_DIMS)
+@pytest.mark.parametrize("head_dim", GV.HEAD_DIMS)
 def test_tile_plan_accounts_for_the_shared_memory_it_compiles_to(kernel, head_dim, compiled):
     for name, one_warpgroup in ((("g1", False), ("g8", True)) if kernel == "g1" else (("g2", False),)):
-        plan = G.tile_plan(kernel, head_dim, one_warpgroup)
+        plan = GV.tile_plan(kernel, head_dim, one_warpgroup)
         shared = compiled[variant_id((name, torch.float16, head_dim, False))]["shared"]
         # The tiles are all of it but the mbarriers and a little compiler scratch.
         assert plan.smem_bytes(head_dim) <= shared <= plan.smem_bytes(head_dim) + 4096
         assert shared <= SMEM_LIMIT_SM90
     if kernel == "g1" and head_dim == 64:  # g8: two programs to an SM, as g1
-        assert 2 * G.tile_plan("g1", 64, True).smem_bytes(64) <= SMEM_LIMIT_SM90
+        assert 2 * GV.tile_plan("g1", 64, True).smem_bytes(64) <= SMEM_LIMIT_SM90
 
 
 # --- input checks, before any launch ------------------------------------------------------------
@@ -170,7 +172,7 @@ def test_a_scale_that_is_not_a_positive_number_is_refused(sm_scale):
 
 def test_unknown_version_names_the_known_ones():
     with pytest.raises(ValueError, match=r"unknown version 'g9'.*'g1'"):
-        G.get_version("g9")
+        GV.get_version("g9")
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the answer on a machine without a GPU")
@@ -199,16 +201,17 @@ def test_a_head_size_between_the_tiles_runs_in_the_next_tile_over_the_true_width
     t = torch.zeros(1, 2, 16, 96, dtype=torch.float16)
     desc = G._descriptor(t, 128)
     assert desc.shape == [1, 2, 16, 96] and desc.block_shape == [1, 1, 128, 128]  # TMA zero-fills 96..127
-    assert G.tile_plan("ws", 96) == G.tile_plan("ws", 128) and G.tile_plan("g1", 48, True) == G.tile_plan("g1", 64, True)
+    assert GV.tile_plan("ws", 96) == GV.tile_plan("ws", 128)
+    assert GV.tile_plan("g1", 48, True) == GV.tile_plan("g1", 64, True)
 
 
 # --- the record of versions ---------------------------------------------------------------------
 
 
 def test_versions_are_a_dated_journey_with_ranges():
-    names = [ver.name for ver in G.GLUON_VERSIONS]
-    assert names == sorted(set(names)) and G.DEFAULT_VERSION in names
-    for ver in G.GLUON_VERSIONS:
+    names = [ver.name for ver in GV.GLUON_VERSIONS]
+    assert names == sorted(set(names)) and GV.DEFAULT_VERSION in names
+    for ver in GV.GLUON_VERSIONS:
         datetime.date.fromisoformat(ver.predicted_at)
         earlier = names[:names.index(ver.name)]
         assert ver.change and ver.prediction and (ver.baseline == "sdpa" or ver.baseline in earlier)
@@ -217,7 +220,7 @@ def test_versions_are_a_dated_journey_with_ranges():
             assert 0 < low <= high
         assert ver.kernel in ("g1", "ws") and (ver.kernel == "ws" or not (ver.overlap or ver.pingpong))
     # Each later version adds one change to the one before it.
-    by_name = {ver.name: ver for ver in G.GLUON_VERSIONS}
+    by_name = {ver.name: ver for ver in GV.GLUON_VERSIONS}
     assert (by_name["g2"].overlap, by_name["g3"].overlap, by_name["g3"].pingpong, by_name["g4"].pingpong) == \
         (False, True, False, True)
     # g5 is g3 with the balanced causal walk, measured against g3
@@ -225,7 +228,7 @@ def test_versions_are_a_dated_journey_with_ranges():
     assert dataclasses.replace(g5, balanced=False) == dataclasses.replace(
         g3, name="g5", change=g5.change, prediction=g5.prediction, predicted_speedup=g5.predicted_speedup,
         baseline="g3", maskings=g5.maskings, outcome=g5.outcome)
-    assert g5.balanced and not any(v.balanced for v in G.GLUON_VERSIONS if v.name not in ("g5", "g6", "g7"))
+    assert g5.balanced and not any(v.balanced for v in GV.GLUON_VERSIONS if v.name not in ("g5", "g6", "g7"))
     # g6 is g5 whose walk also weighs the L2 a head group fills, measured against g5
     g6 = by_name["g6"]
     assert g6.l2_weight > 0 == g5.l2_weight and dataclasses.replace(g6, l2_weight=0.0) == dataclasses.replace(
@@ -233,14 +236,14 @@ def test_versions_are_a_dated_journey_with_ranges():
         baseline="g5", outcome=g6.outcome)
     # g8 is g1 on one warpgroup at d=64
     g1, g8 = by_name["g1"], by_name["g8"]
-    assert g8.one_warpgroup and not any(v.one_warpgroup for v in G.GLUON_VERSIONS if v.name != "g8")
-    assert g8.head_dims == (64,) and all(v.head_dims == G.HEAD_DIMS for v in G.GLUON_VERSIONS if v.name != "g8")
-    assert dataclasses.replace(g8, one_warpgroup=False, head_dims=G.HEAD_DIMS) == dataclasses.replace(
+    assert g8.one_warpgroup and not any(v.one_warpgroup for v in GV.GLUON_VERSIONS if v.name != "g8")
+    assert g8.head_dims == (64,) and all(v.head_dims == GV.HEAD_DIMS for v in GV.GLUON_VERSIONS if v.name != "g8")
+    assert dataclasses.replace(g8, one_warpgroup=False, head_dims=GV.HEAD_DIMS) == dataclasses.replace(
         g1, name="g8", change=g8.change, prediction=g8.prediction, predicted_speedup=g8.predicted_speedup,
         outcome=g8.outcome)
     # g7 is g6 whose walk the host schedules into a table, measured against g6
     g7 = by_name["g7"]
-    assert g7.scheduled and not any(v.scheduled for v in G.GLUON_VERSIONS if v.name != "g7")
+    assert g7.scheduled and not any(v.scheduled for v in GV.GLUON_VERSIONS if v.name != "g7")
     assert dataclasses.replace(g7, scheduled=False) == dataclasses.replace(
         g6, name="g7", change=g7.change, prediction=g7.prediction, predicted_speedup=g7.predicted_speedup,
         baseline="g6", outcome=g7.outcome)
@@ -304,9 +307,9 @@ def test_g6_charges_a_head_group_for_the_l2_it_fills():
     # d=128 N=16384 (8 MiB of keys and values a head): g5 groups 4 heads for a makespan of 1.008; g6 pays
     # for their 32 MiB and goes head by head with the snake (1.029)
     assert S.plan_schedule(128, 128, 132, 8 * 2**20, l2) == (4, False)
-    assert S.plan_schedule(128, 128, 132, 8 * 2**20, l2, G.get_version("g6").l2_weight) == (1, True)
+    assert S.plan_schedule(128, 128, 132, 8 * 2**20, l2, GV.get_version("g6").l2_weight) == (1, True)
     # d=64 N=8192: grouping 16 heads cuts the makespan from 1.41 to 1.01, worth its 32 MiB either way
-    w = G.get_version("g6").l2_weight
+    w = GV.get_version("g6").l2_weight
     assert S.plan_schedule(16, 64, 132, 2 * 8192 * 64 * 2, l2, w) == S.plan_schedule(16, 64, 132, 2 * 8192 * 64 * 2, l2)
     assert S.plan_schedule(16, 64, 132, 2 * 8192 * 64 * 2, l2, w)[0] == 16
 
@@ -314,7 +317,7 @@ def test_g6_charges_a_head_group_for_the_l2_it_fills():
 def test_only_the_balanced_version_changes_the_walk_and_only_when_causal():
     shape = (2, 8, 2048, 64)
     for causal in (False, True):
-        for ver in G.GLUON_VERSIONS:
+        for ver in GV.GLUON_VERSIONS:
             if ver.kernel != "ws":
                 continue
             _, _, scalars, consts, _, _ = G._launch_args(ver, shape, causal, 0.125, sm_count=132)
@@ -358,7 +361,7 @@ def test_a_list_schedule_hands_each_tile_to_one_program_and_balances_work(num_bh
 
 
 def test_g7_balances_the_walk_where_g6_could_not_within_the_l2():
-    l2, w = 60 * 2**20, G.get_version("g7").l2_weight
+    l2, w = 60 * 2**20, GV.get_version("g7").l2_weight
     # d=64 N=16384, B=2 H=8: g6 needs 8-head groups (32 MiB) for a makespan of 1.095; g7 goes head by head
     kv = 2 * 16384 * 64 * 2
     assert S.plan_schedule(16, 128, 132, kv, l2, w) == (8, False)

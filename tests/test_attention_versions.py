@@ -40,7 +40,7 @@ def test_registry_tells_a_complete_story():
                 continue
             assert cfg is not None, f"{name} needs a fixed config for {masking}"
             if v.path == "gluon":  # the Gluon path's config names one of its recorded steps
-                from kernels.attention.gluon import get_version as gluon_step
+                from kernels.attention.gluon_versions import get_version as gluon_step
 
                 gluon_step(cfg["version"])  # raises if unknown
                 continue

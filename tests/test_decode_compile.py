@@ -13,6 +13,7 @@ import triton
 from triton.compiler import ASTSource
 from triton.backends.compiler import GPUTarget
 from kernels.decode import attention as da, kv_quant as kq, fused_linear as fl, gpt2_fused as gf
+from kernels.decode.split_kv_config import tunable_configs
 
 BIN = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
 
@@ -50,7 +51,7 @@ for cc in map(int, sys.argv[1:]):
         for d, pdl, new_row in ([(64, False, False), (64, False, True), (128, False, False)]
                                 + ([(64, True, True)] if cc >= 90 else [])):
             # Pruned at run time: tensor-core dots before Ampere, row streams too wide for the head_dim.
-            for cfg in da.tunable_configs(int8, divmod(cc, 10), d):
+            for cfg in tunable_configs(int8, divmod(cc, 10), d):
                 consts = {"HEAD_DIM": d, "BLOCK_D": d, "IS_INT8": int8, "UPCAST": False, "PDL": pdl,
                           "NEW_ROW": new_row, **cfg.kwargs}
                 regs, spill = compile_for(cc, da._split_kv_kernel, sig, consts, cfg.num_warps, cfg.num_stages, strides)

@@ -2,8 +2,9 @@
 import pytest
 import torch
 
-from kernels.decode.attention import decode_attention, default_num_splits, reference_decode_attention
+from kernels.decode.attention import decode_attention, reference_decode_attention
 from kernels.decode.kv_quant import quantize
+from kernels.decode.split_kv_config import default_num_splits
 
 
 def _inputs(B, H, L, D, dtype=torch.float32, seed=0):
@@ -133,35 +134,35 @@ def test_num_splits_heuristic_is_bounded():
 
 
 def test_row_streams_too_wide_for_the_head_dim_are_not_tunable():
-    from kernels.decode import attention as da
+    from kernels.decode import split_kv_config as sk
 
     def regs(c, d):  # accumulator registers a thread of the CUDA-core schedule holds
         return c.kwargs["BLOCK_N"] * d // (32 * c.num_warps)
 
-    one_warp = next(c for c in da.INT8_CONFIGS if c.num_warps == 1 and not c.kwargs["USE_DOT"])
+    one_warp = next(c for c in sk.INT8_CONFIGS if c.num_warps == 1 and not c.kwargs["USE_DOT"])
     for int8 in (False, True):
-        every = da.INT8_CONFIGS if int8 else da.BF16_CONFIGS
+        every = sk.INT8_CONFIGS if int8 else sk.BF16_CONFIGS
         for d in (64, 128):
-            kept = da.tunable_configs(int8, (9, 0), d)
+            kept = sk.tunable_configs(int8, (9, 0), d)
             assert kept, (int8, d)
             for c in every:
-                fits = c.kwargs["USE_DOT"] or regs(c, d) <= da.MAX_ROW_STREAM_REGS
+                fits = c.kwargs["USE_DOT"] or regs(c, d) <= sk.MAX_ROW_STREAM_REGS
                 assert (c in kept) == fits, (int8, d, c)
-    assert one_warp in da.tunable_configs(True, (9, 0), 64)
-    assert one_warp not in da.tunable_configs(True, (9, 0), 128)
-    assert one_warp not in da.tunable_configs(True, (7, 5), 100)  # padded to 128 columns
+    assert one_warp in sk.tunable_configs(True, (9, 0), 64)
+    assert one_warp not in sk.tunable_configs(True, (9, 0), 128)
+    assert one_warp not in sk.tunable_configs(True, (7, 5), 100)  # padded to 128 columns
 
 
 def test_autotuning_classes_double_with_the_work():
-    from kernels.decode.attention import _len_bucket
+    from kernels.decode.split_kv_config import len_bucket
 
-    assert _len_bucket(1, 2**14) == _len_bucket(1, 1) == 0  # tiny problems: one class
+    assert len_bucket(1, 2**14) == len_bucket(1, 1) == 0  # tiny problems: one class
     # gpt2 and gpt2-xl steps at batch 4 (12 and 25 heads, 1k keys) tune apart
-    assert _len_bucket(4 * 12, 1017) != _len_bucket(4 * 25, 1017)
+    assert len_bucket(4 * 12, 1017) != len_bucket(4 * 25, 1017)
     # the microbenchmark's shapes (batch 1, 4 and 16 at 32 heads, 16k and 32k keys) each tune alone
-    micro = {(b, n): _len_bucket(b * 32, n) for b in (1, 4, 16) for n in (16384, 32768)}
+    micro = {(b, n): len_bucket(b * 32, n) for b in (1, 4, 16) for n in (16384, 32768)}
     assert len(set(micro.values())) == len(micro)
-    assert [_len_bucket(1, 2**e) for e in range(14, 19)] == [0, 1, 2, 3, 4]
+    assert [len_bucket(1, 2**e) for e in range(14, 19)] == [0, 1, 2, 3, 4]
 
 
 @pytest.mark.parametrize("change, match", [
@@ -182,7 +183,7 @@ def test_bad_inputs_are_refused_on_the_host(change, match):
 
 def test_launch_choices_offer_pdl_only_where_the_step_uses_it(monkeypatch):
     from kernels.decode import fused_linear
-    from kernels.decode.attention import PLAIN_LAUNCH, compiled_launches, launch_choices
+    from kernels.decode.split_kv_config import PLAIN_LAUNCH, compiled_launches, launch_choices
 
     # Without PDL: plain, with the newest row written by the qkv product or by the attention.
     assert [(c.pdl, c.new_kv) for c in launch_choices(False)] == [(False, False), (False, True)]
@@ -205,7 +206,8 @@ def test_launch_choices_offer_pdl_only_where_the_step_uses_it(monkeypatch):
 
 
 def test_a_pdl_launch_where_there_is_none_is_refused():
-    from kernels.decode.attention import AttentionLaunch, SplitBuffers, split_kv_attention
+    from kernels.decode.attention import SplitBuffers, split_kv_attention
+    from kernels.decode.split_kv_config import AttentionLaunch
 
     q, k, v = _inputs(1, 2, 16, 16)
     with pytest.raises(ValueError, match="needs programmatic dependent launch"):

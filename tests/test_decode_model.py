@@ -247,7 +247,7 @@ def test_a_fused_step_runs_the_attention_config_it_is_given(tiny):
 def test_a_step_that_hands_the_newest_row_to_the_attention_decodes_the_same(tiny):
     # The launch choice AttentionLaunch.new_kv moves the cache write (and an int8 cache's quantizing)
     # from the qkv product into the attention: the same numbers up to rounding, the same tokens.
-    from kernels.decode.attention import AttentionLaunch
+    from kernels.decode.split_kv_config import AttentionLaunch
 
     _, ours = tiny
     seq = _tokens((2, 8), seed=4)

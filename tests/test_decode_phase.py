@@ -195,7 +195,7 @@ def test_no_other_variants_session_is_alive_when_a_row_or_check_builds_its_own(m
 def test_a_later_session_of_a_judged_variant_and_shape_adopts_its_attention():
     # The agreement check's session must run the kernels its row timed, not judge again (and maybe
     # pick another config, with other rounding).
-    from kernels.decode.attention import AttentionLaunch
+    from kernels.decode.split_kv_config import AttentionLaunch
     from kernels.decode.session import AttentionChoice
     from kernels.decode.gpt2 import GPT2, random_hf_model
 

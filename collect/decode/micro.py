@@ -32,6 +32,7 @@ def _micro_rows(result: DecodeFile, plan: Plan, env: _Env) -> None:
 
     from kernels.decode import attention as da
     from kernels.decode.kv_quant import SCALE_BYTES, quantize
+    from kernels.decode.split_kv_config import default_num_splits
 
     H, D = plan.micro_heads, plan.micro_head_dim
     dtype = env.dtype
@@ -60,7 +61,7 @@ def _micro_rows(result: DecodeFile, plan: Plan, env: _Env) -> None:
                 vq[b], vs[b] = quantize(v[b])
             lens = torch.full((1,), L, device=env.device, dtype=torch.int32)
             # Kept across calls, as a cache keeps them: a call then allocates and zeroes nothing but its output.
-            split = da.SplitBuffers(B, H, D, da.default_num_splits(B, H, L, env.device), env.device)
+            split = da.SplitBuffers(B, H, D, default_num_splits(B, H, L, env.device), env.device)
             ref = F.scaled_dot_product_attention(q.unsqueeze(2), k, v).squeeze(2)
         except Exception as exc:
             status = "oom" if is_oom(exc) else "error"

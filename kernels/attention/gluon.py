@@ -33,17 +33,17 @@ at every query tile):
 
 The file reads top to bottom: the jitted helpers, the kernels, availability and input checks,
 the launcher and the public :func:`gluon_attention`, a compile-only entry point for machines
-without a GPU (:func:`compile_for_target`; :func:`compile_specs` for the compile matrix), and :data:`GLUON_VERSIONS`: each step of the
-journey, its settings here and its notes (the change, the prediction written before it was measured, the
-outcome) in kernels/attention/notes.md. Gluon's Hopper operations do not
-run under Triton's CPU interpreter: on the CPU these kernels can only be compiled.
+without a GPU (:func:`compile_for_target`; :func:`compile_specs` for the compile matrix), and the
+path flash_attention takes here. Each step of the journey (``GLUON_VERSIONS``) and the tiles each
+kernel runs with are in gluon_versions.py, its notes (the change, the prediction written before it
+was measured, the outcome) in kernels/attention/notes.md. Gluon's Hopper operations do not run
+under Triton's CPU interpreter: on the CPU these kernels can only be compiled.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
 
 import torch
 import triton
@@ -63,9 +63,9 @@ from ..common import (HALF_DTYPES, HEAD_DIMS as ANY_HEAD_DIMS, LOG2E, PADDED_HEA
                      device_sm_count, head_dim_tile, interpreting, l2_bytes)
 from ..gluon_compat import async_load, async_store, thread_barrier
 from .gluon_schedule import ListSchedule, plan_list_schedule, plan_schedule
+from .gluon_versions import DEFAULT_VERSION, GLUON_VERSIONS, HEAD_DIMS, get_version, tile_plan
 from .launcher import PLAIN
 
-HEAD_DIMS = (64, 128)  # the kernels' tiles; a head size below one runs in it (see takes_head_dim)
 DTYPES = HALF_DTYPES
 _GL_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
 _SIG_DTYPES = {torch.float16: "fp16", torch.bfloat16: "bf16"}
@@ -556,7 +556,7 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, sched, num_heads, seq_len, tiles_
 
 
 # ---------------------------------------------------------------------------------------------
-# 3. Availability, input checks and tile plans
+# 3. Availability and input checks
 # ---------------------------------------------------------------------------------------------
 
 
@@ -615,39 +615,6 @@ def takes_head_dim(head_dim) -> bool:
     store stops at it; the kernels are the tile's, unchanged. (Below 40 the 64 tile would be mostly
     padding; the other paths' smaller tiles take those sizes.)"""
     return head_dim in ANY_HEAD_DIMS and head_dim_tile(head_dim) in HEAD_DIMS
-
-
-@dataclass(frozen=True)
-class TilePlan:
-    """How one version runs at one shape: the kernel, its box sizes and compile-time settings."""
-
-    kernel: str  # "g1" or "ws"
-    q_rows: int  # rows per Q and O box (a g1 tile; half a ws tile, one consumer warpgroup's rows)
-    kv_rows: int  # rows per K and V box (BLOCK_N)
-    stages: int  # K/V buffers in the ring
-    num_warps: int
-    consumer_regs: int = 0  # ws: registers per thread of the consumer warpgroups
-
-    def smem_bytes(self, head_dim, elem_bytes=2):
-        """Shared memory the plan's tiles take (the barriers and compiler scratch come on top)."""
-        q_bufs = 1 if self.kernel == "g1" else 4
-        return (q_bufs * self.q_rows + 2 * self.stages * self.kv_rows) * head_dim * elem_bytes
-
-
-def tile_plan(kernel, head_dim, one_warpgroup=False):
-    """The fixed tiles per kernel and head size (no autotuning: the versions are compared as
-    written). d128: 2 K/V stages fill 192 KB with the ws kernel's four Q buffers; d64: 3 stages.
-    one_warpgroup (g8, d64 only): g1's 128-row tile on 4 warps, 32 rows each, with 2 stages. A head
-    size between the tiles has its tile's plan."""
-    head_dim = head_dim_tile(head_dim)
-    stages = 2 if head_dim == 128 else 3
-    if kernel == "g1" and one_warpgroup and head_dim == 64:
-        return TilePlan("g1", q_rows=128, kv_rows=128, stages=2, num_warps=4)
-    if kernel == "g1":
-        return TilePlan("g1", q_rows=128, kv_rows=128, stages=stages, num_warps=8)
-    # 12 warps in all (4 + 4 + 1 padded to a warpgroup): 168 registers each by default; the
-    # producer gives back down to 24, so each consumer warpgroup can hold 240.
-    return TilePlan("ws", q_rows=64, kv_rows=128, stages=stages, num_warps=4, consumer_regs=240)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -838,91 +805,6 @@ def compile_specs(target):
                                                                                                  causal),
                         tensor_cores=True, core=(ver.name, dtype, head_dim, causal) in core)
             for ver in GLUON_VERSIONS for dtype in DTYPES for head_dim in head_dims for causal in (False, True)]
-
-
-# ---------------------------------------------------------------------------------------------
-# 6. The versions, each with the prediction made before it was measured
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class GluonVersion:
-    """One step of the Gluon kernel's journey. `prediction` and `predicted_speedup` were written
-    on `predicted_at`, before the version was first measured: `predicted_speedup[masking] =
-    (low, high)` is the factor expected against `baseline` ("sdpa": the fastest SDPA backend at
-    each shape, geometric mean over the goal shapes). `outcome` is written after measuring. The words
-    (change, prediction, predicted_at, outcome) are kept in kernels/attention/notes.md."""
-
-    name: str
-    change: str
-    prediction: str
-    predicted_at: str
-    predicted_speedup: dict
-    kernel: str  # "g1" or "ws"
-    overlap: bool = False
-    pingpong: bool = False
-    balanced: bool = False  # causal: the walk plan_schedule picks, not head by head
-    l2_weight: float = 0.0  # balanced: what plan_schedule charges a head group for the L2 it fills
-    scheduled: bool = False  # causal: the walk a ListSchedule hands the kernel as a table (g7)
-    one_warpgroup: bool = False  # g1 kernel at d=64: one warpgroup per 128-row tile (g8)
-    head_dims: tuple = HEAD_DIMS  # the head sizes this step changes
-    baseline: str = "sdpa"
-    path: str = "gluon"
-    outcome: str = ""
-    maskings: tuple = ("non-causal", "causal")
-
-    requires_hopper = True
-
-    def __call__(self, q, k, v, causal=False, sm_scale=None):
-        return gluon_attention(q, k, v, causal, sm_scale, version=self.name)
-
-
-def _story(name):
-    """A step's words (change, prediction, predicted_at, outcome): kernels/attention/notes.md."""
-    from ..notes import story
-
-    return story(__package__, name)
-
-
-# Each step's settings; what it changed, predicted and measured are in kernels/attention/notes.md.
-GLUON_VERSIONS = [
-    # The baseline: one program per 128-row query tile, both warpgroups in step.
-    GluonVersion(name="g1", **_story("g1"), kernel="g1",
-                 predicted_speedup={"non-causal": (0.60, 0.80), "causal": (0.55, 0.75)}),
-    # Warp specialization on a persistent grid: a producer warp and two consumer warpgroups.
-    GluonVersion(name="g2", **_story("g2"), kernel="ws",
-                 predicted_speedup={"non-causal": (0.75, 0.92), "causal": (0.70, 0.90)}),
-    # Softmax/GEMM overlap inside each consumer warpgroup.
-    GluonVersion(name="g3", **_story("g3"), kernel="ws", overlap=True,
-                 predicted_speedup={"non-causal": (0.82, 1.00), "causal": (0.78, 0.97)}),
-    # Ping-pong: the consumer warpgroups take turns issuing their matmuls.
-    GluonVersion(name="g4", **_story("g4"), kernel="ws", overlap=True, pingpong=True,
-                 predicted_speedup={"non-causal": (0.88, 1.06), "causal": (0.82, 1.00)}),
-    # g3 with a balanced causal walk (plan_schedule).
-    GluonVersion(name="g5", **_story("g5"), kernel="ws", overlap=True, balanced=True,
-                 baseline="g3", maskings=("causal",), predicted_speedup={"causal": (1.00, 1.10)}),
-    # g5 with the L2 a head group fills charged in the walk's choice.
-    GluonVersion(name="g6", **_story("g6"), kernel="ws", overlap=True, balanced=True, l2_weight=0.1,
-                 baseline="g5", maskings=("causal",), predicted_speedup={"causal": (0.99, 1.03)}),
-    # g6 with the walk list-scheduled on the host and handed to the kernel as a table.
-    GluonVersion(name="g7", **_story("g7"), kernel="ws", overlap=True, balanced=True, l2_weight=0.1,
-                 scheduled=True, baseline="g6", maskings=("causal",), predicted_speedup={"causal": (0.99, 1.12)}),
-    # g1 at d=64 on one warpgroup, two programs to an SM.
-    GluonVersion(name="g8", **_story("g8"), kernel="g1", one_warpgroup=True, head_dims=(64,),
-                 predicted_speedup={"non-causal": (1.04, 1.09), "causal": (0.90, 1.06)}),
-]
-
-_BY_NAME = {ver.name: ver for ver in GLUON_VERSIONS}
-# The version run when none is named (gluon_attention, or path="gluon" without a config): g3, the one
-# SHAPE_RULES (kernels/attention/dispatch.py) route d=128 non-causal to; they route the other Gluon
-# shapes to g7 or g8.
-DEFAULT_VERSION = "g3"
-
-
-def get_version(name):
-    if name not in _BY_NAME:
-        raise ValueError(f"gluon_attention: unknown version {name!r}; choose one of {sorted(_BY_NAME)}")
-    return _BY_NAME[name]
 
 
 # ---------------------------------------------------------------------------------------------

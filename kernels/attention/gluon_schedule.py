@@ -3,7 +3,7 @@ host before the launch: pure Python, no GPU and no Gluon.
 
 A causal query tile's work grows with its index (tile m sees m + 1 key tiles), so a persistent
 program that takes every programs-th tile in order ends up with more work than another. Two plans
-are kept, each a step of the journey (kernels/attention/gluon.py GLUON_VERSIONS):
+are kept, each a step of the journey (kernels/attention/gluon_versions.py GLUON_VERSIONS):
 
 - :func:`plan_schedule` (g5, g6): a static strided walk, heads in groups that share the L2, with
   or without a snake order; :func:`schedule_makespan` scores a walk.

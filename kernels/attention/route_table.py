@@ -9,6 +9,7 @@ rules were measured with, kernels/supported.py); elsewhere flash_attention takes
 from __future__ import annotations
 
 from ..common import HEAD_DIMS, head_dim_tile
+from . import gluon_versions
 from .dispatch import SHAPE_RULES, rule_route
 
 # Where no rule matches, the first path of AUTO_ORDER available on 9.x (rule_route's `otherwise`).
@@ -35,9 +36,8 @@ def _head_sizes(tile: int) -> str:
 
 
 def _gluon_kernel(version: str) -> str:
-    from . import gluon  # the Gluon path's records name its kernel: "g1" or "ws"
-
-    return f"gluon._{gluon.get_version(version).kernel}_kernel"
+    # The Gluon path's records name its kernel: "g1" or "ws".
+    return f"gluon._{gluon_versions.get_version(version).kernel}_kernel"
 
 
 def rows() -> list[tuple[str, str, str, str]]:

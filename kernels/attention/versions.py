@@ -109,7 +109,7 @@ def _story(name, prefix=""):
 
 # Every version's settings, one record each, in the order of the journey. What each changed, predicted
 # and measured is in kernels/attention/notes.md. v11-v14, v16 and v18-v20 run a Gluon step of
-# kernels/attention/gluon.py (GLUON_VERSIONS) by name; v15, v17 and v21 are what flash_attention
+# kernels/attention/gluon_versions.py (GLUON_VERSIONS) by name; v15, v17 and v21 are what flash_attention
 # shipped per shape at the time (v15's and v17's rules are kept here, so they still run as shipped).
 VERSIONS = {v.name: v for v in [
     KernelVersion(

@@ -6,7 +6,7 @@ file:
 
 - ``gpt2.py``: the compact GPT-2 decoder that borrows transformers' weights, and its cache;
 - ``attention.py``: split-KV decode attention (bf16/fp16 or int8 cache), the one kernel a layer's
-  attention takes;
+  attention takes, and ``split_kv_config.py``: the configs, split counts and launches it is run with;
 - ``kv_quant.py``: the int8 cache's per-token, per-head quantization;
 - ``gpt2_fused.py`` and ``fused_linear.py``: the fused step, its matrix products with the
   bias, GELU and residual folded in, and the argmax;

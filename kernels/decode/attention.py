@@ -22,20 +22,25 @@ their load (`_i8_as_f32_plus_1`); for the tensor cores both are widened (`_i8_as
 Layout: q (B, H, D); k, v (B, H, L, D) with L the cache capacity; scales (B, H, L); seq_lens (B,)
 or (1,) int32 on the device, the number of valid keys per batch element. Reading the length from
 device memory keeps one launch valid for every step, which is what lets a CUDA graph replay it.
+
+Which configs the autotuner tries, how many splits a cache is cut into and which launches a step
+measures are settings with measurements behind them: split_kv_config.py.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 import triton
 import triton.language as tl
 
 from .arrival import arrive, reset
-from ..common import LOG2E, capability, device_index, device_sm_count, has_pdl, interpreting, quick_bench
+from ..common import LOG2E, capability, device_index, has_pdl, interpreting, quick_bench
 from .kv_quant import SCALE_DTYPE, quantize_vector
 from .prefetch import prefetch_l2, prefetch_rows
+from .split_kv_config import (AUTOTUNE_CONFIGS, INTERPRET_CONFIG, PLAIN_LAUNCH, AttentionLaunch, as_launch_config,
+                              compiled_launches, config_label, default_num_splits, len_bucket, prune_configs,
+                              tunable_configs)
 
 
 
@@ -584,165 +589,15 @@ def _merge_two_pass(o_rows, lse_row, num_splits, offs_d, mask_d, HEAD_DIM: tl.co
     return tl.sum(acc, axis=0) / tl.sum(den, axis=0)
 
 
-def _config(block_n, warps, dot=False, stages=1, unroll=1, ahead=0):
-    return triton.Config({"BLOCK_N": block_n, "USE_DOT": dot, "UNROLL": unroll, "AHEAD": ahead}, num_warps=warps,
-                         num_stages=stages)
-
-
-def _same(c, d) -> bool:
-    return c.kwargs == d.kwargs and c.num_warps == d.num_warps and c.num_stages == d.num_stages
-
-
-# Few configs on purpose: the phase pays for every compile and every timing of them. CUDA-core
-# schedules first, then tensor-core ones (where Triton's pipeliner keeps loads in flight). On an
-# int8 cache the CUDA-core schedule was the fastest at every shape of a sweep on the H200 once it
-# rescaled lazily and widened by byte permutes; one tensor-core config stays for other GPUs.
-BF16_CONFIGS = [
-    _config(32, 4),
-    _config(64, 4),
-    _config(64, 8),
-    _config(64, 4, dot=True, stages=3),
-    _config(128, 8, dot=True, stages=3),
-]
-# The fastest of H200 sweeps that compile without spills for the T4, A100 and H100 (the sweeps:
-# kernels/decode/notes.md, "attention.INT8_CONFIGS").
-INT8_CONFIGS = [
-    _config(64, 2),
-    _config(64, 2, ahead=1),
-    _config(64, 1, ahead=1),
-    _config(32, 4, unroll=2),
-    _config(128, 4),
-    _config(128, 4, dot=True, stages=4),
-]
-AUTOTUNE_CONFIGS = BF16_CONFIGS + [c for c in INT8_CONFIGS if not any(_same(c, d) for d in BF16_CONFIGS)]
-# Under the interpreter (CPU tests) one fixed config runs; autotuning needs a GPU.
-INTERPRET_CONFIG = {"BLOCK_N": 16, "USE_DOT": False, "UNROLL": 1, "AHEAD": 0, "num_warps": 1, "num_stages": 1}
-
-
-# The CUDA-core schedule keeps a BLOCK_N x head_dim fp32 accumulator (one row stream per key row of
-# a tile) spread over the program's threads. Past this many registers a thread, the loads and the
-# rest of the loop no longer fit beside it and ptxas spills (64-key tiles on one warp at head_dim 128
-# would hold 256).
-MAX_ROW_STREAM_REGS = 128
-
-
-def _fits_head_dim(c: triton.Config, head_dim: int) -> bool:
-    if c.kwargs["USE_DOT"]:
-        return True
-    return c.kwargs["BLOCK_N"] * triton.next_power_of_2(head_dim) <= MAX_ROW_STREAM_REGS * 32 * c.num_warps
-
-
-def tunable_configs(int8: bool, capability: tuple[int, int], head_dim: int) -> list[triton.Config]:
-    """The configs the autotuner may pick for this cache and head_dim on a GPU of this capability."""
-    configs = INT8_CONFIGS if int8 else BF16_CONFIGS
-    # Tensor-core dots need Ampere or newer in Triton; a T4 keeps the CUDA-core schedules.
-    return [c for c in configs if (capability >= (8, 0) or not c.kwargs["USE_DOT"]) and _fits_head_dim(c, head_dim)]
-
-
-def _prune(configs, named_args, **kwargs):
-    q = named_args.get("Q")
-    capability = torch.cuda.get_device_capability(q.device) if q is not None and q.is_cuda else (9, 0)
-    wanted = tunable_configs(bool(kwargs.get("IS_INT8")), capability, kwargs["HEAD_DIM"])
-    return [c for c in configs if any(_same(c, d) for d in wanted)]
-
-
-def as_launch_config(c: triton.Config) -> dict:
-    """A config as split_kv_attention's `config` argument takes it."""
-    return dict(c.kwargs, num_warps=c.num_warps, num_stages=c.num_stages)
-
-
 # The split count is part of the key: it sets how many keys each program reads (kernels/decode/notes.md,
 # "attention autotune key").
 _split_kv_tuned = triton.autotune(
     configs=AUTOTUNE_CONFIGS, key=["HEAD_DIM", "IS_INT8", "len_bucket", "num_splits"], do_bench=quick_bench,
-    prune_configs_by={"early_config_prune": _prune},
+    prune_configs_by={"early_config_prune": prune_configs},
 )(_split_kv_kernel)
 
 
 # --- wrapper ----------------------------------------------------------------------------------
-
-def _len_bucket(batch_heads: int, capacity: int) -> int:
-    """Problem-size classes (keys read per call) so autotuning runs once per doubling of the work, not
-    once per shape: up to 2^14 keys one class, then one per power of two. Wider classes handed one
-    shape the config tuned at another (kernels/decode/notes.md, "attention._len_bucket")."""
-    return max(0, (batch_heads * capacity - 1).bit_length() - 14)
-
-
-@dataclass
-class SplitPolicy:
-    """How finely the cache is split: at most `waves` programs per SM (default_num_splits rounds down),
-    no chunk under `min_chunk` keys. Finer splits lost on the H200 (kernels/decode/notes.md,
-    "attention.SplitPolicy")."""
-
-    waves: float = 4.0
-    min_chunk: int = 128
-
-
-SPLITS = SplitPolicy()
-
-
-@dataclass(frozen=True)
-class AttentionLaunch:
-    """How a step launches its attention. `pdl`: as a programmatic dependent of the launch before it
-    (sm90+), which must not write the lengths or any cache row but the newest; the kernel reads the
-    lengths and asks L2 for its first `prefetch_keys` keys and values while it waits, and lets the
-    next launch start right after the wait (`early_trigger`) or after its loop. `new_kv`: the qkv
-    product hands the newest key and value to the attention, which writes them into the cache
-    (quantized there for an int8 cache; split_kv_attention's new_kv), instead of writing them itself.
-    Which one wins depends on the model, the cache and the GPU, so the step measures them
-    (kernels/decode/session.py)."""
-
-    pdl: bool = False
-    prefetch_keys: int = 0
-    early_trigger: bool = True
-    new_kv: bool = False
-
-    @property
-    def label(self) -> str:
-        """'plain', or 'pdl' with what it does while waiting and when it lets the next launch start;
-        '+new-kv' where the attention writes the newest key and value."""
-        how = "plain" if not self.pdl else "pdl" + (f"-prefetch{self.prefetch_keys}" if self.prefetch_keys else "") + \
-            ("" if self.early_trigger else "-late")
-        return how + ("+new-kv" if self.new_kv else "")
-
-
-PLAIN_LAUNCH = AttentionLaunch()
-# What a step measures (kernels/decode/session.py): which launch wins depends on the model, the cache
-# and the GPU, too close to fix by rule (kernels/decode/notes.md, "attention.LAUNCH_CHOICES").
-LAUNCH_CHOICES = tuple(AttentionLaunch(how.pdl, how.prefetch_keys, how.early_trigger, new_kv)
-                       for new_kv in (False, True)
-                       for how in (AttentionLaunch(), AttentionLaunch(True, 64), AttentionLaunch(True, 64, False)))
-
-
-def launch_choices(pdl: bool) -> tuple[AttentionLaunch, ...]:
-    """The launches worth measuring: PDL ones only where the step launches with PDL at all (the
-    products decide: fused_linear.uses_pdl)."""
-    return tuple(how for how in LAUNCH_CHOICES if pdl or not how.pdl)
-
-
-def compiled_launches(pdl: bool) -> tuple[AttentionLaunch, ...]:
-    """One launch per compiled variant of the choices: plain or PDL, with the newest row or without
-    (what tells the PDL launches apart are runtime arguments)."""
-    return tuple({(how.pdl, how.new_kv): how for how in launch_choices(pdl)}.values())
-
-
-def default_num_splits(batch: int, heads: int, capacity: int, device: torch.device) -> int:
-    """As many programs as SPLITS.waves per SM, not more, and no chunk shorter than SPLITS.min_chunk keys.
-    Rounded down: where that many programs fit on an SM they run in one wave, and one split more would
-    start a second wave for a fraction of them."""
-    want = max(1, math.floor(SPLITS.waves * device_sm_count(device) / max(1, batch * heads)))
-    return max(1, min(want, math.ceil(capacity / SPLITS.min_chunk), 256))
-
-
-def config_label(config: dict) -> str:
-    """A launch config (as_launch_config's form) as the report names it."""
-    kind = "tensor cores" if config.get("USE_DOT") else "CUDA cores"
-    unroll = config.get("UNROLL", 1)
-    ahead = config.get("AHEAD", 0)
-    return (f"{kind}, BLOCK_N={config.get('BLOCK_N')}" + (f", {unroll} tiles per iteration" if unroll > 1 else "")
-            + (f", rows asked of L2 {ahead} {'iteration' if ahead == 1 else 'iterations'} ahead" if ahead else "")
-            + f", num_warps={config.get('num_warps')}, num_stages={config.get('num_stages')}")
-
 
 def last_config() -> str | None:
     """The autotuner's choice for the most recent tuned launch, for the report."""
@@ -841,7 +696,7 @@ def split_kv_attention(q, k, v, seq_lens, out, buffers: SplitBuffers, *, k_scale
         v.stride(0), v.stride(1), v.stride(2),
         *s_strides,
         seq_lens.stride(0) if seq_lens.shape[0] == B else 0,
-        H, num_splits, sm_scale * LOG2E, _len_bucket(B * H, L), launch.prefetch_keys, int(launch.early_trigger),
+        H, num_splits, sm_scale * LOG2E, len_bucket(B * H, L), launch.prefetch_keys, int(launch.early_trigger),
     )
     grid = (num_splits, B * H)
     fixed = {"HEAD_DIM": D, "BLOCK_D": triton.next_power_of_2(D), "IS_INT8": is_int8, "NEW_ROW": new_kv is not None}

@@ -763,7 +763,7 @@ def compile_specs(target):
                              meta(1, dtype=torch.int64), workspace(), gpu=few, stats=stats(), new_kv=new_kv, **scales)
 
             add(f"{at} qkv cache={kind.split()[0]}", lambda qkv=qkv: qkv("float", 1024), core)
-            # k and v handed to the attention (decode_attention.AttentionLaunch.new_kv), for either cache
+            # k and v handed to the attention (split_kv_config.AttentionLaunch.new_kv), for either cache
             add(f"{at} qkv new_kv", lambda qkv=qkv: qkv("new_kv", 1024), core)
             for capacity in CACHE_CAPACITIES:
                 add(f"{at} qkv cache=int8 L%16={capacity % 16}", lambda qkv=qkv, c=capacity: qkv("int8", c),

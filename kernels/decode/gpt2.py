@@ -21,8 +21,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .attention import SplitBuffers, decode_attention, default_num_splits
+from .attention import SplitBuffers, decode_attention
 from .kv_quant import SCALE_BYTES, SCALE_DTYPE, dequantize, quantize, quantize_store_
+from .split_kv_config import default_num_splits
 
 
 # --- configuration ----------------------------------------------------------------------------

@@ -38,8 +38,9 @@ import triton.language as tl
 from . import fused_linear as fl
 from .arrival import arrive, reset
 from ..common import interpreting
-from .attention import PLAIN_LAUNCH, as_launch_config, compiled_launches, split_kv_attention, tunable_configs
+from .attention import split_kv_attention
 from .fused_linear import tile_stats
+from .split_kv_config import PLAIN_LAUNCH, as_launch_config, compiled_launches, tunable_configs
 
 
 # --- the loop's small kernels -----------------------------------------------------------------
@@ -203,13 +204,13 @@ class FusedStep:
 
     def attention_candidates(self) -> list[dict]:
         """The split-KV configs this step's attention may run: those the autotuner may pick for this
-        cache on this GPU (kernels/decode/attention.tunable_configs), as launch configs."""
+        cache on this GPU (kernels/decode/split_kv_config.tunable_configs), as launch configs."""
         int8 = self.cache.k.dtype == torch.int8
         return [as_launch_config(c) for c in tunable_configs(int8, self.gpu.capability, self.q.shape[-1])]
 
     def compile_attention_launches(self, lens) -> None:
         """Launch the first layer's attention once per candidate config, as each compiled variant of
-        the launch choices (kernels/decode/attention.py): the collect's compile workers call this, so
+        the launch choices (kernels/decode/split_kv_config.py): the collect's compile workers call this, so
         a session that judges the choices finds them in Triton's cache, and a session calls it
         before its first capture, so no capture loads a kernel. A launch given the newest row writes
         `new_kv` into the first layer's cache at lens - 1: the next step there writes that row anew

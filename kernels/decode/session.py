@@ -19,9 +19,10 @@ from typing import Callable, Sequence
 import torch
 
 from .gpt2 import CACHES, GPT2, ModelArgs, cache_kwarg, cache_of, check_limits, check_tokens
-from .attention import AttentionLaunch, config_label, last_config, launch_choices
+from .attention import last_config
 from .fused_linear import device_facts, uses_pdl
 from .gpt2_fused import STEPS, ArgmaxScratch, advance, argmax_advance
+from .split_kv_config import AttentionLaunch, config_label, launch_choices
 
 # Judging the attention choices in the captured step (OurSession._judge_attention): steps replayed
 # to warm each graph, then timed, per round; the best round counts. With six configs (an int8 cache
@@ -143,7 +144,7 @@ class OurSession(Session):
         # Per-step time (ms) of each attention choice the graph step was timed with, by
         # "config | launch"; {} when none was judged.
         self.attention_ms: dict[str, float] = {}
-        # The split-KV config the captured step runs (kernels/decode/attention.config_label).
+        # The split-KV config the captured step runs (kernels/decode/split_kv_config.config_label).
         self.attention_config: str | None = None
 
     def set_mode(self, teacher_forced: bool, record_top2: bool) -> None:
