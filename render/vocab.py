@@ -26,17 +26,25 @@ IMPL_COLORS = {
 }
 IMPL_DASH = {"sdpa": "dot", "triton-portable": "dash"}
 
-# What ours is judged against ("the fastest other implementation", defined on the Benchmarks page): every
-# other fused implementation a user can pick. SDPA's math backend is left out (it writes the scores to
-# memory: context, never a rival), and so is naive PyTorch.
-
-
-def is_rival(impl: str) -> bool:
-    return impl == "fa4" or (impl.startswith("sdpa") and impl != "sdpa-math")
 OTHER_COLOR = PALETTE[6]
 
 # Implementations that write the N x N score matrix to memory; every other one keeps it on chip.
 MATERIALISING = {"naive", "sdpa-math"}
+
+
+def is_ours(impl: str) -> bool:
+    """Whether an implementation (a bench, iterations or correctness impl, or a decode variant) runs our code: our
+    Triton kernel and its held or ported paths, a kernel version, our decode loops. The others are baselines:
+    every SDPA option, FlashAttention-4, naive PyTorch and transformers' decode loops (hf-*)."""
+    return not (impl.startswith(("sdpa", "hf")) or impl in ("fa4", "naive"))
+
+
+def is_rival(impl: str) -> bool:
+    """Whether ours is judged against an implementation ("the fastest other implementation", defined on the
+    Benchmarks page): every baseline attention a user can pick that keeps the scores on chip. SDPA's math backend
+    and naive PyTorch write them to memory (context, never a rival); transformers' loops are decode, not attention."""
+    return not is_ours(impl) and not impl.startswith("hf") and impl not in MATERIALISING
+
 
 DTYPE_SHORT = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
 ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}

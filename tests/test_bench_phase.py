@@ -13,6 +13,7 @@ import pytest
 from collect.schema import SCHEMA_VERSION
 import torch
 
+import prose
 import synthetic
 from collect import bench
 from collect.bench import Case, Measurement, measure_cases
@@ -508,3 +509,10 @@ def test_single_shapes_are_table_rows_not_curves(tmp_path):
     assert "in 0 of 20 cases" in said and "its lowest speed ratio is" in said
     out = render(bench_run(tmp_path / "c"), "benchmarks.md")
     assert "Single shapes: what inference runs" in out and 'id="fig-bench-latency-8x16x64"' not in out
+    # the summary lists every shape with its lengths, so no sentence of it carries them: four numbers at most
+    summary = fast.summary().split("???")[0]
+    assert "\n- B=2, H=8, d=64, over seq_len 512 to 16384\n" in summary
+    assert "\n- B=1, H=32, d=128, at seq_len 32768 only\n" in summary
+    words = " ".join(line for line in summary.splitlines() if not line.startswith("- "))
+    for said in prose.sentences(words):
+        assert len(re.findall(r"(?<![\w.=-])\d[\d,]*(?:\.\d+)?", said)) <= 4, said

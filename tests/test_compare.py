@@ -239,12 +239,18 @@ def test_a_run_that_measured_flashattention_4_names_it_as_the_rival(tmp_path):
     assert "with v2, against FlashAttention-2 (SDPA) in r1 and FlashAttention-4 in r2 (2 kernel versions" in said
 
 
-def test_the_diff_names_our_changes_apart_from_the_baselines():
-    from types import SimpleNamespace as C
+def test_every_implementation_is_ours_a_rival_or_context():
+    """One classification (render/vocab.py) for every implementation a run can hold: the diff's "our own code",
+    the Benchmarks page's "fastest other implementation" and the Correctness page's comparison rows read it."""
+    from collect.correctness import PORTED
+    from collect.schema.decode import ALL_VARIANTS
+    from kernels.attention import IMPLEMENTATIONS
+    from render.vocab import is_ours, is_rival
 
-    from render.pages.compare.before_after import is_ours
-
-    assert is_ours(C(phase="bench", impl="triton")) and is_ours(C(phase="bench", impl="triton-portable"))
-    assert not any(is_ours(C(phase="bench", impl=i)) for i in ("naive", "sdpa", "sdpa-cudnn", "fa4"))
-    assert is_ours(C(phase="iterations", impl="v21-per-shape")) and not is_ours(C(phase="iterations", impl="fa4"))
-    assert is_ours(C(phase="decode", impl="graph")) and not is_ours(C(phase="decode", impl="hf-eager"))
+    ours = {"triton", "triton-portable", *PORTED, "v0-portable", "v21-per-shape", "eager", "graph", "int8-graph",
+            "int8-dequant", "int8-kernel"}
+    rivals = {"fa4", "sdpa", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient"}
+    context = {"naive", "sdpa-math", "hf", "hf-eager", "hf-generate", "hf-compiled"}  # baselines, never rivals
+    assert set(IMPLEMENTATIONS) | set(PORTED) | set(ALL_VARIANTS) <= ours | rivals | context
+    assert {i for i in ours | rivals | context if is_ours(i)} == ours
+    assert {i for i in ours | rivals | context if is_rival(i)} == rivals

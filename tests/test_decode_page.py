@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
@@ -17,6 +18,8 @@ from render.pages.decode.data import floor_words
 from render.runs import load_run
 from render.site import REPO_ROOT, Report
 from synthetic import make_run
+
+import prose
 
 MiB = 2**20
 BW = 4.0e12
@@ -660,6 +663,10 @@ def test_generate_against_the_plain_loop_is_explained_from_the_host_profile(tmp_
     assert "prepare inputs (50%" in slow and "model forward (40%" in slow and "causal mask" in slow
     assert "launches 281 kernels against the loop's 261 (20 more)" in slow
     assert "copies to the host 2 times" in slow
+    # the times, the shares of their difference and the counts in sentences of their own: four numbers at most,
+    # besides the shape's batch and context
+    said = [(s, re.findall(r"(?<!batch )(?<!context )\b\d[\d,]*(?:\.\d+)?", s)) for s in prose.sentences(slow)]
+    assert len(said) == 5 and all(len(numbers) <= 4 for _, numbers in said), said
     f2 = decode_file("synthetic-20261129")
     eager2 = next(r for r in f2.rows if (r.model, r.variant, r.batch, r.context) == ("gpt2", "hf-eager", 4, 1000))
     close = write(tmp_path / "b", _host_profiles(f2, eager2.step_ms_median * 1.1)).generate_finding()

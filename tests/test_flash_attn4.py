@@ -1,4 +1,6 @@
 """FlashAttention-4 as a baseline: where it cannot run, its rows say why; it is never one of our paths."""
+from types import SimpleNamespace
+
 import pytest
 import torch
 
@@ -7,6 +9,14 @@ from collect.shapes import AttentionCase
 from collect.timing import is_unsupported
 from kernels.attention import dispatch, flash_attn4
 from kernels.attention import IMPLEMENTATIONS
+
+
+@pytest.fixture(autouse=True)
+def fresh_reasons():
+    """Each test asks afresh: fa4_attention keeps one answer per device for the process."""
+    flash_attn4._reason_on.cache_clear()
+    yield
+    flash_attn4._reason_on.cache_clear()
 
 
 def test_without_a_gpu_the_reason_names_the_missing_device():
@@ -38,6 +48,21 @@ def test_an_unavailable_baseline_becomes_an_unsupported_row_with_its_reason():
     assert is_unsupported(info.value)
     row = bench.failure_row(AttentionCase("fa4", "float16", False, 1, 1, 8, 64), info.value)
     assert row.status == "unsupported" and row.reason == str(info.value)
+
+
+def test_the_reason_is_asked_once_per_device(monkeypatch):
+    asked = []
+
+    def probe(device=None):
+        asked.append(device)
+        return f"not on {device}"
+
+    monkeypatch.setattr(flash_attn4, "unavailable_reason", probe)
+    for index in (0, 0, 1, 0, 1):  # stand-ins on two GPUs: the reason is all a refused call reads of its inputs
+        q = SimpleNamespace(device=torch.device("cuda", index))
+        with pytest.raises(flash_attn4.BaselineUnavailable, match=f"not on cuda:{index}"):
+            flash_attn4.fa4_attention(q, q, q)
+    assert asked == [torch.device("cuda", 0), torch.device("cuda", 1)]
 
 
 def test_the_layout_is_handed_over_as_views_and_back(monkeypatch):

@@ -219,3 +219,17 @@ def test_rows_timed_on_the_one_clock_share_its_fields_declared_once():
         class Twice:
             reason: str = ""
             flops: float = 0.0
+
+
+def test_a_diff_case_and_a_noise_class_share_the_class_fields_declared_once():
+    import dataclasses
+
+    from collect.schema.diff import DiffCase, NoiseClass, class_fields
+
+    block = list(class_fields("", ""))
+    assert block == list(NoiseClass.CASE_KEY)
+    assert [f.name for f in dataclasses.fields(NoiseClass)][:len(block)] == block  # first, as the JSON has them
+    assert [f.name for f in dataclasses.fields(DiffCase)][:2 + len(block)] == ["case", "label", *block]
+    rules = lambda cls: {f.name: {k: v for k, v in f.metadata.items() if k != "doc"}  # noqa: E731
+                         for f in dataclasses.fields(cls) if f.name in block}
+    assert rules(NoiseClass) == rules(DiffCase)

@@ -156,14 +156,15 @@ def clock_fields(n_timed_runs: str = "Timed calls behind the statistics.", p10: 
     }
 
 
-def with_fields(fields: dict[str, tuple[str, Any]], after: str):
+def with_fields(fields: dict[str, tuple[str, Any]], after: str | None):
     """Class decorator, under @dataclass: a block of fields several records share (clock_fields), declared once,
-    placed after the record's own field `after`, so the JSON and the Data format page keep the record's order."""
+    placed after the record's own field `after` (None: before its first), so the JSON and the Data format page
+    keep the record's order."""
     def insert(cls):
         own = cls.__dict__.get("__annotations__", {})
-        if after not in own or set(fields) & set(own):
+        if (after is not None and after not in own) or set(fields) & set(own):
             raise TypeError(f"{cls.__name__}: no field {after!r} to insert after, or a shared field declared again")
-        order = {}
+        order = {} if after is not None else {n: hint for n, (hint, _) in fields.items()}
         for name, hint in own.items():
             order[name] = hint
             if name == after:

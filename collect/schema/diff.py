@@ -8,8 +8,9 @@ as the same DiffFile, so the file and the page cannot disagree.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from .common import COUNT, GIT_COMMIT, IDENT, MS, NAME, PCT, RATIO, RUN_ID, SIZE, TEXT, doc, strict
+from .common import COUNT, GIT_COMMIT, IDENT, MS, NAME, PCT, RATIO, RUN_ID, SIZE, TEXT, doc, strict, with_fields
 
 # The tables a case comes from: the phase whose rows it is.
 DIFF_PHASES = ("bench", "iterations", "decode")
@@ -24,17 +25,26 @@ FLOOR_SOURCES = ("measured", "default")
 CASE_ID = r"^[A-Za-z0-9][A-Za-z0-9._+/=-]{0,511}$"
 
 
+def class_fields(phase: str, head_dim: str) -> dict[str, tuple[str, Any]]:
+    """The fields naming a case's class (phase x implementation x head size x mask: NoiseClass.CASE_KEY, and
+    collect/diff.py's Case.klass), name -> (type, field), for with_fields; a record words its phase and head size."""
+    return {
+        "phase": ("str", doc(phase, choices=DIFF_PHASES)),
+        "impl": ("str", doc("Implementation (bench, iterations) or decode variant.", pattern=IDENT)),
+        "head_dim": ("int | None", doc(head_dim, **SIZE)),
+        "causal": ("bool | None", doc("Causal mask on; null for decode.")),
+    }
+
+
 @strict
 @dataclass
+@with_fields(class_fields("The phase whose rows the class holds.", "Head size d; null for decode, whose model fixes it."),
+             after=None)
 class NoiseClass:
     """The run-to-run spread of one class of case (implementation x head size x mask) across repeat runs."""
 
     CASE_KEY = ("phase", "impl", "head_dim", "causal")
 
-    phase: str = doc("The phase whose rows the class holds.", choices=DIFF_PHASES)
-    impl: str = doc("Implementation (bench, iterations) or decode variant.", pattern=IDENT)
-    head_dim: int | None = doc("Head size d; null for decode, whose model fixes it.", **SIZE)
-    causal: bool | None = doc("Causal mask on; null for decode.")
     cases: int = doc("Cases of the class measured ok in every repeat run.", **COUNT)
     pairs: int = doc("Pairs of repeat runs times cases: the ratios the floor is a percentile of.", **COUNT)
     median_factor: float = doc("Median over those pairs of the larger median time over the smaller one.",
@@ -62,6 +72,7 @@ class NoiseFloorFile:
 
 @strict
 @dataclass
+@with_fields(class_fields("The phase whose rows were compared.", "Head size d; null for decode."), after="label")
 class DiffCase:
     """One case measured ok in both runs: B's time over A's, its interval, and the verdict."""
 
@@ -69,10 +80,6 @@ class DiffCase:
 
     case: str = doc("The case: its phase, then each field of its row's case key as name=value.", pattern=CASE_ID, max_len=512)
     label: str = doc("The case in a few words, for tables and charts.", **NAME)
-    phase: str = doc("The phase whose rows were compared.", choices=DIFF_PHASES)
-    impl: str = doc("Implementation (bench, iterations) or decode variant.", pattern=IDENT)
-    head_dim: int | None = doc("Head size d; null for decode.", **SIZE)
-    causal: bool | None = doc("Causal mask on; null for decode.")
     a_ms: float = doc("Run A's median time (device time; a decode step's loop time).", **MS)
     b_ms: float = doc("Run B's median time.", **MS)
     ratio: float = doc("b_ms / a_ms: below 1, B is faster; above 1, B is slower.", **RATIO)

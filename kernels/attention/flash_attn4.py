@@ -66,9 +66,16 @@ def unavailable_reason(device: torch.device | int | None = None) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=None)
+def _reason_on(device: torch.device) -> str | None:
+    """unavailable_reason, asked once per device (a CUDA device index): neither the GPU nor the install changes
+    within a process, and a timed loop calls fa4_attention many times. A probe that raises is not cached."""
+    return unavailable_reason(device)
+
+
 def fa4_attention(q, k, v, causal: bool = False, sm_scale: float | None = None):
     """FA4's forward on (batch, heads, seq_len, head_dim) tensors; the output has the same layout (a view)."""
-    why = unavailable_reason(q.device)
+    why = _reason_on(q.device)
     if why is not None:
         raise BaselineUnavailable(why)
     fn, _ = _import()

@@ -14,17 +14,19 @@ class Cases(BenchSection):
     """The run's cases, their clocks, the kernel our rows ran and SDPA's own choice."""
 
     def summary(self) -> str:
+        """What the run measured: the implementations and dtypes in a sentence, the shapes (each with its lengths) in
+        a list, how many cases did not run ok in a sentence of their own, then the clocks."""
         data = self.data
         counts = self.rows["status"].value_counts()
-        status = join(f"{counts[s]} {s}" for s in ("ok", "oom", "unsupported", "error", "skipped") if s in counts)
-        ns = self.b.seq_lens()
-        points = self.b.point_shapes()
-        single = (f", and single shapes {join(f'{shape_label(p)} at N={self.b.seq_lens(p)[0]}' for p in points)}"
-                  if points else "")
-        text = (f"This run measured {len(self.rows)} cases ({status}) of "
-                f"{join(impl_label(i) for i in self.impls())}, at seq_len {ns[0]} to {ns[-1]}: shapes "
-                f"{join(shape_label(s) for s in self.shapes())} over N{single}, in "
-                f"{join(dtype_short(d) for d in dict.fromkeys(self.rows['dtype']))}, causal and not.")
+        failed = join(f"{counts[s]} {s}" for s in ("oom", "unsupported", "error", "skipped") if s in counts)
+        shapes = [(s, self.b.seq_lens(s)) for s in self.shapes() + self.b.point_shapes()]
+        text = (f"This run measured {len(self.rows)} cases of {join(impl_label(i) for i in self.impls())}, in "
+                f"{join(dtype_short(d) for d in dict.fromkeys(self.rows['dtype']))}, causal and not, at "
+                f"{'this shape' if len(shapes) == 1 else 'these shapes'}:\n\n")
+        text += "".join(f"- {shape_label(s)}, " + (f"over seq_len {ns[0]} to {ns[-1]}\n" if len(ns) > 1 else
+                                                    f"at seq_len {ns[0]} only\n") for s, ns in shapes)
+        text += ("\nEvery case ran ok." if not failed else f"\nNone ran ok: {failed}." if "ok" not in counts
+                 else f"\nApart from {failed}, every case ran ok.")
         text += self._clock_sentence() + self._clock_gap_sentence()
         text += f'\n\n??? info "How each case was timed"\n    {escape.text(data.timing_method)}\n'
         text += "".join(map(escape.note, data.notes))

@@ -1,19 +1,42 @@
 """What every section of the Benchmarks page reads: the run's bench rows (render/bench_data.py) in the order
-the page shows them, and the facet grid its figures are drawn on."""
+the page shows them, each case of ours against the fastest other implementation (the speedup table and the
+single shapes' table alike), and the facet grid its figures are drawn on."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cached_property
 
 import pandas as pd
 from plotly.subplots import make_subplots
 
+from ... import escape
 from ...bench_data import BenchData
-from ...vocab import facet_label
+from ...vocab import facet_label, impl_label
 from ..base import Page
+from .words import case_side, case_words, spread
 
 # Loop time over device time above this: the calls are issued slower than the GPU runs them (host-bound).
 HOST_BOUND = 1.25
 FUSED = "triton"
+
+
+@dataclass
+class Versus:
+    """Ours against the fastest other implementation in one case (a length of one facet of one shape)."""
+
+    ours: float | None = None  # our median device time; None where ours has no timed ok row
+    fast: float | None = None  # the fastest other implementation's; None where none ran
+    who: str | None = None  # its name
+    ratio: float | None = None  # fast / ours, where both ran: above 1, ours is faster
+    spread: tuple[float, float] | None = None  # the calls' spread of that ratio (words.spread)
+
+    @property
+    def side(self) -> str | None:
+        return case_side(self.ratio, self.spread) if self.ratio is not None else None
+
+    @property
+    def words(self) -> str:
+        return case_words(self.ratio, self.spread) if self.ratio is not None else "n/a"
 
 
 class BenchSection(Page):
@@ -50,6 +73,30 @@ class BenchSection(Page):
 
     def latency(self, shape, dtype: str, causal: bool, impl: str) -> pd.Series:
         return self.b.latency(shape, dtype, causal, impl)
+
+    def versus_fastest(self, shape, dtype: str, causal: bool) -> dict[int, Versus]:
+        """Per length of the shape, ours against the fastest other implementation: what the speedup table and the
+        single shapes' table show of each case."""
+        tri = self.b.by_n(shape, dtype, causal, FUSED)
+        fast = self.b.fastest_rival(shape, dtype, causal)
+        out = {}
+        for n in self.b.seq_lens(shape):
+            v = out[n] = Versus(ours=tri.loc[n, "latency_ms_median"] if n in tri.index else None)
+            if n in fast.index:
+                f = fast.loc[n]
+                v.fast, v.who = f["latency_ms_median"], self._sdpa_label(f)
+                if v.ours:
+                    v.ratio, v.spread = v.fast / v.ours, spread(f, tri.loc[n])
+        return out
+
+    @staticmethod
+    def _sdpa_label(row) -> str:
+        """An SDPA row's name; PyTorch's choice with the backend it ran, where known, since it stands in a
+        comparison only when that backend has no forced row of its own there."""
+        used = row.get("backend_used")
+        if row["impl"] == "sdpa" and isinstance(used, str) and used != "unknown":
+            return f"SDPA (PyTorch's choice: {escape.text(used)})"
+        return impl_label(row["impl"])
 
     def _grid(self, shape):
         facets = self.facets(shape)

@@ -63,15 +63,6 @@ class PerShape(BenchSection):
         ka, kb = key(a), key(b)
         return isinstance(ka[0], str) and bool(ka[2]) and ka == kb
 
-    @staticmethod
-    def _sdpa_label(row) -> str:
-        """An SDPA row's name; PyTorch's choice with the backend it ran, where known, since it stands in a
-        comparison only when that backend has no forced row of its own there."""
-        used = row.get("backend_used")
-        if row["impl"] == "sdpa" and isinstance(used, str) and used != "unknown":
-            return f"SDPA (PyTorch's choice: {escape.text(used)})"
-        return impl_label(row["impl"])
-
     def _statuses(self, shape, dtype, causal, impl) -> str:
         f = self.b.facet_rows(self.rows, shape, dtype, causal)
         return join(f"{n} {s}" for s, n in f[f["impl"] == impl]["status"].value_counts().items()) or "no rows"
@@ -115,27 +106,20 @@ class PerShape(BenchSection):
     def speedup_table(self, shape) -> str:
         rows = []
         for dtype, causal in self.facets(shape):
-            tri = self.latency(shape, dtype, causal, FUSED)
             naive = self.latency(shape, dtype, causal, "naive")
-            fast = self.b.fastest_rival(shape, dtype, causal)
             paths = self.b.paths(shape, dtype, causal)
             tri_rows = self.b.by_n(shape, dtype, causal, FUSED)
             naive_rows = self.b.by_n(shape, dtype, causal, "naive")
-            for n in self.b.seq_lens(shape):
+            for n, v in self.versus_fastest(shape, dtype, causal).items():
                 status = lambda impl: self.b.status_at(shape, dtype, causal, impl, n)  # noqa: E731
-                t = tri.get(n)
+                t = v.ours
                 r = {"facet": facet_label(dtype, causal), "n": n, "tri": fmt.ms(t) if t else status(FUSED),
                      "path": path_label(paths[n]) if n in paths else "n/a"}
                 r["naive"] = fmt.ms(naive[n]) if n in naive.index else status("naive")
                 r["vs_naive"] = (case_words(naive[n] / t, spread(naive_rows.loc[n], tri_rows.loc[n]))
                                  if t and n in naive.index else "n/a")
-                if n in fast.index:
-                    r["sdpa"] = f"{fmt.ms(fast.loc[n, 'latency_ms_median'])} ({self._sdpa_label(fast.loc[n])})"
-                    f = fast.loc[n]
-                    r["vs_sdpa"] = (case_words(f["latency_ms_median"] / t, spread(f, tri_rows.loc[n])) if t
-                                    else "n/a")
-                else:
-                    r["sdpa"], r["vs_sdpa"] = "none ran", "n/a"
+                r["sdpa"] = f"{fmt.ms(v.fast)} ({v.who})" if v.who is not None else "none ran"
+                r["vs_sdpa"] = v.words
                 rows.append(r)
         return table_html(pd.DataFrame(rows), {
             "facet": "dtype, mask", "n": "N", "tri": "Triton (median device time)", "path": "Triton's path",

@@ -7,8 +7,7 @@ import pandas as pd
 from ... import fmt
 from ...tables import table_html
 from ...vocab import facet_label, path_label, shape_label
-from .common import FUSED, BenchSection
-from .words import case_side, case_words, spread
+from .common import BenchSection
 
 
 class Points(BenchSection):
@@ -31,23 +30,11 @@ class Points(BenchSection):
     def _points(self) -> pd.DataFrame:
         rows = []
         for shape in self.b.point_shapes():
-            n = self.b.seq_lens(shape)[0]
             for dtype, causal in self.facets(shape):
-                tri = self.b.by_n(shape, dtype, causal, FUSED)
-                fast = self.b.fastest_rival(shape, dtype, causal)
-                r = {"shape": shape, "n": n, "dtype": dtype, "causal": causal, "ours": None, "fast": None, "who": None,
-                     "ratio": None, "side": None, "words": "n/a", "path": None}
-                if n in tri.index:
-                    r["ours"] = tri.loc[n, "latency_ms_median"]
-                    r["path"] = self.b.paths(shape, dtype, causal).get(n)
-                if n in fast.index:
-                    f = fast.loc[n]
-                    r["fast"], r["who"] = f["latency_ms_median"], self._sdpa_label(f)
-                    if r["ours"]:
-                        sp = spread(f, tri.loc[n])
-                        r["ratio"] = f["latency_ms_median"] / r["ours"]
-                        r["side"], r["words"] = case_side(r["ratio"], sp), case_words(r["ratio"], sp)
-                rows.append(r)
+                (n, v), = self.versus_fastest(shape, dtype, causal).items()
+                rows.append({"shape": shape, "n": n, "dtype": dtype, "causal": causal, "ours": v.ours, "fast": v.fast,
+                             "who": v.who, "ratio": v.ratio, "side": v.side, "words": v.words,
+                             "path": self.b.paths(shape, dtype, causal).get(n) if v.ours is not None else None})
         return pd.DataFrame(rows, columns=["shape", "n", "dtype", "causal", "ours", "fast", "who", "ratio", "side",
                                            "words", "path"])
 

@@ -10,23 +10,13 @@ from ... import escape, fmt
 from ...figures import PALETTE
 from ...run_diff import diff_runs, predecessor
 from ...runs import Run
-from ...vocab import join, plural
+from ...vocab import is_ours, join, plural
 from .common import CompareSection
 
 # The diff chart: one colour per verdict (collect/schema/diff.py VERDICTS), drawn in this order.
 VERDICT_COLORS = {"faster": PALETTE[2], "slower": PALETTE[3], "no change": PALETTE[7], "ratio only": PALETTE[0]}
 # The cases the diff's sentence names: the ones that changed most, either way.
 DIFF_NAMED = 3
-
-
-def is_ours(case) -> bool:
-    """Whether a diff case times our code (a kernel version, our kernel, our decode loop) rather than a baseline
-    (SDPA, FlashAttention-4, naive PyTorch, transformers)."""
-    if case.phase == "decode":
-        return not case.impl.startswith("hf")
-    if case.phase == "bench":
-        return case.impl.startswith("triton")
-    return not (case.impl.startswith("sdpa") or case.impl in ("fa4", "naive"))
 
 
 class BeforeAfter(CompareSection):
@@ -64,8 +54,8 @@ class BeforeAfter(CompareSection):
             out.append(f"Of the {plural(len(d.cases), 'case')} both measured, {n['faster']} ran faster in `{b}`, "
                        f"{n['slower']} slower, and {n['no change']} showed no change beyond the noise.")
             changed = self._changed()
-            mine = [c for c in changed if is_ours(c)][:DIFF_NAMED]
-            theirs = [c for c in changed if not is_ours(c)][:DIFF_NAMED]
+            mine = [c for c in changed if is_ours(c.impl)][:DIFF_NAMED]
+            theirs = [c for c in changed if not is_ours(c.impl)][:DIFF_NAMED]
             words = lambda cs: join([f"{escape.text(c.label)} ({fmt.ratio(c.ratio)} the time)" for c in cs])  # noqa: E731
             if mine:
                 out.append(f"Of our own code, the {'case' if len(mine) == 1 else 'cases'} that changed most: "

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ... import escape
 from ...tables import table_html
+from ...vocab import is_ours
 from .common import CorrectnessSection
 
 
@@ -24,7 +25,7 @@ class Cases(CorrectnessSection):
     def comparison(self) -> str:
         """The PyTorch implementations judged by the same reference, next to the kernel on the same cases."""
         rows = self.rows
-        other = rows[~rows["impl"].str.startswith("triton")] if not rows.empty else rows
+        other = rows[~rows["impl"].map(is_ours).astype(bool)] if not rows.empty else rows
         if other.empty:
             return "_This run has no comparison rows (they are collected with `--profile full`)._"
         key = ["dtype", "causal", "batch", "seq_len", "head_dim"]

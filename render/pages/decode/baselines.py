@@ -62,21 +62,20 @@ class Baselines(DecodeData):
         extra = sorted(((c, g.components.get(c, 0.0) - e.components.get(c, 0.0))
                         for c in dict.fromkeys([*g.components, *e.components])), key=lambda x: -x[1])
         extra = [(c, d) for c, d in extra if d > 0 and gap > 0 and d >= 0.05 * gap][:3]
+        # Two times, then the shares of their difference, in sentences of their own: at most four figures each.
         text += (f" Under cProfile a generate token costs {fmt.ms(g.ms_per_token)} of host time and a loop step "
-                 f"{fmt.ms(e.ms_per_token)} (the profiler slows both)")
+                 f"{fmt.ms(e.ms_per_token)} (the profiler slows both).")
         if gap > 0 and extra:
-            text += ("; the difference lies in " + join([f"{escape.text(c)} ({fmt.pct(100 * d / gap, 2)} of it)"
-                                                         for c, d in extra]))
-        text += "."
+            text += (" The difference lies in " + join([f"{escape.text(c)} ({fmt.pct(100 * d / gap, 2)} of it)"
+                                                        for c, d in extra]) + ".")
         if g.kernels_per_token is not None and e.kernels_per_token is not None:
             more = g.kernels_per_token - e.kernels_per_token
             text += (f" Per token, generate launches {fmt.count(g.kernels_per_token)} kernels against the loop's "
                      f"{fmt.count(e.kernels_per_token)}")
-            text += f" ({fmt.count(more)} more)" if more > 0 else ""
+            text += f" ({fmt.count(more)} more)." if more > 0 else "."
             if g.host_copies_per_token:
-                text += (f", and copies to the host {fmt.count(g.host_copies_per_token)} times, each a wait for the GPU "
-                         f"to finish (the loop: {fmt.count(e.host_copies_per_token or 0)})")
-            text += "."
+                text += (f" It also copies to the host {fmt.count(g.host_copies_per_token)} times a token, each a wait "
+                         f"for the GPU to finish (the loop: {fmt.count(e.host_copies_per_token or 0)}).")
         return text
 
     def _cudnn_attention(self, r) -> bool:
