@@ -160,6 +160,34 @@ def _store_output(acc, l_i, smem, o_desc, b, h, row, o_layout: gl.constexpr,
     tma.store_wait(0)
 
 
+@gluon.jit
+def _tile_coords(t, tiles_m, num_heads, total_tiles, head_group, snake, CAUSAL: gl.constexpr):
+    """Tile t of a program's strided walk -> (batch, head, query tile). The walk's order is a rank:
+    heads in groups of `head_group`, and within a group its query tiles interleaved across the
+    group's heads, the longest (causal) first; programs working on one group at once share its key
+    and value tiles in L2. snake=1 reverses every other round of the walk, so the program that took a
+    round's longest tile takes the next round's shortest. head_group=1, snake=0 is head by head. Both
+    are run-time values, so every walk runs one compiled kernel."""
+    rank = t
+    if snake != 0:
+        p = gl.num_programs(0)
+        r = t // p
+        pos = t - r * p
+        if r % 2 == 1:
+            pos = gl.minimum(p, total_tiles - r * p) - 1 - pos
+        rank = r * p + pos
+    span = head_group * tiles_m
+    g = rank // span
+    base = g * head_group
+    size = gl.minimum(head_group, total_tiles // tiles_m - base)
+    i = rank - g * span
+    bh = base + i % size
+    m = i // size
+    if CAUSAL:
+        m = tiles_m - 1 - m  # longest query tiles first
+    return bh // num_heads, bh % num_heads, m
+
+
 # ---------------------------------------------------------------------------------------------
 # 2a. g1: one program per query tile, no warp specialization
 # ---------------------------------------------------------------------------------------------
@@ -278,34 +306,6 @@ def _g1_kernel(q_desc, k_desc, v_desc, o_desc, num_heads, seq_len, qk_scale,
 # one arrival per consumer), and `turn` (ping-pong: whose turn it is to issue matmuls).
 # mbarriers start in phase 0 with parity 1 counted as complete, so a first wait on parity 1
 # passes: that is how every buffer starts out empty.
-
-
-@gluon.jit
-def _tile_coords(t, tiles_m, num_heads, total_tiles, head_group, snake, CAUSAL: gl.constexpr):
-    """Tile t of a program's strided walk -> (batch, head, query tile). The walk's order is a rank:
-    heads in groups of `head_group`, and within a group its query tiles interleaved across the
-    group's heads, the longest (causal) first; programs working on one group at once share its key
-    and value tiles in L2. snake=1 reverses every other round of the walk, so the program that took a
-    round's longest tile takes the next round's shortest. head_group=1, snake=0 is head by head. Both
-    are run-time values, so every walk runs one compiled kernel."""
-    rank = t
-    if snake != 0:
-        p = gl.num_programs(0)
-        r = t // p
-        pos = t - r * p
-        if r % 2 == 1:
-            pos = gl.minimum(p, total_tiles - r * p) - 1 - pos
-        rank = r * p + pos
-    span = head_group * tiles_m
-    g = rank // span
-    base = g * head_group
-    size = gl.minimum(head_group, total_tiles // tiles_m - base)
-    i = rank - g * span
-    bh = base + i % size
-    m = i // size
-    if CAUSAL:
-        m = tiles_m - 1 - m  # longest query tiles first
-    return bh // num_heads, bh % num_heads, m
 
 
 @gluon.jit
