@@ -28,6 +28,9 @@ at every query tile):
   plans which program takes which tile; ``g7`` list-schedules them and hands the kernel a table.
 - **One warpgroup per tile at d=64** (``g8``): ``g1``'s non-persistent kernel with its 128-row tile
   on 4 warps, two programs to an SM.
+- **Longest first across heads** (``g9``, causal): ``g8`` on a one-dimensional grid whose programs
+  take the query tiles longest first across the heads of a group that fits the L2, so the
+  hardware, handing out programs in index order, list-schedules the whole grid.
 - **Masks only where needed:** key tiles wholly visible to every query row of the tile run
   without a mask; only the diagonal tile (causal) or the ragged last tile computes one.
 
@@ -62,7 +65,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from ..common import (HALF_DTYPES, HEAD_DIMS as ANY_HEAD_DIMS, LOG2E, PADDED_HEAD_DIMS, capability, device_index,
                      device_sm_count, head_dim_tile, interpreting, l2_bytes)
 from ..gluon_compat import async_load, async_store, thread_barrier
-from .gluon_schedule import ListSchedule, plan_list_schedule, plan_schedule
+from .gluon_schedule import ListSchedule, lpt_head_group, plan_list_schedule, plan_schedule
 from .gluon_versions import DEFAULT_VERSION, GLUON_VERSIONS, HEAD_DIMS, get_version, tile_plan
 from .launcher import PLAIN
 
@@ -162,7 +165,8 @@ def _store_output(acc, l_i, smem, o_desc, b, h, row, o_layout: gl.constexpr,
 
 @gluon.jit
 def _tile_coords(t, tiles_m, num_heads, total_tiles, head_group, snake, CAUSAL: gl.constexpr):
-    """Tile t of a program's strided walk -> (batch, head, query tile). The walk's order is a rank:
+    """Tile t of a walk -> (batch, head, query tile): the t-th tile of the persistent programs' strided
+    walk (g2-g7), or program t's one tile on g9's one-dimensional grid. The walk's order is a rank:
     heads in groups of `head_group`, and within a group its query tiles interleaved across the
     group's heads, the longest (causal) first; programs working on one group at once share its key
     and value tiles in L2. snake=1 reverses every other round of the walk, so the program that took a
@@ -230,11 +234,11 @@ def _g1_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc,
     return m_i, l_i, acc
 
 
-# Sizes stay plain i32 arguments (no specialization on their divisibility): one compile per
-# dtype, head size and masking serves every shape.
-@gluon.jit(do_not_specialize=["num_heads", "seq_len"])
-def _g1_kernel(q_desc, k_desc, v_desc, o_desc, num_heads, seq_len, qk_scale,
-               CAUSAL: gl.constexpr, STAGES: gl.constexpr):
+# Sizes stay plain i32 arguments (no specialization on their divisibility, nor on a head group of
+# 1): one compile per dtype, head size, masking and grid order serves every shape.
+@gluon.jit(do_not_specialize=["num_heads", "seq_len", "head_group"])
+def _g1_kernel(q_desc, k_desc, v_desc, o_desc, num_heads, seq_len, head_group, qk_scale,
+               CAUSAL: gl.constexpr, STAGES: gl.constexpr, LPT: gl.constexpr):
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[2]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[3]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[2]
@@ -245,13 +249,21 @@ def _g1_kernel(q_desc, k_desc, v_desc, o_desc, num_heads, seq_len, qk_scale,
     tile_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_N, HEAD_DIM], dtype)
     q_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_M, HEAD_DIM], dtype)
 
-    pid_m = gl.program_id(0)
-    if CAUSAL:
-        # The last query tiles see the most keys: start them first, so the short ones fill the tail.
-        pid_m = gl.num_programs(0) - 1 - pid_m
-    bh = gl.program_id(1)
-    b = bh // num_heads
-    h = bh % num_heads
+    if LPT:
+        # g9: a one-dimensional grid, program t on the t-th tile of _tile_coords' walk (heads in groups
+        # of head_group, a group's query tiles longest first across its heads). The hardware starts
+        # programs in index order as slots free up, so this is a longest-first list schedule over the
+        # whole grid, where the two-dimensional grid below goes longest first head by head.
+        b, h, pid_m = _tile_coords(gl.program_id(0), gl.cdiv(seq_len, BLOCK_M), num_heads, gl.num_programs(0),
+                                   head_group, 0, CAUSAL)
+    else:
+        pid_m = gl.program_id(0)
+        if CAUSAL:
+            # The last query tiles see the most keys: start them first, so the short ones fill the tail.
+            pid_m = gl.num_programs(0) - 1 - pid_m
+        bh = gl.program_id(1)
+        b = bh // num_heads
+        h = bh % num_heads
     start_m = pid_m * BLOCK_M
 
     q_smem = gl.allocate_shared_memory(dtype, [BLOCK_M, HEAD_DIM], q_layout)
@@ -667,18 +679,23 @@ def _launch_args(version, shape, causal, scale, sm_count, l2_bytes=H200_L2_BYTES
     batch, heads, seq_len, head_dim = shape
     plan = tile_plan(version.kernel, head_dim, version.one_warpgroup)
     qk_scale = scale * LOG2E
+    kv_head_bytes = 2 * seq_len * head_dim * 2  # one head's keys and values (fp16 or bf16)
     if plan.kernel == "g1":
-        if batch * heads > 65535:  # the grid's second axis; the first stays the query tiles, for L2
+        tiles_m = triton.cdiv(seq_len, plan.q_rows)
+        lpt = version.lpt and causal and head_dim_tile(head_dim) in version.head_dims
+        if lpt:  # g9: one program per (query tile, head), longest first across L2-sized head groups
+            grid, head_group = (tiles_m * batch * heads, ), lpt_head_group(batch * heads, kv_head_bytes, l2_bytes)
+        elif batch * heads > 65535:  # the grid's second axis; the first stays the query tiles, for L2
             raise ValueError(f"gluon_attention: version {version.name} runs at most 65535 batch x heads, "
                              f"got {batch * heads}; use a later version or split the batch")
-        grid = (triton.cdiv(seq_len, plan.q_rows), batch * heads)
-        return (_g1_kernel, grid, dict(num_heads=heads, seq_len=seq_len, qk_scale=qk_scale),
-                dict(CAUSAL=bool(causal), STAGES=plan.stages), dict(num_warps=plan.num_warps), plan)
+        else:
+            grid, head_group = (tiles_m, batch * heads), 1
+        return (_g1_kernel, grid, dict(num_heads=heads, seq_len=seq_len, head_group=head_group, qk_scale=qk_scale),
+                dict(CAUSAL=bool(causal), STAGES=plan.stages, LPT=lpt), dict(num_warps=plan.num_warps), plan)
     tiles_m = triton.cdiv(seq_len, 2 * plan.q_rows)
     total = tiles_m * batch * heads
     grid = (min(sm_count, total), )
     head_group, snake, sched = 1, False, None
-    kv_head_bytes = 2 * seq_len * head_dim * 2
     if version.scheduled and causal:
         sched = plan_list_schedule(batch * heads, tiles_m, grid[0], kv_head_bytes, l2_bytes,
                                    2 * plan.q_rows // plan.kv_rows, version.l2_weight)

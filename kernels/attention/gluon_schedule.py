@@ -1,4 +1,4 @@
-"""How the Gluon kernels' warp-specialized walk hands out causal query tiles (g5-g7), planned on the
+"""How the Gluon kernels' walks hand out causal query tiles (g5-g7, g9), planned on the
 host before the launch: pure Python, no GPU and no Gluon.
 
 A causal query tile's work grows with its index (tile m sees m + 1 key tiles), so a persistent
@@ -9,6 +9,9 @@ are kept, each a step of the journey (kernels/attention/gluon_versions.py GLUON_
   or without a snake order; :func:`schedule_makespan` scores a walk.
 - :func:`plan_list_schedule` (g7): a list schedule (:class:`ListSchedule`) handed to the kernel
   as a table, each tile to the program with the least work so far.
+
+g9 runs no persistent programs: one program per tile, on a grid in the walk's order with
+:func:`lpt_head_group`'s head group, and the hardware's hand-out balances them.
 
 A tile's work is modelled as its key tiles plus one; the makespan is the busiest program's work
 over the average program's (1.0: a perfect balance).
@@ -49,6 +52,18 @@ def _head_groups(num_bh, kv_head_bytes, l2_bytes):
     those above 1 only where the group's keys and values fit in L2_SHARE of the L2."""
     groups = sorted({1, num_bh} | {2**i for i in range(1, num_bh.bit_length()) if 2**i < num_bh})
     return [g for g in groups if g == 1 or g * kv_head_bytes <= L2_SHARE * l2_bytes]
+
+
+def lpt_head_group(num_bh, kv_head_bytes, l2_bytes):
+    """g9's head group: the largest of _head_groups, so the largest whose keys and values fit in
+    L2_SHARE of this device's L2 (the caller reads it from the GPU). A one-dimensional grid hands a
+    group's query tiles out longest first across its heads, so the programs running at once read
+    the keys and values of all the group's heads: a group that fits keeps each key tile in L2 for
+    the group's other query tiles (read from memory about once), and the larger the group the more
+    heads share the longest-first order. At the d=64 goal shapes (B=2 H=8, 60 MiB of L2): all 16
+    heads up to N=8192, 8 heads (32 MiB) at N=16384. No makespan model chooses among the groups (as
+    g5-g7's plans do): the hardware's hand-out, not a static walk, balances the programs."""
+    return max(_head_groups(num_bh, kv_head_bytes, l2_bytes))
 
 
 @functools.lru_cache(maxsize=256)

@@ -36,6 +36,10 @@ class GluonVersion:
     l2_weight: float = 0.0  # balanced: what plan_schedule charges a head group for the L2 it fills
     scheduled: bool = False  # causal: the walk a ListSchedule hands the kernel as a table (g7)
     one_warpgroup: bool = False  # g1 kernel at d=64: one warpgroup per 128-row tile (g8)
+    # g1 kernel, causal, at the head sizes in head_dims: a one-dimensional grid whose programs take the
+    # query tiles longest first across the heads of L2-sized groups, where the two-dimensional grid
+    # goes head by head (g9)
+    lpt: bool = False
     head_dims: tuple = HEAD_DIMS  # the head sizes this step changes
     baseline: str = "sdpa"
     path: str = "gluon"
