@@ -119,6 +119,11 @@ def test_each_version_compiles_to_the_schedule_it_claims(dtype, head_dim, compil
     facts = {name: compiled[variant_id((name, dtype, head_dim, True))] for name in ("g1", "g8")}
     assert facts["g8"]["num_warps"] == (4 if head_dim == 64 else 8) and facts["g1"]["num_warps"] == 8
     assert "setmaxnreg" not in ptx["g8"]
+    # g9 is g8 on a one-dimensional grid at d=64 causal (no second grid axis); elsewhere g8's very kernel.
+    assert compiled[variant_id(("g9", dtype, head_dim, True))]["num_warps"] == facts["g8"]["num_warps"]
+    assert "%ctaid.y" in ptx["g8"] and ("%ctaid.y" not in ptx["g9"]) == (head_dim == 64)
+    assert compiled[variant_id(("g9", dtype, head_dim, False))]["ptx"] == compiled[variant_id(("g8", dtype, head_dim,
+                                                                                                 False))]["ptx"]
     # g7 reads its walk from the host's table; the others compute it.
     assert "ld.global" in ptx["g7"] and not any("ld.global" in ptx[name] for name in ptx if name != "g7")
 
@@ -171,8 +176,8 @@ def test_a_scale_that_is_not_a_positive_number_is_refused(sm_scale):
 
 
 def test_unknown_version_names_the_known_ones():
-    with pytest.raises(ValueError, match=r"unknown version 'g9'.*'g1'"):
-        GV.get_version("g9")
+    with pytest.raises(ValueError, match=r"unknown version 'g99'.*'g1'"):
+        GV.get_version("g99")
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the answer on a machine without a GPU")
@@ -236,11 +241,18 @@ def test_versions_are_a_dated_journey_with_ranges():
         baseline="g5", outcome=g6.outcome)
     # g8 is g1 on one warpgroup at d=64
     g1, g8 = by_name["g1"], by_name["g8"]
-    assert g8.one_warpgroup and not any(v.one_warpgroup for v in GV.GLUON_VERSIONS if v.name != "g8")
-    assert g8.head_dims == (64,) and all(v.head_dims == GV.HEAD_DIMS for v in GV.GLUON_VERSIONS if v.name != "g8")
+    assert g8.one_warpgroup and not any(v.one_warpgroup for v in GV.GLUON_VERSIONS if v.name not in ("g8", "g9"))
+    assert g8.head_dims == (64,) and all(v.head_dims == GV.HEAD_DIMS for v in GV.GLUON_VERSIONS
+                                         if v.name not in ("g8", "g9"))
     assert dataclasses.replace(g8, one_warpgroup=False, head_dims=GV.HEAD_DIMS) == dataclasses.replace(
         g1, name="g8", change=g8.change, prediction=g8.prediction, predicted_speedup=g8.predicted_speedup,
         outcome=g8.outcome)
+    # g9 is g8 whose causal tiles go out longest first across heads, measured against g8
+    g9 = by_name["g9"]
+    assert g9.lpt and not any(v.lpt for v in GV.GLUON_VERSIONS if v.name != "g9")
+    assert dataclasses.replace(g9, lpt=False) == dataclasses.replace(
+        g8, name="g9", change=g9.change, prediction=g9.prediction, predicted_at=g9.predicted_at,
+        predicted_speedup=g9.predicted_speedup, baseline="g8", maskings=("causal",), outcome=g9.outcome)
     # g7 is g6 whose walk the host schedules into a table, measured against g6
     g7 = by_name["g7"]
     assert g7.scheduled and not any(v.scheduled for v in GV.GLUON_VERSIONS if v.name != "g7")
@@ -327,6 +339,51 @@ def test_only_the_balanced_version_changes_the_walk_and_only_when_causal():
             assert "SNAKE" not in consts  # run-time values: one compiled kernel serves every walk
             tabled = ver.scheduled and causal
             assert consts["SCHEDULED"] == tabled and isinstance(scalars["sched"], S.ListSchedule) == tabled
+
+
+# --- g9's one-dimensional grid -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(2, 8, 2048, 64), (2, 8, 16384, 64), (8, 16, 2048, 64), (4, 32, 16384, 48),
+                                   (3, 5, 1000, 64), (1, 1, 100, 64)], ids=str)
+def test_g9_hands_out_each_tile_once_longest_first_across_the_heads_of_a_group(shape):
+    batch, heads, seq_len, head_dim = shape
+    l2 = 60 * 2**20
+    _, grid, scalars, consts, options, plan = G._launch_args(GV.get_version("g9"), shape, True, 0.125, 132, l2)
+    num_bh, tiles_m, group = batch * heads, -(-seq_len // plan.q_rows), scalars["head_group"]
+    assert consts["LPT"] and grid == (num_bh * tiles_m, ) and options == {"num_warps": 4}
+    # the largest group of heads whose keys and values fit the L2 share
+    kv = 2 * seq_len * head_dim * 2
+    assert group == S.lpt_head_group(num_bh, kv, l2) and (group == 1 or group * kv <= S.L2_SHARE * l2)
+    assert group == num_bh or min(2 * group, num_bh) * kv > S.L2_SHARE * l2
+    # program t takes the t-th tile of the walk (_tile_coords, one tile per program): every tile once, the
+    # groups one after another, and within a group the query tiles longest first, every head's in turn
+    walk = _walk(num_bh, tiles_m, grid[0], group, False)
+    assert sorted(walk) == [(bh, m) for bh in range(num_bh) for m in range(tiles_m)]
+    for (bh, m), (bh_next, m_next) in zip(walk, walk[1:]):
+        assert bh // group <= bh_next // group
+        assert bh // group < bh_next // group or m >= m_next
+
+
+def test_g9_sizes_its_head_group_to_the_l2_of_the_device():
+    def group(n, l2_mib, num_bh=16):
+        _, _, scalars, _, _, _ = G._launch_args(GV.get_version("g9"), (num_bh // 8, 8, n, 64), True, 0.125, 132,
+                                                l2_mib * 2**20)
+        return scalars["head_group"]
+
+    # the d=64 goal shapes on an H200: every head up to N=8192 (2 MiB of keys and values a head), 8 at 16384
+    assert [group(n, 60) for n in (2048, 4096, 8192, 16384)] == [16, 16, 16, 8]
+    assert group(16384, 128) == 16 and group(16384, 6) == 1  # a larger L2 takes every head, a small one one
+    assert group(2048, 60, num_bh=8 * 16) == 64
+
+
+def test_g9_runs_g8_where_it_changes_nothing_and_its_grid_takes_any_number_of_heads():
+    g8, g9 = GV.get_version("g8"), GV.get_version("g9")
+    for shape, causal in (((2, 8, 4096, 64), False), ((2, 8, 4096, 128), True), ((4, 32, 4096, 128), False)):
+        assert G._launch_args(g9, shape, causal, 0.125, 132) == G._launch_args(g8, shape, causal, 0.125, 132)
+    assert G._launch_args(g9, (1, 70000, 256, 64), True, 0.125, 132)[1] == (2 * 70000, )
+    with pytest.raises(ValueError, match="at most 65535 batch x heads"):
+        G._launch_args(g9, (1, 70000, 256, 64), False, 0.125, 132)
 
 
 # --- g7's list schedule ----------------------------------------------------------------------------

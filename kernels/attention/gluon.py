@@ -801,7 +801,8 @@ def compile_specs(target):
     rest): every version at both dtypes, both head sizes and both maskings, through the launcher
     on meta tensors (kernels/aot.py). The sizes are plain arguments, so one shape stands for
     all. Core (the default test, which must stay short): g1, and g4 which carries every feature
-    of the warp-specialized kernel; the rest compile with COMPILE_MATRIX=full (and in
+    of the warp-specialized kernel, g7 and g8 at padded head sizes, and g9 (g1's kernel on its
+    one-dimensional grid); the rest compile with COMPILE_MATRIX=full (and in
     tests/test_attention_gluon.py)."""
     if target.capability != (9, 0):
         return []
@@ -813,7 +814,7 @@ def compile_specs(target):
         _launch(ver, q, q, q, torch.empty_like(q), causal, 1.0 / math.sqrt(head_dim), sm_count=132)
 
     core = {("g1", torch.float16, 64, False), ("g4", torch.bfloat16, 128, True),
-            ("g8", torch.float16, 48, False), ("g7", torch.bfloat16, 96, True)}
+            ("g8", torch.float16, 48, False), ("g7", torch.bfloat16, 96, True), ("g9", torch.float16, 64, True)}
     # The padded head sizes compile to their tile's kernel; built here for the host code's descriptors.
     head_dims = HEAD_DIMS + tuple(d for d in PADDED_HEAD_DIMS + (48,) if takes_head_dim(d))
     return [CompileSpec(f"{ver.name} {str(dtype).removeprefix('torch.')} d={head_dim} "
