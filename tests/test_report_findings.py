@@ -466,3 +466,13 @@ def test_each_kernel_has_one_public_name_whatever_names_it():
     assert path_label("gluon g7") == "Gluon warp-specialized kernel (g7)" and path_label("portable") == "portable kernel"
     assert kernel_name("gluon") == "Gluon kernel"  # a run that did not record the step: no guess at which
     assert version_kernel("per-shape") == "per-shape choice" and kernel_function_name("flash_fwd_kernel") is None
+
+
+def test_every_gluon_step_is_named_by_the_kernel_it_runs():
+    from kernels.attention.gluon_versions import GLUON_VERSIONS
+    from render.vocab import GLUON_STEP_KERNEL, kernel_function_name, kernel_name
+
+    functions = {"g1": "_g1_kernel", "ws": "_ws_kernel"}
+    assert set(GLUON_STEP_KERNEL) == {v.name for v in GLUON_VERSIONS}
+    for v in GLUON_VERSIONS:
+        assert kernel_name("gluon", v.name) == kernel_function_name(functions[v.kernel]), v.name
