@@ -304,6 +304,17 @@ VERSIONS = {v.name: v for v in [
         predicted_speedup={"non-causal": (1.02, 1.07), "causal": (1.05, 1.12)},
         features=None,
     ),
+    # Written after the final version, so the iterations phase times it at every goal shape it changes (d=64
+    # causal) beside what ships; its baseline, g8's record, runs there too. The factor is g9's (gluon_versions.py).
+    KernelVersion(
+        name="v22-gluon-lpt", **_story("g9", prefix="Gluon g9: "),
+        path="gluon",
+        baseline="v20-gluon-one-warpgroup",
+        predicted_speedup={"causal": (1.13, 1.18)},
+        configs={False: {"version": "g9"}, True: {"version": "g9"}},
+        maskings=("causal",),
+        head_dims=(64,),
+    ),
 
 ]}
 FINAL_VERSION = "v21-per-shape"
