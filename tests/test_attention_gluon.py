@@ -215,7 +215,7 @@ def test_a_head_size_between_the_tiles_runs_in_the_next_tile_over_the_true_width
 
 def test_versions_are_a_dated_journey_with_ranges():
     names = [ver.name for ver in GV.GLUON_VERSIONS]
-    assert names == sorted(set(names)) and GV.DEFAULT_VERSION in names
+    assert names == sorted(set(names), key=lambda n: int(n[1:])) and GV.DEFAULT_VERSION in names
     for ver in GV.GLUON_VERSIONS:
         datetime.date.fromisoformat(ver.predicted_at)
         earlier = names[:names.index(ver.name)]
@@ -241,18 +241,26 @@ def test_versions_are_a_dated_journey_with_ranges():
         baseline="g5", outcome=g6.outcome)
     # g8 is g1 on one warpgroup at d=64
     g1, g8 = by_name["g1"], by_name["g8"]
-    assert g8.one_warpgroup and not any(v.one_warpgroup for v in GV.GLUON_VERSIONS if v.name not in ("g8", "g9"))
+    assert g8.one_warpgroup and not any(v.one_warpgroup for v in GV.GLUON_VERSIONS
+                                        if v.name not in ("g8", "g9", "g10"))
     assert g8.head_dims == (64,) and all(v.head_dims == GV.HEAD_DIMS for v in GV.GLUON_VERSIONS
-                                         if v.name not in ("g8", "g9"))
+                                         if v.name not in ("g8", "g9", "g10"))
     assert dataclasses.replace(g8, one_warpgroup=False, head_dims=GV.HEAD_DIMS) == dataclasses.replace(
         g1, name="g8", change=g8.change, prediction=g8.prediction, predicted_speedup=g8.predicted_speedup,
         outcome=g8.outcome)
     # g9 is g8 whose causal tiles go out longest first across heads, measured against g8
     g9 = by_name["g9"]
-    assert g9.lpt and not any(v.lpt for v in GV.GLUON_VERSIONS if v.name != "g9")
+    assert g9.lpt and not any(v.lpt for v in GV.GLUON_VERSIONS if v.name not in ("g9", "g10"))
     assert dataclasses.replace(g9, lpt=False) == dataclasses.replace(
         g8, name="g9", change=g9.change, prediction=g9.prediction, predicted_at=g9.predicted_at,
         predicted_speedup=g9.predicted_speedup, baseline="g8", maskings=("causal",), outcome=g9.outcome)
+    # g10 is g9 on a 64-row tile, measured against g9
+    g10 = by_name["g10"]
+    assert g10.q_rows == 64 and all(v.q_rows == 128 for v in GV.GLUON_VERSIONS if v.name != "g10")
+    assert dataclasses.replace(g10, q_rows=128) == dataclasses.replace(
+        g9, name="g10", change=g10.change, prediction=g10.prediction, predicted_speedup=g10.predicted_speedup,
+        baseline="g9", outcome=g10.outcome)
+    assert GV.tile_plan("g1", 64, True, g10.q_rows) == GV.TilePlan("g1", q_rows=64, kv_rows=128, stages=2, num_warps=4)
     # g7 is g6 whose walk the host schedules into a table, measured against g6
     g7 = by_name["g7"]
     assert g7.scheduled and not any(v.scheduled for v in GV.GLUON_VERSIONS if v.name != "g7")

@@ -305,8 +305,8 @@ def test_measured_shape_rules_pick_the_path_and_say_why(fake_hopper, monkeypatch
     assert choose((2, 8, 1024, 64), True)[0] == "portable"    # short causal
     assert step((2, 8, 1024, 64), True) is None               # the portable path tunes its own config
     assert choose((2, 8, 1536, 64), True)[0] == "hopper"      # no rule between the measured lengths
-    assert choose((2, 8, 2048, 64), True)[0] == "gluon" and step((2, 8, 8192, 64), True) == {"version": "g7"}
-    assert step((2, 8, 8193, 64), True) == step((2, 8, 16384, 64), True) == {"version": "g8"}  # long causal
+    assert choose((2, 8, 2048, 64), True)[0] == "gluon" and step((2, 8, 2048, 64), True) == {"version": "g10"}
+    assert step((2, 8, 8192, 64), True) == step((2, 8, 16384, 64), True) == {"version": "g10"}  # long causal
     assert choose((4, 32, 4096, 128))[0] == "gluon" and step((4, 32, 4096, 128)) == {"version": "g3"}
     assert step((4, 32, 4096, 128), True) == step((4, 32, 16384, 128), True) == {"version": "g7"}
     assert choose((4, 32, 4096, 32))[0] == "hopper"           # no rule for this head_dim

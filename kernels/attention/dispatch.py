@@ -12,15 +12,14 @@ Which kernel serves which shape on compute capability 9.x (float16 and bfloat16;
 a rule whose path cannot run here passes to the next), from :data:`SHAPE_RULES` by
 ``python -m kernels.attention.route_table`` and checked against them by tests/test_route_table.py::
 
-    shape class                         path      version  kernel function (kernels/attention/)
-    ----------------------------------  --------  -------  ------------------------------------
-    d 40-64, causal, N <= 1024          portable  -        portable._attn_fwd
-    d 40-64, causal, 2048 <= N <= 8192  gluon     g7       gluon._ws_kernel
-    d 40-64, causal, N >= 8193          gluon     g8       gluon._g1_kernel
-    d 40-64, non-causal, N >= 2048      gluon     g8       gluon._g1_kernel
-    d 72-128, non-causal, any N         gluon     g3       gluon._ws_kernel
-    d 72-128, causal, any N             gluon     g7       gluon._ws_kernel
-    any other shape                     hopper    -        hopper._hopper_fwd_ws_persistent, or hopper._hopper_fwd_ws + hopper._diag_merge (causal from hopper.SPLIT_FROM_SEQ_LEN)
+    shape class                     path      version  kernel function (kernels/attention/)
+    ------------------------------  --------  -------  ------------------------------------
+    d 40-64, causal, N <= 1024      portable  -        portable._attn_fwd
+    d 40-64, causal, N >= 2048      gluon     g10      gluon._g1_kernel
+    d 40-64, non-causal, N >= 2048  gluon     g8       gluon._g1_kernel
+    d 72-128, non-causal, any N     gluon     g3       gluon._ws_kernel
+    d 72-128, causal, any N         gluon     g7       gluon._ws_kernel
+    any other shape                 hopper    -        hopper._hopper_fwd_ws_persistent, or hopper._hopper_fwd_ws + hopper._diag_merge (causal from hopper.SPLIT_FROM_SEQ_LEN)
 
 A head size runs in the tile of the next power of two (d=80 in the d=128 tile, kernels/common.py),
 so a rule for a tile covers every head size that runs in it. Elsewhere flash_attention takes the
@@ -97,19 +96,17 @@ class ShapeRule:
                 and n >= self.min_len and (self.max_len is None or n <= self.max_len))
 
 
-# Measured on the H200, 2026-11-30, with Triton 3.6.0 (so only that Triton applies them by itself:
+# Measured on the H200, 2026-11-30 (d=64 causal: 2026-12-03), with Triton 3.6.0 (so only that Triton applies them by itself:
 # kernels/supported.py): device time of every path and Gluon step beside SDPA's cuDNN and flash
 # backends in one process, at the goal shapes (d=64: B=2 H=8; d=128: B=4 H=32), fp16 and bf16.
 # Below N=2048 at d=64 the rules come from the earlier loop-time study. First match wins.
 SHAPE_RULES: tuple[ShapeRule, ...] = (
     ShapeRule("portable", 64, True, max_len=1024,
               evidence="d=64 causal up to N=1024: the portable kernel's loop time was 0.76x the Hopper kernel's"),
-    ShapeRule("gluon", 64, True, min_len=2048, max_len=8192, config=(("version", "g7"),),
-              evidence="d=64 causal at N=2048-8192: the Gluon kernel with the list-scheduled causal walk (g7) ran "
-                       "1.23x, 1.14-1.15x and 1.04-1.05x the fastest SDPA backend, g8 0.98x, 0.92-0.94x and 0.99x"),
-    ShapeRule("gluon", 64, True, min_len=8193, config=(("version", "g8"),),
-              evidence="d=64 causal at N=16384: the Gluon kernel's one-warpgroup tile (g8), whose programs the "
-                       "hardware hands out as SMs free up, ran 1.04-1.05x the fastest SDPA backend, g7 0.98x"),
+    ShapeRule("gluon", 64, True, min_len=2048, config=(("version", "g10"),),
+              evidence="d=64 causal from N=2048 (2026-12-03, beside FlashAttention-4): the Gluon tile kernel on a "
+                       "64-row tile, longest first across heads (g10), ran 0.92-1.05x FlashAttention-4 and "
+                       "1.05-1.36x the fastest SDPA backend; g7 0.80-0.94x and g8 0.73-0.97x FlashAttention-4"),
     ShapeRule("gluon", 64, False, min_len=2048, config=(("version", "g8"),),
               evidence="d=64 non-causal from N=2048: the Gluon kernel's one-warpgroup tile (g8) ran 1.06-1.08x "
                        "the fastest SDPA backend, g1 0.97-1.00x and the portable kernel 0.95-0.97x; a replayed "

@@ -30,7 +30,8 @@ at every query tile):
   on 4 warps, two programs to an SM.
 - **Longest first across heads** (``g9``, causal): ``g8`` on a one-dimensional grid whose programs
   take the query tiles longest first across the heads of a group that fits the L2, so the
-  hardware, handing out programs in index order, list-schedules the whole grid.
+  hardware, handing out programs in index order, list-schedules the whole grid; ``g10`` does the
+  same on a 64-row tile, three programs to an SM.
 - **Masks only where needed:** key tiles wholly visible to every query row of the tile run
   without a mask; only the diagonal tile (causal) or the ragged last tile computes one.
 
@@ -677,7 +678,7 @@ def _on_device(scalars, device):
 def _launch_args(version, shape, causal, scale, sm_count, l2_bytes=H200_L2_BYTES):
     """(jit function, grid, scalar arguments, constexpr arguments, launch options) of one call."""
     batch, heads, seq_len, head_dim = shape
-    plan = tile_plan(version.kernel, head_dim, version.one_warpgroup)
+    plan = tile_plan(version.kernel, head_dim, version.one_warpgroup, version.q_rows)
     qk_scale = scale * LOG2E
     kv_head_bytes = 2 * seq_len * head_dim * 2  # one head's keys and values (fp16 or bf16)
     if plan.kernel == "g1":
@@ -802,7 +803,7 @@ def compile_specs(target):
     on meta tensors (kernels/aot.py). The sizes are plain arguments, so one shape stands for
     all. Core (the default test, which must stay short): g1, and g4 which carries every feature
     of the warp-specialized kernel, g7 and g8 at padded head sizes, and g9 (g1's kernel on its
-    one-dimensional grid); the rest compile with COMPILE_MATRIX=full (and in
+    one-dimensional grid) and g10 (the same on a 64-row tile); the rest compile with COMPILE_MATRIX=full (and in
     tests/test_attention_gluon.py)."""
     if target.capability != (9, 0):
         return []
@@ -814,7 +815,8 @@ def compile_specs(target):
         _launch(ver, q, q, q, torch.empty_like(q), causal, 1.0 / math.sqrt(head_dim), sm_count=132)
 
     core = {("g1", torch.float16, 64, False), ("g4", torch.bfloat16, 128, True),
-            ("g8", torch.float16, 48, False), ("g7", torch.bfloat16, 96, True), ("g9", torch.float16, 64, True)}
+            ("g8", torch.float16, 48, False), ("g7", torch.bfloat16, 96, True), ("g9", torch.float16, 64, True),
+            ("g10", torch.bfloat16, 64, True)}
     # The padded head sizes compile to their tile's kernel; built here for the host code's descriptors.
     head_dims = HEAD_DIMS + tuple(d for d in PADDED_HEAD_DIMS + (48,) if takes_head_dim(d))
     return [CompileSpec(f"{ver.name} {str(dtype).removeprefix('torch.')} d={head_dim} "
@@ -836,7 +838,7 @@ def _for_dispatch(q, k, v, causal, sm_scale, config, launcher):
     version = config.get("version", DEFAULT_VERSION) if isinstance(config, dict) else DEFAULT_VERSION
     o = _run(q, k, v, causal, sm_scale, version, launcher)
     ver = get_version(version)
-    plan = tile_plan(ver.kernel, q.shape[-1], ver.one_warpgroup)
+    plan = tile_plan(ver.kernel, q.shape[-1], ver.one_warpgroup, ver.q_rows)
     rows = plan.q_rows * (1 if plan.kernel == "g1" else 2)
     return o, dict(BLOCK_M=rows, BLOCK_N=plan.kv_rows, num_warps=plan.num_warps, num_stages=plan.stages,
                    maxnreg=None, autotuned=False, version=version)
