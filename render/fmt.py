@@ -6,8 +6,12 @@ import math
 _MISSING = "n/a"
 
 
-def _ok(x) -> bool:
+def known(x) -> bool:
+    """Whether a value was recorded: pandas stores an absent one as None or NaN, depending on the column's dtype."""
     return x is not None and not (isinstance(x, float) and math.isnan(x))
+
+
+_ok = known
 
 
 def num(x, digits: int = 3) -> str:

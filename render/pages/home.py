@@ -5,7 +5,6 @@ is chosen here from the numbers, so the headlines hold on whatever GPU collected
 """
 from __future__ import annotations
 
-import math
 from functools import cached_property
 
 import pandas as pd
@@ -17,6 +16,7 @@ from collect.schema.limiter import UNIT_FIELDS
 from collect.schema.occupancy import limits_from_device, occupancy
 
 from .. import escape, fmt, limits, model
+from ..fmt import known as _ok
 from ..tables import table_html
 from ..bench_data import distinct_sdpa
 from ..decode_memory import own_decode_rows
@@ -28,10 +28,6 @@ FUSED = "triton"
 # Peak memories within this fraction of each other are "the same".
 SAME = 0.005
 LIMIT_WORDS = {"registers": "registers", "smem": "shared memory", "warps": "warp slots", "blocks": "the per-SM block limit"}
-
-
-def _ok(x) -> bool:
-    return x is not None and not (isinstance(x, float) and math.isnan(x))
 
 
 def _shape_text(b, h, d, dtype, causal, n=None) -> str:

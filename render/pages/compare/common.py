@@ -2,7 +2,6 @@
 references) and how each is drawn, a per-page cache of their frames, and their rows at the study shape."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -11,6 +10,7 @@ import pandas as pd
 from ... import escape
 from ...bench_data import rivals
 from ...figures import PALETTE
+from ...fmt import known
 from ...runs import Run, load_references
 from ...vocab import STUDY
 from ..base import Page
@@ -20,11 +20,6 @@ MEASURED_COLORS = [PALETTE[i] for i in (0, 3, 2, 1, 4, 5, 6)]
 PUBLISHED_COLOR = PALETTE[7]
 PUBLISHED_DASHES = ["dash", "dot", "dashdot", "longdash"]
 PUBLISHED_WORDS = "published, not re-measured here"
-
-
-def known(x) -> bool:
-    """Whether a value was recorded: not None and not NaN."""
-    return x is not None and not (isinstance(x, float) and math.isnan(x))
 
 
 @dataclass

@@ -8,6 +8,7 @@ from functools import cached_property
 import pandas as pd
 
 from ... import fmt
+from ...fmt import known
 from ...vocab import DTYPE_SHORT, join
 from ..base import Page
 
@@ -46,8 +47,7 @@ def sci(x) -> str:
 
 
 def absent(x) -> bool:
-    """None or NaN: pandas stores an absent value as either, depending on the column's dtype."""
-    return x is None or (isinstance(x, float) and math.isnan(x))
+    return not known(x)
 
 
 def as_text(x) -> str:

@@ -5,7 +5,6 @@ escaped in every table (table_html), in every hover label (escape.plot) and in p
 """
 from __future__ import annotations
 
-import math
 import re
 from functools import cached_property
 
@@ -14,6 +13,7 @@ import pandas as pd
 from ... import escape, model
 from ...ceilings import Ceilings
 from ...frames import index_by
+from ...fmt import known as _ok
 from ...vocab import ELEMENT_BYTES, kernel_name
 from ..base import Page
 
@@ -34,10 +34,6 @@ def _esc(text) -> str:
 
 def _clip(text: str, n: int = 36) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
-
-
-def _ok(x) -> bool:
-    return x is not None and not (isinstance(x, float) and math.isnan(x))
 
 
 def _step_words(step) -> str:
