@@ -113,9 +113,13 @@ PLANS = {
         Grid(seq_lens=(17, 128), head_dims=PADDED_HEAD_DIMS, batches=(1,)),
         Grid(seq_lens=(17, 1000, 4097), head_dims=(64,), batches=(1,), impls=("naive", "sdpa")),
     ), ported=(
+        # The builds for older GPUs stop at d=128: their d=192 and d=256 variants were the slowest to compile
+        # of the collect's shared pool (most of its 36 compile failures: tiles too large for a T4's shared
+        # memory), and pushed a full collect with FlashAttention-4 past its 9 minutes (run h200-20261203e).
+        # The main grid still checks d=192 and d=256 on the portable path here; a T4 checks its own in its run.
         Grid(seq_lens=(1, 17, 1000, 4097), head_dims=(64, 128), batches=(2,)),
-        Grid(seq_lens=(17, 128), head_dims=(16, 32, 256), batches=(1,)),
-        Grid(seq_lens=(17,), head_dims=PADDED_HEAD_DIMS, batches=(1,)),
+        Grid(seq_lens=(17, 128), head_dims=(16, 32), batches=(1,)),
+        Grid(seq_lens=(17,), head_dims=tuple(d for d in PADDED_HEAD_DIMS if d <= 128), batches=(1,)),
     )),
 }
 

@@ -398,10 +398,10 @@ def test_comparison_says_identical_errors_rather_than_one_times(tmp_path):
 def test_ported_builds_run_the_grid_and_say_what_a_t4_cannot_run():
     ported = tuple(phase.PORTED)
     cases = phase.build_grid("full", hopper=True, ported=ported)
-    for impl in ported:  # ragged and tile-multiple lengths, every head size, and the view cases
+    for impl in ported:  # ragged and tile-multiple lengths, every head size up to 128, and the view cases
         mine = [c for c in cases if c.impl == impl]
         assert {c.seq_len for c in mine} >= {1, 17, 1000, 4097}
-        assert {c.head_dim for c in mine} == {16, 32, 64, 128, 256, 80, 96, 192}
+        assert {c.head_dim for c in mine} == {16, 32, 64, 128, 80, 96}
         assert {c.layout for c in mine} == set(phase.LAYOUTS) and {c.causal for c in mine} == {False, True}
     why = phase._ported_unsupported
     assert "T4" in why(phase.Case("triton-portable-sm75", "bfloat16", False, 1, 3, 17, 64))
