@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -36,6 +37,9 @@ class RunContext:
     compile_pool: Any = field(default=None, repr=False)
     # perf_counter time by which the whole collect should end (--time-limit); None: no limit.
     deadline: float | None = None
+    # Seconds the phases this collect runs after this one may take by their own budgets: optional work
+    # (the profile's hot-spot run) starts only if it leaves them that much of the collect's time limit.
+    reserved_after_s: float = 0.0
 
     def budget_scale(self, copy_bytes_per_s: float | None = None) -> float:
         """How much longer than its defaults a phase (and the whole collect) may run on this GPU
@@ -60,6 +64,14 @@ class RunContext:
                   f"none); the phase's own budget is {'none' if budget is None else f'{budget:.0f} s'}",
                   file=sys.stderr)
         return fitted
+
+    def optional_seconds(self, phase_left_s: float | None) -> float | None:
+        """Seconds this phase may spend on optional work: what is left of its own budget (`phase_left_s`,
+        None: no budget) and of the collect's time limit once the later phases' budgets are set aside."""
+        if self.deadline is None:
+            return phase_left_s
+        collect_left = self.deadline - time.perf_counter() - self.reserved_after_s
+        return collect_left if phase_left_s is None else min(phase_left_s, collect_left)
 
     @property
     def quick(self) -> bool:

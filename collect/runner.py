@@ -248,7 +248,8 @@ def _collect_into(run_dir: Path, run_id: str, cfg: CollectConfig, command: str, 
                 pool = start_compile_pool(to_run[to_run.index(name):], cfg, manifest, run_id, run_dir)
             if pool is not None and name not in UNTIMED_PHASES:
                 pool.close()  # nothing may compete for the CPU while a phase times host speed
-            failed += _run_phase(name, cfg, manifest, run_id, run_dir, save, on_flags, pool, collect_start)
+            failed += _run_phase(name, cfg, manifest, run_id, run_dir, save, on_flags, pool, collect_start,
+                                 later=tuple(to_run[to_run.index(name) + 1:]))
     finally:
         if pool is not None:
             pool.close()
@@ -308,9 +309,9 @@ def start_compile_pool(phases: list[str], cfg: CollectConfig, manifest: Manifest
 
 
 def _run_phase(name: str, cfg: CollectConfig, manifest: Manifest, run_id: str, run_dir: Path, save, on_flags,
-               pool, collect_start: float | None = None) -> int:
+               pool, collect_start: float | None = None, later: tuple[str, ...] = ()) -> int:
     """One phase, its record kept true in the manifest; returns 1 if it failed. `collect_start`: when
-    the collect began (perf_counter), from which its time limit counts."""
+    the collect began (perf_counter), from which its time limit counts; `later`: the phases it runs after."""
     from . import env as env_phase
 
     failed = 0
@@ -334,6 +335,7 @@ def _run_phase(name: str, cfg: CollectConfig, manifest: Manifest, run_id: str, r
                      max_memory=cfg.max_memory, saved=saved, compile_pool=pool)
     if collect_start is not None:  # the limit scales like the phase budgets, from the env phase's bandwidth
         ctx.deadline = collect_deadline(collect_start, cfg.time_limit(), ctx.budget_scale())
+        ctx.reserved_after_s = reserved_seconds(later, cfg.profile, ctx.budget_scale())
     try:
         result = phase_module(name).run(ctx)
         if name == "env":
@@ -358,6 +360,18 @@ def _run_phase(name: str, cfg: CollectConfig, manifest: Manifest, run_id: str, r
     save()
     print(f"collect: {name}: {rec.status} in {rec.duration_s:.1f} s", file=sys.stderr)
     return failed
+
+
+def reserved_seconds(phases, profile: str, scale: float) -> float:
+    """The later phases' own budgets, summed (a phase without one, or whose budget is lifted, counts 0)."""
+    total = 0.0
+    for name in phases:
+        try:
+            budget = getattr(phase_module(name), "budget_seconds", None)
+            total += (budget(profile, scale) or 0.0) if budget else 0.0
+        except Exception:  # noqa: BLE001 - a phase that cannot import reserves nothing; it fails on its own
+            continue
+    return total
 
 
 def _stopped(rec: PhaseRecord, path: Path, name: str, error: str) -> None:

@@ -701,6 +701,36 @@ def test_the_hot_spot_run_gives_way_when_the_phases_budget_is_spent():
     assert profile.hotspots_skip_reason(None) is None  # no budget
     assert profile.hotspots_skip_reason(profile.HOTSPOT_MIN_S) is None  # just enough left
     why = profile.hotspots_skip_reason(12.4)
-    assert why.startswith("skipped: 12 s were left of the profile phase's time budget")
+    assert why.startswith("skipped: 12 s were left for it, of the profile phase's time budget and of the collect's")
     assert "PROFILE_BUDGET_S=0" in why and "--time-limit 0" in why
     assert profile.hotspots_skip_reason(-3.0).startswith("skipped: 0 s were left")  # overran: never negative
+
+
+def test_optional_work_leaves_the_later_phases_their_budgets(monkeypatch):
+    import time as _time
+
+    from collect.context import RunContext
+
+    ctx = RunContext(run_id="r", out_dir=".", profile="full", manifest=None, phase="profile", filename="profile.json")
+    assert ctx.optional_seconds(40.0) == 40.0 and ctx.optional_seconds(None) is None  # no collect limit
+    monkeypatch.setattr(_time, "perf_counter", lambda: 1000.0)
+    ctx.deadline, ctx.reserved_after_s = 1000.0 + 180.0, 150.0  # 180 s left, decode's 150 set aside
+    assert ctx.optional_seconds(60.0) == 30.0 and ctx.optional_seconds(None) == 30.0
+    assert ctx.optional_seconds(10.0) == 10.0  # the phase's own budget is the tighter one
+    # as in run h200-20261203f: 111 s left of the limit when the hot-spot run could start, decode's 150 s after it
+    ctx.deadline = 1000.0 + 111.0
+    assert profile.hotspots_skip_reason(ctx.optional_seconds(47.0)).startswith("skipped: 0 s were left")
+
+
+def test_the_runner_reserves_the_later_phases_own_budgets(monkeypatch):
+    from collect import runner
+
+    for env in ("BENCH_BUDGET_S", "DECODE_BUDGET_S", "PROFILE_BUDGET_S", "ITERATIONS_BUDGET_S"):
+        monkeypatch.delenv(env, raising=False)
+    from collect import decode, iterations
+
+    assert runner.reserved_seconds(("decode",), "full", 1.0) == decode.BUDGET_S["full"]
+    assert runner.reserved_seconds(("iterations", "decode"), "full", 2.0) == 2 * (iterations.BUDGET_S["full"]
+                                                                                   + decode.BUDGET_S["full"])
+    monkeypatch.setenv("DECODE_BUDGET_S", "0")  # lifted: no limit, so nothing to reserve
+    assert runner.reserved_seconds(("decode", "env"), "full", 1.0) == 0.0
