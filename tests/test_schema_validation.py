@@ -1,5 +1,6 @@
 """The data contract: round trip, and every kind of bad data stops with file + field + value."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,8 @@ from collect.schema.manifest import Manifest
 from render.errors import DataError
 from render.runs import load_runs, select_run
 from render.validate import load_validated
+
+REPO_DATA = Path(__file__).resolve().parent.parent / "data" / "runs"
 
 
 def test_manifest_round_trip(tmp_path):
@@ -233,3 +236,17 @@ def test_a_diff_case_and_a_noise_class_share_the_class_fields_declared_once():
     rules = lambda cls: {f.name: {k: v for k, v in f.metadata.items() if k != "doc"}  # noqa: E731
                          for f in dataclasses.fields(cls) if f.name in block}
     assert rules(NoiseClass) == rules(DiffCase)
+
+
+def test_an_l2_hit_rate_a_little_over_100_is_ncus_own_and_kept(tmp_path):
+    import shutil
+
+    run = tmp_path / "runs" / "h200-20261203e"
+    shutil.copytree(REPO_DATA / run.name, run)
+    data = json.loads((run / "profile.json").read_text())
+    assert max(k["l2_hit_rate_pct"] or 0 for k in data["kernels"]) > 100  # as Nsight Compute reported it
+    load_runs(tmp_path)  # the committed run reads back
+    data["kernels"][0]["l2_hit_rate_pct"] = 106.0  # past counter noise: a broken file, named with its field
+    (run / "profile.json").write_text(json.dumps(data))
+    with pytest.raises(DataError, match=r"kernels\[0\]\.l2_hit_rate_pct"):
+        load_runs(tmp_path)
