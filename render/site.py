@@ -48,13 +48,15 @@ class Report:
             where = f"{page_name}:{line}" if line else page_name
             raise jinja2.TemplateError(f"{where}: {exc}") from exc
         used = [context[name] for name in dict.fromkeys(_USES.findall(source)) if hasattr(context.get(name), "slug")]
-        return after_title(out, self.partial_notes(used))
+        return after_title(out, self.partial_notes(used, every_run=Path(page_name).stem == "compare"))
 
-    def partial_notes(self, pages: list) -> str:
-        """A warning for each phase a page narrates that stopped before its end (a crashed collect)."""
+    def partial_notes(self, pages: list, every_run: bool = False) -> str:
+        """A warning for each phase a page narrates that stopped before its end (a crashed collect): in the
+        narrated run, and on the Comparison page (`every_run`), which sets every run side by side, in any run.
+        Home quotes Comparison's history but narrates one run, so another run's unfinished phase is not its."""
         every = any(p.slug in EVERY_PHASE_PAGES for p in pages)
         wanted = {p.phase for p in pages if p.phase != "env"}
-        runs = self.runs if any(p.slug == "compare" for p in pages) else [self.run]
+        runs = self.runs if every_run else [self.run]
         notes = []
         for run in runs:
             for rec in run.manifest.phases:

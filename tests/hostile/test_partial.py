@@ -47,3 +47,18 @@ def test_no_page_calls_a_crashed_phase_complete(crashed_bench):
         assert not re.search(r"\bbench\b[^\n]{0,80}\b(complete|completed)\b", out), md
         if md != "data-format.md":  # that page documents the statuses themselves
             assert "running" not in re.sub(r"<[^>]+>", " ", out).split(), f"{md} shows the raw status 'running'"
+
+
+def test_an_older_runs_unfinished_phase_is_named_on_comparison_not_on_home(tmp_path):
+    # The older run's bench stopped partway; the newer run, complete, is the one the report narrates.
+    old = corpus.copy_run(tmp_path, "h200-20261201")
+    m = json.loads((old / "manifest.json").read_text())
+    for rec in m["phases"]:
+        if rec["name"] == "bench":
+            rec.update(status="partial", error="interrupted (Ctrl-C)")
+    (old / "manifest.json").write_text(json.dumps(m))
+    corpus.copy_run(tmp_path, "h200-20261202")
+    report = Report.load(tmp_path)
+    assert report.run.id == "h200-20261202"
+    assert "Partial data" not in _render(report, "index.md")
+    assert "Partial data: the bench phase of run h200-20261201 did not finish" in _render(report, "compare.md")
