@@ -364,15 +364,20 @@ def plan_for_device(plan: Plan, hopper: bool) -> Plan:
     return dataclasses.replace(plan, impls=tuple(i for i in plan.impls if i != "triton-portable"))
 
 
+def device_cases(profile: str) -> list[Case]:
+    """The profile's cases on this GPU: what run() times and compile_work() compiles ahead."""
+    from kernels.attention import hopper_path_runs
+
+    return plan_for_device(PLANS[profile], hopper_path_runs()).cases()
+
+
 def compile_work(ctx: RunContext):
     """FlashAttention-4's kernels for this phase's cases, for the collect's compile pool (collect/fa4_precompile.py)."""
     import torch
 
     if ctx.profile not in PLANS or not torch.cuda.is_available():
         return None
-    from kernels.attention import hopper_path_runs
-
-    return fa4_precompile.compile_work(plan_for_device(PLANS[ctx.profile], hopper_path_runs()).cases(), "bench")
+    return fa4_precompile.compile_work(device_cases(ctx.profile), "bench")
 
 
 def budget_seconds(profile: str, scale: float = 1.0) -> float | None:
@@ -387,9 +392,7 @@ def run(ctx: RunContext) -> BenchFile:
 
     if not torch.cuda.is_available():
         raise RuntimeError("the bench phase times kernels on a CUDA GPU and none is visible")
-    from kernels.attention import hopper_path_runs
-
-    cases = plan_for_device(PLANS[ctx.profile], hopper_path_runs()).cases()
+    cases = device_cases(ctx.profile)
     dev = ctx.manifest.device
     result = BenchFile(schema_version=SCHEMA_VERSION, run_id=ctx.run_id, profile=ctx.profile,
                        timing_method=TIMING_METHOD, backend_choice_method=BACKEND_CHOICE_METHOD,

@@ -257,9 +257,9 @@ def main_cases(quick: bool, tiny: bool = False, hopper: bool = False) -> list[Pr
     return [c for c in cases if not (c.id in seen or seen.add(c.id))]  # the headline's peers are listed twice
 
 
-# Limiter rows without hot spots. FlashAttention-4 compiles its kernels when the profiled process first calls
-# them (seconds per head size and mask, again under the second ncu run): in h200-20261203b the hot-spot run
-# with it pushed the collect past its 9 minutes. Its limiter row stays.
+# Limiter rows without hot spots. FlashAttention-4's would add its cases to the second ncu run, which already
+# gives way first when the 9 minutes run short (in h200-20261203b, before FA4 compiled ahead into its disk
+# cache, the hot-spot run with it pushed the collect past them). Its limiter row stays.
 NO_HOTSPOTS = ("fa4",)
 
 
@@ -278,7 +278,8 @@ def budget_seconds(profile: str, scale: float = 1.0) -> float | None:
 
 
 def hotspots_skip_reason(left_s: float | None, need_s: float = HOTSPOT_MIN_S) -> str | None:
-    """Why the hot-spot run is skipped (`left_s` of the phase's budget is less than it needs), or None."""
+    """Why the hot-spot run is skipped (`left_s`, what RunContext.optional_seconds leaves it, is less than it
+    needs), or None."""
     if left_s is None or left_s >= need_s:
         return None
     return (f"skipped: {max(0.0, left_s):.0f} s were left for it, of the profile phase's time budget and of the "
@@ -656,7 +657,8 @@ def run(ctx) -> ProfileFile:
                        metrics=metrics, cuda_version=cuda)
     ctx.checkpoint(pf)
     spots = [c for c in cases if hotspot_case(c, portable)]
-    skip = hotspots_skip_reason(ctx.optional_seconds(None if budget is None else budget - (time.perf_counter() - t0)))
+    phase_left = None if budget is None else budget - (time.perf_counter() - t0)
+    skip = hotspots_skip_reason(ctx.optional_seconds(phase_left))
     if spots and pf.status == "ok" and skip:
         pf.reason = (pf.reason + "; " if pf.reason else "") + f"SASS hot spots: {skip}"
     elif spots and pf.status == "ok":

@@ -334,8 +334,9 @@ def _run_phase(name: str, cfg: CollectConfig, manifest: Manifest, run_id: str, r
                      filename=filename(name), on_flags=on_flags, model_path=cfg.model_path,
                      max_memory=cfg.max_memory, saved=saved, compile_pool=pool)
     if collect_start is not None:  # the limit scales like the phase budgets, from the env phase's bandwidth
-        ctx.deadline = collect_deadline(collect_start, cfg.time_limit(), ctx.budget_scale())
-        ctx.reserved_after_s = reserved_seconds(later, cfg.profile, ctx.budget_scale())
+        scale = ctx.budget_scale()
+        ctx.deadline = collect_deadline(collect_start, cfg.time_limit(), scale)
+        ctx.reserved_after_s = reserved_seconds(later, cfg.profile, scale)
     try:
         result = phase_module(name).run(ctx)
         if name == "env":
