@@ -50,9 +50,11 @@ class Opening(IterationsSection):
         ns = sorted(set(self.rows["seq_len"]))
         timed = set(self.rows[self.rows["kind"] == "version"]["impl"]) if "kind" in self.rows else set()
         untimed = [n for n in self.version_names() if n not in timed]
+        # Every implementation beside ours: SDPA's backends and other projects' kernels (FlashAttention-4).
+        others = self.rows[self.rows["kind"] != "version"]["impl"] if "kind" in self.rows else []
         text = (f"This run timed {len([n for n in self.version_names() if n in timed])} versions of our kernel and "
-                f"{join(escape.text(impl_label(i)) for i in dict.fromkeys(self.rows[self.rows['kind'] == 'sdpa']['impl']))} "
-                f"in {len(self.rows)} cases ({status}): {join(shapes)}; N = {join(ns)}; "
+                f"{join(escape.text(impl_label(i)) for i in dict.fromkeys(others))} in {len(self.rows)} cases "
+                f"({status}). Its shapes: {join(shapes)}; N = {join(ns)}; "
                 f"{join(SHORT.get(x, x) for x in dict.fromkeys(self.rows['dtype']))}; causal and not.")
         if untimed:
             text += (f" {join(escape.text(u) for u in untimed)} {'is' if len(untimed) == 1 else 'are'} recorded with "
