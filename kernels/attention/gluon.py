@@ -67,7 +67,7 @@ from ..common import (HALF_DTYPES, HEAD_DIMS as ANY_HEAD_DIMS, LOG2E, PADDED_HEA
                      device_sm_count, head_dim_tile, interpreting, l2_bytes)
 from ..gluon_compat import async_load, async_store, thread_barrier
 from .gluon_schedule import ListSchedule, lpt_head_group, plan_list_schedule, plan_schedule
-from .gluon_versions import DEFAULT_VERSION, GLUON_VERSIONS, HEAD_DIMS, get_version, tile_plan
+from .gluon_versions import DEFAULT_VERSION, GLUON_VERSIONS, HEAD_DIMS, get_version, version_plan
 from .launcher import PLAIN
 
 DTYPES = HALF_DTYPES
@@ -95,6 +95,25 @@ def _as_4d(smem, BLOCK: gl.constexpr, HEAD_DIM: gl.constexpr):
     including a (batch, seq_len, heads, head_dim) tensor transposed; and a box never crosses
     into the next head, so the copy engine zero-fills past seq_len."""
     return smem.reshape([1, 1, BLOCK, HEAD_DIM])
+
+
+# Hardware named barriers that pass the matmul turn between consumer warpgroups (g11, g12): barrier
+# TURN_BARRIER + w is warpgroup w's. Triton's own barriers inside warp-specialized partitions take the
+# low ids; 16 exist.
+TURN_BARRIER = gl.constexpr(10)
+
+
+@gluon.jit
+def _named_barrier(bar_id, SYNC: gl.constexpr):
+    """bar.sync (SYNC) or bar.arrive on named barrier `bar_id` for 256 threads: the calling
+    warpgroup's 128 and another's, which makes the pair a one-way signal, the cheapest handoff the
+    hardware has (an mbarrier round trip costs several times more, g4's outcome)."""
+    layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    ids = gl.full([128], bar_id, gl.int32, layout)
+    if SYNC:
+        gl.inline_asm_elementwise("mov.b32 $0, $1;\n bar.sync $1, 256;", "=r,r", [ids], gl.int32, False, 1)
+    else:
+        gl.inline_asm_elementwise("mov.b32 $0, $1;\n bar.arrive $1, 256;", "=r,r", [ids], gl.int32, False, 1)
 
 
 @gluon.jit
@@ -350,7 +369,7 @@ def _walk_tile(i, sched, tiles_m, num_heads, total_tiles, head_group, snake, CAU
 @gluon.jit
 def _ws_producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m,
                  total_tiles, head_group, snake, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
-                 SCHEDULED: gl.constexpr):
+                 SCHEDULED: gl.constexpr, CONSUMERS: gl.constexpr):
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     HALF: gl.constexpr = q_desc.block_type.shape[2]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[3]
@@ -359,11 +378,11 @@ def _ws_producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, nu
     it = 0
     for t in range(_walk_length(sched, total_tiles, SCHEDULED)):
         b, h, m = _walk_tile(t, sched, tiles_m, num_heads, total_tiles, head_group, snake, CAUSAL, SCHEDULED)
-        start_m = m * (2 * HALF)
-        n_full, n_total = _key_tiles(start_m, seq_len, 2 * HALF, BLOCK_N, CAUSAL)
+        start_m = m * (CONSUMERS * HALF)
+        n_full, n_total = _key_tiles(start_m, seq_len, CONSUMERS * HALF, BLOCK_N, CAUSAL)
         q_slot = it % 2
         q_phase = (it // 2) & 1
-        for w in gl.static_range(2):
+        for w in gl.static_range(CONSUMERS):
             i = 2 * w + q_slot
             mbarrier.wait(q_empty.index(i), q_phase ^ 1)
             mbarrier.expect(q_ready.index(i), q_desc.block_type.nbytes)
@@ -424,7 +443,8 @@ def _ws_consumer_plain(q, k_smem, v_smem, bars, kv, n_full, n_total, m_i, l_i, a
 @gluon.jit
 def _ws_overlap_step(j, q, k_smem, v_smem, bars, kv, p, prev_slot, prev_phase, m_i, l_i, acc, turns,
                      qk_scale, rows, seq_len, WG: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr,
-                     MASK: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr):
+                     MASK: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr,
+                     CONSUMERS: gl.constexpr):
     """Key tile j (>= 1) of the overlapped loop: issue Q K_jᵀ and P_{j-1} V_{j-1} back to back,
     then compute the softmax of tile j while P_{j-1} V_{j-1} runs on the tensor cores."""
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
@@ -433,14 +453,18 @@ def _ws_overlap_step(j, q, k_smem, v_smem, bars, kv, p, prev_slot, prev_phase, m
     slot = kv % STAGES
     mbarrier.wait(k_ready.index(slot), (kv // STAGES) & 1)
     mbarrier.wait(v_ready.index(prev_slot), prev_phase)
-    if PINGPONG:
+    if PINGPONG == 1:
         # Warpgroup 0 goes first: its first wait is on parity 1, which a fresh barrier passes.
         mbarrier.wait(turn.index(WG), (turns & 1) ^ (1 - WG))
+    if PINGPONG == 2:
+        _named_barrier(TURN_BARRIER + WG, True)
     zero = gl.zeros([HALF, BLOCK_N], gl.float32, s_layout)
     s = warpgroup_mma(q, k_smem.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
     acc = warpgroup_mma(p, v_smem.index(prev_slot), acc, is_async=True)
-    if PINGPONG:
+    if PINGPONG == 1:
         mbarrier.arrive(turn.index(1 - WG))
+    if PINGPONG == 2:
+        _named_barrier(TURN_BARRIER + (WG + 1) % CONSUMERS, False)
     s = warpgroup_mma_wait(1, deps=(s, ))  # wgmma groups retire in order: Q K_jᵀ is done
     mbarrier.arrive(k_empty.index(slot))
     cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
@@ -456,7 +480,8 @@ def _ws_overlap_step(j, q, k_smem, v_smem, bars, kv, p, prev_slot, prev_phase, m
 @gluon.jit
 def _ws_consumer_overlap(q, k_smem, v_smem, bars, kv, turns, n_full, n_total, m_i, l_i, acc, qk_scale, rows,
                          seq_len, WG: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr,
-                         CAUSAL: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr):
+                         CAUSAL: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr,
+                         CONSUMERS: gl.constexpr):
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     # Tile 0 alone: its scores, waited on; masked always (cheap on one tile, and right whether or
@@ -473,11 +498,11 @@ def _ws_consumer_overlap(q, k_smem, v_smem, bars, kv, turns, n_full, n_total, m_
     for j in range(1, gl.maximum(n_full, 1)):
         kv, p, prev_slot, prev_phase, m_i, l_i, acc, turns = _ws_overlap_step(
             j, q, k_smem, v_smem, bars, kv, p, prev_slot, prev_phase, m_i, l_i, acc, turns, qk_scale, rows,
-            seq_len, WG, s_layout, o_layout, False, CAUSAL, STAGES, PINGPONG)
+            seq_len, WG, s_layout, o_layout, False, CAUSAL, STAGES, PINGPONG, CONSUMERS)
     for j in range(gl.maximum(n_full, 1), n_total):
         kv, p, prev_slot, prev_phase, m_i, l_i, acc, turns = _ws_overlap_step(
             j, q, k_smem, v_smem, bars, kv, p, prev_slot, prev_phase, m_i, l_i, acc, turns, qk_scale, rows,
-            seq_len, WG, s_layout, o_layout, True, CAUSAL, STAGES, PINGPONG)
+            seq_len, WG, s_layout, o_layout, True, CAUSAL, STAGES, PINGPONG, CONSUMERS)
     # The last P V.
     mbarrier.wait(v_ready.index(prev_slot), prev_phase)
     acc = warpgroup_mma(p, v_smem.index(prev_slot), acc, is_async=True)
@@ -489,7 +514,7 @@ def _ws_consumer_overlap(q, k_smem, v_smem, bars, kv, turns, n_full, n_total, m_
 @gluon.jit
 def _ws_consumer(o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles, head_group,
                  snake, qk_scale, WG: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
-                 OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr):
+                 OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr, CONSUMERS: gl.constexpr):
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     HALF: gl.constexpr = q_smem.shape[1]
     HEAD_DIM: gl.constexpr = q_smem.shape[2]
@@ -499,10 +524,14 @@ def _ws_consumer(o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len
     kv = 0
     it = 0
     turns = 0
+    if PINGPONG == 2:
+        if WG == 0:
+            # Warpgroup 0 goes first: it arrives at its own barrier, so its first sync finds the 256.
+            _named_barrier(TURN_BARRIER, False)
     for t in range(_walk_length(sched, total_tiles, SCHEDULED)):
         b, h, m = _walk_tile(t, sched, tiles_m, num_heads, total_tiles, head_group, snake, CAUSAL, SCHEDULED)
-        start_m = m * (2 * HALF)
-        n_full, n_total = _key_tiles(start_m, seq_len, 2 * HALF, BLOCK_N, CAUSAL)
+        start_m = m * (CONSUMERS * HALF)
+        n_full, n_total = _key_tiles(start_m, seq_len, CONSUMERS * HALF, BLOCK_N, CAUSAL)
         row0 = start_m + WG * HALF
         rows = row0 + gl.arange(0, HALF, layout=gl.SliceLayout(1, s_layout))
         i = 2 * WG + it % 2
@@ -514,7 +543,8 @@ def _ws_consumer(o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len
         if OVERLAP:
             kv, turns, m_i, l_i, acc = _ws_consumer_overlap(q, k_smem, v_smem, bars, kv, turns, n_full, n_total,
                                                             m_i, l_i, acc, qk_scale, rows, seq_len, WG,
-                                                            s_layout, o_layout, CAUSAL, STAGES, PINGPONG)
+                                                            s_layout, o_layout, CAUSAL, STAGES, PINGPONG,
+                                                            CONSUMERS)
         else:
             kv, m_i, l_i, acc = _ws_consumer_plain(q, k_smem, v_smem, bars, kv, n_full, n_total, m_i, l_i, acc,
                                                    qk_scale, rows, seq_len, s_layout, o_layout, CAUSAL, STAGES)
@@ -527,7 +557,8 @@ def _ws_consumer(o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len
 @gluon.jit(do_not_specialize=["num_heads", "seq_len", "tiles_m", "total_tiles", "head_group", "snake"])
 def _ws_kernel(q_desc, k_desc, v_desc, o_desc, sched, num_heads, seq_len, tiles_m, total_tiles, head_group, snake,
                qk_scale, CAUSAL: gl.constexpr, STAGES: gl.constexpr, OVERLAP: gl.constexpr,
-               PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr, SCHEDULED: gl.constexpr):
+               PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr, SCHEDULED: gl.constexpr,
+               CONSUMERS: gl.constexpr = 2, PRODUCER_REGS: gl.constexpr = 24):
     HALF: gl.constexpr = q_desc.block_type.shape[2]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[3]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[2]
@@ -535,37 +566,50 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, sched, num_heads, seq_len, tiles_
     gl.static_assert(gl.num_warps() == 4, "the default partition is consumer warpgroup 0")
     q_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([HALF, HEAD_DIM], dtype)
     tile_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_N, HEAD_DIM], dtype)
-    q_smem = gl.allocate_shared_memory(dtype, [4, HALF, HEAD_DIM], q_layout)
+    q_smem = gl.allocate_shared_memory(dtype, [2 * CONSUMERS, HALF, HEAD_DIM], q_layout)
     k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], tile_layout)
     v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], tile_layout)
-    q_ready = gl.allocate_shared_memory(gl.int64, [4, 1], mbarrier.MBarrierLayout())
-    q_empty = gl.allocate_shared_memory(gl.int64, [4, 1], mbarrier.MBarrierLayout())
+    q_ready = gl.allocate_shared_memory(gl.int64, [2 * CONSUMERS, 1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [2 * CONSUMERS, 1], mbarrier.MBarrierLayout())
     k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(4):
+    for i in gl.static_range(2 * CONSUMERS):
         mbarrier.init(q_ready.index(i), count=1)
         mbarrier.init(q_empty.index(i), count=1)
     for i in gl.static_range(STAGES):
         mbarrier.init(k_ready.index(i), count=1)
-        mbarrier.init(k_empty.index(i), count=2)
+        mbarrier.init(k_empty.index(i), count=CONSUMERS)
         mbarrier.init(v_ready.index(i), count=1)
-        mbarrier.init(v_empty.index(i), count=2)
+        mbarrier.init(v_empty.index(i), count=CONSUMERS)
     for i in gl.static_range(2):
         mbarrier.init(turn.index(i), count=1)
     fence_async_shared()
     thread_barrier()
     bars = (q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn)
-    gl.warp_specialize([
-        (_ws_consumer, (o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
-                        head_group, snake, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED)),
-        (_ws_consumer, (o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
-                        head_group, snake, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED)),
-        (_ws_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m,
-                        total_tiles, head_group, snake, CAUSAL, STAGES, SCHEDULED)),
-    ], [4, 1], [CONSUMER_REGS, 24])
+    if CONSUMERS == 3:
+        # g12 (d=64): three 64-row consumer warpgroups on a 192-row tile, as FlashAttention-4 runs it.
+        gl.warp_specialize([
+            (_ws_consumer, (o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
+                            head_group, snake, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED, CONSUMERS)),
+            (_ws_consumer, (o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
+                            head_group, snake, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED, CONSUMERS)),
+            (_ws_consumer, (o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
+                            head_group, snake, qk_scale, 2, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED, CONSUMERS)),
+            (_ws_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m,
+                            total_tiles, head_group, snake, CAUSAL, STAGES, SCHEDULED, CONSUMERS)),
+        ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])
+    else:
+        gl.warp_specialize([
+            (_ws_consumer, (o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
+                            head_group, snake, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED, CONSUMERS)),
+            (_ws_consumer, (o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
+                            head_group, snake, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED, CONSUMERS)),
+            (_ws_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m,
+                            total_tiles, head_group, snake, CAUSAL, STAGES, SCHEDULED, CONSUMERS)),
+        ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -678,7 +722,7 @@ def _on_device(scalars, device):
 def _launch_args(version, shape, causal, scale, sm_count, l2_bytes=H200_L2_BYTES):
     """(jit function, grid, scalar arguments, constexpr arguments, launch options) of one call."""
     batch, heads, seq_len, head_dim = shape
-    plan = tile_plan(version.kernel, head_dim, version.one_warpgroup, version.q_rows)
+    plan = version_plan(version, head_dim)
     qk_scale = scale * LOG2E
     kv_head_bytes = 2 * seq_len * head_dim * 2  # one head's keys and values (fp16 or bf16)
     if plan.kernel == "g1":
@@ -693,20 +737,21 @@ def _launch_args(version, shape, causal, scale, sm_count, l2_bytes=H200_L2_BYTES
             grid, head_group = (tiles_m, batch * heads), 1
         return (_g1_kernel, grid, dict(num_heads=heads, seq_len=seq_len, head_group=head_group, qk_scale=qk_scale),
                 dict(CAUSAL=bool(causal), STAGES=plan.stages, LPT=lpt), dict(num_warps=plan.num_warps), plan)
-    tiles_m = triton.cdiv(seq_len, 2 * plan.q_rows)
+    tiles_m = triton.cdiv(seq_len, plan.block_m)
     total = tiles_m * batch * heads
     grid = (min(sm_count, total), )
     head_group, snake, sched = 1, False, None
     if version.scheduled and causal:
         sched = plan_list_schedule(batch * heads, tiles_m, grid[0], kv_head_bytes, l2_bytes,
-                                   2 * plan.q_rows // plan.kv_rows, version.l2_weight)
+                                   plan.block_m / plan.kv_rows, version.l2_weight)
     elif version.balanced and causal:
         head_group, snake = plan_schedule(batch * heads, tiles_m, grid[0], kv_head_bytes, l2_bytes,
                                           version.l2_weight)
     return (_ws_kernel, grid, dict(sched=sched, num_heads=heads, seq_len=seq_len, tiles_m=tiles_m,
                                    total_tiles=total, head_group=head_group, snake=int(snake), qk_scale=qk_scale),
-            dict(CAUSAL=bool(causal), STAGES=plan.stages, OVERLAP=version.overlap, PINGPONG=version.pingpong,
-                 CONSUMER_REGS=plan.consumer_regs, SCHEDULED=sched is not None),
+            dict(CAUSAL=bool(causal), STAGES=plan.stages, OVERLAP=version.overlap,
+                 PINGPONG=2 if version.named_turns else int(version.pingpong), CONSUMER_REGS=plan.consumer_regs,
+                 SCHEDULED=sched is not None, CONSUMERS=plan.consumers, PRODUCER_REGS=plan.producer_regs),
             dict(num_warps=plan.num_warps), plan)
 
 
@@ -838,9 +883,8 @@ def _for_dispatch(q, k, v, causal, sm_scale, config, launcher):
     version = config.get("version", DEFAULT_VERSION) if isinstance(config, dict) else DEFAULT_VERSION
     o = _run(q, k, v, causal, sm_scale, version, launcher)
     ver = get_version(version)
-    plan = tile_plan(ver.kernel, q.shape[-1], ver.one_warpgroup, ver.q_rows)
-    rows = plan.q_rows * (1 if plan.kernel == "g1" else 2)
-    return o, dict(BLOCK_M=rows, BLOCK_N=plan.kv_rows, num_warps=plan.num_warps, num_stages=plan.stages,
+    plan = version_plan(ver, q.shape[-1])
+    return o, dict(BLOCK_M=plan.block_m, BLOCK_N=plan.kv_rows, num_warps=plan.num_warps, num_stages=plan.stages,
                    maxnreg=None, autotuned=False, version=version)
 
 

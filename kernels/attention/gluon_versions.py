@@ -43,6 +43,10 @@ class GluonVersion:
     # one_warpgroup: the query rows of its tile. 64 (g10) halves the tile so three programs fit an SM
     # (72 KB of shared memory, 157 registers) and the longest-first list is twice as fine.
     q_rows: int = 128
+    # ws kernel: ping-pong turns passed by hardware named barriers (bar.sync / bar.arrive), not mbarriers (g11)
+    named_turns: bool = False
+    # ws kernel, at the head sizes in head_dims: consumer warpgroups of 64 rows each; 3 (g12) make a 192-row tile
+    consumers: int = 2
     head_dims: tuple = HEAD_DIMS  # the head sizes this step changes
     baseline: str = "sdpa"
     path: str = "gluon"
@@ -100,6 +104,15 @@ GLUON_VERSIONS = [
     # 1.03x at 8192 and 16384: a geometric mean of about 1.08x g9 at the goal shapes.
     GluonVersion(name="g10", **_story("g10"), kernel="g1", one_warpgroup=True, lpt=True, q_rows=64, head_dims=(64,),
                  baseline="g9", maskings=("causal",), predicted_speedup={"causal": (1.05, 1.10)}),
+    # g4's ping-pong with the turn passed by hardware named barriers, on g7's causal walk, at d=128. The
+    # notes predict it against g3 (non-causal) and g7 (causal), the versions it would replace.
+    GluonVersion(name="g11", **_story("g11"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
+                 balanced=True, l2_weight=0.1, scheduled=True, head_dims=(128,), baseline="g3",
+                 maskings=("non-causal",), predicted_speedup={"non-causal": (1.00, 1.05)}),
+    # g11 at d=64 on three consumer warpgroups (a 192-row tile), FlashAttention-4's sm90 split.
+    GluonVersion(name="g12", **_story("g12"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
+                 balanced=True, l2_weight=0.1, scheduled=True, consumers=3, head_dims=(64,), baseline="g10",
+                 maskings=("causal",), predicted_speedup={"causal": (0.95, 1.08)}),
 ]
 
 _BY_NAME = {ver.name: ver for ver in GLUON_VERSIONS}
@@ -125,24 +138,43 @@ class TilePlan:
     stages: int  # K/V buffers in the ring
     num_warps: int
     consumer_regs: int = 0  # ws: registers per thread of the consumer warpgroups
+    consumers: int = 2  # ws: consumer warpgroups, each q_rows of the tile
+    producer_regs: int = 24  # ws: registers per thread the producer warp keeps
+
+    @property
+    def block_m(self):
+        """Query rows per tile: a g1 program's, or all the ws kernel's consumer warpgroups' together."""
+        return self.q_rows * (1 if self.kernel == "g1" else self.consumers)
 
     def smem_bytes(self, head_dim, elem_bytes=2):
         """Shared memory the plan's tiles take (the barriers and compiler scratch come on top)."""
-        q_bufs = 1 if self.kernel == "g1" else 4
+        q_bufs = 1 if self.kernel == "g1" else 2 * self.consumers
         return (q_bufs * self.q_rows + 2 * self.stages * self.kv_rows) * head_dim * elem_bytes
 
 
-def tile_plan(kernel, head_dim, one_warpgroup=False, q_rows=128):
+def tile_plan(kernel, head_dim, one_warpgroup=False, q_rows=128, consumers=2):
     """The fixed tiles per kernel and head size (no autotuning: the versions are compared as
     written). d128: 2 K/V stages fill 192 KB with the ws kernel's four Q buffers; d64: 3 stages.
     one_warpgroup (g8, d64 only): g1's 128-row tile on 4 warps, 32 rows each, with 2 stages; q_rows=64
-    (g10) the same on a 64-row tile. A head size between the tiles has its tile's plan."""
+    (g10) the same on a 64-row tile. consumers=3 (g12, d64 only): the ws kernel with three consumer
+    warpgroups on a 192-row tile, 160 registers each and 32 for the producer, as FlashAttention-4
+    splits the register file. A head size between the tiles has its tile's plan."""
     head_dim = head_dim_tile(head_dim)
     stages = 2 if head_dim == 128 else 3
     if kernel == "g1" and one_warpgroup and head_dim == 64:
         return TilePlan("g1", q_rows=q_rows, kv_rows=128, stages=2, num_warps=4)
     if kernel == "g1":
         return TilePlan("g1", q_rows=128, kv_rows=128, stages=stages, num_warps=8)
+    if kernel == "ws" and consumers == 3 and head_dim == 64:
+        # 16 warps (4 + 4 + 4 + 1 padded): 128 registers each at launch; the producer gives 96 back.
+        return TilePlan("ws", q_rows=64, kv_rows=128, stages=stages, num_warps=4, consumer_regs=160,
+                        consumers=3, producer_regs=32)
     # 12 warps in all (4 + 4 + 1 padded to a warpgroup): 168 registers each by default; the
     # producer gives back down to 24, so each consumer warpgroup can hold 240.
     return TilePlan("ws", q_rows=64, kv_rows=128, stages=stages, num_warps=4, consumer_regs=240)
+
+
+def version_plan(version: GluonVersion, head_dim) -> TilePlan:
+    """The tile plan `version` runs at `head_dim`: its own consumer count where it changes that head size."""
+    consumers = version.consumers if head_dim_tile(head_dim) in version.head_dims else 2
+    return tile_plan(version.kernel, head_dim, version.one_warpgroup, version.q_rows, consumers)

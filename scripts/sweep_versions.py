@@ -1,0 +1,240 @@
+"""Issue 41: Gluon versions timed beside FlashAttention-4 and SDPA at chosen shapes, on one GPU, in one process.
+
+A version here is a record of kernels/attention/gluon_versions.py (g3, g11, ...), launched as
+gluon_attention(version=...) launches it. Every output is first checked against SDPA's (the
+iterations phase's limits) at the sweep's shapes and at a ragged length; a wrong one is not timed.
+Device time is the project's one clock (collect/timing.py: L2 flushed, the GPU spinning while the
+host issues the call), as the bench phase takes it. Rows go to --out after each one, so a timeout
+loses nothing; --budget-s turns the cases left after it into `skipped` rows. The end prints each
+candidate's speed over FlashAttention-4's (> 1: ours faster).
+
+    python3 scripts/sweep_versions.py --out $OUT/sweep.json            # on the H200
+    python3 scripts/sweep_versions.py --check-cpu                      # no GPU: compile the versions for sm90
+"""
+from __future__ import annotations
+
+import time
+
+T0 = time.monotonic()
+
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED", "1")  # FA4 compiles once per variant
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+
+WRONG_OUTPUT = {"float16": 1e-2, "bfloat16": 5e-2}  # max abs error against SDPA (collect/iterations.py's limits)
+YARDSTICKS = ("fa4", "sdpa-cudnn")
+# (head_dim, causal, batch, heads, seq_len) -> the versions to time there; the largest gaps first.
+PLAN = (
+    ((128, False, 4, 32, 16384), ("g3", "g4", "g11")),
+    ((128, False, 4, 32, 4096), ("g3", "g4", "g11")),
+    ((64, True, 2, 8, 16384), ("g10", "g12")),
+    ((64, True, 2, 8, 8192), ("g10", "g12")),
+    ((64, False, 2, 8, 16384), ("g8", "g12")),
+    ((128, True, 4, 32, 16384), ("g7", "g11")),
+    ((128, True, 4, 32, 4096), ("g7", "g11")),
+    ((64, True, 2, 8, 4096), ("g10", "g12")),
+    ((64, True, 2, 8, 2048), ("g10", "g12")),
+    ((64, False, 2, 8, 4096), ("g8", "g12")),
+    ((64, False, 2, 8, 2048), ("g8", "g12")),
+    ((64, True, 8, 16, 2048), ("g10", "g12")),
+)
+# Ragged and small shapes every new version must get right before anything is timed.
+CHECKS = ((1, 2, 1000), (2, 3, 333), (1, 1, 4096 + 77))
+NEW = ("g11", "g12")
+
+
+def label(dtype, head_dim, causal, b, h, n):
+    return f"d{head_dim} {'causal' if causal else 'full'} {'bf16' if dtype == 'bfloat16' else 'fp16'} B{b} H{h} N{n}"
+
+
+class Results:
+    """Every row so far, rewritten to `path` after each (atomically)."""
+
+    def __init__(self, path, meta):
+        self.path = Path(path) if path else None
+        self.doc = dict(meta, rows=[], checks=[], done=False)
+
+    def add(self, key, row):
+        self.doc[key].append(row)
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(self.doc, indent=1))
+            os.replace(tmp, self.path)
+
+
+def call_of(impl, q, k, v, causal):
+    if impl == "fa4":
+        from kernels.attention.flash_attn4 import fa4_attention
+
+        return lambda: fa4_attention(q, k, v, causal=causal)
+    if impl.startswith("sdpa-"):
+        import torch.nn.functional as F
+
+        return lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    from kernels.attention.gluon import gluon_attention
+
+    return lambda: gluon_attention(q, k, v, causal, version=impl)
+
+
+def forced(impl):
+    import contextlib
+
+    if not impl.startswith("sdpa-"):
+        return contextlib.nullcontext()
+    from torch.nn.attention import sdpa_kernel
+
+    from kernels.attention.portable import _sdpa_backend
+
+    return sdpa_kernel(_sdpa_backend(impl.removeprefix("sdpa-")))
+
+
+def error_of(impl, q, k, v, causal):
+    import torch.nn.functional as F
+
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    with forced(impl):
+        out = call_of(impl, q, k, v, causal)()
+    torch.cuda.synchronize()
+    return (out.float() - ref.float()).abs().max().item()
+
+
+def sweep(args):
+    from collect import timing
+    from kernels.attention import flash_attn4
+
+    dev = torch.device("cuda")
+    fa4_why = flash_attn4.unavailable_reason(dev)
+    deadline = T0 + args.budget_s if args.budget_s else None
+    res = Results(args.out, dict(script="scripts/sweep_versions.py", device=torch.cuda.get_device_name(dev),
+                                 started=datetime.datetime.now().isoformat(timespec="seconds"),
+                                 torch=torch.__version__, triton=triton.__version__,
+                                 fa4_version=flash_attn4.version(), fa4_unavailable=fa4_why,
+                                 timing="collect/timing.py device_time (L2 flushed), median"))
+
+    def say(msg):
+        print(f"[{time.monotonic() - T0:6.1f}s] {msg}", flush=True)
+
+    wrong = set()
+    from kernels.attention.gluon_versions import get_version
+
+    for version in args.new:
+        for head_dim in get_version(version).head_dims:
+            for causal in (False, True):
+                for dtype in args.dtypes:
+                    for b, h, n in CHECKS:
+                        q, k, v = (torch.randn((b, h, n, head_dim), device=dev, dtype=getattr(torch, dtype))
+                                   for _ in range(3))
+                        try:
+                            err = error_of(version, q, k, v, causal)
+                            ok = err <= WRONG_OUTPUT[dtype]
+                        except Exception as exc:  # noqa: BLE001 - recorded; the version is not timed
+                            err, ok = f"{type(exc).__name__}: {exc}"[:300], False
+                        res.add("checks", dict(version=version, case=label(dtype, head_dim, causal, b, h, n),
+                                               max_abs_err=err, ok=ok))
+                        if not ok:
+                            wrong.add(version)
+                            say(f"WRONG {version} {label(dtype, head_dim, causal, b, h, n)}: {err}")
+    say(f"checked {', '.join(args.new)}: {'all right' if not wrong else 'wrong: ' + ', '.join(sorted(wrong))}")
+
+    for (head_dim, causal, b, h, n), versions in PLAN:
+        for dtype in args.dtypes:
+            case = label(dtype, head_dim, causal, b, h, n)
+            flops = 4.0 * b * h * n * n * head_dim * (0.5 if causal else 1.0)
+            q, k, v = (torch.randn((b, h, n, head_dim), device=dev, dtype=getattr(torch, dtype)) for _ in range(3))
+            fa4_ms = None
+            for impl in (*YARDSTICKS, *versions):
+                row = dict(case=case, impl=impl, head_dim=head_dim, causal=causal, batch=b, heads=h, seq_len=n,
+                           dtype=dtype)
+                if deadline and time.monotonic() > deadline:
+                    res.add("rows", dict(row, status="skipped"))
+                    continue
+                if impl == "fa4" and fa4_why:
+                    res.add("rows", dict(row, status="unavailable", reason=fa4_why))
+                    continue
+                if impl in wrong:
+                    res.add("rows", dict(row, status="wrong"))
+                    continue
+                try:
+                    err = error_of(impl, q, k, v, causal)
+                    if not err <= WRONG_OUTPUT[dtype]:
+                        res.add("rows", dict(row, status="wrong", max_abs_err=err))
+                        say(f"{case:34s} {impl:10s} WRONG {err}")
+                        continue
+                    call = call_of(impl, q, k, v, causal)
+                    with forced(impl):
+                        dt = timing.device_time(call, timing.wall_ms(call))
+                except Exception as exc:  # noqa: BLE001 - a case fails alone
+                    res.add("rows", dict(row, status="error", reason=f"{type(exc).__name__}: {exc}"[:400]))
+                    say(f"{case:34s} {impl:10s} error {exc}"[:300])
+                    continue
+                t = dt.timing
+                row.update(status="ok", max_abs_err=err, median_ms=t.median_ms, p10_ms=t.p10_ms, p90_ms=t.p90_ms,
+                           n=t.n, tflops=flops / (t.median_ms * 1e-3) / 1e12, sm_clock_mhz=dt.sm_clock_mhz)
+                if impl == "fa4":
+                    fa4_ms = t.median_ms
+                elif fa4_ms:
+                    row["fa4_over_ours"] = fa4_ms / t.median_ms
+                res.add("rows", row)
+                say(f"{case:34s} {impl:10s} {t.median_ms:8.4f} ms {row['tflops']:6.1f} TFLOP/s"
+                    + (f"  fa4/this {row['fa4_over_ours']:.3f}" if "fa4_over_ours" in row else ""))
+            del q, k, v
+    res.doc["done"] = True
+    res.add("checks", dict(version="-", case="end", ok=True))
+    say("done")
+
+
+def check_cpu(args):
+    """Compile every version the sweep times for sm90, at each dtype and masking (no GPU)."""
+    from kernels.attention import gluon as G
+
+    bad = 0
+    seen = set()
+    for (head_dim, causal, *_), versions in PLAN:
+        for version in versions:
+            for dtype in args.dtypes:
+                key = (version, head_dim, causal, dtype)
+                if key in seen:
+                    continue
+                seen.add(key)
+                try:
+                    G.compile_for_target(version, getattr(torch, dtype), head_dim, causal)
+                    print(f"ok   {version:4s} d{head_dim} {'causal' if causal else 'full'} {dtype}")
+                except Exception as exc:  # noqa: BLE001 - counted in the exit status
+                    bad += 1
+                    print(f"FAIL {version:4s} d{head_dim} {'causal' if causal else 'full'} {dtype}: {exc}"[:400])
+    return 1 if bad else 0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", help="JSON file for the rows, rewritten after each (e.g. $OUT/sweep.json)")
+    p.add_argument("--budget-s", type=float, default=150.0,
+                   help="cases left this many seconds after the start become skipped rows (0: no limit)")
+    p.add_argument("--dtypes", default="bfloat16", help="comma-separated torch dtype names")
+    p.add_argument("--new", default=",".join(NEW), help="versions checked at ragged shapes before any timing")
+    p.add_argument("--check-cpu", action="store_true", help="no GPU: compile the versions for sm90, then exit")
+    args = p.parse_args(argv)
+    args.dtypes = [d for d in args.dtypes.split(",") if d]
+    args.new = [v for v in args.new.split(",") if v]
+    if args.check_cpu:
+        return check_cpu(args)
+    if not torch.cuda.is_available():
+        p.error("no CUDA GPU visible; --check-cpu compiles the versions without one")
+    sweep(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
