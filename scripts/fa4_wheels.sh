@@ -27,7 +27,7 @@ echo "fa4_wheels: compressing $(du -sh "$work/tree" | cut -f1) with xz -9e (a fe
 tar -C "$work/tree" -cf - . | xz -9e -T0 > "$work/fa4.tar.xz"
 rm -rf "$OUT/stage1" "$OUT/stage2"
 mkdir -p "$OUT/stage1" "$OUT/stage2"
-split -b 46M "$work/fa4.tar.xz" "$work/part."
+split -b 38M "$work/fa4.tar.xz" "$work/part."
 mv "$work/part.aa" "$OUT/stage1/"
 mv "$work/part.ab" "$OUT/stage2/"
 (cd "$work" && sha256sum fa4.tar.xz | cut -d' ' -f1) > "$OUT/stage2/sha256"

@@ -233,7 +233,7 @@ def test_versions_are_a_dated_journey_with_ranges():
     assert dataclasses.replace(g5, balanced=False) == dataclasses.replace(
         g3, name="g5", change=g5.change, prediction=g5.prediction, predicted_speedup=g5.predicted_speedup,
         baseline="g3", maskings=g5.maskings, outcome=g5.outcome)
-    assert g5.balanced and not any(v.balanced for v in GV.GLUON_VERSIONS if v.name not in ("g5", "g6", "g7"))
+    assert g5.balanced and not any(v.balanced for v in GV.GLUON_VERSIONS if v.name not in ("g5", "g6", "g7", "g11", "g12", "g13", "g14"))
     # g6 is g5 whose walk also weighs the L2 a head group fills, measured against g5
     g6 = by_name["g6"]
     assert g6.l2_weight > 0 == g5.l2_weight and dataclasses.replace(g6, l2_weight=0.0) == dataclasses.replace(
@@ -244,7 +244,7 @@ def test_versions_are_a_dated_journey_with_ranges():
     assert g8.one_warpgroup and not any(v.one_warpgroup for v in GV.GLUON_VERSIONS
                                         if v.name not in ("g8", "g9", "g10"))
     assert g8.head_dims == (64,) and all(v.head_dims == GV.HEAD_DIMS for v in GV.GLUON_VERSIONS
-                                         if v.name not in ("g8", "g9", "g10"))
+                                         if v.name not in ("g8", "g9", "g10", "g11", "g12", "g13", "g14"))
     assert dataclasses.replace(g8, one_warpgroup=False, head_dims=GV.HEAD_DIMS) == dataclasses.replace(
         g1, name="g8", change=g8.change, prediction=g8.prediction, predicted_speedup=g8.predicted_speedup,
         outcome=g8.outcome)
@@ -263,10 +263,37 @@ def test_versions_are_a_dated_journey_with_ranges():
     assert GV.tile_plan("g1", 64, True, g10.q_rows) == GV.TilePlan("g1", q_rows=64, kv_rows=128, stages=2, num_warps=4)
     # g7 is g6 whose walk the host schedules into a table, measured against g6
     g7 = by_name["g7"]
-    assert g7.scheduled and not any(v.scheduled for v in GV.GLUON_VERSIONS if v.name != "g7")
+    assert g7.scheduled and not any(v.scheduled for v in GV.GLUON_VERSIONS if v.name not in ("g7", "g11", "g12", "g13", "g14"))
     assert dataclasses.replace(g7, scheduled=False) == dataclasses.replace(
         g6, name="g7", change=g7.change, prediction=g7.prediction, predicted_speedup=g7.predicted_speedup,
         baseline="g6", outcome=g7.outcome)
+    # g11 is g4's ping-pong with named-barrier turns on g7's walk at d=128; g12 the same on three consumers at d=64
+    g4, g11, g12 = by_name["g4"], by_name["g11"], by_name["g12"]
+    assert all(by_name[n].named_turns for n in ("g11", "g12", "g13", "g14")) and not any(
+        v.named_turns for v in GV.GLUON_VERSIONS if v.name not in ("g11", "g12", "g13", "g14"))
+    assert dataclasses.replace(g11, named_turns=False, head_dims=GV.HEAD_DIMS) == dataclasses.replace(
+        g7, name="g11", change=g11.change, prediction=g11.prediction, predicted_at=g11.predicted_at,
+        predicted_speedup=g11.predicted_speedup, baseline="g3", maskings=("non-causal",), pingpong=g4.pingpong,
+        outcome=g11.outcome)
+    assert dataclasses.replace(g12, consumers=2, head_dims=(128,)) == dataclasses.replace(
+        g11, name="g12", change=g12.change, prediction=g12.prediction, predicted_speedup=g12.predicted_speedup,
+        baseline="g10", maskings=("causal",), outcome=g12.outcome)
+    assert all(v.consumers == 2 for v in GV.GLUON_VERSIONS if v.name not in ("g12", "g14"))
+    # g13 is g11 releasing its K/V slots by named barriers; g14 is g12 with the same change
+    g13, g14 = by_name["g13"], by_name["g14"]
+    assert g13.named_release and g14.named_release and not any(v.named_release for v in GV.GLUON_VERSIONS
+                                                               if v.name not in ("g13", "g14"))
+    assert dataclasses.replace(g13, named_release=False) == dataclasses.replace(
+        g11, name="g13", change=g13.change, prediction=g13.prediction, predicted_speedup=g13.predicted_speedup,
+        baseline="g11", outcome=g13.outcome)
+    assert dataclasses.replace(g14, named_release=False) == dataclasses.replace(
+        g12, name="g14", change=g14.change, prediction=g14.prediction, predicted_speedup=g14.predicted_speedup,
+        baseline="g12", outcome=g14.outcome)
+    # g12's three warpgroups run at d=64 alone: at d=128 their tiles would not fit the shared memory
+    assert GV.version_plan(g12, 64) == GV.TilePlan("ws", q_rows=64, kv_rows=128, stages=3, num_warps=4,
+                                                   consumer_regs=160, consumers=3, producer_regs=32)
+    assert GV.version_plan(g12, 64).block_m == 192 and GV.version_plan(g12, 128) == GV.version_plan(g11, 128)
+    assert GV.version_plan(g12, 64).smem_bytes(64) <= SMEM_LIMIT_SM90
 
 
 # --- the causal walk's schedule (host side; the kernel walks the same order on the GPU) -----------

@@ -97,23 +97,54 @@ def _as_4d(smem, BLOCK: gl.constexpr, HEAD_DIM: gl.constexpr):
     return smem.reshape([1, 1, BLOCK, HEAD_DIM])
 
 
-# Hardware named barriers that pass the matmul turn between consumer warpgroups (g11, g12): barrier
-# TURN_BARRIER + w is warpgroup w's. Triton's own barriers inside warp-specialized partitions take the
-# low ids; 16 exist.
+# Hardware named barriers (16 per CTA; Triton's own barriers inside warp-specialized partitions take the
+# low ids). TURN_BARRIER + w passes the matmul turn to consumer warpgroup w (g11 on). From g13 the
+# consumers also release K/V ring slot s through EMPTY_BARRIER + s (K) and EMPTY_BARRIER + STAGES + s (V)
+# where an mbarrier arrive did: Triton lowers an mbarrier arrive to one thread's, after a bar.sync of the
+# whole warpgroup so that every warp is done with the buffer, three of them in each key step.
+EMPTY_BARRIER = gl.constexpr(4)
 TURN_BARRIER = gl.constexpr(10)
 
 
 @gluon.jit
-def _named_barrier(bar_id, SYNC: gl.constexpr):
-    """bar.sync (SYNC) or bar.arrive on named barrier `bar_id` for 256 threads: the calling
-    warpgroup's 128 and another's, which makes the pair a one-way signal, the cheapest handoff the
-    hardware has (an mbarrier round trip costs several times more, g4's outcome)."""
-    layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
-    ids = gl.full([128], bar_id, gl.int32, layout)
+def _named_barrier(bar_id, SYNC: gl.constexpr, THREADS: gl.constexpr = 256):
+    """bar.sync (SYNC) or bar.arrive on named barrier `bar_id`, complete when THREADS threads have
+    come: the calling warps and the ones they signal or wait for. An arrive does not wait, so a pair of
+    warp groups, one arriving and one syncing, makes a one-way signal, the cheapest the hardware has
+    (an mbarrier round trip costs several times more, g4's outcome). Each calling thread executes it
+    once: the tensor has one element per thread of the calling partition."""
+    warps: gl.constexpr = gl.num_warps()
+    layout: gl.constexpr = gl.BlockedLayout([1], [32], [warps], [0])
+    ids = gl.full([32 * warps], bar_id, gl.int32, layout)
+    counts = gl.full([32 * warps], THREADS, gl.int32, layout)
     if SYNC:
-        gl.inline_asm_elementwise("mov.b32 $0, $1;\n bar.sync $1, 256;", "=r,r", [ids], gl.int32, False, 1)
+        gl.inline_asm_elementwise("mov.b32 $0, $1;\n bar.sync $1, $2;", "=r,r,r", [ids, counts], gl.int32, False, 1)
     else:
-        gl.inline_asm_elementwise("mov.b32 $0, $1;\n bar.arrive $1, 256;", "=r,r", [ids], gl.int32, False, 1)
+        gl.inline_asm_elementwise("mov.b32 $0, $1;\n bar.arrive $1, $2;", "=r,r,r", [ids, counts], gl.int32, False,
+                                  1)
+
+
+@gluon.jit
+def _release(empty, slot, bar_id, NAMED: gl.constexpr, CONSUMERS: gl.constexpr):
+    """A consumer warpgroup is done with ring slot `slot`: an mbarrier arrive, or (NAMED, g13) an
+    arrive on the slot's named barrier, which the producer syncs on with every consumer."""
+    if NAMED:
+        _named_barrier(bar_id, False, CONSUMERS * 128 + 32)
+    else:
+        mbarrier.arrive(empty.index(slot))
+
+
+@gluon.jit
+def _await_empty(empty, slot, phase, kv, bar_id, NAMED: gl.constexpr, CONSUMERS: gl.constexpr,
+                 STAGES: gl.constexpr):
+    """The producer waits until every consumer has released ring slot `slot` (a fresh slot is empty).
+    A named barrier has no phases, so the producer meets the consumers at each refill after the
+    first: their arrivals for one fill cannot come before the fill, which follows this sync."""
+    if NAMED:
+        if kv >= STAGES:
+            _named_barrier(bar_id, True, CONSUMERS * 128 + 32)
+    else:
+        mbarrier.wait(empty.index(slot), phase ^ 1)
 
 
 @gluon.jit
@@ -369,7 +400,7 @@ def _walk_tile(i, sched, tiles_m, num_heads, total_tiles, head_group, snake, CAU
 @gluon.jit
 def _ws_producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m,
                  total_tiles, head_group, snake, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
-                 SCHEDULED: gl.constexpr, CONSUMERS: gl.constexpr):
+                 SCHEDULED: gl.constexpr, CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr):
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     HALF: gl.constexpr = q_desc.block_type.shape[2]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[3]
@@ -391,11 +422,11 @@ def _ws_producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, nu
         for j in range(n_total):
             slot = kv % STAGES
             phase = (kv // STAGES) & 1
-            mbarrier.wait(k_empty.index(slot), phase ^ 1)
+            _await_empty(k_empty, slot, phase, kv, EMPTY_BARRIER + slot, NAMED_RELEASE, CONSUMERS, STAGES)
             mbarrier.expect(k_ready.index(slot), k_desc.block_type.nbytes)
             async_load(k_desc, [b, h, j * BLOCK_N, 0], k_ready.index(slot),
                                             _as_4d(k_smem.index(slot), BLOCK_N, HEAD_DIM))
-            mbarrier.wait(v_empty.index(slot), phase ^ 1)
+            _await_empty(v_empty, slot, phase, kv, EMPTY_BARRIER + STAGES + slot, NAMED_RELEASE, CONSUMERS, STAGES)
             mbarrier.expect(v_ready.index(slot), v_desc.block_type.nbytes)
             async_load(v_desc, [b, h, j * BLOCK_N, 0], v_ready.index(slot),
                                             _as_4d(v_smem.index(slot), BLOCK_N, HEAD_DIM))
@@ -444,7 +475,7 @@ def _ws_consumer_plain(q, k_smem, v_smem, bars, kv, n_full, n_total, m_i, l_i, a
 def _ws_overlap_step(j, q, k_smem, v_smem, bars, kv, p, prev_slot, prev_phase, m_i, l_i, acc, turns,
                      qk_scale, rows, seq_len, WG: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr,
                      MASK: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr,
-                     CONSUMERS: gl.constexpr):
+                     CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr):
     """Key tile j (>= 1) of the overlapped loop: issue Q K_jᵀ and P_{j-1} V_{j-1} back to back,
     then compute the softmax of tile j while P_{j-1} V_{j-1} runs on the tensor cores."""
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
@@ -466,12 +497,12 @@ def _ws_overlap_step(j, q, k_smem, v_smem, bars, kv, p, prev_slot, prev_phase, m
     if PINGPONG == 2:
         _named_barrier(TURN_BARRIER + (WG + 1) % CONSUMERS, False)
     s = warpgroup_mma_wait(1, deps=(s, ))  # wgmma groups retire in order: Q K_jᵀ is done
-    mbarrier.arrive(k_empty.index(slot))
+    _release(k_empty, slot, EMPTY_BARRIER + slot, NAMED_RELEASE, CONSUMERS)
     cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
     p_new, alpha, m_i, l_i = _softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK, CAUSAL)
     # P's registers are an operand of the matmul in flight: keep them alive (and unwritten) until it retires.
     acc, p = warpgroup_mma_wait(0, deps=(acc, p))
-    mbarrier.arrive(v_empty.index(prev_slot))
+    _release(v_empty, prev_slot, EMPTY_BARRIER + STAGES + prev_slot, NAMED_RELEASE, CONSUMERS)
     acc = _rescale(acc, alpha, o_layout)
     p = _p_operand(p_new, q.dtype, o_layout)
     return kv + 1, p, slot, (kv // STAGES) & 1, m_i, l_i, acc, turns + 1
@@ -481,14 +512,14 @@ def _ws_overlap_step(j, q, k_smem, v_smem, bars, kv, p, prev_slot, prev_phase, m
 def _ws_consumer_overlap(q, k_smem, v_smem, bars, kv, turns, n_full, n_total, m_i, l_i, acc, qk_scale, rows,
                          seq_len, WG: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr,
                          CAUSAL: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr,
-                         CONSUMERS: gl.constexpr):
+                         CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr):
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     # Tile 0 alone: its scores, waited on; masked always (cheap on one tile, and right whether or
     # not it is whole).
     s, slot = _ws_scores(q, k_smem, k_ready, kv, s_layout, STAGES)
     s = warpgroup_mma_wait(0, deps=(s, ))
-    mbarrier.arrive(k_empty.index(slot))
+    _release(k_empty, slot, EMPTY_BARRIER + slot, NAMED_RELEASE, CONSUMERS)
     cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
     p, alpha, m_i, l_i = _softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, True, CAUSAL)
     p = _p_operand(p, q.dtype, o_layout)
@@ -498,23 +529,24 @@ def _ws_consumer_overlap(q, k_smem, v_smem, bars, kv, turns, n_full, n_total, m_
     for j in range(1, gl.maximum(n_full, 1)):
         kv, p, prev_slot, prev_phase, m_i, l_i, acc, turns = _ws_overlap_step(
             j, q, k_smem, v_smem, bars, kv, p, prev_slot, prev_phase, m_i, l_i, acc, turns, qk_scale, rows,
-            seq_len, WG, s_layout, o_layout, False, CAUSAL, STAGES, PINGPONG, CONSUMERS)
+            seq_len, WG, s_layout, o_layout, False, CAUSAL, STAGES, PINGPONG, CONSUMERS, NAMED_RELEASE)
     for j in range(gl.maximum(n_full, 1), n_total):
         kv, p, prev_slot, prev_phase, m_i, l_i, acc, turns = _ws_overlap_step(
             j, q, k_smem, v_smem, bars, kv, p, prev_slot, prev_phase, m_i, l_i, acc, turns, qk_scale, rows,
-            seq_len, WG, s_layout, o_layout, True, CAUSAL, STAGES, PINGPONG, CONSUMERS)
+            seq_len, WG, s_layout, o_layout, True, CAUSAL, STAGES, PINGPONG, CONSUMERS, NAMED_RELEASE)
     # The last P V.
     mbarrier.wait(v_ready.index(prev_slot), prev_phase)
     acc = warpgroup_mma(p, v_smem.index(prev_slot), acc, is_async=True)
     acc, p = warpgroup_mma_wait(0, deps=(acc, p))
-    mbarrier.arrive(v_empty.index(prev_slot))
+    _release(v_empty, prev_slot, EMPTY_BARRIER + STAGES + prev_slot, NAMED_RELEASE, CONSUMERS)
     return kv, turns, m_i, l_i, acc
 
 
 @gluon.jit
 def _ws_consumer(o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles, head_group,
                  snake, qk_scale, WG: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
-                 OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr, CONSUMERS: gl.constexpr):
+                 OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr, CONSUMERS: gl.constexpr,
+                 NAMED_RELEASE: gl.constexpr):
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     HALF: gl.constexpr = q_smem.shape[1]
     HEAD_DIM: gl.constexpr = q_smem.shape[2]
@@ -544,7 +576,7 @@ def _ws_consumer(o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len
             kv, turns, m_i, l_i, acc = _ws_consumer_overlap(q, k_smem, v_smem, bars, kv, turns, n_full, n_total,
                                                             m_i, l_i, acc, qk_scale, rows, seq_len, WG,
                                                             s_layout, o_layout, CAUSAL, STAGES, PINGPONG,
-                                                            CONSUMERS)
+                                                            CONSUMERS, NAMED_RELEASE)
         else:
             kv, m_i, l_i, acc = _ws_consumer_plain(q, k_smem, v_smem, bars, kv, n_full, n_total, m_i, l_i, acc,
                                                    qk_scale, rows, seq_len, s_layout, o_layout, CAUSAL, STAGES)
@@ -558,7 +590,8 @@ def _ws_consumer(o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len
 def _ws_kernel(q_desc, k_desc, v_desc, o_desc, sched, num_heads, seq_len, tiles_m, total_tiles, head_group, snake,
                qk_scale, CAUSAL: gl.constexpr, STAGES: gl.constexpr, OVERLAP: gl.constexpr,
                PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr, SCHEDULED: gl.constexpr,
-               CONSUMERS: gl.constexpr = 2, PRODUCER_REGS: gl.constexpr = 24):
+               CONSUMERS: gl.constexpr = 2, PRODUCER_REGS: gl.constexpr = 24,
+               NAMED_RELEASE: gl.constexpr = False):
     HALF: gl.constexpr = q_desc.block_type.shape[2]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[3]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[2]
@@ -593,22 +626,27 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, sched, num_heads, seq_len, tiles_
         # g12 (d=64): three 64-row consumer warpgroups on a 192-row tile, as FlashAttention-4 runs it.
         gl.warp_specialize([
             (_ws_consumer, (o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
-                            head_group, snake, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED, CONSUMERS)),
+                            head_group, snake, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED, CONSUMERS,
+                            NAMED_RELEASE)),
             (_ws_consumer, (o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
-                            head_group, snake, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED, CONSUMERS)),
+                            head_group, snake, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED, CONSUMERS,
+                            NAMED_RELEASE)),
             (_ws_consumer, (o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
-                            head_group, snake, qk_scale, 2, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED, CONSUMERS)),
+                            head_group, snake, qk_scale, 2, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED, CONSUMERS,
+                            NAMED_RELEASE)),
             (_ws_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m,
-                            total_tiles, head_group, snake, CAUSAL, STAGES, SCHEDULED, CONSUMERS)),
+                            total_tiles, head_group, snake, CAUSAL, STAGES, SCHEDULED, CONSUMERS, NAMED_RELEASE)),
         ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])
     else:
         gl.warp_specialize([
             (_ws_consumer, (o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
-                            head_group, snake, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED, CONSUMERS)),
+                            head_group, snake, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED, CONSUMERS,
+                            NAMED_RELEASE)),
             (_ws_consumer, (o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
-                            head_group, snake, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED, CONSUMERS)),
+                            head_group, snake, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED, CONSUMERS,
+                            NAMED_RELEASE)),
             (_ws_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m,
-                            total_tiles, head_group, snake, CAUSAL, STAGES, SCHEDULED, CONSUMERS)),
+                            total_tiles, head_group, snake, CAUSAL, STAGES, SCHEDULED, CONSUMERS, NAMED_RELEASE)),
         ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
 
@@ -751,7 +789,8 @@ def _launch_args(version, shape, causal, scale, sm_count, l2_bytes=H200_L2_BYTES
                                    total_tiles=total, head_group=head_group, snake=int(snake), qk_scale=qk_scale),
             dict(CAUSAL=bool(causal), STAGES=plan.stages, OVERLAP=version.overlap,
                  PINGPONG=2 if version.named_turns else int(version.pingpong), CONSUMER_REGS=plan.consumer_regs,
-                 SCHEDULED=sched is not None, CONSUMERS=plan.consumers, PRODUCER_REGS=plan.producer_regs),
+                 SCHEDULED=sched is not None, CONSUMERS=plan.consumers, PRODUCER_REGS=plan.producer_regs,
+                 NAMED_RELEASE=version.named_release),
             dict(num_warps=plan.num_warps), plan)
 
 

@@ -45,6 +45,8 @@ class GluonVersion:
     q_rows: int = 128
     # ws kernel: ping-pong turns passed by hardware named barriers (bar.sync / bar.arrive), not mbarriers (g11)
     named_turns: bool = False
+    # ws kernel: consumers release K/V ring slots by named barriers the producer syncs on, not mbarrier arrives (g13)
+    named_release: bool = False
     # ws kernel, at the head sizes in head_dims: consumer warpgroups of 64 rows each; 3 (g12) make a 192-row tile
     consumers: int = 2
     head_dims: tuple = HEAD_DIMS  # the head sizes this step changes
@@ -113,6 +115,14 @@ GLUON_VERSIONS = [
     GluonVersion(name="g12", **_story("g12"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
                  balanced=True, l2_weight=0.1, scheduled=True, consumers=3, head_dims=(64,), baseline="g10",
                  maskings=("causal",), predicted_speedup={"causal": (0.95, 1.08)}),
+    # g11 with the K/V slots released through named barriers: no warpgroup-wide bar.sync in the key loop.
+    GluonVersion(name="g13", **_story("g13"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
+                 named_release=True, balanced=True, l2_weight=0.1, scheduled=True, head_dims=(128,), baseline="g11",
+                 maskings=("non-causal",), predicted_speedup={"non-causal": (1.02, 1.06)}),
+    # g12 (three consumer warpgroups at d=64) with g13's named-barrier releases.
+    GluonVersion(name="g14", **_story("g14"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
+                 named_release=True, balanced=True, l2_weight=0.1, scheduled=True, consumers=3, head_dims=(64,),
+                 baseline="g12", maskings=("causal",), predicted_speedup={"causal": (1.05, 1.12)}),
 ]
 
 _BY_NAME = {ver.name: ver for ver in GLUON_VERSIONS}
