@@ -12,14 +12,14 @@ Which kernel serves which shape on compute capability 9.x (float16 and bfloat16;
 a rule whose path cannot run here passes to the next), from :data:`SHAPE_RULES` by
 ``python -m kernels.attention.route_table`` and checked against them by tests/test_route_table.py::
 
-    shape class                     path      version  kernel function (kernels/attention/)
-    ------------------------------  --------  -------  ------------------------------------
-    d 40-64, causal, N <= 1024      portable  -        portable._attn_fwd
-    d 40-64, causal, N >= 2048      gluon     g10      gluon._g1_kernel
-    d 40-64, non-causal, N >= 2048  gluon     g8       gluon._g1_kernel
-    d 72-128, non-causal, any N     gluon     g3       gluon._ws_kernel
-    d 72-128, causal, any N         gluon     g7       gluon._ws_kernel
-    any other shape                 hopper    -        hopper._hopper_fwd_ws_persistent, or hopper._hopper_fwd_ws + hopper._diag_merge (causal from hopper.SPLIT_FROM_SEQ_LEN)
+    shape class                     path    version  kernel function (kernels/attention/)
+    ------------------------------  ------  -------  ------------------------------------
+    d 40-64, causal, any N          gluon   g10      gluon._g1_kernel
+    d 40-64, non-causal, N <= 2047  gluon   g10      gluon._g1_kernel
+    d 40-64, non-causal, N >= 2048  gluon   g8       gluon._g1_kernel
+    d 72-128, non-causal, any N     gluon   g11      gluon._ws_kernel
+    d 72-128, causal, any N         gluon   g11      gluon._ws_kernel
+    any other shape                 hopper  -        hopper._hopper_fwd_ws_persistent, or hopper._hopper_fwd_ws + hopper._diag_merge (causal from hopper.SPLIT_FROM_SEQ_LEN)
 
 A head size runs in the tile of the next power of two (d=80 in the d=128 tile, kernels/common.py),
 so a rule for a tile covers every head size that runs in it. Elsewhere flash_attention takes the
@@ -96,27 +96,32 @@ class ShapeRule:
                 and n >= self.min_len and (self.max_len is None or n <= self.max_len))
 
 
-# Measured on the H200, 2026-11-30 (d=64 causal: 2026-12-03), with Triton 3.6.0 (so only that Triton applies them by itself:
+# Measured on the H200, 2026-11-30 (d=64 causal, d=64 below N=2048 and d=128: 2026-12-03), with Triton 3.6.0 (so only that Triton applies them by itself:
 # kernels/supported.py): device time of every path and Gluon step beside SDPA's cuDNN and flash
 # backends in one process, at the goal shapes (d=64: B=2 H=8; d=128: B=4 H=32), fp16 and bf16.
-# Below N=2048 at d=64 the rules come from the earlier loop-time study. First match wins.
+# First match wins.
 SHAPE_RULES: tuple[ShapeRule, ...] = (
-    ShapeRule("portable", 64, True, max_len=1024,
-              evidence="d=64 causal up to N=1024: the portable kernel's loop time was 0.76x the Hopper kernel's"),
-    ShapeRule("gluon", 64, True, min_len=2048, config=(("version", "g10"),),
-              evidence="d=64 causal from N=2048 (2026-12-03, beside FlashAttention-4): the Gluon tile kernel on a "
-                       "64-row tile, longest first across heads (g10), ran 0.92-1.05x FlashAttention-4 and "
-                       "1.05-1.36x the fastest SDPA backend; g7 0.80-0.94x and g8 0.73-0.97x FlashAttention-4"),
+    ShapeRule("gluon", 64, True, config=(("version", "g10"),),
+              evidence="d=64 causal (2026-12-03, beside FlashAttention-4): the Gluon tile kernel on a 64-row tile, "
+                       "longest first across heads (g10), ran 0.92-1.05x FlashAttention-4 and 1.05-1.36x the fastest "
+                       "SDPA backend from N=2048; at N=512 and 1024 (bf16, B=2 H=8) 1.18x and 1.08x cuDNN, where the "
+                       "portable kernel ran 1.08x and 0.93x; g7 0.80-0.94x and g8 0.73-0.97x FlashAttention-4"),
+    ShapeRule("gluon", 64, False, max_len=2047, config=(("version", "g10"),),
+              evidence="d=64 non-causal below N=2048 (2026-12-03, bf16, B=2 H=8): the 64-row tile (g10's kernel, "
+                       "a two-dimensional grid when non-causal) ran 1.26x cuDNN at N=512 and 1.05x at 1024, where "
+                       "g8's 128-row tile ran 0.97x and 0.85x and the Hopper kernel 0.90x and 0.87x"),
     ShapeRule("gluon", 64, False, min_len=2048, config=(("version", "g8"),),
               evidence="d=64 non-causal from N=2048: the Gluon kernel's one-warpgroup tile (g8) ran 1.06-1.08x "
                        "the fastest SDPA backend, g1 0.97-1.00x and the portable kernel 0.95-0.97x; a replayed "
                        "call's host time (24 us) is the portable kernel's (25 us), its tensor maps kept by address"),
-    ShapeRule("gluon", 128, False, config=(("version", "g3"),),
-              evidence="d=128 non-causal: the Gluon kernel (g3) ran 1.01-1.03x the fastest SDPA backend at N=4096 "
-                       "and 16384, the Hopper kernel 0.98-1.00x"),
-    ShapeRule("gluon", 128, True, config=(("version", "g7"),),
-              evidence="d=128 causal: the Gluon kernel with the list-scheduled causal walk (g7) ran 1.06x the "
-                       "fastest SDPA backend at N=4096 and 1.04x at 16384, g6 1.02x and 1.01-1.02x"),
+    ShapeRule("gluon", 128, False, config=(("version", "g11"),),
+              evidence="d=128 non-causal (2026-12-03, beside FlashAttention-4, bf16, B=4 H=32): g3 with ping-pong "
+                       "turns passed by named barriers (g11) ran 1.01-1.03x g3 at N=4096 and 16384 in two sweeps, "
+                       "0.95-0.96x FlashAttention-4; g3 ran 1.01-1.03x the fastest SDPA backend"),
+    ShapeRule("gluon", 128, True, config=(("version", "g11"),),
+              evidence="d=128 causal (2026-12-03, bf16, B=4 H=32): g11 on g7's list-scheduled walk ran 1.00-1.01x "
+                       "g7 at N=4096 and 16384 in two sweeps, 0.96-0.99x FlashAttention-4; g7 ran 1.06x the fastest "
+                       "SDPA backend at N=4096 and 1.04x at 16384"),
 )
 
 
