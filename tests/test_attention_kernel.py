@@ -301,14 +301,15 @@ def test_measured_shape_rules_pick_the_path_and_say_why(fake_hopper, monkeypatch
     name, why = choose((2, 8, 4096, 64))
     assert name == "gluon" and why.startswith("measured rule") and "d=64 non-causal" in why
     assert step((2, 8, 4096, 64)) == step((2, 8, 2048, 64)) == {"version": "g8"}  # the study shape too
-    assert choose((2, 8, 1024, 64))[0] == "hopper"           # no rule below N=2048 non-causal
-    assert choose((2, 8, 1024, 64), True)[0] == "portable"    # short causal
-    assert step((2, 8, 1024, 64), True) is None               # the portable path tunes its own config
-    assert choose((2, 8, 1536, 64), True)[0] == "hopper"      # no rule between the measured lengths
+    # below N=2048 non-causal, the 64-row tile; causal, g10 at every length
+    assert choose((2, 8, 1024, 64))[0] == "gluon" and step((2, 8, 1024, 64)) == step((2, 8, 2047, 64)) == \
+        {"version": "g10"}
+    assert step((2, 8, 1024, 64), True) == step((2, 8, 1536, 64), True) == step((2, 8, 128, 64), True) == \
+        {"version": "g10"}
     assert choose((2, 8, 2048, 64), True)[0] == "gluon" and step((2, 8, 2048, 64), True) == {"version": "g10"}
     assert step((2, 8, 8192, 64), True) == step((2, 8, 16384, 64), True) == {"version": "g10"}  # long causal
-    assert choose((4, 32, 4096, 128))[0] == "gluon" and step((4, 32, 4096, 128)) == {"version": "g3"}
-    assert step((4, 32, 4096, 128), True) == step((4, 32, 16384, 128), True) == {"version": "g7"}
+    assert choose((4, 32, 4096, 128))[0] == "gluon" and step((4, 32, 4096, 128)) == {"version": "g11"}
+    assert step((4, 32, 4096, 128), True) == step((4, 32, 16384, 128), True) == {"version": "g11"}
     assert choose((4, 32, 4096, 32))[0] == "hopper"           # no rule for this head_dim
     # a rule's path that cannot run here leaves the choice to the available path
     gluon.ok = False
