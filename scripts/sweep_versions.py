@@ -34,8 +34,10 @@ import triton  # noqa: E402
 
 WRONG_OUTPUT = {"float16": 1e-2, "bfloat16": 5e-2}  # max abs error against SDPA (collect/iterations.py's limits)
 YARDSTICKS = ("fa4", "sdpa-cudnn")
-# (head_dim, causal, batch, heads, seq_len) -> the versions to time there; the largest gaps first.
-PLAN = (
+# (head_dim, causal, batch, heads, seq_len) -> the versions to time there; the largest gaps first. "steps": the
+# second sweep of 2026-12-03 (g11-g14); "routes": which existing step serves the weakest classes best.
+PLANS = {}
+PLANS["steps"] = (
     ((128, False, 4, 32, 16384), ("g3", "g11", "g13")),
     ((128, False, 4, 32, 4096), ("g3", "g11", "g13")),
     ((64, True, 2, 8, 16384), ("g10", "g12", "g14", "g13")),
@@ -57,6 +59,19 @@ PLAN = (
     ((64, True, 2, 8, 1024), ("shipped", "g10")),
     ((64, True, 2, 8, 512), ("shipped", "g10")),
     ((128, False, 4, 32, 512), ("shipped", "g3", "g13")),
+)
+PLANS["routes"] = (
+    ((64, True, 2, 8, 16384), ("shipped", "g9", "g10")),
+    ((64, False, 2, 8, 16384), ("shipped", "g8", "g10", "g1")),
+    ((64, True, 2, 8, 8192), ("shipped", "g9", "g10")),
+    ((64, False, 2, 8, 8192), ("shipped", "g10")),
+    ((64, False, 2, 8, 4096), ("shipped", "g10")),
+    ((64, False, 2, 8, 2048), ("shipped", "g10")),
+    ((64, False, 8, 16, 2048), ("shipped", "g10")),
+    ((128, False, 4, 32, 512), ("shipped", "g3")),
+    ((128, False, 1, 16, 8192), ("shipped", "g3")),
+    ((128, True, 4, 32, 16384), ("shipped", "g7")),
+    ((128, False, 4, 32, 16384), ("shipped", "g3")),
 )
 # Ragged and small shapes every new version must get right before anything is timed.
 CHECKS = ((1, 2, 1000), (2, 3, 333), (1, 1, 4096 + 77))
@@ -159,7 +174,7 @@ def sweep(args):
                             say(f"WRONG {version} {label(dtype, head_dim, causal, b, h, n)}: {err}")
     say(f"checked {', '.join(args.new)}: {'all right' if not wrong else 'wrong: ' + ', '.join(sorted(wrong))}")
 
-    for (head_dim, causal, b, h, n), versions in PLAN:
+    for (head_dim, causal, b, h, n), versions in PLANS[args.plan]:
         for dtype in args.dtypes:
             case = label(dtype, head_dim, causal, b, h, n)
             flops = 4.0 * b * h * n * n * head_dim * (0.5 if causal else 1.0)
@@ -212,7 +227,7 @@ def check_cpu(args):
 
     bad = 0
     seen = set()
-    for (head_dim, causal, *_), versions in PLAN:
+    for (head_dim, causal, *_), versions in PLANS[args.plan]:
         for version in versions:
             if version == "shipped":
                 continue
@@ -236,7 +251,9 @@ def main(argv=None):
     p.add_argument("--budget-s", type=float, default=150.0,
                    help="cases left this many seconds after the start become skipped rows (0: no limit)")
     p.add_argument("--dtypes", default="bfloat16", help="comma-separated torch dtype names")
-    p.add_argument("--new", default=",".join(NEW), help="versions checked at ragged shapes before any timing")
+    p.add_argument("--new", default=",".join(NEW), help="versions checked at ragged shapes before any timing "
+                                                         "(an empty string: none)")
+    p.add_argument("--plan", choices=sorted(PLANS), default="steps", help="which shapes and versions to time")
     p.add_argument("--check-cpu", action="store_true", help="no GPU: compile the versions for sm90, then exit")
     args = p.parse_args(argv)
     args.dtypes = [d for d in args.dtypes.split(",") if d]
