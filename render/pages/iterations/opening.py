@@ -58,8 +58,9 @@ class Opening(IterationsSection):
                 f"{join(SHORT.get(x, x) for x in dict.fromkeys(self.rows['dtype']))}; causal and not.")
         if untimed:
             text += (f" {join(escape.text(u) for u in untimed)} {'is' if len(untimed) == 1 else 'are'} recorded with "
-                     f"{'its' if len(untimed) == 1 else 'their'} story but not timed by this phase: superseded, and left "
-                     "out to keep the phase short. The author's notes give what it measured when it was current.")
+                     f"{'its' if len(untimed) == 1 else 'their'} story but not timed by this phase, which keeps to what "
+                     "ships and the steps that led to it: each was superseded, or lost to its baseline where it was "
+                     "measured. The author's notes give what it measured then.")
         coverage = self.coverage()
         if coverage:
             text += " " + coverage
