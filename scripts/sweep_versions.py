@@ -73,6 +73,16 @@ PLANS["routes"] = (
     ((128, True, 4, 32, 16384), ("shipped", "g7")),
     ((128, False, 4, 32, 16384), ("shipped", "g3")),
 )
+PLANS["split"] = (
+    ((80, False, 4, 32, 4096), ("g11", "g15")),
+    ((96, False, 4, 32, 4096), ("g11", "g15")),
+    ((80, True, 4, 32, 4096), ("g11", "g15")),
+    ((96, True, 4, 32, 4096), ("g11", "g15")),
+    ((72, False, 4, 32, 4096), ("g11", "g15")),
+    ((88, False, 4, 32, 4096), ("g11", "g15")),
+    ((96, False, 1, 32, 16384), ("g11", "g15")),
+    ((128, False, 4, 32, 4096), ("g11", "g15")),
+)
 # Ragged and small shapes every new version must get right before anything is timed.
 CHECKS = ((1, 2, 1000), (2, 3, 333), (1, 1, 4096 + 77))
 NEW = ("g13", "g14")
@@ -156,7 +166,7 @@ def sweep(args):
 
     wrong = set()
     for version in args.new:
-        for head_dim in (64, 128):
+        for head_dim in args.check_dims:
             for causal in (False, True):
                 for dtype in args.dtypes:
                     for b, h, n in CHECKS:
@@ -254,10 +264,12 @@ def main(argv=None):
     p.add_argument("--new", default=",".join(NEW), help="versions checked at ragged shapes before any timing "
                                                          "(an empty string: none)")
     p.add_argument("--plan", choices=sorted(PLANS), default="steps", help="which shapes and versions to time")
+    p.add_argument("--check-dims", default="64,128", help="head sizes of the ragged checks, comma-separated")
     p.add_argument("--check-cpu", action="store_true", help="no GPU: compile the versions for sm90, then exit")
     args = p.parse_args(argv)
     args.dtypes = [d for d in args.dtypes.split(",") if d]
     args.new = [v for v in args.new.split(",") if v]
+    args.check_dims = [int(d) for d in args.check_dims.split(",") if d]
     if args.check_cpu:
         return check_cpu(args)
     if not torch.cuda.is_available():

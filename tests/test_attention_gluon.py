@@ -233,7 +233,7 @@ def test_versions_are_a_dated_journey_with_ranges():
     assert dataclasses.replace(g5, balanced=False) == dataclasses.replace(
         g3, name="g5", change=g5.change, prediction=g5.prediction, predicted_speedup=g5.predicted_speedup,
         baseline="g3", maskings=g5.maskings, outcome=g5.outcome)
-    assert g5.balanced and not any(v.balanced for v in GV.GLUON_VERSIONS if v.name not in ("g5", "g6", "g7", "g11", "g12", "g13", "g14"))
+    assert g5.balanced and not any(v.balanced for v in GV.GLUON_VERSIONS if v.name not in ("g5", "g6", "g7", "g11", "g12", "g13", "g14", "g15"))
     # g6 is g5 whose walk also weighs the L2 a head group fills, measured against g5
     g6 = by_name["g6"]
     assert g6.l2_weight > 0 == g5.l2_weight and dataclasses.replace(g6, l2_weight=0.0) == dataclasses.replace(
@@ -244,7 +244,7 @@ def test_versions_are_a_dated_journey_with_ranges():
     assert g8.one_warpgroup and not any(v.one_warpgroup for v in GV.GLUON_VERSIONS
                                         if v.name not in ("g8", "g9", "g10"))
     assert g8.head_dims == (64,) and all(v.head_dims == GV.HEAD_DIMS for v in GV.GLUON_VERSIONS
-                                         if v.name not in ("g8", "g9", "g10", "g11", "g12", "g13", "g14"))
+                                         if v.name not in ("g8", "g9", "g10", "g11", "g12", "g13", "g14", "g15"))
     assert dataclasses.replace(g8, one_warpgroup=False, head_dims=GV.HEAD_DIMS) == dataclasses.replace(
         g1, name="g8", change=g8.change, prediction=g8.prediction, predicted_speedup=g8.predicted_speedup,
         outcome=g8.outcome)
@@ -263,14 +263,14 @@ def test_versions_are_a_dated_journey_with_ranges():
     assert GV.tile_plan("g1", 64, True, g10.q_rows) == GV.TilePlan("g1", q_rows=64, kv_rows=128, stages=2, num_warps=4)
     # g7 is g6 whose walk the host schedules into a table, measured against g6
     g7 = by_name["g7"]
-    assert g7.scheduled and not any(v.scheduled for v in GV.GLUON_VERSIONS if v.name not in ("g7", "g11", "g12", "g13", "g14"))
+    assert g7.scheduled and not any(v.scheduled for v in GV.GLUON_VERSIONS if v.name not in ("g7", "g11", "g12", "g13", "g14", "g15"))
     assert dataclasses.replace(g7, scheduled=False) == dataclasses.replace(
         g6, name="g7", change=g7.change, prediction=g7.prediction, predicted_speedup=g7.predicted_speedup,
         baseline="g6", outcome=g7.outcome)
     # g11 is g4's ping-pong with named-barrier turns on g7's walk at d=128; g12 the same on three consumers at d=64
     g4, g11, g12 = by_name["g4"], by_name["g11"], by_name["g12"]
-    assert all(by_name[n].named_turns for n in ("g11", "g12", "g13", "g14")) and not any(
-        v.named_turns for v in GV.GLUON_VERSIONS if v.name not in ("g11", "g12", "g13", "g14"))
+    assert all(by_name[n].named_turns for n in ("g11", "g12", "g13", "g14", "g15")) and not any(
+        v.named_turns for v in GV.GLUON_VERSIONS if v.name not in ("g11", "g12", "g13", "g14", "g15"))
     assert dataclasses.replace(g11, named_turns=False, head_dims=GV.HEAD_DIMS) == dataclasses.replace(
         g7, name="g11", change=g11.change, prediction=g11.prediction, predicted_at=g11.predicted_at,
         predicted_speedup=g11.predicted_speedup, baseline="g3", maskings=("non-causal",), pingpong=g4.pingpong,
@@ -289,6 +289,18 @@ def test_versions_are_a_dated_journey_with_ranges():
     assert dataclasses.replace(g14, named_release=False) == dataclasses.replace(
         g12, name="g14", change=g14.change, prediction=g14.prediction, predicted_speedup=g14.predicted_speedup,
         baseline="g12", outcome=g14.outcome)
+    # g15 is g11 with a d=72-96 head in two chunks: 64 columns and the next power of two over the rest
+    g15 = by_name["g15"]
+    assert g15.split_head and not any(v.split_head for v in GV.GLUON_VERSIONS if v.name != "g15")
+    assert dataclasses.replace(g15, split_head=False) == dataclasses.replace(
+        g11, name="g15", change=g15.change, prediction=g15.prediction, predicted_speedup=g15.predicted_speedup,
+        baseline="g11", maskings=g15.maskings, outcome=g15.outcome)
+    chunks = {d: (GV.version_plan(g15, d).head_a, GV.version_plan(g15, d).head_b) for d in (64, 72, 80, 88, 96, 104, 128)}
+    assert chunks == {64: (0, 0), 72: (64, 16), 80: (64, 16), 88: (64, 32), 96: (64, 32), 104: (0, 0), 128: (0, 0)}
+    for d in GV.SPLIT_HEAD_DIMS:  # three K/V stages fit where the rows are narrower than the d=128 tile's
+        plan = GV.version_plan(g15, d)
+        assert plan.stages == 3 and plan.smem_bytes(d) < GV.version_plan(g11, d).smem_bytes(d) + 2 * 128 * 128 * 2
+        assert plan.smem_bytes(d) <= SMEM_LIMIT_SM90
     # g12's three warpgroups run at d=64 alone: at d=128 their tiles would not fit the shared memory
     assert GV.version_plan(g12, 64) == GV.TilePlan("ws", q_rows=64, kv_rows=128, stages=3, num_warps=4,
                                                    consumer_regs=160, consumers=3, producer_regs=32)

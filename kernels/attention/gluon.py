@@ -203,14 +203,14 @@ def _p_operand(p, dtype: gl.constexpr, o_layout: gl.constexpr):
 
 @gluon.jit
 def _store_output(acc, l_i, smem, o_desc, b, h, row, o_layout: gl.constexpr,
-                  BLOCK: gl.constexpr, HEAD_DIM: gl.constexpr):
+                  BLOCK: gl.constexpr, HEAD_DIM: gl.constexpr, COL: gl.constexpr = 0):
     """acc / l through shared memory `smem` (free by now) to global memory by one TMA store,
     which clips rows past seq_len. Returns once the store has read `smem`."""
     l_o = gl.convert_layout(l_i, gl.SliceLayout(1, o_layout))
     o = acc / gl.expand_dims(l_o, 1)
     smem.store(o.to(o_desc.dtype))
     fence_async_shared()  # order the generic-proxy stores before the async-proxy (TMA) read
-    async_store(o_desc, [b, h, row, 0], _as_4d(smem, BLOCK, HEAD_DIM))
+    async_store(o_desc, [b, h, row, COL], _as_4d(smem, BLOCK, HEAD_DIM))
     tma.store_wait(0)
 
 
@@ -398,13 +398,21 @@ def _walk_tile(i, sched, tiles_m, num_heads, total_tiles, head_group, snake, CAU
 
 
 @gluon.jit
-def _ws_producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m,
-                 total_tiles, head_group, snake, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
-                 SCHEDULED: gl.constexpr, CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr):
+def _ws_producer(q_desc, k_desc, v_desc, qb_desc, kb_desc, vb_desc, q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem,
+                 bars, sched, num_heads, seq_len, tiles_m, total_tiles, head_group, snake, CAUSAL: gl.constexpr,
+                 STAGES: gl.constexpr, SCHEDULED: gl.constexpr, CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr,
+                 SPLIT: gl.constexpr):
+    """The copies: each tile's Q, then its key tiles' K and V through the ring. SPLIT (g15): every box
+    comes in two, the head's first 64 columns (q_desc...) and the rest (qb_desc..., a narrower box from
+    column 64), both counted on one mbarrier."""
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     HALF: gl.constexpr = q_desc.block_type.shape[2]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[3]
+    HEAD_B: gl.constexpr = qb_desc.block_type.shape[3]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[2]
+    Q_BYTES: gl.constexpr = q_desc.block_type.nbytes + SPLIT * qb_desc.block_type.nbytes
+    K_BYTES: gl.constexpr = k_desc.block_type.nbytes + SPLIT * kb_desc.block_type.nbytes
+    V_BYTES: gl.constexpr = v_desc.block_type.nbytes + SPLIT * vb_desc.block_type.nbytes
     kv = 0
     it = 0
     for t in range(_walk_length(sched, total_tiles, SCHEDULED)):
@@ -416,20 +424,29 @@ def _ws_producer(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, nu
         for w in gl.static_range(CONSUMERS):
             i = 2 * w + q_slot
             mbarrier.wait(q_empty.index(i), q_phase ^ 1)
-            mbarrier.expect(q_ready.index(i), q_desc.block_type.nbytes)
+            mbarrier.expect(q_ready.index(i), Q_BYTES)
             async_load(q_desc, [b, h, start_m + w * HALF, 0], q_ready.index(i),
                                             _as_4d(q_smem.index(i), HALF, HEAD_DIM))
+            if SPLIT:
+                async_load(qb_desc, [b, h, start_m + w * HALF, HEAD_DIM], q_ready.index(i),
+                           _as_4d(qb_smem.index(i), HALF, HEAD_B))
         for j in range(n_total):
             slot = kv % STAGES
             phase = (kv // STAGES) & 1
             _await_empty(k_empty, slot, phase, kv, EMPTY_BARRIER + slot, NAMED_RELEASE, CONSUMERS, STAGES)
-            mbarrier.expect(k_ready.index(slot), k_desc.block_type.nbytes)
+            mbarrier.expect(k_ready.index(slot), K_BYTES)
             async_load(k_desc, [b, h, j * BLOCK_N, 0], k_ready.index(slot),
                                             _as_4d(k_smem.index(slot), BLOCK_N, HEAD_DIM))
+            if SPLIT:
+                async_load(kb_desc, [b, h, j * BLOCK_N, HEAD_DIM], k_ready.index(slot),
+                           _as_4d(kb_smem.index(slot), BLOCK_N, HEAD_B))
             _await_empty(v_empty, slot, phase, kv, EMPTY_BARRIER + STAGES + slot, NAMED_RELEASE, CONSUMERS, STAGES)
-            mbarrier.expect(v_ready.index(slot), v_desc.block_type.nbytes)
+            mbarrier.expect(v_ready.index(slot), V_BYTES)
             async_load(v_desc, [b, h, j * BLOCK_N, 0], v_ready.index(slot),
                                             _as_4d(v_smem.index(slot), BLOCK_N, HEAD_DIM))
+            if SPLIT:
+                async_load(vb_desc, [b, h, j * BLOCK_N, HEAD_DIM], v_ready.index(slot),
+                           _as_4d(vb_smem.index(slot), BLOCK_N, HEAD_B))
             kv += 1
         it += 1
 
@@ -472,12 +489,24 @@ def _ws_consumer_plain(q, k_smem, v_smem, bars, kv, n_full, n_total, m_i, l_i, a
 
 
 @gluon.jit
-def _ws_overlap_step(j, q, k_smem, v_smem, bars, kv, p, prev_slot, prev_phase, m_i, l_i, acc, turns,
-                     qk_scale, rows, seq_len, WG: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr,
-                     MASK: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr,
-                     CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr):
+def _ws_scores_split(q, k_smem, qb, kb_smem, k_ready, kv, s_layout: gl.constexpr, STAGES: gl.constexpr,
+                     SPLIT: gl.constexpr):
+    """_ws_scores, and with SPLIT the head's second chunk accumulated onto the same scores."""
+    s, slot = _ws_scores(q, k_smem, k_ready, kv, s_layout, STAGES)
+    if SPLIT:
+        s = warpgroup_mma(qb, kb_smem.index(slot).permute((1, 0)), s, is_async=True)
+    return s, slot
+
+
+@gluon.jit
+def _ws_overlap_step(j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i,
+                     acc, acc_b, turns, qk_scale, rows, seq_len, WG: gl.constexpr, s_layout: gl.constexpr,
+                     o_layout: gl.constexpr, ob_layout: gl.constexpr, MASK: gl.constexpr, CAUSAL: gl.constexpr,
+                     STAGES: gl.constexpr, PINGPONG: gl.constexpr, CONSUMERS: gl.constexpr,
+                     NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr):
     """Key tile j (>= 1) of the overlapped loop: issue Q K_jᵀ and P_{j-1} V_{j-1} back to back,
-    then compute the softmax of tile j while P_{j-1} V_{j-1} runs on the tensor cores."""
+    then compute the softmax of tile j while P_{j-1} V_{j-1} runs on the tensor cores. SPLIT: each
+    matmul is two, one per chunk of the head (acc_b and pb are the second chunk's output and P)."""
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     HALF: gl.constexpr = q.shape[0]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -491,68 +520,90 @@ def _ws_overlap_step(j, q, k_smem, v_smem, bars, kv, p, prev_slot, prev_phase, m
         _named_barrier(TURN_BARRIER + WG, True)
     zero = gl.zeros([HALF, BLOCK_N], gl.float32, s_layout)
     s = warpgroup_mma(q, k_smem.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
+    if SPLIT:
+        s = warpgroup_mma(qb, kb_smem.index(slot).permute((1, 0)), s, is_async=True)
     acc = warpgroup_mma(p, v_smem.index(prev_slot), acc, is_async=True)
+    if SPLIT:
+        acc_b = warpgroup_mma(pb, vb_smem.index(prev_slot), acc_b, is_async=True)
     if PINGPONG == 1:
         mbarrier.arrive(turn.index(1 - WG))
     if PINGPONG == 2:
         _named_barrier(TURN_BARRIER + (WG + 1) % CONSUMERS, False)
-    s = warpgroup_mma_wait(1, deps=(s, ))  # wgmma groups retire in order: Q K_jᵀ is done
+    # wgmma groups retire in order: with the P V groups (one, or two with SPLIT) still out, Q K_jᵀ is done.
+    s = warpgroup_mma_wait(1 + SPLIT, deps=(s, ))
     _release(k_empty, slot, EMPTY_BARRIER + slot, NAMED_RELEASE, CONSUMERS)
     cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
     p_new, alpha, m_i, l_i = _softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK, CAUSAL)
     # P's registers are an operand of the matmul in flight: keep them alive (and unwritten) until it retires.
-    acc, p = warpgroup_mma_wait(0, deps=(acc, p))
+    if SPLIT:
+        acc, p, acc_b, pb = warpgroup_mma_wait(0, deps=(acc, p, acc_b, pb))
+    else:
+        acc, p = warpgroup_mma_wait(0, deps=(acc, p))
     _release(v_empty, prev_slot, EMPTY_BARRIER + STAGES + prev_slot, NAMED_RELEASE, CONSUMERS)
     acc = _rescale(acc, alpha, o_layout)
     p = _p_operand(p_new, q.dtype, o_layout)
-    return kv + 1, p, slot, (kv // STAGES) & 1, m_i, l_i, acc, turns + 1
+    if SPLIT:
+        acc_b = _rescale(acc_b, alpha, ob_layout)
+        pb = _p_operand(p_new, q.dtype, ob_layout)
+    return kv + 1, p, pb, slot, (kv // STAGES) & 1, m_i, l_i, acc, acc_b, turns + 1
 
 
 @gluon.jit
-def _ws_consumer_overlap(q, k_smem, v_smem, bars, kv, turns, n_full, n_total, m_i, l_i, acc, qk_scale, rows,
-                         seq_len, WG: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr,
-                         CAUSAL: gl.constexpr, STAGES: gl.constexpr, PINGPONG: gl.constexpr,
-                         CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr):
+def _ws_consumer_overlap(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_full, n_total, m_i, l_i, acc,
+                         acc_b, qk_scale, rows, seq_len, WG: gl.constexpr, s_layout: gl.constexpr,
+                         o_layout: gl.constexpr, ob_layout: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
+                         PINGPONG: gl.constexpr, CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr,
+                         SPLIT: gl.constexpr):
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     # Tile 0 alone: its scores, waited on; masked always (cheap on one tile, and right whether or
     # not it is whole).
-    s, slot = _ws_scores(q, k_smem, k_ready, kv, s_layout, STAGES)
+    s, slot = _ws_scores_split(q, k_smem, qb, kb_smem, k_ready, kv, s_layout, STAGES, SPLIT)
     s = warpgroup_mma_wait(0, deps=(s, ))
     _release(k_empty, slot, EMPTY_BARRIER + slot, NAMED_RELEASE, CONSUMERS)
     cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
     p, alpha, m_i, l_i = _softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, True, CAUSAL)
+    pb = _p_operand(p, q.dtype, ob_layout)
     p = _p_operand(p, q.dtype, o_layout)
     prev_slot = slot
     prev_phase = (kv // STAGES) & 1
     kv += 1
     for j in range(1, gl.maximum(n_full, 1)):
-        kv, p, prev_slot, prev_phase, m_i, l_i, acc, turns = _ws_overlap_step(
-            j, q, k_smem, v_smem, bars, kv, p, prev_slot, prev_phase, m_i, l_i, acc, turns, qk_scale, rows,
-            seq_len, WG, s_layout, o_layout, False, CAUSAL, STAGES, PINGPONG, CONSUMERS, NAMED_RELEASE)
+        kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_overlap_step(
+            j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b,
+            turns, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, False, CAUSAL, STAGES, PINGPONG,
+            CONSUMERS, NAMED_RELEASE, SPLIT)
     for j in range(gl.maximum(n_full, 1), n_total):
-        kv, p, prev_slot, prev_phase, m_i, l_i, acc, turns = _ws_overlap_step(
-            j, q, k_smem, v_smem, bars, kv, p, prev_slot, prev_phase, m_i, l_i, acc, turns, qk_scale, rows,
-            seq_len, WG, s_layout, o_layout, True, CAUSAL, STAGES, PINGPONG, CONSUMERS, NAMED_RELEASE)
+        kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_overlap_step(
+            j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b,
+            turns, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, True, CAUSAL, STAGES, PINGPONG,
+            CONSUMERS, NAMED_RELEASE, SPLIT)
     # The last P V.
     mbarrier.wait(v_ready.index(prev_slot), prev_phase)
     acc = warpgroup_mma(p, v_smem.index(prev_slot), acc, is_async=True)
-    acc, p = warpgroup_mma_wait(0, deps=(acc, p))
+    if SPLIT:
+        acc_b = warpgroup_mma(pb, vb_smem.index(prev_slot), acc_b, is_async=True)
+        acc, p, acc_b, pb = warpgroup_mma_wait(0, deps=(acc, p, acc_b, pb))
+    else:
+        acc, p = warpgroup_mma_wait(0, deps=(acc, p))
     _release(v_empty, prev_slot, EMPTY_BARRIER + STAGES + prev_slot, NAMED_RELEASE, CONSUMERS)
-    return kv, turns, m_i, l_i, acc
+    return kv, turns, m_i, l_i, acc, acc_b
 
 
 @gluon.jit
-def _ws_consumer(o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles, head_group,
-                 snake, qk_scale, WG: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
-                 OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr, CONSUMERS: gl.constexpr,
-                 NAMED_RELEASE: gl.constexpr):
+def _ws_consumer(o_desc, ob_desc, q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem, bars, sched, num_heads, seq_len,
+                 tiles_m, total_tiles, head_group, snake, qk_scale, WG: gl.constexpr, CAUSAL: gl.constexpr,
+                 STAGES: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr,
+                 CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr):
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     HALF: gl.constexpr = q_smem.shape[1]
     HEAD_DIM: gl.constexpr = q_smem.shape[2]
+    HEAD_B: gl.constexpr = qb_smem.shape[2]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     s_layout: gl.constexpr = _mma_layout(4, BLOCK_N)
     o_layout: gl.constexpr = _mma_layout(4, HEAD_DIM)
+    ob_layout: gl.constexpr = _mma_layout(4, HEAD_B)
+    gl.static_assert(OVERLAP or not SPLIT, "a split head runs on the overlapped loop only")
     kv = 0
     it = 0
     turns = 0
@@ -568,32 +619,40 @@ def _ws_consumer(o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len
         rows = row0 + gl.arange(0, HALF, layout=gl.SliceLayout(1, s_layout))
         i = 2 * WG + it % 2
         q = q_smem.index(i)
+        qb = qb_smem.index(i)
         mbarrier.wait(q_ready.index(i), (it // 2) & 1)
         m_i = gl.full([HALF], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
         l_i = gl.full([HALF], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
         acc = gl.zeros([HALF, HEAD_DIM], gl.float32, o_layout)
+        acc_b = gl.zeros([HALF, HEAD_B], gl.float32, ob_layout)
         if OVERLAP:
-            kv, turns, m_i, l_i, acc = _ws_consumer_overlap(q, k_smem, v_smem, bars, kv, turns, n_full, n_total,
-                                                            m_i, l_i, acc, qk_scale, rows, seq_len, WG,
-                                                            s_layout, o_layout, CAUSAL, STAGES, PINGPONG,
-                                                            CONSUMERS, NAMED_RELEASE)
+            kv, turns, m_i, l_i, acc, acc_b = _ws_consumer_overlap(
+                q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_full, n_total, m_i, l_i, acc, acc_b,
+                qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, CAUSAL, STAGES, PINGPONG, CONSUMERS,
+                NAMED_RELEASE, SPLIT)
         else:
             kv, m_i, l_i, acc = _ws_consumer_plain(q, k_smem, v_smem, bars, kv, n_full, n_total, m_i, l_i, acc,
                                                    qk_scale, rows, seq_len, s_layout, o_layout, CAUSAL, STAGES)
         # Q is dead: the output leaves through its slot, which is then handed back.
         _store_output(acc, l_i, q, o_desc, b, h, row0, o_layout, HALF, HEAD_DIM)
+        if SPLIT:
+            _store_output(acc_b, l_i, qb, ob_desc, b, h, row0, ob_layout, HALF, HEAD_B, HEAD_DIM)
         mbarrier.arrive(q_empty.index(i))
         it += 1
 
 
 @gluon.jit(do_not_specialize=["num_heads", "seq_len", "tiles_m", "total_tiles", "head_group", "snake"])
-def _ws_kernel(q_desc, k_desc, v_desc, o_desc, sched, num_heads, seq_len, tiles_m, total_tiles, head_group, snake,
-               qk_scale, CAUSAL: gl.constexpr, STAGES: gl.constexpr, OVERLAP: gl.constexpr,
-               PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr, SCHEDULED: gl.constexpr,
-               CONSUMERS: gl.constexpr = 2, PRODUCER_REGS: gl.constexpr = 24,
-               NAMED_RELEASE: gl.constexpr = False):
+def _ws_kernel(q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_desc, sched, num_heads, seq_len, tiles_m,
+               total_tiles, head_group, snake, qk_scale, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
+               OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr, SCHEDULED: gl.constexpr,
+               CONSUMERS: gl.constexpr = 2, PRODUCER_REGS: gl.constexpr = 24, NAMED_RELEASE: gl.constexpr = False,
+               SPLIT: gl.constexpr = 0):
+    """SPLIT=1 (g15): the head in two chunks, columns 0-63 through q_desc... and the rest through qb_desc...
+    (boxes of 16 or 32 columns from column 64, over the same tensors), so a d=80 or d=96 head multiplies
+    no zero columns; SPLIT=0 passes the first four descriptors again as the last four, unused."""
     HALF: gl.constexpr = q_desc.block_type.shape[2]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[3]
+    HEAD_B: gl.constexpr = qb_desc.block_type.shape[3]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[2]
     dtype: gl.constexpr = q_desc.dtype
     gl.static_assert(gl.num_warps() == 4, "the default partition is consumer warpgroup 0")
@@ -602,6 +661,16 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, sched, num_heads, seq_len, tiles_
     q_smem = gl.allocate_shared_memory(dtype, [2 * CONSUMERS, HALF, HEAD_DIM], q_layout)
     k_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], tile_layout)
     v_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], tile_layout)
+    if SPLIT:
+        qb_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([HALF, HEAD_B], dtype)
+        tile_b_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_N, HEAD_B], dtype)
+        qb_smem = gl.allocate_shared_memory(dtype, [2 * CONSUMERS, HALF, HEAD_B], qb_layout)
+        kb_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_B], tile_b_layout)
+        vb_smem = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_B], tile_b_layout)
+    else:
+        qb_smem = q_smem
+        kb_smem = k_smem
+        vb_smem = v_smem
     q_ready = gl.allocate_shared_memory(gl.int64, [2 * CONSUMERS, 1], mbarrier.MBarrierLayout())
     q_empty = gl.allocate_shared_memory(gl.int64, [2 * CONSUMERS, 1], mbarrier.MBarrierLayout())
     k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -625,28 +694,30 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, sched, num_heads, seq_len, tiles_
     if CONSUMERS == 3:
         # g12 (d=64): three 64-row consumer warpgroups on a 192-row tile, as FlashAttention-4 runs it.
         gl.warp_specialize([
-            (_ws_consumer, (o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
+            (_ws_consumer, (o_desc, ob_desc, q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
                             head_group, snake, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED, CONSUMERS,
-                            NAMED_RELEASE)),
-            (_ws_consumer, (o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
+                            NAMED_RELEASE, SPLIT)),
+            (_ws_consumer, (o_desc, ob_desc, q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
                             head_group, snake, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED, CONSUMERS,
-                            NAMED_RELEASE)),
-            (_ws_consumer, (o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
+                            NAMED_RELEASE, SPLIT)),
+            (_ws_consumer, (o_desc, ob_desc, q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
                             head_group, snake, qk_scale, 2, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED, CONSUMERS,
-                            NAMED_RELEASE)),
-            (_ws_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m,
-                            total_tiles, head_group, snake, CAUSAL, STAGES, SCHEDULED, CONSUMERS, NAMED_RELEASE)),
+                            NAMED_RELEASE, SPLIT)),
+            (_ws_producer, (q_desc, k_desc, v_desc, qb_desc, kb_desc, vb_desc, q_smem, k_smem, v_smem, qb_smem,
+                            kb_smem, vb_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles, head_group, snake,
+                            CAUSAL, STAGES, SCHEDULED, CONSUMERS, NAMED_RELEASE, SPLIT)),
         ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])
     else:
         gl.warp_specialize([
-            (_ws_consumer, (o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
+            (_ws_consumer, (o_desc, ob_desc, q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
                             head_group, snake, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED, CONSUMERS,
-                            NAMED_RELEASE)),
-            (_ws_consumer, (o_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
+                            NAMED_RELEASE, SPLIT)),
+            (_ws_consumer, (o_desc, ob_desc, q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
                             head_group, snake, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED, CONSUMERS,
-                            NAMED_RELEASE)),
-            (_ws_producer, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, bars, sched, num_heads, seq_len, tiles_m,
-                            total_tiles, head_group, snake, CAUSAL, STAGES, SCHEDULED, CONSUMERS, NAMED_RELEASE)),
+                            NAMED_RELEASE, SPLIT)),
+            (_ws_producer, (q_desc, k_desc, v_desc, qb_desc, kb_desc, vb_desc, q_smem, k_smem, v_smem, qb_smem,
+                            kb_smem, vb_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles, head_group, snake,
+                            CAUSAL, STAGES, SCHEDULED, CONSUMERS, NAMED_RELEASE, SPLIT)),
         ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
 
@@ -730,9 +801,10 @@ def _tma_operand(t, name="q", launcher=PLAIN):
     return launcher.input(name, t, copy=not _tma_ready(t))
 
 
-def _descriptor(t, rows):
-    """A 4-D descriptor over `t` at its true width whose box is the head-size tile (see takes_head_dim)."""
-    block = [1, 1, rows, head_dim_tile(t.shape[-1])]
+def _descriptor(t, rows, cols=None):
+    """A 4-D descriptor over `t` at its true width whose box is `cols` columns wide, by default the
+    head-size tile (see takes_head_dim)."""
+    block = [1, 1, rows, cols or head_dim_tile(t.shape[-1])]
     layout = gl.NVMMASharedLayout.get_default_for(block, _GL_DTYPES[t.dtype])
     return TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)
 
@@ -790,7 +862,7 @@ def _launch_args(version, shape, causal, scale, sm_count, l2_bytes=H200_L2_BYTES
             dict(CAUSAL=bool(causal), STAGES=plan.stages, OVERLAP=version.overlap,
                  PINGPONG=2 if version.named_turns else int(version.pingpong), CONSUMER_REGS=plan.consumer_regs,
                  SCHEDULED=sched is not None, CONSUMERS=plan.consumers, PRODUCER_REGS=plan.producer_regs,
-                 NAMED_RELEASE=version.named_release),
+                 NAMED_RELEASE=version.named_release, SPLIT=int(bool(plan.head_b))),
             dict(num_warps=plan.num_warps), plan)
 
 
@@ -819,9 +891,16 @@ def _run(q, k, v, causal, sm_scale, version, launcher):
 
 
 def _descriptors(plan, q, k, v, o):
-    """The four TMA descriptors a launch takes: Q and O boxes of a query tile, K and V boxes of a key tile."""
-    return [_descriptor(q, plan.q_rows), _descriptor(k, plan.kv_rows), _descriptor(v, plan.kv_rows),
-            _descriptor(o, plan.q_rows)]
+    """The TMA descriptors a launch takes: Q and O boxes of a query tile, K and V boxes of a key tile; for
+    the ws kernel a second four, the boxes of a split head's second chunk (g15), else the first four again."""
+    first = [_descriptor(q, plan.q_rows, plan.head_a), _descriptor(k, plan.kv_rows, plan.head_a),
+             _descriptor(v, plan.kv_rows, plan.head_a), _descriptor(o, plan.q_rows, plan.head_a)]
+    if plan.kernel == "g1":
+        return first
+    if not plan.head_b:
+        return first + first
+    return first + [_descriptor(q, plan.q_rows, plan.head_b), _descriptor(k, plan.kv_rows, plan.head_b),
+                    _descriptor(v, plan.kv_rows, plan.head_b), _descriptor(o, plan.q_rows, plan.head_b)]
 
 
 def _launch(ver, q, k, v, o, causal, scale, sm_count, l2_bytes=H200_L2_BYTES, launcher=PLAIN):
@@ -853,8 +932,8 @@ def precompile(version, dtype, head_dim, causal, device=None):
 # ---------------------------------------------------------------------------------------------
 
 
-def _desc_signature(dtype, rows, head_dim):
-    block = [1, 1, rows, head_dim_tile(head_dim)]
+def _desc_signature(dtype, rows, head_dim, cols=None):
+    block = [1, 1, rows, cols or head_dim_tile(head_dim)]
     layout = gl.NVMMASharedLayout.get_default_for(block, _GL_DTYPES[dtype])
     return f"tensordesc<{_SIG_DTYPES[dtype]}{block},{layout!r}>"
 
@@ -870,10 +949,12 @@ def compile_for_target(version, dtype, head_dim, causal, target=None, seq_len=40
     target = target or GPUTarget("cuda", 90, 32)
     fn, _, scalars, consts, options, plan = _launch_args(ver, (batch, heads, seq_len, head_dim), causal,
                                                         1.0 / math.sqrt(head_dim), sm_count=132)
-    signature = {"q_desc": _desc_signature(dtype, plan.q_rows, head_dim),
-                 "k_desc": _desc_signature(dtype, plan.kv_rows, head_dim),
-                 "v_desc": _desc_signature(dtype, plan.kv_rows, head_dim),
-                 "o_desc": _desc_signature(dtype, plan.q_rows, head_dim)}
+    signature = {}
+    for prefix, cols in (("", plan.head_a), ("b", plan.head_b or plan.head_a)) if plan.kernel == "ws" else (("", 0),):
+        signature.update({f"q{prefix}_desc": _desc_signature(dtype, plan.q_rows, head_dim, cols),
+                          f"k{prefix}_desc": _desc_signature(dtype, plan.kv_rows, head_dim, cols),
+                          f"v{prefix}_desc": _desc_signature(dtype, plan.kv_rows, head_dim, cols),
+                          f"o{prefix}_desc": _desc_signature(dtype, plan.q_rows, head_dim, cols)})
     types = {float: "fp32", int: "i32", ListSchedule: "*i32", type(None): "constexpr"}
     signature.update({name: types[type(value)] for name, value in scalars.items()})
     signature.update({name: "constexpr" for name in consts})

@@ -9,6 +9,7 @@ as experimental and a release may lack.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ..common import head_dim_tile
@@ -47,6 +48,9 @@ class GluonVersion:
     named_turns: bool = False
     # ws kernel: consumers release K/V ring slots by named barriers the producer syncs on, not mbarrier arrives (g13)
     named_release: bool = False
+    # ws kernel, head sizes 72-96 (the d=128 tile): the head in two chunks, 64 columns and the next power of two
+    # over the rest (16 or 32), so no matmul runs over zero padding (g15)
+    split_head: bool = False
     # ws kernel, at the head sizes in head_dims: consumer warpgroups of 64 rows each; 3 (g12) make a 192-row tile
     consumers: int = 2
     head_dims: tuple = HEAD_DIMS  # the head sizes this step changes
@@ -123,6 +127,10 @@ GLUON_VERSIONS = [
     GluonVersion(name="g14", **_story("g14"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
                  named_release=True, balanced=True, l2_weight=0.1, scheduled=True, consumers=3, head_dims=(64,),
                  baseline="g12", maskings=("causal",), predicted_speedup={"causal": (1.05, 1.12)}),
+    # g11 with a d=72-96 head in two chunks (64 + 16 or 32 columns): no matmul over the padding to 128.
+    GluonVersion(name="g15", **_story("g15"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
+                 split_head=True, balanced=True, l2_weight=0.1, scheduled=True, head_dims=(128,), baseline="g11",
+                 predicted_speedup={"non-causal": (1.12, 1.30), "causal": (1.08, 1.25)}),
 ]
 
 _BY_NAME = {ver.name: ver for ver in GLUON_VERSIONS}
@@ -150,6 +158,8 @@ class TilePlan:
     consumer_regs: int = 0  # ws: registers per thread of the consumer warpgroups
     consumers: int = 2  # ws: consumer warpgroups, each q_rows of the tile
     producer_regs: int = 24  # ws: registers per thread the producer warp keeps
+    head_a: int = 0  # ws, split head: the first chunk's columns (64); 0: one chunk, the head-size tile
+    head_b: int = 0  # ws, split head: the second chunk's columns, from column head_a (16 or 32)
 
     @property
     def block_m(self):
@@ -159,7 +169,8 @@ class TilePlan:
     def smem_bytes(self, head_dim, elem_bytes=2):
         """Shared memory the plan's tiles take (the barriers and compiler scratch come on top)."""
         q_bufs = 1 if self.kernel == "g1" else 2 * self.consumers
-        return (q_bufs * self.q_rows + 2 * self.stages * self.kv_rows) * head_dim * elem_bytes
+        width = self.head_a + self.head_b if self.head_b else head_dim
+        return (q_bufs * self.q_rows + 2 * self.stages * self.kv_rows) * width * elem_bytes
 
 
 def tile_plan(kernel, head_dim, one_warpgroup=False, q_rows=128, consumers=2):
@@ -184,7 +195,15 @@ def tile_plan(kernel, head_dim, one_warpgroup=False, q_rows=128, consumers=2):
     return TilePlan("ws", q_rows=64, kv_rows=128, stages=stages, num_warps=4, consumer_regs=240)
 
 
+SPLIT_HEAD_DIMS = range(72, 97, 8)  # g15: where a second chunk of 16 or 32 columns saves a quarter or more
+
+
 def version_plan(version: GluonVersion, head_dim) -> TilePlan:
-    """The tile plan `version` runs at `head_dim`: its own consumer count where it changes that head size."""
+    """The tile plan `version` runs at `head_dim`: its own consumer count where it changes that head size,
+    and its head in two chunks where it splits the head (g15: 64 columns and 16 or 32 more, three K/V
+    stages in the shared memory the narrower rows free)."""
     consumers = version.consumers if head_dim_tile(head_dim) in version.head_dims else 2
-    return tile_plan(version.kernel, head_dim, version.one_warpgroup, version.q_rows, consumers)
+    plan = tile_plan(version.kernel, head_dim, version.one_warpgroup, version.q_rows, consumers)
+    if version.split_head and plan.kernel == "ws" and head_dim in SPLIT_HEAD_DIMS:
+        plan = dataclasses.replace(plan, head_a=64, head_b=head_dim_tile(max(head_dim - 64, 16)), stages=3)
+    return plan
