@@ -400,36 +400,9 @@ VERSIONS = {v.name: v for v in [
         # notes' per-class ranges: d=128 non-causal up from v24's 0.94-0.96x by g11's 1.01-1.03x, the rest as v24.
         predicted_speedup={"non-causal": (0.98, 1.03), "causal": (0.95, 1.01)},
         features=None,
-        # The rules v29 shipped with: v31's, with g11 where v31 runs g15 (d=72-128).
-        routes=partial(rule_route, (
-            ShapeRule("gluon", 64, True, config=(("version", "g10"),)),
-            ShapeRule("gluon", 64, False, max_len=2047, config=(("version", "g10"),)),
-            ShapeRule("gluon", 64, False, min_len=2048, config=(("version", "g8"),)),
-            ShapeRule("gluon", 128, False, config=(("version", "g11"),)),
-            ShapeRule("gluon", 128, True, config=(("version", "g11"),)),
-        )),
-    ),
-    # g15 changes d=72-96 alone, which the iterations phase does not time (its d=128 shapes run g11's kernel
-    # under g15); the bench phase times d=80 and d=96 with what ships.
-    KernelVersion(
-        name="v30-gluon-split-head", **_story("g15", prefix="Gluon g15: "),
-        path="gluon",
-        baseline="v25-gluon-named-turns",
-        predicted_speedup={"non-causal": (1.12, 1.30), "causal": (1.08, 1.25)},
-        configs={False: {"version": "g15"}, True: {"version": "g15"}},
-        head_dims=(128,),
-        in_phase=False,
-    ),
-    KernelVersion(
-        name="v31-per-shape", **_story("v31-per-shape"),
-        path=None,
-        baseline="sdpa",
-        # At the goal shapes v31 runs v29's kernels (g15 is g11 at d=64 and d=128): v29's ranges.
-        predicted_speedup={"non-causal": (0.98, 1.03), "causal": (0.95, 1.01)},
-        features=None,
     ),
 ]}
-FINAL_VERSION = "v31-per-shape"
+FINAL_VERSION = "v29-per-shape"
 
 
 def get_version(name):
