@@ -398,13 +398,15 @@ def _walk_tile(i, sched, tiles_m, num_heads, total_tiles, head_group, snake, CAU
 
 
 @gluon.jit
-def _ws_producer(q_desc, k_desc, v_desc, qb_desc, kb_desc, vb_desc, q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem,
-                 bars, sched, num_heads, seq_len, tiles_m, total_tiles, head_group, snake, CAUSAL: gl.constexpr,
-                 STAGES: gl.constexpr, SCHEDULED: gl.constexpr, CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr,
-                 SPLIT: gl.constexpr):
+def _ws_producer(descs, smem, bars, walk, CAUSAL: gl.constexpr, STAGES: gl.constexpr, SCHEDULED: gl.constexpr,
+                 CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr):
     """The copies: each tile's Q, then its key tiles' K and V through the ring. SPLIT (g15): every box
     comes in two, the head's first 64 columns (q_desc...) and the rest (qb_desc..., a narrower box from
-    column 64), both counted on one mbarrier."""
+    column 64), both counted on one mbarrier. The tuples are _ws_kernel's: descs the eight descriptors,
+    smem the six buffers, walk the tile walk's arguments."""
+    q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_desc = descs
+    q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem = smem
+    sched, num_heads, seq_len, tiles_m, total_tiles, head_group, snake = walk
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     HALF: gl.constexpr = q_desc.block_type.shape[2]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[3]
@@ -591,10 +593,12 @@ def _ws_consumer_overlap(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turn
 
 
 @gluon.jit
-def _ws_consumer(o_desc, ob_desc, q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem, bars, sched, num_heads, seq_len,
-                 tiles_m, total_tiles, head_group, snake, qk_scale, WG: gl.constexpr, CAUSAL: gl.constexpr,
-                 STAGES: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr,
-                 CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr):
+def _ws_consumer(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
+                 OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr, CONSUMERS: gl.constexpr,
+                 NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr):
+    q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_desc = descs
+    q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem = smem
+    sched, num_heads, seq_len, tiles_m, total_tiles, head_group, snake = walk
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     HALF: gl.constexpr = q_smem.shape[1]
     HEAD_DIM: gl.constexpr = q_smem.shape[2]
@@ -691,33 +695,27 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_des
     fence_async_shared()
     thread_barrier()
     bars = (q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn)
+    descs = (q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_desc)
+    smem = (q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem)
+    walk = (sched, num_heads, seq_len, tiles_m, total_tiles, head_group, snake)
     if CONSUMERS == 3:
         # g12 (d=64): three 64-row consumer warpgroups on a 192-row tile, as FlashAttention-4 runs it.
         gl.warp_specialize([
-            (_ws_consumer, (o_desc, ob_desc, q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
-                            head_group, snake, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED, CONSUMERS,
-                            NAMED_RELEASE, SPLIT)),
-            (_ws_consumer, (o_desc, ob_desc, q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
-                            head_group, snake, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED, CONSUMERS,
-                            NAMED_RELEASE, SPLIT)),
-            (_ws_consumer, (o_desc, ob_desc, q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
-                            head_group, snake, qk_scale, 2, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED, CONSUMERS,
-                            NAMED_RELEASE, SPLIT)),
-            (_ws_producer, (q_desc, k_desc, v_desc, qb_desc, kb_desc, vb_desc, q_smem, k_smem, v_smem, qb_smem,
-                            kb_smem, vb_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles, head_group, snake,
-                            CAUSAL, STAGES, SCHEDULED, CONSUMERS, NAMED_RELEASE, SPLIT)),
+            (_ws_consumer, (descs, smem, bars, walk, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
+                            CONSUMERS, NAMED_RELEASE, SPLIT)),
+            (_ws_consumer, (descs, smem, bars, walk, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
+                            CONSUMERS, NAMED_RELEASE, SPLIT)),
+            (_ws_consumer, (descs, smem, bars, walk, qk_scale, 2, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
+                            CONSUMERS, NAMED_RELEASE, SPLIT)),
+            (_ws_producer, (descs, smem, bars, walk, CAUSAL, STAGES, SCHEDULED, CONSUMERS, NAMED_RELEASE, SPLIT)),
         ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])
     else:
         gl.warp_specialize([
-            (_ws_consumer, (o_desc, ob_desc, q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
-                            head_group, snake, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED, CONSUMERS,
-                            NAMED_RELEASE, SPLIT)),
-            (_ws_consumer, (o_desc, ob_desc, q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles,
-                            head_group, snake, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED, CONSUMERS,
-                            NAMED_RELEASE, SPLIT)),
-            (_ws_producer, (q_desc, k_desc, v_desc, qb_desc, kb_desc, vb_desc, q_smem, k_smem, v_smem, qb_smem,
-                            kb_smem, vb_smem, bars, sched, num_heads, seq_len, tiles_m, total_tiles, head_group, snake,
-                            CAUSAL, STAGES, SCHEDULED, CONSUMERS, NAMED_RELEASE, SPLIT)),
+            (_ws_consumer, (descs, smem, bars, walk, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
+                            CONSUMERS, NAMED_RELEASE, SPLIT)),
+            (_ws_consumer, (descs, smem, bars, walk, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
+                            CONSUMERS, NAMED_RELEASE, SPLIT)),
+            (_ws_producer, (descs, smem, bars, walk, CAUSAL, STAGES, SCHEDULED, CONSUMERS, NAMED_RELEASE, SPLIT)),
         ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
 
