@@ -315,7 +315,7 @@ def test_versions_are_a_dated_journey_with_ranges():
 
 
 def _walk(num_bh, tiles_m, programs, head_group, snake):
-    """The (head, query tile) each strided step visits, as _tile_coords computes it, in plain Python."""
+    """The (head, query tile) each strided step visits, as gluon_parts.tile_coords computes it, in plain Python."""
     total = num_bh * tiles_m
     out = []
     for t in range(total):
@@ -406,7 +406,7 @@ def test_g9_hands_out_each_tile_once_longest_first_across_the_heads_of_a_group(s
     kv = 2 * seq_len * head_dim * 2
     assert group == S.lpt_head_group(num_bh, kv, l2) and (group == 1 or group * kv <= S.L2_SHARE * l2)
     assert group == num_bh or min(2 * group, num_bh) * kv > S.L2_SHARE * l2
-    # program t takes the t-th tile of the walk (_tile_coords, one tile per program): every tile once, the
+    # program t takes the t-th tile of the walk (gluon_parts.tile_coords, one tile per program): every tile once, the
     # groups one after another, and within a group the query tiles longest first, every head's in turn
     walk = _walk(num_bh, tiles_m, grid[0], group, False)
     assert sorted(walk) == [(bh, m) for bh in range(num_bh) for m in range(tiles_m)]

@@ -66,6 +66,8 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from ..common import (HALF_DTYPES, HEAD_DIMS as ANY_HEAD_DIMS, LOG2E, PADDED_HEAD_DIMS, capability, device_index,
                      device_sm_count, head_dim_tile, interpreting, l2_bytes)
 from ..gluon_compat import async_load, async_store, thread_barrier
+from .gluon_parts import (EMPTY_BARRIER, TURN_BARRIER, as_4d, await_empty, key_tiles, mma_layout, named_barrier,
+                          p_operand, release, rescale, softmax_update, store_output, tile_coords)
 from .gluon_schedule import ListSchedule, lpt_head_group, plan_list_schedule, plan_schedule
 from .gluon_versions import DEFAULT_VERSION, GLUON_VERSIONS, HEAD_DIMS, get_version, version_plan
 from .launcher import PLAIN
@@ -73,174 +75,6 @@ from .launcher import PLAIN
 DTYPES = HALF_DTYPES
 _GL_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
 _SIG_DTYPES = {torch.float16: "fp16", torch.bfloat16: "bf16"}
-
-
-# ---------------------------------------------------------------------------------------------
-# 1. Helpers shared by the kernels
-# ---------------------------------------------------------------------------------------------
-
-
-@gluon.constexpr_function
-def _mma_layout(num_warps, n):
-    """The wgmma accumulator layout: warps stacked along the rows (16 per warp), one instruction
-    as wide as the whole tile (n <= 256). 16-bit inputs, so k = 16 per instruction."""
-    return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, n, 16])
-
-
-@gluon.jit
-def _as_4d(smem, BLOCK: gl.constexpr, HEAD_DIM: gl.constexpr):
-    """A [BLOCK, HEAD_DIM] buffer seen as the [1, 1, BLOCK, HEAD_DIM] box of a 4-D descriptor.
-
-    The descriptors are 4-D (batch, heads, seq_len, head_dim) so that any strides work,
-    including a (batch, seq_len, heads, head_dim) tensor transposed; and a box never crosses
-    into the next head, so the copy engine zero-fills past seq_len."""
-    return smem.reshape([1, 1, BLOCK, HEAD_DIM])
-
-
-# Hardware named barriers (16 per CTA; Triton's own barriers inside warp-specialized partitions take the
-# low ids). TURN_BARRIER + w passes the matmul turn to consumer warpgroup w (g11 on). From g13 the
-# consumers also release K/V ring slot s through EMPTY_BARRIER + s (K) and EMPTY_BARRIER + STAGES + s (V)
-# where an mbarrier arrive did: Triton lowers an mbarrier arrive to one thread's, after a bar.sync of the
-# whole warpgroup so that every warp is done with the buffer, three of them in each key step.
-EMPTY_BARRIER = gl.constexpr(4)
-TURN_BARRIER = gl.constexpr(10)
-
-
-@gluon.jit
-def _named_barrier(bar_id, SYNC: gl.constexpr, THREADS: gl.constexpr = 256):
-    """bar.sync (SYNC) or bar.arrive on named barrier `bar_id`, complete when THREADS threads have
-    come: the calling warps and the ones they signal or wait for. An arrive does not wait, so a pair of
-    warp groups, one arriving and one syncing, makes a one-way signal, the cheapest the hardware has
-    (an mbarrier round trip costs several times more, g4's outcome). Each calling thread executes it
-    once: the tensor has one element per thread of the calling partition."""
-    warps: gl.constexpr = gl.num_warps()
-    layout: gl.constexpr = gl.BlockedLayout([1], [32], [warps], [0])
-    ids = gl.full([32 * warps], bar_id, gl.int32, layout)
-    counts = gl.full([32 * warps], THREADS, gl.int32, layout)
-    if SYNC:
-        gl.inline_asm_elementwise("mov.b32 $0, $1;\n bar.sync $1, $2;", "=r,r,r", [ids, counts], gl.int32, False, 1)
-    else:
-        gl.inline_asm_elementwise("mov.b32 $0, $1;\n bar.arrive $1, $2;", "=r,r,r", [ids, counts], gl.int32, False,
-                                  1)
-
-
-@gluon.jit
-def _release(empty, slot, bar_id, NAMED: gl.constexpr, CONSUMERS: gl.constexpr):
-    """A consumer warpgroup is done with ring slot `slot`: an mbarrier arrive, or (NAMED, g13) an
-    arrive on the slot's named barrier, which the producer syncs on with every consumer."""
-    if NAMED:
-        _named_barrier(bar_id, False, CONSUMERS * 128 + 32)
-    else:
-        mbarrier.arrive(empty.index(slot))
-
-
-@gluon.jit
-def _await_empty(empty, slot, phase, kv, bar_id, NAMED: gl.constexpr, CONSUMERS: gl.constexpr,
-                 STAGES: gl.constexpr):
-    """The producer waits until every consumer has released ring slot `slot` (a fresh slot is empty).
-    A named barrier has no phases, so the producer meets the consumers at each refill after the
-    first: their arrivals for one fill cannot come before the fill, which follows this sync."""
-    if NAMED:
-        if kv >= STAGES:
-            _named_barrier(bar_id, True, CONSUMERS * 128 + 32)
-    else:
-        mbarrier.wait(empty.index(slot), phase ^ 1)
-
-
-@gluon.jit
-def _key_tiles(start_m, seq_len, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
-    """(n_full, n_total): the query rows [start_m, start_m + BLOCK_M) see key tiles [0, n_total);
-    the first n_full of them are visible in full to every row (no mask), the rest need one
-    (the diagonal when causal, and the ragged last tile)."""
-    if CAUSAL:
-        hi = gl.minimum(start_m + BLOCK_M, seq_len)
-        # A key tile is whole if its last key is at or before the tile's first query row.
-        n_full = gl.minimum((start_m + 1) // BLOCK_N, seq_len // BLOCK_N)
-    else:
-        hi = seq_len
-        n_full = seq_len // BLOCK_N
-    return n_full, gl.cdiv(hi, BLOCK_N)
-
-
-@gluon.jit
-def _softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK: gl.constexpr, CAUSAL: gl.constexpr):
-    """Fold one tile of raw scores into the running row max m_i and denominator l_i.
-
-    Returns (p, alpha, m_i, l_i): p = exp2 of the scaled, max-shifted scores in fp32, and alpha
-    the factor the accumulator must be multiplied by. On a row's first tile m_i is -inf and
-    alpha = exp2(-inf) = 0. Every row sees at least one key in its first tile, so a fully masked
-    row (and -inf - -inf) never happens.
-    """
-    if MASK:
-        # A zero-filled key past seq_len scores 0, not -inf: it is masked like a future key.
-        visible = gl.expand_dims(cols, 0) < seq_len
-        if CAUSAL:
-            visible = visible & (gl.expand_dims(cols, 0) <= gl.expand_dims(rows, 1))
-        s = gl.where(visible, s * qk_scale, float("-inf"))
-        m_new = gl.maximum(m_i, gl.max(s, 1))
-        s = s - gl.expand_dims(m_new, 1)
-    else:
-        # Scale after the row max (valid for scale > 0): scale and shift become one FMA.
-        m_new = gl.maximum(m_i, gl.max(s, 1) * qk_scale)
-        s = s * qk_scale - gl.expand_dims(m_new, 1)
-    p = gl.exp2(s)
-    alpha = gl.exp2(m_i - m_new)
-    l_i = l_i * alpha + gl.sum(p, 1)
-    return p, alpha, m_new, l_i
-
-
-@gluon.jit
-def _rescale(acc, alpha, o_layout: gl.constexpr):
-    alpha = gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))
-    return acc * gl.expand_dims(alpha, 1)
-
-
-@gluon.jit
-def _p_operand(p, dtype: gl.constexpr, o_layout: gl.constexpr):
-    """P rounded to the input dtype, in the register layout wgmma takes its A operand in."""
-    return gl.convert_layout(p.to(dtype), gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2))
-
-
-@gluon.jit
-def _store_output(acc, l_i, smem, o_desc, b, h, row, o_layout: gl.constexpr,
-                  BLOCK: gl.constexpr, HEAD_DIM: gl.constexpr, COL: gl.constexpr = 0):
-    """acc / l through shared memory `smem` (free by now) to global memory by one TMA store,
-    which clips rows past seq_len. Returns once the store has read `smem`."""
-    l_o = gl.convert_layout(l_i, gl.SliceLayout(1, o_layout))
-    o = acc / gl.expand_dims(l_o, 1)
-    smem.store(o.to(o_desc.dtype))
-    fence_async_shared()  # order the generic-proxy stores before the async-proxy (TMA) read
-    async_store(o_desc, [b, h, row, COL], _as_4d(smem, BLOCK, HEAD_DIM))
-    tma.store_wait(0)
-
-
-@gluon.jit
-def _tile_coords(t, tiles_m, num_heads, total_tiles, head_group, snake, CAUSAL: gl.constexpr):
-    """Tile t of a walk -> (batch, head, query tile): the t-th tile of the persistent programs' strided
-    walk (g2-g7), or program t's one tile on g9's one-dimensional grid. The walk's order is a rank:
-    heads in groups of `head_group`, and within a group its query tiles interleaved across the
-    group's heads, the longest (causal) first; programs working on one group at once share its key
-    and value tiles in L2. snake=1 reverses every other round of the walk, so the program that took a
-    round's longest tile takes the next round's shortest. head_group=1, snake=0 is head by head. Both
-    are run-time values, so every walk runs one compiled kernel."""
-    rank = t
-    if snake != 0:
-        p = gl.num_programs(0)
-        r = t // p
-        pos = t - r * p
-        if r % 2 == 1:
-            pos = gl.minimum(p, total_tiles - r * p) - 1 - pos
-        rank = r * p + pos
-    span = head_group * tiles_m
-    g = rank // span
-    base = g * head_group
-    size = gl.minimum(head_group, total_tiles // tiles_m - base)
-    i = rank - g * span
-    bh = base + i % size
-    m = i // size
-    if CAUSAL:
-        m = tiles_m - 1 - m  # longest query tiles first
-    return bh // num_heads, bh % num_heads, m
 
 
 # ---------------------------------------------------------------------------------------------
@@ -252,9 +86,9 @@ def _tile_coords(t, tiles_m, num_heads, total_tiles, head_group, snake, CAUSAL: 
 def _g1_issue_kv(k_desc, v_desc, k_buf, v_buf, k_bar, v_bar, b, h, row, pred,
                  BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr):
     mbarrier.expect(k_bar, k_desc.block_type.nbytes, pred)
-    async_load(k_desc, [b, h, row, 0], k_bar, _as_4d(k_buf, BLOCK_N, HEAD_DIM), pred)
+    async_load(k_desc, [b, h, row, 0], k_bar, as_4d(k_buf, BLOCK_N, HEAD_DIM), pred)
     mbarrier.expect(v_bar, v_desc.block_type.nbytes, pred)
-    async_load(v_desc, [b, h, row, 0], v_bar, _as_4d(v_buf, BLOCK_N, HEAD_DIM), pred)
+    async_load(v_desc, [b, h, row, 0], v_bar, as_4d(v_buf, BLOCK_N, HEAD_DIM), pred)
 
 
 @gluon.jit
@@ -272,9 +106,9 @@ def _g1_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc,
     zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout)
     s = warpgroup_mma(q_smem, k_buf.permute((1, 0)), zero, use_acc=False)
     cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-    p, alpha, m_i, l_i = _softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK, CAUSAL)
-    acc = _rescale(acc, alpha, o_layout)
-    p = _p_operand(p, q_smem.dtype, o_layout)
+    p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK, CAUSAL)
+    acc = rescale(acc, alpha, o_layout)
+    p = p_operand(p, q_smem.dtype, o_layout)
     mbarrier.wait(v_bars.index(slot), phase)
     acc = warpgroup_mma(p, v_buf, acc)
     # Thread 0 issues the refill: every warp must be done with this slot first.
@@ -295,17 +129,17 @@ def _g1_kernel(q_desc, k_desc, v_desc, o_desc, num_heads, seq_len, head_group, q
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[2]
     dtype: gl.constexpr = q_desc.dtype
     num_warps: gl.constexpr = gl.num_warps()
-    s_layout: gl.constexpr = _mma_layout(num_warps, BLOCK_N)
-    o_layout: gl.constexpr = _mma_layout(num_warps, HEAD_DIM)
+    s_layout: gl.constexpr = mma_layout(num_warps, BLOCK_N)
+    o_layout: gl.constexpr = mma_layout(num_warps, HEAD_DIM)
     tile_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_N, HEAD_DIM], dtype)
     q_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_M, HEAD_DIM], dtype)
 
     if LPT:
-        # g9: a one-dimensional grid, program t on the t-th tile of _tile_coords' walk (heads in groups
+        # g9: a one-dimensional grid, program t on the t-th tile of tile_coords' walk (heads in groups
         # of head_group, a group's query tiles longest first across its heads). The hardware starts
         # programs in index order as slots free up, so this is a longest-first list schedule over the
         # whole grid, where the two-dimensional grid below goes longest first head by head.
-        b, h, pid_m = _tile_coords(gl.program_id(0), gl.cdiv(seq_len, BLOCK_M), num_heads, gl.num_programs(0),
+        b, h, pid_m = tile_coords(gl.program_id(0), gl.cdiv(seq_len, BLOCK_M), num_heads, gl.num_programs(0),
                                    head_group, 0, CAUSAL)
     else:
         pid_m = gl.program_id(0)
@@ -330,9 +164,9 @@ def _g1_kernel(q_desc, k_desc, v_desc, o_desc, num_heads, seq_len, head_group, q
     fence_async_shared()
     thread_barrier()
 
-    n_full, n_total = _key_tiles(start_m, seq_len, BLOCK_M, BLOCK_N, CAUSAL)
+    n_full, n_total = key_tiles(start_m, seq_len, BLOCK_M, BLOCK_N, CAUSAL)
     mbarrier.expect(q_bar, q_desc.block_type.nbytes)
-    async_load(q_desc, [b, h, start_m, 0], q_bar, _as_4d(q_smem, BLOCK_M, HEAD_DIM))
+    async_load(q_desc, [b, h, start_m, 0], q_bar, as_4d(q_smem, BLOCK_M, HEAD_DIM))
     for i in gl.static_range(STAGES):
         _g1_issue_kv(k_desc, v_desc, k_smem.index(i), v_smem.index(i), k_bars.index(i), v_bars.index(i),
                      b, h, i * BLOCK_N, i < n_total, BLOCK_N, HEAD_DIM)
@@ -350,7 +184,7 @@ def _g1_kernel(q_desc, k_desc, v_desc, o_desc, num_heads, seq_len, head_group, q
         m_i, l_i, acc = _g1_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc, b, h,
                                  m_i, l_i, acc, qk_scale, rows, seq_len, s_layout, o_layout, True, CAUSAL,
                                  STAGES, BLOCK_M, BLOCK_N, HEAD_DIM)
-    _store_output(acc, l_i, q_smem, o_desc, b, h, start_m, o_layout, BLOCK_M, HEAD_DIM)
+    store_output(acc, l_i, q_smem, o_desc, b, h, start_m, o_layout, BLOCK_M, HEAD_DIM)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -393,7 +227,7 @@ def _walk_tile(i, sched, tiles_m, num_heads, total_tiles, head_group, snake, CAU
         bh = code // tiles_m
         b, h, m = bh // num_heads, bh % num_heads, code - bh * tiles_m
     else:
-        b, h, m = _tile_coords(gl.program_id(0) + i * p, tiles_m, num_heads, total_tiles, head_group, snake, CAUSAL)
+        b, h, m = tile_coords(gl.program_id(0) + i * p, tiles_m, num_heads, total_tiles, head_group, snake, CAUSAL)
     return b, h, m
 
 
@@ -420,7 +254,7 @@ def _ws_producer(descs, smem, bars, walk, CAUSAL: gl.constexpr, STAGES: gl.const
     for t in range(_walk_length(sched, total_tiles, SCHEDULED)):
         b, h, m = _walk_tile(t, sched, tiles_m, num_heads, total_tiles, head_group, snake, CAUSAL, SCHEDULED)
         start_m = m * (CONSUMERS * HALF)
-        n_full, n_total = _key_tiles(start_m, seq_len, CONSUMERS * HALF, BLOCK_N, CAUSAL)
+        n_full, n_total = key_tiles(start_m, seq_len, CONSUMERS * HALF, BLOCK_N, CAUSAL)
         q_slot = it % 2
         q_phase = (it // 2) & 1
         for w in gl.static_range(CONSUMERS):
@@ -428,27 +262,27 @@ def _ws_producer(descs, smem, bars, walk, CAUSAL: gl.constexpr, STAGES: gl.const
             mbarrier.wait(q_empty.index(i), q_phase ^ 1)
             mbarrier.expect(q_ready.index(i), Q_BYTES)
             async_load(q_desc, [b, h, start_m + w * HALF, 0], q_ready.index(i),
-                                            _as_4d(q_smem.index(i), HALF, HEAD_DIM))
+                                            as_4d(q_smem.index(i), HALF, HEAD_DIM))
             if SPLIT:
                 async_load(qb_desc, [b, h, start_m + w * HALF, HEAD_DIM], q_ready.index(i),
-                           _as_4d(qb_smem.index(i), HALF, HEAD_B))
+                           as_4d(qb_smem.index(i), HALF, HEAD_B))
         for j in range(n_total):
             slot = kv % STAGES
             phase = (kv // STAGES) & 1
-            _await_empty(k_empty, slot, phase, kv, EMPTY_BARRIER + slot, NAMED_RELEASE, CONSUMERS, STAGES)
+            await_empty(k_empty, slot, phase, kv, EMPTY_BARRIER + slot, NAMED_RELEASE, CONSUMERS, STAGES)
             mbarrier.expect(k_ready.index(slot), K_BYTES)
             async_load(k_desc, [b, h, j * BLOCK_N, 0], k_ready.index(slot),
-                                            _as_4d(k_smem.index(slot), BLOCK_N, HEAD_DIM))
+                                            as_4d(k_smem.index(slot), BLOCK_N, HEAD_DIM))
             if SPLIT:
                 async_load(kb_desc, [b, h, j * BLOCK_N, HEAD_DIM], k_ready.index(slot),
-                           _as_4d(kb_smem.index(slot), BLOCK_N, HEAD_B))
-            _await_empty(v_empty, slot, phase, kv, EMPTY_BARRIER + STAGES + slot, NAMED_RELEASE, CONSUMERS, STAGES)
+                           as_4d(kb_smem.index(slot), BLOCK_N, HEAD_B))
+            await_empty(v_empty, slot, phase, kv, EMPTY_BARRIER + STAGES + slot, NAMED_RELEASE, CONSUMERS, STAGES)
             mbarrier.expect(v_ready.index(slot), V_BYTES)
             async_load(v_desc, [b, h, j * BLOCK_N, 0], v_ready.index(slot),
-                                            _as_4d(v_smem.index(slot), BLOCK_N, HEAD_DIM))
+                                            as_4d(v_smem.index(slot), BLOCK_N, HEAD_DIM))
             if SPLIT:
                 async_load(vb_desc, [b, h, j * BLOCK_N, HEAD_DIM], v_ready.index(slot),
-                           _as_4d(vb_smem.index(slot), BLOCK_N, HEAD_B))
+                           as_4d(vb_smem.index(slot), BLOCK_N, HEAD_B))
             kv += 1
         it += 1
 
@@ -477,11 +311,11 @@ def _ws_consumer_plain(q, k_smem, v_smem, bars, kv, n_full, n_total, m_i, l_i, a
         mbarrier.arrive(k_empty.index(slot))
         cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
         if j < n_full:
-            p, alpha, m_i, l_i = _softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, False, CAUSAL)
+            p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, False, CAUSAL)
         else:
-            p, alpha, m_i, l_i = _softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, True, CAUSAL)
-        acc = _rescale(acc, alpha, o_layout)
-        p = _p_operand(p, q.dtype, o_layout)
+            p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, True, CAUSAL)
+        acc = rescale(acc, alpha, o_layout)
+        p = p_operand(p, q.dtype, o_layout)
         mbarrier.wait(v_ready.index(slot), (kv // STAGES) & 1)
         acc = warpgroup_mma(p, v_smem.index(slot), acc, is_async=True)
         acc = warpgroup_mma_wait(0, deps=(acc, ))
@@ -519,7 +353,7 @@ def _ws_overlap_step(j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb
         # Warpgroup 0 goes first: its first wait is on parity 1, which a fresh barrier passes.
         mbarrier.wait(turn.index(WG), (turns & 1) ^ (1 - WG))
     if PINGPONG == 2:
-        _named_barrier(TURN_BARRIER + WG, True)
+        named_barrier(TURN_BARRIER + WG, True)
     zero = gl.zeros([HALF, BLOCK_N], gl.float32, s_layout)
     s = warpgroup_mma(q, k_smem.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
     if SPLIT:
@@ -530,23 +364,23 @@ def _ws_overlap_step(j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb
     if PINGPONG == 1:
         mbarrier.arrive(turn.index(1 - WG))
     if PINGPONG == 2:
-        _named_barrier(TURN_BARRIER + (WG + 1) % CONSUMERS, False)
+        named_barrier(TURN_BARRIER + (WG + 1) % CONSUMERS, False)
     # wgmma groups retire in order: with the P V groups (one, or two with SPLIT) still out, Q K_jᵀ is done.
     s = warpgroup_mma_wait(1 + SPLIT, deps=(s, ))
-    _release(k_empty, slot, EMPTY_BARRIER + slot, NAMED_RELEASE, CONSUMERS)
+    release(k_empty, slot, EMPTY_BARRIER + slot, NAMED_RELEASE, CONSUMERS)
     cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-    p_new, alpha, m_i, l_i = _softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK, CAUSAL)
+    p_new, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK, CAUSAL)
     # P's registers are an operand of the matmul in flight: keep them alive (and unwritten) until it retires.
     if SPLIT:
         acc, p, acc_b, pb = warpgroup_mma_wait(0, deps=(acc, p, acc_b, pb))
     else:
         acc, p = warpgroup_mma_wait(0, deps=(acc, p))
-    _release(v_empty, prev_slot, EMPTY_BARRIER + STAGES + prev_slot, NAMED_RELEASE, CONSUMERS)
-    acc = _rescale(acc, alpha, o_layout)
-    p = _p_operand(p_new, q.dtype, o_layout)
+    release(v_empty, prev_slot, EMPTY_BARRIER + STAGES + prev_slot, NAMED_RELEASE, CONSUMERS)
+    acc = rescale(acc, alpha, o_layout)
+    p = p_operand(p_new, q.dtype, o_layout)
     if SPLIT:
-        acc_b = _rescale(acc_b, alpha, ob_layout)
-        pb = _p_operand(p_new, q.dtype, ob_layout)
+        acc_b = rescale(acc_b, alpha, ob_layout)
+        pb = p_operand(p_new, q.dtype, ob_layout)
     return kv + 1, p, pb, slot, (kv // STAGES) & 1, m_i, l_i, acc, acc_b, turns + 1
 
 
@@ -562,11 +396,11 @@ def _ws_consumer_overlap(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turn
     # not it is whole).
     s, slot = _ws_scores_split(q, k_smem, qb, kb_smem, k_ready, kv, s_layout, STAGES, SPLIT)
     s = warpgroup_mma_wait(0, deps=(s, ))
-    _release(k_empty, slot, EMPTY_BARRIER + slot, NAMED_RELEASE, CONSUMERS)
+    release(k_empty, slot, EMPTY_BARRIER + slot, NAMED_RELEASE, CONSUMERS)
     cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-    p, alpha, m_i, l_i = _softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, True, CAUSAL)
-    pb = _p_operand(p, q.dtype, ob_layout)
-    p = _p_operand(p, q.dtype, o_layout)
+    p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, True, CAUSAL)
+    pb = p_operand(p, q.dtype, ob_layout)
+    p = p_operand(p, q.dtype, o_layout)
     prev_slot = slot
     prev_phase = (kv // STAGES) & 1
     kv += 1
@@ -588,7 +422,7 @@ def _ws_consumer_overlap(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turn
         acc, p, acc_b, pb = warpgroup_mma_wait(0, deps=(acc, p, acc_b, pb))
     else:
         acc, p = warpgroup_mma_wait(0, deps=(acc, p))
-    _release(v_empty, prev_slot, EMPTY_BARRIER + STAGES + prev_slot, NAMED_RELEASE, CONSUMERS)
+    release(v_empty, prev_slot, EMPTY_BARRIER + STAGES + prev_slot, NAMED_RELEASE, CONSUMERS)
     return kv, turns, m_i, l_i, acc, acc_b
 
 
@@ -604,9 +438,9 @@ def _ws_consumer(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl
     HEAD_DIM: gl.constexpr = q_smem.shape[2]
     HEAD_B: gl.constexpr = qb_smem.shape[2]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
-    s_layout: gl.constexpr = _mma_layout(4, BLOCK_N)
-    o_layout: gl.constexpr = _mma_layout(4, HEAD_DIM)
-    ob_layout: gl.constexpr = _mma_layout(4, HEAD_B)
+    s_layout: gl.constexpr = mma_layout(4, BLOCK_N)
+    o_layout: gl.constexpr = mma_layout(4, HEAD_DIM)
+    ob_layout: gl.constexpr = mma_layout(4, HEAD_B)
     gl.static_assert(OVERLAP or not SPLIT, "a split head runs on the overlapped loop only")
     kv = 0
     it = 0
@@ -614,11 +448,11 @@ def _ws_consumer(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl
     if PINGPONG == 2:
         if WG == 0:
             # Warpgroup 0 goes first: it arrives at its own barrier, so its first sync finds the 256.
-            _named_barrier(TURN_BARRIER, False)
+            named_barrier(TURN_BARRIER, False)
     for t in range(_walk_length(sched, total_tiles, SCHEDULED)):
         b, h, m = _walk_tile(t, sched, tiles_m, num_heads, total_tiles, head_group, snake, CAUSAL, SCHEDULED)
         start_m = m * (CONSUMERS * HALF)
-        n_full, n_total = _key_tiles(start_m, seq_len, CONSUMERS * HALF, BLOCK_N, CAUSAL)
+        n_full, n_total = key_tiles(start_m, seq_len, CONSUMERS * HALF, BLOCK_N, CAUSAL)
         row0 = start_m + WG * HALF
         rows = row0 + gl.arange(0, HALF, layout=gl.SliceLayout(1, s_layout))
         i = 2 * WG + it % 2
@@ -638,9 +472,9 @@ def _ws_consumer(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl
             kv, m_i, l_i, acc = _ws_consumer_plain(q, k_smem, v_smem, bars, kv, n_full, n_total, m_i, l_i, acc,
                                                    qk_scale, rows, seq_len, s_layout, o_layout, CAUSAL, STAGES)
         # Q is dead: the output leaves through its slot, which is then handed back.
-        _store_output(acc, l_i, q, o_desc, b, h, row0, o_layout, HALF, HEAD_DIM)
+        store_output(acc, l_i, q, o_desc, b, h, row0, o_layout, HALF, HEAD_DIM)
         if SPLIT:
-            _store_output(acc_b, l_i, qb, ob_desc, b, h, row0, ob_layout, HALF, HEAD_B, HEAD_DIM)
+            store_output(acc_b, l_i, qb, ob_desc, b, h, row0, ob_layout, HALF, HEAD_B, HEAD_DIM)
         mbarrier.arrive(q_empty.index(i))
         it += 1
 

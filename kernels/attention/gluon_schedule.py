@@ -31,7 +31,7 @@ L2_SHARE = 0.75
 
 def schedule_makespan(num_bh, tiles_m, programs, head_group, snake):
     """The busiest program's causal work over the average program's, for the static strided walk of
-    _tile_coords (a query tile's work: its key tiles, m + 1). 1.0 is a perfect balance."""
+    gluon_parts.tile_coords (a query tile's work: its key tiles, m + 1). 1.0 is a perfect balance."""
     total = num_bh * tiles_m
     t = torch.arange(total)
     rank = t

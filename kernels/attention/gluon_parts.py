@@ -1,0 +1,176 @@
+"""The jitted pieces both Gluon kernels (gluon.py) share: the MMA layout and box view, the key-tile
+bounds, the online-softmax update and its rescale, the P operand, the output store, the walk's tile
+order, and the named-barrier handoffs of the warp-specialized kernel. Split from gluon.py so that the
+kernel file holds the two kernels and their launcher."""
+
+from __future__ import annotations
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
+
+from ..gluon_compat import async_store
+
+
+
+@gluon.constexpr_function
+def mma_layout(num_warps, n):
+    """The wgmma accumulator layout: warps stacked along the rows (16 per warp), one instruction
+    as wide as the whole tile (n <= 256). 16-bit inputs, so k = 16 per instruction."""
+    return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, n, 16])
+
+
+@gluon.jit
+def as_4d(smem, BLOCK: gl.constexpr, HEAD_DIM: gl.constexpr):
+    """A [BLOCK, HEAD_DIM] buffer seen as the [1, 1, BLOCK, HEAD_DIM] box of a 4-D descriptor.
+
+    The descriptors are 4-D (batch, heads, seq_len, head_dim) so that any strides work,
+    including a (batch, seq_len, heads, head_dim) tensor transposed; and a box never crosses
+    into the next head, so the copy engine zero-fills past seq_len."""
+    return smem.reshape([1, 1, BLOCK, HEAD_DIM])
+
+
+# Hardware named barriers (16 per CTA; Triton's own barriers inside warp-specialized partitions take the
+# low ids). TURN_BARRIER + w passes the matmul turn to consumer warpgroup w (g11 on). From g13 the
+# consumers also release K/V ring slot s through EMPTY_BARRIER + s (K) and EMPTY_BARRIER + STAGES + s (V)
+# where an mbarrier arrive did: Triton lowers an mbarrier arrive to one thread's, after a bar.sync of the
+# whole warpgroup so that every warp is done with the buffer, three of them in each key step.
+EMPTY_BARRIER = gl.constexpr(4)
+TURN_BARRIER = gl.constexpr(10)
+
+
+@gluon.jit
+def named_barrier(bar_id, SYNC: gl.constexpr, THREADS: gl.constexpr = 256):
+    """bar.sync (SYNC) or bar.arrive on named barrier `bar_id`, complete when THREADS threads have
+    come: the calling warps and the ones they signal or wait for. An arrive does not wait, so a pair of
+    warp groups, one arriving and one syncing, makes a one-way signal, the cheapest the hardware has
+    (an mbarrier round trip costs several times more, g4's outcome). Each calling thread executes it
+    once: the tensor has one element per thread of the calling partition."""
+    warps: gl.constexpr = gl.num_warps()
+    layout: gl.constexpr = gl.BlockedLayout([1], [32], [warps], [0])
+    ids = gl.full([32 * warps], bar_id, gl.int32, layout)
+    counts = gl.full([32 * warps], THREADS, gl.int32, layout)
+    if SYNC:
+        gl.inline_asm_elementwise("mov.b32 $0, $1;\n bar.sync $1, $2;", "=r,r,r", [ids, counts], gl.int32, False, 1)
+    else:
+        gl.inline_asm_elementwise("mov.b32 $0, $1;\n bar.arrive $1, $2;", "=r,r,r", [ids, counts], gl.int32, False,
+                                  1)
+
+
+@gluon.jit
+def release(empty, slot, bar_id, NAMED: gl.constexpr, CONSUMERS: gl.constexpr):
+    """A consumer warpgroup is done with ring slot `slot`: an mbarrier arrive, or (NAMED, g13) an
+    arrive on the slot's named barrier, which the producer syncs on with every consumer."""
+    if NAMED:
+        named_barrier(bar_id, False, CONSUMERS * 128 + 32)
+    else:
+        mbarrier.arrive(empty.index(slot))
+
+
+@gluon.jit
+def await_empty(empty, slot, phase, kv, bar_id, NAMED: gl.constexpr, CONSUMERS: gl.constexpr,
+                 STAGES: gl.constexpr):
+    """The producer waits until every consumer has released ring slot `slot` (a fresh slot is empty).
+    A named barrier has no phases, so the producer meets the consumers at each refill after the
+    first: their arrivals for one fill cannot come before the fill, which follows this sync."""
+    if NAMED:
+        if kv >= STAGES:
+            named_barrier(bar_id, True, CONSUMERS * 128 + 32)
+    else:
+        mbarrier.wait(empty.index(slot), phase ^ 1)
+
+
+@gluon.jit
+def key_tiles(start_m, seq_len, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
+    """(n_full, n_total): the query rows [start_m, start_m + BLOCK_M) see key tiles [0, n_total);
+    the first n_full of them are visible in full to every row (no mask), the rest need one
+    (the diagonal when causal, and the ragged last tile)."""
+    if CAUSAL:
+        hi = gl.minimum(start_m + BLOCK_M, seq_len)
+        # A key tile is whole if its last key is at or before the tile's first query row.
+        n_full = gl.minimum((start_m + 1) // BLOCK_N, seq_len // BLOCK_N)
+    else:
+        hi = seq_len
+        n_full = seq_len // BLOCK_N
+    return n_full, gl.cdiv(hi, BLOCK_N)
+
+
+@gluon.jit
+def softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK: gl.constexpr, CAUSAL: gl.constexpr):
+    """Fold one tile of raw scores into the running row max m_i and denominator l_i.
+
+    Returns (p, alpha, m_i, l_i): p = exp2 of the scaled, max-shifted scores in fp32, and alpha
+    the factor the accumulator must be multiplied by. On a row's first tile m_i is -inf and
+    alpha = exp2(-inf) = 0. Every row sees at least one key in its first tile, so a fully masked
+    row (and -inf - -inf) never happens.
+    """
+    if MASK:
+        # A zero-filled key past seq_len scores 0, not -inf: it is masked like a future key.
+        visible = gl.expand_dims(cols, 0) < seq_len
+        if CAUSAL:
+            visible = visible & (gl.expand_dims(cols, 0) <= gl.expand_dims(rows, 1))
+        s = gl.where(visible, s * qk_scale, float("-inf"))
+        m_new = gl.maximum(m_i, gl.max(s, 1))
+        s = s - gl.expand_dims(m_new, 1)
+    else:
+        # Scale after the row max (valid for scale > 0): scale and shift become one FMA.
+        m_new = gl.maximum(m_i, gl.max(s, 1) * qk_scale)
+        s = s * qk_scale - gl.expand_dims(m_new, 1)
+    p = gl.exp2(s)
+    alpha = gl.exp2(m_i - m_new)
+    l_i = l_i * alpha + gl.sum(p, 1)
+    return p, alpha, m_new, l_i
+
+
+@gluon.jit
+def rescale(acc, alpha, o_layout: gl.constexpr):
+    alpha = gl.convert_layout(alpha, gl.SliceLayout(1, o_layout))
+    return acc * gl.expand_dims(alpha, 1)
+
+
+@gluon.jit
+def p_operand(p, dtype: gl.constexpr, o_layout: gl.constexpr):
+    """P rounded to the input dtype, in the register layout wgmma takes its A operand in."""
+    return gl.convert_layout(p.to(dtype), gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2))
+
+
+@gluon.jit
+def store_output(acc, l_i, smem, o_desc, b, h, row, o_layout: gl.constexpr,
+                  BLOCK: gl.constexpr, HEAD_DIM: gl.constexpr, COL: gl.constexpr = 0):
+    """acc / l through shared memory `smem` (free by now) to global memory by one TMA store,
+    which clips rows past seq_len. Returns once the store has read `smem`."""
+    l_o = gl.convert_layout(l_i, gl.SliceLayout(1, o_layout))
+    o = acc / gl.expand_dims(l_o, 1)
+    smem.store(o.to(o_desc.dtype))
+    fence_async_shared()  # order the generic-proxy stores before the async-proxy (TMA) read
+    async_store(o_desc, [b, h, row, COL], as_4d(smem, BLOCK, HEAD_DIM))
+    tma.store_wait(0)
+
+
+@gluon.jit
+def tile_coords(t, tiles_m, num_heads, total_tiles, head_group, snake, CAUSAL: gl.constexpr):
+    """Tile t of a walk -> (batch, head, query tile): the t-th tile of the persistent programs' strided
+    walk (g2-g7), or program t's one tile on g9's one-dimensional grid. The walk's order is a rank:
+    heads in groups of `head_group`, and within a group its query tiles interleaved across the
+    group's heads, the longest (causal) first; programs working on one group at once share its key
+    and value tiles in L2. snake=1 reverses every other round of the walk, so the program that took a
+    round's longest tile takes the next round's shortest. head_group=1, snake=0 is head by head. Both
+    are run-time values, so every walk runs one compiled kernel."""
+    rank = t
+    if snake != 0:
+        p = gl.num_programs(0)
+        r = t // p
+        pos = t - r * p
+        if r % 2 == 1:
+            pos = gl.minimum(p, total_tiles - r * p) - 1 - pos
+        rank = r * p + pos
+    span = head_group * tiles_m
+    g = rank // span
+    base = g * head_group
+    size = gl.minimum(head_group, total_tiles // tiles_m - base)
+    i = rank - g * span
+    bh = base + i % size
+    m = i // size
+    if CAUSAL:
+        m = tiles_m - 1 - m  # longest query tiles first
+    return bh // num_heads, bh % num_heads, m
