@@ -18,8 +18,8 @@ import time
 T0 = time.monotonic()
 
 import argparse  # noqa: E402
+import dataclasses  # noqa: E402
 import datetime  # noqa: E402
-import json  # noqa: E402
 import math  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
@@ -93,7 +93,8 @@ def label(dtype, head_dim, causal, b, h, n):
 
 
 class Results:
-    """Every row so far, rewritten to `path` after each (atomically)."""
+    """Every row so far, rewritten to `path` after each (collect/jsonio.py's atomic write: a kill leaves the last
+    whole file)."""
 
     def __init__(self, path, meta):
         self.path = Path(path) if path else None
@@ -101,55 +102,60 @@ class Results:
 
     def add(self, key, row):
         self.doc[key].append(row)
+        self.write()
+
+    def write(self):
         if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(self.doc, indent=1))
-            os.replace(tmp, self.path)
+            from collect.jsonio import write_json_atomic
+
+            write_json_atomic(self.path, self.doc)
 
 
-def call_of(impl, q, k, v, causal):
-    if impl == "fa4":
-        from kernels.attention.flash_attn4 import fa4_attention
+def attention_case(impl, dtype, head_dim, causal, b, h, n):
+    """The project's case record (collect/shapes.py): its FLOP count, its forced SDPA backend and its call."""
+    from collect.shapes import AttentionCase
 
-        return lambda: fa4_attention(q, k, v, causal=causal)
-    if impl.startswith("sdpa-"):
-        import torch.nn.functional as F
+    return AttentionCase(impl, dtype, causal, b, h, n, head_dim)
 
-        return lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-    if impl == "shipped":
-        from kernels.attention import flash_attention
 
-        return lambda: flash_attention(q, k, v, causal=causal)
+def call_of(case, q, k, v):
+    """A zero-argument call (collect/calls.py's call_for): a yardstick or flash_attention's own choice
+    ("shipped", the bench's "triton") by name, a Gluon step through gluon_attention."""
+    from collect.calls import call_for
+
+    if case.impl == "shipped":
+        return call_for(dataclasses.replace(case, impl="triton"), q, k, v)
+    if case.impl == "fa4" or case.is_sdpa:
+        return call_for(case, q, k, v)
     from kernels.attention.gluon import gluon_attention
 
-    return lambda: gluon_attention(q, k, v, causal, version=impl)
+    return call_for(case, q, k, v, lambda q, k, v, causal: gluon_attention(q, k, v, causal, version=case.impl))
 
 
-def forced(impl):
-    import contextlib
+def error_of(case, q, k, v, ref):
+    """Max |output - ref| of the case's call, as a float (NaN, a broken output, as the string 'nan')."""
+    from collect.calls import forced_backend
 
-    if not impl.startswith("sdpa-"):
-        return contextlib.nullcontext()
-    from torch.nn.attention import sdpa_kernel
-
-    from kernels.attention.portable import _sdpa_backend
-
-    return sdpa_kernel(_sdpa_backend(impl.removeprefix("sdpa-")))
+    with forced_backend(case):
+        out = call_of(case, q, k, v)()
+    torch.cuda.synchronize()
+    err = (out.float() - ref.float()).abs().max().item()
+    return err if math.isfinite(err) else str(err)
 
 
-def error_of(impl, q, k, v, causal):
+def within(err, dtype):
+    return isinstance(err, float) and err <= WRONG_OUTPUT[dtype]
+
+
+def sdpa_reference(q, k, v, causal):
     import torch.nn.functional as F
 
-    ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-    with forced(impl):
-        out = call_of(impl, q, k, v, causal)()
-    torch.cuda.synchronize()
-    return (out.float() - ref.float()).abs().max().item()
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
 def sweep(args):
     from collect import timing
+    from collect.calls import forced_backend
     from kernels.attention import flash_attn4
 
     dev = torch.device("cuda")
@@ -164,34 +170,39 @@ def sweep(args):
     def say(msg):
         print(f"[{time.monotonic() - T0:6.1f}s] {msg}", flush=True)
 
+    def inputs(dtype, head_dim, b, h, n):
+        return tuple(torch.randn((b, h, n, head_dim), device=dev, dtype=getattr(torch, dtype)) for _ in range(3))
+
     wrong = set()
-    for version in args.new:
-        for head_dim in args.check_dims:
-            for causal in (False, True):
-                for dtype in args.dtypes:
-                    for b, h, n in CHECKS:
-                        q, k, v = (torch.randn((b, h, n, head_dim), device=dev, dtype=getattr(torch, dtype))
-                                   for _ in range(3))
+    for head_dim in args.check_dims:
+        for causal in (False, True):
+            for dtype in args.dtypes:
+                for b, h, n in CHECKS:
+                    q, k, v = inputs(dtype, head_dim, b, h, n)
+                    ref = sdpa_reference(q, k, v, causal)
+                    for version in args.new:
+                        case = attention_case(version, dtype, head_dim, causal, b, h, n)
                         try:
-                            err = error_of(version, q, k, v, causal)
-                            ok = err <= WRONG_OUTPUT[dtype]
+                            err = error_of(case, q, k, v, ref)
                         except Exception as exc:  # noqa: BLE001 - recorded; the version is not timed
-                            err, ok = f"{type(exc).__name__}: {exc}"[:300], False
-                        res.add("checks", dict(version=version, case=label(dtype, head_dim, causal, b, h, n),
-                                               max_abs_err=err, ok=ok))
+                            err = f"{type(exc).__name__}: {exc}"[:300]
+                        ok = within(err, dtype)
+                        where = label(dtype, head_dim, causal, b, h, n)
+                        res.add("checks", dict(version=version, case=where, max_abs_err=err, ok=ok))
                         if not ok:
                             wrong.add(version)
-                            say(f"WRONG {version} {label(dtype, head_dim, causal, b, h, n)}: {err}")
+                            say(f"WRONG {version} {where}: {err}")
     say(f"checked {', '.join(args.new)}: {'all right' if not wrong else 'wrong: ' + ', '.join(sorted(wrong))}")
 
     for (head_dim, causal, b, h, n), versions in PLANS[args.plan]:
         for dtype in args.dtypes:
-            case = label(dtype, head_dim, causal, b, h, n)
-            flops = 4.0 * b * h * n * n * head_dim * (0.5 if causal else 1.0)
-            q, k, v = (torch.randn((b, h, n, head_dim), device=dev, dtype=getattr(torch, dtype)) for _ in range(3))
+            where = label(dtype, head_dim, causal, b, h, n)
+            q, k, v = inputs(dtype, head_dim, b, h, n)
+            ref = sdpa_reference(q, k, v, causal)
             fa4_ms = None
             for impl in (*YARDSTICKS, *versions):
-                row = dict(case=case, impl=impl, head_dim=head_dim, causal=causal, batch=b, heads=h, seq_len=n,
+                case = attention_case(impl, dtype, head_dim, causal, b, h, n)
+                row = dict(case=where, impl=impl, head_dim=head_dim, causal=causal, batch=b, heads=h, seq_len=n,
                            dtype=dtype)
                 if deadline and time.monotonic() > deadline:
                     res.add("rows", dict(row, status="skipped"))
@@ -203,31 +214,31 @@ def sweep(args):
                     res.add("rows", dict(row, status="wrong"))
                     continue
                 try:
-                    err = error_of(impl, q, k, v, causal)
-                    if not err <= WRONG_OUTPUT[dtype]:
+                    err = error_of(case, q, k, v, ref)
+                    if not within(err, dtype):
                         res.add("rows", dict(row, status="wrong", max_abs_err=err))
-                        say(f"{case:34s} {impl:10s} WRONG {err}")
+                        say(f"{where:34s} {impl:10s} WRONG {err}")
                         continue
-                    call = call_of(impl, q, k, v, causal)
-                    with forced(impl):
+                    call = call_of(case, q, k, v)
+                    with forced_backend(case):
                         dt = timing.device_time(call, timing.wall_ms(call))
                 except Exception as exc:  # noqa: BLE001 - a case fails alone
                     res.add("rows", dict(row, status="error", reason=f"{type(exc).__name__}: {exc}"[:400]))
-                    say(f"{case:34s} {impl:10s} error {exc}"[:300])
+                    say(f"{where:34s} {impl:10s} error {exc}"[:300])
                     continue
                 t = dt.timing
                 row.update(status="ok", max_abs_err=err, median_ms=t.median_ms, p10_ms=t.p10_ms, p90_ms=t.p90_ms,
-                           n=t.n, tflops=flops / (t.median_ms * 1e-3) / 1e12, sm_clock_mhz=dt.sm_clock_mhz)
+                           n=t.n, tflops=case.flops / (t.median_ms * 1e-3) / 1e12, sm_clock_mhz=dt.sm_clock_mhz)
                 if impl == "fa4":
                     fa4_ms = t.median_ms
                 elif fa4_ms:
                     row["fa4_over_ours"] = fa4_ms / t.median_ms
                 res.add("rows", row)
-                say(f"{case:34s} {impl:10s} {t.median_ms:8.4f} ms {row['tflops']:6.1f} TFLOP/s"
+                say(f"{where:34s} {impl:10s} {t.median_ms:8.4f} ms {row['tflops']:6.1f} TFLOP/s"
                     + (f"  fa4/this {row['fa4_over_ours']:.3f}" if "fa4_over_ours" in row else ""))
-            del q, k, v
+            del q, k, v, ref
     res.doc["done"] = True
-    res.add("checks", dict(version="-", case="end", ok=True))
+    res.write()
     say("done")
 
 
