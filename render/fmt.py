@@ -11,12 +11,10 @@ def known(x) -> bool:
     return x is not None and not (isinstance(x, float) and math.isnan(x))
 
 
-_ok = known
-
 
 def num(x, digits: int = 3) -> str:
     """Significant-figure formatting without scientific notation for everyday magnitudes."""
-    if not _ok(x):
+    if not known(x):
         return _MISSING
     if x == 0:
         return "0"
@@ -27,13 +25,13 @@ def num(x, digits: int = 3) -> str:
 
 def count(x) -> str:
     """An average count: whole numbers without decimals (20, not 20.0), others to one decimal."""
-    if not _ok(x):
+    if not known(x):
         return _MISSING
     return f"{x:,.0f}" if abs(x - round(x)) < 0.05 else f"{x:,.1f}"
 
 
 def bytes_(x, binary: bool = True) -> str:
-    if not _ok(x):
+    if not known(x):
         return _MISSING
     base, units = (1024, ["B", "KiB", "MiB", "GiB", "TiB"]) if binary else (1000, ["B", "kB", "MB", "GB", "TB"])
     v, i = float(x), 0
@@ -45,7 +43,7 @@ def bytes_(x, binary: bool = True) -> str:
 
 def rate(x, unit: str) -> str:
     """A per-second rate with an SI prefix: rate(4.1e12, 'B/s') -> '4.10 TB/s'."""
-    if not _ok(x):
+    if not known(x):
         return _MISSING
     for p, f in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(x) >= f:
@@ -62,21 +60,21 @@ def flops(x) -> str:
 
 
 def ms(x) -> str:
-    return _MISSING if not _ok(x) else f"{num(x)} ms"
+    return _MISSING if not known(x) else f"{num(x)} ms"
 
 
 def pct(x, digits: int = 3) -> str:
-    return _MISSING if not _ok(x) else f"{num(x, digits)}%"
+    return _MISSING if not known(x) else f"{num(x, digits)}%"
 
 
 def ratio(x) -> str:
-    return _MISSING if not _ok(x) else f"{num(x)}×"
+    return _MISSING if not known(x) else f"{num(x)}×"
 
 
 def num_vs(x, target, digits: int = 3) -> str:
     """x beside a target it is judged against: with more figures where three would print it as the
     target itself ('1.60' for a 1.596 that misses 1.6), so a verdict never contradicts its number."""
-    if not _ok(x) or not _ok(target):
+    if not known(x) or not known(target):
         return num(x, digits)
     while digits < 6 and x != target and num(x, digits) == num(target, digits):
         digits += 1
@@ -84,11 +82,11 @@ def num_vs(x, target, digits: int = 3) -> str:
 
 
 def ratio_vs(x, target, digits: int = 3) -> str:
-    return _MISSING if not _ok(x) else f"{num_vs(x, target, digits)}×"
+    return _MISSING if not known(x) else f"{num_vs(x, target, digits)}×"
 
 
 def pct_vs(x, target, digits: int = 3) -> str:
-    return _MISSING if not _ok(x) else f"{num_vs(x, target, digits)}%"
+    return _MISSING if not known(x) else f"{num_vs(x, target, digits)}%"
 
 
 def span(lo, hi, f=num) -> str:

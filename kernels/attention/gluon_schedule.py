@@ -1,5 +1,5 @@
-"""How the Gluon kernels' walks hand out causal query tiles (g5-g7, g9), planned on the
-host before the launch: pure Python, no GPU and no Gluon.
+"""How the Gluon kernels' walks hand out causal query tiles (g5-g7 and the steps on g7's walk, g11-g15;
+g9), planned on the host before the launch: pure Python, no GPU and no Gluon.
 
 A causal query tile's work grows with its index (tile m sees m + 1 key tiles), so a persistent
 program that takes every programs-th tile in order ends up with more work than another. Two plans

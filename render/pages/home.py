@@ -180,7 +180,7 @@ class HomePage(Page):
         shape = _shape_text(r0["batch"], r0["heads"], r0["head_dim"], r0["dtype"], r0["causal"])
         tri = f[f["impl"] == FUSED].set_index("seq_len")["latency_ms_median"].sort_index()
         naive = f[f["impl"] == "naive"].set_index("seq_len")["latency_ms_median"]
-        sdpa = rivals(f)
+        others = rivals(f)
         parts = []
         common = [n for n in tri.index if n in naive.index]
         if common:
@@ -188,10 +188,10 @@ class HomePage(Page):
             parts.append(f"{versus(naive[n] / tri[n], 'naive PyTorch')} at N={n}")
         else:
             parts.append("never measured beside naive PyTorch (naive ran at no length ours did)")
-        common = [n for n in tri.index if n in set(sdpa["seq_len"])]
+        common = [n for n in tri.index if n in set(others["seq_len"])]
         if common:
             n = common[-1]
-            best = sdpa[sdpa["seq_len"] == n].sort_values("latency_ms_median").iloc[0]
+            best = others[others["seq_len"] == n].sort_values("latency_ms_median").iloc[0]
             used = best["backend_used"] if "backend_used" in best else None
             backend = used if _ok(used) else impl_label(best["impl"])
             parts.append(f"{versus(best['latency_ms_median'] / tri[n], 'the fastest other implementation')} there "
@@ -498,8 +498,8 @@ class HomePage(Page):
             prof = prof[(prof["group"] == "main") & (prof["status"] == "ok") & (prof["batch"] == b)
                         & (prof["heads"] == h) & (prof["head_dim"] == d) & (prof["dtype"] == dt)
                         & (prof["causal"] == STUDY["causal"]) & (prof["seq_len"] == STUDY_N)]
-        sdpa = rivals(f) if not f.empty else f
-        fastest = sdpa.sort_values("latency_ms_median").iloc[0]["impl"] if not sdpa.empty else None
+        others = rivals(f) if not f.empty else f
+        fastest = others.sort_values("latency_ms_median").iloc[0]["impl"] if not others.empty else None
         out = []
         for impl in [i for i in ("naive", FUSED, fastest) if i]:
             t = f[f["impl"] == impl]["latency_ms_median"] if not f.empty else []
