@@ -45,10 +45,22 @@ def styled(fig: go.Figure, height: int = 420) -> go.Figure:
         paper_bgcolor="rgba(0,0,0,0)",
         plot_bgcolor="rgba(0,0,0,0)",
         font=dict(family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif", size=13),
-        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
+        legend=dict(orientation="h", yanchor="bottom", y=_legend_y(fig, height), xanchor="left", x=0),
         hoverlabel=dict(namelength=-1),
     )
     return fig
+
+
+TITLE_ROOM_PX = 30  # a subplot title's line above its plot, with a gap
+
+
+def _legend_y(fig: go.Figure, height: int) -> float:
+    """Where the legend's bottom sits (paper fraction): just above the plot, or above the top row's subplot
+    titles where there are some (make_subplots anchors them on the plot's top edge), which a legend of
+    several rows would otherwise cover."""
+    titled = any(a.yref == "paper" and a.yanchor == "bottom" and (a.y or 0) >= 0.99 for a in fig.layout.annotations)
+    plot_px = max(height - 90, 100)  # the height less styled()'s top and bottom margins
+    return 1.0 + TITLE_ROOM_PX / plot_px if titled else 1.02
 
 
 def figure_html(fig: go.Figure, fig_id: str, caption: str, height: int = 420) -> str:
