@@ -35,7 +35,8 @@ import triton  # noqa: E402
 WRONG_OUTPUT = {"float16": 1e-2, "bfloat16": 5e-2}  # max abs error against SDPA (collect/iterations.py's limits)
 YARDSTICKS = ("fa4", "sdpa-cudnn")
 # (head_dim, causal, batch, heads, seq_len) -> the versions to time there; the largest gaps first. "steps": the
-# second sweep of 2026-12-03 (g11-g14); "routes": which existing step serves the weakest classes best.
+# second sweep of 2026-12-03 (g11-g14); "routes": which existing step serves the weakest classes best;
+# "split": g15 at d=72-96; "overlap": g16 at d=64.
 PLANS = {}
 PLANS["steps"] = (
     ((128, False, 4, 32, 16384), ("g3", "g11", "g13")),
@@ -83,9 +84,23 @@ PLANS["split"] = (
     ((96, False, 1, 32, 16384), ("g11", "g15")),
     ((128, False, 4, 32, 4096), ("g11", "g15")),
 )
+PLANS["overlap"] = (
+    ((64, True, 2, 8, 16384), ("g10", "g16")),
+    ((64, True, 2, 8, 8192), ("g10", "g16")),
+    ((64, False, 2, 8, 16384), ("g8", "g10", "g16")),
+    ((64, True, 2, 8, 4096), ("g10", "g16")),
+    ((64, False, 2, 8, 8192), ("g8", "g10", "g16")),
+    ((64, False, 2, 8, 4096), ("g8", "g10", "g16")),
+    ((64, True, 2, 8, 2048), ("g10", "g16")),
+    ((64, False, 2, 8, 2048), ("g8", "g10", "g16")),
+    ((64, True, 8, 16, 2048), ("g10", "g16")),
+    ((64, False, 8, 16, 2048), ("g8", "g10", "g16")),
+    ((64, False, 2, 8, 1024), ("g10", "g16")),
+    ((64, True, 2, 8, 1024), ("g10", "g16")),
+)
 # Ragged and small shapes every new version must get right before anything is timed.
 CHECKS = ((1, 2, 1000), (2, 3, 333), (1, 1, 4096 + 77))
-NEW = ("g13", "g14")
+NEW = ("g16",)
 
 
 def label(dtype, head_dim, causal, b, h, n):

@@ -119,11 +119,74 @@ def _g1_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc,
     return m_i, l_i, acc
 
 
+@gluon.jit
+def _g1_load(desc, buf, bar, b, h, tile, pred, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr):
+    """Thread 0 refills one K or V buffer with key tile `tile`, once every warp is done with it."""
+    thread_barrier()
+    mbarrier.expect(bar, desc.block_type.nbytes, pred)
+    async_load(desc, [b, h, tile * BLOCK_N, 0], bar, as_4d(buf, BLOCK_N, HEAD_DIM), pred)
+
+
+@gluon.jit
+def _g1_overlap_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc, b, h, p, m_i, l_i, acc,
+                     qk_scale, rows, seq_len, s_layout: gl.constexpr, o_layout: gl.constexpr, MASK: gl.constexpr,
+                     CAUSAL: gl.constexpr, STAGES: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr):
+    """g16's key tile j >= 1: Q K_jᵀ and P_{j-1} V_{j-1} issued back to back, the softmax of tile j
+    computed while P_{j-1} V_{j-1} runs. K and V buffers are refilled apart, each as soon as its matmul
+    has retired: K_j's slot takes K_{j+STAGES} after the scores, V_{j-1}'s takes V_{j-1+STAGES} after P V."""
+    slot = j % STAGES
+    prev = (j - 1) % STAGES
+    mbarrier.wait(k_bars.index(slot), (j // STAGES) & 1)
+    mbarrier.wait(v_bars.index(prev), ((j - 1) // STAGES) & 1)
+    BLOCK_M: gl.constexpr = q_smem.shape[0]
+    zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout)
+    s = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
+    acc = warpgroup_mma(p, v_smem.index(prev), acc, is_async=True)
+    s = warpgroup_mma_wait(1, deps=(s, ))  # groups retire in order: P V is the one left out
+    _g1_load(k_desc, k_smem.index(slot), k_bars.index(slot), b, h, j + STAGES, j + STAGES < n_total, BLOCK_N,
+             HEAD_DIM)
+    cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+    p_new, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK, CAUSAL)
+    acc, p = warpgroup_mma_wait(0, deps=(acc, p))  # P's registers stay unwritten until its matmul retires
+    _g1_load(v_desc, v_smem.index(prev), v_bars.index(prev), b, h, j - 1 + STAGES, j - 1 + STAGES < n_total,
+             BLOCK_N, HEAD_DIM)
+    acc = rescale(acc, alpha, o_layout)
+    return p_operand(p_new, q_smem.dtype, o_layout), m_i, l_i, acc
+
+
+@gluon.jit
+def _g1_overlap_loop(n_full, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc, b, h, m_i, l_i, acc,
+                     qk_scale, rows, seq_len, s_layout: gl.constexpr, o_layout: gl.constexpr, CAUSAL: gl.constexpr,
+                     STAGES: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr):
+    """g16's key loop: tile 0's scores alone (masked: cheap on one tile, right whether or not it is
+    whole), then _g1_overlap_step over the rest, then the last P V."""
+    mbarrier.wait(k_bars.index(0), 0)
+    BLOCK_M: gl.constexpr = q_smem.shape[0]
+    zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout)
+    s = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)), zero, use_acc=False)
+    _g1_load(k_desc, k_smem.index(0), k_bars.index(0), b, h, STAGES, STAGES < n_total, BLOCK_N, HEAD_DIM)
+    cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+    p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, True, CAUSAL)
+    p = p_operand(p, q_smem.dtype, o_layout)
+    for j in range(1, gl.maximum(n_full, 1)):
+        p, m_i, l_i, acc = _g1_overlap_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc, b,
+                                            h, p, m_i, l_i, acc, qk_scale, rows, seq_len, s_layout, o_layout, False,
+                                            CAUSAL, STAGES, BLOCK_N, HEAD_DIM)
+    for j in range(gl.maximum(n_full, 1), n_total):
+        p, m_i, l_i, acc = _g1_overlap_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc, b,
+                                            h, p, m_i, l_i, acc, qk_scale, rows, seq_len, s_layout, o_layout, True,
+                                            CAUSAL, STAGES, BLOCK_N, HEAD_DIM)
+    last = (n_total - 1) % STAGES
+    mbarrier.wait(v_bars.index(last), ((n_total - 1) // STAGES) & 1)
+    acc = warpgroup_mma(p, v_smem.index(last), acc)
+    return m_i, l_i, acc
+
+
 # Sizes stay plain i32 arguments (no specialization on their divisibility, nor on a head group of
 # 1): one compile per dtype, head size, masking and grid order serves every shape.
 @gluon.jit(do_not_specialize=["num_heads", "seq_len", "head_group"])
 def _g1_kernel(q_desc, k_desc, v_desc, o_desc, num_heads, seq_len, head_group, qk_scale,
-               CAUSAL: gl.constexpr, STAGES: gl.constexpr, LPT: gl.constexpr):
+               CAUSAL: gl.constexpr, STAGES: gl.constexpr, LPT: gl.constexpr, OVERLAP: gl.constexpr = False):
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[2]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[3]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[2]
@@ -176,14 +239,19 @@ def _g1_kernel(q_desc, k_desc, v_desc, o_desc, num_heads, seq_len, head_group, q
     acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
     rows = start_m + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
     mbarrier.wait(q_bar, 0)
-    for j in range(0, n_full):
-        m_i, l_i, acc = _g1_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc, b, h,
-                                 m_i, l_i, acc, qk_scale, rows, seq_len, s_layout, o_layout, False, CAUSAL,
-                                 STAGES, BLOCK_M, BLOCK_N, HEAD_DIM)
-    for j in range(n_full, n_total):
-        m_i, l_i, acc = _g1_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc, b, h,
-                                 m_i, l_i, acc, qk_scale, rows, seq_len, s_layout, o_layout, True, CAUSAL,
-                                 STAGES, BLOCK_M, BLOCK_N, HEAD_DIM)
+    if OVERLAP:
+        m_i, l_i, acc = _g1_overlap_loop(n_full, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc,
+                                         b, h, m_i, l_i, acc, qk_scale, rows, seq_len, s_layout, o_layout, CAUSAL,
+                                         STAGES, BLOCK_N, HEAD_DIM)
+    else:
+        for j in range(0, n_full):
+            m_i, l_i, acc = _g1_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc, b, h,
+                                     m_i, l_i, acc, qk_scale, rows, seq_len, s_layout, o_layout, False, CAUSAL,
+                                     STAGES, BLOCK_M, BLOCK_N, HEAD_DIM)
+        for j in range(n_full, n_total):
+            m_i, l_i, acc = _g1_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc, b, h,
+                                     m_i, l_i, acc, qk_scale, rows, seq_len, s_layout, o_layout, True, CAUSAL,
+                                     STAGES, BLOCK_M, BLOCK_N, HEAD_DIM)
     store_output(acc, l_i, q_smem, o_desc, b, h, start_m, o_layout, BLOCK_M, HEAD_DIM)
 
 
@@ -678,7 +746,9 @@ def _launch_args(version, shape, causal, scale, sm_count, l2_bytes=H200_L2_BYTES
         else:
             grid, head_group = (tiles_m, batch * heads), 1
         return (_g1_kernel, grid, dict(num_heads=heads, seq_len=seq_len, head_group=head_group, qk_scale=qk_scale),
-                dict(CAUSAL=bool(causal), STAGES=plan.stages, LPT=lpt), dict(num_warps=plan.num_warps), plan)
+                dict(CAUSAL=bool(causal), STAGES=plan.stages, LPT=lpt,
+                     OVERLAP=version.overlap and head_dim_tile(head_dim) in version.head_dims),
+                dict(num_warps=plan.num_warps), plan)
     tiles_m = triton.cdiv(seq_len, plan.block_m)
     total = tiles_m * batch * heads
     grid = (min(sm_count, total), )

@@ -131,6 +131,10 @@ GLUON_VERSIONS = [
     GluonVersion(name="g15", **_story("g15"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
                  split_head=True, balanced=True, l2_weight=0.1, scheduled=True, head_dims=(128,), baseline="g11",
                  predicted_speedup={"non-causal": (1.12, 1.30), "causal": (1.08, 1.25)}),
+    # g10 with the ws kernel's softmax/matmul overlap inside its one warpgroup: the softmax of key tile j runs
+    # while P_{j-1} V_{j-1} is on the tensor cores. Non-causal takes g10's tile on the two-dimensional grid.
+    GluonVersion(name="g16", **_story("g16"), kernel="g1", one_warpgroup=True, lpt=True, q_rows=64, overlap=True,
+                 head_dims=(64,), baseline="g10", predicted_speedup={"non-causal": (1.00, 1.08), "causal": (1.02, 1.08)}),
 ]
 
 _BY_NAME = {ver.name: ver for ver in GLUON_VERSIONS}
