@@ -17,8 +17,8 @@ a rule whose path cannot run here passes to the next), from :data:`SHAPE_RULES` 
     d 40-64, causal, any N          gluon   g10      gluon._g1_kernel
     d 40-64, non-causal, N <= 2047  gluon   g10      gluon._g1_kernel
     d 40-64, non-causal, N >= 2048  gluon   g8       gluon._g1_kernel
-    d 72-128, non-causal, any N     gluon   g11      gluon._ws_kernel
-    d 72-128, causal, any N         gluon   g11      gluon._ws_kernel
+    d 72-128, non-causal, any N     gluon   g15      gluon._ws_kernel
+    d 72-128, causal, any N         gluon   g15      gluon._ws_kernel
     any other shape                 hopper  -        hopper._hopper_fwd_ws_persistent, or hopper._hopper_fwd_ws + hopper._diag_merge (causal from hopper.SPLIT_FROM_SEQ_LEN)
 
 A head size runs in the tile of the next power of two (d=80 in the d=128 tile, kernels/common.py),
@@ -114,14 +114,15 @@ SHAPE_RULES: tuple[ShapeRule, ...] = (
               evidence="d=64 non-causal from N=2048: the Gluon kernel's one-warpgroup tile (g8) ran 1.06-1.08x "
                        "the fastest SDPA backend, g1 0.97-1.00x and the portable kernel 0.95-0.97x; a replayed "
                        "call's host time (24 us) is the portable kernel's (25 us), its tensor maps kept by address"),
-    ShapeRule("gluon", 128, False, config=(("version", "g11"),),
-              evidence="d=128 non-causal (2026-12-03, beside FlashAttention-4, bf16, B=4 H=32): g3 with ping-pong "
-                       "turns passed by named barriers (g11) ran 1.01-1.03x g3 at N=4096 and 16384 in two sweeps, "
-                       "0.95-0.96x FlashAttention-4; g3 ran 1.01-1.03x the fastest SDPA backend"),
-    ShapeRule("gluon", 128, True, config=(("version", "g11"),),
-              evidence="d=128 causal (2026-12-03, bf16, B=4 H=32): g11 on g7's list-scheduled walk ran 1.00-1.01x "
-                       "g7 at N=4096 and 16384 in two sweeps, 0.96-0.99x FlashAttention-4; g7 ran 1.06x the fastest "
-                       "SDPA backend at N=4096 and 1.04x at 16384"),
+    ShapeRule("gluon", 128, False, config=(("version", "g15"),),
+              evidence="d=72-128 non-causal (2026-12-03, beside FlashAttention-4, B=4 H=32): g3 with ping-pong "
+                       "turns passed by named barriers (g11) ran 1.01-1.03x g3 at N=4096 and 16384 in two sweeps "
+                       "(bf16), 0.95-0.96x FlashAttention-4; g15, which is g11 with a d=72-96 head in two chunks, "
+                       "ran 1.09-1.14x g11 at d=72-96 N=4096 in fp16 and bf16, and 1.00x at d=128"),
+    ShapeRule("gluon", 128, True, config=(("version", "g15"),),
+              evidence="d=72-128 causal (2026-12-03, B=4 H=32): g11 on g7's list-scheduled walk ran 1.00-1.01x "
+                       "g7 at N=4096 and 16384 in two sweeps (bf16), 0.96-0.99x FlashAttention-4; g15 ran "
+                       "1.15-1.16x g11 at d=80 and 1.09x at d=96, N=4096, in fp16 and bf16"),
 )
 
 

@@ -138,9 +138,9 @@ GLUON_VERSIONS = [
 ]
 
 _BY_NAME = {ver.name: ver for ver in GLUON_VERSIONS}
-# The version run when none is named (gluon_attention, or path="gluon" without a config): g3, the one
-# SHAPE_RULES (kernels/attention/dispatch.py) route d=128 non-causal to; they route the other Gluon
-# shapes to g7, g8 or g10.
+# The version run when none is named (gluon_attention, or path="gluon" without a config): g3, the first
+# warp-specialized step that overlaps. flash_attention names its step at every shape (SHAPE_RULES in
+# kernels/attention/dispatch.py: g8, g10 or g15), so this default serves direct calls alone.
 DEFAULT_VERSION = "g3"
 
 
