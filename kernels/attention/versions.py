@@ -400,6 +400,9 @@ VERSIONS = {v.name: v for v in [
         # notes' per-class ranges: d=128 non-causal up from v24's 0.94-0.96x by g11's 1.01-1.03x, the rest as v24.
         predicted_speedup={"non-causal": (0.98, 1.03), "causal": (0.95, 1.01)},
         features=None,
+        # v32 runs the same kernels at every shape the iterations phase times (g15 is g11 at d=64 and d=128),
+        # so timing both would spend the collect's minutes twice on one kernel; run h200-20261203g timed v29.
+        in_phase=False,
         # The rules v29 shipped with: v32's, with g11 where v32 runs g15 (d=72-128).
         routes=partial(rule_route, (
             ShapeRule("gluon", 64, True, config=(("version", "g10"),)),
