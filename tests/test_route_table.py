@@ -15,5 +15,6 @@ def test_the_table_has_a_row_per_rule_and_routes_each_row_as_the_rules_do():
         n = rule.min_len if rule.max_len is None else rule.max_len
         want_path, config = dispatch.rule_route(dispatch.SHAPE_RULES, rule.head_dim, rule.causal, n)
         assert (path, version) == (want_path, (config or {}).get("version", "-"))
-        assert kernel.split(".")[0] == path  # the kernel function lives in the path's own module
+        # the kernel function lives in the path's own module (the Gluon path's tile kernel in gluon_tile.py)
+        assert kernel.split(".")[0] in ({path, "gluon_tile"} if path == "gluon" else {path})
     assert rows[-1][1] == dispatch.AUTO_ORDER[0]

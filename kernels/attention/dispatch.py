@@ -14,9 +14,9 @@ a rule whose path cannot run here passes to the next), from :data:`SHAPE_RULES` 
 
     shape class                     path    version  kernel function (kernels/attention/)
     ------------------------------  ------  -------  ------------------------------------
-    d 40-64, causal, any N          gluon   g10      gluon._g1_kernel
-    d 40-64, non-causal, N <= 2047  gluon   g10      gluon._g1_kernel
-    d 40-64, non-causal, N >= 2048  gluon   g8       gluon._g1_kernel
+    d 40-64, causal, any N          gluon   g10      gluon_tile._g1_kernel
+    d 40-64, non-causal, N <= 2047  gluon   g10      gluon_tile._g1_kernel
+    d 40-64, non-causal, N >= 2048  gluon   g8       gluon_tile._g1_kernel
     d 72-128, non-causal, any N     gluon   g15      gluon._ws_kernel
     d 72-128, causal, any N         gluon   g15      gluon._ws_kernel
     any other shape                 hopper  -        hopper._hopper_fwd_ws_persistent, or hopper._hopper_fwd_ws + hopper._diag_merge (causal from hopper.SPLIT_FROM_SEQ_LEN)

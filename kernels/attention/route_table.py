@@ -35,9 +35,13 @@ def _head_sizes(tile: int) -> str:
     return f"d {sizes[0]}-{sizes[-1]}" if len(sizes) > 1 else f"d {sizes[0]}"
 
 
+# The module of each Gluon kernel a record names ("g1": the tile kernel, "ws": the warp-specialized one).
+GLUON_KERNEL_MODULES = {"g1": "gluon_tile", "ws": "gluon"}
+
+
 def _gluon_kernel(version: str) -> str:
-    # The Gluon path's records name its kernel: "g1" or "ws".
-    return f"gluon._{gluon_versions.get_version(version).kernel}_kernel"
+    kernel = gluon_versions.get_version(version).kernel
+    return f"{GLUON_KERNEL_MODULES[kernel]}._{kernel}_kernel"
 
 
 def rows() -> list[tuple[str, str, str, str]]:
