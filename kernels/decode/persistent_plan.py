@@ -1,0 +1,176 @@
+"""Issue 44's persistent decode step, host side: which SM runs which tile of which operation, the
+counter each tile waits on, and a model of what the schedule should take, written before any kernel
+runs it.
+
+A step is a chain of operations. Per layer: LayerNorm + the qkv product with the cache write, the
+attention, the output projection + residual, LayerNorm + fc + GELU, the second projection +
+residual; then the last LayerNorm and the logits. Each operation is cut into tiles (a block of
+output columns and a slice of the inner dimension for a product, one head of one sequence and a
+slice of its cache for the attention). A tile may start once every tile of the operation before it
+has finished, which one counter per operation in global memory tells (each finished tile raises it).
+The weights a tile reads do not depend on the operation before it, so a producer warp can stream them
+into shared memory while the consumers still wait on the counter: that overlap is the point of the
+design. The graph step of today ends a kernel at each of these boundaries instead, and every kernel
+costs 3.9-6.3 us more than reading its own bytes (kernels/decode/notes.md, the decode page).
+
+Blocks that wait on counters deadlock unless every block of the grid is resident at once, so
+`check_resident` refuses a grid larger than the GPU holds. Each SM's list runs in operation order and
+every wait is on an earlier operation (`check_plan`): then the lowest unfinished operation can always
+make progress, whatever order the SMs run in.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+from .gpt2 import ModelArgs
+
+ELEM_BYTES = 2  # bf16 weights, activations and cache
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation of the step: `tiles` equal tiles, each reading `tile_bytes` that do not depend on
+    the operation before (weights, the cache written by earlier steps)."""
+
+    name: str
+    tiles: int
+    tile_bytes: int
+
+    @property
+    def bytes(self) -> int:
+        return self.tiles * self.tile_bytes
+
+
+@dataclass(frozen=True)
+class Tile:
+    op: int  # index into the plan's operations; the tile waits for every tile of op - 1
+    index: int
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """Every SM's list of tiles, in the order it runs them, and the value each operation's counter
+    reaches when all its tiles are done (the kernel's waits compare against these)."""
+
+    ops: tuple[Operation, ...]
+    per_sm: tuple[tuple[Tile, ...], ...]
+
+    @property
+    def counter_targets(self) -> tuple[int, ...]:
+        return tuple(op.tiles for op in self.ops)
+
+
+def _product(name: str, k: int, n: int, sm_count: int, block_n: int, block_k: int) -> Operation:
+    """A k x n weight product, in column blocks of block_n and, where the column blocks alone leave SMs
+    idle, split along k (the last arriver of a column adds the splits, kernels/decode/arrival.py)."""
+    col_tiles = math.ceil(n / block_n)
+    k_splits = max(1, min(math.ceil(sm_count / col_tiles), k // block_k))
+    return Operation(name, col_tiles * k_splits, math.ceil(k / k_splits) * min(n, block_n) * ELEM_BYTES)
+
+
+def gpt2_operations(args: ModelArgs, batch: int, context: int, sm_count: int, block_n: int = 64,
+                    block_k: int = 64) -> list[Operation]:
+    """The operations of one decode step of `args` at `batch` sequences of `context` cached tokens."""
+    if batch < 1 or context < 1 or sm_count < 1:
+        raise ValueError(f"a step needs batch, context and SM count of at least 1, got {batch}, {context}, "
+                         f"{sm_count}.")
+    if context >= args.n_positions:
+        raise ValueError(f"context {context} leaves no position for the next token: {args.n_positions} is this "
+                         "model's limit.")
+    c = args.n_embd
+    heads = args.n_head * batch
+    kv_splits = max(1, math.ceil(sm_count / heads))
+    # One head of one sequence reads its K and V rows: head_dim columns of each cached token.
+    attn_tile = 2 * math.ceil(context / kv_splits) * args.head_dim * ELEM_BYTES
+    ops = []
+    for layer in range(args.n_layer):
+        ops += [_product(f"{layer}.qkv", c, 3 * c, sm_count, block_n, block_k),
+                Operation(f"{layer}.attention", heads * kv_splits, attn_tile),
+                _product(f"{layer}.proj", c, c, sm_count, block_n, block_k),
+                _product(f"{layer}.fc", c, 4 * c, sm_count, block_n, block_k),
+                _product(f"{layer}.fc2", 4 * c, c, sm_count, block_n, block_k)]
+    ops.append(_product("logits", c, args.vocab_size, sm_count, block_n, block_k))
+    return ops
+
+
+def plan_step(ops: list[Operation], sm_count: int) -> StepPlan:
+    """Deal each operation's tiles, in operation order, to the SM with the fewest bytes so far, so
+    that every SM streams about the same share of the step and its list stays in operation order."""
+    if sm_count < 1 or not ops:
+        raise ValueError(f"a plan needs at least one SM and one operation, got {sm_count} and {len(ops)}.")
+    loads = [(0, sm) for sm in range(sm_count)]
+    lists: list[list[Tile]] = [[] for _ in range(sm_count)]
+    for i, op in enumerate(ops):
+        for t in range(op.tiles):
+            load, sm = heapq.heappop(loads)
+            lists[sm].append(Tile(i, t))
+            heapq.heappush(loads, (load + op.tile_bytes, sm))
+    return StepPlan(tuple(ops), tuple(tuple(tiles) for tiles in lists))
+
+
+def check_plan(plan: StepPlan) -> None:
+    """Raise ValueError unless every tile of every operation is on exactly one SM's list and every list
+    runs in operation order, the two facts that make the counters' waits deadlock-free."""
+    seen = set()
+    for sm, tiles in enumerate(plan.per_sm):
+        for before, after in zip(tiles, tiles[1:]):
+            if after.op < before.op:
+                raise ValueError(f"SM {sm} runs {plan.ops[after.op].name} after {plan.ops[before.op].name}: a "
+                                 "list out of operation order can wait on a tile queued behind it (deadlock).")
+        for tile in tiles:
+            if tile in seen:
+                raise ValueError(f"tile {tile.index} of {plan.ops[tile.op].name} is on two SMs' lists.")
+            seen.add(tile)
+    want = sum(op.tiles for op in plan.ops)
+    if len(seen) != want:
+        raise ValueError(f"the lists hold {len(seen)} tiles of the step's {want}: a counter would never reach its "
+                         "target (deadlock).")
+
+
+def check_resident(grid: int, sm_count: int, blocks_per_sm: int) -> None:
+    """Refuse a persistent grid that the GPU cannot hold at once: a block that is not yet resident never
+    raises the counters that resident blocks spin on."""
+    if blocks_per_sm < 1:
+        raise ValueError("the persistent step's block does not fit an SM (registers or shared memory); shrink its "
+                         "tiles or its stages.")
+    if grid > sm_count * blocks_per_sm:
+        raise ValueError(f"a persistent grid of {grid} blocks, but only {sm_count} SMs x {blocks_per_sm} can be "
+                         "resident at once: blocks waiting on counters would deadlock. Launch at most "
+                         f"{sm_count * blocks_per_sm}.")
+
+
+def predicted_step_s(plan: StepPlan, bandwidth: float, boundary_s: float, prefetch: bool = True,
+                     buffer_bytes: int = 192 << 10) -> float:
+    """The step time the plan should take, from a model with three numbers: each SM streams at an equal
+    share of `bandwidth` (bytes/s); a tile can start `boundary_s` after the last tile of the operation
+    before it finishes (the counter's round trip through L2 and the consumers' epilogue); and an SM's
+    producer runs ahead of its consumers by at most `buffer_bytes` of shared memory. With `prefetch`, an
+    SM streams its next tiles' bytes while it waits on a counter; without, it starts once the wait is
+    over, as a kernel per operation must."""
+    per_sm = bandwidth / len(plan.per_sm)
+    done = [0.0] * len(plan.ops)  # when each operation's last tile finished
+    streamed = [0.0] * len(plan.per_sm)  # when each SM's producer finished its latest tile's bytes
+    finished: list[list[float]] = [[] for _ in plan.per_sm]  # each SM's consumers' finish times, in order
+    by_op: list[list[int]] = [[] for _ in plan.ops]
+    for sm, tiles in enumerate(plan.per_sm):
+        for tile in tiles:
+            by_op[tile.op].append(sm)
+    for i, sms in enumerate(by_op):  # every list is in operation order: one pass over the operations
+        ready = done[i - 1] + boundary_s if i else 0.0
+        op = plan.ops[i]
+        cost = op.tile_bytes / per_sm
+        ahead = max(1, buffer_bytes // max(1, op.tile_bytes))  # tiles the buffer holds before it must drain
+        for sm in sms:
+            past = finished[sm]
+            last = past[-1] if past else 0.0
+            if prefetch:
+                room = past[-ahead] if len(past) >= ahead else 0.0
+                start = max(streamed[sm], room)
+            else:
+                start = max(last, ready)
+            streamed[sm] = start + cost
+            past.append(max(streamed[sm], ready, last))
+            done[i] = max(done[i], past[-1])
+    return done[-1]

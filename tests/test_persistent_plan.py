@@ -1,0 +1,88 @@
+"""Issue 44's persistent decode step, host side: the schedule covers the step's bytes once, keeps each SM's
+list in operation order (what makes the counters deadlock-free), refuses grids the GPU cannot hold, and
+its time model behaves as its assumptions say."""
+import dataclasses
+
+import pytest
+
+from kernels.decode.gpt2 import ModelArgs
+from kernels.decode.persistent_plan import (ELEM_BYTES, check_plan, check_resident, gpt2_operations, plan_step,
+                                            predicted_step_s)
+
+GPT2 = ModelArgs()
+SMS = 132
+
+
+def step_bytes(args, batch, context):
+    """Weights (four products a layer, 12 C^2 elements, and the tied logits) and the cache read by one step,
+    counted apart from the planner."""
+    c = args.n_embd
+    layers = args.n_layer * (12 * c * c + 2 * batch * context * c)
+    return (layers + args.vocab_size * c) * ELEM_BYTES
+
+
+@pytest.mark.parametrize("args,batch,context", [(GPT2, 4, 1000), (GPT2, 64, 512),
+                                                (ModelArgs(n_layer=48, n_head=25, n_embd=1600), 4, 1000)])
+def test_the_operations_read_the_steps_bytes(args, batch, context):
+    ops = gpt2_operations(args, batch, context, SMS)
+    assert len(ops) == 5 * args.n_layer + 1 and ops[-1].name == "logits"
+    want = step_bytes(args, batch, context)
+    assert want <= sum(op.bytes for op in ops) <= 1.01 * want  # tiles round up, by less than 1%
+    # every operation has a tile for each SM, or close: none leaves most of the GPU idle
+    assert min(op.tiles for op in ops) >= SMS // 2
+
+
+def test_the_plan_deals_every_tile_once_in_operation_order_and_evenly():
+    plan = plan_step(gpt2_operations(GPT2, 4, 1000, SMS), SMS)
+    check_plan(plan)
+    assert len(plan.per_sm) == SMS and plan.counter_targets == tuple(op.tiles for op in plan.ops)
+    loads = [sum(plan.ops[t.op].tile_bytes for t in tiles) for tiles in plan.per_sm]
+    assert max(loads) - min(loads) <= max(op.tile_bytes for op in plan.ops)
+
+
+def test_a_plan_that_could_deadlock_is_refused():
+    plan = plan_step(gpt2_operations(GPT2, 4, 1000, SMS), SMS)
+    first = list(plan.per_sm[0])
+    swapped = dataclasses.replace(plan, per_sm=(tuple([first[-1]] + first[:-1]),) + plan.per_sm[1:])
+    with pytest.raises(ValueError, match="out of operation order"):
+        check_plan(swapped)
+    missing = dataclasses.replace(plan, per_sm=(tuple(first[1:]),) + plan.per_sm[1:])
+    with pytest.raises(ValueError, match="would never reach"):
+        check_plan(missing)
+    twice = dataclasses.replace(plan, per_sm=(tuple(first),) * 2 + plan.per_sm[2:])
+    with pytest.raises(ValueError, match="two SMs"):
+        check_plan(twice)
+
+
+def test_a_grid_the_gpu_cannot_hold_is_refused():
+    check_resident(SMS, SMS, 1)
+    check_resident(2 * SMS, SMS, 2)
+    with pytest.raises(ValueError, match="deadlock. Launch at most 132"):
+        check_resident(SMS + 1, SMS, 1)
+    with pytest.raises(ValueError, match="does not fit an SM"):
+        check_resident(1, SMS, 0)
+
+
+def test_bad_shapes_say_what_is_wrong():
+    with pytest.raises(ValueError, match="no position for the next token"):
+        gpt2_operations(GPT2, 4, GPT2.n_positions, SMS)
+    with pytest.raises(ValueError, match="at least 1"):
+        gpt2_operations(GPT2, 0, 100, SMS)
+    with pytest.raises(ValueError, match="at least one SM"):
+        plan_step([], SMS)
+
+
+def test_the_time_model_prices_the_boundaries_and_what_prefetch_hides():
+    plan = plan_step(gpt2_operations(GPT2, 4, 1000, SMS), SMS)
+    bandwidth = 4e12
+    floor = sum(op.bytes for op in plan.ops) / bandwidth
+    free = predicted_step_s(plan, bandwidth, 0.0)
+    assert floor <= free <= 1.05 * floor  # no boundary cost: the bytes alone, to the tiles' granularity
+    times = [predicted_step_s(plan, bandwidth, b) for b in (0.5e-6, 1e-6, 2e-6, 4e-6)]
+    assert times == sorted(times) and times[0] < times[-1]
+    plain = [predicted_step_s(plan, bandwidth, b, prefetch=False) for b in (0.5e-6, 1e-6, 2e-6, 4e-6)]
+    assert all(p > t for p, t in zip(plain, times))  # streaming during the wait hides part of every boundary
+    # without prefetch every boundary adds its full cost to the critical path: 61 of them
+    assert plain[-1] - plain[0] == pytest.approx(len(plan.ops) * 3.5e-6, rel=0.05)
+    # a buffer of one tile at a time lets the producer run less far ahead: never faster
+    assert predicted_step_s(plan, bandwidth, 2e-6, buffer_bytes=1) >= times[2]
