@@ -1,6 +1,8 @@
 """The last-arriver handshake the decode kernels share: many programs each leave a partial result,
 and the last of them to finish combines them all inside the same launch, so no second kernel is
-launched to do it. The split-K products, split-KV attention and the argmax all use it."""
+launched to do it. The split-K products, split-KV attention and the argmax all use it. And the wait
+the persistent step's tiles will use (issue 44, kernels/decode/persistent_plan.py): a bounded spin on
+a counter that fails with a name instead of hanging."""
 import triton
 import triton.language as tl
 
@@ -17,3 +19,33 @@ def arrive(counter, total):
 def reset(counter):
     """Zero a counter for the next launch: the last arriver's final step (a CUDA graph replays it)."""
     tl.atomic_xchg(counter, 0, sem="relaxed", scope="gpu")
+
+
+@triton.jit
+def wait_for(counter, target, max_polls, Status, code):
+    """Spin until `counter` reaches `target`, reading it at most `max_polls` times; true once it has.
+    A wait that times out records `code` in `Status` (the first to time out wins) and returns false, so
+    the host can name what never arrived (check_waits) instead of the GPU hanging: the persistent
+    step's blocks wait on counters that other blocks raise, and a block that is not resident, or a tile
+    no list holds, would leave them spinning for ever. acquire at GPU scope: once the counter is seen,
+    the tiles that raised it are visible."""
+    polls = 1
+    seen = tl.atomic_add(counter, 0, sem="acquire", scope="gpu")
+    while (seen < target) & (polls < max_polls):
+        seen = tl.atomic_add(counter, 0, sem="acquire", scope="gpu")
+        polls += 1
+    ok = seen >= target
+    if not ok:
+        tl.atomic_cas(Status, 0, code, sem="relaxed", scope="gpu")
+    return ok
+
+
+def check_waits(status, names) -> None:
+    """Raise RuntimeError naming the counter a launch timed out on: `status` is the Status word wait_for
+    wrote (0: every wait returned), `names[code - 1]` what that code's counter counts."""
+    code = int(status.item())
+    if code:
+        what = names[code - 1] if 0 < code <= len(names) else f"counter code {code}"
+        raise RuntimeError(f"the persistent step timed out waiting for {what}: a block that should raise it never "
+                           "ran (not resident at once with the others) or never got its tile. Check the grid with "
+                           "persistent_plan.check_resident and the lists with persistent_plan.check_plan.")
