@@ -257,3 +257,22 @@ def test_a_step_that_hands_the_newest_row_to_the_attention_decodes_the_same(tiny
         s.step_fn.attention_launch = AttentionLaunch(new_kv=True)
         v, i = _forced_top(s, seq, 5, 2)
         assert torch.equal(i, ref_i) and (v - ref_v).abs().max() < 1e-4
+
+
+def test_a_transformers_that_imports_hub_kernels_gets_a_clear_error(monkeypatch):
+    """transformers 5.25 imports Hugging Face's `kernels` by that name, which this project's kernels/ shadows:
+    the error says so and how to fix it, instead of 'cannot import name CUDAProperties'."""
+    import builtins
+
+    from kernels.decode import gpt2
+
+    real_import = builtins.__import__
+
+    def shadowed(name, *args, **kwargs):
+        if name == "transformers":
+            raise ImportError("cannot import name 'CUDAProperties' from 'kernels' (/repo/kernels/__init__.py)")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", shadowed)
+    with pytest.raises(ImportError, match=r"kernels/ package shadows\. Install transformers below 5\.25"):
+        gpt2.transformers_module()

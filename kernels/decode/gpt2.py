@@ -42,8 +42,7 @@ class ModelArgs:
         return self.n_embd // self.n_head
 
     def to_hf_config(self):
-        from transformers import GPT2Config
-
+        GPT2Config = transformers_module().GPT2Config
         # No token ids: random prompts need none, and a small test vocabulary would reject 50256.
         return GPT2Config(
             n_layer=self.n_layer, n_head=self.n_head, n_embd=self.n_embd, vocab_size=self.vocab_size,
@@ -108,14 +107,37 @@ def decode_dtype(device) -> torch.dtype:
 
 # --- transformers models ----------------------------------------------------------------------
 
+def transformers_module():
+    """transformers, imported with a clear error where it cannot be: from 5.25 on it depends on Hugging Face's
+    `kernels` package and imports it by that name, which this project's own kernels/ package shadows."""
+    try:
+        import transformers
+        from transformers import GPT2LMHeadModel  # noqa: F401 - the import that reaches hub kernels
+    except ImportError as exc:
+        if "'kernels'" in str(exc):
+            raise ImportError(f"transformers {_installed_version('transformers')} imports Hugging Face's `kernels` "
+                              "package, whose name this project's kernels/ package shadows. Install transformers "
+                              "below 5.25: pip install 'transformers<5.25' (the project's extras pin it).") from exc
+        raise
+    return transformers
+
+
+def _installed_version(dist: str) -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "(version unknown)"
+
+
 def random_hf_model(args: ModelArgs, seed: int = 0, device: str | torch.device = "cuda", dtype=torch.bfloat16):
     """A GPT2LMHeadModel with transformers' own random init, built directly on `device` in `dtype`.
 
     Built in place because initializing 1.5B parameters on the CPU in fp32 and then moving them
     takes longer than the whole decode phase may.
     """
-    from transformers import GPT2LMHeadModel
-
+    GPT2LMHeadModel = transformers_module().GPT2LMHeadModel
     torch.manual_seed(seed)
     prev = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
@@ -129,8 +151,7 @@ def random_hf_model(args: ModelArgs, seed: int = 0, device: str | torch.device =
 
 def load_hf_model(path: str, device: str | torch.device = "cuda", dtype=torch.bfloat16):
     """A local GPT-2 checkpoint directory (config.json + weights); nothing is downloaded."""
-    from transformers import GPT2LMHeadModel
-
+    GPT2LMHeadModel = transformers_module().GPT2LMHeadModel
     model = GPT2LMHeadModel.from_pretrained(path, dtype=dtype, local_files_only=True)
     ModelArgs.from_hf_config(model.config)
     return model.to(device).eval()

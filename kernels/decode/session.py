@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from .gpt2 import CACHES, GPT2, ModelArgs, cache_kwarg, cache_of, check_limits, check_tokens
+from .gpt2 import CACHES, GPT2, ModelArgs, cache_kwarg, cache_of, check_limits, check_tokens, transformers_module
 from .attention import last_config
 from .fused_linear import device_facts, uses_pdl
 from .gpt2_fused import STEPS, ArgmaxScratch, advance, argmax_advance
@@ -338,9 +338,7 @@ class HfSession(Session):
         self.forward = hf_model
         self.compile_s = None
         if compiled:
-            from transformers import StaticCache
-
-            self.cache = StaticCache(config=hf_model.config, max_cache_len=capacity)
+            self.cache = transformers_module().StaticCache(config=hf_model.config, max_cache_len=capacity)
         self.host_pos = 0
         # Mean time of a warm-up step (issued back to back, synchronized at the end); None before prepare.
         self.warmup_step_ms: float | None = None
