@@ -5,10 +5,8 @@ import dataclasses
 
 import pytest
 import torch
-import triton
-import triton.language as tl
 
-from kernels.decode.arrival import check_waits, wait_for
+from kernels.decode.arrival import check_waits, wait_probe
 
 from kernels.decode.gpt2 import ModelArgs
 from kernels.decode.persistent_plan import (ELEM_BYTES, check_plan, check_resident, gpt2_operations, plan_step,
@@ -94,25 +92,16 @@ def test_the_time_model_prices_the_boundaries_and_what_prefetch_hides():
 
 
 
-@triton.jit
-def _waiter(Counters, Targets, Out, Status, MAX_POLLS: tl.constexpr):
-    """Program i waits for counter i to reach target i, as a persistent step's tile waits on the operation
-    before it; the code it records on a time-out is i + 1."""
-    i = tl.program_id(0)
-    ok = wait_for(Counters + i, tl.load(Targets + i), MAX_POLLS, Status, i + 1)
-    tl.store(Out + i, ok.to(tl.int32))
-
-
 def test_a_wait_that_never_ends_fails_loudly_and_names_its_counter():
     names = ["0.qkv's tiles", "0.attention's tiles"]
     counters = torch.tensor([3, 0], dtype=torch.int32)
     targets = torch.tensor([3, 1], dtype=torch.int32)
     out = torch.zeros(2, dtype=torch.int32)
     status = torch.zeros(1, dtype=torch.int32)
-    _waiter[(1,)](counters, targets, out, status, MAX_POLLS=50)  # the counter already reached its target
+    wait_probe[(1,)](counters, targets, out, status, MAX_POLLS=50)  # the counter already reached its target
     assert out.tolist() == [1, 0] and status.item() == 0
     check_waits(status, names)
-    _waiter[(2,)](counters, targets, out, status, MAX_POLLS=50)  # the second never will
+    wait_probe[(2,)](counters, targets, out, status, MAX_POLLS=50)  # the second never will
     assert out.tolist() == [1, 0] and status.item() == 2
     with pytest.raises(RuntimeError, match="timed out waiting for 0.attention's tiles"):
         check_waits(status, names)

@@ -40,6 +40,16 @@ def wait_for(counter, target, max_polls, Status, code):
     return ok
 
 
+
+@triton.jit
+def wait_probe(Counters, Targets, Ok, Status, MAX_POLLS: tl.constexpr):
+    """Program i waits for counter i to reach target i, its time-out code i + 1, as a tile of the persistent
+    step will wait on the operation before it. The tests run it under the interpreter, and the compile
+    matrix builds it for every target, until the persistent step's own kernel calls wait_for."""
+    i = tl.program_id(0)
+    ok = wait_for(Counters + i, tl.load(Targets + i), MAX_POLLS, Status, i + 1)
+    tl.store(Ok + i, ok.to(tl.int32))
+
 def check_waits(status, names) -> None:
     """Raise RuntimeError naming the counter a launch timed out on: `status` is the Status word wait_for
     wrote (0: every wait returned), `names[code - 1]` what that code's counter counts."""
@@ -49,3 +59,17 @@ def check_waits(status, names) -> None:
         raise RuntimeError(f"the persistent step timed out waiting for {what}: a block that should raise it never "
                            "ran (not resident at once with the others) or never got its tile. Check the grid with "
                            "persistent_plan.check_resident and the lists with persistent_plan.check_plan.")
+
+
+def compile_specs(target):
+    """wait_for, through wait_probe (kernels/aot.py): acquire loads in a bounded loop and one compare-and-swap,
+    no tensor cores."""
+    import torch
+
+    from ..aot import CompileSpec, meta
+
+    def launch():
+        counters = meta(2, dtype=torch.int32)
+        wait_probe[(2,)](counters, counters, counters, counters, MAX_POLLS=1 << 20)
+
+    return [CompileSpec("int32 counters", launch, tensor_cores=False)]
