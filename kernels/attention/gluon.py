@@ -563,7 +563,7 @@ def _launch_args(version, shape, causal, scale, sm_count, l2_bytes=H200_L2_BYTES
     kv_head_bytes = 2 * seq_len * head_dim * 2  # one head's keys and values (fp16 or bf16)
     if plan.kernel == "g1":
         tiles_m = triton.cdiv(seq_len, plan.q_rows)
-        lpt = version.lpt and causal and head_dim_tile(head_dim) in version.head_dims
+        lpt = version.lpt and causal and version.changes(head_dim)
         if lpt:  # g9: one program per (query tile, head), longest first across L2-sized head groups
             grid, head_group = (tiles_m * batch * heads, ), lpt_head_group(batch * heads, kv_head_bytes, l2_bytes)
         elif batch * heads > 65535:  # the grid's second axis; the first stays the query tiles, for L2
@@ -573,7 +573,7 @@ def _launch_args(version, shape, causal, scale, sm_count, l2_bytes=H200_L2_BYTES
             grid, head_group = (tiles_m, batch * heads), 1
         return (_g1_kernel, grid, dict(num_heads=heads, seq_len=seq_len, head_group=head_group, qk_scale=qk_scale),
                 dict(CAUSAL=bool(causal), STAGES=plan.stages, LPT=lpt,
-                     OVERLAP=version.overlap and head_dim_tile(head_dim) in version.head_dims),
+                     OVERLAP=version.overlap and version.changes(head_dim)),
                 dict(num_warps=plan.num_warps), plan)
     tiles_m = triton.cdiv(seq_len, plan.block_m)
     total = tiles_m * batch * heads

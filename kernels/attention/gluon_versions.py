@@ -61,6 +61,11 @@ class GluonVersion:
 
     requires_hopper = True
 
+    def changes(self, head_dim) -> bool:
+        """Whether this step's own settings (consumers, longest-first grid, overlap) apply at `head_dim`: the
+        head sizes in its tile; elsewhere it runs its kernel as the steps before it did."""
+        return head_dim_tile(head_dim) in self.head_dims
+
 
 def _story(name):
     """A step's words (change, prediction, predicted_at, outcome): kernels/attention/notes.md."""
@@ -206,7 +211,7 @@ def version_plan(version: GluonVersion, head_dim) -> TilePlan:
     """The tile plan `version` runs at `head_dim`: its own consumer count where it changes that head size,
     and its head in two chunks where it splits the head (g15: 64 columns and 16 or 32 more, three K/V
     stages in the shared memory the narrower rows free)."""
-    consumers = version.consumers if head_dim_tile(head_dim) in version.head_dims else 2
+    consumers = version.consumers if version.changes(head_dim) else 2
     plan = tile_plan(version.kernel, head_dim, version.one_warpgroup, version.q_rows, consumers)
     if version.split_head and plan.kernel == "ws" and head_dim in SPLIT_HEAD_DIMS:
         plan = dataclasses.replace(plan, head_a=64, head_b=head_dim_tile(max(head_dim - 64, 16)), stages=3)
