@@ -16,12 +16,18 @@ from .gluon_parts import as_4d, key_tiles, mma_layout, p_operand, rescale, softm
 
 
 @gluon.jit
-def _g1_issue_kv(k_desc, v_desc, k_buf, v_buf, k_bar, v_bar, b, h, row, pred,
+def _g1_load(desc, buf, bar, b, h, tile, pred, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr):
+    """Thread 0 loads key tile `tile` of K or V into `buf`; the caller has made sure every warp is done
+    with it (a thread_barrier, or a buffer never used)."""
+    mbarrier.expect(bar, desc.block_type.nbytes, pred)
+    async_load(desc, [b, h, tile * BLOCK_N, 0], bar, as_4d(buf, BLOCK_N, HEAD_DIM), pred)
+
+
+@gluon.jit
+def _g1_issue_kv(k_desc, v_desc, k_buf, v_buf, k_bar, v_bar, b, h, tile, pred,
                  BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr):
-    mbarrier.expect(k_bar, k_desc.block_type.nbytes, pred)
-    async_load(k_desc, [b, h, row, 0], k_bar, as_4d(k_buf, BLOCK_N, HEAD_DIM), pred)
-    mbarrier.expect(v_bar, v_desc.block_type.nbytes, pred)
-    async_load(v_desc, [b, h, row, 0], v_bar, as_4d(v_buf, BLOCK_N, HEAD_DIM), pred)
+    _g1_load(k_desc, k_buf, k_bar, b, h, tile, pred, BLOCK_N, HEAD_DIM)
+    _g1_load(v_desc, v_buf, v_bar, b, h, tile, pred, BLOCK_N, HEAD_DIM)
 
 
 @gluon.jit
@@ -47,17 +53,9 @@ def _g1_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc,
     # Thread 0 issues the refill: every warp must be done with this slot first.
     thread_barrier()
     nxt = j + STAGES
-    _g1_issue_kv(k_desc, v_desc, k_buf, v_buf, k_bars.index(slot), v_bars.index(slot), b, h, nxt * BLOCK_N,
-                 nxt < n_total, BLOCK_N, HEAD_DIM)
+    _g1_issue_kv(k_desc, v_desc, k_buf, v_buf, k_bars.index(slot), v_bars.index(slot), b, h, nxt, nxt < n_total,
+                 BLOCK_N, HEAD_DIM)
     return m_i, l_i, acc
-
-
-@gluon.jit
-def _g1_load(desc, buf, bar, b, h, tile, pred, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr):
-    """Thread 0 refills one K or V buffer with key tile `tile`, once every warp is done with it."""
-    thread_barrier()
-    mbarrier.expect(bar, desc.block_type.nbytes, pred)
-    async_load(desc, [b, h, tile * BLOCK_N, 0], bar, as_4d(buf, BLOCK_N, HEAD_DIM), pred)
 
 
 @gluon.jit
@@ -76,11 +74,13 @@ def _g1_overlap_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc,
     s = warpgroup_mma(q_smem, k_smem.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
     acc = warpgroup_mma(p, v_smem.index(prev), acc, is_async=True)
     s = warpgroup_mma_wait(1, deps=(s, ))  # groups retire in order: P V is the one left out
+    thread_barrier()
     _g1_load(k_desc, k_smem.index(slot), k_bars.index(slot), b, h, j + STAGES, j + STAGES < n_total, BLOCK_N,
              HEAD_DIM)
     cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
     p_new, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK, CAUSAL)
     acc, p = warpgroup_mma_wait(0, deps=(acc, p))  # P's registers stay unwritten until its matmul retires
+    thread_barrier()
     _g1_load(v_desc, v_smem.index(prev), v_bars.index(prev), b, h, j - 1 + STAGES, j - 1 + STAGES < n_total,
              BLOCK_N, HEAD_DIM)
     acc = rescale(acc, alpha, o_layout)
@@ -97,6 +97,7 @@ def _g1_overlap_loop(n_full, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_
     BLOCK_M: gl.constexpr = q_smem.shape[0]
     zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout)
     s = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)), zero, use_acc=False)
+    thread_barrier()
     _g1_load(k_desc, k_smem.index(0), k_bars.index(0), b, h, STAGES, STAGES < n_total, BLOCK_N, HEAD_DIM)
     cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
     p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, True, CAUSAL)
@@ -165,7 +166,7 @@ def _g1_kernel(q_desc, k_desc, v_desc, o_desc, num_heads, seq_len, head_group, q
     async_load(q_desc, [b, h, start_m, 0], q_bar, as_4d(q_smem, BLOCK_M, HEAD_DIM))
     for i in gl.static_range(STAGES):
         _g1_issue_kv(k_desc, v_desc, k_smem.index(i), v_smem.index(i), k_bars.index(i), v_bars.index(i),
-                     b, h, i * BLOCK_N, i < n_total, BLOCK_N, HEAD_DIM)
+                     b, h, i, i < n_total, BLOCK_N, HEAD_DIM)
 
     m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
     l_i = gl.full([BLOCK_M], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
