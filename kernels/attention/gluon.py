@@ -618,17 +618,26 @@ def _run(q, k, v, causal, sm_scale, version, launcher):
     return o
 
 
-def _descriptors(plan, q, k, v, o):
-    """The TMA descriptors a launch takes: Q and O boxes of a query tile, K and V boxes of a key tile; for
-    the ws kernel a second four, the boxes of a split head's second chunk (g15), else the first four again."""
-    first = [_descriptor(q, plan.q_rows, plan.head_a), _descriptor(k, plan.kv_rows, plan.head_a),
-             _descriptor(v, plan.kv_rows, plan.head_a), _descriptor(o, plan.q_rows, plan.head_a)]
+def _boxes(plan):
+    """(operand index into q, k, v, o; box rows; box columns) of each TMA descriptor a launch takes, in the
+    kernel's argument order: Q and O boxes of a query tile, K and V boxes of a key tile; for the ws kernel a
+    second four, the boxes of a split head's second chunk (g15), else the first four again. Columns 0: the
+    head-size tile."""
+    rows = (plan.q_rows, plan.kv_rows, plan.kv_rows, plan.q_rows)
+    first = [(i, r, plan.head_a) for i, r in enumerate(rows)]
     if plan.kernel == "g1":
         return first
-    if not plan.head_b:
-        return first + first
-    return first + [_descriptor(q, plan.q_rows, plan.head_b), _descriptor(k, plan.kv_rows, plan.head_b),
-                    _descriptor(v, plan.kv_rows, plan.head_b), _descriptor(o, plan.q_rows, plan.head_b)]
+    return first + [(i, r, plan.head_b or plan.head_a) for i, r in enumerate(rows)]
+
+
+def _descriptors(plan, q, k, v, o):
+    """The TMA descriptors a launch takes (_boxes); an unsplit ws launch passes the first four twice."""
+    made = {}
+    operands = (q, k, v, o)
+    for box in _boxes(plan):
+        if box not in made:
+            made[box] = _descriptor(operands[box[0]], box[1], box[2])
+    return [made[box] for box in _boxes(plan)]
 
 
 def _launch(ver, q, k, v, o, causal, scale, sm_count, l2_bytes=H200_L2_BYTES, launcher=PLAIN):
@@ -677,12 +686,8 @@ def compile_for_target(version, dtype, head_dim, causal, target=None, seq_len=40
     target = target or GPUTarget("cuda", 90, 32)
     fn, _, scalars, consts, options, plan = _launch_args(ver, (batch, heads, seq_len, head_dim), causal,
                                                         1.0 / math.sqrt(head_dim), sm_count=132)
-    signature = {}
-    for prefix, cols in (("", plan.head_a), ("b", plan.head_b or plan.head_a)) if plan.kernel == "ws" else (("", 0),):
-        signature.update({f"q{prefix}_desc": _desc_signature(dtype, plan.q_rows, head_dim, cols),
-                          f"k{prefix}_desc": _desc_signature(dtype, plan.kv_rows, head_dim, cols),
-                          f"v{prefix}_desc": _desc_signature(dtype, plan.kv_rows, head_dim, cols),
-                          f"o{prefix}_desc": _desc_signature(dtype, plan.q_rows, head_dim, cols)})
+    names = ["q_desc", "k_desc", "v_desc", "o_desc", "qb_desc", "kb_desc", "vb_desc", "ob_desc"]
+    signature = {name: _desc_signature(dtype, rows, head_dim, cols) for name, (_, rows, cols) in zip(names, _boxes(plan))}
     types = {float: "fp32", int: "i32", ListSchedule: "*i32", type(None): "constexpr"}
     signature.update({name: types[type(value)] for name, value in scalars.items()})
     signature.update({name: "constexpr" for name in consts})
