@@ -115,20 +115,11 @@ def transformers_module():
         from transformers import GPT2LMHeadModel  # noqa: F401 - the import that reaches hub kernels
     except ImportError as exc:
         if "'kernels'" in str(exc):
-            raise ImportError(f"transformers {_installed_version('transformers')} imports Hugging Face's `kernels` "
-                              "package, whose name this project's kernels/ package shadows. Install transformers "
+            raise ImportError("this transformers (5.25 or later) imports Hugging Face's `kernels` package, whose name "
+                              "this project's kernels/ package shadows. Install transformers "
                               "below 5.25: pip install 'transformers<5.25' (the project's extras pin it).") from exc
         raise
     return transformers
-
-
-def _installed_version(dist: str) -> str:
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "(version unknown)"
 
 
 def random_hf_model(args: ModelArgs, seed: int = 0, device: str | torch.device = "cuda", dtype=torch.bfloat16):
