@@ -147,12 +147,12 @@ def call_of(case, q, k, v):
     return call_for(case, q, k, v, lambda q, k, v, causal: gluon_attention(q, k, v, causal, version=case.impl))
 
 
-def error_of(case, q, k, v, ref):
+def error_of(case, call, ref):
     """Max |output - ref| of the case's call, as a float (NaN, a broken output, as the string 'nan')."""
     from collect.calls import forced_backend
 
     with forced_backend(case):
-        out = call_of(case, q, k, v)()
+        out = call()
     torch.cuda.synchronize()
     err = (out.float() - ref.float()).abs().max().item()
     return err if math.isfinite(err) else str(err)
@@ -198,7 +198,7 @@ def sweep(args):
                     for version in args.new:
                         case = attention_case(version, dtype, head_dim, causal, b, h, n)
                         try:
-                            err = error_of(case, q, k, v, ref)
+                            err = error_of(case, call_of(case, q, k, v), ref)
                         except Exception as exc:  # noqa: BLE001 - recorded; the version is not timed
                             err = f"{type(exc).__name__}: {exc}"[:300]
                         ok = within(err, dtype)
@@ -229,12 +229,12 @@ def sweep(args):
                     res.add("rows", dict(row, status="wrong"))
                     continue
                 try:
-                    err = error_of(case, q, k, v, ref)
+                    call = call_of(case, q, k, v)
+                    err = error_of(case, call, ref)
                     if not within(err, dtype):
                         res.add("rows", dict(row, status="wrong", max_abs_err=err))
                         say(f"{where:34s} {impl:10s} WRONG {err}")
                         continue
-                    call = call_of(case, q, k, v)
                     with forced_backend(case):
                         dt = timing.device_time(call, timing.wall_ms(call))
                 except Exception as exc:  # noqa: BLE001 - a case fails alone
