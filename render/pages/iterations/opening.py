@@ -59,8 +59,9 @@ class Opening(IterationsSection):
         if untimed:
             text += (f" {join(escape.text(u) for u in untimed)} {'is' if len(untimed) == 1 else 'are'} recorded with "
                      f"{'its' if len(untimed) == 1 else 'their'} story but not timed by this phase, which keeps to what "
-                     "ships and the steps that led to it: each was superseded, or lost to its baseline where it was "
-                     "measured. The author's notes give what it measured then.")
+                     "ships and the steps that led to it: each was superseded, lost to its baseline where it was "
+                     "measured, or changes only shapes this phase does not time (a head size between the tiles). "
+                     "The author's notes give what it measured then.")
         coverage = self.coverage()
         if coverage:
             text += " " + coverage
