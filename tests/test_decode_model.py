@@ -37,7 +37,7 @@ def test_weights_are_shared_not_copied(tiny):
     assert ours.weight_bytes_per_step() == n * 4
 
 
-@pytest.mark.parametrize("step_impl", ["torch", "fused"])
+@pytest.mark.parametrize("step_impl", ["torch", "fused", "persistent"])
 def test_teacher_forced_steps_match_transformers_full_forward(tiny, step_impl):
     hf, ours = tiny
     seq = _tokens((2, 10))

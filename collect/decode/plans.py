@@ -49,7 +49,7 @@ class VariantSpec:
     name: str
     family: str                 # "ours" or "hf"
     cache: str = "bf16"         # ours: a kernels.decode.gpt2.CACHES key
-    step: str = "torch"         # ours: a kernels.decode.gpt2_fused.STEPS key
+    step: str = "torch"         # ours: a kernels.decode.session.STEPS key
     graph: bool = False         # ours: replay one CUDA graph per step
     compiled: bool = False      # hf: StaticCache + torch.compile
     max_steps: int | None = None  # host-bound loops time fewer steps (their per-step time hardly varies)
@@ -86,7 +86,7 @@ def variant_specs(graph_step: str = GRAPH_STEP) -> dict[str, VariantSpec]:
 
 
 def graph_step_from_env() -> str:
-    from kernels.decode.gpt2_fused import STEPS
+    from kernels.decode.session import STEPS
 
     value = os.environ.get(GRAPH_STEP_ENV, GRAPH_STEP)
     if value not in STEPS:

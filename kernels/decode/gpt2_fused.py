@@ -366,8 +366,6 @@ class TorchStep:
         return self.model.step(history, pos, lens, self.cache)
 
 
-STEPS = {s.impl: s for s in (TorchStep, FusedStep, InductorStep)}
-
 
 # --- the compile matrix (kernels/aot.py) ------------------------------------------------------
 

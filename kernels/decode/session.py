@@ -21,7 +21,8 @@ import torch
 from .gpt2 import CACHES, GPT2, ModelArgs, cache_kwarg, cache_of, check_limits, check_tokens, transformers_module
 from .attention import last_config
 from .fused_linear import device_facts, uses_pdl
-from .gpt2_fused import STEPS, ArgmaxScratch, advance, argmax_advance
+from .gpt2_fused import ArgmaxScratch, FusedStep, InductorStep, TorchStep, advance, argmax_advance
+from .persistent_step import PersistentStep
 from .split_kv_config import AttentionLaunch, config_label, launch_choices
 
 # Judging the attention choices in the captured step (OurSession._judge_attention): steps replayed
@@ -34,6 +35,9 @@ TRIAL_STEPS = 6
 TRIAL_ROUNDS = 2
 
 Choice = tuple[int, AttentionLaunch]  # (index into the step's attention configs, launch)
+
+# A step's implementations, by the name a session is asked for.
+STEPS = {s.impl: s for s in (TorchStep, FusedStep, InductorStep, PersistentStep)}
 
 
 @dataclass(frozen=True)

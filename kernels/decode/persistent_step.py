@@ -1,0 +1,512 @@
+"""Issue 44's persistent decode step: the whole of a GPT-2 step after the embedding in one launch.
+
+One block per SM walks its own list of tiles (kernels/decode/persistent_plan.py deals them) in
+operation order: per layer the qkv product with the cache write, the attention, the projection with
+the residual, the fc product with GELU, the second projection with the residual; then the logits.
+A tile waits on the counter of the operation before it (arrival.wait_for, bounded) instead of on a
+kernel boundary, and raises its own operation's counter when done.
+
+What a tile streams does not depend on the operation before it (a product's weight slice; an
+attention tile's chunk of the cache, except the newest row, which this very step writes), so each
+block loads its next tile's bytes into registers before it waits and computes the current one: the
+DRAM keeps streaming across the boundary between operations, where the graph step of today ends a
+kernel and starts another. Every tile streams one register block of the same shape, [SLICE, BLOCK_N]:
+a slice of a product's weights (packed per tile on the host, so the block is one contiguous read),
+or a chunk of SLICE / 2 keys followed by as many values. This is the plain-Triton form of the design:
+the block itself stands in for the producer warps and their shared-memory ring of a warp-specialized
+kernel, one tile deep.
+
+Products split along the inner dimension (a tile holds at most SLICE rows); the last of a column's
+splits to arrive adds them in a fixed order and applies the epilogue. The attention splits each head's
+cache into chunks the same way, merged by the last chunk to arrive. Every LayerNorm is recomputed
+by the tiles that need it, from the whole row (a few KiB in L2), so no operation waits on statistics.
+
+Blocks that wait on counters deadlock unless all are resident at once: the grid is the SM count,
+checked against what the compiled kernel leaves room for. A wait that times out records which
+operation it waited for, the block stops, and `check` names it.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from ..common import interpreting
+from . import fused_linear as fl
+from .arrival import arrive, check_waits, reset, wait_for
+from .fused_linear import _combined_stats, _gelu, _store_tile_stats
+from .gpt2_fused import embed
+from .persistent_plan import Operation, StepPlan, check_plan, check_resident, plan_step
+
+# Operation kinds, in a layer's order; the logits come after the last layer.
+QKV = tl.constexpr(0)
+ATTN = tl.constexpr(1)
+PROJ = tl.constexpr(2)
+FC = tl.constexpr(3)
+FC2 = tl.constexpr(4)
+HEAD = tl.constexpr(5)
+KINDS_PER_LAYER = 5
+ITEM_SHIFT = 1 << 16  # a list entry is op * ITEM_SHIFT + tile
+MAX_ROWS = 16  # sequences a tile multiplies at once (one row block of tl.dot)
+REGISTERS_PER_SM = 65536  # every compute capability from 5.0 to 9.0
+
+
+@dataclass(frozen=True)
+class PersistentTiling:
+    """The shape of every tile's register block, and how long a wait may spin."""
+
+    block_n: int = 64  # output columns of a product tile; also the widest head the attention takes
+    slice_k: int = 256  # inner rows of a product tile; an attention tile's chunk is slice_k // 2 keys
+    num_warps: int = 8
+    # Blocks (lists) per SM: more hide one another's chains of round trips, if registers leave room.
+    blocks_per_sm: int = 1
+    # Reads of a counter before a wait gives up: about a microsecond each on an H200, so seconds in all,
+    # far past any wait a working schedule makes.
+    max_polls: int = 1 << 22
+
+    @property
+    def chunk(self) -> int:
+        return self.slice_k // 2
+
+
+# --- the kernel -------------------------------------------------------------------------------
+
+@triton.jit
+def _kind_of(o, N_LAYER: tl.constexpr):
+    return tl.where(o == N_LAYER * 5, 5, o % 5)
+
+
+@triton.jit
+def _product_shape(kind, C: tl.constexpr, V: tl.constexpr, SLICE: tl.constexpr):
+    """(inner size K, output width N, splits of K) of a product kind."""
+    K = tl.where(kind == 4, 4 * C, C)
+    N = tl.where(kind == 0, 3 * C, tl.where(kind == 3, 4 * C, tl.where(kind == 5, V, C)))
+    return K, N, (K + SLICE - 1) // SLICE
+
+
+@triton.jit
+def _kv_offsets(o, t, rows, cols, Lens, N_HEAD: tl.constexpr, D: tl.constexpr, CAP: tl.constexpr,
+                NCH: tl.constexpr, CHUNK: tl.constexpr, B: tl.constexpr):
+    """An attention tile's cache rows: element offsets into the (layers, B, H, CAP, D) key and value
+    tensors of `rows` (keys, then values) and `cols`, which rows are values, and the keys' positions."""
+    layer = (o // 5).to(tl.int64)
+    bh = t // NCH
+    key = (t % NCH) * CHUNK + rows % CHUNK
+    off = (((layer * B + bh // N_HEAD) * N_HEAD + bh % N_HEAD) * CAP + key[:, None]) * D + cols[None, :]
+    return off, rows >= CHUNK, key
+
+
+@triton.jit
+def _stream_block(item, Wp, WOff, Kc, Vc, Lens, N_LAYER: tl.constexpr, N_HEAD: tl.constexpr, C: tl.constexpr,
+                  V: tl.constexpr, D: tl.constexpr, B: tl.constexpr, CAP: tl.constexpr, NCH: tl.constexpr,
+                  SLICE: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The bytes a list entry streams, loaded into registers; nothing for an entry below 0 (none)."""
+    CHUNK: tl.constexpr = SLICE // 2
+    rows = tl.arange(0, SLICE)
+    cols = tl.arange(0, BLOCK_N)
+    o = tl.maximum(item, 0) // 65536
+    t = tl.maximum(item, 0) % 65536
+    kind = _kind_of(o, N_LAYER)
+    K, N, S = _product_shape(kind, C, V, SLICE)
+    w_ptrs = Wp + tl.load(WOff + o) + t.to(tl.int64) * (SLICE * BLOCK_N) + rows[:, None] * BLOCK_N + cols[None, :]
+    w_mask = ((t % S) * SLICE + rows < K)[:, None] & ((t // S) * BLOCK_N + cols < N)[None, :]
+    off, is_v, key = _kv_offsets(o, t, rows, cols, Lens, N_HEAD, D, CAP, NCH, CHUNK, B)
+    kv_ptrs = tl.where(is_v[:, None], Vc + off, Kc + off)
+    kv_mask = (key < tl.load(Lens))[:, None] & (cols < D)[None, :]
+    is_attn = kind == 1
+    ptrs = tl.where(is_attn, kv_ptrs, w_ptrs)
+    mask = tl.where(is_attn, kv_mask, w_mask) & (item >= 0)
+    return tl.load(ptrs, mask=mask, other=0.0)
+
+
+@triton.jit
+def _product_tile(o, t, w, X, Attn, Hid, Q, Kc, Vc, Logits, Ln, LnOff, Bias, BOff, Part, ColCnt, Stats, pos, eps,
+                  N_LAYER: tl.constexpr, N_HEAD: tl.constexpr, C: tl.constexpr, V: tl.constexpr, D: tl.constexpr,
+                  B: tl.constexpr, CAP: tl.constexpr, SLICE: tl.constexpr, BLOCK_N: tl.constexpr,
+                  BLOCK_M: tl.constexpr, STAT_P: tl.constexpr, GELU_TANH: tl.constexpr):
+    """One tile of a product: its rows of the input (normed where a LayerNorm precedes it) times the
+    streamed weight slice `w`; the last split of its column adds the splits and applies the epilogue.
+    True for the tile that finished its column (the only one that raises the operation's counter).
+    A LayerNorm's statistics come from what the writer of x left per column block (fused_linear's
+    RowStats layout: the embedding one block of C, a residual product one per BLOCK_N columns), one
+    load instead of a pass over the row."""
+    dt = w.dtype
+    kind = _kind_of(o, N_LAYER)
+    K, N, S = _product_shape(kind, C, V, SLICE)
+    j = t // S
+    s = t % S
+    offs_b = tl.arange(0, BLOCK_M)
+    mask_b = offs_b < B
+    kk = s * SLICE + tl.arange(0, SLICE)
+    mask_k = kk < K
+    src = tl.where(kind == 2, Attn, tl.where(kind == 4, Hid, X))
+    a = tl.load(src + offs_b[:, None] * K + kk[None, :], mask=mask_b[:, None] & mask_k[None, :], other=0.0,
+                cache_modifier=".cg").to(tl.float32)
+    ln = tl.load(LnOff + o)
+    if ln >= 0:
+        first = o == 0  # x as the embedding left it
+        mean, rstd = _combined_stats(Stats, STAT_P, offs_b, mask_b, B, tl.where(first, 1, (C + BLOCK_N - 1) // BLOCK_N),
+                                     tl.where(first, C, BLOCK_N), C, eps, STAT_P)
+        g = tl.load(Ln + ln + kk, mask=mask_k, other=0.0).to(tl.float32)
+        beta = tl.load(Ln + ln + C + kk, mask=mask_k, other=0.0).to(tl.float32)
+        a = (a - mean[:, None]) * rstd[:, None] * g[None, :] + beta[None, :]
+    acc = tl.dot(a.to(dt), w)
+    offs_n = j * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask_n = offs_n < N
+    mask_y = mask_b[:, None] & mask_n[None, :]
+    tile = offs_b[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    last = S > 0
+    if S > 1:
+        tl.store(Part + (j * S + s).to(tl.int64) * (BLOCK_M * BLOCK_N) + tile, acc, mask=mask_b[:, None])
+        last = arrive(ColCnt + j, S)
+    if last:
+        if S > 1:
+            acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+            for i in range(0, S):  # a fixed order: the same sum whichever split came last
+                acc += tl.load(Part + (j * S + i).to(tl.int64) * (BLOCK_M * BLOCK_N) + tile, mask=mask_b[:, None],
+                               other=0.0, cache_modifier=".cg")
+            reset(ColCnt + j)
+        boff = tl.load(BOff + o)
+        y = acc + tl.load(Bias + boff + offs_n, mask=mask_n & (boff >= 0), other=0.0).to(tl.float32)[None, :]
+        rows = offs_b[:, None]
+        if kind == 0:  # q into Q; k and v into this layer's cache at pos
+            which = offs_n // C
+            within = offs_n % C
+            head = (within // D).to(tl.int64)
+            layer = (o // 5).to(tl.int64)
+            cache = (((layer * B + rows) * N_HEAD + head[None, :]) * CAP + pos) * D + (within % D)[None, :]
+            yd = y.to(dt)
+            tl.store(Q + rows * C + within[None, :], yd, mask=mask_y & (which == 0)[None, :])
+            tl.store(Kc + cache, yd, mask=mask_y & (which == 1)[None, :])
+            tl.store(Vc + cache, yd, mask=mask_y & (which == 2)[None, :])
+        elif kind == 3:
+            tl.store(Hid + rows * N + offs_n[None, :], _gelu(y.to(dt).to(tl.float32), GELU_TANH).to(dt), mask=mask_y)
+        elif kind == 5:
+            tl.store(Logits + rows * N + offs_n[None, :], y, mask=mask_y)
+        else:  # the projections add into the residual stream
+            at = X + rows * C + offs_n[None, :]
+            res = tl.load(at, mask=mask_y, other=0.0, cache_modifier=".cg").to(tl.float32)
+            x = (res + y.to(dt).to(tl.float32)).to(dt)
+            tl.store(at, x, mask=mask_y)
+            _store_tile_stats(Stats, STAT_P, x.to(tl.float32), mask_y, offs_b, mask_b, B, j,
+                              tl.minimum(BLOCK_N, C - j * BLOCK_N).to(tl.float32))
+    return last
+
+
+@triton.jit
+def _attention_tile(o, t, kv, Q, Kc, Vc, Lens, pos, Attn, PartO, PartML, HeadCnt, qk_scale_log2,
+                    N_HEAD: tl.constexpr, C: tl.constexpr, D: tl.constexpr, B: tl.constexpr, CAP: tl.constexpr,
+                    NCH: tl.constexpr, NCH_P: tl.constexpr, SLICE: tl.constexpr, BLOCK_N: tl.constexpr):
+    """One chunk of one head's cache: softmax statistics and the weighted values over its keys; the
+    last chunk of the head to arrive merges them all into the head's output (and returns True)."""
+    CHUNK: tl.constexpr = SLICE // 2
+    rows = tl.arange(0, SLICE)
+    cols = tl.arange(0, BLOCK_N)
+    mask_d = cols < D
+    off, is_v, key = _kv_offsets(o, t, rows, cols, Lens, N_HEAD, D, CAP, NCH, CHUNK, B)
+    # The newest key and value were written by this step's qkv product, after the block was streamed.
+    fresh = (key == pos)[:, None] & mask_d[None, :]
+    kv = tl.load(tl.where(is_v[:, None], Vc + off, Kc + off), mask=fresh, other=kv, cache_modifier=".cg")
+    k, v = tl.split(tl.permute(tl.reshape(kv.to(tl.float32), [2, CHUNK, BLOCK_N]), (1, 2, 0)))
+    bh = t // NCH
+    ch = t % NCH
+    head = bh % N_HEAD
+    q = tl.load(Q + (bh // N_HEAD) * C + head * D + cols, mask=mask_d, other=0.0, cache_modifier=".cg")
+    keys = ch * CHUNK + tl.arange(0, CHUNK)
+    s = tl.sum(k * q.to(tl.float32)[None, :], axis=1) * qk_scale_log2
+    s = tl.where(keys < tl.load(Lens), s, float("-inf"))
+    m = tl.max(s, axis=0)
+    p = tl.exp2(s - tl.where(m == float("-inf"), 0.0, m))
+    part = bh * NCH + ch
+    tl.store(PartO + part * BLOCK_N + cols, tl.sum(p[:, None] * v, axis=0))
+    tl.store(PartML + 2 * part, m)
+    tl.store(PartML + 2 * part + 1, tl.sum(p, axis=0))
+    last = arrive(HeadCnt + bh, NCH)
+    if last:
+        chs = tl.arange(0, NCH_P)
+        there = chs < NCH
+        ms = tl.load(PartML + 2 * (bh * NCH + chs), mask=there, other=float("-inf"), cache_modifier=".cg")
+        ls = tl.load(PartML + 2 * (bh * NCH + chs) + 1, mask=there, other=0.0, cache_modifier=".cg")
+        os = tl.load(PartO + (bh * NCH + chs)[:, None] * BLOCK_N + cols[None, :], mask=there[:, None], other=0.0,
+                     cache_modifier=".cg")
+        top = tl.max(ms, axis=0)
+        wgt = tl.where(ms == float("-inf"), 0.0, tl.exp2(ms - top))
+        out = tl.sum(wgt[:, None] * os, axis=0) / tl.sum(wgt * ls, axis=0)
+        tl.store(Attn + (bh // N_HEAD) * C + head * D + cols, out.to(Attn.dtype.element_ty), mask=mask_d)
+        reset(HeadCnt + bh)
+    return last
+
+
+@triton.jit
+def _persistent_step_kernel(
+        Work, Count, stride_work, Targets, OpCnt, ColCnt, HeadCnt, Status, max_polls,
+        Wp, WOff, Ln, LnOff, Bias, BOff, X, Attn, Hid, Q, Kc, Vc, Logits, Lens, Pos, Part, PartO, PartML, Stats,
+        eps, qk_scale_log2,
+        N_LAYER: tl.constexpr, N_HEAD: tl.constexpr, C: tl.constexpr, V: tl.constexpr, D: tl.constexpr,
+        B: tl.constexpr, CAP: tl.constexpr, NCH: tl.constexpr, NCH_P: tl.constexpr, N_OPS: tl.constexpr,
+        N_OPS_P: tl.constexpr, SLICE: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr,
+        STAT_P: tl.constexpr, GELU_TANH: tl.constexpr):
+    """Block i runs list i of the plan: for each entry it streams the next entry's bytes, waits for the
+    operation before its own, and computes. A tile that finishes a column (a product's last split) or a
+    head (the attention's last chunk) raises its operation's counter, so a counter's target is the
+    operation's columns or heads, and a tile that only left a partial costs no second atomic. The tile
+    that completes the last operation zeroes every counter for the next launch (a CUDA graph replays
+    this one)."""
+    sm = tl.program_id(0)
+    n = tl.load(Count + sm)
+    entries = Work + sm * stride_work
+    pos = tl.load(Pos)
+    item = tl.load(entries, mask=n > 0, other=-1)
+    blk = _stream_block(item, Wp, WOff, Kc, Vc, Lens, N_LAYER, N_HEAD, C, V, D, B, CAP, NCH, SLICE, BLOCK_N)
+    i = 0
+    ok = n >= 0
+    while (i < n) & ok:
+        nxt_item = tl.load(entries + i + 1, mask=i + 1 < n, other=-1)
+        nxt = _stream_block(nxt_item, Wp, WOff, Kc, Vc, Lens, N_LAYER, N_HEAD, C, V, D, B, CAP, NCH, SLICE, BLOCK_N)
+        o = item // 65536
+        t = item % 65536
+        if o > 0:
+            ok = wait_for(OpCnt + o - 1, tl.load(Targets + o - 1), max_polls, Status, o)
+        if ok:
+            if _kind_of(o, N_LAYER) == 1:
+                fin = _attention_tile(o, t, blk, Q, Kc, Vc, Lens, pos, Attn, PartO, PartML, HeadCnt, qk_scale_log2,
+                                      N_HEAD, C, D, B, CAP, NCH, NCH_P, SLICE, BLOCK_N)
+            else:
+                fin = _product_tile(o, t, blk, X, Attn, Hid, Q, Kc, Vc, Logits, Ln, LnOff, Bias, BOff, Part, ColCnt,
+                                    Stats, pos, eps, N_LAYER, N_HEAD, C, V, D, B, CAP, SLICE, BLOCK_N, BLOCK_M, STAT_P,
+                                    GELU_TANH)
+            if fin:
+                tl.debug_barrier()
+                done = tl.atomic_add(OpCnt + o, 1, sem="acq_rel", scope="gpu")
+                if (o == N_OPS - 1) & (done == tl.load(Targets + o) - 1):
+                    ops = tl.arange(0, N_OPS_P)
+                    tl.store(OpCnt + ops, tl.zeros([N_OPS_P], dtype=tl.int32), mask=ops < N_OPS)
+        item = nxt_item
+        blk = nxt
+        i += 1
+
+
+# --- the host side ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class KernelOp(Operation):
+    """An operation as this kernel tiles it: `finishers` of its tiles (a product's columns, the
+    attention's heads) raise its counter, so that is the counter's target."""
+
+    finishers: int = 0
+
+
+def kernel_operations(args, batch: int, capacity: int, tiling: PersistentTiling, elem_bytes: int) -> list[KernelOp]:
+    """The step's operations as this kernel tiles them, with the bytes each tile streams (an attention
+    tile's at a full cache), for plan_step to deal."""
+    C, bn, sl = args.n_embd, tiling.block_n, tiling.slice_k
+
+    def product(name, k, n):
+        columns = math.ceil(n / bn)
+        tiles = columns * math.ceil(k / sl)
+        return KernelOp(name, tiles, math.ceil(k * n * elem_bytes / tiles), columns)
+
+    chunks = math.ceil(capacity / tiling.chunk)
+    heads = batch * args.n_head
+    ops = []
+    for layer in range(args.n_layer):
+        ops += [product(f"layer {layer} qkv", C, 3 * C),
+                KernelOp(f"layer {layer} attention", heads * chunks, 2 * tiling.chunk * args.head_dim * elem_bytes,
+                         heads),
+                product(f"layer {layer} projection", C, C),
+                product(f"layer {layer} fc", C, 4 * C),
+                product(f"layer {layer} second projection", 4 * C, C)]
+    ops.append(product("logits", C, args.vocab_size))
+    return ops
+
+
+def _pack(w: torch.Tensor, slice_k: int, block_n: int) -> torch.Tensor:
+    """A (K, N) weight as its tiles one after another, each [slice_k, block_n] contiguous, tile j * S + s
+    holding columns block j of split s (zero-padded past K and N; the kernel's masks never read the pad)."""
+    K, N = w.shape
+    S, NT = math.ceil(K / slice_k), math.ceil(N / block_n)
+    padded = w.new_zeros(S * slice_k, NT * block_n)
+    padded[:K, :N] = w
+    return padded.view(S, slice_k, NT, block_n).permute(2, 0, 1, 3).reshape(-1)
+
+
+def _flat(parts: list[torch.Tensor | None]) -> tuple[torch.Tensor, list[int]]:
+    """The non-None parts concatenated, and each part's element offset (-1 for None)."""
+    offsets, at = [], 0
+    for p in parts:
+        offsets.append(-1 if p is None else at)
+        at += 0 if p is None else p.numel()
+    return torch.cat([p.reshape(-1) for p in parts if p is not None]), offsets
+
+
+class PersistentStep:
+    """GPT-2's decode step as three launches: the embedding, the persistent kernel, and (the loop's)
+    argmax. Built for one model, one cache in the model's dtype and one batch; it packs a copy of the
+    weights. `lists` overrides how many blocks run (the SM count times blocks_per_sm on a GPU, one under
+    the interpreter, which runs blocks one after another)."""
+
+    impl = "persistent"
+
+    def __init__(self, model, cache, batch: int, tiling: PersistentTiling = PersistentTiling(),
+                 lists: int | None = None):
+        a = model.args
+        gpu = fl.device_facts(model.device)
+        if model.device.type == "cuda" and gpu.pre_ampere:
+            raise ValueError(f"the persistent step needs compute capability 8.0 or newer (this GPU has "
+                             f"{gpu.capability[0]}.{gpu.capability[1]}); the graph step runs here.")
+        if cache.k.dtype != model.dtype:
+            raise ValueError(f"the persistent step reads a cache in the model's dtype ({model.dtype}); a "
+                             f"{cache.k.dtype} cache needs the fused step.")
+        if batch > MAX_ROWS:
+            raise ValueError(f"the persistent step multiplies at most {MAX_ROWS} sequences at once; batch {batch} "
+                             "needs the fused step.")
+        if a.head_dim > tiling.block_n:
+            raise ValueError(f"head_dim {a.head_dim} is wider than the persistent step's tiles ({tiling.block_n} "
+                             "columns); raise PersistentTiling.block_n.")
+        if model.gelu_approx not in ("tanh", "none"):
+            raise ValueError(f"GELU approximation {model.gelu_approx!r} is not one the persistent step implements.")
+        self.model, self.cache, self.tiling = model, cache, tiling
+        dev, dt = model.device, model.dtype
+        C, H, L = a.n_embd, a.n_head, a.n_layer
+        self.capacity = cache.k.shape[3]
+        self.gpu = gpu
+        # The interpreter runs one program after another: a second block would wait on tiles that only
+        # run once the first has given up.
+        on_gpu = dev.type == "cuda" and not interpreting()
+        self.lists = lists or (gpu.sm_count * tiling.blocks_per_sm if on_gpu else 1)
+        self.ops = kernel_operations(a, batch, self.capacity, tiling, model.dtype.itemsize)
+        if max(op.tiles for op in self.ops) >= ITEM_SHIFT:
+            raise ValueError("an operation of this model has more tiles than a list entry can name; widen the tiles.")
+        self.plan: StepPlan = plan_step(self.ops, self.lists)
+        check_plan(self.plan)
+        longest = max(len(tiles) for tiles in self.plan.per_sm)
+        work = torch.full((self.lists, max(1, longest)), -1, dtype=torch.int32)
+        for sm, tiles in enumerate(self.plan.per_sm):
+            work[sm, :len(tiles)] = torch.tensor([t.op * ITEM_SHIFT + t.index for t in tiles], dtype=torch.int32)
+        self.work = work.to(dev)
+        self.count = torch.tensor([len(t) for t in self.plan.per_sm], dtype=torch.int32, device=dev)
+        self.targets = torch.tensor([op.finishers for op in self.ops], dtype=torch.int32, device=dev)
+
+        sl, bn = tiling.slice_k, tiling.block_n
+        weights, lns, biases = [], [], []
+        for b in model.blocks:
+            weights += [_pack(b.attn_w, sl, bn), None, _pack(b.proj_w, sl, bn), _pack(b.fc_w, sl, bn),
+                        _pack(b.out_w, sl, bn)]
+            lns += [torch.cat([b.ln1_w, b.ln1_b]), None, None, torch.cat([b.ln2_w, b.ln2_b]), None]
+            biases += [b.attn_b, None, b.proj_b, b.fc_b, b.out_b]
+        weights.append(_pack(model.lm_head.t(), sl, bn))
+        lns.append(torch.cat([model.lnf_w, model.lnf_b]))
+        biases.append(None)
+        self.w, w_off = _flat(weights)
+        self.ln, ln_off = _flat(lns)
+        self.bias, b_off = _flat(biases)
+        self.w_off = torch.tensor([max(0, x) for x in w_off], dtype=torch.int64, device=dev)
+        self.ln_off = torch.tensor(ln_off, dtype=torch.int64, device=dev)
+        self.b_off = torch.tensor(b_off, dtype=torch.int64, device=dev)
+
+        self.chunks = math.ceil(self.capacity / tiling.chunk)
+        self.block_m = max(16, triton.next_power_of_2(batch))
+        widest = max(math.ceil(n / bn) for n in (3 * C, C, 4 * C, a.vocab_size))
+        deepest = max(math.ceil(k / sl) for k in (C, 4 * C))
+        self.x = torch.empty((batch, C), device=dev, dtype=dt)
+        self.attn = torch.empty((batch, C), device=dev, dtype=dt)
+        self.h = torch.empty((batch, 4 * C), device=dev, dtype=dt)
+        self.q = torch.empty((batch, C), device=dev, dtype=dt)
+        self.logits = torch.empty((batch, a.vocab_size), device=dev, dtype=torch.float32)
+        self.part = torch.empty((widest * deepest * self.block_m * bn,), device=dev, dtype=torch.float32)
+        self.part_o = torch.empty((batch * H * self.chunks * bn,), device=dev, dtype=torch.float32)
+        self.part_ml = torch.empty((batch * H * self.chunks * 2,), device=dev, dtype=torch.float32)
+        self.op_count = torch.zeros((len(self.ops),), device=dev, dtype=torch.int32)
+        self.col_count = torch.zeros((widest,), device=dev, dtype=torch.int32)
+        self.head_count = torch.zeros((batch * H,), device=dev, dtype=torch.int32)
+        self.status = torch.zeros((1,), device=dev, dtype=torch.int32)
+        # Row statistics for each LayerNorm, left by the embedding (one block) and the residual products
+        # (one per column block); the row stride is the kernel's STAT_P.
+        self.stat_p = triton.next_power_of_2(math.ceil(C / bn))
+        self.stats = fl.RowStats.buffer(batch, self.stat_p, dev)
+        self._resident_checked = False
+
+    def kernel_pdl(self) -> list[bool]:
+        """The embedding, the persistent kernel, the argmax: none launches as a programmatic dependent."""
+        return [False, False, False]
+
+    def kernel_bytes(self, cache_bytes_per_layer: float) -> list[int]:
+        """What each launch of a step must read (kernels/decode/read_floor.py): the persistent kernel reads
+        every weight and every layer's cache; the embedding and the argmax read nothing of the floor's."""
+        return [0, self.model.weight_bytes_per_step() + round(cache_bytes_per_layer) * self.model.args.n_layer, 0]
+
+    def check(self) -> None:
+        """Raise, naming the operation, if a wait of an earlier launch timed out (the counters are zeroed
+        first, so that the step can run again once the cause is fixed)."""
+        if int(self.status.item()):
+            names = [op.name for op in self.ops]
+            for t in (self.op_count, self.col_count, self.head_count):
+                t.zero_()
+            status = self.status.clone()
+            self.status.zero_()
+            check_waits(status, names)
+
+    def _args(self, lens, pos):
+        a = self.model.args
+        return (self.work, self.count, self.work.stride(0), self.targets, self.op_count, self.col_count,
+                self.head_count, self.status, self.tiling.max_polls, self.w, self.w_off, self.ln, self.ln_off,
+                self.bias, self.b_off, self.x, self.attn, self.h, self.q, self.cache.k, self.cache.v, self.logits,
+                lens, pos, self.part, self.part_o, self.part_ml, self.stats, a.layer_norm_epsilon,
+                1.4426950408889634 / math.sqrt(a.head_dim))
+
+    def _meta(self) -> dict:
+        a = self.model.args
+        return dict(N_LAYER=a.n_layer, N_HEAD=a.n_head, C=a.n_embd, V=a.vocab_size, D=a.head_dim,
+                    B=self.x.shape[0], CAP=self.capacity, NCH=self.chunks, NCH_P=triton.next_power_of_2(self.chunks),
+                    N_OPS=len(self.ops), N_OPS_P=triton.next_power_of_2(len(self.ops)), SLICE=self.tiling.slice_k,
+                    BLOCK_N=self.tiling.block_n, BLOCK_M=self.block_m, STAT_P=self.stat_p,
+                    GELU_TANH=self.model.gelu_approx == "tanh",
+                    num_warps=1 if interpreting() else self.tiling.num_warps)
+
+    def _check_resident(self, lens, pos) -> None:
+        """Compile first and refuse a grid the GPU cannot hold at once (it would wait for ever)."""
+        kernel = _persistent_step_kernel.warmup(*self._args(lens, pos), grid=(self.lists,), **self._meta())
+        kernel._init_handles()
+        regs = kernel.n_regs * 32 * self.tiling.num_warps
+        shared = max(1, kernel.metadata.shared)
+        # An SM's 64 Ki registers and its shared memory (the per-block opt-in stands in for the SM's).
+        blocks = min(REGISTERS_PER_SM // max(1, regs), self.gpu.smem_per_block // shared)
+        check_resident(self.lists, self.gpu.sm_count, blocks)
+        self._resident_checked = True
+
+    def __call__(self, history, pos, lens):
+        m = self.model
+        embed(history, pos, m.wte, m.wpe, self.x, self.stats)
+        if self.x.is_cuda and not self._resident_checked:
+            self._check_resident(lens, pos)
+        _persistent_step_kernel[(self.lists,)](*self._args(lens, pos), **self._meta())
+        return self.logits
+
+
+# --- the compile matrix (kernels/aot.py) ------------------------------------------------------
+
+def compile_specs(target):
+    """The persistent kernel as the decode phase launches it, on meta tensors: each model at batch 4
+    over a 1024-position bf16 cache, on Ampere and newer (the step refuses older GPUs). Its products
+    run on the tensor cores (tl.dot of a 16-row block), its attention on the CUDA cores. Core: GPT-2."""
+    from ..aot import CompileSpec
+    from .gpt2 import CACHES, GPT2, PRESETS
+
+    if target.capability < (8, 0):
+        return []  # the step refuses pre-Ampere GPUs: the graph step runs there
+    dt = torch.bfloat16
+    specs = []
+    for name in fl.DECODE_MODELS:
+        def launch(a=PRESETS[name]):
+            model = GPT2.zeros(a, "meta", dt)
+            step = PersistentStep(model, CACHES["bf16"](a, 4, a.n_positions, "meta", dt), 4)
+            history = torch.empty((4, a.n_positions + 1), device="meta", dtype=torch.int64)
+            step(history, torch.empty((1,), device="meta", dtype=torch.int64),
+                 torch.empty((1,), device="meta", dtype=torch.int32))
+
+        specs.append(CompileSpec(f"{str(dt).removeprefix('torch.')} {name} B=4", launch,
+                                 core=name == fl.DECODE_MODELS[0]))
+    return specs
