@@ -150,6 +150,8 @@ DECODE_VARIANTS = {
     "eager": DecodeWords("our loop, {f} cache, eager", "{f} eager", "our eager loop", "{f}, eager loop"),
     "graph": DecodeWords("our step, {f} cache, CUDA graph", "{f} graph", "our loop in a CUDA graph",
                          "{f}, CUDA graph"),
+    "persistent": DecodeWords("our persistent step, {f} cache, CUDA graph", "{f} persistent",
+                              "our persistent step in a CUDA graph", "{f}, persistent step"),
     "int8-graph": DecodeWords("our step, int8 cache, CUDA graph", "int8 graph", "our int8 cache in a CUDA graph",
                               "int8, CUDA graph"),
     "int8-kernel": DecodeWords("int8 cache, Triton kernel, eager", "int8 kernel", "int8 cache read by our kernel",

@@ -247,8 +247,8 @@ def test_every_implementation_is_ours_a_rival_or_context():
     from kernels.attention import IMPLEMENTATIONS
     from render.vocab import is_ours, is_rival
 
-    ours = {"triton", "triton-portable", *PORTED, "v0-portable", "v21-per-shape", "eager", "graph", "int8-graph",
-            "int8-dequant", "int8-kernel"}
+    ours = {"triton", "triton-portable", *PORTED, "v0-portable", "v21-per-shape", "eager", "graph", "persistent",
+            "int8-graph", "int8-dequant", "int8-kernel"}
     rivals = {"fa4", "sdpa", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient"}
     context = {"naive", "sdpa-math", "hf", "hf-eager", "hf-generate", "hf-compiled"}  # baselines, never rivals
     assert set(IMPLEMENTATIONS) | set(PORTED) | set(ALL_VARIANTS) <= ours | rivals | context

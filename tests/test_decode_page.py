@@ -672,3 +672,24 @@ def test_generate_against_the_plain_loop_is_explained_from_the_host_profile(tmp_
     close = write(tmp_path / "b", _host_profiles(f2, eager2.step_ms_median * 1.1)).generate_finding()
     assert "within 20% of each other" in close and "more than" not in close
     assert write(tmp_path / "c", decode_file("synthetic-20261129")).generate_finding() == ""
+
+
+def test_the_targets_judge_our_fastest_bf16_step_and_name_it_where_the_persistent_step_ran(tmp_path):
+    f = decode_file("synthetic-20261129")
+    g = next(r for r in f.rows if r.variant == "graph" and (r.model, r.batch, r.context) == ("gpt2", 4, 1000))
+
+    def floor_cell(persistent_ms: float | None) -> str:
+        rows = [r for r in f.rows if r.variant != "persistent"]
+        if persistent_ms is not None:
+            p = dataclasses.replace(g, variant="persistent", step_impl="persistent")
+            set_step(p, persistent_ms)
+            rows.append(p)
+        table = write(tmp_path / str(persistent_ms), dataclasses.replace(f, rows=rows)).targets_table()
+        return next(line for line in table.split("<tr>") if "gpt2, batch 4, context 1000" in line)
+
+    alone = floor_cell(None)
+    assert "persistent" not in alone
+    faster = floor_cell(0.5 * g.step_ms_median)
+    assert "our persistent step" in faster and fmt.ratio(0.5 * g.achieved_over_floor) in faster
+    slower = floor_cell(2.0 * g.step_ms_median)
+    assert "our step, bf16 cache, CUDA graph" in slower and fmt.ratio(g.achieved_over_floor) in slower

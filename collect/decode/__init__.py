@@ -9,6 +9,8 @@ Variants (kernels/decode/session.py runs them all through one interface):
                 only at the key shapes (a cold compile per shape costs tens of seconds)
   eager         our loop over a preallocated bf16 cache, PyTorch ops
   graph         our step (GRAPH_STEP: our fused Triton kernels by default) replayed from one CUDA graph
+  persistent    our step as one persistent kernel between the embedding and the argmax, in a CUDA graph
+                (key shapes only; batch at most 16, Ampere and newer)
   int8-graph    the same step and graph over an int8 cache
   int8-dequant  an int8 cache dequantized in full to bf16 every step (eager): the peak-memory regression
 

@@ -97,7 +97,7 @@ def _agreement_rows(m: _Model, plan: Plan, env: _Env, result: DecodeFile, ref: d
         row = AgreementRow(model=m.info.name, variant=v, reference=REFERENCE_VARIANT, batch=B, prompt_len=P,
                            positions=B * plan.agreement_steps, status="ok")
         spec = env.specs[v]
-        why = _unsupported(spec, env, timing=False)
+        why = _unsupported(spec, env, timing=False, batch=B)
         if env.deadline.passed():
             row.status, row.reason = "skipped", env.deadline.reason()
         elif isinstance(ref, str):

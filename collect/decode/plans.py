@@ -77,6 +77,8 @@ def variant_specs(graph_step: str = GRAPH_STEP) -> dict[str, VariantSpec]:
         VariantSpec("hf-compiled", "hf", compiled=True, key_only=True),
         VariantSpec("eager", "ours"),
         VariantSpec("graph", "ours", step=graph_step, graph=True),
+        # Issue 44's persistent step, at the key shapes only until it has earned the sweeps' time.
+        VariantSpec("persistent", "ours", step="persistent", graph=True, key_only=True),
         VariantSpec("int8-graph", "ours", cache="int8", step=graph_step, graph=True),
         VariantSpec("int8-dequant", "ours", cache="int8-dequant", max_steps=32),
     ]

@@ -84,7 +84,7 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
         row.reason = (f"context {context} leaves room for {n} decode step(s) within the model's {a.n_positions} "
                       "positions; timing needs at least 2")
         return row
-    why = _unsupported(spec, env)
+    why = _unsupported(spec, env, batch=batch)
     if why:
         row.status, row.reason = "unsupported", why
         return row
@@ -128,6 +128,8 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
             row.mem_at_start_bytes = torch.cuda.memory_allocated()
             torch.cuda.reset_peak_memory_stats()
         t = _loop_time(s.step, per_loop, loops - 1, env)
+        if hasattr(s, "check"):
+            s.check()  # a persistent step whose waits timed out raises here, naming what never arrived
         if env.cuda:
             row.peak_mem_bytes = torch.cuda.max_memory_allocated()
         row.kv_cache_bytes = _cache_bytes(s)

@@ -124,9 +124,15 @@ def _allocated(env: _Env) -> int | None:
     return torch.cuda.memory_allocated(env.device)
 
 
-def _unsupported(spec: VariantSpec, env: _Env, timing: bool = True) -> str | None:
-    """Why this variant cannot run here. Without a GPU our graph step still runs, uncaptured: the same
-    numbers, so it can be checked, but its time would not be the graph's."""
+def _unsupported(spec: VariantSpec, env: _Env, timing: bool = True, batch: int | None = None) -> str | None:
+    """Why this variant cannot run here (at `batch` sequences, where given). Without a GPU our graph step
+    still runs, uncaptured: the same numbers, so it can be checked, but its time would not be the graph's."""
+    if spec.step == "persistent":
+        from kernels.decode.persistent_step import unsupported_reason
+
+        why = unsupported_reason(batch, env.device)
+        if why:
+            return why
     if spec.graph and not env.cuda and timing:
         return "CUDA graphs need a CUDA device"
     if spec.compiled and not env.cuda:
@@ -168,7 +174,7 @@ def _warm_up(m: _Model, plan: Plan, env: _Env) -> None:
     T = min(T, m.ours.args.n_positions // 2)
     prompt = _prompt(B, T, m.ours.args.vocab_size)
     for spec in env.specs.values():
-        if _unsupported(spec, env) or spec.compiled or spec.generate:
+        if _unsupported(spec, env, batch=B) or spec.compiled or spec.generate:
             continue
         s = open_session(spec, m, B, T + 2, env, keep=False)
         s.prepare(prompt, 1)

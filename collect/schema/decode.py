@@ -9,7 +9,7 @@ from .common import (BYTES, BYTES_PER_S, CLOCK_MHZ, COUNT, DTYPES, FRACTION, IDE
                      ROW_STATUS, RUN_ID, SECONDS, SIZE, TEXT, doc, strict)
 
 # Decode variants in the report's order; the page labels them.
-VARIANTS = ("hf-eager", "hf-generate", "hf-compiled", "eager", "graph", "int8-graph", "int8-dequant")
+VARIANTS = ("hf-eager", "hf-generate", "hf-compiled", "eager", "graph", "persistent", "int8-graph", "int8-dequant")
 # Measured by runs made before the variants above; still read and labelled.
 LEGACY_VARIANTS = ("int8-kernel",)
 # Every variant name a run may hold: 'hf' is 'hf-eager' before its rename (migrate.rename_decode_hf_variant).
@@ -21,7 +21,7 @@ REFERENCE_VARIANT = "graph"
 LAYER_ROLES = ("qkv", "attention", "proj", "fc", "out")
 ROLE_ORDER = ("embed",) + LAYER_ROLES + ("head", "argmax")
 # Step implementations of our loop (see kernels/decode/gpt2_fused.py), and transformers' two loops.
-STEP_IMPLS = ("torch", "fused", "inductor", "transformers", "transformers-compiled", "transformers-generate")
+STEP_IMPLS = ("torch", "fused", "inductor", "persistent", "transformers", "transformers-compiled", "transformers-generate")
 MICRO_IMPLS = ("triton-bf16", "triton-int8", "sdpa")
 # What a profiled kernel does, read off its name (collect/decode_profile.py KERNEL_CLASSES, in this order).
 KERNEL_CLASS_ORDER = ("attention", "cache write", "layer norm", "linear", "sampling", "embedding", "copy",
@@ -82,7 +82,8 @@ class DecodeRow:
                        "bound by the host issuing kernels), 'hf-compiled' (transformers' model with a StaticCache and "
                        "its forward compiled by torch.compile(mode='reduce-overhead'), which replays CUDA graphs), "
                        "'eager' (our loop, bf16 cache, PyTorch ops), 'graph' (our step captured in one CUDA graph), "
-                       "'int8-graph' (the same step and graph over an int8 cache), 'int8-dequant' (int8 cache "
+                       "'persistent' (our step as one persistent kernel after the embedding, in a CUDA graph: "
+                       "kernels/decode/persistent_step.py), 'int8-graph' (the same step and graph over an int8 cache), 'int8-dequant' (int8 cache "
                        "dequantized in full to bf16 every step, eager). Older runs also have 'int8-kernel' (the int8 "
                        "cache read by the Triton kernel, eager) and 'hf' (now 'hf-eager').",
                        choices=ALL_VARIANTS)

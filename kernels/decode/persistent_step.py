@@ -342,6 +342,19 @@ def _flat(parts: list[torch.Tensor | None]) -> tuple[torch.Tensor, list[int]]:
     return torch.cat([p.reshape(-1) for p in parts if p is not None]), offsets
 
 
+def unsupported_reason(batch: int | None, device) -> str | None:
+    """Why the persistent step cannot run `batch` sequences (None: any batch) on `device`, or None."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        major, minor = fl.device_facts(device).capability
+        if (major, minor) < (8, 0):
+            return (f"the persistent step needs compute capability 8.0 or newer (this GPU has {major}.{minor}); the "
+                    "graph step runs here")
+    if batch is not None and batch > MAX_ROWS:
+        return f"the persistent step multiplies at most {MAX_ROWS} sequences at once; batch {batch} needs the graph step"
+    return None
+
+
 class PersistentStep:
     """GPT-2's decode step as three launches: the embedding, the persistent kernel, and (the loop's)
     argmax. Built for one model, one cache in the model's dtype and one batch; it packs a copy of the
@@ -354,15 +367,12 @@ class PersistentStep:
                  lists: int | None = None):
         a = model.args
         gpu = fl.device_facts(model.device)
-        if model.device.type == "cuda" and gpu.pre_ampere:
-            raise ValueError(f"the persistent step needs compute capability 8.0 or newer (this GPU has "
-                             f"{gpu.capability[0]}.{gpu.capability[1]}); the graph step runs here.")
+        why = unsupported_reason(batch, model.device)
+        if why:
+            raise ValueError(why + ".")
         if cache.k.dtype != model.dtype:
             raise ValueError(f"the persistent step reads a cache in the model's dtype ({model.dtype}); a "
                              f"{cache.k.dtype} cache needs the fused step.")
-        if batch > MAX_ROWS:
-            raise ValueError(f"the persistent step multiplies at most {MAX_ROWS} sequences at once; batch {batch} "
-                             "needs the fused step.")
         if a.head_dim > tiling.block_n:
             raise ValueError(f"head_dim {a.head_dim} is wider than the persistent step's tiles ({tiling.block_n} "
                              "columns); raise PersistentTiling.block_n.")

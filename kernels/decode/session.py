@@ -217,6 +217,13 @@ class OurSession(Session):
                 self.step()
         self.start(tokens, prompt_len)
         _sync(self.device)
+        self.check()
+
+    def check(self) -> None:
+        """Raise if the step reported a failure on the device since the last check (the persistent step's
+        timed-out waits, kernels/decode/persistent_step.py); other steps have nothing to report."""
+        if hasattr(self.step_fn, "check"):
+            self.step_fn.check()
 
     def attention_choice(self) -> AttentionChoice | None:
         """The attention choice this session's graph step was judged to, or None where none was judged."""
