@@ -5,9 +5,9 @@ the test install (``pip install --no-deps --target``, cached between runs; torch
 depend on Triton) and put first on the path of child processes, which then:
 
 - run tests/test_triton_support.py (imports, ``python -m collect --help``, the dispatch's fallback),
-  and the portable kernel's and the launcher's interpreter tests;
-- compile, ahead of time (kernels/aot.py), the Hopper and Gluon kernels and the shared-memory
-  microbenchmark for sm90, and the portable kernel for sm75 and sm80 (the core variants).
+  the portable kernel's and the launcher's interpreter tests, and the persistent decode step's;
+- compile, ahead of time (kernels/aot.py), the Hopper and Gluon kernels, the shared-memory
+  microbenchmark and the persistent decode step for sm90, and the portable kernel for sm75 and sm80 (the core variants).
 
 Prints one line per version and exits non-zero if anything failed. `make test-range` runs it; so
 does .ci/run. Usage: python scripts/check_triton_range.py [--versions 3.6.0,3.9.0] [--cache DIR]
@@ -31,9 +31,10 @@ sys.path.insert(0, str(ROOT))
 
 from kernels.supported import SUPPORTED  # noqa: E402 - the repository first, as the tests have it
 
-TESTS = ["tests/test_triton_support.py", "tests/test_attention_kernel.py", "tests/test_attention_launcher.py"]
+TESTS = ["tests/test_triton_support.py", "tests/test_attention_kernel.py", "tests/test_attention_launcher.py",
+         "tests/test_persistent_step.py"]
 # (targets, modules): the faster paths where they run, the portable kernel where a T4 and an A100 run it.
-COMPILES = [("sm90", "kernels.attention.gluon,kernels.attention.hopper,kernels.membench"),
+COMPILES = [("sm90", "kernels.attention.gluon,kernels.attention.hopper,kernels.membench,kernels.decode.persistent_step"),
             ("sm75,sm80", "kernels.attention.portable")]
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "attention-report" / "triton"
 

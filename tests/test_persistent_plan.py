@@ -9,7 +9,7 @@ import torch
 from kernels.decode.arrival import check_waits, wait_probe
 
 from kernels.decode.gpt2 import ModelArgs
-from kernels.decode.persistent_plan import (ELEM_BYTES, check_plan, check_resident, gpt2_operations, plan_step,
+from kernels.decode.persistent_plan import (ELEM_BYTES, Operation, check_plan, check_resident, gpt2_operations, plan_step,
                                             predicted_step_s)
 
 GPT2 = ModelArgs()
@@ -89,6 +89,21 @@ def test_the_time_model_prices_the_boundaries_and_what_prefetch_hides():
     assert plain[-1] - plain[0] == pytest.approx(len(plan.ops) * 3.5e-6, rel=0.05)
     # a buffer of one tile at a time lets the producer run less far ahead: never faster
     assert predicted_step_s(plan, bandwidth, 2e-6, buffer_bytes=1) >= times[2]
+
+
+def test_a_tile_chain_longer_than_its_stream_sets_the_pace_and_more_lists_hide_it():
+    plan = plan_step(gpt2_operations(GPT2, 4, 1000, SMS), SMS)
+    bandwidth = 4e12
+    tiles = max(len(t) for t in plan.per_sm)
+    stream = max(op.tile_bytes for op in plan.ops) / (bandwidth / SMS)
+    short = predicted_step_s(plan, bandwidth, 1e-6, chain_s=0.1 * stream)
+    long = predicted_step_s(plan, bandwidth, 1e-6, chain_s=4 * stream)
+    assert long > short and long >= tiles * 4 * stream  # every tile's chain runs one after another on its list
+    # Two blocks an SM halve each list where every operation has tiles for all of them, and so the chains
+    ops = [Operation(f"op {i}", 4 * SMS, 32 << 10) for i in range(10)]
+    stream = (32 << 10) / (bandwidth / SMS)
+    once, twice = (predicted_step_s(plan_step(ops, n), bandwidth, 1e-6, chain_s=4 * stream) for n in (SMS, 2 * SMS))
+    assert once >= 40 * 4 * stream and twice < 0.6 * once
 
 
 

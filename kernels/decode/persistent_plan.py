@@ -142,13 +142,16 @@ def check_resident(grid: int, sm_count: int, blocks_per_sm: int) -> None:
 
 
 def predicted_step_s(plan: StepPlan, bandwidth: float, boundary_s: float, prefetch: bool = True,
-                     buffer_bytes: int = 192 << 10) -> float:
+                     buffer_bytes: int = 192 << 10, chain_s: float = 0.0) -> float:
     """The step time the plan should take, from a model with three numbers: each SM streams at an equal
     share of `bandwidth` (bytes/s); a tile can start `boundary_s` after the last tile of the operation
     before it finishes (the counter's round trip through L2 and the consumers' epilogue); and an SM's
     producer runs ahead of its consumers by at most `buffer_bytes` of shared memory. With `prefetch`, an
     SM streams its next tiles' bytes while it waits on a counter; without, it starts once the wait is
-    over, as a kernel per operation must."""
+    over, as a kernel per operation must. `chain_s`: what a tile's consumers spend after its bytes have
+    arrived (its round trips through L2: partials, counters, the epilogue), one tile after another on
+    its list, while the producer streams on. Each list streams at an equal share of the bandwidth, so two
+    lists an SM (blocks_per_sm) are two lists here."""
     per_sm = bandwidth / len(plan.per_sm)
     done = [0.0] * len(plan.ops)  # when each operation's last tile finished
     streamed = [0.0] * len(plan.per_sm)  # when each SM's producer finished its latest tile's bytes
@@ -171,6 +174,6 @@ def predicted_step_s(plan: StepPlan, bandwidth: float, boundary_s: float, prefet
             else:
                 start = max(last, ready)
             streamed[sm] = start + cost
-            past.append(max(streamed[sm], ready, last))
+            past.append(max(streamed[sm], ready, last) + chain_s)
             done[i] = max(done[i], past[-1])
     return done[-1]

@@ -1,0 +1,125 @@
+"""Issue 44: the persistent decode step beside the graph step, per tiling, on one GPU, in one process.
+
+For each model it builds our bf16 graph step (the decode phase's 'graph' variant) and the persistent step
+at each candidate tiling (kernels/decode/persistent_step.CANDIDATE_TILINGS), each captured in a CUDA graph
+after a warm-up, and times them side by side: rounds of replays from the same position, the best round
+counting, as the decode phase judges attention choices (each round rewinds to the prompt). Each row also says how its greedy tokens compare
+with the graph step's, the largest difference of its first step's logits, and its time over the bandwidth
+floor (the step's bytes at the device-to-device copy bandwidth measured here first). Rows go to --out after
+each one, so a timeout loses nothing.
+
+    python3 scripts/sweep_persistent.py --out $OUT/persistent.json      # on the GPU
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepArgs:
+    models: tuple[str, ...]
+    batch: int
+    context: int
+    steps: int
+    rounds: int
+    out: Path | None
+
+
+def parse(argv=None) -> SweepArgs:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", default="gpt2,gpt2-xl", help="comma-separated kernels.decode.gpt2.PRESETS names")
+    ap.add_argument("--batch", type=int, default=4, help="sequences decoded together (the persistent step takes 16)")
+    ap.add_argument("--context", type=int, default=1000, help="cached tokens when the timed steps start")
+    ap.add_argument("--steps", type=int, default=16, help="replays per timed round")
+    ap.add_argument("--rounds", type=int, default=3, help="timed rounds per step; the best counts")
+    ap.add_argument("--out", type=Path, help="write the rows here as JSON (after each row)")
+    a = ap.parse_args(argv)
+    return SweepArgs(tuple(a.models.split(",")), a.batch, a.context, a.steps, a.rounds, a.out)
+
+
+def copy_bandwidth(nbytes: int = 1 << 30) -> float:
+    """Bytes per second of a device-to-device copy (read and write counted), the best of five."""
+    src = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    best = float("inf")
+    for _ in range(6):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        dst.copy_(src)
+        end.record()
+        end.synchronize()
+        best = min(best, start.elapsed_time(end) / 1e3)
+    return 2 * nbytes / best
+
+
+def main(argv=None) -> int:
+    from kernels.decode.gpt2 import GPT2, PRESETS, cache_bytes_per_token, random_hf_model
+    from kernels.decode.persistent_step import CANDIDATE_TILINGS, PersistentStep
+    from kernels.decode.session import OurSession
+
+    a = parse(argv)
+    if not torch.cuda.is_available():
+        raise SystemExit("this sweep times CUDA graphs: it needs a CUDA GPU")
+    bandwidth = copy_bandwidth()
+    rows = []
+    for name in a.models:
+        args = PRESETS[name]
+        model = GPT2.from_hf(random_hf_model(args, seed=0, device="cuda", dtype=torch.bfloat16))
+        capacity = a.context + a.steps + 2  # every round rewinds to the prompt: GPT-2 has 1024 positions
+        prompt = torch.randint(0, args.vocab_size, (a.batch, a.context), generator=torch.Generator().manual_seed(0))
+        floor_s = (model.weight_bytes_per_step() + cache_bytes_per_token(args, a.batch, int8=False) * a.context) / bandwidth
+        variants = [("graph", None)] + [("persistent", t) for t in CANDIDATE_TILINGS]
+        ref_tokens = ref_logits = None
+        for impl, tiling in variants:
+            row = {"model": name, "batch": a.batch, "context": a.context, "step": impl,
+                   "tiling": dataclasses.asdict(tiling) if tiling else None, "bandwidth_bytes_per_s": bandwidth,
+                   "floor_ms": floor_s * 1e3}
+            try:
+                s = OurSession(model, a.batch, capacity, "bf16", "fused" if impl == "graph" else impl, cuda_graph=True)
+                if tiling is not None:
+                    s.step_fn = PersistentStep(model, s.cache, a.batch, tiling=tiling)
+                s.prepare(prompt, 2)
+                s.step()
+                torch.cuda.synchronize()
+                first = s.last_logits.float().clone()
+                s.start(prompt)
+                best = float("inf")
+                for _ in range(a.rounds + 1):
+                    s._rewind(a.context)
+                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    start.record()
+                    for _ in range(a.steps):
+                        s.step()
+                    end.record()
+                    end.synchronize()
+                    best = min(best, start.elapsed_time(end) / a.steps)
+                s.check()
+                tokens = s.generated(a.context, a.steps + 1)
+                if ref_tokens is None:
+                    ref_tokens, ref_logits = tokens, first
+                same = min(tokens.shape[1], ref_tokens.shape[1])
+                row.update(status="ok", step_ms=best, over_floor=best / (floor_s * 1e3),
+                           tokens_as_graph=float((tokens[:, :same] == ref_tokens[:, :same]).float().mean()),
+                           first_logits_max_diff=float((first - ref_logits).abs().max()))
+                del s
+            except Exception as exc:  # noqa: BLE001 - one failed row is a row
+                row.update(status="error", reason=f"{type(exc).__name__}: {str(exc)[:500]}")
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            if a.out:
+                a.out.write_text(json.dumps(rows, indent=1), encoding="utf-8")
+            torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
