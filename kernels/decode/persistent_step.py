@@ -48,8 +48,9 @@ PROJ = tl.constexpr(2)
 FC = tl.constexpr(3)
 FC2 = tl.constexpr(4)
 HEAD = tl.constexpr(5)
-KINDS_PER_LAYER = 5
-ITEM_SHIFT = 1 << 16  # a list entry is op * ITEM_SHIFT + tile
+KINDS = tl.constexpr(5)  # operations a layer
+ENTRY_SHIFT = 1 << 16  # a list entry is op * ENTRY_SHIFT + tile
+ITEM_SHIFT = tl.constexpr(ENTRY_SHIFT)  # the same, as the kernel reads it
 MAX_ROWS = 16  # sequences a tile multiplies at once (one row block of tl.dot)
 REGISTERS_PER_SM = 65536  # every compute capability from 5.0 to 9.0
 
@@ -83,14 +84,14 @@ CANDIDATE_TILINGS = (PersistentTiling(), PersistentTiling(slice_k=128, num_warps
 
 @triton.jit
 def _kind_of(o, N_LAYER: tl.constexpr):
-    return tl.where(o == N_LAYER * 5, 5, o % 5)
+    return tl.where(o == N_LAYER * KINDS, HEAD, o % KINDS)
 
 
 @triton.jit
 def _product_shape(kind, C: tl.constexpr, V: tl.constexpr, SLICE: tl.constexpr):
     """(inner size K, output width N, splits of K) of a product kind."""
-    K = tl.where(kind == 4, 4 * C, C)
-    N = tl.where(kind == 0, 3 * C, tl.where(kind == 3, 4 * C, tl.where(kind == 5, V, C)))
+    K = tl.where(kind == FC2, 4 * C, C)
+    N = tl.where(kind == QKV, 3 * C, tl.where(kind == FC, 4 * C, tl.where(kind == HEAD, V, C)))
     return K, N, (K + SLICE - 1) // SLICE
 
 
@@ -99,7 +100,7 @@ def _kv_offsets(o, t, rows, cols, Lens, N_HEAD: tl.constexpr, D: tl.constexpr, C
                 NCH: tl.constexpr, CHUNK: tl.constexpr, B: tl.constexpr):
     """An attention tile's cache rows: element offsets into the (layers, B, H, CAP, D) key and value
     tensors of `rows` (keys, then values) and `cols`, which rows are values, and the keys' positions."""
-    layer = (o // 5).to(tl.int64)
+    layer = (o // KINDS).to(tl.int64)
     bh = t // NCH
     key = (t % NCH) * CHUNK + rows % CHUNK
     off = (((layer * B + bh // N_HEAD) * N_HEAD + bh % N_HEAD) * CAP + key[:, None]) * D + cols[None, :]
@@ -114,8 +115,8 @@ def _stream_block(item, Wp, WOff, Kc, Vc, Lens, N_LAYER: tl.constexpr, N_HEAD: t
     CHUNK: tl.constexpr = SLICE // 2
     rows = tl.arange(0, SLICE)
     cols = tl.arange(0, BLOCK_N)
-    o = tl.maximum(item, 0) // 65536
-    t = tl.maximum(item, 0) % 65536
+    o = tl.maximum(item, 0) // ITEM_SHIFT
+    t = tl.maximum(item, 0) % ITEM_SHIFT
     kind = _kind_of(o, N_LAYER)
     K, N, S = _product_shape(kind, C, V, SLICE)
     w_ptrs = Wp + tl.load(WOff + o) + t.to(tl.int64) * (SLICE * BLOCK_N) + rows[:, None] * BLOCK_N + cols[None, :]
@@ -123,7 +124,7 @@ def _stream_block(item, Wp, WOff, Kc, Vc, Lens, N_LAYER: tl.constexpr, N_HEAD: t
     off, is_v, key = _kv_offsets(o, t, rows, cols, Lens, N_HEAD, D, CAP, NCH, CHUNK, B)
     kv_ptrs = tl.where(is_v[:, None], Vc + off, Kc + off)
     kv_mask = (key < tl.load(Lens))[:, None] & (cols < D)[None, :]
-    is_attn = kind == 1
+    is_attn = kind == ATTN
     ptrs = tl.where(is_attn, kv_ptrs, w_ptrs)
     mask = tl.where(is_attn, kv_mask, w_mask) & (item >= 0)
     return tl.load(ptrs, mask=mask, other=0.0)
@@ -149,7 +150,7 @@ def _product_tile(o, t, w, X, Attn, Hid, Q, Kc, Vc, Logits, Ln, LnOff, Bias, BOf
     mask_b = offs_b < B
     kk = s * SLICE + tl.arange(0, SLICE)
     mask_k = kk < K
-    src = tl.where(kind == 2, Attn, tl.where(kind == 4, Hid, X))
+    src = tl.where(kind == PROJ, Attn, tl.where(kind == FC2, Hid, X))
     a = tl.load(src + offs_b[:, None] * K + kk[None, :], mask=mask_b[:, None] & mask_k[None, :], other=0.0,
                 cache_modifier=".cg").to(tl.float32)
     ln = tl.load(LnOff + o)
@@ -179,19 +180,19 @@ def _product_tile(o, t, w, X, Attn, Hid, Q, Kc, Vc, Logits, Ln, LnOff, Bias, BOf
         boff = tl.load(BOff + o)
         y = acc + tl.load(Bias + boff + offs_n, mask=mask_n & (boff >= 0), other=0.0).to(tl.float32)[None, :]
         rows = offs_b[:, None]
-        if kind == 0:  # q into Q; k and v into this layer's cache at pos
+        if kind == QKV:  # q into Q; k and v into this layer's cache at pos
             which = offs_n // C
             within = offs_n % C
             head = (within // D).to(tl.int64)
-            layer = (o // 5).to(tl.int64)
+            layer = (o // KINDS).to(tl.int64)
             cache = (((layer * B + rows) * N_HEAD + head[None, :]) * CAP + pos) * D + (within % D)[None, :]
             yd = y.to(dt)
             tl.store(Q + rows * C + within[None, :], yd, mask=mask_y & (which == 0)[None, :])
             tl.store(Kc + cache, yd, mask=mask_y & (which == 1)[None, :])
             tl.store(Vc + cache, yd, mask=mask_y & (which == 2)[None, :])
-        elif kind == 3:
+        elif kind == FC:
             tl.store(Hid + rows * N + offs_n[None, :], _gelu(y.to(dt).to(tl.float32), GELU_TANH).to(dt), mask=mask_y)
-        elif kind == 5:
+        elif kind == HEAD:
             tl.store(Logits + rows * N + offs_n[None, :], y, mask=mask_y)
         else:  # the projections add into the residual stream
             at = X + rows * C + offs_n[None, :]
@@ -273,12 +274,12 @@ def _persistent_step_kernel(
     while (i < n) & ok:
         nxt_item = tl.load(entries + i + 1, mask=i + 1 < n, other=-1)
         nxt = _stream_block(nxt_item, Wp, WOff, Kc, Vc, Lens, N_LAYER, N_HEAD, C, V, D, B, CAP, NCH, SLICE, BLOCK_N)
-        o = item // 65536
-        t = item % 65536
+        o = item // ITEM_SHIFT
+        t = item % ITEM_SHIFT
         if o > 0:
             ok = wait_for(OpCnt + o - 1, tl.load(Targets + o - 1), max_polls, Status, o)
         if ok:
-            if _kind_of(o, N_LAYER) == 1:
+            if _kind_of(o, N_LAYER) == ATTN:
                 fin = _attention_tile(o, t, blk, Q, Kc, Vc, Lens, pos, Attn, PartO, PartML, HeadCnt, qk_scale_log2,
                                       N_HEAD, C, D, B, CAP, NCH, NCH_P, SLICE, BLOCK_N)
             else:
@@ -395,14 +396,14 @@ class PersistentStep:
         on_gpu = dev.type == "cuda" and not interpreting()
         self.lists = lists or (gpu.sm_count * tiling.blocks_per_sm if on_gpu else 1)
         self.ops = kernel_operations(a, batch, self.capacity, tiling, model.dtype.itemsize)
-        if max(op.tiles for op in self.ops) >= ITEM_SHIFT:
+        if max(op.tiles for op in self.ops) >= ENTRY_SHIFT:
             raise ValueError("an operation of this model has more tiles than a list entry can name; widen the tiles.")
         self.plan: StepPlan = plan_step(self.ops, self.lists)
         check_plan(self.plan)
         longest = max(len(tiles) for tiles in self.plan.per_sm)
         work = torch.full((self.lists, max(1, longest)), -1, dtype=torch.int32)
         for sm, tiles in enumerate(self.plan.per_sm):
-            work[sm, :len(tiles)] = torch.tensor([t.op * ITEM_SHIFT + t.index for t in tiles], dtype=torch.int32)
+            work[sm, :len(tiles)] = torch.tensor([t.op * ENTRY_SHIFT + t.index for t in tiles], dtype=torch.int32)
         self.work = work.to(dev)
         self.count = torch.tensor([len(t) for t in self.plan.per_sm], dtype=torch.int32, device=dev)
         self.targets = torch.tensor([op.finishers for op in self.ops], dtype=torch.int32, device=dev)
