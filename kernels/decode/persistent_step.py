@@ -96,8 +96,8 @@ def _product_shape(kind, C: tl.constexpr, V: tl.constexpr, SLICE: tl.constexpr):
 
 
 @triton.jit
-def _kv_offsets(o, t, rows, cols, Lens, N_HEAD: tl.constexpr, D: tl.constexpr, CAP: tl.constexpr,
-                NCH: tl.constexpr, CHUNK: tl.constexpr, B: tl.constexpr):
+def _kv_offsets(o, t, rows, cols, Lens, N_HEAD: tl.constexpr, D: tl.constexpr, CAP,
+                NCH, CHUNK: tl.constexpr, B: tl.constexpr):
     """An attention tile's cache rows: element offsets into the (layers, B, H, CAP, D) key and value
     tensors of `rows` (keys, then values) and `cols`, which rows are values, and the keys' positions."""
     layer = (o // KINDS).to(tl.int64)
@@ -109,7 +109,7 @@ def _kv_offsets(o, t, rows, cols, Lens, N_HEAD: tl.constexpr, D: tl.constexpr, C
 
 @triton.jit
 def _stream_block(item, Wp, WOff, Kc, Vc, Lens, N_LAYER: tl.constexpr, N_HEAD: tl.constexpr, C: tl.constexpr,
-                  V: tl.constexpr, D: tl.constexpr, B: tl.constexpr, CAP: tl.constexpr, NCH: tl.constexpr,
+                  V: tl.constexpr, D: tl.constexpr, B: tl.constexpr, CAP, NCH,
                   SLICE: tl.constexpr, BLOCK_N: tl.constexpr):
     """The bytes a list entry streams, loaded into registers; nothing for an entry below 0 (none)."""
     CHUNK: tl.constexpr = SLICE // 2
@@ -133,7 +133,7 @@ def _stream_block(item, Wp, WOff, Kc, Vc, Lens, N_LAYER: tl.constexpr, N_HEAD: t
 @triton.jit
 def _product_tile(o, t, w, X, Attn, Hid, Q, Kc, Vc, Logits, Ln, LnOff, Bias, BOff, Part, ColCnt, Stats, pos, eps,
                   N_LAYER: tl.constexpr, N_HEAD: tl.constexpr, C: tl.constexpr, V: tl.constexpr, D: tl.constexpr,
-                  B: tl.constexpr, CAP: tl.constexpr, SLICE: tl.constexpr, BLOCK_N: tl.constexpr,
+                  B: tl.constexpr, CAP, SLICE: tl.constexpr, BLOCK_N: tl.constexpr,
                   BLOCK_M: tl.constexpr, STAT_P: tl.constexpr, GELU_TANH: tl.constexpr):
     """One tile of a product: its rows of the input (normed where a LayerNorm precedes it) times the
     streamed weight slice `w`; the last split of its column adds the splits and applies the epilogue.
@@ -206,8 +206,8 @@ def _product_tile(o, t, w, X, Attn, Hid, Q, Kc, Vc, Logits, Ln, LnOff, Bias, BOf
 
 @triton.jit
 def _attention_tile(o, t, kv, Q, Kc, Vc, Lens, pos, Attn, PartO, PartML, HeadCnt, qk_scale_log2,
-                    N_HEAD: tl.constexpr, C: tl.constexpr, D: tl.constexpr, B: tl.constexpr, CAP: tl.constexpr,
-                    NCH: tl.constexpr, NCH_P: tl.constexpr, SLICE: tl.constexpr, BLOCK_N: tl.constexpr):
+                    N_HEAD: tl.constexpr, C: tl.constexpr, D: tl.constexpr, B: tl.constexpr, CAP,
+                    NCH, NCH_P: tl.constexpr, SLICE: tl.constexpr, BLOCK_N: tl.constexpr):
     """One chunk of one head's cache: softmax statistics and the weighted values over its keys; the
     last chunk of the head to arrive merges them all into the head's output (and returns True)."""
     CHUNK: tl.constexpr = SLICE // 2
@@ -248,13 +248,13 @@ def _attention_tile(o, t, kv, Q, Kc, Vc, Lens, pos, Attn, PartO, PartML, HeadCnt
     return last
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["CAP", "NCH"])  # one compile serves every cache capacity
 def _persistent_step_kernel(
         Work, Count, stride_work, Targets, OpCnt, ColCnt, HeadCnt, Status, max_polls,
         Wp, WOff, Ln, LnOff, Bias, BOff, X, Attn, Hid, Q, Kc, Vc, Logits, Lens, Pos, Part, PartO, PartML, Stats,
         eps, qk_scale_log2,
         N_LAYER: tl.constexpr, N_HEAD: tl.constexpr, C: tl.constexpr, V: tl.constexpr, D: tl.constexpr,
-        B: tl.constexpr, CAP: tl.constexpr, NCH: tl.constexpr, NCH_P: tl.constexpr, N_OPS: tl.constexpr,
+        B: tl.constexpr, CAP, NCH, NCH_P: tl.constexpr, N_OPS: tl.constexpr,
         N_OPS_P: tl.constexpr, SLICE: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr,
         STAT_P: tl.constexpr, GELU_TANH: tl.constexpr):
     """Block i runs list i of the plan: for each entry it streams the next entry's bytes, waits for the
@@ -426,6 +426,8 @@ class PersistentStep:
         self.b_off = torch.tensor(b_off, dtype=torch.int64, device=dev)
 
         self.chunks = math.ceil(self.capacity / tiling.chunk)
+        # The merge's width is the model's, not the cache's: then every capacity runs one compiled kernel.
+        self.chunks_p = triton.next_power_of_2(math.ceil(max(a.n_positions, self.capacity) / tiling.chunk))
         self.block_m = max(16, triton.next_power_of_2(batch))
         widest = max(math.ceil(n / bn) for n in (3 * C, C, 4 * C, a.vocab_size))
         deepest = max(math.ceil(k / sl) for k in (C, 4 * C))
@@ -478,7 +480,7 @@ class PersistentStep:
     def _meta(self) -> dict:
         a = self.model.args
         return dict(N_LAYER=a.n_layer, N_HEAD=a.n_head, C=a.n_embd, V=a.vocab_size, D=a.head_dim,
-                    B=self.x.shape[0], CAP=self.capacity, NCH=self.chunks, NCH_P=triton.next_power_of_2(self.chunks),
+                    B=self.x.shape[0], CAP=self.capacity, NCH=self.chunks, NCH_P=self.chunks_p,
                     N_OPS=len(self.ops), N_OPS_P=triton.next_power_of_2(len(self.ops)), SLICE=self.tiling.slice_k,
                     BLOCK_N=self.tiling.block_n, BLOCK_M=self.block_m, STAT_P=self.stat_p,
                     GELU_TANH=self.model.gelu_approx == "tanh",
