@@ -66,8 +66,12 @@ def _compile_task(task: tuple) -> str | None:
             capacity = 16 + cap_mod
             prompt = torch.zeros((batch, 8), dtype=torch.int64)
             # The graph steps and the eager steps; one pair each where the graph step is "torch" too.
-            for cache, step in dict.fromkeys((("bf16", graph_step), ("int8", graph_step), ("bf16", "torch"),
-                                              ("int8", "torch"))):
+            from kernels.decode.persistent_step import unsupported_reason
+
+            # The persistent step too, where it runs: its one kernel compiles for any cache capacity.
+            steps = (("bf16", graph_step), ("int8", graph_step), ("bf16", "torch"), ("int8", "torch")) + \
+                ((("bf16", "persistent"),) if unsupported_reason(batch, device) is None else ())
+            for cache, step in dict.fromkeys(steps):
                 s = OurSession(model, batch, capacity, cache, step)
                 s.prepare(prompt, 1)
                 if hasattr(s.step_fn, "compile_attention_launches"):  # what the graph sessions will measure

@@ -248,7 +248,7 @@ def _attention_tile(o, t, kv, Q, Kc, Vc, Lens, pos, Attn, PartO, PartML, HeadCnt
     return last
 
 
-@triton.jit(do_not_specialize=["CAP", "NCH"])  # one compile serves every cache capacity
+@triton.jit(do_not_specialize=["CAP", "NCH", "stride_work"])  # one compile serves every cache capacity
 def _persistent_step_kernel(
         Work, Count, stride_work, Targets, OpCnt, ColCnt, HeadCnt, Status, max_polls,
         Wp, WOff, Ln, LnOff, Bias, BOff, X, Attn, Hid, Q, Kc, Vc, Logits, Lens, Pos, Part, PartO, PartML, Stats,
