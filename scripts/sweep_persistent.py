@@ -5,8 +5,10 @@ at each candidate tiling (kernels/decode/persistent_step.CANDIDATE_TILINGS), eac
 after a warm-up, and times them side by side: rounds of replays from the same position, the best round
 counting, as the decode phase judges attention choices (each round rewinds to the prompt). Each row also says how its greedy tokens compare
 with the graph step's, the largest difference of its first step's logits, and its time over the bandwidth
-floor (the step's bytes at the device-to-device copy bandwidth measured here first). Rows go to --out after
-each one, so a timeout loses nothing.
+floor (the step's bytes at the device-to-device copy bandwidth measured here first). A persistent row then
+runs one step of the same tiling with the trace on (kernels/decode/persistent_trace.py): the critical
+path by role, and the operations that took longest, each with its tiles' mean wait and work. Rows go to
+--out after each one, so a timeout loses nothing.
 
     python3 scripts/sweep_persistent.py --out $OUT/persistent.json      # on the GPU
 """
@@ -32,6 +34,7 @@ class SweepArgs:
     steps: int
     rounds: int
     out: Path | None
+    trace: bool = True
 
 
 def parse(argv=None) -> SweepArgs:
@@ -42,8 +45,9 @@ def parse(argv=None) -> SweepArgs:
     ap.add_argument("--steps", type=int, default=16, help="replays per timed round")
     ap.add_argument("--rounds", type=int, default=3, help="timed rounds per step; the best counts")
     ap.add_argument("--out", type=Path, help="write the rows here as JSON (after each row)")
+    ap.add_argument("--no-trace", action="store_true", help="skip the traced step of each persistent row")
     a = ap.parse_args(argv)
-    return SweepArgs(tuple(a.models.split(",")), a.batch, a.context, a.steps, a.rounds, a.out)
+    return SweepArgs(tuple(a.models.split(",")), a.batch, a.context, a.steps, a.rounds, a.out, not a.no_trace)
 
 
 def copy_bandwidth(nbytes: int = 1 << 30) -> float:
@@ -59,6 +63,26 @@ def copy_bandwidth(nbytes: int = 1 << 30) -> float:
         end.synchronize()
         best = min(best, start.elapsed_time(end) / 1e3)
     return 2 * nbytes / best
+
+
+def traced_step(s, model, tiling, context: int) -> dict:
+    """One eager step of the persistent step at `tiling` with its trace on, from the prompt: where its time
+    went (the first call compiles the traced kernel; the second is read)."""
+    from kernels.decode.persistent_step import PersistentStep
+    from kernels.decode.persistent_trace import op_times, role_ms
+
+    traced = PersistentStep(model, s.cache, s.batch, tiling=tiling, trace=True)
+    for _ in range(2):
+        s._rewind(context)
+        traced.trace.zero_()
+        traced(s.history, s.pos, s.lens)
+    torch.cuda.synchronize()
+    traced.check()
+    times = op_times(traced.trace, traced.plan, traced.ops)
+    slowest = sorted(times, key=lambda t: -t.span_ns)[:8]
+    return {"traced_step_ms": times[-1].finish_ns / 1e6, "role_ms": role_ms(times),
+            "slowest_operations": [{"name": t.name, "span_us": t.span_ns / 1e3, "tile_wait_us": t.wait_ns / 1e3,
+                                    "tile_work_us": t.work_ns / 1e3, "tiles": t.tiles} for t in slowest]}
 
 
 def main(argv=None) -> int:
@@ -110,6 +134,11 @@ def main(argv=None) -> int:
                 row.update(status="ok", step_ms=best, over_floor=best / (floor_s * 1e3),
                            tokens_as_graph=float((tokens[:, :same] == ref_tokens[:, :same]).float().mean()),
                            first_logits_max_diff=float((first - ref_logits).abs().max()))
+                if tiling is not None and a.trace:
+                    try:
+                        row.update(traced_step(s, model, tiling, a.context))
+                    except Exception as exc:  # noqa: BLE001 - the timing stands without its trace
+                        row["trace_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
                 del s
             except Exception as exc:  # noqa: BLE001 - one failed row is a row
                 row.update(status="error", reason=f"{type(exc).__name__}: {str(exc)[:500]}")

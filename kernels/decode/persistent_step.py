@@ -83,6 +83,12 @@ CANDIDATE_TILINGS = (PersistentTiling(), PersistentTiling(slice_k=128, num_warps
 # --- the kernel -------------------------------------------------------------------------------
 
 @triton.jit
+def _now():
+    """The GPU's global nanosecond timer, for the trace (one clock for every SM)."""
+    return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64, is_pure=False, pack=1)
+
+
+@triton.jit
 def _kind_of(o, N_LAYER: tl.constexpr):
     return tl.where(o == N_LAYER * KINDS, HEAD, o % KINDS)
 
@@ -252,17 +258,19 @@ def _attention_tile(o, t, kv, Q, Kc, Vc, Lens, pos, Attn, PartO, PartML, HeadCnt
 def _persistent_step_kernel(
         Work, Count, stride_work, Targets, OpCnt, ColCnt, HeadCnt, Status, max_polls,
         Wp, WOff, Ln, LnOff, Bias, BOff, X, Attn, Hid, Q, Kc, Vc, Logits, Lens, Pos, Part, PartO, PartML, Stats,
-        eps, qk_scale_log2,
+        Trace, eps, qk_scale_log2,
         N_LAYER: tl.constexpr, N_HEAD: tl.constexpr, C: tl.constexpr, V: tl.constexpr, D: tl.constexpr,
         B: tl.constexpr, CAP, NCH, NCH_P: tl.constexpr, N_OPS: tl.constexpr,
         N_OPS_P: tl.constexpr, SLICE: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr,
-        STAT_P: tl.constexpr, GELU_TANH: tl.constexpr):
+        STAT_P: tl.constexpr, GELU_TANH: tl.constexpr, TRACE: tl.constexpr):
     """Block i runs list i of the plan: for each entry it streams the next entry's bytes, waits for the
     operation before its own, and computes. A tile that finishes a column (a product's last split) or a
     head (the attention's last chunk) raises its operation's counter, so a counter's target is the
     operation's columns or heads, and a tile that only left a partial costs no second atomic. The tile
     that completes the last operation zeroes every counter for the next launch (a CUDA graph replays
-    this one)."""
+    this one). With TRACE, each entry records three readings of the global timer: before it streams
+    the next entry's bytes, once its wait is over, and once its counter is raised
+    (kernels/decode/persistent_trace.py reads them)."""
     sm = tl.program_id(0)
     n = tl.load(Count + sm)
     entries = Work + sm * stride_work
@@ -272,6 +280,9 @@ def _persistent_step_kernel(
     i = 0
     ok = n >= 0
     while (i < n) & ok:
+        if TRACE:
+            stamps = Trace + (sm * stride_work + i) * 3
+            tl.store(stamps, _now())
         nxt_item = tl.load(entries + i + 1, mask=i + 1 < n, other=-1)
         nxt = _stream_block(nxt_item, Wp, WOff, Kc, Vc, Lens, N_LAYER, N_HEAD, C, V, D, B, CAP, NCH, SLICE, BLOCK_N)
         o = item // ITEM_SHIFT
@@ -279,6 +290,8 @@ def _persistent_step_kernel(
         if o > 0:
             ok = wait_for(OpCnt + o - 1, tl.load(Targets + o - 1), max_polls, Status, o)
         if ok:
+            if TRACE:
+                tl.store(stamps + 1, _now())
             if _kind_of(o, N_LAYER) == ATTN:
                 fin = _attention_tile(o, t, blk, Q, Kc, Vc, Lens, pos, Attn, PartO, PartML, HeadCnt, qk_scale_log2,
                                       N_HEAD, C, D, B, CAP, NCH, NCH_P, SLICE, BLOCK_N)
@@ -292,6 +305,9 @@ def _persistent_step_kernel(
                 if (o == N_OPS - 1) & (done == tl.load(Targets + o) - 1):
                     ops = tl.arange(0, N_OPS_P)
                     tl.store(OpCnt + ops, tl.zeros([N_OPS_P], dtype=tl.int32), mask=ops < N_OPS)
+            if TRACE:
+                tl.debug_barrier()
+                tl.store(stamps + 2, _now())
         item = nxt_item
         blk = nxt
         i += 1
@@ -302,9 +318,11 @@ def _persistent_step_kernel(
 @dataclass(frozen=True)
 class KernelOp(Operation):
     """An operation as this kernel tiles it: `finishers` of its tiles (a product's columns, the
-    attention's heads) raise its counter, so that is the counter's target."""
+    attention's heads) raise its counter, so that is the counter's target; `role` is what the graph
+    step's kernel for it does (collect/schema/decode.py ROLE_ORDER)."""
 
     finishers: int = 0
+    role: str = ""
 
 
 def kernel_operations(args, batch: int, capacity: int, tiling: PersistentTiling, elem_bytes: int) -> list[KernelOp]:
@@ -312,22 +330,22 @@ def kernel_operations(args, batch: int, capacity: int, tiling: PersistentTiling,
     tile's at a full cache), for plan_step to deal."""
     C, bn, sl = args.n_embd, tiling.block_n, tiling.slice_k
 
-    def product(name, k, n):
+    def product(name, k, n, role):
         columns = math.ceil(n / bn)
         tiles = columns * math.ceil(k / sl)
-        return KernelOp(name, tiles, math.ceil(k * n * elem_bytes / tiles), columns)
+        return KernelOp(name, tiles, math.ceil(k * n * elem_bytes / tiles), columns, role)
 
     chunks = math.ceil(capacity / tiling.chunk)
     heads = batch * args.n_head
     ops = []
     for layer in range(args.n_layer):
-        ops += [product(f"layer {layer} qkv", C, 3 * C),
+        ops += [product(f"layer {layer} qkv", C, 3 * C, "qkv"),
                 KernelOp(f"layer {layer} attention", heads * chunks, 2 * tiling.chunk * args.head_dim * elem_bytes,
-                         heads),
-                product(f"layer {layer} projection", C, C),
-                product(f"layer {layer} fc", C, 4 * C),
-                product(f"layer {layer} second projection", 4 * C, C)]
-    ops.append(product("logits", C, args.vocab_size))
+                         heads, "attention"),
+                product(f"layer {layer} projection", C, C, "proj"),
+                product(f"layer {layer} fc", C, 4 * C, "fc"),
+                product(f"layer {layer} second projection", 4 * C, C, "out")]
+    ops.append(product("logits", C, args.vocab_size, "head"))
     return ops
 
 
@@ -372,7 +390,7 @@ class PersistentStep:
     impl = "persistent"
 
     def __init__(self, model, cache, batch: int, tiling: PersistentTiling = PersistentTiling(),
-                 lists: int | None = None):
+                 lists: int | None = None, trace: bool = False):
         a = model.args
         gpu = fl.device_facts(model.device)
         why = unsupported_reason(batch, model.device)
@@ -386,6 +404,8 @@ class PersistentStep:
                              "columns); raise PersistentTiling.block_n.")
         if model.gelu_approx not in ("tanh", "none"):
             raise ValueError(f"GELU approximation {model.gelu_approx!r} is not one the persistent step implements.")
+        if trace and (interpreting() or model.device.type == "cpu"):
+            raise ValueError("the persistent step's trace reads the GPU's timer: it needs a GPU, not the interpreter.")
         self.model, self.cache, self.tiling = model, cache, tiling
         dev, dt = model.device, model.dtype
         C, H, L = a.n_embd, a.n_head, a.n_layer
@@ -405,6 +425,8 @@ class PersistentStep:
         for sm, tiles in enumerate(self.plan.per_sm):
             work[sm, :len(tiles)] = torch.tensor([t.op * ENTRY_SHIFT + t.index for t in tiles], dtype=torch.int32)
         self.work = work.to(dev)
+        # Three timer readings per list entry (TRACE): the kernel indexes it as it indexes the lists.
+        self.trace = torch.zeros((*work.shape, 3) if trace else (1,), dtype=torch.int64, device=dev)
         self.count = torch.tensor([len(t) for t in self.plan.per_sm], dtype=torch.int32, device=dev)
         self.targets = torch.tensor([op.finishers for op in self.ops], dtype=torch.int32, device=dev)
 
@@ -474,7 +496,7 @@ class PersistentStep:
         return (self.work, self.count, self.work.stride(0), self.targets, self.op_count, self.col_count,
                 self.head_count, self.status, self.tiling.max_polls, self.w, self.w_off, self.ln, self.ln_off,
                 self.bias, self.b_off, self.x, self.attn, self.h, self.q, self.cache.k, self.cache.v, self.logits,
-                lens, pos, self.part, self.part_o, self.part_ml, self.stats, a.layer_norm_epsilon,
+                lens, pos, self.part, self.part_o, self.part_ml, self.stats, self.trace, a.layer_norm_epsilon,
                 1.4426950408889634 / math.sqrt(a.head_dim))
 
     def _meta(self) -> dict:
@@ -483,7 +505,7 @@ class PersistentStep:
                     B=self.x.shape[0], CAP=self.capacity, NCH=self.chunks, NCH_P=self.chunks_p,
                     N_OPS=len(self.ops), N_OPS_P=triton.next_power_of_2(len(self.ops)), SLICE=self.tiling.slice_k,
                     BLOCK_N=self.tiling.block_n, BLOCK_M=self.block_m, STAT_P=self.stat_p,
-                    GELU_TANH=self.model.gelu_approx == "tanh",
+                    GELU_TANH=self.model.gelu_approx == "tanh", TRACE=self.trace.dim() == 3,
                     num_warps=1 if interpreting() else self.tiling.num_warps)
 
     def _check_resident(self, lens, pos) -> None:
@@ -520,14 +542,16 @@ def compile_specs(target):
     dt = torch.bfloat16
     specs = []
     for name in fl.DECODE_MODELS:
-        for i, tiling in enumerate(CANDIDATE_TILINGS):
-            def launch(a=PRESETS[name], tiling=tiling):
+        for i, (tiling, trace) in enumerate([(t, False) for t in CANDIDATE_TILINGS] + [(CANDIDATE_TILINGS[0], True)]):
+            def launch(a=PRESETS[name], tiling=tiling, trace=trace):
                 model = GPT2.zeros(a, "meta", dt)
-                step = PersistentStep(model, CACHES["bf16"](a, 4, a.n_positions, "meta", dt), 4, tiling=tiling)
+                step = PersistentStep(model, CACHES["bf16"](a, 4, a.n_positions, "meta", dt), 4, tiling=tiling,
+                                      trace=trace)
                 history = torch.empty((4, a.n_positions + 1), device="meta", dtype=torch.int64)
                 step(history, torch.empty((1,), device="meta", dtype=torch.int64),
                      torch.empty((1,), device="meta", dtype=torch.int32))
 
             specs.append(CompileSpec(f"bf16 {name} B=4 slice {tiling.slice_k} w{tiling.num_warps} "
-                                     f"x{tiling.blocks_per_sm}", launch, core=name == fl.DECODE_MODELS[0] and i == 0))
+                                     f"x{tiling.blocks_per_sm}{' traced' if trace else ''}", launch,
+                                     core=name == fl.DECODE_MODELS[0] and i == 0))
     return specs
