@@ -116,7 +116,7 @@ def test_tiny_run_has_a_row_per_variant_and_shape(tiny_run):
     # and last the sweeps' host-bound rows (what a slow machine's spent budget should cut first)
     key = [(8, v) for v in VARIANTS if v != "hf-compiled"] + [(8, "hf-compiled")]
     host = ("hf-eager", "hf-generate")
-    sweep = [(c, v) for c in (4, 15) for v in VARIANTS if v not in ("hf-compiled", *host)]
+    sweep = [(c, v) for c in (4, 15) for v in VARIANTS if v not in ("hf-compiled", "persistent", *host)]  # key-only
     assert [(r.context, r.variant) for r in result.rows] == key + sweep + [(c, v) for c in (4, 15) for v in host]
     assert saved and saved[-1] == len(result.rows)  # progress was checkpointed
     loaded = load_validated(path, DecodeFile)  # what render/ will read
@@ -151,13 +151,13 @@ def test_tiny_run_agreement_and_microbenchmark(tiny_run):
     by = {a.variant: a for a in result.agreement}
     assert set(by) == set(VARIANTS) - {"graph", "hf-generate"}  # generate cannot be teacher-forced
     assert by["hf-compiled"].status == "unsupported"
-    for v in ("hf-eager", "eager", "int8-graph", "int8-dequant"):  # the graph step runs uncaptured on the CPU
+    for v in ("hf-eager", "eager", "persistent", "int8-graph", "int8-dequant"):  # graph steps run uncaptured on the CPU
         a = by[v]
         assert a.status == "ok" and a.reference == "graph" and a.positions == 2 * 4 == a.batch * PLAN.agreement_steps
         assert a.prompt_len == 15 - 4 and a.free_running_tokens == 2 * (PLAN.free_steps + 1)
     # fp32 on the CPU: transformers and our steps agree everywhere
-    assert by["hf-eager"].agreement == 1.0 and by["eager"].agreement == 1.0
-    assert by["eager"].max_top1_logit_diff < 1e-4
+    assert by["hf-eager"].agreement == 1.0 and by["eager"].agreement == 1.0 and by["persistent"].agreement == 1.0
+    assert by["eager"].max_top1_logit_diff < 1e-4 and by["persistent"].max_top1_logit_diff < 1e-4
     assert {m.impl for m in result.micro} == {"triton-bf16", "triton-int8", "sdpa"}
     for m in result.micro:
         assert m.status == "ok" and m.bandwidth_fraction == pytest.approx(m.achieved_bytes_per_s / 1e9)
@@ -377,3 +377,14 @@ def test_the_host_profile_splits_each_loop_into_transformers_own_functions(tiny_
     assert g["prepare inputs"] == pytest.approx(1.0) and g["update model kwargs"] == pytest.approx(1.0)
     assert "prepare inputs" not in e and "update model kwargs" not in e
     assert load_validated(path, DecodeFile).host_profiles[0].components == rows["hf-generate"].components
+
+
+def test_a_model_may_check_only_some_variants_and_the_full_plan_checks_gpt2_xl_on_our_graph_steps():
+    plan = dataclasses.replace(PLAN, models=(phase.ModelPlan("tiny", ((2, 8),), (), agreement=True, args=TINY,
+                                                             agreement_variants=("eager",)),), micro_contexts=())
+    result = phase.collect_decode("cpu-test", plan, "cpu", 1e9, "test constant")
+    assert [(a.variant, a.status) for a in result.agreement] == [("eager", "ok")]
+    xl = next(m for m in phase.PLANS["full"].models if m.name == "gpt2-xl")
+    assert [v for v in VARIANTS if xl.checks(v)] == ["persistent", "int8-graph"]
+    gpt2 = next(m for m in phase.PLANS["full"].models if m.name == "gpt2")
+    assert all(gpt2.checks(v) for v in VARIANTS)

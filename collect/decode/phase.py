@@ -81,7 +81,9 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
     # session at the agreement's capacity reused by the check), the sweeps, and last the sweeps' host-bound
     # rows (transformers' eager loop: its step time is the host's at every context, and its rows
     # cost the most).
-    keep = {id(m): _agreement_shape(m, plan) for m in models}
+    # A compiled session is kept for the agreement only where the check compares a compiled variant.
+    keep = {id(m): _agreement_shape(m, plan) if any(sp.compiled and m.plan.checks(v) for v, sp in env.specs.items())
+            else None for m in models}
     for m in models:
         with stage("decode", f"{m.info.name} key shapes"):
             _rows(m, m.plan.key_shapes, plan, env, result, key=True, keep_shape=keep[id(m)], compiled=False)
@@ -92,8 +94,8 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
                 refs[id(m)] = _agreement_reference(m, plan, env) if not env.deadline.passed() else "skipped: " + \
                     env.deadline.reason()
                 _agreement_rows(m, plan, env, result, refs[id(m)],
-                                [v for v, sp in env.specs.items()
-                                 if v != REFERENCE_VARIANT and not sp.compiled and not sp.generate])
+                                [v for v, sp in env.specs.items() if v != REFERENCE_VARIANT and not sp.compiled
+                                 and not sp.generate and m.plan.checks(v)])
     if models:
         with stage("decode", "host profile of transformers' loops"):
             _host_profile_rows(models[0], *models[0].plan.key_shapes[0], env, result)
@@ -104,8 +106,9 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
             shared = keep[id(m)]
             _rows(m, [k for k in m.plan.key_shapes if k == shared], plan, env, result, key=True, keep_shape=shared,
                   compiled=True)
-            if m.plan.agreement:
-                _agreement_rows(m, plan, env, result, refs[id(m)], [v for v, sp in env.specs.items() if sp.compiled])
+            compiled_checked = [v for v, sp in env.specs.items() if sp.compiled and m.plan.checks(v)]
+            if m.plan.agreement and compiled_checked:
+                _agreement_rows(m, plan, env, result, refs[id(m)], compiled_checked)
             m.sessions.clear()
             _clean(env)
             _rows(m, [k for k in m.plan.key_shapes if k != shared], plan, env, result, key=True, compiled=True)
