@@ -80,6 +80,7 @@ TIERS = {
     "slow": ("fixture:tiny_run",
              "tests/test_decode_phase.py::test_no_other_variants_session_is_alive",
              "tests/test_decode_phase.py::test_a_compile_task_runs_every_step_kernel_once",
+             "tests/test_decode_phase.py::test_a_model_may_check_only_some_variants",
              "tests/test_decode_model.py::test_a_rewound_session",
              "tests/test_decode_model.py::test_a_step_that_hands_the_newest_row",
              "tests/test_decode_model.py::test_a_session_switches_to_teacher_forcing",
