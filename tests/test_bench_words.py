@@ -316,5 +316,13 @@ def test_the_path_sentence_says_which_kernel_ran_and_whether_its_code_used_tenso
                for r in bf.rows]
     run = load_run(write_run(tmp_path, "t4-1", device="Tesla T4", bench=bf, phases=("bench",)))
     text = BenchPage(run, [run]).path_sentence()
-    assert "the turing kernel in 1 case (with tensor cores in its code)" in text
+    assert "the Turing tensor-core kernel in 1 case (with tensor cores in its code)" in text
     assert "the portable kernel in 1 case (without tensor cores in its code)" in text
+    # Gluon rows by their kernel's public name, the steps of one kernel counted together
+    bf.rows = [dataclasses.replace(r, kernel_path="gluon", kernel_step="g11" if r.seq_len == 512 else "g15",
+                                   tensor_cores=True) if r.impl == "triton" else r for r in bf.rows]
+    run = load_run(write_run(tmp_path / "h", "t4-1", device="NVIDIA H200", bench=bf, phases=("bench",)))
+    text = BenchPage(run, [run]).path_sentence()
+    n = sum(r.impl == "triton" and r.status == "ok" for r in bf.rows)
+    assert f"the Gluon warp-specialized kernel in {n} cases (with tensor cores in its code)" in text
+    assert "gluon kernel" not in text

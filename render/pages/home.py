@@ -16,7 +16,7 @@ from collect.schema.limiter import UNIT_FIELDS
 from collect.schema.occupancy import limits_from_device, occupancy
 
 from .. import escape, fmt, limits, model
-from ..fmt import known as _ok
+from ..fmt import known
 from ..tables import table_html
 from ..bench_data import rivals
 from ..decode_memory import own_decode_rows
@@ -111,7 +111,7 @@ class HomePage(Page):
     @staticmethod
     def _dram(row) -> float:
         """DRAM bytes read plus written, the writes at least the call's output (model.dram_moved_bytes)."""
-        written = float(row["dram_write_bytes"]) if _ok(row["dram_write_bytes"]) else 0.0
+        written = float(row["dram_write_bytes"]) if known(row["dram_write_bytes"]) else 0.0
         out = model.output_bytes(row["seq_len"], row["head_dim"], ELEMENT_BYTES.get(row["dtype"], 2),
                                  row["batch"] * row["heads"])
         return model.dram_moved_bytes(float(row["dram_read_bytes"]), written, float(out))
@@ -193,7 +193,7 @@ class HomePage(Page):
             n = common[-1]
             best = others[others["seq_len"] == n].sort_values("latency_ms_median").iloc[0]
             used = best["backend_used"] if "backend_used" in best else None
-            backend = used if _ok(used) else impl_label(best["impl"])
+            backend = used if known(used) else impl_label(best["impl"])
             parts.append(f"{versus(best['latency_ms_median'] / tri[n], 'the fastest other implementation')} there "
                          f"({escape.text(backend)})")
         else:
@@ -236,7 +236,7 @@ class HomePage(Page):
                  + (" causal" if r["causal"] else ""))
         occ = k["theoretical_occupancy_pct"]
         fact = (f" Its occupancy, {fmt.pct(occ)} of the warp slots, is a fact of its design here, not the limit."
-                if _ok(occ) else "")
+                if known(occ) else "")
         return (f"By its counters at {shape}, our kernel is limited by {escape.text(limiter_words(verdict.word))}: "
                 f"{escape.text(verdict.evidence)}.{fact} {link}")
 
@@ -265,12 +265,12 @@ class HomePage(Page):
         k = self._fused_kernel()
         if k is None:
             return f"The profile has no launch of our Triton kernel, so its occupancy is not known. {link}"
-        blocks_per_sm = {name: int(k[f"block_limit_{name}"]) for name in LIMIT_WORDS if _ok(k[f"block_limit_{name}"])}
+        blocks_per_sm = {name: int(k[f"block_limit_{name}"]) for name in LIMIT_WORDS if known(k[f"block_limit_{name}"])}
         source = "Nsight Compute's block limits"
         if not blocks_per_sm:
             lim = limits_from_device(self.run.manifest.device)
             need = ("block_size", "registers_per_thread", "smem_per_block_bytes")
-            if lim is None or not all(_ok(k[c]) for c in need):
+            if lim is None or not all(known(k[c]) for c in need):
                 return f"Nsight Compute reported no occupancy limits for our Triton kernel in this run. {link}"
             o = occupancy(lim, int(k["block_size"]), int(k["registers_per_thread"]), int(k["smem_per_block_bytes"]))
             blocks_per_sm = {"registers": o.blocks_by_registers, "smem": o.blocks_by_smem, "warps": o.blocks_by_warps,
@@ -278,29 +278,29 @@ class HomePage(Page):
             source = "the occupancy rules applied to its launch (Nsight Compute reported no block limits)"
         least = min(blocks_per_sm.values())
         sms = self.run.manifest.device.sm_count if self.run.manifest.device else None
-        grid = int(k["grid_size"]) if "grid_size" in k and _ok(k["grid_size"]) else None
+        grid = int(k["grid_size"]) if "grid_size" in k and known(k["grid_size"]) else None
         if sms and grid == sms and least <= 1:
             # A persistent kernel: one block per SM by design, so no resource limit is the finding.
             text = (f"Our Triton kernel is persistent: it launches {plural(grid, 'block')} for {sms} SMs and each "
                     f"block loops over its share of the work, so it runs one block per SM by design, not because "
                     f"registers or shared memory run out.")
             th = k["theoretical_occupancy_pct"]
-            if _ok(th):
+            if known(th):
                 text += f" That block's warps fill {fmt.pct(th)} of the SM's warp slots."
             return f"{text} {link}"
         binding = [name for name, v in blocks_per_sm.items() if v == least]
-        detail = {"registers": f"{int(k['registers_per_thread'])} registers per thread" if _ok(k["registers_per_thread"]) else None,
-                  "smem": f"{fmt.bytes_(k['smem_per_block_bytes'])} of shared memory per block" if _ok(k["smem_per_block_bytes"]) else None,
-                  "warps": f"{int(k['block_size'])} threads per block" if _ok(k["block_size"]) else None,
+        detail = {"registers": f"{int(k['registers_per_thread'])} registers per thread" if known(k["registers_per_thread"]) else None,
+                  "smem": f"{fmt.bytes_(k['smem_per_block_bytes'])} of shared memory per block" if known(k["smem_per_block_bytes"]) else None,
+                  "warps": f"{int(k['block_size'])} threads per block" if known(k["block_size"]) else None,
                   "blocks": None}
         why = [LIMIT_WORDS[b] + (f" ({detail[b]})" if detail[b] else "") for b in binding]
         tie = " (tied)" if len(binding) > 1 else ""
         text = (f"Our Triton kernel's occupancy is limited by {join(why)}{tie}: they allow "
                 f"{plural(least, 'block')} per SM, the fewest of any resource, per {source}.")
         th, ach = k["theoretical_occupancy_pct"], k["achieved_occupancy_pct"]
-        if _ok(th):
+        if known(th):
             text += f" Theoretical occupancy is {fmt.pct(th)}"
-            text += f" and {fmt.pct(ach)} was achieved." if _ok(ach) else "."
+            text += f" and {fmt.pct(ach)} was achieved." if known(ach) else "."
         return f"{text} {link}"
 
     # --- decode ------------------------------------------------------------------------------
@@ -368,7 +368,7 @@ class HomePage(Page):
             twin_variant = twins.get(r["variant"], "eager")
             twin_variant = twin_variant if twin_variant in loops.index else "eager"
             twin = loops.loc[twin_variant]
-            if not _ok(r["peak_mem_bytes"]) or not _ok(twin["peak_mem_bytes"]):
+            if not known(r["peak_mem_bytes"]) or not known(twin["peak_mem_bytes"]):
                 continue
             diff = r["peak_mem_bytes"] - twin["peak_mem_bytes"]
             twin_name = decode_words(twin_variant, "prose") or escape.text(twin_variant)
@@ -504,7 +504,7 @@ class HomePage(Page):
         for impl in [i for i in ("naive", FUSED, fastest) if i]:
             t = f[f["impl"] == impl]["latency_ms_median"] if not f.empty else []
             p = prof[prof["impl"] == impl] if not prof.empty else prof
-            if len(p) and _ok(p.iloc[0]["dram_read_bytes"]):
+            if len(p) and known(p.iloc[0]["dram_read_bytes"]):
                 by, src = self._dram(p.iloc[0]), "Nsight Compute"
             else:
                 e = ELEMENT_BYTES[dt]

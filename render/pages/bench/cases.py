@@ -5,7 +5,8 @@ import pandas as pd
 
 from ... import escape, fmt
 from ...bench_data import distinct_sdpa
-from ...vocab import CLOCK_GAP, clock_gap, dtype_short, facet_label, impl_label, join, plural, shape_label
+from ...vocab import (CLOCK_GAP, clock_gap, dtype_short, facet_label, impl_label, join, kernel_name, plural,
+                      shape_label)
 from .common import FUSED, BenchSection
 from .words import call_then_words
 
@@ -86,12 +87,15 @@ class Cases(BenchSection):
         if ours.empty:
             return ""
         parts = []
-        for path, g in ours.groupby("kernel_path", sort=False):
+        # By public name (the Gluon steps of one kernel together): 'the Gluon tile kernel in 6 cases'.
+        steps = ours["kernel_step"] if "kernel_step" in ours else pd.Series(None, index=ours.index, dtype=object)
+        names = [kernel_name(p, s if isinstance(s, str) else None) for p, s in zip(ours["kernel_path"], steps)]
+        for name, g in ours.groupby(pd.Series(names, index=ours.index), sort=False):
             tc = g["tensor_cores"].dropna() if "tensor_cores" in g else pd.Series(dtype=bool)
             use = ("with tensor cores in its code" if len(tc) and tc.all() else
                    "without tensor cores in its code" if len(tc) and not tc.any() else
                    f"with tensor cores in {int(tc.sum())} of {len(tc)}" if len(tc) else "tensor-core use not recorded")
-            parts.append(f"the {escape.text(path)} kernel in {plural(len(g), 'case')} ({use})")
+            parts.append(f"the {escape.text(name)} in {plural(len(g), 'case')} ({use})")
         return (f"Which kernel ran, from each row: {join(parts)}. The code is read from the compiled kernel that ran "
                 "(`kernels/aot.py`), so a GPU where Triton compiles matrix multiplies without tensor cores says so here.")
 

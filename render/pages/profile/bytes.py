@@ -9,9 +9,10 @@ import plotly.graph_objects as go
 from ... import fmt, model
 from ...axes import log_ticks
 from ...figures import PALETTE
+from ...fmt import known
 from ...tables import table_html
 from ...vocab import ELEMENT_BYTES, MATERIALISING, impl_label, join
-from .data import ProfileData, _esc, _ok, _shape_id
+from .data import ProfileData, _esc, _shape_id
 
 
 class Bytes(ProfileData):
@@ -97,7 +98,7 @@ class Bytes(ProfileData):
                 text += ", about what the model predicts."
             parts.append(text)
         short = [impl_label(rows[cid]["impl"]) for cid in df["case_id"]
-                 if _ok(rows[cid]["dram_write_bytes"]) and rows[cid]["dram_write_bytes"] < 0.9 * tensor]
+                 if known(rows[cid]["dram_write_bytes"]) and rows[cid]["dram_write_bytes"] < 0.9 * tensor]
         if short:
             l2 = self.run.manifest.device.l2_bytes if self.run.manifest.device else None
             size = f" ({fmt.bytes_(l2)} here)" if l2 else ""
@@ -125,18 +126,18 @@ class Bytes(ProfileData):
         l1, l2, dram = r["l1_bytes"], r["l2_bytes"], r["dram_read_bytes"]
         if why_l1 == "bypassed":
             out.append(f"Its loads bypass L1 (the L1 counter saw {fmt.bytes_(l1)}), as TMA copies do.")
-        elif _ok(l1):
+        elif known(l1):
             out.append(f"The L1 counter saw {fmt.ratio(l1 / requests)} those requests.")
-        if _ok(l2):
+        if known(l2):
             seen = l2 / requests
             text = f"L2 saw {fmt.ratio(seen)} of them"
-            if seen < 0.95 and why_l1 != "bypassed" and _ok(l1) and l1 >= 0.95 * requests:
+            if seen < 0.95 and why_l1 != "bypassed" and known(l1) and l1 >= 0.95 * requests:
                 text += ": L1 served the rest"
             elif seen < 0.95:
                 text += (": fewer bytes than the tiles the kernel requests, and no level nearer the SM counted the "
                          "rest, so these counters do not show where every re-read was served")
             out.append(text + ".")
-        if _ok(dram):
+        if known(dram):
             kv = max((dram - tensor) / (2 * tensor), 0)
             held = ("L2 held them between query blocks" if kv < 0.5 * blocks else
                     "the caches did not hold them between query blocks")

@@ -6,9 +6,10 @@ import re
 import pandas as pd
 
 from ... import escape, fmt
+from ...fmt import known
 from ...tables import table_html
 from ...vocab import impl_label, join, plural
-from .data import ProfileData, _ok
+from .data import ProfileData
 
 
 class Clocks(ProfileData):
@@ -114,11 +115,11 @@ class Clocks(ProfileData):
         said = "Nsight Compute's kernel times, and the rates this report computes from them, were measured at "
         rows = []
         for _, c in apart.iterrows():
-            if c["kernels"] != 1 or not _ok(c["ncu_ms"]) or c["ncu_ms"] < self.CLOCK_CHECK_MIN_MS:
+            if c["kernels"] != 1 or not known(c["ncu_ms"]) or c["ncu_ms"] < self.CLOCK_CHECK_MIN_MS:
                 continue
             shape = (c["batch"], c["heads"], c["seq_len"], c["head_dim"], c["dtype"], c["causal"])
             bind = self.binding_roofs(shape).get(c["impl"])
-            if bind is None or " compute" not in bind[0] or not _ok(c["device_ms"]) or not c["device_ms"]:
+            if bind is None or " compute" not in bind[0] or not known(c["device_ms"]) or not c["device_ms"]:
                 continue
             predicted = c["sm_clock_mhz"] / c["ncu_mhz"] - 1  # how much longer the reported clock makes the call
             moved = c["ncu_ms"] / c["device_ms"] - 1

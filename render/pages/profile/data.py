@@ -13,7 +13,7 @@ import pandas as pd
 from ... import escape, model
 from ...ceilings import Ceilings
 from ...frames import index_by
-from ...fmt import known as _ok
+from ...fmt import known
 from ...vocab import ELEMENT_BYTES, kernel_name
 from ..base import Page
 
@@ -116,7 +116,7 @@ class ProfileData(Page):
 
     def _flops(self, row) -> float:
         """Counted FLOPs where the tensor-op counters exist, else the analytical count."""
-        return row["flops_counted"] if _ok(row.get("flops_counted")) else row["flops_model"]
+        return row["flops_counted"] if known(row.get("flops_counted")) else row["flops_model"]
 
     @staticmethod
     def _output_bytes(row) -> float:
@@ -126,9 +126,9 @@ class ProfileData(Page):
     def _dram(self, row) -> float | None:
         """A call's DRAM bytes on this page's one basis, Home's too (model.dram_moved_bytes): read plus written,
         the writes at least the call's output, which can still sit in L2 when the counters stop."""
-        if not _ok(row["dram_read_bytes"]):
+        if not known(row["dram_read_bytes"]):
             return None
-        written = row["dram_write_bytes"] if _ok(row["dram_write_bytes"]) else None
+        written = row["dram_write_bytes"] if known(row["dram_write_bytes"]) else None
         return model.dram_moved_bytes(row["dram_read_bytes"], written, self._output_bytes(row))
 
     def dram_note(self) -> str:

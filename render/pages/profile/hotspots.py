@@ -6,10 +6,11 @@ from functools import cached_property
 import pandas as pd
 
 from ... import escape, fmt
+from ...fmt import known
 from ...frames import index_by
 from ...tables import table_html
 from ...vocab import HOTSPOT_ROLES, impl_label, join, stall_words
-from .data import ProfileData, _ok, _step_words
+from .data import ProfileData, _step_words
 
 
 class Hotspots(ProfileData):
@@ -28,7 +29,7 @@ class Hotspots(ProfileData):
                 continue
             r = im.loc[case_id]
             shape = (int(r["batch"]), int(r["heads"]), int(r["seq_len"]), int(r["head_dim"]), r["dtype"], bool(r["causal"]))
-            step = r.get("kernel_step") if _ok(r.get("kernel_step")) else None
+            step = r.get("kernel_step") if known(r.get("kernel_step")) else None
             out.append(dict(case_id=case_id, launch=int(launch), impl=r["impl"], shape=shape,
                             title=escape.text(f"{impl_label(r['impl'])}{_step_words(step)}, {self.shape_text(shape)}")))
         order = {s: i for i, s in enumerate(self.limiter_shapes())}
@@ -66,7 +67,7 @@ class Hotspots(ProfileData):
             return ""
         top = hs.iloc[:3]
         parts = [f"{escape.code(o)} ({HOTSPOT_ROLES.get(r, r)}, {fmt.pct(sh)}"
-                 + (f", mostly {escape.text(t)})" if _ok(t) else ")")
+                 + (f", mostly {escape.text(t)})" if known(t) else ")")
                  for o, r, sh, t in zip(top["opcode"], top["role"], top["share_pct"], top["top_reason"])]
         covered = hs["share_pct"].sum()
         return (f"Its three hottest instructions are {join(parts)}; the {len(hs)} listed hold "

@@ -9,9 +9,10 @@ import plotly.graph_objects as go
 from collect.schema.limiter import BUSY_PCT, UNITS, UNIT_FIELDS
 
 from ... import escape, fmt, limits
+from ...fmt import known
 from ...tables import table_html
 from ...vocab import MATERIALISING, impl_label, join, limiter_words
-from .data import ProfileData, _esc, _ok, _step_words
+from .data import ProfileData, _esc, _step_words
 
 
 def step_short(step) -> str:
@@ -40,10 +41,10 @@ class Limiter(ProfileData):
             if mine.empty:
                 continue
             kk = mine.sort_values("duration_ms", ascending=False, na_position="last").iloc[0]
-            units = {f: (float(kk[f]) if _ok(kk[f]) else None) for f in UNIT_FIELDS}
+            units = {f: (float(kk[f]) if known(kk[f]) else None) for f in UNIT_FIELDS}
             verdict = limits.verdict(self.run, kk)
             shape = (int(r["batch"]), int(r["heads"]), int(r["seq_len"]), int(r["head_dim"]), r["dtype"], bool(r["causal"]))
-            step = next((x for x in (kk.get("kernel_step"), r.get("kernel_step")) if _ok(x)), None)
+            step = next((x for x in (kk.get("kernel_step"), r.get("kernel_step")) if known(x)), None)
             rows.append(dict(case_id=kk["case_id"], launch=int(kk["launch"]), impl=r["impl"], shape=shape,
                              label=impl_label(r["impl"]) + _step_words(step), kernel_step=step, **units,
                              verdict=verdict.word if verdict else None, evidence=verdict.evidence if verdict else None))
@@ -99,7 +100,7 @@ class Limiter(ProfileData):
         for shape in self.limiter_shapes():
             at = df[df["shape"] == shape]
             ours = at[at["impl"] == "triton"].iloc[0]
-            busiest = max(UNITS, key=lambda u: ours[u[1]] if _ok(ours[u[1]]) else -1)
+            busiest = max(UNITS, key=lambda u: ours[u[1]] if known(ours[u[1]]) else -1)
             text = (f"At {self.shape_text(shape)}, our kernel{escape.text(_step_words(ours.kernel_step))} "
                     f"is limited by **{escape.text(limiter_words(ours.verdict))}**: {escape.text(ours.evidence or '')}")
             peers = at[at["impl"] != "triton"]

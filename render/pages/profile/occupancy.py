@@ -12,9 +12,10 @@ from collect.schema.occupancy import limits_from_device, occupancy, occupancy_vs
 
 from ... import escape, fmt
 from ...figures import PALETTE
+from ...fmt import known
 from ...tables import table_html
 from ...vocab import impl_label, join, plural
-from .data import ProfileData, _clip, _esc, _ok, _shape_id, short_kernel_name
+from .data import ProfileData, _clip, _esc, _shape_id, short_kernel_name
 
 
 class Occupancy(ProfileData):
@@ -45,7 +46,7 @@ class Occupancy(ProfileData):
                 continue
             limiter.append("one block per SM by design (persistent grid)" if self._persistent(r) else ", ".join(o.limiters))
         df = df.assign(limiter=limiter)
-        intf = lambda v: "n/a" if not _ok(v) else str(int(v))  # noqa: E731
+        intf = lambda v: "n/a" if not known(v) else str(int(v))  # noqa: E731
         return table_html(df, {"label": "Kernel", "theoretical_occupancy_pct": "Theoretical", "achieved_occupancy_pct": "Achieved",
                                "block_limit_registers": "Block limit: registers", "block_limit_smem": "Block limit: shared mem",
                                "block_limit_warps": "Block limit: warps", "block_limit_blocks": "Block limit: blocks",
@@ -92,17 +93,17 @@ class Occupancy(ProfileData):
     def _occupancy(self, k):
         """The occupancy model for one profiled kernel row; None where the device's limits or the
         kernel's block size, registers or shared memory are not known."""
-        if self._limits is None or not all(_ok(k[c]) for c in ("block_size", "registers_per_thread",
+        if self._limits is None or not all(known(k[c]) for c in ("block_size", "registers_per_thread",
                                                                "smem_per_block_bytes")):
             return None
         return occupancy(self._limits, int(k["block_size"]), int(k["registers_per_thread"]),
                          int(k["smem_per_block_bytes"]),
-                         int(k["smem_config_bytes"]) if _ok(k["smem_config_bytes"]) else None)
+                         int(k["smem_config_bytes"]) if known(k["smem_config_bytes"]) else None)
 
     def occupancy_curves_fig(self, shape=None) -> go.Figure | None:
         k = self._triton_kernel(shape)
         lim = self._limits
-        if k is None or lim is None or not all(_ok(k[c]) for c in ("block_size", "registers_per_thread", "smem_per_block_bytes")):
+        if k is None or lim is None or not all(known(k[c]) for c in ("block_size", "registers_per_thread", "smem_per_block_bytes")):
             return None
         threads, regs, smem = int(k["block_size"]), int(k["registers_per_thread"]), int(k["smem_per_block_bytes"])
         fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.08)
@@ -151,14 +152,14 @@ class Occupancy(ProfileData):
         """A grid of exactly one block per SM: a persistent kernel, each block looping over its share of the work.
         (A small problem's grid can be smaller than the SM count without being persistent.)"""
         sms = self.run.manifest.device.sm_count if self.run.manifest.device else None
-        return bool(sms and _ok(k.get("grid_size")) and k["grid_size"] == sms)
+        return bool(sms and known(k.get("grid_size")) and k["grid_size"] == sms)
 
     def _warps_note(self, k) -> str:
         """The config's warps against the launch's, when they differ (warp specialization adds warpgroups)."""
         cfg = self.impls()
         cfg = cfg[cfg["case_id"] == k["case_id"]]["config"]
         m = re.search(r"warps=(\d+)", str(cfg.iloc[0]) if len(cfg) else "")
-        if not m or not _ok(k.get("block_size")):
+        if not m or not known(k.get("block_size")):
             return ""
         asked, launched = int(m.group(1)), int(k["block_size"]) // 32
         if asked == launched:
@@ -170,7 +171,7 @@ class Occupancy(ProfileData):
     def occupancy_verdict(self, shape=None) -> str:
         """One sentence on what sets our kernel's occupancy: its design (a persistent grid) or a resource."""
         k = self._triton_kernel(shape)
-        if k is None or not _ok(k.get("block_size")):
+        if k is None or not known(k.get("block_size")):
             return ""
         if self._persistent(k):
             return (f"Our Triton kernel is persistent ({plural(int(k['grid_size']), 'block')} for "
@@ -183,7 +184,7 @@ class Occupancy(ProfileData):
 
     def occupancy_finding(self, shape=None) -> str:
         k = self._triton_kernel(shape)
-        if k is None or not _ok(k["registers_per_thread"]):
+        if k is None or not known(k["registers_per_thread"]):
             return "The Triton kernel has no occupancy data in this run."
         parts = [f"The kernel analysed here is {self._kernel_words(k)}: {int(k['block_size'])} threads per block, "
                  f"{int(k['registers_per_thread'])} registers per thread and {fmt.bytes_(k['smem_per_block_bytes'])} of "
@@ -202,10 +203,10 @@ class Occupancy(ProfileData):
                              f"theoretical occupancy "
                              f"{fmt.pct(o.occupancy_pct)}, limited by {' and '.join(o.limiters)}.")
             th = k["theoretical_occupancy_pct"]
-            if _ok(th) and abs(th - o.occupancy_pct) > 0.5:
+            if known(th) and abs(th - o.occupancy_pct) > 0.5:
                 parts.append(f"Nsight Compute reports {fmt.pct(th)} instead: the driver chose a shared-memory carveout "
                              "or launch setting the model does not see.")
-        if _ok(k["achieved_occupancy_pct"]) and _ok(k["theoretical_occupancy_pct"]) and k["theoretical_occupancy_pct"] > 0:
+        if known(k["achieved_occupancy_pct"]) and known(k["theoretical_occupancy_pct"]) and k["theoretical_occupancy_pct"] > 0:
             ratio = k["achieved_occupancy_pct"] / k["theoretical_occupancy_pct"]
             where = "at its ceiling" if ratio >= 0.9 else "below its ceiling"
             parts.append(f"Achieved occupancy is {fmt.pct(k['achieved_occupancy_pct'])}, {where} "

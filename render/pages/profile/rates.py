@@ -4,9 +4,10 @@ from __future__ import annotations
 import pandas as pd
 
 from ... import escape, fmt
+from ...fmt import known
 from ...tables import table_html
 from ...vocab import impl_label, plural
-from .data import ProfileData, _ok, short_kernel_name
+from .data import ProfileData, short_kernel_name
 
 
 class Rates(ProfileData):
@@ -28,8 +29,8 @@ class Rates(ProfileData):
             rows.append({"impl": impl_label(r["impl"]), "status": r["status"], "kernels": r["kernels"], "t": r["duration_ms"],
                          "dram": dram, "l2": r["l2_bytes"], "flops": flops,
                          "ai": flops / dram if dram else None,
-                         "tflops": flops / (r["duration_ms"] * 1e-3) if _ok(r["duration_ms"]) and r["duration_ms"] else None,
-                         "dev_tflops": r["flops_model"] / (ours * 1e-3) if _ok(ours) and ours else None,
+                         "tflops": flops / (r["duration_ms"] * 1e-3) if known(r["duration_ms"]) and r["duration_ms"] else None,
+                         "dev_tflops": r["flops_model"] / (ours * 1e-3) if known(ours) and ours else None,
                          "tensor": {True: "yes", False: "no", None: "unknown"}[used], "config": r["config"] or ""})
         t = pd.DataFrame(rows)
         # Each figure names its clock and FLOP count: the other pages' rates use our device time and the
@@ -46,7 +47,7 @@ class Rates(ProfileData):
 
     def _flops_words(self, rows: pd.DataFrame) -> str:
         """What the FLOPs of these rows are (see _flops)."""
-        counted = rows["flops_counted"].map(_ok) if not rows.empty else pd.Series(dtype=bool)
+        counted = rows["flops_counted"].map(known) if not rows.empty else pd.Series(dtype=bool)
         return "counted" if counted.all() else "analytical" if not counted.any() else "counted or analytical"
 
     def _device_ms(self) -> dict:
@@ -68,7 +69,7 @@ class Rates(ProfileData):
                "(4·B·H·N²·d, halved when causal) by our device time for the same call, as the Benchmarks and "
                "Iterations pages do."]
         dev = self._device_ms()
-        pick = [r for _, r in df.iterrows() if _ok(dev.get(r["case_id"])) and dev[r["case_id"]]]
+        pick = [r for _, r in df.iterrows() if known(dev.get(r["case_id"])) and dev[r["case_id"]]]
         pick = [r for r in pick if r["impl"] == "triton"] or pick
         if not pick:
             return out[0] + " This run recorded no device time for these calls, so that column is empty."
@@ -76,7 +77,7 @@ class Rates(ProfileData):
         flops, ours = self._flops(r), dev[r["case_id"]]
         ncu_rate, dev_rate = flops / (r["duration_ms"] * 1e-3), r["flops_model"] / (ours * 1e-3)
         counted = (f"the counters saw {fmt.ratio(flops / r['flops_model'])} the analytical FLOPs and "
-                   if _ok(r.get("flops_counted")) else "")
+                   if known(r.get("flops_counted")) else "")
         out.append(f"For {impl_label(r['impl'])}, {counted}our device time is {fmt.ratio(ours / r['duration_ms'])} "
                    f"Nsight Compute's kernel time, which takes {fmt.flops(ncu_rate)} to {fmt.flops(dev_rate)}.")
         bench = self._bench_tflops(r)

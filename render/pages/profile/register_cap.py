@@ -1,8 +1,9 @@
 """Register caps: whether capping registers could add a block per SM to our kernel."""
 from __future__ import annotations
 
+from ...fmt import known
 from ...vocab import join, plural
-from .data import ProfileData, _ok
+from .data import ProfileData
 
 
 class RegisterCaps(ProfileData):
@@ -14,7 +15,7 @@ class RegisterCaps(ProfileData):
         rows = []
         for shape in self.limiter_shapes() or ([self.headline] if self.headline else []):
             k = self._triton_kernel(shape)
-            if k is None or not (_ok(k.get("block_limit_registers")) and _ok(k.get("block_limit_smem"))):
+            if k is None or not (known(k.get("block_limit_registers")) and known(k.get("block_limit_smem"))):
                 continue
             rows.append((shape, int(k["block_limit_registers"]), int(k["block_limit_smem"])))
         if not rows:

@@ -11,8 +11,9 @@ from ... import escape, fmt
 from ...axes import log_ticks
 from ...ceilings import Roof, TENSOR_KEY
 from ...figures import PALETTE
+from ...fmt import known
 from ...vocab import impl_color, impl_label, join, plural
-from .data import ProfileData, _clip, _esc, _ok, _shape_id, short_kernel_name
+from .data import ProfileData, _clip, _esc, _shape_id, short_kernel_name
 from .tensor_cores import _tensor_core_work
 
 
@@ -87,9 +88,9 @@ class Roofline(ProfileData):
             by = self._dram(r)
             return (by, "") if by else (None, "no DRAM count")
         if level == "l2":
-            if not (_ok(r["l2_bytes"]) and r["l2_bytes"] > 0):
+            if not (known(r["l2_bytes"]) and r["l2_bytes"] > 0):
                 return None, "no L2 count"
-            if _ok(r["dram_read_bytes"]) and r["l2_bytes"] < r["dram_read_bytes"]:
+            if known(r["dram_read_bytes"]) and r["l2_bytes"] < r["dram_read_bytes"]:
                 # Every byte read from DRAM crosses L2: a smaller L2 count cannot be the call's L2 traffic.
                 return None, "l2-blind"
             return r["l2_bytes"], ""

@@ -4,8 +4,9 @@ from __future__ import annotations
 import pandas as pd
 
 from ... import escape, fmt
+from ...fmt import known
 from ...vocab import impl_label, join, plural
-from .data import ProfileData, _ok
+from .data import ProfileData
 
 
 class Summary(ProfileData):
@@ -17,7 +18,7 @@ class Summary(ProfileData):
         out = []
         df = self._rows(shape)
         df = df[df["status"] == "ok"] if not df.empty else df
-        by = {r["impl"]: self._dram(r) for _, r in df.iterrows() if _ok(r["dram_read_bytes"])}
+        by = {r["impl"]: self._dram(r) for _, r in df.iterrows() if known(r["dram_read_bytes"])}
         if by.get("naive") and by.get("triton"):
             a, f = by["naive"], by["triton"]
             word = f"{fmt.ratio(a / f)} fewer" if f < a else f"{fmt.ratio(f / a)} more"
@@ -81,7 +82,7 @@ class Summary(ProfileData):
         df = self.kernels()
         p = df["replay_passes"].dropna() if not df.empty else pd.Series(dtype=float)
         ver = f"Nsight Compute {escape.text(self.data.ncu_version)}" if self.data.ncu_version else "Nsight Compute"
-        wall = f" The whole ncu run took {fmt.num(self.data.wall_s)} s." if _ok(self.data.wall_s) else ""
+        wall = f" The whole ncu run took {fmt.num(self.data.wall_s)} s." if known(self.data.wall_s) else ""
         if p.empty:
             return f"{ver} profiled {plural(len(df), 'kernel launch', 'kernel launches')}.{wall}"
         span = fmt.span(p.min(), p.max(), lambda n: f"{int(n)}")

@@ -7,8 +7,9 @@ import re
 import pandas as pd
 
 from ... import escape, fmt
+from ...fmt import known
 from ...vocab import impl_label, join, plural
-from .data import ProfileData, _ok, short_kernel_name
+from .data import ProfileData, short_kernel_name
 
 
 # Names of kernels that multiply matrices (GEMMs, and attention kernels built around them), for the
@@ -24,10 +25,10 @@ def _tensor_core_work(k: pd.DataFrame) -> pd.Series:
     name = k["kernel_name"].map(lambda n: bool(GEMM_NAME.search(str(n)))) if not k.empty else pd.Series(dtype=bool)
     out = name.copy()
     if "tensor_inst" in k:
-        inst = k["tensor_inst"].map(_ok)
+        inst = k["tensor_inst"].map(known)
         out[inst] = name[inst] & (k["tensor_inst"][inst] > 0)
     if "flops_tensor" in k:
-        counted = k["flops_tensor"].map(_ok)
+        counted = k["flops_tensor"].map(known)
         out[counted] = k["flops_tensor"][counted] > 0
     return out.astype(bool)
 
@@ -52,7 +53,7 @@ class TensorCores(ProfileData):
         out = {}
         for _, r in df.iterrows():
             k = self._case_kernels(r["case_id"])
-            if _ok(r.get("flops_tensor")):
+            if known(r.get("flops_tensor")):
                 out[r["impl"]] = (r["flops_tensor"] > 0, "counters")
                 continue
             gemm = k[k["kernel_name"].map(lambda n: bool(GEMM_NAME.search(str(n))))] if not k.empty else k
