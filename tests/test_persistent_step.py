@@ -5,12 +5,13 @@ import pytest
 import torch
 
 from kernels.decode.gpt2 import CACHES, GPT2, ModelArgs, random_hf_model
-from kernels.decode.persistent_step import PersistentStep, PersistentTiling, _pack, kernel_operations
+from kernels.decode.persistent_step import SUMS, PersistentStep, PersistentTiling, _pack, kernel_operations
 
 TINY = ModelArgs(n_layer=2, n_head=4, n_embd=64, vocab_size=97, n_positions=32)
-# Small tiles, so that every product splits along its inner dimension (the last split adds them up) and
-# each head's cache spans two chunks (the last chunk merges them): the paths a GPU-sized tile takes.
-SMALL = PersistentTiling(block_n=16, slice_k=32)
+# Small tiles, so that every product splits along its inner dimension (the last split adds them up, more
+# than SUMS of them for the MLP's second product) and each head's cache spans three chunks (the last chunk
+# merges them, over a power of two with one masked): the paths a GPU-sized tile takes.
+SMALL = PersistentTiling(block_n=16, slice_k=16)
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +27,9 @@ def test_the_small_tiles_take_every_path():
     ops = kernel_operations(TINY, 2, 24, SMALL, 4)
     products = [op for op in ops if "attention" not in op.name]
     assert all(op.tiles > op.finishers for op in products)  # split-K everywhere
+    assert max(op.tiles // op.finishers for op in products) > SUMS.value  # two rounds of partial sums
     attention = [op for op in ops if "attention" in op.name]
-    assert all(op.tiles == 2 * op.finishers for op in attention)  # two chunks per head
+    assert all(op.tiles == 3 * op.finishers for op in attention)  # three chunks per head
     assert all(op.finishers == 2 * TINY.n_head for op in attention)
 
 

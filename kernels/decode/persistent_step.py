@@ -53,6 +53,9 @@ ENTRY_SHIFT = 1 << 16  # a list entry is op * ENTRY_SHIFT + tile
 ITEM_SHIFT = tl.constexpr(ENTRY_SHIFT)  # the same, as the kernel reads it
 MAX_ROWS = 16  # sequences a tile multiplies at once (one row block of tl.dot)
 REGISTERS_PER_SM = 65536  # every compute capability from 5.0 to 9.0
+# Partials a finishing split reads per round trip (unrolled): 8 [16, 64] fp32 tiles are 32 registers a thread
+# at 8 warps; the fused step's products read theirs eight at a time too (kernels/decode/fused_linear.py).
+SUMS = tl.constexpr(8)
 
 
 @dataclass(frozen=True)
@@ -177,15 +180,22 @@ def _product_tile(o, t, w, X, Attn, Hid, Q, Kc, Vc, Logits, Ln, LnOff, Bias, BOf
         tl.store(Part + (j * S + s).to(tl.int64) * (BLOCK_M * BLOCK_N) + tile, acc, mask=mask_b[:, None])
         last = arrive(ColCnt + j, S)
     if last:
+        # The finisher's chain of round trips is the operation's critical path: what it reads besides the
+        # partials (bias, the residual) is asked for first, and the partials SUMS at a time.
+        rows = offs_b[:, None]
+        boff = tl.load(BOff + o)
+        bias = tl.load(Bias + boff + offs_n, mask=mask_n & (boff >= 0), other=0.0).to(tl.float32)
+        residual = (kind == PROJ) | (kind == FC2)
+        at = X + rows * C + offs_n[None, :]
+        res = tl.load(at, mask=mask_y & residual, other=0.0, cache_modifier=".cg").to(tl.float32)
         if S > 1:
             acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-            for i in range(0, S):  # a fixed order: the same sum whichever split came last
-                acc += tl.load(Part + (j * S + i).to(tl.int64) * (BLOCK_M * BLOCK_N) + tile, mask=mask_b[:, None],
-                               other=0.0, cache_modifier=".cg")
+            for i0 in range(0, S, SUMS):  # a fixed order: the same sum whichever split came last
+                for u in tl.static_range(SUMS):
+                    acc += tl.load(Part + (j * S + i0 + u).to(tl.int64) * (BLOCK_M * BLOCK_N) + tile,
+                                   mask=mask_b[:, None] & (i0 + u < S), other=0.0, cache_modifier=".cg")
             reset(ColCnt + j)
-        boff = tl.load(BOff + o)
-        y = acc + tl.load(Bias + boff + offs_n, mask=mask_n & (boff >= 0), other=0.0).to(tl.float32)[None, :]
-        rows = offs_b[:, None]
+        y = acc + bias[None, :]
         if kind == QKV:  # q into Q; k and v into this layer's cache at pos
             which = offs_n // C
             within = offs_n % C
@@ -201,8 +211,6 @@ def _product_tile(o, t, w, X, Attn, Hid, Q, Kc, Vc, Logits, Ln, LnOff, Bias, BOf
         elif kind == HEAD:
             tl.store(Logits + rows * N + offs_n[None, :], y, mask=mask_y)
         else:  # the projections add into the residual stream
-            at = X + rows * C + offs_n[None, :]
-            res = tl.load(at, mask=mask_y, other=0.0, cache_modifier=".cg").to(tl.float32)
             x = (res + y.to(dt).to(tl.float32)).to(dt)
             tl.store(at, x, mask=mask_y)
             _store_tile_stats(Stats, STAT_P, x.to(tl.float32), mask_y, offs_b, mask_b, B, j,
