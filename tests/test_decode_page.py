@@ -693,3 +693,23 @@ def test_the_targets_judge_our_fastest_bf16_step_and_name_it_where_the_persisten
     assert "our persistent step" in faster and fmt.ratio(0.5 * g.achieved_over_floor) in faster
     slower = floor_cell(2.0 * g.step_ms_median)
     assert "our step, bf16 cache, CUDA graph" in slower and fmt.ratio(g.achieved_over_floor) in slower
+
+
+def test_the_time_finding_sets_the_persistent_step_beside_the_graph_step_and_judges_the_faster(tmp_path):
+    f = decode_file("synthetic-20261129")
+    g = next(r for r in f.rows if r.variant == "graph" and (r.model, r.batch, r.context) == ("gpt2", 4, 1000))
+
+    def finding(factor: float) -> str:
+        p = dataclasses.replace(g, variant="persistent", step_impl="persistent")
+        set_step(p, factor * g.step_ms_median)
+        page = write(tmp_path / str(factor), dataclasses.replace(f, rows=[*f.rows, p]))
+        return next(line for line in page.time_finding().splitlines() if "gpt2, batch 4, context 1000" in line)
+
+    target = 3.0
+    quick = finding(min(0.5, 0.9 * target / g.achieved_over_floor))  # fast enough to meet the target
+    assert "Our persistent step" in quick and "faster than the graph step" in quick
+    assert "That meets the target" in quick and "with our persistent step" in quick
+    slow = finding(1.5)
+    assert "1.50× slower than the graph step" in slow
+    plain = write(tmp_path / "plain", f).time_finding()
+    assert "persistent" not in next(line for line in plain.splitlines() if "gpt2, batch 4, context 1000" in line)

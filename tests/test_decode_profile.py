@@ -20,6 +20,7 @@ from collect.decode_profile import CLASS_ORDER, charged_times, kernel_class, sum
     ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<c10::BFloat16, ArgMaxOps>>", "sampling"),
     ("_advance_kernel", "sampling"),
     ("_embed_kernel", "embedding"),
+    ("_persistent_step_kernel", "persistent step"),  # issue 44: every product and attention of a step
     ("void at::native::(anonymous namespace)::CatArrayBatchedCopy<>", "copy"),
     ("Memset (Device)", "copy"),
     ("something_new", "other"),

@@ -24,7 +24,7 @@ ROLE_ORDER = ("embed",) + LAYER_ROLES + ("head", "argmax")
 STEP_IMPLS = ("torch", "fused", "inductor", "persistent", "transformers", "transformers-compiled", "transformers-generate")
 MICRO_IMPLS = ("triton-bf16", "triton-int8", "sdpa")
 # What a profiled kernel does, read off its name (collect/decode_profile.py KERNEL_CLASSES, in this order).
-KERNEL_CLASS_ORDER = ("attention", "cache write", "layer norm", "linear", "sampling", "embedding", "copy",
+KERNEL_CLASS_ORDER = ("persistent step", "attention", "cache write", "layer norm", "linear", "sampling", "embedding", "copy",
                       "elementwise", "other")
 # Series of a decode row: the main sweep, or the published study's int8-cache comparison.
 SERIES = ("", "int8-comparison")
@@ -248,7 +248,8 @@ class KernelClassRow(_ProfiledStep):
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("model", "variant", "batch", "context", "kernel_class")
 
-    kernel_class: str = doc("'linear' (matrix products, with whatever is fused into them), 'attention', "
+    kernel_class: str = doc("'persistent step' (the persistent variant's one kernel: every product and attention "
+                            "of a step), 'linear' (matrix products, with whatever is fused into them), 'attention', "
                             "'cache write', 'layer norm', 'elementwise', 'embedding', 'sampling' (argmax and "
                             "token bookkeeping), 'copy' or 'other'; chosen from the kernel's name.",
                             choices=KERNEL_CLASS_ORDER)
