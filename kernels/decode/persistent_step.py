@@ -135,7 +135,9 @@ def _stream_block(item, Wp, WOff, Kc, Vc, Lens, N_LAYER: tl.constexpr, N_HEAD: t
     kv_mask = (key < tl.load(Lens))[:, None] & (cols < D)[None, :]
     is_attn = kind == ATTN
     ptrs = tl.where(is_attn, kv_ptrs, w_ptrs)
-    mask = tl.where(is_attn, kv_mask, w_mask) & (item >= 0)
+    # `!= 0`: Triton 3.9's interpreter widens a scalar truth broadcast over a block to int32, which its load
+    # refuses as a mask; compiled, the compare costs nothing.
+    mask = (tl.where(is_attn, kv_mask, w_mask) & (item >= 0)) != 0
     return tl.load(ptrs, mask=mask, other=0.0)
 
 
@@ -183,17 +185,17 @@ def _product_tile(o, t, w, X, Attn, Hid, Q, Kc, Vc, Logits, Ln, LnOff, Bias, BOf
         # The finisher's chain of round trips is the operation's critical path: what it reads besides the
         # partials (bias, the residual) is asked for first, and the partials SUMS at a time.
         rows = offs_b[:, None]
-        boff = tl.load(BOff + o)
-        bias = tl.load(Bias + boff + offs_n, mask=mask_n & (boff >= 0), other=0.0).to(tl.float32)
+        boff = tl.load(BOff + o)  # `!= 0` on masks with a scalar in them: see _stream_block
+        bias = tl.load(Bias + boff + offs_n, mask=(mask_n & (boff >= 0)) != 0, other=0.0).to(tl.float32)
         residual = (kind == PROJ) | (kind == FC2)
         at = X + rows * C + offs_n[None, :]
-        res = tl.load(at, mask=mask_y & residual, other=0.0, cache_modifier=".cg").to(tl.float32)
+        res = tl.load(at, mask=(mask_y & residual) != 0, other=0.0, cache_modifier=".cg").to(tl.float32)
         if S > 1:
             acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
             for i0 in range(0, S, SUMS):  # a fixed order: the same sum whichever split came last
                 for u in tl.static_range(SUMS):
                     acc += tl.load(Part + (j * S + i0 + u).to(tl.int64) * (BLOCK_M * BLOCK_N) + tile,
-                                   mask=mask_b[:, None] & (i0 + u < S), other=0.0, cache_modifier=".cg")
+                                   mask=(mask_b[:, None] & (i0 + u < S)) != 0, other=0.0, cache_modifier=".cg")
             reset(ColCnt + j)
         y = acc + bias[None, :]
         if kind == QKV:  # q into Q; k and v into this layer's cache at pos
