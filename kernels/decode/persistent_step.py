@@ -18,12 +18,13 @@ kernel, one tile deep.
 
 Products split along the inner dimension (a tile holds at most SLICE rows); the last of a column's
 splits to arrive adds them in a fixed order and applies the epilogue. The attention splits each head's
-cache into chunks the same way, merged by the last chunk to arrive. Every LayerNorm is recomputed
-by the tiles that need it, from the whole row (a few KiB in L2), so no operation waits on statistics.
+cache into chunks the same way, merged by the last chunk to arrive. A LayerNorm's statistics come in
+one load from what the writer of x left per column block (the fused step's RowStats layout), so no
+tile passes over a whole row.
 
-Blocks that wait on counters deadlock unless all are resident at once: the grid is the SM count,
-checked against what the compiled kernel leaves room for. A wait that times out records which
-operation it waited for, the block stops, and `check` names it.
+Blocks that wait on counters deadlock unless all are resident at once: the grid is the SM count times
+blocks_per_sm, checked against what the compiled kernel leaves room for. A wait that times out
+records which operation it waited for, the block stops, and `check` names it.
 """
 from __future__ import annotations
 
@@ -77,9 +78,10 @@ class PersistentTiling:
 
 
 # What the first GPU runs should compare (scripts/sweep_persistent.py): one block an SM with 256-row
-# slices (250 registers on sm90, no spills), and two blocks an SM of 4 warps with 128-row slices (238
-# registers, no spills), whose chains of round trips can overlap each other's. Two blocks of 256-row
-# slices spill (208 bytes); three blocks do not fit an SM's registers. Compiled with Triton 3.7.1, sm90.
+# slices (about 250 registers on sm90, no spills), and two blocks an SM of 4 warps with 128-row slices
+# (about 240, no spills), whose chains of round trips can overlap each other's. Two blocks of 256-row
+# slices spilled (208 bytes); three blocks do not fit an SM's registers. Compiled for sm90 with Triton
+# 3.6.0 and 3.7.1.
 CANDIDATE_TILINGS = (PersistentTiling(), PersistentTiling(slice_k=128, num_warps=4, blocks_per_sm=2))
 
 
