@@ -78,11 +78,12 @@ class PersistentTiling:
 
 
 # What the first GPU runs should compare (scripts/sweep_persistent.py): one block an SM with 256-row
-# slices (about 250 registers on sm90, no spills), and two blocks an SM of 4 warps with 128-row slices
-# (about 240, no spills), whose chains of round trips can overlap each other's. Two blocks of 256-row
-# slices spilled (208 bytes); three blocks do not fit an SM's registers. Compiled for sm90 with Triton
-# 3.6.0 and 3.7.1.
-CANDIDATE_TILINGS = (PersistentTiling(), PersistentTiling(slice_k=128, num_warps=4, blocks_per_sm=2))
+# slices (about 250 registers on sm90, no spills); two blocks an SM of 4 warps with 128-row slices
+# (about 240, no spills), whose chains of round trips can overlap each other's; and two blocks of 256-row
+# slices, twice the bytes in flight an SM, at the register file's limit (255, 208 bytes spilled a thread).
+# Three blocks do not fit an SM's registers even with 64-row slices. Compiled for sm90 with Triton 3.6.0.
+CANDIDATE_TILINGS = (PersistentTiling(), PersistentTiling(slice_k=128, num_warps=4, blocks_per_sm=2),
+                     PersistentTiling(num_warps=4, blocks_per_sm=2))
 
 
 # --- the kernel -------------------------------------------------------------------------------
