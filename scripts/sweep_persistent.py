@@ -35,6 +35,7 @@ class SweepArgs:
     rounds: int
     out: Path | None
     trace: bool = True
+    tilings: tuple[int, ...] | None = None  # indices into CANDIDATE_TILINGS; None: all
 
 
 def parse(argv=None) -> SweepArgs:
@@ -46,8 +47,11 @@ def parse(argv=None) -> SweepArgs:
     ap.add_argument("--rounds", type=int, default=3, help="timed rounds per step; the best counts")
     ap.add_argument("--out", type=Path, help="write the rows here as JSON (after each row)")
     ap.add_argument("--no-trace", action="store_true", help="skip the traced step of each persistent row")
+    ap.add_argument("--tilings", help="comma-separated indices into CANDIDATE_TILINGS (default: all); each costs a "
+                                      "cold compile per model, and one more for its traced step")
     a = ap.parse_args(argv)
-    return SweepArgs(tuple(a.models.split(",")), a.batch, a.context, a.steps, a.rounds, a.out, not a.no_trace)
+    tilings = tuple(int(i) for i in a.tilings.split(",")) if a.tilings else None
+    return SweepArgs(tuple(a.models.split(",")), a.batch, a.context, a.steps, a.rounds, a.out, not a.no_trace, tilings)
 
 
 def copy_bandwidth(nbytes: int = 1 << 30) -> float:
@@ -101,7 +105,8 @@ def main(argv=None) -> int:
         capacity = a.context + a.steps + 2  # every round rewinds to the prompt: GPT-2 has 1024 positions
         prompt = torch.randint(0, args.vocab_size, (a.batch, a.context), generator=torch.Generator().manual_seed(0))
         floor_s = (model.weight_bytes_per_step() + cache_bytes_per_token(args, a.batch, int8=False) * a.context) / bandwidth
-        variants = [("graph", None)] + [("persistent", t) for t in CANDIDATE_TILINGS]
+        chosen = [CANDIDATE_TILINGS[i] for i in a.tilings] if a.tilings is not None else list(CANDIDATE_TILINGS)
+        variants = [("graph", None)] + [("persistent", t) for t in chosen]
         ref_tokens = ref_logits = None
         for impl, tiling in variants:
             row = {"model": name, "batch": a.batch, "context": a.context, "step": impl,
