@@ -713,3 +713,33 @@ def test_the_time_finding_sets_the_persistent_step_beside_the_graph_step_and_jud
     assert "1.50× slower than the graph step" in slow
     plain = write(tmp_path / "plain", f).time_finding()
     assert "persistent" not in next(line for line in plain.splitlines() if "gpt2, batch 4, context 1000" in line)
+
+
+def test_every_section_renders_a_run_with_persistent_rows(tmp_path):
+    """A run whose persistent step ran at the key shapes where it runs (batch 4), with its profiled kernel
+    class and its agreement: every section renders, names it, and draws it beside the graph step."""
+    f = decode_file("synthetic-20261129")
+    extra, classes = [], []
+    for model, b, c in KEY:
+        g = next(r for r in f.rows if r.variant == "graph" and (r.model, r.batch, r.context) == (model, b, c))
+        if b > 16:
+            extra.append(DecodeRow(model=model, variant="persistent", batch=b, context=c, new_tokens=0,
+                                   status="unsupported", step_impl="persistent",
+                                   reason=f"the persistent step multiplies at most 16 sequences at once; batch {b} "
+                                          "needs the graph step"))
+            continue
+        p = dataclasses.replace(g, variant="persistent", step_impl="persistent", read_floor_ms=None,
+                                attention_launch=None, attention_config=None, attention_trials=None)
+        set_step(p, 0.8 * g.step_ms_median)
+        extra.append(p)
+        busy = p.kernel_ms_per_step
+        for cls, share, top in (("persistent step", 0.95, "_persistent_step_kernel"), ("sampling", 0.05, EVIL)):
+            classes.append(KernelClassRow(model=model, variant="persistent", batch=b, context=c, kernel_class=cls,
+                                          kernels_per_step=1.0, ms_per_step=share * busy, top_kernel=top))
+    agree = dataclasses.replace(next(a for a in f.agreement if a.variant == "eager"), variant="persistent")
+    f = dataclasses.replace(f, rows=[*f.rows, *extra], kernel_classes=[*f.kernel_classes, *classes],
+                            agreement=[*f.agreement, agree])
+    text = all_output(write(tmp_path, f))
+    assert EVIL not in text
+    assert "our persistent step" in text and "persistent step" in text
+    assert "at most 16 sequences" in text  # the unsupported row says why
