@@ -77,7 +77,7 @@ def traced_step(s, model, tiling, context: int) -> dict:
 
     traced = PersistentStep(model, s.cache, s.batch, tiling=tiling, trace=True)
     for _ in range(2):
-        s._rewind(context)
+        s.rewind(context)
         traced.trace.zero_()
         traced(s.history, s.pos, s.lens)
     torch.cuda.synchronize()
@@ -123,7 +123,7 @@ def main(argv=None) -> int:
                 s.start(prompt)
                 best = float("inf")
                 for _ in range(a.rounds + 1):
-                    s._rewind(a.context)
+                    s.rewind(a.context)
                     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                     start.record()
                     for _ in range(a.steps):

@@ -210,7 +210,7 @@ def test_a_rewound_session_decodes_the_same_tokens_again(tiny):
         for _ in range(3):
             s.step()
         first = s.generated(4, 4)
-        s._rewind(4)
+        s.rewind(4)
         for _ in range(3):
             s.step()
         assert s.host_pos == 7 and int(s.pos) == 7 and int(s.lens) == 8

@@ -743,3 +743,18 @@ def test_every_section_renders_a_run_with_persistent_rows(tmp_path):
     assert EVIL not in text
     assert "our persistent step" in text and "persistent step" in text
     assert "at most 16 sequences" in text  # the unsupported row says why
+
+
+def test_the_persistent_steps_roles_are_operations_not_kernels(tmp_path):
+    f = decode_file("synthetic-20261129")
+    f = _with_roles(f, {"qkv": 5.0, "attention": 5.5, "proj": 4.8, "fc": 5.2, "out": 5.1, "head": 6.0})
+    g = next(r for r in f.rows if r.variant == "graph" and (r.model, r.batch, r.context) == ("gpt2", 4, 1000))
+    p = dataclasses.replace(g, variant="persistent", step_impl="persistent", read_floor_ms=None)
+    roles = [dataclasses.replace(r, variant="persistent") for r in f.kernel_roles
+             if (r.model, r.variant, r.batch, r.context) == ("gpt2", "graph", 4, 1000) and r.role not in ("embed", "argmax")]
+    page = write(tmp_path, dataclasses.replace(f, rows=[*f.rows, p], kernel_roles=[*f.kernel_roles, *roles]))
+    lines = page.role_finding().splitlines()
+    persistent = next(line for line in lines if "persistent" in line)
+    graph = next(line for line in lines if "gpt2, batch 4, context 1000" in line and "persistent" not in line)
+    assert "Each operation takes" in persistent and "Each kernel takes" in graph
+    assert "kernel" not in persistent.split("longer than")[0].lower().replace("persistent", "")

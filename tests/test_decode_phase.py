@@ -388,3 +388,18 @@ def test_a_model_may_check_only_some_variants_and_the_full_plan_checks_gpt2_xl_o
     assert [v for v in VARIANTS if xl.checks(v)] == ["persistent", "int8-graph"]
     gpt2 = next(m for m in phase.PLANS["full"].models if m.name == "gpt2")
     assert all(gpt2.checks(v) for v in VARIANTS)
+
+
+def test_a_persistent_trace_that_cannot_run_costs_the_breakdown_and_a_note_not_the_row():
+    """Without a GPU the traced step refuses to run (it reads the GPU's timer): the roles come back empty,
+    the decode file says why, and the session is back where it was."""
+    from kernels.decode.gpt2 import GPT2, random_hf_model
+    from kernels.decode.session import OurSession
+
+    model = GPT2.from_hf(random_hf_model(TINY, seed=0, device="cpu", dtype=torch.float32))
+    s = OurSession(model, 2, 12, "bf16", "persistent")
+    s.start(torch.randint(0, TINY.vocab_size, (2, 5), generator=torch.Generator().manual_seed(0)))
+    result = types.SimpleNamespace(notes=[])
+    assert phase_rows._persistent_roles(s, result) == []
+    assert len(result.notes) == 1 and "trace could not be read" in result.notes[0] and "needs a GPU" in result.notes[0]
+    assert s.host_pos == 5 and int(s.pos) == 5 and int(s.lens) == 6

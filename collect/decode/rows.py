@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from typing import Callable
 
 from ..decode_profile import profile_steps
@@ -42,6 +43,40 @@ def _profile(session, steps: int, env: _Env, result: DecodeFile, fused_layers: i
         if note not in result.notes:
             result.notes.append(note)
         return None
+
+
+def _persistent_roles(session, result: DecodeFile):
+    """The persistent step's time by role from one traced step at the session's position (its trace:
+    kernels/decode/persistent_trace.py): each role's operations and their spans of the critical path, as
+    RoleShares. A trace that cannot run costs the breakdown and a note, not the row."""
+    import torch
+
+    from kernels.decode.persistent_step import PersistentStep
+    from kernels.decode.persistent_trace import op_times, role_ms
+
+    from ..decode_profile import RoleShare
+
+    step = session.step_fn
+    at = session.host_pos
+    try:
+        traced = PersistentStep(step.model, step.cache, step.x.shape[0], tiling=step.tiling, lists=step.lists,
+                                trace=True)
+        for _ in range(2):  # the first call loads the traced kernel; the second is read
+            session.rewind(at)
+            traced.trace.zero_()
+            traced(session.history, session.pos, session.lens)
+        torch.cuda.synchronize()
+        traced.check()
+        times = op_times(traced.trace, traced.plan, traced.ops)
+    except Exception as exc:  # noqa: BLE001
+        note = f"The persistent step's trace could not be read: {_error_reason(exc)}"
+        if note not in result.notes:
+            result.notes.append(note)
+        return []
+    finally:
+        session.rewind(at)
+    operations = Counter(t.role for t in times)
+    return [RoleShare(role, float(operations[role]), ms) for role, ms in role_ms(times).items()]
 
 
 def _pdl_fallback(spec: VariantSpec, exc: BaseException, result: DecodeFile) -> bool:
@@ -118,6 +153,8 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
             prof = _profile(s, min(plan.profile_steps, n), env, result, a.n_layer if fused_graph else None)
             if prof is not None:
                 roles = prof.roles
+            if env.cuda and spec.step == "persistent":
+                roles = _persistent_roles(s, result)
                 row.kernels_per_step, row.kernel_ms_per_step = prof.kernels_per_step, prof.kernel_ms_per_step
                 class_rows.extend(
                     KernelClassRow(model=m.info.name, variant=spec.name, batch=batch, context=context,

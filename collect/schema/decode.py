@@ -266,7 +266,9 @@ class KernelClassRow(_ProfiledStep):
 class KernelRoleRow(_ProfiledStep):
     """Where a fused CUDA-graph step's time goes at one shape, by what each kernel does: every layer's five
     launches, the embedding, the LM head and the argmax, each charged as the kernel classes are (a CUDA-graph
-    variant of the fused step only)."""
+    variant of the fused step). For the persistent variant the roles are the operations inside its one
+    kernel, from one traced step: each operation's span of the critical path (kernels/decode/
+    persistent_trace.py); the embedding and the argmax, kernels of their own, are not traced."""
 
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("model", "variant", "batch", "context", "role")
@@ -275,8 +277,10 @@ class KernelRoleRow(_ProfiledStep):
                     "product and residual add), 'fc' (norm, first MLP product, GELU), 'out' (second MLP product "
                     "and residual add), 'head' (final norm and LM head) or 'argmax'; read off the kernel's place "
                     "in the step and checked against its name.", choices=ROLE_ORDER)
-    kernels_per_step: float = doc("Kernels of this role per step (the layers, or one).", **NONNEGATIVE)
-    ms_per_step: float = doc("Their GPU time per step (ms), overlap charged to the kernel that started first.",
+    kernels_per_step: float = doc("Kernels of this role per step (the layers, or one); for the persistent "
+                                  "variant, its operations of this role.", **NONNEGATIVE)
+    ms_per_step: float = doc("Their GPU time per step (ms), overlap charged to the kernel that started first; for "
+                             "the persistent variant, the operations' spans of the step's critical path.",
                              **NONNEGATIVE)
     bytes_per_step: float | None = doc("Bytes this role must read per step: its weights, or for the attention the "
                                        "cache (averaged over the timed steps); null for the embedding and the "

@@ -154,6 +154,21 @@ def advance(nxt, history, pos, lens, write: bool = True) -> None:
 
 # --- the fused step ---------------------------------------------------------------------------
 
+def operation_bytes(model, cache_bytes_per_layer: float) -> list[int]:
+    """What each operation of a step must read, in the fused step's launch order (the embedding, five a
+    layer, the LM head, the argmax): the weights it multiplies, and each layer's attention its cache
+    bytes. They add up to the bandwidth floor's bytes: the embedding and the argmax read nothing there
+    (a row per sequence of the position and token tables; the logits this step wrote)."""
+    def size(*ts):
+        return sum(t.numel() * t.element_size() for t in ts)
+
+    out = [0]  # embed
+    for b in model.blocks:
+        out += [size(b.ln1_w, b.ln1_b, b.attn_w, b.attn_b), round(cache_bytes_per_layer), size(b.proj_w, b.proj_b),
+                size(b.ln2_w, b.ln2_b, b.fc_w, b.fc_b), size(b.out_w, b.out_b)]
+    return out + [size(model.lnf_w, model.lnf_b, model.lm_head), 0]  # LM head, argmax
+
+
 class FusedStep:
     """GPT-2's decode step in five launches per layer, over preallocated buffers (so a CUDA graph
     can capture it). Built for one model, one cache and one batch."""
@@ -232,19 +247,8 @@ class FusedStep:
 
     def kernel_bytes(self, cache_bytes_per_layer: float) -> list[int]:
         """What each kernel of a step must read, in launch order (kernels/decode/read_floor.py times a step
-        of plain reads of these): the weights it multiplies, and each layer's attention its cache
-        bytes. They add up to the bandwidth floor's bytes: the embedding and the argmax read nothing
-        there (a row per sequence of the position and token tables; the logits this step wrote)."""
-        m = self.model
-
-        def size(*ts):
-            return sum(t.numel() * t.element_size() for t in ts)
-
-        out = [0]  # embed
-        for b in m.blocks:
-            out += [size(b.ln1_w, b.ln1_b, b.attn_w, b.attn_b), round(cache_bytes_per_layer), size(b.proj_w, b.proj_b),
-                    size(b.ln2_w, b.ln2_b, b.fc_w, b.fc_b), size(b.out_w, b.out_b)]
-        return out + [size(m.lnf_w, m.lnf_b, m.lm_head), 0]  # LM head, argmax
+        of plain reads of these): operation_bytes, one kernel each."""
+        return operation_bytes(self.model, cache_bytes_per_layer)
 
     def __call__(self, history, pos, lens):
         m, c, a = self.model, self.cache, self.model.args

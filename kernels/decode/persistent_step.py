@@ -39,7 +39,7 @@ from ..common import interpreting
 from . import fused_linear as fl
 from .arrival import arrive, check_waits, reset, wait_for
 from .fused_linear import _combined_stats, _gelu, _store_tile_stats
-from .gpt2_fused import embed
+from .gpt2_fused import embed, operation_bytes
 from .persistent_plan import Operation, StepPlan, check_plan, check_resident, plan_step
 
 # Operation kinds, in a layer's order; the logits come after the last layer.
@@ -491,7 +491,12 @@ class PersistentStep:
     def kernel_bytes(self, cache_bytes_per_layer: float) -> list[int]:
         """What each launch of a step must read (kernels/decode/read_floor.py): the persistent kernel reads
         every weight and every layer's cache; the embedding and the argmax read nothing of the floor's."""
-        return [0, self.model.weight_bytes_per_step() + round(cache_bytes_per_layer) * self.model.args.n_layer, 0]
+        return [0, sum(self.operation_bytes(cache_bytes_per_layer)), 0]
+
+    def operation_bytes(self, cache_bytes_per_layer: float) -> list[int]:
+        """What each operation reads, in the fused step's order (gpt2_fused.operation_bytes): the roles the
+        trace times (kernels/decode/persistent_trace.py) are these operations."""
+        return operation_bytes(self.model, cache_bytes_per_layer)
 
     def check(self) -> None:
         """Raise, naming the operation, if a wait of an earlier launch timed out (the counters are zeroed

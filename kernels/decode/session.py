@@ -249,7 +249,7 @@ class OurSession(Session):
             logits = self._body()
         return graph, logits
 
-    def _rewind(self, pos: int) -> None:
+    def rewind(self, pos: int) -> None:
         """Back to the state right after the prefill: the steps since rewrote only later positions."""
         self.pos.fill_(pos)
         self.lens.fill_(pos + 1)
@@ -303,7 +303,7 @@ class OurSession(Session):
         best = dict.fromkeys(graphs, float("inf"))
         for _ in range(TRIAL_ROUNDS):
             for c, graph in graphs.items():
-                self._rewind(at)
+                self.rewind(at)
                 for _ in range(TRIAL_WARM_STEPS):
                     graph.replay()
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -313,7 +313,7 @@ class OurSession(Session):
                 end.record()
                 end.synchronize()
                 best[c] = min(best[c], start.elapsed_time(end) / n)
-        self._rewind(at)
+        self.rewind(at)
         return best
 
     def _eager_step(self):

@@ -1,4 +1,6 @@
-"""Kernel by kernel: what each of a layer's kernels costs in the fused step, against the bytes it moves."""
+"""Kernel by kernel: what each of a layer's kernels costs in the fused step, against the bytes it moves; and
+operation by operation, the same for the persistent step's operations inside its one kernel (their spans
+of the step's critical path, from a traced step)."""
 from __future__ import annotations
 
 from functools import cached_property
@@ -58,11 +60,12 @@ class Roles(DecodeData):
                 continue
             hi, lo = g.loc[g["over_us_each"].idxmax()], g.loc[g["over_us_each"].idxmin()]
             over_ms = float((g["over_us_each"] * g["kernels_per_step"]).sum()) / 1000
-            out.append(f"- **{escape.text(model)}, batch {b}, context {c}, {escape.text(self.short(variant))}.** Each kernel "
+            unit = self.unit(variant)
+            out.append(f"- **{escape.text(model)}, batch {b}, context {c}, {escape.text(self.short(variant))}.** Each {unit} "
                        f"takes {fmt.num(lo.over_us_each)} µs ({self.role_words(lo.role)}) to "
                        f"{fmt.num(hi.over_us_each)} µs ({self.role_words(hi.role)}) longer than "
                        f"reading its bytes at copy bandwidth would. Over the step that is {fmt.ms(over_ms)} of its "
-                       f"{fmt.ms(step.step_ms_median)}." + self._role_spread_words(g)
+                       f"{fmt.ms(step.step_ms_median)}." + self._role_spread_words(g, unit)
                        + self._head_apart_words(g, model, b))
         return "\n".join(out) + "\n" if out else ""
 
@@ -86,7 +89,13 @@ class Roles(DecodeData):
                 f"and its product, {fmt.num(flops / 1e9)} GFLOP, is {fmt.ratio(flops / widest)} the largest in a "
                 "layer.")
 
-    def _role_spread_words(self, g: pd.DataFrame) -> str:
+    @staticmethod
+    def unit(variant: str) -> str:
+        """What a role's row counts: the fused step's kernels, or the persistent step's operations (the spans
+        of its one kernel's critical path)."""
+        return "operation" if variant == "persistent" else "kernel"
+
+    def _role_spread_words(self, g: pd.DataFrame, unit: str = "kernel") -> str:
         """Whether what a layer's kernels pay above their bytes follows the bytes: compared between the layer
         role with the fewest bytes per kernel and the one with the most, where those differ severalfold."""
         g = g[g["role"].isin(LAYER_ROLES) & (g["bytes_us_each"] > 0)]
@@ -97,11 +106,11 @@ class Roles(DecodeData):
             return ""
         few_w, most_w = self.role_words(few.role), self.role_words(most.role)
         if most.over_us_each <= ROLE_EVEN * few.over_us_each:
-            return (f" Of a layer's five kernels, the one with the fewest bytes to read ({few_w}) pays about as "
-                    f"much above them as the one with the most ({most_w}): a cost per kernel, not per byte.")
-        return (f" Here, of a layer's five kernels, the one with the most bytes to read ({most_w}) also pays more "
+            return (f" Of a layer's five {unit}s, the one with the fewest bytes to read ({few_w}) pays about as "
+                    f"much above them as the one with the most ({most_w}): a cost per {unit}, not per byte.")
+        return (f" Here, of a layer's five {unit}s, the one with the most bytes to read ({most_w}) also pays more "
                 f"above them than the one with the fewest ({few_w}), so not all of the excess is a fixed cost "
-                "per kernel.")
+                f"per {unit}.")
 
     def role_table(self) -> str:
         r = self._role_frame.copy()
@@ -112,7 +121,7 @@ class Roles(DecodeData):
         r["does"] = [self.ROLE_WORDS.get(x, x) for x in r["role"]]  # plain: the table escapes its cells
         opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
         us = opt(lambda x: f"{fmt.num(x)} µs")
-        return table_html(r, {"shape": "Shape", "does": "Kernel", "kernels_per_step": "Per step",
+        return table_html(r, {"shape": "Shape", "does": "Kernel (persistent step: operation)", "kernels_per_step": "Per step",
                               "us_each": "GPU time each", "bytes_us_each": "Its bytes at copy bandwidth",
                               "over_us_each": "Above its bytes"},
                           formats={"kernels_per_step": opt(lambda x: f"{x:.0f}"), "us_each": us, "bytes_us_each": us,
