@@ -69,20 +69,12 @@ def copy_bandwidth(nbytes: int = 1 << 30) -> float:
     return 2 * nbytes / best
 
 
-def traced_step(s, model, tiling, context: int) -> dict:
-    """One eager step of the persistent step at `tiling` with its trace on, from the prompt: where its time
-    went (the first call compiles the traced kernel; the second is read)."""
-    from kernels.decode.persistent_step import PersistentStep
-    from kernels.decode.persistent_trace import op_times, role_ms
+def traced_step(s) -> dict:
+    """One step of the session's persistent step with its trace on (persistent_trace.traced_op_times):
+    where its time went, by role and by its slowest operations."""
+    from kernels.decode.persistent_trace import role_ms, traced_op_times
 
-    traced = PersistentStep(model, s.cache, s.batch, tiling=tiling, trace=True)
-    for _ in range(2):
-        s.rewind(context)
-        traced.trace.zero_()
-        traced(s.history, s.pos, s.lens)
-    torch.cuda.synchronize()
-    traced.check()
-    times = op_times(traced.trace, traced.plan, traced.ops)
+    times = traced_op_times(s)
     slowest = sorted(times, key=lambda t: -t.span_ns)[:8]
     return {"traced_step_ms": times[-1].finish_ns / 1e6, "role_ms": role_ms(times),
             "slowest_operations": [{"name": t.name, "span_us": t.span_ns / 1e3, "tile_wait_us": t.wait_ns / 1e3,
@@ -141,7 +133,7 @@ def main(argv=None) -> int:
                            first_logits_max_diff=float((first - ref_logits).abs().max()))
                 if tiling is not None and a.trace:
                     try:
-                        row.update(traced_step(s, model, tiling, a.context))
+                        row.update(traced_step(s))
                     except Exception as exc:  # noqa: BLE001 - the timing stands without its trace
                         row["trace_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
                 del s

@@ -49,32 +49,17 @@ def _persistent_roles(session, result: DecodeFile):
     """The persistent step's time by role from one traced step at the session's position (its trace:
     kernels/decode/persistent_trace.py): each role's operations and their spans of the critical path, as
     RoleShares. A trace that cannot run costs the breakdown and a note, not the row."""
-    import torch
-
-    from kernels.decode.persistent_step import PersistentStep
-    from kernels.decode.persistent_trace import op_times, role_ms
+    from kernels.decode.persistent_trace import role_ms, traced_op_times
 
     from ..decode_profile import RoleShare
 
-    step = session.step_fn
-    at = session.host_pos
     try:
-        traced = PersistentStep(step.model, step.cache, step.x.shape[0], tiling=step.tiling, lists=step.lists,
-                                trace=True)
-        for _ in range(2):  # the first call loads the traced kernel; the second is read
-            session.rewind(at)
-            traced.trace.zero_()
-            traced(session.history, session.pos, session.lens)
-        torch.cuda.synchronize()
-        traced.check()
-        times = op_times(traced.trace, traced.plan, traced.ops)
+        times = traced_op_times(session)
     except Exception as exc:  # noqa: BLE001
         note = f"The persistent step's trace could not be read: {_error_reason(exc)}"
         if note not in result.notes:
             result.notes.append(note)
         return []
-    finally:
-        session.rewind(at)
     operations = Counter(t.role for t in times)
     return [RoleShare(role, float(operations[role]), ms) for role, ms in role_ms(times).items()]
 

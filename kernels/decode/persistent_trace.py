@@ -61,3 +61,24 @@ def role_ms(times: list[OpTime]) -> dict[str, float]:
     for t in times:
         out[t.role] = out.get(t.role, 0.0) + t.span_ns / 1e6
     return out
+
+
+def traced_op_times(session) -> list[OpTime]:
+    """One step of a session's persistent step with its trace on, at the session's position, read by
+    op_times (the first call loads the traced kernel; the second is read). The traced step shares the
+    session's cache and tiling; the session is left at the position it was at."""
+    from .persistent_step import PersistentStep
+
+    step, at = session.step_fn, session.host_pos
+    traced = PersistentStep(step.model, step.cache, step.x.shape[0], tiling=step.tiling, lists=step.lists,
+                            trace=True)
+    try:
+        for _ in range(2):
+            session.rewind(at)
+            traced.trace.zero_()
+            traced(session.history, session.pos, session.lens)
+        torch.cuda.synchronize()
+        traced.check()
+        return op_times(traced.trace, traced.plan, traced.ops)
+    finally:
+        session.rewind(at)
