@@ -81,6 +81,7 @@ TIERS = {
              "tests/test_decode_phase.py::test_no_other_variants_session_is_alive",
              "tests/test_decode_phase.py::test_a_compile_task_runs_every_step_kernel_once",
              "tests/test_decode_phase.py::test_a_model_may_check_only_some_variants",
+             "tests/test_decode_phase.py::test_a_profiled_key_row_keeps_its_kernel_classes",
              "tests/test_decode_model.py::test_a_rewound_session",
              "tests/test_decode_model.py::test_a_step_that_hands_the_newest_row",
              "tests/test_decode_model.py::test_a_session_switches_to_teacher_forcing",

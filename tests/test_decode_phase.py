@@ -403,3 +403,20 @@ def test_a_persistent_trace_that_cannot_run_costs_the_breakdown_and_a_note_not_t
     assert phase_rows._persistent_roles(s, result) == []
     assert len(result.notes) == 1 and "trace could not be read" in result.notes[0] and "needs a GPU" in result.notes[0]
     assert s.host_pos == 5 and int(s.pos) == 5 and int(s.lens) == 6
+
+
+def test_a_profiled_key_row_keeps_its_kernel_classes(monkeypatch):
+    """Every profiled key row records its kernels per step and its classes (on the CPU the profiler does not
+    run, so a fixed profile stands in for it)."""
+    from collect.decode_profile import ClassShare, StepProfile
+
+    def profiled(session, steps, env, result, fused_layers=None):
+        return StepProfile(steps, 3.0, 0.05, [ClassShare("linear", 2.0, 0.04, "_ln_linear_kernel"),
+                                               ClassShare("sampling", 1.0, 0.01, "_advance_kernel")])
+
+    monkeypatch.setattr(phase_rows, "_profile", profiled)
+    plan = dataclasses.replace(PLAN, models=(phase.ModelPlan("tiny", ((2, 8),), (), args=TINY),), micro_contexts=())
+    result = phase.collect_decode("cpu-test", plan, "cpu", 1e9, "test constant")
+    ok = [r for r in result.rows if r.status == "ok" and r.variant in ("eager", "int8-dequant")]
+    assert ok and all(r.kernels_per_step == 3.0 and r.kernel_ms_per_step == 0.05 for r in ok)
+    assert {(c.variant, c.kernel_class) for c in result.kernel_classes} >= {(r.variant, "linear") for r in ok}

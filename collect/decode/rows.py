@@ -138,13 +138,13 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
             prof = _profile(s, min(plan.profile_steps, n), env, result, a.n_layer if fused_graph else None)
             if prof is not None:
                 roles = prof.roles
-            if env.cuda and spec.step == "persistent":
-                roles = _persistent_roles(s, result)
                 row.kernels_per_step, row.kernel_ms_per_step = prof.kernels_per_step, prof.kernel_ms_per_step
                 class_rows.extend(
                     KernelClassRow(model=m.info.name, variant=spec.name, batch=batch, context=context,
                                    kernel_class=c.kernel_class, kernels_per_step=c.kernels_per_step,
                                    ms_per_step=c.ms_per_step, top_kernel=c.top_kernel[:300]) for c in prof.classes)
+            if env.cuda and spec.step == "persistent":  # its roles are operations inside one kernel: traced
+                roles = _persistent_roles(s, result)
             s.start(prompt)
         if env.cuda:  # allocator counters, kept on the host: no sync needed; loop_time syncs around each loop
             row.mem_at_start_bytes = torch.cuda.memory_allocated()
