@@ -1,8 +1,8 @@
 """The last-arriver handshake the decode kernels share: many programs each leave a partial result,
 and the last of them to finish combines them all inside the same launch, so no second kernel is
 launched to do it. The split-K products, split-KV attention and the argmax all use it. And the wait
-the persistent step's tiles will use (issue 44, kernels/decode/persistent_plan.py): a bounded spin on
-a counter that fails with a name instead of hanging."""
+the persistent step's tiles use (issue 44, kernels/decode/persistent_step.py): a bounded spin on a
+counter that fails with a name instead of hanging."""
 import triton
 import triton.language as tl
 
@@ -40,15 +40,15 @@ def wait_for(counter, target, max_polls, Status, code):
     return ok
 
 
-
 @triton.jit
 def wait_probe(Counters, Targets, Ok, Status, MAX_POLLS: tl.constexpr):
     """Program i waits for counter i to reach target i, its time-out code i + 1, as a tile of the persistent
-    step will wait on the operation before it. The tests run it under the interpreter, and the compile
-    matrix builds it for every target, until the persistent step's own kernel calls wait_for."""
+    step waits on the operation before it: wait_for alone, for the tests to run under the interpreter (the
+    persistent step's kernel is too large to make each wait's outcome visible)."""
     i = tl.program_id(0)
     ok = wait_for(Counters + i, tl.load(Targets + i), MAX_POLLS, Status, i + 1)
     tl.store(Ok + i, ok.to(tl.int32))
+
 
 def check_waits(status, names) -> None:
     """Raise RuntimeError naming the counter a launch timed out on: `status` is the Status word wait_for

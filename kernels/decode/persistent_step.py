@@ -50,8 +50,7 @@ FC = tl.constexpr(3)
 FC2 = tl.constexpr(4)
 HEAD = tl.constexpr(5)
 KINDS = tl.constexpr(5)  # operations a layer
-ENTRY_SHIFT = 1 << 16  # a list entry is op * ENTRY_SHIFT + tile
-ITEM_SHIFT = tl.constexpr(ENTRY_SHIFT)  # the same, as the kernel reads it
+ITEM_SHIFT = tl.constexpr(1 << 16)  # a list entry is op * ITEM_SHIFT + tile
 MAX_ROWS = 16  # sequences a tile multiplies at once (one row block of tl.dot)
 REGISTERS_PER_SM = 65536  # every compute capability from 5.0 to 9.0
 # Partials a finishing split reads per round trip (unrolled): 8 [16, 64] fp32 tiles are 32 registers a thread
@@ -429,14 +428,14 @@ class PersistentStep:
         on_gpu = dev.type == "cuda" and not interpreting()
         self.lists = lists or (gpu.sm_count * tiling.blocks_per_sm if on_gpu else 1)
         self.ops = kernel_operations(a, batch, self.capacity, tiling, model.dtype.itemsize)
-        if max(op.tiles for op in self.ops) >= ENTRY_SHIFT:
+        if max(op.tiles for op in self.ops) >= ITEM_SHIFT.value:
             raise ValueError("an operation of this model has more tiles than a list entry can name; widen the tiles.")
         self.plan: StepPlan = plan_step(self.ops, self.lists)
         check_plan(self.plan)
         longest = max(len(tiles) for tiles in self.plan.per_sm)
         work = torch.full((self.lists, max(1, longest)), -1, dtype=torch.int32)
         for sm, tiles in enumerate(self.plan.per_sm):
-            work[sm, :len(tiles)] = torch.tensor([t.op * ENTRY_SHIFT + t.index for t in tiles], dtype=torch.int32)
+            work[sm, :len(tiles)] = torch.tensor([t.op * ITEM_SHIFT.value + t.index for t in tiles], dtype=torch.int32)
         self.work = work.to(dev)
         # Three timer readings per list entry (TRACE): the kernel indexes it as it indexes the lists.
         self.trace = torch.zeros((*work.shape, 3) if trace else (1,), dtype=torch.int64, device=dev)
