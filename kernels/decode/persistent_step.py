@@ -64,9 +64,10 @@ class PersistentTiling:
 
     block_n: int = 64  # output columns of a product tile; also the widest head the attention takes
     slice_k: int = 256  # inner rows of a product tile; an attention tile's chunk is slice_k // 2 keys
-    num_warps: int = 8
-    # Blocks (lists) per SM: more hide one another's chains of round trips, if registers leave room.
-    blocks_per_sm: int = 1
+    num_warps: int = 4
+    # Blocks (lists) per SM: more hide one another's chains of round trips, if registers leave room. Two
+    # blocks of 4 warps ran gpt2's step in 0.61 ms against one block of 8 warps' 0.77 (H200, 2026-12-03).
+    blocks_per_sm: int = 2
     # Reads of a counter before a wait gives up: about a microsecond each on an H200, so seconds in all,
     # far past any wait a working schedule makes.
     max_polls: int = 1 << 22
@@ -76,13 +77,15 @@ class PersistentTiling:
         return self.slice_k // 2
 
 
-# What the first GPU runs should compare (scripts/sweep_persistent.py): one block an SM with 256-row
-# slices (about 250 registers on sm90, no spills); two blocks an SM of 4 warps with 128-row slices
-# (about 240, no spills), whose chains of round trips can overlap each other's; and two blocks of 256-row
-# slices, twice the bytes in flight an SM, at the register file's limit (255, 208 bytes spilled a thread).
-# Three blocks do not fit an SM's registers even with 64-row slices. Compiled for sm90 with Triton 3.6.0.
-CANDIDATE_TILINGS = (PersistentTiling(), PersistentTiling(slice_k=128, num_warps=4, blocks_per_sm=2),
-                     PersistentTiling(num_warps=4, blocks_per_sm=2))
+# What scripts/sweep_persistent.py compares: two blocks an SM of 4 warps with 256-row slices (the
+# default: at the register file's limit, 255 registers and 208-240 bytes spilled a thread on sm90 with
+# Triton 3.6.0), one block of 8 warps (about 250 registers, no spills), and two blocks with 128-row
+# slices (about 240, no spills). On the H200 (2026-12-03, gpt2 batch 4, context 1000) they took 0.61,
+# 0.77 and 0.79 ms a step: the bytes in flight an SM counted, and the extra splits of 128-row slices cost
+# more than their overlap bought. Three blocks an SM do not fit even with 128-row slices (the launch is
+# refused by check_resident).
+CANDIDATE_TILINGS = (PersistentTiling(), PersistentTiling(num_warps=8, blocks_per_sm=1),
+                     PersistentTiling(slice_k=128))
 
 
 # --- the kernel -------------------------------------------------------------------------------
@@ -291,6 +294,10 @@ def _persistent_step_kernel(
     blk = _stream_block(item, Wp, WOff, Kc, Vc, Lens, N_LAYER, N_HEAD, C, V, D, B, CAP, NCH, SLICE, BLOCK_N)
     i = 0
     ok = n >= 0
+    # The highest operation this block has seen complete: a list runs in operation order and a counter only
+    # grows within a launch, so a run of tiles of one operation waits once, not once a tile (a poll is an
+    # atomic round trip to L2, which 132 blocks polling one counter make slower still).
+    ready = tl.full([], -1, tl.int32)
     while (i < n) & ok:
         if TRACE:
             stamps = Trace + (sm * stride_work + i) * 3
@@ -299,8 +306,9 @@ def _persistent_step_kernel(
         nxt = _stream_block(nxt_item, Wp, WOff, Kc, Vc, Lens, N_LAYER, N_HEAD, C, V, D, B, CAP, NCH, SLICE, BLOCK_N)
         o = item // ITEM_SHIFT
         t = item % ITEM_SHIFT
-        if o > 0:
+        if o - 1 > ready:
             ok = wait_for(OpCnt + o - 1, tl.load(Targets + o - 1), max_polls, Status, o)
+            ready = (o - 1).to(tl.int32)
         if ok:
             if TRACE:
                 tl.store(stamps + 1, _now())
