@@ -107,6 +107,43 @@ class SharedCompilePool:
         self._done[label] = failed
         return failed
 
+    def as_done(self, label: str):
+        """Yield the index of each of `label`'s tasks as it finishes, in the order they finish, so that a
+        phase that times nothing (correctness) runs a case as soon as its variant is compiled instead of
+        after the last one. Tasks still pending when the pool breaks down or no task finishes for stall_s
+        are yielded at the end (their cases compile for themselves). Afterwards wait(label) answers as if
+        it had waited."""
+        if label not in self._pending:  # waited for already, or never queued here: nothing left to order
+            return
+        results = self._pending.pop(label)
+        left = set(range(len(results)))
+        failed: int | None = 0
+        last = time.perf_counter()
+        while left:
+            done = [i for i in sorted(left) if results[i].ready()]
+            if not done:
+                if time.perf_counter() - last > self.stall_s:
+                    print(f"{label}: shared compilation stalled for {self.stall_s:.0f} s; the remaining "
+                          f"{len(left)} variants compile as their cases run", file=sys.stderr)
+                    failed = None
+                    break
+                time.sleep(0.02)
+                continue
+            last = time.perf_counter()
+            for i in done:
+                left.discard(i)
+                try:
+                    failed = None if failed is None else failed + (results[i].get(0) is not None)
+                except Exception:  # noqa: BLE001 - a worker that died: its case compiles for itself
+                    failed = None
+                yield i
+        if failed is not None:
+            print(f"{label}: compiled {len(results)} kernel variants in the shared pool of {self.workers} processes, "
+                  f"done {time.perf_counter() - self._t0:.1f} s after it started ({failed} raised; their cases will "
+                  "record why), its cases running as each was ready", file=sys.stderr)
+        self._done[label] = failed
+        yield from sorted(left)
+
     def close(self) -> None:
         """Finish every phase's work, then stop the workers."""
         for label in list(self._pending):

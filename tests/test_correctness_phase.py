@@ -470,3 +470,29 @@ def test_the_hardware_page_predicts_a_t4_from_its_datasheet_and_only_elsewhere()
     assert t.loc["ours-portable", "floor_ms"] / t.loc["sdpa", "floor_ms"] == pytest.approx(65 / 8.1)
     assert t.loc["naive", "bound"] == "DRAM bytes" and t.loc["ours-turing", "bound"] == "FLOPs"
     assert "A prediction, not a measurement" in page.t4_prediction() and "8.02×" in page.t4_prediction()
+
+
+def test_run_order_runs_each_variants_cases_once_it_is_compiled():
+    from collect.correctness import Case, run_order
+
+    sdpa = Case("sdpa", "float16", False, 1, 2, 64, 16)
+    a = Case("triton", "float16", False, 1, 2, 64, 16)
+    a_again = Case("triton", "float16", False, 2, 2, 64, 16)  # another batch, the same variant
+    b = Case("triton", "float16", True, 1, 2, 64, 16)
+
+    class Pool:
+        def __init__(self, finished):
+            self.finished = finished
+
+        def covers(self, label):
+            return label == "correctness"
+
+        def as_done(self, label):
+            yield from self.finished
+
+    cases = [a, sdpa, b, a_again]
+    # PyTorch's rows first (they compile nothing of ours), then each variant's cases as it finishes.
+    assert list(run_order(cases, {}, torch.device("cpu"), Pool([1, 0]))) == [sdpa, b, a, a_again]
+    # A pool that stalled after one variant: the rest run afterwards, in the grid's order.
+    assert list(run_order(cases, {}, torch.device("cpu"), Pool([1]))) == [sdpa, b, a, a_again]
+    assert list(run_order(cases, {}, torch.device("cpu"), Pool([]))) == [sdpa, a, a_again, b]

@@ -122,3 +122,27 @@ def test_heavy_work_is_queued_before_the_phases_before_it(tmp_path):
     finally:
         pool.close()
     assert log.read_text().split() == ["heavy0", "heavy1", "light0", "light1", "light2"]
+
+
+def test_as_done_yields_every_task_once_and_leaves_the_answer_for_wait(capsys):
+    work = _work("ordered", (GOOD, None), (BAD, BAD_TILE))
+    pool = SharedCompilePool([work], workers=2)
+    try:
+        assert sorted(pool.as_done("ordered")) == [0, 1]
+        assert pool.wait("ordered") == 1  # the bad tile raised in its worker
+        assert list(pool.as_done("ordered")) == []  # nothing left to order
+    finally:
+        pool.close()
+    assert "ordered: compiled 2 kernel variants in the shared pool of 2 processes" in capsys.readouterr().err
+
+
+def test_as_done_gives_up_on_a_stalled_pool_and_yields_what_is_left(capsys):
+    class Stuck:
+        def ready(self):
+            return False
+
+    pool = SharedCompilePool([], stall_s=0.05)
+    pool._pending["stuck"] = [Stuck(), Stuck()]
+    assert list(pool.as_done("stuck")) == [0, 1]
+    assert pool.wait("stuck") is None  # broke down: the cases compile for themselves
+    assert "stalled" in capsys.readouterr().err
