@@ -4,9 +4,10 @@
 #   scripts/fa4_wheels.sh [OUT_DIR]        (default .fa4; run where pip can reach PyPI)
 #
 # The wheels unpacked together come to ~265 MB, xz brings them to ~69 MB: more than one device call
-# carries (64 MiB with the working tree), so the archive is split in two parts, OUT_DIR/stage1 and
-# OUT_DIR/stage2, to be carried in two calls back to back (the first leaves its part in /tmp there;
-# see scripts/fa4_unpack.sh). Wheels are unzipped into one folder rather than pip-installed: the DSL's
+# carries (64 MiB with the working tree, whose committed runs grow by about 2 MB a collect), so the
+# archive is split into parts of PART_SIZE (default 24M: three parts), OUT_DIR/stage1 .. stageN, to be
+# carried in calls back to back (each but the last leaves its part in /tmp there; see
+# scripts/fa4_unpack.sh). Wheels are unzipped into one folder rather than pip-installed: the DSL's
 # wheels share the nvidia_cutlass_dsl folder, which `pip install --target` does not merge.
 set -euo pipefail
 OUT=${1:-.fa4}
@@ -25,11 +26,15 @@ mkdir -p "$work/tree"
 for w in "$work"/wheels/*.whl; do "$PY" -m zipfile -e "$w" "$work/tree/"; done
 echo "fa4_wheels: compressing $(du -sh "$work/tree" | cut -f1) with xz -9e (a few minutes on two cores)" >&2
 tar -C "$work/tree" -cf - . | xz -9e -T0 > "$work/fa4.tar.xz"
-rm -rf "$OUT/stage1" "$OUT/stage2"
-mkdir -p "$OUT/stage1" "$OUT/stage2"
-split -b 38M "$work/fa4.tar.xz" "$work/part."
-mv "$work/part.aa" "$OUT/stage1/"
-mv "$work/part.ab" "$OUT/stage2/"
-(cd "$work" && sha256sum fa4.tar.xz | cut -d' ' -f1) > "$OUT/stage2/sha256"
+rm -rf "$OUT"/stage*
+split -b "${PART_SIZE:-24M}" "$work/fa4.tar.xz" "$work/part."
+n=0
+for part in "$work"/part.*; do
+    n=$((n + 1))
+    mkdir -p "$OUT/stage$n"
+    mv "$part" "$OUT/stage$n/"
+done
+# The last stage holds the checksum: the call that carries it is the one that unpacks.
+(cd "$work" && sha256sum fa4.tar.xz | cut -d' ' -f1) > "$OUT/stage$n/sha256"
 grep -qxF "/$OUT/" .git/info/exclude 2>/dev/null || echo "/$OUT/" >> .git/info/exclude
-echo "fa4_wheels: $OUT/stage1 and $OUT/stage2 ($(du -sh "$OUT" | cut -f1)); git ignores $OUT" >&2
+echo "fa4_wheels: $OUT/stage1 .. stage$n ($(du -sh "$OUT" | cut -f1)); git ignores $OUT" >&2
