@@ -420,3 +420,15 @@ def test_a_profiled_key_row_keeps_its_kernel_classes(monkeypatch):
     ok = [r for r in result.rows if r.status == "ok" and r.variant in ("eager", "int8-dequant")]
     assert ok and all(r.kernels_per_step == 3.0 and r.kernel_ms_per_step == 0.05 for r in ok)
     assert {(c.variant, c.kernel_class) for c in result.kernel_classes} >= {(r.variant, "linear") for r in ok}
+
+
+def test_the_agreement_check_runs_our_graph_steps_first_and_the_host_bound_loop_last():
+    from collect.decode.agreement import agreement_order
+    from collect.decode.plans import variant_specs
+
+    specs = variant_specs()
+    checked = ["hf-eager", "eager", "persistent", "int8-graph", "int8-dequant"]
+    order = agreement_order(checked, specs)
+    assert sorted(order) == sorted(checked)
+    assert order[:2] == ["persistent", "int8-graph"] and order[-1] == "hf-eager"
+    assert order.index("eager") < order.index("int8-dequant")  # the registry's order within a kind

@@ -86,6 +86,17 @@ def _agreement_reference(m: _Model, plan: Plan, env: _Env) -> dict | str:
     return {"capacity": capacity, "P": P, "S": S, "F": F, "prompt": prompt, "seq": seq, "free": free, "top": top}
 
 
+def agreement_order(variants: list[str], specs: dict) -> list[str]:
+    """The variants in the order the check runs them, cheapest first, so that a spent budget skips the
+    slowest: our CUDA-graph steps take a few seconds for 1,024 positions, the eager loops several times
+    that, and transformers' host-bound loop the most (19.5 s of the 23 s a cold H200 had for the check in
+    run h200-20261203j, which then skipped the persistent and int8 steps behind it)."""
+    def cost(v: str) -> int:
+        sp = specs[v]
+        return 0 if sp.graph else 2 if sp.host_bound else 1
+    return sorted(variants, key=cost)  # stable: the registry's order within each kind
+
+
 def _agreement_rows(m: _Model, plan: Plan, env: _Env, result: DecodeFile, ref: dict | str, variants) -> None:
     """Teacher-forced top-1 agreement of each variant with the reference step, plus free running."""
     import torch

@@ -12,7 +12,7 @@ from ..schema import SCHEMA_VERSION
 from ..schema.decode import DecodeFile, REFERENCE_VARIANT
 from ..stage_log import stage
 from ..timing import free_cuda_memory, is_oom
-from .agreement import _agreement_reference, _agreement_rows, _agreement_shape
+from .agreement import _agreement_reference, _agreement_rows, _agreement_shape, agreement_order
 from .baselines import _host_profile_rows
 from .compiling import precompile
 from .micro import _micro_rows, measure_copy_bandwidth
@@ -93,9 +93,9 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
             with stage("decode", f"{m.info.name} agreement"):
                 refs[id(m)] = _agreement_reference(m, plan, env) if not env.deadline.passed() else "skipped: " + \
                     env.deadline.reason()
-                _agreement_rows(m, plan, env, result, refs[id(m)],
-                                [v for v, sp in env.specs.items() if v != REFERENCE_VARIANT and not sp.compiled
-                                 and not sp.generate and m.plan.checks(v)])
+                _agreement_rows(m, plan, env, result, refs[id(m)], agreement_order(
+                    [v for v, sp in env.specs.items() if v != REFERENCE_VARIANT and not sp.compiled
+                     and not sp.generate and m.plan.checks(v)], env.specs))
     if models:
         with stage("decode", "host profile of transformers' loops"):
             _host_profile_rows(models[0], *models[0].plan.key_shapes[0], env, result)
