@@ -27,14 +27,23 @@ def wait_for(counter, target, max_polls, Status, code):
     A wait that times out records `code` in `Status` (the first to time out wins) and returns false, so
     the host can name what never arrived (check_waits) instead of the GPU hanging: the persistent
     step's blocks wait on counters that other blocks raise, and a block that is not resident, or a tile
-    no list holds, would leave them spinning for ever. acquire at GPU scope: once the counter is seen,
-    the tiles that raised it are visible."""
-    polls = 1
+    no list holds, would leave them spinning for ever.
+
+    The first read is an acquire at GPU scope: a counter already at its target (most waits of a step)
+    costs one round trip, and once it is seen the tiles that raised it are visible. The polls after it
+    are relaxed and one acquire follows them: on an H200 an acquire read is a strong load plus an
+    invalidation of the whole L1 (CCTL.IVALL), which Nsight Compute sampled at 3-5% of the persistent
+    step's warps, once per poll (scripts/profile_persistent.py). A relaxed read that sees the last
+    increment, then an acquire of the same counter, reads from the same release sequence (every raise
+    is an atomic add), so the tiles stay visible."""
     seen = tl.atomic_add(counter, 0, sem="acquire", scope="gpu")
+    polls = 1
     while (seen < target) & (polls < max_polls):
-        seen = tl.atomic_add(counter, 0, sem="acquire", scope="gpu")
+        seen = tl.atomic_add(counter, 0, sem="relaxed", scope="gpu")
         polls += 1
     ok = seen >= target
+    if ok & (polls > 1):
+        tl.atomic_add(counter, 0, sem="acquire", scope="gpu")
     if not ok:
         tl.atomic_cas(Status, 0, code, sem="relaxed", scope="gpu")
     return ok
