@@ -12,7 +12,6 @@ and works; this says on which instructions.
 from __future__ import annotations
 
 import argparse
-import collections
 import dataclasses
 import json
 import os
@@ -74,18 +73,7 @@ def summarize(source_csv: str) -> dict:
     kernels = [k for k in ncu_source.parse_source_csv(source_csv) if "persistent" in k.name]
     if not kernels:
         return {"error": "the source page has no block for the persistent kernel"}
-    k = kernels[-1]
-    by_role: collections.Counter = collections.Counter()
-    by_reason: collections.Counter = collections.Counter()
-    for ins in k.instructions:
-        by_role[ncu_source.role(ins.opcode)] += ins.samples
-        for r, v in ins.stalls.items():
-            by_reason[r] += v
-    total = k.samples or 1.0
-    return {"kernel": k.name[:200], "samples": k.samples,
-            "by_role_pct": {r: round(100 * v / total, 2) for r, v in by_role.most_common()},
-            "by_reason_pct": {r: round(100 * v / total, 2) for r, v in by_reason.most_common() if v > 0},
-            "hotspots": [dataclasses.asdict(h) for h in ncu_source.hotspots(k, 40)]}
+    return ncu_source.stall_summary(kernels[-1])
 
 
 def main(argv=None) -> int:
