@@ -758,3 +758,15 @@ def test_the_persistent_steps_roles_are_operations_not_kernels(tmp_path):
     graph = next(line for line in lines if "gpt2, batch 4, context 1000" in line and "persistent" not in line)
     assert "Each operation takes" in persistent and "Each kernel takes" in graph
     assert "kernel" not in persistent.split("longer than")[0].lower().replace("persistent", "")
+
+
+def test_every_kernel_class_and_variant_has_a_colour_of_its_own():
+    """The step-time figure stacks the classes in one bar and the loop figures draw the variants side by side:
+    two sharing a colour cannot be told apart (the persistent step once shared the cache write's)."""
+    from render.pages.decode.data import CLASS_COLORS, VARIANT_COLORS
+
+    assert len(set(CLASS_COLORS.values())) == len(CLASS_COLORS)
+    # hf is the transformers eager loop's name before its rename, int8-kernel an int8 variant of older runs: each
+    # keeps the colour of the variant it stands for
+    distinct = {k: v for k, v in VARIANT_COLORS.items() if k not in ("int8-kernel", "hf")}
+    assert len(set(distinct.values())) == len(distinct)
