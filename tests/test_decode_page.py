@@ -770,3 +770,24 @@ def test_every_kernel_class_and_variant_has_a_colour_of_its_own():
     # keeps the colour of the variant it stands for
     distinct = {k: v for k, v in VARIANT_COLORS.items() if k not in ("int8-kernel", "hf")}
     assert len(set(distinct.values())) == len(distinct)
+
+
+def test_sweeps_whose_rows_did_not_run_draw_no_single_point_curves(tmp_path):
+    """A cold collect's spent budget skips the sweep rows (run h200-20261203j): the figures then drew one context
+    as a curve on an axis from 999 to 1001. Now the page says there is no sweep, and the batch figure too."""
+    f = decode_file("synthetic-20261129")
+    assert page(tmp_path / "whole").latency_figure().count('<figure class="report-figure"') == 1
+    for r in f.rows:
+        if (r.model, r.batch, r.context) not in KEY:
+            r.status, r.reason = "skipped", "not run: the decode phase's time budget of 83 s was spent before this row"
+    p = write(tmp_path / "skipped", f)
+    assert p.swept_models() == [] and p.batch_context("gpt2") is None
+    assert p.latency_figure() == p.NO_SWEEP and p.floor_figure() == ""
+    assert p.throughput_figure() == "This run has no batch sweep."
+    # one model swept, the other not: only the swept one is drawn
+    g = decode_file("synthetic-20261129")
+    for r in g.rows:
+        if r.model == "gpt2-xl" and (r.model, r.batch, r.context) not in KEY:
+            r.status, r.reason = "skipped", "not run: budget"
+    q = write(tmp_path / "half", g)
+    assert q.swept_models() == ["gpt2"] and "gpt2-xl, batch" not in q.latency_figure()

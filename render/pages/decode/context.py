@@ -94,14 +94,19 @@ class Context(DecodeData):
                      "not on its bytes alone.")
         return text
 
+    NO_SWEEP = ("This run has no context sweep to draw: no model has step times at two or more contexts (the rows "
+                "that did not run are listed at the end of the page, with why).")
+
     def _by_model(self, title) -> tuple[go.Figure, list[str]]:
-        models = self.models()
+        models = self.swept_models()
         fig = make_subplots(rows=1, cols=max(1, len(models)), subplot_titles=[escape.plot(title(m)) for m in models],
                             horizontal_spacing=0.08)
         inset_titles(fig, max(1, len(models)))
         return fig, models
 
     def latency_figure(self) -> str:
+        if not self.swept_models():
+            return self.NO_SWEEP
         fig, models = self._by_model(lambda m: f"{m}, batch {self.context_batch(m)}")
         shown = set()
         for j, model in enumerate(models, start=1):
@@ -168,6 +173,8 @@ class Context(DecodeData):
                                               f"{self._weights_words()}.")
 
     def floor_figure(self) -> str:
+        if not self.swept_models():
+            return ""  # the sentence above the latency figure says why
         fig, models = self._by_model(lambda m: f"{m}, batch {self.context_batch(m)}")
         shown = set()
         for j, model in enumerate(models, start=1):

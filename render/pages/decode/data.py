@@ -179,19 +179,30 @@ class DecodeData(Page):
         return [v for v in order if v in present] + sorted(present - set(order))
 
     def context_batch(self, model: str) -> int | None:
-        """The batch a model's context sweep ran at: the one with the most contexts."""
-        f = self.rows[self.rows["model"] == model]
-        if f.empty:
-            return None
-        counts = f.groupby("batch")["context"].nunique()
-        return int(counts.sort_values(kind="stable", ascending=False).index[0])
+        """The batch a model's context sweep ran at: the one with the most contexts measured (rows that did
+        not run, a spent budget's, count only where nothing ran)."""
+        for rows in (self.ok, self.rows):
+            f = rows[rows["model"] == model]
+            if not f.empty:
+                counts = f.groupby("batch")["context"].nunique()
+                return int(counts.sort_values(kind="stable", ascending=False).index[0])
+        return None
 
     def batch_context(self, model: str) -> int | None:
-        """The context a model's batch sweep ran at, if it has one (more than one batch)."""
-        f = self.rows[self.rows["model"] == model]
+        """The context a model's batch sweep ran at, if it measured one (more than one batch there)."""
+        f = self.ok[self.ok["model"] == model]
         counts = f.groupby("context")["batch"].nunique()
         counts = counts[counts > 1]
         return int(counts.sort_values(kind="stable", ascending=False).index[0]) if len(counts) else None
+
+    def swept_models(self) -> list[str]:
+        """The models whose context sweep measured at least two contexts at its batch: a curve to draw."""
+        out = []
+        for m in self.models():
+            f = self.ok[(self.ok["model"] == m) & (self.ok["batch"] == self.context_batch(m))]
+            if f["context"].nunique() >= 2:
+                out.append(m)
+        return out
 
     def row(self, model: str, variant: str, batch: int, context: int):
         f = self.ok[(self.ok["model"] == model) & (self.ok["variant"] == variant) & (self.ok["batch"] == batch)
