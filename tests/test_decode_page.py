@@ -791,3 +791,20 @@ def test_sweeps_whose_rows_did_not_run_draw_no_single_point_curves(tmp_path):
             r.status, r.reason = "skipped", "not run: budget"
     q = write(tmp_path / "half", g)
     assert q.swept_models() == ["gpt2"] and "gpt2-xl, batch" not in q.latency_figure()
+
+
+def test_the_persistent_steps_extra_memory_is_explained_only_when_it_is_a_copy_of_the_weights(tmp_path):
+    def with_persistent(extra):
+        f = decode_file("synthetic-20261129")
+        g = next(r for r in f.rows if (r.model, r.variant, r.batch, r.context) == ("gpt2-xl", "graph", 4, 1000))
+        f.rows.append(dataclasses.replace(g, variant="persistent", step_impl="persistent",
+                                          mem_at_start_bytes=g.mem_at_start_bytes + extra,
+                                          peak_mem_bytes=g.peak_mem_bytes + extra))
+        return f
+
+    text = write(tmp_path / "copy", with_persistent(int(1.05 * WXL))).memory_finding()
+    assert f"holds {fmt.bytes_(int(1.05 * WXL))} more than" in text
+    assert f"{fmt.bytes_(WXL)} of it a second copy of the weights" in text
+    other = write(tmp_path / "other", with_persistent(100 * MiB)).memory_finding()
+    assert f"holds {fmt.bytes_(100 * MiB)} more than" in other and "copy of the weights" not in other
+    assert "persistent" not in write(tmp_path / "none", with_persistent(-MiB)).memory_finding()

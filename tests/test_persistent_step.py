@@ -52,6 +52,9 @@ def test_the_step_matches_the_torch_step_and_leaves_its_counters_at_zero(tiny):
                 assert not t.any()
     assert torch.allclose(our_cache.k, ref_cache.k, atol=1e-6) and torch.allclose(our_cache.v, ref_cache.v, atol=1e-6)
     assert our_cache.k[:, :, :, T:T + 2].abs().sum() > 0  # the step wrote its own keys
+    # Scratch for one partial per tile of the largest product, not the widest op's columns times the deepest's splits.
+    largest = max(op.tiles for op in step.ops if op.role != "attention")
+    assert step.part.numel() == largest * step.block_m * SMALL.block_n
 
 
 def test_a_wait_no_block_can_meet_times_out_by_name_and_clears_the_counters(tiny):

@@ -472,13 +472,15 @@ class PersistentStep:
         self.chunks_p = triton.next_power_of_2(math.ceil(max(a.n_positions, self.capacity) / tiling.chunk))
         self.block_m = max(16, triton.next_power_of_2(batch))
         widest = max(math.ceil(n / bn) for n in (3 * C, C, 4 * C, a.vocab_size))
-        deepest = max(math.ceil(k / sl) for k in (C, 4 * C))
+        # One partial per tile of the largest product: the widest (the logits) has few splits, the deepest (the
+        # second MLP product) few columns, so their product would be four times too much at gpt2, 3.6 at gpt2-xl.
+        partials = max(op.tiles for op in self.ops if op.role not in ("attention",))
         self.x = torch.empty((batch, C), device=dev, dtype=dt)
         self.attn = torch.empty((batch, C), device=dev, dtype=dt)
         self.h = torch.empty((batch, 4 * C), device=dev, dtype=dt)
         self.q = torch.empty((batch, C), device=dev, dtype=dt)
         self.logits = torch.empty((batch, a.vocab_size), device=dev, dtype=torch.float32)
-        self.part = torch.empty((widest * deepest * self.block_m * bn,), device=dev, dtype=torch.float32)
+        self.part = torch.empty((partials * self.block_m * bn,), device=dev, dtype=torch.float32)
         self.part_o = torch.empty((batch * H * self.chunks * bn,), device=dev, dtype=torch.float32)
         self.part_ml = torch.empty((batch * H * self.chunks * 2,), device=dev, dtype=torch.float32)
         self.op_count = torch.zeros((len(self.ops),), device=dev, dtype=torch.int32)

@@ -73,6 +73,9 @@ class Memory(DecodeData):
                     if share < 1 and q.peak_mem_bytes > e.peak_mem_bytes:
                         text += ": what a step allocates on top outweighs the smaller cache"
                 sentences.append(text)
+            packed = self._packed_copy(model)
+            if packed:
+                sentences.append(packed)
             if sentences:
                 out.append(f"- **{escape.text(model)}.** " + " ".join(f"{x[0].upper()}{x[1:]}." for x in sentences))
             elif self.memory_shape(model) is not None:
@@ -80,6 +83,28 @@ class Memory(DecodeData):
             else:
                 out.append(f"- **{escape.text(model)}.** No int8 variant ran at a shape with its float counterpart.")
         return "\n".join(out) + "\n"
+
+    def _packed_copy(self, model: str) -> str:
+        """Where the persistent step ran beside the graph step: what it holds before a step beyond the graph
+        step's, and, where that is one copy of the weights and at most 30% more, what it is made of: the step
+        packs its own copy (kernels/decode/persistent_step.py) and holds scratch for its partial sums."""
+        f = self.ok[(self.ok["model"] == model) & (self.ok["variant"] == "persistent")]
+        for r in f.itertuples():
+            g = self.row(model, "graph", r.batch, r.context)
+            if g is None or not (_ok(r.mem_at_start_bytes) and _ok(g.mem_at_start_bytes)):
+                continue
+            more = r.mem_at_start_bytes - g.mem_at_start_bytes
+            if more <= 0:
+                return ""
+            text = (f"at batch {r.batch}, context {r.context}, {escape.text(self.label('persistent'))} holds "
+                    f"{fmt.bytes_(more)} more than {escape.text(self.short('graph'))} before a step")
+            w = r.weight_bytes_per_step
+            if _ok(w) and w > 0 and w <= more <= 1.3 * w:
+                text += (f": {fmt.bytes_(w)} of it a second copy of the weights, packed tile by tile in the order the "
+                         "step streams them (the model keeps the originals for the prefill), the rest its scratch "
+                         "for partial sums and the packing's padding")
+            return text
+        return ""
 
     @staticmethod
     def _delta(x: float, base: float, base_name: str) -> str:
