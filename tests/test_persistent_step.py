@@ -12,6 +12,9 @@ TINY = ModelArgs(n_layer=2, n_head=4, n_embd=64, vocab_size=97, n_positions=32)
 # than SUMS of them for the MLP's second product) and each head's cache spans three chunks (the last chunk
 # merges them, over a power of two with one masked): the paths a GPU-sized tile takes.
 SMALL = PersistentTiling(block_n=16, slice_k=16)
+# Tiles that loop over several register blocks of rows: three (48 rows: a K=64 product splits into a whole tile
+# and one whose last two blocks are past K) and four (64 rows: TINY's K=64 products do not split at all).
+LOOPED = (PersistentTiling(block_n=16, slice_k=16, chunks=3), PersistentTiling(block_n=16, slice_k=16, chunks=4))
 
 
 @pytest.fixture(scope="module")
@@ -33,12 +36,21 @@ def test_the_small_tiles_take_every_path():
     assert all(op.finishers == 2 * TINY.n_head for op in attention)
 
 
-def test_the_step_matches_the_torch_step_and_leaves_its_counters_at_zero(tiny):
+def test_looped_tiles_split_only_past_their_rows():
+    three, four = ([op for op in kernel_operations(TINY, 2, 24, t, 4) if "attention" not in op.name] for t in LOOPED)
+    k64 = [i for i, op in enumerate(three) if "second projection" not in op.name]
+    assert all(three[i].tiles == 2 * three[i].finishers for i in k64)  # 48 + 16 rows
+    assert all(four[i].tiles == four[i].finishers for i in k64)  # 64 rows: one tile a column, no partials
+    assert all(op.tiles == 4 * op.finishers for op in four if "second projection" in op.name)  # K = 256
+
+
+@pytest.mark.parametrize("tiling", (SMALL,) + LOOPED, ids=("one block", "three blocks", "four blocks"))
+def test_the_step_matches_the_torch_step_and_leaves_its_counters_at_zero(tiny, tiling):
     B, T, cap = 2, 17, 24
     seq = _tokens((B, 20))
     ref_cache = CACHES["bf16"](TINY, B, cap, "cpu", torch.float32)
     our_cache = CACHES["bf16"](TINY, B, cap, "cpu", torch.float32)
-    step = PersistentStep(tiny, our_cache, B, tiling=SMALL)
+    step = PersistentStep(tiny, our_cache, B, tiling=tiling)
     with torch.inference_mode():
         tiny.prefill(seq[:, :T], ref_cache)
         tiny.prefill(seq[:, :T], our_cache)
@@ -54,7 +66,7 @@ def test_the_step_matches_the_torch_step_and_leaves_its_counters_at_zero(tiny):
     assert our_cache.k[:, :, :, T:T + 2].abs().sum() > 0  # the step wrote its own keys
     # Scratch for one partial per tile of the largest product, not the widest op's columns times the deepest's splits.
     largest = max(op.tiles for op in step.ops if op.role != "attention")
-    assert step.part.numel() == largest * step.block_m * SMALL.block_n
+    assert step.part.numel() == largest * step.block_m * tiling.block_n
 
 
 def test_a_wait_no_block_can_meet_times_out_by_name_and_clears_the_counters(tiny):

@@ -63,7 +63,11 @@ class PersistentTiling:
     """The shape of every tile's register block, and how long a wait may spin."""
 
     block_n: int = 64  # output columns of a product tile; also the widest head the attention takes
-    slice_k: int = 256  # inner rows of a product tile; an attention tile's chunk is slice_k // 2 keys
+    slice_k: int = 256  # inner rows of the register block a tile streams; an attention tile's chunk is slice_k // 2 keys
+    # Register blocks of inner rows a product tile runs through in a loop: the first streamed ahead of the wait
+    # like any tile's block, the rest loaded in the loop. A product splits along K only past slice_k * chunks
+    # rows, so chunks=4 (1,024 rows) leaves gpt2's K=768 products unsplit: no partials, no column counter.
+    chunks: int = 1
     num_warps: int = 4
     # Blocks (lists) per SM: more hide one another's chains of round trips, if registers leave room. Two
     # blocks of 4 warps ran gpt2's step in 0.61 ms against one block of 8 warps' 0.77 (H200, 2026-12-03).
@@ -76,6 +80,11 @@ class PersistentTiling:
     def chunk(self) -> int:
         return self.slice_k // 2
 
+    @property
+    def tile_k(self) -> int:
+        """Inner rows a product tile covers (its split of K)."""
+        return self.slice_k * self.chunks
+
 
 # What scripts/sweep_persistent.py compares: two blocks an SM of 4 warps with 256-row slices (the
 # default: at the register file's limit, 255 registers and 208-240 bytes spilled a thread on sm90 with
@@ -83,9 +92,13 @@ class PersistentTiling:
 # slices (about 240, no spills). On the H200 (2026-12-03, gpt2 batch 4, context 1000) they took 0.61,
 # 0.77 and 0.79 ms a step: the bytes in flight an SM counted, and the extra splits of 128-row slices cost
 # more than their overlap bought. Three blocks an SM do not fit even with 128-row slices (the launch is
-# refused by check_resident).
+# refused by check_resident). Not yet run: product tiles that loop over their rows (chunks), so that
+# gpt2's K=768 products do not split: 128-row blocks, eight a tile, two 4-warp blocks an SM (241 registers,
+# no spills), and 256-row blocks, four a tile, one 8-warp block an SM (255, no spills). The time model
+# calibrated on run j (kernels/decode/notes.md) expects them no faster unless a tile's chain shortens.
 CANDIDATE_TILINGS = (PersistentTiling(), PersistentTiling(num_warps=8, blocks_per_sm=1),
-                     PersistentTiling(slice_k=128))
+                     PersistentTiling(slice_k=128), PersistentTiling(slice_k=128, chunks=8),
+                     PersistentTiling(chunks=4, num_warps=8, blocks_per_sm=1))
 
 
 # --- the kernel -------------------------------------------------------------------------------
@@ -122,19 +135,29 @@ def _kv_offsets(o, t, rows, cols, Lens, N_HEAD: tl.constexpr, D: tl.constexpr, C
 
 
 @triton.jit
+def _tile_weights(Wp, WOff, o, t, K, S, SLICE: tl.constexpr, KT: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Where product tile t's weights start: _pack lays a column block's rows out together, K padded to a
+    multiple of SLICE, and tile t is split t % S (of KT rows) of column block t // S."""
+    kp = (K + SLICE - 1) // SLICE * SLICE
+    return Wp + tl.load(WOff + o) + ((t // S).to(tl.int64) * kp + (t % S) * KT) * BLOCK_N
+
+
+@triton.jit
 def _stream_block(item, Wp, WOff, Kc, Vc, Lens, N_LAYER: tl.constexpr, N_HEAD: tl.constexpr, C: tl.constexpr,
                   V: tl.constexpr, D: tl.constexpr, B: tl.constexpr, CAP, NCH,
-                  SLICE: tl.constexpr, BLOCK_N: tl.constexpr):
-    """The bytes a list entry streams, loaded into registers; nothing for an entry below 0 (none)."""
+                  SLICE: tl.constexpr, CHUNKS: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The bytes a list entry streams, loaded into registers; nothing for an entry below 0 (none). For a
+    product, the first of its tile's CHUNKS register blocks."""
     CHUNK: tl.constexpr = SLICE // 2
+    KT: tl.constexpr = SLICE * CHUNKS
     rows = tl.arange(0, SLICE)
     cols = tl.arange(0, BLOCK_N)
     o = tl.maximum(item, 0) // ITEM_SHIFT
     t = tl.maximum(item, 0) % ITEM_SHIFT
     kind = _kind_of(o, N_LAYER)
-    K, N, S = _product_shape(kind, C, V, SLICE)
-    w_ptrs = Wp + tl.load(WOff + o) + t.to(tl.int64) * (SLICE * BLOCK_N) + rows[:, None] * BLOCK_N + cols[None, :]
-    w_mask = ((t % S) * SLICE + rows < K)[:, None] & ((t // S) * BLOCK_N + cols < N)[None, :]
+    K, N, S = _product_shape(kind, C, V, KT)
+    w_ptrs = _tile_weights(Wp, WOff, o, t, K, S, SLICE, KT, BLOCK_N) + rows[:, None] * BLOCK_N + cols[None, :]
+    w_mask = ((t % S) * KT + rows < K)[:, None] & ((t // S) * BLOCK_N + cols < N)[None, :]
     off, is_v, key = _kv_offsets(o, t, rows, cols, Lens, N_HEAD, D, CAP, NCH, CHUNK, B)
     kv_ptrs = tl.where(is_v[:, None], Vc + off, Kc + off)
     kv_mask = (key < tl.load(Lens))[:, None] & (cols < D)[None, :]
@@ -147,9 +170,22 @@ def _stream_block(item, Wp, WOff, Kc, Vc, Lens, N_LAYER: tl.constexpr, N_HEAD: t
 
 
 @triton.jit
-def _product_tile(o, t, w, X, Attn, Hid, Q, Kc, Vc, Logits, Ln, LnOff, Bias, BOff, Part, ColCnt, Stats, pos, eps,
-                  N_LAYER: tl.constexpr, N_HEAD: tl.constexpr, C: tl.constexpr, V: tl.constexpr, D: tl.constexpr,
-                  B: tl.constexpr, CAP, SLICE: tl.constexpr, BLOCK_N: tl.constexpr,
+def _normed_rows(src, offs_b, mask_b, kk, K, ln, Ln, C: tl.constexpr, mean, rstd):
+    """Rows offs_b, columns kk of a product's input, through its LayerNorm where it has one (ln >= 0)."""
+    mask_k = kk < K
+    a = tl.load(src + offs_b[:, None] * K + kk[None, :], mask=mask_b[:, None] & mask_k[None, :], other=0.0,
+                cache_modifier=".cg").to(tl.float32)
+    if ln >= 0:
+        g = tl.load(Ln + ln + kk, mask=mask_k, other=0.0).to(tl.float32)
+        beta = tl.load(Ln + ln + C + kk, mask=mask_k, other=0.0).to(tl.float32)
+        a = (a - mean[:, None]) * rstd[:, None] * g[None, :] + beta[None, :]
+    return a
+
+
+@triton.jit
+def _product_tile(o, t, w, Wp, WOff, X, Attn, Hid, Q, Kc, Vc, Logits, Ln, LnOff, Bias, BOff, Part, ColCnt, Stats, pos,
+                  eps, N_LAYER: tl.constexpr, N_HEAD: tl.constexpr, C: tl.constexpr, V: tl.constexpr, D: tl.constexpr,
+                  B: tl.constexpr, CAP, SLICE: tl.constexpr, CHUNKS: tl.constexpr, BLOCK_N: tl.constexpr,
                   BLOCK_M: tl.constexpr, STAT_P: tl.constexpr, GELU_TANH: tl.constexpr):
     """One tile of a product: its rows of the input (normed where a LayerNorm precedes it) times the
     streamed weight slice `w`; the last split of its column adds the splits and applies the epilogue.
@@ -158,27 +194,32 @@ def _product_tile(o, t, w, X, Attn, Hid, Q, Kc, Vc, Logits, Ln, LnOff, Bias, BOf
     RowStats layout: the embedding one block of C, a residual product one per BLOCK_N columns), one
     load instead of a pass over the row."""
     dt = w.dtype
+    KT: tl.constexpr = SLICE * CHUNKS
     kind = _kind_of(o, N_LAYER)
-    K, N, S = _product_shape(kind, C, V, SLICE)
+    K, N, S = _product_shape(kind, C, V, KT)
     j = t // S
     s = t % S
     offs_b = tl.arange(0, BLOCK_M)
     mask_b = offs_b < B
-    kk = s * SLICE + tl.arange(0, SLICE)
-    mask_k = kk < K
     src = tl.where(kind == PROJ, Attn, tl.where(kind == FC2, Hid, X))
-    a = tl.load(src + offs_b[:, None] * K + kk[None, :], mask=mask_b[:, None] & mask_k[None, :], other=0.0,
-                cache_modifier=".cg").to(tl.float32)
     ln = tl.load(LnOff + o)
+    mean = tl.zeros([BLOCK_M], dtype=tl.float32)
+    rstd = tl.zeros([BLOCK_M], dtype=tl.float32)
     if ln >= 0:
         first = o == 0  # x as the embedding left it
         mean, rstd = _combined_stats(Stats, STAT_P, offs_b, mask_b, B, tl.where(first, 1, (C + BLOCK_N - 1) // BLOCK_N),
                                      tl.where(first, C, BLOCK_N), C, eps, STAT_P)
-        g = tl.load(Ln + ln + kk, mask=mask_k, other=0.0).to(tl.float32)
-        beta = tl.load(Ln + ln + C + kk, mask=mask_k, other=0.0).to(tl.float32)
-        a = (a - mean[:, None]) * rstd[:, None] * g[None, :] + beta[None, :]
-    acc = tl.dot(a.to(dt), w)
+    krows = tl.arange(0, SLICE)
     offs_n = j * BLOCK_N + tl.arange(0, BLOCK_N)
+    kk = s * KT + krows
+    acc = tl.dot(_normed_rows(src, offs_b, mask_b, kk, K, ln, Ln, C, mean, rstd).to(dt), w)
+    if CHUNKS > 1:  # the tile's other blocks of rows, after the one streamed ahead of the wait
+        tile_w = _tile_weights(Wp, WOff, o, t, K, S, SLICE, KT, BLOCK_N)
+        for c in tl.range(1, CHUNKS):
+            kk = s * KT + c * SLICE + krows
+            wc = tl.load(tile_w + (c * SLICE + krows)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :],
+                         mask=(kk < K)[:, None] & (offs_n < N)[None, :], other=0.0)
+            acc += tl.dot(_normed_rows(src, offs_b, mask_b, kk, K, ln, Ln, C, mean, rstd).to(dt), wc)
     mask_n = offs_n < N
     mask_y = mask_b[:, None] & mask_n[None, :]
     tile = offs_b[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
@@ -276,8 +317,8 @@ def _persistent_step_kernel(
         Trace, eps, qk_scale_log2,
         N_LAYER: tl.constexpr, N_HEAD: tl.constexpr, C: tl.constexpr, V: tl.constexpr, D: tl.constexpr,
         B: tl.constexpr, CAP, NCH, NCH_P: tl.constexpr, N_OPS: tl.constexpr,
-        N_OPS_P: tl.constexpr, SLICE: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr,
-        STAT_P: tl.constexpr, GELU_TANH: tl.constexpr, TRACE: tl.constexpr):
+        N_OPS_P: tl.constexpr, SLICE: tl.constexpr, CHUNKS: tl.constexpr, BLOCK_N: tl.constexpr,
+        BLOCK_M: tl.constexpr, STAT_P: tl.constexpr, GELU_TANH: tl.constexpr, TRACE: tl.constexpr):
     """Block i runs list i of the plan: for each entry it streams the next entry's bytes, waits for the
     operation before its own, and computes. A tile that finishes a column (a product's last split) or a
     head (the attention's last chunk) raises its operation's counter, so a counter's target is the
@@ -291,7 +332,7 @@ def _persistent_step_kernel(
     entries = Work + sm * stride_work
     pos = tl.load(Pos)
     item = tl.load(entries, mask=n > 0, other=-1)
-    blk = _stream_block(item, Wp, WOff, Kc, Vc, Lens, N_LAYER, N_HEAD, C, V, D, B, CAP, NCH, SLICE, BLOCK_N)
+    blk = _stream_block(item, Wp, WOff, Kc, Vc, Lens, N_LAYER, N_HEAD, C, V, D, B, CAP, NCH, SLICE, CHUNKS, BLOCK_N)
     i = 0
     ok = n >= 0
     # The highest operation this block has seen complete: a list runs in operation order and a counter only
@@ -303,7 +344,8 @@ def _persistent_step_kernel(
             stamps = Trace + (sm * stride_work + i) * 3
             tl.store(stamps, _now())
         nxt_item = tl.load(entries + i + 1, mask=i + 1 < n, other=-1)
-        nxt = _stream_block(nxt_item, Wp, WOff, Kc, Vc, Lens, N_LAYER, N_HEAD, C, V, D, B, CAP, NCH, SLICE, BLOCK_N)
+        nxt = _stream_block(nxt_item, Wp, WOff, Kc, Vc, Lens, N_LAYER, N_HEAD, C, V, D, B, CAP, NCH, SLICE, CHUNKS,
+                            BLOCK_N)
         o = item // ITEM_SHIFT
         t = item % ITEM_SHIFT
         if o - 1 > ready:
@@ -316,9 +358,9 @@ def _persistent_step_kernel(
                 fin = _attention_tile(o, t, blk, Q, Kc, Vc, Lens, pos, Attn, PartO, PartML, HeadCnt, qk_scale_log2,
                                       N_HEAD, C, D, B, CAP, NCH, NCH_P, SLICE, BLOCK_N)
             else:
-                fin = _product_tile(o, t, blk, X, Attn, Hid, Q, Kc, Vc, Logits, Ln, LnOff, Bias, BOff, Part, ColCnt,
-                                    Stats, pos, eps, N_LAYER, N_HEAD, C, V, D, B, CAP, SLICE, BLOCK_N, BLOCK_M, STAT_P,
-                                    GELU_TANH)
+                fin = _product_tile(o, t, blk, Wp, WOff, X, Attn, Hid, Q, Kc, Vc, Logits, Ln, LnOff, Bias, BOff, Part,
+                                    ColCnt, Stats, pos, eps, N_LAYER, N_HEAD, C, V, D, B, CAP, SLICE, CHUNKS, BLOCK_N,
+                                    BLOCK_M, STAT_P, GELU_TANH)
             if fin:
                 tl.debug_barrier()
                 done = tl.atomic_add(OpCnt + o, 1, sem="acq_rel", scope="gpu")
@@ -348,7 +390,7 @@ class KernelOp(Operation):
 def kernel_operations(args, batch: int, capacity: int, tiling: PersistentTiling, elem_bytes: int) -> list[KernelOp]:
     """The step's operations as this kernel tiles them, with the bytes each tile streams (an attention
     tile's at a full cache), for plan_step to deal."""
-    C, bn, sl = args.n_embd, tiling.block_n, tiling.slice_k
+    C, bn, sl = args.n_embd, tiling.block_n, tiling.tile_k
 
     def product(name, k, n, role):
         columns = math.ceil(n / bn)
@@ -370,8 +412,9 @@ def kernel_operations(args, batch: int, capacity: int, tiling: PersistentTiling,
 
 
 def _pack(w: torch.Tensor, slice_k: int, block_n: int) -> torch.Tensor:
-    """A (K, N) weight as its tiles one after another, each [slice_k, block_n] contiguous, tile j * S + s
-    holding columns block j of split s (zero-padded past K and N; the kernel's masks never read the pad)."""
+    """A (K, N) weight as its column blocks one after another, each [K, block_n] contiguous with K padded to a
+    multiple of slice_k (and N to one of block_n), so that any split of a column block into tiles of whole
+    slices is contiguous too (_tile_weights; the kernel's masks never read the pad)."""
     K, N = w.shape
     S, NT = math.ceil(K / slice_k), math.ceil(N / block_n)
     padded = w.new_zeros(S * slice_k, NT * block_n)
@@ -531,7 +574,7 @@ class PersistentStep:
         return dict(N_LAYER=a.n_layer, N_HEAD=a.n_head, C=a.n_embd, V=a.vocab_size, D=a.head_dim,
                     B=self.x.shape[0], CAP=self.capacity, NCH=self.chunks, NCH_P=self.chunks_p,
                     N_OPS=len(self.ops), N_OPS_P=triton.next_power_of_2(len(self.ops)), SLICE=self.tiling.slice_k,
-                    BLOCK_N=self.tiling.block_n, BLOCK_M=self.block_m, STAT_P=self.stat_p,
+                    CHUNKS=self.tiling.chunks, BLOCK_N=self.tiling.block_n, BLOCK_M=self.block_m, STAT_P=self.stat_p,
                     GELU_TANH=self.model.gelu_approx == "tanh", TRACE=self.trace.dim() == 3,
                     num_warps=1 if interpreting() else self.tiling.num_warps)
 
@@ -578,7 +621,8 @@ def compile_specs(target):
                 step(history, torch.empty((1,), device="meta", dtype=torch.int64),
                      torch.empty((1,), device="meta", dtype=torch.int32))
 
-            specs.append(CompileSpec(f"bf16 {name} B=4 slice {tiling.slice_k} w{tiling.num_warps} "
+            loop = f"x{tiling.chunks} " if tiling.chunks > 1 else ""
+            specs.append(CompileSpec(f"bf16 {name} B=4 slice {tiling.slice_k} {loop}w{tiling.num_warps} "
                                      f"x{tiling.blocks_per_sm}{' traced' if trace else ''}", launch,
                                      core=name == fl.DECODE_MODELS[0] and i == 0))
     return specs
