@@ -16,8 +16,9 @@ or a chunk of SLICE / 2 keys followed by as many values. This is the plain-Trito
 the block itself stands in for the producer warps and their shared-memory ring of a warp-specialized
 kernel, one tile deep.
 
-Products split along the inner dimension (a tile holds at most SLICE rows); the last of a column's
-splits to arrive adds them in a fixed order and applies the epilogue. The attention splits each head's
+Products split along the inner dimension (a tile holds at most SLICE * CHUNKS rows: its streamed block,
+then CHUNKS - 1 more loaded in a loop); the last of a column's splits to arrive adds them in a fixed order
+and applies the epilogue. The attention splits each head's
 cache into chunks the same way, merged by the last chunk to arrive. A LayerNorm's statistics come in
 one load from what the writer of x left per column block (the fused step's RowStats layout), so no
 tile passes over a whole row.
