@@ -69,6 +69,20 @@ def copy_bandwidth(nbytes: int = 1 << 30) -> float:
     return 2 * nbytes / best
 
 
+# The time model's parameters as run h200-20261203j fitted them (kernels/decode/notes.md): each row also
+# says what the model predicts for its tiling, so that a sweep tests the model as well as the kernel.
+MODEL_CHAIN_S, MODEL_BOUNDARY_S = 6e-6, 1.5e-6
+
+
+def model_ms(step, bandwidth: float) -> float:
+    """persistent_plan.predicted_step_s for this step's own plan, one streamed block ahead of each list."""
+    from kernels.decode.persistent_plan import predicted_step_s
+
+    t = step.tiling
+    return 1e3 * predicted_step_s(step.plan, bandwidth, MODEL_BOUNDARY_S, buffer_bytes=t.slice_k * t.block_n * 2,
+                                  chain_s=MODEL_CHAIN_S)
+
+
 def traced_step(s) -> dict:
     """One step of the session's persistent step with its trace on (persistent_trace.traced_op_times):
     where its time went, by role and by its slowest operations."""
@@ -131,6 +145,8 @@ def main(argv=None) -> int:
                 row.update(status="ok", step_ms=best, over_floor=best / (floor_s * 1e3),
                            tokens_as_graph=float((tokens[:, :same] == ref_tokens[:, :same]).float().mean()),
                            first_logits_max_diff=float((first - ref_logits).abs().max()))
+                if tiling is not None:
+                    row["model_ms"] = model_ms(s.step_fn, bandwidth)
                 if tiling is not None and a.trace:
                     try:
                         row.update(traced_step(s))
