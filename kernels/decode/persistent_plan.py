@@ -6,7 +6,7 @@ A step is a chain of operations. Per layer: LayerNorm + the qkv product with the
 attention, the output projection + residual, LayerNorm + fc + GELU, the second projection +
 residual; then the last LayerNorm and the logits. Each operation is cut into tiles (a block of
 output columns and a slice of the inner dimension for a product, one head of one sequence and a
-slice of its cache for the attention). A tile may start once every tile of the operation before it
+slice of its cache for the attention: persistent_step.kernel_operations, the one place that says how). A tile may start once every tile of the operation before it
 has finished, which one counter per operation in global memory tells (each finished tile raises it).
 The weights a tile reads do not depend on the operation before it, so a producer warp can stream them
 into shared memory while the consumers still wait on the counter: that overlap is the point of the
@@ -21,12 +21,7 @@ make progress, whatever order the SMs run in.
 from __future__ import annotations
 
 import heapq
-import math
 from dataclasses import dataclass
-
-from .gpt2 import ModelArgs
-
-ELEM_BYTES = 2  # bf16 weights, activations and cache
 
 
 @dataclass(frozen=True)
@@ -60,39 +55,6 @@ class StepPlan:
     @property
     def counter_targets(self) -> tuple[int, ...]:
         return tuple(op.tiles for op in self.ops)
-
-
-def _product(name: str, k: int, n: int, sm_count: int, block_n: int, block_k: int) -> Operation:
-    """A k x n weight product, in column blocks of block_n and, where the column blocks alone leave SMs
-    idle, split along k (the last arriver of a column adds the splits, kernels/decode/arrival.py)."""
-    col_tiles = math.ceil(n / block_n)
-    k_splits = max(1, min(math.ceil(sm_count / col_tiles), k // block_k))
-    return Operation(name, col_tiles * k_splits, math.ceil(k / k_splits) * min(n, block_n) * ELEM_BYTES)
-
-
-def gpt2_operations(args: ModelArgs, batch: int, context: int, sm_count: int, block_n: int = 64,
-                    block_k: int = 64) -> list[Operation]:
-    """The operations of one decode step of `args` at `batch` sequences of `context` cached tokens."""
-    if batch < 1 or context < 1 or sm_count < 1:
-        raise ValueError(f"a step needs batch, context and SM count of at least 1, got {batch}, {context}, "
-                         f"{sm_count}.")
-    if context >= args.n_positions:
-        raise ValueError(f"context {context} leaves no position for the next token: {args.n_positions} is this "
-                         "model's limit.")
-    c = args.n_embd
-    heads = args.n_head * batch
-    kv_splits = max(1, math.ceil(sm_count / heads))
-    # One head of one sequence reads its K and V rows: head_dim columns of each cached token.
-    attn_tile = 2 * math.ceil(context / kv_splits) * args.head_dim * ELEM_BYTES
-    ops = []
-    for layer in range(args.n_layer):
-        ops += [_product(f"{layer}.qkv", c, 3 * c, sm_count, block_n, block_k),
-                Operation(f"{layer}.attention", heads * kv_splits, attn_tile),
-                _product(f"{layer}.proj", c, c, sm_count, block_n, block_k),
-                _product(f"{layer}.fc", c, 4 * c, sm_count, block_n, block_k),
-                _product(f"{layer}.fc2", 4 * c, c, sm_count, block_n, block_k)]
-    ops.append(_product("logits", c, args.vocab_size, sm_count, block_n, block_k))
-    return ops
 
 
 def plan_step(ops: list[Operation], sm_count: int) -> StepPlan:
