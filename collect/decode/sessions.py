@@ -127,10 +127,12 @@ def _allocated(env: _Env) -> int | None:
 def _unsupported(spec: VariantSpec, env: _Env, timing: bool = True, batch: int | None = None) -> str | None:
     """Why this variant cannot run here (at `batch` sequences, where given). Without a GPU our graph step
     still runs, uncaptured: the same numbers, so it can be checked, but its time would not be the graph's."""
-    if spec.step == "persistent":
-        from kernels.decode.persistent_step import unsupported_reason
+    if spec.family == "ours":
+        from kernels.decode.session import STEPS
 
-        why = unsupported_reason(batch, env.device)
+        # A step that cannot run every shape or GPU says why itself (the persistent step: Ampere on, 16 rows).
+        refuses = getattr(STEPS[spec.step], "unsupported_reason", None)
+        why = refuses(batch, env.device) if refuses else None
         if why:
             return why
     if spec.graph and not env.cuda and timing:

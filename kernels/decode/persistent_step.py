@@ -452,6 +452,7 @@ class PersistentStep:
     the interpreter, which runs blocks one after another)."""
 
     impl = "persistent"
+    unsupported_reason = staticmethod(unsupported_reason)  # what the decode phase asks any step before it builds one
 
     def __init__(self, model, cache, batch: int, tiling: PersistentTiling = PersistentTiling(),
                  lists: int | None = None, trace: bool = False):
