@@ -92,6 +92,19 @@ def test_what_the_step_cannot_run_is_refused_by_name(tiny):
                        tiling=PersistentTiling(block_n=8, slice_k=32))
 
 
+def test_the_traced_step_shares_the_packed_weights_and_buffers(tiny, monkeypatch):
+    from kernels.decode import persistent_step
+
+    step = PersistentStep(tiny, CACHES["bf16"](TINY, 2, 24, "cpu", torch.float32), 2, tiling=SMALL)
+    with pytest.raises(ValueError, match="GPU's timer"):  # the timer it reads is a GPU's
+        step.with_trace()
+    monkeypatch.setattr(persistent_step, "_check_traceable", lambda device: None)
+    traced = step.with_trace()
+    assert traced.w is step.w and traced.part is step.part and traced.op_count is step.op_count
+    assert traced.trace.shape == (*step.work.shape, 3) and step.trace.dim() == 1  # the step itself stays untraced
+    assert traced._meta()["TRACE"] and not step._meta()["TRACE"]
+
+
 def test_packed_tiles_hold_their_block_of_the_weight():
     w = torch.arange(70 * 40, dtype=torch.float32).view(70, 40)  # 3 splits of 32 rows, 3 blocks of 16 columns
     packed = _pack(w, 32, 16).view(-1, 32, 16)

@@ -66,7 +66,7 @@ def _compile_task(task: tuple) -> str | None:
             capacity = 16 + cap_mod
             prompt = torch.zeros((batch, 8), dtype=torch.int64)
             # The graph steps and the eager steps; one pair each where the graph step is "torch" too.
-            from kernels.decode.persistent_step import PersistentStep, unsupported_reason
+            from kernels.decode.persistent_step import unsupported_reason
 
             # The persistent step too, where it runs: its one kernel compiles for any cache capacity.
             steps = (("bf16", graph_step), ("int8", graph_step), ("bf16", "torch"), ("int8", "torch")) + \
@@ -77,8 +77,7 @@ def _compile_task(task: tuple) -> str | None:
                 if hasattr(s.step_fn, "compile_attention_launches"):  # what the graph sessions will measure
                     s.step_fn.compile_attention_launches(s.lens)
                 if step == "persistent" and device.type == "cuda":  # and the traced form the key rows read
-                    traced = PersistentStep(model, s.cache, batch, trace=True)
-                    traced(s.history, s.pos, s.lens)
+                    s.step_fn.with_trace()(s.history, s.pos, s.lens)
         if device.type == "cuda":
             torch.cuda.synchronize()
     except Exception as exc:  # noqa: BLE001 - the rows will meet (and record) the same error

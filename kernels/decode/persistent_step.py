@@ -29,6 +29,7 @@ records which operation it waited for, the block stops, and `check` names it.
 """
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 
@@ -445,6 +446,11 @@ def unsupported_reason(batch: int | None, device) -> str | None:
     return None
 
 
+def _check_traceable(device) -> None:
+    if interpreting() or torch.device(device).type == "cpu":
+        raise ValueError("the persistent step's trace reads the GPU's timer: it needs a GPU, not the interpreter.")
+
+
 class PersistentStep:
     """GPT-2's decode step as three launches: the embedding, the persistent kernel, and (the loop's)
     argmax. Built for one model, one cache in the model's dtype and one batch; it packs a copy of the
@@ -469,8 +475,8 @@ class PersistentStep:
                              "columns); raise PersistentTiling.block_n.")
         if model.gelu_approx not in ("tanh", "none"):
             raise ValueError(f"GELU approximation {model.gelu_approx!r} is not one the persistent step implements.")
-        if trace and (interpreting() or model.device.type == "cpu"):
-            raise ValueError("the persistent step's trace reads the GPU's timer: it needs a GPU, not the interpreter.")
+        if trace:
+            _check_traceable(model.device)
         self.model, self.cache, self.tiling = model, cache, tiling
         dev, dt = model.device, model.dtype
         C, H, L = a.n_embd, a.n_head, a.n_layer
@@ -537,6 +543,16 @@ class PersistentStep:
         self.stat_p = triton.next_power_of_2(math.ceil(C / bn))
         self.stats = fl.RowStats.buffer(batch, self.stat_p, dev)
         self._resident_checked = False
+
+    def with_trace(self) -> "PersistentStep":
+        """This step with its trace on: the same packed weights, plan, buffers and counters (a second
+        PersistentStep would pack the weights again: 3 GiB at gpt2-xl), its own timer buffer, and a residency
+        check of its own, since the traced kernel is compiled apart."""
+        _check_traceable(self.model.device)
+        traced = copy.copy(self)
+        traced.trace = torch.zeros((*self.work.shape, 3), dtype=torch.int64, device=self.work.device)
+        traced._resident_checked = False
+        return traced
 
     def kernel_pdl(self) -> list[bool]:
         """The embedding, the persistent kernel, the argmax: none launches as a programmatic dependent."""

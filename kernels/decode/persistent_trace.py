@@ -65,13 +65,11 @@ def role_ms(times: list[OpTime]) -> dict[str, float]:
 
 def traced_op_times(session) -> list[OpTime]:
     """One step of a session's persistent step with its trace on, at the session's position, read by
-    op_times (the first call loads the traced kernel; the second is read). The traced step shares the
-    session's cache and tiling; the session is left at the position it was at."""
-    from .persistent_step import PersistentStep
-
-    step, at = session.step_fn, session.host_pos
-    traced = PersistentStep(step.model, step.cache, step.x.shape[0], tiling=step.tiling, lists=step.lists,
-                            trace=True)
+    op_times (the first call loads the traced kernel; the second is read). The traced step is the session's
+    own with its trace on (PersistentStep.with_trace: the same packed weights, cache and buffers, which a
+    step rewrites from its embedding on); the session is left at the position it was at."""
+    at = session.host_pos
+    traced = session.step_fn.with_trace()
     try:
         for _ in range(2):
             session.rewind(at)
