@@ -52,13 +52,13 @@ def drive(a: ProfileArgs) -> None:
     import torch
 
     from kernels.decode.gpt2 import GPT2, PRESETS, random_hf_model
-    from kernels.decode.persistent_step import CANDIDATE_TILINGS, PersistentStep
+    from kernels.decode.persistent_step import CANDIDATE_TILINGS
     from kernels.decode.session import OurSession
 
     args = PRESETS[a.model]
     model = GPT2.from_hf(random_hf_model(args, seed=0, device="cuda", dtype=torch.bfloat16))
-    s = OurSession(model, a.batch, a.context + 4, "bf16", "persistent")
-    s.step_fn = PersistentStep(model, s.cache, a.batch, tiling=CANDIDATE_TILINGS[a.tiling])
+    s = OurSession(model, a.batch, a.context + 4, "bf16", "persistent",
+                   step_options=dict(tiling=CANDIDATE_TILINGS[a.tiling]))
     prompt = torch.randint(0, args.vocab_size, (a.batch, a.context), generator=torch.Generator().manual_seed(0))
     s.start(prompt)
     for _ in range(2):

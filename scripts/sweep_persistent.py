@@ -79,8 +79,8 @@ def model_ms(step, bandwidth: float) -> float:
     from kernels.decode.persistent_plan import predicted_step_s
 
     t = step.tiling
-    return 1e3 * predicted_step_s(step.plan, bandwidth, MODEL_BOUNDARY_S, buffer_bytes=t.slice_k * t.block_n * 2,
-                                  chain_s=MODEL_CHAIN_S)
+    ahead = t.slice_k * t.block_n * step.model.dtype.itemsize
+    return 1e3 * predicted_step_s(step.plan, bandwidth, MODEL_BOUNDARY_S, buffer_bytes=ahead, chain_s=MODEL_CHAIN_S)
 
 
 def traced_step(s) -> dict:
@@ -97,7 +97,7 @@ def traced_step(s) -> dict:
 
 def main(argv=None) -> int:
     from kernels.decode.gpt2 import GPT2, PRESETS, cache_bytes_per_token, random_hf_model
-    from kernels.decode.persistent_step import CANDIDATE_TILINGS, PersistentStep
+    from kernels.decode.persistent_step import CANDIDATE_TILINGS
     from kernels.decode.session import OurSession
 
     a = parse(argv)
@@ -119,9 +119,8 @@ def main(argv=None) -> int:
                    "tiling": dataclasses.asdict(tiling) if tiling else None, "bandwidth_bytes_per_s": bandwidth,
                    "floor_ms": floor_s * 1e3}
             try:
-                s = OurSession(model, a.batch, capacity, "bf16", "fused" if impl == "graph" else impl, cuda_graph=True)
-                if tiling is not None:
-                    s.step_fn = PersistentStep(model, s.cache, a.batch, tiling=tiling)
+                s = OurSession(model, a.batch, capacity, "bf16", "fused" if impl == "graph" else impl, cuda_graph=True,
+                               step_options=dict(tiling=tiling) if tiling is not None else None)
                 s.prepare(prompt, 2)
                 s.step()
                 torch.cuda.synchronize()

@@ -113,3 +113,10 @@ def test_packed_tiles_hold_their_block_of_the_weight():
     assert torch.equal(packed[j * 3 + s][:, :8], w[32:64, 32:40])
     assert not packed[j * 3 + s][:, 8:].any()  # the padding past N
     assert not packed[0 * 3 + 2][6:].any()  # and past K (70 = 64 + 6)
+
+
+def test_a_session_builds_its_step_with_the_options_it_is_given(tiny):
+    from kernels.decode.session import OurSession
+
+    s = OurSession(tiny, 2, 24, "bf16", "persistent", step_options=dict(tiling=LOOPED[0]))
+    assert s.step_fn.tiling == LOOPED[0] and s.step_fn.cache is s.cache

@@ -124,7 +124,10 @@ class OurSession(Session):
     from one CUDA graph (captured after warm-up, so compilation and autotuning are never captured)."""
 
     def __init__(self, model: GPT2, batch: int, capacity: int, cache_kind: str = "bf16", step_impl: str = "torch",
-                 cuda_graph: bool = False, teacher_forced: bool = False, record_top2: bool = False):
+                 cuda_graph: bool = False, teacher_forced: bool = False, record_top2: bool = False,
+                 step_options: dict | None = None):
+        """step_options: keyword arguments for the step's class beyond (model, cache, batch), such as the
+        persistent step's tiling."""
         check_limits(model.args, 1, capacity, batch)
         if cache_kind not in CACHES:
             raise ValueError(f"unknown cache {cache_kind!r}; choose one of {sorted(CACHES)}.")
@@ -140,7 +143,7 @@ class OurSession(Session):
         self._buffers(self.device, batch, capacity, record_top2)
         self.pos = torch.zeros((1,), dtype=torch.int64, device=self.device)
         self.lens = torch.ones((1,), dtype=torch.int32, device=self.device)
-        self.step_fn = STEPS[step_impl](model, self.cache, batch)
+        self.step_fn = STEPS[step_impl](model, self.cache, batch, **(step_options or {}))
         self.argmax = ArgmaxScratch(batch, self.device)
         self.graph = None
         self.host_pos = 0
