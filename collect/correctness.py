@@ -558,15 +558,15 @@ def run_order(cases: list[Case], configs: dict[Case, list], device, pool=None):
         precompile(cases, configs, device, pool=pool)
         yield from cases
         return
-    index = {key: i for i, key in enumerate(dict.fromkeys(
-        found[0] for found in (_task_of(c, configs, str(device)) for c in cases) if found))}
+    # Task i of the pool is the i-th distinct key, in the grid's order (compile_tasks).
+    keys = [found[0] if found else None for found in (_task_of(c, configs, str(device)) for c in cases)]
+    index = {key: i for i, key in enumerate(dict.fromkeys(k for k in keys if k is not None))}
     by_task: dict[int, list[Case]] = {}
-    for c in cases:
-        found = _task_of(c, configs, str(device))
-        if found is None:
+    for c, key in zip(cases, keys):
+        if key is None:
             yield c
         else:
-            by_task.setdefault(index[found[0]], []).append(c)
+            by_task.setdefault(index[key], []).append(c)
     for i in pool.as_done("correctness"):
         yield from by_task.pop(i, [])
     for rest in by_task.values():  # the pool broke down or stalled: these compile as they run

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 SAMPLES = "Warp Stall Sampling (All Samples)"
@@ -163,14 +164,16 @@ def stall_summary(kernel: KernelSource, top: int = 40) -> dict:
     """Where one kernel's sampled warps were, three ways: the share of samples by instruction role and by
     stall reason (percent of the kernel's samples, largest first) and its `top` hot spots."""
     total = kernel.samples
-    by_role: dict[str, float] = {}
-    by_reason: dict[str, float] = {}
+    by_role: Counter = Counter()
+    by_reason: Counter = Counter()
     for ins in kernel.instructions:
-        by_role[role(ins.opcode)] = by_role.get(role(ins.opcode), 0.0) + ins.samples
-        for r, v in ins.stalls.items():
-            by_reason[r] = by_reason.get(r, 0.0) + v
-    pct = lambda d: {k: round(100 * v / total, 2) for k, v in sorted(d.items(), key=lambda kv: -kv[1])  # noqa: E731
-                     if v > 0} if total > 0 else {}
+        by_role[role(ins.opcode)] += ins.samples
+        by_reason.update(ins.stalls)
+
+    def pct(counts: Counter) -> dict[str, float]:
+        if total <= 0:
+            return {}
+        return {k: round(100 * v / total, 2) for k, v in counts.most_common() if v > 0}
+
     return {"kernel": kernel.name[:200], "samples": total, "by_role_pct": pct(by_role),
             "by_reason_pct": pct(by_reason), "hotspots": [vars(h) for h in hotspots(kernel, top)]}
-

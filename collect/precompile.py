@@ -97,15 +97,18 @@ class SharedCompilePool:
         try:
             for r in results:
                 failed += r.get(timeout=self.stall_s) is not None
-            print(f"{label}: compiled {len(results)} kernel variants in the shared pool of {self.workers} processes, "
-                  f"done {time.perf_counter() - self._t0:.1f} s after it started ({failed} raised; their cases will "
-                  "record why)", file=sys.stderr)
+            self._report(label, len(results), failed)
         except Exception as exc:  # noqa: BLE001 - best effort, see the module docstring
             print(f"{label}: shared compilation stopped ({type(exc).__name__}: {exc}); the remaining variants "
                   "compile as their cases run", file=sys.stderr)
             failed = None
         self._done[label] = failed
         return failed
+
+    def _report(self, label: str, n: int, failed: int, how: str = "") -> None:
+        print(f"{label}: compiled {n} kernel variants in the shared pool of {self.workers} processes, done "
+              f"{time.perf_counter() - self._t0:.1f} s after it started ({failed} raised; their cases will record "
+              f"why){how}", file=sys.stderr)
 
     def as_done(self, label: str):
         """Yield the index of each of `label`'s tasks as it finishes, in the order they finish, so that a
@@ -138,9 +141,7 @@ class SharedCompilePool:
                     failed = None
                 yield i
         if failed is not None:
-            print(f"{label}: compiled {len(results)} kernel variants in the shared pool of {self.workers} processes, "
-                  f"done {time.perf_counter() - self._t0:.1f} s after it started ({failed} raised; their cases will "
-                  "record why), its cases running as each was ready", file=sys.stderr)
+            self._report(label, len(results), failed, ", its cases running as each was ready")
         self._done[label] = failed
         yield from sorted(left)
 
