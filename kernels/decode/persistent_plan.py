@@ -6,8 +6,9 @@ A step is a chain of operations. Per layer: LayerNorm + the qkv product with the
 attention, the output projection + residual, LayerNorm + fc + GELU, the second projection +
 residual; then the last LayerNorm and the logits. Each operation is cut into tiles (a block of
 output columns and a slice of the inner dimension for a product, one head of one sequence and a
-slice of its cache for the attention: persistent_step.kernel_operations, the one place that says how). A tile may start once every tile of the operation before it
-has finished, which one counter per operation in global memory tells (each finished tile raises it).
+slice of its cache for the attention; persistent_step.kernel_operations is the one place that says
+how). A tile may start once every tile of the operation before it has finished, which one counter
+per operation in global memory tells (each finished tile raises it).
 The weights a tile reads do not depend on the operation before it, so a producer warp can stream them
 into shared memory while the consumers still wait on the counter: that overlap is the point of the
 design. The graph step of today ends a kernel at each of these boundaries instead, and every kernel

@@ -65,7 +65,8 @@ class PersistentTiling:
     """The shape of every tile's register block, and how long a wait may spin."""
 
     block_n: int = 64  # output columns of a product tile; also the widest head the attention takes
-    slice_k: int = 256  # inner rows of the register block a tile streams; an attention tile's chunk is slice_k // 2 keys
+    # Inner rows of the register block a tile streams; an attention tile's chunk is slice_k // 2 keys.
+    slice_k: int = 256
     # Register blocks of inner rows a product tile runs through in a loop: the first streamed ahead of the wait
     # like any tile's block, the rest loaded in the loop. A product splits along K only past slice_k * chunks
     # rows, so chunks=4 (1,024 rows) leaves gpt2's K=768 products unsplit: no partials, no column counter.
@@ -213,6 +214,7 @@ def _product_tile(o, t, w, Wp, WOff, X, Attn, Hid, Q, Kc, Vc, Logits, Ln, LnOff,
                                      tl.where(first, C, BLOCK_N), C, eps, STAT_P)
     krows = tl.arange(0, SLICE)
     offs_n = j * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask_n = offs_n < N
     kk = s * KT + krows
     acc = tl.dot(_normed_rows(src, offs_b, mask_b, kk, K, ln, Ln, C, mean, rstd).to(dt), w)
     if CHUNKS > 1:  # the tile's other blocks of rows, after the one streamed ahead of the wait
@@ -220,9 +222,8 @@ def _product_tile(o, t, w, Wp, WOff, X, Attn, Hid, Q, Kc, Vc, Logits, Ln, LnOff,
         for c in tl.range(1, CHUNKS):
             kk = s * KT + c * SLICE + krows
             wc = tl.load(tile_w + (c * SLICE + krows)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :],
-                         mask=(kk < K)[:, None] & (offs_n < N)[None, :], other=0.0)
+                         mask=(kk < K)[:, None] & mask_n[None, :], other=0.0)
             acc += tl.dot(_normed_rows(src, offs_b, mask_b, kk, K, ln, Ln, C, mean, rstd).to(dt), wc)
-    mask_n = offs_n < N
     mask_y = mask_b[:, None] & mask_n[None, :]
     tile = offs_b[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
     last = S > 0
@@ -458,7 +459,8 @@ class PersistentStep:
     the interpreter, which runs blocks one after another)."""
 
     impl = "persistent"
-    unsupported_reason = staticmethod(unsupported_reason)  # what the decode phase asks any step before it builds one
+    # What the decode phase asks any of our steps before it builds one (collect/decode/sessions.py).
+    unsupported_reason = staticmethod(unsupported_reason)
 
     def __init__(self, model, cache, batch: int, tiling: PersistentTiling = PersistentTiling(),
                  lists: int | None = None, trace: bool = False):
@@ -525,7 +527,7 @@ class PersistentStep:
         widest = max(math.ceil(n / bn) for n in (3 * C, C, 4 * C, a.vocab_size))
         # One partial per tile of the largest product: the widest (the logits) has few splits, the deepest (the
         # second MLP product) few columns, so their product would be four times too much at gpt2, 3.6 at gpt2-xl.
-        partials = max(op.tiles for op in self.ops if op.role not in ("attention",))
+        partials = max(op.tiles for op in self.ops if op.role != "attention")
         self.x = torch.empty((batch, C), device=dev, dtype=dt)
         self.attn = torch.empty((batch, C), device=dev, dtype=dt)
         self.h = torch.empty((batch, 4 * C), device=dev, dtype=dt)

@@ -25,8 +25,8 @@ STEP_WORDS = {"fused": "our fused Triton kernels (five launches per layer)", "to
 MICRO_LABELS = {"triton-bf16": "Triton split-KV, {f} cache", "triton-int8": "Triton split-KV, int8 cache",
                 "sdpa": "SDPA, {f} (query length 1)"}
 MICRO_COLORS = {"triton-bf16": PALETTE[0], "triton-int8": PALETTE[1], "sdpa": PALETTE[7]}
-CLASS_COLORS = {"persistent step": "#882255", "linear": PALETTE[0], "attention": PALETTE[1], "cache write": PALETTE[4], "layer norm": PALETTE[2],
-                "elementwise": PALETTE[3], "embedding": PALETTE[5], "sampling": PALETTE[6], "copy": "#6b6b6b",
+CLASS_COLORS = {"persistent step": "#882255", "linear": PALETTE[0], "attention": PALETTE[1], "cache write": PALETTE[4],
+                "layer norm": PALETTE[2], "elementwise": PALETTE[3], "embedding": PALETTE[5], "sampling": PALETTE[6], "copy": "#6b6b6b",
                 "other": "#3d3d3d", "idle": "#c8c8c8"}
 # The targets, stated once; whether each is met is read from the data.
 FLOOR_TARGETS = (("gpt2", 4, 1000, 3.0), ("gpt2-xl", 4, 1000, 1.5))  # graph step within this × its floor

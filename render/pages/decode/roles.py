@@ -121,7 +121,8 @@ class Roles(DecodeData):
         r["does"] = [self.ROLE_WORDS.get(x, x) for x in r["role"]]  # plain: the table escapes its cells
         opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
         us = opt(lambda x: f"{fmt.num(x)} µs")
-        return table_html(r, {"shape": "Shape", "does": "Kernel (persistent step: operation)", "kernels_per_step": "Per step",
+        return table_html(r, {"shape": "Shape", "does": "Kernel (persistent step: operation)",
+                              "kernels_per_step": "Per step",
                               "us_each": "GPU time each", "bytes_us_each": "Its bytes at copy bandwidth",
                               "over_us_each": "Above its bytes"},
                           formats={"kernels_per_step": opt(lambda x: f"{x:.0f}"), "us_each": us, "bytes_us_each": us,
