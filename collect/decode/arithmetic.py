@@ -23,11 +23,10 @@ def loop_shape(steps: int, repeats: int = LOOP_REPEATS) -> tuple[int, int]:
 
 def _role_bytes(step_fn, kv_bytes: float, layers: int) -> dict[str, float]:
     """Bytes each role of our step reads per step, summed from the step's own per-operation bytes in the
-    fused step's order (FusedStep.kernel_bytes, which the read-only twin reads too, or the persistent step's
-    operation_bytes); roles that read none of the floor's bytes (the embedding, the argmax) are left out."""
+    fused step's order (operation_bytes, of the fused and the persistent step alike); roles that read none
+    of the floor's bytes (the embedding, the argmax) are left out."""
     out: dict[str, float] = {}
-    per_op = getattr(step_fn, "operation_bytes", step_fn.kernel_bytes)
-    for role, n in zip(fused_role_order(layers), per_op(kv_bytes / layers)):
+    for role, n in zip(fused_role_order(layers), step_fn.operation_bytes(kv_bytes / layers)):
         if n:
             out[role] = out.get(role, 0.0) + float(n)
     return out

@@ -248,6 +248,11 @@ class FusedStep:
     def kernel_bytes(self, cache_bytes_per_layer: float) -> list[int]:
         """What each kernel of a step must read, in launch order (kernels/decode/read_floor.py times a step
         of plain reads of these): operation_bytes, one kernel each."""
+        return self.operation_bytes(cache_bytes_per_layer)
+
+    def operation_bytes(self, cache_bytes_per_layer: float) -> list[int]:
+        """What each operation reads, in launch order (operation_bytes): the roles a profile sorts the
+        kernels into."""
         return operation_bytes(self.model, cache_bytes_per_layer)
 
     def __call__(self, history, pos, lens):
