@@ -808,3 +808,10 @@ def test_the_persistent_steps_extra_memory_is_explained_only_when_it_is_a_copy_o
     other = write(tmp_path / "other", with_persistent(100 * MiB)).memory_finding()
     assert f"holds {fmt.bytes_(100 * MiB)} more than" in other and "copy of the weights" not in other
     assert "persistent" not in write(tmp_path / "none", with_persistent(-MiB)).memory_finding()
+    assert "does not show" not in text  # gpt2-xl's figure panel is that shape
+    f = decode_file("synthetic-20261129")
+    g = next(r for r in f.rows if (r.model, r.variant, r.batch, r.context) == ("gpt2", "graph", 4, 1000))
+    f.rows.append(dataclasses.replace(g, variant="persistent", step_impl="persistent",
+                                      mem_at_start_bytes=g.mem_at_start_bytes + W2))
+    # gpt2's panel shows batch 64, context 512: the sentence says its shape is not in the figure
+    assert "context 1000 (a shape the figure below does not show)" in write(tmp_path / "gpt2", f).memory_finding()

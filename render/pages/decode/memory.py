@@ -96,7 +96,9 @@ class Memory(DecodeData):
             more = r.mem_at_start_bytes - g.mem_at_start_bytes
             if more <= 0:
                 return ""
-            text = (f"at batch {r.batch}, context {r.context}, {escape.text(self.label('persistent'))} holds "
+            shown = (r.batch, r.context) == self.memory_shape(model)
+            unseen = "" if shown else " (a shape the figure below does not show)"
+            text = (f"at batch {r.batch}, context {r.context}{unseen}, {escape.text(self.label('persistent'))} holds "
                     f"{fmt.bytes_(more)} more than {escape.text(self.short('graph'))} before a step")
             w = r.weight_bytes_per_step
             if _ok(w) and w > 0 and w <= more <= 1.3 * w:
