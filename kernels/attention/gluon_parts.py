@@ -10,6 +10,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 
 from ..gluon_compat import async_store
+from .fma_exp2 import exp2_shared
 
 
 
@@ -96,13 +97,15 @@ def key_tiles(start_m, seq_len, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CA
 
 
 @gluon.jit
-def softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK: gl.constexpr, CAUSAL: gl.constexpr):
+def softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK: gl.constexpr, CAUSAL: gl.constexpr,
+                   EX2_EMU: gl.constexpr = 0):
     """Fold one tile of raw scores into the running row max m_i and denominator l_i.
 
     Returns (p, alpha, m_i, l_i): p = exp2 of the scaled, max-shifted scores in fp32, and alpha
     the factor the accumulator must be multiplied by. On a row's first tile m_i is -inf and
     alpha = exp2(-inf) = 0. Every row sees at least one key in its first tile, so a fully masked
-    row (and -inf - -inf) never happens.
+    row (and -inf - -inf) never happens. EX2_EMU of every four exponentials of p run on the FMA pipes
+    (fma_exp2.py), the rest on the special-function unit.
     """
     if MASK:
         # A zero-filled key past seq_len scores 0, not -inf: it is masked like a future key.
@@ -116,7 +119,7 @@ def softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK: gl.constexp
         # Scale after the row max (valid for scale > 0): scale and shift become one FMA.
         m_new = gl.maximum(m_i, gl.max(s, 1) * qk_scale)
         s = s * qk_scale - gl.expand_dims(m_new, 1)
-    p = gl.exp2(s)
+    p = exp2_shared(s, EX2_EMU)
     alpha = gl.exp2(m_i - m_new)
     l_i = l_i * alpha + gl.sum(p, 1)
     return p, alpha, m_new, l_i

@@ -1,4 +1,4 @@
-"""The Gluon kernel's journey (gluon.py): each step, g1 to g16, as one literal record of its settings,
+"""The Gluon kernel's journey (gluon.py): each step, g1 to g20, as one literal record of its settings,
 and the fixed tiles each of the two kernels runs at a head size.
 
 A step's words (the change, the prediction written before it was measured, the outcome) are in
@@ -53,6 +53,11 @@ class GluonVersion:
     split_head: bool = False
     # ws kernel, at the head sizes in head_dims: consumer warpgroups of 64 rows each; 3 (g12) make a 192-row tile
     consumers: int = 2
+    # Of every four exponentials in a key step's softmax, how many run on the FMA pipes as a polynomial instead of
+    # on the special-function unit (kernels/attention/fma_exp2.py; g17-g20), at the head sizes it changes up to
+    # ex2_max_head_dim.
+    ex2_emulated: int = 0
+    ex2_max_head_dim: int = 256
     head_dims: tuple = HEAD_DIMS  # the head sizes this step changes
     baseline: str = "sdpa"
     path: str = "gluon"
@@ -65,6 +70,10 @@ class GluonVersion:
         """Whether this step's own settings (consumers, longest-first grid, overlap) apply at `head_dim`: the
         head sizes in its tile; elsewhere it runs its kernel as the steps before it did."""
         return head_dim_tile(head_dim) in self.head_dims
+
+    def emulated_at(self, head_dim) -> int:
+        """The exponentials in four this step computes on the FMA pipes at `head_dim` (0: none)."""
+        return self.ex2_emulated if self.changes(head_dim) and head_dim <= self.ex2_max_head_dim else 0
 
 
 def _story(name):
@@ -140,6 +149,20 @@ GLUON_VERSIONS = [
     # while P_{j-1} V_{j-1} is on the tensor cores. Non-causal takes g10's tile on the two-dimensional grid.
     GluonVersion(name="g16", **_story("g16"), kernel="g1", one_warpgroup=True, lpt=True, q_rows=64, overlap=True,
                  head_dims=(64,), baseline="g10", predicted_speedup={"non-causal": (1.00, 1.08), "causal": (1.02, 1.08)}),
+    # g10 with one exponential in four on the FMA pipes: at d=64 the special-function unit needs as many cycles a
+    # key step as the tensor cores.
+    GluonVersion(name="g17", **_story("g17"), kernel="g1", one_warpgroup=True, lpt=True, q_rows=64, ex2_emulated=1,
+                 head_dims=(64,), baseline="g10", predicted_speedup={"non-causal": (1.02, 1.08), "causal": (1.02, 1.08)}),
+    # g8 (the 128-row tile shipped at d=64 non-causal from N=2048) with g17's exponentials.
+    GluonVersion(name="g18", **_story("g18"), kernel="g1", one_warpgroup=True, ex2_emulated=1, head_dims=(64,),
+                 baseline="g8", maskings=("non-causal",), predicted_speedup={"non-causal": (1.02, 1.08)}),
+    # g15 with g17's exponentials at d=72-96, where the tensor cores need 1.25-1.5x the unit's cycles.
+    GluonVersion(name="g19", **_story("g19"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
+                 split_head=True, balanced=True, l2_weight=0.1, scheduled=True, ex2_emulated=1, ex2_max_head_dim=96,
+                 head_dims=(128,), baseline="g15", predicted_speedup={"non-causal": (1.00, 1.04), "causal": (0.99, 1.03)}),
+    # g17 with two exponentials in four on the FMA pipes: past the balance point the count puts near one in five.
+    GluonVersion(name="g20", **_story("g20"), kernel="g1", one_warpgroup=True, lpt=True, q_rows=64, ex2_emulated=2,
+                 head_dims=(64,), baseline="g17", predicted_speedup={"non-causal": (0.94, 0.99), "causal": (0.94, 0.99)}),
 ]
 
 _BY_NAME = {ver.name: ver for ver in GLUON_VERSIONS}
