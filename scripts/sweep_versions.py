@@ -36,7 +36,8 @@ WRONG_OUTPUT = {"float16": 1e-2, "bfloat16": 5e-2}  # max abs error against SDPA
 YARDSTICKS = ("fa4", "sdpa-cudnn")
 # (head_dim, causal, batch, heads, seq_len) -> the versions to time there; the largest gaps first. "steps": the
 # second sweep of 2026-12-03 (g11-g14); "routes": which existing step serves the weakest classes best;
-# "split": g15 at d=72-96; "overlap": g16 at d=64; "exp2": g17-g20.
+# "split": g15 at d=72-96; "overlap": g16 at d=64; "exp2": g17-g20;
+# "tree": g21-g23.
 PLANS = {}
 PLANS["steps"] = (
     ((128, False, 4, 32, 16384), ("g3", "g11", "g13")),
@@ -115,9 +116,27 @@ PLANS["exp2"] = (  # g17-g20: exponentials on the FMA pipes; the largest gaps to
     ((64, True, 2, 8, 1024), ("g10", "g17")),
     ((64, False, 2, 8, 1024), ("g10", "g17")),
 )
+PLANS["tree"] = (  # g21-g23: the softmax's row reductions as trees
+    ((64, True, 2, 8, 16384), ("g10", "g21")),
+    ((64, False, 2, 8, 16384), ("g8", "g22")),
+    ((128, False, 4, 32, 16384), ("g15", "g23")),
+    ((64, True, 2, 8, 8192), ("g10", "g21")),
+    ((128, False, 4, 32, 4096), ("g15", "g23")),
+    ((80, False, 4, 32, 4096), ("g15", "g23")),
+    ((64, False, 2, 8, 8192), ("g8", "g22")),
+    ((128, True, 4, 32, 16384), ("g15", "g23")),
+    ((64, True, 2, 8, 4096), ("g10", "g21")),
+    ((64, False, 2, 8, 4096), ("g8", "g22")),
+    ((64, True, 8, 16, 2048), ("g10", "g21")),
+    ((64, False, 8, 16, 2048), ("g8", "g22")),
+    ((96, False, 4, 32, 4096), ("g15", "g23")),
+    ((64, True, 2, 8, 2048), ("g10", "g21")),
+    ((64, False, 2, 8, 1024), ("g10", "g21")),
+    ((128, False, 4, 32, 512), ("g15", "g23")),
+)
 # Ragged and small shapes every new version must get right before anything is timed.
 CHECKS = ((1, 2, 1000), (2, 3, 333), (1, 1, 4096 + 77))
-NEW = ("g17", "g18", "g19", "g20")
+NEW = ("g21", "g22", "g23")
 
 
 def label(dtype, head_dim, causal, b, h, n):

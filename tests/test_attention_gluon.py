@@ -238,7 +238,7 @@ def test_versions_are_a_dated_journey_with_ranges():
     assert dataclasses.replace(g5, balanced=False) == dataclasses.replace(
         g3, name="g5", change=g5.change, prediction=g5.prediction, predicted_speedup=g5.predicted_speedup,
         baseline="g3", maskings=g5.maskings, outcome=g5.outcome)
-    assert g5.balanced and not any(v.balanced for v in GV.GLUON_VERSIONS if v.name not in ("g5", "g6", "g7", "g11", "g12", "g13", "g14", "g15", "g19"))
+    assert g5.balanced and not any(v.balanced for v in GV.GLUON_VERSIONS if v.name not in ("g5", "g6", "g7", "g11", "g12", "g13", "g14", "g15", "g19", "g23"))
     # g6 is g5 whose walk also weighs the L2 a head group fills, measured against g5
     g6 = by_name["g6"]
     assert g6.l2_weight > 0 == g5.l2_weight and dataclasses.replace(g6, l2_weight=0.0) == dataclasses.replace(
@@ -247,7 +247,7 @@ def test_versions_are_a_dated_journey_with_ranges():
     # g8 is g1 on one warpgroup at d=64
     g1, g8 = by_name["g1"], by_name["g8"]
     assert g8.one_warpgroup and not any(v.one_warpgroup for v in GV.GLUON_VERSIONS
-                                        if v.name not in ("g8", "g9", "g10", "g16", "g17", "g18", "g20"))
+                                        if v.name not in ("g8", "g9", "g10", "g16", "g17", "g18", "g20", "g21", "g22"))
     assert g8.head_dims == (64,) and all(v.head_dims == GV.HEAD_DIMS for v in GV.GLUON_VERSIONS
                                          if int(v.name[1:]) < 8)
     assert dataclasses.replace(g8, one_warpgroup=False, head_dims=GV.HEAD_DIMS) == dataclasses.replace(
@@ -255,13 +255,13 @@ def test_versions_are_a_dated_journey_with_ranges():
         outcome=g8.outcome)
     # g9 is g8 whose causal tiles go out longest first across heads, measured against g8
     g9 = by_name["g9"]
-    assert g9.lpt and not any(v.lpt for v in GV.GLUON_VERSIONS if v.name not in ("g9", "g10", "g16", "g17", "g20"))
+    assert g9.lpt and not any(v.lpt for v in GV.GLUON_VERSIONS if v.name not in ("g9", "g10", "g16", "g17", "g20", "g21"))
     assert dataclasses.replace(g9, lpt=False) == dataclasses.replace(
         g8, name="g9", change=g9.change, prediction=g9.prediction, predicted_at=g9.predicted_at,
         predicted_speedup=g9.predicted_speedup, baseline="g8", maskings=("causal",), outcome=g9.outcome)
     # g10 is g9 on a 64-row tile, measured against g9
     g10 = by_name["g10"]
-    assert g10.q_rows == 64 and all(v.q_rows == 128 for v in GV.GLUON_VERSIONS if v.name not in ("g10", "g16", "g17", "g20"))
+    assert g10.q_rows == 64 and all(v.q_rows == 128 for v in GV.GLUON_VERSIONS if v.name not in ("g10", "g16", "g17", "g20", "g21"))
     assert dataclasses.replace(g10, q_rows=128) == dataclasses.replace(
         g9, name="g10", change=g10.change, prediction=g10.prediction, predicted_speedup=g10.predicted_speedup,
         baseline="g9", outcome=g10.outcome)
@@ -274,8 +274,8 @@ def test_versions_are_a_dated_journey_with_ranges():
         baseline="g6", outcome=g7.outcome)
     # g11 is g4's ping-pong with named-barrier turns on g7's walk at d=128; g12 the same on three consumers at d=64
     g4, g11, g12 = by_name["g4"], by_name["g11"], by_name["g12"]
-    assert all(by_name[n].named_turns for n in ("g11", "g12", "g13", "g14", "g15", "g19")) and not any(
-        v.named_turns for v in GV.GLUON_VERSIONS if v.name not in ("g11", "g12", "g13", "g14", "g15", "g19"))
+    assert all(by_name[n].named_turns for n in ("g11", "g12", "g13", "g14", "g15", "g19", "g23")) and not any(
+        v.named_turns for v in GV.GLUON_VERSIONS if v.name not in ("g11", "g12", "g13", "g14", "g15", "g19", "g23"))
     assert dataclasses.replace(g11, named_turns=False, head_dims=GV.HEAD_DIMS) == dataclasses.replace(
         g7, name="g11", change=g11.change, prediction=g11.prediction, predicted_at=g11.predicted_at,
         predicted_speedup=g11.predicted_speedup, baseline="g3", maskings=("non-causal",), pingpong=g4.pingpong,
@@ -302,7 +302,7 @@ def test_versions_are_a_dated_journey_with_ranges():
         baseline="g10", maskings=g16.maskings, outcome=g16.outcome)
     assert GV.version_plan(g16, 64) == GV.version_plan(g10, 64)
     g15 = by_name["g15"]
-    assert g15.split_head and not any(v.split_head for v in GV.GLUON_VERSIONS if v.name not in ("g15", "g19"))
+    assert g15.split_head and not any(v.split_head for v in GV.GLUON_VERSIONS if v.name not in ("g15", "g19", "g23"))
     assert dataclasses.replace(g15, split_head=False) == dataclasses.replace(
         g11, name="g15", change=g15.change, prediction=g15.prediction, predicted_speedup=g15.predicted_speedup,
         baseline="g11", maskings=g15.maskings, outcome=g15.outcome)
@@ -330,6 +330,13 @@ def test_versions_are_a_dated_journey_with_ranges():
     # g19 emulates at the split head sizes only: at d=128 it is g15's kernel
     assert [g19.emulated_at(d) for d in (64, 80, 96, 104, 128)] == [0, 1, 1, 0, 0]
     assert [g17.emulated_at(d) for d in (40, 64, 80, 128)] == [1, 1, 0, 0]
+    # g21-g23: the softmax's row reductions as trees, the one change over the step each is timed against
+    assert not any(v.tree_reduce for v in GV.GLUON_VERSIONS if int(v.name[1:]) < 21)
+    for new, old in ((by_name["g21"], g10), (by_name["g22"], g8), (by_name["g23"], g15)):
+        assert dataclasses.replace(new, tree_reduce=False) == dataclasses.replace(
+            old, name=new.name, change=new.change, prediction=new.prediction, predicted_at=new.predicted_at,
+            predicted_speedup=new.predicted_speedup, baseline=old.name, maskings=new.maskings,
+            outcome=new.outcome), new.name
 
 
 # --- the causal walk's schedule (host side; the kernel walks the same order on the GPU) -----------

@@ -96,16 +96,55 @@ def key_tiles(start_m, seq_len, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CA
     return n_full, gl.cdiv(hi, BLOCK_N)
 
 
+@gluon.constexpr_function
+def _register_column_bits(n):
+    """How many of a wgmma accumulator's column bits above the lowest are a thread's registers: column
+    8 j + 2 (lane % 4) + r holds j (n / 8 values) and r in registers, the lane bits in between."""
+    return (n // 8).bit_length() - 1
+
+
+@gluon.jit
+def _fold(x, lo_bit: gl.constexpr, MAX: gl.constexpr):
+    """Combine the two halves of x's columns that differ in the top column bit (lo_bit: the lowest bit)
+    elementwise: both halves are in each thread's registers, so this is independent work, no shuffle."""
+    M: gl.constexpr = x.shape[0]
+    N: gl.constexpr = x.shape[1]
+    if lo_bit:
+        a, b = gl.split(gl.reshape(x, [M, N // 2, 2]))
+    else:
+        a, b = gl.split(gl.permute(gl.reshape(x, [M, 2, N // 2]), [0, 2, 1]))
+    if MAX:
+        y = gl.maximum(a, b)
+    else:
+        y = a + b
+    return y
+
+
+@gluon.jit
+def row_reduce(x, MAX: gl.constexpr):
+    """The max (MAX) or sum of each row of a wgmma accumulator tile, as a tree: the register-held column
+    bits are folded pairwise (each level independent instructions), then the four lanes of a row by
+    shuffles. gl.max and gl.sum walk a thread's 2 x n / 8 elements of a row as one dependent chain."""
+    for _ in gl.static_range(_register_column_bits(x.shape[1])):
+        x = _fold(x, False, MAX)
+    x = _fold(x, True, MAX)
+    if MAX:
+        r = gl.max(x, 1)
+    else:
+        r = gl.sum(x, 1)
+    return r
+
+
 @gluon.jit
 def softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK: gl.constexpr, CAUSAL: gl.constexpr,
-                   EX2_EMU: gl.constexpr = 0):
+                   EX2_EMU: gl.constexpr = 0, TREE: gl.constexpr = False):
     """Fold one tile of raw scores into the running row max m_i and denominator l_i.
 
     Returns (p, alpha, m_i, l_i): p = exp2 of the scaled, max-shifted scores in fp32, and alpha
     the factor the accumulator must be multiplied by. On a row's first tile m_i is -inf and
     alpha = exp2(-inf) = 0. Every row sees at least one key in its first tile, so a fully masked
     row (and -inf - -inf) never happens. EX2_EMU of every four exponentials of p run on the FMA pipes
-    (fma_exp2.py), the rest on the special-function unit.
+    (fma_exp2.py), the rest on the special-function unit; TREE takes the row max and sum by row_reduce.
     """
     if MASK:
         # A zero-filled key past seq_len scores 0, not -inf: it is masked like a future key.
@@ -113,15 +152,24 @@ def softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK: gl.constexp
         if CAUSAL:
             visible = visible & (gl.expand_dims(cols, 0) <= gl.expand_dims(rows, 1))
         s = gl.where(visible, s * qk_scale, float("-inf"))
-        m_new = gl.maximum(m_i, gl.max(s, 1))
+        if TREE:  # the tree's rows come out in a layout of its own, the same registers as m_i's
+            m_new = gl.maximum(m_i, gl.convert_layout(row_reduce(s, True), m_i.type.layout))
+        else:
+            m_new = gl.maximum(m_i, gl.max(s, 1))
         s = s - gl.expand_dims(m_new, 1)
     else:
         # Scale after the row max (valid for scale > 0): scale and shift become one FMA.
-        m_new = gl.maximum(m_i, gl.max(s, 1) * qk_scale)
+        if TREE:
+            m_new = gl.maximum(m_i, gl.convert_layout(row_reduce(s, True), m_i.type.layout) * qk_scale)
+        else:
+            m_new = gl.maximum(m_i, gl.max(s, 1) * qk_scale)
         s = s * qk_scale - gl.expand_dims(m_new, 1)
     p = exp2_shared(s, EX2_EMU)
     alpha = gl.exp2(m_i - m_new)
-    l_i = l_i * alpha + gl.sum(p, 1)
+    if TREE:
+        l_i = l_i * alpha + gl.convert_layout(row_reduce(p, False), m_i.type.layout)
+    else:
+        l_i = l_i * alpha + gl.sum(p, 1)
     return p, alpha, m_new, l_i
 
 

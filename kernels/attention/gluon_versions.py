@@ -1,4 +1,4 @@
-"""The Gluon kernel's journey (gluon.py): each step, g1 to g20, as one literal record of its settings,
+"""The Gluon kernel's journey (gluon.py): each step, g1 to g23, as one literal record of its settings,
 and the fixed tiles each of the two kernels runs at a head size.
 
 A step's words (the change, the prediction written before it was measured, the outcome) are in
@@ -58,6 +58,8 @@ class GluonVersion:
     # ex2_max_head_dim.
     ex2_emulated: int = 0
     ex2_max_head_dim: int = 256
+    # The softmax's row max and row sum as trees over the register-held columns, not one dependent chain (g21-g23)
+    tree_reduce: bool = False
     head_dims: tuple = HEAD_DIMS  # the head sizes this step changes
     baseline: str = "sdpa"
     path: str = "gluon"
@@ -163,6 +165,16 @@ GLUON_VERSIONS = [
     # g17 with two exponentials in four on the FMA pipes: past the balance point the count puts near one in five.
     GluonVersion(name="g20", **_story("g20"), kernel="g1", one_warpgroup=True, lpt=True, q_rows=64, ex2_emulated=2,
                  head_dims=(64,), baseline="g17", predicted_speedup={"non-causal": (0.94, 0.99), "causal": (0.94, 0.99)}),
+    # g10 with the softmax's row max and sum as trees: the d=64 kernels are bound by the softmax's issue and chains.
+    GluonVersion(name="g21", **_story("g21"), kernel="g1", one_warpgroup=True, lpt=True, q_rows=64, tree_reduce=True,
+                 head_dims=(64,), baseline="g10", predicted_speedup={"non-causal": (1.01, 1.05), "causal": (1.01, 1.05)}),
+    # g8 with g21's trees.
+    GluonVersion(name="g22", **_story("g22"), kernel="g1", one_warpgroup=True, tree_reduce=True, head_dims=(64,),
+                 baseline="g8", maskings=("non-causal",), predicted_speedup={"non-causal": (1.02, 1.06)}),
+    # g15 with g21's trees, at every head size of the d=128 tile.
+    GluonVersion(name="g23", **_story("g23"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
+                 split_head=True, balanced=True, l2_weight=0.1, scheduled=True, tree_reduce=True, head_dims=(128,),
+                 baseline="g15", predicted_speedup={"non-causal": (1.00, 1.03), "causal": (1.00, 1.02)}),
 ]
 
 _BY_NAME = {ver.name: ver for ver in GLUON_VERSIONS}
