@@ -432,3 +432,32 @@ def test_the_agreement_check_runs_our_graph_steps_first_and_the_host_bound_loop_
     assert sorted(order) == sorted(checked)
     assert order[:2] == ["persistent", "int8-graph"] and order[-1] == "hf-eager"
     assert order.index("eager") < order.index("int8-dequant")  # the registry's order within a kind
+
+
+def test_the_compiled_loop_runs_between_the_graph_steps_check_and_the_eager_loops(tiny_run):
+    # What a user would pick (transformers' compiled loop) is measured before the check's slow eager loops, which
+    # in run h200-20261203k took the 20 s its 40 s compile reserve needed.
+    result, _, _ = tiny_run
+    assert [a.variant for a in result.agreement] == ["persistent", "int8-graph", "hf-compiled", "eager",
+                                                     "int8-dequant", "hf-eager"]
+
+
+def test_a_compiled_check_whose_row_was_skipped_is_skipped_not_compiled(monkeypatch):
+    # The check reuses the row's compiled session; without it, it would pay a cold compile of its own.
+    from collect.decode import phase as driver
+
+    real_rows = driver._rows
+
+    def rows_with_a_skipped_compiled_loop(m, shapes, plan, env, result, key, keep_shape=None, compiled=False, **kw):
+        before = len(result.rows)
+        real_rows(m, shapes, plan, env, result, key, keep_shape=keep_shape, compiled=compiled, **kw)
+        for r in result.rows[before:]:
+            if compiled and r.variant == "hf-compiled":
+                r.status, r.reason = "skipped", "not run: budget"
+
+    monkeypatch.setattr(driver, "_rows", rows_with_a_skipped_compiled_loop)
+    monkeypatch.setattr(driver, "_agreement_shape", lambda m, plan: (2, 8))
+    result = phase.collect_decode("cpu-test", PLAN, "cpu", 1e9, "test constant")
+    check = next(a for a in result.agreement if a.variant == "hf-compiled")
+    assert check.status == "skipped" and "was skipped" in check.reason
+    assert next(a for a in result.agreement if a.variant == "eager").status == "ok"

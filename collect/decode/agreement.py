@@ -97,8 +97,10 @@ def agreement_order(variants: list[str], specs: dict) -> list[str]:
     return sorted(variants, key=cost)  # stable: the registry's order within each kind
 
 
-def _agreement_rows(m: _Model, plan: Plan, env: _Env, result: DecodeFile, ref: dict | str, variants) -> None:
-    """Teacher-forced top-1 agreement of each variant with the reference step, plus free running."""
+def _agreement_rows(m: _Model, plan: Plan, env: _Env, result: DecodeFile, ref: dict | str, variants,
+                    skip: dict[str, str] | None = None) -> None:
+    """Teacher-forced top-1 agreement of each variant with the reference step, plus free running. `skip`:
+    variants written as skipped, with the reason given."""
     import torch
 
     B = plan.agreement_batch
@@ -109,7 +111,9 @@ def _agreement_rows(m: _Model, plan: Plan, env: _Env, result: DecodeFile, ref: d
                            positions=B * plan.agreement_steps, status="ok")
         spec = env.specs[v]
         why = _unsupported(spec, env, timing=False, batch=B)
-        if env.deadline.passed():
+        if skip and v in skip:
+            row.status, row.reason = "skipped", skip[v]
+        elif env.deadline.passed():
             row.status, row.reason = "skipped", env.deadline.reason()
         elif isinstance(ref, str):
             row.status, row.reason = ref.split(": ", 1)

@@ -77,41 +77,53 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
             _warm_up(m, plan, env)
         models.append(m)
     # In order of what the report needs most, since a spent budget skips whatever is left: the key
-    # shapes, the agreement check, the compiled transformers loop (a cold compile per shape, its
-    # session at the agreement's capacity reused by the check), the sweeps, and last the sweeps' host-bound
-    # rows (transformers' eager loop: its step time is the host's at every context, and its rows
-    # cost the most).
+    # shapes; the agreement check of our CUDA-graph steps (seconds for every model); transformers' compiled
+    # loop at the agreement's shape, what a user would pick (a cold compile, its session reused by the check);
+    # the check's eager and host-bound loops; the host profile; the compiled loop's other key shapes; the
+    # sweeps, and last the sweeps' host-bound rows (transformers' eager loop: its step time is the host's at
+    # every context, and its rows cost the most). Run h200-20261203k, with 107 s, spent 20 s on the eager
+    # loops' check before the compiled loop, whose key rows its 40 s reserve then skipped.
     # A compiled session is kept for the agreement only where the check compares a compiled variant.
     keep = {id(m): _agreement_shape(m, plan) if any(sp.compiled and m.plan.checks(v) for v, sp in env.specs.items())
             else None for m in models}
     for m in models:
         with stage("decode", f"{m.info.name} key shapes"):
             _rows(m, m.plan.key_shapes, plan, env, result, key=True, keep_shape=keep[id(m)], compiled=False)
-    refs = {}
+    refs, later = {}, {}
     for m in models:
         if m.plan.agreement:
-            with stage("decode", f"{m.info.name} agreement"):
+            with stage("decode", f"{m.info.name} agreement, CUDA-graph steps"):
                 refs[id(m)] = _agreement_reference(m, plan, env) if not env.deadline.passed() else "skipped: " + \
                     env.deadline.reason()
-                _agreement_rows(m, plan, env, result, refs[id(m)], agreement_order(
-                    [v for v, sp in env.specs.items() if v != REFERENCE_VARIANT and not sp.compiled
-                     and not sp.generate and m.plan.checks(v)], env.specs))
+                order = agreement_order([v for v, sp in env.specs.items() if v != REFERENCE_VARIANT and not sp.compiled
+                                         and not sp.generate and m.plan.checks(v)], env.specs)
+                _agreement_rows(m, plan, env, result, refs[id(m)], [v for v in order if env.specs[v].graph])
+                later[id(m)] = [v for v in order if not env.specs[v].graph]
+    for m in models:
+        shared = keep[id(m)]
+        compiled_checked = [v for v, sp in env.specs.items() if sp.compiled and m.plan.checks(v)]
+        if shared is None and not (m.plan.agreement and compiled_checked):
+            continue
+        with stage("decode", f"{m.info.name} compiled transformers at the agreement's shape"):
+            if shared is not None:
+                _rows(m, [shared], plan, env, result, key=True, keep_shape=shared, compiled=True)
+            if m.plan.agreement and compiled_checked:
+                # Without its row's session the check would pay a cold compile of its own: skipped with it.
+                _agreement_rows(m, plan, env, result, refs[id(m)], compiled_checked, skip={
+                    v: "not run: the compiled loop's row at this shape was skipped, and its session (a cold compile) "
+                       "is what the check reuses" for v in compiled_checked if _row_status(result, m, v, shared) == "skipped"})
+            m.sessions.clear()
+            _clean(env)
+    for m in models:
+        if later.get(id(m)):
+            with stage("decode", f"{m.info.name} agreement, eager loops"):
+                _agreement_rows(m, plan, env, result, refs[id(m)], later[id(m)])
     if models:
         with stage("decode", "host profile of transformers' loops"):
             _host_profile_rows(models[0], *models[0].plan.key_shapes[0], env, result)
     for m in models:
         with stage("decode", f"{m.info.name} compiled transformers"):
-            # The agreement's shape first: its session serves the check, and is freed before the
-            # other shapes' rows, so none of them counts it in its memory.
-            shared = keep[id(m)]
-            _rows(m, [k for k in m.plan.key_shapes if k == shared], plan, env, result, key=True, keep_shape=shared,
-                  compiled=True)
-            compiled_checked = [v for v, sp in env.specs.items() if sp.compiled and m.plan.checks(v)]
-            if m.plan.agreement and compiled_checked:
-                _agreement_rows(m, plan, env, result, refs[id(m)], compiled_checked)
-            m.sessions.clear()
-            _clean(env)
-            _rows(m, [k for k in m.plan.key_shapes if k != shared], plan, env, result, key=True, compiled=True)
+            _rows(m, [k for k in m.plan.key_shapes if k != keep[id(m)]], plan, env, result, key=True, compiled=True)
     for m in models:
         with stage("decode", f"{m.info.name} sweep"):
             _rows(m, m.plan.sweep_shapes, plan, env, result, key=False, host_bound=False)
@@ -122,6 +134,11 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
         result.notes.append(f"{deadline.skipped} rows were not run: the phase's time budget of {budget_s:.0f} s "
                             f"was spent ({no_limit_hint(BUDGET_ENV)}).")
     return result
+
+
+def _row_status(result: DecodeFile, m: _Model, variant: str, shape) -> str | None:
+    return next((r.status for r in result.rows
+                 if r.model == m.info.name and r.variant == variant and (r.batch, r.context) == tuple(shape)), None)
 
 
 def run(ctx: RunContext) -> DecodeFile:
