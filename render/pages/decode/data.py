@@ -11,13 +11,13 @@ from collect.schema.decode import LEGACY_VARIANTS, VARIANTS
 
 from ... import escape, fmt
 from ...decode_memory import own_decode_rows
-from ...figures import PALETTE
+from ...figures import BROWN, PALETTE, PURPLE
 from ...vocab import EVEN, decode_float, decode_words, floor_pace
 from ..base import Page
 
 
 # Labels carry the cache's float type, filled in from the run ({f}).
-VARIANT_COLORS = {"hf-generate": "#882255", "hf-eager": PALETTE[7], "hf": PALETTE[7], "hf-compiled": PALETTE[5], "eager": PALETTE[0],
+VARIANT_COLORS = {"hf-generate": PURPLE, "hf-eager": PALETTE[7], "hf": PALETTE[7], "hf-compiled": PALETTE[5], "eager": PALETTE[0],
                   "graph": PALETTE[2], "persistent": PALETTE[4], "int8-graph": PALETTE[1], "int8-kernel": PALETTE[1], "int8-dequant": PALETTE[3]}
 STEP_WORDS = {"fused": "our fused Triton kernels (five launches per layer)", "torch": "PyTorch ops and cuBLAS",
               "inductor": "our step compiled by torch.compile (inductor)",
@@ -25,9 +25,9 @@ STEP_WORDS = {"fused": "our fused Triton kernels (five launches per layer)", "to
 MICRO_LABELS = {"triton-bf16": "Triton split-KV, {f} cache", "triton-int8": "Triton split-KV, int8 cache",
                 "sdpa": "SDPA, {f} (query length 1)"}
 MICRO_COLORS = {"triton-bf16": PALETTE[0], "triton-int8": PALETTE[1], "sdpa": PALETTE[7]}
-CLASS_COLORS = {"persistent step": "#882255", "linear": PALETTE[0], "attention": PALETTE[1], "cache write": PALETTE[4],
+CLASS_COLORS = {"persistent step": PURPLE, "linear": PALETTE[0], "attention": PALETTE[1], "cache write": PALETTE[4],
                 "layer norm": PALETTE[2], "elementwise": PALETTE[3], "embedding": PALETTE[5], "sampling": PALETTE[6], "copy": "#6b6b6b",
-                "other": "#3d3d3d", "idle": "#c8c8c8"}
+                "other": BROWN, "idle": "#c8c8c8"}
 # The targets, stated once; whether each is met is read from the data.
 FLOOR_TARGETS = (("gpt2", 4, 1000, 3.0), ("gpt2-xl", 4, 1000, 1.5))  # graph step within this × its floor
 INT8_STEP_TARGET = ("gpt2", 64, 512, 0.8)   # int8-graph step at most this × the graph step

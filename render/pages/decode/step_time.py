@@ -207,7 +207,7 @@ class StepTime(DecodeData):
                 name = "GPU idle between kernels" if cls == "idle" else cls
                 fig.add_trace(go.Bar(y=names, x=[100 * x / t for x, t in zip(ms, total)], orientation="h",
                                      name=escape.plot(name), legendgroup=cls, showlegend=cls not in shown,
-                                     marker_color=CLASS_COLORS.get(cls, "#3d3d3d"), customdata=ms,
+                                     marker_color=CLASS_COLORS.get(cls, CLASS_COLORS["other"]), customdata=ms,
                                      hovertemplate=f"%{{y}}<br>{escape.plot(name)}: %{{customdata:.4g}} ms, "
                                                    "%{x:.3g}% of the step<extra></extra>"),
                               row=i, col=1)
