@@ -107,6 +107,17 @@ def _story(name, prefix=""):
     return story(__package__, name, prefix)
 
 
+def _unrouted_gluon_step(name, step, baseline):
+    """A Gluon step no per-shape version routes: its words, prediction, maskings and head sizes are its record's
+    (gluon_versions.py), its baseline the version of the step it changed; the iterations phase skips it."""
+    from .gluon_versions import get_version as gluon_step
+
+    g = gluon_step(step)
+    return KernelVersion(name=name, **_story(step, prefix=f"Gluon {step}: "), path="gluon", baseline=baseline,
+                         predicted_speedup=dict(g.predicted_speedup), configs={False: {"version": step}, True: {"version": step}},
+                         maskings=g.maskings, head_dims=g.head_dims, in_phase=False)
+
+
 # Every version's settings, one record each, in the order of the journey. What each changed, predicted
 # and measured is in kernels/attention/notes.md. v11-v14, v16 and v18-v20 run a Gluon step of
 # kernels/attention/gluon_versions.py (GLUON_VERSIONS) by name; v15, v17 and v21 are what flash_attention
@@ -443,71 +454,13 @@ VERSIONS = {v.name: v for v in [
     ),
     # g17-g23 changed the softmax's arithmetic and each ran slower than the step it changed (the notes), so no
     # per-shape version routes them and the iterations phase skips them.
-    KernelVersion(
-        name="v33-gluon-fma-exp2", **_story("g17", prefix="Gluon g17: "),
-        path="gluon",
-        baseline="v23-gluon-lpt64",
-        predicted_speedup={"non-causal": (1.02, 1.08), "causal": (1.02, 1.08)},
-        configs={False: {"version": "g17"}, True: {"version": "g17"}},
-        head_dims=(64,),
-        in_phase=False,
-    ),
-    KernelVersion(
-        name="v34-gluon-fma-exp2-128row", **_story("g18", prefix="Gluon g18: "),
-        path="gluon",
-        baseline="v20-gluon-one-warpgroup",
-        predicted_speedup={"non-causal": (1.02, 1.08)},
-        configs={False: {"version": "g18"}, True: {"version": "g18"}},
-        maskings=("non-causal",),
-        head_dims=(64,),
-        in_phase=False,
-    ),
-    KernelVersion(
-        name="v35-gluon-fma-exp2-split", **_story("g19", prefix="Gluon g19: "),
-        path="gluon",
-        baseline="v30-gluon-split-head",
-        predicted_speedup={"non-causal": (1.00, 1.04), "causal": (0.99, 1.03)},
-        configs={False: {"version": "g19"}, True: {"version": "g19"}},
-        head_dims=(128,),
-        in_phase=False,
-    ),
-    KernelVersion(
-        name="v36-gluon-fma-exp2-half", **_story("g20", prefix="Gluon g20: "),
-        path="gluon",
-        baseline="v33-gluon-fma-exp2",
-        predicted_speedup={"non-causal": (0.94, 0.99), "causal": (0.94, 0.99)},
-        configs={False: {"version": "g20"}, True: {"version": "g20"}},
-        head_dims=(64,),
-        in_phase=False,
-    ),
-    KernelVersion(
-        name="v37-gluon-tree64", **_story("g21", prefix="Gluon g21: "),
-        path="gluon",
-        baseline="v23-gluon-lpt64",
-        predicted_speedup={"non-causal": (1.01, 1.05), "causal": (1.01, 1.05)},
-        configs={False: {"version": "g21"}, True: {"version": "g21"}},
-        head_dims=(64,),
-        in_phase=False,
-    ),
-    KernelVersion(
-        name="v38-gluon-tree-128row", **_story("g22", prefix="Gluon g22: "),
-        path="gluon",
-        baseline="v20-gluon-one-warpgroup",
-        predicted_speedup={"non-causal": (1.02, 1.06)},
-        configs={False: {"version": "g22"}, True: {"version": "g22"}},
-        maskings=("non-causal",),
-        head_dims=(64,),
-        in_phase=False,
-    ),
-    KernelVersion(
-        name="v39-gluon-tree-split", **_story("g23", prefix="Gluon g23: "),
-        path="gluon",
-        baseline="v30-gluon-split-head",
-        predicted_speedup={"non-causal": (1.00, 1.03), "causal": (1.00, 1.02)},
-        configs={False: {"version": "g23"}, True: {"version": "g23"}},
-        head_dims=(128,),
-        in_phase=False,
-    ),
+    _unrouted_gluon_step("v33-gluon-fma-exp2", "g17", "v23-gluon-lpt64"),
+    _unrouted_gluon_step("v34-gluon-fma-exp2-128row", "g18", "v20-gluon-one-warpgroup"),
+    _unrouted_gluon_step("v35-gluon-fma-exp2-split", "g19", "v30-gluon-split-head"),
+    _unrouted_gluon_step("v36-gluon-fma-exp2-half", "g20", "v33-gluon-fma-exp2"),
+    _unrouted_gluon_step("v37-gluon-tree64", "g21", "v23-gluon-lpt64"),
+    _unrouted_gluon_step("v38-gluon-tree-128row", "g22", "v20-gluon-one-warpgroup"),
+    _unrouted_gluon_step("v39-gluon-tree-split", "g23", "v30-gluon-split-head"),
 ]}
 FINAL_VERSION = "v32-per-shape"
 
