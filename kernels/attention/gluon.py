@@ -79,7 +79,7 @@ _GL_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
 _SIG_DTYPES = {torch.float16: "fp16", torch.bfloat16: "bf16"}
 
 
-# The tile kernel (g1, g8-g10, g16) is in gluon_tile.py; gluon.py launches it.
+# The tile kernel (g1, g8-g10, g16-g18, g20-g22) is in gluon_tile.py; gluon.py launches it.
 
 # ---------------------------------------------------------------------------------------------
 # 2b. g2-g4: a persistent, warp-specialized kernel: one producer warp, two consumer warpgroups

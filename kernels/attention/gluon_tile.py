@@ -1,4 +1,4 @@
-"""The Gluon tile kernel (steps g1, g8-g10 and g16): one program per query tile, no warp specialization.
+"""The Gluon tile kernel (steps g1, g8-g10, g16-g18 and g20-g22): one program per query tile, no warp specialization.
 Its warpgroups load their tile's Q once, stream the key tiles through a ring of K/V buffers that thread
 0 refills by TMA, and run both matmuls and the online softmax themselves. gluon.py launches it (its
 grid, order and constexprs come from the step's record in gluon_versions.py); the pieces it shares
