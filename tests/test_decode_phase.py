@@ -398,6 +398,8 @@ def test_a_persistent_trace_that_cannot_run_costs_the_breakdown_and_a_note_not_t
 
     model = GPT2.from_hf(random_hf_model(TINY, seed=0, device="cpu", dtype=torch.float32))
     s = OurSession(model, 2, 12, "bf16", "persistent")
+    # the phase traces the steps whose roles live inside one kernel, and profiles the rest
+    assert s.step_fn.roles_by_trace and not hasattr(OurSession(model, 2, 12, "bf16", "torch").step_fn, "roles_by_trace")
     s.start(torch.randint(0, TINY.vocab_size, (2, 5), generator=torch.Generator().manual_seed(0)))
     result = types.SimpleNamespace(notes=[])
     assert phase_rows._persistent_roles(s, result) == []

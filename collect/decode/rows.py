@@ -143,7 +143,7 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
                     KernelClassRow(model=m.info.name, variant=spec.name, batch=batch, context=context,
                                    kernel_class=c.kernel_class, kernels_per_step=c.kernels_per_step,
                                    ms_per_step=c.ms_per_step, top_kernel=c.top_kernel[:300]) for c in prof.classes)
-            if env.cuda and spec.step == "persistent":  # its roles are operations inside one kernel: traced
+            if env.cuda and getattr(getattr(s, "step_fn", None), "roles_by_trace", False):  # one kernel: traced
                 roles = _persistent_roles(s, result)
             s.start(prompt)
         if env.cuda:  # allocator counters, kept on the host: no sync needed; loop_time syncs around each loop

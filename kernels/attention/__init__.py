@@ -10,7 +10,8 @@ paths, each one file:
 - ``hopper.py``: the Triton kernel with TMA and warp specialization (compute capability 9.x);
 - ``gluon.py``: the Gluon kernels (explicit warpgroup MMA), which serve Hopper's shapes: the
   warp-specialized kernel and the launcher of both, the tile kernel in ``gluon_tile.py``, and the
-  jitted pieces they share in ``gluon_parts.py``; ``gluon_versions.py``: their steps g1-g23 and the tiles
+  jitted pieces they share in ``gluon_parts.py`` (and ``fma_exp2.py``, exponentials on the FMA pipes);
+  ``gluon_versions.py``: their steps g1-g23 and the tiles
   each kernel runs with; ``gluon_schedule.py``: the causal walks planned on the host;
 - ``turing.py`` and ``turing_path.py``: the Turing tensor-core kernel and the first-call
   self-check in front of it (compute capability 7.5);

@@ -461,6 +461,9 @@ class PersistentStep:
     impl = "persistent"
     # What the decode phase asks any of our steps before it builds one (collect/decode/sessions.py).
     unsupported_reason = staticmethod(unsupported_reason)
+    # Its roles are operations inside one kernel, which a profiler cannot tell apart: the decode phase reads them
+    # from a traced step instead (kernels/decode/persistent_trace.py).
+    roles_by_trace = True
 
     def __init__(self, model, cache, batch: int, tiling: PersistentTiling = PersistentTiling(),
                  lists: int | None = None, trace: bool = False):
