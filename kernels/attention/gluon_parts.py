@@ -164,7 +164,10 @@ def softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK: gl.constexp
         else:
             m_new = gl.maximum(m_i, gl.max(s, 1) * qk_scale)
         s = s * qk_scale - gl.expand_dims(m_new, 1)
-    p = exp2_shared(s, EX2_EMU)
+    if EX2_EMU:
+        p = exp2_shared(s, EX2_EMU)
+    else:  # not through exp2_shared: an inlined call leaves debug labels in the PTX, and ptxas then spills g14
+        p = gl.exp2(s)
     alpha = gl.exp2(m_i - m_new)
     if TREE:
         l_i = l_i * alpha + gl.convert_layout(row_reduce(p, False), m_i.type.layout)
