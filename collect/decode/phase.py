@@ -82,7 +82,9 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
     # the check's eager and host-bound loops; the host profile; the compiled loop's other key shapes; the
     # sweeps, and last the sweeps' host-bound rows (transformers' eager loop: its step time is the host's at
     # every context, and its rows cost the most). Run h200-20261203k, with 107 s, spent 20 s on the eager
-    # loops' check before the compiled loop, whose key rows its 40 s reserve then skipped.
+    # loops' check before the compiled loop, whose key rows its 40 s reserve then skipped. In this order, with
+    # the same 107 s (H200, 2026-12-03, env and decode alone), gpt2's compiled row ran (1.12 ms a step after a
+    # 15.5 s compile) and every agreement row with it; 46 rows were skipped, most of them sweeps, against 37.
     # A compiled session is kept for the agreement only where the check compares a compiled variant.
     keep = {id(m): _agreement_shape(m, plan) if any(sp.compiled and m.plan.checks(v) for v, sp in env.specs.items())
             else None for m in models}
