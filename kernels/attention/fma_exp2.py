@@ -81,11 +81,10 @@ EX2_TWO_OF_FOUR = gl.constexpr(exp2_asm(2))
 
 @gluon.jit
 def exp2_shared(x, EMULATED: gl.constexpr):
-    """2^x of a float32 tensor, EMULATED of every four elements by the polynomial (0: all by ex2)."""
-    gl.static_assert(EMULATED >= 0 and EMULATED <= 2, "exp2_shared: EMULATED is 0, 1 or 2 of every 4")
-    if EMULATED == 0:
-        y = gl.exp2(x)
-    elif EMULATED == 1:
+    """2^x of a float32 tensor, EMULATED (1 or 2) of every four elements by the polynomial. With none, callers
+    write gl.exp2 themselves (gluon_parts.softmax_update says why)."""
+    gl.static_assert(EMULATED == 1 or EMULATED == 2, "exp2_shared: EMULATED is 1 or 2 of every 4")
+    if EMULATED == 1:
         y = gl.inline_asm_elementwise(EX2_ONE_OF_FOUR, "=r,=r,=r,=r,r,r,r,r", [x], dtype=gl.float32,
                                       is_pure=True, pack=4)
     else:

@@ -573,8 +573,7 @@ def _launch_args(version, shape, causal, scale, sm_count, l2_bytes=H200_L2_BYTES
             grid, head_group = (tiles_m, batch * heads), 1
         return (_g1_kernel, grid, dict(num_heads=heads, seq_len=seq_len, head_group=head_group, qk_scale=qk_scale),
                 dict(CAUSAL=bool(causal), STAGES=plan.stages, LPT=lpt,
-                     OVERLAP=version.overlap and version.changes(head_dim), EX2_EMU=version.emulated_at(head_dim),
-                     TREE=version.tree_reduce and version.changes(head_dim)),
+                     OVERLAP=version.overlap and version.changes(head_dim), **version.softmax_constexprs(head_dim)),
                 dict(num_warps=plan.num_warps), plan)
     tiles_m = triton.cdiv(seq_len, plan.block_m)
     total = tiles_m * batch * heads
@@ -592,7 +591,7 @@ def _launch_args(version, shape, causal, scale, sm_count, l2_bytes=H200_L2_BYTES
                  PINGPONG=2 if version.named_turns else int(version.pingpong), CONSUMER_REGS=plan.consumer_regs,
                  SCHEDULED=sched is not None, CONSUMERS=plan.consumers, PRODUCER_REGS=plan.producer_regs,
                  NAMED_RELEASE=version.named_release, SPLIT=int(bool(plan.head_b)),
-                 EX2_EMU=version.emulated_at(head_dim), TREE=version.tree_reduce and version.changes(head_dim)),
+                 **version.softmax_constexprs(head_dim)),
             dict(num_warps=plan.num_warps), plan)
 
 

@@ -152,21 +152,22 @@ def softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK: gl.constexp
         if CAUSAL:
             visible = visible & (gl.expand_dims(cols, 0) <= gl.expand_dims(rows, 1))
         s = gl.where(visible, s * qk_scale, float("-inf"))
-        if TREE:  # the tree's rows come out in a layout of its own, the same registers as m_i's
-            m_new = gl.maximum(m_i, gl.convert_layout(row_reduce(s, True), m_i.type.layout))
-        else:
-            m_new = gl.maximum(m_i, gl.max(s, 1))
+    # Written out, not through a shared jitted helper: an inlined call leaves debug labels in the PTX, and
+    # ptxas then allocates registers differently (it spilled g14 8 more bytes).
+    if TREE:  # the tree's rows come out in a layout of its own, the same registers as m_i's
+        s_max = gl.convert_layout(row_reduce(s, True), m_i.type.layout)
+    else:
+        s_max = gl.max(s, 1)
+    if MASK:
+        m_new = gl.maximum(m_i, s_max)
         s = s - gl.expand_dims(m_new, 1)
     else:
         # Scale after the row max (valid for scale > 0): scale and shift become one FMA.
-        if TREE:
-            m_new = gl.maximum(m_i, gl.convert_layout(row_reduce(s, True), m_i.type.layout) * qk_scale)
-        else:
-            m_new = gl.maximum(m_i, gl.max(s, 1) * qk_scale)
+        m_new = gl.maximum(m_i, s_max * qk_scale)
         s = s * qk_scale - gl.expand_dims(m_new, 1)
     if EX2_EMU:
         p = exp2_shared(s, EX2_EMU)
-    else:  # not through exp2_shared: an inlined call leaves debug labels in the PTX, and ptxas then spills g14
+    else:
         p = gl.exp2(s)
     alpha = gl.exp2(m_i - m_new)
     if TREE:

@@ -77,6 +77,10 @@ class GluonVersion:
         """The exponentials in four this step computes on the FMA pipes at `head_dim` (0: none)."""
         return self.ex2_emulated if self.changes(head_dim) and head_dim <= self.ex2_max_head_dim else 0
 
+    def softmax_constexprs(self, head_dim) -> dict:
+        """The softmax's compile-time switches both kernels take at `head_dim` (EX2_EMU, TREE)."""
+        return dict(EX2_EMU=self.emulated_at(head_dim), TREE=self.tree_reduce and self.changes(head_dim))
+
 
 def _story(name):
     """A step's words (change, prediction, predicted_at, outcome): kernels/attention/notes.md."""
