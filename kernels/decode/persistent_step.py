@@ -89,16 +89,15 @@ class PersistentTiling:
         return self.slice_k * self.chunks
 
 
-# What scripts/sweep_persistent.py compares: two blocks an SM of 4 warps with 256-row slices (the
-# default: at the register file's limit, 255 registers and 208-240 bytes spilled a thread on sm90 with
-# Triton 3.6.0), one block of 8 warps (about 250 registers, no spills), and two blocks with 128-row
-# slices (about 240, no spills). On the H200 (2026-12-03, gpt2 batch 4, context 1000) they took 0.61,
-# 0.77 and 0.79 ms a step: the bytes in flight an SM counted, and the extra splits of 128-row slices cost
-# more than their overlap bought. Three blocks an SM do not fit even with 128-row slices (the launch is
-# refused by check_resident). Not yet run: product tiles that loop over their rows (chunks), so that
-# gpt2's K=768 products do not split: 128-row blocks, eight a tile, two 4-warp blocks an SM (241 registers,
-# no spills), and 256-row blocks, four a tile, one 8-warp block an SM (255, no spills). The time model
-# calibrated on run j (kernels/decode/notes.md) expects them no faster unless a tile's chain shortens.
+# What scripts/sweep_persistent.py compares, each measured on the H200 (2026-12-03, batch 4, context 1000;
+# kernels/decode/notes.md): two blocks an SM of 4 warps with 256-row slices (the default: 255 registers and
+# 208-240 bytes spilled a thread on sm90 with Triton 3.6.0; gpt2 0.57 ms, gpt2-xl 5.88), one block of 8 warps
+# (about 250 registers, no spills; 0.75 and 7.91), two blocks with 128-row slices (about 240, no spills; 0.75 and
+# 7.88), and product tiles that loop over their rows (chunks), so that gpt2's K=768 products do not split:
+# 128-row blocks, eight a tile (241 registers, no spills; 1.23 and 7.10), and 256-row blocks, four a tile, one
+# 8-warp block an SM (255, no spills; 1.02 and 7.34). Only a looped tile's first block streams ahead of its
+# wait, so it lost by more than its saved round trips. Three blocks an SM do not fit even with 128-row slices
+# (the launch is refused by check_resident).
 CANDIDATE_TILINGS = (PersistentTiling(), PersistentTiling(num_warps=8, blocks_per_sm=1),
                      PersistentTiling(slice_k=128), PersistentTiling(slice_k=128, chunks=8),
                      PersistentTiling(chunks=4, num_warps=8, blocks_per_sm=1))
@@ -527,10 +526,12 @@ class PersistentStep:
         # The merge's width is the model's, not the cache's: then every capacity runs one compiled kernel.
         self.chunks_p = triton.next_power_of_2(math.ceil(max(a.n_positions, self.capacity) / tiling.chunk))
         self.block_m = max(16, triton.next_power_of_2(batch))
-        widest = max(math.ceil(n / bn) for n in (3 * C, C, 4 * C, a.vocab_size))
-        # One partial per tile of the largest product: the widest (the logits) has few splits, the deepest (the
-        # second MLP product) few columns, so their product would be four times too much at gpt2, 3.6 at gpt2-xl.
-        partials = max(op.tiles for op in self.ops if op.role != "attention")
+        # A column counter per column of the widest product, and a partial per tile of the largest: the widest
+        # (the logits) has few splits, the deepest (the second MLP product) few columns, so the product of the two
+        # would be four times too much at gpt2, 3.6 at gpt2-xl. Both read from the plan's own tiling.
+        products = [op for op in self.ops if op.role != "attention"]
+        widest = max(op.finishers for op in products)
+        partials = max(op.tiles for op in products)
         self.x = torch.empty((batch, C), device=dev, dtype=dt)
         self.attn = torch.empty((batch, C), device=dev, dtype=dt)
         self.h = torch.empty((batch, 4 * C), device=dev, dtype=dt)
