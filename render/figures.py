@@ -11,8 +11,9 @@ from . import escape
 # Okabe-Ito: distinguishable for colour-blind readers and legible on light and dark backgrounds.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#999999"]
 # Beyond the palette, where a figure needs more hues: each reads at 3:1 or more against both page themes,
-# white and mkdocs-material's slate (#1e2129). Tol's wine (#882255), used here before, all but vanished on slate.
-PURPLE, BROWN, TEAL = "#9467bd", "#8c6d31", "#2f9e8f"
+# white and mkdocs-material's slate (#1e2129). Tol's wine (#882255), used here before, all but vanished on slate;
+# a teal beside the palette's bluish green (SDPA's memory-efficient backend) could not be told from it.
+PURPLE, BROWN = "#9467bd", "#8c6d31"
 PAGE_BACKGROUNDS = ("#ffffff", "#1e2129")
 
 # plotly_white cut to the parts a 2-D chart uses. The whole template (3-D scenes, maps, polar axes and

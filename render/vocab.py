@@ -10,19 +10,19 @@ from typing import NamedTuple
 from collect.schema.limiter import STALL_PREFIX, UNITS
 
 from . import fmt
-from .figures import PALETTE, PURPLE, TEAL
+from .figures import BROWN, PALETTE, PURPLE
 
 IMPL_LABELS = {
     "naive": "naive PyTorch", "sdpa-flash": "FlashAttention-2 (SDPA)", "sdpa-cudnn": "SDPA cuDNN",
     "sdpa-efficient": "SDPA mem-efficient", "sdpa-math": "SDPA math", "sdpa": "SDPA (PyTorch's choice)",
     "fa4": "FlashAttention-4", "triton": "Triton (ours)", "triton-portable": "Triton (ours, portable path)",
 }
-# One colour per implementation (Okabe-Ito, then render.figures' purple and teal), and a line style that
+# One colour per implementation (Okabe-Ito, then render.figures' purple and brown), and a line style that
 # tells the two Triton paths and PyTorch's own SDPA choice apart even in greyscale.
 IMPL_COLORS = {
     "naive": PALETTE[7], "sdpa-flash": PALETTE[0], "sdpa-cudnn": PALETTE[5], "sdpa-efficient": PALETTE[2],
     "sdpa-math": PALETTE[4], "sdpa": PALETTE[1], "triton": PALETTE[3], "triton-portable": PURPLE,
-    "fa4": TEAL,
+    "fa4": BROWN,
 }
 IMPL_DASH = {"sdpa": "dot", "triton-portable": "dash"}
 
