@@ -51,6 +51,10 @@ def _largest(stats: Stats, file: str, fn: str) -> tuple[int, float]:
     return max(hits, key=lambda v: v[1]) if hits else (0, 0.0)
 
 
+class NoisyProfile(ValueError):
+    """Two profiled calls too noisy to difference: profiling them again may do."""
+
+
 @dataclass
 class Attribution:
     ms_per_token: float                 # the whole loop's profiled time per token
@@ -60,7 +64,8 @@ class Attribution:
 
 def attribute(long: Stats, short: Stats, steps: int, variant: str) -> Attribution:
     """Per-token profiled time of `variant`'s loop and its components: `long` ran `steps` more tokens than
-    `short`. ValueError when the loop's own function is missing (a transformers that renamed it)."""
+    `short`. ValueError when the loop's own function is missing (a transformers that renamed it); NoisyProfile when
+    the longer call took no longer."""
     if steps < 1:
         raise ValueError(f"steps must be at least 1, got {steps}")
     file, fn = TOTALS[variant]
@@ -68,8 +73,12 @@ def attribute(long: Stats, short: Stats, steps: int, variant: str) -> Attributio
     if total_long[0] == 0:
         raise ValueError(f"the profile has no {fn} in {file}: this transformers version runs its {variant} loop "
                          "elsewhere, so the host time cannot be attributed")
-    # Clamped like the components: on a loaded host the shorter call can take longer than the longer one.
-    total = max(0.0, (total_long[1] - total_short[1]) * 1e3 / steps)
+    total = (total_long[1] - total_short[1]) * 1e3 / steps
+    if total <= 0:
+        # On a loaded host the shorter call can take as long as the longer one. A component's such difference is
+        # noise on a small share (clamped below); the whole loop's leaves nothing to attribute.
+        raise NoisyProfile(f"under cProfile the {variant} call of {steps} more tokens took no longer than the "
+                           "shorter one (host noise): nothing to attribute")
     comps, calls = {}, {}
     for name, cfile, cfn in COMPONENTS:
         a, b = _largest(long, cfile, cfn), _largest(short, cfile, cfn)

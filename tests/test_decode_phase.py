@@ -463,3 +463,24 @@ def test_a_compiled_check_whose_row_was_skipped_is_skipped_not_compiled(monkeypa
     check = next(a for a in result.agreement if a.variant == "hf-compiled")
     assert check.status == "skipped" and "was skipped" in check.reason
     assert next(a for a in result.agreement if a.variant == "eager").status == "ok"
+
+
+def test_a_host_profile_too_noisy_twice_is_an_error_row_the_schema_takes(monkeypatch, tmp_path):
+    # On a busy host the longer profiled call can take no longer than the shorter one: profiled once more, then
+    # the row says so. It used to be written as 0 ms a token, which the decode file's schema refuses.
+    from collect import host_profile
+
+    calls = []
+
+    def always_noisy(long, short, steps, variant):
+        calls.append(variant)
+        raise host_profile.NoisyProfile(f"under cProfile the {variant} call took no longer (test)")
+
+    monkeypatch.setattr(host_profile, "attribute", always_noisy)
+    result = phase.collect_decode("cpu-test", PLAN, "cpu", 1e9, "test constant")
+    assert sorted(calls) == ["hf-eager", "hf-eager", "hf-generate", "hf-generate"]  # each profiled twice
+    for r in result.host_profiles:
+        assert r.status == "error" and "took no longer" in r.reason and r.ms_per_token is None
+    path = tmp_path / "decode.json"
+    write_json_atomic(path, result)
+    assert [r.status for r in load_validated(path, DecodeFile).host_profiles] == ["error", "error"]

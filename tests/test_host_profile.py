@@ -51,3 +51,14 @@ def test_a_component_called_per_token_is_kept_even_when_noise_makes_its_differen
     a = attribute(long, short, 16, "hf-generate")
     assert a.components["causal mask (inside the forward)"] == 0.0
     assert a.calls_per_token["causal mask (inside the forward)"] == 1.0
+
+
+def test_a_loop_whose_longer_call_took_no_longer_is_noise_not_a_zero():
+    # A 0 ms loop is a value the decode file refuses (its schema's range starts above 0): the baselines profile the
+    # two calls once more, then record the row as an error that says why.
+    from collect.host_profile import NoisyProfile
+
+    long = dict(stats(17))
+    long[(GEN, 2917, "_sample")] = (1, stats(1)[(GEN, 2917, "_sample")][1])  # no longer than the short call
+    with pytest.raises(NoisyProfile, match="took no longer"):
+        attribute(long, stats(1), 16, "hf-generate")
