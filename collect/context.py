@@ -13,6 +13,14 @@ from .saved import saved_rows, write_phase_file
 from .schema.manifest import DeviceFacts, Manifest
 
 
+# Seconds between two checkpoints of a phase's file. Each one serialises every row so far, so writing
+# after every row grew with the square of the rows: 13 s of a 436-row bench phase on a two-core host,
+# time a 9-minute collect took from its last phase. A crash the runner sees still writes the rows
+# since the last checkpoint (flush_checkpoint); only a kill -9 can lose them, at most this long's work,
+# and --resume measures those again.
+CHECKPOINT_EVERY_S = 5.0
+
+
 class PhaseUnsupported(Exception):
     """Raised by a phase that does not apply to this device: the runner records the phase as
     `unsupported` with this reason (not as failed)."""
@@ -40,6 +48,10 @@ class RunContext:
     # Seconds the phases this collect runs after this one may take by their own budgets: optional work
     # (the profile's hot-spot run) starts only if it leaves them that much of the collect's time limit.
     reserved_after_s: float = 0.0
+    checkpoint_every_s: float = CHECKPOINT_EVERY_S
+    clock: Callable[[], float] = field(default=time.perf_counter, repr=False)  # what spaces the checkpoints
+    _pending: Any = field(default=None, init=False, repr=False)  # the newest result not yet written
+    _written_at: float | None = field(default=None, init=False, repr=False)
 
     def budget_scale(self, copy_bytes_per_s: float | None = None) -> float:
         """How much longer than its defaults a phase (and the whole collect) may run on this GPU
@@ -100,10 +112,23 @@ class RunContext:
             return iterable
         return tqdm(iterable, total=total, desc=desc or self.phase, file=sys.stderr, dynamic_ncols=True, leave=True)
 
-    def checkpoint(self, result: Any) -> dict:
+    def checkpoint(self, result: Any, force: bool = False) -> dict | None:
         """Write the phase's file as it stands, so a crash later keeps the rows measured so far. Saved
-        rows (see `saved`) this collect has not redone are written too: a file never loses rows."""
+        rows (see `saved`) this collect has not redone are written too: a file never loses rows.
+        At most once per `checkpoint_every_s` unless `force`: a call in between only remembers `result`
+        for the next write or flush_checkpoint, and returns None; a write returns what it wrote."""
+        now = self.clock()
+        if not force and self._written_at is not None and now - self._written_at < self.checkpoint_every_s:
+            self._pending = result
+            return None
+        self._pending, self._written_at = None, now
         return write_phase_file(self.out_dir / self.filename, result, self.saved, self.phase)
+
+    def flush_checkpoint(self) -> None:
+        """Write what the last checkpoint call left unwritten (the runner calls this when a phase stops
+        early, so the rows measured since the last write are kept)."""
+        if self._pending is not None:
+            self.checkpoint(self._pending, force=True)
 
     def saved_cases(self, row_cls, table: str = "rows") -> dict:
         """--resume: the rows of `table` that an unfinished earlier collect of this phase measured (ok, oom

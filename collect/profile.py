@@ -655,7 +655,7 @@ def run(ctx) -> ProfileFile:
     workdir = Path(ctx.out_dir) / "ncu"
     pf = profile_cases(cases, workdir, ctx.run_id, ncu=ncu, on_flags=ctx.record_profiler_flags,
                        metrics=metrics, cuda_version=cuda)
-    ctx.checkpoint(pf)
+    ctx.checkpoint(pf, force=True)  # after minutes of ncu: never deferred
     spots = [c for c in cases if hotspot_case(c, portable)]
     phase_left = None if budget is None else budget - (time.perf_counter() - t0)
     skip = hotspots_skip_reason(ctx.optional_seconds(phase_left))
@@ -668,7 +668,7 @@ def run(ctx) -> ProfileFile:
         pf.wall_s = round((pf.wall_s or 0) + (hot.wall_s or 0), 2)
         if hot.status != "ok" or hot.reason:
             pf.reason = (pf.reason + "; " if pf.reason else "") + f"SASS hot spots: {hot.reason or hot.status}"
-        ctx.checkpoint(pf)
+        ctx.checkpoint(pf, force=True)  # after minutes of ncu: never deferred
 
     max_clock = ctx.manifest.device.sm_clock_max_mhz if ctx.manifest.device else None
     latencies, errors = {}, {}

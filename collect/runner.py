@@ -343,24 +343,35 @@ def _run_phase(name: str, cfg: CollectConfig, manifest: Manifest, run_id: str, r
             env_phase.merge_into_manifest(manifest, result)
             rec.rows = len(result.measured_ceilings)
         else:
-            rec.rows = _row_count(name, ctx.checkpoint(result))  # saved rows not redone are kept too
+            rec.rows = _row_count(name, ctx.checkpoint(result, force=True))  # saved rows not redone are kept too
         rec.status = "complete"
     except PhaseUnsupported as exc:
         rec.status, rec.reason = "unsupported", str(exc)
         print(f"collect: {name}: not applicable here: {exc}", file=sys.stderr)
     except KeyboardInterrupt:
+        _flush(ctx, name)
         _stopped(rec, path, name, "interrupted (Ctrl-C)")
         rec.duration_s = round(time.perf_counter() - t0, 2)
         save()
         raise
     except BaseException as exc:  # noqa: BLE001 - one phase's crash must not lose the others
         failed += 1
+        _flush(ctx, name)
         _stopped(rec, path, name, f"{type(exc).__name__}: {exc}\n" + "".join(traceback.format_exc(limit=6))[-4000:])
         print(f"collect: {name} FAILED: {type(exc).__name__}: {exc}", file=sys.stderr)
     rec.duration_s = round(time.perf_counter() - t0, 2)
     save()
     print(f"collect: {name}: {rec.status} in {rec.duration_s:.1f} s", file=sys.stderr)
     return failed
+
+
+def _flush(ctx: RunContext, name: str) -> None:
+    """Write the rows a stopped phase measured since its last checkpoint; a failure to write them is said,
+    not raised, so the phase's record still lands."""
+    try:
+        ctx.flush_checkpoint()
+    except Exception as exc:  # noqa: BLE001 - the rows already on disk stay; the record must still be saved
+        print(f"collect: {name}: could not write the rows measured since the last checkpoint: {exc}", file=sys.stderr)
 
 
 def reserved_seconds(phases, profile: str, scale: float) -> float:

@@ -59,6 +59,38 @@ def test_failed_phase_is_recorded_and_others_still_run(tmp_path, fake_gpu):
     assert m["measured_ceilings"][0]["per_s_median"] == 1e12
 
 
+def test_checkpoints_are_spaced_and_a_crash_writes_the_rows_since_the_last(tmp_path, monkeypatch):
+    """A phase checkpoints after every row; the file is rewritten at most once per interval (each write
+    serialises every row so far), and the rows since the last write still land when the phase crashes."""
+    from collect import context
+
+    writes = []
+    real = context.write_phase_file
+    monkeypatch.setattr(context, "write_phase_file", lambda path, result, saved, phase: writes.append(
+        len(result["rows"])) or real(path, result, saved, phase))
+    monkeypatch.setattr(env, "describe_device", lambda: synthetic.device("NVIDIA H200"))
+    monkeypatch.setattr(env, "software_versions", lambda: {"python": "3.x"})
+
+    def bench_run(ctx):
+        ticks = iter(range(100))
+        ctx.clock, ctx.checkpoint_every_s = lambda: float(next(ticks)), 3.0  # 1 s a call, a write every third
+        result = {"schema_version": SCHEMA_VERSION, "run_id": ctx.run_id, "rows": []}
+        for n in range(8):
+            result["rows"].append({"n": n})
+            ctx.checkpoint(result)
+        raise RuntimeError("crash after eight rows")
+
+    modules = {name: types.SimpleNamespace(run=lambda ctx: {"schema_version": SCHEMA_VERSION, "run_id": ctx.run_id,
+                                                            "rows": []}) for name in runner.PHASE_ORDER}
+    modules["bench"] = types.SimpleNamespace(run=bench_run)
+    monkeypatch.setattr(runner, "phase_module", lambda name: modules[name])
+    assert runner.run_collect(runner.CollectConfig(out=tmp_path, run_id="t-c", phases=["bench"])) == 1
+    assert writes == [1, 4, 7, 8]  # the first row at once, then every third call, then the crash's flush
+    assert [r["n"] for r in json.loads((tmp_path / "t-c" / "bench.json").read_text())["rows"]] == list(range(8))
+    rec = next(p for p in json.loads((tmp_path / "t-c" / "manifest.json").read_text())["phases"] if p["name"] == "bench")
+    assert rec["status"] == "partial" and rec["rows"] == 8
+
+
 def test_resume_skips_complete_phases_only(tmp_path, fake_gpu):
     runner.run_collect(runner.CollectConfig(out=tmp_path, run_id="t-2"))
     fake_gpu.clear()
