@@ -13,7 +13,7 @@ from typing import Callable
 
 from . import timing
 from .shapes import AttentionCase
-from .timing import free_cuda_memory, is_oom
+from .timing import free_cuda_memory, is_oom, release_cached_memory
 
 
 def sdpa_call(q, k, v, causal: bool) -> Callable[[], object]:
@@ -108,7 +108,7 @@ class InputPool:
         key = (case.dtype, case.shape)
         if key != self._key:
             self._key, self.sets = None, []
-            free_cuda_memory()
+            release_cached_memory()
             self.sets = [self._make(case, 0)]
             self._key = key
         return self.sets[0]
