@@ -8,6 +8,10 @@ import time
 # sized so that one collect fits in 9 minutes on an H200 (a device command's limit). On 2026-12-01
 # a full collect took 553 s on a host whose CPU ran the host-bound loops at half the speed of the
 # day before: every phase's own budget held, and their sum did not. --time-limit overrides it.
+# The decode phase runs last and gets what is left: 68 s in run h200-20261204a, too little for its
+# token agreement. Spaced checkpoints and no gc.collect per input shape (collect/context.py,
+# collect/calls.py) took the bench phase from 200 s to 159 and iterations from 57 to 46 in the next
+# run (h200-20261204b, same H200 session), which left decode 117 s.
 TIME_LIMIT_S = {"quick": None, "full": 530.0}
 # The variable that overrides each phase's own budget. Which rows a run holds depends on them, so the
 # command a run records names those that were set (collect/cli.py, recorded_command).

@@ -241,6 +241,7 @@ def test_run_writes_a_file_that_validates(tmp_path, monkeypatch):
     ctx = RunContext(run_id="tiny-20261129", out_dir=tmp_path, profile="quick", manifest=manifest("tiny-20261129"),
                      phase="correctness", filename="correctness.json")
     result = phase.run(ctx)
+    ctx.flush_checkpoint()  # the runner writes the rows a spaced checkpoint deferred (collect/runner.py)
     data = load_validated(tmp_path / "correctness.json", CorrectnessFile)
     assert [r.status for r in data.rows] == ["ok", "ok", "ok"] and len(result.rows) == 3
     causal, single, naive = data.rows
