@@ -36,7 +36,7 @@ WRONG_OUTPUT = {"float16": 1e-2, "bfloat16": 5e-2}  # max abs error against SDPA
 YARDSTICKS = ("fa4", "sdpa-cudnn")
 # (head_dim, causal, batch, heads, seq_len) -> the versions to time there; the largest gaps first. "steps": the
 # second sweep of 2026-12-03 (g11-g14); "routes": which existing step serves the weakest classes best;
-# "split": g15 at d=72-96; "overlap": g16 at d=64; "exp2": g17-g20;
+# "split": g15 at d=72-96; "split3": g24-g25; "overlap": g16 at d=64; "exp2": g17-g20;
 # "tree": g21-g23.
 PLANS = {}
 PLANS["steps"] = (
@@ -84,6 +84,14 @@ PLANS["split"] = (
     ((88, False, 4, 32, 4096), ("g11", "g15")),
     ((96, False, 1, 32, 16384), ("g11", "g15")),
     ((128, False, 4, 32, 4096), ("g11", "g15")),
+)
+PLANS["split3"] = (  # g24-g25: three consumer warpgroups at a split head
+    ((80, False, 4, 32, 4096), ("g15", "g24", "g25")),
+    ((96, False, 4, 32, 4096), ("g15", "g24", "g25")),
+    ((80, True, 4, 32, 4096), ("g15", "g24", "g25")),
+    ((96, True, 4, 32, 4096), ("g15", "g24", "g25")),
+    ((72, False, 4, 32, 4096), ("g15", "g24")),
+    ((88, False, 4, 32, 4096), ("g15", "g24")),
 )
 PLANS["overlap"] = (
     ((64, True, 2, 8, 16384), ("g10", "g16")),
@@ -136,7 +144,7 @@ PLANS["tree"] = (  # g21-g23: the softmax's row reductions as trees
 )
 # Ragged and small shapes every new version must get right before anything is timed.
 CHECKS = ((1, 2, 1000), (2, 3, 333), (1, 1, 4096 + 77))
-NEW = ("g21", "g22", "g23")
+NEW = ("g24", "g25")
 
 
 def label(dtype, head_dim, causal, b, h, n):

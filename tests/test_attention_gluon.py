@@ -238,7 +238,7 @@ def test_versions_are_a_dated_journey_with_ranges():
     assert dataclasses.replace(g5, balanced=False) == dataclasses.replace(
         g3, name="g5", change=g5.change, prediction=g5.prediction, predicted_speedup=g5.predicted_speedup,
         baseline="g3", maskings=g5.maskings, outcome=g5.outcome)
-    assert g5.balanced and not any(v.balanced for v in GV.GLUON_VERSIONS if v.name not in ("g5", "g6", "g7", "g11", "g12", "g13", "g14", "g15", "g19", "g23"))
+    assert g5.balanced and not any(v.balanced for v in GV.GLUON_VERSIONS if v.name not in ("g5", "g6", "g7", "g11", "g12", "g13", "g14", "g15", "g19", "g23", "g24", "g25"))
     # g6 is g5 whose walk also weighs the L2 a head group fills, measured against g5
     g6 = by_name["g6"]
     assert g6.l2_weight > 0 == g5.l2_weight and dataclasses.replace(g6, l2_weight=0.0) == dataclasses.replace(
@@ -274,8 +274,9 @@ def test_versions_are_a_dated_journey_with_ranges():
         baseline="g6", outcome=g7.outcome)
     # g11 is g4's ping-pong with named-barrier turns on g7's walk at d=128; g12 the same on three consumers at d=64
     g4, g11, g12 = by_name["g4"], by_name["g11"], by_name["g12"]
-    assert all(by_name[n].named_turns for n in ("g11", "g12", "g13", "g14", "g15", "g19", "g23")) and not any(
-        v.named_turns for v in GV.GLUON_VERSIONS if v.name not in ("g11", "g12", "g13", "g14", "g15", "g19", "g23"))
+    turns = ("g11", "g12", "g13", "g14", "g15", "g19", "g23", "g24", "g25")
+    assert all(by_name[n].named_turns for n in turns) and not any(
+        v.named_turns for v in GV.GLUON_VERSIONS if v.name not in turns)
     assert dataclasses.replace(g11, named_turns=False, head_dims=GV.HEAD_DIMS) == dataclasses.replace(
         g7, name="g11", change=g11.change, prediction=g11.prediction, predicted_at=g11.predicted_at,
         predicted_speedup=g11.predicted_speedup, baseline="g3", maskings=("non-causal",), pingpong=g4.pingpong,
@@ -283,7 +284,7 @@ def test_versions_are_a_dated_journey_with_ranges():
     assert dataclasses.replace(g12, consumers=2, head_dims=(128,)) == dataclasses.replace(
         g11, name="g12", change=g12.change, prediction=g12.prediction, predicted_speedup=g12.predicted_speedup,
         baseline="g10", maskings=("causal",), outcome=g12.outcome)
-    assert all(v.consumers == 2 for v in GV.GLUON_VERSIONS if v.name not in ("g12", "g14"))
+    assert all(v.consumers == 2 for v in GV.GLUON_VERSIONS if v.name not in ("g12", "g14", "g24", "g25"))
     # g13 is g11 releasing its K/V slots by named barriers; g14 is g12 with the same change
     g13, g14 = by_name["g13"], by_name["g14"]
     assert g13.named_release and g14.named_release and not any(v.named_release for v in GV.GLUON_VERSIONS
@@ -302,7 +303,8 @@ def test_versions_are_a_dated_journey_with_ranges():
         baseline="g10", maskings=g16.maskings, outcome=g16.outcome)
     assert GV.version_plan(g16, 64) == GV.version_plan(g10, 64)
     g15 = by_name["g15"]
-    assert g15.split_head and not any(v.split_head for v in GV.GLUON_VERSIONS if v.name not in ("g15", "g19", "g23"))
+    assert g15.split_head and not any(
+        v.split_head for v in GV.GLUON_VERSIONS if v.name not in ("g15", "g19", "g23", "g24", "g25"))
     assert dataclasses.replace(g15, split_head=False) == dataclasses.replace(
         g11, name="g15", change=g15.change, prediction=g15.prediction, predicted_speedup=g15.predicted_speedup,
         baseline="g11", maskings=g15.maskings, outcome=g15.outcome)
@@ -337,6 +339,22 @@ def test_versions_are_a_dated_journey_with_ranges():
             old, name=new.name, change=new.change, prediction=new.prediction, predicted_at=new.predicted_at,
             predicted_speedup=new.predicted_speedup, baseline=old.name, maskings=new.maskings,
             outcome=new.outcome), new.name
+    # g24: g15 on three consumer warpgroups of 64-key steps at the split head sizes; g25 the same with 128 keys
+    g24, g25 = by_name["g24"], by_name["g25"]
+    assert dataclasses.replace(g24, consumers=2, kv_rows=0) == dataclasses.replace(
+        g15, name="g24", change=g24.change, prediction=g24.prediction, predicted_at=g24.predicted_at,
+        predicted_speedup=g24.predicted_speedup, baseline="g15", outcome=g24.outcome)
+    assert dataclasses.replace(g25, kv_rows=64) == dataclasses.replace(
+        g24, name="g25", change=g25.change, prediction=g25.prediction, predicted_speedup=g25.predicted_speedup,
+        baseline="g24", outcome=g25.outcome)
+    for d in (72, 80, 88, 96):
+        for ver, keys in ((g24, 64), (g25, 128)):
+            plan = GV.version_plan(ver, d)
+            assert (plan.consumers, plan.kv_rows, plan.consumer_regs, plan.producer_regs) == (3, keys, 160, 32)
+            assert 2 <= plan.stages <= GV.MAX_SPLIT3_STAGES and plan.smem_bytes(d) <= GV.SPLIT3_SMEM_BYTES
+            assert (plan.head_a, plan.head_b) == (64, 16 if d <= 80 else 32)
+    assert GV.version_plan(g24, 80).stages == 4 and GV.version_plan(g25, 96).stages == 2
+    assert GV.version_plan(g24, 128) == GV.version_plan(g25, 128) == GV.version_plan(g15, 128)
 
 
 # --- the causal walk's schedule (host side; the kernel walks the same order on the GPU) -----------

@@ -427,7 +427,7 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_des
     smem = (q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem)
     walk = (sched, num_heads, seq_len, tiles_m, total_tiles, head_group, snake)
     if CONSUMERS == 3:
-        # g12 (d=64): three 64-row consumer warpgroups on a 192-row tile, as FlashAttention-4 runs it.
+        # g12 (d=64) and g24 (d=72-96): three 64-row consumer warpgroups on a 192-row tile, as FlashAttention-4 runs it.
         gl.warp_specialize([
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
                             CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE)),

@@ -1,4 +1,4 @@
-"""The Gluon kernel's journey (gluon.py): each step, g1 to g23, as one literal record of its settings,
+"""The Gluon kernel's journey (gluon.py): each step, g1 to g25, as one literal record of its settings,
 and the fixed tiles each of the two kernels runs at a head size.
 
 A step's words (the change, the prediction written before it was measured, the outcome) are in
@@ -60,6 +60,8 @@ class GluonVersion:
     ex2_max_head_dim: int = 256
     # The softmax's row max and row sum as trees over the register-held columns, not one dependent chain (g21-g23)
     tree_reduce: bool = False
+    # ws kernel with three consumers at a split head (g24): keys per K/V tile; 0 for the tile's own (128)
+    kv_rows: int = 0
     head_dims: tuple = HEAD_DIMS  # the head sizes this step changes
     baseline: str = "sdpa"
     path: str = "gluon"
@@ -179,6 +181,15 @@ GLUON_VERSIONS = [
     GluonVersion(name="g23", **_story("g23"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
                  split_head=True, balanced=True, l2_weight=0.1, scheduled=True, tree_reduce=True, head_dims=(128,),
                  baseline="g15", predicted_speedup={"non-causal": (1.00, 1.03), "causal": (1.00, 1.02)}),
+    # g15 on three consumer warpgroups (a 192-row tile) of 64-key steps where it splits the head (d=72-96); d=104-128
+    # stay g15's.
+    GluonVersion(name="g24", **_story("g24"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
+                 split_head=True, balanced=True, l2_weight=0.1, scheduled=True, consumers=3, kv_rows=64,
+                 head_dims=(128,), baseline="g15", predicted_speedup={"non-causal": (0.97, 1.05), "causal": (0.94, 1.03)}),
+    # g24 with 128-key steps, as g15 takes them: fewer, longer steps, and registers spilled at 160 a thread.
+    GluonVersion(name="g25", **_story("g25"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
+                 split_head=True, balanced=True, l2_weight=0.1, scheduled=True, consumers=3, head_dims=(128,),
+                 baseline="g24", predicted_speedup={"non-causal": (0.90, 1.02), "causal": (0.90, 1.02)}),
 ]
 
 _BY_NAME = {ver.name: ver for ver in GLUON_VERSIONS}
@@ -244,6 +255,10 @@ def tile_plan(kernel, head_dim, one_warpgroup=False, q_rows=128, consumers=2):
 
 
 SPLIT_HEAD_DIMS = range(72, 97, 8)  # g15: where a second chunk of 16 or 32 columns saves a quarter or more
+# g24 and g25 (three consumer warpgroups, six Q slots): as many K/V stages, up to four, as keep the tiles within
+# 200 KiB, short of the 227 an SM gives one block, for the barriers and the compiler's scratch.
+SPLIT3_SMEM_BYTES = 200 * 1024
+MAX_SPLIT3_STAGES = 4
 
 
 def version_plan(version: GluonVersion, head_dim) -> TilePlan:
@@ -254,4 +269,9 @@ def version_plan(version: GluonVersion, head_dim) -> TilePlan:
     plan = tile_plan(version.kernel, head_dim, version.one_warpgroup, version.q_rows, consumers)
     if version.split_head and plan.kernel == "ws" and head_dim in SPLIT_HEAD_DIMS:
         plan = dataclasses.replace(plan, head_a=64, head_b=head_dim_tile(max(head_dim - 64, 16)), stages=3)
+        if consumers == 3:  # g24, g25: FlashAttention-4's split of the register file, as g12 at d=64
+            plan = dataclasses.replace(plan, consumers=3, consumer_regs=160, producer_regs=32,
+                                       kv_rows=version.kv_rows or plan.kv_rows, stages=MAX_SPLIT3_STAGES)
+            while plan.stages > 2 and plan.smem_bytes(head_dim) > SPLIT3_SMEM_BYTES:
+                plan = dataclasses.replace(plan, stages=plan.stages - 1)
     return plan
