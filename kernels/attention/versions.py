@@ -461,7 +461,7 @@ VERSIONS = {v.name: v for v in [
     _unrouted_gluon_step("v37-gluon-tree64", "g21", "v23-gluon-lpt64"),
     _unrouted_gluon_step("v38-gluon-tree-128row", "g22", "v20-gluon-one-warpgroup"),
     _unrouted_gluon_step("v39-gluon-tree-split", "g23", "v30-gluon-split-head"),
-    # g24-g25: three consumer warpgroups at a split head (d=72-96), not routed before a sweep measures them.
+    # g24-g25: three consumer warpgroups at a split head (d=72-96); both lost to g15 in their sweep (the notes).
     _unrouted_gluon_step("v40-gluon-split-three", "g24", "v30-gluon-split-head"),
     _unrouted_gluon_step("v41-gluon-split-three-128", "g25", "v40-gluon-split-three"),
 ]}
