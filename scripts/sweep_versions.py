@@ -36,7 +36,7 @@ WRONG_OUTPUT = {"float16": 1e-2, "bfloat16": 5e-2}  # max abs error against SDPA
 YARDSTICKS = ("fa4", "sdpa-cudnn")
 # (head_dim, causal, batch, heads, seq_len) -> the versions to time there; the largest gaps first. "steps": the
 # second sweep of 2026-12-03 (g11-g14); "routes": which existing step serves the weakest classes best;
-# "split": g15 at d=72-96; "split3": g24-g25; "overlap": g16 at d=64; "exp2": g17-g20;
+# "split": g15 at d=72-96; "split3": g24-g25; "pack": g26; "overlap": g16 at d=64; "exp2": g17-g20;
 # "tree": g21-g23.
 PLANS = {}
 PLANS["steps"] = (
@@ -93,6 +93,18 @@ PLANS["split3"] = (  # g24-g25: three consumer warpgroups at a split head
     ((72, False, 4, 32, 4096), ("g15", "g24")),
     ((88, False, 4, 32, 4096), ("g15", "g24")),
 )
+PLANS["pack"] = (  # g26: P packed in pairs (no PRMT before each P V); the largest gaps to FlashAttention-4 first
+    ((128, False, 4, 32, 16384), ("g15", "g26")),
+    ((128, False, 4, 32, 4096), ("g15", "g26")),
+    ((128, False, 1, 32, 32768), ("g15", "g26")),
+    ((80, False, 4, 32, 4096), ("g15", "g26")),
+    ((96, False, 4, 32, 4096), ("g15", "g26")),
+    ((128, True, 4, 32, 16384), ("g15", "g26")),
+    ((128, True, 4, 32, 4096), ("g15", "g26")),
+    ((80, True, 4, 32, 4096), ("g15", "g26")),
+    ((128, False, 4, 32, 512), ("g15", "g26")),
+    ((128, False, 1, 16, 8192), ("g15", "g26")),
+)
 PLANS["overlap"] = (
     ((64, True, 2, 8, 16384), ("g10", "g16")),
     ((64, True, 2, 8, 8192), ("g10", "g16")),
@@ -144,7 +156,7 @@ PLANS["tree"] = (  # g21-g23: the softmax's row reductions as trees
 )
 # Ragged and small shapes every new version must get right before anything is timed.
 CHECKS = ((1, 2, 1000), (2, 3, 333), (1, 1, 4096 + 77))
-NEW = ("g24", "g25")
+NEW = ("g26",)
 
 
 def label(dtype, head_dim, causal, b, h, n):

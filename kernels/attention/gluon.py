@@ -233,7 +233,8 @@ def _ws_overlap_step(j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb
                      acc, acc_b, turns, qk_scale, rows, seq_len, WG: gl.constexpr, s_layout: gl.constexpr,
                      o_layout: gl.constexpr, ob_layout: gl.constexpr, MASK: gl.constexpr, CAUSAL: gl.constexpr,
                      STAGES: gl.constexpr, PINGPONG: gl.constexpr, CONSUMERS: gl.constexpr,
-                     NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr):
+                     NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr,
+                     PACK_P: gl.constexpr):
     """Key tile j (>= 1) of the overlapped loop: issue Q K_jᵀ and P_{j-1} V_{j-1} back to back,
     then compute the softmax of tile j while P_{j-1} V_{j-1} runs on the tensor cores. SPLIT: each
     matmul is two, one per chunk of the head (acc_b and pb are the second chunk's output and P)."""
@@ -271,10 +272,10 @@ def _ws_overlap_step(j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb
         acc, p = warpgroup_mma_wait(0, deps=(acc, p))
     release(v_empty, prev_slot, EMPTY_BARRIER + STAGES + prev_slot, NAMED_RELEASE, CONSUMERS)
     acc = rescale(acc, alpha, o_layout)
-    p = p_operand(p_new, q.dtype, o_layout)
+    p = p_operand(p_new, q.dtype, o_layout, PACK_P)
     if SPLIT:
         acc_b = rescale(acc_b, alpha, ob_layout)
-        pb = p_operand(p_new, q.dtype, ob_layout)
+        pb = p_operand(p_new, q.dtype, ob_layout, PACK_P)
     return kv + 1, p, pb, slot, (kv // STAGES) & 1, m_i, l_i, acc, acc_b, turns + 1
 
 
@@ -283,7 +284,7 @@ def _ws_consumer_overlap(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turn
                          acc_b, qk_scale, rows, seq_len, WG: gl.constexpr, s_layout: gl.constexpr,
                          o_layout: gl.constexpr, ob_layout: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
                          PINGPONG: gl.constexpr, CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr,
-                         SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr):
+                         SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr, PACK_P: gl.constexpr):
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     # Tile 0 alone: its scores, waited on; masked always (cheap on one tile, and right whether or
@@ -293,8 +294,8 @@ def _ws_consumer_overlap(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turn
     release(k_empty, slot, EMPTY_BARRIER + slot, NAMED_RELEASE, CONSUMERS)
     cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
     p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, True, CAUSAL, EX2_EMU, TREE)
-    pb = p_operand(p, q.dtype, ob_layout)
-    p = p_operand(p, q.dtype, o_layout)
+    pb = p_operand(p, q.dtype, ob_layout, PACK_P)
+    p = p_operand(p, q.dtype, o_layout, PACK_P)
     prev_slot = slot
     prev_phase = (kv // STAGES) & 1
     kv += 1
@@ -302,12 +303,12 @@ def _ws_consumer_overlap(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turn
         kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_overlap_step(
             j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b,
             turns, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, False, CAUSAL, STAGES, PINGPONG,
-            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE)
+            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P)
     for j in range(gl.maximum(n_full, 1), n_total):
         kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_overlap_step(
             j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b,
             turns, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, True, CAUSAL, STAGES, PINGPONG,
-            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE)
+            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P)
     # The last P V.
     mbarrier.wait(v_ready.index(prev_slot), prev_phase)
     acc = warpgroup_mma(p, v_smem.index(prev_slot), acc, is_async=True)
@@ -323,7 +324,8 @@ def _ws_consumer_overlap(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turn
 @gluon.jit
 def _ws_consumer(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
                  OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr, CONSUMERS: gl.constexpr,
-                 NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr):
+                 NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr,
+                 PACK_P: gl.constexpr):
     q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_desc = descs
     q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem = smem
     sched, num_heads, seq_len, tiles_m, total_tiles, head_group, snake = walk
@@ -361,7 +363,7 @@ def _ws_consumer(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl
             kv, turns, m_i, l_i, acc, acc_b = _ws_consumer_overlap(
                 q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_full, n_total, m_i, l_i, acc, acc_b,
                 qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, CAUSAL, STAGES, PINGPONG, CONSUMERS,
-                NAMED_RELEASE, SPLIT, EX2_EMU, TREE)
+                NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P)
         else:
             kv, m_i, l_i, acc = _ws_consumer_plain(q, k_smem, v_smem, bars, kv, n_full, n_total, m_i, l_i, acc,
                                                    qk_scale, rows, seq_len, s_layout, o_layout, CAUSAL, STAGES)
@@ -378,7 +380,8 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_des
                total_tiles, head_group, snake, qk_scale, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
                OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr, SCHEDULED: gl.constexpr,
                CONSUMERS: gl.constexpr = 2, PRODUCER_REGS: gl.constexpr = 24, NAMED_RELEASE: gl.constexpr = False,
-               SPLIT: gl.constexpr = 0, EX2_EMU: gl.constexpr = 0, TREE: gl.constexpr = False):
+               SPLIT: gl.constexpr = 0, EX2_EMU: gl.constexpr = 0, TREE: gl.constexpr = False,
+               PACK_P: gl.constexpr = False):
     """SPLIT=1 (g15): the head in two chunks, columns 0-63 through q_desc... and the rest through qb_desc...
     (boxes of 16 or 32 columns from column 64, over the same tensors), so a d=80 or d=96 head multiplies
     no zero columns; SPLIT=0 passes the first four descriptors again as the last four, unused."""
@@ -430,19 +433,19 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_des
         # g12 (d=64) and g24 (d=72-96): three 64-row consumer warpgroups on a 192-row tile, as FlashAttention-4 runs it.
         gl.warp_specialize([
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE)),
+                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P)),
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE)),
+                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P)),
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 2, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE)),
+                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P)),
             (_ws_producer, (descs, smem, bars, walk, CAUSAL, STAGES, SCHEDULED, CONSUMERS, NAMED_RELEASE, SPLIT)),
         ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])
     else:
         gl.warp_specialize([
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE)),
+                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P)),
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE)),
+                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P)),
             (_ws_producer, (descs, smem, bars, walk, CAUSAL, STAGES, SCHEDULED, CONSUMERS, NAMED_RELEASE, SPLIT)),
         ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
@@ -591,7 +594,7 @@ def _launch_args(version, shape, causal, scale, sm_count, l2_bytes=H200_L2_BYTES
                  PINGPONG=2 if version.named_turns else int(version.pingpong), CONSUMER_REGS=plan.consumer_regs,
                  SCHEDULED=sched is not None, CONSUMERS=plan.consumers, PRODUCER_REGS=plan.producer_regs,
                  NAMED_RELEASE=version.named_release, SPLIT=int(bool(plan.head_b)),
-                 **version.softmax_constexprs(head_dim)),
+                 PACK_P=version.packed_p and version.changes(head_dim), **version.softmax_constexprs(head_dim)),
             dict(num_warps=plan.num_warps), plan)
 
 

@@ -184,9 +184,22 @@ def rescale(acc, alpha, o_layout: gl.constexpr):
 
 
 @gluon.jit
-def p_operand(p, dtype: gl.constexpr, o_layout: gl.constexpr):
-    """P rounded to the input dtype, in the register layout wgmma takes its A operand in."""
-    return gl.convert_layout(p.to(dtype), gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2))
+def p_operand(p, dtype: gl.constexpr, o_layout: gl.constexpr, PACK: gl.constexpr = False):
+    """P rounded to the input dtype, in the register layout wgmma takes its A operand in.
+
+    PACK (g26): round each pair of a thread's neighbouring values into one 32-bit register with one
+    cvt.rn.{bf16,f16}x2 of inline assembly, the pair's first value in the low half, as the A operand holds
+    them. Rounded one value at a time (p.to(dtype)), the values reach the overlapped loop's last
+    wgmma wait as separate 16-bit registers, and ptxas then swaps the halves of every P register with a
+    PRMT before each P V: one PRMT per P register per key step, 2 per HGMMA at d=128 (ncu, 2026-12-04)."""
+    if PACK:
+        if dtype == gl.bfloat16:
+            p = gl.inline_asm_elementwise("cvt.rn.bf16x2.f32 $0, $2, $1;", "=r,r,r", [p], gl.bfloat16, True, 2)
+        else:
+            p = gl.inline_asm_elementwise("cvt.rn.f16x2.f32 $0, $2, $1;", "=r,r,r", [p], gl.float16, True, 2)
+    else:
+        p = p.to(dtype)
+    return gl.convert_layout(p, gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2))
 
 
 @gluon.jit
