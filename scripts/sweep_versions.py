@@ -36,7 +36,7 @@ WRONG_OUTPUT = {"float16": 1e-2, "bfloat16": 5e-2}  # max abs error against SDPA
 YARDSTICKS = ("fa4", "sdpa-cudnn")
 # (head_dim, causal, batch, heads, seq_len) -> the versions to time there; the largest gaps first. "steps": the
 # second sweep of 2026-12-03 (g11-g14); "routes": which existing step serves the weakest classes best;
-# "split": g15 at d=72-96; "split3": g24-g25; "pack": g26; "overlap": g16 at d=64; "exp2": g17-g20;
+# "split": g15 at d=72-96; "split3": g24-g25; "pack": g26; "pack2": g27; "overlap": g16 at d=64; "exp2": g17-g20;
 # "tree": g21-g23.
 PLANS = {}
 PLANS["steps"] = (
@@ -105,6 +105,7 @@ PLANS["pack"] = (  # g26: P packed in pairs (no PRMT before each P V); the large
     ((128, False, 4, 32, 512), ("g15", "g26")),
     ((128, False, 1, 16, 8192), ("g15", "g26")),
 )
+PLANS["pack2"] = tuple((shape, ("g15", "g27")) for shape, _ in PLANS["pack"])  # g27: P packed before the wait
 PLANS["overlap"] = (
     ((64, True, 2, 8, 16384), ("g10", "g16")),
     ((64, True, 2, 8, 8192), ("g10", "g16")),
@@ -156,7 +157,7 @@ PLANS["tree"] = (  # g21-g23: the softmax's row reductions as trees
 )
 # Ragged and small shapes every new version must get right before anything is timed.
 CHECKS = ((1, 2, 1000), (2, 3, 333), (1, 1, 4096 + 77))
-NEW = ("g26",)
+NEW = ("g27",)
 
 
 def label(dtype, head_dim, causal, b, h, n):

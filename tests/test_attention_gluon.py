@@ -238,7 +238,7 @@ def test_versions_are_a_dated_journey_with_ranges():
     assert dataclasses.replace(g5, balanced=False) == dataclasses.replace(
         g3, name="g5", change=g5.change, prediction=g5.prediction, predicted_speedup=g5.predicted_speedup,
         baseline="g3", maskings=g5.maskings, outcome=g5.outcome)
-    assert g5.balanced and not any(v.balanced for v in GV.GLUON_VERSIONS if v.name not in ("g5", "g6", "g7", "g11", "g12", "g13", "g14", "g15", "g19", "g23", "g24", "g25", "g26"))
+    assert g5.balanced and not any(v.balanced for v in GV.GLUON_VERSIONS if v.name not in ("g5", "g6", "g7", "g11", "g12", "g13", "g14", "g15", "g19", "g23", "g24", "g25", "g26", "g27"))
     # g6 is g5 whose walk also weighs the L2 a head group fills, measured against g5
     g6 = by_name["g6"]
     assert g6.l2_weight > 0 == g5.l2_weight and dataclasses.replace(g6, l2_weight=0.0) == dataclasses.replace(
@@ -274,7 +274,7 @@ def test_versions_are_a_dated_journey_with_ranges():
         baseline="g6", outcome=g7.outcome)
     # g11 is g4's ping-pong with named-barrier turns on g7's walk at d=128; g12 the same on three consumers at d=64
     g4, g11, g12 = by_name["g4"], by_name["g11"], by_name["g12"]
-    turns = ("g11", "g12", "g13", "g14", "g15", "g19", "g23", "g24", "g25", "g26")
+    turns = ("g11", "g12", "g13", "g14", "g15", "g19", "g23", "g24", "g25", "g26", "g27")
     assert all(by_name[n].named_turns for n in turns) and not any(
         v.named_turns for v in GV.GLUON_VERSIONS if v.name not in turns)
     assert dataclasses.replace(g11, named_turns=False, head_dims=GV.HEAD_DIMS) == dataclasses.replace(
@@ -304,7 +304,7 @@ def test_versions_are_a_dated_journey_with_ranges():
     assert GV.version_plan(g16, 64) == GV.version_plan(g10, 64)
     g15 = by_name["g15"]
     assert g15.split_head and not any(
-        v.split_head for v in GV.GLUON_VERSIONS if v.name not in ("g15", "g19", "g23", "g24", "g25", "g26"))
+        v.split_head for v in GV.GLUON_VERSIONS if v.name not in ("g15", "g19", "g23", "g24", "g25", "g26", "g27"))
     assert dataclasses.replace(g15, split_head=False) == dataclasses.replace(
         g11, name="g15", change=g15.change, prediction=g15.prediction, predicted_speedup=g15.predicted_speedup,
         baseline="g11", maskings=g15.maskings, outcome=g15.outcome)
@@ -356,12 +356,14 @@ def test_versions_are_a_dated_journey_with_ranges():
     assert GV.version_plan(g24, 80).stages == 4 and GV.version_plan(g25, 96).stages == 2
     assert GV.version_plan(g24, 128) == GV.version_plan(g25, 128) == GV.version_plan(g15, 128)
     # g26: g15 with P packed in pairs, the one change, on g15's tiles
-    g26 = by_name["g26"]
-    assert not any(v.packed_p for v in GV.GLUON_VERSIONS if v.name != "g26")
-    assert dataclasses.replace(g26, packed_p=False) == dataclasses.replace(
-        g15, name="g26", change=g26.change, prediction=g26.prediction, predicted_at=g26.predicted_at,
-        predicted_speedup=g26.predicted_speedup, baseline="g15", outcome=g26.outcome)
-    assert all(GV.version_plan(g26, d) == GV.version_plan(g15, d) for d in (64, 80, 96, 128))
+    # g27: the same, P packed before the wait for the previous P V
+    g26, g27 = by_name["g26"], by_name["g27"]
+    assert not any(v.packed_p for v in GV.GLUON_VERSIONS if v.name not in ("g26", "g27"))
+    for ver, mode in ((g26, 1), (g27, 2)):
+        assert ver.packed_p == mode and dataclasses.replace(ver, packed_p=0) == dataclasses.replace(
+            g15, name=ver.name, change=ver.change, prediction=ver.prediction, predicted_at=ver.predicted_at,
+            predicted_speedup=ver.predicted_speedup, baseline="g15", outcome=ver.outcome)
+        assert all(GV.version_plan(ver, d) == GV.version_plan(g15, d) for d in (64, 80, 96, 128))
 
 
 # --- the causal walk's schedule (host side; the kernel walks the same order on the GPU) -----------

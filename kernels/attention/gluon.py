@@ -265,6 +265,10 @@ def _ws_overlap_step(j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb
     release(k_empty, slot, EMPTY_BARRIER + slot, NAMED_RELEASE, CONSUMERS)
     cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
     p_new, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK, CAUSAL, EX2_EMU, TREE)
+    if PACK_P == 2:  # g27: the next P, packed, into registers of its own while P_{j-1} V_{j-1} still runs
+        p_next = p_operand(p_new, q.dtype, o_layout, True)
+        if SPLIT:
+            pb_next = p_operand(p_new, q.dtype, ob_layout, True)
     # P's registers are an operand of the matmul in flight: keep them alive (and unwritten) until it retires.
     if SPLIT:
         acc, p, acc_b, pb = warpgroup_mma_wait(0, deps=(acc, p, acc_b, pb))
@@ -272,10 +276,16 @@ def _ws_overlap_step(j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb
         acc, p = warpgroup_mma_wait(0, deps=(acc, p))
     release(v_empty, prev_slot, EMPTY_BARRIER + STAGES + prev_slot, NAMED_RELEASE, CONSUMERS)
     acc = rescale(acc, alpha, o_layout)
-    p = p_operand(p_new, q.dtype, o_layout, PACK_P)
+    if PACK_P == 2:
+        p = p_next
+    else:
+        p = p_operand(p_new, q.dtype, o_layout, PACK_P == 1)
     if SPLIT:
         acc_b = rescale(acc_b, alpha, ob_layout)
-        pb = p_operand(p_new, q.dtype, ob_layout, PACK_P)
+        if PACK_P == 2:
+            pb = pb_next
+        else:
+            pb = p_operand(p_new, q.dtype, ob_layout, PACK_P == 1)
     return kv + 1, p, pb, slot, (kv // STAGES) & 1, m_i, l_i, acc, acc_b, turns + 1
 
 
@@ -294,8 +304,8 @@ def _ws_consumer_overlap(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turn
     release(k_empty, slot, EMPTY_BARRIER + slot, NAMED_RELEASE, CONSUMERS)
     cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
     p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, True, CAUSAL, EX2_EMU, TREE)
-    pb = p_operand(p, q.dtype, ob_layout, PACK_P)
-    p = p_operand(p, q.dtype, o_layout, PACK_P)
+    pb = p_operand(p, q.dtype, ob_layout, PACK_P > 0)
+    p = p_operand(p, q.dtype, o_layout, PACK_P > 0)
     prev_slot = slot
     prev_phase = (kv // STAGES) & 1
     kv += 1
@@ -381,7 +391,7 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_des
                OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr, SCHEDULED: gl.constexpr,
                CONSUMERS: gl.constexpr = 2, PRODUCER_REGS: gl.constexpr = 24, NAMED_RELEASE: gl.constexpr = False,
                SPLIT: gl.constexpr = 0, EX2_EMU: gl.constexpr = 0, TREE: gl.constexpr = False,
-               PACK_P: gl.constexpr = False):
+               PACK_P: gl.constexpr = 0):
     """SPLIT=1 (g15): the head in two chunks, columns 0-63 through q_desc... and the rest through qb_desc...
     (boxes of 16 or 32 columns from column 64, over the same tensors), so a d=80 or d=96 head multiplies
     no zero columns; SPLIT=0 passes the first four descriptors again as the last four, unused."""
@@ -594,7 +604,7 @@ def _launch_args(version, shape, causal, scale, sm_count, l2_bytes=H200_L2_BYTES
                  PINGPONG=2 if version.named_turns else int(version.pingpong), CONSUMER_REGS=plan.consumer_regs,
                  SCHEDULED=sched is not None, CONSUMERS=plan.consumers, PRODUCER_REGS=plan.producer_regs,
                  NAMED_RELEASE=version.named_release, SPLIT=int(bool(plan.head_b)),
-                 PACK_P=version.packed_p and version.changes(head_dim), **version.softmax_constexprs(head_dim)),
+                 PACK_P=version.packed_p if version.changes(head_dim) else 0, **version.softmax_constexprs(head_dim)),
             dict(num_warps=plan.num_warps), plan)
 
 

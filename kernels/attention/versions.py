@@ -464,8 +464,10 @@ VERSIONS = {v.name: v for v in [
     # g24-g25: three consumer warpgroups at a split head (d=72-96); both lost to g15 in their sweep (the notes).
     _unrouted_gluon_step("v40-gluon-split-three", "g24", "v30-gluon-split-head"),
     _unrouted_gluon_step("v41-gluon-split-three-128", "g25", "v40-gluon-split-three"),
-    # g26: P packed in pairs; routed only after a sweep measures it.
+    # g26-g27: P packed in pairs, after the wait for the previous P V (g26, which lost at d=128 non-causal in its
+    # sweep) or before it (g27); routed only after a sweep measures them.
     _unrouted_gluon_step("v42-gluon-packed-p", "g26", "v30-gluon-split-head"),
+    _unrouted_gluon_step("v43-gluon-packed-p-early", "g27", "v30-gluon-split-head"),
 ]}
 FINAL_VERSION = "v32-per-shape"
 
