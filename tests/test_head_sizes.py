@@ -107,8 +107,8 @@ def fake_sm90(monkeypatch):
 
 def test_a_padded_head_size_takes_its_tiles_measured_path(fake_sm90):
     for d in (80, 96, 128):
-        assert fake_sm90((4, 32, 4096, d))[::2] == ("gluon", {"version": "g15"})
-        assert fake_sm90((4, 32, 4096, d), True)[::2] == ("gluon", {"version": "g15"})
+        assert fake_sm90((4, 32, 4096, d))[::2] == ("gluon", {"version": "g27" if d <= 96 else "g15"})
+        assert fake_sm90((4, 32, 4096, d), True)[::2] == ("gluon", {"version": "g27"})
     assert "head_dim 96 runs in the d=128 tile" in fake_sm90((4, 32, 4096, 96))[1]
     assert "runs in the" not in fake_sm90((4, 32, 4096, 128))[1]
     assert fake_sm90((2, 8, 4096, 48))[::2] == ("gluon", {"version": "g8"})

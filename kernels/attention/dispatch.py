@@ -17,8 +17,9 @@ a rule whose path cannot run here passes to the next), from :data:`SHAPE_RULES` 
     d 40-64, causal, any N          gluon   g10      gluon_tile._g1_kernel
     d 40-64, non-causal, N <= 2047  gluon   g10      gluon_tile._g1_kernel
     d 40-64, non-causal, N >= 2048  gluon   g8       gluon_tile._g1_kernel
-    d 72-128, non-causal, any N     gluon   g15      gluon._ws_kernel
-    d 72-128, causal, any N         gluon   g15      gluon._ws_kernel
+    d 72-96, non-causal, any N      gluon   g27      gluon._ws_kernel
+    d 104-128, non-causal, any N    gluon   g15      gluon._ws_kernel
+    d 72-128, causal, any N         gluon   g27      gluon._ws_kernel
     any other shape                 hopper  -        hopper._hopper_fwd_ws_persistent, or hopper._hopper_fwd_ws + hopper._diag_merge (causal from hopper.SPLIT_FROM_SEQ_LEN)
 
 A head size runs in the tile of the next power of two (d=80 in the d=128 tile, kernels/common.py),
@@ -86,6 +87,9 @@ class ShapeRule:
     max_len: int | None = None
     evidence: str = ""
     config: tuple = ()  # (key, value) pairs: hashable, so a rule stays a frozen constant
+    # (smallest, largest) head size of the tile the rule takes, where a step was measured on part of it
+    # (g27 at d=72-96); None: every head size that runs in the tile.
+    head_sizes: tuple | None = None
 
     def matches(self, shape, causal: bool) -> bool:
         n, d = shape[2], shape[3]
@@ -93,10 +97,11 @@ class ShapeRule:
         # kernels/common.py), so the tile's measurements choose for it too; and the Hopper path
         # could not take it warp-specialized, so falling through to it would cost more.
         return (d in HEAD_DIMS and head_dim_tile(d) == self.head_dim and bool(causal) == self.causal
+                and (self.head_sizes is None or self.head_sizes[0] <= d <= self.head_sizes[1])
                 and n >= self.min_len and (self.max_len is None or n <= self.max_len))
 
 
-# Measured on the H200, 2026-11-30 (d=64 causal, d=64 below N=2048 and d=128: 2026-12-03), with Triton 3.6.0 (so only that Triton applies them by itself:
+# Measured on the H200, 2026-11-30 (d=64 causal, d=64 below N=2048 and d=128: 2026-12-03; g27: 2026-12-04), with Triton 3.6.0 (so only that Triton applies them by itself:
 # kernels/supported.py): device time of every path and Gluon step beside SDPA's cuDNN and flash
 # backends in one process, at the goal shapes (d=64: B=2 H=8; d=128: B=4 H=32), fp16 and bf16.
 # First match wins.
@@ -114,15 +119,19 @@ SHAPE_RULES: tuple[ShapeRule, ...] = (
               evidence="d=64 non-causal from N=2048: the Gluon kernel's one-warpgroup tile (g8) ran 1.06-1.08x "
                        "the fastest SDPA backend, g1 0.97-1.00x and the portable kernel 0.95-0.97x; a replayed "
                        "call's host time (24 us) is the portable kernel's (25 us), its tensor maps kept by address"),
+    ShapeRule("gluon", 128, False, head_sizes=(72, 96), config=(("version", "g27"),),
+              evidence="d=72-96 non-causal (2026-12-04, beside FlashAttention-4, B=4 H=32 N=4096): g27, g15 with "
+                       "P packed in pairs before the wait for the previous P V, ran 1.011-1.014x g15 at d=80 and "
+                       "1.008x at d=96 in fp16 and bf16; g15 ran 1.09-1.14x g11 there (2026-12-03)"),
     ShapeRule("gluon", 128, False, config=(("version", "g15"),),
-              evidence="d=72-128 non-causal (2026-12-03, beside FlashAttention-4, B=4 H=32): g3 with ping-pong "
+              evidence="d=104-128 non-causal (2026-12-03, beside FlashAttention-4, B=4 H=32): g3 with ping-pong "
                        "turns passed by named barriers (g11) ran 1.01-1.03x g3 at N=4096 and 16384 in two sweeps "
-                       "(bf16), 0.95-0.96x FlashAttention-4; g15, which is g11 with a d=72-96 head in two chunks, "
-                       "ran 1.09-1.14x g11 at d=72-96 N=4096 in fp16 and bf16, and 1.00x at d=128"),
-    ShapeRule("gluon", 128, True, config=(("version", "g15"),),
-              evidence="d=72-128 causal (2026-12-03, B=4 H=32): g11 on g7's list-scheduled walk ran 1.00-1.01x "
-                       "g7 at N=4096 and 16384 in two sweeps (bf16), 0.96-0.99x FlashAttention-4; g15 ran "
-                       "1.15-1.16x g11 at d=80 and 1.09x at d=96, N=4096, in fp16 and bf16"),
+                       "(bf16), 0.95-0.96x FlashAttention-4; g15 is g11 there; g27 ran 0.978-1.006x g15 at "
+                       "d=128 (2026-12-04)"),
+    ShapeRule("gluon", 128, True, config=(("version", "g27"),),
+              evidence="d=72-128 causal (2026-12-04, B=4 H=32): g27 ran 1.013-1.023x g15 at d=128 N=4096 and "
+                       "16384 and 1.004-1.006x at d=80, fp16 and bf16, 0.98-1.00x FlashAttention-4; g15 ran "
+                       "1.15-1.16x g11 at d=80 and 1.09x at d=96 (2026-12-03)"),
 )
 
 

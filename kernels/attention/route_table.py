@@ -30,8 +30,15 @@ def _lengths(rule) -> str:
     return f"N <= {rule.max_len}" if rule.min_len <= 1 else f"{rule.min_len} <= N <= {rule.max_len}"
 
 
-def _head_sizes(tile: int) -> str:
-    sizes = [d for d in HEAD_DIMS if head_dim_tile(d) == tile]
+def _head_sizes(rule, earlier) -> str:
+    """The head sizes the rule takes: its tile's, within its own range, less those an earlier rule for the
+    same tile, masking and lengths takes (first match wins)."""
+    def takes(r, d):
+        return head_dim_tile(d) == r.head_dim and (r.head_sizes is None or r.head_sizes[0] <= d <= r.head_sizes[1])
+
+    same = [r for r in earlier if (r.head_dim, r.causal, r.min_len, r.max_len) ==
+            (rule.head_dim, rule.causal, rule.min_len, rule.max_len)]
+    sizes = [d for d in HEAD_DIMS if takes(rule, d) and not any(takes(r, d) for r in same)]
     return f"d {sizes[0]}-{sizes[-1]}" if len(sizes) > 1 else f"d {sizes[0]}"
 
 
@@ -48,11 +55,12 @@ def rows() -> list[tuple[str, str, str, str]]:
     """(shape class, path, version, kernel function), one per rule in SHAPE_RULES' order (first
     match wins), then the fallback for every shape no rule matches."""
     out = []
-    for rule in SHAPE_RULES:
+    for i, rule in enumerate(SHAPE_RULES):
         version = dict(rule.config).get("version", "")
         masking = "causal" if rule.causal else "non-causal"
         kernel = _gluon_kernel(version) if rule.path == "gluon" else PATH_KERNELS[rule.path]
-        out.append((f"{_head_sizes(rule.head_dim)}, {masking}, {_lengths(rule)}", rule.path, version or "-", kernel))
+        out.append((f"{_head_sizes(rule, SHAPE_RULES[:i])}, {masking}, {_lengths(rule)}", rule.path, version or "-",
+                    kernel))
     out.append(("any other shape", FALLBACK_PATH, "-", PATH_KERNELS[FALLBACK_PATH]))
     return out
 

@@ -451,6 +451,17 @@ VERSIONS = {v.name: v for v in [
         # At the goal shapes v32 runs v29's kernels (g15 is g11 at d=64 and d=128): v29's ranges.
         predicted_speedup={"non-causal": (0.98, 1.03), "causal": (0.95, 1.01)},
         features=None,
+        # v44 runs v32's kernels at every shape the iterations phase times but d=128 causal, where g27 is g15 with
+        # P packed early; runs h200-20261203h to h200-20261204b timed v32.
+        in_phase=False,
+        # The rules v32 shipped with: v44's, with g15 where v44 runs g27 (d=72-96 non-causal, d=72-128 causal).
+        routes=partial(rule_route, (
+            ShapeRule("gluon", 64, True, config=(("version", "g10"),)),
+            ShapeRule("gluon", 64, False, max_len=2047, config=(("version", "g10"),)),
+            ShapeRule("gluon", 64, False, min_len=2048, config=(("version", "g8"),)),
+            ShapeRule("gluon", 128, False, config=(("version", "g15"),)),
+            ShapeRule("gluon", 128, True, config=(("version", "g15"),)),
+        )),
     ),
     # g17-g23 changed the softmax's arithmetic and each ran slower than the step it changed (the notes), so no
     # per-shape version routes them and the iterations phase skips them.
@@ -465,11 +476,20 @@ VERSIONS = {v.name: v for v in [
     _unrouted_gluon_step("v40-gluon-split-three", "g24", "v30-gluon-split-head"),
     _unrouted_gluon_step("v41-gluon-split-three-128", "g25", "v40-gluon-split-three"),
     # g26-g27: P packed in pairs, after the wait for the previous P V (g26, which lost at d=128 non-causal in its
-    # sweep) or before it (g27); routed only after a sweep measures them.
+    # sweep) or before it (g27, which v44-per-shape routes at d=72-96 non-causal and d=72-128 causal).
     _unrouted_gluon_step("v42-gluon-packed-p", "g26", "v30-gluon-split-head"),
     _unrouted_gluon_step("v43-gluon-packed-p-early", "g27", "v30-gluon-split-head"),
+    KernelVersion(
+        name="v44-per-shape", **_story("v44-per-shape"),
+        path=None,
+        baseline="sdpa",
+        # Against the fastest other implementation at the goal shapes: v32's ranges, causal up by g27's 1.01-1.02x
+        # at d=128 (d=64 causal unchanged).
+        predicted_speedup={"non-causal": (0.98, 1.03), "causal": (0.96, 1.02)},
+        features=None,
+    ),
 ]}
-FINAL_VERSION = "v32-per-shape"
+FINAL_VERSION = "v44-per-shape"
 
 
 def get_version(name):
