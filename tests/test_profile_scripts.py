@@ -1,0 +1,54 @@
+"""The two Nsight Compute scripts of issues 41 and 44 read their exports right: the fused decode step's raw
+page (scripts/profile_fused_step.py) and a SASS source page's executions by opcode
+(scripts/profile_attention_sass.py), on real exports in tests/fixtures/ncu/."""
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIX = Path(__file__).parent / "fixtures" / "ncu"
+
+
+def _script(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, module)  # dataclasses look their module up there
+    spec.loader.exec_module(sys.modules[name])
+    module = sys.modules[name]
+    return module
+
+
+def test_the_fused_step_summary_has_each_kernel_with_its_role_span_and_stalls():
+    fused = _script("profile_fused_step")
+    recs = fused.summarize((FIX / "fused_step" / "raw.csv").read_text())
+    assert [r["role"] for r in recs] == ["embed", "qkv", "attention", "residual", "ln_linear", "residual"]
+    for r in recs:
+        assert r["duration_ns"] > 1000 and r["registers"] > 0 and r["grid"] >= 1
+        assert 0 < r["sm_busy_share"] <= 1  # active cycles can never exceed the kernel's span
+        reasons = [v for _, v in r["top_stalls"]]
+        assert len(reasons) <= 4 and reasons == sorted(reasons, reverse=True)
+    attention = recs[2]
+    assert attention["dram_read_bytes"] > 10e6 and attention["sm_busy_share"] > recs[3]["sm_busy_share"]
+
+
+def test_the_fused_step_summary_skips_a_ragged_row():
+    fused = _script("profile_fused_step")
+    text = (FIX / "fused_step" / "raw.csv").read_text().rstrip("\n") + '\n"99","cut short"\n'
+    assert len(fused.summarize(text)) == 6
+
+
+def test_the_sass_summary_counts_executions_per_tensor_instruction_by_opcode_family():
+    sass = _script("profile_attention_sass")
+    s = sass.summarize((FIX / "persistent" / "source_sass.csv").read_text())
+    per = s["per_tensor_instruction"]
+    assert per["HMMA"] == 1.0  # the unit: executions of each family per tensor-core instruction
+    assert s["instructions"] == pytest.approx(sum(per.values()) * s["tensor_instructions"], rel=0.01)
+    assert "MUFU" in per and not any("." in op for op in per)  # MUFU.EX2 counts as MUFU
+    shares = list(s["sample_share_pct"].values())  # the 25 families sampled most, of all samples
+    assert shares == sorted(shares, reverse=True) and 90 < sum(shares) <= 100.01
+
+
+def test_the_sass_summary_of_a_page_without_rows_says_so():
+    assert "error" in _script("profile_attention_sass").summarize('"Kernel Name","k"\n"Address","Source"\n')
