@@ -309,7 +309,8 @@ def test_measured_shape_rules_pick_the_path_and_say_why(fake_hopper, monkeypatch
     assert choose((2, 8, 2048, 64), True)[0] == "gluon" and step((2, 8, 2048, 64), True) == {"version": "g10"}
     assert step((2, 8, 8192, 64), True) == step((2, 8, 16384, 64), True) == {"version": "g10"}  # long causal
     assert choose((4, 32, 4096, 128))[0] == "gluon" and step((4, 32, 4096, 128)) == {"version": "g15"}
-    assert step((4, 32, 4096, 128), True) == step((4, 32, 16384, 128), True) == {"version": "g15"}
+    assert step((4, 32, 4096, 80)) == step((4, 32, 4096, 96)) == {"version": "g27"}  # part of the d=128 tile
+    assert step((4, 32, 4096, 128), True) == step((4, 32, 16384, 128), True) == {"version": "g27"}
     assert choose((4, 32, 4096, 32))[0] == "hopper"           # no rule for this head_dim
     # a rule's path that cannot run here leaves the choice to the available path
     gluon.ok = False
