@@ -71,14 +71,9 @@ def drive(a: ProfileArgs) -> None:
     """Three eager steps to compile, autotune and warm; the fourth runs between cudaProfilerStart and Stop."""
     import torch
 
-    from kernels.decode.gpt2 import GPT2, PRESETS, random_hf_model
-    from kernels.decode.session import OurSession
+    from kernels.decode.session import random_started_session
 
-    args = PRESETS[a.model]
-    model = GPT2.from_hf(random_hf_model(args, seed=0, device="cuda", dtype=torch.bfloat16))
-    s = OurSession(model, a.batch, a.context + 8, a.cache, "fused")
-    prompt = torch.randint(0, args.vocab_size, (a.batch, a.context), generator=torch.Generator().manual_seed(0))
-    s.start(prompt)
+    s = random_started_session(a.model, a.batch, a.context, a.cache, "fused")
     for _ in range(3):
         s.step()
     torch.cuda.synchronize()

@@ -51,16 +51,11 @@ def drive(a: ProfileArgs) -> None:
     """Two eager steps: the first compiles and warms, the second is the one ncu profiles (--launch-skip 1)."""
     import torch
 
-    from kernels.decode.gpt2 import GPT2, PRESETS, random_hf_model
     from kernels.decode.persistent_step import CANDIDATE_TILINGS
-    from kernels.decode.session import OurSession
+    from kernels.decode.session import random_started_session
 
-    args = PRESETS[a.model]
-    model = GPT2.from_hf(random_hf_model(args, seed=0, device="cuda", dtype=torch.bfloat16))
-    s = OurSession(model, a.batch, a.context + 4, "bf16", "persistent",
-                   step_options=dict(tiling=CANDIDATE_TILINGS[a.tiling]))
-    prompt = torch.randint(0, args.vocab_size, (a.batch, a.context), generator=torch.Generator().manual_seed(0))
-    s.start(prompt)
+    s = random_started_session(a.model, a.batch, a.context, "bf16", "persistent", headroom=4,
+                               step_options=dict(tiling=CANDIDATE_TILINGS[a.tiling]))
     for _ in range(2):
         s.step()
     torch.cuda.synchronize()

@@ -452,6 +452,20 @@ class HfSession(Session):
         return per_pos * int(self.cache.get_seq_length()) if self.cache is not None else 0
 
 
+def random_started_session(model_name: str, batch: int, context: int, cache_kind: str, step_impl: str,
+                           headroom: int = 8, step_options: dict | None = None) -> OurSession:
+    """Our eager session over a GPT-2 preset with transformers' random weights (seed 0, bf16, on the GPU), its
+    cache filled with a seeded random prompt of `context` tokens and room for `headroom` more: what the profiling
+    scripts (scripts/profile_*.py) step under Nsight Compute."""
+    from .gpt2 import PRESETS, random_hf_model
+
+    args = PRESETS[model_name]
+    model = GPT2.from_hf(random_hf_model(args, seed=0, device="cuda", dtype=torch.bfloat16))
+    s = OurSession(model, batch, context + headroom, cache_kind, step_impl, step_options=step_options)
+    s.start(torch.randint(0, args.vocab_size, (batch, context), generator=torch.Generator().manual_seed(0)))
+    return s
+
+
 def hf_generate(hf_model, prompt: torch.Tensor, new_tokens: int) -> tuple[torch.Tensor, object]:
     """transformers' own `generate`, greedy, with the cache it picks by default: what a user calls. Returns
     the (B, new_tokens) tokens after the prompt (the first from the prefill) and the cache it built.
@@ -473,4 +487,4 @@ def hf_generate(hf_model, prompt: torch.Tensor, new_tokens: int) -> tuple[torch.
     return tokens, cache
 
 
-__all__ = ["Session", "OurSession", "HfSession", "hf_generate"]
+__all__ = ["Session", "OurSession", "HfSession", "hf_generate", "random_started_session"]
