@@ -41,6 +41,14 @@ def locate_ncu() -> tuple[str | None, str | None]:
     return None, "Nsight Compute (`ncu`) is not installed: not on PATH, not in " + ", ".join(INSTALL_FOLDERS)
 
 
+def require_ncu() -> str:
+    """ncu's path for a script that cannot go on without it; otherwise a SystemExit that says why and what to do."""
+    ncu, why = locate_ncu()
+    if ncu is None:
+        raise SystemExit(f"{why}: install it, put it on PATH or set ${NCU_ENV}.")
+    return ncu
+
+
 def install_fix(cuda_version: str | None = None) -> str:
     """How to get Nsight Compute onto this machine, then rerun only the profile phase."""
     pkg = "cuda-nsight-compute-" + "-".join(cuda_version.split(".")[:2]) if cuda_version else "cuda-nsight-compute-<major>-<minor>"

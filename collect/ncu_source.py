@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 SAMPLES = "Warp Stall Sampling (All Samples)"
+EXECUTED = "Instructions Executed"  # warp-level executions (SourceCounters); absent from older exports
 _STALL = re.compile(r"^stall_(?P<reason>[a-z_]+)$")  # the "(Not Issued)" columns do not match
 # The source page abbreviates some reasons; the raw page (and StallRow) spell them out.
 REASON_NAMES = {
@@ -48,6 +49,7 @@ class Instruction:
     sass: str
     samples: float
     stalls: dict[str, float] = field(default_factory=dict)
+    executed: float = 0.0
 
     @property
     def opcode(self) -> str:
@@ -123,7 +125,8 @@ def parse_source_csv(text: str) -> list[KernelSource]:
                 reason = m.group("reason")
                 stalls[REASON_NAMES.get(reason, reason)] = _number(val)
         kernels[-1].instructions.append(Instruction(cells["Address"], cells["Source"].strip(),
-                                                    _number(cells.get(SAMPLES, "")), stalls))
+                                                    _number(cells.get(SAMPLES, "")), stalls,
+                                                    _number(cells.get(EXECUTED, ""))))
     return kernels
 
 

@@ -12,12 +12,9 @@ the counts per tensor-core instruction say which one spends more of its issue sl
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
-import io
 import json
 import os
-import re
 import subprocess
 import sys
 from collections import Counter
@@ -87,36 +84,16 @@ def drive(impl: str, s: Shape) -> None:
 def summarize(source_csv: str) -> dict:
     """Executions and stall samples by opcode family (MUFU.EX2 -> MUFU), from ncu's SASS source page: the
     kernel block with the most instructions (FA4's call also launches small kernels)."""
-    from collect.ncu_source import SAMPLES, opcode
+    from collect.ncu_source import parse_source_csv
 
-    blocks: list[list[dict]] = []
-    header = None
-    for row in csv.reader(io.StringIO(source_csv)):
-        if not row:
-            continue
-        if row[0] == "Kernel Name":
-            blocks.append([])
-            header = None
-        elif blocks and header is None:
-            header = row
-        elif blocks:
-            blocks[-1].append(dict(zip(header, row)))
-    rows = max(blocks, key=len, default=[])
-    if not rows:
+    kernel = max(parse_source_csv(source_csv), key=lambda k: len(k.instructions), default=None)
+    if kernel is None or not kernel.instructions:
         return {"error": "no SASS rows in the source page"}
-    exe_col = next((c for c in rows[0] if c.startswith("Instructions Executed")), None)
-
-    def num(x):
-        try:
-            return float(str(x).replace(",", ""))
-        except (TypeError, ValueError):
-            return 0.0
-
     executed, samples = Counter(), Counter()
-    for r in rows:
-        family = re.split(r"\.", opcode(r.get("Source", "")))[0]
-        executed[family] += num(r.get(exe_col))
-        samples[family] += num(r.get(SAMPLES))
+    for ins in kernel.instructions:
+        family = ins.opcode.split(".")[0]
+        executed[family] += ins.executed
+        samples[family] += ins.samples
     tensor = sum(executed[o] for o in TENSOR_OPCODES) or 1.0
     return {
         "instructions": sum(executed.values()),
@@ -133,9 +110,7 @@ def main(argv=None) -> int:
         return 0
     from collect import ncu_setup
 
-    ncu, why = ncu_setup.locate_ncu()
-    if ncu is None:
-        raise SystemExit(f"{why or 'Nsight Compute (ncu) was not found'}: install it, put it on PATH or set $NCU.")
+    ncu = ncu_setup.require_ncu()
     a.out.mkdir(parents=True, exist_ok=True)
     args = ["--batch", str(shape.batch), "--heads", str(shape.heads), "--seq-len", str(shape.seq_len),
             "--head-dim", str(shape.head_dim), "--dtype", shape.dtype] + (["--causal"] if shape.causal else [])

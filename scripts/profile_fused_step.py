@@ -12,9 +12,7 @@ kernel's alone, without the overlap the graph step's programmatic dependent laun
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
-import io
 import json
 import os
 import subprocess
@@ -28,7 +26,7 @@ STALLS = ("long_scoreboard", "barrier", "membar", "short_scoreboard", "wait", "m
           "mio_throttle", "not_selected", "selected", "no_instruction", "drain", "sleeping", "branch_resolving",
           "dispatch_stall", "imc_miss")
 METRICS = {
-    "duration_ns": "gpu__time_duration.sum",
+    "duration_ns": "gpu__time_duration.sum",  # seconds in ncu_parse's base units: scaled below
     "dram_read_bytes": "dram__bytes_read.sum",
     "dram_pct": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
     "sm_active_cycles": "sm__cycles_active.avg",
@@ -88,28 +86,20 @@ def role_of(name: str) -> str:
 
 
 def summarize(raw_csv: str) -> list[dict]:
-    """One record per kernel from ncu's raw page (a header row, a units row, then one row per kernel)."""
-    rows = list(csv.reader(io.StringIO(raw_csv[raw_csv.find('"ID"'):])))
-    head, body = rows[0], rows[2:]
-    col = {name: i for i, name in enumerate(head)}
-
-    def num(row, metric):
-        i = col.get(metric)
-        try:
-            return float(row[i].replace(",", "")) if i is not None else None
-        except ValueError:
-            return None
+    """One record per kernel from ncu's raw page, in base units (collect/ncu_parse.py); a row ncu cut short (no
+    duration) is left out."""
+    from collect.ncu_parse import parse_raw_csv, stall_reasons
 
     out = []
-    for row in body:
-        if len(row) != len(head):
+    for k in parse_raw_csv(raw_csv):
+        rec = {key: k.get(metric) for key, metric in METRICS.items()}
+        if rec["duration_ns"] is None:
             continue
-        rec = {"kernel": row[col["Kernel Name"]][:60], "role": role_of(row[col["Kernel Name"]])}
-        rec.update({k: num(row, m) for k, m in METRICS.items()})
+        rec["duration_ns"] *= 1e9
+        rec.update(kernel=k.name[:60], role=role_of(k.name))
         if rec["sm_active_cycles"] and rec["sm_elapsed_cycles"]:
             rec["sm_busy_share"] = rec["sm_active_cycles"] / rec["sm_elapsed_cycles"]
-        stalls = {s: num(row, STALL_METRIC.format(s)) for s in STALLS}
-        rec["top_stalls"] = sorted(((s, v) for s, v in stalls.items() if v), key=lambda kv: -kv[1])[:4]
+        rec["top_stalls"] = sorted(stall_reasons(k).items(), key=lambda kv: -kv[1])[:4]
         out.append(rec)
     return out
 
@@ -121,13 +111,11 @@ def main(argv=None) -> int:
         return 0
     from collect import ncu_setup
 
-    ncu, why = ncu_setup.locate_ncu()
-    if ncu is None:
-        raise SystemExit(f"{why or 'Nsight Compute (ncu) was not found'}: install it, put it on PATH or set $NCU.")
+    ncu = ncu_setup.require_ncu()
     a.out.mkdir(parents=True, exist_ok=True)
     metrics = list(METRICS.values()) + [STALL_METRIC.format(s) for s in STALLS]
     cmd = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--metrics", ",".join(metrics),
-           "--csv", "--page", "raw", sys.executable, __file__, "--driver", "--model", a.model, "--batch",
+           "--csv", "--page", "raw", "--print-units", "base", sys.executable, __file__, "--driver", "--model", a.model, "--batch",
            str(a.batch), "--context", str(a.context), "--cache", a.cache]
     done = subprocess.run(cmd, env=os.environ.copy(), capture_output=True, text=True)
     (a.out / "raw.csv").write_text(done.stdout, encoding="utf-8")

@@ -78,9 +78,7 @@ def main(argv=None) -> int:
         return 0
     from collect import ncu_setup
 
-    ncu, why = ncu_setup.locate_ncu()
-    if ncu is None:
-        raise SystemExit(f"{why or 'Nsight Compute (ncu) was not found'}: install it, put it on PATH or set $NCU.")
+    ncu = ncu_setup.require_ncu()
     a.out.mkdir(parents=True, exist_ok=True)
     rep = a.out / "persistent"
     cmd = [ncu, "--clock-control", "none", "--kernel-name", "regex:persistent_step", "--launch-skip", "1",

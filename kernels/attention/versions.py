@@ -107,6 +107,18 @@ def _story(name, prefix=""):
     return story(__package__, name, prefix)
 
 
+def _shipped_gluon_routes(d128_step):
+    """The per-shape routes v29 and v32 shipped with: d=64 on g10 (causal, and non-causal below N=2048) and g8,
+    the d=128 tile (d=72-128) on `d128_step`, every other shape on the Hopper path."""
+    return partial(rule_route, (
+        ShapeRule("gluon", 64, True, config=(("version", "g10"),)),
+        ShapeRule("gluon", 64, False, max_len=2047, config=(("version", "g10"),)),
+        ShapeRule("gluon", 64, False, min_len=2048, config=(("version", "g8"),)),
+        ShapeRule("gluon", 128, False, config=(("version", d128_step),)),
+        ShapeRule("gluon", 128, True, config=(("version", d128_step),)),
+    ))
+
+
 def _unrouted_gluon_step(name, step, baseline):
     """A Gluon step no per-shape version routes: its words, prediction, maskings and head sizes are its record's
     (gluon_versions.py), its baseline the version of the step it changed; the iterations phase skips it."""
@@ -415,13 +427,7 @@ VERSIONS = {v.name: v for v in [
         # so timing both would spend the collect's minutes twice on one kernel; run h200-20261203g timed v29.
         in_phase=False,
         # The rules v29 shipped with: v32's, with g11 where v32 runs g15 (d=72-128).
-        routes=partial(rule_route, (
-            ShapeRule("gluon", 64, True, config=(("version", "g10"),)),
-            ShapeRule("gluon", 64, False, max_len=2047, config=(("version", "g10"),)),
-            ShapeRule("gluon", 64, False, min_len=2048, config=(("version", "g8"),)),
-            ShapeRule("gluon", 128, False, config=(("version", "g11"),)),
-            ShapeRule("gluon", 128, True, config=(("version", "g11"),)),
-        )),
+        routes=_shipped_gluon_routes("g11"),
     ),
     # g15 changes d=72-96 alone, which the iterations phase does not time (its d=128 shapes run g11's kernel
     # under g15); the bench phase times d=80 and d=96 with what ships.
@@ -455,13 +461,7 @@ VERSIONS = {v.name: v for v in [
         # P packed early; runs h200-20261203h to h200-20261204b timed v32.
         in_phase=False,
         # The rules v32 shipped with: v44's, with g15 where v44 runs g27 (d=72-96 non-causal, d=72-128 causal).
-        routes=partial(rule_route, (
-            ShapeRule("gluon", 64, True, config=(("version", "g10"),)),
-            ShapeRule("gluon", 64, False, max_len=2047, config=(("version", "g10"),)),
-            ShapeRule("gluon", 64, False, min_len=2048, config=(("version", "g8"),)),
-            ShapeRule("gluon", 128, False, config=(("version", "g15"),)),
-            ShapeRule("gluon", 128, True, config=(("version", "g15"),)),
-        )),
+        routes=_shipped_gluon_routes("g15"),
     ),
     # g17-g23 changed the softmax's arithmetic and each ran slower than the step it changed (the notes), so no
     # per-shape version routes them and the iterations phase skips them.

@@ -18,7 +18,8 @@ from typing import Callable, Sequence
 
 import torch
 
-from .gpt2 import CACHES, GPT2, ModelArgs, cache_kwarg, cache_of, check_limits, check_tokens, transformers_module
+from .gpt2 import (CACHES, GPT2, PRESETS, ModelArgs, cache_kwarg, cache_of, check_limits, check_tokens, random_hf_model,
+                   transformers_module)
 from .attention import last_config
 from .fused_linear import device_facts, uses_pdl
 from .gpt2_fused import ArgmaxScratch, FusedStep, InductorStep, TorchStep, advance, argmax_advance
@@ -457,8 +458,6 @@ def random_started_session(model_name: str, batch: int, context: int, cache_kind
     """Our eager session over a GPT-2 preset with transformers' random weights (seed 0, bf16, on the GPU), its
     cache filled with a seeded random prompt of `context` tokens and room for `headroom` more: what the profiling
     scripts (scripts/profile_*.py) step under Nsight Compute."""
-    from .gpt2 import PRESETS, random_hf_model
-
     args = PRESETS[model_name]
     model = GPT2.from_hf(random_hf_model(args, seed=0, device="cuda", dtype=torch.bfloat16))
     s = OurSession(model, batch, context + headroom, cache_kind, step_impl, step_options=step_options)
