@@ -67,7 +67,7 @@ from ..common import (HALF_DTYPES, HEAD_DIMS as ANY_HEAD_DIMS, LOG2E, PADDED_HEA
                      device_sm_count, head_dim_tile, interpreting, l2_bytes)
 from ..gluon_compat import async_load, thread_barrier
 from .gluon_parts import (EMPTY_BARRIER, TURN_BARRIER, as_4d, await_empty, key_tiles, mma_layout, named_barrier,
-                          p_operand, release, rescale, softmax_update, store_output, tile_coords)
+                          p_operand, release, rescale, row_sums_start, softmax_update, store_output, tile_coords)
 # The tile kernel keeps its private name: the profiler and the report know it as _g1_kernel.
 from .gluon_tile import _g1_kernel
 from .gluon_schedule import ListSchedule, lpt_head_group, plan_list_schedule, plan_schedule
@@ -335,7 +335,7 @@ def _ws_consumer_overlap(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turn
 def _ws_consumer(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
                  OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr, CONSUMERS: gl.constexpr,
                  NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr,
-                 PACK_P: gl.constexpr):
+                 PACK_P: gl.constexpr, LANE_SUM: gl.constexpr):
     q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_desc = descs
     q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem = smem
     sched, num_heads, seq_len, tiles_m, total_tiles, head_group, snake = walk
@@ -366,7 +366,7 @@ def _ws_consumer(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl
         qb = qb_smem.index(i)
         mbarrier.wait(q_ready.index(i), (it // 2) & 1)
         m_i = gl.full([HALF], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
-        l_i = gl.full([HALF], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
+        l_i = row_sums_start(HALF, BLOCK_N, s_layout, LANE_SUM)
         acc = gl.zeros([HALF, HEAD_DIM], gl.float32, o_layout)
         acc_b = gl.zeros([HALF, HEAD_B], gl.float32, ob_layout)
         if OVERLAP:
@@ -391,7 +391,7 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_des
                OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr, SCHEDULED: gl.constexpr,
                CONSUMERS: gl.constexpr = 2, PRODUCER_REGS: gl.constexpr = 24, NAMED_RELEASE: gl.constexpr = False,
                SPLIT: gl.constexpr = 0, EX2_EMU: gl.constexpr = 0, TREE: gl.constexpr = False,
-               PACK_P: gl.constexpr = 0):
+               PACK_P: gl.constexpr = 0, LANE_SUM: gl.constexpr = False):
     """SPLIT=1 (g15): the head in two chunks, columns 0-63 through q_desc... and the rest through qb_desc...
     (boxes of 16 or 32 columns from column 64, over the same tensors), so a d=80 or d=96 head multiplies
     no zero columns; SPLIT=0 passes the first four descriptors again as the last four, unused."""
@@ -443,19 +443,19 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_des
         # g12 (d=64) and g24 (d=72-96): three 64-row consumer warpgroups on a 192-row tile, as FlashAttention-4 runs it.
         gl.warp_specialize([
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P)),
+                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM)),
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P)),
+                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM)),
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 2, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P)),
+                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM)),
             (_ws_producer, (descs, smem, bars, walk, CAUSAL, STAGES, SCHEDULED, CONSUMERS, NAMED_RELEASE, SPLIT)),
         ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])
     else:
         gl.warp_specialize([
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P)),
+                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM)),
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P)),
+                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM)),
             (_ws_producer, (descs, smem, bars, walk, CAUSAL, STAGES, SCHEDULED, CONSUMERS, NAMED_RELEASE, SPLIT)),
         ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 

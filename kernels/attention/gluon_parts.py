@@ -170,11 +170,43 @@ def softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK: gl.constexp
     else:
         p = gl.exp2(s)
     alpha = gl.exp2(m_i - m_new)
-    if TREE:
+    if len(l_i.shape) == 2:  # lane sums (row_sums_start): no shuffle until the tile's end
+        l_i = l_i * gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, l_i.type.layout)), 1) + lane_row_sums(p)
+    elif TREE:
         l_i = l_i * alpha + gl.convert_layout(row_reduce(p, False), m_i.type.layout)
     else:
         l_i = l_i * alpha + gl.sum(p, 1)
     return p, alpha, m_new, l_i
+
+
+@gluon.jit
+def lane_row_sums(p):
+    """Each row's sum over the columns this thread holds, one partial per lane of the row's four: a
+    [rows, 4] tile. Column 8 j + 2 (lane % 4) + r of a wgmma accumulator is register (j, r) of a lane, so
+    summing over j and r adds a thread's own registers; gl.sum(p, 1) also shuffles the four lanes together."""
+    M: gl.constexpr = p.shape[0]
+    N: gl.constexpr = p.shape[1]
+    return gl.sum(gl.sum(gl.reshape(p, [M, N // 8, 4, 2]), 3), 1)
+
+
+@gluon.jit
+def row_sums_start(M: gl.constexpr, N: gl.constexpr, s_layout: gl.constexpr, LANE_SUM: gl.constexpr):
+    """The softmax denominators before the first key tile: one per row, or with LANE_SUM (g28) one per row
+    and lane, which softmax_update then keeps apart until row_sums_total (FlashAttention-4's sm90 forward
+    keeps its row sums this way)."""
+    if LANE_SUM:
+        l_i = lane_row_sums(gl.zeros([M, N], gl.float32, s_layout))
+    else:
+        l_i = gl.full([M], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
+    return l_i
+
+
+@gluon.jit
+def row_sums_total(l_i):
+    """Each row's denominator: the lanes' partials added once, after the last key tile."""
+    if len(l_i.shape) == 2:
+        l_i = gl.sum(l_i, 1)
+    return l_i
 
 
 @gluon.jit
@@ -207,7 +239,7 @@ def store_output(acc, l_i, smem, o_desc, b, h, row, o_layout: gl.constexpr,
                   BLOCK: gl.constexpr, HEAD_DIM: gl.constexpr, COL: gl.constexpr = 0):
     """acc / l through shared memory `smem` (free by now) to global memory by one TMA store,
     which clips rows past seq_len. Returns once the store has read `smem`."""
-    l_o = gl.convert_layout(l_i, gl.SliceLayout(1, o_layout))
+    l_o = gl.convert_layout(row_sums_total(l_i), gl.SliceLayout(1, o_layout))
     o = acc / gl.expand_dims(l_o, 1)
     smem.store(o.to(o_desc.dtype))
     fence_async_shared()  # order the generic-proxy stores before the async-proxy (TMA) read

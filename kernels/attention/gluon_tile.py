@@ -12,7 +12,8 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
     warpgroup_mma_wait
 
 from ..gluon_compat import async_load, thread_barrier
-from .gluon_parts import as_4d, key_tiles, mma_layout, p_operand, rescale, softmax_update, store_output, tile_coords
+from .gluon_parts import as_4d, key_tiles, mma_layout, p_operand, rescale, row_sums_start, softmax_update, store_output, \
+    tile_coords
 
 
 @gluon.jit
@@ -124,7 +125,7 @@ def _g1_overlap_loop(n_full, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_
 @gluon.jit(do_not_specialize=["num_heads", "seq_len", "head_group"])
 def _g1_kernel(q_desc, k_desc, v_desc, o_desc, num_heads, seq_len, head_group, qk_scale,
                CAUSAL: gl.constexpr, STAGES: gl.constexpr, LPT: gl.constexpr, OVERLAP: gl.constexpr = False,
-               EX2_EMU: gl.constexpr = 0, TREE: gl.constexpr = False):
+               EX2_EMU: gl.constexpr = 0, TREE: gl.constexpr = False, LANE_SUM: gl.constexpr = False):
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[2]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[3]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[2]
@@ -173,7 +174,7 @@ def _g1_kernel(q_desc, k_desc, v_desc, o_desc, num_heads, seq_len, head_group, q
                      b, h, i, i < n_total, BLOCK_N, HEAD_DIM)
 
     m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
-    l_i = gl.full([BLOCK_M], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
+    l_i = row_sums_start(BLOCK_M, BLOCK_N, s_layout, LANE_SUM)
     acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
     rows = start_m + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
     mbarrier.wait(q_bar, 0)

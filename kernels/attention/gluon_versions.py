@@ -66,6 +66,10 @@ class GluonVersion:
     # and key step that ptxas adds before each P V of the overlapped loop (gluon_parts.p_operand): 1 (g26) after
     # the wait for the previous P V, 2 (g27) before it, into registers of its own
     packed_p: int = 0
+    # The softmax's row sums kept per lane (each thread's own columns) through the key loop and added across the
+    # row's four lanes once, at the tile's end, as FlashAttention-4's sm90 forward keeps them: no shuffles a key
+    # step for the sums (g28-g30)
+    lane_sums: bool = False
     head_dims: tuple = HEAD_DIMS  # the head sizes this step changes
     baseline: str = "sdpa"
     path: str = "gluon"
@@ -84,8 +88,9 @@ class GluonVersion:
         return self.ex2_emulated if self.changes(head_dim) and head_dim <= self.ex2_max_head_dim else 0
 
     def softmax_constexprs(self, head_dim) -> dict:
-        """The softmax's compile-time switches both kernels take at `head_dim` (EX2_EMU, TREE)."""
-        return dict(EX2_EMU=self.emulated_at(head_dim), TREE=self.tree_reduce and self.changes(head_dim))
+        """The softmax's compile-time switches both kernels take at `head_dim` (EX2_EMU, TREE, LANE_SUM)."""
+        return dict(EX2_EMU=self.emulated_at(head_dim), TREE=self.tree_reduce and self.changes(head_dim),
+                    LANE_SUM=self.lane_sums and self.changes(head_dim))
 
 
 def _story(name):
@@ -202,6 +207,20 @@ GLUON_VERSIONS = [
     GluonVersion(name="g27", **_story("g27"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
                  split_head=True, balanced=True, l2_weight=0.1, scheduled=True, packed_p=2, head_dims=(128,),
                  baseline="g15", predicted_speedup={"non-causal": (1.00, 1.04), "causal": (1.01, 1.05)}),
+    # g10 (the d=64 causal tile) with the row sums kept per lane.
+    GluonVersion(name="g28", **_story("g28"), kernel="g1", one_warpgroup=True, lpt=True, q_rows=64, lane_sums=True,
+                 head_dims=(64,), baseline="g10", predicted_speedup={"non-causal": (1.00, 1.03), "causal": (1.00, 1.03)}),
+    # g8 (the d=64 non-causal tile from N=2048) with the row sums kept per lane.
+    GluonVersion(name="g29", **_story("g29"), kernel="g1", one_warpgroup=True, lane_sums=True, head_dims=(64,),
+                 baseline="g8", maskings=("non-causal",), predicted_speedup={"non-causal": (1.00, 1.03)}),
+    # g27 with the row sums kept per lane, at every head size of the d=128 tile.
+    GluonVersion(name="g30", **_story("g30"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
+                 split_head=True, balanced=True, l2_weight=0.1, scheduled=True, packed_p=2, lane_sums=True,
+                 head_dims=(128,), baseline="g27", predicted_speedup={"non-causal": (1.00, 1.03), "causal": (1.00, 1.02)}),
+    # g12 (three consumer warpgroups on a 192-row tile at d=64) with g27's packed P and g30's lane sums.
+    GluonVersion(name="g31", **_story("g31"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
+                 balanced=True, l2_weight=0.1, scheduled=True, consumers=3, packed_p=2, lane_sums=True, head_dims=(64,),
+                 baseline="g10", predicted_speedup={"non-causal": (0.90, 1.02), "causal": (0.90, 1.02)}),
 ]
 
 _BY_NAME = {ver.name: ver for ver in GLUON_VERSIONS}
