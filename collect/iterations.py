@@ -358,7 +358,7 @@ def version_route(case: Case, device_name: str):
     if v.path is not None:
         return None
     if v.routes is not None:
-        return v.routes(case.head_dim, case.causal, case.seq_len)
+        return v.routes(case.head_dim, case.causal, case.seq_len, batch_heads=case.batch * case.heads)
     return flash_route(case, device_name)
 
 

@@ -97,9 +97,11 @@ def test_every_variant_compiles_for_sm90_to_wgmma_and_tma(variant, compiled):
     assert re.search(r"cp\.async\.bulk\.tensor\.4d\.global\.shared::cta", ptx), "the output must leave by TMA"
     assert "mbarrier.try_wait" in ptx
     assert facts["shared"] <= SMEM_LIMIT_SM90
-    # g12 and g14 (three consumer warpgroups at 160 registers) spill 8 bytes at d=64 causal; they lost in their
-    # sweeps and nothing routes to them (kernels/attention/notes.md). Every other variant keeps to its registers.
-    assert facts["spilled"] == 0 or (variant[0] in ("g12", "g14") and variant[2] == 64 and facts["spilled"] <= 8)
+    # g12, g14 and g31 (three consumer warpgroups at 160 registers) spill 8 bytes at d=64 causal: g12 and g14 lost in
+    # their sweeps; g31, spill and all, ran 1.03-1.05x g10 at N=16384 and is routed there (kernels/attention/notes.md).
+    # Every other variant keeps to its registers.
+    assert facts["spilled"] == 0 or (variant[0] in ("g12", "g14", "g31") and variant[2] == 64 and variant[3]
+                                     and facts["spilled"] <= 8)
 
 
 @pytest.mark.parametrize("dtype", G.DTYPES, ids=str)
@@ -238,7 +240,7 @@ def test_versions_are_a_dated_journey_with_ranges():
     assert dataclasses.replace(g5, balanced=False) == dataclasses.replace(
         g3, name="g5", change=g5.change, prediction=g5.prediction, predicted_speedup=g5.predicted_speedup,
         baseline="g3", maskings=g5.maskings, outcome=g5.outcome)
-    assert g5.balanced and not any(v.balanced for v in GV.GLUON_VERSIONS if v.name not in ("g5", "g6", "g7", "g11", "g12", "g13", "g14", "g15", "g19", "g23", "g24", "g25", "g26", "g27"))
+    assert g5.balanced and not any(v.balanced for v in GV.GLUON_VERSIONS if v.name not in ("g5", "g6", "g7", "g11", "g12", "g13", "g14", "g15", "g19", "g23", "g24", "g25", "g26", "g27", "g30", "g31"))
     # g6 is g5 whose walk also weighs the L2 a head group fills, measured against g5
     g6 = by_name["g6"]
     assert g6.l2_weight > 0 == g5.l2_weight and dataclasses.replace(g6, l2_weight=0.0) == dataclasses.replace(
@@ -247,7 +249,8 @@ def test_versions_are_a_dated_journey_with_ranges():
     # g8 is g1 on one warpgroup at d=64
     g1, g8 = by_name["g1"], by_name["g8"]
     assert g8.one_warpgroup and not any(v.one_warpgroup for v in GV.GLUON_VERSIONS
-                                        if v.name not in ("g8", "g9", "g10", "g16", "g17", "g18", "g20", "g21", "g22"))
+                                        if v.name not in ("g8", "g9", "g10", "g16", "g17", "g18", "g20", "g21", "g22",
+                                                          "g28", "g29"))
     assert g8.head_dims == (64,) and all(v.head_dims == GV.HEAD_DIMS for v in GV.GLUON_VERSIONS
                                          if int(v.name[1:]) < 8)
     assert dataclasses.replace(g8, one_warpgroup=False, head_dims=GV.HEAD_DIMS) == dataclasses.replace(
@@ -255,13 +258,13 @@ def test_versions_are_a_dated_journey_with_ranges():
         outcome=g8.outcome)
     # g9 is g8 whose causal tiles go out longest first across heads, measured against g8
     g9 = by_name["g9"]
-    assert g9.lpt and not any(v.lpt for v in GV.GLUON_VERSIONS if v.name not in ("g9", "g10", "g16", "g17", "g20", "g21"))
+    assert g9.lpt and not any(v.lpt for v in GV.GLUON_VERSIONS if v.name not in ("g9", "g10", "g16", "g17", "g20", "g21", "g28"))
     assert dataclasses.replace(g9, lpt=False) == dataclasses.replace(
         g8, name="g9", change=g9.change, prediction=g9.prediction, predicted_at=g9.predicted_at,
         predicted_speedup=g9.predicted_speedup, baseline="g8", maskings=("causal",), outcome=g9.outcome)
     # g10 is g9 on a 64-row tile, measured against g9
     g10 = by_name["g10"]
-    assert g10.q_rows == 64 and all(v.q_rows == 128 for v in GV.GLUON_VERSIONS if v.name not in ("g10", "g16", "g17", "g20", "g21"))
+    assert g10.q_rows == 64 and all(v.q_rows == 128 for v in GV.GLUON_VERSIONS if v.name not in ("g10", "g16", "g17", "g20", "g21", "g28"))
     assert dataclasses.replace(g10, q_rows=128) == dataclasses.replace(
         g9, name="g10", change=g10.change, prediction=g10.prediction, predicted_speedup=g10.predicted_speedup,
         baseline="g9", outcome=g10.outcome)
@@ -274,7 +277,7 @@ def test_versions_are_a_dated_journey_with_ranges():
         baseline="g6", outcome=g7.outcome)
     # g11 is g4's ping-pong with named-barrier turns on g7's walk at d=128; g12 the same on three consumers at d=64
     g4, g11, g12 = by_name["g4"], by_name["g11"], by_name["g12"]
-    turns = ("g11", "g12", "g13", "g14", "g15", "g19", "g23", "g24", "g25", "g26", "g27")
+    turns = ("g11", "g12", "g13", "g14", "g15", "g19", "g23", "g24", "g25", "g26", "g27", "g30", "g31")
     assert all(by_name[n].named_turns for n in turns) and not any(
         v.named_turns for v in GV.GLUON_VERSIONS if v.name not in turns)
     assert dataclasses.replace(g11, named_turns=False, head_dims=GV.HEAD_DIMS) == dataclasses.replace(
@@ -284,7 +287,7 @@ def test_versions_are_a_dated_journey_with_ranges():
     assert dataclasses.replace(g12, consumers=2, head_dims=(128,)) == dataclasses.replace(
         g11, name="g12", change=g12.change, prediction=g12.prediction, predicted_speedup=g12.predicted_speedup,
         baseline="g10", maskings=("causal",), outcome=g12.outcome)
-    assert all(v.consumers == 2 for v in GV.GLUON_VERSIONS if v.name not in ("g12", "g14", "g24", "g25"))
+    assert all(v.consumers == 2 for v in GV.GLUON_VERSIONS if v.name not in ("g12", "g14", "g24", "g25", "g31"))
     # g13 is g11 releasing its K/V slots by named barriers; g14 is g12 with the same change
     g13, g14 = by_name["g13"], by_name["g14"]
     assert g13.named_release and g14.named_release and not any(v.named_release for v in GV.GLUON_VERSIONS
@@ -304,7 +307,7 @@ def test_versions_are_a_dated_journey_with_ranges():
     assert GV.version_plan(g16, 64) == GV.version_plan(g10, 64)
     g15 = by_name["g15"]
     assert g15.split_head and not any(
-        v.split_head for v in GV.GLUON_VERSIONS if v.name not in ("g15", "g19", "g23", "g24", "g25", "g26", "g27"))
+        v.split_head for v in GV.GLUON_VERSIONS if v.name not in ("g15", "g19", "g23", "g24", "g25", "g26", "g27", "g30"))
     assert dataclasses.replace(g15, split_head=False) == dataclasses.replace(
         g11, name="g15", change=g15.change, prediction=g15.prediction, predicted_speedup=g15.predicted_speedup,
         baseline="g11", maskings=g15.maskings, outcome=g15.outcome)
@@ -358,12 +361,27 @@ def test_versions_are_a_dated_journey_with_ranges():
     # g26: g15 with P packed in pairs, the one change, on g15's tiles
     # g27: the same, P packed before the wait for the previous P V
     g26, g27 = by_name["g26"], by_name["g27"]
-    assert not any(v.packed_p for v in GV.GLUON_VERSIONS if v.name not in ("g26", "g27"))
+    assert not any(v.packed_p for v in GV.GLUON_VERSIONS if v.name not in ("g26", "g27", "g30", "g31"))
     for ver, mode in ((g26, 1), (g27, 2)):
         assert ver.packed_p == mode and dataclasses.replace(ver, packed_p=0) == dataclasses.replace(
             g15, name=ver.name, change=ver.change, prediction=ver.prediction, predicted_at=ver.predicted_at,
             predicted_speedup=ver.predicted_speedup, baseline="g15", outcome=ver.outcome)
         assert all(GV.version_plan(ver, d) == GV.version_plan(g15, d) for d in (64, 80, 96, 128))
+    # g28-g30: the row sums kept per lane, the one change over g10, g8 and g27, on their tiles
+    assert not any(v.lane_sums for v in GV.GLUON_VERSIONS if int(v.name[1:]) < 28)
+    for new, old in ((by_name["g28"], g10), (by_name["g29"], g8), (by_name["g30"], g27)):
+        assert new.lane_sums and dataclasses.replace(new, lane_sums=False) == dataclasses.replace(
+            old, name=new.name, change=new.change, prediction=new.prediction, predicted_at=new.predicted_at,
+            predicted_speedup=new.predicted_speedup, baseline=old.name, maskings=new.maskings,
+            outcome=new.outcome), new.name
+        assert all(GV.version_plan(new, d) == GV.version_plan(old, d) for d in (64, 80, 96, 128))
+        assert new.softmax_constexprs(64 if old.head_dims == (64,) else 128)["LANE_SUM"]
+    # g31: g12's three consumers at d=64 with g27's packed P and g28's lane sums
+    g31 = by_name["g31"]
+    assert dataclasses.replace(g31, packed_p=0, lane_sums=False) == dataclasses.replace(
+        g12, name="g31", change=g31.change, prediction=g31.prediction, predicted_at=g31.predicted_at,
+        predicted_speedup=g31.predicted_speedup, maskings=g31.maskings, outcome=g31.outcome)
+    assert GV.version_plan(g31, 64) == GV.version_plan(g12, 64) and not g31.softmax_constexprs(128)["LANE_SUM"]
 
 
 # --- the causal walk's schedule (host side; the kernel walks the same order on the GPU) -----------

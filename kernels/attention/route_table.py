@@ -26,8 +26,10 @@ PATH_KERNELS = {
 
 def _lengths(rule) -> str:
     if rule.max_len is None:
-        return "any N" if rule.min_len <= 1 else f"N >= {rule.min_len}"
-    return f"N <= {rule.max_len}" if rule.min_len <= 1 else f"{rule.min_len} <= N <= {rule.max_len}"
+        lengths = "any N" if rule.min_len <= 1 else f"N >= {rule.min_len}"
+    else:
+        lengths = f"N <= {rule.max_len}" if rule.min_len <= 1 else f"{rule.min_len} <= N <= {rule.max_len}"
+    return lengths + (f", B*H*N >= 2^{rule.min_rows.bit_length() - 1}" if rule.min_rows else "")
 
 
 def _head_sizes(rule, earlier) -> str:
@@ -36,8 +38,8 @@ def _head_sizes(rule, earlier) -> str:
     def takes(r, d):
         return head_dim_tile(d) == r.head_dim and (r.head_sizes is None or r.head_sizes[0] <= d <= r.head_sizes[1])
 
-    same = [r for r in earlier if (r.head_dim, r.causal, r.min_len, r.max_len) ==
-            (rule.head_dim, rule.causal, rule.min_len, rule.max_len)]
+    same = [r for r in earlier if (r.head_dim, r.causal, r.min_len, r.max_len, r.min_rows) ==
+            (rule.head_dim, rule.causal, rule.min_len, rule.max_len, rule.min_rows)]
     sizes = [d for d in HEAD_DIMS if takes(rule, d) and not any(takes(r, d) for r in same)]
     return f"d {sizes[0]}-{sizes[-1]}" if len(sizes) > 1 else f"d {sizes[0]}"
 
