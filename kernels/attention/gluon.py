@@ -58,6 +58,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared,
     mbarrier,
+    tma,
     warpgroup_mma,
     warpgroup_mma_wait,
 )
@@ -294,7 +295,10 @@ def _ws_consumer_overlap(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turn
                          acc_b, qk_scale, rows, seq_len, WG: gl.constexpr, s_layout: gl.constexpr,
                          o_layout: gl.constexpr, ob_layout: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
                          PINGPONG: gl.constexpr, CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr,
-                         SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr, PACK_P: gl.constexpr):
+                         SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr, PACK_P: gl.constexpr,
+                         stored_q=-1):
+    """stored_q >= 0 (g32, g33): the Q slot whose output store the previous tile left in flight; it is waited on
+    and handed back to the producer once this tile's first scores are in, not before the tile starts."""
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     # Tile 0 alone: its scores, waited on; masked always (cheap on one tile, and right whether or
@@ -304,6 +308,9 @@ def _ws_consumer_overlap(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turn
     release(k_empty, slot, EMPTY_BARRIER + slot, NAMED_RELEASE, CONSUMERS)
     cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
     p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, True, CAUSAL, EX2_EMU, TREE)
+    if stored_q >= 0:
+        tma.store_wait(0)
+        mbarrier.arrive(q_empty.index(stored_q))
     pb = p_operand(p, q.dtype, ob_layout, PACK_P > 0)
     p = p_operand(p, q.dtype, o_layout, PACK_P > 0)
     prev_slot = slot
@@ -335,7 +342,7 @@ def _ws_consumer_overlap(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turn
 def _ws_consumer(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
                  OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr, CONSUMERS: gl.constexpr,
                  NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr,
-                 PACK_P: gl.constexpr, LANE_SUM: gl.constexpr):
+                 PACK_P: gl.constexpr, LANE_SUM: gl.constexpr, LATE_RELEASE: gl.constexpr):
     q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_desc = descs
     q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem = smem
     sched, num_heads, seq_len, tiles_m, total_tiles, head_group, snake = walk
@@ -370,19 +377,27 @@ def _ws_consumer(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl
         acc = gl.zeros([HALF, HEAD_DIM], gl.float32, o_layout)
         acc_b = gl.zeros([HALF, HEAD_B], gl.float32, ob_layout)
         if OVERLAP:
+            stored_q = -1
+            if LATE_RELEASE and it > 0:
+                stored_q = 2 * WG + (it - 1) % 2
             kv, turns, m_i, l_i, acc, acc_b = _ws_consumer_overlap(
                 q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_full, n_total, m_i, l_i, acc, acc_b,
                 qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, CAUSAL, STAGES, PINGPONG, CONSUMERS,
-                NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P)
+                NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, stored_q)
         else:
             kv, m_i, l_i, acc = _ws_consumer_plain(q, k_smem, v_smem, bars, kv, n_full, n_total, m_i, l_i, acc,
                                                    qk_scale, rows, seq_len, s_layout, o_layout, CAUSAL, STAGES)
-        # Q is dead: the output leaves through its slot, which is then handed back.
-        store_output(acc, l_i, q, o_desc, b, h, row0, o_layout, HALF, HEAD_DIM)
+        # Q is dead: the output leaves through its slot, which is then handed back: at once, or (LATE_RELEASE, g32
+        # and g33, overlapped loop only) with the store still in flight, once the next tile's first scores are in.
+        late: gl.constexpr = LATE_RELEASE and OVERLAP
+        store_output(acc, l_i, q, o_desc, b, h, row0, o_layout, HALF, HEAD_DIM, WAIT=not late)
         if SPLIT:
-            store_output(acc_b, l_i, qb, ob_desc, b, h, row0, ob_layout, HALF, HEAD_B, HEAD_DIM)
-        mbarrier.arrive(q_empty.index(i))
+            store_output(acc_b, l_i, qb, ob_desc, b, h, row0, ob_layout, HALF, HEAD_B, HEAD_DIM, WAIT=not late)
+        if not late:
+            mbarrier.arrive(q_empty.index(i))
         it += 1
+    if LATE_RELEASE:
+        tma.store_wait(0)  # the last tile's store reads shared memory the block is about to give up
 
 
 @gluon.jit(do_not_specialize=["num_heads", "seq_len", "tiles_m", "total_tiles", "head_group", "snake"])
@@ -391,7 +406,7 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_des
                OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr, SCHEDULED: gl.constexpr,
                CONSUMERS: gl.constexpr = 2, PRODUCER_REGS: gl.constexpr = 24, NAMED_RELEASE: gl.constexpr = False,
                SPLIT: gl.constexpr = 0, EX2_EMU: gl.constexpr = 0, TREE: gl.constexpr = False,
-               PACK_P: gl.constexpr = 0, LANE_SUM: gl.constexpr = False):
+               PACK_P: gl.constexpr = 0, LANE_SUM: gl.constexpr = False, LATE_RELEASE: gl.constexpr = False):
     """SPLIT=1 (g15): the head in two chunks, columns 0-63 through q_desc... and the rest through qb_desc...
     (boxes of 16 or 32 columns from column 64, over the same tensors), so a d=80 or d=96 head multiplies
     no zero columns; SPLIT=0 passes the first four descriptors again as the last four, unused."""
@@ -443,19 +458,24 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_des
         # g12 (d=64) and g24 (d=72-96): three 64-row consumer warpgroups on a 192-row tile, as FlashAttention-4 runs it.
         gl.warp_specialize([
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM)),
+                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM,
+                            LATE_RELEASE)),
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM)),
+                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM,
+                            LATE_RELEASE)),
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 2, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM)),
+                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM,
+                            LATE_RELEASE)),
             (_ws_producer, (descs, smem, bars, walk, CAUSAL, STAGES, SCHEDULED, CONSUMERS, NAMED_RELEASE, SPLIT)),
         ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])
     else:
         gl.warp_specialize([
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM)),
+                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM,
+                            LATE_RELEASE)),
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM)),
+                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM,
+                            LATE_RELEASE)),
             (_ws_producer, (descs, smem, bars, walk, CAUSAL, STAGES, SCHEDULED, CONSUMERS, NAMED_RELEASE, SPLIT)),
         ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
@@ -604,7 +624,8 @@ def _launch_args(version, shape, causal, scale, sm_count, l2_bytes=H200_L2_BYTES
                  PINGPONG=2 if version.named_turns else int(version.pingpong), CONSUMER_REGS=plan.consumer_regs,
                  SCHEDULED=sched is not None, CONSUMERS=plan.consumers, PRODUCER_REGS=plan.producer_regs,
                  NAMED_RELEASE=version.named_release, SPLIT=int(bool(plan.head_b)),
-                 PACK_P=version.packed_p if version.changes(head_dim) else 0, **version.softmax_constexprs(head_dim)),
+                 PACK_P=version.packed_p if version.changes(head_dim) else 0,
+                 LATE_RELEASE=version.late_release and version.changes(head_dim), **version.softmax_constexprs(head_dim)),
             dict(num_warps=plan.num_warps), plan)
 
 

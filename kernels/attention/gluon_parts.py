@@ -236,15 +236,17 @@ def p_operand(p, dtype: gl.constexpr, o_layout: gl.constexpr, PACK: gl.constexpr
 
 @gluon.jit
 def store_output(acc, l_i, smem, o_desc, b, h, row, o_layout: gl.constexpr,
-                  BLOCK: gl.constexpr, HEAD_DIM: gl.constexpr, COL: gl.constexpr = 0):
+                  BLOCK: gl.constexpr, HEAD_DIM: gl.constexpr, COL: gl.constexpr = 0, WAIT: gl.constexpr = True):
     """acc / l through shared memory `smem` (free by now) to global memory by one TMA store,
-    which clips rows past seq_len. Returns once the store has read `smem`."""
+    which clips rows past seq_len. Returns once the store has read `smem`; WAIT=False returns at once, and the
+    caller waits (tma.store_wait) before `smem` is written again."""
     l_o = gl.convert_layout(row_sums_total(l_i), gl.SliceLayout(1, o_layout))
     o = acc / gl.expand_dims(l_o, 1)
     smem.store(o.to(o_desc.dtype))
     fence_async_shared()  # order the generic-proxy stores before the async-proxy (TMA) read
     async_store(o_desc, [b, h, row, COL], as_4d(smem, BLOCK, HEAD_DIM))
-    tma.store_wait(0)
+    if WAIT:
+        tma.store_wait(0)
 
 
 @gluon.jit

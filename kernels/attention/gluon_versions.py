@@ -70,6 +70,9 @@ class GluonVersion:
     # row's four lanes once, at the tile's end, as FlashAttention-4's sm90 forward keeps them: no shuffles a key
     # step for the sums (g28-g30)
     lane_sums: bool = False
+    # ws kernel, overlapped loop: a tile's output store left in flight, and its Q slot handed back to the producer
+    # once the next tile's first scores are in, rather than waited on before the next tile starts (g32, g33)
+    late_release: bool = False
     head_dims: tuple = HEAD_DIMS  # the head sizes this step changes
     baseline: str = "sdpa"
     path: str = "gluon"
@@ -221,6 +224,16 @@ GLUON_VERSIONS = [
     GluonVersion(name="g31", **_story("g31"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
                  balanced=True, l2_weight=0.1, scheduled=True, consumers=3, packed_p=2, lane_sums=True, head_dims=(64,),
                  baseline="g10", predicted_speedup={"non-causal": (0.90, 1.02), "causal": (0.90, 1.02)}),
+    # g30 with each tile's output store left in flight until the next tile's first scores.
+    GluonVersion(name="g32", **_story("g32"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
+                 split_head=True, balanced=True, l2_weight=0.1, scheduled=True, packed_p=2, lane_sums=True,
+                 late_release=True, head_dims=(128,), baseline="g30",
+                 predicted_speedup={"non-causal": (1.00, 1.04), "causal": (1.00, 1.02)}),
+    # g31 with the same late release.
+    GluonVersion(name="g33", **_story("g33"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
+                 balanced=True, l2_weight=0.1, scheduled=True, consumers=3, packed_p=2, lane_sums=True,
+                 late_release=True, head_dims=(64,), baseline="g31",
+                 predicted_speedup={"non-causal": (1.00, 1.02), "causal": (1.00, 1.03)}),
 ]
 
 _BY_NAME = {ver.name: ver for ver in GLUON_VERSIONS}
