@@ -14,16 +14,15 @@ a rule whose path cannot run here passes to the next), from :data:`SHAPE_RULES` 
 
     shape class                                    path    version  kernel function (kernels/attention/)
     ---------------------------------------------  ------  -------  ------------------------------------
-    d 40-64, causal, N >= 16384, B*H*N >= 2^18     gluon   g31      gluon._ws_kernel
+    d 40-64, causal, N >= 8192, B*H*N >= 2^17      gluon   g33      gluon._ws_kernel
     d 40-64, causal, any N                         gluon   g28      gluon_tile._g1_kernel
     d 40-64, non-causal, N <= 2047                 gluon   g10      gluon_tile._g1_kernel
-    d 40-64, non-causal, N >= 2048, B*H*N >= 2^18  gluon   g31      gluon._ws_kernel
+    d 40-64, non-causal, N >= 2048, B*H*N >= 2^18  gluon   g33      gluon._ws_kernel
     d 40-64, non-causal, N >= 2048                 gluon   g8       gluon_tile._g1_kernel
     d 72-80, non-causal, any N                     gluon   g30      gluon._ws_kernel
     d 88-96, non-causal, any N                     gluon   g27      gluon._ws_kernel
-    d 104-128, non-causal, any N                   gluon   g30      gluon._ws_kernel
-    d 72-80, causal, any N                         gluon   g30      gluon._ws_kernel
-    d 88-128, causal, any N                        gluon   g27      gluon._ws_kernel
+    d 104-128, non-causal, any N                   gluon   g32      gluon._ws_kernel
+    d 72-128, causal, any N                        gluon   g32      gluon._ws_kernel
     any other shape                                hopper  -        hopper._hopper_fwd_ws_persistent, or hopper._hopper_fwd_ws + hopper._diag_merge (causal from hopper.SPLIT_FROM_SEQ_LEN)
 
 A head size runs in the tile of the next power of two (d=80 in the d=128 tile, kernels/common.py),
@@ -110,16 +109,17 @@ class ShapeRule:
                 and n >= self.min_len and (self.max_len is None or n <= self.max_len))
 
 
-# Measured on the H200, 2026-11-30 (d=64 causal, d=64 below N=2048 and d=128: 2026-12-03; g27-g31: 2026-12-04), with Triton 3.6.0 (so only that Triton applies them by itself:
+# Measured on the H200, 2026-11-30 (d=64 causal, d=64 below N=2048 and d=128: 2026-12-03; g27-g33: 2026-12-04), with Triton 3.6.0 (so only that Triton applies them by itself:
 # kernels/supported.py): device time of every path and Gluon step beside SDPA's cuDNN and flash
 # backends in one process, at the goal shapes (d=64: B=2 H=8; d=128: B=4 H=32), fp16 and bf16.
 # First match wins.
 SHAPE_RULES: tuple[ShapeRule, ...] = (
-    ShapeRule("gluon", 64, True, min_len=16384, min_rows=2 ** 18, config=(("version", "g31"),),
-              evidence="d=64 causal from N=16384 and 2^18 query rows (2026-12-04, beside FlashAttention-4, B=2 H=8, "
-                       "two sweeps): three consumer warpgroups with P packed and the row sums per lane (g31) ran "
-                       "1.028-1.048x g10 at N=16384, 0.99-1.01x at 8192, 0.91x at 4096 and 0.92x at B=8 H=16 N=2048, "
-                       "where each tile's walk is short"),
+    ShapeRule("gluon", 64, True, min_len=8192, min_rows=2 ** 17, config=(("version", "g33"),),
+              evidence="d=64 causal from N=8192 and 2^17 query rows (2026-12-04, beside FlashAttention-4, B=2 H=8): "
+                       "three consumer warpgroups with P packed, row sums per lane and each tile's store left in "
+                       "flight (g33) ran 1.022-1.029x g31 at N=16384 (0.966-0.967x FlashAttention-4) and 1.029-1.035x "
+                       "g28 at N=8192; 0.92x g28 at N=4096 and B=8 H=16 N=2048 and 0.87x at N=2048, where each "
+                       "tile's walk is short"),
     ShapeRule("gluon", 64, True, config=(("version", "g28"),),
               evidence="d=64 causal (2026-12-04, beside FlashAttention-4): g10 with the row sums per lane (g28) ran "
                        "1.001-1.012x g10 at B=2 H=8 N=4096-16384 and B=8 H=16 N=2048; g10, the 64-row tile longest "
@@ -129,11 +129,11 @@ SHAPE_RULES: tuple[ShapeRule, ...] = (
               evidence="d=64 non-causal below N=2048 (2026-12-03, bf16, B=2 H=8): the 64-row tile (g10's kernel, "
                        "a two-dimensional grid when non-causal) ran 1.26x cuDNN at N=512 and 1.05x at 1024, where "
                        "g8's 128-row tile ran 0.97x and 0.85x and the Hopper kernel 0.90x and 0.87x"),
-    ShapeRule("gluon", 64, False, min_len=2048, min_rows=2 ** 18, config=(("version", "g31"),),
-              evidence="d=64 non-causal from 2^18 query rows (2026-12-04, beside FlashAttention-4, two sweeps): g31's "
-                       "192-row tiles ran 1.042-1.069x g8 at B=2 H=8 N=16384 and 1.025-1.039x at B=8 H=16 N=2048 "
-                       "(10.4 and 10.7 waves of tiles), 0.96-0.97x at B=2 H=8 N=4096 and 8192 (2.7 and 5.2 waves) "
-                       "and 0.73x at N=2048"),
+    ShapeRule("gluon", 64, False, min_len=2048, min_rows=2 ** 18, config=(("version", "g33"),),
+              evidence="d=64 non-causal from 2^18 query rows (2026-12-04, beside FlashAttention-4, three sweeps): "
+                       "the 192-row tiles of g31 ran 1.042-1.069x g8 at B=2 H=8 N=16384 and 1.025-1.039x at B=8 H=16 "
+                       "N=2048 (10.4 and 10.7 waves of tiles), 0.96-0.97x at B=2 H=8 N=4096 and 8192 (2.7 and 5.2 "
+                       "waves) and 0.73x at N=2048; g33 ran 1.000-1.007x g31"),
     ShapeRule("gluon", 64, False, min_len=2048, config=(("version", "g8"),),
               evidence="d=64 non-causal from N=2048: the Gluon kernel's one-warpgroup tile (g8) ran 1.06-1.08x "
                        "the fastest SDPA backend, g1 0.97-1.00x and the portable kernel 0.95-0.97x; g8 with the row "
@@ -141,20 +141,19 @@ SHAPE_RULES: tuple[ShapeRule, ...] = (
     ShapeRule("gluon", 128, False, head_sizes=(72, 80), config=(("version", "g30"),),
               evidence="d=72-80 non-causal (2026-12-04, beside FlashAttention-4, B=4 H=32 N=4096): g27 with the "
                        "row sums per lane (g30) ran 1.034-1.039x g27 at d=80, fp16 and bf16, where the head's "
-                       "second chunk is 16 columns"),
+                       "second chunk is 16 columns; g32 ran 0.984x g30"),
     ShapeRule("gluon", 128, False, head_sizes=(88, 96), config=(("version", "g27"),),
               evidence="d=88-96 non-causal (2026-12-04, beside FlashAttention-4, B=4 H=32 N=4096): g30 ran "
-                       "0.993-0.994x g27 at d=96 (a 32-column second chunk); g27 ran 1.008x g15 there"),
-    ShapeRule("gluon", 128, False, config=(("version", "g30"),),
-              evidence="d=104-128 non-causal (2026-12-04, beside FlashAttention-4, two sweeps): g30 ran 1.015-1.019x "
-                       "g15 at B=4 H=32 N=4096 and 16384, 1.013-1.015x at B=1 H=16 N=8192, 0.997-1.030x at B=1 "
-                       "H=32 N=32768 and 0.995-1.007x at B=4 H=32 N=512 and 1024"),
-    ShapeRule("gluon", 128, True, head_sizes=(72, 80), config=(("version", "g30"),),
-              evidence="d=72-80 causal (2026-12-04, B=4 H=32 N=4096): g30 ran 1.020-1.021x g27 at d=80"),
-    ShapeRule("gluon", 128, True, config=(("version", "g27"),),
-              evidence="d=88-128 causal (2026-12-04, B=4 H=32): g27 ran 1.013-1.023x g15 at d=128 N=4096 and "
-                       "16384, fp16 and bf16, 0.98-1.00x FlashAttention-4; g30 ran 0.978-1.003x g27 at d=128 and "
-                       "0.993-0.997x at d=96"),
+                       "0.993-0.994x g27 at d=96 (a 32-column second chunk) and g32 0.979-0.980x; g27 ran 1.008x "
+                       "g15 there"),
+    ShapeRule("gluon", 128, False, config=(("version", "g32"),),
+              evidence="d=104-128 non-causal (2026-12-04, beside FlashAttention-4): g32 ran 1.017-1.018x g30 at B=4 "
+                       "H=32 N=512, 1.010-1.011x at 1024, 1.004-1.011x at 4096 and 16384, 1.003x at B=1 H=16 "
+                       "N=8192 and 1.006-1.009x at B=1 H=32 N=32768; g30 ran 1.013-1.019x g15 from N=4096"),
+    ShapeRule("gluon", 128, True, config=(("version", "g32"),),
+              evidence="d=72-128 causal (2026-12-04, B=4 H=32): g32 ran 1.010-1.012x g27 at d=128 N=4096, "
+                       "0.990-1.004x at N=16384, 1.004-1.005x at d=96 and 1.004-1.005x g30 at d=80 (g30: 1.020x "
+                       "g27 there); g27 ran 1.013-1.023x g15 at d=128 (2026-12-04)"),
 )
 
 

@@ -1,4 +1,4 @@
-"""The Gluon kernel's journey (gluon.py): each step, g1 to g27, as one literal record of its settings,
+"""The Gluon kernel's journey (gluon.py): each step, g1 to g33, as one literal record of its settings,
 and the fixed tiles each of the two kernels runs at a head size.
 
 A step's words (the change, the prediction written before it was measured, the outcome) are in

@@ -131,6 +131,23 @@ def _v44_routes():
     ))
 
 
+def _v49_routes():
+    """The per-shape routes v49 shipped with: g31 at d=64 from 2^18 query rows (causal from N=16384), g28 at the rest
+    of d=64 causal, g30 at d=72-80 and d=104-128 non-causal and d=72-80 causal, v44's kernels elsewhere."""
+    return partial(rule_route, (
+        ShapeRule("gluon", 64, True, min_len=16384, min_rows=2 ** 18, config=(("version", "g31"),)),
+        ShapeRule("gluon", 64, True, config=(("version", "g28"),)),
+        ShapeRule("gluon", 64, False, max_len=2047, config=(("version", "g10"),)),
+        ShapeRule("gluon", 64, False, min_len=2048, min_rows=2 ** 18, config=(("version", "g31"),)),
+        ShapeRule("gluon", 64, False, min_len=2048, config=(("version", "g8"),)),
+        ShapeRule("gluon", 128, False, head_sizes=(72, 80), config=(("version", "g30"),)),
+        ShapeRule("gluon", 128, False, head_sizes=(88, 96), config=(("version", "g27"),)),
+        ShapeRule("gluon", 128, False, config=(("version", "g30"),)),
+        ShapeRule("gluon", 128, True, head_sizes=(72, 80), config=(("version", "g30"),)),
+        ShapeRule("gluon", 128, True, config=(("version", "g27"),)),
+    ))
+
+
 def _unrouted_gluon_step(name, step, baseline):
     """A Gluon step no per-shape version routes: its words, prediction, maskings and head sizes are its record's
     (gluon_versions.py), its baseline the version of the step it changed; the iterations phase skips it."""
@@ -499,9 +516,8 @@ VERSIONS = {v.name: v for v in [
         # at d=128 (d=64 causal unchanged).
         predicted_speedup={"non-causal": (0.98, 1.03), "causal": (0.96, 1.02)},
         features=None,
-        # v49 runs v44's kernels at every shape the iterations phase times but d=64 non-causal N=16384 (g31) and the
-        # d=64 causal and d=128 non-causal ones (g28, g30: v44's kernels with the row sums per lane); run
-        # h200-20261204c timed v44.
+        # v49 and v52 run v44's kernels with later changes (row sums per lane, three consumers, late stores) at the
+        # shapes the iterations phase times; run h200-20261204c timed v44.
         in_phase=False,
         # The rules v44 shipped with, frozen here so that it still runs as shipped after v49.
         routes=_v44_routes(),
@@ -520,9 +536,26 @@ VERSIONS = {v.name: v for v in [
         # 1.03-1.05x, d=64 non-causal N=16384 by 1.04-1.07x and d=128 non-causal by g30's 1.015-1.02x.
         predicted_speedup={"non-causal": (0.99, 1.04), "causal": (0.96, 1.02)},
         features=None,
+        # The rules v49 shipped with, frozen here so that it still runs as shipped after v52. Run h200-20261204d
+        # timed v49; v52 runs its kernels with each tile's store left in flight at the shapes that changed.
+        in_phase=False,
+        routes=_v49_routes(),
+    ),
+    # g32-g33: each tile's output store left in flight until the next tile's first scores (g32 on g30's kernel, g33
+    # on g31's). v52-per-shape routes both.
+    _unrouted_gluon_step("v50-gluon-late-release", "g32", "v47-gluon-lane-sums-split"),
+    _unrouted_gluon_step("v51-gluon-three-late", "g33", "v48-gluon-three-packed"),
+    KernelVersion(
+        name="v52-per-shape", **_story("v52-per-shape"),
+        path=None,
+        baseline="sdpa",
+        # Against the fastest other implementation at the goal shapes: v49's, with d=64 causal from N=8192 up by
+        # g33's 1.02-1.04x and d=128 by g32's 1.00-1.01x.
+        predicted_speedup={"non-causal": (0.99, 1.04), "causal": (0.97, 1.03)},
+        features=None,
     ),
 ]}
-FINAL_VERSION = "v49-per-shape"
+FINAL_VERSION = "v52-per-shape"
 
 
 def get_version(name):
