@@ -37,7 +37,7 @@ YARDSTICKS = ("fa4", "sdpa-cudnn")
 # (head_dim, causal, batch, heads, seq_len) -> the versions to time there; the largest gaps first. "steps": the
 # second sweep of 2026-12-03 (g11-g14); "routes": which existing step serves the weakest classes best;
 # "split": g15 at d=72-96; "split3": g24-g25; "pack": g26; "pack2": g27; "overlap": g16 at d=64; "exp2": g17-g20;
-# "tree": g21-g23; "lanes", "lanes2": g28-g31; "late", "late2": g32-g33.
+# "tree": g21-g23; "lanes", "lanes2": g28-g31; "late", "late2": g32-g33; "chain": g34-g35.
 PLANS = {}
 PLANS["steps"] = (
     ((128, False, 4, 32, 16384), ("g3", "g11", "g13")),
@@ -207,9 +207,23 @@ PLANS["late2"] = (  # g32-g33 where the first sweep left a route open
     ((64, False, 8, 16, 2048), ("g31", "g33")),
     ((64, True, 2, 8, 2048), ("g28", "g33")),
 )
+PLANS["chain"] = (  # g34-g35: each tile's last P V beside the next tile's first scores
+    ((128, False, 4, 32, 512), ("g32", "g34")),
+    ((64, True, 2, 8, 8192), ("g33", "g35")),
+    ((64, True, 2, 8, 16384), ("g33", "g35")),
+    ((128, False, 4, 32, 1024), ("g32", "g34")),
+    ((64, True, 2, 8, 4096), ("g28", "g33", "g35")),
+    ((64, True, 8, 16, 2048), ("g28", "g33", "g35")),
+    ((128, False, 4, 32, 4096), ("g32", "g34")),
+    ((128, True, 4, 32, 4096), ("g32", "g34")),
+    ((128, False, 4, 32, 16384), ("g32", "g34")),
+    ((64, False, 2, 8, 16384), ("g33", "g35")),
+    ((128, True, 4, 32, 16384), ("g32", "g34")),
+    ((80, False, 4, 32, 4096), ("g30", "g34")),
+)
 # Ragged and small shapes every new version must get right before anything is timed.
 CHECKS = ((1, 2, 1000), (2, 3, 333), (1, 1, 4096 + 77))
-NEW = ("g32", "g33")
+NEW = ("g34", "g35")
 
 
 def label(dtype, head_dim, causal, b, h, n):

@@ -291,6 +291,27 @@ def _ws_overlap_step(j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb
 
 
 @gluon.jit
+def _ws_key_steps(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_full, n_total, p, pb, prev_slot,
+                  prev_phase, m_i, l_i, acc, acc_b, qk_scale, rows, seq_len, WG: gl.constexpr, s_layout: gl.constexpr,
+                  o_layout: gl.constexpr, ob_layout: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
+                  PINGPONG: gl.constexpr, CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr,
+                  EX2_EMU: gl.constexpr, TREE: gl.constexpr, PACK_P: gl.constexpr):
+    """Key tiles 1 to n_total - 1 of a query tile whose tile 0 has been scored: the unmasked ones, then those the
+    mask or the sequence's end cuts."""
+    for j in range(1, gl.maximum(n_full, 1)):
+        kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_overlap_step(
+            j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b,
+            turns, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, False, CAUSAL, STAGES, PINGPONG,
+            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P)
+    for j in range(gl.maximum(n_full, 1), n_total):
+        kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_overlap_step(
+            j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b,
+            turns, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, True, CAUSAL, STAGES, PINGPONG,
+            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P)
+    return kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns
+
+
+@gluon.jit
 def _ws_consumer_overlap(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_full, n_total, m_i, l_i, acc,
                          acc_b, qk_scale, rows, seq_len, WG: gl.constexpr, s_layout: gl.constexpr,
                          o_layout: gl.constexpr, ob_layout: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
@@ -316,16 +337,10 @@ def _ws_consumer_overlap(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turn
     prev_slot = slot
     prev_phase = (kv // STAGES) & 1
     kv += 1
-    for j in range(1, gl.maximum(n_full, 1)):
-        kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_overlap_step(
-            j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b,
-            turns, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, False, CAUSAL, STAGES, PINGPONG,
-            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P)
-    for j in range(gl.maximum(n_full, 1), n_total):
-        kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_overlap_step(
-            j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b,
-            turns, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, True, CAUSAL, STAGES, PINGPONG,
-            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P)
+    kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_key_steps(
+        q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_full, n_total, p, pb, prev_slot, prev_phase, m_i,
+        l_i, acc, acc_b, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, CAUSAL, STAGES, PINGPONG,
+        CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P)
     # The last P V.
     mbarrier.wait(v_ready.index(prev_slot), prev_phase)
     acc = warpgroup_mma(p, v_smem.index(prev_slot), acc, is_async=True)
@@ -342,7 +357,160 @@ def _ws_consumer_overlap(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turn
 def _ws_consumer(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
                  OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr, CONSUMERS: gl.constexpr,
                  NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr,
-                 PACK_P: gl.constexpr, LANE_SUM: gl.constexpr, LATE_RELEASE: gl.constexpr):
+                 PACK_P: gl.constexpr, LANE_SUM: gl.constexpr, LATE_RELEASE: gl.constexpr, CHAINED: gl.constexpr):
+    """One consumer warpgroup's walk: its query tiles one after another, or (CHAINED, g34 and g35) each tile's last
+    P V issued beside the next tile's first Q Kᵀ."""
+    if CHAINED:
+        _ws_consumer_chained(descs, smem, bars, walk, qk_scale, WG, CAUSAL, STAGES, PINGPONG, SCHEDULED, CONSUMERS,
+                             SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM)
+    else:
+        _ws_consumer_tiles(descs, smem, bars, walk, qk_scale, WG, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
+                           CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM, LATE_RELEASE)
+
+
+@gluon.jit
+def _ws_chain_step(q, k_smem, qb, kb_smem, v_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, acc, acc_b,
+                   l_i, qk_scale, rows, seq_len, s_layout: gl.constexpr, o_layout: gl.constexpr,
+                   ob_layout: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr, CONSUMERS: gl.constexpr,
+                   SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr, PACK_P: gl.constexpr):
+    """The hand-over between two query tiles (g34, g35): the new tile's Q K_0ᵀ (q, kv) and the old tile's last
+    P V (p, prev_slot, into acc) issued back to back, the new tile's first softmax computed while that P V runs.
+    Returns the new tile's (kv, P operands, slot, phase, m_i, l_i) and the old tile's finished acc and acc_b."""
+    q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
+    HALF: gl.constexpr = q.shape[0]
+    BLOCK_N: gl.constexpr = k_smem.shape[1]
+    slot = kv % STAGES
+    mbarrier.wait(k_ready.index(slot), (kv // STAGES) & 1)
+    mbarrier.wait(v_ready.index(prev_slot), prev_phase)
+    zero = gl.zeros([HALF, BLOCK_N], gl.float32, s_layout)
+    s = warpgroup_mma(q, k_smem.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
+    if SPLIT:
+        s = warpgroup_mma(qb, kb_smem.index(slot).permute((1, 0)), s, is_async=True)
+    acc = warpgroup_mma(p, v_smem.index(prev_slot), acc, is_async=True)
+    if SPLIT:
+        acc_b = warpgroup_mma(pb, vb_smem.index(prev_slot), acc_b, is_async=True)
+    s = warpgroup_mma_wait(1 + SPLIT, deps=(s, ))
+    release(k_empty, slot, EMPTY_BARRIER + slot, False, CONSUMERS)
+    cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+    m_i = gl.full([HALF], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
+    p_new, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, True, CAUSAL, EX2_EMU, TREE)
+    # The old P's registers are an operand of the P V in flight: the new P goes to registers of its own.
+    p_next = p_operand(p_new, q.dtype, o_layout, PACK_P > 0)
+    pb_next = p_operand(p_new, q.dtype, ob_layout, PACK_P > 0)
+    if SPLIT:
+        acc, p, acc_b, pb = warpgroup_mma_wait(0, deps=(acc, p, acc_b, pb))
+    else:
+        acc, p = warpgroup_mma_wait(0, deps=(acc, p))
+    release(v_empty, prev_slot, EMPTY_BARRIER + STAGES + prev_slot, False, CONSUMERS)
+    return kv + 1, p_next, pb_next, slot, (kv // STAGES) & 1, m_i, l_i, acc, acc_b
+
+
+@gluon.jit
+def _ws_consumer_chained(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl.constexpr,
+                         STAGES: gl.constexpr, PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr,
+                         CONSUMERS: gl.constexpr, SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr,
+                         PACK_P: gl.constexpr, LANE_SUM: gl.constexpr):
+    """g34, g35: the overlapped loop with no gap between query tiles. Every consumer warpgroup of a program ends
+    a tile at the same key step (they share its keys), so in _ws_consumer_tiles the tensor cores wait, at every
+    tile's end, for each warpgroup's last P V, its output and its next tile's first scores and softmax, one after
+    another. Here a tile's last P V runs beside the next tile's first Q Kᵀ and softmax (_ws_chain_step), and its
+    output leaves after them."""
+    q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_desc = descs
+    q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem = smem
+    sched, num_heads, seq_len, tiles_m, total_tiles, head_group, snake = walk
+    q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
+    HALF: gl.constexpr = q_smem.shape[1]
+    HEAD_DIM: gl.constexpr = q_smem.shape[2]
+    HEAD_B: gl.constexpr = qb_smem.shape[2]
+    BLOCK_N: gl.constexpr = k_smem.shape[1]
+    s_layout: gl.constexpr = mma_layout(4, BLOCK_N)
+    o_layout: gl.constexpr = mma_layout(4, HEAD_DIM)
+    ob_layout: gl.constexpr = mma_layout(4, HEAD_B)
+    gl.static_assert(PINGPONG == 2, "the chained walk passes turns by named barriers")
+    if WG == 0:
+        named_barrier(TURN_BARRIER, False)  # warpgroup 0 goes first (see _ws_consumer_tiles)
+    kv = 0
+    turns = 0
+    # What the loop carries from one tile to the next: the tile's place, its row sums and accumulators, and the
+    # P of its last key tile, whose P V the next tile's first step runs.
+    b = 0
+    h = 0
+    row0 = 0
+    i = 0
+    l_i = row_sums_start(HALF, BLOCK_N, s_layout, LANE_SUM)
+    acc = gl.zeros([HALF, HEAD_DIM], gl.float32, o_layout)
+    acc_b = gl.zeros([HALF, HEAD_B], gl.float32, ob_layout)
+    p = p_operand(gl.zeros([HALF, BLOCK_N], gl.float32, s_layout), q_desc.dtype, o_layout, PACK_P > 0)
+    pb = p_operand(gl.zeros([HALF, BLOCK_N], gl.float32, s_layout), q_desc.dtype, ob_layout, PACK_P > 0)
+    prev_slot = 0
+    prev_phase = 0
+    n_tiles = _walk_length(sched, total_tiles, SCHEDULED)
+    for t in range(n_tiles):
+        b_o = b
+        h_o = h
+        row0_o = row0
+        i_o = i
+        l_o = l_i
+        b, h, m = _walk_tile(t, sched, tiles_m, num_heads, total_tiles, head_group, snake, CAUSAL, SCHEDULED)
+        start_m = m * (CONSUMERS * HALF)
+        n_full, n_total = key_tiles(start_m, seq_len, CONSUMERS * HALF, BLOCK_N, CAUSAL)
+        row0 = start_m + WG * HALF
+        rows = row0 + gl.arange(0, HALF, layout=gl.SliceLayout(1, s_layout))
+        i = 2 * WG + t % 2
+        q = q_smem.index(i)
+        qb = qb_smem.index(i)
+        mbarrier.wait(q_ready.index(i), (t // 2) & 1)
+        if t == 0:
+            # The walk's first tile: its first scores alone, as in _ws_consumer_overlap.
+            s, slot = _ws_scores_split(q, k_smem, qb, kb_smem, k_ready, kv, s_layout, STAGES, SPLIT)
+            s = warpgroup_mma_wait(0, deps=(s, ))
+            release(k_empty, slot, EMPTY_BARRIER + slot, False, CONSUMERS)
+            cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+            m_i = gl.full([HALF], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
+            p_new, alpha, m_i, l_i = softmax_update(s, m_i, row_sums_start(HALF, BLOCK_N, s_layout, LANE_SUM),
+                                                    qk_scale, rows, cols, seq_len, True, CAUSAL, EX2_EMU, TREE)
+            pb = p_operand(p_new, q.dtype, ob_layout, PACK_P > 0)
+            p = p_operand(p_new, q.dtype, o_layout, PACK_P > 0)
+            prev_slot = slot
+            prev_phase = (kv // STAGES) & 1
+            kv += 1
+        else:
+            kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b = _ws_chain_step(
+                q, k_smem, qb, kb_smem, v_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, acc, acc_b,
+                row_sums_start(HALF, BLOCK_N, s_layout, LANE_SUM), qk_scale, rows, seq_len, s_layout, o_layout,
+                ob_layout, CAUSAL, STAGES, CONSUMERS, SPLIT, EX2_EMU, TREE, PACK_P)
+            # The tile before is done: its output leaves through its Q slot, which then goes back to the producer.
+            store_output(acc, l_o, q_smem.index(i_o), o_desc, b_o, h_o, row0_o, o_layout, HALF, HEAD_DIM)
+            if SPLIT:
+                store_output(acc_b, l_o, qb_smem.index(i_o), ob_desc, b_o, h_o, row0_o, ob_layout, HALF, HEAD_B,
+                             HEAD_DIM)
+            mbarrier.arrive(q_empty.index(i_o))
+        acc = gl.zeros([HALF, HEAD_DIM], gl.float32, o_layout)
+        acc_b = gl.zeros([HALF, HEAD_B], gl.float32, ob_layout)
+        kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_key_steps(
+            q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_full, n_total, p, pb, prev_slot, prev_phase,
+            m_i, l_i, acc, acc_b, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, CAUSAL, STAGES,
+            PINGPONG, CONSUMERS, False, SPLIT, EX2_EMU, TREE, PACK_P)
+    if n_tiles > 0:  # the last tile's last P V and its output
+        mbarrier.wait(v_ready.index(prev_slot), prev_phase)
+        acc = warpgroup_mma(p, v_smem.index(prev_slot), acc, is_async=True)
+        if SPLIT:
+            acc_b = warpgroup_mma(pb, vb_smem.index(prev_slot), acc_b, is_async=True)
+            acc, p, acc_b, pb = warpgroup_mma_wait(0, deps=(acc, p, acc_b, pb))
+        else:
+            acc, p = warpgroup_mma_wait(0, deps=(acc, p))
+        release(v_empty, prev_slot, EMPTY_BARRIER + STAGES + prev_slot, False, CONSUMERS)
+        store_output(acc, l_i, q_smem.index(i), o_desc, b, h, row0, o_layout, HALF, HEAD_DIM)
+        if SPLIT:
+            store_output(acc_b, l_i, qb_smem.index(i), ob_desc, b, h, row0, ob_layout, HALF, HEAD_B, HEAD_DIM)
+
+
+@gluon.jit
+def _ws_consumer_tiles(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl.constexpr,
+                       STAGES: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr,
+                       CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr,
+                       EX2_EMU: gl.constexpr, TREE: gl.constexpr, PACK_P: gl.constexpr, LANE_SUM: gl.constexpr,
+                       LATE_RELEASE: gl.constexpr):
     q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_desc = descs
     q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem = smem
     sched, num_heads, seq_len, tiles_m, total_tiles, head_group, snake = walk
@@ -406,7 +574,8 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_des
                OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr, SCHEDULED: gl.constexpr,
                CONSUMERS: gl.constexpr = 2, PRODUCER_REGS: gl.constexpr = 24, NAMED_RELEASE: gl.constexpr = False,
                SPLIT: gl.constexpr = 0, EX2_EMU: gl.constexpr = 0, TREE: gl.constexpr = False,
-               PACK_P: gl.constexpr = 0, LANE_SUM: gl.constexpr = False, LATE_RELEASE: gl.constexpr = False):
+               PACK_P: gl.constexpr = 0, LANE_SUM: gl.constexpr = False, LATE_RELEASE: gl.constexpr = False,
+               CHAINED: gl.constexpr = False):
     """SPLIT=1 (g15): the head in two chunks, columns 0-63 through q_desc... and the rest through qb_desc...
     (boxes of 16 or 32 columns from column 64, over the same tensors), so a d=80 or d=96 head multiplies
     no zero columns; SPLIT=0 passes the first four descriptors again as the last four, unused."""
@@ -459,23 +628,23 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_des
         gl.warp_specialize([
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
                             CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM,
-                            LATE_RELEASE)),
+                            LATE_RELEASE, CHAINED)),
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
                             CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM,
-                            LATE_RELEASE)),
+                            LATE_RELEASE, CHAINED)),
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 2, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
                             CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM,
-                            LATE_RELEASE)),
+                            LATE_RELEASE, CHAINED)),
             (_ws_producer, (descs, smem, bars, walk, CAUSAL, STAGES, SCHEDULED, CONSUMERS, NAMED_RELEASE, SPLIT)),
         ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])
     else:
         gl.warp_specialize([
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
                             CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM,
-                            LATE_RELEASE)),
+                            LATE_RELEASE, CHAINED)),
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
                             CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM,
-                            LATE_RELEASE)),
+                            LATE_RELEASE, CHAINED)),
             (_ws_producer, (descs, smem, bars, walk, CAUSAL, STAGES, SCHEDULED, CONSUMERS, NAMED_RELEASE, SPLIT)),
         ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
@@ -625,7 +794,8 @@ def _launch_args(version, shape, causal, scale, sm_count, l2_bytes=H200_L2_BYTES
                  SCHEDULED=sched is not None, CONSUMERS=plan.consumers, PRODUCER_REGS=plan.producer_regs,
                  NAMED_RELEASE=version.named_release, SPLIT=int(bool(plan.head_b)),
                  PACK_P=version.packed_p if version.changes(head_dim) else 0,
-                 LATE_RELEASE=version.late_release and version.changes(head_dim), **version.softmax_constexprs(head_dim)),
+                 LATE_RELEASE=version.late_release and version.changes(head_dim),
+                 CHAINED=version.chained and version.changes(head_dim), **version.softmax_constexprs(head_dim)),
             dict(num_warps=plan.num_warps), plan)
 
 

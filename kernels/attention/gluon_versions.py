@@ -1,4 +1,4 @@
-"""The Gluon kernel's journey (gluon.py): each step, g1 to g33, as one literal record of its settings,
+"""The Gluon kernel's journey (gluon.py): each step, g1 to g35, as one literal record of its settings,
 and the fixed tiles each of the two kernels runs at a head size.
 
 A step's words (the change, the prediction written before it was measured, the outcome) are in
@@ -73,6 +73,9 @@ class GluonVersion:
     # ws kernel, overlapped loop: a tile's output store left in flight, and its Q slot handed back to the producer
     # once the next tile's first scores are in, rather than waited on before the next tile starts (g32, g33)
     late_release: bool = False
+    # ws kernel, overlapped loop: each query tile's last P V issued beside the next tile's first Q K^T and softmax,
+    # its output stored after them (g34, g35)
+    chained: bool = False
     head_dims: tuple = HEAD_DIMS  # the head sizes this step changes
     baseline: str = "sdpa"
     path: str = "gluon"
@@ -234,6 +237,16 @@ GLUON_VERSIONS = [
                  balanced=True, l2_weight=0.1, scheduled=True, consumers=3, packed_p=2, lane_sums=True,
                  late_release=True, head_dims=(64,), baseline="g31",
                  predicted_speedup={"non-causal": (1.00, 1.02), "causal": (1.00, 1.03)}),
+    # g32 with each tile's last P V run beside the next tile's first scores.
+    GluonVersion(name="g34", **_story("g34"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
+                 split_head=True, balanced=True, l2_weight=0.1, scheduled=True, packed_p=2, lane_sums=True,
+                 late_release=True, chained=True, head_dims=(128,), baseline="g32",
+                 predicted_speedup={"non-causal": (1.00, 1.06), "causal": (1.00, 1.03)}),
+    # g33 with the same hand-over between tiles.
+    GluonVersion(name="g35", **_story("g35"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
+                 balanced=True, l2_weight=0.1, scheduled=True, consumers=3, packed_p=2, lane_sums=True,
+                 late_release=True, chained=True, head_dims=(64,), baseline="g33",
+                 predicted_speedup={"non-causal": (1.00, 1.02), "causal": (1.00, 1.05)}),
 ]
 
 _BY_NAME = {ver.name: ver for ver in GLUON_VERSIONS}

@@ -554,6 +554,10 @@ VERSIONS = {v.name: v for v in [
         predicted_speedup={"non-causal": (0.99, 1.04), "causal": (0.97, 1.03)},
         features=None,
     ),
+    # g34-g35: each tile's last P V run beside the next tile's first scores (g34 on g32's kernel, g35 on g33's);
+    # predicted, compiled, not yet measured (the notes).
+    _unrouted_gluon_step("v53-gluon-chained", "g34", "v50-gluon-late-release"),
+    _unrouted_gluon_step("v54-gluon-three-chained", "g35", "v51-gluon-three-late"),
 ]}
 FINAL_VERSION = "v52-per-shape"
 
