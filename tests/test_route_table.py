@@ -17,8 +17,8 @@ def test_the_table_has_a_row_per_rule_and_routes_each_row_as_the_rules_do():
         batch_heads = -(-rule.min_rows // n)  # enough rows for the rule's min_rows
         want_path, config = dispatch.rule_route(dispatch.SHAPE_RULES, d, rule.causal, n, batch_heads=batch_heads)
         assert (path, version) == (want_path, (config or {}).get("version", "-"))
-        # the kernel function lives in the path's own module (the Gluon path's tile kernel in gluon_tile.py)
-        assert kernel.split(".")[0] in ({path, "gluon_tile"} if path == "gluon" else {path})
+        # the kernel function lives in the path's own module (the Gluon path's kernels in gluon_tile.py and gluon_ws.py)
+        assert kernel.split(".")[0] in ({"gluon_tile", "gluon_ws"} if path == "gluon" else {path})
     assert rows[-1][1] == dispatch.AUTO_ORDER[0]
 
 

@@ -8,10 +8,10 @@ paths, each one file:
   and the implementations it is measured against (naive, SDPA, the float64 reference), with
   the name -> function registry ``IMPLEMENTATIONS``;
 - ``hopper.py``: the Triton kernel with TMA and warp specialization (compute capability 9.x);
-- ``gluon.py``: the Gluon kernels (explicit warpgroup MMA), which serve Hopper's shapes: the
-  warp-specialized kernel and the launcher of both, the tile kernel in ``gluon_tile.py``, and the
+- ``gluon.py``: the launcher of the Gluon kernels (explicit warpgroup MMA), which serve Hopper's shapes:
+  the tile kernel in ``gluon_tile.py``, the warp-specialized kernel in ``gluon_ws.py``, and the
   jitted pieces they share in ``gluon_parts.py`` (and ``fma_exp2.py``, exponentials on the FMA pipes);
-  ``gluon_versions.py``: their steps g1-g23 and the tiles
+  ``gluon_versions.py``: their steps g1-g35 and the tiles
   each kernel runs with; ``gluon_schedule.py``: the causal walks planned on the host;
 - ``turing.py`` and ``turing_path.py``: the Turing tensor-core kernel and the first-call
   self-check in front of it (compute capability 7.5);

@@ -14,15 +14,15 @@ a rule whose path cannot run here passes to the next), from :data:`SHAPE_RULES` 
 
     shape class                                    path    version  kernel function (kernels/attention/)
     ---------------------------------------------  ------  -------  ------------------------------------
-    d 40-64, causal, N >= 8192, B*H*N >= 2^17      gluon   g33      gluon._ws_kernel
+    d 40-64, causal, N >= 8192, B*H*N >= 2^17      gluon   g33      gluon_ws._ws_kernel
     d 40-64, causal, any N                         gluon   g28      gluon_tile._g1_kernel
     d 40-64, non-causal, N <= 2047                 gluon   g10      gluon_tile._g1_kernel
-    d 40-64, non-causal, N >= 2048, B*H*N >= 2^18  gluon   g33      gluon._ws_kernel
+    d 40-64, non-causal, N >= 2048, B*H*N >= 2^18  gluon   g33      gluon_ws._ws_kernel
     d 40-64, non-causal, N >= 2048                 gluon   g8       gluon_tile._g1_kernel
-    d 72-80, non-causal, any N                     gluon   g30      gluon._ws_kernel
-    d 88-96, non-causal, any N                     gluon   g27      gluon._ws_kernel
-    d 104-128, non-causal, any N                   gluon   g32      gluon._ws_kernel
-    d 72-128, causal, any N                        gluon   g32      gluon._ws_kernel
+    d 72-80, non-causal, any N                     gluon   g30      gluon_ws._ws_kernel
+    d 88-96, non-causal, any N                     gluon   g27      gluon_ws._ws_kernel
+    d 104-128, non-causal, any N                   gluon   g32      gluon_ws._ws_kernel
+    d 72-128, causal, any N                        gluon   g32      gluon_ws._ws_kernel
     any other shape                                hopper  -        hopper._hopper_fwd_ws_persistent, or hopper._hopper_fwd_ws + hopper._diag_merge (causal from hopper.SPLIT_FROM_SEQ_LEN)
 
 A head size runs in the tile of the next power of two (d=80 in the d=128 tile, kernels/common.py),

@@ -45,7 +45,7 @@ def _head_sizes(rule, earlier) -> str:
 
 
 # The module of each Gluon kernel a record names ("g1": the tile kernel, "ws": the warp-specialized one).
-GLUON_KERNEL_MODULES = {"g1": "gluon_tile", "ws": "gluon"}
+GLUON_KERNEL_MODULES = {"g1": "gluon_tile", "ws": "gluon_ws"}
 
 
 def _gluon_kernel(version: str) -> str:
