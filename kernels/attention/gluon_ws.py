@@ -250,6 +250,30 @@ def _ws_key_steps(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_fu
 
 
 @gluon.jit
+def _ws_first_scores(q, k_smem, qb, kb_smem, bars, kv, m_i, l_i, qk_scale, rows, seq_len, s_layout: gl.constexpr,
+                     o_layout: gl.constexpr, ob_layout: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
+                     CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr, EX2_EMU: gl.constexpr,
+                     TREE: gl.constexpr, PACK_P: gl.constexpr, stored_q=-1):
+    """A query tile's key tile 0 alone: its scores, waited on, and their softmax, masked always (cheap on one tile,
+    and right whether or not it is whole). Returns the tile's (kv, P operands, slot, phase, m_i, l_i).
+    stored_q >= 0 (g32, g33): the Q slot whose output store the tile before left in flight, waited on and handed
+    back to the producer once these scores are in."""
+    q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
+    BLOCK_N: gl.constexpr = k_smem.shape[1]
+    s, slot = _ws_scores_split(q, k_smem, qb, kb_smem, k_ready, kv, s_layout, STAGES, SPLIT)
+    s = warpgroup_mma_wait(0, deps=(s, ))
+    release(k_empty, slot, EMPTY_BARRIER + slot, NAMED_RELEASE, CONSUMERS)
+    cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+    p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, True, CAUSAL, EX2_EMU, TREE)
+    if stored_q >= 0:
+        tma.store_wait(0)
+        mbarrier.arrive(q_empty.index(stored_q))
+    pb = p_operand(p, q.dtype, ob_layout, PACK_P > 0)
+    p = p_operand(p, q.dtype, o_layout, PACK_P > 0)
+    return kv + 1, p, pb, slot, (kv // STAGES) & 1, m_i, l_i
+
+
+@gluon.jit
 def _ws_last_pv(v_smem, vb_smem, bars, p, pb, prev_slot, prev_phase, acc, acc_b, STAGES: gl.constexpr,
                 CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr):
     """A query tile's last P V, waited on, and its V slot released: the tile's accumulators, finished."""
@@ -272,25 +296,11 @@ def _ws_consumer_overlap(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turn
                          PINGPONG: gl.constexpr, CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr,
                          SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr, PACK_P: gl.constexpr,
                          stored_q=-1):
-    """stored_q >= 0 (g32, g33): the Q slot whose output store the previous tile left in flight; it is waited on
-    and handed back to the producer once this tile's first scores are in, not before the tile starts."""
-    q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
-    BLOCK_N: gl.constexpr = k_smem.shape[1]
-    # Tile 0 alone: its scores, waited on; masked always (cheap on one tile, and right whether or
-    # not it is whole).
-    s, slot = _ws_scores_split(q, k_smem, qb, kb_smem, k_ready, kv, s_layout, STAGES, SPLIT)
-    s = warpgroup_mma_wait(0, deps=(s, ))
-    release(k_empty, slot, EMPTY_BARRIER + slot, NAMED_RELEASE, CONSUMERS)
-    cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-    p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, True, CAUSAL, EX2_EMU, TREE)
-    if stored_q >= 0:
-        tma.store_wait(0)
-        mbarrier.arrive(q_empty.index(stored_q))
-    pb = p_operand(p, q.dtype, ob_layout, PACK_P > 0)
-    p = p_operand(p, q.dtype, o_layout, PACK_P > 0)
-    prev_slot = slot
-    prev_phase = (kv // STAGES) & 1
-    kv += 1
+    """One query tile of the overlapped loop: key tile 0 alone (_ws_first_scores, which hands back stored_q, the
+    slot of a store the tile before left in flight), then the overlapped key steps, then the last P V."""
+    kv, p, pb, prev_slot, prev_phase, m_i, l_i = _ws_first_scores(
+        q, k_smem, qb, kb_smem, bars, kv, m_i, l_i, qk_scale, rows, seq_len, s_layout, o_layout, ob_layout, CAUSAL,
+        STAGES, CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, stored_q)
     kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_key_steps(
         q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_full, n_total, p, pb, prev_slot, prev_phase, m_i,
         l_i, acc, acc_b, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, CAUSAL, STAGES, PINGPONG,
@@ -409,18 +419,11 @@ def _ws_consumer_chained(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CA
         mbarrier.wait(q_ready.index(i), (t // 2) & 1)
         if t == 0:
             # The walk's first tile: its first scores alone, as in _ws_consumer_overlap.
-            s, slot = _ws_scores_split(q, k_smem, qb, kb_smem, k_ready, kv, s_layout, STAGES, SPLIT)
-            s = warpgroup_mma_wait(0, deps=(s, ))
-            release(k_empty, slot, EMPTY_BARRIER + slot, False, CONSUMERS)
-            cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
             m_i = gl.full([HALF], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
-            p_new, alpha, m_i, l_i = softmax_update(s, m_i, row_sums_start(HALF, BLOCK_N, s_layout, LANE_SUM),
-                                                    qk_scale, rows, cols, seq_len, True, CAUSAL, EX2_EMU, TREE)
-            pb = p_operand(p_new, q.dtype, ob_layout, PACK_P > 0)
-            p = p_operand(p_new, q.dtype, o_layout, PACK_P > 0)
-            prev_slot = slot
-            prev_phase = (kv // STAGES) & 1
-            kv += 1
+            kv, p, pb, prev_slot, prev_phase, m_i, l_i = _ws_first_scores(
+                q, k_smem, qb, kb_smem, bars, kv, m_i, row_sums_start(HALF, BLOCK_N, s_layout, LANE_SUM), qk_scale,
+                rows, seq_len, s_layout, o_layout, ob_layout, CAUSAL, STAGES, CONSUMERS, False, SPLIT, EX2_EMU, TREE,
+                PACK_P)
         else:
             kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b = _ws_chain_step(
                 q, k_smem, qb, kb_smem, v_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, acc, acc_b,
