@@ -133,6 +133,17 @@ def test_each_version_compiles_to_the_schedule_it_claims(dtype, head_dim, compil
     # g7 and the steps built on it read their walk from the host's table; the others compute it.
     scheduled = {ver.name for ver in GV.GLUON_VERSIONS if ver.scheduled}
     assert "g7" in scheduled and all(("ld.global" in ptx[name]) == (name in scheduled) for name in ptx)
+    # g28 and g30 keep the row sums per lane: fewer butterfly shuffles than the steps they change, where they change
+    # anything (g28 at d=64, g30 in the d=128 tile).
+    for new, old in (("g28", "g10"), ("g30", "g27")):
+        fewer = ptx[new].count("shfl.sync.bfly") < ptx[old].count("shfl.sync.bfly")
+        assert fewer == GV.get_version(new).changes(head_dim), new
+    # g32 and g33 leave each tile's output store in flight: g30 and g31 wait for it right after committing it
+    # (a line of source location may stand between), they do not.
+    stored_then_waited = re.compile(r"cp\.async\.bulk\.commit_group;\n(\t\.loc[^\n]*\n)?\tcp\.async\.bulk\.wait_group")
+    for new, old in (("g32", "g30"), ("g33", "g31")):
+        if GV.get_version(new).changes(head_dim):
+            assert stored_then_waited.search(ptx[old]) and not stored_then_waited.search(ptx[new]), new
 
 
 @pytest.mark.parametrize("name, causal", [("g3", False), ("g7", True)])
