@@ -173,10 +173,13 @@ def _ws_overlap_step(j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb
                      o_layout: gl.constexpr, ob_layout: gl.constexpr, MASK: gl.constexpr, CAUSAL: gl.constexpr,
                      STAGES: gl.constexpr, PINGPONG: gl.constexpr, CONSUMERS: gl.constexpr,
                      NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr,
-                     PACK_P: gl.constexpr):
+                     PACK_P: gl.constexpr, NEW_TILE: gl.constexpr = False):
     """Key tile j (>= 1) of the overlapped loop: issue Q K_jᵀ and P_{j-1} V_{j-1} back to back,
     then compute the softmax of tile j while P_{j-1} V_{j-1} runs on the tensor cores. SPLIT: each
-    matmul is two, one per chunk of the head (acc_b and pb are the second chunk's output and P)."""
+    matmul is two, one per chunk of the head (acc_b and pb are the second chunk's output and P).
+    NEW_TILE (g34, g35, j = 0): the hand-over between query tiles. q, m_i and l_i are the new tile's (its
+    statistics fresh), p, acc and acc_b the tile before's: its last P V finishes acc, which is returned as it is,
+    not rescaled by the new tile's statistics."""
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     HALF: gl.constexpr = q.shape[0]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -214,13 +217,15 @@ def _ws_overlap_step(j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb
     else:
         acc, p = warpgroup_mma_wait(0, deps=(acc, p))
     release(v_empty, prev_slot, EMPTY_BARRIER + STAGES + prev_slot, NAMED_RELEASE, CONSUMERS)
-    acc = rescale(acc, alpha, o_layout)
+    if not NEW_TILE:
+        acc = rescale(acc, alpha, o_layout)
     if PACK_P == 2:
         p = p_next
     else:
         p = p_operand(p_new, q.dtype, o_layout, PACK_P == 1)
     if SPLIT:
-        acc_b = rescale(acc_b, alpha, ob_layout)
+        if not NEW_TILE:
+            acc_b = rescale(acc_b, alpha, ob_layout)
         if PACK_P == 2:
             pb = pb_next
         else:
@@ -326,43 +331,6 @@ def _ws_consumer(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl
 
 
 @gluon.jit
-def _ws_chain_step(q, k_smem, qb, kb_smem, v_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, acc, acc_b,
-                   l_i, qk_scale, rows, seq_len, s_layout: gl.constexpr, o_layout: gl.constexpr,
-                   ob_layout: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr, CONSUMERS: gl.constexpr,
-                   SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr, PACK_P: gl.constexpr):
-    """The hand-over between two query tiles (g34, g35): the new tile's Q K_0ᵀ (q, kv) and the old tile's last
-    P V (p, prev_slot, into acc) issued back to back, the new tile's first softmax computed while that P V runs.
-    Returns the new tile's (kv, P operands, slot, phase, m_i, l_i) and the old tile's finished acc and acc_b."""
-    q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
-    HALF: gl.constexpr = q.shape[0]
-    BLOCK_N: gl.constexpr = k_smem.shape[1]
-    slot = kv % STAGES
-    mbarrier.wait(k_ready.index(slot), (kv // STAGES) & 1)
-    mbarrier.wait(v_ready.index(prev_slot), prev_phase)
-    zero = gl.zeros([HALF, BLOCK_N], gl.float32, s_layout)
-    s = warpgroup_mma(q, k_smem.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
-    if SPLIT:
-        s = warpgroup_mma(qb, kb_smem.index(slot).permute((1, 0)), s, is_async=True)
-    acc = warpgroup_mma(p, v_smem.index(prev_slot), acc, is_async=True)
-    if SPLIT:
-        acc_b = warpgroup_mma(pb, vb_smem.index(prev_slot), acc_b, is_async=True)
-    s = warpgroup_mma_wait(1 + SPLIT, deps=(s, ))
-    release(k_empty, slot, EMPTY_BARRIER + slot, False, CONSUMERS)
-    cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-    m_i = gl.full([HALF], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
-    p_new, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, True, CAUSAL, EX2_EMU, TREE)
-    # The old P's registers are an operand of the P V in flight: the new P goes to registers of its own.
-    p_next = p_operand(p_new, q.dtype, o_layout, PACK_P > 0)
-    pb_next = p_operand(p_new, q.dtype, ob_layout, PACK_P > 0)
-    if SPLIT:
-        acc, p, acc_b, pb = warpgroup_mma_wait(0, deps=(acc, p, acc_b, pb))
-    else:
-        acc, p = warpgroup_mma_wait(0, deps=(acc, p))
-    release(v_empty, prev_slot, EMPTY_BARRIER + STAGES + prev_slot, False, CONSUMERS)
-    return kv + 1, p_next, pb_next, slot, (kv // STAGES) & 1, m_i, l_i, acc, acc_b
-
-
-@gluon.jit
 def _ws_consumer_chained(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl.constexpr,
                          STAGES: gl.constexpr, PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr,
                          CONSUMERS: gl.constexpr, SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr,
@@ -370,8 +338,8 @@ def _ws_consumer_chained(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CA
     """g34, g35: the overlapped loop with no gap between query tiles. Every consumer warpgroup of a program ends
     a tile at the same key step (they share its keys), so in _ws_consumer_tiles the tensor cores wait, at every
     tile's end, for each warpgroup's last P V, its output and its next tile's first scores and softmax, one after
-    another. Here a tile's last P V runs beside the next tile's first Q Kᵀ and softmax (_ws_chain_step), and its
-    output leaves after them."""
+    another. Here a tile's last P V runs beside the next tile's first Q Kᵀ and softmax (_ws_overlap_step's
+    NEW_TILE step), and its output leaves after them."""
     q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_desc = descs
     q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem = smem
     sched, num_heads, seq_len, tiles_m, total_tiles, head_group, snake = walk
@@ -425,10 +393,13 @@ def _ws_consumer_chained(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CA
                 rows, seq_len, s_layout, o_layout, ob_layout, CAUSAL, STAGES, CONSUMERS, False, SPLIT, EX2_EMU, TREE,
                 PACK_P)
         else:
-            kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b = _ws_chain_step(
-                q, k_smem, qb, kb_smem, v_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, acc, acc_b,
-                row_sums_start(HALF, BLOCK_N, s_layout, LANE_SUM), qk_scale, rows, seq_len, s_layout, o_layout,
-                ob_layout, CAUSAL, STAGES, CONSUMERS, SPLIT, EX2_EMU, TREE, PACK_P)
+            # The new tile's Q K_0ᵀ beside the tile before's last P V, with no turn: as each tile's first scores.
+            m_i = gl.full([HALF], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
+            kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_overlap_step(
+                0, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i,
+                row_sums_start(HALF, BLOCK_N, s_layout, LANE_SUM), acc, acc_b, turns, qk_scale, rows, seq_len, WG,
+                s_layout, o_layout, ob_layout, True, CAUSAL, STAGES, 0, CONSUMERS, False, SPLIT, EX2_EMU, TREE,
+                PACK_P, NEW_TILE=True)
             # The tile before is done: its output leaves through its Q slot, which then goes back to the producer.
             store_output(acc, l_o, q_smem.index(i_o), o_desc, b_o, h_o, row0_o, o_layout, HALF, HEAD_DIM)
             if SPLIT:
