@@ -29,7 +29,10 @@ def _lengths(rule) -> str:
         lengths = "any N" if rule.min_len <= 1 else f"N >= {rule.min_len}"
     else:
         lengths = f"N <= {rule.max_len}" if rule.min_len <= 1 else f"{rule.min_len} <= N <= {rule.max_len}"
-    return lengths + (f", B*H*N >= 2^{rule.min_rows.bit_length() - 1}" if rule.min_rows else "")
+    if not rule.min_rows:
+        return lengths
+    power = rule.min_rows.bit_length() - 1
+    return lengths + f", B*H*N >= {f'2^{power}' if rule.min_rows == 1 << power else rule.min_rows}"
 
 
 def _head_sizes(rule, earlier) -> str:

@@ -107,13 +107,19 @@ def _story(name, prefix=""):
     return story(__package__, name, prefix)
 
 
+# d=64 as v29 to v44 shipped it: g10 causal and below N=2048, g8 from there.
+_D64_G10_G8 = (
+    ShapeRule("gluon", 64, True, config=(("version", "g10"),)),
+    ShapeRule("gluon", 64, False, max_len=2047, config=(("version", "g10"),)),
+    ShapeRule("gluon", 64, False, min_len=2048, config=(("version", "g8"),)),
+)
+
+
 def _shipped_gluon_routes(d128_step):
     """The per-shape routes v29 and v32 shipped with: d=64 on g10 (causal, and non-causal below N=2048) and g8,
     the d=128 tile (d=72-128) on `d128_step`, every other shape on the Hopper path."""
     return partial(rule_route, (
-        ShapeRule("gluon", 64, True, config=(("version", "g10"),)),
-        ShapeRule("gluon", 64, False, max_len=2047, config=(("version", "g10"),)),
-        ShapeRule("gluon", 64, False, min_len=2048, config=(("version", "g8"),)),
+        *_D64_G10_G8,
         ShapeRule("gluon", 128, False, config=(("version", d128_step),)),
         ShapeRule("gluon", 128, True, config=(("version", d128_step),)),
     ))
@@ -122,9 +128,7 @@ def _shipped_gluon_routes(d128_step):
 def _v44_routes():
     """The per-shape routes v44 shipped with: v32's, with g27 at d=72-96 non-causal and d=72-128 causal."""
     return partial(rule_route, (
-        ShapeRule("gluon", 64, True, config=(("version", "g10"),)),
-        ShapeRule("gluon", 64, False, max_len=2047, config=(("version", "g10"),)),
-        ShapeRule("gluon", 64, False, min_len=2048, config=(("version", "g8"),)),
+        *_D64_G10_G8,
         ShapeRule("gluon", 128, False, head_sizes=(72, 96), config=(("version", "g27"),)),
         ShapeRule("gluon", 128, False, config=(("version", "g15"),)),
         ShapeRule("gluon", 128, True, config=(("version", "g27"),)),
