@@ -59,7 +59,6 @@ import math
 import torch
 import triton
 
-from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
