@@ -52,3 +52,21 @@ def test_the_sass_summary_counts_executions_per_tensor_instruction_by_opcode_fam
 
 def test_the_sass_summary_of_a_page_without_rows_says_so():
     assert "error" in _script("profile_attention_sass").summarize('"Kernel Name","k"\n"Address","Source"\n')
+
+
+def test_the_sweeps_checks_give_every_program_a_walk_of_several_tiles_at_odd_and_even_places():
+    """A version whose hand-over between a program's query tiles is wrong (g34, g35: every odd place of a walk) passed
+    checks where no program took a second tile; the checks must reach such walks for every tile size of the
+    warp-specialized kernel, on a GPU with as many SMs as the H200, before the sweep times anything."""
+    import math
+
+    from kernels.attention.gluon_versions import GLUON_VERSIONS, version_plan
+
+    sweep = _script("sweep_versions")
+    sms = 132
+    tile_rows = {version_plan(ver, d).block_m for ver in GLUON_VERSIONS if ver.kernel == "ws" for d in (64, 128)}
+    assert tile_rows >= {128, 192}
+    for rows in tile_rows:
+        walks = [math.ceil(b * h * math.ceil(n / rows) / sms) for b, h, n in sweep.CHECKS]
+        assert max(walks) >= 4, (rows, walks)  # places 0-3 at least: two odd, two even
+    assert any(n % 64 for _, _, n in sweep.CHECKS)  # and a ragged end, where rows past seq_len are clipped
