@@ -5,7 +5,8 @@ gluon_attention(version=...) launches it. Every output is first checked against 
 iterations phase's limits) at the sweep's shapes and at a ragged length; a wrong one is not timed.
 Device time is the project's one clock (collect/timing.py: L2 flushed, the GPU spinning while the
 host issues the call), as the bench phase takes it. Rows go to --out after each one, so a timeout
-loses nothing; --budget-s turns the cases left after it into `skipped` rows. The end prints each
+loses nothing; --budget-s turns the cases left after it into `skipped` rows, and a step that has not returned
+after --hang-s (a kernel stuck on a barrier) ends the process with its name in the results. The end prints each
 candidate's speed over FlashAttention-4's (> 1: ours faster).
 
     python3 scripts/sweep_versions.py --out $OUT/sweep.json            # on the H200
@@ -238,8 +239,11 @@ class Results:
     whole file)."""
 
     def __init__(self, path, meta):
+        import threading
+
         self.path = Path(path) if path else None
         self.doc = dict(meta, rows=[], checks=[], done=False)
+        self.lock = threading.Lock()  # the Watchdog writes from its own thread
 
     def add(self, key, row):
         self.doc[key].append(row)
@@ -249,7 +253,43 @@ class Results:
         if self.path is not None:
             from collect.jsonio import write_json_atomic
 
-            write_json_atomic(self.path, self.doc)
+            with self.lock:
+                write_json_atomic(self.path, self.doc)
+
+
+class Watchdog:
+    """Ends the process when one step (a check, a case's first call and its timing) has run `hang_s` seconds: a
+    kernel that deadlocks (a wrong barrier phase) never returns to Python, and would otherwise spend the rest of
+    the device call. Before it exits it records the step that hung in the results (`hung`) and says which; the rows
+    before it are already written. The GPU call it leaves blocked ends with the process."""
+
+    def __init__(self, results, hang_s, exit=os._exit):
+        import threading
+
+        self.results, self.hang_s, self.exit = results, hang_s, exit
+        self.step_name, self.since = "start", time.monotonic()
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        if hang_s:
+            self.thread.start()
+
+    def step(self, name):
+        self.step_name, self.since = name, time.monotonic()
+
+    def stop(self):
+        self.stopped.set()
+
+    def _watch(self):
+        while not self.stopped.wait(min(1.0, self.hang_s / 4)):
+            ran = time.monotonic() - self.since
+            if ran > self.hang_s:
+                self.results.doc["hung"] = dict(step=self.step_name, after_s=round(ran, 1))
+                self.results.write()
+                print(f"sweep_versions: '{self.step_name}' has not returned after {ran:.0f} s (--hang-s "
+                      f"{self.hang_s:g}); a kernel that waits on a barrier forever looks like this. Ending the "
+                      f"process; the rows before it are in the results.", file=sys.stderr, flush=True)
+                self.exit(3)
+                return
 
 
 def attention_case(impl, dtype, head_dim, causal, b, h, n):
@@ -311,6 +351,8 @@ def sweep(args):
     def say(msg):
         print(f"[{time.monotonic() - T0:6.1f}s] {msg}", flush=True)
 
+    watchdog = Watchdog(res, args.hang_s)
+
     def inputs(dtype, head_dim, b, h, n):
         return tuple(torch.randn((b, h, n, head_dim), device=dev, dtype=getattr(torch, dtype)) for _ in range(3))
 
@@ -323,6 +365,7 @@ def sweep(args):
                     ref = sdpa_reference(q, k, v, causal)
                     for version in args.new:
                         case = attention_case(version, dtype, head_dim, causal, b, h, n)
+                        watchdog.step(f"check {version} {label(dtype, head_dim, causal, b, h, n)}")
                         try:
                             err = error_of(case, call_of(case, q, k, v), ref)
                         except Exception as exc:  # noqa: BLE001 - recorded; the version is not timed
@@ -354,6 +397,7 @@ def sweep(args):
                 if impl in wrong:
                     res.add("rows", dict(row, status="wrong"))
                     continue
+                watchdog.step(f"{impl} {where}")
                 try:
                     call = call_of(case, q, k, v)
                     err = error_of(case, call, ref)
@@ -378,6 +422,7 @@ def sweep(args):
                 say(f"{where:34s} {impl:10s} {t.median_ms:8.4f} ms {row['tflops']:6.1f} TFLOP/s"
                     + (f"  fa4/this {row['fa4_over_ours']:.3f}" if "fa4_over_ours" in row else ""))
             del q, k, v, ref
+    watchdog.stop()
     res.doc["done"] = True
     res.write()
     say("done")
@@ -418,6 +463,9 @@ def main(argv=None):
     p.add_argument("--plan", choices=sorted(PLANS), default="steps", help="which shapes and versions to time")
     p.add_argument("--check-dims", default="64,128", help="head sizes of the ragged checks, comma-separated")
     p.add_argument("--check-cpu", action="store_true", help="no GPU: compile the versions for sm90, then exit")
+    p.add_argument("--hang-s", type=float, default=90.0,
+                   help="end the sweep when one check or case has not returned after this many seconds (a kernel "
+                        "that never leaves a barrier wait), recording which in the results; 0: wait forever")
     args = p.parse_args(argv)
     args.dtypes = [d for d in args.dtypes.split(",") if d]
     args.new = [v for v in args.new.split(",") if v]

@@ -70,3 +70,40 @@ def test_the_sweeps_checks_give_every_program_a_walk_of_several_tiles_at_odd_and
         walks = [math.ceil(b * h * math.ceil(n / rows) / sms) for b, h, n in sweep.CHECKS]
         assert max(walks) >= 4, (rows, walks)  # places 0-3 at least: two odd, two even
     assert any(n % 64 for _, _, n in sweep.CHECKS)  # and a ragged end, where rows past seq_len are clipped
+
+
+def test_a_step_that_never_returns_ends_the_sweep_with_its_name_in_the_results(tmp_path):
+    """A chained step that deadlocked spent a whole device call (2026-12-04): the watchdog ends the process after
+    --hang-s, and the results name the step that hung beside the rows written before it."""
+    import json
+    import time
+
+    sweep = _script("sweep_versions")
+    res = sweep.Results(tmp_path / "sweep.json", dict(script="test"))
+    res.add("rows", dict(impl="g33", status="ok"))
+    exits = []
+    dog = sweep.Watchdog(res, hang_s=0.2, exit=exits.append)
+    dog.step("g35 d64 causal bf16 B2 H8 N8192")
+    deadline = time.monotonic() + 10
+    while not exits and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert exits == [3]
+    doc = json.loads((tmp_path / "sweep.json").read_text())
+    assert doc["hung"]["step"] == "g35 d64 causal bf16 B2 H8 N8192" and doc["hung"]["after_s"] >= 0.2
+    assert doc["rows"] == [dict(impl="g33", status="ok")] and doc["done"] is False
+
+
+def test_steps_that_return_keep_the_watchdog_quiet(tmp_path):
+    import time
+
+    sweep = _script("sweep_versions")
+    res = sweep.Results(tmp_path / "sweep.json", dict(script="test"))
+    exits = []
+    dog = sweep.Watchdog(res, hang_s=0.4, exit=exits.append)
+    for i in range(6):
+        dog.step(f"case {i}")
+        time.sleep(0.1)
+    dog.stop()
+    time.sleep(0.3)
+    assert exits == [] and "hung" not in res.doc
+    assert sweep.Watchdog(res, hang_s=0, exit=exits.append).thread.is_alive() is False  # --hang-s 0: no watch
