@@ -18,7 +18,8 @@ class Rows(DecodeData):
         f["_o"] = f["variant"].map(order)
         f = f.sort_values(["batch", "context", "_o"])
         f["variant"] = f["variant"].map(self.label)
-        f["status"] = [s if s == "ok" else f"{s}: {r}" for s, r in zip(f["status"], f["reason"].fillna(""))]
+        # A row that did not run says so here; its reason is in the table of rows that did not run, once per
+        # group, rather than repeated in every row a time budget skipped.
         opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
         columns = {"batch": "Batch", "context": "Context", "variant": "Variant", "step_impl": "Step",
                    "attention_launch": "Attention launch", "step_ms_median": "Step (loop time)",
