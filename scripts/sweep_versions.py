@@ -310,7 +310,9 @@ def call_of(case, q, k, v):
         return call_for(case, q, k, v)
     from kernels.attention.gluon import gluon_attention
 
-    return call_for(case, q, k, v, lambda q, k, v, causal: gluon_attention(q, k, v, causal, version=case.impl))
+    # A step measured wrong runs here too (allow_wrong): the checks below say whether it still is.
+    return call_for(case, q, k, v, lambda q, k, v, causal: gluon_attention(q, k, v, causal, version=case.impl,
+                                                                           allow_wrong=True))
 
 
 def error_of(case, call, ref):

@@ -193,6 +193,18 @@ def test_a_scale_that_is_not_a_positive_number_is_refused(sm_scale):
         G.gluon_attention(*qkv(), sm_scale=sm_scale)
 
 
+@pytest.mark.parametrize("name, baseline", [("g34", "g32"), ("g35", "g33")])
+def test_a_step_measured_wrong_is_refused_before_anything_runs(name, baseline):
+    """g34 and g35 were wrong at every odd place of a program's walk: neither gluon_attention nor the versions
+    built on them return its output, and the message says what to run instead; the sweep may still check them."""
+    assert GV.get_version(name).wrong_output and not GV.get_version(baseline).wrong_output
+    with pytest.raises(ValueError, match=rf"version {name} gives wrong output .* use {baseline}"):
+        G.gluon_attention(*qkv(), version=name)
+    with pytest.raises(ValueError, match="sm90 CUDA GPU only"):  # allowed: on to the GPU check
+        G.gluon_attention(*qkv(), version=name, allow_wrong=True)
+    assert [v.name for v in GV.GLUON_VERSIONS if v.wrong_output] == ["g34", "g35"]
+
+
 def test_unknown_version_names_the_known_ones():
     with pytest.raises(ValueError, match=r"unknown version 'g99'.*'g1'"):
         GV.get_version("g99")
@@ -411,7 +423,7 @@ def test_versions_are_a_dated_journey_with_ranges():
         assert new.chained and dataclasses.replace(new, chained=False) == dataclasses.replace(
             old, name=new.name, change=new.change, prediction=new.prediction, predicted_at=new.predicted_at,
             predicted_speedup=new.predicted_speedup, baseline=old.name, maskings=new.maskings,
-            outcome=new.outcome), new.name
+            outcome=new.outcome, wrong_output=new.wrong_output), new.name  # measured, like the outcome
         assert all(GV.version_plan(new, d) == GV.version_plan(old, d) for d in (64, 80, 96, 128))
 
 

@@ -229,22 +229,26 @@ def _launch_args(version, shape, causal, scale, sm_count, l2_bytes=H200_L2_BYTES
             dict(num_warps=plan.num_warps), plan)
 
 
-def gluon_attention(q, k, v, causal=False, sm_scale=None, *, version=None):
+def gluon_attention(q, k, v, causal=False, sm_scale=None, *, version=None, allow_wrong=False):
     """softmax(q kᵀ * sm_scale [+ causal mask]) v for (batch, heads, seq_len, head_dim) fp16/bf16
     CUDA tensors, head_dim a multiple of 8 from 40 to 128 (takes_head_dim), on an sm90 GPU. `version`: a name in GLUON_VERSIONS (default
     DEFAULT_VERSION). Raises ValueError for anything it cannot run. Inputs TMA cannot address
-    (misaligned, zero or odd strides) are copied to contiguous memory first."""
-    return _run(q, k, v, causal, sm_scale, version or DEFAULT_VERSION, PLAIN)
+    (misaligned, zero or odd strides) are copied to contiguous memory first. A step measured wrong (its record's
+    wrong_output) is refused unless allow_wrong, which scripts/sweep_versions.py passes to check it again."""
+    return _run(q, k, v, causal, sm_scale, version or DEFAULT_VERSION, PLAIN, allow_wrong)
 
 
-def _run(q, k, v, causal, sm_scale, version, launcher):
+def _run(q, k, v, causal, sm_scale, version, launcher, allow_wrong=False):
     """gluon_attention through `launcher` (kernels/attention/launcher.py): the plain one, or flash_attention's
     recorder, which keeps the launch for replay."""
+    ver = get_version(version)
+    if ver.wrong_output and not allow_wrong:
+        raise ValueError(f"gluon_attention: version {ver.name} gives wrong output ({ver.wrong_output}; "
+                         f"kernels/attention/notes.md, its outcome); use {ver.baseline}, the step it changed")
     _check_inputs(q, k, v, sm_scale)
     ok, reason = gluon_available(q.device)
     if not ok:
         raise ValueError(f"gluon_attention: {reason}")
-    ver = get_version(version)
     scale = 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else float(sm_scale)
     q, k, v = (_tma_operand(t, name, launcher) for name, t in (("q", q), ("k", k), ("v", v)))
     o = launcher.empty("o", q.shape, q.dtype, q.device)

@@ -80,6 +80,8 @@ class GluonVersion:
     baseline: str = "sdpa"
     path: str = "gluon"
     outcome: str = ""
+    # Where the step's output was measured wrong; gluon_attention refuses a step that has one (g34, g35)
+    wrong_output: str = ""
     maskings: tuple = ("non-causal", "causal")
 
     requires_hopper = True
@@ -105,6 +107,9 @@ def _story(name):
 
     return story(__package__, name)
 
+
+# g34 and g35's outputs, measured on the H200 (2026-12-04): the fault is not found yet.
+WALK_FAULT = "every query tile at an odd place of a program's walk of tiles, measured on the H200 on 2026-12-04"
 
 # Each step's settings; what it changed, predicted and measured are in kernels/attention/notes.md.
 GLUON_VERSIONS = [
@@ -237,15 +242,15 @@ GLUON_VERSIONS = [
                  balanced=True, l2_weight=0.1, scheduled=True, consumers=3, packed_p=2, lane_sums=True,
                  late_release=True, head_dims=(64,), baseline="g31",
                  predicted_speedup={"non-causal": (1.00, 1.02), "causal": (1.00, 1.03)}),
-    # g32 with each tile's last P V run beside the next tile's first scores.
+    # g32 with each tile's last P V run beside the next tile's first scores; wrong at every odd place of a walk.
     GluonVersion(name="g34", **_story("g34"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
                  split_head=True, balanced=True, l2_weight=0.1, scheduled=True, packed_p=2, lane_sums=True,
-                 late_release=True, chained=True, head_dims=(128,), baseline="g32",
+                 late_release=True, chained=True, wrong_output=WALK_FAULT, head_dims=(128,), baseline="g32",
                  predicted_speedup={"non-causal": (1.00, 1.06), "causal": (1.00, 1.03)}),
-    # g33 with the same hand-over between tiles.
+    # g33 with the same hand-over between tiles, wrong the same way.
     GluonVersion(name="g35", **_story("g35"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
                  balanced=True, l2_weight=0.1, scheduled=True, consumers=3, packed_p=2, lane_sums=True,
-                 late_release=True, chained=True, head_dims=(64,), baseline="g33",
+                 late_release=True, chained=True, wrong_output=WALK_FAULT, head_dims=(64,), baseline="g33",
                  predicted_speedup={"non-causal": (1.00, 1.02), "causal": (1.00, 1.05)}),
 ]
 

@@ -559,7 +559,7 @@ VERSIONS = {v.name: v for v in [
         features=None,
     ),
     # g34-g35: each tile's last P V run beside the next tile's first scores (g34 on g32's kernel, g35 on g33's);
-    # predicted, compiled, not yet measured (the notes).
+    # wrong at every odd place of a program's walk of tiles (the notes), so gluon_attention refuses them.
     _unrouted_gluon_step("v53-gluon-chained", "g34", "v50-gluon-late-release"),
     _unrouted_gluon_step("v54-gluon-three-chained", "g35", "v51-gluon-three-late"),
 ]}
