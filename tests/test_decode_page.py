@@ -672,6 +672,11 @@ def test_generate_against_the_plain_loop_is_explained_from_the_host_profile(tmp_
     close = write(tmp_path / "b", _host_profiles(f2, eager2.step_ms_median * 1.1)).generate_finding()
     assert "within 20% of each other" in close and "more than" not in close
     assert write(tmp_path / "c", decode_file("synthetic-20261129")).generate_finding() == ""
+    # generate well under the plain loop (run h200-20261204f: 0.750x) is not "within 20%" of it
+    f3 = decode_file("synthetic-20261129")
+    eager3 = next(r for r in f3.rows if (r.model, r.variant, r.batch, r.context) == ("gpt2", "hf-eager", 4, 1000))
+    quick = write(tmp_path / "d", _host_profiles(f3, eager3.step_ms_median * 0.75)).generate_finding()
+    assert "0.750×: generate is the quicker, by more than 20%." in quick and "within" not in quick
 
 
 def test_the_targets_judge_our_fastest_bf16_step_and_name_it_where_the_persistent_step_ran(tmp_path):
