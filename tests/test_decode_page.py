@@ -676,7 +676,7 @@ def test_generate_against_the_plain_loop_is_explained_from_the_host_profile(tmp_
     f3 = decode_file("synthetic-20261129")
     eager3 = next(r for r in f3.rows if (r.model, r.variant, r.batch, r.context) == ("gpt2", "hf-eager", 4, 1000))
     quick = write(tmp_path / "d", _host_profiles(f3, eager3.step_ms_median * 0.75)).generate_finding()
-    assert "0.750×: generate is the quicker, by more than 20%." in quick and "within" not in quick
+    assert "0.750×, so generate is the quicker, by more than 20%." in quick and "within" not in quick
 
 
 def test_the_targets_judge_our_fastest_bf16_step_and_name_it_where_the_persistent_step_ran(tmp_path):

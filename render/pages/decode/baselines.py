@@ -60,7 +60,7 @@ class Baselines(DecodeData):
         elif ratio > 1:
             text += f", more than the {bar} two ways of decoding should differ by."
         else:  # generate the quicker by more than the bar: its cache or its loop saves the plain loop's host work
-            text += f": generate is the quicker, by more than {bar}."
+            text += f", so generate is the quicker, by more than {bar}."
         gap = g.ms_per_token - e.ms_per_token
         extra = sorted(((c, g.components.get(c, 0.0) - e.components.get(c, 0.0))
                         for c in dict.fromkeys([*g.components, *e.components])), key=lambda x: -x[1])
