@@ -112,11 +112,14 @@ def test_budget_from_the_environment(monkeypatch):
 
 def test_tiny_run_has_a_row_per_variant_and_shape(tiny_run):
     result, path, saved = tiny_run
-    # key shapes first, the compiled transformers loop after the agreement check, then the sweeps,
-    # and last the sweeps' host-bound rows (what a slow machine's spent budget should cut first)
+    # key shapes first, the compiled transformers loop after the agreement check, then the sweeps: our CUDA-graph
+    # steps at every sweep shape before the other loops, and last the host-bound rows (what a slow machine's spent
+    # budget should cut first)
     key = [(8, v) for v in VARIANTS if v != "hf-compiled"] + [(8, "hf-compiled")]
     host = ("hf-eager", "hf-generate")
+    graph = ("graph", "int8-graph")
     sweep = [(c, v) for c in (4, 15) for v in VARIANTS if v not in ("hf-compiled", "persistent", *host)]  # key-only
+    sweep = [r for r in sweep if r[1] in graph] + [r for r in sweep if r[1] not in graph]
     assert [(r.context, r.variant) for r in result.rows] == key + sweep + [(c, v) for c in (4, 15) for v in host]
     assert saved and saved[-1] == len(result.rows)  # progress was checkpointed
     loaded = load_validated(path, DecodeFile)  # what render/ will read
@@ -484,3 +487,4 @@ def test_a_host_profile_too_noisy_twice_is_an_error_row_the_schema_takes(monkeyp
     path = tmp_path / "decode.json"
     write_json_atomic(path, result)
     assert [r.status for r in load_validated(path, DecodeFile).host_profiles] == ["error", "error"]
+

@@ -80,8 +80,8 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
     # shapes; the agreement check of our CUDA-graph steps (seconds for every model); transformers' compiled
     # loop at the agreement's shape, what a user would pick (a cold compile, its session reused by the check);
     # the check's eager and host-bound loops; the host profile; the compiled loop's other key shapes; the
-    # sweeps, and last the sweeps' host-bound rows (transformers' eager loop: its step time is the host's at
-    # every context, and its rows cost the most). Run h200-20261203k, with 107 s, spent 20 s on the eager
+    # sweeps (our CUDA-graph steps first), and last the sweeps' host-bound rows (transformers' eager loop: its
+    # step time is the host's at every context, and its rows cost the most). Run h200-20261203k, with 107 s, spent 20 s on the eager
     # loops' check before the compiled loop, whose key rows its 40 s reserve then skipped. In this order, with
     # the same 107 s (H200, 2026-12-03, env and decode alone), gpt2's compiled row ran (1.12 ms a step after a
     # 15.5 s compile) and every agreement row with it; 46 rows were skipped, most of them sweeps, against 37.
@@ -126,9 +126,13 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
     for m in models:
         with stage("decode", f"{m.info.name} compiled transformers"):
             _rows(m, [k for k in m.plan.key_shapes if k != keep[id(m)]], plan, env, result, key=True, compiled=True)
-    for m in models:
-        with stage("decode", f"{m.info.name} sweep"):
-            _rows(m, m.plan.sweep_shapes, plan, env, result, key=False, host_bound=False)
+    # Our CUDA-graph steps' sweep rows before the other variants' (the eager loops, the dequantizing one): they are
+    # what the context and batch figures are for, and a second each. Run h200-20261204f's budget ran out a third of
+    # the way through gpt2's sweep shape by shape, leaving no batch sweep at all.
+    for graph in (True, False):
+        for m in models:
+            with stage("decode", f"{m.info.name} sweep, {'CUDA-graph steps' if graph else 'other loops'}"):
+                _rows(m, m.plan.sweep_shapes, plan, env, result, key=False, host_bound=False, graph=graph)
     for m in models:
         with stage("decode", f"{m.info.name} sweep, host-bound rows"):
             _rows(m, m.plan.sweep_shapes, plan, env, result, key=False, host_bound=True)

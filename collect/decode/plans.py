@@ -29,7 +29,7 @@ GRAPH_STEP = "fused"
 # shapes and about 28 for gpt2-xl's one (cold torch.compile, the largest items), the sweeps the rest.
 # Work runs in order of need (collect/decode/phase.py): key shapes, the agreement of our CUDA-graph steps,
 # compiled transformers at the agreement's shape, the agreement of the eager loops, the other compiled
-# rows, sweeps, the sweeps' host-bound rows; past the budget the rows left are written as skipped, and a
+# rows, sweeps (our CUDA-graph steps first), the sweeps' host-bound rows; past the budget the rows left are written as skipped, and a
 # compiled row starts only with COMPILE_RESERVE_S left. At 165 s the whole collect took 553 s on 2026-11-30 (the other
 # phases had grown), over the 9 minutes. At 140 s (run h200-20261130j, 530 s in all on a slow host)
 # the phase skipped 13 sweep rows, among them int8-graph rows the report needs at every sweep
@@ -39,6 +39,10 @@ GRAPH_STEP = "fused"
 # it now warms every position it times first, which costs about what those cold timed steps did, and
 # model.generate is timed beside it at the same shapes (one warm pair of calls and three timed pairs a
 # row: about a second at gpt2 and a few at gpt2-xl, estimated from the warm step times, not yet measured).
+# With no budget (env and decode alone, H200, 2026-12-04, stage times) every row took 212 s on one host and 252 s on
+# another: up to the compiled key rows 139-171 s (gpt2-xl's compiled row alone 37-42 s), our CUDA-graph steps'
+# sweep rows 18-21 s, the other loops' 23-24 s, the host-bound rows 32-34 s. A sweep row costs about 0.7 s more than
+# its own wall time (session teardown and the clean-up before the next); that overhead is not yet located.
 BUDGET_S = {"quick": 75.0, "full": 150.0}
 SEED = 0
 # A compiled row starts only with this much budget left: its cold compile alone takes about this long.
