@@ -5,7 +5,7 @@
 #
 # The wheels unpacked together come to ~265 MB, xz brings them to ~69 MB: more than one device call
 # carries (64 MiB with the working tree, whose committed runs grow by about 2 MB a collect), so the
-# archive is split into parts of PART_SIZE (default 24M: three parts), OUT_DIR/stage1 .. stageN, to be
+# archive is split into parts of PART_SIZE (default 16M: five parts), OUT_DIR/stage1 .. stageN, to be
 # carried in calls back to back (each but the last leaves its part in /tmp there; see
 # scripts/fa4_unpack.sh). Wheels are unzipped into one folder rather than pip-installed: the DSL's
 # wheels share the nvidia_cutlass_dsl folder, which `pip install --target` does not merge.
@@ -27,7 +27,7 @@ for w in "$work"/wheels/*.whl; do "$PY" -m zipfile -e "$w" "$work/tree/"; done
 echo "fa4_wheels: compressing $(du -sh "$work/tree" | cut -f1) with xz -9e (a few minutes on two cores)" >&2
 tar -C "$work/tree" -cf - . | xz -9e -T0 > "$work/fa4.tar.xz"
 rm -rf "$OUT"/stage*
-split -b "${PART_SIZE:-24M}" "$work/fa4.tar.xz" "$work/part."
+split -b "${PART_SIZE:-16M}" "$work/fa4.tar.xz" "$work/part."
 n=0
 for part in "$work"/part.*; do
     n=$((n + 1))

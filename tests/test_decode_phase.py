@@ -1,8 +1,10 @@
 """The decode phase's bookkeeping: its arithmetic, its rows on a tiny CPU run, limits and the time budget."""
 import dataclasses
+import gc
 import json
 import time
 import types
+import weakref
 
 import pytest
 
@@ -30,6 +32,7 @@ PLAN = phase.Plan(
 def tiny_run(tmp_path_factory):
     saved = []
     result = phase.collect_decode("cpu-test", PLAN, "cpu", 1e9, "test constant", save=lambda f: saved.append(len(f.rows)))
+    assert gc.get_freeze_count() == 0  # what the rows' clean-ups froze is collectable again after the phase
     path = tmp_path_factory.mktemp("run") / "decode.json"
     write_json_atomic(path, result)
     return result, path, saved
@@ -488,3 +491,22 @@ def test_a_host_profile_too_noisy_twice_is_an_error_row_the_schema_takes(monkeyp
     write_json_atomic(path, result)
     assert [r.status for r in load_validated(path, DecodeFile).host_profiles] == ["error", "error"]
 
+
+def test_a_clean_up_freezes_what_survives_and_a_full_one_looks_at_the_whole_heap_again():
+    class Session:
+        pass
+
+    env = types.SimpleNamespace(cuda=False)
+    kept = Session()
+    kept.me = kept  # a cycle, as sessions hold: only the collector frees it
+    gone = weakref.ref(kept)
+    try:
+        phase_sessions._clean(env)
+        assert gc.get_freeze_count() > 0
+        del kept  # dropped after a clean-up froze it (the compiled session kept for the agreement check)
+        phase_sessions._clean(env)
+        assert gone() is not None  # a plain clean-up looks only at what was made since the last one
+        phase_sessions._clean(env, full=True)
+        assert gone() is None
+    finally:
+        gc.unfreeze()

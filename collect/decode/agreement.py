@@ -120,6 +120,7 @@ def _agreement_rows(m: _Model, plan: Plan, env: _Env, result: DecodeFile, ref: d
         elif why:
             row.status, row.reason = "unsupported", why
         else:
+            s = None  # a session an error left bound would outlive the collection below, and be frozen with it
             _clean(env)  # the previous variant's session is gone before this one is built
             try:
                 s = sessions.open_session(spec, m, B, capacity, env, keep=spec.compiled)

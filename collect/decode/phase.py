@@ -1,6 +1,7 @@
 """The phase driver: rows in order of what the report needs most, until the time budget is spent."""
 from __future__ import annotations
 
+import gc
 import os
 import time
 from pathlib import Path
@@ -30,6 +31,15 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
     """The phase on any device (tests run it on the CPU under TRITON_INTERPRET with a tiny plan).
     dtype: (name, reason) chosen from the device facts (a rehearsal's GPU decodes in its own dtype);
     None: the device's own choice. compile_pool: the collect's shared one (collect/precompile.py)."""
+    try:
+        return _collect_decode(run_id, plan, device, bandwidth, bandwidth_source, save, progress, budget_s, model_path,
+                               graph_step, dtype, compile_pool)
+    finally:
+        gc.unfreeze()  # what _clean froze is the collector's again, however the phase ended
+
+
+def _collect_decode(run_id, plan, device, bandwidth, bandwidth_source, save, progress, budget_s, model_path, graph_step,
+                    dtype, compile_pool) -> DecodeFile:
     import torch
 
     device = torch.device(device)
@@ -115,7 +125,7 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
                     v: "not run: the compiled loop's row at this shape was skipped, and its session (a cold compile) "
                        "is what the check reuses" for v in compiled_checked if _row_status(result, m, v, shared) == "skipped"})
             m.sessions.clear()
-            _clean(env)
+            _clean(env, full=True)  # the kept session outlived the collections that froze it
     for m in models:
         if later.get(id(m)):
             with stage("decode", f"{m.info.name} agreement, eager loops"):

@@ -41,8 +41,9 @@ GRAPH_STEP = "fused"
 # row: about a second at gpt2 and a few at gpt2-xl, estimated from the warm step times, not yet measured).
 # With no budget (env and decode alone, H200, 2026-12-04, stage times) every row took 212 s on one host and 252 s on
 # another: up to the compiled key rows 139-171 s (gpt2-xl's compiled row alone 37-42 s), our CUDA-graph steps'
-# sweep rows 18-21 s, the other loops' 23-24 s, the host-bound rows 32-34 s. A sweep row costs about 0.7 s more than
-# its own wall time (session teardown and the clean-up before the next); that overhead is not yet located.
+# sweep rows 18-21 s, the other loops' 23-24 s, the host-bound rows 32-34 s. A sweep row cost about 0.7 s more than
+# its own wall time, 0.28 s of it a full garbage collection before each row (cProfile); the collections now look
+# only at what the last row made (sessions._clean), which is not yet measured in a collect.
 BUDGET_S = {"quick": 75.0, "full": 150.0}
 SEED = 0
 # A compiled row starts only with this much budget left: its cold compile alone takes about this long.
