@@ -734,3 +734,13 @@ def test_the_runner_reserves_the_later_phases_own_budgets(monkeypatch):
                                                                                    + decode.BUDGET_S["full"])
     monkeypatch.setenv("DECODE_BUDGET_S", "0")  # lifted: no limit, so nothing to reserve
     assert runner.reserved_seconds(("decode", "env"), "full", 1.0) == 0.0
+
+
+def test_no_case_at_the_study_shape_is_profiled_after_the_d128_block():
+    # Clocks are not locked: the first short kernel after seconds of d=128 replays ran 180-220 MHz slower than its
+    # peers (runs h200-20261204f and g), so every case at the study shape, causal or not, comes first.
+    for quick in (True, False):
+        ids = [c.id for c in profile.main_cases(quick=quick, hopper=True)]
+        first_large = next(i for i, cid in enumerate(ids) if "d128" in cid)
+        assert all("d128" in cid for cid in ids[first_large:])
+        assert any("b2h8n2048d64-causal" in cid for cid in ids) == (not quick)
