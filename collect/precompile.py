@@ -67,6 +67,13 @@ def compile_in_pool(compile_one: Callable[[tuple], str | None], tasks: list[tupl
         pool.join()
 
 
+def _timed(compile_one: Callable[[tuple], str | None], task: tuple) -> tuple[str | None, float]:
+    """A task's answer and the seconds its worker spent on it: what each phase's work costs the pool, which sets
+    when the first timed phase may start."""
+    t0 = time.perf_counter()
+    return compile_one(task), time.perf_counter() - t0
+
+
 class SharedCompilePool:
     """Several phases' compile work in one pool of spawned workers, queued in the phases' order, heavy work first."""
 
@@ -81,7 +88,7 @@ class SharedCompilePool:
         self.workers = _workers(workers, default_workers, n)
         self._pool = mp.get_context("spawn").Pool(max(1, self.workers)) if n else None
         # Submitted heavy works first; each phase still waits for its own results only.
-        self._pending = {w.label: [self._pool.apply_async(w.compile_one, (t,)) for t in w.tasks] if n else []
+        self._pending = {w.label: [self._pool.apply_async(_timed, (w.compile_one, t)) for t in w.tasks] if n else []
                          for w in sorted(works, key=lambda w: not w.heavy)}
 
     def covers(self, label: str) -> bool:
@@ -94,10 +101,13 @@ class SharedCompilePool:
             return self._done[label]
         results = self._pending.pop(label, [])
         failed: int | None = 0
+        seconds = []
         try:
             for r in results:
-                failed += r.get(timeout=self.stall_s) is not None
-            self._report(label, len(results), failed)
+                answer, spent = r.get(timeout=self.stall_s)
+                failed += answer is not None
+                seconds.append(spent)
+            self._report(label, len(results), failed, seconds=seconds)
         except Exception as exc:  # noqa: BLE001 - best effort, see the module docstring
             print(f"{label}: shared compilation stopped ({type(exc).__name__}: {exc}); the remaining variants "
                   "compile as their cases run", file=sys.stderr)
@@ -105,10 +115,12 @@ class SharedCompilePool:
         self._done[label] = failed
         return failed
 
-    def _report(self, label: str, n: int, failed: int, how: str = "") -> None:
+    def _report(self, label: str, n: int, failed: int, how: str = "", seconds: list[float] = ()) -> None:
+        spent = (f"; {sum(seconds):.0f} s of worker time, the slowest variant {max(seconds):.1f} s" if seconds
+                 else "")
         print(f"{label}: compiled {n} kernel variants in the shared pool of {self.workers} processes, done "
               f"{time.perf_counter() - self._t0:.1f} s after it started ({failed} raised; their cases will record "
-              f"why){how}", file=sys.stderr)
+              f"why){how}{spent}", file=sys.stderr)
 
     def as_done(self, label: str):
         """Yield the index of each of `label`'s tasks as it finishes, in the order they finish, so that a
@@ -121,6 +133,7 @@ class SharedCompilePool:
         results = self._pending.pop(label)
         left = set(range(len(results)))
         failed: int | None = 0
+        seconds = []
         last = time.perf_counter()
         while left:
             done = [i for i in sorted(left) if results[i].ready()]
@@ -136,12 +149,14 @@ class SharedCompilePool:
             for i in done:
                 left.discard(i)
                 try:
-                    failed = None if failed is None else failed + (results[i].get(0) is not None)
+                    answer, spent = results[i].get(0)
+                    failed = None if failed is None else failed + (answer is not None)
+                    seconds.append(spent)
                 except Exception:  # noqa: BLE001 - a worker that died: its case compiles for itself
                     failed = None
                 yield i
         if failed is not None:
-            self._report(label, len(results), failed, ", its cases running as each was ready")
+            self._report(label, len(results), failed, ", its cases running as each was ready", seconds)
         self._done[label] = failed
         yield from sorted(left)
 

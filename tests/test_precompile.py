@@ -1,4 +1,5 @@
 """The compile pools on the CPU: real spawned workers for the pool, fakes for the runner's use of it."""
+import re
 import types
 
 import pytest
@@ -32,6 +33,8 @@ def test_one_pool_serves_each_phase_its_own_results(capsys):
         pool.close()
     err = capsys.readouterr().err
     assert "second: compiled 2 kernel variants in the shared pool of 2 processes" in err
+    # what each phase's work cost the workers, which sets when the first timed phase can start
+    assert re.search(r"second: .* \d+ s of worker time, the slowest variant \d+\.\d s", err)
     # closed: a phase asking again gets the answer it had, without a pool
     assert pool.wait("second") == 1 and compile_ahead(pool, second) == 1
     assert "compiled" not in capsys.readouterr().err
@@ -133,7 +136,9 @@ def test_as_done_yields_every_task_once_and_leaves_the_answer_for_wait(capsys):
         assert list(pool.as_done("ordered")) == []  # nothing left to order
     finally:
         pool.close()
-    assert "ordered: compiled 2 kernel variants in the shared pool of 2 processes" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "ordered: compiled 2 kernel variants in the shared pool of 2 processes" in err
+    assert re.search(r"ordered: .*its cases running as each was ready; \d+ s of worker time", err)
 
 
 def test_as_done_gives_up_on_a_stalled_pool_and_yields_what_is_left(capsys):
