@@ -37,6 +37,7 @@ from .calls import flash_route
 from .ncu_parse import KernelRecord, NcuFailure
 from .schema import SCHEMA_VERSION
 from .schema.limiter import UNIT_FIELDS, judge
+from .schema.common import attention_flops
 from .schema.profile import ClockCheckRow, HotSpotRow, ImplRow, KernelRow, ProfileFile, StallRow
 from .shapes import AttentionCase
 from .ncu_metrics import (  # noqa: F401 - the phase uses some; tests read all as profile.<NAME>
@@ -255,16 +256,13 @@ def main_cases(quick: bool, tiny: bool = False, hopper: bool = False) -> list[Pr
     # (naive attention and SDPA's math backend replayed for seconds) runs hot-throttled: our kernel at the causal
     # study shape, the first case after that block, ran at 1,549 and 1,587 MHz in runs h200-20261204f and g, where
     # the three cases after it ran at 1,770-1,811 MHz.
-    groups.sort(key=lambda g: _size(g[0]))  # stable: a shape's non-causal group before its causal one
+    # Causal or not alike (stable: a shape's non-causal group, then its causal one), so that a causal group follows
+    # kernels of its own size, not the GPU's first idle moments.
+    groups.sort(key=lambda g: attention_flops(g[0]["batch"], g[0]["heads"], g[0]["seq_len"], g[0]["head_dim"], False))
     cases = [make_case("main", i, shape) for shape, impls in groups for i in impls + extra]
     seen: set[str] = set()
     return [c for c in cases if not (c.id in seen or seen.add(c.id))]  # the headline's peers are listed twice
 
-
-def _size(shape: dict) -> int:
-    """B·H·N²·d, what orders the cases' groups (causal or not alike, so that a causal group follows kernels of its
-    own size, not the GPU's first idle moments)."""
-    return shape["batch"] * shape["heads"] * shape["seq_len"] ** 2 * shape["head_dim"]
 
 
 # Limiter rows without hot spots. FlashAttention-4's would add its cases to the second ncu run, which already
