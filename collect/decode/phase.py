@@ -1,7 +1,6 @@
 """The phase driver: rows in order of what the report needs most, until the time budget is spent."""
 from __future__ import annotations
 
-import gc
 import os
 import time
 from pathlib import Path
@@ -20,9 +19,10 @@ from .micro import _micro_rows, measure_copy_bandwidth
 from .plans import (BUDGET_ENV, GRAPH_STEP, MODEL_PATH_ENV, Plan, PLANS, SEED, _dtype_choice, budget_seconds,
                     graph_step_from_env, native_dtype, variant_specs)
 from .rows import _rows
-from .sessions import _build_model, _clean, _Deadline, _Env, _error_reason, _Model, _warm_up
+from .sessions import _build_model, _clean, _Deadline, _Env, _error_reason, _Model, _warm_up, heap_unfrozen_after
 
 
+@heap_unfrozen_after()
 def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, bandwidth_source: str | None,
                    save: Callable[[DecodeFile], None] = lambda f: None, progress=None,
                    budget_s: float | None = None, model_path: str | None = None,
@@ -31,15 +31,6 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
     """The phase on any device (tests run it on the CPU under TRITON_INTERPRET with a tiny plan).
     dtype: (name, reason) chosen from the device facts (a rehearsal's GPU decodes in its own dtype);
     None: the device's own choice. compile_pool: the collect's shared one (collect/precompile.py)."""
-    try:
-        return _collect_decode(run_id, plan, device, bandwidth, bandwidth_source, save, progress, budget_s, model_path,
-                               graph_step, dtype, compile_pool)
-    finally:
-        gc.unfreeze()  # what _clean froze is the collector's again, however the phase ended
-
-
-def _collect_decode(run_id, plan, device, bandwidth, bandwidth_source, save, progress, budget_s, model_path, graph_step,
-                    dtype, compile_pool) -> DecodeFile:
     import torch
 
     device = torch.device(device)
@@ -91,8 +82,9 @@ def _collect_decode(run_id, plan, device, bandwidth, bandwidth_source, save, pro
     # loop at the agreement's shape, what a user would pick (a cold compile, its session reused by the check);
     # the check's eager and host-bound loops; the host profile; the compiled loop's other key shapes; the
     # sweeps (our CUDA-graph steps first), and last the sweeps' host-bound rows (transformers' eager loop: its
-    # step time is the host's at every context, and its rows cost the most). Run h200-20261203k, with 107 s, spent 20 s on the eager
-    # loops' check before the compiled loop, whose key rows its 40 s reserve then skipped. In this order, with
+    # step time is the host's at every context, and its rows cost the most). Run h200-20261203k, with 107 s,
+    # spent 20 s on the eager loops' check before the compiled loop, whose key rows its 40 s reserve then
+    # skipped. In this order, with
     # the same 107 s (H200, 2026-12-03, env and decode alone), gpt2's compiled row ran (1.12 ms a step after a
     # 15.5 s compile) and every agreement row with it; 46 rows were skipped, most of them sweeps, against 37.
     # A compiled session is kept for the agreement only where the check compares a compiled variant.
@@ -100,7 +92,8 @@ def _collect_decode(run_id, plan, device, bandwidth, bandwidth_source, save, pro
             else None for m in models}
     for m in models:
         with stage("decode", f"{m.info.name} key shapes"):
-            _rows(m, m.plan.key_shapes, plan, env, result, key=True, keep_shape=keep[id(m)], compiled=False)
+            _rows(m, m.plan.key_shapes, plan, env, result, key=True, keep_shape=keep[id(m)],
+                  which=lambda sp: not sp.compiled)
     refs, later = {}, {}
     for m in models:
         if m.plan.agreement:
@@ -118,7 +111,7 @@ def _collect_decode(run_id, plan, device, bandwidth, bandwidth_source, save, pro
             continue
         with stage("decode", f"{m.info.name} compiled transformers at the agreement's shape"):
             if shared is not None:
-                _rows(m, [shared], plan, env, result, key=True, keep_shape=shared, compiled=True)
+                _rows(m, [shared], plan, env, result, key=True, keep_shape=shared, which=lambda sp: sp.compiled)
             if m.plan.agreement and compiled_checked:
                 # Without its row's session the check would pay a cold compile of its own: skipped with it.
                 _agreement_rows(m, plan, env, result, refs[id(m)], compiled_checked, skip={
@@ -135,17 +128,19 @@ def _collect_decode(run_id, plan, device, bandwidth, bandwidth_source, save, pro
             _host_profile_rows(models[0], *models[0].plan.key_shapes[0], env, result)
     for m in models:
         with stage("decode", f"{m.info.name} compiled transformers"):
-            _rows(m, [k for k in m.plan.key_shapes if k != keep[id(m)]], plan, env, result, key=True, compiled=True)
+            _rows(m, [k for k in m.plan.key_shapes if k != keep[id(m)]], plan, env, result, key=True,
+                  which=lambda sp: sp.compiled)
     # Our CUDA-graph steps' sweep rows before the other variants' (the eager loops, the dequantizing one): they are
     # what the context and batch figures are for, and a second each. Run h200-20261204f's budget ran out a third of
     # the way through gpt2's sweep shape by shape, leaving no batch sweep at all.
     for graph in (True, False):
         for m in models:
             with stage("decode", f"{m.info.name} sweep, {'CUDA-graph steps' if graph else 'other loops'}"):
-                _rows(m, m.plan.sweep_shapes, plan, env, result, key=False, host_bound=False, graph=graph)
+                _rows(m, m.plan.sweep_shapes, plan, env, result, key=False,
+                      which=lambda sp: not sp.host_bound and sp.graph == graph)
     for m in models:
         with stage("decode", f"{m.info.name} sweep, host-bound rows"):
-            _rows(m, m.plan.sweep_shapes, plan, env, result, key=False, host_bound=True)
+            _rows(m, m.plan.sweep_shapes, plan, env, result, key=False, which=lambda sp: sp.host_bound)
     if deadline.skipped:
         result.notes.append(f"{deadline.skipped} rows were not run: the phase's time budget of {budget_s:.0f} s "
                             f"was spent ({no_limit_hint(BUDGET_ENV)}).")

@@ -206,12 +206,10 @@ def _read_floor(session, row: DecodeRow, layers: int, per_loop: int, repeats: in
 
 
 def _rows(m: _Model, shapes, plan: Plan, env: _Env, result: DecodeFile, key: bool, keep_shape=None,
-          compiled: bool | None = None, host_bound: bool | None = None, graph: bool | None = None) -> None:
-    """Rows at these shapes; `compiled` picks only (True) or all but (False) the variants that compile,
-    `host_bound` likewise the host-bound ones and `graph` our CUDA-graph steps."""
+          which: Callable[[VariantSpec], bool] = lambda spec: True) -> None:
+    """Rows at these shapes of the variants `which` picks (a key-only variant at key shapes only)."""
     cases = [(b, c, spec) for b, c in shapes for spec in env.specs.values()
-             if (key or not spec.key_only) and (compiled is None or spec.compiled == compiled)
-             and (host_bound is None or spec.host_bound == host_bound) and (graph is None or spec.graph == graph)]
+             if (key or not spec.key_only) and which(spec)]
     for b, c, spec in env.progress(cases, total=len(cases), desc=f"decode {m.info.name}"):
         keep = keep_shape is not None and (b, c) == keep_shape and spec.compiled
         row = _decode_row(spec, m, b, c, plan, env, profile=key, keep=keep, result=result)

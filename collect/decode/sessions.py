@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -72,13 +73,23 @@ def _error_reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0][:300] if text else ''}"
 
 
+@contextmanager
+def heap_unfrozen_after():
+    """What _clean froze is the collector's again when the block (or, as a decorator, the function) ends, however
+    it ends."""
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 def _clean(env: _Env, full: bool = False) -> None:
     """Free what the last row or check left (its session's cache and graphs) before the next is built. What
     survives a collection is then frozen (gc.freeze), so the next one looks only at what was made since: a full
     collection over everything this process holds (torch, transformers, the compiled loop's graphs, half a million
     objects and more) took 0.28 s a call on the H200's host, 8 of a quick decode phase's 110 s (cProfile, run
     probe3, 2026-12-04). Whatever outlived a collection and is dropped later (the compiled session kept for the
-    agreement check) needs `full`, which looks at the whole heap again; collect_decode unfreezes at its end."""
+    agreement check) needs `full`, which looks at the whole heap again; heap_unfrozen_after ends the phase's freezes."""
     if full:
         gc.unfreeze()
     gc.collect()
