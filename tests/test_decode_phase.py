@@ -456,11 +456,11 @@ def test_a_compiled_check_whose_row_was_skipped_is_skipped_not_compiled(monkeypa
 
     real_rows = driver._rows
 
-    def rows_with_a_skipped_compiled_loop(m, shapes, plan, env, result, key, keep_shape=None, compiled=False, **kw):
+    def rows_with_a_skipped_compiled_loop(m, shapes, plan, env, result, key, **kw):
         before = len(result.rows)
-        real_rows(m, shapes, plan, env, result, key, keep_shape=keep_shape, compiled=compiled, **kw)
+        real_rows(m, shapes, plan, env, result, key, **kw)
         for r in result.rows[before:]:
-            if compiled and r.variant == "hf-compiled":
+            if r.variant == "hf-compiled":
                 r.status, r.reason = "skipped", "not run: budget"
 
     monkeypatch.setattr(driver, "_rows", rows_with_a_skipped_compiled_loop)
