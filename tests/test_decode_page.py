@@ -846,3 +846,13 @@ def test_colours_beyond_the_palette_read_on_the_light_and_the_dark_page():
     assert extras  # the dicts do go beyond the palette
     for what, colour in extras.items():
         assert all(_contrast(colour, bg) >= 3.0 for bg in PAGE_BACKGROUNDS), (what, colour)
+
+
+def test_rows_that_did_not_run_give_each_reason_once(tmp_path):
+    p = page(tmp_path)
+    budget = "not run: the decode phase's time budget of 121 s was spent before this row"
+    graphs = p.rows["variant"].isin(["graph", "int8-graph"])
+    p.rows.loc[graphs, ["status", "reason"]] = ["skipped", budget]
+    table = p.failures_table()
+    assert table.count("time budget of 121 s") == 1  # one row for the reason, however many variants it cut
+    assert f"<td>{int(graphs.sum())}</td>" in table and p.label("graph") in table and p.label("int8-graph") in table

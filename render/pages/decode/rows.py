@@ -39,8 +39,11 @@ class Rows(DecodeData):
         bad = self.rows[self.rows["status"] != "ok"]
         if bad.empty:
             return "Every decode row ran."
-        out = [{"model": m, "variant": self.label(v), "status": s,
-                "where": join(f"b{b}/c{c}" for b, c in zip(g["batch"], g["context"])), "reason": r}
-               for (m, v, s, r), g in bad.groupby(["model", "variant", "status", bad["reason"].fillna("")], sort=False)]
-        return table_html(pd.DataFrame(out), {"model": "Model", "variant": "Variant", "status": "Status",
-                                              "where": "Batch / context", "reason": "Reason"})
+        # One row per reason: a spent time budget skips dozens of rows of many variants for the same reason.
+        out = []
+        for (s, r), g in bad.groupby(["status", bad["reason"].fillna("")], sort=False):
+            rows = [f"{m}, {self.label(v)}: {join(f'b{b}/c{c}' for b, c in zip(h['batch'], h['context']))}"
+                    for (m, v), h in g.groupby(["model", "variant"], sort=False)]
+            out.append({"status": s, "n": len(g), "rows": "; ".join(rows), "reason": r})
+        return table_html(pd.DataFrame(out), {"status": "Status", "n": "Rows", "rows": "Model, variant: batch / context",
+                                              "reason": "Reason"})
