@@ -265,7 +265,7 @@ def test_versions_are_a_dated_journey_with_ranges():
     assert dataclasses.replace(g5, balanced=False) == dataclasses.replace(
         g3, name="g5", change=g5.change, prediction=g5.prediction, predicted_speedup=g5.predicted_speedup,
         baseline="g3", maskings=g5.maskings, outcome=g5.outcome)
-    assert g5.balanced and not any(v.balanced for v in GV.GLUON_VERSIONS if v.name not in ("g5", "g6", "g7", "g11", "g12", "g13", "g14", "g15", "g19", "g23", "g24", "g25", "g26", "g27", "g30", "g31", "g32", "g33", "g34", "g35"))
+    assert g5.balanced and not any(v.balanced for v in GV.GLUON_VERSIONS if v.name not in ("g5", "g6", "g7", "g11", "g12", "g13", "g14", "g15", "g19", "g23", "g24", "g25", "g26", "g27", "g30", "g31", "g32", "g33", "g34", "g35", "g36", "g37"))
     # g6 is g5 whose walk also weighs the L2 a head group fills, measured against g5
     g6 = by_name["g6"]
     assert g6.l2_weight > 0 == g5.l2_weight and dataclasses.replace(g6, l2_weight=0.0) == dataclasses.replace(
@@ -275,7 +275,7 @@ def test_versions_are_a_dated_journey_with_ranges():
     g1, g8 = by_name["g1"], by_name["g8"]
     assert g8.one_warpgroup and not any(v.one_warpgroup for v in GV.GLUON_VERSIONS
                                         if v.name not in ("g8", "g9", "g10", "g16", "g17", "g18", "g20", "g21", "g22",
-                                                          "g28", "g29"))
+                                                          "g28", "g29", "g38"))
     assert g8.head_dims == (64,) and all(v.head_dims == GV.HEAD_DIMS for v in GV.GLUON_VERSIONS
                                          if int(v.name[1:]) < 8)
     assert dataclasses.replace(g8, one_warpgroup=False, head_dims=GV.HEAD_DIMS) == dataclasses.replace(
@@ -283,13 +283,14 @@ def test_versions_are_a_dated_journey_with_ranges():
         outcome=g8.outcome)
     # g9 is g8 whose causal tiles go out longest first across heads, measured against g8
     g9 = by_name["g9"]
-    assert g9.lpt and not any(v.lpt for v in GV.GLUON_VERSIONS if v.name not in ("g9", "g10", "g16", "g17", "g20", "g21", "g28"))
+    assert g9.lpt and not any(v.lpt for v in GV.GLUON_VERSIONS if v.name not in ("g9", "g10", "g16", "g17", "g20", "g21", "g28", "g38"))
     assert dataclasses.replace(g9, lpt=False) == dataclasses.replace(
         g8, name="g9", change=g9.change, prediction=g9.prediction, predicted_at=g9.predicted_at,
         predicted_speedup=g9.predicted_speedup, baseline="g8", maskings=("causal",), outcome=g9.outcome)
     # g10 is g9 on a 64-row tile, measured against g9
     g10 = by_name["g10"]
-    assert g10.q_rows == 64 and all(v.q_rows == 128 for v in GV.GLUON_VERSIONS if v.name not in ("g10", "g16", "g17", "g20", "g21", "g28"))
+    assert g10.q_rows == 64 and all(v.q_rows == 128 for v in GV.GLUON_VERSIONS
+                                  if v.name not in ("g10", "g16", "g17", "g20", "g21", "g28", "g38"))
     assert dataclasses.replace(g10, q_rows=128) == dataclasses.replace(
         g9, name="g10", change=g10.change, prediction=g10.prediction, predicted_speedup=g10.predicted_speedup,
         baseline="g9", outcome=g10.outcome)
@@ -303,7 +304,7 @@ def test_versions_are_a_dated_journey_with_ranges():
     # g11 is g4's ping-pong with named-barrier turns on g7's walk at d=128; g12 the same on three consumers at d=64
     g4, g11, g12 = by_name["g4"], by_name["g11"], by_name["g12"]
     turns = ("g11", "g12", "g13", "g14", "g15", "g19", "g23", "g24", "g25", "g26", "g27", "g30", "g31", "g32", "g33",
-             "g34", "g35")
+             "g34", "g35", "g36", "g37")
     assert all(by_name[n].named_turns for n in turns) and not any(
         v.named_turns for v in GV.GLUON_VERSIONS if v.name not in turns)
     assert dataclasses.replace(g11, named_turns=False, head_dims=GV.HEAD_DIMS) == dataclasses.replace(
@@ -313,7 +314,8 @@ def test_versions_are_a_dated_journey_with_ranges():
     assert dataclasses.replace(g12, consumers=2, head_dims=(128,)) == dataclasses.replace(
         g11, name="g12", change=g12.change, prediction=g12.prediction, predicted_speedup=g12.predicted_speedup,
         baseline="g10", maskings=("causal",), outcome=g12.outcome)
-    assert all(v.consumers == 2 for v in GV.GLUON_VERSIONS if v.name not in ("g12", "g14", "g24", "g25", "g31", "g33", "g35"))
+    assert all(v.consumers == 2 for v in GV.GLUON_VERSIONS if v.name not in ("g12", "g14", "g24", "g25", "g31", "g33", "g35",
+                                                                                  "g36"))
     # g13 is g11 releasing its K/V slots by named barriers; g14 is g12 with the same change
     g13, g14 = by_name["g13"], by_name["g14"]
     assert g13.named_release and g14.named_release and not any(v.named_release for v in GV.GLUON_VERSIONS
@@ -334,7 +336,7 @@ def test_versions_are_a_dated_journey_with_ranges():
     g15 = by_name["g15"]
     assert g15.split_head and not any(
         v.split_head for v in GV.GLUON_VERSIONS if v.name not in ("g15", "g19", "g23", "g24", "g25", "g26", "g27", "g30",
-                                                                    "g32", "g34"))
+                                                                    "g32", "g34", "g37"))
     assert dataclasses.replace(g15, split_head=False) == dataclasses.replace(
         g11, name="g15", change=g15.change, prediction=g15.prediction, predicted_speedup=g15.predicted_speedup,
         baseline="g11", maskings=g15.maskings, outcome=g15.outcome)
@@ -388,7 +390,8 @@ def test_versions_are_a_dated_journey_with_ranges():
     # g26: g15 with P packed in pairs, the one change, on g15's tiles
     # g27: the same, P packed before the wait for the previous P V
     g26, g27 = by_name["g26"], by_name["g27"]
-    assert not any(v.packed_p for v in GV.GLUON_VERSIONS if v.name not in ("g26", "g27", "g30", "g31", "g32", "g33", "g34", "g35"))
+    assert not any(v.packed_p for v in GV.GLUON_VERSIONS if v.name not in ("g26", "g27", "g30", "g31", "g32", "g33", "g34", "g35",
+                                                                               "g36", "g37"))
     for ver, mode in ((g26, 1), (g27, 2)):
         assert ver.packed_p == mode and dataclasses.replace(ver, packed_p=0) == dataclasses.replace(
             g15, name=ver.name, change=ver.change, prediction=ver.prediction, predicted_at=ver.predicted_at,
@@ -425,6 +428,26 @@ def test_versions_are_a_dated_journey_with_ranges():
             predicted_speedup=new.predicted_speedup, baseline=old.name, maskings=new.maskings,
             outcome=new.outcome, wrong_output=new.wrong_output), new.name  # measured, like the outcome
         assert all(GV.version_plan(new, d) == GV.version_plan(old, d) for d in (64, 80, 96, 128))
+    # g36-g38: the lean mask, the one change over g33, g32 and g28, on their tiles
+    assert not any(v.lean_mask for v in GV.GLUON_VERSIONS if int(v.name[1:]) < 36)
+    for new, old in ((by_name["g36"], by_name["g33"]), (by_name["g37"], by_name["g32"]), (by_name["g38"], by_name["g28"])):
+        assert new.lean_mask and dataclasses.replace(new, lean_mask=False) == dataclasses.replace(
+            old, name=new.name, change=new.change, prediction=new.prediction, predicted_at=new.predicted_at,
+            predicted_speedup=new.predicted_speedup, baseline=old.name, maskings=new.maskings,
+            outcome=new.outcome), new.name
+        assert all(GV.version_plan(new, d) == GV.version_plan(old, d) for d in (64, 80, 96, 128))
+        assert new.softmax_constexprs(new.head_dims[0])["LEAN_MASK"] and not old.softmax_constexprs(64)["LEAN_MASK"]
+
+
+def test_the_lean_masks_split_of_a_column_keeps_the_same_scores():
+    """softmax_update's LEAN_MASK keeps a score when (offset & -7) < seen - (offset & 6), where the plain mask asks
+    offset < seen: the same for every column offset of a tile up to 256 wide and every count a row can have (negative
+    for rows before the tile, past the tile's width for rows after it), whatever the layout puts in a register."""
+    import numpy as np
+
+    offset = np.arange(256)[None, :]
+    seen = np.arange(-300, 600)[:, None]
+    assert np.array_equal((offset & -7) < seen - (offset & 6), offset < seen)
 
 
 # --- the causal walk's schedule (host side; the kernel walks the same order on the GPU) -----------

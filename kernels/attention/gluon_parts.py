@@ -137,7 +137,7 @@ def row_reduce(x, MAX: gl.constexpr):
 
 @gluon.jit
 def softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK: gl.constexpr, CAUSAL: gl.constexpr,
-                   EX2_EMU: gl.constexpr = 0, TREE: gl.constexpr = False):
+                   EX2_EMU: gl.constexpr = 0, TREE: gl.constexpr = False, LEAN_MASK: gl.constexpr = False, col0=0):
     """Fold one tile of raw scores into the running row max m_i and denominator l_i.
 
     Returns (p, alpha, m_i, l_i): p = exp2 of the scaled, max-shifted scores in fp32, and alpha
@@ -145,8 +145,25 @@ def softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK: gl.constexp
     alpha = exp2(-inf) = 0. Every row sees at least one key in its first tile, so a fully masked
     row (and -inf - -inf) never happens. EX2_EMU of every four exponentials of p run on the FMA pipes
     (fma_exp2.py), the rest on the special-function unit; TREE takes the row max and sum by row_reduce.
+    LEAN_MASK (g36-g38; cols = col0 + the tile's column offsets): a masked tile costs two instructions a score.
     """
-    if MASK:
+    SCALE_FIRST: gl.constexpr = MASK and not LEAN_MASK
+    if MASK and LEAN_MASK:
+        # How many of this tile's columns each row sees, one subtraction a row; each score is then kept or not by
+        # a single compare of its offset in the tile (cols - col0 folds to the offsets) with its row's count, which
+        # takes in the sequence's end as well; the scores are then scaled after the row max, in one FMA, as on
+        # unmasked tiles (-inf stays -inf).
+        # In a wgmma accumulator, column 8 j + 2 (lane % 4) + r sits in register (j, r) of a lane: the bits of
+        # `lane` (offset & 6) are the same in all of a thread's registers, so taking them off the row's count
+        # instead leaves each register a constant to compare with (true of any layout, cheap only in this one).
+        offset = cols - col0
+        lane = offset & 6
+        seen = seq_len - col0
+        if CAUSAL:
+            seen = gl.expand_dims(gl.minimum(rows + 1 - col0, seen), 1)
+        visible = gl.expand_dims(offset & -7, 0) < seen - gl.expand_dims(lane, 0)
+        s = gl.where(visible, s, float("-inf"))
+    if SCALE_FIRST:
         # A zero-filled key past seq_len scores 0, not -inf: it is masked like a future key.
         visible = gl.expand_dims(cols, 0) < seq_len
         if CAUSAL:
@@ -158,7 +175,7 @@ def softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK: gl.constexp
         s_max = gl.convert_layout(row_reduce(s, True), m_i.type.layout)
     else:
         s_max = gl.max(s, 1)
-    if MASK:
+    if SCALE_FIRST:
         m_new = gl.maximum(m_i, s_max)
         s = s - gl.expand_dims(m_new, 1)
     else:

@@ -36,7 +36,7 @@ def _g1_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc,
              m_i, l_i, acc, qk_scale, rows, seq_len,
              s_layout: gl.constexpr, o_layout: gl.constexpr, MASK: gl.constexpr, CAUSAL: gl.constexpr,
              STAGES: gl.constexpr, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
-             EX2_EMU: gl.constexpr, TREE: gl.constexpr):
+             EX2_EMU: gl.constexpr, TREE: gl.constexpr, LEAN_MASK: gl.constexpr):
     """Key tile j: wait for it, Q Kᵀ, softmax, P V (both matmuls waited on at once), then refill
     its buffers with tile j + STAGES."""
     slot = j % STAGES
@@ -47,7 +47,8 @@ def _g1_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc,
     zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout)
     s = warpgroup_mma(q_smem, k_buf.permute((1, 0)), zero, use_acc=False)
     cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-    p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK, CAUSAL, EX2_EMU, TREE)
+    p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK, CAUSAL, EX2_EMU, TREE,
+                                        LEAN_MASK, j * BLOCK_N)
     acc = rescale(acc, alpha, o_layout)
     p = p_operand(p, q_smem.dtype, o_layout)
     mbarrier.wait(v_bars.index(slot), phase)
@@ -64,7 +65,7 @@ def _g1_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc,
 def _g1_overlap_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc, b, h, p, m_i, l_i, acc,
                      qk_scale, rows, seq_len, s_layout: gl.constexpr, o_layout: gl.constexpr, MASK: gl.constexpr,
                      CAUSAL: gl.constexpr, STAGES: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr,
-                     EX2_EMU: gl.constexpr, TREE: gl.constexpr):
+                     EX2_EMU: gl.constexpr, TREE: gl.constexpr, LEAN_MASK: gl.constexpr):
     """g16's key tile j >= 1: Q K_jᵀ and P_{j-1} V_{j-1} issued back to back, the softmax of tile j
     computed while P_{j-1} V_{j-1} runs. K and V buffers are refilled apart, each as soon as its matmul
     has retired: K_j's slot takes K_{j+STAGES} after the scores, V_{j-1}'s takes V_{j-1+STAGES} after P V."""
@@ -81,7 +82,8 @@ def _g1_overlap_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc,
     _g1_load(k_desc, k_smem.index(slot), k_bars.index(slot), b, h, j + STAGES, j + STAGES < n_total, BLOCK_N,
              HEAD_DIM)
     cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-    p_new, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK, CAUSAL, EX2_EMU, TREE)
+    p_new, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK, CAUSAL, EX2_EMU, TREE,
+                                            LEAN_MASK, j * BLOCK_N)
     acc, p = warpgroup_mma_wait(0, deps=(acc, p))  # P's registers stay unwritten until its matmul retires
     thread_barrier()
     _g1_load(v_desc, v_smem.index(prev), v_bars.index(prev), b, h, j - 1 + STAGES, j - 1 + STAGES < n_total,
@@ -94,7 +96,7 @@ def _g1_overlap_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc,
 def _g1_overlap_loop(n_full, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc, b, h, m_i, l_i, acc,
                      qk_scale, rows, seq_len, s_layout: gl.constexpr, o_layout: gl.constexpr, CAUSAL: gl.constexpr,
                      STAGES: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_DIM: gl.constexpr, EX2_EMU: gl.constexpr,
-                     TREE: gl.constexpr):
+                     TREE: gl.constexpr, LEAN_MASK: gl.constexpr):
     """g16's key loop: tile 0's scores alone (masked: cheap on one tile, right whether or not it is
     whole), then _g1_overlap_step over the rest, then the last P V."""
     mbarrier.wait(k_bars.index(0), 0)
@@ -104,16 +106,17 @@ def _g1_overlap_loop(n_full, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_
     thread_barrier()
     _g1_load(k_desc, k_smem.index(0), k_bars.index(0), b, h, STAGES, STAGES < n_total, BLOCK_N, HEAD_DIM)
     cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-    p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, True, CAUSAL, EX2_EMU, TREE)
+    p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, True, CAUSAL, EX2_EMU, TREE,
+                                        LEAN_MASK, 0)
     p = p_operand(p, q_smem.dtype, o_layout)
     for j in range(1, gl.maximum(n_full, 1)):
         p, m_i, l_i, acc = _g1_overlap_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc, b,
                                             h, p, m_i, l_i, acc, qk_scale, rows, seq_len, s_layout, o_layout, False,
-                                            CAUSAL, STAGES, BLOCK_N, HEAD_DIM, EX2_EMU, TREE)
+                                            CAUSAL, STAGES, BLOCK_N, HEAD_DIM, EX2_EMU, TREE, LEAN_MASK)
     for j in range(gl.maximum(n_full, 1), n_total):
         p, m_i, l_i, acc = _g1_overlap_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc, b,
                                             h, p, m_i, l_i, acc, qk_scale, rows, seq_len, s_layout, o_layout, True,
-                                            CAUSAL, STAGES, BLOCK_N, HEAD_DIM, EX2_EMU, TREE)
+                                            CAUSAL, STAGES, BLOCK_N, HEAD_DIM, EX2_EMU, TREE, LEAN_MASK)
     last = (n_total - 1) % STAGES
     mbarrier.wait(v_bars.index(last), ((n_total - 1) // STAGES) & 1)
     acc = warpgroup_mma(p, v_smem.index(last), acc)
@@ -125,7 +128,8 @@ def _g1_overlap_loop(n_full, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_
 @gluon.jit(do_not_specialize=["num_heads", "seq_len", "head_group"])
 def _g1_kernel(q_desc, k_desc, v_desc, o_desc, num_heads, seq_len, head_group, qk_scale,
                CAUSAL: gl.constexpr, STAGES: gl.constexpr, LPT: gl.constexpr, OVERLAP: gl.constexpr = False,
-               EX2_EMU: gl.constexpr = 0, TREE: gl.constexpr = False, LANE_SUM: gl.constexpr = False):
+               EX2_EMU: gl.constexpr = 0, TREE: gl.constexpr = False, LEAN_MASK: gl.constexpr = False,
+               LANE_SUM: gl.constexpr = False):
     BLOCK_M: gl.constexpr = q_desc.block_type.shape[2]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[3]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[2]
@@ -181,14 +185,14 @@ def _g1_kernel(q_desc, k_desc, v_desc, o_desc, num_heads, seq_len, head_group, q
     if OVERLAP:
         m_i, l_i, acc = _g1_overlap_loop(n_full, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc,
                                          b, h, m_i, l_i, acc, qk_scale, rows, seq_len, s_layout, o_layout, CAUSAL,
-                                         STAGES, BLOCK_N, HEAD_DIM, EX2_EMU, TREE)
+                                         STAGES, BLOCK_N, HEAD_DIM, EX2_EMU, TREE, LEAN_MASK)
     else:
         for j in range(0, n_full):
             m_i, l_i, acc = _g1_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc, b, h,
                                      m_i, l_i, acc, qk_scale, rows, seq_len, s_layout, o_layout, False, CAUSAL,
-                                     STAGES, BLOCK_M, BLOCK_N, HEAD_DIM, EX2_EMU, TREE)
+                                     STAGES, BLOCK_M, BLOCK_N, HEAD_DIM, EX2_EMU, TREE, LEAN_MASK)
         for j in range(n_full, n_total):
             m_i, l_i, acc = _g1_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc, b, h,
                                      m_i, l_i, acc, qk_scale, rows, seq_len, s_layout, o_layout, True, CAUSAL,
-                                     STAGES, BLOCK_M, BLOCK_N, HEAD_DIM, EX2_EMU, TREE)
+                                     STAGES, BLOCK_M, BLOCK_N, HEAD_DIM, EX2_EMU, TREE, LEAN_MASK)
     store_output(acc, l_i, q_smem, o_desc, b, h, start_m, o_layout, BLOCK_M, HEAD_DIM)

@@ -76,6 +76,9 @@ class GluonVersion:
     # ws kernel, overlapped loop: each query tile's last P V issued beside the next tile's first Q K^T and softmax,
     # its output stored after them (g34, g35)
     chained: bool = False
+    # The mask of a tile the diagonal or the sequence's end cuts as one compare and one select a score: each row's
+    # count of visible columns against the column's offset in the tile, scaled after the row max (g36-g38)
+    lean_mask: bool = False
     head_dims: tuple = HEAD_DIMS  # the head sizes this step changes
     baseline: str = "sdpa"
     path: str = "gluon"
@@ -96,9 +99,10 @@ class GluonVersion:
         return self.ex2_emulated if self.changes(head_dim) and head_dim <= self.ex2_max_head_dim else 0
 
     def softmax_constexprs(self, head_dim) -> dict:
-        """The softmax's compile-time switches both kernels take at `head_dim` (EX2_EMU, TREE, LANE_SUM)."""
+        """The softmax's compile-time switches both kernels take at `head_dim` (EX2_EMU, TREE, LANE_SUM, LEAN_MASK)."""
         return dict(EX2_EMU=self.emulated_at(head_dim), TREE=self.tree_reduce and self.changes(head_dim),
-                    LANE_SUM=self.lane_sums and self.changes(head_dim))
+                    LANE_SUM=self.lane_sums and self.changes(head_dim),
+                    LEAN_MASK=self.lean_mask and self.changes(head_dim))
 
 
 def _story(name):
@@ -252,6 +256,20 @@ GLUON_VERSIONS = [
                  balanced=True, l2_weight=0.1, scheduled=True, consumers=3, packed_p=2, lane_sums=True,
                  late_release=True, chained=True, wrong_output=WALK_FAULT, head_dims=(64,), baseline="g33",
                  predicted_speedup={"non-causal": (1.00, 1.02), "causal": (1.00, 1.05)}),
+    # g33 (three consumer warpgroups at d=64, late release) with the lean mask.
+    GluonVersion(name="g36", **_story("g36"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
+                 balanced=True, l2_weight=0.1, scheduled=True, consumers=3, packed_p=2, lane_sums=True,
+                 late_release=True, lean_mask=True, head_dims=(64,), baseline="g33",
+                 predicted_speedup={"non-causal": (0.99, 1.01), "causal": (1.01, 1.04)}),
+    # g32 (the d=72-128 warp-specialized kernel, late release) with the lean mask.
+    GluonVersion(name="g37", **_story("g37"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
+                 split_head=True, balanced=True, l2_weight=0.1, scheduled=True, packed_p=2, lane_sums=True,
+                 late_release=True, lean_mask=True, head_dims=(128,), baseline="g32",
+                 predicted_speedup={"non-causal": (1.00, 1.02), "causal": (1.00, 1.02)}),
+    # g28 (the 64-row d=64 tile, longest first, lane sums) with the lean mask.
+    GluonVersion(name="g38", **_story("g38"), kernel="g1", one_warpgroup=True, lpt=True, q_rows=64, lane_sums=True,
+                 lean_mask=True, head_dims=(64,), baseline="g28",
+                 predicted_speedup={"non-causal": (1.00, 1.02), "causal": (1.01, 1.04)}),
 ]
 
 _BY_NAME = {ver.name: ver for ver in GLUON_VERSIONS}

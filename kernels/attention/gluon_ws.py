@@ -173,7 +173,7 @@ def _ws_overlap_step(j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb
                      o_layout: gl.constexpr, ob_layout: gl.constexpr, MASK: gl.constexpr, CAUSAL: gl.constexpr,
                      STAGES: gl.constexpr, PINGPONG: gl.constexpr, CONSUMERS: gl.constexpr,
                      NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr,
-                     PACK_P: gl.constexpr, NEW_TILE: gl.constexpr = False):
+                     LEAN_MASK: gl.constexpr, PACK_P: gl.constexpr, NEW_TILE: gl.constexpr = False):
     """Key tile j (>= 1) of the overlapped loop: issue Q K_jᵀ and P_{j-1} V_{j-1} back to back,
     then compute the softmax of tile j while P_{j-1} V_{j-1} runs on the tensor cores. SPLIT: each
     matmul is two, one per chunk of the head (acc_b and pb are the second chunk's output and P).
@@ -206,7 +206,8 @@ def _ws_overlap_step(j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb
     s = warpgroup_mma_wait(1 + SPLIT, deps=(s, ))
     release(k_empty, slot, EMPTY_BARRIER + slot, NAMED_RELEASE, CONSUMERS)
     cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-    p_new, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK, CAUSAL, EX2_EMU, TREE)
+    p_new, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK, CAUSAL, EX2_EMU, TREE,
+                                            LEAN_MASK, j * BLOCK_N)
     if PACK_P == 2:  # g27: the next P, packed, into registers of its own while P_{j-1} V_{j-1} still runs
         p_next = p_operand(p_new, q.dtype, o_layout, True)
         if SPLIT:
@@ -238,19 +239,19 @@ def _ws_key_steps(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_fu
                   prev_phase, m_i, l_i, acc, acc_b, qk_scale, rows, seq_len, WG: gl.constexpr, s_layout: gl.constexpr,
                   o_layout: gl.constexpr, ob_layout: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
                   PINGPONG: gl.constexpr, CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr,
-                  EX2_EMU: gl.constexpr, TREE: gl.constexpr, PACK_P: gl.constexpr):
+                  EX2_EMU: gl.constexpr, TREE: gl.constexpr, LEAN_MASK: gl.constexpr, PACK_P: gl.constexpr):
     """Key tiles 1 to n_total - 1 of a query tile whose tile 0 has been scored: the unmasked ones, then those the
     mask or the sequence's end cuts."""
     for j in range(1, gl.maximum(n_full, 1)):
         kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_overlap_step(
             j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b,
             turns, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, False, CAUSAL, STAGES, PINGPONG,
-            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P)
+            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P)
     for j in range(gl.maximum(n_full, 1), n_total):
         kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_overlap_step(
             j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b,
             turns, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, True, CAUSAL, STAGES, PINGPONG,
-            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P)
+            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P)
     return kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns
 
 
@@ -258,7 +259,7 @@ def _ws_key_steps(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_fu
 def _ws_first_scores(q, k_smem, qb, kb_smem, bars, kv, m_i, l_i, qk_scale, rows, seq_len, s_layout: gl.constexpr,
                      o_layout: gl.constexpr, ob_layout: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
                      CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr, EX2_EMU: gl.constexpr,
-                     TREE: gl.constexpr, PACK_P: gl.constexpr, stored_q=-1):
+                     TREE: gl.constexpr, LEAN_MASK: gl.constexpr, PACK_P: gl.constexpr, stored_q=-1):
     """A query tile's key tile 0 alone: its scores, waited on, and their softmax, masked always (cheap on one tile,
     and right whether or not it is whole). Returns the tile's (kv, P operands, slot, phase, m_i, l_i).
     stored_q >= 0 (g32, g33): the Q slot whose output store the tile before left in flight, waited on and handed
@@ -269,7 +270,8 @@ def _ws_first_scores(q, k_smem, qb, kb_smem, bars, kv, m_i, l_i, qk_scale, rows,
     s = warpgroup_mma_wait(0, deps=(s, ))
     release(k_empty, slot, EMPTY_BARRIER + slot, NAMED_RELEASE, CONSUMERS)
     cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-    p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, True, CAUSAL, EX2_EMU, TREE)
+    p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, True, CAUSAL, EX2_EMU, TREE,
+                                        LEAN_MASK, 0)
     if stored_q >= 0:
         tma.store_wait(0)
         mbarrier.arrive(q_empty.index(stored_q))
@@ -299,17 +301,17 @@ def _ws_consumer_overlap(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turn
                          acc_b, qk_scale, rows, seq_len, WG: gl.constexpr, s_layout: gl.constexpr,
                          o_layout: gl.constexpr, ob_layout: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
                          PINGPONG: gl.constexpr, CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr,
-                         SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr, PACK_P: gl.constexpr,
-                         stored_q=-1):
+                         SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr,
+                         LEAN_MASK: gl.constexpr, PACK_P: gl.constexpr, stored_q=-1):
     """One query tile of the overlapped loop: key tile 0 alone (_ws_first_scores, which hands back stored_q, the
     slot of a store the tile before left in flight), then the overlapped key steps, then the last P V."""
     kv, p, pb, prev_slot, prev_phase, m_i, l_i = _ws_first_scores(
         q, k_smem, qb, kb_smem, bars, kv, m_i, l_i, qk_scale, rows, seq_len, s_layout, o_layout, ob_layout, CAUSAL,
-        STAGES, CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, stored_q)
+        STAGES, CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, stored_q)
     kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_key_steps(
         q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_full, n_total, p, pb, prev_slot, prev_phase, m_i,
         l_i, acc, acc_b, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, CAUSAL, STAGES, PINGPONG,
-        CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P)
+        CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P)
     acc, acc_b = _ws_last_pv(v_smem, vb_smem, bars, p, pb, prev_slot, prev_phase, acc, acc_b, STAGES, CONSUMERS,
                              NAMED_RELEASE, SPLIT)
     return kv, turns, m_i, l_i, acc, acc_b
@@ -319,22 +321,23 @@ def _ws_consumer_overlap(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turn
 def _ws_consumer(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
                  OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr, CONSUMERS: gl.constexpr,
                  NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr,
+                 LEAN_MASK: gl.constexpr,
                  PACK_P: gl.constexpr, LANE_SUM: gl.constexpr, LATE_RELEASE: gl.constexpr, CHAINED: gl.constexpr):
     """One consumer warpgroup's walk: its query tiles one after another, or (CHAINED, g34 and g35) each tile's last
     P V issued beside the next tile's first Q Kᵀ."""
     if CHAINED:
         _ws_consumer_chained(descs, smem, bars, walk, qk_scale, WG, CAUSAL, STAGES, PINGPONG, SCHEDULED, CONSUMERS,
-                             SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM)
+                             SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM)
     else:
         _ws_consumer_tiles(descs, smem, bars, walk, qk_scale, WG, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                           CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM, LATE_RELEASE)
+                           CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM, LATE_RELEASE)
 
 
 @gluon.jit
 def _ws_consumer_chained(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl.constexpr,
                          STAGES: gl.constexpr, PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr,
                          CONSUMERS: gl.constexpr, SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr,
-                         PACK_P: gl.constexpr, LANE_SUM: gl.constexpr):
+                         LEAN_MASK: gl.constexpr, PACK_P: gl.constexpr, LANE_SUM: gl.constexpr):
     """g34, g35: the overlapped loop with no gap between query tiles. Every consumer warpgroup of a program ends
     a tile at the same key step (they share its keys), so in _ws_consumer_tiles the tensor cores wait, at every
     tile's end, for each warpgroup's last P V, its output and its next tile's first scores and softmax, one after
@@ -391,7 +394,7 @@ def _ws_consumer_chained(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CA
             kv, p, pb, prev_slot, prev_phase, m_i, l_i = _ws_first_scores(
                 q, k_smem, qb, kb_smem, bars, kv, m_i, row_sums_start(HALF, BLOCK_N, s_layout, LANE_SUM), qk_scale,
                 rows, seq_len, s_layout, o_layout, ob_layout, CAUSAL, STAGES, CONSUMERS, False, SPLIT, EX2_EMU, TREE,
-                PACK_P)
+                LEAN_MASK, PACK_P)
         else:
             # The new tile's Q K_0ᵀ beside the tile before's last P V, with no turn: as each tile's first scores.
             m_i = gl.full([HALF], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
@@ -399,7 +402,7 @@ def _ws_consumer_chained(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CA
                 0, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i,
                 row_sums_start(HALF, BLOCK_N, s_layout, LANE_SUM), acc, acc_b, turns, qk_scale, rows, seq_len, WG,
                 s_layout, o_layout, ob_layout, True, CAUSAL, STAGES, 0, CONSUMERS, False, SPLIT, EX2_EMU, TREE,
-                PACK_P, NEW_TILE=True)
+                LEAN_MASK, PACK_P, NEW_TILE=True)
             # The tile before is done: its output leaves through its Q slot, which then goes back to the producer.
             store_output(acc, l_o, q_smem.index(i_o), o_desc, b_o, h_o, row0_o, o_layout, HALF, HEAD_DIM)
             if SPLIT:
@@ -411,7 +414,7 @@ def _ws_consumer_chained(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CA
         kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_key_steps(
             q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_full, n_total, p, pb, prev_slot, prev_phase,
             m_i, l_i, acc, acc_b, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, CAUSAL, STAGES,
-            PINGPONG, CONSUMERS, False, SPLIT, EX2_EMU, TREE, PACK_P)
+            PINGPONG, CONSUMERS, False, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P)
     if n_tiles > 0:  # the last tile's last P V and its output
         acc, acc_b = _ws_last_pv(v_smem, vb_smem, bars, p, pb, prev_slot, prev_phase, acc, acc_b, STAGES, CONSUMERS,
                                  False, SPLIT)
@@ -424,7 +427,8 @@ def _ws_consumer_chained(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CA
 def _ws_consumer_tiles(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl.constexpr,
                        STAGES: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr,
                        CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr,
-                       EX2_EMU: gl.constexpr, TREE: gl.constexpr, PACK_P: gl.constexpr, LANE_SUM: gl.constexpr,
+                       EX2_EMU: gl.constexpr, TREE: gl.constexpr,
+                       LEAN_MASK: gl.constexpr, PACK_P: gl.constexpr, LANE_SUM: gl.constexpr,
                        LATE_RELEASE: gl.constexpr):
     q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_desc = descs
     q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem = smem
@@ -466,7 +470,7 @@ def _ws_consumer_tiles(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUS
             kv, turns, m_i, l_i, acc, acc_b = _ws_consumer_overlap(
                 q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_full, n_total, m_i, l_i, acc, acc_b,
                 qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, CAUSAL, STAGES, PINGPONG, CONSUMERS,
-                NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, stored_q)
+                NAMED_RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, stored_q)
         else:
             kv, m_i, l_i, acc = _ws_consumer_plain(q, k_smem, v_smem, bars, kv, n_full, n_total, m_i, l_i, acc,
                                                    qk_scale, rows, seq_len, s_layout, o_layout, CAUSAL, STAGES)
@@ -489,6 +493,7 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_des
                OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr, SCHEDULED: gl.constexpr,
                CONSUMERS: gl.constexpr = 2, PRODUCER_REGS: gl.constexpr = 24, NAMED_RELEASE: gl.constexpr = False,
                SPLIT: gl.constexpr = 0, EX2_EMU: gl.constexpr = 0, TREE: gl.constexpr = False,
+               LEAN_MASK: gl.constexpr = False,
                PACK_P: gl.constexpr = 0, LANE_SUM: gl.constexpr = False, LATE_RELEASE: gl.constexpr = False,
                CHAINED: gl.constexpr = False):
     """SPLIT=1 (g15): the head in two chunks, columns 0-63 through q_desc... and the rest through qb_desc...
@@ -542,23 +547,23 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_des
         # g12 (d=64) and g24 (d=72-96): three 64-row consumer warpgroups on a 192-row tile, as FlashAttention-4 runs it.
         gl.warp_specialize([
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM,
+                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM,
                             LATE_RELEASE, CHAINED)),
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM,
+                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM,
                             LATE_RELEASE, CHAINED)),
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 2, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM,
+                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM,
                             LATE_RELEASE, CHAINED)),
             (_ws_producer, (descs, smem, bars, walk, CAUSAL, STAGES, SCHEDULED, CONSUMERS, NAMED_RELEASE, SPLIT)),
         ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])
     else:
         gl.warp_specialize([
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM,
+                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM,
                             LATE_RELEASE, CHAINED)),
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, PACK_P, LANE_SUM,
+                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM,
                             LATE_RELEASE, CHAINED)),
             (_ws_producer, (descs, smem, bars, walk, CAUSAL, STAGES, SCHEDULED, CONSUMERS, NAMED_RELEASE, SPLIT)),
         ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
