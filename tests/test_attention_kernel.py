@@ -301,20 +301,23 @@ def test_measured_shape_rules_pick_the_path_and_say_why(fake_hopper, monkeypatch
     name, why = choose((2, 8, 4096, 64))
     assert name == "gluon" and why.startswith("measured rule") and "d=64 non-causal" in why
     assert step((2, 8, 4096, 64)) == step((2, 8, 2048, 64)) == {"version": "g8"}  # the study shape too
-    # below N=2048 non-causal, the 64-row tile; causal, g28 (g10 with row sums per lane) up to short walks
+    # below N=2048 non-causal, the 64-row tile; causal, g38 (g10 with row sums per lane and the lean mask) up to
+    # short walks
     assert choose((2, 8, 1024, 64))[0] == "gluon" and step((2, 8, 1024, 64)) == step((2, 8, 2047, 64)) == \
         {"version": "g10"}
     assert step((2, 8, 1024, 64), True) == step((2, 8, 1536, 64), True) == step((2, 8, 128, 64), True) == \
-        {"version": "g28"}
-    assert choose((2, 8, 2048, 64), True)[0] == "gluon" and step((2, 8, 2048, 64), True) == {"version": "g28"}
-    # long causal rows over enough heads, and many non-causal rows: three consumer warpgroups (g33)
-    assert step((2, 8, 8192, 64), True) == step((2, 8, 16384, 64), True) == {"version": "g33"}
+        {"version": "g38"}
+    assert choose((2, 8, 2048, 64), True)[0] == "gluon" and step((2, 8, 2048, 64), True) == {"version": "g38"}
+    # long causal rows over enough heads, and many non-causal rows: three consumer warpgroups (g36 causal, with the
+    # lean mask; g33 non-causal)
+    assert step((2, 8, 8192, 64), True) == step((2, 8, 16384, 64), True) == {"version": "g36"}
     assert step((2, 8, 16384, 64)) == step((8, 16, 2048, 64)) == {"version": "g33"}
-    assert step((1, 8, 8192, 64), True) == {"version": "g28"} and step((1, 8, 16384, 64)) == {"version": "g8"}
+    assert step((1, 8, 8192, 64), True) == {"version": "g38"} and step((1, 8, 16384, 64)) == {"version": "g8"}
     assert choose((4, 32, 4096, 128))[0] == "gluon" and step((4, 32, 4096, 128)) == {"version": "g32"}
+    assert step((4, 32, 512, 128)) == step((4, 32, 1024, 128)) == {"version": "g37"}  # short walks: the lean mask
     assert step((4, 32, 4096, 80)) == {"version": "g30"} and step((4, 32, 4096, 96)) == {"version": "g27"}
     assert step((4, 32, 4096, 128), True) == step((4, 32, 16384, 128), True) == step((4, 32, 4096, 80), True) == \
-        {"version": "g32"}
+        {"version": "g37"}
     assert choose((4, 32, 4096, 32))[0] == "hopper"           # no rule for this head_dim
     # a rule's path that cannot run here leaves the choice to the available path
     gluon.ok = False

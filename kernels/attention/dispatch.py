@@ -14,15 +14,16 @@ a rule whose path cannot run here passes to the next), from :data:`SHAPE_RULES` 
 
     shape class                                    path    version  kernel function (kernels/attention/)
     ---------------------------------------------  ------  -------  ------------------------------------
-    d 40-64, causal, N >= 8192, B*H*N >= 2^17      gluon   g33      gluon_ws._ws_kernel
-    d 40-64, causal, any N                         gluon   g28      gluon_tile._g1_kernel
+    d 40-64, causal, N >= 8192, B*H*N >= 2^17      gluon   g36      gluon_ws._ws_kernel
+    d 40-64, causal, any N                         gluon   g38      gluon_tile._g1_kernel
     d 40-64, non-causal, N <= 2047                 gluon   g10      gluon_tile._g1_kernel
     d 40-64, non-causal, N >= 2048, B*H*N >= 2^18  gluon   g33      gluon_ws._ws_kernel
     d 40-64, non-causal, N >= 2048                 gluon   g8       gluon_tile._g1_kernel
     d 72-80, non-causal, any N                     gluon   g30      gluon_ws._ws_kernel
     d 88-96, non-causal, any N                     gluon   g27      gluon_ws._ws_kernel
-    d 104-128, non-causal, any N                   gluon   g32      gluon_ws._ws_kernel
-    d 72-128, causal, any N                        gluon   g32      gluon_ws._ws_kernel
+    d 104-128, non-causal, N <= 2047               gluon   g37      gluon_ws._ws_kernel
+    d 104-128, non-causal, N >= 2048               gluon   g32      gluon_ws._ws_kernel
+    d 72-128, causal, any N                        gluon   g37      gluon_ws._ws_kernel
     any other shape                                hopper  -        hopper._hopper_fwd_ws_persistent, or hopper._hopper_fwd_ws + hopper._diag_merge (causal from hopper.SPLIT_FROM_SEQ_LEN)
 
 A head size runs in the tile of the next power of two (d=80 in the d=128 tile, kernels/common.py),
@@ -114,17 +115,17 @@ class ShapeRule:
 # backends in one process, at the goal shapes (d=64: B=2 H=8; d=128: B=4 H=32), fp16 and bf16.
 # First match wins.
 SHAPE_RULES: tuple[ShapeRule, ...] = (
-    ShapeRule("gluon", 64, True, min_len=8192, min_rows=2 ** 17, config=(("version", "g33"),),
+    ShapeRule("gluon", 64, True, min_len=8192, min_rows=2 ** 17, config=(("version", "g36"),),
               evidence="d=64 causal from N=8192 and 2^17 query rows (2026-12-04, beside FlashAttention-4, B=2 H=8): "
-                       "three consumer warpgroups with P packed, row sums per lane and each tile's store left in "
-                       "flight (g33) ran 1.022-1.029x g31 at N=16384 (0.966-0.967x FlashAttention-4) and 1.029-1.035x "
-                       "g28 at N=8192; 0.92x g28 at N=4096 and B=8 H=16 N=2048 and 0.87x at N=2048, where each "
-                       "tile's walk is short"),
-    ShapeRule("gluon", 64, True, config=(("version", "g28"),),
-              evidence="d=64 causal (2026-12-04, beside FlashAttention-4): g10 with the row sums per lane (g28) ran "
-                       "1.001-1.012x g10 at B=2 H=8 N=4096-16384 and B=8 H=16 N=2048; g10, the 64-row tile longest "
-                       "first across heads, ran 1.05-1.36x the fastest SDPA backend from N=2048 and 1.18x and 1.08x "
-                       "cuDNN at N=512 and 1024 (2026-12-03)"),
+                       "g33 (three consumer warpgroups, P packed, row sums per lane, each tile's store left in "
+                       "flight) with the lean mask (g36) ran 1.039x g33 at N=8192 and 1.019-1.021x at N=16384 "
+                       "(0.994-0.997x and 0.986-0.987x FlashAttention-4); g33 ran 1.029-1.035x g28 at N=8192, and "
+                       "0.87-0.92x g28 at N=2048-4096, where each tile's walk is short"),
+    ShapeRule("gluon", 64, True, config=(("version", "g38"),),
+              evidence="d=64 causal (2026-12-04, beside FlashAttention-4): the 64-row tile longest first with row sums "
+                       "per lane (g28) and the lean mask (g38) ran 1.029-1.035x g28 at B=2 H=8 N=2048, "
+                       "1.031-1.032x at 4096 and 1.041-1.043x at B=8 H=16 N=2048 (1.03-1.06x FlashAttention-4); "
+                       "g28's kernel ran 1.18x and 1.08x cuDNN at N=512 and 1024 (2026-12-03)"),
     ShapeRule("gluon", 64, False, max_len=2047, config=(("version", "g10"),),
               evidence="d=64 non-causal below N=2048 (2026-12-03, bf16, B=2 H=8): the 64-row tile (g10's kernel, "
                        "a two-dimensional grid when non-causal) ran 1.26x cuDNN at N=512 and 1.05x at 1024, where "
@@ -133,7 +134,7 @@ SHAPE_RULES: tuple[ShapeRule, ...] = (
               evidence="d=64 non-causal from 2^18 query rows (2026-12-04, beside FlashAttention-4, three sweeps): "
                        "the 192-row tiles of g31 ran 1.042-1.069x g8 at B=2 H=8 N=16384 and 1.025-1.039x at B=8 H=16 "
                        "N=2048 (10.4 and 10.7 waves of tiles), 0.96-0.97x at B=2 H=8 N=4096 and 8192 (2.7 and 5.2 "
-                       "waves) and 0.73x at N=2048; g33 ran 1.000-1.007x g31"),
+                       "waves) and 0.73x at N=2048; g33 ran 1.000-1.007x g31, g36 0.990-0.991x g33"),
     ShapeRule("gluon", 64, False, min_len=2048, config=(("version", "g8"),),
               evidence="d=64 non-causal from N=2048: the Gluon kernel's one-warpgroup tile (g8) ran 1.06-1.08x "
                        "the fastest SDPA backend, g1 0.97-1.00x and the portable kernel 0.95-0.97x; g8 with the row "
@@ -146,14 +147,19 @@ SHAPE_RULES: tuple[ShapeRule, ...] = (
               evidence="d=88-96 non-causal (2026-12-04, beside FlashAttention-4, B=4 H=32 N=4096): g30 ran "
                        "0.993-0.994x g27 at d=96 (a 32-column second chunk) and g32 0.979-0.980x; g27 ran 1.008x "
                        "g15 there"),
-    ShapeRule("gluon", 128, False, config=(("version", "g32"),),
-              evidence="d=104-128 non-causal (2026-12-04, beside FlashAttention-4): g32 ran 1.017-1.018x g30 at B=4 "
+    ShapeRule("gluon", 128, False, max_len=2047, head_sizes=(104, 128), config=(("version", "g37"),),
+              evidence="d=104-128 non-causal below N=2048, where each query tile walks at most 15 key tiles after the "
+                       "first, which this kernel masks always (2026-12-04, beside FlashAttention-4 and cuDNN, B=4 "
+                       "H=32): g32 with the lean mask (g37) ran 1.008x g32 at N=512 and 1.007-1.009x at 1024"),
+    ShapeRule("gluon", 128, False, min_len=2048, head_sizes=(104, 128), config=(("version", "g32"),),
+              evidence="d=104-128 non-causal from N=2048 (2026-12-04, beside FlashAttention-4): g32 ran 1.017-1.018x g30 at B=4 "
                        "H=32 N=512, 1.010-1.011x at 1024, 1.004-1.011x at 4096 and 16384, 1.003x at B=1 H=16 "
-                       "N=8192 and 1.006-1.009x at B=1 H=32 N=32768; g30 ran 1.013-1.019x g15 from N=4096"),
-    ShapeRule("gluon", 128, True, config=(("version", "g32"),),
-              evidence="d=72-128 causal (2026-12-04, B=4 H=32): g32 ran 1.010-1.012x g27 at d=128 N=4096, "
-                       "0.990-1.004x at N=16384, 1.004-1.005x at d=96 and 1.004-1.005x g30 at d=80 (g30: 1.020x "
-                       "g27 there); g27 ran 1.013-1.023x g15 at d=128 (2026-12-04)"),
+                       "N=8192 and 1.006-1.009x at B=1 H=32 N=32768; g37 ran 0.957-0.990x g32 at B=4 H=32 N=16384 "
+                       "and 0.977-0.978x at B=1 H=32 N=32768, each timed after g32 at a lower clock"),
+    ShapeRule("gluon", 128, True, config=(("version", "g37"),),
+              evidence="d=72-128 causal (2026-12-04, B=4 H=32, beside FlashAttention-4): g32 with the lean mask (g37) "
+                       "ran 1.013-1.015x g32 at d=128 N=4096 (1.021-1.024x FlashAttention-4), 1.000x at N=16384 and "
+                       "1.015-1.022x at d=80; g32 ran 1.010-1.012x g27 at d=128 N=4096"),
 )
 
 

@@ -152,6 +152,23 @@ def _v49_routes():
     ))
 
 
+def _v52_routes():
+    """The per-shape routes v52 shipped with: g33 at d=64 causal from N=8192 and 2^17 query rows and at d=64
+    non-causal from 2^18, g28 at the rest of d=64 causal, g32 at d=104-128 non-causal and d=72-128 causal, v49's
+    kernels elsewhere."""
+    return partial(rule_route, (
+        ShapeRule("gluon", 64, True, min_len=8192, min_rows=2 ** 17, config=(("version", "g33"),)),
+        ShapeRule("gluon", 64, True, config=(("version", "g28"),)),
+        ShapeRule("gluon", 64, False, max_len=2047, config=(("version", "g10"),)),
+        ShapeRule("gluon", 64, False, min_len=2048, min_rows=2 ** 18, config=(("version", "g33"),)),
+        ShapeRule("gluon", 64, False, min_len=2048, config=(("version", "g8"),)),
+        ShapeRule("gluon", 128, False, head_sizes=(72, 80), config=(("version", "g30"),)),
+        ShapeRule("gluon", 128, False, head_sizes=(88, 96), config=(("version", "g27"),)),
+        ShapeRule("gluon", 128, False, config=(("version", "g32"),)),
+        ShapeRule("gluon", 128, True, config=(("version", "g32"),)),
+    ))
+
+
 def _unrouted_gluon_step(name, step, baseline):
     """A Gluon step no per-shape version routes: its words, prediction, maskings and head sizes are its record's
     (gluon_versions.py), its baseline the version of the step it changed; the iterations phase skips it."""
@@ -557,13 +574,30 @@ VERSIONS = {v.name: v for v in [
         # g33's 1.02-1.04x and d=128 by g32's 1.00-1.01x.
         predicted_speedup={"non-causal": (0.99, 1.04), "causal": (0.97, 1.03)},
         features=None,
+        # The rules v52 shipped with, frozen here so that it still runs as shipped after v58. Runs h200-20261204e-g
+        # timed v52; v58 runs its kernels with the lean mask at the shapes that changed.
+        in_phase=False,
+        routes=_v52_routes(),
     ),
     # g34-g35: each tile's last P V run beside the next tile's first scores (g34 on g32's kernel, g35 on g33's);
     # wrong at every odd place of a program's walk of tiles (the notes), so gluon_attention refuses them.
     _unrouted_gluon_step("v53-gluon-chained", "g34", "v50-gluon-late-release"),
     _unrouted_gluon_step("v54-gluon-three-chained", "g35", "v51-gluon-three-late"),
+    # g36-g38: the lean mask (g36 on g33's kernel, g37 on g32's, g38 on g28's). v58-per-shape routes all three.
+    _unrouted_gluon_step("v55-gluon-three-lean", "g36", "v51-gluon-three-late"),
+    _unrouted_gluon_step("v56-gluon-lean", "g37", "v50-gluon-late-release"),
+    _unrouted_gluon_step("v57-gluon-lean64", "g38", "v45-gluon-lane-sums-64"),
+    KernelVersion(
+        name="v58-per-shape", **_story("v58-per-shape"),
+        path=None,
+        baseline="sdpa",
+        # Against the fastest other implementation at the goal shapes: v52's, with d=64 causal up by g36's and g38's
+        # 1.02-1.04x and d=128 causal by g37's 1.00-1.015x.
+        predicted_speedup={"non-causal": (0.99, 1.04), "causal": (0.98, 1.04)},
+        features=None,
+    ),
 ]}
-FINAL_VERSION = "v52-per-shape"
+FINAL_VERSION = "v58-per-shape"
 
 
 def get_version(name):
