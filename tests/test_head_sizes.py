@@ -108,10 +108,10 @@ def fake_sm90(monkeypatch):
 def test_a_padded_head_size_takes_its_tiles_measured_path(fake_sm90):
     for d, step in ((80, "g30"), (96, "g27"), (128, "g32")):
         assert fake_sm90((4, 32, 4096, d))[::2] == ("gluon", {"version": step})
-        assert fake_sm90((4, 32, 4096, d), True)[::2] == ("gluon", {"version": "g32"})
+        assert fake_sm90((4, 32, 4096, d), True)[::2] == ("gluon", {"version": "g37"})
     assert "head_dim 96 runs in the d=128 tile" in fake_sm90((4, 32, 4096, 96))[1]
     assert "runs in the" not in fake_sm90((4, 32, 4096, 128))[1]
     assert fake_sm90((2, 8, 4096, 48))[::2] == ("gluon", {"version": "g8"})
-    assert fake_sm90((2, 8, 1024, 40), True)[::2] == ("gluon", {"version": "g28"})
+    assert fake_sm90((2, 8, 1024, 40), True)[::2] == ("gluon", {"version": "g38"})
     # No rule for the 16, 32 and 256 tiles: the Hopper path, whose descriptor kernel pads.
     assert fake_sm90((4, 32, 4096, 192))[0] == fake_sm90((4, 32, 4096, 24))[0] == "hopper"
