@@ -788,7 +788,11 @@ def test_sweeps_whose_rows_did_not_run_draw_no_single_point_curves(tmp_path):
     p = write(tmp_path / "skipped", f)
     assert p.swept_models() == [] and p.batch_context("gpt2") is None
     assert p.latency_figure() == p.NO_SWEEP and p.floor_figure() == ""
-    assert p.throughput_figure() == "This run has no batch sweep."
+    # the rows at a second batch were planned and skipped: the page says so, not that none were planned
+    assert p.throughput_figure() == p.no_batch_sweep() and "did not run" in p.no_batch_sweep()
+    one_batch = decode_file("synthetic-20261129")
+    one_batch.rows = [r for r in one_batch.rows if r.batch == KEY[0][1]]
+    assert "profile times one batch" in write(tmp_path / "one-batch", one_batch).throughput_figure()
     # one model swept, the other not: only the swept one is drawn
     g = decode_file("synthetic-20261129")
     for r in g.rows:

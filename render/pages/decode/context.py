@@ -97,6 +97,15 @@ class Context(DecodeData):
     NO_SWEEP = ("This run has no context sweep to draw: no model has step times at two or more contexts (the rows "
                 "that did not run are listed at the end of the page, with why).")
 
+    def no_batch_sweep(self) -> str:
+        """Why the batch figure is missing, from the rows: some planned at other batches did not run, or none were
+        planned (a profile without a batch sweep)."""
+        planned = self.rows.groupby(["model", "context"])["batch"].nunique()
+        if (planned > 1).any():
+            return ("This run has no batch sweep to draw: its rows at a second batch did not run (listed at the end "
+                    "of the page, with why).")
+        return "This run has no batch sweep to draw: its profile times one batch at each context."
+
     def _by_model(self, title) -> tuple[go.Figure, list[str]]:
         models = self.swept_models()
         fig = make_subplots(rows=1, cols=max(1, len(models)), subplot_titles=[escape.plot(title(m)) for m in models],
@@ -165,7 +174,7 @@ class Context(DecodeData):
                                          hovertemplate=f"{name}<br>batch %{{x}}<br>%{{y:.4g}} tokens/s<br>"
                                                        "%{customdata:.3g}× floor<extra></extra>"))
         if not title:
-            return "This run has no batch sweep."
+            return self.no_batch_sweep()
         fig.update_xaxes(type="log", title_text="batch")
         fig.update_yaxes(type="log", title_text="tokens/s (all sequences)")
         return self.figure("throughput", fig, f"Decode throughput against batch, {join(title)}; tokens/s "
