@@ -39,7 +39,7 @@ YARDSTICKS = ("fa4", "sdpa-cudnn")
 # second sweep of 2026-12-03 (g11-g14); "routes": which existing step serves the weakest classes best;
 # "split": g15 at d=72-96; "split3": g24-g25; "pack": g26; "pack2": g27; "overlap": g16 at d=64; "exp2": g17-g20;
 # "tree": g21-g23; "lanes", "lanes2": g28-g31; "late", "late2": g32-g33; "chain": g34-g35;
-# "lean": g36-g38.
+# "lean": g36-g38; "unroll": g39-g40.
 PLANS = {}
 PLANS["steps"] = (
     ((128, False, 4, 32, 16384), ("g3", "g11", "g13")),
@@ -238,12 +238,18 @@ PLANS["lean"] = (  # g36-g38: the lean mask, where ours trails the most first
     ((64, False, 2, 8, 16384), ("g33", "g36")),
     ((128, False, 1, 32, 32768), ("g32", "g37")),
 )
+PLANS["unroll"] = (  # g39-g40: g34 and g35's walk two tiles a pass; checked first, timed only where right
+    ((128, False, 4, 32, 512), ("g32", "g37", "g39")),
+    ((64, True, 2, 8, 8192), ("g36", "g40")),
+    ((128, False, 4, 32, 1024), ("g32", "g37", "g39")),
+    ((128, True, 4, 32, 4096), ("g37", "g39")),
+)
 # Shapes every new version must get right before anything is timed: ragged ones, and (the last) a walk of six to
 # eight query tiles per program on a 132-SM GPU, so that a hand-over between a program's tiles runs at odd and even
 # places in its walk (g34 and g35 passed the first three, where no program takes a second tile, and were wrong at
 # every odd place of a longer walk).
 CHECKS = ((1, 2, 1000), (2, 3, 333), (1, 1, 4096 + 77), (4, 32, 1024 - 31))
-NEW = ("g36", "g37", "g38")
+NEW = ("g39", "g40")
 
 
 def label(dtype, head_dim, causal, b, h, n):

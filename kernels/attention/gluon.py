@@ -225,7 +225,8 @@ def _launch_args(version, shape, causal, scale, sm_count, l2_bytes=H200_L2_BYTES
                  NAMED_RELEASE=version.named_release, SPLIT=int(bool(plan.head_b)),
                  PACK_P=version.packed_p if version.changes(head_dim) else 0,
                  LATE_RELEASE=version.late_release and version.changes(head_dim),
-                 CHAINED=version.chained and version.changes(head_dim), **version.softmax_constexprs(head_dim)),
+                 CHAINED=int(version.chained) if version.changes(head_dim) else 0,
+                 **version.softmax_constexprs(head_dim)),
             dict(num_warps=plan.num_warps), plan)
 
 

@@ -327,22 +327,22 @@ def _ws_consumer(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl
     P V issued beside the next tile's first Q Kᵀ."""
     if CHAINED:
         _ws_consumer_chained(descs, smem, bars, walk, qk_scale, WG, CAUSAL, STAGES, PINGPONG, SCHEDULED, CONSUMERS,
-                             SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM)
+                             SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM, CHAINED)
     else:
         _ws_consumer_tiles(descs, smem, bars, walk, qk_scale, WG, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM, LATE_RELEASE)
 
 
 @gluon.jit
-def _ws_consumer_chained(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl.constexpr,
-                         STAGES: gl.constexpr, PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr,
-                         CONSUMERS: gl.constexpr, SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr,
-                         LEAN_MASK: gl.constexpr, PACK_P: gl.constexpr, LANE_SUM: gl.constexpr):
-    """g34, g35: the overlapped loop with no gap between query tiles. Every consumer warpgroup of a program ends
-    a tile at the same key step (they share its keys), so in _ws_consumer_tiles the tensor cores wait, at every
-    tile's end, for each warpgroup's last P V, its output and its next tile's first scores and softmax, one after
-    another. Here a tile's last P V runs beside the next tile's first Q Kᵀ and softmax (_ws_overlap_step's
-    NEW_TILE step), and its output leaves after them."""
+def _ws_chained_pass(t, b, h, row0, i, l_i, acc, acc_b, p, pb, prev_slot, prev_phase, kv, turns, descs, smem, bars,
+                     walk, qk_scale, WG: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
+                     PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr, CONSUMERS: gl.constexpr, SPLIT: gl.constexpr,
+                     EX2_EMU: gl.constexpr, TREE: gl.constexpr, LEAN_MASK: gl.constexpr, PACK_P: gl.constexpr,
+                     LANE_SUM: gl.constexpr):
+    """Tile t of a chained walk (_ws_consumer_chained): the hand-over from tile t - 1 (its last P V beside this
+    tile's first scores, then its output), or this tile's first scores alone at t = 0, then this tile's key steps.
+    Takes and returns what one tile hands the next: its place (b, h, row0, Q slot i), row sums, accumulators, the P
+    of its last key tile, and the ring's counters."""
     q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_desc = descs
     q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem = smem
     sched, num_heads, seq_len, tiles_m, total_tiles, head_group, snake = walk
@@ -354,7 +354,75 @@ def _ws_consumer_chained(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CA
     s_layout: gl.constexpr = mma_layout(4, BLOCK_N)
     o_layout: gl.constexpr = mma_layout(4, HEAD_DIM)
     ob_layout: gl.constexpr = mma_layout(4, HEAD_B)
+    b_o = b
+    h_o = h
+    row0_o = row0
+    i_o = i
+    l_o = l_i
+    b, h, m = _walk_tile(t, sched, tiles_m, num_heads, total_tiles, head_group, snake, CAUSAL, SCHEDULED)
+    start_m = m * (CONSUMERS * HALF)
+    n_full, n_total = key_tiles(start_m, seq_len, CONSUMERS * HALF, BLOCK_N, CAUSAL)
+    row0 = start_m + WG * HALF
+    rows = row0 + gl.arange(0, HALF, layout=gl.SliceLayout(1, s_layout))
+    i = 2 * WG + t % 2
+    q = q_smem.index(i)
+    qb = qb_smem.index(i)
+    mbarrier.wait(q_ready.index(i), (t // 2) & 1)
+    if t == 0:
+        # The walk's first tile: its first scores alone, as in _ws_consumer_overlap.
+        m_i = gl.full([HALF], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
+        kv, p, pb, prev_slot, prev_phase, m_i, l_i = _ws_first_scores(
+            q, k_smem, qb, kb_smem, bars, kv, m_i, row_sums_start(HALF, BLOCK_N, s_layout, LANE_SUM), qk_scale,
+            rows, seq_len, s_layout, o_layout, ob_layout, CAUSAL, STAGES, CONSUMERS, False, SPLIT, EX2_EMU, TREE,
+            LEAN_MASK, PACK_P)
+    else:
+        # The new tile's Q K_0ᵀ beside the tile before's last P V, with no turn: as each tile's first scores.
+        m_i = gl.full([HALF], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
+        kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_overlap_step(
+            0, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i,
+            row_sums_start(HALF, BLOCK_N, s_layout, LANE_SUM), acc, acc_b, turns, qk_scale, rows, seq_len, WG,
+            s_layout, o_layout, ob_layout, True, CAUSAL, STAGES, 0, CONSUMERS, False, SPLIT, EX2_EMU, TREE,
+            LEAN_MASK, PACK_P, NEW_TILE=True)
+        # The tile before is done: its output leaves through its Q slot, which then goes back to the producer.
+        store_output(acc, l_o, q_smem.index(i_o), o_desc, b_o, h_o, row0_o, o_layout, HALF, HEAD_DIM)
+        if SPLIT:
+            store_output(acc_b, l_o, qb_smem.index(i_o), ob_desc, b_o, h_o, row0_o, ob_layout, HALF, HEAD_B,
+                         HEAD_DIM)
+        mbarrier.arrive(q_empty.index(i_o))
+    acc = gl.zeros([HALF, HEAD_DIM], gl.float32, o_layout)
+    acc_b = gl.zeros([HALF, HEAD_B], gl.float32, ob_layout)
+    kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_key_steps(
+        q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_full, n_total, p, pb, prev_slot, prev_phase,
+        m_i, l_i, acc, acc_b, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, CAUSAL, STAGES,
+        PINGPONG, CONSUMERS, False, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P)
+    return b, h, row0, i, l_i, acc, acc_b, p, pb, prev_slot, prev_phase, kv, turns
+
+
+@gluon.jit
+def _ws_consumer_chained(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl.constexpr,
+                         STAGES: gl.constexpr, PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr,
+                         CONSUMERS: gl.constexpr, SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr,
+                         LEAN_MASK: gl.constexpr, PACK_P: gl.constexpr, LANE_SUM: gl.constexpr,
+                         UNROLL: gl.constexpr = 1):
+    """g34, g35: the overlapped loop with no gap between query tiles. Every consumer warpgroup of a program ends
+    a tile at the same key step (they share its keys), so in _ws_consumer_tiles the tensor cores wait, at every
+    tile's end, for each warpgroup's last P V, its output and its next tile's first scores and softmax, one after
+    another. Here a tile's last P V runs beside the next tile's first Q Kᵀ and softmax (_ws_overlap_step's
+    NEW_TILE step), and its output leaves after them. UNROLL=2 (g39, g40): two tiles a pass of the walk's loop,
+    so that a tile at an odd place hands over inside a pass and one at an even place across the loop's back edge
+    (g34 and g35 were wrong at every odd place)."""
+    q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_desc = descs
+    q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem = smem
+    sched, num_heads, seq_len, tiles_m, total_tiles, head_group, snake = walk
+    HALF: gl.constexpr = q_smem.shape[1]
+    HEAD_DIM: gl.constexpr = q_smem.shape[2]
+    HEAD_B: gl.constexpr = qb_smem.shape[2]
+    BLOCK_N: gl.constexpr = k_smem.shape[1]
+    s_layout: gl.constexpr = mma_layout(4, BLOCK_N)
+    o_layout: gl.constexpr = mma_layout(4, HEAD_DIM)
+    ob_layout: gl.constexpr = mma_layout(4, HEAD_B)
     gl.static_assert(PINGPONG == 2, "the chained walk passes turns by named barriers")
+    gl.static_assert(UNROLL == 1 or UNROLL == 2, "the chained walk takes one or two tiles a pass")
     if WG == 0:
         named_barrier(TURN_BARRIER, False)  # warpgroup 0 goes first (see _ws_consumer_tiles)
     kv = 0
@@ -373,48 +441,17 @@ def _ws_consumer_chained(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CA
     prev_slot = 0
     prev_phase = 0
     n_tiles = _walk_length(sched, total_tiles, SCHEDULED)
-    for t in range(n_tiles):
-        b_o = b
-        h_o = h
-        row0_o = row0
-        i_o = i
-        l_o = l_i
-        b, h, m = _walk_tile(t, sched, tiles_m, num_heads, total_tiles, head_group, snake, CAUSAL, SCHEDULED)
-        start_m = m * (CONSUMERS * HALF)
-        n_full, n_total = key_tiles(start_m, seq_len, CONSUMERS * HALF, BLOCK_N, CAUSAL)
-        row0 = start_m + WG * HALF
-        rows = row0 + gl.arange(0, HALF, layout=gl.SliceLayout(1, s_layout))
-        i = 2 * WG + t % 2
-        q = q_smem.index(i)
-        qb = qb_smem.index(i)
-        mbarrier.wait(q_ready.index(i), (t // 2) & 1)
-        if t == 0:
-            # The walk's first tile: its first scores alone, as in _ws_consumer_overlap.
-            m_i = gl.full([HALF], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
-            kv, p, pb, prev_slot, prev_phase, m_i, l_i = _ws_first_scores(
-                q, k_smem, qb, kb_smem, bars, kv, m_i, row_sums_start(HALF, BLOCK_N, s_layout, LANE_SUM), qk_scale,
-                rows, seq_len, s_layout, o_layout, ob_layout, CAUSAL, STAGES, CONSUMERS, False, SPLIT, EX2_EMU, TREE,
-                LEAN_MASK, PACK_P)
-        else:
-            # The new tile's Q K_0ᵀ beside the tile before's last P V, with no turn: as each tile's first scores.
-            m_i = gl.full([HALF], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
-            kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_overlap_step(
-                0, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i,
-                row_sums_start(HALF, BLOCK_N, s_layout, LANE_SUM), acc, acc_b, turns, qk_scale, rows, seq_len, WG,
-                s_layout, o_layout, ob_layout, True, CAUSAL, STAGES, 0, CONSUMERS, False, SPLIT, EX2_EMU, TREE,
-                LEAN_MASK, PACK_P, NEW_TILE=True)
-            # The tile before is done: its output leaves through its Q slot, which then goes back to the producer.
-            store_output(acc, l_o, q_smem.index(i_o), o_desc, b_o, h_o, row0_o, o_layout, HALF, HEAD_DIM)
-            if SPLIT:
-                store_output(acc_b, l_o, qb_smem.index(i_o), ob_desc, b_o, h_o, row0_o, ob_layout, HALF, HEAD_B,
-                             HEAD_DIM)
-            mbarrier.arrive(q_empty.index(i_o))
-        acc = gl.zeros([HALF, HEAD_DIM], gl.float32, o_layout)
-        acc_b = gl.zeros([HALF, HEAD_B], gl.float32, ob_layout)
-        kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_key_steps(
-            q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_full, n_total, p, pb, prev_slot, prev_phase,
-            m_i, l_i, acc, acc_b, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, CAUSAL, STAGES,
-            PINGPONG, CONSUMERS, False, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P)
+    for t in range(0, n_tiles, UNROLL):
+        b, h, row0, i, l_i, acc, acc_b, p, pb, prev_slot, prev_phase, kv, turns = _ws_chained_pass(
+            t, b, h, row0, i, l_i, acc, acc_b, p, pb, prev_slot, prev_phase, kv, turns, descs, smem, bars, walk,
+            qk_scale, WG, CAUSAL, STAGES, PINGPONG, SCHEDULED, CONSUMERS, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P,
+            LANE_SUM)
+        if UNROLL == 2:
+            if t + 1 < n_tiles:
+                b, h, row0, i, l_i, acc, acc_b, p, pb, prev_slot, prev_phase, kv, turns = _ws_chained_pass(
+                    t + 1, b, h, row0, i, l_i, acc, acc_b, p, pb, prev_slot, prev_phase, kv, turns, descs, smem,
+                    bars, walk, qk_scale, WG, CAUSAL, STAGES, PINGPONG, SCHEDULED, CONSUMERS, SPLIT, EX2_EMU, TREE,
+                    LEAN_MASK, PACK_P, LANE_SUM)
     if n_tiles > 0:  # the last tile's last P V and its output
         acc, acc_b = _ws_last_pv(v_smem, vb_smem, bars, p, pb, prev_slot, prev_phase, acc, acc_b, STAGES, CONSUMERS,
                                  False, SPLIT)

@@ -596,6 +596,9 @@ VERSIONS = {v.name: v for v in [
         predicted_speedup={"non-causal": (0.99, 1.04), "causal": (0.98, 1.04)},
         features=None,
     ),
+    # g39-g40: g34 and g35's walk two tiles a pass, to find where their fault lies; not measured yet.
+    _unrouted_gluon_step("v59-gluon-chained-pairs", "g39", "v56-gluon-lean"),
+    _unrouted_gluon_step("v60-gluon-three-chained-pairs", "g40", "v55-gluon-three-lean"),
 ]}
 FINAL_VERSION = "v58-per-shape"
 
