@@ -6,8 +6,8 @@ iterations phase's limits) at the sweep's shapes and at a ragged length; a wrong
 Device time is the project's one clock (collect/timing.py: L2 flushed, the GPU spinning while the
 host issues the call), as the bench phase takes it. Rows go to --out after each one, so a timeout
 loses nothing; --budget-s turns the cases left after it into `skipped` rows, and a step that has not returned
-after --hang-s (a kernel stuck on a barrier) ends the process with its name in the results. The end prints each
-candidate's speed over FlashAttention-4's (> 1: ours faster).
+after --hang-s (a kernel stuck on a barrier) ends the process with its name in the results. Each candidate's row
+prints FlashAttention-4's time over its own and, issue 41's measure, the fastest yardstick's (> 1: ours faster).
 
     python3 scripts/sweep_versions.py --out $OUT/sweep.json            # on the H200
     python3 scripts/sweep_versions.py --check-cpu                      # no GPU: compile the versions for sm90
@@ -358,6 +358,20 @@ def sdpa_reference(q, k, v, causal):
     return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
+def against_yardsticks(impl, median_ms, yard_ms):
+    """A timed row's ratios: every row after FlashAttention-4's gets its time over the row's own (a yardstick's time is
+    kept in `yard_ms` for the rows after it), and a candidate, issue 41's measure, the fastest yardstick's (> 1: the
+    candidate is faster)."""
+    out = {"fa4_over_ours": yard_ms["fa4"] / median_ms} if "fa4" in yard_ms and impl != "fa4" else {}
+    if impl in YARDSTICKS:
+        yard_ms[impl] = median_ms
+        return out
+    if yard_ms:
+        fastest = min(yard_ms, key=yard_ms.get)
+        out.update(fastest_other=fastest, fastest_other_over_ours=yard_ms[fastest] / median_ms)
+    return out
+
+
 def sweep(args):
     from collect import timing
     from collect.calls import forced_backend
@@ -407,7 +421,7 @@ def sweep(args):
             where = label(dtype, head_dim, causal, b, h, n)
             q, k, v = inputs(dtype, head_dim, b, h, n)
             ref = sdpa_reference(q, k, v, causal)
-            fa4_ms = None
+            yard_ms = {}
             for impl in (*YARDSTICKS, *versions):
                 case = attention_case(impl, dtype, head_dim, causal, b, h, n)
                 row = dict(case=where, impl=impl, head_dim=head_dim, causal=causal, batch=b, heads=h, seq_len=n,
@@ -438,13 +452,12 @@ def sweep(args):
                 t = dt.timing
                 row.update(status="ok", max_abs_err=err, median_ms=t.median_ms, p10_ms=t.p10_ms, p90_ms=t.p90_ms,
                            n=t.n, tflops=case.flops / (t.median_ms * 1e-3) / 1e12, sm_clock_mhz=dt.sm_clock_mhz)
-                if impl == "fa4":
-                    fa4_ms = t.median_ms
-                elif fa4_ms:
-                    row["fa4_over_ours"] = fa4_ms / t.median_ms
+                row.update(against_yardsticks(impl, t.median_ms, yard_ms))
                 res.add("rows", row)
                 say(f"{where:34s} {impl:10s} {t.median_ms:8.4f} ms {row['tflops']:6.1f} TFLOP/s"
-                    + (f"  fa4/this {row['fa4_over_ours']:.3f}" if "fa4_over_ours" in row else ""))
+                    + (f"  fa4/this {row['fa4_over_ours']:.3f}" if "fa4_over_ours" in row else "")
+                    + (f"  fastest other ({row['fastest_other']})/this {row['fastest_other_over_ours']:.3f}"
+                       if "fastest_other" in row else ""))
             del q, k, v, ref
     watchdog.stop()
     res.doc["done"] = True

@@ -72,6 +72,23 @@ def test_the_sweeps_checks_give_every_program_a_walk_of_several_tiles_at_odd_and
     assert any(n % 64 for _, _, n in sweep.CHECKS)  # and a ragged end, where rows past seq_len are clipped
 
 
+def test_the_sweep_measures_each_candidate_against_the_fastest_yardstick_timed_before_it():
+    """Issue 41 judges ours against the fastest other implementation, FlashAttention-4 or cuDNN, whichever won at that
+    shape: the sweep's rows carry that ratio beside the one against FlashAttention-4."""
+    sweep = _script("sweep_versions")
+    yard = {}
+    assert sweep.against_yardsticks("fa4", 1.0, yard) == {}
+    assert sweep.against_yardsticks("sdpa-cudnn", 0.8, yard) == {"fa4_over_ours": 1.25}  # cuDNN against FA4, as before
+    row = sweep.against_yardsticks("g37", 0.9, yard)
+    assert row["fa4_over_ours"] == 1.0 / 0.9 and row["fastest_other"] == "sdpa-cudnn"
+    assert abs(row["fastest_other_over_ours"] - 0.8 / 0.9) < 1e-12
+    # FlashAttention-4 not installed: cuDNN alone is the yardstick, and no FlashAttention-4 ratio is made up
+    alone = {}
+    sweep.against_yardsticks("sdpa-cudnn", 2.0, alone)
+    assert sweep.against_yardsticks("g32", 1.0, alone) == {"fastest_other": "sdpa-cudnn", "fastest_other_over_ours": 2.0}
+    assert sweep.against_yardsticks("g32", 1.0, {}) == {}
+
+
 def test_a_step_that_never_returns_ends_the_sweep_with_its_name_in_the_results(tmp_path):
     """A chained step that deadlocked spent a whole device call (2026-12-04): the watchdog ends the process after
     --hang-s, and the results name the step that hung beside the rows written before it."""
