@@ -334,6 +334,19 @@ def _ws_consumer(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl
 
 
 @gluon.jit
+def _store_tile(acc, acc_b, l_i, q, qb, o_desc, ob_desc, b, h, row0, o_layout: gl.constexpr,
+                ob_layout: gl.constexpr, SPLIT: gl.constexpr, WAIT: gl.constexpr = True):
+    """A finished tile's output through its Q slot (store_output), and with SPLIT the head's second chunk through
+    the slot's second buffer."""
+    HALF: gl.constexpr = acc.shape[0]
+    HEAD_DIM: gl.constexpr = acc.shape[1]
+    HEAD_B: gl.constexpr = acc_b.shape[1]
+    store_output(acc, l_i, q, o_desc, b, h, row0, o_layout, HALF, HEAD_DIM, WAIT=WAIT)
+    if SPLIT:
+        store_output(acc_b, l_i, qb, ob_desc, b, h, row0, ob_layout, HALF, HEAD_B, HEAD_DIM, WAIT=WAIT)
+
+
+@gluon.jit
 def _ws_chained_pass(t, b, h, row0, i, l_i, acc, acc_b, p, pb, prev_slot, prev_phase, kv, turns, descs, smem, bars,
                      walk, qk_scale, WG: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
                      PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr, CONSUMERS: gl.constexpr, SPLIT: gl.constexpr,
@@ -384,10 +397,8 @@ def _ws_chained_pass(t, b, h, row0, i, l_i, acc, acc_b, p, pb, prev_slot, prev_p
             s_layout, o_layout, ob_layout, True, CAUSAL, STAGES, 0, CONSUMERS, False, SPLIT, EX2_EMU, TREE,
             LEAN_MASK, PACK_P, NEW_TILE=True)
         # The tile before is done: its output leaves through its Q slot, which then goes back to the producer.
-        store_output(acc, l_o, q_smem.index(i_o), o_desc, b_o, h_o, row0_o, o_layout, HALF, HEAD_DIM)
-        if SPLIT:
-            store_output(acc_b, l_o, qb_smem.index(i_o), ob_desc, b_o, h_o, row0_o, ob_layout, HALF, HEAD_B,
-                         HEAD_DIM)
+        _store_tile(acc, acc_b, l_o, q_smem.index(i_o), qb_smem.index(i_o), o_desc, ob_desc, b_o, h_o, row0_o,
+                    o_layout, ob_layout, SPLIT)
         mbarrier.arrive(q_empty.index(i_o))
     acc = gl.zeros([HALF, HEAD_DIM], gl.float32, o_layout)
     acc_b = gl.zeros([HALF, HEAD_B], gl.float32, ob_layout)
@@ -411,9 +422,9 @@ def _ws_consumer_chained(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CA
     NEW_TILE step), and its output leaves after them. UNROLL=2 (g39, g40): two tiles a pass of the walk's loop,
     so that a tile at an odd place hands over inside a pass and one at an even place across the loop's back edge
     (g34 and g35 were wrong at every odd place)."""
-    q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_desc = descs
-    q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem = smem
-    sched, num_heads, seq_len, tiles_m, total_tiles, head_group, snake = walk
+    q_desc, o_desc, ob_desc = descs[0], descs[3], descs[7]
+    q_smem, k_smem, v_smem, qb_smem, vb_smem = smem[0], smem[1], smem[2], smem[3], smem[5]
+    sched, total_tiles = walk[0], walk[4]
     HALF: gl.constexpr = q_smem.shape[1]
     HEAD_DIM: gl.constexpr = q_smem.shape[2]
     HEAD_B: gl.constexpr = qb_smem.shape[2]
@@ -441,23 +452,20 @@ def _ws_consumer_chained(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CA
     prev_slot = 0
     prev_phase = 0
     n_tiles = _walk_length(sched, total_tiles, SCHEDULED)
-    for t in range(0, n_tiles, UNROLL):
-        b, h, row0, i, l_i, acc, acc_b, p, pb, prev_slot, prev_phase, kv, turns = _ws_chained_pass(
-            t, b, h, row0, i, l_i, acc, acc_b, p, pb, prev_slot, prev_phase, kv, turns, descs, smem, bars, walk,
-            qk_scale, WG, CAUSAL, STAGES, PINGPONG, SCHEDULED, CONSUMERS, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P,
-            LANE_SUM)
-        if UNROLL == 2:
-            if t + 1 < n_tiles:
+    for t0 in range(0, n_tiles, UNROLL):
+        for u in gl.static_range(UNROLL):
+            t = t0 + u
+            # The first tile of a pass always exists; only the second may fall past the walk's end.
+            if u == 0 or t < n_tiles:
                 b, h, row0, i, l_i, acc, acc_b, p, pb, prev_slot, prev_phase, kv, turns = _ws_chained_pass(
-                    t + 1, b, h, row0, i, l_i, acc, acc_b, p, pb, prev_slot, prev_phase, kv, turns, descs, smem,
-                    bars, walk, qk_scale, WG, CAUSAL, STAGES, PINGPONG, SCHEDULED, CONSUMERS, SPLIT, EX2_EMU, TREE,
+                    t, b, h, row0, i, l_i, acc, acc_b, p, pb, prev_slot, prev_phase, kv, turns, descs, smem, bars,
+                    walk, qk_scale, WG, CAUSAL, STAGES, PINGPONG, SCHEDULED, CONSUMERS, SPLIT, EX2_EMU, TREE,
                     LEAN_MASK, PACK_P, LANE_SUM)
     if n_tiles > 0:  # the last tile's last P V and its output
         acc, acc_b = _ws_last_pv(v_smem, vb_smem, bars, p, pb, prev_slot, prev_phase, acc, acc_b, STAGES, CONSUMERS,
                                  False, SPLIT)
-        store_output(acc, l_i, q_smem.index(i), o_desc, b, h, row0, o_layout, HALF, HEAD_DIM)
-        if SPLIT:
-            store_output(acc_b, l_i, qb_smem.index(i), ob_desc, b, h, row0, ob_layout, HALF, HEAD_B, HEAD_DIM)
+        _store_tile(acc, acc_b, l_i, q_smem.index(i), qb_smem.index(i), o_desc, ob_desc, b, h, row0, o_layout,
+                    ob_layout, SPLIT)
 
 
 @gluon.jit
@@ -514,9 +522,7 @@ def _ws_consumer_tiles(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUS
         # Q is dead: the output leaves through its slot, which is then handed back: at once, or (LATE_RELEASE, g32
         # and g33, overlapped loop only) with the store still in flight, once the next tile's first scores are in.
         late: gl.constexpr = LATE_RELEASE and OVERLAP
-        store_output(acc, l_i, q, o_desc, b, h, row0, o_layout, HALF, HEAD_DIM, WAIT=not late)
-        if SPLIT:
-            store_output(acc_b, l_i, qb, ob_desc, b, h, row0, ob_layout, HALF, HEAD_B, HEAD_DIM, WAIT=not late)
+        _store_tile(acc, acc_b, l_i, q, qb, o_desc, ob_desc, b, h, row0, o_layout, ob_layout, SPLIT, WAIT=not late)
         if not late:
             mbarrier.arrive(q_empty.index(i))
         it += 1
