@@ -136,27 +136,27 @@ def row_reduce(x, MAX: gl.constexpr):
 
 
 @gluon.jit
-def softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK: gl.constexpr, CAUSAL: gl.constexpr,
-                   EX2_EMU: gl.constexpr = 0, TREE: gl.constexpr = False, LEAN_MASK: gl.constexpr = False, col0=0):
-    """Fold one tile of raw scores into the running row max m_i and denominator l_i.
+def softmax_update(s, m_i, l_i, qk_scale, rows, col0, seq_len, MASK: gl.constexpr, CAUSAL: gl.constexpr,
+                   EX2_EMU: gl.constexpr = 0, TREE: gl.constexpr = False, LEAN_MASK: gl.constexpr = False):
+    """Fold one tile of raw scores, whose first column is key col0, into the running row max m_i and denominator l_i.
 
     Returns (p, alpha, m_i, l_i): p = exp2 of the scaled, max-shifted scores in fp32, and alpha
     the factor the accumulator must be multiplied by. On a row's first tile m_i is -inf and
     alpha = exp2(-inf) = 0. Every row sees at least one key in its first tile, so a fully masked
     row (and -inf - -inf) never happens. EX2_EMU of every four exponentials of p run on the FMA pipes
     (fma_exp2.py), the rest on the special-function unit; TREE takes the row max and sum by row_reduce.
-    LEAN_MASK (g36-g38; cols = col0 + the tile's column offsets): a masked tile costs two instructions a score.
+    LEAN_MASK (g36-g38): a masked tile costs two instructions a score.
     """
     SCALE_FIRST: gl.constexpr = MASK and not LEAN_MASK
+    offset = gl.arange(0, s.shape[1], layout=gl.SliceLayout(0, s.type.layout))  # each column's place in the tile
+    cols = col0 + offset
     if MASK and LEAN_MASK:
         # How many of this tile's columns each row sees, one subtraction a row; each score is then kept or not by
-        # a single compare of its offset in the tile (cols - col0 folds to the offsets) with its row's count, which
-        # takes in the sequence's end as well; the scores are then scaled after the row max, in one FMA, as on
-        # unmasked tiles (-inf stays -inf).
+        # a single compare of its offset in the tile with its row's count, which takes in the sequence's end as
+        # well; the scores are then scaled after the row max, in one FMA, as on unmasked tiles (-inf stays -inf).
         # In a wgmma accumulator, column 8 j + 2 (lane % 4) + r sits in register (j, r) of a lane: the bits of
         # `lane` (offset & 6) are the same in all of a thread's registers, so taking them off the row's count
         # instead leaves each register a constant to compare with (true of any layout, cheap only in this one).
-        offset = cols - col0
         lane = offset & 6
         seen = seq_len - col0
         if CAUSAL:

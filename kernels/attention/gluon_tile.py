@@ -46,9 +46,8 @@ def _g1_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc,
     mbarrier.wait(k_bars.index(slot), phase)
     zero = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout)
     s = warpgroup_mma(q_smem, k_buf.permute((1, 0)), zero, use_acc=False)
-    cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-    p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK, CAUSAL, EX2_EMU, TREE,
-                                        LEAN_MASK, j * BLOCK_N)
+    p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, j * BLOCK_N, seq_len, MASK, CAUSAL, EX2_EMU, TREE,
+                                        LEAN_MASK)
     acc = rescale(acc, alpha, o_layout)
     p = p_operand(p, q_smem.dtype, o_layout)
     mbarrier.wait(v_bars.index(slot), phase)
@@ -81,9 +80,8 @@ def _g1_overlap_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc,
     thread_barrier()
     _g1_load(k_desc, k_smem.index(slot), k_bars.index(slot), b, h, j + STAGES, j + STAGES < n_total, BLOCK_N,
              HEAD_DIM)
-    cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-    p_new, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK, CAUSAL, EX2_EMU, TREE,
-                                            LEAN_MASK, j * BLOCK_N)
+    p_new, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, j * BLOCK_N, seq_len, MASK, CAUSAL, EX2_EMU,
+                                            TREE, LEAN_MASK)
     acc, p = warpgroup_mma_wait(0, deps=(acc, p))  # P's registers stay unwritten until its matmul retires
     thread_barrier()
     _g1_load(v_desc, v_smem.index(prev), v_bars.index(prev), b, h, j - 1 + STAGES, j - 1 + STAGES < n_total,
@@ -105,9 +103,8 @@ def _g1_overlap_loop(n_full, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_
     s = warpgroup_mma(q_smem, k_smem.index(0).permute((1, 0)), zero, use_acc=False)
     thread_barrier()
     _g1_load(k_desc, k_smem.index(0), k_bars.index(0), b, h, STAGES, STAGES < n_total, BLOCK_N, HEAD_DIM)
-    cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-    p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, True, CAUSAL, EX2_EMU, TREE,
-                                        LEAN_MASK, 0)
+    p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, 0, seq_len, True, CAUSAL, EX2_EMU, TREE,
+                                        LEAN_MASK)
     p = p_operand(p, q_smem.dtype, o_layout)
     for j in range(1, gl.maximum(n_full, 1)):
         p, m_i, l_i, acc = _g1_overlap_step(j, n_total, q_smem, k_smem, v_smem, k_bars, v_bars, k_desc, v_desc, b,

@@ -142,11 +142,10 @@ def _ws_consumer_plain(q, k_smem, v_smem, bars, kv, n_full, n_total, m_i, l_i, a
         s, slot = _ws_scores(q, k_smem, k_ready, kv, s_layout, STAGES)
         s = warpgroup_mma_wait(0, deps=(s, ))
         mbarrier.arrive(k_empty.index(slot))
-        cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
         if j < n_full:
-            p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, False, CAUSAL)
+            p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, j * BLOCK_N, seq_len, False, CAUSAL)
         else:
-            p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, True, CAUSAL)
+            p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, j * BLOCK_N, seq_len, True, CAUSAL)
         acc = rescale(acc, alpha, o_layout)
         p = p_operand(p, q.dtype, o_layout)
         mbarrier.wait(v_ready.index(slot), (kv // STAGES) & 1)
@@ -205,9 +204,8 @@ def _ws_overlap_step(j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb
     # wgmma groups retire in order: with the P V groups (one, or two with SPLIT) still out, Q K_jᵀ is done.
     s = warpgroup_mma_wait(1 + SPLIT, deps=(s, ))
     release(k_empty, slot, EMPTY_BARRIER + slot, NAMED_RELEASE, CONSUMERS)
-    cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-    p_new, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, MASK, CAUSAL, EX2_EMU, TREE,
-                                            LEAN_MASK, j * BLOCK_N)
+    p_new, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, j * BLOCK_N, seq_len, MASK, CAUSAL, EX2_EMU,
+                                            TREE, LEAN_MASK)
     if PACK_P == 2:  # g27: the next P, packed, into registers of its own while P_{j-1} V_{j-1} still runs
         p_next = p_operand(p_new, q.dtype, o_layout, True)
         if SPLIT:
@@ -269,9 +267,8 @@ def _ws_first_scores(q, k_smem, qb, kb_smem, bars, kv, m_i, l_i, qk_scale, rows,
     s, slot = _ws_scores_split(q, k_smem, qb, kb_smem, k_ready, kv, s_layout, STAGES, SPLIT)
     s = warpgroup_mma_wait(0, deps=(s, ))
     release(k_empty, slot, EMPTY_BARRIER + slot, NAMED_RELEASE, CONSUMERS)
-    cols = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-    p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, cols, seq_len, True, CAUSAL, EX2_EMU, TREE,
-                                        LEAN_MASK, 0)
+    p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, 0, seq_len, True, CAUSAL, EX2_EMU, TREE,
+                                        LEAN_MASK)
     if stored_q >= 0:
         tma.store_wait(0)
         mbarrier.arrive(q_empty.index(stored_q))
