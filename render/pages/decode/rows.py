@@ -39,11 +39,14 @@ class Rows(DecodeData):
         bad = self.rows[self.rows["status"] != "ok"]
         if bad.empty:
             return "Every decode row ran."
-        # One row per reason: a spent time budget skips dozens of rows of many variants for the same reason.
+        # Each reason once, on the first of its lines: a spent time budget skips dozens of rows of many variants for
+        # the same reason. Below it, one line per model and variant with the shapes it cut.
         out = []
         for (s, r), g in bad.groupby(["status", bad["reason"].fillna("")], sort=False):
-            rows = [f"{m}, {self.label(v)}: {join(f'b{b}/c{c}' for b, c in zip(h['batch'], h['context']))}"
-                    for (m, v), h in g.groupby(["model", "variant"], sort=False)]
-            out.append({"status": s, "n": len(g), "rows": "; ".join(rows), "reason": r})
-        return table_html(pd.DataFrame(out), {"status": "Status", "n": "Rows", "rows": "Model, variant: batch / context",
-                                              "reason": "Reason"})
+            for k, ((m, v), h) in enumerate(g.groupby(["model", "variant"], sort=False)):
+                out.append({"status": s if k == 0 else "", "n": len(g) if k == 0 else None,
+                            "reason": r if k == 0 else "", "model": m, "variant": self.label(v),
+                            "where": join(f"b{b}/c{c}" for b, c in zip(h["batch"], h["context"]))})
+        return table_html(pd.DataFrame(out), {"status": "Status", "n": "Rows", "reason": "Reason", "model": "Model",
+                                              "variant": "Variant", "where": "Batch / context"},
+                          formats={"n": lambda n: "" if pd.isna(n) else f"{n:.0f}"})
