@@ -424,8 +424,8 @@ def test_byte_arithmetic_page_uses_the_runs_device_and_data(tmp_path):
     # The code as written hands an fp32 P between kernels: sqrt(62914560 / (16 * 4)) = 991, so N=1024 is past
     # the L2 although the two-byte S of all 16 heads would fit up to N=1402.
     assert limits[(2, 8, 64)]["l2_all"] == 1402 and limits[(2, 8, 64)]["l2_p32"] == 991
-    assert ("up to N=512 the naive path's passes over S and P could stay in the cache, and from N=1,024 on they go "
-            "to DRAM") in page.limits_finding()
+    assert ("up to N=512 both could stay in the cache; at N=1,024 S still fits but the fp32 P does not; from "
+            "N=2,048 on both go to DRAM") in page.limits_finding()
     # measured ridge 7.5e14 / 4e12 = 187.5: naive (limit 32 or 64) is memory-bound, fused crosses at N=375
     f = page.intensity_finding()
     assert "memory-bound at every N" in f and "every length swept" in f

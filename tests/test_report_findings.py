@@ -133,7 +133,8 @@ def test_the_causal_count_is_said_to_apply_only_where_one_kernel_ran_both_ways(t
     mixed = int((page.causal["n"] == 2048).sum())
     first = page.findings_first()
     assert f"in the other {mixed} they ran different kernels, so the count does not apply" in first
-    assert f"in all {len(page.causal) - mixed} rows where the masked and unmasked calls ran one kernel" in first
+    assert (f"in all {len(page.causal) - mixed} rows where the masked and unmasked calls ran one kernel at comparable "
+            "SM clocks") in first
 
 
 def _bench_edited(tmp_path, edit, **kw):
@@ -168,7 +169,7 @@ def test_the_two_tested_rows_of_one_shape_are_named_as_one_shape_in_two_dtypes(t
     page = bench_run(tmp_path, causal_efficiency=0.6, path=route).context()["bytes"]
     first = page.findings_first()
     assert ("overestimates Triton's causal speedup in both rows where the masked and unmasked calls ran one "
-            "kernel, one shape in two dtypes (B=2, H=8, d=64, N=16384, fp16 and bf16)") in first
+            "kernel at comparable SM clocks, one shape in two dtypes (B=2, H=8, d=64, N=16384, fp16 and bf16)") in first
     assert "in the other 30 they ran different kernels, so the count does not apply" in first
 
 
@@ -476,3 +477,39 @@ def test_every_gluon_step_is_named_by_the_kernel_it_runs():
     assert set(GLUON_STEP_KERNEL) == {v.name for v in GLUON_VERSIONS}
     for v in GLUON_VERSIONS:
         assert kernel_name("gluon", v.name) == kernel_function_name(functions[v.kernel]), v.name
+
+
+def test_a_shape_naive_did_not_run_at_borrows_its_measured_peak_and_says_it_did_not_run(tmp_path):
+    page = _bench_edited(tmp_path, lambda rows: rows.__setitem__(slice(None), [
+        r for r in rows if not (r.impl == "naive" and r.heads == 32)]))
+    limits = {r["shape"]: r for r in page.limits}
+    # The synthetic naive holds 3 score tensors at (2, 8, 64); (4, 32, 128) borrows that count.
+    assert limits[(4, 32, 128)]["longest_ran"] is None and limits[(4, 32, 128)]["live"] == pytest.approx(3.0)
+    assert limits[(4, 32, 128)]["oom_live"] == 13975
+    finding = page.limits_finding()
+    absent = finding[finding.index("Naive PyTorch did not run at"):]
+    assert "B=4, H=32, d=128" in absent and "the table gives where it would fit" in absent
+    assert "Naive first ran out of memory" not in finding
+    assert "not run at this shape" in page.limits_table() and "measured at another shape" in page.limits_table()
+    assert "not run at this shape" in page.traffic_table((4, 32, 128))
+    assert "did not run at B=4, H=32, d=128 in this run" in page.traffic_finding((4, 32, 128))
+
+
+def test_an_out_of_memory_naive_call_is_named_in_the_traffic_table(tmp_path):
+    page = bench_run(tmp_path).context()["bytes"]
+    assert "out of memory" in page.traffic_table((4, 32, 128))  # the synthetic naive runs out at N=16384
+
+
+def test_the_longest_query_tile_is_counted_in_key_tiles_of_its_own_size(tmp_path):
+    # 64-row query tiles against 128-column key tiles: at N=512 the last query tile visits all 4 key tiles, and the
+    # 8 query tiles visit 20 key tiles in all, 2.5 on average.
+    page = _bench_edited(tmp_path, lambda rows: [r.kernel_config.update(BLOCK_M=64, BLOCK_N=128)
+                                                 for r in rows if r.impl == "triton" and r.kernel_config],
+                         causal_efficiency=0.6)
+    finding = page.causal_finding()
+    short = page.causal[page.causal["verdict"] == "short of the block count"]
+    assert len(short)
+    worst = short.loc[(short["measured"] / short["predicted"]).idxmin()]
+    n = int(worst["n"])
+    assert f"The last query tile visits all {-(-n // 128)} key tiles" in finding
+    assert "query tiles share" in finding and "programs share" not in finding

@@ -62,13 +62,14 @@ class Causal(BytesSection):
                         "t": -(-n // bm) if bm else None, "bm": bm, "bn": bn, "same_config": cfg_c == cfg_f,
                         "diag": model.causal_diagonal_visits(n, bm, bn) if pred else None,
                         "visited": model.causal_blocks_visited(n, bm, bn)[0] if pred else None,
-                        "programs": shape[0] * shape[1] * -(-n // bm) if bm else None,
+                        "tiles": shape[0] * shape[1] * -(-n // bm) if bm else None,
+                        "most_visits": -(-n // bn) if bn else None,
                         "flash": fl[0], "flash_verdict": flash_verdict(fl[0], fl[1], too_far_apart(mask_clock_gap(fl[2], fl[3]))),
                         "overlap": bool(overlap), "clk_f": clk_f, "clk_c": clk_c, "clock_gap": gap, "clocks_apart": apart,
                         "verdict": causal_verdict(measured, pred, bool(overlap), same_path, apart),
                     })
         return pd.DataFrame(out, columns=["shape", "dtype", "n", "measured", "predicted", "paths", "t", "bm", "bn",
-                                          "same_config", "diag", "visited", "programs", "flash", "flash_verdict",
+                                          "same_config", "diag", "visited", "tiles", "most_visits", "flash", "flash_verdict",
                                           "overlap", "clk_f", "clk_c", "clock_gap", "clocks_apart", "verdict"])
 
     def _timed(self, shape, dtype, causal, impl: str = "triton") -> pd.DataFrame:
@@ -96,7 +97,7 @@ class Causal(BytesSection):
                        flash_verdict=df["flash_verdict"].fillna("n/a"))
         return table_html(df, {"shape_l": "Shape", "dt": "dtype", "n": "N", "paths": "path (causal / not)",
                                "blocks": "BLOCK_M×BLOCK_N (causal)",
-                               "t": "T query blocks", "predicted": "predicted 2T/(T+1)", "measured": "Triton measured",
+                               "t": "T query blocks", "predicted": "predicted (key blocks: all / visited)", "measured": "Triton measured",
                                "verdict": "the block count", "clocks": "Triton's SM clocks (unmasked / masked)",
                                "flash": "FlashAttention-2 (SDPA) measured", "flash_verdict": "FlashAttention-2 (SDPA): the mask"},
                           {"predicted": r, "measured": r, "flash": r, "t": lambda v: "n/a" if v != v or v is None else int(v)})
@@ -121,12 +122,13 @@ class Causal(BytesSection):
                 f"A shortfall is what the count leaves out. At N={worst['n']} ({shape_label(worst['shape'])}), "
                 f"{int(worst['diag'])} of the {int(worst['visited'])} tiles visited straddle the diagonal: they "
                 "cost a full tile and keep about half of it.")
+            average = worst["visited"] / worst["t"]
             out.append(
-                f"The query tile that visits the most key tiles visits {int(worst['t'])}, "
-                f"{fmt.ratio(2 * worst['t'] / (worst['t'] + 1))} the average of (T+1)/2, and "
-                f"{int(worst['programs']):,} programs share {self.device.sm_count} SMs, so the longest ones "
-                f"{'set the finishing time' if worst['programs'] < 4 * self.device.sm_count else 'are partly hidden behind shorter ones'}; "
-                "per-program costs (loading the Q tile, storing O, the launch) do not shrink with masking at all.")
+                f"The last query tile visits all {int(worst['most_visits'])} key tiles, "
+                f"{fmt.ratio(worst['most_visits'] / average)} the average of {fmt.num(average, 3)}, and "
+                f"{int(worst['tiles']):,} query tiles share {self.device.sm_count} SMs, so the longest ones "
+                f"{'set the finishing time' if worst['tiles'] < 4 * self.device.sm_count else 'are partly hidden behind shorter ones'}; "
+                "per-tile costs (loading the Q tile, storing O) and the launch do not shrink with masking at all.")
         slower = known[known["verdict"].isin(["slower with the mask", "within the timing spread"])
                        & (known["measured"] < 1)]
         if len(slower):

@@ -81,7 +81,10 @@ class Intensity(BytesSection):
                 continue
             used = g["backend_used"].fillna("")
             mat = [impl in MATERIALISING or (impl == "sdpa" and u == "math") for u in used]
-            ai = [model.naive_intensity(n, d, E) if m else model.fused_intensity(n, d, E)
+            # Naive PyTorch is placed by the bytes its code as written moves (a scaling pass, an fp32 P and its
+            # cast): at the model's fewer bytes its points would read as a kernel streaming far below the roof.
+            ai = [4 * n * n * d / model.naive_as_written_bytes(n, d, E) if impl == "naive" else
+                  model.naive_intensity(n, d, E) if m else model.fused_intensity(n, d, E)
                   for n, m in zip(g["seq_len"], mat)]
             ys += list(g["tflops"])
             label = escape.plot(impl_label(impl))
@@ -97,6 +100,7 @@ class Intensity(BytesSection):
                          **log_ticks(xs))
         fig.update_yaxes(type="log", title_text="throughput (TFLOP/s)", **log_ticks(ys))
         return self.figure(f"roofline-{'x'.join(map(str, shape))}", fig,
-                           f"Each implementation's measured TFLOP/s at its modelled intensity (naive and SDPA math: "
-                           f"N·d/(2(N+d)); fused: N/2), one point per N, under the {ceiling} roofs; dotted: the "
+                           f"Each implementation's measured TFLOP/s at its modelled intensity (naive PyTorch: the bytes "
+                           f"its code as written moves, the Traffic section's count; SDPA math: N·d/(2(N+d)); fused: "
+                           f"N/2), one point per N, under the {ceiling} roofs; dotted: the "
                            f"measured ridge point. {shape_label(shape)}, {facet_label(dtype, causal)}.")

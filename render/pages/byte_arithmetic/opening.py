@@ -31,8 +31,8 @@ class Opening(BytesSection):
             dims = sorted({s[2] for s in self.shapes()})
             never = [dd for dd in dims if model.naive_crosses_ridge_n(ridge, dd, E) is None]
             if len(never) == len(dims):
-                out.append(f"On this GPU naive attention is memory-bound at every length: its intensity never passes "
-                           f"d/2 FLOP per byte, below the measured ridge of {fmt.num(ridge)}.")
+                out.append(f"By the model, naive attention cannot be compute-bound on this GPU at any length: its "
+                           f"intensity never passes d/2 FLOP per byte, below the measured ridge of {fmt.num(ridge)}.")
             else:
                 out.append(f"On this GPU the ridge is low enough ({fmt.num(ridge)} FLOP per byte) that naive attention "
                            f"turns compute-bound at long sequences for d={join(sorted(set(dims) - set(never)))}.")
@@ -59,7 +59,7 @@ class Opening(BytesSection):
                 where = ("the one row" if len(tested) == 1 else "both rows" if len(tested) == 2 else
                          f"all {len(tested)} rows")
                 text = (f"Counting the key tiles a causal kernel skips {verb} Triton's causal speedup in {where} where "
-                        f"the masked and unmasked calls ran one kernel{self._tested_rows(tested)}")
+                        f"the masked and unmasked calls ran one kernel at comparable SM clocks{self._tested_rows(tested)}")
                 if verb == "overestimates":
                     text += (f": {_span(tested['measured'])} measured against {_span(tested['predicted'])} "
                              "predicted")
@@ -69,7 +69,13 @@ class Opening(BytesSection):
                         ([f"{against} against it (named in the causal section below)"] if against else [])
                     text += f": {join(parts)}"
                 if len(tested) < len(c):
-                    text += f"; in the other {len(c) - len(tested)} they {why}, so the count does not apply"
+                    reasons = [(n, w) for w, v in (("ran different kernels", DIFFERENT_KERNELS),
+                                                   ("ran one kernel at SM clocks too far apart", CLOCKS_APART))
+                               if (n := int((c["verdict"] == v).sum()))]
+                    rest = len(c) - len(tested)
+                    text += (f"; in the other {rest} they {reasons[0][1]}" if len(reasons) == 1 else
+                             f"; of the other {rest}, {join([f'{n} {w}' for n, w in reasons])}")
+                    text += ", so the count does not apply"
             out.append(text + ".")
         return " ".join(out)
 

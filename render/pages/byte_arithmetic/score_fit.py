@@ -7,7 +7,7 @@ import pandas as pd
 
 from ... import fmt, model
 from ...tables import table_html
-from ...vocab import shape_label
+from ...vocab import join, plural, shape_label
 from .common import E, BytesSection
 
 # The naive code as written hands its softmax output to the next kernel in fp32 (model.naive_as_written_bytes):
@@ -25,15 +25,23 @@ class ScoreFit(BytesSection):
         out = []
         rows = self.bench.rows
         mem, l2 = self.device.memory_bytes, self.l2_bytes
+        measured = {}
+        for shape in self.shapes():
+            heads = shape[0] * shape[1]
+            naive = rows[(rows["shape"] == shape) & (rows["impl"] == "naive")]
+            ok = naive[(naive["status"] == "ok") & naive["peak_mem_bytes"].notna()]
+            if not ok.empty:
+                top = ok.loc[ok["seq_len"].idxmax()]
+                measured[shape] = float(top["peak_mem_bytes"]) / model.s_matrix_bytes(int(top["seq_len"]), E, heads)
+        # How many score-sized tensors naive holds at its peak is a property of the code, not of the shape: a
+        # shape naive did not run at borrows the largest count measured at another.
+        borrowed = max(measured.values()) if measured else None
         for shape in self.shapes():
             heads = shape[0] * shape[1]
             naive = rows[(rows["shape"] == shape) & (rows["impl"] == "naive")]
             oom = sorted(set(naive[naive["status"] == "oom"]["seq_len"]))
-            ok = naive[(naive["status"] == "ok") & naive["peak_mem_bytes"].notna()]
-            live = None
-            if not ok.empty:
-                top = ok.loc[ok["seq_len"].idxmax()]
-                live = float(top["peak_mem_bytes"]) / model.s_matrix_bytes(int(top["seq_len"]), E, heads)
+            ran = sorted(set(naive[naive["status"] == "ok"]["seq_len"]))
+            live = measured.get(shape, borrowed)
             out.append({
                 "shape": shape, "heads": heads,
                 "l2_one": model.max_n_s_fits(l2, E) if l2 else None,
@@ -42,59 +50,90 @@ class ScoreFit(BytesSection):
                 "oom_model": model.max_n_before_oom(mem, heads, E) if mem else None,
                 "live": live,
                 "oom_live": model.max_n_before_oom(mem, heads, E, live) if mem and live else None,
-                "first_oom": oom[0] if oom else None,
+                "first_oom": oom[0] if oom else None, "longest_ran": ran[-1] if ran else None,
+                "live_here": shape in measured,
                 "ns": self.seq_lens(shape),
             })
         return out
 
     def limits_table(self) -> str:
         rows = [{**r, "shape": shape_label(r["shape"]),
-                 "seen": f"N={r['first_oom']:,}" if r["first_oom"] else f"none up to N={r['ns'][-1]:,}"}
+                 "seen": (f"N={r['first_oom']:,}" if r["first_oom"] else
+                          f"none up to N={r['longest_ran']:,}" if r["longest_ran"] else "not run at this shape"),
+                 "live_note": (fmt.num(r["live"]) if r["live_here"] else
+                               f"{fmt.num(r['live'])} (measured at another shape)" if r["live"] else None)}
                 for r in self.limits]
         n_or = lambda v: "n/a" if v is None or v != v else f"{int(v):,}"  # noqa: E731
         return table_html(pd.DataFrame(rows), {
             "shape": "Shape", "heads": "B·H heads", "l2_one": "S of one head fits L2 up to N",
             "l2_all": "S of all heads fit L2 up to N", "l2_p32": "fp32 P of all heads fits L2 up to N",
             "oom_model": "naive fits memory up to N (two live S tensors)",
-            "live": "naive peak / one S tensor (measured)", "oom_live": "naive fits up to N (measured tensors)",
+            "live_note": "naive peak / one S tensor (measured)", "oom_live": "naive fits up to N (measured tensors)",
             "seen": "naive first out of memory"},
             {"l2_one": n_or, "l2_all": n_or, "l2_p32": n_or, "oom_model": n_or, "oom_live": n_or,
-             "live": lambda v: "n/a" if v is None or v != v else fmt.num(v)})
+             "live_note": lambda v: "n/a" if v is None or v != v else v})
 
     def limits_finding(self) -> str:
-        parts = []
+        """Where the cache and memory limits meet the measured naive calls; a shape naive did not run at is named
+        once, and the table carries its limits."""
+        parts, absent = [], []
         for r in self.limits:
-            s, ns = shape_label(r["shape"]), r["ns"]
-            if r["l2_all"] is not None:
-                # The passes stay in L2 only while every tensor handed between the naive code's kernels fits,
-                # the fp32 P included, so the narrower two-byte S alone would put the limit too late.
-                fit = min(r["l2_all"], r["l2_p32"])
-                if fit < ns[0]:
-                    where = "at every length swept the naive path's passes over S and P go to DRAM"
-                elif fit >= ns[-1]:
-                    where = "at every length swept the naive path's passes over S and P could stay in the cache"
-                else:
-                    where = (f"up to N={max(n for n in ns if n <= fit):,} the naive path's passes over S and P could "
-                             f"stay in the cache, and from N={min(n for n in ns if n > fit):,} on they go to DRAM")
-                parts.append(f"For {s}, the {r['heads']} two-byte score matrices share the L2 only up to "
-                             f"N={r['l2_all']:,} (one head alone: N={r['l2_one']:,}), and the fp32 P the code as "
-                             f"written also hands between kernels fits only up to N={r['l2_p32']:,}, so {where}.")
-            if r["oom_model"] is None:
+            if r["first_oom"] is None and r["longest_ran"] is None:
+                absent.append(r)
                 continue
-            first = r["first_oom"]
-            if first is None:
-                verdict = (f"the sweep stopped at N={ns[-1]:,}, short of it" if ns[-1] <= r["oom_model"] else
-                           f"yet naive ran at N={ns[-1]:,}, so it held fewer than two score tensors at once")
-                parts.append(f"The model with two live score tensors lets naive run up to N={r['oom_model']:,}; "
-                             f"{verdict}.")
-                continue
-            if first > r["oom_model"]:
-                agree = "consistent with the model"
-            else:
-                agree = "earlier than that model allows"
-                if r["live"]:
-                    agree += (f": naive's measured peak at its longest successful length was {fmt.num(r['live'])} "
-                              f"score-sized tensors, and with that many the limit moves to N={r['oom_live']:,}")
-            parts.append(f"Naive first ran out of memory at N={first:,}; two live score tensors would fit up to "
-                         f"N={r['oom_model']:,}, so this is {agree}.")
+            parts += self._l2_sentence(r) + self._memory_sentence(r)
+        if absent:
+            live = absent[0]["live"]
+            where = (shape_label(absent[0]["shape"]) if len(absent) == 1 else
+                     f"{plural(len(absent), 'shape')} ({'; '.join(shape_label(r['shape']) for r in absent)})")
+            parts.append(f"Naive PyTorch did not run at {where}; the table "
+                         "gives where it would fit"
+                         + (f", holding the {fmt.num(live)} score-sized tensors its peak held where it ran." if live
+                            else "."))
         return " ".join(parts)
+
+    @staticmethod
+    def _l2_sentence(r: dict) -> list[str]:
+        """Which of the swept lengths can keep the naive code's passes over S and its fp32 P in L2."""
+        if r["l2_all"] is None:
+            return []
+        ns, s_fit, p_fit = r["ns"], r["l2_all"], r["l2_p32"]
+        # The passes stay in L2 only while every tensor handed between the naive code's kernels fits, the fp32 P
+        # included, so the narrower two-byte S alone would put the limit too late.
+        both = [n for n in ns if n <= min(s_fit, p_fit)]
+        s_only = [n for n in ns if p_fit < n <= s_fit]
+        neither = [n for n in ns if n > max(s_fit, p_fit)]
+        where = []
+        if both:
+            where.append(f"up to N={both[-1]:,} both could stay in the cache")
+        if s_only:
+            where.append(f"at N={join([f'{n:,}' for n in s_only])} S still fits but the fp32 P does not")
+        if neither:
+            where.append(f"from N={neither[0]:,} on both go to DRAM" if both or s_only else
+                         "at every length swept both go to DRAM")
+        return [f"For {shape_label(r['shape'])}, the {r['heads']} two-byte score matrices share the L2 only up to "
+                f"N={s_fit:,}, and the fp32 P the code as written also hands between kernels fits only up to "
+                f"N={p_fit:,}: {'; '.join(where)}."]
+
+    @staticmethod
+    def _memory_sentence(r: dict) -> list[str]:
+        """The first out-of-memory length, or the longest run, against the memory the model says naive needs."""
+        if r["oom_model"] is None:
+            return []
+        first, longest = r["first_oom"], r["longest_ran"]
+        if first is None:
+            limit = r["oom_live"] or r["oom_model"]
+            verdict = (f"the sweep stopped at N={longest:,}, short of it" if longest <= limit else
+                       f"yet naive ran at N={longest:,}, so it held fewer score tensors at once")
+            held = (f"with the {fmt.num(r['live'])} score-sized tensors its peak held" if r["oom_live"] else
+                    "with two live score tensors")
+            return [f"The model {held} lets naive run up to N={limit:,}; {verdict}."]
+        if first > r["oom_model"]:
+            agree = "consistent with the model"
+        else:
+            agree = "earlier than that model allows"
+            if r["live"]:
+                agree += (f": naive's measured peak at its longest successful length was {fmt.num(r['live'])} "
+                          f"score-sized tensors, and with that many the limit moves to N={r['oom_live']:,}")
+        return [f"Naive first ran out of memory at N={first:,}; two live score tensors would fit up to "
+                f"N={r['oom_model']:,}, so this is {agree}."]

@@ -40,7 +40,7 @@ class Traffic(BytesSection):
                 "ratio": fmt.ratio(model.traffic_ratio(n, d)), "naive_all": fmt.bytes_(naive_all),
                 "fused_all": fmt.bytes_(model.fused_traffic_bytes(n, d, E, heads)),
                 "floor": fmt.ms(naive_all / bw * 1e3) if bw else "n/a",
-                "meas": fmt.ms(naive_ms[n]) if n in naive_ms.index else "did not run",
+                "meas": fmt.ms(naive_ms[n]) if n in naive_ms.index else self._naive_absent(shape, n),
             })
         return table_html(pd.DataFrame(rows), {
             "n": "N", "s": "S, one head", "ends": "Q, K, V, O, one head", "naive": "naive traffic, one head",
@@ -49,14 +49,26 @@ class Traffic(BytesSection):
             "floor": "naive traffic at measured bandwidth", "meas": "naive measured (fp16, non-causal)"},
             caption=f"{shape_label(shape)}, two-byte elements.")
 
+    def _naive_absent(self, shape, n: int) -> str:
+        """Why the table has no naive latency at (shape, N): what the bench row says, else that none was planned."""
+        rows = self.bench.rows
+        row = rows[(rows["shape"] == shape) & (rows["impl"] == "naive") & (rows["seq_len"] == n)
+                   & (rows["dtype"] == "float16") & ~rows["causal"].astype(bool)]
+        if row.empty:
+            return "not run at this shape"
+        status = str(row.iloc[0]["status"])
+        return "out of memory" if status == "oom" else status.replace("_", " ")
+
     def traffic_finding(self, shape) -> str:
         """Measured naive latency against the time its modelled traffic takes at the measured bandwidth."""
         b, h, d = shape
         bw = self.bandwidth()
         naive_ms = self.bench.latency(shape, "float16", False, "naive")
-        if bw is None or naive_ms.empty:
-            return ("Without a measured copy bandwidth and an fp16 non-causal naive run, the traffic model cannot be "
-                    "set against a latency here.")
+        if naive_ms.empty:
+            return (f"Naive PyTorch (fp16, non-causal) did not run at {shape_label(shape)} in this run, so the traffic "
+                    "model has no latency to be set against here.")
+        if bw is None:
+            return "Without a measured copy bandwidth the traffic model cannot be set against a latency here."
         ratios = {n: naive_ms[n] / (model.naive_traffic_bytes(n, d, E, b * h) / bw * 1e3) for n in naive_ms.index}
         lo, hi = min(ratios.values()), max(ratios.values())
         span = f"about {fmt.ratio(lo)}" if hi / lo < 1.05 else f"{fmt.ratio(lo)} to {fmt.ratio(hi)}"
