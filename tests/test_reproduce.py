@@ -1,6 +1,9 @@
 """The Reproduce page and the footer when a run was written by more than one collect."""
 import html
+import subprocess
 from pathlib import Path
+
+import pytest
 
 import synthetic
 from collect.schema.manifest import PhaseRecord
@@ -105,3 +108,41 @@ def test_what_the_profiler_did_with_the_clocks_comes_from_its_flags():
     assert "set the clocks itself" in html.unescape(page.clock_control()) and "alone" not in page.clock_control()
     run.manifest.profiler_flags = ["--nvtx"]
     assert "locked the clocks at base, its default" in page.clock_control()
+
+
+def test_a_recorded_out_folder_is_dropped_so_the_run_lands_where_serve_reads_it():
+    run = run_with([PhaseRecord(name="env", status="complete")], commit=None)
+    run.manifest.command = "python -m collect --profile full --run-id synthetic-20261129 --out /root/out/runs"
+    text = html.unescape(ReproducePage(run, [run]).commands())
+    assert "python -m collect --profile full --run-id synthetic-20261129   # as recorded" in text
+    assert "(there with --out /root/out/runs; without it the run lands in data/runs)" in text
+    assert "is equivalent" not in text
+
+
+def test_a_commit_missing_from_the_history_is_flagged_on_the_checkout_line(monkeypatch):
+    from render.pages import reproduce
+    monkeypatch.setattr(reproduce, "in_history", lambda c: c != "d" * 40)
+    run = run_with([PhaseRecord(name="env", status="complete")], commit="d" * 40)
+    text = html.unescape(ReproducePage(run, [run]).commands())
+    assert "git checkout " + "d" * 40 + "   # not a commit of this repository" in text
+    run = run_with([PhaseRecord(name="env", status="complete")], commit="e" * 40)
+    assert "not a commit" not in html.unescape(ReproducePage(run, [run]).commands())
+
+
+def test_the_history_lookup_knows_this_repositorys_head():
+    from render.pages.reproduce import in_history
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent)
+    if head.returncode != 0 or in_history(head.stdout.strip()) is None:
+        pytest.skip("no git history here")
+    assert in_history(head.stdout.strip()) is True and in_history("0" * 40) is False
+
+
+def test_rows_skipped_for_time_are_counted_with_how_to_run_them_all():
+    from types import SimpleNamespace
+    run = run_with([PhaseRecord(name="env", status="complete"), PhaseRecord(name="decode", status="complete")])
+    assert ReproducePage(run, [run]).skipped_sentence() == ""
+    rows = [SimpleNamespace(status=s) for s in ("ok", "skipped", "skipped", "unsupported")]
+    run.phases["decode"] = SimpleNamespace(rows=rows)
+    text = ReproducePage(run, [run]).skipped_sentence()
+    assert "skipped 2 rows of its decode phase when its time budget ran out" in text
+    assert "`DECODE_BUDGET_S=0` with `--time-limit 0` runs them all" in text

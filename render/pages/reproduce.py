@@ -1,8 +1,14 @@
 """Reproduce: the exact commands behind the narrated run and what each phase cost."""
 from __future__ import annotations
 
+import shlex
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
 import pandas as pd
 
+from collect.budget import PHASE_BUDGET_ENVS
 from collect.schema import FILE_SPECS
 
 from .. import escape, fmt
@@ -19,28 +25,29 @@ class ReproducePage(Page):
         m = self.run.manifest
         unknown = "<commit unknown: the collecting tree had no git metadata>"
         by_commit = phase_commits(m)
-        lines = ["git clone <this repository> && cd <it>"]
+        lines = ["git clone <this repository> && cd <it>",
+                 "# on another kind of GPU, leave out --run-id (RUN_ID): the collect names the run after that GPU"]
         named = self.rerun_phases()
         if len(by_commit) <= 1 and named:
             # The last collect ran only some phases again (see the notes): the whole run first, then it.
             # The collect refuses to overwrite a phase's saved rows: move each file the re-run replaced
             # (not the manifest, the env phase's file, which holds every phase's record).
             files = [r.file for r in m.phases if r.name in named and r.file and r.file != FILE_SPECS["env"].filename]
-            lines += [f"git checkout {m.git_commit or unknown}",
+            lines += [checkout(m.git_commit, unknown),
                       f"make collect PROFILE={m.profile} RUN_ID={self.run.id}   # every phase"]
             lines += [f"mv data/runs/{self.run.id}/{f} /tmp/   # the collect never overwrites saved rows" for f in files]
-            lines.append(f"{m.command}   # the last command recorded: it ran {', '.join(named)}")
+            lines.append(f"{runnable(m.command)}   # the last command recorded: it ran {', '.join(named)}"
+                         + out_note(m.command))
         elif len(by_commit) <= 1:
-            lines += [f"git checkout {m.git_commit or unknown}",
-                      f"{m.command}   # as recorded; make collect PROFILE={m.profile} RUN_ID={self.run.id} is equivalent"]
+            lines += [checkout(m.git_commit, unknown), f"{runnable(m.command)}   # as recorded{out_note(m.command)}"]
         else:
             # The run was written by several collects: replay each phase at the commit that ran it. The last
             # of them is recorded whole, with any budget it overrode (DECODE_BUDGET_S=0 runs rows a default
             # budget would skip), so its phases replay with that command.
             for commit, phases in by_commit.items():
                 last = commit == m.git_commit and m.command and set(phases) == set(self._named_in(m.command))
-                lines += [f"git checkout {commit or unknown}",
-                          f"{m.command}   # as recorded" if last else
+                lines += [checkout(commit, unknown),
+                          f"{runnable(m.command)}   # as recorded{out_note(m.command)}" if last else
                           f"python -m collect {' '.join(phases)} --profile {m.profile} --run-id {self.run.id}"]
         lines.append(f"REPORT_RUN={self.run.id} make serve")
         return escape.code_block("\n".join(lines), "bash") + "\n"  # the command is data: a fence in it must not end the block
@@ -105,6 +112,22 @@ class ReproducePage(Page):
                      if first else ".")
         return text
 
+    def skipped_sentence(self) -> str:
+        """Rows the run skipped for time, per phase: which rows a rebuild holds depends on its host as well."""
+        counts = {}
+        for rec in self.run.manifest.phases:
+            data = self.run.phase(rec.name)
+            n = sum(getattr(r, "status", None) == "skipped" for r in getattr(data, "rows", None) or [])
+            if n:
+                counts[rec.name] = n
+        if not counts:
+            return ""
+        envs = join([f"`{PHASE_BUDGET_ENVS[p]}=0`" for p in counts if p in PHASE_BUDGET_ENVS])
+        whose = "its time budget" if len(counts) == 1 else "their time budgets"
+        return (f"This run skipped {join([f'{n} rows of its {p} phase' for p, n in counts.items()])} when {whose} "
+                "ran out, so a rebuild on a faster or slower host holds other rows; "
+                + (f"{envs} with " if envs else "") + "`--time-limit 0` runs them all.")
+
     def clock_control(self) -> str:
         """What Nsight Compute did with the clocks, read from its recorded flags."""
         f = self.run.manifest.profiler_flags
@@ -129,3 +152,60 @@ def phase_commits(m) -> dict:
     for r in m.phases:
         out.setdefault(r.git_commit or m.git_commit, []).append(r.name)
     return out
+
+
+def _out_path(command: str | None) -> str | None:
+    """The folder a recorded command wrote its run to, where it named one (`--out`)."""
+    words = shlex.split(command or "")
+    for i, w in enumerate(words):
+        if w == "--out" and i + 1 < len(words):
+            return words[i + 1]
+        if w.startswith("--out="):
+            return w.split("=", 1)[1]
+    return None
+
+
+def runnable(command: str | None) -> str:
+    """A recorded command as a reader runs it: without its `--out`, so the run lands in data/runs, where
+    `make serve` reads it (the GPU host wrote to a folder that came back to this machine)."""
+    words = shlex.split(command or "")
+    out, skip = [], False
+    for w in words:
+        if skip:
+            skip = False
+        elif w == "--out":
+            skip = True
+        elif not w.startswith("--out="):
+            out.append(w)
+    return shlex.join(out) if out else (command or "")
+
+
+def out_note(command: str | None) -> str:
+    path = _out_path(command)
+    return f" (there with --out {path}; without it the run lands in data/runs)" if path else ""
+
+
+@lru_cache(maxsize=None)
+def in_history(commit: str) -> bool | None:
+    """Whether this checkout's git history has `commit`; None where it cannot tell (no git, or a shallow
+    clone)."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        shallow = subprocess.run(["git", "-C", str(root), "rev-parse", "--is-shallow-repository"],
+                                 capture_output=True, text=True, timeout=10)
+        if shallow.returncode != 0 or shallow.stdout.strip() != "false":
+            return None
+        found = subprocess.run(["git", "-C", str(root), "cat-file", "-e", f"{commit}^{{commit}}"],
+                               capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return found.returncode == 0
+
+
+def checkout(commit: str | None, unknown: str) -> str:
+    """The checkout line, warned where the recorded commit is not in this repository's history."""
+    if not commit:
+        return f"git checkout {unknown}"
+    line = f"git checkout {commit}"
+    return line + ("   # not a commit of this repository: the run recorded it wrongly, or from another fork"
+                   if in_history(commit) is False else "")
