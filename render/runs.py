@@ -96,11 +96,20 @@ class Run:
             return "complete" if name != "env" and name in self.phases else "missing"
         return rec.status if rec.status in ("complete", "partial", "failed", "unsupported") else "partial"
 
+    def skipped_rows(self, name: str) -> tuple[int, int]:
+        """(rows skipped for time, rows) in a phase's table, where its rows carry a status."""
+        rows = getattr(self.phase(name), "rows", None) or []
+        return sum(getattr(r, "status", None) == "skipped" for r in rows), len(rows)
+
     def phase_summary(self, name: str) -> str:
         """The phase's state in a few words, for tables that list phases."""
         rec, state = self.phase_record(name), self.phase_state(name)
         if state == "complete":
-            return f"collected in {rec.duration_s:.0f} s" if rec is not None and rec.duration_s is not None else "collected"
+            text = (f"collected in {rec.duration_s:.0f} s" if rec is not None and rec.duration_s is not None
+                    else "collected")
+            skipped, rows = self.skipped_rows(name)
+            # A phase ends complete when its time budget runs out: the rows it skipped are part of its state.
+            return text + (f"; {skipped} of its {rows} rows skipped for time" if skipped else "")
         if state == "partial":
             rows = f"{rec.rows} rows saved" if rec is not None and rec.rows else "its saved rows shown"
             return f"partial: it did not finish ({rows})"

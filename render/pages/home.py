@@ -20,14 +20,24 @@ from ..fmt import known
 from ..tables import table_html
 from ..bench_data import rivals
 from ..decode_memory import own_decode_rows
-from ..vocab import (ELEMENT_BYTES, INT8_PAIRS, STUDY, STUDY_N, decode_float, decode_words, dtype_short, floor_pace,
-                     impl_color, impl_label, join, limiter_words, plural, speedup_words, versus)
+from ..vocab import (ELEMENT_BYTES, EVEN, INT8_PAIRS, STUDY, STUDY_N, decode_float, decode_words, dtype_short,
+                     floor_pace, impl_color, impl_label, join, kernel_name, limiter_words, plural, speedup_words, versus)
 from .base import Page
 
 FUSED = "triton"
 # Peak memories within this fraction of each other are "the same".
 SAME = 0.005
+# Warp schedulers per SM on every GPU from Volta on: occupancy in warps per scheduler is what one can switch between.
+SCHEDULERS_PER_SM = 4
 LIMIT_WORDS = {"registers": "registers", "smem": "shared memory", "warps": "warp slots", "blocks": "the per-SM block limit"}
+
+
+def _idle_share(row) -> float | None:
+    """The share of a decode step its GPU ran no kernel, where the row timed its kernels."""
+    busy, step = row.get("kernel_ms_per_step"), row.get("step_ms_median")
+    if not known(busy) or not known(step) or step <= 0:
+        return None
+    return max(0.0, 1 - float(busy) / float(step))
 
 
 def _shape_text(b, h, d, dtype, causal, n=None) -> str:
@@ -49,7 +59,7 @@ class HomePage(Page):
             a, f = self._dram(pair[0]), self._dram(pair[1])
             word = f"cut the DRAM bytes of one call {fmt.ratio(a / f)}" if f < a else "did not cut DRAM bytes"
             out.append(f"On {self.device_name}, fusing attention {word} at B={pair[2][0]}, H={pair[2][1]}, "
-                       f"N={pair[2][2]}, d={pair[2][3]}.")
+                       f"N={pair[2][2]}, d={pair[2][3]}{self._fusion_share(a / f, pair[2][2], pair[2][3])}.")
         f = self._bench_facet() if self.run.has("bench") else None
         if f is not None and not f.empty:
             tri = f[f["impl"] == FUSED].set_index("seq_len")["latency_ms_median"].sort_index()
@@ -62,17 +72,15 @@ class HomePage(Page):
                 out.append(f"At N={n}, our Triton kernel is {versus(naive[n] / tri[n], 'naive PyTorch')} and "
                            f"{versus(fastest[n] / tri[n], 'the fastest other implementation')}.")
         if self.run.has("decode"):
-            df = self._decode
-            df = df[df["achieved_over_floor"].notna()] if not df.empty else df
-            if not df.empty:
-                closest = df.loc[df["achieved_over_floor"].idxmin()]
+            closest = self._floor_row()
+            if closest is not None:
                 r = float(closest["achieved_over_floor"])
                 loop = decode_words(closest["variant"], "prose") or escape.text(closest["variant"])
-                # _decode keeps one model, so the sentence names it: another model may come closer.
-                out.append(f"In decode, {escape.text(closest['model'])}'s loop closest to its bandwidth floor "
-                           f"({loop}, at batch {int(closest['batch'])} and context {int(closest['context'])}) takes "
-                           f"{fmt.ratio(r)} the floor: {floor_pace(r)}.")
-                # The table below gives each model's step at the sweep's shape: one verdict per loop and shape.
+                # The shape of the Decode headline below, so the two name one loop at one ratio; _decode keeps
+                # one model, so the sentence names it.
+                out.append(f"In decode, {escape.text(closest['model'])}'s loop closest to its bandwidth floor at "
+                           f"batch {int(closest['batch'])} and context {int(closest['context'])} ({loop}) takes "
+                           f"{fmt.ratio(r)} the floor: {floor_pace(r, _idle_share(closest))}.")
         return " ".join(out) or "This run holds no phase beyond the device facts yet."
 
     def headlines(self) -> str:
@@ -107,6 +115,16 @@ class HomePage(Page):
             if not naive.empty and not fused.empty:
                 return naive.iloc[0], fused.iloc[0], key
         return None
+
+    @staticmethod
+    def _fusion_share(cut: float, n: int, d: int) -> str:
+        """How much of a measured byte cut keeping S and P on chip explains (1 + N/d), where the cut is larger:
+        the rest is naive PyTorch's own extra passes, which a better unfused code would not make."""
+        own = model.traffic_ratio(n, d)
+        if cut <= own * 1.05:
+            return ""
+        return (f"; keeping the scores on chip accounts for {fmt.ratio(own)} of that (1 + N/d), and naive PyTorch's "
+                "extra passes as written (a scaling pass, an fp32 softmax and its cast) for the rest")
 
     @staticmethod
     def _dram(row) -> float:
@@ -234,14 +252,25 @@ class HomePage(Page):
         r = impls.loc[k["case_id"]]
         shape = (f"B={int(r['batch'])} H={int(r['heads'])} N={int(r['seq_len'])} d={int(r['head_dim'])}"
                  + (" causal" if r["causal"] else ""))
-        occ = k["theoretical_occupancy_pct"]
-        fact = (f" Its occupancy, {fmt.pct(occ)} of the warp slots, is a fact of its design here, not the limit."
-                if known(occ) else "")
-        return (f"By its counters at {shape}, our kernel is limited by {escape.text(limiter_words(verdict.word))}: "
-                f"{escape.text(verdict.evidence)}.{fact} {link}")
+        step = k["kernel_step"] if "kernel_step" in k and known(k["kernel_step"]) else None
+        which = f" ({escape.text(kernel_name('gluon', step))}, {escape.text(step)})" if step else ""
+        return (f"By its counters at {shape}, our kernel{which} is limited by "
+                f"{escape.text(limiter_words(verdict.word))}: {escape.text(verdict.evidence)}.{self._warps_fact(k)} "
+                f"{link}")
 
-    def _limiter_at(self, head_dim: int) -> str:
-        """The verdict on our kernel at the profile's non-causal shape of this head_dim, with that shape."""
+    def _warps_fact(self, k) -> str:
+        """How many warps each scheduler has to switch between, the occupancy behind it said as a fact: whether
+        that is too few is what the stall shares say, not the occupancy alone."""
+        occ, dev = k["theoretical_occupancy_pct"], self.run.manifest.device
+        if not known(occ) or dev is None or not dev.max_warps_per_sm:
+            return ""
+        per_scheduler = occ / 100 * dev.max_warps_per_sm / SCHEDULERS_PER_SM
+        return (f" Its occupancy is {fmt.pct(occ)} of the warp slots: {fmt.num(per_scheduler, 2)} warps per "
+                "scheduler to issue from while others wait.")
+
+    def _limiter_at(self, head_dim: int, step: str | None = None) -> str:
+        """The verdict on our kernel at the profile's non-causal shape of this head_dim, with that shape; where
+        the table's row ran another kernel step than the profiled call, the verdict is not that row's."""
         impls = self.run.frame("profile", "impls")
         kern = self.run.frame("profile", "kernels")
         if impls.empty or kern.empty or not set(UNIT_FIELDS) <= set(kern.columns):
@@ -252,10 +281,14 @@ class HomePage(Page):
             k = kern[kern["case_id"] == r["case_id"]].sort_values("duration_ms", ascending=False, na_position="last")
             if k.empty:
                 continue
+            profiled = k.iloc[0]["kernel_step"] if "kernel_step" in k and known(k.iloc[0]["kernel_step"]) else None
+            at = f"B={int(r['batch'])}, H={int(r['heads'])}, N={int(r['seq_len'])}"
+            if step and profiled and step != profiled:
+                return (f"not profiled for this row's kernel ({escape.text(step)}; the profile ran "
+                        f"{escape.text(profiled)} at {at})")
             v = limits.verdict(self.run, k.iloc[0])
             if v is not None:
-                return (f"{limiter_words(v.word)} (profiled at B={int(r['batch'])}, H={int(r['heads'])}, "
-                        f"N={int(r['seq_len'])})")
+                return f"{limiter_words(v.word)} (profiled at {at})"
         return "not profiled"
 
     def occupancy_headline(self) -> str:
@@ -338,7 +371,7 @@ class HomePage(Page):
                 f"floor ({decode_words(best['variant'], 'prose') or escape.text(best['variant'])}) takes "
                 f"{fmt.ms(best['step_ms_median'])} per step, {fmt.ratio(r)} its bandwidth floor of "
                 f"{fmt.ms(best['floor_ms'])} (the weights and cache a step must read, at the measured copy "
-                f"bandwidth): {floor_pace(r)}. {link}")
+                f"bandwidth): {floor_pace(r, _idle_share(best))}. {link}")
 
     def int8_headline(self) -> str:
         link = "[Decode](decode.md)"
@@ -416,6 +449,16 @@ class HomePage(Page):
               & (f["heads"] == h) & (f["seq_len"] == n) & (f["head_dim"] == d) & f["tflops"].notna()]
         return float(f["tflops"].iloc[0]) if len(f) else None
 
+    def _step(self, impl: str, b: int, h: int, n: int, d: int) -> str | None:
+        """The Gluon step a bench row ran, where it recorded one."""
+        f = self._bench
+        if "kernel_step" not in f:
+            return None
+        f = f[(f["impl"] == impl) & (f["dtype"] == "float16") & (f["causal"] == False) & (f["batch"] == b)  # noqa: E712
+              & (f["heads"] == h) & (f["seq_len"] == n) & (f["head_dim"] == d)]
+        steps = [s for s in f["kernel_step"] if known(s)]
+        return steps[0] if steps else None
+
     def _headline_cells(self, b: int, h: int, n: int, d: int) -> dict:
         from ..ceilings import Ceilings
 
@@ -426,7 +469,7 @@ class HomePage(Page):
                  "ours": f"{fmt.num(ours)} TFLOP/s" if ours else "not measured",
                  "of_measured": fmt.pct(100 * ours * 1e12 / measured) if ours and measured else "n/a",
                  "of_sheet": fmt.pct(100 * ours * 1e12 / sheet) if ours and sheet else "n/a"}
-        cells["limiter"] = self._limiter_at(d)
+        cells["limiter"] = self._limiter_at(d, self._step(FUSED, b, h, n, d))
         for impl in ("sdpa-cudnn", "sdpa-flash", "fa4"):
             t = self._tflops(impl, b, h, n, d)
             # ours against theirs, by TFLOP/s: the same FLOP count, so their time over ours
@@ -442,7 +485,9 @@ class HomePage(Page):
         if cases:
             rows = [self._headline_cells(*k) for k in cases]
             text = table_html(pd.DataFrame(rows), dict(self.HEADLINE_COLUMNS),
-                              caption="TFLOP/s: 4·B·H·N²·d FLOP over the median device time; the ceilings are the Hardware page's")
+                              caption="TFLOP/s: 4·B·H·N²·d FLOP over the bench phase's median device time; the "
+                                      f"ceilings are the Hardware page's; on par: within {fmt.pct(100 * (EVEN - 1), 0)} "
+                                      "either way")
         return text + ("\n\n" + self.decode_table() if self.run.has("decode") else "")
 
     def decode_table(self) -> str:
@@ -457,7 +502,8 @@ class HomePage(Page):
             r = g[g["batch"] == b].sort_values("context").iloc[-1]
             rows.append({"model": model, "shape": f"batch {int(r['batch'])}, context {int(r['context'])}",
                          "step": fmt.ms(r["step_ms_median"]), "floor": fmt.ms(r["floor_ms"]),
-                         "x": fmt.ratio(r["achieved_over_floor"]), "pace": floor_pace(float(r["achieved_over_floor"]))})
+                         "x": fmt.ratio(r["achieved_over_floor"]),
+                         "pace": floor_pace(float(r["achieved_over_floor"]), _idle_share(r))})
         if not rows:
             return ""
         return table_html(pd.DataFrame(rows), {"model": "Decode", "shape": "Shape", "step": "CUDA-graph step",

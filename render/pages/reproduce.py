@@ -114,12 +114,7 @@ class ReproducePage(Page):
 
     def skipped_sentence(self) -> str:
         """Rows the run skipped for time, per phase: which rows a rebuild holds depends on its host as well."""
-        counts = {}
-        for rec in self.run.manifest.phases:
-            data = self.run.phase(rec.name)
-            n = sum(getattr(r, "status", None) == "skipped" for r in getattr(data, "rows", None) or [])
-            if n:
-                counts[rec.name] = n
+        counts = {rec.name: n for rec in self.run.manifest.phases if (n := self.run.skipped_rows(rec.name)[0])}
         if not counts:
             return ""
         envs = join([f"`{PHASE_BUDGET_ENVS[p]}=0`" for p in counts if p in PHASE_BUDGET_ENVS])
