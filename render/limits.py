@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 
-from collect.schema.limiter import UNIT_FIELDS, Verdict, judge
+from collect.schema.limiter import BUSY_PCT, NEAR_PTS, STALL_PREFIX, UNIT_FIELDS, Verdict, judge, near_line
 
+from . import fmt
 from .errors import DataError
+from .vocab import limiter_words
 
 
 def _value(x) -> float | None:
@@ -29,3 +31,19 @@ def verdict(run, kernel) -> Verdict | None:
                         f"{v.word if v else 'no verdict'!r} (collect/schema/limiter.py). Collect the profile again, "
                         "or correct the field.")
     return v
+
+
+def verdict_phrase(v: Verdict | None) -> str:
+    """A verdict in words with the figure behind it, and where its busiest unit sits within NEAR_PTS of the line
+    that decides, says so: 'the tensor pipe, 80.03% busy, within 5 points of the 80% line'. The figure is
+    printed against the line (fmt.pct_vs), so a share just above it never prints as the line itself."""
+    if v is None:
+        return limiter_words(None)
+    words = limiter_words(v.word)
+    if v.busiest_pct is None:
+        return words
+    pct = fmt.pct_vs(v.busiest_pct, BUSY_PCT)
+    tail = (f", its busiest unit the {v.busiest} at {pct}" if v.word.startswith(STALL_PREFIX) else f", {pct} busy")
+    if near_line(v):
+        tail += f", within {NEAR_PTS:g} points of the {BUSY_PCT:g}% line"
+    return words + tail

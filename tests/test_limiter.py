@@ -16,7 +16,7 @@ import pytest
 
 from collect import ncu_source, profile
 from collect.schema import SCHEMA_VERSION
-from collect.schema.limiter import BUSY_PCT, UNIT_FIELDS, judge
+from collect.schema.limiter import BUSY_PCT, NEAR_PTS, UNIT_FIELDS, judge, near_line
 from collect.schema.profile import ProfileFile
 from render.errors import DataError
 
@@ -47,6 +47,27 @@ def test_below_the_limit_the_largest_stall_share_names_the_wait_and_selected_is_
     assert v.word == "stall-wait" and "wait (57.1%" in v.evidence  # 2 of 3.5, 'selected' left out
     assert judge(QUIET, {"selected": 9.0}) is None
     assert judge({f: None for f in UNIT_FIELDS}, STALLS) is None  # no unit measured: an older run
+
+
+def test_a_verdict_keeps_its_busiest_unit_and_says_how_near_the_line_it_sits():
+    above = judge(dict(QUIET, pipe_tensor_pct=BUSY_PCT + 0.03), STALLS)
+    below = judge(dict(QUIET, pipe_tensor_pct=BUSY_PCT - 4.3), STALLS)
+    far = judge(dict(QUIET, pipe_tensor_pct=BUSY_PCT - NEAR_PTS - 0.1), STALLS)
+    assert (above.word, below.word) == ("tensor-pipe", "stall-wait")  # the rule still names them apart
+    assert above.busiest == below.busiest == "tensor pipe" and below.busiest_pct == BUSY_PCT - 4.3
+    assert near_line(above) and near_line(below) and not near_line(far) and not near_line(None)
+    # a share just above the line is printed apart from it, never as the line itself
+    assert f"busy {BUSY_PCT + 0.03:.2f}% of its peak" in above.evidence
+
+
+def test_the_phrase_home_and_profiling_print_carries_the_figure_and_the_nearness():
+    from render.limits import verdict_phrase
+
+    near = verdict_phrase(judge(dict(QUIET, pipe_tensor_pct=BUSY_PCT - 4.3), STALLS))
+    assert near.startswith("stalls, mostly wait") and "the tensor pipe at 75.7%" in near
+    assert f"within {NEAR_PTS:g} points of the {BUSY_PCT:g}% line" in near
+    busy = verdict_phrase(judge(dict(QUIET, pipe_tensor_pct=95.0), STALLS))
+    assert busy == "the tensor pipe, 95.0% busy"  # clear of the line: no hedge
 
 
 def _real():

@@ -14,6 +14,10 @@ The rule, in order:
    the stall reason with the largest share of stall samples, leaving out "selected" (a warp that
    is issuing is not stalled). Its share is part of the evidence, with the busiest unit's.
 
+A verdict also carries the busiest unit and its share whatever the verdict, so a page can say how near
+the line it sits: within :data:`NEAR_PTS` points of :data:`BUSY_PCT` a call is near-bound either way, and
+a few points of clock or masking can move it across (near_line).
+
 Occupancy is not in the rule: the kernels here that matter (TMA/WGMMA pipelines) are designed for
 one or two resident blocks per SM and hide latency with asynchronous copies, not with more warps.
 """
@@ -22,6 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 BUSY_PCT = 80.0
+# Percentage points either side of BUSY_PCT within which a verdict is read as "near the line": one profiled
+# call of a kernel that keeps a unit 78% busy and one at 81% behave alike, though the rule names them apart.
+NEAR_PTS = 5.0
 
 # (verdict word, field of the kernel row, what the page calls the unit)
 UNITS = (
@@ -45,6 +52,22 @@ STALL_PREFIX = "stall-"
 class Verdict:
     word: str       # "tensor-pipe", "exp-pipe", ..., or "stall-<reason>"
     evidence: str   # the figures that chose it, in words
+    busiest: str = ""                 # what the page calls the busiest unit ("tensor pipe"), whatever the verdict
+    busiest_pct: float | None = None  # its busy share of its peak, percent
+
+
+def near_line(v: Verdict | None) -> bool:
+    """Whether a verdict's busiest unit sits within NEAR_PTS of BUSY_PCT: on either side, the call is
+    near-bound by that unit, and which side it falls is not a difference in kind."""
+    return v is not None and v.busiest_pct is not None and abs(v.busiest_pct - BUSY_PCT) < NEAR_PTS
+
+
+def _pct(pct: float) -> str:
+    """A busy share to one decimal, or to as many more as tell it apart from BUSY_PCT: 80.03 is not 80.0."""
+    digits = 1
+    while digits < 4 and pct != BUSY_PCT and f"{pct:.{digits}f}" == f"{BUSY_PCT:.{digits}f}":
+        digits += 1
+    return f"{pct:.{digits}f}"
 
 
 def stall_shares(stalls: dict[str, float]) -> dict[str, float]:
@@ -63,11 +86,11 @@ def judge(units: dict[str, float | None], stalls: dict[str, float]) -> Verdict |
         return None
     word, _, name, pct = max(measured, key=lambda m: m[3])
     if pct >= BUSY_PCT:
-        return Verdict(word, f"{name} busy {pct:.1f}% of its peak (at least {BUSY_PCT:.0f}%)")
+        return Verdict(word, f"{name} busy {_pct(pct)}% of its peak (at least {BUSY_PCT:.0f}%)", name, pct)
     shares = stall_shares(stalls)
     if not shares:
         return None
     reason, share = max(shares.items(), key=lambda kv: (kv[1], kv[0]))
     return Verdict(STALL_PREFIX + reason,
-                   f"no unit at {BUSY_PCT:.0f}% of its peak (busiest: {name}, {pct:.1f}%); the largest share of "
-                   f"stalls is {reason} ({share:.1f}%, 'selected' left out)")
+                   f"no unit at {BUSY_PCT:.0f}% of its peak (busiest: {name}, {_pct(pct)}%); the largest share of "
+                   f"stalls is {reason} ({share:.1f}%, 'selected' left out)", name, pct)
