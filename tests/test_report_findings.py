@@ -312,7 +312,7 @@ def test_roofs_measured_or_standing_in_say_so(tmp_path):
     hw_meas, hw_missing = HardwarePage(*_one(measured.run)), HardwarePage(*_one(missing.run))
     assert "L2: measured" in hw_meas.roofs_sentence() and "L2: not known" in hw_missing.roofs_sentence()
     # Byte arithmetic draws measured and datasheet roofs side by side: the best-source sentence is Profiling's alone.
-    assert "Profiling page's hierarchical rooflines" in hw_meas.roofs_sentence()
+    assert "[Profiling](profiling.md) page's hierarchical rooflines" in hw_meas.roofs_sentence()
     assert "Byte arithmetic" not in hw_meas.roofs_sentence()
     assert "bandwidth were not measured" in hw_missing.unmeasured_roofs() and not hw_meas.unmeasured_roofs()
     assert "not measured in this run" not in hw_meas.findings_first()
@@ -329,7 +329,7 @@ def test_the_ridge_section_says_which_roofs_each_pages_rooflines_draw(tmp_path):
     page = HardwarePage(*_one(run))
     t = text(page.ridge_sentence())
     assert "draws both" not in t
-    assert "Byte arithmetic page draw the measured and the datasheet roofs side by side" in t
+    assert "[Byte arithmetic](byte-arithmetic.md) page draw the measured and the datasheet roofs side by side" in t
     all_measured = all(page.ceilings.roof(k).source == "measured" for k in ("dram", "l2", "smem", "fp16", "bf16", "fp32"))
     assert ("from the best source (here every one measured" in t) == all_measured
     mixed = text(HardwarePage(*_one(_profile(tmp_path / "a").run)).rooflines_drawn())  # no FP32 roof measured

@@ -97,7 +97,9 @@ class HardwarePage(Page):
             ("Shared memory per block (opt-in)", fmt.bytes_(d.smem_per_block_optin_bytes), None),
             ("Max warps per SM", d.max_warps_per_sm, None), ("Max blocks per SM", d.max_blocks_per_sm, None),
             ("L2 cache", fmt.bytes_(d.l2_bytes), fmt.bytes_(s.l2_bytes) if s else None),
-            ("Memory", fmt.bytes_(d.memory_bytes), f"{fmt.bytes_(s.memory_bytes, binary=False)} {s.memory_type}" if s else None),
+            # Both in the datasheet's decimal units, so the two columns compare at a glance.
+            ("Memory", fmt.bytes_(d.memory_bytes, binary=False),
+             f"{fmt.bytes_(s.memory_bytes, binary=False)} {s.memory_type}" if s else None),
             ("Max SM / memory clock", f"{fmt.num(d.sm_clock_max_mhz, 4)} / {fmt.num(d.mem_clock_max_mhz, 4)} MHz", None),
             ("Driver / CUDA", f"{d.driver_version or 'n/a'} / {d.cuda_version or 'n/a'}", None),
         ]
@@ -159,7 +161,7 @@ class HardwarePage(Page):
             parts.append(f"{roof.label}: {SOURCE_WORDS[roof.source]}")
         # Only the Profiling page draws one roof per level; Byte arithmetic draws the measured and datasheet roofs
         # side by side (rooflines_drawn says so below), so this sentence must not speak for it.
-        lead = ("The Profiling page's hierarchical rooflines take each roof from the best source this run has"
+        lead = ("The [Profiling](profiling.md) page's hierarchical rooflines take each roof from the best source this run has"
                 if self.run.has("profile") else "The best source this run has for each roof")
         return f"{lead} ({'; '.join(parts)})."
 
@@ -242,9 +244,9 @@ class HardwarePage(Page):
         sets = [name for name, known in (
             ("measured", c.measured_rate("copy_bandwidth") and c.measured_rate("matmul_fp16")),
             ("datasheet", c.sheet_rate("dram") and c.sheet_rate("fp16"))) if known]
-        first = (f"The rooflines on the Byte arithmetic page draw {' and '.join(f'the {s}' for s in sets)} "
+        first = (f"The rooflines on the [Byte arithmetic](byte-arithmetic.md) page draw {' and '.join(f'the {s}' for s in sets)} "
                  f"roof{'s' if len(sets) == 1 else 's side by side'}" if sets else
-                 "The rooflines on the Byte arithmetic page have no roofs to draw")
+                 "The rooflines on the [Byte arithmetic](byte-arithmetic.md) page have no roofs to draw")
         sources = {c.roof(k).source for k in (*BANDWIDTH_KEYS, *COMPUTE_KEYS)} - {"missing"}
         if sources == {"measured"}:
             best = "here every one measured, so no datasheet roof appears there"
@@ -254,7 +256,7 @@ class HardwarePage(Page):
             best = "here none measured"
         if not self.run.has("profile"):
             return first + "."
-        return f"{first}; the Profiling page draws one roof per level from the best source ({best})."
+        return f"{first}; the [Profiling](profiling.md) page draws one roof per level from the best source ({best})."
 
     # --- what a T4 would show ----------------------------------------------------------------
 

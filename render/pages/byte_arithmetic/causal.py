@@ -175,8 +175,9 @@ class Causal(BytesSection):
                        "gap and are not read as the mask's saving.")
         widest = max(apart)[1] if apart else None
         for i, w in df[df["measured"] > MASK_MAX].iterrows():
+            # Three decimals: a ratio just past the bound must not print as the bound itself ('2.00×').
             label = (f"{'In that row' if i == widest else 'At ' + self._row_label(w)} the measured ratio of "
-                     f"{fmt.ratio(w['measured'])} is more than the {MASK_MAX:g}× any mask can give, since skipping "
+                     f"{w['measured']:.3f}× is more than the {MASK_MAX:g}× any mask can give, since skipping "
                      "tiles at most halves the work")
             one_clock = w["measured"] * w["clk_f"] / w["clk_c"] if w["clocks_apart"] else None
             if one_clock is not None and one_clock <= MASK_MAX:
