@@ -428,7 +428,7 @@ def test_byte_arithmetic_page_uses_the_runs_device_and_data(tmp_path):
             "N=2,048 on both go to DRAM") in page.limits_finding()
     # measured ridge 7.5e14 / 4e12 = 187.5: naive (limit 32 or 64) is memory-bound, fused crosses at N=375
     f = page.intensity_finding()
-    assert "memory-bound at every N" in f and "every length swept" in f
+    assert "bound by memory at every N" in f and "32.0 to 64.0 FLOP/byte for d=64, 80, 96 and 128" in f and "every length swept" in f
 
 
 def test_causal_finding_flips_with_the_measured_speedup(tmp_path):

@@ -11,7 +11,7 @@ from ... import escape, fmt, model
 from ...axes import log_ticks
 from ...figures import PALETTE
 from ...tables import table_html
-from ...vocab import MATERIALISING, facet_label, impl_color, impl_label, shape_label
+from ...vocab import MATERIALISING, facet_label, impl_color, impl_label, join, shape_label
 from .common import E, BytesSection, matmul_ceiling
 
 
@@ -28,7 +28,8 @@ class Intensity(BytesSection):
                 bound = lambda a: "n/a" if ridge is None else ("compute" if a >= ridge else "memory")  # noqa: E731
                 rows.append({"d": d, "n": n, "naive": fmt.num(a_n), "nb": bound(a_n), "fused": fmt.num(a_f),
                              "fb": bound(a_f)})
-        df = pd.DataFrame(rows).drop_duplicates()
+        # The intensities depend on d and N alone, not on the batch or heads: one row per (d, N), in order.
+        df = pd.DataFrame(rows).drop_duplicates().sort_values(["d", "n"], kind="stable")
         return table_html(df, {"d": "d", "n": "N", "naive": "naive FLOP/byte", "nb": "naive: bound by (model)",
                                "fused": "fused FLOP/byte", "fb": "fused: bound by (model)"},
                           caption=f"Against the measured fp16 ridge point of {fmt.num(ridge)} FLOP/byte.")
@@ -38,16 +39,18 @@ class Intensity(BytesSection):
         if ridge is None:
             return "No measured ridge point in this run, so the intensities cannot be placed against it."
         parts = []
-        for d in sorted({s[2] for s in self.shapes()}):
-            lim = model.naive_intensity_limit(d, E)
-            cross = model.naive_crosses_ridge_n(ridge, d, E)
-            if cross is None:
-                parts.append(f"With d={d}, naive's intensity approaches {fmt.num(lim)} FLOP/byte and never passes it, "
-                             f"below the ridge of {fmt.num(ridge)}: memory-bound at every N.")
-            else:
-                parts.append(f"With d={d}, naive's intensity approaches {fmt.num(lim)} FLOP/byte, above the ridge of "
-                             f"{fmt.num(ridge)}: this GPU's ridge is low enough that naive turns compute-bound from "
-                             f"N≈{fmt.num(cross)}.")
+        dims = sorted({s[2] for s in self.shapes()})
+        below = [d for d in dims if model.naive_crosses_ridge_n(ridge, d, E) is None]
+        if below:
+            lims = [model.naive_intensity_limit(d, E) for d in below]
+            span = fmt.num(lims[0]) if len(set(lims)) == 1 else f"{fmt.num(min(lims))} to {fmt.num(max(lims))}"
+            parts.append(f"Naive's intensity approaches d/2 and never passes it: {span} FLOP/byte for "
+                         f"d={join([str(d) for d in below])}, all below the ridge of {fmt.num(ridge)}, so by the model "
+                         "it is bound by memory at every N.")
+        for d in [d for d in dims if d not in below]:
+            parts.append(f"With d={d}, naive's intensity approaches {fmt.num(model.naive_intensity_limit(d, E))} "
+                         f"FLOP/byte, above the ridge of {fmt.num(ridge)}: this GPU's ridge is low enough that naive "
+                         f"turns compute-bound from N≈{fmt.num(model.naive_crosses_ridge_n(ridge, d, E))}.")
         n_cross = model.fused_crosses_ridge_n(ridge, E)
         ns = sorted(set(self.bench.rows["seq_len"]))
         share = ("every length swept" if ns[0] >= n_cross else "none of the lengths swept" if ns[-1] < n_cross
