@@ -69,20 +69,38 @@ def check_run_id(run_id: str) -> None:
                          f"with a letter or digit: {RUN_ID}); it names a folder under --out. Nothing was written.")
 
 
+# Written by `make stamp` where the tree has git, read where a copy of it has none (a GPU box that is handed the
+# working tree): the commit and whether it had uncommitted changes, so no one types a commit by hand (run
+# h200-20261204g recorded one mistyped after its seventh character).
+STAMP = REPO_ROOT / ".collect-commit"
+
+
 def git_info() -> tuple[str | None, bool | None]:
-    """The commit that collected; $COLLECT_GIT_COMMIT stands in where the tree was copied without .git."""
+    """The commit that collected: $COLLECT_GIT_COMMIT if set, else git, else the stamp `make stamp` left."""
     if os.environ.get("COLLECT_GIT_COMMIT"):
         dirty = os.environ.get("COLLECT_GIT_DIRTY")
         return os.environ["COLLECT_GIT_COMMIT"], None if dirty is None else dirty == "1"
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10)
-        if commit.returncode != 0:
-            return None, None
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT,
-                               capture_output=True, text=True, timeout=10)
-        return commit.stdout.strip(), bool(dirty.stdout.strip())
+        if commit.returncode == 0:
+            dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT,
+                                   capture_output=True, text=True, timeout=10)
+            return commit.stdout.strip(), bool(dirty.stdout.strip())
     except (OSError, subprocess.SubprocessError):
+        pass
+    return read_stamp(STAMP)
+
+
+def read_stamp(path: Path) -> tuple[str | None, bool | None]:
+    """(commit, dirty) from a stamp file: '<40 hex digits> <0|1>'; (None, None) where there is none or it is
+    malformed (a wrong commit is worse than none)."""
+    try:
+        words = path.read_text().split()
+    except OSError:
         return None, None
+    if len(words) == 2 and re.fullmatch(r"[0-9a-f]{40}", words[0]) and words[1] in ("0", "1"):
+        return words[0], words[1] == "1"
+    return None, None
 
 
 def load_or_new_manifest(run_dir: Path, run_id: str, profile: str, command: str) -> Manifest:
