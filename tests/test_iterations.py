@@ -521,7 +521,12 @@ def test_a_version_not_timed_is_named_in_the_summary():
     f.versions.append(KernelVersionInfo(name="v3-old", path="hopper", features="x", change="c", prediction="p",
                                         predicted_at="2026-11-29", baseline="v2-ws"))
     text = html.unescape(page_for(f).summary())
-    assert "timed 3 versions" in text and "v3-old is recorded with its story but not timed" in text
+    # counted, not named: the collapsed table of notes names each, and the tables leave it out
+    assert "timed 3 versions" in text and "1 further version is recorded with its story but not timed" in text
+    assert "v3-old" not in text
+    page = page_for(f)
+    assert "v3-old" not in page.journey_table()
+    assert "v3-old" in page.story_table()
 
 
 def test_two_shapes_at_one_length_stay_two_cases():
@@ -567,7 +572,7 @@ def test_a_gluon_step_written_after_the_final_version_reads_on_the_page_as_g8_do
         return " ".join(html.unescape(re.sub("<[^>]+>", " ", tr)).split())
 
     assert row(page.journey_table()) == (f"{name} Gluon tile kernel {base} causal: 1.13× to 1.18× causal: 1.15× "
-                                         "causal: as predicted")
+                                         "(geometric mean of 8 cases) causal: as predicted")
     assert "Gluon g9: g8's one-warpgroup tile at d=64" in row(page.story_table())
     assert "128x128/w4/s2" in row(page.resources_table())
 
@@ -663,3 +668,85 @@ def test_a_version_that_runs_several_kernels_gets_a_row_for_each():
     assert "v2-ws compiles a different kernel at different shapes" in limits
     assert "at fp16, non-causal, N=4096, B=4, H=32, d=128, config" in limits
     assert "compiles a different kernel" not in page_for(sample_file()).limits_finding()
+
+
+# --- each prediction against the baseline its words name (review C: W1, M5) ---------------------------------
+
+
+def _with_fa4(f: IterationsFile, tflops: float = 800.0, ns=(4096, 16384)) -> IterationsFile:
+    """FlashAttention-4 beside the sample's SDPA backends, faster than both where it runs."""
+    for n in ns:
+        c = Case("fa4", "float16", False, 4, 32, n, 128)
+        f.rows.append(it.ok_row(c, Measurement(times=fake_times(c.flops / (tflops * 1e12) * 1e3)), SmLimits()))
+    return f
+
+
+@pytest.mark.parametrize("words, against, factor, word", [
+    ("about 0.8x cuDNN", "SDPA cuDNN", 520 / 650, "as predicted"),
+    # cuDNN named in passing, the yardstick in words: the widest named is the one
+    ("timed beside cuDNN and flash: 0.78-0.86x the fastest SDPA backend", "the fastest SDPA backend", 520 / 650,
+     "as predicted"),
+    ("0.78-0.86x the fastest other implementation", "the fastest other implementation", 520 / 800,
+     "worse than predicted"),
+    ("about 0.8x", "the fastest other implementation", 520 / 800, "worse than predicted"),  # none named: the goal's
+])
+def test_a_prediction_is_judged_against_the_yardstick_its_words_name(words, against, factor, word):
+    f = _with_fa4(sample_file())
+    f.versions[0].prediction = words
+    page = page_for(f)
+    v0 = page.version("v0-portable")
+    assert page.measured_prediction(v0, v0.predicted[0]) == pytest.approx(factor, rel=1e-3)
+    row = next(tr for tr in re.findall(r"<tr>.*?</tr>", page.journey_table(), flags=re.S) if "v0-portable" in tr)
+    assert f"<td>{escape.text(against)}</td>" in row and f"non-causal: {word}" in html.unescape(row)
+
+
+def test_the_committed_predictions_name_the_yardsticks_their_authors_measured_against():
+    """The predictions written before FlashAttention-4 was timed beside ours name cuDNN or the fastest SDPA backend."""
+    from kernels.attention import versions as V
+    from render.pages.iterations.journey import prediction_baseline
+
+    want = {"v0-portable": "cudnn", "v11-gluon": "cudnn", "v12-gluon-ws": "cudnn", "v13-gluon-overlap": "cudnn",
+            "v14-gluon-pingpong": "cudnn", "v15-per-shape": "cudnn", "v17-per-shape": "fastest-sdpa",
+            "v20-gluon-one-warpgroup": "fastest-sdpa", "v21-per-shape": "fastest-sdpa"}
+    for v in V.VERSIONS.values():
+        if v.baseline == "sdpa":
+            assert prediction_baseline(v) == want.get(v.name, "fastest-other"), v.name
+        else:
+            assert prediction_baseline(v) == v.baseline
+
+
+def test_a_baseline_without_rows_is_said_so_not_swapped():
+    f = _with_fa4(sample_file())
+    f.versions[0].prediction, f.versions[0].predicted_at = "about 0.8x cuDNN", "2026-12-02"  # every case: see above
+    f.rows = [r for r in f.rows if not (r.impl == "sdpa-cudnn" and r.seq_len == 16384)]
+    page = page_for(f)
+    table = html.unescape(page.journey_table())
+    assert ("non-causal: 0.800× (1 case: fp16, N=4096, B=4, H=32, d=128); no SDPA cuDNN row at 1 other case it ran"
+            in table)
+    f.rows = [r for r in f.rows if r.impl != "sdpa-cudnn"]
+    table = html.unescape(page_for(f).journey_table())
+    assert "non-causal: no SDPA cuDNN row where it ran" in table and "non-causal: not measured" in table
+
+
+def test_a_verdict_on_fewer_cases_than_its_prediction_covers_says_so_and_the_opening_counts_it():
+    f = sample_file()
+    f.rows = [r for r in f.rows if not (r.impl == "v1-wide" and r.seq_len == 16384)]
+    page = page_for(f)
+    table = html.unescape(page.journey_table())
+    assert "non-causal: worse than predicted (narrower: on 1 of its 2 goal cases)" in table
+    assert "1 case: fp16, N=4096, B=4, H=32, d=128" in table
+    # v2-ws ran both of its cases, against v1-wide at one: its verdict rests on one of two too
+    assert "1 of 2 goal cases" not in html.unescape(page_for(sample_file()).journey_table())
+    assert "2 of the 3 rest on fewer goal cases than the prediction covers" in html.unescape(page.findings_first())
+    assert "rest on fewer" not in page_for(sample_file()).findings_first()
+
+
+def test_a_prediction_written_after_a_first_measurement_is_flagged_and_counted():
+    f = sample_file()
+    f.versions[1].prediction = "Written after, not before, its first measurement: +5%."
+    page = page_for(f)
+    first = html.unescape(page.findings_first())
+    assert "1 prediction was written after a first measurement of the version, and it did not hold" in first
+    row = next(tr for tr in re.findall(r"<tr>.*?</tr>", page.journey_table(), flags=re.S) if ">v1-wide<" in tr)
+    assert "written after a first measurement" in row
+    assert "written after a first" not in page_for(sample_file()).findings_first()

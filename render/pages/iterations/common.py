@@ -1,5 +1,6 @@
 """What every section of the Kernel iterations page reads: the goal cases, the rows of each case (split once, so a
-question is a lookup), TFLOP/s and ratios to the fastest other implementation, and the goal as the page judges it."""
+question is a lookup), TFLOP/s and ratios to the fastest other implementation (or to the yardstick a prediction
+names), and the goal as the page judges it."""
 from __future__ import annotations
 
 import dataclasses
@@ -11,14 +12,45 @@ import pandas as pd
 
 from collect.schema.iterations import IterationRow
 
+from ... import fmt
 from ...frames import index_by
 from ...vocab import DTYPE_SHORT as SHORT
-from ...vocab import clock_gap, join, masking
+from ...vocab import clock_gap, is_rival, join, masking
 from ..base import Page
 
 CEILINGS = {"float16": "matmul_fp16", "bfloat16": "matmul_bf16"}
 # No goal case may fall more than this below the goal ratio: the run-to-run noise band of this data.
 NOISE_BAND = 0.03
+
+
+class Yardstick(NamedTuple):
+    """What a ratio can be taken against besides another version: the fastest of some other implementations."""
+
+    key: str
+    label: str
+    kinds: tuple[str, ...]  # the row kinds it takes the fastest of
+    impls: tuple[str, ...] = ()  # and, where given, only these implementations among them
+
+
+# Widest first. "fastest-other" is the goal's yardstick: every other implementation that keeps the scores on chip,
+# FlashAttention-4 included. The narrower two are what the predictions written before FlashAttention-4 was timed
+# beside ours compared with.
+YARDSTICKS = {y.key: y for y in (
+    Yardstick("fastest-other", "the fastest other implementation", ("sdpa", "baseline")),
+    Yardstick("fastest-sdpa", "the fastest SDPA backend", ("sdpa",)),
+    Yardstick("cudnn", "SDPA cuDNN", ("sdpa",), ("sdpa-cudnn",)),
+)}
+# A version's baseline 'sdpa' (the data's word for "other implementations") read without its prediction's words.
+YARDSTICKS["sdpa"] = YARDSTICKS["fastest-other"]
+
+
+class Measured(NamedTuple):
+    """A ratio over goal cases: its geometric mean, the cases it covers, and the cases the measured implementation ran
+    where the baseline has no row to divide by."""
+
+    factor: float | None
+    cases: list
+    unmatched: list
 
 
 class GoalCase(NamedTuple):
@@ -55,6 +87,12 @@ def cases_index(frame: pd.DataFrame) -> dict:
 def geomean(xs) -> float | None:
     xs = [x for x in xs if x is not None and x > 0 and math.isfinite(x)]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def goal_ratio_text(r: float | None, goal: float) -> str:
+    """A ratio with the figures that place it against the goal and the noise floor below it: a 0.9697 counted below a
+    0.970 floor prints as 0.9697, not as the floor itself."""
+    return max((fmt.ratio_vs(r, t) for t in (goal, goal - NOISE_BAND)), key=len)
 
 
 def share(x: float) -> str:
@@ -144,6 +182,21 @@ class IterationsSection(Page):
         return next((v for v in self.versions if v.name == name), None)
 
     @cached_property
+    def _timed(self) -> frozenset:
+        """Names of the versions this run has rows of, whatever their status: a row that failed is a result too."""
+        r = self.rows
+        return frozenset(r[r["kind"] == "version"]["impl"]) if "kind" in r else frozenset()
+
+    def timed_versions(self) -> list:
+        """The versions this run timed, in journey order; the others are recorded for their story alone."""
+        return [v for v in self.versions if v.name in self._timed]
+
+    def head_dims_ran(self, name: str) -> set[int]:
+        """The head sizes an implementation has rows at."""
+        r = self.rows
+        return {int(x) for x in r[r["impl"] == name]["head_dim"]}
+
+    @cached_property
     def _cases(self) -> list[GoalCase]:
         keys = {GoalCase(d, bool(c), int(n), int(b), int(h), int(hd)) for d, c, n, b, h, hd in zip(
             self.rows["dtype"], self.rows["causal"], self.rows["seq_len"], self.rows["batch"], self.rows["heads"],
@@ -184,14 +237,17 @@ class IterationsSection(Page):
 
     @cached_property
     def _fastest(self) -> dict:
-        """case key -> (impl, TFLOP/s) of the fastest rival (an SDPA backend or FlashAttention-4; the first of
-        equals), full and shape-free keys."""
+        """(yardstick key, case key) -> (impl, TFLOP/s) of the fastest row the yardstick takes (the first of equals),
+        full and shape-free keys."""
         out: dict = {}
         for key, f in self._ok_cases.items():
-            s = f[f["kind"].isin(("sdpa", "baseline"))]
-            if not s.empty:
-                best = s.loc[s["tflops"].idxmax()]
-                out[key] = (str(best["impl"]), float(best["tflops"]))
+            for y in set(YARDSTICKS.values()):
+                s = f[f["kind"].isin(y.kinds) & f["impl"].map(is_rival).astype(bool)]
+                if y.impls:
+                    s = s[s["impl"].isin(y.impls)]
+                if not s.empty:
+                    best = s.loc[s["tflops"].idxmax()]
+                    out[(y.key, key)] = (str(best["impl"]), float(best["tflops"]))
         return out
 
     def _case_rows(self, index: dict, dtype: str, causal: bool, n: int, batch=None, heads=None,
@@ -203,8 +259,10 @@ class IterationsSection(Page):
         return self._tflops.get((impl, case_key(dtype, causal, n, batch, heads, head_dim)))
 
     def fastest_rival(self, dtype: str, causal: bool, n: int, batch=None, heads=None,
-                     head_dim=None) -> tuple[str, float] | None:
-        return self._fastest.get(case_key(dtype, causal, n, batch, heads, head_dim))
+                     head_dim=None, yardstick: str = "fastest-other") -> tuple[str, float] | None:
+        """(impl, TFLOP/s) of the fastest implementation the yardstick takes at one case (by default the fastest
+        other implementation, the goal's)."""
+        return self._fastest.get((YARDSTICKS[yardstick].key, case_key(dtype, causal, n, batch, heads, head_dim)))
 
     def ratio(self, impl: str, dtype: str, causal: bool, n: int, batch=None, heads=None,
               head_dim=None) -> float | None:
@@ -213,41 +271,68 @@ class IterationsSection(Page):
         s = self.fastest_rival(dtype, causal, n, batch, heads, head_dim)
         return t / s[1] if t is not None and s else None
 
+    def clock(self, impl: str, case: GoalCase) -> float | None:
+        """The median SM clock (MHz) of impl's first ok row at one goal case, where it was recorded."""
+        if "sm_clock_mhz" not in self.ok:
+            return None
+        f = self._case_rows(self._ok_cases, *case)
+        a = f[f["impl"] == impl]["sm_clock_mhz"].dropna()
+        return None if a.empty else float(a.iloc[0])
+
     def case_clock_gap(self, impl: str, case: GoalCase) -> tuple[float, float, float, str] | None:
         """(|ours / theirs - 1|, our median SM clock, theirs, their impl) for impl and the fastest other implementation at
         one goal case, where both clocks were recorded."""
         s = self.fastest_rival(*case)
-        if s is None or "sm_clock_mhz" not in self.ok:
+        if s is None:
             return None
-        f = self._case_rows(self._ok_cases, *case)
-        a, b = f[f["impl"] == impl]["sm_clock_mhz"].dropna(), f[f["impl"] == s[0]]["sm_clock_mhz"].dropna()
-        if a.empty or b.empty or (gap := clock_gap(a.iloc[0], b.iloc[0])) is None:
+        a, b = self.clock(impl, case), self.clock(s[0], case)
+        if (gap := clock_gap(a, b)) is None:
             return None
-        return gap, float(a.iloc[0]), float(b.iloc[0]), s[0]
+        return gap, a, b, s[0]
+
+    def _ceiling(self, dtype: str):
+        name = CEILINGS.get(dtype)
+        return next((c for c in self.run.manifest.measured_ceilings if c.name == name and c.status == "ok"), None)
 
     def ceiling(self, dtype: str) -> float | None:
         """The measured matmul rate of this dtype (FLOP/s), from the env phase."""
-        name = CEILINGS.get(dtype)
-        c = next((c for c in self.run.manifest.measured_ceilings if c.name == name and c.status == "ok"), None)
+        c = self._ceiling(dtype)
         return c.per_s_median if c else None
+
+    def ceiling_clock(self, dtype: str) -> float | None:
+        """The median SM clock (MHz) the matmul ceiling of this dtype was measured at, where recorded."""
+        c = self._ceiling(dtype)
+        return getattr(c, "sm_clock_mhz", None) if c else None
 
     def speedup(self, name: str, baseline: str, causal: bool, only: dict | None = None) -> float | None:
         """Geometric mean over the goal cases of this masking (and of `only`'s GoalCase fields, when given) of
-        name's TFLOP/s over the baseline's ('sdpa': the fastest other implementation of each case). Only cases both ran
-        count."""
-        out = []
-        for case in self.cases():
-            if case.causal != causal or any(getattr(case, k) != x for k, x in (only or {}).items()):
-                continue
+        name's TFLOP/s over the baseline's: a version's name, or a YARDSTICKS key ('sdpa': the fastest other
+        implementation of each case). Only cases both ran count."""
+        return self.measure(name, baseline, causal, only).factor
+
+    def measure(self, name: str, baseline: str, causal: bool, only: dict | None = None) -> Measured:
+        """speedup, with the cases it rests on and those name ran where the baseline has no row."""
+        out, cases, unmatched = [], [], []
+        for case in self.scope(causal, only):
             t = self.tflops(name, *case)
-            if baseline == "sdpa":
-                s = self.fastest_rival(*case)
+            if t is None:
+                continue
+            if baseline in YARDSTICKS:
+                s = self.fastest_rival(*case, yardstick=baseline)
                 b = s[1] if s else None
             else:
                 b = self.tflops(baseline, *case)
-            if t is not None and b:
+            if b:
                 out.append(t / b)
-        return geomean(out)
+                cases.append(case)
+            else:
+                unmatched.append(case)
+        return Measured(geomean(out), cases, unmatched)
+
+    def scope(self, causal: bool, only: dict | None = None) -> list[GoalCase]:
+        """The goal cases of one masking, limited to `only`'s GoalCase fields where given."""
+        return [c for c in self.cases()
+                if c.causal == causal and all(getattr(c, k) == x for k, x in (only or {}).items())]
 
     def _goal_verdict(self, ratios: list[float]) -> tuple[float, list[float], bool]:
         """(median, the ratios below the noise floor, reached): the goal as goal_finding states it."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 from ... import escape, fmt
 from ...vocab import DTYPE_SHORT as SHORT
 from ...vocab import impl_label, join, plural
-from .common import NOISE_BAND, IterationsSection, where_ran
-from .journey import HELD, IN_SLACK, verdict
+from .common import NOISE_BAND, YARDSTICKS, IterationsSection, goal_ratio_text, where_ran
+from .journey import HELD, IN_SLACK, prediction_baseline, verdict, written_after
 
 
 class Opening(IterationsSection):
@@ -20,19 +20,20 @@ class Opening(IterationsSection):
         if measured:
             med, low, reached = self._goal_verdict(measured)
             out.append(f"The kernel as shipped, **{escape.text(final)}**, {'reaches' if reached else 'misses'} its goal "
-                       f"on this page's timing: a median of {fmt.ratio_vs(med, d.goal_ratio)} the fastest other "
+                       f"on this page's timing: a median of {goal_ratio_text(med, d.goal_ratio)} the fastest other "
                        f"implementation's TFLOP/s over {len(measured)} goal cases (the goal: {fmt.ratio(d.goal_ratio)}), "
                        f"with {plural(len(low), 'case')} below {fmt.ratio(d.goal_ratio - NOISE_BAND)}.")
-        verdicts, steps = [], []
+        verdicts, steps, narrow, after = [], [], 0, []
         for v, pred, m in self.measured_predictions():
-            if m is not None:
-                verdicts.append(verdict(m, pred.low, pred.high))
-                if v.baseline != "sdpa":
-                    steps.append((m, v.name, pred.masking, v.baseline))
+            if m.factor is not None:
+                verdicts.append(verdict(m.factor, pred.low, pred.high))
+                narrow += self.narrower(v, pred, m)
+                if written_after(v):
+                    after.append(verdicts[-1])
+                if prediction_baseline(v) not in YARDSTICKS:
+                    steps.append((m.factor, v.name, pred.masking, v.baseline))
         if verdicts:
-            counts = {w: verdicts.count(w) for w in (HELD, IN_SLACK, "better than predicted", "worse than predicted")}
-            out.append(f"Of {len(verdicts)} predictions measured here, {counts[HELD] + counts[IN_SLACK]} held, "
-                       f"{counts['better than predicted']} came out better and {counts['worse than predicted']} worse.")
+            out.append(self._tally(verdicts, narrow, after))
         if steps:
             best = max(steps)
             worst = min(steps)
@@ -41,6 +42,25 @@ class Opening(IterationsSection):
                        f"at {fmt.ratio(worst[0])} of {escape.text(worst[3])}'s.")
         return " ".join(out) or "No version of our kernel was measured in this run."
 
+    @staticmethod
+    def _tally(verdicts: list[str], narrow: int, after: list[str]) -> str:
+        """The predictions' verdicts counted, and how many rest on fewer cases than they cover or were written after
+        a first measurement (weaker evidence, so the count says so)."""
+        held = sum(w in (HELD, IN_SLACK) for w in verdicts)
+        text = (f"Of {len(verdicts)} predictions measured here, each against the baseline its own words name, {held} "
+                f"held, {verdicts.count('better than predicted')} came out better and "
+                f"{verdicts.count('worse than predicted')} worse.")
+        if narrow:
+            text += (f" {narrow} of the {len(verdicts)} rest on fewer goal cases than the prediction covers "
+                     "(the journey table marks them).")
+        if after:
+            n_held = sum(w in (HELD, IN_SLACK) for w in after)
+            held_words = ("it held" if len(after) == 1 else "all of them held") if n_held == len(after) else \
+                ("it did not hold" if len(after) == 1 else f"{n_held} of them held")
+            text += (f" {plural(len(after), 'prediction')} {'was' if len(after) == 1 else 'were'} written after a "
+                     f"first measurement of the version, and {held_words}: weaker evidence than the rest.")
+        return text
+
     def summary(self) -> str:
         d = self.data
         counts = self.rows["status"].value_counts()
@@ -48,20 +68,21 @@ class Opening(IterationsSection):
         shapes = dict.fromkeys(f"B={b}, H={h}, d={hd}" for b, h, hd in zip(self.rows["batch"], self.rows["heads"],
                                                                           self.rows["head_dim"]))
         ns = sorted(set(self.rows["seq_len"]))
-        timed = set(self.rows[self.rows["kind"] == "version"]["impl"]) if "kind" in self.rows else set()
-        untimed = [n for n in self.version_names() if n not in timed]
+        untimed = len(self.versions) - len(self.timed_versions())
         # Every implementation beside ours: SDPA's backends and other projects' kernels (FlashAttention-4).
         others = self.rows[self.rows["kind"] != "version"]["impl"] if "kind" in self.rows else []
-        text = (f"This run timed {len([n for n in self.version_names() if n in timed])} versions of our kernel and "
-                f"{join(escape.text(impl_label(i)) for i in dict.fromkeys(others))} in {len(self.rows)} cases "
-                f"({status}). Its shapes: {join(shapes)}; N = {join(ns)}; "
-                f"{join(SHORT.get(x, x) for x in dict.fromkeys(self.rows['dtype']))}; causal and not.")
+        text = (f"This run timed {len(self.timed_versions())} versions of our kernel and "
+                f"{join(escape.text(impl_label(i)) for i in dict.fromkeys(others))}: {len(self.rows)} measurements "
+                f"({status}) over {plural(len(self.cases()), 'goal case')}. Its shapes: {join(shapes)}; "
+                f"N = {join(ns)}; {join(SHORT.get(x, x) for x in dict.fromkeys(self.rows['dtype']))}; causal and not.")
         if untimed:
-            text += (f" {join(escape.text(u) for u in untimed)} {'is' if len(untimed) == 1 else 'are'} recorded with "
-                     f"{'its' if len(untimed) == 1 else 'their'} story but not timed by this phase, which keeps to what "
+            # Named in the collapsed table of notes, not here: a list of tens of names says nothing a reader uses.
+            text += (f" {plural(untimed, 'further version')} {'is' if untimed == 1 else 'are'} recorded with "
+                     f"{'its' if untimed == 1 else 'their'} story but not timed by this phase, which keeps to what "
                      "ships and the steps that led to it: each was superseded, lost to its baseline where it was "
                      "measured, or changes only shapes this phase does not time (a head size between the tiles). "
-                     "The author's notes give what it measured then.")
+                     "The tables below leave them out; the collapsed table of notes has each, with what its author "
+                     "measured then.")
         coverage = self.coverage()
         if coverage:
             text += " " + coverage
