@@ -525,7 +525,7 @@ def test_a_version_not_timed_is_named_in_the_summary():
     assert "timed 3 versions" in text and "1 further version is recorded with its story but not timed" in text
     assert "v3-old" not in text
     page = page_for(f)
-    assert "v3-old" not in page.journey_table()
+    assert "v3-old" not in page.journey_table() and "v3-old" not in page.ratio_table()
     assert "v3-old" in page.story_table()
 
 
@@ -750,3 +750,58 @@ def test_a_prediction_written_after_a_first_measurement_is_flagged_and_counted()
     row = next(tr for tr in re.findall(r"<tr>.*?</tr>", page.journey_table(), flags=re.S) if ">v1-wide<" in tr)
     assert "written after a first measurement" in row
     assert "written after a first" not in page_for(sample_file()).findings_first()
+
+
+# --- FlashAttention-4 named as itself (W2), ratios near the floor (U1), clocks (M6) ---------------------------
+
+
+def test_flashattention4_is_not_labelled_sdpa_and_the_goal_names_its_rival():
+    page = page_for(_with_fa4(sample_file(), ns=(16384,)))
+    row = next(tr for tr in re.findall(r"<tr>.*?</tr>", page.ratio_table(), flags=re.S) if "FlashAttention-4" in tr)
+    assert "another project&#x27;s kernel" in row and "SDPA" not in row
+    text = html.unescape(page.goal_finding())
+    assert ("The fastest other implementation was SDPA cuDNN in 1 of 2 cases; FlashAttention-4 in 1: non-causal at "
+            "N=16384 (d=128, fp16).") in text
+    assert "was SDPA cuDNN in every case" in html.unescape(page_for(sample_file()).goal_finding())
+    template = (ROOT / "docs" / "iterations.md").read_text()
+    assert "## Against the fastest other implementation and the matmul ceiling" in template
+
+
+def test_a_ratio_near_the_floor_prints_the_side_it_falls_on():
+    from render.pages.iterations.common import goal_ratio_text
+
+    assert goal_ratio_text(0.9697, 1.0) == "0.9697×" and goal_ratio_text(0.9703, 1.0) == "0.9703×"
+    assert goal_ratio_text(0.95, 1.0) == "0.950×"  # far from both: three figures
+    f = sample_file()
+    for r in f.rows:  # v2-ws at N=16384 just under the 0.870 floor of a 0.9 goal
+        if r.impl == "v2-ws" and r.seq_len == 16384:
+            r.tflops = 0.8697 * 650 * 0.95
+    page = page_for(f)
+    assert "0.8697×" in page.ratio_table() and "0.8697×" in page.goal_finding()
+    assert "0.8697×" in _with_bench_and_profile(f).crosscheck_table()
+
+
+def test_the_clock_gap_says_which_way_it_pushes_the_ratio():
+    # v2-ws at N=16384: 630/617.5 = 1.020, ours at 1,800 MHz against 1,980: ours had the lower clock.
+    low = html.unescape(page_for(_clocked(sample_file(), 1800.0)).goal_finding())
+    assert "The higher clock was theirs, so the ratio there, 1.02×, understates ours" in low
+    assert f"about {fmt.ratio(630 / 617.5 * 1980 / 1800)}" in low and "floor" not in low
+    # ours at 2,400 MHz: at equal clocks 1.02 x 1980/2400 = 0.842, under the 0.870 floor
+    high = html.unescape(page_for(_clocked(sample_file(), 2400.0)).goal_finding())
+    assert "The higher clock was ours, so the ratio there, 1.02×, flatters ours" in high
+    assert f"about {fmt.ratio(630 / 617.5 * 1980 / 2400)}, below the 0.870× floor" in high
+
+
+def test_the_ceiling_finding_names_the_masking_and_the_clocks_behind_the_shares():
+    f = _clocked(_with_fa4(sample_file(), tflops=700.0), 1980.0)
+    page = page_for(f)
+    text = html.unescape(page.ceiling_finding())
+    assert "In fp16, non-causal, at N=16384" in text and "median SM clocks" not in text  # the matmul's clock unknown
+    ceil = page.run.manifest.measured_ceilings[1]
+    page = page_for(f)
+    page.run.manifest.measured_ceilings[1] = dataclasses.replace(ceil, sm_clock_mhz=2200.0)
+    text = html.unescape(page.ceiling_finding())
+    # v2-ws at 630 TFLOP/s is 84.0% of 750; per cycle at 1,980 against 2,200 MHz, 93.3%. FA4: 700/750 = 93.3%, 104%.
+    assert "Those calls ran at median SM clocks of 1,980 and 1,980 MHz, the matmul at 2,200 MHz." in text
+    assert "Per clock cycle, v2-ws did 93.3% and FlashAttention-4 did 104% of the matmul's work" in text
+    assert "per cycle FlashAttention-4 does more than the matmul did" in text

@@ -2,9 +2,9 @@
 implementation and the matmul ceiling, with the prediction made before each was measured and what it turned out to be.
 
 One module per section of the page, in its order: opening.py (what this run shows, how the versions were measured),
-goal.py (against SDPA and the matmul ceiling), crosscheck.py (the bench phase's second measurement), journey.py (the
-journey, prediction by prediction), compiled.py (what each compiled kernel uses). common.py holds the goal cases and
-the lookups every section asks.
+goal.py (against the fastest other implementation and the matmul ceiling), crosscheck.py (the bench phase's second
+measurement), journey.py (the journey, prediction by prediction), compiled.py (what each compiled kernel uses).
+common.py holds the goal cases and the lookups every section asks.
 """
 from __future__ import annotations
 

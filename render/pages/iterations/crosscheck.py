@@ -9,7 +9,7 @@ from ... import escape, fmt
 from ...bench_data import rivals
 from ...tables import table_html
 from ...vocab import CLOCK_GAP, clock_gap, impl_label, join
-from .common import NOISE_BAND, GoalCase, IterationsSection, case_key, cases_index
+from .common import NOISE_BAND, GoalCase, IterationsSection, case_key, cases_index, goal_ratio_text
 
 # Two timing methods whose ratios differ by more than this in some case are worth a word.
 MATERIAL = 0.03
@@ -111,7 +111,8 @@ class Crosscheck(IterationsSection):
                          "diff": f"{b - a:+.3f}" if a is not None and b is not None else "n/a"})
         if not rows or all(r["bench"] is None for r in rows):
             return ""
-        r = lambda v: "n/a" if v is None else fmt.ratio(v)  # noqa: E731
+        # Near the goal or its floor a ratio gets the figures that say which side it falls on: the counts above use them.
+        r = lambda v: "n/a" if v is None else goal_ratio_text(v, self.data.goal_ratio)  # noqa: E731
         return table_html(pd.DataFrame(rows), {"case": "Case", "here": f"{final} (this page)",
                                                "bench": "flash_attention (bench phase)", "diff": "bench − this page"},
                           {"here": r, "bench": r}, caption="Ratio to the fastest other implementation's TFLOP/s")

@@ -1,5 +1,6 @@
-"""Against SDPA and the matmul ceiling: whether the shipped version reaches its goal, the clocks the cases ran at,
-the TFLOP/s figure, the ratio table and the matmul ceiling."""
+"""Against the fastest other implementation and the matmul ceiling: whether the shipped version reaches its goal,
+which implementation it was measured against, the clocks the cases ran at, the TFLOP/s figure, the ratio table and
+the matmul ceiling."""
 from __future__ import annotations
 
 import pandas as pd
@@ -10,8 +11,12 @@ from ... import escape, fmt
 from ...figures import PALETTE
 from ...tables import table_html
 from ...vocab import DTYPE_SHORT as SHORT
-from ...vocab import CLOCK_GAP, impl_label, join, masking, plural, version_kernel
-from .common import NOISE_BAND, GoalCase, IterationsSection, share
+from ...vocab import CLOCK_GAP, clock_gap, impl_label, join, masking, plural, version_kernel
+from .common import NOISE_BAND, GoalCase, IterationsSection, goal_ratio_text, share, where_ran
+
+# What the ratio table's Kernel column says of an implementation that is not ours, by its row kind: FlashAttention-4
+# is not an SDPA backend, whatever the page compares it beside.
+OTHER_KERNELS = {"sdpa": "SDPA backend", "baseline": "another project's kernel"}
 
 
 class Goal(IterationsSection):
@@ -32,9 +37,10 @@ class Goal(IterationsSection):
         best = max(measured, key=lambda x: x[1])
         med, low, reached = self._goal_verdict([r for _, r in measured])
         floor = d.goal_ratio - NOISE_BAND
+        shown = lambda r: goal_ratio_text(r, d.goal_ratio)  # noqa: E731
         out = [f"The goal: over the goal cases, a median of {goal} or more of the fastest other implementation's TFLOP/s, "
                f"and no case below {fmt.ratio(floor)} (the noise band of this data). The final version, "
-               f"**{escape.text(final)}**, has a median of {fmt.ratio_vs(med, d.goal_ratio)} with "
+               f"**{escape.text(final)}**, has a median of {shown(med)} with "
                f"{plural(len(low), 'case')} below {fmt.ratio(floor)}: the goal is {'reached' if reached else 'missed'}. "
                f"It reaches {goal} in {len(met)} of {len(measured)} cases"]
         # A case that clears the goal by less than the noise band could fall under it on another measurement.
@@ -43,13 +49,36 @@ class Goal(IterationsSection):
         missed = [self.label(c) for c, r in measured if r < d.goal_ratio]
         if 0 < len(missed) <= 3:  # a longer list belongs to the table below, not to a sentence
             out.append(f"It falls short at {join(missed)}.")
-        out.append(f"Its ratio runs from {fmt.ratio(worst[1])} ({self.label(worst[0])}) to {fmt.ratio(best[1])} "
+        out.append(f"Its ratio runs from {shown(worst[1])} ({self.label(worst[0])}) to {shown(best[1])} "
                    f"({self.label(best[0])}); the table below has every case.")
         beats = [c for c, r in measured if r >= 1.0]
         if beats and d.goal_ratio != 1.0:  # at a goal of 1.0 the count above says the same
             out.append(f"It is at least as fast as every other implementation measured in {len(beats)} of {len(measured)} cases.")
+        out.append(self.rival_finding([c for c, _ in measured]))
         out.append(self.clock_gap_finding())
         return " ".join(x for x in out if x)
+
+    def rival_finding(self, cases: list[GoalCase]) -> str:
+        """Which implementation the fastest other one was, case by case: the ratios are against it, not against SDPA."""
+        who: dict[str, list] = {}
+        for c in cases:
+            if (s := self.fastest_rival(*c)) is not None:
+                who.setdefault(s[0], []).append(c)
+        if not who:
+            return ""
+        ranked = sorted(who.items(), key=lambda x: -len(x[1]))
+        if len(ranked) == 1:
+            return f"The fastest other implementation was {escape.text(impl_label(ranked[0][0]))} in every case."
+        (first, many), rest = ranked[0], ranked[1:]
+        others = "; ".join(f"{escape.text(impl_label(i))} in {len(cs)}: {self._where(cs)}" for i, cs in rest)
+        return (f"The fastest other implementation was {escape.text(impl_label(first))} in {len(many)} of "
+                f"{len(cases)} cases; {others}.")
+
+    @staticmethod
+    def _where(cases: list[GoalCase]) -> str:
+        """'non-causal at N=2048 (d=64, fp16 and bf16)' for a few goal cases."""
+        return join(f"{masking(m)} at {where_ran([(c.head_dim, c.n, c.dtype) for c in cases if c.causal == m])}"
+                    for m in dict.fromkeys(c.causal for c in cases))
 
     def clock_gap_finding(self) -> str:
         """Where the final version and the fastest other implementation ran at median SM clocks more than CLOCK_GAP apart
@@ -60,20 +89,37 @@ class Goal(IterationsSection):
         if not apart:
             return ""
         (_, a, b, sdpa), c = max(apart, key=lambda x: x[0][0])
-        return (f"In {len(apart)} of {plural(len(gaps), 'goal case')} {escape.text(final)} and the fastest other "
+        text = (f"In {len(apart)} of {plural(len(gaps), 'goal case')} {escape.text(final)} and the fastest other "
                 f"implementation ran at median SM clocks more than {share(CLOCK_GAP)} apart (clocks are read, never set). "
                 f"The widest gap is at {self.label(c)}: ours at {fmt.num(a, 4)} MHz, "
-                f"{escape.text(impl_label(sdpa))} at {fmt.num(b, 4)} MHz. A compute-bound call's time scales about "
-                "inversely with its clock, so those ratios carry the gap.")
+                f"{escape.text(impl_label(sdpa))} at {fmt.num(b, 4)} MHz.")
+        return text + " " + self._at_equal_clocks(self.ratio(final, *c), a, b)
+
+    def _at_equal_clocks(self, r: float | None, ours: float, theirs: float) -> str:
+        """Which way a clock gap pushes one ratio, and the ratio at equal clocks if time scaled inversely with the
+        clock (a compute-bound call's about does), with what that would do to the goal's floor."""
+        if r is None:
+            return ""
+        goal = self.data.goal_ratio
+        floor = goal - NOISE_BAND
+        even = r * theirs / ours
+        favours = "ours" if ours > theirs else "theirs"
+        text = (f"The higher clock was {favours}, so the ratio there, {goal_ratio_text(r, goal)}, "
+                f"{'flatters ours' if favours == 'ours' else 'understates ours'}: at equal clocks, if time scales "
+                f"inversely with the clock as a compute-bound call's about does, it would be about "
+                f"{goal_ratio_text(even, goal)}")
+        if (r < floor) != (even < floor):
+            text += f", {'below' if even < floor else 'above'} the {fmt.ratio(floor)} floor"
+        return text + "."
 
     def tflops_figure(self) -> str:
         """Versions along x, TFLOP/s up; one line per N; dashed: fastest other; dotted: matmul ceiling."""
         facets = self.facets()
-        names = self.version_names()
+        names = [v.name for v in self.timed_versions()]  # a version with no rows would be an empty tick
         ticks = [n.split("-")[0] for n in names]  # 'v20': the full name and kernel are in the hover and the tables
         if len(set(ticks)) < len(ticks):
             ticks = names
-        kernel = {v.name: version_kernel(v.path, v.features) for v in self.versions}
+        kernel = {v.name: version_kernel(v.path, v.features) for v in self.timed_versions()}
         dtypes = list(dict.fromkeys(d for d, _ in facets))
         causals = sorted({c for _, c in facets})
         fig = make_subplots(rows=len(dtypes), cols=len(causals), shared_yaxes="all", shared_xaxes=True,
@@ -131,17 +177,20 @@ class Goal(IterationsSection):
     def ratio_table(self) -> str:
         """Each implementation by shape class (head_dim and masking): its ratio to the fastest other implementation over
         the cases of that class it ran, and how many it ran; the per-case TFLOP/s are in the figure's hover."""
-        impls = [*self.version_names(), *dict.fromkeys(self.rows[self.rows["kind"].isin(("sdpa", "baseline"))]["impl"])]
+        others = self.rows[self.rows["kind"].isin(tuple(OTHER_KERNELS))]
+        kinds = dict(zip(others["impl"], others["kind"]))
+        impls = [*(v.name for v in self.timed_versions()), *kinds]
         classes = list(dict.fromkeys((c.head_dim, c.causal) for c in self.cases()))
         cols = {"impl": "Implementation", "kernel": "Kernel"}
+        shown = lambda r: goal_ratio_text(r, self.data.goal_ratio)  # noqa: E731
         data = []
         for impl in impls:
             v = self.version(impl)
-            r = {"impl": impl_label(impl), "kernel": version_kernel(v.path, v.features) if v else "SDPA"}
+            r = {"impl": impl_label(impl), "kernel": version_kernel(v.path, v.features) if v else OTHER_KERNELS[kinds[impl]]}
             for j, (hd, causal) in enumerate(classes):
                 cases = [c for c in self.cases() if c.head_dim == hd and c.causal == causal]
                 ratios = [x for x in (self.ratio(impl, *c) for c in cases) if x is not None]
-                r[f"k{j}"] = (f"{fmt.span(min(ratios), max(ratios), fmt.ratio)} ({len(ratios)} of {len(cases)})"
+                r[f"k{j}"] = (f"{fmt.span(min(ratios), max(ratios), shown)} ({len(ratios)} of {len(cases)})"
                               if ratios else "not run")
                 cols[f"k{j}"] = f"d={hd}, {masking(causal)}"
             data.append(r)
@@ -165,14 +214,35 @@ class Goal(IterationsSection):
             if t is None and s is None:
                 continue
             shape = f", B={case.batch}, H={case.heads}, d={case.head_dim}" if self.several_shapes else ""
-            bit = f"In {SHORT.get(dtype, dtype)} at N={case.n}{shape}, "
+            bit = f"In {SHORT.get(dtype, dtype)}, {masking(causal)}, at N={case.n}{shape}, "
             bit += (f"{escape.text(final)} reaches {fmt.pct(100 * t * 1e12 / ceil)}" if t is not None
                     else f"{escape.text(final)} did not run")
             if s:
                 bit += f" and {escape.text(impl_label(s[0]))} {fmt.pct(100 * s[1] * 1e12 / ceil)}"
             parts.append(bit + f" of the measured {fmt.flops(ceil)} matmul rate.")
+            calls = [(name, tf, self.clock(name, case)) for name, tf in ((final, t), *([s] if s else [])) if tf is not None]
+            parts.append(self._ceiling_clocks(dtype, ceil, calls))
         if not parts:
             return "No measured matmul ceiling (or no non-causal case) in this run to set the attention rates against."
         return ("The FLOPs counted for attention are those of two matmuls per score tile, with a softmax between them "
                 "that the tensor cores do not do, so the measured rate of one large matmul (Hardware page) is the "
-                "natural roof to compare against. " + " ".join(parts))
+                "natural roof to compare against. " + " ".join(p for p in parts if p))
+
+    def _ceiling_clocks(self, dtype: str, ceil: float, calls: list) -> str:
+        """Where the attention calls ran at a clock more than CLOCK_GAP from the matmul's, their shares of it per clock
+        cycle: a rate measured at a higher clock is no roof per cycle, and a share above 100% per cycle says so."""
+        at = self.ceiling_clock(dtype)
+        calls = [(n, t, c) for n, t, c in calls if c is not None]
+        if at is None or not calls or all((clock_gap(c, at) or 0) <= CLOCK_GAP for _, _, c in calls):
+            return ""
+        mhz = join(f"{fmt.num(c, 4)}" for _, _, c in calls)
+        per_cycle = [(n, t * 1e12 / ceil * at / c) for n, t, c in calls]
+        text = (f"Those calls ran at median SM clocks of {mhz} MHz, the matmul at {fmt.num(at, 4)} MHz. Per clock "
+                "cycle, " + join(f"{escape.text(impl_label(n))} did {fmt.pct(100 * x)}" for n, x in per_cycle)
+                + " of the matmul's work")
+        over = [n for n, x in per_cycle if x > 1]
+        if over:
+            text += (f": per cycle {join(escape.text(impl_label(n)) for n in over)} "
+                     f"{'does' if len(over) == 1 else 'do'} more than the matmul did, so the measured rate is the best "
+                     "the device reached at its own clock, not a roof for calls at a lower one")
+        return text + "."
