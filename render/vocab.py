@@ -60,6 +60,13 @@ EVEN = 1.05
 CLOCK_GAP = 0.03
 
 
+# What sets occupancy where no resource does, in every page's "Limited by": a persistent kernel launches one block
+# per SM that loops over the tiles, so a second block would find no work; at full occupancy nothing limits it (the
+# resources that tie at the maximum are no limit).
+PERSISTENT_LIMIT = "one block per SM by design (persistent grid)"
+FULL_OCCUPANCY = "none (full occupancy)"
+
+
 def clock_gap(clock, reference) -> float | None:
     """How far a call's median SM clock lies from the one it is compared against, as a share of that one;
     None where either was not recorded. Every page measures a gap this one way."""

@@ -805,3 +805,66 @@ def test_the_ceiling_finding_names_the_masking_and_the_clocks_behind_the_shares(
     assert "Those calls ran at median SM clocks of 1,980 and 1,980 MHz, the matmul at 2,200 MHz." in text
     assert "Per clock cycle, v2-ws did 93.3% and FlashAttention-4 did 104% of the matmul's work" in text
     assert "per cycle FlashAttention-4 does more than the matmul did" in text
+
+
+# --- occupancy in the Profiling page's words (M7) ---------------------------------------------------------------
+
+
+def test_a_persistent_kernel_at_one_block_per_sm_is_limited_by_its_design_and_full_occupancy_by_nothing():
+    from render.vocab import FULL_OCCUPANCY, PERSISTENT_LIMIT
+
+    f = sample_file()
+    page = page_for(f)
+    assert PERSISTENT_LIMIT not in page.resources_table()  # v2-ws: a warp-specialized grid, not a persistent one
+    assert "registers, shared memory" in page.resources_table()
+    f.versions[2].features = "warp_spec+persistent"
+    page = page_for(f)
+    assert PERSISTENT_LIMIT in page.resources_table() and "persistent grid: one block per SM is its design" in \
+        page.limits_finding()
+    f.versions[2].path, f.versions[2].features = "gluon", "gluon g3"  # the Gluon warp-specialized kernel always is
+    assert PERSISTENT_LIMIT in page_for(f).resources_table()
+    # a per-shape version that ran the same compiled kernel takes its grid from it
+    f.versions.append(KernelVersionInfo(name="v3-per-shape", path="per-shape", features="per shape", change="rules",
+                                        prediction="as v2", predicted_at="2026-11-29", baseline="v2-ws"))
+    f.rows += [dataclasses.replace(r, impl="v3-per-shape") for r in f.rows if r.impl == "v2-ws" and r.status == "ok"]
+    table = page_for(f).resources_table()
+    row = next(tr for tr in re.findall(r"<tr>.*?</tr>", table, flags=re.S) if ">v3-per-shape<" in tr)
+    assert PERSISTENT_LIMIT in row
+    for r in f.rows:
+        if r.impl == "v0-portable":
+            r.occupancy_pct, r.blocks_per_sm, r.occupancy_limiter = 100.0, 8, "registers, warps"
+    assert FULL_OCCUPANCY in page_for(f).resources_table()
+
+
+# --- the profile's stall comparison against the page's own rival (M11) ----------------------------------------
+
+
+def test_the_stall_comparison_is_against_the_rival_the_page_measures_ours_against():
+    from collect.schema.profile import ImplRow, KernelRow, ProfileFile, StallRow
+
+    f = sample_file()
+    for impl, t in (("sdpa-cudnn", 600.0), ("fa4", 700.0), ("v2-ws", 750.0)):
+        c = Case(impl, "float16", True, 4, 32, 4096, 128)
+        f.rows.append(it.ok_row(c, Measurement(times=fake_times(c.flops / (t * 1e12) * 1e3)), SmLimits()))
+    f.rows = [r for r in f.rows if not (r.impl == "v2-ws" and r.causal and r.status != "ok")]
+    shape = dict(batch=4, heads=32, seq_len=4096, head_dim=128, dtype="float16", causal=True)
+    ms = {"triton": 1.0, "sdpa-cudnn": 1.2, "fa4": 0.9}
+    impls = [ImplRow(case_id=f"goal-{i}", group="main", impl=i, status="ok", duration_ms=t,
+                     kernel_step="g28" if i == "triton" else None, **shape) for i, t in ms.items()]
+    kernels = [KernelRow(case_id=f"goal-{i}", impl=i, launch=0, kernel_name=n, duration_ms=ms[i], issue_slots_pct=s,
+                         registers_per_thread=r, smem_per_block_bytes=b)
+               for i, n, s, r, b in (("triton", "_g1_kernel", 45.6, 157, 73768), ("sdpa-cudnn", "cudnn_sdpa", 50.0, 168, 1),
+                                     ("fa4", "flash_fwd_sm90", 43.7, 128, 91136))]
+    stalls = [StallRow(case_id=f"goal-{i}", launch=0, reason=r, warps_per_issue=w)
+              for i, r, w in (("triton", "wait", 1.35), ("sdpa-cudnn", "barrier", 1.1), ("fa4", "wait", 1.45))]
+    prof = ProfileFile(schema_version=SCHEMA_VERSION, run_id="synthetic-20261129", status="ok", impls=impls,
+                       kernels=kernels, stalls=stalls)
+    run = Run(id="synthetic-20261129", path=Path("/nonexistent"), manifest=synthetic.manifest("synthetic-20261129"),
+              phases={"iterations": f, "profile": prof})
+    text = html.unescape(IterationsPage(run, [run]).stall_comparison())
+    assert ("where it runs the Gluon tile kernel (g28; 157 registers a thread, 72.0 KiB of shared memory a block), "
+            "beside FlashAttention-4, the fastest other implementation there on this page's clock.") in text
+    assert ("There ours runs at 0.900× of their speed under Nsight Compute and at 1.07× on this page's clock: the "
+            "two clocks rank them differently.") in text
+    assert "FlashAttention-4's 1.45 (issuing included), with the issue slots busy 45.6% and 43.7% of cycles" in text
+    assert "SDPA cuDNN" not in text
