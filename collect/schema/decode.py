@@ -89,7 +89,8 @@ class DecodeRow:
                        choices=ALL_VARIANTS)
     batch: int = doc("Sequences decoded together.", **SIZE)
     context: int = doc("Prompt length: cached tokens when the first timed step runs.", **SIZE)
-    new_tokens: int = doc("Tokens generated: one from the prefill, then one per timed step (0 when none ran).", **COUNT)
+    new_tokens: int = doc("Tokens generated: one from the prefill, then one per decode step, the untimed first loop "
+                          "included (hf-generate: those of one timed call); 0 when none ran.", **COUNT)
     status: str = doc("ok, oom, unsupported, error or skipped (not run for time).", pattern=ROW_STATUS)
     reason: str | None = doc("Why the row is not ok.", None, **TEXT)
     series: str = doc("Which measurement series the row belongs to when one (model, variant, batch, context) was "
@@ -162,13 +163,18 @@ class DecodeRow:
                                      derived=lambda r, _: _per_s(r.batch, r.step_ms_median))
     peak_mem_bytes: int | None = doc("torch.cuda.max_memory_allocated over the timed steps (reset after prefill and "
                                      "warm-up): weights, cache and every temporary a step creates, and the other models "
-                                     "the phase keeps loaded (see DecodeModel.resident_bytes).", None, **BYTES)
+                                     "the phase keeps loaded (see DecodeModel.resident_bytes). hf-generate: over its "
+                                     "last timed pair of whole generate calls, so it includes the prefill and the "
+                                     "cache the call builds.", None, **BYTES)
     mem_at_start_bytes: int | None = doc("torch.cuda.memory_allocated right before the timed steps: the loaded "
                                          "weights, this row's filled cache, buffers and graphs, and nothing of "
                                          "another variant (each row's session is the only one alive; runs collected "
                                          "before 2026-12-01 10:54 UTC kept the earlier rows' sessions alive at the "
                                          "agreement check's shape, and their bytes are in this figure there); peak_mem_bytes minus "
-                                         "this is what a step allocates on top.", None, **BYTES)
+                                         "this is what a step allocates on top. hf-generate: read before its last "
+                                         "timed pair of whole generate calls, so it holds no cache, and "
+                                         "peak_mem_bytes minus this is what a whole call allocates, prefill and cache "
+                                         "included.", None, **BYTES)
     kv_cache_bytes: int | None = doc("Bytes the KV cache occupies at the end (int8 values plus fp32 scales for the "
                                      "int8 variants; transformers' cache at its final length).", None, **BYTES)
     weight_bytes_per_step: int | None = doc("Weight bytes read per step (from the model).", None, **BYTES)
@@ -318,10 +324,10 @@ class AgreementRow:
     max_margin_at_disagreement: float | None = doc("Largest reference top-2 margin among those disagreements.", None, **NONNEGATIVE)
     max_top1_logit_diff: float | None = doc("Largest |top logit - reference's top logit| over the positions where "
                                             "both chose the same token.", None, **NONNEGATIVE)
-    free_running_match: float | None = doc("Second figure: fraction of greedy tokens equal to the reference's greedy "
-                                           "tokens from the same prompt, each loop fed its own output. One early "
-                                           "difference changes every later input of that sequence, so this falls "
-                                           "far faster than the agreement.", None, **FRACTION)
+    free_running_match: float | None = doc("The second number: fraction of greedy tokens equal to the reference's "
+                                           "greedy tokens from the same prompt, each loop fed its own output. One "
+                                           "early difference changes every later input of that sequence, so this "
+                                           "falls far faster than the agreement.", None, **FRACTION)
     free_running_tokens: int | None = doc("Tokens in that comparison (batch x steps).", None, **COUNT)
     free_running_first_mismatch: int | None = doc("Earliest step where any sequence's greedy token differs; null "
                                                   "when none does.", None, **COUNT)
@@ -407,9 +413,10 @@ class DecodeFile:
     floor_bandwidth_bytes_per_s: float | None = doc(
         "Rate used for every bandwidth floor: the env phase's measured copy bandwidth, used as-is. That figure "
         "counts bytes read plus bytes written, i.e. all DRAM traffic a copy causes, and DRAM bandwidth is shared "
-        "by both directions; a decode step's traffic is almost all reads, so the total is the rate it can reach. "
-        "Halving it (the read half of a copy) would double every floor and make the kernels look better than "
-        "they are.", None, **BYTES_PER_S)
+        "by both directions; a decode step's traffic is almost all reads, so the copy's total is the yardstick. "
+        "A stream of reads alone can exceed it somewhat, since DRAM then never turns around to write "
+        "(MicroRow.bandwidth_fraction shows by how much on this GPU). Halving it (the read half of a copy) would "
+        "double every floor and make the kernels look better than they are.", None, **BYTES_PER_S)
     floor_bandwidth_source: str | None = doc("'env copy_bandwidth' or 'decode phase copy' (measured here because the "
                                              "env phase had not run).", None, **NAME)
     warmup_steps: int = doc("Untimed steps before each row's timed steps (compilation, autotuning, capture).", 0, **COUNT)
