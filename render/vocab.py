@@ -198,16 +198,32 @@ INT8_PAIRS = (("int8-graph", "graph"), ("int8-dequant", "eager"), ("int8-kernel"
 NEAR_FLOOR, FAR_FLOOR = 1.5, 3.0
 
 
-def floor_pace(r: float) -> str:
-    """What a decode step at r times its bandwidth floor is bound by, in words (Home and Decode)."""
+# Far from its floor, a step whose GPU idled for at most FEW_GAPS of it is paced by kernels that run below copy
+# bandwidth (a CUDA graph leaves no launch gaps to speak of); one idle for at least MANY_GAPS, by the gaps.
+FEW_GAPS, MANY_GAPS = 0.1, 0.5
+
+
+def floor_pace(r: float, idle: float | None = None) -> str:
+    """What a decode step at r times its bandwidth floor is bound by, in words (Home and Decode). `idle`, the share
+    of the step its GPU sat idle where it was profiled, says which of the kernels' two costs sets the pace far from
+    the floor; without it both are named."""
     if r <= NEAR_FLOOR:
         return "close enough that moving bytes sets the pace"
     if r <= 2.0:  # the floor is at least half of the step
         return "moving the bytes takes most of the step, but not all of it"
     if r <= FAR_FLOOR:
         return "moving the bytes takes less than half of the step, the kernels' own costs the rest"
-    return ("not the bytes but the kernels set the pace (idle gaps between them, or kernels that run far below "
-            "the copy bandwidth)")
+    if idle is None:
+        return ("not the bytes but the kernels set the pace (idle gaps between them, or kernels that run far below "
+                "the copy bandwidth)")
+    share = fmt.pct(100 * idle)
+    if idle <= FEW_GAPS:
+        return (f"not the bytes but the kernels set the pace; the GPU idles for only {share} of the step, so its "
+                "kernels run far below the copy bandwidth")
+    if idle >= MANY_GAPS:
+        return f"not the bytes but the kernels set the pace; the GPU sits idle between them for {share} of the step"
+    return (f"not the bytes but the kernels set the pace, with idle gaps between them ({share} of the step) and "
+            "kernels that run below the copy bandwidth")
 
 
 # --- what limits a kernel (collect/schema/limiter.py judges; these are the words pages print) ------
