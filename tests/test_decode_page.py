@@ -181,15 +181,17 @@ def test_the_read_only_twin_says_whether_the_kernel_count_alone_misses_the_targe
     # graph_scale 20: gpt2's step is 37x its floor. Its twin at half the step (19x) misses the 3x target at
     # any speed of our kernels; at a twentieth (1.9x) the kernel count leaves room and the gap is ours.
     slow = page(tmp_path / "a", graph_scale=20.0, read_floor=0.5).time_finding()
-    assert "each only reading the bytes its counterpart must read, take 1.88 ms, 18.8× the floor" in slow
+    # The twin is explained once in the page's prose; each step's sentence gives its figures only.
+    assert "Its read-only twin (the same kernels, each a plain read of its counterpart's bytes) takes 1.88 ms, " \
+           "18.8× the floor; the step takes 2.00× that." in slow
     assert "launched the same way" not in slow  # the twin has none of the step's prefetches or late triggers
-    assert "The step takes 2.00× that." in slow
+    assert "each only reading" not in slow
     assert "Even plain reads in this many kernels miss the target of 3.00×" in slow
     roomy = page(tmp_path / "b", graph_scale=20.0, read_floor=0.05).time_finding()
     assert "Plain reads in this many kernels would meet the target of 3.00×" in roomy
     # Runs before the twin existed, and rows without it, say nothing about it.
     old = page(tmp_path / "c", graph_scale=20.0)
-    assert "only reading" not in old.time_finding() and not old.has_read_twins()
+    assert "read-only twin" not in old.time_finding() and not old.has_read_twins()
     assert page(tmp_path / "e", read_floor=0.5).has_read_twins()
     # The int8 step's account at batch 64 gets the twin's sentence, without a floor target of its own.
     f = decode_file("synthetic-20261129", graph_scale=20.0, read_floor=0.5)
@@ -197,13 +199,15 @@ def test_the_read_only_twin_says_whether_the_kernel_count_alone_misses_the_targe
         if r.variant == "int8-graph" and r.batch == 64:
             set_step(r, 2 * r.step_ms_median)  # misses its target of 0.8x the bf16 step: the page says where the time goes
     int8 = write(tmp_path / "d", f).int8_step_finding()
-    assert "each only reading" in int8 and "the target of" not in int8.split("each only reading")[1]
+    assert "read-only twin" in int8 and "the target of" not in int8.split("read-only twin")[1]
 
 
 def test_agreement_shows_one_metric_and_its_lowest_variant(tmp_path):
     p = page(tmp_path, agreement=0.97)
     text = p.agreement_finding()
-    assert "1024 positions" in text and "97" in text and "our step, int8 cache, CUDA graph" in text
+    # what was compared, as sequences and steps after the prompt: not '1024 positions', read as GPT-2's window
+    assert "4 sequences × 256 steps after a 767-token prompt (1,024 positions)" in text
+    assert "97" in text and "our int8-cache graph step" in text
     table = p.agreement_table()
     assert "Agreement outside near-ties" in table and "Free-running match" in table and "step 9" in table
 
@@ -337,7 +341,7 @@ def test_a_name_from_the_data_is_shown_not_formatted(tmp_path):
 def test_tied_lowest_agreements_are_all_named(tmp_path):
     # agreement=1.0 gives every variant the same score: the lowest is a tie, and the page names them all
     text = page(tmp_path, agreement=1.0).agreement_finding()
-    assert "our step, int8 cache, CUDA graph" in text and "transformers" in text
+    assert "our int8-cache graph step" in text and "transformers" in text
 
 
 def test_micro_finding_says_where_the_int8_target_is_met(tmp_path):
@@ -489,8 +493,8 @@ def test_the_judged_choices_are_listed_fastest_first_and_new_kv_is_described_onl
 def test_the_agreement_target_names_the_models_it_checked(tmp_path):
     # The synthetic run checks gpt2 only, as the phase does: the verdict is gpt2's, and gpt2-xl is named as unchecked.
     t = page(tmp_path).targets_table()
-    row = t[t.index("every variant agrees"):].split("</tr>")[0]
-    assert "variants of gpt2 (gpt2-xl not checked)" in row
+    row = t[t.index("every variant compared agrees"):].split("</tr>")[0]
+    assert "variant and model pairs compared, of gpt2 (gpt2-xl not checked)" in row
 
 
 def test_a_memory_pair_that_never_peaks_below_says_so_and_captions_say_what_they_draw(tmp_path):
@@ -565,9 +569,10 @@ def test_kernel_roles_say_what_each_kernel_pays_above_its_bytes(tmp_path):
     table = even.role_table()
     assert "Above its bytes" in table and "norm + first MLP product + GELU" in table
     growing = write(tmp_path / "grow", _with_roles(decode_file("synthetic-20261129"),
-                                                    {"qkv": 4.0, "attention": 1.0, "proj": 2.0, "fc": 6.0, "out": 3.0}))
+                                                    {"qkv": 4.0, "attention": 1.0, "proj": 2.0, "fc": 6.0, "out": 5.8}))
     words = growing.role_finding()
-    assert "not all of the excess is a fixed cost per kernel" in words and "a cost per kernel, not" not in words
+    assert "the excess grows with the bytes across all five, so not all of it is a fixed cost per kernel" in words
+    assert "a cost per kernel, not" not in words and "varies by kernel" not in words
     assert "stands apart" not in words  # no LM head among these roles
 
 
@@ -788,8 +793,15 @@ def test_sweeps_whose_rows_did_not_run_draw_no_single_point_curves(tmp_path):
     p = write(tmp_path / "skipped", f)
     assert p.swept_models() == [] and p.batch_context("gpt2") is None
     assert p.latency_figure() == p.NO_SWEEP and p.floor_figure() == ""
-    # the rows at a second batch were planned and skipped: the page says so, not that none were planned
-    assert p.throughput_figure() == p.no_batch_sweep() and "did not run" in p.no_batch_sweep()
+    # the rows at a second batch were planned and skipped: the page says which ran and why the rest did not, not
+    # that none were planned
+    assert p.throughput_figure() == p.no_batch_sweep()
+    assert "at gpt2, context 512, only batch 64 ran; batches 1, 4, 16 and 128 were skipped for time" in p.no_batch_sweep()
+    assert "At gpt2, batch 4, only context 1000 ran of the 3 planned (128 to 1000)" in p.context_gaps()
+    assert "its other rows were skipped for time" in p.context_gaps()
+    f.rows[-1].status, f.rows[-1].reason = "oom", "OutOfMemoryError"  # one of them ran out of memory: not for time
+    assert "batches 1, 4, 16 and 128 did not run (listed" in write(tmp_path / "oom", f).no_batch_sweep()
+    assert page(tmp_path / "whole-gaps").context_gaps() == ""  # every planned row ran: no holes to name
     one_batch = decode_file("synthetic-20261129")
     one_batch.rows = [r for r in one_batch.rows if r.batch == KEY[0][1]]
     assert "profile times one batch" in write(tmp_path / "one-batch", one_batch).throughput_figure()
@@ -860,3 +872,224 @@ def test_rows_that_did_not_run_give_each_reason_once(tmp_path):
     table = p.failures_table()
     assert table.count("time budget of 121 s") == 1  # one row for the reason, however many variants it cut
     assert f"<td>{int(graphs.sum())}</td>" in table and p.label("graph") in table and p.label("int8-graph") in table
+
+
+def test_far_from_its_floor_the_idle_share_says_which_cost_of_the_kernels_sets_the_pace():
+    from render.vocab import floor_pace
+    # A CUDA graph idles a few percent of its step (run h200-20261204g: 2.8%): its kernels are slow, not its gaps.
+    assert "idles for only 2.80% of the step, so its kernels run far below the copy bandwidth" in floor_pace(4.0, 0.028)
+    assert "idle gaps" not in floor_pace(4.0, 0.028)
+    assert "sits idle between them for 90.0% of the step" in floor_pace(80.0, 0.9)
+    assert "idle gaps between them (30.0% of the step) and kernels" in floor_pace(4.0, 0.3)
+    # Without a profile both are named, as before; near the floor the idle share changes nothing.
+    assert "(idle gaps between them, or kernels" in floor_pace(4.0)
+    assert floor_pace(1.2, 0.028) == floor_pace(1.2)
+    assert "only 2.80%" in floor_words(4.0, idle=0.028)
+
+
+def _two_runs(tmp_path, hf_scale: float, other_device: str | None = None) -> DecodePage:
+    """This run and an older one on the same GPU whose transformers loops took `hf_scale` times as long (a slower
+    host); `other_device` puts the older run on another GPU instead."""
+    older = decode_file("synthetic-20261128")
+    for r in older.rows:
+        if r.variant.startswith("hf") and r.step_ms_median:
+            set_step(r, hf_scale * r.step_ms_median)
+    make_run(tmp_path, "synthetic-20261128", **({"name": other_device} if other_device else {}),
+             created="2026-11-28T08:00:00+00:00")
+    write_json_atomic(tmp_path / "runs" / "synthetic-20261128" / "decode.json", older)
+    make_run(tmp_path, "synthetic-20261129")
+    write_json_atomic(tmp_path / "runs" / "synthetic-20261129" / "decode.json", decode_file("synthetic-20261129"))
+    runs = [load_run(tmp_path / "runs" / n) for n in ("synthetic-20261128", "synthetic-20261129")]
+    return DecodePage(runs[1], runs)
+
+
+def test_ratios_against_loops_the_host_paces_are_qualified_and_spread_over_the_runs_that_have_them(tmp_path):
+    # Synthetic loops keep the GPU busy 70% of their step: 30% idle, at or above HOST_PACED.
+    alone = page(tmp_path / "alone")
+    text = alone.findings_first()
+    assert ("Transformers' eager loop and transformers compiled with a static cache left the GPU idle for 30.0% and "
+            "30.0% of their steps, so the ratios against them hold for this run's host as much as for its GPU") in text
+    assert "Over the runs" not in text  # one run: no spread to give
+    # An older run on the same GPU whose host ran transformers' loops twice as slow: the spread is given, per loop.
+    spread = _two_runs(tmp_path / "two", 2.0)
+    g, hc = (spread.row("gpt2", v, 4, 1000).step_ms_median for v in ("graph", "hf-compiled"))
+    text = spread.findings_first()
+    assert "Over the runs on this GPU that measured the same loops, the ratio ranged from" in text
+    assert f"from {fmt.ratio(hc / g)} to {fmt.ratio(2 * hc / g)} against transformers compiled with a static cache (2 runs)" in text
+    # ... and beside our graph step against our eager loop, whose time did not move: no spread for it.
+    overhead = spread.overhead_finding()
+    assert "against transformers compiled with a static cache (2 runs)" in overhead
+    assert "against our eager loop (" not in overhead
+    # A run on another GPU is no evidence about this one's host.
+    other = _two_runs(tmp_path / "other", 2.0, other_device="Tesla T4")
+    assert "Over the runs" not in other.findings_first()
+    # A loop whose GPU hardly idles is not called host-paced.
+    f = decode_file("synthetic-20261129")
+    for r in f.rows:
+        if r.kernel_ms_per_step is not None:
+            r.kernel_ms_per_step = 0.95 * r.step_ms_median
+    assert "left the GPU idle" not in write(tmp_path / "busy", f).findings_first()
+
+
+def test_the_opening_compares_per_token_against_generate_and_the_summary_says_how_rows_warmed_up(tmp_path):
+    f = decode_file("synthetic-20261129")
+    p = write(tmp_path / "a", _host_profiles(f, 2 * STEP["hf-eager"]))
+    assert "faster per token than transformers' model.generate" in p.findings_first()
+    summary = p.summary()
+    assert "2 steps for most loops" in summary and "one untimed pair of calls over the same positions for model.generate" in summary
+    assert "every position it then times" not in summary  # this run did not time the eager loop's first pass apart
+    assert "attention choices" not in summary  # nor judge its graph steps' attention choices
+    for r in f.rows:
+        if r.variant == "hf-eager" and r.step_ms_median:
+            r.cold_step_ms = 50 * r.step_ms_median
+    judged = write(tmp_path / "b", decode_file("synthetic-20261129", launch=True)).summary()
+    assert "also time their attention choices then" in judged
+    assert "every position it then times for transformers' eager loop" in write(tmp_path / "c", f).summary()
+    # the floors' bandwidth is named by where it was measured, and an unknown source shown as the run gives it
+    assert "the copy bandwidth measured on the [Hardware & ceilings](hardware.md) page" in summary
+    odd = decode_file("synthetic-20261129")
+    odd.floor_bandwidth_source = EVIL
+    assert escape.text(EVIL) in write(tmp_path / "d", odd).summary()
+
+
+def test_the_targets_legend_defines_the_terms_the_table_uses_before_the_page_does(tmp_path):
+    legend = page(tmp_path).targets_legend()
+    for term in ("**Bandwidth floor**", "**CUDA-graph step**", "**Split-KV kernel**", "**Near-ties**"):
+        assert term in legend
+    assert fmt.bandwidth(BW) in legend and "(#what-a-step-must-read)" in legend
+
+
+def test_generates_host_profile_is_read_as_shares_where_its_timed_pairs_spread_around_it(tmp_path):
+    f = decode_file("synthetic-20261129")
+    _host_profiles(f, 8.0)
+    gen = next(r for r in f.rows if r.variant == "hf-generate")
+    gen.step_samples_ms = [6.5, 8.0, 9.5]  # around the 7.0 ms the profile gives
+    text = write(tmp_path / "a", f).generate_finding()
+    assert "generate's own timed pairs spanned 6.50 ms to 9.50 ms a token" in text
+    assert "profiler slows both" not in text
+    gen.step_samples_ms = [7.9, 8.0, 8.1]  # all above it: the profile is not inside their spread
+    text = write(tmp_path / "b", f).generate_finding()
+    assert "host time under a profiler" in text and "spanned" not in text
+
+
+def test_the_baselines_say_what_their_cache_and_their_graph_leave_to_the_host(tmp_path):
+    f = decode_file("synthetic-20261129")
+    p = write(tmp_path / "plain", f)
+    assert p.dynamic_cache_words() == ""  # no copy kernels profiled
+    assert p.compiled_idle_words() == "; in this run the GPU sat idle for 30.0% of its step at gpt2, batch 4, context 1000"
+    for model, b, c in KEY:
+        r = next(x for x in f.rows if (x.model, x.variant, x.batch, x.context) == (model, "hf-eager", b, c))
+        share = 0.5 if b == 64 else 0.1  # the copies weigh most at batch 64
+        f.kernel_classes.append(KernelClassRow(model=model, variant="hf-eager", batch=b, context=c, kernel_class="copy",
+                                               kernels_per_step=25.0, ms_per_step=share * r.step_ms_median,
+                                               top_kernel="void at::native::CatArrayBatchedCopy<float>"))
+    text = write(tmp_path / "cat", f).dynamic_cache_words()
+    assert "grows by concatenation, so every step also reads and rewrites the whole cache" in text
+    assert "at gpt2, batch 64, context 512" in text and "more than its attention" in text
+    assert "understates the traffic it causes" in text
+    for k in f.kernel_classes:
+        if k.kernel_class == "copy":
+            k.top_kernel = "some_copy_kernel"
+    plain_copy = write(tmp_path / "copy", f).dynamic_cache_words()
+    assert plain_copy.startswith(" Every step also runs copy kernels") and "concatenation" not in plain_copy
+
+
+def test_generates_memory_is_one_piece_and_skipped_rows_are_counted_not_listed(tmp_path):
+    import json
+    f = decode_file("synthetic-20261129")
+    eager = next(r for r in f.rows if (r.model, r.variant, r.batch, r.context) == ("gpt2", "hf-eager", 64, 512))
+    # read around a whole call: the start holds no cache, the peak the prefill and the cache
+    gen = dataclasses.replace(eager, variant="hf-generate", step_impl="transformers-generate",
+                              mem_at_start_bytes=W2, peak_mem_bytes=W2 + 3 * eager.kv_cache_bytes)
+    f.rows.append(gen)
+    f.rows.append(dataclasses.replace(eager, context=256, status="skipped", reason="not run: budget",
+                                      step_ms_median=None, step_ms_p10=None, step_ms_p90=None, tokens_per_s=None,
+                                      achieved_over_floor=None))
+    p = write(tmp_path, f)
+    fig = p.memory_figure()
+    traces = {t["name"]: t for t in json.loads(re.search(r'Plotly\.newPlot\(\s*"[^"]+",\s*(\[.*?\]),\s*\{', fig,
+                                                         flags=re.S).group(1))}
+    assert "whole model.generate call, prefill included" in traces
+    assert "its bar is one piece" in fig
+    table = p.rows_table("gpt2")
+    assert "for transformers, model.generate, a whole call, its prefill included" in table
+    assert "skipped</td>" not in table and "1 more row of gpt2 was skipped for time" in table
+    assert "gpt2" in p.failures_table()  # listed once, with why, below
+    # a run without generate rows draws no such piece and says nothing of it
+    plain = page(tmp_path / "plain")
+    assert "one piece" not in plain.memory_figure() and "a whole call" not in plain.rows_table("gpt2")
+
+
+def test_two_kernels_that_read_the_same_bytes_but_pay_apart_say_the_excess_is_not_set_by_bytes(tmp_path):
+    # run h200-20261204g, gpt2-xl int8 graph: the two MLP products read the same weights and pay 6.65 and 4.14 µs
+    # above them; the extremes alone (most bytes against fewest) had read as "not all a fixed cost per kernel".
+    twins = write(tmp_path / "twins", _with_roles(decode_file("synthetic-20261129"),
+                                                  {"qkv": 4.0, "attention": 1.0, "proj": 2.0, "fc": 6.0, "out": 3.0}))
+    text = twins.role_finding()
+    assert ("Two of a layer's five kernels read the same bytes (norm + first MLP product + GELU; second MLP product "
+            "+ residual) yet pay 6.00 µs and 3.00 µs above them: the excess varies by kernel, not with its bytes") in text
+    assert "not all of it is a fixed cost" not in text
+    # The most bytes pay more than the fewest, but across all five the excess does not follow the bytes.
+    scattered = write(tmp_path / "scattered", _with_roles(decode_file("synthetic-20261129"),
+                                                          {"qkv": 1.1, "attention": 1.0, "proj": 6.0, "fc": 2.0,
+                                                           "out": 2.1}))
+    words = scattered.role_finding()
+    assert "across all five the excess does not grow with the bytes: it varies by kernel" in words
+
+
+def test_agreement_names_what_was_not_compared_and_sets_disagreements_against_the_rounding_seen(tmp_path):
+    f = decode_file("synthetic-20261129", agreement=0.97)  # int8-graph disagrees at margins up to 0.02
+    f.agreement = [a for a in f.agreement if a.variant != "hf-compiled"]  # a variant that ran but was not compared
+    p = write(tmp_path / "a", f)
+    text = p.agreement_finding()
+    assert "the 4 variants compared agree at" in text and "Not compared: transformers compiled with a static cache." in text
+    # 0.02 at a disagreement against 0.01 of top-logit change where it agreed: beyond the rounding seen, and named
+    assert "our int8-cache graph step on gpt2 disagreed at a larger margin than that" in text
+    assert "Largest top-logit change where both agree" in p.agreement_table()
+    row = next(x for x in p.targets_table().split("<tr>") if "every variant compared agrees" in x)
+    assert "not compared: transformers compiled with a static cache on gpt2" in row
+    assert "(transformers compiled with a static cache not compared)" in p._agreement_sentence()
+    # the same margins below the rounding each row shows where it agreed: the disagreements are within it
+    for a in f.agreement:
+        a.max_top1_logit_diff = 0.03
+    within = write(tmp_path / "b", f).agreement_finding()
+    assert "In every one of the 1 row with disagreements outside near-ties" in within
+    assert "lie within the rounding noise these computations show" in within and "larger margin" not in within
+
+
+def test_the_microbenchmark_is_set_beside_the_int8_attention_inside_the_step(tmp_path):
+    from collect.schema.decode import KernelRoleRow
+    f = decode_file("synthetic-20261129")
+    p = write(tmp_path / "none", f)
+    assert p.micro_shape_words() == "with 32 heads of dimension 128"
+    assert "inside the graph step" not in p.micro_finding()  # no kernel roles: nothing to set it beside
+    for (model, b, c), (bf, i8) in zip(KEY, ((7.3, 6.8), (30.4, 19.2), (12.3, 9.2))):
+        nbytes = {"gpt2": 1.5e8, "gpt2-xl": 1.2e9}[model] * (8 if b == 64 else 1)
+        for variant, us in (("graph", bf), ("int8-graph", i8)):
+            f.kernel_roles.append(KernelRoleRow(model=model, variant=variant, batch=b, context=c, role="attention",
+                                                kernels_per_step=12.0, ms_per_step=12 * us / 1000,
+                                                bytes_per_step=nbytes / (2 if variant == "int8-graph" else 1)))
+    text = write(tmp_path / "roles", f).micro_finding()
+    # the models' heads are 64 wide, the microbenchmark's 128: the page says the in-step gain is at the models' size
+    assert (f"At the models' head size (64), inside the graph step, the int8 attention kernel is {fmt.ratio(7.3 / 6.8)} "
+            f"to {fmt.ratio(30.4 / 19.2)} as fast as the bf16 one over 3 profiled shapes") in text
+    assert "The more cache a kernel reads, the more it gains" in text
+
+
+def test_the_context_section_does_not_repeat_what_sets_a_target_steps_pace(tmp_path):
+    p = page(tmp_path, graph_scale=20.0)
+    overhead, time = p.overhead_finding(), p.time_finding()
+    assert "not the bytes but the kernels set the pace" in time
+    assert "what sets its pace is said above" in overhead and "not the bytes but the kernels" not in overhead
+    # the largest class's top kernel is the one with the most time summed over its launches, not the longest launch
+    assert "the kernel that takes most of that time is" in time and "heaviest kernel" not in time
+
+
+def test_the_data_format_says_how_generate_rows_differ_and_what_new_tokens_counts():
+    from dataclasses import fields
+    docs = {f.name: f.metadata.get("doc", "") for f in fields(DecodeRow)}
+    assert "untimed first loop" in docs["new_tokens"]
+    assert "hf-generate" in docs["peak_mem_bytes"] and "prefill" in docs["peak_mem_bytes"]
+    assert "hf-generate" in docs["mem_at_start_bytes"] and "holds no cache" in docs["mem_at_start_bytes"]
+    floor = {f.name: f.metadata.get("doc", "") for f in fields(DecodeFile)}["floor_bandwidth_bytes_per_s"]
+    assert "can exceed it" in floor and "the rate it can reach" not in floor

@@ -7,36 +7,86 @@ from collect.schema.decode import VARIANTS
 
 from ... import escape, fmt
 from ...tables import table_html
-from ...vocab import join
+from ...vocab import join, plural
 from .data import DecodeData, _ok
 
 
 class Agreement(DecodeData):
     """The agreement sentence, finding and table."""
 
-    def _agreement_sentence(self) -> str:
+    def _agreement_ok(self) -> pd.DataFrame:
         a = self.agreement[self.agreement["status"] == "ok"] if not self.agreement.empty else self.agreement
-        a = a[a["agreement"].notna()] if not a.empty else a
+        return a[a["agreement"].notna()] if not a.empty else a
+
+    def _agreement_sentence(self) -> str:
+        a = self._agreement_ok()
         if a.empty:
             return ""
-        return (f"Outside near-ties every variant picks the same next token as our CUDA-graph step at "
-                f"{fmt.pct(100 * a['agreement'].min(), 4)} of positions or more.")
+        return (f"Outside near-ties every variant compared picks the same next token as our CUDA-graph step at "
+                f"{fmt.pct(100 * a['agreement'].min(), 4)} of positions or more{self._uncompared_words(a)}.")
+
+    def uncompared(self, model: str, compared) -> list[str]:
+        """The variants that ran for a model but were not compared with the reference: a verdict over the others is
+        not theirs."""
+        ran = set(self.ok[self.ok["model"] == model]["variant"])
+        ref = set(self.agreement[self.agreement["model"] == model]["reference"]) if not self.agreement.empty else set()
+        return [v for v in self.variants() if v in ran and v not in set(compared) and v not in ref]
+
+    def _uncompared_words(self, a: pd.DataFrame) -> str:
+        """' (model.generate not compared)': the variants no model compared, plainly, for a sentence over all."""
+        missing = [v for v in self.variants()
+                   if all(v in self.uncompared(m, a[a["model"] == m]["variant"]) for m in dict.fromkeys(a["model"]))]
+        return f" ({join(escape.text(self.named(v)) for v in missing)} not compared)" if missing else ""
 
     def agreement_finding(self) -> str:
-        a = self.agreement[self.agreement["status"] == "ok"] if not self.agreement.empty else self.agreement
+        a = self._agreement_ok()
         if a.empty:
             return "This run has no token-agreement measurement."
         out = []
         for model, g in a.groupby("model", sort=False):
             worst = g.loc[g["agreement"].idxmin()]
-            lowest = join([escape.text(self.label(v)) for v in g[g["agreement"] == worst.agreement]["variant"]])
+            lowest = join([escape.text(self.named(v)) for v in g[g["agreement"] == worst.agreement]["variant"]])
             ties = g["near_tie_fraction"].max()
             ref = self.label(str(g.iloc[0].reference))
-            out.append(f"- **{escape.text(model)}**, {int(g.iloc[0].positions)} positions each, against "
-                       f"{escape.text(ref)}: outside near-ties every variant agrees at "
+            rest = self.uncompared(model, g["variant"])
+            unchecked = (f" Not compared: {join(escape.text(self.named(v)) for v in rest)}." if rest else "")
+            out.append(f"- **{escape.text(model)}**, {self._positions_words(g)}, against {escape.text(ref)}: outside "
+                       f"near-ties the {plural(len(g), 'variant')} compared agree at "
                        f"{fmt.pct(100 * worst.agreement, 4)} or more (lowest: {lowest}). "
-                       f"Near-ties are {fmt.pct(100 * ties)} of the positions at most.")
-        return "\n".join(out) + "\n"
+                       f"Near-ties are {fmt.pct(100 * ties)} of the positions at most.{unchecked}")
+        noise = self._noise_words(a)
+        return "\n".join(out) + "\n" + (f"\n{noise}\n" if noise else "")
+
+    @staticmethod
+    def _positions_words(g: pd.DataFrame) -> str:
+        """What was compared, where every row of a model compared the same: '4 sequences × 256 steps after a 767-token
+        prompt (1,024 positions)'; the positions alone where the rows differ."""
+        shapes = set(zip(g["batch"], g["positions"], g["prompt_len"]))
+        if len(shapes) != 1:
+            return f"{fmt.count(g['positions'].min())} to {fmt.count(g['positions'].max())} positions"
+        b, n, prompt = (int(x) for x in shapes.pop())
+        if b <= 0 or n % b:
+            return f"{fmt.count(n)} positions after a {prompt}-token prompt"
+        return (f"{plural(b, 'sequence')} × {plural(n // b, 'step')} after a {prompt}-token prompt "
+                f"({fmt.count(n)} positions)")
+
+    def _noise_words(self, a: pd.DataFrame) -> str:
+        """Whether the disagreements outside near-ties lie within the rounding these computations show: each row's
+        largest margin at a disagreement against the largest change of its top logit where it agreed."""
+        d = a[(a["disagreements"].fillna(0) > 0) & a["max_margin_at_disagreement"].notna()
+              & a["max_top1_logit_diff"].notna()]
+        if d.empty:
+            return ""
+        within = d[d["max_margin_at_disagreement"] < d["max_top1_logit_diff"]]
+        if len(within) == len(d):
+            return (f"In every one of the {plural(len(d), 'row')} with disagreements outside near-ties, even the largest "
+                    "margin at a disagreement is smaller than the largest change of the top logit at positions where the "
+                    "variant agreed: those disagreements, too, lie within the rounding noise these computations show.")
+        beyond = d.drop(within.index)
+        names = join(f"{escape.text(self.named(r.variant))} on {escape.text(r.model)}" for r in beyond.itertuples())
+        return (f"Of the {plural(len(d), 'row')} with disagreements outside near-ties, {len(within)} have every "
+                "disagreement's margin below the largest change of their top logit where they agreed (within the "
+                f"rounding noise these computations show); {names} disagreed at a larger margin than that.")
 
     def agreement_table(self) -> str:
         a = self.agreement
@@ -52,14 +102,15 @@ class Agreement(DecodeData):
             first = "none" if not _ok(r.free_running_first_mismatch) else f"step {int(r.free_running_first_mismatch)}"
             rows.append({"model": r.model, "variant": self.label(r.variant), "positions": r.positions,
                          "agree": r.agreement, "ties": r.near_tie_fraction, "at_ties": r.agreement_at_near_ties,
-                         "margin": r.max_margin_at_disagreement, "free": r.free_running_match, "first": first,
-                         "status": "ok"})
+                         "margin": r.max_margin_at_disagreement, "noise": r.max_top1_logit_diff,
+                         "free": r.free_running_match, "first": first, "status": "ok"})
         opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
         return table_html(pd.DataFrame(rows), {
             "model": "Model", "variant": "Variant", "positions": "Positions",
             "agree": "Agreement outside near-ties", "ties": "Near-ties", "at_ties": "Agreement at near-ties",
-            "margin": "Largest margin at a disagreement", "free": "Free-running match",
+            "margin": "Largest margin at a disagreement",
+            "noise": "Largest top-logit change where both agree", "free": "Free-running match",
             "first": "First free-running difference", "status": "Status"},
             formats={"positions": opt(lambda x: str(int(x))), "agree": opt(lambda x: fmt.pct(100 * x, 4)),
                      "ties": opt(lambda x: fmt.pct(100 * x)), "at_ties": opt(lambda x: fmt.pct(100 * x)),
-                     "margin": opt(fmt.num), "free": opt(lambda x: fmt.pct(100 * x))})
+                     "margin": opt(fmt.num), "noise": opt(fmt.num), "free": opt(lambda x: fmt.pct(100 * x))})

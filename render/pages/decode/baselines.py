@@ -67,7 +67,7 @@ class Baselines(DecodeData):
         extra = [(c, d) for c, d in extra if d > 0 and gap > 0 and d >= 0.05 * gap][:3]
         # Two times, then the shares of their difference, in sentences of their own: at most four figures each.
         text += (f" Under cProfile a generate token costs {fmt.ms(g.ms_per_token)} of host time and a loop step "
-                 f"{fmt.ms(e.ms_per_token)} (the profiler slows both).")
+                 f"{fmt.ms(e.ms_per_token)}{self._profiled_apart(g.ms_per_token, rg)}.")
         if gap > 0 and extra:
             text += (" The difference lies in " + join([f"{escape.text(c)} ({fmt.pct(100 * d / gap, 2)} of it)"
                                                         for c, d in extra]) + ".")
@@ -80,6 +80,57 @@ class Baselines(DecodeData):
                 text += (f" It also copies to the host {fmt.count(g.host_copies_per_token)} times a token, each a wait "
                          f"for the GPU to finish (the loop: {fmt.count(e.host_copies_per_token or 0)}).")
         return text
+
+    @staticmethod
+    def _profiled_apart(profiled: float, timed) -> str:
+        """Why the host profile's figures are read as shares and not against the timed ones: the timed row's own
+        samples spread around the profiled figure, or the profiler moved it (either way, as the data show)."""
+        samples = timed.get("step_samples_ms")
+        samples = [float(x) for x in samples] if isinstance(samples, (list, tuple)) and len(samples) > 1 else []
+        if samples and min(samples) <= profiled <= max(samples):
+            return (f" (host time; generate's own timed pairs spanned {fmt.span(min(samples), max(samples), fmt.ms)} a "
+                    "token, so read what follows as shares of these figures, not against the timed ones)")
+        return " (host time under a profiler: read what follows as shares of these figures, not against the timed ones)"
+
+    def compiled_idle_words(self) -> str:
+        """How long the compiled baseline's GPU sat idle between replays, at its first profiled shape: its graph holds
+        the forward alone, and the loop around it runs on the host. '' where it was not profiled."""
+        for model, b, c in self.key_shapes():
+            r = self.row(model, "hf-compiled", b, c)
+            idle = self.idle_share(r) if r is not None else None
+            if idle is not None:
+                return (f"; in this run the GPU sat idle for {fmt.pct(100 * idle)} of its step at "
+                        f"{escape.text(model)}, batch {b}, context {c}")
+        return ""
+
+    def dynamic_cache_words(self) -> str:
+        """What transformers' dynamic cache costs the GPU each step, where the profile shows it: its copy kernels at the
+        profiled shape where they take the largest share of the step. Said to grow by concatenation only where those
+        kernels are named for it; '' where the eager loop's copies were not profiled."""
+        k = self.classes
+        if k.empty:
+            return ""
+        k = k[k["variant"].isin(("hf-eager", "hf")) & (k["kernel_class"] == "copy")]
+        seen = []
+        for c in k.itertuples():
+            r = self.row(c.model, c.variant, int(c.batch), int(c.context))
+            if r is not None and r.step_ms_median > 0:
+                seen.append((c.ms_per_step / r.step_ms_median, c, r))
+        if not seen:
+            return ""
+        _, c, r = max(seen, key=lambda x: x[0])
+        cat = "catarray" in str(c.top_kernel).lower()
+        text = (" Its dynamic cache grows by concatenation, so every step also reads and rewrites the whole cache"
+                if cat else " Every step also runs copy kernels")
+        text += (f": at {escape.text(c.model)}, batch {c.batch}, context {c.context}, its copy kernels take "
+                 f"{fmt.ms(c.ms_per_step)} of a {fmt.ms(r.step_ms_median)} step")
+        attention = self._class_ms(r, "attention")
+        if _ok(attention) and 0 < attention < c.ms_per_step:
+            text += f", more than its attention ({fmt.ms(attention)})"
+        if cat:
+            text += (". The floor counts the cache once, so this loop's multiple of its floor understates the traffic "
+                     "it causes")
+        return text + "."
 
     def _cudnn_attention(self, r) -> bool:
         """Whether the profile shows this row's attention kernels to be cuDNN's."""

@@ -8,7 +8,8 @@ from plotly.subplots import make_subplots
 from ... import escape, fmt
 from ...figures import PALETTE
 from ...vocab import FAR_FLOOR, join
-from .data import DecodeData, HOST_BOUND, SAME_APPROACH, VARIANT_COLORS, _ok, floor_words, inset_titles, than
+from .data import (DecodeData, FLOOR_TARGETS, HOST_BOUND, SAME_APPROACH, VARIANT_COLORS, _ok, floor_words,
+                   inset_titles, than)
 
 
 class Context(DecodeData):
@@ -35,18 +36,23 @@ class Context(DecodeData):
                 if _ok(busy) and busy < HOST_BOUND * hf.step_ms_median:
                     text += (f"; the GPU is busy for only {fmt.pct(100 * busy / hf.step_ms_median)} of transformers' "
                              "eager step, so the host issuing its kernels sets the pace")
-                sentences.append(text)
+                # The sentence says already how little of its step transformers' GPU was busy; the spread follows.
+                sentences.append(text + "." + self.host_caveat(model, b, c, "eager", [hf.variant], idle=False))
             if g is not None and (eager is not None or hc is not None):
-                vs = [than(g.step_ms_median, eager.step_ms_median, "our eager loop")] if eager is not None else []
-                if hc is not None:
-                    vs.append(than(g.step_ms_median, hc.step_ms_median,
-                                   "transformers compiled with a static cache"))
-                sentences.append(f"our graph step is {join(vs)}")
+                slows = [v for v, r_ in (("eager", eager), ("hf-compiled", hc)) if r_ is not None]
+                vs = [than(g.step_ms_median, r[v].step_ms_median, self.named(v)) for v in slows]
+                sentences.append(f"our graph step is {join(vs)}." + self.host_caveat(model, b, c, "graph", slows))
             if g is not None and _ok(g.achieved_over_floor):
-                sentences.append(f"the graph's step takes {floor_words(g.achieved_over_floor)}")
+                if (model, b, c) in {(m, tb, tc) for m, tb, tc, _ in FLOOR_TARGETS}:
+                    # Where the floor finding above already said what sets this step's pace, the ratio is enough.
+                    sentences.append(f"the graph's step takes {fmt.ratio(g.achieved_over_floor)} its bandwidth floor; "
+                                     "what sets its pace is said above.")
+                else:
+                    sentences.append(f"the graph's step takes "
+                                     f"{floor_words(g.achieved_over_floor, idle=self.idle_share(g))}.")
             if not sentences:
-                sentences = ["too few variants ran to compare"]
-            text = " ".join(f"{x[0].upper()}{x[1:]}." for x in sentences)
+                sentences = ["too few variants ran to compare."]
+            text = " ".join(f"{x[0].upper()}{x[1:]}" for x in sentences)
             out.append(f"- **{escape.text(model)}, batch {b}, context {c}.** {text}")
             grow = self._growth(model, b)
             if grow:
@@ -97,14 +103,55 @@ class Context(DecodeData):
     NO_SWEEP = ("This run has no context sweep to draw: no model has step times at two or more contexts (the rows "
                 "that did not run are listed at the end of the page, with why).")
 
+    def _not_run_words(self, rows: pd.DataFrame) -> str:
+        """Why rows did not run, in a few words: for time where a spent budget skipped every one of them."""
+        return ("were skipped for time" if (rows["status"] == "skipped").all() else
+                "did not run (listed at the end of the page, with why)")
+
+    def context_gaps(self) -> str:
+        """Per model, where its context sweep has holes: which of the planned contexts ran, and for which variants,
+        and why the rest did not; '' where every planned row of every sweep ran."""
+        out = []
+        for model in self.models():
+            b = self.context_batch(model)
+            planned = self.rows[(self.rows["model"] == model) & (self.rows["batch"] == b)]
+            ok = self.ok[(self.ok["model"] == model) & (self.ok["batch"] == b)]
+            missing = planned[planned["status"] != "ok"]
+            contexts = sorted(int(c) for c in set(planned["context"]))
+            if len(contexts) < 2 or missing.empty:
+                continue
+            ran = sorted(int(c) for c in set(ok["context"]))
+            head = (f"no context ran of the {len(contexts)} planned" if not ran else
+                    f"{'all' if len(ran) == len(contexts) else 'only'} context{'s' if len(ran) > 1 else ''} "
+                    f"{join(ran)} ran of the {len(contexts)} planned ({fmt.span(contexts[0], contexts[-1], str)})")
+            every = set(ok["variant"])
+            partial = [f"context {c} only for {join(self.named(v) for v in self.variants() if v in vs)}"
+                       for c in ran if (vs := set(ok[ok["context"] == c]["variant"])) != every]
+            out.append(f"At {escape.text(model)}, batch {b}, {head}{', and ' + join(partial) if partial else ''}; "
+                       f"its other rows {self._not_run_words(missing)}.")
+        # A paragraph, not a list: the findings below are one, and two lists in a row would run together.
+        return "Not every row the context sweeps planned ran. " + " ".join(out) + "\n" if out else ""
+
     def no_batch_sweep(self) -> str:
-        """Why the batch figure is missing, from the rows: some planned at other batches did not run, or none were
-        planned (a profile without a batch sweep)."""
+        """Why the batch figure is missing, from the rows: at each context planned at several batches, which ran and
+        why the rest did not; or that none were planned (a profile without a batch sweep)."""
         planned = self.rows.groupby(["model", "context"])["batch"].nunique()
-        if (planned > 1).any():
-            return ("This run has no batch sweep to draw: its rows at a second batch did not run (listed at the end "
-                    "of the page, with why).")
-        return "This run has no batch sweep to draw: its profile times one batch at each context."
+        planned = planned[planned > 1]
+        if planned.empty:
+            return "This run has no batch sweep to draw: its profile times one batch at each context."
+        parts = []
+        for model, c in planned.index:
+            rows = self.rows[(self.rows["model"] == model) & (self.rows["context"] == c)]
+            ran = sorted(int(b) for b in set(rows[rows["status"] == "ok"]["batch"]))
+            gone = sorted(int(b) for b in set(rows["batch"]) - set(ran))
+            missing = rows[rows["batch"].isin(gone)]
+            said = (f"only batch {ran[0]} ran" if len(ran) == 1 else "no batch ran") if len(ran) < 2 else ""
+            if said and gone:
+                parts.append(f"at {escape.text(model)}, context {c}, {said}; batch{'es' if len(gone) > 1 else ''} "
+                             f"{join(gone)} {self._not_run_words(missing)}")
+        return ("This run has no batch sweep to draw: " + "; ".join(parts) + "." if parts else
+                "This run has no batch sweep to draw: its rows at a second batch did not run (listed at the end of "
+                "the page, with why).")
 
     def _by_model(self, title) -> tuple[go.Figure, list[str]]:
         models = self.swept_models()

@@ -12,7 +12,7 @@ from collect.schema.decode import LEGACY_VARIANTS, VARIANTS
 from ... import escape, fmt
 from ...decode_memory import own_decode_rows
 from ...figures import BROWN, PALETTE, PURPLE
-from ...vocab import EVEN, decode_float, decode_words, floor_pace
+from ...vocab import EVEN, decode_float, decode_words, floor_pace, join
 from ..base import Page
 
 
@@ -22,6 +22,11 @@ VARIANT_COLORS = {"hf-generate": PURPLE, "hf-eager": PALETTE[7], "hf": PALETTE[7
 STEP_WORDS = {"fused": "our fused Triton kernels (five launches per layer)", "torch": "PyTorch ops and cuBLAS",
               "inductor": "our step compiled by torch.compile (inductor)",
               "persistent": "one persistent Triton kernel between the embedding and the argmax"}
+# How the page's sentences name the loops they set our step beside.
+SENTENCE_NAMES = {"hf-generate": "transformers' model.generate", "hf-eager": "transformers' eager loop",
+                  "hf": "transformers' eager loop", "hf-compiled": "transformers compiled with a static cache",
+                  "eager": "our eager loop", "graph": "our CUDA-graph step", "persistent": "our persistent step",
+                  "int8-graph": "our int8-cache graph step", "int8-dequant": "the int8 cache dequantized every step"}
 MICRO_LABELS = {"triton-bf16": "Triton split-KV, {f} cache", "triton-int8": "Triton split-KV, int8 cache",
                 "sdpa": "SDPA, {f} (query length 1)"}
 MICRO_COLORS = {"triton-bf16": PALETTE[0], "triton-int8": PALETTE[1], "sdpa": PALETTE[7]}
@@ -39,17 +44,25 @@ MICRO_TARGET_CONTEXT = 8192                 # ... at this context and above
 # Two of a layer's kernels whose bytes differ by at least ROLE_BYTES_APART, and whose time above their
 # bytes lies within ROLE_EVEN of each other, pay "about as much": a cost per kernel, not per byte.
 ROLE_BYTES_APART, ROLE_EVEN = 3.0, 1.5
+# Loops whose memory the phase reads around a whole call (collect/decode/baselines.py): model.generate builds its cache
+# inside the call, so its start holds none and its peak includes the prefill.
+WHOLE_CALL_VARIANTS = ("hf-generate",)
 # A loop whose kernels keep the GPU busy for less than this share of its step is bound by the host.
 HOST_BOUND = 0.5
+# A loop whose GPU sits idle for at least this share of its step takes a time its host sets in part, so a ratio
+# against it holds for the run's CPU as much as for its GPU: transformers' compiled step, idle 38% of its step on
+# one H200 host (2026-12-04g) and 20% on another (2026-12-04c), took 0.896 ms against 0.692 ms on the same kernels.
+HOST_PACED = 0.2
 # Two steps' multiples of their floors closer than this ratio are a tie: gpt2-xl's graph step moved
 # about 2% between runs at one commit on the H200 (2.34 to 2.38 ms, 2026-12-01).
 SAME_APPROACH = 1.03
 
 
-def floor_words(r: float, target: float | None = None) -> str:
+def floor_words(r: float, target: float | None = None, idle: float | None = None) -> str:
     """What a step at r times its bandwidth floor is bound by, in words, with the ratio (printed to
-    differ from `target` where the sentence judges it against one)."""
-    return f"{fmt.ratio(r) if target is None else fmt.ratio_vs(r, target)} its bandwidth floor: {floor_pace(r)}"
+    differ from `target` where the sentence judges it against one); `idle`, the share of the step the GPU sat
+    idle where it was profiled, picks which of the kernels' costs to name."""
+    return f"{fmt.ratio(r) if target is None else fmt.ratio_vs(r, target)} its bandwidth floor: {floor_pace(r, idle)}"
 
 
 def times_words(a: float, b: float) -> str:
@@ -62,10 +75,11 @@ def times_words(a: float, b: float) -> str:
     return "on par"
 
 
-def than(a: float, b: float, other: str) -> str:
-    """a's step time against b's, which is `other`'s: 'N× faster than other', or 'on par with other'."""
+def than(a: float, b: float, other: str, how: str = "") -> str:
+    """a's step time against b's, which is `other`'s: 'N× faster than other', or 'on par with other'; `how` says
+    what was compared where it is not a step (' per token')."""
     words = times_words(a, b)
-    return f"on par with {other}" if words == "on par" else f"{words} than {other}"
+    return f"on par{how} with {other}" if words == "on par" else f"{words}{how} than {other}"
 
 
 def inset_titles(fig: go.Figure, ncols: int) -> None:
@@ -97,6 +111,18 @@ def launch_words(label) -> str:
 
 def _ok(x) -> bool:
     return x is not None and not (isinstance(x, float) and pd.isna(x))
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _alike(r, mine) -> bool:
+    """Whether another run's row measured what this run's did: the same step, warmed the same way (runs before
+    2026-12-03 timed transformers' eager loop at cache lengths it met for the first time, and record no cold step)."""
+    impls = (r.get("step_impl"), mine.get("step_impl"))
+    same_step = impls[0] == impls[1] or not all(_ok(x) for x in impls)
+    return same_step and _ok(r.get("cold_step_ms")) == _ok(mine.get("cold_step_ms"))
 
 
 class DecodeData(Page):
@@ -158,6 +184,67 @@ class DecodeData(Page):
             return None
         shares = (f["kernel_ms_per_step"] / f["step_ms_median"]).dropna()
         return None if shares.empty else shares
+
+    @staticmethod
+    def idle_share(r) -> float | None:
+        """The share of a row's loop step the GPU sat idle between kernels (its profiled busy time against its step);
+        None where the row was not profiled. A profiled step busier than the timed one idled for none of it."""
+        busy = r.get("kernel_ms_per_step")
+        if not _ok(busy) or not _ok(r.step_ms_median) or r.step_ms_median <= 0:
+            return None
+        return max(0.0, 1 - busy / r.step_ms_median)
+
+    def ratio_spread(self, model: str, fast: str, slow: str, batch: int, context: int) -> tuple[float, float, int] | None:
+        """`slow`'s step time over `fast`'s at one shape in every run on this run's GPU that measured both alike, this
+        run included: (lowest, highest, runs). None where fewer than two runs did: a ratio against a loop its host
+        paces moves with the host, and only other runs show how far."""
+        mine = [self.row(model, v, batch, context) for v in (fast, slow)]
+        if any(r is None for r in mine):
+            return None
+        ratios = []
+        for run in self.runs:
+            if run.device_name != self.run.device_name or not run.has(self.phase):
+                continue
+            f = run.frame(self.phase, "rows")
+            f = f[(f["status"] == "ok") & (f["model"] == model) & (f["batch"] == batch) & (f["context"] == context)]
+            theirs = [f[f["variant"] == v] for v in (fast, slow)]
+            if any(len(t) != 1 for t in theirs):
+                continue
+            a, b = (t.iloc[0] for t in theirs)
+            if _alike(a, mine[0]) and _alike(b, mine[1]) and a.step_ms_median > 0:
+                ratios.append(b.step_ms_median / a.step_ms_median)
+        return (min(ratios), max(ratios), len(ratios)) if len(ratios) >= 2 else None
+
+    def host_caveat(self, model: str, batch: int, context: int, fast: str, slows: list[str], idle: bool = True) -> str:
+        """Sentences after `fast`'s step is set beside each of `slows` at one shape: which of those loops left the GPU
+        idle for much of its step (so the ratio holds for this run's host as much as for its GPU; left out where
+        `idle` is False, for a sentence that said so itself), and how far each ratio moved over the runs on this GPU
+        that measured it alike. '' where neither is known."""
+        paced, spreads = [], []
+        for v in slows:
+            r = self.row(model, v, batch, context)
+            share = self.idle_share(r) if r is not None and idle else None
+            if share is not None and share >= HOST_PACED:
+                paced.append((self.named(v), fmt.pct(100 * share)))
+            s = self.ratio_spread(model, fast, v, batch, context)
+            if s is not None and s[1] / s[0] >= SAME_APPROACH:
+                spreads.append((v, s))
+        text = ""
+        if paced:
+            one = len(paced) == 1
+            holds = "the ratio against it holds" if one else "the ratios against them hold"
+            text += (f" {_capital(join(n for n, _ in paced))} left the GPU idle for {join(p for _, p in paced)} of "
+                     f"{'its step' if one else 'their steps'}, so {holds} for this run's host as much as for its GPU.")
+        if spreads:
+            parts = [f"from {fmt.span(lo, hi, fmt.ratio)} against {self.named(v)} ({n} runs)"
+                     for v, (lo, hi, n) in spreads]
+            text += f" Over the runs on this GPU that measured the same loops, the ratio ranged {join(parts)}."
+        return text
+
+    def named(self, variant: str) -> str:
+        """A variant as this page's sentences name it ('transformers compiled with a static cache'), its label where
+        they have no words for it."""
+        return SENTENCE_NAMES.get(variant) or self.label(variant)
 
     def short(self, variant: str) -> str:
         return decode_words(variant, "short", self.f) or str(variant)

@@ -1,13 +1,17 @@
 """Peak memory of the int8 cache against the float cache it replaces."""
 from __future__ import annotations
 
+import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ... import escape, fmt
 from ...figures import PALETTE
 from ...vocab import INT8_PAIRS, join
-from .data import DecodeData, _ok, inset_titles
+from .data import WHOLE_CALL_VARIANTS, DecodeData, _ok, inset_titles
+
+
+WHOLE_CALL = "whole model.generate call, prefill included"
 
 
 class Memory(DecodeData):
@@ -158,26 +162,42 @@ class Memory(DecodeData):
                                                         f"{self.memory_shape(m)[1]}") for m in models])
         inset_titles(fig, len(models))
         parts = [("rest", "weights and other live tensors", PALETTE[7]), ("cache", "KV cache", PALETTE[0]),
-                 ("step", "allocated during a step", PALETTE[3])]
+                 ("step", "allocated during a step", PALETTE[3]), ("call", WHOLE_CALL, PALETTE[4])]
+        drawn = set()
         for j, model in enumerate(models, start=1):
             b, c = self.memory_shape(model)
             f = self.ok[(self.ok["model"] == model) & (self.ok["batch"] == b) & (self.ok["context"] == c)
                         & self.ok["peak_mem_bytes"].notna()]
             f = f.set_index("variant").reindex([v for v in self.variants() if v in set(f["variant"])])
             names = [escape.plot(self.short(v)) for v in f.index]
-            start = f["mem_at_start_bytes"].fillna(f["peak_mem_bytes"])
-            values = {"cache": f["kv_cache_bytes"].fillna(0).clip(upper=start),
-                      "step": (f["peak_mem_bytes"] - start).clip(lower=0)}
-            values["rest"] = start - values["cache"]
+            values = self._memory_parts(f)
             for key, name, color in parts:
-                fig.add_trace(go.Bar(x=names, y=values[key] / 2**20, name=name, legendgroup=key, showlegend=j == 1,
+                if not values[key].any():
+                    continue
+                fig.add_trace(go.Bar(x=names, y=values[key] / 2**20, name=name, legendgroup=key, showlegend=key not in drawn,
                                      marker_color=color,
                                      hovertemplate=f"%{{x}}<br>{name}: %{{y:.4g}} MiB<extra></extra>"), row=1, col=j)
+                drawn.add(key)
             top = float(f["peak_mem_bytes"].max()) / 2**20 if len(f) else 1.0
             fig.update_yaxes(title_text="peak memory (MiB)" if j == 1 else None, range=[0, 1.15 * top], row=1, col=j)
         fig.update_layout(barmode="stack")
         others = self.memory_basis(caption=True)
+        whole = (" model.generate's memory is read around a whole call, before it has a cache and through its "
+                 "prefill, so its bar is one piece." if "call" in drawn else "")
         return self.figure("memory", fig, "Peak memory over the timed steps, split into the KV cache, what was "
                                           "already allocated besides it (weights, workspaces, a graph's buffers), and "
                                           "what a step allocates on top. The shape with the largest cache per model."
-                                          f"{others} {self.data.dtype}, {self._weights_words()}.", height=480)
+                                          f"{whole}{others} {self.data.dtype}, {self._weights_words()}.", height=480)
+
+    @staticmethod
+    def _memory_parts(f: pd.DataFrame) -> dict[str, pd.Series]:
+        """Each row's peak split into what it held besides its cache, its cache and what a step added; a loop whose
+        memory was read around a whole call (WHOLE_CALL_VARIANTS) is one piece, since its start held no cache yet and
+        its peak includes the prefill."""
+        whole = f.index.isin(WHOLE_CALL_VARIANTS)
+        start = f["mem_at_start_bytes"].fillna(f["peak_mem_bytes"])
+        cache = f["kv_cache_bytes"].fillna(0).clip(upper=start)
+        parts = {"cache": cache, "step": (f["peak_mem_bytes"] - start).clip(lower=0), "rest": start - cache}
+        parts = {k: v.where(~whole, 0.0) for k, v in parts.items()}
+        parts["call"] = f["peak_mem_bytes"].where(whole, 0.0)
+        return parts

@@ -8,7 +8,7 @@ from plotly.subplots import make_subplots
 from ... import escape, fmt
 from ...figures import PALETTE
 from ...tables import table_html
-from ...vocab import plural
+from ...vocab import join, plural
 from .data import (DecodeData, MICRO_COLORS, MICRO_LABELS, MICRO_SPEEDUP, MICRO_SPEEDUP_BATCH, MICRO_SPEEDUP_CONTEXT,
                    MICRO_TARGET, _ok, inset_titles)
 
@@ -82,7 +82,43 @@ class Micro(DecodeData):
                     vs = lambda x: fmt.ratio_vs(x, MICRO_SPEEDUP)  # noqa: E731
                     out[-1] += (f" At batch {b} it is {verdict_}: {fmt.span(got.min(), got.max(), vs)} over "
                                 f"{plural(len(got), 'context')}.")
+        in_step = self._in_step_int8_words()
+        if in_step:
+            out.append("\n" + in_step)
         return "\n".join(out) + "\n"
+
+    def micro_shape_words(self) -> str:
+        """The microbenchmark's heads and head size, from its rows ('with 32 heads of dimension 128')."""
+        m = self.micro
+        shapes = sorted({(int(h), int(d)) for h, d in zip(m["heads"], m["head_dim"])}) if not m.empty else []
+        return join(f"with {h} heads of dimension {d}" for h, d in shapes) or "at the shapes its rows give"
+
+    def _in_step_int8_words(self) -> str:
+        """What the int8 attention gains inside the graph step, kernel against kernel, at the profiled shapes: the
+        steps' own target rests on these, at the models' head size, which the microbenchmark's need not be."""
+        r = self._role_frame if self.has_roles() else None
+        if r is None or r.empty:
+            return ""
+        a = r[r["role"] == "attention"].set_index(["model", "batch", "context", "variant"])
+        pairs = []
+        for (model, b, c, v), row in a.iterrows():
+            if v == "graph" and (model, b, c, "int8-graph") in a.index:
+                q = a.loc[(model, b, c, "int8-graph")]
+                if _ok(row.us_each) and _ok(q.us_each) and q.us_each > 0:
+                    pairs.append((row.bytes_per_step / row.kernels_per_step, row.us_each / q.us_each))
+        if not pairs:
+            return ""
+        gains = [g for _, g in sorted(pairs)]
+        dims = {m.head_dim for m in self.data.models}
+        micro_dims = set(self.micro["head_dim"]) if not self.micro.empty else set()
+        where = (f"At the models' head size ({join(sorted(dims))}), inside the graph step" if dims - micro_dims
+                 else "Inside the graph step")
+        text = (f"{where}, the int8 attention kernel is {fmt.span(min(gains), max(gains), fmt.ratio)} as fast as the "
+                f"{self.f} one over {plural(len(gains), 'profiled shape')} ([kernel by kernel](#kernel-by-kernel)); "
+                "the int8-graph step's target rests on those kernels, not on this microbenchmark.")
+        if len(gains) > 2 and all(x < y for x, y in zip(gains, gains[1:])):
+            text += " The more cache a kernel reads, the more it gains: at these sizes a launch's fixed cost still weighs."
+        return text
 
     def micro_table(self) -> str:
         f = self.micro.sort_values(["batch", "context", "impl"]).copy()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
+import numpy as np
 import pandas as pd
 
 from collect.schema.decode import LAYER_ROLES
@@ -12,6 +13,19 @@ from collect.schema.decode import LAYER_ROLES
 from ... import escape, fmt
 from ...tables import table_html
 from .data import DecodeData, ROLE_BYTES_APART, ROLE_EVEN, _ok
+
+# Two layer roles whose bytes lie within SAME_BYTES of each other read the same bytes (the two MLP products read
+# one weight shape); where what they pay above them differs by TWINS_APART of the layer's whole spread or more,
+# bytes do not set the excess. A set of roles whose excess correlates with their bytes by FOLLOWS or more grows
+# with them.
+SAME_BYTES, TWINS_APART, FOLLOWS = 1.02, 0.5, 0.5
+
+
+def _follows(bytes_: pd.Series, over: pd.Series) -> bool:
+    """Whether the excess grows with the bytes across the roles (their correlation, where both vary)."""
+    if bytes_.nunique() < 2 or over.nunique() < 2:
+        return False
+    return float(np.corrcoef(bytes_.astype(float), over.astype(float))[0, 1]) >= FOLLOWS
 
 
 class Roles(DecodeData):
@@ -96,11 +110,19 @@ class Roles(DecodeData):
         return "operation" if variant == "persistent" else "kernel"
 
     def _role_spread_words(self, g: pd.DataFrame, unit: str = "kernel") -> str:
-        """Whether what a layer's kernels pay above their bytes follows the bytes: compared between the layer
-        role with the fewest bytes per kernel and the one with the most, where those differ severalfold."""
+        """Whether what a layer's kernels pay above their bytes follows the bytes, judged over all five: two roles
+        that read the same bytes yet pay far apart say it does not; else the roles with the fewest and the most bytes,
+        where those differ severalfold, say whether it is a cost per kernel, and the five together whether the excess
+        grows with the bytes."""
         g = g[g["role"].isin(LAYER_ROLES) & (g["bytes_us_each"] > 0)]
         if len(g) < 2:
             return ""
+        twins = self._byte_twins(g)
+        if twins is not None:
+            a, b = twins
+            return (f" Two of a layer's five {unit}s read the same bytes ({self.role_words(a.role)}; "
+                    f"{self.role_words(b.role)}) yet pay {fmt.num(a.over_us_each)} µs and {fmt.num(b.over_us_each)} µs "
+                    f"above them: the excess varies by {unit}, not with its bytes.")
         few, most = g.loc[g["bytes_us_each"].idxmin()], g.loc[g["bytes_us_each"].idxmax()]
         if most.bytes_us_each < ROLE_BYTES_APART * few.bytes_us_each or few.over_us_each <= 0:
             return ""
@@ -108,9 +130,30 @@ class Roles(DecodeData):
         if most.over_us_each <= ROLE_EVEN * few.over_us_each:
             return (f" Of a layer's five {unit}s, the one with the fewest bytes to read ({few_w}) pays about as "
                     f"much above them as the one with the most ({most_w}): a cost per {unit}, not per byte.")
-        return (f" Here, of a layer's five {unit}s, the one with the most bytes to read ({most_w}) also pays more "
-                f"above them than the one with the fewest ({few_w}), so not all of the excess is a fixed cost "
-                f"per {unit}.")
+        if _follows(g["bytes_us_each"], g["over_us_each"]):
+            return (f" Here, of a layer's five {unit}s, the one with the most bytes to read ({most_w}) also pays more "
+                    f"above them than the one with the fewest ({few_w}), and the excess grows with the bytes across "
+                    f"all five, so not all of it is a fixed cost per {unit}.")
+        return (f" Of a layer's five {unit}s, the one with the most bytes to read ({most_w}) pays more above them than "
+                f"the one with the fewest ({few_w}), but across all five the excess does not grow with the bytes: it "
+                f"varies by {unit}.")
+
+    @staticmethod
+    def _byte_twins(g: pd.DataFrame):
+        """The two layer roles that read the same bytes (within SAME_BYTES) and differ most in what they pay above
+        them, where that difference is at least TWINS_APART of the spread over all the layer's roles; else None.
+        Such a pair shows the excess is not set by bytes, whatever the extremes say."""
+        spread = g["over_us_each"].max() - g["over_us_each"].min()
+        best = None
+        rows = list(g.itertuples())
+        for i, x in enumerate(rows):
+            for y in rows[i + 1:]:
+                if max(x.bytes_us_each, y.bytes_us_each) > SAME_BYTES * min(x.bytes_us_each, y.bytes_us_each):
+                    continue
+                gap = abs(x.over_us_each - y.over_us_each)
+                if spread > 0 and gap >= TWINS_APART * spread and (best is None or gap > best[0]):
+                    best = (gap, *sorted((x, y), key=lambda r: -r.over_us_each))
+        return None if best is None else best[1:]
 
     def role_table(self) -> str:
         r = self._role_frame.copy()

@@ -3,21 +3,24 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ... import fmt
+from ... import escape, fmt
 from ...tables import table_html
-from ...vocab import join
-from .data import DecodeData, _ok, launch_words
+from ...vocab import join, plural
+from .data import WHOLE_CALL_VARIANTS, DecodeData, _ok, launch_words
 
 
 class Rows(DecodeData):
     """The per-model rows tables and the failures table."""
 
     def rows_table(self, model: str) -> str:
+        """A model's rows; those a spent time budget skipped are counted beneath, not listed (the table of rows that
+        did not run lists them, with why)."""
         f = self.rows[self.rows["model"] == model].copy()
+        skipped = int((f["status"] == "skipped").sum())
+        f = f[f["status"] != "skipped"]
         order = {v: i for i, v in enumerate(self.variants())}
         f["_o"] = f["variant"].map(order)
         f = f.sort_values(["batch", "context", "_o"])
-        f["variant"] = f["variant"].map(self.label)
         # A row that did not run says so here; its reason is in the table of rows that did not run, once per
         # group, rather than repeated in every row a time budget skipped.
         opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
@@ -28,12 +31,18 @@ class Rows(DecodeData):
                    "status": "Status"}
         if not self.has_launch_choices():
             del columns["attention_launch"]
-        return table_html(f, columns,
+        whole = f[f["variant"].isin(WHOLE_CALL_VARIANTS) & f["peak_mem_bytes"].notna()]
+        caption = (f"Peak memory covers the timed steps; for {self.label(whole.iloc[0].variant)}, a whole call, its "
+                   "prefill included." if len(whole) else None)
+        f["variant"] = f["variant"].map(self.label)
+        rest = (f"\n{plural(skipped, 'more row')} of {escape.text(model)} {'was' if skipped == 1 else 'were'} skipped "
+                "for time: see [Rows that did not run](#rows-that-did-not-run).\n" if skipped else "")
+        return table_html(f, columns, caption=caption,
             formats={"step_ms_median": opt(fmt.ms), "tokens_per_s": opt(fmt.num),
                      "achieved_over_floor": opt(fmt.ratio), "kernels_per_step": opt(lambda x: f"{x:.0f}"),
                      "peak_mem_bytes": opt(fmt.bytes_), "kv_cache_bytes": opt(fmt.bytes_),
                      "distinct_tokens": opt(lambda x: str(int(x))), "step_impl": opt(str),
-                     "attention_launch": opt(launch_words)})
+                     "attention_launch": opt(launch_words)}) + rest
 
     def failures_table(self) -> str:
         bad = self.rows[self.rows["status"] != "ok"]

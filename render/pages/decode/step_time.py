@@ -128,8 +128,10 @@ class StepTime(DecodeData):
             text += f" By class: {join(parts)}{' (the rest in the figure)' if len(shares) > 2 else ''}."
             lead = top.iloc[0]
             if _ok(r.floor_ms) and lead.ms_per_step > 0:
+                # top_kernel is the name with the most time in its class (summed over launches), not the longest launch.
                 text += (f" The largest class alone takes {fmt.ratio(lead.ms_per_step / r.floor_ms)} the whole step's "
-                         f"floor; its heaviest kernel is {escape.code(lead.top_kernel or 'unnamed')}.")
+                         f"floor; the kernel that takes most of that time is "
+                         f"{escape.code(lead.top_kernel or 'unnamed')}.")
         return text + self.read_floor_words(r, target)
 
     def has_read_twins(self) -> bool:
@@ -141,10 +143,10 @@ class StepTime(DecodeData):
         read = r.get("read_floor_ms")
         if not _ok(read) or not _ok(r.floor_ms) or read <= 0:
             return ""
-        text = (f" The same number of kernels in one graph, each only reading the bytes its counterpart must "
-                f"read, take {fmt.ms(read)}, {fmt.ratio(read / r.floor_ms)} the floor: about what moving the step's "
-                f"bytes in this many plain reads costs on this GPU. The step takes {fmt.ratio(r.step_ms_median / read)} "
-                "that.")
+        # The twin is explained once, above the findings; each step's sentence gives its figures only.
+        text = (f" Its read-only twin (the same kernels, each a plain read of its counterpart's bytes) takes "
+                f"{fmt.ms(read)}, {fmt.ratio(read / r.floor_ms)} the floor; the step takes "
+                f"{fmt.ratio(r.step_ms_median / read)} that.")
         if target is not None:
             if read / r.floor_ms > target:
                 text += (f" Even plain reads in this many kernels miss the target of {fmt.ratio(target)}, so faster "
@@ -163,7 +165,8 @@ class StepTime(DecodeData):
             g = self.row(model, "graph", b, c)
             if g is None or not _ok(g.achieved_over_floor):
                 continue
-            head = f"- **{model}, batch {b}, context {c}: {floor_words(g.achieved_over_floor, target)}.**"
+            pace = floor_words(g.achieved_over_floor, target, self.idle_share(g))
+            head = f"- **{model}, batch {b}, context {c}: {pace}.**"
             p = self.row(model, "persistent", b, c)
             if p is not None and _ok(p.achieved_over_floor):
                 head += (f" Our persistent step, one kernel between the embedding and the argmax, takes "

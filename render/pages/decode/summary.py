@@ -12,25 +12,45 @@ from .data import DecodeData, FLOOR_TARGETS, STEP_WORDS, _ok, than
 class Summary(DecodeData):
     """The opening findings, the run's summary and models table, and the bandwidth floor said once."""
 
+    # Where the floors' bandwidth came from (DecodeFile.floor_bandwidth_source), in words; a source this page does
+    # not know is shown as the run names it.
+    SOURCE_WORDS = {"env copy_bandwidth": "the copy bandwidth measured on the [Hardware & ceilings](hardware.md) page",
+                    "decode phase copy": "a copy this phase timed itself, since the Hardware page's was not measured"}
+
     def summary(self) -> str:
         d = self.data
         counts = self.rows["status"].value_counts()
         status = join(f"{counts[s]} {s}" for s in ("ok", "oom", "unsupported", "error", "skipped") if s in counts)
-        text = (f"This run decoded {len(self.rows)} rows ({status}) on {escape.text(join(self.models()))}, "
-                f"{d.warmup_steps} warm-up steps before each row's timed steps. Prompts, as the run describes them: "
-                f"{escape.text(d.prompt)}. ")
+        text = (f"This run decoded {len(self.rows)} rows ({status}) on {escape.text(join(self.models()))}. "
+                f"{self._warmup_words()} Prompts, as the run describes them: {escape.text(d.prompt)}. ")
         if d.dtype_reason:
             text += f"Weights, activations and float caches are {escape.text(d.dtype_reason)}. "
         if d.graph_step:
             text += (f"The CUDA-graph variants compute their step with "
                      f"{escape.text(STEP_WORDS.get(d.graph_step, d.graph_step))}. ")
         if d.floor_bandwidth_bytes_per_s:
+            source = d.floor_bandwidth_source
             text += (f"Bandwidth floors use {fmt.bandwidth(d.floor_bandwidth_bytes_per_s)} "
-                     f"({escape.text(d.floor_bandwidth_source or 'source not recorded')}).")
+                     f"({self.SOURCE_WORDS.get(source) or escape.text(source or 'source not recorded')}).")
         else:
             text += "No copy bandwidth was measured, so this run has no bandwidth floors."
         if d.notes:
             text += "\n" + "".join(map(escape.note, d.notes))
+        return text
+
+    def _warmup_words(self) -> str:
+        """How each row warmed up before its timed steps: the plan's count of steps, and the loops whose warm-up
+        the rows show to differ (the plan's count alone read as every row's)."""
+        steps = f"{self.data.warmup_steps} steps"
+        ways = []
+        if self._recorded("cold_step_ms"):
+            ways.append("every position it then times for transformers' eager loop")
+        if not self.ok[self.ok["variant"] == "hf-generate"].empty:
+            ways.append("one untimed pair of calls over the same positions for model.generate")
+        text = (f"Each row warms up before its timed steps: {steps} for most loops, {join(ways)}." if ways else
+                f"Each row warms up for {steps} before its timed steps.")
+        if self.has_trials() or self.has_judged_configs():
+            text += " The graph steps also time their attention choices then."
         return text
 
     def models_table(self) -> str:
@@ -68,16 +88,16 @@ class Summary(DecodeData):
             eager = self.row(model, "hf-eager", b, c)
             first = (" (timed at cache lengths it met for the first time)"
                      if eager is not None and not _ok(eager.get("cold_step_ms")) and _ok(eager.get("peak_mem_bytes")) else "")
-            others = [(v, w) for v, w in (("hf-generate", "transformers' model.generate, per token"),
-                                          ("hf-eager", f"transformers' eager loop{first}"),
-                                          ("hf-compiled", "transformers compiled with a static cache"))
-                      if self.row(model, v, b, c) is not None]
-            if others and others[0][0] == "hf-generate":  # what a user calls stands for the eager loop too
-                others = [o for o in others if o[0] != "hf-eager"]
-            parts = [than(g.step_ms_median, self.row(model, v, b, c).step_ms_median, w) for v, w in others[:2]]
+            others = [v for v in ("hf-generate", "hf-eager", "hf-compiled") if self.row(model, v, b, c) is not None]
+            if others and others[0] == "hf-generate":  # what a user calls stands for the eager loop too
+                others = [v for v in others if v != "hf-eager"]
+            others = others[:2]
+            parts = [than(g.step_ms_median, self.row(model, v, b, c).step_ms_median,
+                          self.named(v) + (first if v == "hf-eager" else ""), " per token" if v == "hf-generate" else "")
+                     for v in others]
             if parts:
                 out.append(f"For {escape.text(model)} at batch {b} and context {c}, our CUDA-graph step is "
-                           f"{join(parts)}.")
+                           f"{join(parts)}." + self.host_caveat(model, b, c, "graph", others))
         cold = self.cold_finding()
         out.append(cold or self._agreement_sentence())
         return " ".join(x for x in out if x) or "This run has no decode step to report."

@@ -36,9 +36,31 @@ class Targets(DecodeData):
         rest = [m for m in self.models() if m not in set(checked["model"])]
         return f" ({join(rest)} not checked)" if rest else ""
 
+    def _uncompared_variants(self, checked: pd.DataFrame) -> str:
+        """'; not compared: …': per checked model, the variants that ran but were not compared, so 'every variant'
+        is not read as theirs. Plain text: the table escapes its cells."""
+        parts = []
+        for model in dict.fromkeys(checked["model"]):
+            rest = self.uncompared(model, checked[checked["model"] == model]["variant"])
+            if rest:
+                parts.append(f"{join(self.named(v) for v in rest)} on {model}")
+        return f"; not compared: {'; '.join(parts)}" if parts else ""
+
     def targets_table(self) -> str:
         return table_html(pd.DataFrame(self._target_rows()), {"target": "Target", "measured": "This run",
                                                                "verdict": "Verdict"})
+
+    def targets_legend(self) -> str:
+        """The terms the targets table uses before the page defines them, each said once and linked to its section."""
+        bw = self.data.floor_bandwidth_bytes_per_s
+        at = f", {fmt.bandwidth(bw)} in this run" if bw else ""
+        return (f"**Bandwidth floor**: the weights and cache a step must read, at the measured copy bandwidth{at} "
+                "([what a step must read](#what-a-step-must-read)). **CUDA-graph step**: our fused decode step, "
+                "captured once and replayed from one CUDA graph; the **int8-graph step** is the same over an int8 cache "
+                "([the loops](#the-loops)). **Split-KV kernel**: our decode attention, which splits each sequence's "
+                "cache into chunks read in parallel ([glossary](glossary.md#split-kv)). **Near-ties**: positions whose "
+                "two largest logits are within one rounding step of each other, counted apart "
+                "([token agreement](#do-the-variants-predict-the-same-tokens)).")
 
     def _target_rows(self) -> list[dict]:
         """Each target with what this run measured and its verdict ('met', 'not met', 'not measured', or too
@@ -70,14 +92,14 @@ class Targets(DecodeData):
             r = q.step_ms_median / g.step_ms_median
             rows.append({"target": label, "measured": fmt.num_vs(r, target) + spread_words(*ends, fmt.num),
                          "verdict": spread_verdict(r, *ends, target)})
-        a = self.agreement[self.agreement["status"] == "ok"] if not self.agreement.empty else self.agreement
-        a = a[a["agreement"].notna()] if not a.empty else a
+        a = self._agreement_ok()
         ok = None if a.empty else bool(a["agreement"].min() >= AGREEMENT_TARGET)
-        rows.append({"target": f"every variant agrees with the graph step at ≥ {fmt.pct(100 * AGREEMENT_TARGET)} of "
-                               "positions outside near-ties (teacher-forced)",
+        rows.append({"target": f"every variant compared agrees with the graph step at ≥ "
+                               f"{fmt.pct(100 * AGREEMENT_TARGET)} of positions outside near-ties (teacher-forced)",
                      "measured": "not measured" if a.empty else
-                     f"{fmt.pct_vs(100 * a['agreement'].min(), 100 * AGREEMENT_TARGET, 4)} at worst over {len(a)} "
-                     f"variants of {join(dict.fromkeys(a['model']))}" + self._unchecked_models(a),
+                     f"{fmt.pct_vs(100 * a['agreement'].min(), 100 * AGREEMENT_TARGET, 4)} at worst over the {len(a)} "
+                     f"variant and model pairs compared, of {join(dict.fromkeys(a['model']))}"
+                     + self._unchecked_models(a) + self._uncompared_variants(a),
                      "verdict": verdict(ok)})
         speed = self.micro_speedups()
         sel = [k for k in speed.index if k[0] >= MICRO_SPEEDUP_BATCH and k[1] >= MICRO_SPEEDUP_CONTEXT]
