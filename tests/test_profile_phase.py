@@ -450,7 +450,7 @@ def test_page_findings_are_computed(tmp_path):
     assert "long_scoreboard" in page.limiter_headline()
     # registers allow 16 blocks per SM, shared memory 32: a cap could add a block, and the page says it is untested
     assert "a register cap could add a block there" in page.register_cap_note()
-    assert "memory-bound side" in page.roofline_finding() or "compute-bound side" in page.roofline_finding()
+    assert "Left of the DRAM ridge" in page.roofline_finding() or "Right of the DRAM ridge" in page.roofline_finding()
     assert page.occupancy_curves_fig() is not None
     assert "re-reads" in page.bytes_gap_explained()
     assert "long_scoreboard" in html.unescape(page.stall_finding())
@@ -585,7 +585,7 @@ def test_page_on_real_headline_data(tmp_path):
     assert page.headline == (2, 8, 2048, 64, "float16", False)
     assert page.tensor_core_sentence().startswith("Tensor cores ran for naive PyTorch and Triton (ours), by the tensor "
                                                   "FLOP counters")
-    assert "memory-bound side" in page.roofline_finding() or "compute-bound side" in page.roofline_finding()
+    assert "Left of the DRAM ridge" in page.roofline_finding() or "Right of the DRAM ridge" in page.roofline_finding()
     gap = page.bytes_gap_explained()
     assert "16 query blocks of 128 rows" in gap and "1.00×" in gap  # L1 saw exactly the re-read traffic
     assert "write-back" in gap  # O was still in the 60 MB L2 when the kernel ended

@@ -57,7 +57,8 @@ def test_a_call_without_tensor_cores_is_judged_against_the_fp32_roof(tmp_path):
     t = text(p.roofline_finding())
     assert "SDPA math, whose matrix multiplies ran without tensor cores, is judged against the FP32 roof" in t
     assert f"measured ridge with the DRAM roof sits at {fmt.num(2.0e13 / 4.0e12)} FLOP per byte" in t
-    assert "On its compute-bound side: SDPA math and Triton (ours)." in t  # 8.6 FLOP/B is past the FP32 ridge
+    # 8.6 FLOP/B is past the FP32 ridge
+    assert "Right of the DRAM ridge (DRAM bandwidth does not bind them): SDPA math and Triton (ours)." in t
     assert "FP32 compute for SDPA math" in p.findings_first()
 
 
@@ -65,7 +66,8 @@ def test_a_call_that_ran_tensor_cores_keeps_the_tensor_roof(tmp_path):
     p = page(tmp_path, fp32=2.0e13, math_tensor_flops=1e10)
     assert p.binding_roofs()["sdpa-math"][0] == "DRAM bandwidth"
     t = text(p.roofline_finding())
-    assert "judged against the FP32 roof" not in t and "On its memory-bound side: naive PyTorch and SDPA math." in t
+    assert "judged against the FP32 roof" not in t
+    assert "Left of the DRAM ridge (DRAM bandwidth caps them below their compute roof): naive PyTorch and SDPA math." in t
 
 
 def test_tensor_pipe_instructions_of_an_idle_gemm_are_not_put_elsewhere(tmp_path):
@@ -271,6 +273,6 @@ def test_a_second_roof_close_above_the_lowest_is_named_and_a_far_one_is_not(tmp_
     level, above = close.close_roofs()["sdpa-math"]
     assert level == "DRAM bandwidth" and abs(above - 1.05) < 1e-9
     t = text(close.roofline_finding())
-    assert "SDPA math (its DRAM bandwidth roof 5.00% above its FP32 compute roof)" in t
-    assert "a second roof lies just above the lowest" in t
-    assert "SDPA math (its" not in text(far.roofline_finding())
+    assert "SDPA math, its DRAM bandwidth roof 5.00% above its FP32 compute roof" in t
+    assert "A second roof lies just above the lowest" in t
+    assert "SDPA math, its" not in text(far.roofline_finding())

@@ -336,15 +336,19 @@ def test_the_ridge_section_says_which_roofs_each_pages_rooflines_draw(tmp_path):
     assert "measured where this run measured it and the datasheet's or the architectural figure elsewhere" in mixed
 
 
+LEFT = "Left of the DRAM ridge (DRAM bandwidth caps them below their compute roof): "
+RIGHT = "Right of the DRAM ridge (DRAM bandwidth does not bind them): "
+
+
 def test_memory_and_compute_side_of_the_ridge_flip(tmp_path):
     page = _profile(tmp_path / "a")
     t = text(page.roofline_finding())
-    assert "On its memory-bound side: naive PyTorch and SDPA math." in t
-    assert "On its compute-bound side: Triton (ours)." in t
+    assert LEFT + "naive PyTorch and SDPA math." in t
+    assert RIGHT + "Triton (ours)." in t
     # naive moving a hundredth of the bytes is far past the ridge
     flipped = _profile(tmp_path / "b", naive_dram=1.2e7)
     t = text(flipped.roofline_finding())
-    assert "On its memory-bound side: SDPA math." in t and "compute-bound side: naive PyTorch and Triton" in t
+    assert LEFT + "SDPA math." in t and RIGHT + "naive PyTorch and Triton" in t
 
 
 def test_the_two_clocks_agree_or_the_page_says_they_do_not(tmp_path):
@@ -383,7 +387,7 @@ def test_a_disagreement_says_when_the_two_clocks_ran_different_tile_configs(tmp_
 
 def test_reread_text_reconciles_each_level(tmp_path):
     tma = text(_profile(tmp_path / "a").bytes_gap_explained())
-    assert "loads bypass L1" in tma and "do not show where every re-read was served" in tma
+    assert "loads bypass L1" in tma and "a TMA copy reaches shared memory through L2 alone" in tma
     assert "in L1 and L2" not in tma
     lsu = text(_profile(tmp_path / "b", triton_l1=1.5e8).bytes_gap_explained())
     assert "The L1 counter saw" in lsu and "L1 served the rest" in lsu

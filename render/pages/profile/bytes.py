@@ -111,12 +111,11 @@ class Bytes(ProfileData):
         """Each query tile of a fused kernel reads all of its head's K and V: the requests that makes, against what
         each level's counter saw. A level that saw fewer bytes than the requests served the rest from a level
         nearer the SM, or (when none did) its counter did not see them."""
-        m = re.search(r"BLOCK_M=(\d+)", r["config"] or "")
-        if not m:
+        requests = self.tile_requests(r)
+        if requests is None:
             return ""
-        bm = int(m.group(1))
+        bm = int(re.search(r"BLOCK_M=(\d+)", r["config"]).group(1))
         blocks = -(-n // bm)
-        requests = tensor * (2 + 2 * blocks)  # Q read and O written once; K and V once per query tile
         who = impl_label(r["impl"])
         out = [f"The model counts K and V once, but {who}'s {blocks} query blocks of {bm} rows per head each read all "
                f"of their head's K and V: with Q read and O written once, that is {fmt.bytes_(requests)} of re-reads "
@@ -133,6 +132,10 @@ class Bytes(ProfileData):
             text = f"L2 saw {fmt.ratio(seen)} of them"
             if seen < 0.95 and why_l1 != "bypassed" and known(l1) and l1 >= 0.95 * requests:
                 text += ": L1 served the rest"
+            elif seen < 0.95 and why_l1 == "bypassed":
+                text += (": fewer bytes than the tiles the kernel requests, though a TMA copy reaches shared memory "
+                         "through L2 alone, so the counter misses part of these loads or they were merged before it "
+                         "counted them (the roofline's L2 point carries the same caveat)")
             elif seen < 0.95:
                 text += (": fewer bytes than the tiles the kernel requests, and no level nearer the SM counted the "
                          "rest, so these counters do not show where every re-read was served")

@@ -8,8 +8,8 @@ import pandas as pd
 from ... import escape, fmt
 from ...fmt import known
 from ...tables import table_html
-from ...vocab import impl_label, join, plural
-from .data import ProfileData
+from ...vocab import impl_label, is_rival, join, plural, side, versus
+from .data import ProfileData, count_word, shape_list
 
 
 class Clocks(ProfileData):
@@ -107,28 +107,58 @@ class Clocks(ProfileData):
     # half of that is well clear of the event offset and the run-to-run spread of one call.
     CLOCK_FOLLOW_SHARE = 0.5
 
-    def _clock_reading_tested(self, apart: pd.DataFrame) -> str:
-        """Whether the profiled kernels ran at the clock the profiler reported: a call bound by a compute roof that
-        really ran at a lower SM clock takes longer by about as much, so its kernel time against our device time
-        tests the reading. Calls of several kernels (time between kernels) and calls too short to time apart from
-        their launch do not test it, nor do calls bound by memory (their time need not follow the SM clock)."""
-        said = "Nsight Compute's kernel times, and the rates this report computes from them, were measured at "
+    def _event_offset(self, case_id) -> float:
+        """What our clock adds to a single kernel's call (the events around it): the median gap of the other
+        single-kernel calls, none where they read shorter. Taken out before a call's times are compared, it keeps
+        a short call's offset from hiding or faking a slowdown; leaving the call itself out keeps its own
+        slowdown from being taken for the offset."""
+        df = self.run.frame("profile", "clock_check")
+        gaps = df[(df["kernels"] == 1) & (df["case_id"] != case_id)]["gap_ms"].dropna() if "gap_ms" in df else []
+        return max(float(pd.Series(gaps).median()), 0.0) if len(gaps) else 0.0
+
+    def _clock_tests(self, apart: pd.DataFrame) -> pd.DataFrame:
+        """Each call whose clock readings differ that can test them: one kernel, long enough to time apart from its
+        launch. predicted: how much longer the profiler's reading makes it; moved: how much longer it took under
+        the profiler, raw; moved_net: the same with our clock's event offset taken out; follows: moved_net is at
+        least CLOCK_FOLLOW_SHARE of predicted; compute: bound by a compute roof, whose time must follow the clock."""
         rows = []
         for _, c in apart.iterrows():
             if c["kernels"] != 1 or not known(c["ncu_ms"]) or c["ncu_ms"] < self.CLOCK_CHECK_MIN_MS:
                 continue
+            if not known(c["device_ms"]) or not c["device_ms"]:
+                continue
             shape = (c["batch"], c["heads"], c["seq_len"], c["head_dim"], c["dtype"], c["causal"])
             bind = self.binding_roofs(shape).get(c["impl"])
-            if bind is None or " compute" not in bind[0] or not known(c["device_ms"]) or not c["device_ms"]:
-                continue
-            predicted = c["sm_clock_mhz"] / c["ncu_mhz"] - 1  # how much longer the reported clock makes the call
-            moved = c["ncu_ms"] / c["device_ms"] - 1
-            rows.append({**c.to_dict(), "predicted": predicted, "moved": moved,
-                         "follows": moved / predicted >= self.CLOCK_FOLLOW_SHARE})
-        if not rows:
-            return (f"No call bound by a compute roof ran as one kernel long enough to show whether its time moved with "
+            predicted = c["sm_clock_mhz"] / c["ncu_mhz"] - 1
+            net = (c["ncu_ms"] + self._event_offset(c["case_id"])) / c["device_ms"] - 1
+            rows.append({**c.to_dict(), "predicted": predicted, "moved": c["ncu_ms"] / c["device_ms"] - 1,
+                         "moved_net": net, "follows": predicted > 0 and net / predicted >= self.CLOCK_FOLLOW_SHARE,
+                         "compute": bind is not None and " compute" in bind[0]})
+        return pd.DataFrame(rows)
+
+    def _clock_reading_tested(self, apart: pd.DataFrame) -> str:
+        """Whether the profiled kernels ran at the clock the profiler reported: a call bound by a compute roof that
+        really ran at a lower SM clock takes longer by about as much, so its kernel time against our device time
+        tests the reading. Calls of several kernels (time between kernels) and calls too short to time apart from
+        their launch do not test it. A call bound by memory need not follow the SM clock, so one that does not
+        proves nothing; one that does is said, never left out, since its rates on this page then rest on a lower
+        clock than the other pages'."""
+        t = self._clock_tests(apart)
+        said = "Nsight Compute's kernel times, and the rates this report computes from them, were measured at "
+        compute = t[t["compute"]] if not t.empty else t
+        others = t[~t["compute"] & t["follows"]] if not t.empty else t
+        if compute.empty:
+            text = (f"No call bound by a compute roof ran as one kernel long enough to show whether its time moved with "
                     f"those clocks, so this run cannot tell whether {said}them.")
-        t = pd.DataFrame(rows)
+        else:
+            text = self._compute_bound_verdict(compute, said, exceptions=not others.empty)
+        if not others.empty:
+            text += " " + self._followers_words(others)
+        return text
+
+    def _compute_bound_verdict(self, t: pd.DataFrame, said: str, exceptions: bool) -> str:
+        """What the calls bound by a compute roof say about the clock readings; `exceptions`: other calls did follow
+        their readings, so the conclusion is said of these calls only."""
         if t["follows"].all():
             return said + "those clocks, not at the timed calls'."
         if t["follows"].any():
@@ -150,11 +180,54 @@ class Clocks(ProfileData):
             longer += (f", where the clock reading{'' if one else 's'} would make {'it' if one else 'them'} "
                        f"{'' if one else 'up to '}{fmt.pct(100 * t['predicted'].max(), 2)} longer")
         ex = t.loc[t["predicted"].abs().idxmax()]
+        whose = "the kernels" if not exceptions else "these kernels"
         return (f"The kernel times do not follow those readings: {longer}. {self._call_words(ex)}, "
                 f"read at {fmt.num(ex['ncu_mhz'], 4)} MHz, took {fmt.num_vs(ex['ncu_ms'], ex['device_ms'])} ms "
                 f"against {fmt.num_vs(ex['device_ms'], ex['ncu_ms'])} ms on our clock. So the profiler's clock "
-                "reading does not describe the clock the kernels ran at, and the rates the Profiling page computes from "
+                f"reading does not describe the clock {whose} ran at, and the rates the Profiling page computes from "
                 "these kernel times are not understated by a lower clock.")
+
+    def _followers_words(self, t: pd.DataFrame) -> str:
+        """The calls not bound by a compute roof whose kernel time did follow their low clock reading: which, by how
+        much against what the reading predicts, and that their rates here rest on that lower clock."""
+        one = len(t) == 1
+        ex = t.loc[t["moved_net"].idxmax()]
+        who = join(self._call_words(r) for _, r in t.iterrows())
+        count = f"{count_word(len(t))} call{'' if one else 's'}".capitalize()
+        return (f"{count} not bound by a compute roof did run slower under the "
+                f"profiler, by about what {'its' if one else 'their'} clock reading{'' if one else 's'} predict"
+                f"{'s' if one else ''}: {who}. {self._call_words(ex)} took {fmt.ms(ex['ncu_ms'])} under Nsight "
+                f"Compute against {fmt.ms(ex['device_ms'])} on our clock, {fmt.pct(100 * ex['moved_net'])} longer once "
+                "the time our clock adds around a single kernel (above) is taken out, where its reading predicts "
+                f"{fmt.pct(100 * ex['predicted'])}. This page's rates for "
+                f"{'that call' if one else 'those calls'} rest on that lower clock.")
+
+    def ranking_disagreement(self, shape=None) -> str:
+        """Where Nsight Compute's kernel times and our device times rank ours against the fastest other
+        implementation differently (vocab.side: win, loss or on par), at `shape` (every profiled shape when None):
+        this page's figures and the other pages' then tell a different story there, and the reader must know."""
+        df = self.run.frame("profile", "clock_check")
+        if df.empty:
+            return ""
+        out = []
+        for shape in [shape] if shape else self.shapes():
+            b, h, n, d, dt, c = shape
+            at = df[(df["batch"] == b) & (df["heads"] == h) & (df["seq_len"] == n) & (df["head_dim"] == d)
+                    & (df["dtype"] == dt) & (df["causal"] == c) & df["device_ms"].map(known) & df["ncu_ms"].map(known)]
+            ours = at[at["impl"] == "triton"]
+            rivals = at[at["impl"].map(is_rival)]
+            if ours.empty or rivals.empty:
+                continue
+            o, r = ours.iloc[0], rivals.loc[rivals["device_ms"].idxmin()]  # the fastest other, as the other pages pick it
+            on_ncu, on_ours = r["ncu_ms"] / o["ncu_ms"], r["device_ms"] / o["device_ms"]
+            if side(on_ncu) == side(on_ours):
+                continue
+            other = impl_label(r["impl"])
+            out.append(f"At {shape_list([self.shape_text(shape)])} the two clocks rank ours against the fastest other "
+                       f"implementation, {other}, differently: under Nsight Compute ours is {versus(on_ncu, other)}, on "
+                       f"our clock {versus(on_ours, other)}. So this page's figures at that shape do not rank the two "
+                       "as the Benchmarks page does.")
+        return " ".join(out)
 
     def _call_words(self, c) -> str:
         """'Triton (ours) at N=4096, d=128, causal' for a clock-check row."""

@@ -31,7 +31,7 @@ class Hotspots(ProfileData):
             shape = (int(r["batch"]), int(r["heads"]), int(r["seq_len"]), int(r["head_dim"]), r["dtype"], bool(r["causal"]))
             step = r.get("kernel_step") if known(r.get("kernel_step")) else None
             out.append(dict(case_id=case_id, launch=int(launch), impl=r["impl"], shape=shape,
-                            title=escape.text(f"{impl_label(r['impl'])}{_step_words(step)}, {self.shape_text(shape)}")))
+                            title=escape.text(f"{impl_label(r['impl'])}{_step_words(step)}, at {self.shape_text(shape)}")))
         order = {s: i for i, s in enumerate(self.limiter_shapes())}
         out.sort(key=lambda d: (order.get(d["shape"], len(order)), d["impl"] != "triton"))  # ours first at each shape
         return out

@@ -6,18 +6,26 @@ from functools import cached_property
 import pandas as pd
 import plotly.graph_objects as go
 
-from collect.schema.limiter import BUSY_PCT, UNITS, UNIT_FIELDS
+from collect.schema.limiter import BUSY_PCT, NEAR_PTS, STALL_PREFIX, UNITS, UNIT_FIELDS, near_line, stall_shares
 
 from ... import escape, fmt, limits
 from ...fmt import known
 from ...tables import table_html
-from ...vocab import MATERIALISING, impl_label, join, limiter_words
-from .data import ProfileData, _esc, _step_words
+from ...vocab import MATERIALISING, impl_label, join, limiter_words, masking
+from .data import ProfileData, _esc, _step_words, count_word, shape_list, step_link
+from .ws_steps import ws_partition
 
 
 def step_short(step) -> str:
     """' g8' for our kernel's recorded step, '' without one: for tick labels that must stay short."""
     return f" {step}" if isinstance(step, str) and step else ""
+
+
+def _short(word: str | None) -> str:
+    """A verdict without the stall reason's gloss, for a sentence that names two: 'stalls (mostly barrier)'."""
+    if word and word.startswith(STALL_PREFIX):
+        return f"stalls (mostly {escape.text(word[len(STALL_PREFIX):])})"
+    return escape.text(limiter_words(word))
 
 
 class Limiter(ProfileData):
@@ -28,7 +36,8 @@ class Limiter(ProfileData):
         """The main kernel of every fused call whose units were measured, with its verdict judged again from
         its counters (collect/schema/limiter.py); a stored verdict that disagrees is refused."""
         k = self.kernels()
-        cols = ["case_id", "launch", "impl", "shape", "label", "kernel_step", *UNIT_FIELDS, "verdict", "evidence"]
+        cols = ["case_id", "launch", "impl", "shape", "label", "kernel_step", *UNIT_FIELDS, "verdict", "evidence", "v",
+                "top_stall", "top_stall_pct"]
         if k.empty or not set(UNIT_FIELDS) <= set(k.columns) or k[list(UNIT_FIELDS)].isna().all().all():
             return pd.DataFrame(columns=cols)
         im = self.impls()
@@ -45,10 +54,22 @@ class Limiter(ProfileData):
             verdict = limits.verdict(self.run, kk)
             shape = (int(r["batch"]), int(r["heads"]), int(r["seq_len"]), int(r["head_dim"]), r["dtype"], bool(r["causal"]))
             step = next((x for x in (kk.get("kernel_step"), r.get("kernel_step")) if known(x)), None)
+            top = self._top_stall(kk["case_id"], kk["launch"])
             rows.append(dict(case_id=kk["case_id"], launch=int(kk["launch"]), impl=r["impl"], shape=shape,
                              label=impl_label(r["impl"]) + _step_words(step), kernel_step=step, **units,
-                             verdict=verdict.word if verdict else None, evidence=verdict.evidence if verdict else None))
+                             verdict=verdict.word if verdict else None, evidence=verdict.evidence if verdict else None,
+                             v=verdict, top_stall=top[0], top_stall_pct=top[1]))
         return pd.DataFrame(rows, columns=cols)
+
+    def _top_stall(self, case_id, launch) -> tuple[str | None, float | None]:
+        """A launch's largest stall reason and its share (percent, 'selected' left out), whatever its verdict:
+        a kernel limited by a unit still waits, and on what says something about its schedule."""
+        st = self.run.frame("profile", "stalls")
+        if st.empty:
+            return None, None
+        st = st[(st["case_id"] == case_id) & (st["launch"] == launch)]
+        shares = stall_shares(dict(zip(st["reason"], st["warps_per_issue"])))
+        return max(shares.items(), key=lambda kv: (kv[1], kv[0])) if shares else (None, None)
 
     def limiter_shapes(self) -> list[tuple]:
         """The shapes at which our kernel's units were measured, in profile order."""
@@ -93,40 +114,133 @@ class Limiter(ProfileData):
                            "Nsight Compute with --clock-control none, one profiled call after warm-up",
                            height=160 + 28 * len(y))
 
+    def _ours(self, shape) -> pd.Series:
+        df = self._limiters
+        return df[(df["shape"] == shape) & (df["impl"] == "triton")].iloc[0]
+
+    def _twin(self, shape) -> tuple | None:
+        """The shape that differs from `shape` in its masking alone, where our kernel's units were measured."""
+        other = (*shape[:5], not shape[5])
+        return other if other in self.limiter_shapes() else None
+
     def limiter_finding(self) -> str:
-        """Per shape: our kernel's verdict, the busiest unit, and the fastest peer's verdict beside it."""
+        """Per shape: our kernel's verdict with its figure, whether it sits near the line (and how the same kernel
+        fares at the other masking), the peers' verdicts beside it, and why barrier stalls are by design where the
+        kernel's schedule makes them."""
         df = self._limiters
         out = []
         for shape in self.limiter_shapes():
             at = df[df["shape"] == shape]
-            ours = at[at["impl"] == "triton"].iloc[0]
-            busiest = max(UNITS, key=lambda u: ours[u[1]] if known(ours[u[1]]) else -1)
-            text = (f"At {self.shape_text(shape)}, our kernel{escape.text(_step_words(ours.kernel_step))} "
-                    f"is limited by **{escape.text(limiter_words(ours.verdict))}**: {escape.text(ours.evidence or '')}")
+            ours = self._ours(shape)
+            text = (f"At {self.shape_text(shape)}, our kernel{step_link(ours.kernel_step)} is limited by "
+                    f"**{escape.text(limiter_words(ours.verdict))}**: {escape.text(ours.evidence or '')}.")
+            near = self._near_line_words(shape)
+            if near:
+                text += " " + near
             peers = at[at["impl"] != "triton"]
-            same = [impl_label(p) for p, v in zip(peers["impl"], peers["verdict"]) if v == ours.verdict]
+            same = [self._peer(p, v) for p, v in zip(peers["impl"], peers["v"]) if v is not None and v.word == ours.verdict]
             by_verdict: dict[str, list[str]] = {}
-            for p, v in zip(peers["impl"], peers["verdict"]):
-                if v != ours.verdict:
-                    by_verdict.setdefault(v, []).append(impl_label(p))
+            for p, v in zip(peers["impl"], peers["v"]):
+                if v is not None and v.word != ours.verdict:
+                    by_verdict.setdefault(v.word, []).append(self._peer(p, v))
             other = [f"{join(names)} by {escape.text(limiter_words(v))}" for v, names in by_verdict.items()]
             if same:
-                text += f". {join(same)} {'is' if len(same) == 1 else 'are'} limited the same way"
+                text += f" {join(same)} {'is' if len(same) == 1 else 'are'} limited the same way"
             if other:
-                text += f"{'; ' if same else '. '}{join(other)}"
-            out.append(text + f" (our busiest unit: the {busiest[2]}).")
+                text += f"{'; ' if same else ' '}{'; '.join(other)}"
+            text += "." if same or other else ""
+            if ours.verdict == STALL_PREFIX + "barrier":
+                text += " " + self.barrier_design(ours.kernel_step, shape[3])
+            out.append(text)
         return "\n\n".join(out)
 
+    @staticmethod
+    def _peer(impl: str, v) -> str:
+        """A peer's name, marked where its own verdict sits near the line too."""
+        return impl_label(impl) + (" (near the line too)" if near_line(v) else "")
+
+    def _near_line_words(self, shape) -> str:
+        """Where our kernel's busiest unit sits within NEAR_PTS of the line: that the verdict is a near thing, and
+        where the same kernel at the other masking falls on the other side, that the two are one behaviour."""
+        ours = self._ours(shape)
+        if not near_line(ours.v):
+            return ""
+        text = (f"That is within {NEAR_PTS:g} points of the {BUSY_PCT:g}% line: near the limit, on whichever side "
+                "it falls.")
+        twin = self._twin(shape)
+        if twin is None:
+            return text
+        other = self._ours(twin)
+        if (other.v is None or other.v.word == ours.verdict or other.kernel_step != ours.kernel_step
+                or other.v.busiest != ours.v.busiest or not near_line(other.v)):
+            return text
+        return (text + f" The same kernel keeps it {fmt.pct_vs(other.v.busiest_pct, BUSY_PCT)} busy "
+                f"{masking(twin[5])}, where the rule names {escape.text(limiter_words(other.verdict))}: one behaviour "
+                "either side of the line, not two different limits.")
+
+    def barrier_design(self, step, head_dim) -> str:
+        """Why a barrier stall is this kernel's schedule rather than lost time, where its recorded step takes turns
+        at the tensor cores through named barriers; '' for any other kernel (its barriers are not known here)."""
+        p = ws_partition(step, head_dim)
+        if p is None or not p.named_turns:
+            return ""
+        release = ("the producer meets the consumers at named barriers before each refill of a K or V buffer"
+                   if p.named_release else
+                   "each consumer warpgroup synchronises its warps (`bar.sync`) before it hands a K or V buffer back "
+                   "to the producer")
+        return (f"Waiting at barriers is this kernel's schedule: its {count_word(p.consumers)} consumer "
+                "warpgroups take turns at the tensor cores through hardware named barriers (`bar.sync`), so while one "
+                "waits there for its turn another's matrix multiplies run (FlashAttention-3's ping-pong), and "
+                f"{release}. Part of every turn is a warpgroup waiting at a barrier, so a large barrier share is what "
+                "this schedule looks like when it works, not by itself a sign of synchronisation to remove.")
+
     def limiter_headline(self) -> str:
-        """One sentence for the top of the page: our kernel's verdict at each limiter shape, grouped."""
-        df = self._limiters
+        """For the top of the page: our kernel's verdict per shape, the two maskings of a shape in one sentence,
+        with the figure that decided and, near the line, that it is a near thing; then the rule, once."""
         shapes = self.limiter_shapes()
         if not shapes:
             return ""
-        by: dict[str, list[str]] = {}
-        for shape in shapes:
-            ours = df[(df["shape"] == shape) & (df["impl"] == "triton")].iloc[0]
-            by.setdefault(ours.verdict, []).append(self.shape_text(shape))
-        parts = [f"{escape.text(limiter_words(v))} at {join(s)}" for v, s in by.items()]
-        return (f"By its counters, our kernel is limited by {'; '.join(parts)} (a unit counts as the limit at "
-                f"{BUSY_PCT:.0f}% of its peak; below that, the largest share of stalls names what the warps wait for).")
+        bases = list(dict.fromkeys(s[:5] for s in shapes))
+        rule = (f"By its counters, a unit of our kernel counts as its limit at {BUSY_PCT:g}% of its peak or more, and "
+                "below that line the largest share of stalls names what the warps wait for.")
+        return " ".join([rule] + [self._headline_for(base, [s for s in shapes if s[:5] == base]) for base in bases])
+
+    def _headline_for(self, base, shapes) -> str:
+        """One sentence on our kernel at the maskings of one shape: the two maskings told apart only where their
+        verdicts differ, and a verdict near the line said as the near thing it is."""
+        rows = [self._ours(s) for s in shapes]
+        where = f"At {shape_list([self.base_text(base)])}"
+        each = [masking(s[5]) for s in shapes]
+        who = "our kernel" + step_link(None, *zip([r.kernel_step for r in rows], each))
+        vs = [r.v for r in rows]
+        if any(v is None for v in vs):
+            return f"{where}, {who} is limited by {join(escape.text(limiter_words(r.verdict)) for r in rows)}."
+        if any(near_line(v) for v in vs) and len({v.busiest for v in vs}) == 1:
+            return f"{where}, {who} keeps the {vs[0].busiest} {self._near_words(vs, each)}."
+        if len({v.word for v in vs}) > 1 or len(vs) == 1:
+            parts = [escape.text(limits.verdict_phrase(v)) + (f" {m}" if len(vs) > 1 else "") for v, m in zip(vs, each)]
+            return f"{where}, {who} is limited by {'; '.join(parts)}."
+        word = escape.text(limiter_words(vs[0].word))
+        if vs[0].word.startswith(STALL_PREFIX):
+            top = max(v.busiest_pct for v in vs)
+            return (f"{where}, {who} is limited by {word} in both maskings: no unit is busier than {fmt.pct(top)} of "
+                    "its peak.")
+        figs = join(f"{fmt.pct_vs(v.busiest_pct, BUSY_PCT)} {m}" for v, m in zip(vs, each))
+        return f"{where}, {who} is limited by {word}, {figs} busy."
+
+    @staticmethod
+    def _near_words(vs, each) -> str:
+        """'80.03% busy non-causal and 75.7% busy causal, both within 5 points of the line: ...' for verdicts
+        whose one busiest unit sits near the line at one masking or more."""
+        figs = join(f"{fmt.pct_vs(v.busiest_pct, BUSY_PCT)} busy" + (f" {m}" if len(vs) > 1 else "")
+                    for v, m in zip(vs, each))
+        near = ("both" if len(vs) == 2 else "each") if all(near_line(v) for v in vs) and len(vs) > 1 else ""
+        near = f"{near} within" if near else "within" if all(near_line(v) for v in vs) else "in part within"
+        if len({v.word for v in vs}) > 1:
+            tail = (f"the rule names {join(f'{_short(v.word)} {m}' for v, m in zip(vs, each))}, but the calls "
+                    "are one behaviour either side of that line")
+        elif vs[0].word.startswith(STALL_PREFIX):
+            tail = f"just short of the limit, so the verdict is {_short(vs[0].word)}"
+        else:
+            tail = "limited by it, but only just"
+        return f"{figs}, {near} {NEAR_PTS:g} points of the line: {tail}"

@@ -8,20 +8,26 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from collect.schema.occupancy import limits_from_device, occupancy, occupancy_vs_registers, occupancy_vs_smem
+from collect.schema.occupancy import (blocks_by_smem, limits_from_device, occupancy, occupancy_vs_registers,
+                                     occupancy_vs_smem, register_cap_for_blocks)
 
 from ... import escape, fmt
 from ...figures import PALETTE
 from ...fmt import known
 from ...tables import table_html
 from ...vocab import impl_label, join, plural
-from .data import ProfileData, _clip, _esc, _shape_id, short_kernel_name
+from .data import ProfileData, _clip, _esc, _shape_id, count_word, short_kernel_name
+from .ws_steps import CONSUMER_WARPS, PRODUCER_WARPS, ws_partition
+
+
+# Kernels taking at least this share of their call's kernel time are drawn and tabled; the rest are launch glue.
+MIN_KERNEL_SHARE = 0.05
 
 
 class Occupancy(ProfileData):
     """The occupancy table, figures and findings of the main kernels."""
 
-    def _main_kernels(self, shape=None, min_share: float = 0.05) -> pd.DataFrame:
+    def _main_kernels(self, shape=None, min_share: float = MIN_KERNEL_SHARE) -> pd.DataFrame:
         """Kernels of the main implementations at `shape` that take at least `min_share` of their call."""
         shape = shape or self.headline
         rows = self._rows(shape)
@@ -34,6 +40,11 @@ class Occupancy(ProfileData):
         df["label"] = [_clip(f"{impl} #{n}: {short_kernel_name(k)}") for impl, n, k in zip(df["impl"], df["launch"], df["kernel_name"])]
         return df
 
+    def occupancy_table_lead(self, shape=None) -> str:
+        shape = shape or self.headline
+        return (f"At {self.shape_text(shape)}, every kernel that takes at least {fmt.pct(100 * MIN_KERNEL_SHARE, 2)} "
+                "of its call's kernel time:") if shape else ""
+
     def occupancy_table(self, shape=None) -> str:
         df = self._main_kernels(shape)
         if df.empty:
@@ -44,7 +55,8 @@ class Occupancy(ProfileData):
             if o is None:
                 limiter.append("n/a")
                 continue
-            limiter.append("one block per SM by design (persistent grid)" if self._persistent(r) else ", ".join(o.limiters))
+            limiter.append("one block per SM by design (persistent grid)" if self._persistent(r)
+                           else "none (full occupancy)" if o.occupancy_pct >= 100 else ", ".join(o.limiters))
         df = df.assign(limiter=limiter)
         intf = lambda v: "n/a" if not known(v) else str(int(v))  # noqa: E731
         return table_html(df, {"label": "Kernel", "theoretical_occupancy_pct": "Theoretical", "achieved_occupancy_pct": "Achieved",
@@ -76,7 +88,8 @@ class Occupancy(ProfileData):
         return self.figure(f"occupancy-{_shape_id(shape)}", fig,
                            "Theoretical occupancy (what the launch's registers, shared memory and block size allow) "
                            "against achieved occupancy (warps actually resident, averaged over the run), per kernel "
-                           f"taking at least 5% of its call. {self.caption_conditions(shape)}.",
+                           f"taking at least {fmt.pct(100 * MIN_KERNEL_SHARE, 2)} of its call. "
+                           f"{self.caption_conditions(shape)}.",
                            height=140 + 44 * len(labels))
 
     def _triton_kernel(self, shape=None):
@@ -129,17 +142,49 @@ class Occupancy(ProfileData):
         return fig
 
     def occupancy_curves_figure(self, shape=None) -> str:
+        """How the ceiling of our kernel moves with its registers or its shared memory. Where neither alone moves
+        it (each pins the block count the other would free), two flat curves show nothing: the sentence says what
+        would move it instead."""
         shape = shape or self.headline
         fig = self.occupancy_curves_fig(shape)
         if fig is None:
             return "_The Triton kernel's launch or this GPU's limits are missing, so no occupancy curve can be drawn._"
         k = self._triton_kernel(shape)
-        return self.figure(f"occupancy-curves-{_shape_id(shape)}", fig,
-                           f"Theoretical occupancy of a {int(k['block_size'])}-thread block as registers per thread (left, "
-                           f"shared memory fixed at the kernel's {fmt.bytes_(k['smem_per_block_bytes'])}) and shared memory "
-                           f"per block (right, registers fixed at {int(k['registers_per_thread'])}) vary, from this GPU's "
-                           "limits and the CUDA occupancy rules (collect/schema/occupancy.py); the star is the measured kernel. "
-                           f"{self.caption_conditions(shape)}.", height=400)
+        pinned = self._pinned_words(k)
+        if pinned:
+            return pinned
+        return ("How the ceiling moves as the Triton kernel's register count or shared-memory footprint changes, "
+                "computed from this GPU's limits:\n\n" + self.figure(
+                    f"occupancy-curves-{_shape_id(shape)}", fig,
+                    f"Theoretical occupancy of a {int(k['block_size'])}-thread block as registers per thread (left, "
+                    f"shared memory fixed at the kernel's {fmt.bytes_(k['smem_per_block_bytes'])}) and shared memory "
+                    f"per block (right, registers fixed at {int(k['registers_per_thread'])}) vary, from this GPU's "
+                    "limits and the CUDA occupancy rules (collect/schema/occupancy.py); the star is the measured kernel. "
+                    f"{self.caption_conditions(shape)}.", height=400))
+
+    def _pinned_words(self, k) -> str:
+        """Where neither registers alone nor shared memory alone can raise our kernel's occupancy: what one more
+        block per SM would take of both; '' where one alone can (the curves then show it)."""
+        lim, here = self._limits, self._occupancy(k)
+        if here is None or self._persistent(k):
+            return ""
+        threads, regs, smem = int(k["block_size"]), int(k["registers_per_thread"]), int(k["smem_per_block_bytes"])
+        by_regs = max(y for _, y in occupancy_vs_registers(lim, threads, smem))
+        by_smem = max(y for _, y in occupancy_vs_smem(lim, threads, regs))
+        if max(by_regs, by_smem) > here.occupancy_pct:
+            return ""
+        more = here.active_blocks + 1
+        text = (f"Neither resource alone moves our kernel's ceiling here: with its {fmt.bytes_(smem)} of shared memory a "
+                f"block, no register count fits more than {plural(here.active_blocks, 'block')} per SM, and with its "
+                f"{regs} registers a thread, no smaller shared-memory footprint does.")
+        cap = register_cap_for_blocks(lim, threads, more)
+        room = max((b for b in range(0, lim.smem_per_block_optin_bytes + 1, 128) if blocks_by_smem(lim, b) >= more),
+                   default=None)
+        if cap is None or room is None or min(here.blocks_by_warps, here.blocks_by_blocks) < more:
+            return text + f" No launch of {threads} threads fits {more} blocks on this GPU."
+        nth = {2: "A second", 3: "A third", 4: "A fourth"}.get(more, f"Block {more}")
+        return text + (f" {nth} block would need both: at most {cap} registers a thread and at most "
+                       f"{fmt.bytes_(room)} of shared memory a block.")
 
     def _kernel_words(self, k) -> str:
         """'our Triton kernel (_hopper_fwd_ws_persistent)' for the kernel of a profiled launch."""
@@ -155,18 +200,44 @@ class Occupancy(ProfileData):
         return bool(sms and known(k.get("grid_size")) and k["grid_size"] == sms)
 
     def _warps_note(self, k) -> str:
-        """The config's warps against the launch's, when they differ (warp specialization adds warpgroups)."""
+        """How the launch's warps and registers divide, where they are not what the config says: for our
+        warp-specialized kernel, from its recorded step (ws_steps), checked against the warps it launched; for
+        another kernel whose launch has more warps than its config, only that it does."""
         cfg = self.impls()
-        cfg = cfg[cfg["case_id"] == k["case_id"]]["config"]
-        m = re.search(r"warps=(\d+)", str(cfg.iloc[0]) if len(cfg) else "")
-        if not m or not known(k.get("block_size")):
+        row = cfg[cfg["case_id"] == k["case_id"]]
+        m = re.search(r"warps=(\d+)", str(row["config"].iloc[0]) if len(row) else "")
+        if not known(k.get("block_size")):
             return ""
-        asked, launched = int(m.group(1)), int(k["block_size"]) // 32
-        if asked == launched:
+        launched = int(k["block_size"]) // 32
+        step = k.get("kernel_step") if known(k.get("kernel_step")) else None
+        head_dim = row["head_dim"].iloc[0] if len(row) else None
+        part = ws_partition(step, head_dim) if head_dim is not None else None
+        if part is not None and part.launched_warps == launched:
+            return " " + self._partition_words(k, part, launched, m)
+        if not m or int(m.group(1)) == launched:
             return ""
-        return (f" Its config says warps={asked}, yet it launches {launched} warps per block: the config counts the "
-                f"warps of one warpgroup, and the warp-specialized kernel runs {launched // asked if launched % asked == 0 else 'several'} "
-                "warpgroups side by side (a producer that issues the loads and consumers that compute).")
+        return (f" Its config says warps={m.group(1)}, yet it launches {launched} warps per block: a warp-specialized "
+                "kernel launches the warps of all its partitions.")
+
+    @staticmethod
+    def _partition_words(k, p, launched: int, config_warps) -> str:
+        """The warp-specialized kernel's warps by job and its registers as setmaxnreg moves them."""
+        asked = (f" (the config's warps={config_warps.group(1)} is the first consumer's, the default partition)"
+                 if config_warps else "")
+        pad = (f", padded to a warpgroup by {count_word(p.padding_warps)} more warp{'' if p.padding_warps == 1 else 's'}"
+               if p.padding_warps else "")
+        out = (f"It launches {launched} warps{asked}: {count_word(p.consumers)} consumer warpgroups of "
+               f"{count_word(CONSUMER_WARPS)} warps, which compute, and a producer of {count_word(PRODUCER_WARPS)} "
+               f"warp{'' if PRODUCER_WARPS == 1 else 's'}, which issues the TMA copies{pad}.")
+        if known(k.get("registers_per_thread")):
+            out += (f" Nsight Compute reports the launch's register budget, {int(k['registers_per_thread'])} a thread; "
+                    f"at run time `setmaxnreg` moves registers from the producer's warpgroup to the consumers', "
+                    f"{p.consumer_regs} a consumer thread and {p.producer_regs} a producer thread.")
+        if p.padding_warps:
+            out += (f" So of the {launched} warps its occupancy counts, {p.consumers * CONSUMER_WARPS} compute, "
+                    f"{count_word(PRODUCER_WARPS)} issue{'s' if PRODUCER_WARPS == 1 else ''} copies and "
+                    f"{count_word(p.padding_warps)} only pad.")
+        return out
 
     def occupancy_verdict(self, shape=None) -> str:
         """One sentence on what sets our kernel's occupancy: its design (a persistent grid) or a resource."""

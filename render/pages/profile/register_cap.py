@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from ...fmt import known
-from ...vocab import join, plural
-from .data import ProfileData
+from ...vocab import plural
+from .data import ProfileData, shape_list
 
 
 class RegisterCaps(ProfileData):
@@ -27,11 +27,11 @@ class RegisterCaps(ProfileData):
             counts = {(r, m) for _, r, m in bound}
             tail = (f": shared memory allows {plural(next(iter(counts))[1], 'block')} per SM and registers "
                     f"{next(iter(counts))[0]}" if len(counts) == 1 else "")
-            out.append(f"At {join(self.shape_text(s) for s, _, _ in bound)}, our kernel's shared memory allows no "
+            out.append(f"At {shape_list(self.shape_text(s) for s, _, _ in bound)}, our kernel's shared memory allows no "
                        f"more blocks per SM than its registers do{tail}, so no register cap (`maxnreg`) could put "
                        "another block on an SM. The register-cap experiment of earlier runs is therefore not run: it "
                        "could not answer its question on the kernel that ships.")
         for s, r, m in free:
-            out.append(f"At {self.shape_text(s)}, registers allow {plural(r, 'block')} per SM and shared memory {m}: "
+            out.append(f"At {shape_list([self.shape_text(s)])}, registers allow {plural(r, 'block')} per SM and shared memory {m}: "
                        "a register cap could add a block there, and this run does not test whether it would help.")
         return " ".join(out)

@@ -12,7 +12,7 @@ from ...axes import log_ticks
 from ...ceilings import Roof, TENSOR_KEY
 from ...figures import PALETTE
 from ...fmt import known
-from ...vocab import impl_color, impl_label, join, plural
+from ...vocab import MATERIALISING, impl_color, impl_label, join, plural
 from .data import ProfileData, _clip, _esc, _shape_id, short_kernel_name
 from .tensor_cores import _tensor_core_work
 
@@ -28,7 +28,10 @@ LEVELS = [("dram", "DRAM", "circle", "dram__bytes_read.sum + dram__bytes_write.s
 NEAR_SM_MIN_SHARE = 0.10
 # Kernels taking at least this share of a call's time decide whether a level can be measured for the call.
 MAJOR_KERNEL_SHARE = 0.05
-SIDE = {True: "memory-bound side", False: "compute-bound side"}
+# Where a call's DRAM point lies against its ridge, in words that say what the side means for it: the ridge is
+# DRAM's alone, so a point right of it can still be bound by another level's bandwidth.
+SIDE = {True: "Left of the DRAM ridge (DRAM bandwidth caps them below their compute roof)",
+        False: "Right of the DRAM ridge (DRAM bandwidth does not bind them)"}
 # Shares of their binding roof within this relative distance are not ranked: each is one profiled call, and
 # a single call's kernel time moves by a few percent between runs (the clock check's single-kernel calls
 # agree with our device time only to within several percent).
@@ -36,6 +39,9 @@ RANK_NOISE = 0.03
 # A second roof at most this much above a call's lowest one is named beside it: with two roofs that close,
 # moving fewer bytes at the first level alone would barely raise the call's ceiling.
 CLOSE_ROOF = 1.10
+# A TMA call's L2 counter "sees" its tile requests when it counts at least this share of them (causal tiles cut
+# by the diagonal make the request count approximate).
+L2_SEES_REQUESTS = 0.95
 
 
 class Roofline(ProfileData):
@@ -140,19 +146,41 @@ class Roofline(ProfileData):
     @staticmethod
     def _close_roofs_sentence(close: dict[str, tuple[str, float]], bind: dict[str, tuple[str, float]]) -> str:
         """One sentence on the calls with a second roof close above the lowest, with how far above where
-        the sentence stays within four figures."""
+        the sentence stays within four figures. Each call's gap follows its name after a comma, not in
+        parentheses: implementation names carry parentheses of their own."""
         if len(close) <= 4:
-            calls = [f"{impl_label(i)} (its {lv} roof {fmt.pct(100 * (r - 1))} above its {bind[i][0]} roof)"
+            calls = [f"{impl_label(i)}, its {lv} roof {fmt.pct(100 * (r - 1))} above its {bind[i][0]} roof"
                      for i, (lv, r) in close.items()]
+            listed = "; ".join(calls[:-1]) + ("; and " if len(calls) > 1 else "") + calls[-1]
         else:
-            calls = [impl_label(i) for i in close]
-        return (f"Over {join(calls)}, a second roof lies just above the lowest: relieving the lowest limit alone "
-                "would raise such a call's ceiling by no more than that gap.")
+            listed = join(impl_label(i) for i in close)
+        return (f"A second roof lies just above the lowest over {listed}: relieving the lowest limit alone would "
+                "raise such a call's ceiling by no more than that gap.")
 
     def binding_roofs(self, shape=None) -> dict[str, tuple[str, float]]:
         """impl -> (the lowest roof over its points, achieved / that roof)."""
         return {impl: (caps[0][0], rate / caps[0][1])
                 for impl, (rate, caps) in self._roof_caps(shape or self.headline).items()}
+
+    def tied_roofs(self, shape=None) -> dict[str, str]:
+        """impl -> its second-lowest roof, for the calls whose two lowest roofs lie within RANK_NOISE of each other:
+        naming one of them as the call's binding roof would rank two figures the noise does not tell apart."""
+        return {impl: caps[1][0] for impl, (_, caps) in self._roof_caps(shape or self.headline).items()
+                if len(caps) > 1 and caps[1][1] <= (1 + RANK_NOISE) * caps[0][1]}
+
+    def binding_words(self, shape=None) -> dict[str, str]:
+        """impl -> the roof that binds it in words: 'L2 bandwidth', or 'L2 and DRAM bandwidth alike' for a tie."""
+        tied = self.tied_roofs(shape)
+        out = {}
+        for impl, (level, _) in self.binding_roofs(shape).items():
+            second = tied.get(impl)
+            if second is None:
+                out[impl] = level
+            elif level.endswith(" bandwidth") and second.endswith(" bandwidth"):
+                out[impl] = f"{level.removesuffix(' bandwidth')} and {second.removesuffix(' bandwidth')} bandwidth alike"
+            else:
+                out[impl] = f"{level} and {second} alike"
+        return out
 
     def close_roofs(self, shape=None) -> dict[str, tuple[str, float]]:
         """impl -> (its second-lowest roof, how far above the lowest), for the calls whose second roof lies
@@ -274,7 +302,7 @@ class Roofline(ProfileData):
                            "the datasheet gives none.")
         for mem in (True, False):
             if sides[mem]:
-                out.append(f"On its {SIDE[mem]}: {join(sides[mem])}.")
+                out.append(f"{SIDE[mem]}: {join(sides[mem])}.")
         bind = self.binding_roofs(shape)
         if bind:
             src = "counted" if self.data.flops_source == "counters" else "analytical"
@@ -292,6 +320,7 @@ class Roofline(ProfileData):
                        "what happens when TMA copies tiles from L2 straight into shared memory and WGMMA reads its "
                        f"operands there: {escape.code('l1tex__t_bytes')} and "
                        f"{escape.code('sm__sass_data_bytes_mem_shared')} count neither.")
+        out.append(self._l2_undercount_words(shape))
         blind = pts[pts["why"] == "l2-blind"]
         if not blind.empty:
             out.append(f"No L2 point is drawn for {join(impl_label(i) for i in dict.fromkeys(blind['impl']))}: "
@@ -340,6 +369,42 @@ class Roofline(ProfileData):
         if len(top) == 1 and len(low) == 1:
             return f"{lead}, {close}, and {far}."
         return f"{lead}, {close}. {far[0].upper() + far[1:]}."
+
+    def l2_undercounts(self, shape=None) -> tuple[dict[str, float], list[str]]:
+        """The calls whose loads bypass L1 (TMA copies, which reach shared memory through L2 alone): impl -> L2
+        bytes counted over the tile bytes its recorded config requests, where that is under one; and the
+        bypassing calls whose tiles this run does not record (library kernels), which cannot be checked."""
+        shape = shape or self.headline
+        pts = self.level_points(shape)
+        tma = set(pts[(pts["level"] == "l1") & (pts["why"] == "bypassed")]["impl"]) if not pts.empty else set()
+        under, unknown = {}, []
+        for _, r in self._rows(shape).iterrows():
+            if r["impl"] not in tma or r["impl"] in MATERIALISING or not known(r["l2_bytes"]):
+                continue  # the GEMMs of a materialising call load by TMA too, but request no attention tiles
+            req = self.tile_requests(r)
+            if req is None:
+                unknown.append(r["impl"])
+            elif r["l2_bytes"] < L2_SEES_REQUESTS * req:
+                under[r["impl"]] = r["l2_bytes"] / req
+        return under, unknown
+
+    def _l2_undercount_words(self, shape) -> str:
+        """The caveat on the L2 points of TMA calls whose L2 counter saw fewer bytes than their tiles request."""
+        under, unknown = self.l2_undercounts(shape)
+        if not under:
+            return ""
+        one = len(under) == 1
+        who = join(impl_label(i) for i in under)
+        seen = fmt.span(min(under.values()), max(under.values()), fmt.ratio)
+        text = (f"The L2 point{'' if one else 's'} of {who} need{'s' if one else ''} a caveat: "
+                f"{escape.code('lts__t_bytes')} counted {seen} the tile bytes {'its' if one else 'their'} recorded "
+                "tile config requests, though a TMA copy reaches shared memory through L2 alone, so either the counter "
+                f"misses part of that traffic or requests were merged before it: {'the point' if one else 'each point'} "
+                f"may sit up to {fmt.ratio(1 / min(under.values()))} too far right.")
+        if unknown:
+            text += (f" {join(impl_label(i) for i in unknown)} also load by TMA, and this run does not record "
+                     f"{'its' if len(unknown) == 1 else 'their'} tiles, so the same may hold there.")
+        return text
 
     def _l2_roof_exceeded(self, shape=None) -> str:
         """Where a kernel of the calls drawn at `shape` moved L2 traffic faster than the measured L2 roof, that roof

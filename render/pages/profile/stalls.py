@@ -6,7 +6,17 @@ import plotly.graph_objects as go
 
 from ... import escape, fmt
 from ...figures import PALETTE
-from .data import ProfileData, _esc, _shape_id
+from ...fmt import known
+from ...vocab import STALL_WORDS
+from .data import ProfileData, _esc, _shape_id, count_word
+from .ws_steps import ws_partition
+
+
+def shape_of(page, k) -> tuple:
+    """The profiled shape of a kernel row, from its call."""
+    r = page.impls()
+    r = r[r["case_id"] == k["case_id"]].iloc[0]
+    return (int(r["batch"]), int(r["heads"]), int(r["seq_len"]), int(r["head_dim"]), r["dtype"], bool(r["causal"]))
 
 
 MIN_STALL_SHARE = 0.03  # reasons below this share of a kernel's stalls are summed as "other"
@@ -50,9 +60,29 @@ class Stalls(ProfileData):
                           # Measured from the figure's edge, not the plot's: long kernel labels narrow the plot.
                           legend=dict(xref="container", entrywidth=130, traceorder="normal"))
         return self.figure(f"stalls-{_shape_id(shape)}", fig,
-                           "Why warps were not issuing: each stall reason's share of the warps stalled per issued "
-                           "instruction (smsp__average_warps_issue_stalled_*), reasons under 3% summed as other. "
-                           f"{self.caption_conditions(shape)}.", height=220 + 36 * len(labels) + 24 * (len(order) // 4))
+                           "Why warps were not issuing: each stall reason's share of the warp cycles per issued "
+                           "instruction (smsp__average_warps_issue_stalled_*_per_issue_active), 'selected' (issuing) "
+                           f"left out, reasons under {MIN_STALL_SHARE:.0%} summed as other; the legend above the "
+                           f"figures says what each reason waits for. {self.caption_conditions(shape)}.",
+                           height=220 + 36 * len(labels) + 24 * (len(order) // 4))
+
+    def stall_legend(self) -> str:
+        """What each stall reason drawn on this page waits for, once, in Nsight Compute's sense (vocab.STALL_WORDS):
+        the charts name reasons by the profiler's own words, which few readers know past 'barrier'."""
+        drawn = []
+        for shape in self.shapes():
+            df = self.stall_frame(shape)
+            if not df.empty:
+                drawn += [r for r in df.groupby("reason")["share"].sum().sort_values(ascending=False).index
+                          if r != "other"]
+        drawn = list(dict.fromkeys(drawn))
+        if not drawn:
+            return ""
+        lines = [f"- **{escape.text(r)}**: {escape.text(STALL_WORDS.get(r, 'a reason this report has no words for'))}"
+                 for r in drawn]
+        lines.append(f"- **other**: the reasons under {MIN_STALL_SHARE:.0%} of a kernel's stalls, summed")
+        return ("The stall reasons the charts below show, the most common first, and what a warp stalled for each "
+                "is waiting for:\n\n" + "\n".join(lines))
 
     def stall_finding(self, shape=None) -> str:
         df = self.stall_frame(shape)
@@ -64,8 +94,14 @@ class Stalls(ProfileData):
         if mine.empty:
             return ""
         top = mine.iloc[0]
-        text = (f"The Triton kernel's largest stall reason is **{escape.text(top['reason'])}**, "
+        text = (f"Our kernel's largest stall reason is **{escape.text(top['reason'])}**, "
                 f"{fmt.pct(100 * top['share'])} of its stalls")
         if len(mine) > 1:
             text += f", then {escape.text(mine.iloc[1]['reason'])} at {fmt.pct(100 * mine.iloc[1]['share'])}"
-        return text + "."
+        text += "."
+        part = ws_partition(k.get("kernel_step") if known(k.get("kernel_step")) else None, shape_of(self, k)[3])
+        if top["reason"] == "barrier" and part is not None and part.named_turns:
+            text += (f" Its {count_word(part.consumers)} consumer warpgroups take turns at the tensor cores through "
+                     "named barriers, so part of every turn is a wait at a barrier by design "
+                     "([What limits each kernel](#what-limits-each-kernel) says more).")
+        return text

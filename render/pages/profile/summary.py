@@ -6,7 +6,8 @@ import pandas as pd
 from ... import escape, fmt
 from ...fmt import known
 from ...vocab import impl_label, join, plural
-from .data import ProfileData
+from .data import ProfileData, shape_list
+from .roofline import RANK_NOISE
 
 
 class Summary(ProfileData):
@@ -25,13 +26,9 @@ class Summary(ProfileData):
             out.append(f"At {self.shape_text(shape)}, our fused kernel moved {word} DRAM bytes than naive PyTorch "
                        f"({fmt.bytes_(f)} against {fmt.bytes_(a)}, the writes counted as at least each call's "
                        "output).")
-        bind = self.binding_roofs(shape)
-        if bind:
-            groups: dict[str, list[str]] = {}
-            for impl, (level, _) in bind.items():
-                groups.setdefault(level, []).append(impl_label(impl))
-            out.append("By the hierarchical roofline, the lowest roof over each call is "
-                       + "; ".join(f"{lv} for {join(names)}" for lv, names in groups.items()) + ".")
+        roofs = self.roofline_summary(shape)
+        if roofs:
+            out.append(roofs)
 
         tc = self.tensor_core_verdicts(shape)
         idle = [impl_label(i) for i, (used, _) in tc.items() if used is False]
@@ -47,6 +44,30 @@ class Summary(ProfileData):
                 out.append(occ)
         return " ".join(out[:4])
 
+
+    def roofline_summary(self, shape) -> str:
+        """The binding roof of each call at `shape`, two roofs within the noise of each other named together, then
+        the calls whose binding roof differs at the other shapes of the same masking: a verdict holds for its shape."""
+        bind = self.binding_words(shape)
+        if not bind:
+            return ""
+        tied = self.tied_roofs(shape)
+        groups: dict[str, list[str]] = {}
+        for impl, words in bind.items():
+            if impl in tied:
+                words += f" (within {fmt.pct(100 * RANK_NOISE, 2)} of each other)"
+            groups.setdefault(words, []).append(impl_label(impl))
+        out = [f"At {shape_list([self.shape_text(shape)])}, by the hierarchical roofline, the lowest roof over each "
+               "call is " + "; ".join(f"{lv} for {join(names)}" for lv, names in groups.items()) + "."]
+        for other in self.shapes()[1:]:
+            if other[5] != shape[5]:
+                continue
+            there = self.binding_words(other)
+            moved = [impl_label(i) for i in bind if i in there and there[i] != bind[i]]
+            if moved:
+                out.append(f"At {shape_list([self.shape_text(other)])} it differs for {join(moved)}: the roofline of "
+                           "each shape, below, gives every call's.")
+        return " ".join(out)
 
     def status_note(self) -> str:
         """Why data is missing, when it is: the phase's own reason, then cases that did not run."""

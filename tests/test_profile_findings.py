@@ -1,0 +1,255 @@
+"""The Profiling page's findings flip with the data behind them: our warp-specialized kernel's warps and registers
+from its recorded step, verdicts near the 80% line, barrier stalls that are the kernel's schedule, calls that did
+follow a low clock reading, the two clocks ranking ours apart, counted against analytical FLOPs, the caveat on the
+L2 points of TMA kernels, register spills, occupancy at its maximum, ties between roofs, the stall legend and
+the occupancy curves that cannot move."""
+from __future__ import annotations
+
+import html
+
+import pytest
+
+import synthetic_report as S
+import test_profile_phase as tpp
+from collect.schema.limiter import BUSY_PCT, NEAR_PTS
+from collect.schema.profile import ClockCheckRow, ImplRow
+from render.pages.profile import ProfilePage
+from render.pages.profile.data import shape_list, step_link
+from render.pages.profile.ws_steps import WsPartition, ws_partition
+
+FM = 4.0 * 2 * 8 * 2048 * 2048 * 64  # the synthetic profile's analytical FLOPs per call
+SHAPE = dict(batch=2, heads=8, seq_len=2048, head_dim=64, dtype="float16", causal=False)
+
+
+def text(s: str) -> str:
+    return html.unescape(s)
+
+
+def synthetic(tmp_path, edit=None, **kw) -> ProfilePage:
+    """synthetic_report's profile (naive, sdpa-math, our kernel at B=2 H=8 N=2048 d=64), edited before it is saved."""
+    pf = S.profile_file("rep-1", **kw)
+    if edit:
+        edit(pf)
+    run = S.make(tmp_path, profile=pf)
+    return ProfilePage(run, [run])
+
+
+def ours(pf):
+    return next(k for k in pf.kernels if k.impl == "triton"), next(r for r in pf.impls if r.impl == "triton")
+
+
+def add_rival(pf, ncu_ms: float, device_ms: float, counted: float = FM, impl: str = "fa4"):
+    """Another implementation's call at the synthetic shape, with its clock cross-check."""
+    pf.impls.append(ImplRow(case_id=f"main-{impl}", group="main", impl=impl, **SHAPE, status="ok", kernels=1,
+                            duration_ms=ncu_ms, dram_read_bytes=1.2e7, dram_write_bytes=1e6, l2_bytes=1e8,
+                            flops_counted=counted, flops_tensor=counted, flops_model=FM))
+    pf.kernels.append(S.kernel(f"main-{impl}", impl, 0, "flash_fwd_sm90", ncu_ms, flops_tensor=counted,
+                               l2_bytes=1e8, l1_bytes=0.0, shared_bytes=1e4, dram_read_bytes=1.2e7))
+    pf.clock_check.append(ClockCheckRow(case_id=f"main-{impl}", impl=impl, **SHAPE, kernels=1, ncu_ms=ncu_ms,
+                                        device_ms=device_ms, device_over_ncu=device_ms / ncu_ms,
+                                        gap_ms=device_ms - ncu_ms))
+
+
+# ---- W3: the warp-specialized kernel's partitions, from its recorded step ------------------------------
+
+def test_the_partitions_the_page_states_are_the_kernels_own_at_every_step_and_head_size():
+    pytest.importorskip("torch")
+    from kernels.attention.gluon_versions import GLUON_VERSIONS, version_plan
+
+    for v in GLUON_VERSIONS:
+        for d in range(40, 129, 8):
+            part = ws_partition(v.name, d)
+            if v.kernel != "ws":
+                assert part is None, v.name
+                continue
+            plan = version_plan(v, d)
+            assert part == WsPartition(plan.consumers, plan.consumer_regs, plan.producer_regs, v.named_turns,
+                                       v.named_release), (v.name, d)
+            # setmaxnreg moves registers between partitions of one register file: the budgets fit a launch of
+            # 65,536 registers over every launched warp
+            assert (part.consumers * part.consumer_regs + part.producer_regs) * 128 <= 65536, (v.name, d)
+    assert ws_partition("g99", 128) is None and ws_partition(None, 128) is None  # unknown: not guessed
+
+
+def _ws(pf, step="g32", block=384):
+    k, r = ours(pf)
+    k.kernel_name, k.kernel_step, r.kernel_step, k.block_size = "_ws_kernel", step, step, block
+
+
+def test_the_ws_kernels_warps_and_registers_come_from_its_step(tmp_path):
+    two = text(synthetic(tmp_path / "a", edit=_ws).occupancy_finding())
+    assert "It launches 12 warps (the config's warps=4 is the first consumer's" in two
+    assert "two consumer warpgroups of four warps, which compute, and a producer of one warp" in two
+    assert "padded to a warpgroup by three more warps" in two and "8 compute, one issues copies and three only pad" in two
+    assert "register budget, 168 a thread" in two and "240 a consumer thread and 24 a producer thread" in two
+    assert "3 warpgroups" not in two
+    three = text(synthetic(tmp_path / "b", edit=lambda pf: _ws(pf, "g33", 512)).occupancy_finding())
+    assert "three consumer warpgroups" in three and "160 a consumer thread and 32 a producer thread" in three
+    # a launch that does not match the step's partitions, or a step this report does not know: no partition words
+    for i, edit in enumerate((lambda pf: _ws(pf, "g32", 256), lambda pf: _ws(pf, "g99"))):
+        t = text(synthetic(tmp_path / f"c{i}", edit=edit).occupancy_finding())
+        assert "consumer" not in t and "setmaxnreg" not in t
+
+
+# ---- M1, M2: verdicts near the line, barrier stalls by design ------------------------------------------
+
+def _pair(tensor_nc: float, tensor_c: float, step: str | None = "g32"):
+    """The page's quick profile with our kernel at the d=128 pair busy as given, its step recorded."""
+    pf = tpp.profile_file_for_page()
+    causal = {r.case_id for r in pf.impls if r.causal}
+    for k in pf.kernels:
+        if k.impl == "triton" and k.case_id.startswith("main-b4h32"):
+            k.pipe_tensor_pct = tensor_c if k.case_id in causal else tensor_nc
+            k.limiter = None  # the page judges the edited counters again
+            k.kernel_step = step
+    for r in pf.impls:
+        if r.impl == "triton" and r.case_id.startswith("main-b4h32"):
+            r.kernel_step = step
+    for st in pf.stalls:  # our kernel waits at barriers most, as the ping-pong's turns make it
+        if st.case_id in causal and st.reason == "barrier" and st.case_id.endswith("-triton"):
+            st.warps_per_issue = 50.0
+    return pf
+
+
+def test_a_pair_either_side_of_the_line_is_one_behaviour(tmp_path):
+    page = tpp.page_for(tmp_path, _pair(BUSY_PCT + 0.03, BUSY_PCT - 4.3))
+    head = text(page.limiter_headline())
+    assert "keeps the tensor pipe 80.03% busy non-causal and 75.7% busy causal" in head
+    assert f"both within {NEAR_PTS:g} points of the line" in head and "one behaviour either side" in head
+    finding = text(page.limiter_finding())
+    assert "limited by **the tensor pipe**: tensor pipe busy 80.03% of its peak" in finding  # not printed as 80.0%
+    assert "The same kernel keeps it 75.7% busy causal" in finding
+    assert "[Gluon warp-specialized kernel](glossary.md#gluon-warp-specialized-kernel), step g32" in finding
+    # the causal verdict is a barrier stall of a kernel that takes turns at named barriers: by design
+    assert "take turns at the tensor cores through hardware named barriers" in finding
+    assert "each consumer warpgroup synchronises its warps" in finding  # g32 releases K/V by mbarrier arrives
+
+
+def test_verdicts_clear_of_the_line_are_not_hedged_and_a_tile_kernel_has_no_turns(tmp_path):
+    page = tpp.page_for(tmp_path, _pair(95.0, 50.0, step="g8"))
+    head, finding = text(page.limiter_headline()), text(page.limiter_finding())
+    assert "within" not in head and "one behaviour" not in finding and "near the line" not in finding
+    assert "the tensor pipe, 95.0% busy non-causal" in head
+    assert "named barriers" not in finding  # g8 is the tile kernel: its barriers are not a turn schedule
+
+
+# ---- M3: a call that did follow its low clock reading, and the two clocks ranking ours apart ---------------
+
+def test_a_memory_bound_call_that_followed_its_clock_reading_is_said_not_left_out(tmp_path):
+    def l2_bound(pf):  # our call's L2 traffic large enough that the L2 roof binds it, not the tensor roof
+        k, r = ours(pf)
+        k.l2_bytes = r.l2_bytes = 5e10
+
+    pf = S.profile_file("rep-1", clock_ratio=1650 / 1970)
+    l2_bound(pf)
+    for k in pf.kernels:
+        k.sm_clock_mhz = 1650.0
+    for c in pf.clock_check:
+        c.sm_clock_mhz = 1970.0
+    run = S.make(tmp_path, profile=pf)
+    page = ProfilePage(run, [run])
+    assert "compute" not in page.binding_roofs()["triton"][0]
+    t = text(page.profiler_clock_finding())
+    assert "One call not bound by a compute roof did run slower under the profiler" in t
+    assert "This page's rates for that call rest on that lower clock" in t
+
+
+def test_the_page_says_where_the_two_clocks_rank_ours_and_the_fastest_other_apart(tmp_path):
+    # ours: 0.05 ms under Nsight Compute, 0.051 ms on our clock (clock_ratio 1.02)
+    apart = synthetic(tmp_path / "a", edit=lambda pf: add_rival(pf, ncu_ms=0.045, device_ms=0.053))
+    t = text(apart.ranking_disagreement(apart.headline))
+    assert "the two clocks rank ours against the fastest other implementation, FlashAttention-4, differently" in t
+    assert "under Nsight Compute ours is 1.11× slower than FlashAttention-4" in t and "on our clock on par" in t
+    agree = synthetic(tmp_path / "b", edit=lambda pf: add_rival(pf, ncu_ms=0.045, device_ms=0.046))
+    assert agree.ranking_disagreement(agree.headline) == ""
+
+
+# ---- M4: counted against analytical FLOPs, every implementation ----------------------------------------
+
+def test_an_implementation_credited_with_padded_work_is_named_with_its_useful_rate(tmp_path):
+    padded = synthetic(tmp_path / "a", edit=lambda pf: add_rival(pf, 0.045, 0.046, counted=1.2 * FM))
+    assert "Counted / analytical FLOPs" in padded.impl_table() and "1.20×" in padded.impl_table()
+    t = text(padded.counted_work_note())
+    assert "FlashAttention-4's counters saw 1.20× the analytical FLOPs here, ours 1.00×" in t
+    assert f"ran at {FM / 0.045e-3 / 1e12:.0f} TFLOP/s under Nsight Compute" in t
+    same = synthetic(tmp_path / "b", edit=lambda pf: add_rival(pf, 0.045, 0.046, counted=FM))
+    assert same.counted_work_note() == ""
+
+
+# ---- M9, M10: the L2 points of TMA kernels, register spills -------------------------------------------------
+
+def test_the_l2_point_of_a_tma_kernel_that_counted_fewer_bytes_than_its_tiles_is_caveated(tmp_path):
+    # our tiles: Q read, O written and K, V read by each of 16 query tiles: 34 tensors of 4 MiB, above the 1e8 counted
+    under = text(synthetic(tmp_path / "a").roofline_finding())
+    assert "The L2 point of Triton (ours) needs a caveat" in under and "too far right" in under
+
+    def plenty(pf):
+        ours(pf)[1].l2_bytes = 2e8
+    assert "needs a caveat" not in text(synthetic(tmp_path / "b", edit=plenty).roofline_finding())
+    # loads through L1 are not TMA copies: the L2 counter may rightly see fewer bytes, L1 having served them
+    assert "needs a caveat" not in text(synthetic(tmp_path / "c", triton_l1=3e8).roofline_finding())
+
+
+def test_spill_traffic_is_named_with_its_share_of_l1(tmp_path):
+    def spill(pf):
+        k = next(k for k in pf.kernels if k.impl == "sdpa-math")
+        k.local_bytes, k.registers_per_thread = 2e8, 255
+    t = text(synthetic(tmp_path / "a", edit=spill).spill_note())
+    assert "SDPA math's kernel, at 255 registers a thread, spills registers to local memory" in t and "40.0%" in t
+    assert "Local (spill) bytes" in synthetic(tmp_path / "b", edit=spill).kernel_table()
+    none = synthetic(tmp_path / "c", edit=lambda pf: setattr(pf.kernels[0], "local_bytes", 0.0)).spill_note()
+    assert "No profiled kernel spilled" in none
+
+
+# ---- M7, U5: occupancy at its maximum, curves that cannot move ------------------------------------------------
+
+def test_a_kernel_at_full_occupancy_is_limited_by_nothing(tmp_path):
+    def full(pf):
+        k = next(k for k in pf.kernels if k.impl == "naive" and k.launch == 1)
+        k.block_size, k.registers_per_thread, k.smem_per_block_bytes = 1024, 32, 4096
+    table = synthetic(tmp_path, edit=full).occupancy_table()
+    assert "none (full occupancy)" in table
+
+
+def test_curves_that_neither_resource_moves_give_way_to_what_would(tmp_path):
+    def pinned(pf):  # registers and shared memory each allow one block: lowering one alone adds none
+        ours(pf)[0].smem_per_block_bytes = 150_000
+    t = text(synthetic(tmp_path / "a", edit=pinned, triton_grid=4096).occupancy_curves_figure())
+    assert t.startswith("Neither resource alone moves our kernel's ceiling here") and "A second block would need both" in t
+    assert "<figure" not in t
+    # shared memory for two blocks: fewer registers alone would add one, and the curves show it
+    moving = synthetic(tmp_path / "b", triton_grid=4096).occupancy_curves_figure()
+    assert "Neither resource" not in moving and "occupancy-curves" in moving
+
+
+# ---- M8: roofs within the noise are named together; the opening names its shape -------------------------
+
+def test_two_roofs_within_the_noise_are_named_together(tmp_path):
+    page = synthetic(tmp_path)
+    shape = page.headline
+    page.__dict__["_roof_caps_by_shape"] = {shape: {
+        "naive": (1e12, [("L2 bandwidth", 2e12), ("DRAM bandwidth", 2.001e12), ("tensor fp16 compute", 9e14)]),
+        "triton": (1e14, [("tensor fp16 compute", 9e14), ("L2 bandwidth", 9.5e14)])}}
+    words = page.binding_words(shape)
+    assert words == {"naive": "L2 and DRAM bandwidth alike", "triton": "tensor fp16 compute"}
+    t = text(page.roofline_summary(shape))
+    assert t.startswith("At (B=2, H=8, N=2048, d=64, float16), by the hierarchical roofline")
+    assert "L2 and DRAM bandwidth alike (within 3.0% of each other) for naive PyTorch" in t
+
+
+# ---- U2, U4: shape lists, linked kernel names, the stall legend ---------------------------------------------
+
+def test_shapes_in_a_list_keep_their_commas_apart_and_kernel_names_link_to_the_glossary():
+    assert shape_list(["B=2, H=8", "B=4, H=32", "B=1, H=1"]) == "(B=2, H=8); (B=4, H=32) and (B=1, H=1)"
+    assert step_link("g8") == " ([Gluon tile kernel](glossary.md#gluon-tile-kernel), step g8)"
+    assert step_link(None, ("g8", "non-causal"), ("g28", "causal")) == \
+        " ([Gluon tile kernel](glossary.md#gluon-tile-kernel), steps g8 non-causal and g28 causal)"
+    assert step_link(None) == ""
+
+
+def test_every_stall_reason_drawn_is_explained_once_and_the_caption_says_selected_is_left_out(tmp_path):
+    page = tpp.page_for(tmp_path, tpp.profile_file_for_page())
+    legend = text(page.stall_legend())
+    assert "- **long_scoreboard**: waiting for data from memory" in legend and "- **other**:" in legend
+    assert "'selected' (issuing) left out" in text(page.stalls_figure())
+    assert "(ours) (" not in text(page.limiter_table())  # a step is named after a colon, not in a second parenthesis
