@@ -3,7 +3,15 @@ causal x dtype, one row per case.
 
 Lengths 1, 17, 1000 and 4097 are in the grid because they are not multiples of any tile size, so
 the masked tail tiles run (a grid of powers of two never touches them). The reference is computed in
-float64 from the very same rounded inputs, so the error measured is the kernel's arithmetic alone.
+float64 from the very same rounded inputs, so the error measured is the kernel's arithmetic and the
+final rounding of its output, not the rounding of the inputs.
+
+Route cases: flash_attention picks its kernel by shape (kernels/attention/dispatch.py SHAPE_RULES), and
+some kernels are chosen only at shapes the grid never reaches (g33's 192-row tiles from 2^18 query
+rows, the Hopper kernel's split causal schedule from N=8192). For each route of the sm90 table that no
+grid case takes, the full profile adds the cheapest case that takes it (route_cases), so every kernel
+the dispatch can choose there is checked against the reference; each row records the path and step
+that ran.
 
 Kernel paths: `triton` rows run flash_attention as it ships (the path chosen at run time: the
 Hopper and Gluon kernels for float16/bfloat16 on compute capability 9.x, the Turing tensor-core
@@ -16,7 +24,7 @@ again with the code those GPUs would run, built for their target and assembled h
 (kernels/retarget.py): the portable kernel's sm75 build (no tensor cores), the Turing kernel's
 sm75 build (mma.sync m16n8k8) and the portable kernel's sm80 build (mma.sync m16n8k16). Each row
 says which target its code was built for and what it ran on, with that target's own build's
-registers, spills and shared memory. It proves their arithmetic, not their speed there.
+registers, spills and shared memory. It checks their arithmetic, not their speed there.
 
 Layouts: besides contiguous inputs, each kernel runs a few cases on q, k, v that are views of a
 (batch, seq_len, heads, head_dim) tensor, whose strides are not those of a contiguous tensor.
@@ -33,7 +41,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from kernels.common import PADDED_HEAD_DIMS
@@ -72,9 +80,11 @@ HEADS = 3  # not a power of two and != batch, so a (batch, head) index mix-up ca
 
 @dataclass(frozen=True)
 class Case(AttentionCase):
-    """An attention case with the layout of its inputs (contiguous unless said)."""
+    """An attention case with the layout of its inputs (contiguous unless said); route_case: added to
+    reach a kernel route the grid never takes (see route_cases)."""
 
     layout: str = "contiguous"
+    route_case: bool = False
 
 
 @dataclass(frozen=True)
@@ -99,6 +109,7 @@ class Plan:
 
     grids: tuple[Grid, ...]
     ported: tuple[Grid, ...] = ()
+    routes: bool = False  # add route_cases for the sm90 routes the grids never take
 
 
 PLANS = {
@@ -120,7 +131,7 @@ PLANS = {
         Grid(seq_lens=(1, 17, 1000, 4097), head_dims=(64, 128), batches=(2,)),
         Grid(seq_lens=(17, 128), head_dims=(16, 32), batches=(1,)),
         Grid(seq_lens=(17,), head_dims=tuple(d for d in PADDED_HEAD_DIMS if d <= 128), batches=(1,)),
-    )),
+    ), routes=True),
 }
 
 # The reference materialises (heads, N, N) float64 scores: cap that per chunk of heads.
@@ -145,13 +156,77 @@ def build_grid(profile: str, hopper: bool = False, ported: tuple[str, ...] = ())
     if profile not in PLANS:
         raise ValueError(f"profile must be 'quick' or 'full', got {profile!r}")
     kernels = (KERNEL_IMPLS if hopper else KERNEL_IMPLS[:1])
-    ours = [g for g in PLANS[profile].grids if not g.impls]
-    theirs = [g for g in PLANS[profile].grids if g.impls]
+    plan = PLANS[profile]
+    ours = [c for g in plan.grids if not g.impls for c in g.cases(KERNEL_IMPLS[:1])]
+    ours += route_cases(ours) if plan.routes else []
+    theirs = [g for g in plan.grids if g.impls]
     views = [Case(impl, dt, causal, 2, HEADS, n, d, layout="bnhd-view") for impl in kernels + tuple(ported)
              for dt, causal, n, d in VIEW_CASES]
-    return ([c for impl in kernels for g in ours for c in g.cases((impl,))]
-            + [c for impl in ported for g in PLANS[profile].ported for c in g.cases((impl,))] + views
+    return ([replace(c, impl=impl) for impl in kernels for c in ours]
+            + [c for impl in ported for g in plan.ported for c in g.cases((impl,))] + views
             + [c for g in theirs for c in g.cases(())])
+
+
+# --- the cases that reach every kernel route ---------------------------------------------------
+
+
+def route_row(case: Case) -> int:
+    """The row of the sm90 route table (kernels/attention/route_table.py) the case's shape takes: the index of
+    the first SHAPE_RULES rule that matches it (first match wins, as flash_attention chooses), or
+    len(SHAPE_RULES) for the Hopper kernel every other shape takes."""
+    from kernels.attention.dispatch import SHAPE_RULES
+
+    return next((i for i, rule in enumerate(SHAPE_RULES) if rule.matches(case.shape, case.causal)), len(SHAPE_RULES))
+
+
+def hopper_split_from() -> int | None:
+    """The length from which the Hopper kernel runs its split causal schedule (a kernel of its own, chosen by
+    length inside the path); None where the Hopper path does not import with this Triton."""
+    try:
+        from kernels.attention.hopper import SPLIT_FROM_SEQ_LEN
+    except Exception:  # noqa: BLE001 - any failure to import means the path cannot be chosen here
+        return None
+    return SPLIT_FROM_SEQ_LEN
+
+
+def _ragged_length(at_least: int) -> int:
+    """A length from `at_least` on that no tile divides, so the masked tail runs too (17 for short ones)."""
+    return at_least + 1 if at_least > 1 else 17
+
+
+def _case_for_rule(rule, dtype: str) -> Case:
+    """The cheapest case of a rule's shape class: a head size it takes, the shortest ragged length it allows,
+    and the fewest batches that give it its query rows (the reference's cost grows as B x N^2). An earlier
+    rule may still take that shape (route_cases checks)."""
+    d = rule.head_dim if rule.head_sizes is None or rule.head_sizes[0] <= rule.head_dim <= rule.head_sizes[1] \
+        else rule.head_sizes[1]
+    n = _ragged_length(rule.min_len)
+    n = n if rule.max_len is None else min(n, rule.max_len)
+    batch = max(1, -(-rule.min_rows // (HEADS * n)))
+    return Case(KERNEL_IMPLS[0], dtype, rule.causal, batch, HEADS, n, d, route_case=True)
+
+
+def route_cases(cases: list[Case]) -> list[Case]:
+    """For each dtype, a case for every sm90 route no case of `cases` takes: each SHAPE_RULES rule
+    (kernels/attention/dispatch.py) and, for the Hopper kernel every other shape takes, its split causal
+    schedule. Derived from the rules, so a new rule gets its case without an edit here."""
+    from kernels.attention.dispatch import SHAPE_RULES
+
+    fallback = len(SHAPE_RULES)
+    split = hopper_split_from()
+    out = []
+    for dt in DTYPES:
+        mine = [c for c in cases if c.dtype == dt]
+        taken = {route_row(c) for c in mine}
+        for i, rule in enumerate(SHAPE_RULES):
+            case = _case_for_rule(rule, dt) if i not in taken else None
+            if case is not None and route_row(case) == i:  # else no cheap shape reaches it: the test names it
+                out.append(case)
+        hopper = [c for c in mine if route_row(c) == fallback]
+        if split and hopper and not any(c.causal and c.seq_len >= split for c in hopper):
+            d = min(c.head_dim for c in hopper)  # the cheapest head size the Hopper kernel takes
+            out.append(Case(KERNEL_IMPLS[0], dt, True, 1, HEADS, _ragged_length(split), d, route_case=True))
+    return out
 
 
 def ported_impls(device) -> tuple[str, ...]:
@@ -213,18 +288,50 @@ def error_metrics(out, ref, v, tol: Tolerance) -> dict:
                 first_row_max_abs_v=v_row0, tol_usage=usage, passed=usage <= 1.0, reason=None)
 
 
+# Bytes the reference holds per score: the float64 scores, their softmax and the mask's share (generously).
+REFERENCE_BYTES_PER_SCORE = 8 * 3
+
+
+def reference_blocks(heads: int, n: int) -> tuple[int, int]:
+    """(heads, query rows) the reference takes at a time so its scores stay under REFERENCE_CHUNK_BYTES: whole
+    heads where one fits, else one head a block of query rows at a time (at N=8193 one head's scores alone
+    would be 1.6 GB, past a T4's share at longer N)."""
+    per_row = n * REFERENCE_BYTES_PER_SCORE
+    rows = max(1, REFERENCE_CHUNK_BYTES // per_row)
+    if rows < n:
+        return 1, rows
+    return max(1, min(heads, REFERENCE_CHUNK_BYTES // (per_row * n))), n
+
+
 def reference(q, k, v, causal: bool):
-    """The float64 reference, a chunk of heads at a time so the (N, N) scores stay bounded."""
+    """The float64 reference over (reference_blocks) chunks of heads or of one head's query rows."""
     import torch
 
     from kernels.attention import reference_attention
 
     b, h, n, d = q.shape
     flat = [t.reshape(1, b * h, n, d) for t in (q, k, v)]
-    per_head = n * n * 8 * 3  # scores, their softmax, the mask's share (generously)
-    step = max(1, REFERENCE_CHUNK_BYTES // max(per_head, 1))
-    parts = [reference_attention(*(t[:, s:s + step] for t in flat), causal=causal) for s in range(0, b * h, step)]
-    return torch.cat(parts, dim=1).reshape(b, h, n, d)
+    heads, rows = reference_blocks(b * h, n)
+    if rows == n:
+        parts = [reference_attention(*(t[:, s:s + heads] for t in flat), causal=causal) for s in range(0, b * h, heads)]
+        return torch.cat(parts, dim=1).reshape(b, h, n, d)
+    parts = [_reference_rows(*(t[0, s] for t in flat), causal, r, min(r + rows, n))
+             for s in range(b * h) for r in range(0, n, rows)]
+    return torch.cat(parts, dim=0).reshape(b, h, n, d)
+
+
+def _reference_rows(q, k, v, causal: bool, first: int, stop: int):
+    """reference_attention's float64 softmax(q k^T / sqrt(d) [causal mask]) v for query rows [first, stop) of one
+    (N, d) head: a causal query sees keys up to itself, so the keys past `stop` are left out, not masked."""
+    import torch
+
+    keys = stop if causal else k.shape[0]
+    q, k, v = q[first:stop].double(), k[:keys].double(), v[:keys].double()
+    scores = (q @ k.T) * (1.0 / math.sqrt(q.shape[-1]))
+    if causal:
+        later = torch.arange(keys, device=q.device)[None, :] > torch.arange(first, stop, device=q.device)[:, None]
+        scores = scores.masked_fill(later, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
 
 
 # --- tile configs ----------------------------------------------------------------------------
@@ -398,11 +505,12 @@ def _call_ported(case: Case, q, k, v, configs: list):
             out, info = _first_fitting(configs, lambda cfg: portable_attention(q, k, v, case.causal, None, cfg))
             info = dict(info, path="portable")
         _sync(q.device)
-    return out, _config_text(info), port
+    return out, info, port
 
 
 def _call(case: Case, q, k, v, configs: list):
-    """Run the implementation: (output, config text, the Port of a PORTED case's build, else None)."""
+    """Run the implementation: (output, what our kernel ran (kernel_config_of_last_call), the Port of a PORTED
+    case's build); None for what does not apply."""
     from kernels import attention
 
     if case.impl in PORTED:
@@ -414,7 +522,7 @@ def _call(case: Case, q, k, v, configs: list):
     def attempt(cfg):
         out = attention.flash_attention(q, k, v, causal=case.causal, config=cfg, path=path)
         _sync(q.device)
-        return out, _config_text(attention.kernel_config_of_last_call()), None
+        return out, attention.kernel_config_of_last_call(), None
 
     return _first_fitting(configs, attempt)
 
@@ -431,7 +539,8 @@ def run_case(case: Case, device, tol: Tolerance, configs: list | None = None, fa
     t0 = time.perf_counter()
     row = CorrectnessRow(impl=case.impl, dtype=case.dtype, causal=case.causal, batch=case.batch, heads=case.heads,
                          seq_len=case.seq_len, head_dim=case.head_dim, status="ok", seed=case.seed,
-                         tol_abs=tol.tol_abs, tol_rel=tol.tol_rel, layout=getattr(case, "layout", "contiguous"))
+                         tol_abs=tol.tol_abs, tol_rel=tol.tol_rel, layout=getattr(case, "layout", "contiguous"),
+                         route_case=getattr(case, "route_case", False))
     if case.impl in PORTED:
         row.built_for = PORTED[case.impl][0]
     why = _unsupported_reason(case, device, facts)
@@ -459,17 +568,37 @@ def run_case(case: Case, device, tol: Tolerance, configs: list | None = None, fa
 
 def _measure(case: Case, device, tol: Tolerance, configs: list, row: CorrectnessRow | None = None
              ) -> tuple[str | None, dict]:
-    """Inputs, implementation, reference, metrics; its tensors die with its frame. A PORTED case
-    also fills `row` with what its target's build is and where it ran."""
+    """Inputs, implementation, reference, metrics; its tensors die with its frame. Fills `row` with what
+    ran (see _describe_run), and for a PORTED case what its target's build is and where it ran."""
     q, k, v = _inputs(case, device)
-    out, config, port = _call(case, q, k, v, configs)
-    if port is not None and row is not None:
-        _describe_port(row, port)
+    out, info, port = _call(case, q, k, v, configs)
+    if row is not None:
+        _describe_run(row, info, _sdpa_backend(case, q, k, v))
+        if port is not None:
+            _describe_port(row, port)
     _sync(device)
     ref = reference(q, k, v, case.causal)
     m = error_metrics(out, ref, v, tol)
     _sync(device)
-    return config, m
+    return _config_text(info), m
+
+
+def _sdpa_backend(case: Case, q, k, v) -> str | None:
+    """The backend PyTorch's SDPA picks for the case's inputs (an 'sdpa' row's error is that backend's)."""
+    if case.impl != "sdpa":
+        return None
+    from .bench import chosen_backend
+
+    return chosen_backend(q, k, v, case.causal)
+
+
+def _describe_run(row: CorrectnessRow, info: dict | None, backend: str | None) -> None:
+    """What ran, as bench rows record it: our kernel's path and, on the Gluon path, its step (the kernel the
+    route table names for the shape); PyTorch's backend for an SDPA row."""
+    if info:
+        row.kernel_path = info.get("path")
+        row.kernel_step = info.get("version") if info.get("path") == "gluon" else None
+    row.backend_used = backend
 
 
 def _describe_port(row: CorrectnessRow, port) -> None:
@@ -533,7 +662,10 @@ def _task_of(c: Case, configs: dict[Case, list], device_name: str) -> tuple[tupl
         return None
     cfgs = configs.get(c) or [None]
     route = None if configs.get(c) else _route(c, device_name)
-    key = (c.impl, c.dtype, c.causal, _proxy_seq_len(c.seq_len), c.head_dim, repr(cfgs), repr(route))
+    # A route case exists because its length chooses the kernel (the Hopper kernel's split schedule is chosen
+    # inside its path, from N), so its stand-in keeps the length, at batch 1.
+    n = c.seq_len if route is not None and getattr(c, "route_case", False) else _proxy_seq_len(c.seq_len)
+    key = (c.impl, c.dtype, c.causal, n, c.head_dim, repr(cfgs), repr(route))
     return key, (device_name, c.impl, c.dtype, c.causal, key[3], c.head_dim, cfgs, route)
 
 

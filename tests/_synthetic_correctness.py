@@ -23,15 +23,21 @@ def tolerance(dtype: str) -> Tolerance:
 
 def correctness_file(run_id: str, floor_in_u: float = 0.6, row0_in_u: float = 0.0, profile: str = "full",
                      fail: int = 0, unsupported_bf16: bool = False, causal_worst: int | None = None,
-                     hopper: bool = False, portable_fail: int = 0, other_factor: float = 2.0) -> CorrectnessFile:
-    """Causal cases sit at floor_in_u * u of max |ref| (3.0); non-causal errors shrink like their outputs."""
+                     hopper: bool = False, portable_fail: int = 0, other_factor: float = 2.0, recorded: bool = False,
+                     sdpa_backend: str | None = None) -> CorrectnessFile:
+    """Causal cases sit at floor_in_u * u of max |ref| (3.0); non-causal errors shrink like their outputs.
+    recorded: rows carry the path and Gluon step the sm90 rules give their shape (as runs from schema 7 do)."""
     rows = []
     for c in build_grid(profile, hopper):
         tol = tolerance(c.dtype)
         u = tol.unit_roundoff
         row = CorrectnessRow(impl=c.impl, dtype=c.dtype, causal=c.causal, batch=c.batch, heads=c.heads,
                              seq_len=c.seq_len, head_dim=c.head_dim, status="ok", seed=c.seed,
-                             tol_abs=tol.tol_abs, tol_rel=tol.tol_rel, layout=c.layout)
+                             tol_abs=tol.tol_abs, tol_rel=tol.tol_rel, layout=c.layout, route_case=c.route_case)
+        if recorded:
+            row.kernel_path, row.kernel_step = _route(c)
+        if c.impl == "sdpa":
+            row.backend_used = sdpa_backend
         if unsupported_bf16 and c.dtype == "bfloat16":
             row.status, row.reason = "unsupported", "bfloat16 needs a GPU of compute capability >= 8.0; this one is 7.5"
             rows.append(row)
@@ -68,6 +74,19 @@ def correctness_file(run_id: str, floor_in_u: float = 0.6, row0_in_u: float = 0.
     return CorrectnessFile(schema_version=SCHEMA_VERSION, run_id=run_id, rows=rows,
                            tolerances=[tolerance(d) for d in BITS], reference=REFERENCE_TEXT, inputs=INPUTS_TEXT,
                            config_policy=CONFIG_POLICY_TEXT)
+
+
+def _route(c) -> tuple[str | None, str | None]:
+    """(path, Gluon step) our kernel's row records: the sm90 rules' choice for `triton`, the portable kernel for
+    `triton-portable`; nothing for PyTorch's rows."""
+    if c.impl == "triton-portable":
+        return "portable", None
+    if c.impl != "triton":
+        return None, None
+    from kernels.attention.dispatch import SHAPE_RULES, rule_route
+
+    path, cfg = rule_route(SHAPE_RULES, c.head_dim, c.causal, c.seq_len, batch_heads=c.batch * c.heads)
+    return path, (cfg or {}).get("version")
 
 
 def make_correctness_run(data_dir: Path, run_id: str = "synthetic-20261129", **kw) -> Path:

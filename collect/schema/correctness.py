@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .bench import KERNEL_PATHS
 from .common import COUNT, DTYPES, GPU_TARGET, IDENT, NAME, NONNEGATIVE, RATIO, ROW_STATUS, RUN_ID, SECONDS, SIZE, TEXT, doc, strict
 
 
@@ -71,6 +72,19 @@ class CorrectnessRow:
     config: str | None = doc(
         "Tile config the kernel ran with (block sizes, warps, stages; fixed or autotuned); null for PyTorch rows.", None,
         **NAME)
+    kernel_path: str | None = doc("Our kernel's rows: the kernel path that ran ('portable', 'hopper', 'gluon', "
+                                  "'turing'); null for PyTorch rows and in runs before it was recorded.", None,
+                                  choices=KERNEL_PATHS)
+    kernel_step: str | None = doc("Rows on the Gluon path: the step of the Gluon kernel that ran (e.g. 'g33', "
+                                  "kernels/attention/gluon_versions.py); null on the other paths and in runs before "
+                                  "it was recorded.", None, pattern=IDENT)
+    backend_used: str | None = doc("'sdpa' rows: the backend PyTorch chose for these inputs ('flash', 'efficient', "
+                                   "'cudnn', 'math', or 'unknown'); null for other rows and in runs before it was "
+                                   "recorded.", None, pattern=IDENT)
+    route_case: bool = doc("A case added to the grid because its shape reaches a row of the sm90 route table "
+                           "(kernels/attention/route_table.py) that no other case reaches, such as a kernel chosen "
+                           "only from 2^17 query rows; false for the regular grid and in runs before such cases "
+                           "were added.", False)
     wall_s: float | None = doc(
         "Wall time of the case: inputs, kernel (with any compilation), reference and metrics.", None, **SECONDS)
     layout: str = doc("How q, k, v lie in memory: 'contiguous', or 'bnhd-view' (views of a (batch, seq_len, heads, "

@@ -91,11 +91,21 @@ def to_version_6(doc: dict) -> dict:
     return doc
 
 
+def to_version_7(doc: dict) -> dict:
+    """Any file of schema version 6 (older ones through the steps above): version 7 adds optional fields only,
+    correctness rows' kernel_path, kernel_step and backend_used (what ran, which older runs did not record) and
+    route_case (cases added to reach every kernel route, which older grids did not have: false)."""
+    doc = to_version_6(doc)
+    if doc.get("schema_version") == 6:
+        doc["schema_version"] = 7
+    return doc
+
+
 # The step that brings any older file to the current version.
-LATEST = to_version_6
+LATEST = to_version_7
 
 MIGRATIONS = {f.__name__: f for f in (rename_decode_hf_variant, decode_int8_comparison_series, to_version_2,
-                                      to_version_3, to_version_4, to_version_5, to_version_6)}
+                                      to_version_3, to_version_4, to_version_5, to_version_6, to_version_7)}
 
 
 def main(argv: list[str]) -> int:
