@@ -13,8 +13,9 @@ from collect import correctness as phase
 from collect.context import RunContext
 from collect.jsonio import write_json_atomic
 from collect.schema.correctness import CorrectnessFile
+from render import fmt
 from render.pages.correctness import CorrectnessPage
-from render.pages.correctness.common import unit_roundoff
+from render.pages.correctness.common import half_ulp, unit_roundoff
 from render.runs import load_run
 from render.site import Report
 from render.validate import load_validated
@@ -121,6 +122,125 @@ def test_portable_rows_run_the_portable_path(monkeypatch):
     for impl in ("triton", "triton-portable"):
         phase._call(phase.Case(impl, "float16", False, 1, 3, 17, 16), q.half(), k.half(), v.half(), [None])
     assert seen == [None, "portable"]
+
+
+# --- the cases that reach every kernel route ------------------------------------------------------
+
+
+def _grid_routes(cases, dtype):
+    """The (path, version) flash_attention's rules give each case of `dtype` on sm90, as dispatch routes it."""
+    from kernels.attention import dispatch
+
+    return {(path, (cfg or {}).get("version", "-")) for c in cases if c.dtype == dtype
+            for path, cfg in [dispatch.rule_route(dispatch.SHAPE_RULES, c.head_dim, c.causal, c.seq_len,
+                                                  batch_heads=c.batch * c.heads)]}
+
+
+def _unreached(cases, dtype):
+    """Rows of the sm90 route table (and the Hopper kernel's split causal schedule) no case of `dtype` takes."""
+    from kernels.attention import dispatch
+
+    mine = [c for c in cases if c.dtype == dtype]
+    rows = {phase.route_row(c) for c in mine}
+    missing = [i for i in range(len(dispatch.SHAPE_RULES) + 1) if i not in rows]
+    hopper = [c for c in mine if phase.route_row(c) == len(dispatch.SHAPE_RULES)]
+    if not any(c.causal and c.seq_len >= phase.hopper_split_from() for c in hopper):
+        missing.append("hopper split")
+    return missing
+
+
+def test_the_full_grid_reaches_every_kernel_the_sm90_route_table_names():
+    from kernels.attention import route_table
+
+    cases = [c for c in phase.build_grid("full", hopper=True) if c.impl == "triton" and c.layout == "contiguous"]
+    want = {(path, version) for _, path, version, _ in route_table.rows()}
+    for dt in phase.DTYPES:
+        assert _unreached(cases, dt) == [], f"{dt}: a route of the sm90 table that no correctness case reaches"
+        assert _grid_routes(cases, dt) == want
+    # the large-shape steps are reached only by the added cases, at both dtypes; the portable rows run them too
+    added = [c for c in cases if c.route_case]
+    assert {v for dt in phase.DTYPES for _, v in _grid_routes(added, dt)} >= {"g33", "g36"}
+    assert len(added) == len({(c.dtype, phase.route_row(c), c.causal) for c in added})  # one case per route
+    portable = {(c.dtype, c.shape, c.causal) for c in phase.build_grid("full", hopper=True) if c.impl == "triton-portable"}
+    assert {(c.dtype, c.shape, c.causal) for c in added} <= portable
+    assert not [c for c in phase.build_grid("quick", hopper=True) if c.route_case]
+
+
+def test_a_new_rule_gets_its_case_and_a_rule_no_shape_reaches_is_named(monkeypatch):
+    from kernels.attention import dispatch
+
+    rules = dispatch.SHAPE_RULES
+    longer = dispatch.ShapeRule("gluon", 64, False, min_len=16384, min_rows=2 ** 19, config=(("version", "g99"),))
+    monkeypatch.setattr(dispatch, "SHAPE_RULES", (longer, *rules))
+    cases = [c for c in phase.build_grid("full") if c.impl == "triton"]
+    new = [c for c in cases if phase.route_row(c) == 0]
+    assert [(c.seq_len, c.batch * c.heads * c.seq_len >= 2 ** 19) for c in new] == [(16385, True)] * 2
+    assert _unreached(cases, "float16") == []
+    # a rule that an earlier one shadows whatever the shape: no case can reach it, and the check says which
+    shadowed = dispatch.ShapeRule("gluon", 64, True, min_len=4096, config=(("version", "g98"),))
+    monkeypatch.setattr(dispatch, "SHAPE_RULES", (*rules, shadowed))
+    assert _unreached([c for c in phase.build_grid("full") if c.impl == "triton"], "float16") == [len(rules)]
+
+
+# The most float64 work the added cases may ask of the reference per dtype: a T4's float64 units (about a
+# quarter of a TFLOP/s) do it in seconds.
+ROUTE_REFERENCE_FLOPS = 1e12
+
+
+def test_the_added_cases_stay_affordable_and_their_reference_fits_a_t4():
+    added = [c for c in phase.build_grid("full") if c.route_case and c.dtype == "float16"]
+    assert added and sum(4 * c.batch * c.heads * c.seq_len ** 2 * c.head_dim for c in added) <= ROUTE_REFERENCE_FLOPS
+    for c in phase.build_grid("full", hopper=True):
+        heads, rows = phase.reference_blocks(c.batch * c.heads, c.seq_len)
+        assert heads * rows * c.seq_len * phase.REFERENCE_BYTES_PER_SCORE <= phase.REFERENCE_CHUNK_BYTES
+        # its blocks, plus the inputs, output and reference in float64 (the error too), within a 16 GB T4
+        tensors = 8 * c.batch * c.heads * c.seq_len * c.head_dim * 6
+        assert phase.REFERENCE_CHUNK_BYTES + tensors < 8 * 2 ** 30, c
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_reference_in_blocks_of_query_rows_is_the_whole_reference(monkeypatch, causal):
+    g = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(2, 3, 37, 16, generator=g).half() for _ in range(3))
+    whole = attention.reference_attention(q, k, v, causal=causal)
+    monkeypatch.setattr(phase, "REFERENCE_CHUNK_BYTES", 37 * phase.REFERENCE_BYTES_PER_SCORE * 8)
+    assert phase.reference_blocks(6, 37) == (1, 8)  # one head, 8 query rows at a time: a ragged last block
+    blocks = phase.reference(q, k, v, causal)
+    assert blocks.dtype == torch.float64 and torch.allclose(blocks, whole, rtol=0, atol=1e-13)
+
+
+def test_a_route_cases_stand_in_keeps_its_length_where_the_path_chooses_by_it(monkeypatch):
+    from kernels.attention import dispatch
+
+    monkeypatch.setattr(dispatch, "route", lambda shape, dtype, device, causal=False: ("hopper", None))
+    regular = phase.Case("triton", "float16", True, 1, 3, 4097, 16)
+    added = phase.Case("triton", "float16", True, 1, 3, 8193, 16, route_case=True)
+    assert [t[4] for t in phase.compile_tasks([regular, added], {}, "cuda:0")] == [17, 8193]
+    # with a fixed config (the portable rows) the length chooses nothing: the tiny stand-in is enough
+    cfg = [dict(BLOCK_M=16, BLOCK_N=16, num_warps=4, num_stages=1)]
+    assert [t[4] for t in phase.compile_tasks([added], {added: cfg}, "cuda:0")] == [17]
+
+
+def test_a_row_records_the_path_step_and_backend_that_ran():
+    row = phase.CorrectnessRow(impl="triton", dtype="float16", causal=True, batch=1, heads=3, seq_len=17,
+                               head_dim=64, status="ok")
+    phase._describe_run(row, dict(path="gluon", version="g36", BLOCK_M=192), None)
+    assert (row.kernel_path, row.kernel_step, row.backend_used) == ("gluon", "g36", None)
+    phase._describe_run(row, dict(path="hopper", features="warp_spec+causal_split"), None)
+    assert (row.kernel_path, row.kernel_step) == ("hopper", None)
+    sdpa = phase.CorrectnessRow(impl="sdpa", dtype="float16", causal=True, batch=1, heads=3, seq_len=17,
+                                head_dim=64, status="ok")
+    phase._describe_run(sdpa, None, "cudnn")
+    assert (sdpa.kernel_path, sdpa.backend_used) == (None, "cudnn")
+
+
+def test_the_schema_7_step_changes_only_the_version():
+    from collect.schema import migrate
+
+    before = {"schema_version": 6, "rows": [{"impl": "triton", "config": "gluon path"}]}
+    out = migrate.to_version_7(dict(before))
+    assert out == {**before, "schema_version": 7} and migrate.to_version_7(dict(out)) == out
+    assert migrate.LATEST is migrate.to_version_7 and phase.SCHEMA_VERSION == 7
 
 
 def test_precompile_runs_its_workers_and_reports_failures(capsys):
@@ -236,20 +356,24 @@ def test_bf16_on_a_pre_ampere_gpu_is_unsupported_with_the_reason(monkeypatch):
 
 def test_run_writes_a_file_that_validates(tmp_path, monkeypatch):
     cases = [phase.Case("triton", "float16", True, 1, 3, 17, 16), phase.Case("triton", "bfloat16", False, 2, 3, 1, 16),
-             phase.Case("naive", "float16", True, 1, 3, 17, 16)]
+             phase.Case("naive", "float16", True, 1, 3, 17, 16), phase.Case("sdpa", "float16", True, 1, 3, 17, 16)]
     monkeypatch.setattr(phase, "build_grid", lambda profile, hopper=False, ported=(): cases)
     ctx = RunContext(run_id="tiny-20261129", out_dir=tmp_path, profile="quick", manifest=manifest("tiny-20261129"),
                      phase="correctness", filename="correctness.json")
     result = phase.run(ctx)
     ctx.flush_checkpoint()  # the runner writes the rows a spaced checkpoint deferred (collect/runner.py)
     data = load_validated(tmp_path / "correctness.json", CorrectnessFile)
-    assert [r.status for r in data.rows] == ["ok", "ok", "ok"] and len(result.rows) == 3
-    causal, single, naive = data.rows
+    assert [r.status for r in data.rows] == ["ok"] * 4 and len(result.rows) == 4
+    causal, single, naive, sdpa = data.rows
     assert causal.passed and causal.max_abs_err > 0 and causal.worst_query_keys == causal.worst_query + 1
     assert causal.first_row_max_abs_err == 0.0  # query 0 sees one key: its output is v[0] itself
     assert causal.config and "BLOCK_M" in causal.config
+    # the interpreter runs the portable kernel: its path is recorded, and no Gluon step
+    assert (causal.kernel_path, causal.kernel_step, causal.backend_used, causal.route_case) == ("portable", None, None,
+                                                                                              False)
     assert single.max_abs_err == 0.0 and single.passed
-    assert naive.impl == "naive" and naive.config is None and naive.passed
+    assert naive.impl == "naive" and naive.config is None and naive.passed and naive.kernel_path is None
+    assert sdpa.backend_used and sdpa.kernel_path is None
     assert {t.dtype for t in data.tolerances} == {"float16", "bfloat16"}
 
 
@@ -272,36 +396,48 @@ def test_page_figures_have_their_ids(tmp_path):
     assert "synthetic-20261129" in heat and "NVIDIA H200" in lines
 
 
-def test_floor_sentence_follows_the_data(tmp_path):
-    near = _page(tmp_path / "a", floor_in_u=0.6).floor_finding()
-    far = _page(tmp_path / "b", floor_in_u=40.0).floor_finding()
-    assert "**matches**" in near and "does not match" not in near
-    assert "**does not match**" in far
-    assert "consistent with it" in near and "not consistent" not in near  # same multiple of u: the 2^3 ratio holds
-    # Non-causal cases beside the causal floor: the same level (output rounding either way), or not.
-    assert "Non-causal fp16 cases sit at the same level" in near
-    assert "Non-causal fp16 cases sit lower" in far and "with or without the mask" not in far
+def test_half_an_ulp_is_the_rounding_step_of_the_binade():
+    u = unit_roundoff("float16")
+    assert half_ulp(3.4, "float16") == half_ulp(2.0, "float16") == 2 * u  # [2, 4): a step of 4u
+    assert half_ulp(1.999, "float16") == u and half_ulp(-0.188, "float16") == u / 8
+    assert half_ulp(3.4, "bfloat16") == 2 * unit_roundoff("bfloat16")
+
+
+def test_the_rounding_check_can_fail_and_says_so(tmp_path):
+    # synthetic causal errors sit at floor_in_u * u of outputs of 3.0, whose half-ulp is 2u
+    near = _page(tmp_path / "a", floor_in_u=0.6)
+    mid = _page(tmp_path / "b", floor_in_u=1.0)
+    far = _page(tmp_path / "c", floor_in_u=40.0)
+    assert "No case's error is larger than rounding its largest output" in near.rounding_finding()
+    assert "No case exceeds 2" in mid.rounding_finding() and "reaches 1.50 at most" in mid.rounding_finding()
+    text = far.rounding_finding()
+    causal = len(far.rounding_cases().query("causal"))
+    assert f"**{causal} of {len(far.rounding_cases())} cases exceed 2**" in text and "No case" not in text
+    # the opening carries the same verdict, and calls the figures what they are
+    assert near.findings_first().count("what rounding the output to the format costs") == 1
+    assert "about one rounding" in mid.findings_first()
+    assert "**more than the format's rounding explains**" in far.findings_first()
+    assert "median of" in near.rounding_finding() and "floor: median" not in near.rounding_table()
 
 
 def test_row0_finding_follows_the_data(tmp_path):
-    assert "**exact**" in _page(tmp_path / "a", row0_in_u=0.0).row0_finding()
+    exact = _page(tmp_path / "a", row0_in_u=0.0).row0_finding()
+    assert "comes out **exact** in fp16 and bf16" in exact and exact.count("**exact**") == 1  # one sentence, both dtypes
     one = _page(tmp_path / "b", row0_in_u=0.5).row0_finding()
     assert "no more than one rounding" in one
     assert "more than one rounding" in _page(tmp_path / "c", row0_in_u=3.0).row0_finding()
-    assert "that is the floor" in one
     late_page = _page(tmp_path / "d", causal_worst=500)
     late = late_page.row0_finding()
-    assert "not confined to the first" in late and "that is the floor" not in late
-    # The headline's "set by the number format" must carry the same exception the causal section names.
-    assert "past the first 32 queries" in late_page.findings_first()
-    assert "past the first" not in _page(tmp_path / "e").findings_first()
+    longest = int(late_page.rounding_cases().query("causal")["seq_len"].max())
+    assert f"never later than query 500, in cases of up to {longest} queries" in late
+    assert "past the first" not in late_page.findings_first()  # no threshold the page never defines
 
 
 def test_where_the_largest_causal_error_sits_is_a_query_not_a_median_between_two(tmp_path):
     # An even count split between queries 1 and 2 has a median of 1.5, which names no query; one case late.
     run_dir = make_correctness_run(tmp_path)
     data = load_validated(run_dir / "correctness.json", CorrectnessFile)
-    causal = [r for r in data.rows if r.impl == "triton" and r.dtype == "bfloat16" and r.causal and r.seq_len > 1]
+    causal = [r for r in data.rows if r.impl == "triton" and r.layout == "contiguous" and r.causal and r.seq_len > 1]
     assert len(causal) % 2 == 0
     for i, r in enumerate(causal):
         r.worst_query = 1 if i < len(causal) // 2 else 2
@@ -310,15 +446,15 @@ def test_where_the_largest_causal_error_sits_is_a_query_not_a_median_between_two
     run = load_run(run_dir)
     page = CorrectnessPage(run, [run])
     text = page.row0_finding()
-    assert "1.5" not in text and "1.5" not in page.floor_table()
+    assert "1.5" not in text and "1.5" not in page.rounding_table()
     assert f"sits at query 1 or earlier in {len(causal) // 2} of {len(causal)} cases" in text
-    assert "(1 of" in text and "sits past them" in text
-    assert f"1 of {len(causal)} bf16 causal maxima sits past the first 32 queries" in page.findings_first()
+    assert f"never later than query {causal[-1].worst_query}" in text
 
 
 def test_summary_counts_passes_failures_and_unsupported(tmp_path):
     page = _page(tmp_path / "a")
-    assert "**All" in page.summary() and page.failures().startswith("None")
+    # the opening counts the passes; the summary and the failures section do not say it twice more
+    assert "pass" not in page.summary() and page.failures() == "None."
     assert not page.grid.empty and (page.grid["passed"] == True).all()  # noqa: E712
     bad = _page(tmp_path / "b", fail=2, unsupported_bf16=True)
     text = bad.summary()
@@ -364,8 +500,8 @@ def test_template_renders_and_a_missing_phase_says_so(tmp_path):
 def test_summary_names_the_head_dims_run_only_at_small_n_and_u_check_flags_disagreement(tmp_path):
     page = _page(tmp_path / "a")
     assert "head_dim 16, 32 and 256 only at seq_len 1, 17 and 128" in page.summary()
-    assert page.u_check().startswith("The two agree")
-    assert "1, 17, 1000 and 4097" in page.ragged_lengths()
+    assert page.u_check() == ""  # a self-check that holds is not a finding
+    assert "1, 17, 1000, 2049, 4097 and 8193" in page.ragged_lengths()  # the added cases are ragged too
     run_dir = make_correctness_run(tmp_path / "b")
     data = load_validated(run_dir / "correctness.json", CorrectnessFile)
     wrong = data.tolerances[0]  # derived for a format one bit shorter than fp16, consistently with itself
@@ -373,21 +509,78 @@ def test_summary_names_the_head_dims_run_only_at_small_n_and_u_check_flags_disag
     wrong.tol_abs = wrong.tol_rel = wrong.factor * wrong.unit_roundoff
     write_json_atomic(run_dir / "correctness.json", data)
     run = load_run(run_dir)
-    assert "**disagree** for fp16" in CorrectnessPage(run, [run]).u_check()
+    assert "**disagrees** with the bit counts for fp16" in CorrectnessPage(run, [run]).u_check()
 
 
 def test_paths_summary_names_the_path_and_checks_the_portable_grid(tmp_path):
     page = _page(tmp_path / "h", hopper=True)
     text = page.paths_summary()
-    assert "chose the **Hopper TMA kernel**" in text and "all 156 pass" in text and "triton-portable" in text
+    n = len(page.portable)
+    assert "chose the **Hopper TMA kernel**" in text and f"The same {n} cases" in text and f"all {n} pass" in text
+    assert "triton-portable" in text
     # in the page's own notation (sci), as the floor table prints the same errors
     assert "worst absolute errors bf16" in text and "fp16 8.79×10⁻⁴" in text
     # the portable rows are not PyTorch comparison rows
     assert "triton-portable" not in page.comparison()
     bad = _page(tmp_path / "b", hopper=True, portable_fail=2).paths_summary()
-    assert "**154 of 156 pass**" in bad and "1.90× the tolerance" in bad
+    assert f"**{n - 2} of {n} pass**" in bad and "1.90× the tolerance" in bad
     # no path recorded (older runs): nothing to say
     assert _page(tmp_path / "o").paths_summary() == ""
+
+
+def test_the_page_names_the_steps_the_rows_ran_or_says_they_are_unknown(tmp_path):
+    old = _page(tmp_path / "o", hopper=True)
+    assert "was not recorded in this run, so which of the Gluon kernel's steps the grid exercised is unknown" in \
+        old.paths_summary()
+    page = _page(tmp_path / "r", hopper=True, recorded=True)
+    text = page.paths_summary()
+    steps = sorted({s for s in page.grid["kernel_step"].dropna()}, key=lambda x: (len(x), x))
+    assert {"g33", "g36"} <= set(steps)
+    assert f"exercised the Gluon steps {__import__('render.vocab', fromlist=['join']).join(steps)}, besides the " \
+           "Hopper TMA kernel." in text
+    assert "Gluon tile kernel" in text and "Gluon warp-specialized kernel" in text  # named by the step's kernel
+
+
+def test_the_added_cases_have_their_own_table_and_stay_off_the_grids_axes(tmp_path):
+    page = _page(tmp_path / "r", hopper=True, recorded=True)
+    added = page.added
+    assert len(added) == 6 and added["route_case"].all()
+    text = page.route_cases()
+    assert "every kernel it can choose here is checked against the reference: all 6 pass" in text
+    assert "(g33)" in text and "(g36)" in text and "43" in text
+    summary = page.summary()
+    assert "seq_len 1, 17, 128, 1000, 2048 and 4097;" in summary and "batch 1 and 2;" in summary
+    assert "and on 6 cases added to reach the kernels only larger shapes take" in summary
+    assert 8193 not in set(page._lines()["seq_len"]) and 2049 not in set(page._cell_frame()["seq_len"])
+    # their errors count among the rest everywhere else: the pass count, the rounding check, every case
+    assert f"passes {len(page.grid)} of {len(page.grid)} cases" in page.findings_first()
+    assert 8193 in set(page.rounding_cases()["seq_len"]) and "kernel" in page.cases_table()
+    # a run from before the added cases, or a quick one, says what it did not check
+    assert "has no cases added to reach the kernel routes" in _page(tmp_path / "q", profile="quick").route_cases()
+
+
+def test_the_tolerance_says_why_it_is_4u_and_what_scale_of_values_it_assumes(tmp_path):
+    page = _page(tmp_path / "a")
+    rule = page.tolerance_rule()
+    assert "rounds twice" in rule and "4u leaves a factor of 2 above that" in rule and "u·Σⱼ pⱼ|vⱼ|" in rule
+    assert "assumes values of about unit size" in rule and "standard normal, for which the mean of |v| is" in rule
+    slack = page.tolerance_slack()
+    c = page.rounding_cases()
+    r = c.loc[c["max_abs_ref"].idxmin()]
+    u = unit_roundoff(r["dtype"])
+    halves = (phase.TOL_FACTOR * u * (1 + r["max_abs_ref"])) / half_ulp(r["max_abs_ref"], r["dtype"])
+    assert f"N={int(r['seq_len'])}" in slack and f"is {fmt.num(halves, 2)} half-ulps of it" in slack
+    run_dir = make_correctness_run(tmp_path / "b")
+    data = load_validated(run_dir / "correctness.json", CorrectnessFile)
+    data.inputs = "q, k, v uniform in [-100, 100]"
+    write_json_atomic(run_dir / "correctness.json", data)
+    run = load_run(run_dir)
+    assert "does not describe its inputs as standard normal" in CorrectnessPage(run, [run]).tolerance_rule()
+
+
+def test_the_comparison_names_sdpas_backend_where_recorded(tmp_path):
+    assert "SDPA chose its cudnn backend for all 12 of its rows" in _page(tmp_path / "a", sdpa_backend="cudnn").comparison()
+    assert "Which backend SDPA chose for these rows was not recorded in this run" in _page(tmp_path / "b").comparison()
 
 
 def test_comparison_says_identical_errors_rather_than_one_times(tmp_path):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from ... import escape
 from ...tables import table_html
-from ...vocab import is_ours
-from .common import CorrectnessSection
+from ...vocab import is_ours, join
+from .common import CorrectnessSection, as_text
 
 
 class Cases(CorrectnessSection):
@@ -17,10 +17,10 @@ class Cases(CorrectnessSection):
         if g.empty:
             return "_No kernel cases._"
         if bad.empty:
-            return f"None: all {len(g)} kernel cases ran and passed."
+            return "None."
         bad = bad.assign(reason=[self._why(r) for _, r in bad.iterrows()])
         cols = {k: v for k, v in self._COLS.items() if k not in ("impl", "config")}
-        return table_html(bad, cols, self._FMT)
+        return table_html(self.with_kernel(bad), cols, self._FMT)
 
     def comparison(self) -> str:
         """The PyTorch implementations judged by the same reference, next to the kernel on the same cases."""
@@ -46,12 +46,29 @@ class Cases(CorrectnessSection):
                 rel = f"{r:.2g}× the kernel's (median over {len(both)} shared cases)"
             parts.append(f"{escape.text(impl)}'s normwise error is {rel}; {passed} of {len(grp)} pass")
         sentence = ("On the same inputs, " + "; ".join(parts) + ".") if parts else ""
-        cols = {k: v for k, v in self._COLS.items() if k not in ("config", "heads", "worst_query")}
-        return sentence + "\n\n" + table_html(other, cols, self._FMT)
+        sentence += self._backends(other)
+        cols = {k: v for k, v in self._COLS.items() if k not in ("config", "heads", "worst_query", "kernel")}
+        if other["backend_used"].notna().any():
+            cols["backend_used"] = "SDPA backend"
+        return sentence + "\n\n" + table_html(other, cols, {**self._FMT, "backend_used": as_text})
+
+    @staticmethod
+    def _backends(other) -> str:
+        """Which backend PyTorch's SDPA chose for its rows, as recorded (older runs did not record it)."""
+        sdpa = other[other["impl"] == "sdpa"]
+        if sdpa.empty:
+            return ""
+        used = sorted({str(b) for b in sdpa["backend_used"].dropna()})
+        if not used:
+            return " Which backend SDPA chose for these rows was not recorded in this run."
+        mixed = sdpa["backend_used"].isna().any() or len(used) > 1
+        return (f" SDPA chose its {escape.text(join(used))} backend{'s' if len(used) > 1 else ''} for "
+                f"{'these rows (each row says which)' if mixed else f'all {len(sdpa)} of its rows'}.")
 
     def cases_table(self) -> str:
         g = self.grid
         if g.empty:
             return ""
+        cols = {k: v for k, v in self._COLS.items() if k != "impl" and (k != "kernel" or g["kernel_path"].notna().any())}
         return ("<details><summary>All " + str(len(g)) + " kernel cases</summary>\n"
-                + table_html(g, {k: v for k, v in self._COLS.items() if k != "impl"}, self._FMT) + "</details>\n")
+                + table_html(self.with_kernel(g), cols, self._FMT) + "</details>\n")

@@ -9,7 +9,7 @@ import pandas as pd
 
 from ... import fmt
 from ...fmt import known
-from ...vocab import DTYPE_SHORT, join
+from ...vocab import DTYPE_SHORT, join, kernel_name
 from ..base import Page
 
 # Stored fraction bits of each format: IEEE 754 binary16 has 1 sign, 5 exponent and 10 fraction bits;
@@ -25,6 +25,13 @@ def unit_roundoff(dtype: str) -> float:
     if dtype not in MANTISSA_BITS:
         raise ValueError(f"unknown dtype {dtype!r}; the correctness page knows {sorted(MANTISSA_BITS)}")
     return 2.0 ** -(MANTISSA_BITS[dtype] + 1)
+
+
+def half_ulp(x: float, dtype: str) -> float:
+    """Half a unit in the last place of |x| in the format, the most that rounding x to nearest moves it: u·2^e
+    for |x| in [2^e, 2^(e+1)) (outputs here lie far above the subnormals, where the step stops shrinking)."""
+    _, exp = math.frexp(abs(x))  # |x| = m·2^exp with m in [0.5, 1)
+    return unit_roundoff(dtype) * 2.0 ** (exp - 1)
 
 
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -73,6 +80,19 @@ class CorrectnessSection(Page):
         return df[(df["impl"] == "triton") & (df["layout"] == "contiguous")].copy() if not df.empty else df
 
     @cached_property
+    def regular(self) -> pd.DataFrame:
+        """The grid without the cases added to reach the large-shape kernel routes (their shapes are not on its
+        axes: they get a table of their own)."""
+        g = self.grid
+        return g[g["route_case"] != True].copy() if not g.empty else g  # noqa: E712 - the column holds None too
+
+    @cached_property
+    def added(self) -> pd.DataFrame:
+        """The cases added to reach a kernel route no regular case takes (none in runs before they were added)."""
+        g = self.grid
+        return g[g["route_case"] == True].copy() if not g.empty else g  # noqa: E712
+
+    @cached_property
     def portable(self) -> pd.DataFrame:
         """The same grid held to the portable path (collected on Hopper GPUs only)."""
         df = self.rows
@@ -92,7 +112,7 @@ class CorrectnessSection(Page):
         return unit_roundoff(dtype) if dtype in MANTISSA_BITS else None
 
     def _heads(self) -> str:
-        heads = sorted(set(self.grid["heads"])) if not self.grid.empty else []
+        heads = sorted(set(self.regular["heads"])) if not self.regular.empty else []
         return f"heads {join(heads)}" if heads else "heads n/a"
 
     def _cond(self) -> str:
@@ -103,21 +123,32 @@ class CorrectnessSection(Page):
 
     def _main_dims(self) -> list[int]:
         """Head dims present at every seq_len, so each line compares like with like across N."""
-        g = self.grid
+        g = self.regular
         all_n = set(g["seq_len"])
         dims = [d for d, grp in g.groupby("head_dim") if set(grp["seq_len"]) == all_n]
         return dims or sorted(set(g["head_dim"]))
 
     _COLS = {"impl": "impl", "dtype": "dtype", "causal": "causal", "batch": "B", "heads": "H", "seq_len": "N",
              "head_dim": "d", "status": "status", "max_abs_err": "max |err|", "max_rel_err": "normwise",
-             "tol_usage": "tolerance used", "passed": "pass", "worst_query": "worst query", "config": "tile config",
-             "reason": "reason"}
+             "tol_usage": "tolerance used", "passed": "pass", "worst_query": "worst query", "kernel": "kernel",
+             "config": "tile config", "reason": "reason"}
     _FMT = {"max_abs_err": sci, "max_rel_err": sci, "dtype": lambda d: DTYPE_SHORT.get(d, d),
             "causal": lambda c: "yes" if c else "no",
             "tol_usage": lambda x: "n/a" if absent(x) else f"{x:.2f}",
             "passed": lambda p: "n/a" if absent(p) else ("yes" if p else "NO"),
             "worst_query": lambda q: "n/a" if absent(q) else str(int(q)),
             "reason": lambda r: as_text(r)[:300], "config": as_text}
+
+    @staticmethod
+    def with_kernel(df: pd.DataFrame) -> pd.DataFrame:
+        """`df` with a `kernel` column: the kernel and, on the Gluon path, the step each row recorded."""
+        def name(r) -> str:
+            if absent(r.get("kernel_path")):
+                return "not recorded"
+            step = as_text(r.get("kernel_step"))
+            return kernel_name(r["kernel_path"], step or None) + (f" ({step})" if step else "")
+
+        return df.assign(kernel=[name(r) for _, r in df.iterrows()]) if not df.empty else df.assign(kernel=[])
 
     @staticmethod
     def _why(r) -> str:

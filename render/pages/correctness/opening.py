@@ -6,7 +6,7 @@ import re
 from ... import fmt
 from ...tables import table_html
 from ...vocab import DTYPE_SHORT, facet_label, join, kernel_name
-from .causal_floor import EARLY_QUERIES
+from .rounding import rounding_verdict
 from .common import PORTABLE, CorrectnessSection, as_text, sci
 
 
@@ -14,7 +14,8 @@ class Opening(CorrectnessSection):
     """The opening findings, the grid's summary, the path it ran and its ragged lengths."""
 
     def findings_first(self) -> str:
-        """Two to four sentences: how many cases pass, the closest call, and whether the causal floor is u."""
+        """Two to four sentences: how many cases pass, the closest call, and how the errors sit against the rounding
+        of the output."""
         g = self.grid
         if g.empty:
             return "This run's correctness file has no kernel cases."
@@ -25,70 +26,90 @@ class Opening(CorrectnessSection):
             r = used.loc[used["tol_usage"].idxmax()]
             out.append(f"The closest call used {fmt.pct(100 * r['tol_usage'])} of its tolerance "
                        f"({facet_label(r['dtype'], bool(r['causal']))}, N={int(r['seq_len'])}, d={int(r['head_dim'])}).")
-        f = self.floors()
-        if not f.empty:
-            match = [DTYPE_SHORT.get(d, d) for d, m in zip(f["dtype"], f["matches"]) if m]
-            miss = [DTYPE_SHORT.get(d, d) for d, m in zip(f["dtype"], f["matches"]) if not m]
-            if match and not miss:
-                text = (f"The causal error floor sits at the unit roundoff u of {join(match)}: a floor set by the "
-                        "number format, not by the kernel")
-                # The few-keys account of why the causal maximum holds still is what the causal section tests;
-                # where some maxima sit past the early queries the headline must not claim it covers them all.
-                late = [(f"{k} of {n_c} {DTYPE_SHORT.get(d, d)} causal maxima", k)
-                        for d, k, n_c in zip(f["dtype"], f["worst_q_late"], f["cases"]) if k]
-                if late:
-                    verb = "sits" if len(late) == 1 and late[0][1] == 1 else "sit"
-                    text += (f", though {join([w for w, _ in late])} {verb} past the first {EARLY_QUERIES} queries, "
-                             "where the few-keys explanation below does not reach")
-                out.append(text + ".")
-            elif miss:
-                out.append(f"The causal error floor does **not** match the unit roundoff u for {join(miss)}, so the "
-                           "number format alone does not explain it there.")
+        c = self.rounding_cases()
+        if not c.empty:
+            within, high = int((c["ulp_ratio"] <= 1).sum()), float(c["ulp_ratio"].max())
+            verdict = rounding_verdict(c["ulp_ratio"])
+            lead = {"within one": "Its errors are what rounding the output to the format costs",
+                    "within two": "Its errors are about one rounding of the output to the format",
+                    "beyond": "Some of its errors are **more than the format's rounding explains**"}[verdict]
+            out.append(f"{lead}: a case's largest error is at most half an ulp of its largest output in {within} of "
+                       f"{len(c)} cases with more than one key, and {fmt.ratio_vs(high, 1)} it at most.")
         return " ".join(out)
 
     def summary(self) -> str:
-        """What the grid covered and how many cases passed."""
-        g = self.grid
+        """What the grid covered, and the cases that did not pass (the opening already counts the passes)."""
+        g, reg = self.grid, self.regular
         if g.empty:
             return "This run's correctness file has no kernel cases."
-        axes = [f"seq_len {join(sorted(set(g['seq_len'])))}", f"head_dim {join(sorted(set(g['head_dim'])))}",
-                f"batch {join(sorted(set(g['batch'])))}", "causal and non-causal" if g["causal"].nunique() > 1
-                else ("causal only" if bool(g["causal"].iloc[0]) else "non-causal only"),
-                join([DTYPE_SHORT.get(d, d) for d in self.dtypes])]
+        axes = [f"seq_len {join(sorted(set(reg['seq_len'])))}", f"head_dim {join(sorted(set(reg['head_dim'])))}",
+                f"batch {join(sorted(set(reg['batch'])))}", "causal and non-causal" if reg["causal"].nunique() > 1
+                else ("causal only" if bool(reg["causal"].iloc[0]) else "non-causal only"),
+                join([DTYPE_SHORT.get(d, d) for d in self.dtypes])] if not reg.empty else []
         n = len(g)
         passed = int((g["passed"] == True).sum())  # noqa: E712 - the column holds None too
         failed = int(((g["status"] == "ok") & (g["passed"] == False)).sum())  # noqa: E712
         not_run = g[g["status"] != "ok"]["status"].value_counts()
         main = set(self._main_dims())
         by_lengths: dict[tuple, list] = {}
-        for d, grp in g.groupby("head_dim"):
+        for d, grp in reg.groupby("head_dim"):
             if d not in main:
                 by_lengths.setdefault(tuple(sorted(set(grp["seq_len"]))), []).append(d)
         partial = [f"head_dim {join(dims)} only at seq_len {join(ns)}" for ns, dims in by_lengths.items()]
-        parts = [f"The kernel was checked on **{n} cases** ({'; '.join(axes + partial)}; {self._heads()})."]
-        if passed == n:
-            parts.append(f"**All {n} pass** the tolerance below.")
-        else:
+        added = len(self.added)
+        grid = f"**{len(reg)} cases** of a grid" if added else f"**{n} cases**"
+        parts = [f"The kernel was checked on {grid} ({'; '.join(axes + partial)}; {self._heads()})"
+                 + (f", and on {added} cases added to reach the kernels only larger shapes take (below)." if added
+                    else ".")]
+        if passed < n:
             detail = [f"{failed} ran and exceeded the tolerance"] if failed else []
             detail += [f"{c} {s}" for s, c in not_run.items()]
             parts.append(f"**{passed} of {n} pass**; {join(detail)} (each is listed under *Cases that did not pass*).")
         return " ".join(parts)
 
+    def _paths(self) -> set[str]:
+        """The kernel paths the grid's rows ran: as recorded, else (older runs) read from their tile config."""
+        g = self.grid
+        recorded = {str(x) for x in g["kernel_path"].dropna()}
+        return recorded or {m.group(1) for m in (re.match(r"(\w+) path", as_text(c)) for c in g["config"]) if m}
+
+    def _kernels(self) -> list[str]:
+        """The public names of the kernels the grid's rows ran (the Gluon kernel by its step, where recorded)."""
+        g = self.grid[self.grid["kernel_path"].notna()]
+        if g.empty:
+            return [kernel_name(p) for p in sorted(self._paths())]
+        return sorted({kernel_name(p, as_text(st) or None) for p, st in zip(g["kernel_path"], g["kernel_step"])})
+
+    def steps_exercised(self) -> str:
+        """Which Gluon steps the grid's rows ran, from the step each row recorded; unknown where none was."""
+        g = self.grid
+        if g.empty or g["kernel_path"].isna().all():
+            return ("Which kernel step each row ran was not recorded in this run, so which of the Gluon kernel's steps "
+                    "the grid exercised is unknown.")
+        steps = sorted({str(x) for x in g["kernel_step"].dropna()}, key=lambda x: (len(x), x))
+        others = sorted({str(p) for p in g["kernel_path"].dropna()} - {"gluon"})
+        if not steps:
+            return f"No row ran the Gluon kernel here: the grid exercised the {join([kernel_name(p) for p in others])}."
+        rest = f", besides the {join([kernel_name(p) for p in others])}" if others else ""
+        return f"By the step each row recorded, the grid exercised the Gluon steps {join(steps)}{rest}."
+
     def paths_summary(self) -> str:
-        """Which kernel path the grid ran, and how the portable path did on the same cases."""
+        """Which kernel path the grid ran, which steps, and how the portable path did on the same cases."""
         g, p = self.grid, self.portable
         if g.empty:
             return ""
-        paths = {m.group(1) for m in (re.match(r"(\w+) path", as_text(c)) for c in g["config"]) if m}
+        paths = self._paths()
         if not paths:
             return ""
-        names = [kernel_name(p) for p in sorted(paths)]
+        names = self._kernels()
         ran = (f"These rows ran flash_attention as it ships, which chose the **{join(names)}** "
-               f"on this GPU (the [glossary](glossary.md#our-kernels) names each).")
+               f"on this GPU (the [glossary](glossary.md#our-kernels) names each). {self.steps_exercised()}")
         if p.empty:
             return ran + (" The portable path is what runs on every GPU without the Hopper path, so no second "
                           "grid was needed here.") if paths == {"portable"} else ran
         n, passed = len(p), int((p["passed"] == True).sum())  # noqa: E712 - the column holds None too
+        shape = ["dtype", "causal", "batch", "heads", "seq_len", "head_dim"]
+        same = set(map(tuple, p[shape].values.tolist())) == set(map(tuple, g[shape].values.tolist()))
         worst = []
         for dt, grp in p[p["status"] == "ok"].groupby("dtype"):
             if grp["max_abs_err"].notna().any():
@@ -96,14 +117,37 @@ class Opening(CorrectnessSection):
                 worst.append(f"{DTYPE_SHORT.get(dt, dt)} {sci(r['max_abs_err'])} (N={int(r['seq_len'])}, "
                              f"d={int(r['head_dim'])}{', causal' if r['causal'] else ''})")
         verdict = f"**all {n} pass**" if passed == n else f"**{passed} of {n} pass**"
-        text = (f"{ran} The same {n} cases held to the portable path (`{PORTABLE}` rows): {verdict}"
+        text = (f"{ran} {f'The same {n} cases' if same else f'{n} of these cases,'} held to the portable path "
+                f"(`{PORTABLE}` rows): {verdict}"
                 + (f"; worst absolute errors {join(worst)}" if worst else "") + ".")
         bad = p[p["passed"] != True]  # noqa: E712
         if not bad.empty:
             bad = bad.assign(reason=[self._why(r) for _, r in bad.iterrows()])
-            cols = {k: v for k, v in self._COLS.items() if k not in ("impl", "config")}
+            cols = {k: v for k, v in self._COLS.items() if k not in ("impl", "config", "kernel")}
             text += "\n\n" + table_html(bad, cols, self._FMT)
         return text
+
+    def route_cases(self) -> str:
+        """The cases added because their shapes reach a kernel that no regular case reaches, with the kernel each ran."""
+        a = self.added
+        if a.empty:
+            return ("This run's grid has no cases added to reach the kernel routes only larger shapes take (a quick "
+                    "profile, or a run from before they were added), so a kernel flash_attention chooses only there, if "
+                    "any, was not checked against the float64 reference in this run.")
+        passed = int((a["passed"] == True).sum())  # noqa: E712
+        verdict = f"all {len(a)} pass" if passed == len(a) else f"**{passed} of {len(a)} pass**"
+        # the tile config shows what the kernel column cannot: a path's own choice by length (the Hopper kernel's
+        # split causal schedule)
+        cols = {k: v for k, v in self._COLS.items() if k not in ("impl", "status", "max_rel_err", "worst_query",
+                                                                   "reason")}
+        ran = {str(x) for x in a["kernel_path"].dropna()}
+        where = (", so every kernel it can choose here is checked against the reference" if ran & {"gluon", "hopper"}
+                 else ". On this GPU, where those rules do not apply, they ran the "
+                 f"{join([kernel_name(p) for p in sorted(ran)]) or 'kernel recorded below'}")
+        return ("flash_attention chooses some of its kernels only from a length or a count of query rows (batch × heads "
+                "× N) that the grid above never reaches. For every route of its table for Hopper GPUs (compute "
+                "capability 9.x) that no grid case takes, the collect adds the cheapest case that takes it, at both "
+                f"dtypes{where}: {verdict}." + "\n\n" + table_html(self.with_kernel(a), cols, self._FMT))
 
     def ragged_lengths(self) -> str:
         """The grid's lengths that no tile divides (every tile size is a power of two of at least 16)."""

@@ -27,7 +27,7 @@ class Ported(CorrectnessSection):
         return df[df["built_for"].notna()].copy()
 
     def ported_summary(self) -> str:
-        """What the ported builds proved: per build, cases passed, worst error against the tolerance, tensor
+        """What the ported builds showed: per build, cases passed, worst error against the tolerance, tensor
         cores, cases its GPU cannot run and builds that would not fit that GPU."""
         pt = self.ported()
         if pt.empty:

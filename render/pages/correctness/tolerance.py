@@ -1,39 +1,84 @@
-"""Tolerance: the unit roundoff checked against torch.finfo, the pass rule, the tolerances and the reference."""
+"""Tolerance: the pass rule and why it is the multiple of u it is, the size of values it assumes, the tolerances and the reference."""
 from __future__ import annotations
+
+import math
 
 import pandas as pd
 
-from ... import escape
+from ... import escape, fmt
 from ...tables import table_html
-from ...vocab import DTYPE_SHORT, join
+from ...vocab import DTYPE_SHORT, facet_label, join
 from .common import CorrectnessSection, sci
+from .rounding import ROUNDINGS
 
 
 class Tolerance(CorrectnessSection):
     """The tolerance rule and table, and the reference the errors are measured against."""
 
     def u_check(self) -> str:
-        """Whether the collector's u (torch.finfo) and this page's u (bit counts) agree."""
+        """Nothing where the collector's u (torch.finfo) is the one this page derives from the bit counts; a warning
+        where it is not, since every figure in u below would then be off."""
         data = self.data
         if data is None or not data.tolerances:
             return ""
-        same = [t for t in data.tolerances if self._u(t.dtype) == t.unit_roundoff]
-        differ = [t for t in data.tolerances if t not in same]
+        differ = [t for t in data.tolerances if self._u(t.dtype) != t.unit_roundoff]
         if not differ:
-            return f"The two agree for {join([DTYPE_SHORT.get(t.dtype, t.dtype) for t in same])}."
-        return "They **disagree** for " + join([
+            return ""
+        return "The collector's u **disagrees** with the bit counts for " + join([
             f"{DTYPE_SHORT.get(t.dtype, t.dtype)} (collector {sci(t.unit_roundoff)}, page {sci(self._u(t.dtype))})"
             for t in differ]) + ": the tolerances were derived from a different u than this page assumes."
 
     def tolerance_rule(self) -> str:
-        """The pass rule in words, with the factor from the data."""
+        """The pass rule in words, with the factor from the data and why it is that multiple of u."""
         data = self.data
         factors = sorted({t.factor for t in data.tolerances}) if data is not None and data.tolerances else []
         f = join([f"{x:g}" for x in factors]) if factors else "a stated multiple of"
-        return (f"A case passes when every output element satisfies |out − ref| ≤ tol_abs + tol_rel·|ref|, "
+        rule = (f"A case passes when every output element satisfies |out − ref| ≤ tol_abs + tol_rel·|ref|, "
                 f"with both tolerances {f} × u of the case's dtype. The relative error reported is normwise: "
                 "max |out − ref| / max |ref| over the whole output, so elements where the reference is close to "
                 "zero cannot blow it up.")
+        if len(factors) != 1:
+            return rule
+        return rule + "\n\n" + self._why_factor(factors[0]) + " " + self._scale_assumption()
+
+    @staticmethod
+    def _why_factor(factor: float) -> str:
+        return ("The kernel rounds twice: P to the input dtype before the P·V product, then the output. Each rounding "
+                "moves an output by at most about u·Σⱼ pⱼ|vⱼ|, u times a weighted mean of the |v| that output "
+                f"averages, so the two make at most about {ROUNDINGS}u of the values involved, and {factor:g}u leaves "
+                f"a factor of {factor / ROUNDINGS:g} above that.")
+
+    def _scale_assumption(self) -> str:
+        """What tol_abs assumes about the size of the values, and whether this run's inputs meet it."""
+        data = self.data
+        inputs = data.inputs if data is not None else ""
+        text = ("tol_abs is absolute, so the rule assumes values of about unit size: values v scaled by 100 scale "
+                "every output and its error by 100 while tol_abs stays put, so the rule would fail a correct kernel "
+                "wherever outputs are small; scaled down by 100, it would pass errors of many roundings.")
+        if "standard normal" in inputs:
+            return text + (f" This run's inputs are standard normal, for which the mean of |v| is √(2/π) ≈ "
+                           f"{fmt.num(math.sqrt(2 / math.pi), 2)}: one rounding is about that many u.")
+        return text + " This run does not describe its inputs as standard normal: check their scale before reading " \
+                      "the tolerance."
+
+    def tolerance_slack(self) -> str:
+        """Where outputs are smallest, how many half-ulps of them the bound allows: the tolerance is a worst case set
+        by the values averaged, so the comparison with half an ulp later on is the tighter check."""
+        c = self.rounding_cases()
+        data = self.data
+        tols = {t.dtype: t for t in data.tolerances} if data is not None else {}
+        c = c[c["dtype"].isin(list(tols))] if not c.empty else c
+        if c.empty:
+            return ""
+        r = c.loc[c["max_abs_ref"].idxmin()]
+        t = tols[r["dtype"]]
+        bound = t.tol_abs + t.tol_rel * float(r["max_abs_ref"])
+        return (f"Where outputs are smallest ({facet_label(r['dtype'], bool(r['causal']))}, N={int(r['seq_len'])}, "
+                f"d={int(r['head_dim'])}, largest |output| {fmt.num(float(r['max_abs_ref']))}), the bound at the largest "
+                f"output is {fmt.num(bound / float(r['half_ulp']), 2)} half-ulps of it. That bound is the worst case, "
+                "set by the values averaged rather than by the output, and roundings that add up at random stay far "
+                f"below it: this case's largest error is {fmt.num(float(r['ulp_ratio']), 2)} half-ulps. So the "
+                "comparison with half an ulp of each case's largest output, below, is the tighter check.")
 
     def tolerance_table(self) -> str:
         data = self.data
@@ -41,12 +86,11 @@ class Tolerance(CorrectnessSection):
             return "_This run recorded no tolerances._"
         rows = []
         for t in data.tolerances:
-            u = self._u(t.dtype)
             rows.append({"dtype": DTYPE_SHORT.get(t.dtype, t.dtype), "bits": t.mantissa_bits, "u": sci(t.unit_roundoff),
-                         "u_render": sci(u), "factor": f"{t.factor:g}", "atol": sci(t.tol_abs), "rtol": sci(t.tol_rel)})
+                         "factor": f"{t.factor:g}", "atol": sci(t.tol_abs), "rtol": sci(t.tol_rel)})
         return table_html(pd.DataFrame(rows), {
-            "dtype": "dtype", "bits": "fraction bits", "u": "u (collect, from torch.finfo)",
-            "u_render": "u (this page, from the bit count)", "factor": "factor", "atol": "tol_abs", "rtol": "tol_rel"})
+            "dtype": "dtype", "bits": "fraction bits", "u": "u", "factor": "factor", "atol": "tol_abs",
+            "rtol": "tol_rel"})
 
     def reference_note(self) -> str:
         data = self.data
