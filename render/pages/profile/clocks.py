@@ -200,7 +200,18 @@ class Clocks(ProfileData):
                 f"Compute against {fmt.ms(ex['device_ms'])} on our clock, {fmt.pct(100 * ex['moved_net'])} longer once "
                 "the time our clock adds around a single kernel (above) is taken out, where its reading predicts "
                 f"{fmt.pct(100 * ex['predicted'])}. This page's rates for "
-                f"{'that call' if one else 'those calls'} rest on that lower clock.")
+                f"{'that call' if one else 'those calls'} rest on that lower clock.{self._reranked(t)}")
+
+    def _reranked(self, t: pd.DataFrame) -> str:
+        """Where a call that followed its low clock is ours at a shape whose ranking the two clocks disagree on:
+        a pointer to where the page says so, since that is the consequence a reader needs."""
+        shapes = {(r["batch"], r["heads"], r["seq_len"], r["head_dim"], r["dtype"], bool(r["causal"]))
+                  for _, r in t[t["impl"] == "triton"].iterrows()}
+        apart = [s for s in self.shapes() if s in shapes and self.ranking_disagreement(s)]
+        if not apart:
+            return ""
+        return (f" At {shape_list([self.shape_text(s) for s in apart])} the two clocks rank ours and the fastest other "
+                "implementation differently, as that shape's subsection below says.")
 
     def ranking_disagreement(self, shape=None) -> str:
         """Where Nsight Compute's kernel times and our device times rank ours against the fastest other

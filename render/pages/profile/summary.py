@@ -65,8 +65,8 @@ class Summary(ProfileData):
             there = self.binding_words(other)
             moved = [impl_label(i) for i in bind if i in there and there[i] != bind[i]]
             if moved:
-                out.append(f"At {shape_list([self.shape_text(other)])} it differs for {join(moved)}: the roofline of "
-                           "each shape, below, gives every call's.")
+                out.append(f"At {shape_list([self.shape_text(other)])} the lowest roof differs for {join(moved)}: the "
+                           "roofline of each shape, below, gives every call's.")
         return " ".join(out)
 
     def status_note(self) -> str:
