@@ -555,6 +555,10 @@ def test_the_added_cases_have_their_own_table_and_stay_off_the_grids_axes(tmp_pa
     # their errors count among the rest everywhere else: the pass count, the rounding check, every case
     assert f"passes {len(page.grid)} of {len(page.grid)} cases" in page.findings_first()
     assert 8193 in set(page.rounding_cases()["seq_len"]) and "kernel" in page.cases_table()
+    # every case shows its error in half-ulps, so the cases above one can be read off the table
+    worst = page.rounding_cases()["ulp_ratio"].max()
+    assert "÷ half an ulp of the largest output" in page.cases_table() and f"<td>{fmt.num(worst)}</td>" in \
+        page.cases_table()
     # a run from before the added cases, or a quick one, says what it did not check
     assert "has no cases added to reach the kernel routes" in _page(tmp_path / "q", profile="quick").route_cases()
 

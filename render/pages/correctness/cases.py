@@ -1,10 +1,10 @@
 """The cases that did not pass, the PyTorch implementations on the same yardstick, and every case."""
 from __future__ import annotations
 
-from ... import escape
+from ... import escape, fmt
 from ...tables import table_html
 from ...vocab import is_ours, join
-from .common import CorrectnessSection, as_text
+from .common import CorrectnessSection, absent, as_text
 
 
 class Cases(CorrectnessSection):
@@ -70,5 +70,10 @@ class Cases(CorrectnessSection):
         if g.empty:
             return ""
         cols = {k: v for k, v in self._COLS.items() if k != "impl" and (k != "kernel" or g["kernel_path"].notna().any())}
+        # each case against the rounding of its largest output, so the cases above one half-ulp can be read off
+        ratio = self.rounding_cases()["ulp_ratio"]
+        items = list(cols.items())
+        cols = dict(items[:9] + [("ulp_ratio", "÷ half an ulp of the largest output")] + items[9:])
+        fmts = {**self._FMT, "ulp_ratio": lambda x: "n/a" if absent(x) else fmt.num(x)}
         return ("<details><summary>All " + str(len(g)) + " kernel cases</summary>\n"
-                + table_html(self.with_kernel(g), cols, self._FMT) + "</details>\n")
+                + table_html(self.with_kernel(g).join(ratio), cols, fmts) + "</details>\n")

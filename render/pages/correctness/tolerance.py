@@ -1,4 +1,4 @@
-"""Tolerance: the pass rule and why it is the multiple of u it is, the size of values it assumes, the tolerances and the reference."""
+"""Tolerance: the pass rule, why it is the multiple of u it is and the size of values it assumes, and the reference."""
 from __future__ import annotations
 
 import math
