@@ -82,7 +82,8 @@ class Limiter(ProfileData):
             return ("_This run's profile has no pipe or Speed-of-Light counters (it predates them, or Nsight Compute "
                     "could not collect them), so no kernel's limiter is judged._")
         t = df.assign(shape_text=[self.shape_text(s) for s in df["shape"]],
-                      verdict_text=[limiter_words(v) for v in df["verdict"]])
+                      verdict_text=[limiter_words(w) + (f", within {NEAR_PTS:g} points of the line" if near_line(v) else "")
+                                    for w, v in zip(df["verdict"], df["v"])])
         cols = {"shape_text": "Shape", "label": "Kernel"}
         cols.update({f: name[0].upper() + name[1:] + " (% of peak)" for _, f, name in UNITS})
         cols["verdict_text"] = "What limits it"
