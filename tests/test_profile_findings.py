@@ -119,6 +119,7 @@ def test_a_pair_either_side_of_the_line_is_one_behaviour(tmp_path):
     finding = text(page.limiter_finding())
     assert "limited by **the tensor pipe**: tensor pipe busy 80.03% of its peak" in finding  # not printed as 80.0%
     assert "The same kernel keeps it 75.7% busy causal" in finding
+    assert f"the tensor pipe, within {NEAR_PTS:g} points of the line" in text(page.limiter_table())
     assert "[Gluon warp-specialized kernel](glossary.md#gluon-warp-specialized-kernel), step g32" in finding
     # the causal verdict is a barrier stall of a kernel that takes turns at named barriers: by design
     assert "take turns at the tensor cores through hardware named barriers" in finding

@@ -14,6 +14,7 @@ profiled calls and kernels, looked up by shape and case) and then reads the sect
     stalls.py        where the warps wait, by stall reason
     bytes.py         measured bytes against the byte arithmetic
     register_cap.py  whether a register cap could add a block per SM
+    ws_steps.py      our warp-specialized kernel's partitions and turns per Gluon step (kernels/ cannot be imported)
 
 Each section is a class over ProfileData; a section asks another for what it needs through `self` (the
 opening findings quote the roofline, the limiter and occupancy), so the page is their union.
