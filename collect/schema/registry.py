@@ -36,7 +36,8 @@ class PageRef:
 
 @dataclass(frozen=True)
 class PhaseSpec:
-    """One phase: name, data file, schema dataclass, what its table of rows is called, title, pages."""
+    """One phase: name, data file, schema dataclass, what its table of rows is called, title, pages, and the
+    variable that overrides its time budget (which rows a run holds depends on it, so the pages name it)."""
 
     name: str
     filename: str
@@ -44,6 +45,7 @@ class PhaseSpec:
     title: str
     rows_field: str
     pages: tuple[PageRef, ...]
+    budget_env: str | None = None
 
     @property
     def phase(self) -> str:
@@ -67,13 +69,13 @@ PHASES: tuple[PhaseSpec, ...] = (
               (PageRef("correctness.md", "Correctness", "correctness"),)),
     PhaseSpec("bench", "bench.json", BenchFile, "Benchmark sweeps", "rows",
               (PageRef("byte-arithmetic.md", "Byte arithmetic", "bytes"),
-               PageRef("benchmarks.md", "Benchmarks", "bench"))),
+               PageRef("benchmarks.md", "Benchmarks", "bench")), "BENCH_BUDGET_S"),
     PhaseSpec("iterations", "iterations.json", IterationsFile, "Kernel iterations", "rows",
-              (PageRef("iterations.md", "Kernel iterations", "iterations"),)),
+              (PageRef("iterations.md", "Kernel iterations", "iterations"),), "ITERATIONS_BUDGET_S"),
     PhaseSpec("profile", "profile.json", ProfileFile, "Nsight Compute profiles", "impls",
-              (PageRef("profiling.md", "Profiling", "profile"),)),
+              (PageRef("profiling.md", "Profiling", "profile"),), "PROFILE_BUDGET_S"),
     PhaseSpec("decode", "decode.json", DecodeFile, "KV-cache decode", "rows",
-              (PageRef("decode.md", "Decode", "decode"),)),
+              (PageRef("decode.md", "Decode", "decode"),), "DECODE_BUDGET_S"),
 )
 
 @dataclass(frozen=True)
