@@ -134,6 +134,12 @@ def test_verdicts_clear_of_the_line_are_not_hedged_and_a_tile_kernel_has_no_turn
     assert "named barriers" not in finding  # g8 is the tile kernel: its barriers are not a turn schedule
 
 
+def test_only_the_masking_near_the_line_is_called_near(tmp_path):
+    head = text(tpp.page_for(tmp_path, _pair(BUSY_PCT - 1.8, BUSY_PCT - 5.4)).limiter_headline())
+    assert "78.2% busy non-causal and 74.6% busy causal, the non-causal call within 5 points of the line" in head
+    assert "one behaviour" not in head
+
+
 # ---- M3: a call that did follow its low clock reading, and the two clocks ranking ours apart ---------------
 
 def test_a_memory_bound_call_that_followed_its_clock_reading_is_said_not_left_out(tmp_path):

@@ -217,7 +217,8 @@ class Limiter(ProfileData):
         if any(v is None for v in vs):
             return f"{where}, {who} is limited by {join(escape.text(limiter_words(r.verdict)) for r in rows)}."
         if any(near_line(v) for v in vs) and len({v.busiest for v in vs}) == 1:
-            return f"{where}, {who} keeps the {vs[0].busiest} {self._near_words(vs, each)}."
+            one_kernel = len({r.kernel_step for r in rows}) == 1
+            return f"{where}, {who} keeps the {vs[0].busiest} {self._near_words(vs, each, one_kernel)}."
         if len({v.word for v in vs}) > 1 or len(vs) == 1:
             parts = [escape.text(limits.verdict_phrase(v)) + (f" {m}" if len(vs) > 1 else "") for v, m in zip(vs, each)]
             return f"{where}, {who} is limited by {'; '.join(parts)}."
@@ -230,16 +231,20 @@ class Limiter(ProfileData):
         return f"{where}, {who} is limited by {word}, {figs} busy."
 
     @staticmethod
-    def _near_words(vs, each) -> str:
+    def _near_words(vs, each, one_kernel: bool) -> str:
         """'80.03% busy non-causal and 75.7% busy causal, both within 5 points of the line: ...' for verdicts
         whose one busiest unit sits near the line at one masking or more."""
         figs = join(f"{fmt.pct_vs(v.busiest_pct, BUSY_PCT)} busy" + (f" {m}" if len(vs) > 1 else "")
                     for v, m in zip(vs, each))
-        near = ("both" if len(vs) == 2 else "each") if all(near_line(v) for v in vs) and len(vs) > 1 else ""
-        near = f"{near} within" if near else "within" if all(near_line(v) for v in vs) else "in part within"
+        close = [m for v, m in zip(vs, each) if near_line(v)]
+        if len(close) == len(vs):
+            near = "both within" if len(vs) == 2 else "within"
+        else:  # name the maskings that are near, so the figure of the far one is not read as near too
+            near = f"the {join(close)} call within"
         if len({v.word for v in vs}) > 1:
-            tail = (f"the rule names {join(f'{_short(v.word)} {m}' for v, m in zip(vs, each))}, but the calls "
-                    "are one behaviour either side of that line")
+            tail = f"the rule names {join(f'{_short(v.word)} {m}' for v, m in zip(vs, each))}"
+            if one_kernel and len(close) == len(vs):  # one kernel both sides of the line: not two kinds of limit
+                tail += ", but the calls are one behaviour either side of that line"
         elif vs[0].word.startswith(STALL_PREFIX):
             tail = f"just short of the limit, so the verdict is {_short(vs[0].word)}"
         else:
