@@ -146,3 +146,10 @@ def test_rows_skipped_for_time_are_counted_with_how_to_run_them_all():
     text = ReproducePage(run, [run]).skipped_sentence()
     assert "skipped 2 rows of its decode phase when its time budget ran out" in text
     assert "`DECODE_BUDGET_S=0` with `--time-limit 0` runs them all" in text
+
+
+def test_a_recorded_command_the_shell_cannot_split_is_shown_as_recorded():
+    run = run_with([PhaseRecord(name="env", status="complete")], commit=None)
+    run.manifest.command = "python -m collect --run-id 'unclosed --out /x"
+    text = html.unescape(ReproducePage(run, [run]).commands())
+    assert "python -m collect --run-id 'unclosed --out /x   # as recorded" in text

@@ -288,7 +288,7 @@ class HomePage(Page):
                         f"{escape.text(profiled)} at {at})")
             v = limits.verdict(self.run, k.iloc[0])
             if v is not None:
-                return f"{limiter_words(v.word)} (profiled at {at})"
+                return f"{limits.verdict_phrase(v)} (profiled at {at})"
         return "not profiled"
 
     def occupancy_headline(self) -> str:

@@ -149,9 +149,18 @@ def phase_commits(m) -> dict:
     return out
 
 
+def _words(command: str | None) -> list[str] | None:
+    """A recorded command's words as the shell would split them; None where it cannot (a manifest is data, and a
+    hand-edited one may hold anything)."""
+    try:
+        return shlex.split(command or "")
+    except ValueError:
+        return None
+
+
 def _out_path(command: str | None) -> str | None:
     """The folder a recorded command wrote its run to, where it named one (`--out`)."""
-    words = shlex.split(command or "")
+    words = _words(command) or []
     for i, w in enumerate(words):
         if w == "--out" and i + 1 < len(words):
             return words[i + 1]
@@ -163,7 +172,9 @@ def _out_path(command: str | None) -> str | None:
 def runnable(command: str | None) -> str:
     """A recorded command as a reader runs it: without its `--out`, so the run lands in data/runs, where
     `make serve` reads it (the GPU host wrote to a folder that came back to this machine)."""
-    words = shlex.split(command or "")
+    words = _words(command)
+    if words is None:
+        return command or ""
     out, skip = [], False
     for w in words:
         if skip:
