@@ -28,13 +28,13 @@ class BenchRow:
                                         pattern=IDENT)
     backend_used: str | None = doc("SDPA backend that ran: the forced one, or the one PyTorch chose for 'sdpa' "
                                    "('unknown' if it could not be read); null for naive and triton.", pattern=IDENT)
-    dtype: str = doc("'float16' or 'bfloat16'.", choices=DTYPES)
+    dtype: str = doc("'float16', 'bfloat16' or 'float32'.", choices=DTYPES)
     causal: bool = doc("Causal mask on (each query sees only keys at or before it).")
     batch: int = doc("B.", **SIZE)
     heads: int = doc("H.", **SIZE)
     seq_len: int = doc("N, the query and key length.", **SIZE)
     head_dim: int = doc("d.", **SIZE)
-    status: str = doc("ok, oom, unsupported, error, or skipped (not run for time).", pattern=ROW_STATUS)
+    status: str = doc("ok, oom, unsupported, error or skipped (not run for time).", pattern=ROW_STATUS)
     reason: str | None = doc("Why the row is not ok: PyTorch's refusal, the failed allocation, the exception.", None,
                              **TEXT)
     input_bytes: int = doc("Bytes of Q, K and V together.", 0, **BYTES)

@@ -15,7 +15,7 @@ class Tolerance:
     # The case key: two rows with the same values here measure one case twice (refused).
     CASE_KEY = ("dtype",)
 
-    dtype: str = doc("'float16' or 'bfloat16'.", choices=DTYPES)
+    dtype: str = doc("'float16', 'bfloat16' or 'float32'.", choices=DTYPES)
     mantissa_bits: int = doc("Stored fraction bits of the format (10 for float16, 7 for bfloat16).", **COUNT)
     unit_roundoff: float = doc("u = 2^-(mantissa_bits + 1): the largest relative error of one round-to-nearest.",
                                lo=0, lo_open=True, hi=1, derived=lambda r, _: 2.0 ** -(r.mantissa_bits + 1))
@@ -37,13 +37,13 @@ class CorrectnessRow:
                     "the portable kernel), 'triton-portable-sm75' / 'triton-turing-sm75' / 'triton-portable-sm80' "
                     "(the code a T4 or an A100 runs, built for that target and run here through its PTX); 'naive' or "
                     "'sdpa' for comparison rows.", pattern=IDENT)
-    dtype: str = doc("'float16' or 'bfloat16': the dtype of q, k, v and the output.", choices=DTYPES)
+    dtype: str = doc("'float16', 'bfloat16' or 'float32': the dtype of q, k, v and the output.", choices=DTYPES)
     causal: bool = doc("Whether query i attends only to keys 0..i.")
     batch: int = doc("Batch size B.", **SIZE)
     heads: int = doc("Attention heads H.", **SIZE)
     seq_len: int = doc("Sequence length N (queries = keys).", **SIZE)
     head_dim: int = doc("Head dimension d.", **SIZE)
-    status: str = doc("ok, oom, unsupported or error.", pattern=ROW_STATUS)
+    status: str = doc("ok, oom, unsupported, error or skipped (not run for time).", pattern=ROW_STATUS)
     reason: str | None = doc("Why the case is not ok (exception type and message, or the missing capability), or why "
                              "an ok case failed outright (non-finite outputs).", None, **TEXT)
     seed: int = doc("Seed of the standard-normal inputs (drawn in float32, then cast to dtype).", 0, lo=0, hi=2.0**64)

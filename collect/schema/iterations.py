@@ -68,13 +68,13 @@ class IterationRow:
     impl: str = doc("A version name, 'sdpa-cudnn' / 'sdpa-flash' (one SDPA backend forced), or 'fa4'.", pattern=IDENT)
     kind: str = doc("'version' (ours), 'sdpa' (a forced SDPA backend) or 'baseline' (another project's kernel: "
                     "'fa4', FlashAttention-4).", choices=("version", "sdpa", "baseline"))
-    dtype: str = doc("'float16' or 'bfloat16'.", choices=DTYPES)
+    dtype: str = doc("'float16', 'bfloat16' or 'float32'.", choices=DTYPES)
     causal: bool = doc("Causal mask on.")
     batch: int = doc("B.", **SIZE)
     heads: int = doc("H.", **SIZE)
     seq_len: int = doc("N.", **SIZE)
     head_dim: int = doc("d.", **SIZE)
-    status: str = doc("ok, oom, unsupported, error, or skipped (not run for time).", pattern=ROW_STATUS)
+    status: str = doc("ok, oom, unsupported, error or skipped (not run for time).", pattern=ROW_STATUS)
     reason: str | None = doc("Why the row is not ok (e.g. the Hopper path on a GPU that is not compute capability 9.x).", None,
                              **TEXT)
     config: str | None = doc("Tile config the kernel ran with, e.g. '128x128/w4/s2'; null for SDPA.", None, **NAME)

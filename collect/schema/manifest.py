@@ -97,7 +97,7 @@ class MeasuredCeiling:
                     "'smem_bandwidth' (shared-memory reads, whole GPU), 'matmul_fp16', 'matmul_bf16' or 'matmul_fp32'.",
                     choices=CEILINGS)
     quantity: str = doc("'bytes' (bandwidth) or 'flops' (compute).", choices=("bytes", "flops"))
-    status: str = doc("ok, oom, unsupported or error.", pattern=ROW_STATUS)
+    status: str = doc("ok, oom, unsupported, error or skipped (not run for time).", pattern=ROW_STATUS)
     reason: str | None = doc("Why it is not ok.", None, **TEXT)
     problem: str = doc("What was run, e.g. '2 GiB copy' or 'M=N=K=8192'.", "", **NAME)
     repeats: int = doc("Timed repeats.", 0, **COUNT)

@@ -111,7 +111,7 @@ class ImplRow:
     head_dim: int = doc("Head dimension.", **SIZE)
     dtype: str = doc("'float16', 'bfloat16' or 'float32'.", choices=DTYPES)
     causal: bool = doc("Causal mask.")
-    status: str = doc("ok, oom, unsupported or error.", pattern=ROW_STATUS)
+    status: str = doc("ok, oom, unsupported, error or skipped (not run for time).", pattern=ROW_STATUS)
     reason: str | None = doc("Why the row is not ok.", None, **TEXT)
     config: str | None = doc("Triton tile config that ran, e.g. 'BLOCK_M=128 BLOCK_N=64 warps=8 stages=3 maxnreg=none'.", None,
                              **NAME)
@@ -193,7 +193,7 @@ class RegCapRow:
     num_stages: int = doc("Software pipeline stages.", **SIZE)
     maxnreg: int | None = doc("Register cap per thread passed to the compiler; null = no cap.", None, **COUNT)
     autotuned: bool = doc("Whether this tile shape is the one the autotuner picked at this shape.", False)
-    status: str = doc("ok, oom, unsupported or error.", "ok", pattern=ROW_STATUS)
+    status: str = doc("ok, oom, unsupported, error or skipped (not run for time).", "ok", pattern=ROW_STATUS)
     reason: str | None = doc("Why the row is not ok.", None, **TEXT)
     registers_per_thread: int | None = doc("Registers per thread the compiled kernel uses.", None, **COUNT)
     theoretical_occupancy_pct: float | None = doc("From Nsight Compute.", None, **PCT)
