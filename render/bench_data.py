@@ -1,6 +1,7 @@
 """The bench phase's rows as the pages ask for them: by shape, dtype and masking, ok rows only."""
 from __future__ import annotations
 
+import math
 from functools import cached_property
 
 import pandas as pd
@@ -41,6 +42,17 @@ def rivals(rows: pd.DataFrame) -> pd.DataFrame:
         timed = timed[timed["status"] == "ok"]
     f = pd.concat([distinct_sdpa(timed), timed[timed["impl"] == "fa4"]])
     return f[f["impl"].map(is_rival).astype(bool)]
+
+
+def spread(other, ours) -> tuple[float, float] | None:
+    """The ratio of two rows' p10s and the ratio of their p90s (other's over ours), or None where either row lacks
+    them (published figures carry none). The one reading of "the calls' spread" of a comparison every page uses:
+    quick end against quick end, slow end against slow end, so each ratio compares like with like."""
+    try:
+        r = (other["latency_ms_p10"] / ours["latency_ms_p10"], other["latency_ms_p90"] / ours["latency_ms_p90"])
+    except (KeyError, TypeError, ZeroDivisionError):
+        return None
+    return r if all(x == x and x > 0 and math.isfinite(x) for x in r) else None
 
 
 class BenchData:

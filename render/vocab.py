@@ -60,6 +60,24 @@ EVEN = 1.05
 CLOCK_GAP = 0.03
 
 
+# What a comparison's spread is, in the words every page uses for it (render/bench_data.py spread computes it).
+SPREAD_WORDS = "the ratio of the two calls' p10s and that of their p90s"
+# A loop of calls whose per-call time exceeds the device time by this factor runs slower than the GPU alone.
+HOST_BOUND = 1.25
+
+
+def host_bound(device_ms, loop_ms, host_ms=None) -> bool | None:
+    """Whether the host sets a loop's pace: the loop runs HOST_BOUND over the device time, and one call's host time
+    (where recorded) is long enough to explain it. A long call's loop also runs slower than its device time because
+    back-to-back calls get no rest and hold the GPU at its power limit; its host time is then a sliver of the device
+    time, and the host is not what slows it. None where device or loop time is missing. Every page judges pace so."""
+    if not (fmt.known(device_ms) and fmt.known(loop_ms)) or device_ms <= 0:
+        return None
+    if loop_ms / device_ms < HOST_BOUND:
+        return False
+    return not fmt.known(host_ms) or host_ms * HOST_BOUND >= device_ms
+
+
 # What sets occupancy where no resource does, in every page's "Limited by": a persistent kernel launches one block
 # per SM that loops over the tiles, so a second block would find no work; at full occupancy nothing limits it (the
 # resources that tie at the maximum are no limit).

@@ -2,8 +2,9 @@
 loses, and what sets the pace at small sizes (the host or the GPU).
 
 One module per section of the page, in its order: opening.py (what this run shows), cases.py (what was
-measured), small_sizes.py (the host or the GPU), points.py (single shapes, one row each), per_shape.py (a section per
-shape), failures.py (cases that did not run). words.py turns speedups into sentences; common.py holds the rows every section reads.
+measured), offset.py (device time's fixed offset, which points.py and per_shape.py build on), small_sizes.py
+(the host or the GPU), points.py (single shapes, one row each), per_shape.py (a section per shape), failures.py
+(cases that did not run). words.py turns speedups into sentences; common.py holds the rows every section reads.
 """
 from __future__ import annotations
 

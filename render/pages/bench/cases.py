@@ -5,8 +5,8 @@ import pandas as pd
 
 from ... import escape, fmt
 from ...bench_data import distinct_sdpa
-from ...vocab import (CLOCK_GAP, clock_gap, dtype_short, facet_label, impl_label, join, kernel_name, plural,
-                      shape_label)
+from ...vocab import (CLOCK_GAP, clock_gap, dtype_short, facet_label, impl_label, is_rival, join, kernel_name,
+                      plural, shape_label, side, speedup_words)
 from .common import FUSED, BenchSection
 from .words import call_then_words
 
@@ -33,6 +33,25 @@ class Cases(BenchSection):
         text += "".join(map(escape.note, data.notes))
         return text
 
+    def coverage(self) -> str:
+        """The implementations timed at only some of the run's shapes, and what that leaves out of "the fastest other
+        implementation" elsewhere: a comparison's opponent is chosen from what ran at that shape."""
+        shapes = self.b.shapes()
+        timed = self.ok[self.ok["latency_ms_median"].notna()]
+        where = {i: [sh for sh in shapes if ((timed["impl"] == i) & (timed["shape"] == sh)).any()] for i in self.impls()}
+        partial = {i: sh for i, sh in where.items() if sh and len(sh) < len(shapes)}
+        if not partial:
+            return ""
+        groups: dict[tuple, list[str]] = {}
+        for i, sh in partial.items():
+            groups.setdefault(tuple(sh), []).append(impl_label(i))
+        said = join(f"{join(names)} at {join(shape_label(s) for s in sh)} only" for sh, names in groups.items())
+        text = f"Not every implementation ran at every shape: {said}."
+        missed = [impl_label(i) for i in partial if is_rival(i)]
+        if missed:
+            text += (f" Elsewhere, the fastest other implementation is chosen without {join(missed)}.")
+        return text
+
     def _clock_sentence(self) -> str:
         """The SM clock seen while the device time was measured, where the run recorded it: the spread of
         the cases' medians, then the single samples' extremes, which one call's wake-up or a power-limit
@@ -51,7 +70,18 @@ class Cases(BenchSection):
         x, y = fmt.num(lo, 4), fmt.num(hi, 4)
         if (x, y) != (a, b):
             text += f", and single calls saw {x} to {y} MHz"
-        return text + " (clocks are read, never set)."
+        text += " (clocks are read, never set)."
+        return text + self._clock_over_max(hi)
+
+    def _clock_over_max(self, hi: float) -> str:
+        """A reading above the device's maximum SM clock says how far the reading itself can be off: the clock is
+        estimated from a spin's cycles over its elapsed time, and the pages weigh clock gaps of a few percent."""
+        dev = self.run.manifest.device
+        top = getattr(dev, "sm_clock_max_mhz", None) if dev else None
+        if not fmt.known(top) or not top or hi <= top or fmt.num(hi, 4) == fmt.num(top, 4):
+            return ""
+        return (f" The highest reading lies above the device's maximum SM clock of {fmt.num(top, 4)} MHz, so a single "
+                f"reading can be off by {fmt.pct(100 * (hi / top - 1), 2)} or more.")
 
     def _clock_gap_sentence(self) -> str:
         """Where our kernel and the fastest other implementation it is compared with ran at median SM clocks more than
@@ -63,20 +93,31 @@ class Cases(BenchSection):
             for dtype, causal in self.facets(shape):
                 f = self.b.facet_rows(self.ok, shape, dtype, causal)
                 ours = f[f["impl"] == FUSED].set_index("seq_len")["sm_clock_mhz"]
+                ours_t = f[f["impl"] == FUSED].set_index("seq_len")["latency_ms_median"]
                 fast = self.b.fastest_rival(shape, dtype, causal)
                 for n in ours.index.intersection(fast.index):
                     a, b = ours[n], fast.loc[n, "sm_clock_mhz"]
                     if (gap := clock_gap(a, b)) is not None:
-                        pairs.append((gap, a, b, shape, dtype, causal, int(n), self._sdpa_label(fast.loc[n])))
+                        ratio = fast.loc[n, "latency_ms_median"] / ours_t[n]
+                        pairs.append((gap, a, b, shape, dtype, causal, int(n), self._sdpa_label(fast.loc[n]), ratio))
         apart = [x for x in pairs if x[0] > CLOCK_GAP]
         if not apart:
             return ""
-        _, a, b, shape, dtype, causal, n, who = max(apart, key=lambda x: x[0])
-        return (f" In {len(apart)} of {plural(len(pairs), 'comparison')} with the fastest other implementation the two calls' "
-                f"median SM clocks differ by more than {fmt.pct(100 * CLOCK_GAP, 2)}. The widest gap is at "
+        _, a, b, shape, dtype, causal, n, who, ratio = max(apart, key=lambda x: x[0])
+        # A compute-bound call's time scales about inversely with its clock: at the other's clock, ours would take
+        # a/b times as long, so the ratio (other's time over ours) would be ratio * b / a.
+        even = ratio * b / a
+        flips = sum(side(x[8]) != side(x[8] * x[2] / x[1]) for x in apart)
+        text = (f" In {len(apart)} of {plural(len(pairs), 'comparison')} with the fastest other implementation the two "
+                f"calls' median SM clocks differ by more than {fmt.pct(100 * CLOCK_GAP, 2)}. The widest gap is at "
                 f"{facet_label(dtype, causal)}, {shape_label(shape)}, N={n}, ours at {fmt.num(a, 4)} MHz against "
-                f"{who}'s {fmt.num(b, 4)} MHz: a compute-bound call's time scales about inversely with its clock, so "
-                "those ratios carry the gap.")
+                f"{who}'s {fmt.num(b, 4)} MHz. A compute-bound call's time scales about inversely with its clock, so "
+                f"ours, {'ahead on' if a > b else 'behind on'} the clock there, would be "
+                f"{speedup_words(even)} at equal clocks, where the medians make it {speedup_words(ratio)}.")
+        if flips:
+            text += (f" At equal clocks, {flips} of these {len(apart)} verdicts would change; the tables below give "
+                     "the verdicts at the clocks the calls ran at.")
+        return text
 
     def path_sentence(self) -> str:
         """Which kernel our rows ran and whether its code used the tensor cores, from the rows themselves."""

@@ -9,15 +9,20 @@ from functools import cached_property
 import pandas as pd
 from plotly.subplots import make_subplots
 
-from ... import escape
+from ... import escape, fmt
 from ...bench_data import BenchData
-from ...vocab import facet_label, impl_label
+from ...vocab import HOST_BOUND, SPREAD_WORDS, facet_label, impl_label, shape_label  # noqa: F401  (HOST_BOUND: sections read it here)
 from ..base import Page
-from .words import case_side, case_words, spread
+from .words import band_words, case_side, case_words, spread
 
-# Loop time over device time above this: the calls are issued slower than the GPU runs them (host-bound).
-HOST_BOUND = 1.25
+# Loop time over device time above this, with a host time to explain it: host-bound (vocab.host_bound).
 FUSED = "triton"
+
+
+def host_ms(row) -> float | None:
+    """A row's median host time in ms, or None where the run did not record it."""
+    us = row.get("host_us_median")
+    return us / 1e3 if fmt.known(us) else None
 
 
 @dataclass
@@ -64,6 +69,17 @@ class BenchSection(Page):
 
     def shape_title(self, shape) -> str:
         return f"Batch {shape[0]}, {shape[1]} heads, head_dim {shape[2]}"
+
+    def shape_short(self, shape) -> str:
+        """A shape in a heading: two sections of the same title would share one anchor."""
+        return shape_label(shape)
+
+    def band_sentence(self) -> str:
+        """Which band the verdicts on this page use, stated once; the Comparison page's before-and-after verdicts
+        answer another question and use another."""
+        return (f"Two medians {band_words()} are *on par*; a case whose medians fall past that band while "
+                f"{SPREAD_WORDS} both fall inside it is *on par at the edge*. The Comparison page's before-and-after "
+                "verdicts weigh one case between two runs against the noise measured between repeat runs instead.")
 
     def facets(self, shape) -> list[tuple[str, bool]]:
         return self.b.facets(shape)

@@ -50,7 +50,8 @@ class Failures(BenchSection):
         quick = int((t["warmup_s"] < self.COMPILE_S).sum())
         limit = f"under {fmt.num(self.COMPILE_S, 1)} s, too short to compile a kernel (compiling one takes seconds)"
         if quick == len(t):
-            text += f" Every one of them took {limit}, so the kernels evidently came from Triton's cache."
+            # The longest is named above: say what it means, not the count again.
+            text += f" Even the longest is {limit}, so the kernels evidently came from Triton's cache."
         elif quick:
             text += f" {quick} of them took {limit}: those kernels evidently came from Triton's cache."
         return text

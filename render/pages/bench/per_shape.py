@@ -9,11 +9,12 @@ from ...axes import log_ticks
 from ...figures import PALETTE
 from ...tables import table_html
 from ...vocab import IMPL_DASH, facet_label, impl_color, impl_label, join, path_label, shape_label
-from .common import FUSED, BenchSection
+from .common import FUSED
+from .offset import Offset
 from .words import case_words, describe_gap, loglog_slope, spread
 
 
-class PerShape(BenchSection):
+class PerShape(Offset):
     """The section each shape gets: findings, peak memory, figures and the speedup table."""
 
     def findings(self, shape) -> str:
@@ -119,7 +120,7 @@ class PerShape(BenchSection):
                 r["vs_naive"] = (case_words(naive[n] / t, spread(naive_rows.loc[n], tri_rows.loc[n]))
                                  if t and n in naive.index else "n/a")
                 r["sdpa"] = f"{fmt.ms(v.fast)} ({v.who})" if v.who is not None else "none ran"
-                r["vs_sdpa"] = v.words
+                r["vs_sdpa"] = v.words + (", indicative" if v.ratio is not None and self.indicative(t) else "")
                 rows.append(r)
         return table_html(pd.DataFrame(rows), {
             "facet": "dtype, mask", "n": "N", "tri": "Triton (median device time)", "path": "Triton's path",

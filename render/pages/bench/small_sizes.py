@@ -10,8 +10,9 @@ from ... import escape, fmt
 from ...axes import log_ticks
 from ...figures import PALETTE
 from ...tables import table_html
-from ...vocab import IMPL_DASH, facet_label, impl_color, impl_label, join, plural, shape_label, side
-from .common import FUSED, HOST_BOUND, BenchSection
+from ...vocab import EVEN, IMPL_DASH, facet_label, host_bound, impl_color, impl_label, join, plural, shape_label, side
+from .common import FUSED, HOST_BOUND, BenchSection, host_ms
+from .words import band_words
 
 
 def host_beside_loop(host_ms, loop_ms) -> str:
@@ -30,6 +31,13 @@ def host_beside_loop(host_ms, loop_ms) -> str:
     return (f"; its host time, one call timed alone in a measurement of its own, came out above that loop time, at "
             f"{fmt.ms(host_ms)}: timed alone, the call returned more slowly than inside the loop, so the loop time, "
             "not the host time, is what a loop of these calls costs")
+
+
+def _host_cannot_pace(row) -> bool:
+    """Whether one call's host time is too short to slow a loop of it past the margin (vocab.host_bound): whatever
+    slows that loop is the GPU's own, not the host."""
+    host = host_ms(row) if "host_us_median" in row else row.get("host_ms")
+    return fmt.known(host) and host * HOST_BOUND < row["latency_ms_median"]
 
 
 class SmallSizes(BenchSection):
@@ -54,7 +62,14 @@ class SmallSizes(BenchSection):
 
     def _host_bound(self) -> pd.DataFrame:
         c = self.clock[self.clock["loop_over_device"].notna()]
-        return c[c["loop_over_device"] >= HOST_BOUND]
+        return c[self._paced_by_host(c)]
+
+    @staticmethod
+    def _paced_by_host(c: pd.DataFrame) -> pd.Series:
+        """Per row, whether the host sets its loop's pace (vocab.host_bound: the loop past the margin, and a host
+        time long enough to explain it)."""
+        return pd.Series([bool(host_bound(d, lp, h)) for d, lp, h in
+                          zip(c["latency_ms_median"], c["loop_ms"], c["host_ms"])], index=c.index, dtype=bool)
 
     def _small_n_verdict(self) -> str:
         """One sentence for the page's opening: where the host, not the GPU, sets the pace."""
@@ -66,8 +81,16 @@ class SmallSizes(BenchSection):
             return ("At every size measured, a loop of calls runs within 25% of the device time: the GPU, not the "
                     "host, sets the pace.")
         n_max = int(hb["seq_len"].max())
+        # Implementations grouped by how far they stay host-bound, furthest first: one long list would hide that
+        # one of them (a costly launch) reaches far past the rest.
+        reach = hb.groupby("impl")["seq_len"].max()
+        groups = [f"up to N={int(n)}: {join(impl_label(i) for i in self.impls() if reach.get(i) == n)}"
+                  for n in sorted(set(reach), reverse=True)]
+        never = [impl_label(i) for i in self.impls() if i not in reach and i in set(self.clock["impl"])]
+        if never:
+            groups.append(f"at no length: {join(never)}")
         return (f"Up to N={n_max}, some calls are host-bound: a loop of them takes longer than the GPU's own time "
-                f"({join(impl_label(i) for i in dict.fromkeys(hb.sort_values('seq_len')['impl']))}).")
+                f"({'; '.join(groups)}; the section on small sizes gives each shape).")
 
     def small_n_finding(self) -> str:
         """What sets the pace at small sizes: device time against host and loop time, in words from the data."""
@@ -83,14 +106,14 @@ class SmallSizes(BenchSection):
                "issued back to back, timed on the GPU), which also pays for issuing each call on the CPU. Host time "
                "is measured apart from that loop: the CPU time one call takes to return, each call timed on its own "
                "while the GPU is kept busy. Where the loop time exceeds the device time by more "
-               f"than {fmt.pct(100 * (HOST_BOUND - 1), 2)}, this page calls the call host-bound at that size."]
+               f"than {fmt.pct(100 * (HOST_BOUND - 1), 2)} and one call's host time is long enough to explain it (at "
+               f"least {fmt.pct(100 / HOST_BOUND, 2)} of the device time), this page calls the call host-bound at that "
+               "size."]
         if hb.empty:
-            out.append(f"No case is host-bound here: at every N from {ns[0]} to {ns[-1]} the loop runs within that "
-                       "margin of the device time, so the device times on this page are what a loop sees.")
-            return " ".join(out)
-        by_impl = hb.groupby("impl")["seq_len"].max().sort_values()
-        per = [f"{impl_label(i)} up to N={int(n)}" for i, n in by_impl.items()]
-        out.append(f"Host-bound cases: {join(per)} (in at least one dtype and masking).")
+            out.append(f"No case is host-bound here: at every N from {ns[0]} to {ns[-1]} the GPU sets the pace.")
+            out.append(self._unrested(c))
+            return " ".join(x for x in out if x)
+        out.append(f"Host-bound cases: {self._host_bound_by_shape(hb)} (each in at least one dtype and masking).")
         worst = hb.loc[hb["loop_over_device"].idxmax()]
         why = (f"The most host-bound is {impl_label(worst['impl'])} at N={worst['seq_len']} "
                f"({facet_label(worst['dtype'], worst['causal'])}, {shape_label(worst['shape'])}): "
@@ -99,14 +122,79 @@ class SmallSizes(BenchSection):
         out.append(why + host_beside_loop(worst["host_ms"], worst["loop_ms"]) + ".")
         free = [n for n in ns if n > hb["seq_len"].max()]
         if free:
-            out.append(f"From N={free[0]} on, every implementation's loop runs within the margin of its device "
-                       "time: the GPU sets the pace, and the speedups below are what a loop sees.")
+            out.append(f"From N={free[0]} on, no implementation is host-bound: the GPU sets the pace.")
+            out.append(self._unrested(c[c["seq_len"] >= free[0]]))
         fused = hb[hb["impl"] == FUSED]
-        if not fused.empty:
-            n = int(fused["seq_len"].max())
-            out.append(f"Up to N={n}, the ratios to Triton below compare device times that a loop of Triton calls "
-                       "does not reach; the table of host, device and loop time has them side by side.")
-        return " ".join(out)
+        for shape, g in fused.groupby("shape", sort=False):
+            n = int(g["seq_len"].max())
+            out.append(f"At {shape_label(shape)}, up to N={n}, the ratios to Triton below compare device times that "
+                       "a loop of Triton calls does not reach; the table of host, device and loop time has them side "
+                       "by side.")
+        return " ".join(x for x in out if x)
+
+    def _host_bound_by_shape(self, hb: pd.DataFrame) -> str:
+        """Per shape, each host-bound implementation and the longest length it is host-bound at: a boundary holds
+        for the shape it was measured at (a larger batch gives the GPU more work per call to hide the host behind)."""
+        parts = []
+        for shape in self.b.shapes():
+            g = hb[hb["shape"] == shape]
+            if g.empty:
+                continue
+            single = len(self.b.seq_lens(shape)) == 1
+            reach = g.groupby("impl")["seq_len"].max()
+            per = [f"{impl_label(i)} {'at' if single else 'up to'} N={int(reach[i])}"
+                   for i in sorted(reach.index, key=lambda i: (reach[i], self.impls().index(i)
+                                                               if i in self.impls() else 0))]
+            parts.append(f"at {shape_label(shape)}, {join(per)}")
+        return "; ".join(parts)
+
+    def _unrested(self, c: pd.DataFrame) -> str:
+        """What a loop pays at the lengths where the GPU sets every call's pace (`c`): device time is taken after the
+        GPU rested (collect/timing.py), a loop's calls get no rest, so they run nearer the power limit, and ratios of
+        loop times need not match the device-time ratios the page compares."""
+        gpu = c[[_host_cannot_pace(r) for _, r in c.iterrows()]]
+        if gpu.empty:
+            return ""
+        least = int(gpu["seq_len"].min())
+        top = gpu.loc[gpu["loop_over_device"].idxmax()]
+        if top["loop_over_device"] < EVEN:
+            return (f"There a loop runs {band_words()} of the device time: the speedups below are what a loop "
+                    "sees.")
+        text = (f"Even there, a loop of calls runs up to {fmt.pct(100 * (top['loop_over_device'] - 1), 2)} "
+                f"above the device time ({impl_label(top['impl'])} at N={top['seq_len']}, {shape_label(top['shape'])}): "
+                "device time is taken after the GPU rests, and calls back to back get no rest, so they run nearer the "
+                "GPU's power limit.")
+        flips, total, widest = self._loop_verdicts(least)
+        if total and fmt.pct(100 * (widest - 1), 2) == fmt.pct(0, 2):
+            text += " Ratios of loop times match the ratios of device times below there."
+        elif total:
+            text += (f" Ratios of loop times differ from the ratios of device times below by up to "
+                     f"{fmt.pct(100 * (widest - 1), 2)} there, and give another verdict in "
+                     f"{flips} of {plural(total, 'comparison')} with the fastest other implementation.")
+        return text
+
+    def _loop_verdicts(self, least: int) -> tuple[int, int, float]:
+        """Ours against the fastest other implementation by loop time, from N=`least` on where neither call's host time
+        could pace its loop: how many verdicts differ from the device time's, of how many, and the widest factor
+        between the two ratios."""
+        flips = total = 0
+        widest = 1.0
+        for shape in self.b.shapes():
+            for dtype, causal in self.facets(shape):
+                ours = self.b.by_n(shape, dtype, causal, FUSED)
+                fast = self.b.fastest_rival(shape, dtype, causal)
+                for n in ours.index.intersection(fast.index):
+                    if n < least:
+                        continue
+                    t, f = ours.loc[n], fast.loc[n]
+                    tl, fl = t.get("loop_ms_median"), f.get("loop_ms_median")
+                    if not (fmt.known(tl) and fmt.known(fl)) or not all(_host_cannot_pace(r) for r in (t, f)):
+                        continue
+                    dev, loop = f["latency_ms_median"] / t["latency_ms_median"], fl / tl
+                    total += 1
+                    flips += side(dev) != side(loop)
+                    widest = max(widest, loop / dev, dev / loop)
+        return flips, total, widest
 
     def small_n_table(self) -> str:
         """Host, device and loop time at each implementation's smallest two lengths, first shape and facet."""
@@ -122,7 +210,7 @@ class SmallSizes(BenchSection):
             return ""
         rows = [{"impl": impl_label(r["impl"]), "n": r["seq_len"], "host": r["host_ms"],
                  "device": r["latency_ms_median"], "loop": r["loop_ms"], "ratio": r["loop_over_device"],
-                 "verdict": "host-bound" if r["loop_over_device"] >= HOST_BOUND else "GPU-bound"}
+                 "verdict": "host-bound" if host_bound(r["latency_ms_median"], r["loop_ms"], r["host_ms"]) else "GPU-bound"}
                 for _, r in f.iterrows()]
         caption = (f"{shape_label(shape)}, {facet_label(dtype, causal)}, the three shortest lengths. Host time: one "
                    "call timed alone on the CPU, in a measurement of its own; loop time: calls back to back, timed on "
@@ -169,5 +257,6 @@ class SmallSizes(BenchSection):
                              title_text="seq_len N" if r == nrows else None, row=r, col=col)
         return self.figure(f"loop-over-device-{'x'.join(map(str, shape))}", fig,
                            "Loop time over device time per call against sequence length, log-log: 1 means a loop of "
-                           "calls runs at the GPU's pace; above the dashed line the host sets the pace. "
+                           "calls runs at the GPU's pace; above the dashed line a loop runs past the margin, host-bound "
+                           "where one call's host time is long enough to explain it (the table and the text say which). "
                            f"{shape_label(shape)}; rows: dtype, columns: masking.", height=300 * nrows + 140)

@@ -1,0 +1,91 @@
+"""Device time's fixed offset: what the events around a call add to the kernel, read from the run's Nsight Compute
+cross-check (profile.json clock_check), and which verdicts on short calls it leaves indicative only."""
+from __future__ import annotations
+
+from functools import cached_property
+
+import pandas as pd
+
+from ... import fmt
+from ...vocab import EVEN, facet_label, impl_label, shape_label, side, speedup_words, versus
+from .common import FUSED, BenchSection
+
+# Cross-checked calls shorter than this show the offset alone: at a clock a percent off, such a call moves by about
+# a microsecond, so its gap to Nsight Compute's kernel time is the events' and the launch's, not the clock's.
+SHORT_CALL_MS = 0.1
+
+
+class Offset(BenchSection):
+    """The offset between device time and Nsight Compute's kernel time, and the verdicts it makes indicative."""
+
+    @cached_property
+    def _checks(self) -> pd.DataFrame:
+        df = self.run.frame("profile", "clock_check")
+        if df.empty:
+            return df
+        return df[(df["kernels"] == 1) & df["gap_ms"].notna() & df["ncu_ms"].notna()]
+
+    @cached_property
+    def offset_spread_ms(self) -> float | None:
+        """How far apart the offsets of the short single-kernel calls lie (ms), or None without a cross-check: the
+        most the offset alone can move one call's time against another's."""
+        short = self._checks[self._checks["ncu_ms"] < SHORT_CALL_MS] if not self._checks.empty else self._checks
+        if len(short) < 2:
+            return None
+        return float(short["gap_ms"].max() - short["gap_ms"].min())
+
+    @property
+    def indicative_below_ms(self) -> float | None:
+        """Calls of ours shorter than this: the offsets' spread alone exceeds the "on par" band's width of them."""
+        spread = self.offset_spread_ms
+        return spread / (EVEN - 1) if spread else None
+
+    def indicative(self, ours_ms) -> bool:
+        top = self.indicative_below_ms
+        return bool(top and fmt.known(ours_ms) and ours_ms < top)
+
+    def offset_note(self) -> str:
+        """What the offset is, how large it ran in this run, which verdicts it leaves indicative, and where Nsight
+        Compute's kernel times give another verdict than device time."""
+        if self.offset_spread_ms is None:
+            return ("This run holds no Nsight Compute cross-check of short calls, so the small fixed offset device time "
+                    "carries beside the kernel (the events' and the launch's own cost) is not known here; verdicts on "
+                    "the shortest calls may rest on it.")
+        short = self._checks[self._checks["ncu_ms"] < SHORT_CALL_MS]
+        lo, hi = short["gap_ms"].min() * 1e3, short["gap_ms"].max() * 1e3
+        text = (f"Device time carries a small fixed offset beside the kernel (the events' and the launch's own cost), "
+                f"and it differs between implementations: for the single-kernel calls under {SHORT_CALL_MS:g} ms that "
+                f"the run's Nsight Compute cross-check timed (Profiling page), device time less the kernel's own time "
+                f"ranged from {_micro(lo)} to {_micro(hi)}. That spread alone moves a ratio past the "
+                f"{fmt.pct(100 * (EVEN - 1), 2)} band for calls of ours under {fmt.ms(self.indicative_below_ms)}, so "
+                "the tables mark their verdicts *indicative*.")
+        return text + self._ncu_disagrees()
+
+    def _ncu_disagrees(self) -> str:
+        """The cross-checked case where Nsight Compute's kernel times give ours against the fastest other
+        implementation another verdict than device time does, the widest apart; '' where none does."""
+        found = []
+        for key, g in self._checks.groupby(["batch", "heads", "head_dim", "dtype", "causal", "seq_len"]):
+            b, h, d, dtype, causal, n = key
+            fast = self.b.fastest_rival((b, h, d), dtype, bool(causal))
+            ours = self.b.by_n((b, h, d), dtype, bool(causal), FUSED)
+            if n not in fast.index or n not in ours.index:
+                continue
+            who = fast.loc[n, "impl"]
+            by = g.set_index("impl")["ncu_ms"]
+            if FUSED not in by or who not in by:
+                continue
+            dev = fast.loc[n, "latency_ms_median"] / ours.loc[n, "latency_ms_median"]
+            ncu = by[who] / by[FUSED]
+            if side(dev) != side(ncu):
+                found.append((abs(ncu / dev - 1), (b, h, d), dtype, bool(causal), int(n), who, dev, ncu))
+        if not found:
+            return ""
+        _, shape, dtype, causal, n, who, dev, ncu = max(found, key=lambda x: x[0])
+        return (f" At {shape_label(shape)}, N={n}, {facet_label(dtype, causal)}, Nsight Compute's kernel times make "
+                f"ours {versus(ncu, impl_label(who))}, where device time makes it {speedup_words(dev)}.")
+
+
+def _micro(us: float) -> str:
+    """A signed offset in µs: 'from 1.2 µs less' reads worse than a sign."""
+    return f"{'+' if us > 0 else '−' if us < 0 else ''}{fmt.num(abs(us), 2)} µs"
