@@ -48,20 +48,18 @@ class Report:
             where = f"{page_name}:{line}" if line else page_name
             raise jinja2.TemplateError(f"{where}: {exc}") from exc
         used = [context[name] for name in dict.fromkeys(_USES.findall(source)) if hasattr(context.get(name), "slug")]
-        return after_title(out, self.partial_notes(used, every_run=Path(page_name).stem == "compare"))
+        return after_title(out, self.partial_notes(used))
 
-    def partial_notes(self, pages: list, every_run: bool = False) -> str:
-        """A warning for each phase a page narrates that stopped before its end (a crashed collect): in the
-        narrated run, and on the Comparison page (`every_run`), which sets every run side by side, in any run.
-        Home quotes Comparison's history but narrates one run, so another run's unfinished phase is not its."""
+    def partial_notes(self, pages: list) -> str:
+        """A warning for each phase of the narrated run a page narrates that stopped before its end (a crashed
+        collect). Another run's unfinished phase is no warning at the top of a page: the Comparison page, which sets
+        every run side by side, says what each such run lacks where it describes the runs it compares."""
         every = any(p.slug in EVERY_PHASE_PAGES for p in pages)
         wanted = {p.phase for p in pages if p.phase != "env"}
-        runs = self.runs if every_run else [self.run]
         notes = []
-        for run in runs:
-            for rec in run.manifest.phases:
-                if rec.status == "partial" and (every or rec.name in wanted) and run.has(rec.name):
-                    notes.append(partial_note(run, rec))
+        for rec in self.run.manifest.phases:
+            if rec.status == "partial" and (every or rec.name in wanted) and self.run.has(rec.name):
+                notes.append(partial_note(self.run, rec))
         return "".join(notes)
 
 

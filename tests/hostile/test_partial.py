@@ -61,4 +61,29 @@ def test_an_older_runs_unfinished_phase_is_named_on_comparison_not_on_home(tmp_p
     report = Report.load(tmp_path)
     assert report.run.id == "h200-20261202"
     assert "Partial data" not in _render(report, "index.md")
-    assert "Partial data: the bench phase of run h200-20261201 did not finish" in _render(report, "compare.md")
+    # Comparison names it where it describes the runs it compares, not as a warning over the narrated run's page
+    compare = _render(report, "compare.md")
+    assert "Partial data" not in compare
+    assert "Run `h200-20261201` stopped during its bench phase, recorded as interrupted (Ctrl-C)." in compare
+
+
+def test_comparison_counts_what_an_unfinished_phase_lacks_table_by_table(tmp_path):
+    # The older run's profile stopped after saving its per-call rows but before its clock cross-check: the page
+    # names that table, not "the cases after them", and the phases the collect never reached.
+    old = corpus.copy_run(tmp_path, "h200-20261201")
+    m = json.loads((old / "manifest.json").read_text())
+    for rec in m["phases"]:
+        if rec["name"] == "profile":
+            rec.update(status="partial", error="interrupted (Ctrl-C)")
+    m["phases"] = [rec for rec in m["phases"] if rec["name"] != "decode"]
+    (old / "manifest.json").write_text(json.dumps(m))
+    (old / "decode.json").unlink()
+    prof = json.loads((old / "profile.json").read_text())
+    full = len(prof["clock_check"])
+    prof["clock_check"] = []
+    (old / "profile.json").write_text(json.dumps(prof))
+    corpus.copy_run(tmp_path, "h200-20261202")
+    compare = _render(Report.load(tmp_path), "compare.md")
+    assert (f"its <code>clock_check</code> table holds none of the {full} rows that run's does; every other table "
+            "of the phase holds as many rows.") in compare
+    assert "It has no decode phase: the collect stopped before it." in compare

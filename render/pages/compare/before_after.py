@@ -4,19 +4,22 @@ from __future__ import annotations
 import math
 from functools import cached_property
 
+import numpy as np
 import plotly.graph_objects as go
 
 from ... import escape, fmt
 from ...figures import PALETTE
-from ...run_diff import diff_runs, predecessor
+from ...run_diff import PacedCase, diff_runs, noise_floor, paced_cases, paced_floors, predecessor
 from ...runs import Run
-from ...vocab import is_ours, join, plural
+from ...vocab import EVEN, HOST_BOUND, impl_label, is_ours, join, plural, side
 from .common import CompareSection
 
 # The diff chart: one colour per verdict (collect/schema/diff.py VERDICTS), drawn in this order.
 VERDICT_COLORS = {"faster": PALETTE[2], "slower": PALETTE[3], "no change": PALETTE[7], "ratio only": PALETTE[0]}
 # The cases the diff's sentence names: the ones that changed most, either way.
 DIFF_NAMED = 3
+# The implementation a kernel version names: flash_attention as it ships (the other rows of ours hold a path fixed).
+FUSED = "triton"
 
 
 class BeforeAfter(CompareSection):
@@ -30,12 +33,18 @@ class BeforeAfter(CompareSection):
     def diff(self):
         return diff_runs(self.before, self.run, self.run.path.parent.parent) if self.before else None
 
-    def _changed(self) -> list:
+    @cached_property
+    def paced(self) -> list[PacedCase]:
+        """The diff's cases with their pace, each held to the floor of its class and pace (run_diff.paced_cases)."""
         d = self.diff
-        return sorted((c for c in d.cases if c.verdict in ("faster", "slower")), key=lambda c: -abs(math.log(c.ratio)))
+        if d is None:
+            return []
+        floors = paced_floors(noise_floor(self.run.path.parent.parent, self.before.device_name), self.runs)
+        return paced_cases(d, self.before, self.run, floors)
 
     def diff_summary(self) -> str:
-        """What changed between the previous kernel version's run and this one, in sentences from the diff."""
+        """What changed between the previous kernel version's run and this one: our kernel first, then what the host
+        moved, then the code that did not change, each from the diff read with its pace."""
         d, before = self.diff, self.before
         if d is None:
             return (f"No earlier run shipped another version of our kernel than `{escape.text(self.run.id)}`, so "
@@ -50,58 +59,152 @@ class BeforeAfter(CompareSection):
         elif not d.cases:
             out.append("The two runs share no case measured in both.")
         else:
-            n = {v: sum(c.verdict == v for c in d.cases) or "none" for v in ("faster", "slower", "no change")}
-            out.append(f"Of the {plural(len(d.cases), 'case')} both measured, {n['faster']} ran faster in `{b}`, "
-                       f"{n['slower']} slower, and {n['no change']} showed no change beyond the noise.")
-            changed = self._changed()
-            mine = [c for c in changed if is_ours(c.impl)][:DIFF_NAMED]
-            theirs = [c for c in changed if not is_ours(c.impl)][:DIFF_NAMED]
-            words = lambda cs: join([f"{escape.text(c.label)} ({fmt.ratio(c.ratio)} the time)" for c in cs])  # noqa: E731
-            if mine:
-                out.append(f"Of our own code, the {'case' if len(mine) == 1 else 'cases'} that changed most: "
-                           f"{words(mine)}.")
-            if theirs:
-                # Their code is not ours to change: a difference there is the machine, a library or how it was run.
-                out.append(f"Of the implementations ours is measured against, {words(theirs)} changed most.")
+            out += [self._ours_sentence(b), self._host_sentence(b), self._others_sentence(), self._totals(b)]
         only = len(d.only_a) + len(d.only_b)
         if only:
             out.append(f"{plural(only, 'case')} measured in one of the two runs only "
                        f"{'is' if only == 1 else 'are'} left out.")
-        return " ".join(out) + "\n" + "".join(escape.note(x) for x in d.notes)
+        return " ".join(x for x in out if x) + "\n" + "".join(escape.note(x) for x in d.notes + self._floor_notes())
+
+    def _ours_sentence(self, b: str) -> str:
+        """Our kernel as it ships, GPU-bound: what a kernel version changes, so the page leads with it."""
+        mine = [p for p in self.paced if p.case.impl == FUSED and p.host is not True]
+        if not mine:
+            return ""
+        n = _counts(mine)
+        text = (f"Our kernel as it ships ({impl_label(FUSED)}), where the GPU set the pace: of its "
+                f"{plural(len(mine), 'case')} both runs measured, {n['faster']} ran faster in `{b}`, {n['slower']} "
+                f"slower and {n['no change']} showed no change beyond the noise.")
+        moved = _most_changed(mine)
+        if moved:
+            text += f" It moved most at {_named(moved)}."
+        hosted = sum(p.case.impl == FUSED and p.host is True for p in self.paced)
+        if hosted:
+            text += (f" Its {plural(hosted, 'host-bound case')} {'is' if hosted == 1 else 'are'} counted with the "
+                     "host's below.")
+        return text
+
+    def _host_sentence(self, b: str) -> str:
+        """The host-bound cases, ours and the others' alike: a changed host moves them whatever the code did, so they
+        are told apart from the code's; where one phase's host-bound cases moved and its GPU-bound ones did not, say so."""
+        hosted = [p for p in self.paced if p.host]
+        if not hosted:
+            return ""
+        n = _counts(hosted)
+        text = (f"{plural(len(hosted), 'case')} ran host-bound in one run or both: {n['faster']} faster, "
+                f"{n['slower']} slower. They time the host as much as the code: a call whose loop ran "
+                f"{fmt.pct(100 * (HOST_BOUND - 1), 2)} past its device time with a host time to explain it, or a decode "
+                f"step whose kernels kept the GPU busy for less than {fmt.pct(100 / HOST_BOUND, 2)} of it.")
+        for phase in dict.fromkeys(p.case.phase for p in hosted):
+            host = [p.case.ratio for p in hosted if p.case.phase == phase]
+            gpu = [p.case.ratio for p in self.paced if p.case.phase == phase and p.host is False]
+            mid = float(np.median(host))
+            if not gpu or side(1 / mid) == "par" or any(side(1 / r) != "par" for r in gpu):
+                continue
+            what = "decode loops" if phase == "decode" else "calls"
+            kinds = {is_ours(p.case.impl) for p in hosted if p.case.phase == phase}
+            alike = ", ours and the others' alike," if len(kinds) == 2 else ""
+            text += (f" The host-bound {what}{alike} took {fmt.span(min(host), max(host), fmt.ratio)} "
+                     f"the time, while the GPU-bound ones took {fmt.span(min(gpu), max(gpu), fmt.ratio)}: the host "
+                     f"issued them {'more slowly' if mid > 1 else 'more quickly'} in `{b}`, not a change of code.")
+        return text
+
+    def _others_sentence(self) -> str:
+        """GPU-bound cases of code the kernel version does not name: the baselines, and our other code (the portable
+        path, each kernel version timed as recorded, the decode loops). What moves them is the machine or a library."""
+        rest = [p for p in self.paced if p.host is not True and p.case.impl != FUSED]
+        theirs = [p for p in rest if not is_ours(p.case.impl)]
+        mine = [p for p in rest if is_ours(p.case.impl)]
+        out = []
+        for group, who in ((theirs, "the implementations ours is measured against"),
+                           (mine, "our other code (the portable path, the kernel versions as recorded, the decode "
+                                  "loops)")):
+            if not group:
+                continue
+            n = _counts(group)
+            moved = _most_changed(group)
+            text = (f"Of {who}, GPU-bound or of unrecorded pace: {n['faster']} faster, {n['slower']} slower and "
+                    f"{n['no change']} unchanged.")
+            out.append(text + (f" The largest changes: {_named(moved)}." if moved else ""))
+        return " ".join(out)
+
+    def _totals(self, b: str) -> str:
+        n = _counts(self.paced)
+        return (f"In all, of the {plural(len(self.paced), 'case')} both measured, {n['faster']} ran faster in `{b}`, "
+                f"{n['slower']} slower and {n['no change']} showed no change beyond the noise.")
+
+    def _floor_notes(self) -> list[str]:
+        """Where the page's floors (split by pace) are not the ones `make diff` pools, how many verdicts differ."""
+        split = [p for p in self.paced if p.floor_source == "paced"]
+        if not split:
+            return []
+        differ = sum(p.verdict != p.case.verdict for p in self.paced)
+        text = (f"The noise floors here come from the same repeat runs as those of make diff, each class (implementation "
+                "× head size × mask) split into its GPU-bound and its host-bound cases: pooled over both, a class's "
+                f"floor is set by its host-bound lengths, whose time swings with the host. {len(split)} of "
+                f"{len(self.paced)} cases are held to such a split floor")
+        # A note is plain text (escape.note): the command goes without a code span.
+        text += (f", and {plural(differ, 'verdict')} here {'differs' if differ == 1 else 'differ'} from the pooled "
+                 "one make diff prints." if differ else "; every verdict matches the one make diff prints.")
+        return [text]
+
+    def verdict_bands(self) -> str:
+        """Which band a verdict on this page uses, beside the Benchmarks page's: two questions, two yardsticks."""
+        return (f"This is not the {fmt.pct(100 * (EVEN - 1), 2)} band within which the Benchmarks page calls two "
+                "implementations of one run on par: that band weighs two kernels against each other, while a noise "
+                "floor weighs one case against itself in another run, where only what repeat runs of one commit "
+                "move counts as noise.")
 
     def diff_figure(self) -> str:
         d = self.diff
         if d is None or not d.cases:
             return ""
-        rows = sorted(d.cases, key=lambda c: c.ratio)
+        rows = sorted(self.paced, key=lambda p: p.case.ratio)
         fig = go.Figure()
         for verdict, color in VERDICT_COLORS.items():
-            idx = [i for i, c in enumerate(rows) if c.verdict == verdict]
-            if not idx:
-                continue
-            cs = [rows[i] for i in idx]
-            has = [c.ratio_low is not None for c in cs]
-            fig.add_trace(go.Scatter(
-                x=[i + 1 for i in idx], y=[c.ratio for c in cs], mode="markers", name=verdict,
-                marker=dict(color=color, size=6),
-                error_y=dict(type="data", symmetric=False, color=color, thickness=1, width=0,
-                             array=[c.ratio_high - c.ratio if h else 0 for c, h in zip(cs, has)],
-                             arrayminus=[c.ratio - c.ratio_low if h else 0 for c, h in zip(cs, has)]),
-                text=[escape.plot(c.label) for c in cs],
-                customdata=[[f"[{c.ratio_low:.3f}, {c.ratio_high:.3f}]" if h else "no interval (no samples)",
-                             f"{c.floor:.3f} ({c.floor_source})"] for c, h in zip(cs, has)],
-                hovertemplate="%{text}<br>ratio %{y:.3f}, interval %{customdata[0]}<br>noise floor "
-                              "%{customdata[1]}<extra>%{fullData.name}</extra>"))
+            for host in (False, True):
+                idx = [i for i, p in enumerate(rows) if p.verdict == verdict and bool(p.host) == host]
+                if not idx:
+                    continue
+                cs = [rows[i] for i in idx]
+                has = [p.case.ratio_low is not None for p in cs]
+                fig.add_trace(go.Scatter(
+                    x=[i + 1 for i in idx], y=[p.case.ratio for p in cs], mode="markers",
+                    name=f"{verdict}, host-bound" if host else verdict, legendgroup=verdict,
+                    # Host-bound cases hollow: their change is the host's as much as the code's.
+                    marker=dict(color=color, size=6, symbol="circle-open" if host else "circle"),
+                    error_y=dict(type="data", symmetric=False, color=color, thickness=1, width=0,
+                                 array=[p.case.ratio_high - p.case.ratio if h else 0 for p, h in zip(cs, has)],
+                                 arrayminus=[p.case.ratio - p.case.ratio_low if h else 0 for p, h in zip(cs, has)]),
+                    text=[escape.plot(p.case.label) for p in cs],
+                    customdata=[[f"[{p.case.ratio_low:.3f}, {p.case.ratio_high:.3f}]" if h else "no interval (no samples)",
+                                 f"{p.floor:.3f} ({p.floor_source})"] for p, h in zip(cs, has)],
+                    hovertemplate="%{text}<br>ratio %{y:.3f}, interval %{customdata[0]}<br>noise floor "
+                                  "%{customdata[1]}<extra>%{fullData.name}</extra>"))
         fig.add_hline(y=1.0, line=dict(color="grey", width=1, dash="dot"))
-        floors = {c.floor for c in rows}
+        floors = {p.floor for p in rows}
         if len(floors) == 1 and d.same_device:
             f = floors.pop()
             fig.add_hrect(y0=1 / f, y1=f, fillcolor="grey", opacity=0.12, line_width=0)
         fig.update_xaxes(title_text="case, sorted by ratio")
         fig.update_yaxes(title_text=f"time in {escape.plot(d.run_b)} / time in {escape.plot(d.run_a)} (below 1: faster)", type="log")
         band = (" The grey band is the noise floor every case was held to." if len(
-            {c.floor for c in rows}) == 1 and d.same_device else "")
+            {p.floor for p in rows}) == 1 and d.same_device else "")
         return self.figure("diff", fig, f"Each case both runs measured: the median time in {d.run_b} over the median "
                            f"time in {d.run_a}, sorted, with its {d.confidence:.0%} bootstrap interval where both runs "
-                           f"kept their samples, coloured by verdict.{band} Runs {d.run_a} ({d.device_a}) and "
-                           f"{d.run_b} ({d.device_b})", height=460)
+                           f"kept their samples, coloured by verdict; hollow markers ran host-bound in one run or both."
+                           f"{band} Runs {d.run_a} ({d.device_a}) and {d.run_b} ({d.device_b})", height=460)
+
+
+def _counts(cases: list[PacedCase]) -> dict:
+    return {v: sum(p.verdict == v for p in cases) or "none" for v in ("faster", "slower", "no change")}
+
+
+def _most_changed(cases: list[PacedCase]) -> list[PacedCase]:
+    """The cases whose verdict is a change, largest first, at most DIFF_NAMED."""
+    moved = [p for p in cases if p.verdict in ("faster", "slower")]
+    return sorted(moved, key=lambda p: -abs(math.log(p.case.ratio)))[:DIFF_NAMED]
+
+
+def _named(cases: list[PacedCase]) -> str:
+    return join([f"{escape.text(p.case.label)} ({fmt.ratio(p.case.ratio)} the time)" for p in cases])

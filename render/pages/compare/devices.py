@@ -8,7 +8,7 @@ from plotly.subplots import make_subplots
 from ... import escape
 from ...axes import log_ticks
 from ...figures import PALETTE
-from ...vocab import STUDY
+from ...vocab import STUDY, impl_label
 from .charts import Charts
 from .common import Device, known
 
@@ -64,10 +64,11 @@ class Devices(Charts):
 
         def series(d: Device, key: str):
             g = self._bench_series(d, key)
-            if g.empty:
+            if g.empty or key != "sdpa-fastest":
                 return g
-            return g.assign(hover=[f" ({i}, backend {b})" if str(i).startswith("sdpa") and b else
-                                   (f" ({i})" if str(i).startswith("sdpa") else "")
+            # The quickest other implementation, by the page's names, whichever it is (FlashAttention-4 included);
+            # PyTorch's own choice with the backend it ran.
+            return g.assign(hover=[f" ({impl_label(i)}" + (f": {b}" if i == "sdpa" and isinstance(b, str) else "") + ")"
                                    for i, b in zip(g["impl"], g["backend_used"])])
 
         s = STUDY

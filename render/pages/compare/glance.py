@@ -1,13 +1,15 @@
 """What this page compares, at a glance: the banner that names every published reference, and one row per device."""
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 
 from collect.schema import PHASES
 
 from ... import escape, fmt
 from ...tables import table_html
-from ...vocab import STUDY, speedup_words
+from ...vocab import STUDY, impl_label, join, speedup_words
 from .common import MAX_SHOWN, CompareSection, Device
 
 
@@ -44,14 +46,60 @@ class Glance(CompareSection):
                 f'    ??? note "What the transcription assumed where the write-up is silent"\n{body}\n')
         return "\n\n".join(out) + "\n"
 
+    def unfinished_runs(self) -> str:
+        """Each compared run, the narrated one aside (its pages warn at the top), that stopped partway through a
+        phase: what that phase's file lacks next to a complete run of the same phase on the same device, counted
+        table by table, and the phases after it the collect never reached. A generic "the cases after them are
+        missing" would misdescribe a phase that saved every row of one table and none of another."""
+        out = []
+        for run in self.runs:
+            if run is self.run:
+                continue
+            for rec in run.manifest.phases:
+                if run.phase_state(rec.name) == "partial" and run.has(rec.name):
+                    out.append(self._unfinished(run, rec))
+        return "\n\n".join(out) + ("\n" if out else "")
+
+    def _unfinished(self, run, rec) -> str:
+        why = (rec.error or "").strip().splitlines()
+        text = (f"Run `{escape.text(run.id)}` stopped during its {rec.name} phase"
+                + (f", recorded as {escape.text(why[0][:300])}" if why else "") + ".")
+        ref = next((r for r in reversed(self.runs) if r is not run and r.device_name == run.device_name
+                    and r.phase_state(rec.name) == "complete" and r.manifest.profile == run.manifest.profile), None)
+        if ref is None:
+            text += " No complete run of that phase on the same device is here to tell what it lacks."
+        else:
+            short = [(t, n, len(getattr(ref.phase(rec.name), t))) for t, n in _tables(run.phase(rec.name)).items()
+                     if n < len(getattr(ref.phase(rec.name), t, None) or [])]
+            if short:
+                said = join(f"{escape.code(t)} table holds {n or 'none'} of the {m} rows that run's does"
+                            for t, n, m in short)
+                text += (f" Against run `{escape.text(ref.id)}`, whose {rec.name} phase completed, its {said}; every "
+                         "other table of the phase holds as many rows.")
+            else:
+                text += (f" Its file holds as many rows in every table as run `{escape.text(ref.id)}`'s, whose "
+                         f"{rec.name} phase completed.")
+        order = [p.name for p in PHASES]
+        after = [p for p in order[order.index(rec.name) + 1:] if not run.has(p)] if rec.name in order else []
+        if after:
+            text += f" It has no {join(after)} phase: the collect stopped before {'it' if len(after) == 1 else 'them'}."
+        return text
+
     def _speedups(self, dev: Device) -> tuple[str, str]:
         """Triton against naive and against the fastest other, each at the longest N both ran."""
         tri = self._bench_series(dev, "triton").set_index("seq_len")["latency_ms_median"]
         out = []
         for panel in ("naive", "sdpa-fastest"):
-            other = self._bench_series(dev, panel).set_index("seq_len")["latency_ms_median"]
+            rows = self._bench_series(dev, panel).set_index("seq_len")
+            other = rows["latency_ms_median"] if not rows.empty else rows
             common = [n for n in tri.index if n in other.index]
-            out.append(f"{speedup_words(other[common[-1]] / tri[common[-1]])} (N={common[-1]})" if common else "n/a")
+            if not common:
+                out.append("n/a")
+                continue
+            n = common[-1]
+            # The fastest other implementation differs from run to run (what each could install): name it.
+            who = f" against {impl_label(rows.loc[n, 'impl'])}" if panel == "sdpa-fastest" else ""
+            out.append(f"{speedup_words(other[n] / tri[n])}{who} (N={n})")
         return out[0], out[1]
 
     def summary_table(self) -> str:
@@ -76,3 +124,9 @@ class Glance(CompareSection):
             "vs_naive": "Triton vs naive", "vs_sdpa": "Triton vs fastest other"},
             caption=f"Triton's standing at the study shape (B={STUDY['batch']}, H={STUDY['heads']}, "
                     f"d={STUDY['head_dim']}, fp16, non-causal), at the longest N both ran.")
+
+
+def _tables(obj) -> dict[str, int]:
+    """A phase file's tables (its list fields of records) and their row counts."""
+    return {f.name: len(getattr(obj, f.name)) for f in dataclasses.fields(obj)
+            if isinstance(getattr(obj, f.name), list) and f.name not in ("notes",)}
