@@ -248,16 +248,18 @@ class History(CompareSection):
                                            "both ran.", height=420)
 
     def findings_first(self) -> str:
-        """At most three sentences: how ours against SDPA moved with the kernel versions, and the devices."""
+        """An opening paragraph of three sentences at most, the rest in a second: how ours moved with the kernel
+        versions against the yardstick, what the fastest other implementation was, and the devices."""
         out = []
         for c in self.HISTORY_CASES:  # the number of versions is said once
             if sentence := self._history_sentence(*c, count=not out):
                 out.append(sentence)
-        if out:
-            out += self._opponent_sentences()
-        # The devices after the history: one sentence of them where the history spoke, up to three where it did not.
-        out += self._device_sentences()[:max(1, 3 - len(out))]
-        return " ".join(out) or "No device here has a measured ceiling or a benchmark at the study shape."
+        # After the history, what the fastest other implementation was, then one sentence on the devices (up to three
+        # where there is no history). The opening paragraph holds three sentences; the rest follow in a second one.
+        said = out + (self._opponent_sentences() if out else []) + self._device_sentences()[:1 if out else 3]
+        rest = said[3:]
+        first = " ".join(said[:3]) or "No device here has a measured ceiling or a benchmark at the study shape."
+        return first + ("\n\n" + " ".join(rest) if rest else "")
 
     def _device_sentences(self) -> list[str]:
         """Across the devices: who streams fastest, and where Triton stands on each."""
