@@ -45,7 +45,8 @@ class Cases(BenchSection):
         groups: dict[tuple, list[str]] = {}
         for i, sh in partial.items():
             groups.setdefault(tuple(sh), []).append(impl_label(i))
-        said = join(f"{join(names)} at {join(shape_label(s) for s in sh)} only" for sh, names in groups.items())
+        # Groups apart by semicolons: the shapes inside a group are already joined by "and".
+        said = "; ".join(f"{join(names)} at {join(shape_label(s) for s in sh)} only" for sh, names in groups.items())
         text = f"Not every implementation ran at every shape: {said}."
         missed = [impl_label(i) for i in partial if is_rival(i)]
         if missed:

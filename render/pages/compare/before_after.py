@@ -141,7 +141,7 @@ class BeforeAfter(CompareSection):
         differ = sum(p.verdict != p.case.verdict for p in self.paced)
         text = (f"The noise floors here come from the same repeat runs as those of make diff, each class (implementation "
                 "× head size × mask) split into its GPU-bound and its host-bound cases: pooled over both, a class's "
-                f"floor is set by its host-bound lengths, whose time swings with the host. {len(split)} of "
+                f"floor can be set by its host-bound lengths, whose time swings with the host. {len(split)} of "
                 f"{len(self.paced)} cases are held to such a split floor")
         # A note is plain text (escape.note): the command goes without a code span.
         text += (f", and {plural(differ, 'verdict')} here {'differs' if differ == 1 else 'differ'} from the pooled "
