@@ -195,8 +195,9 @@ class History(CompareSection):
                           caption="Median device time of the other implementation over ours, fp16, non-causal, at the "
                                   f"longest N both ran; in brackets {SPREAD_WORDS}, which need not bracket the medians' "
                                   "ratio"
-                                  + (f". {impl_label(self.yardstick)} is the one opponent every run timed, so its "
-                                     "columns follow our kernel alone" if self._yard_columns else ""))
+                                  + (f". Every run timed {impl_label(self.yardstick)} (the quickest of the opponents "
+                                     "that every run timed), so its columns follow our kernel alone"
+                                     if self._yard_columns else ""))
 
     # One marker per opponent the fastest other implementation was, so a change of opponent shows as one.
     SYMBOLS = ("circle", "diamond", "square", "triangle-up", "cross", "star")
