@@ -114,7 +114,7 @@ class History(CompareSection):
 
     def _history_sentence(self, key: str, b: int, h: int, d: int, count: bool = True) -> str:
         """How ours moved from the first kernel version to the last on the narrated run's device, each version's
-        range over its runs: against the yardstick, the one opponent every run timed, where there is one."""
+        range over its runs: against the yardstick (an opponent every run timed), where there is one."""
         col = f"{key}_yard" if self.yardstick else key
         f = self._on_device()
         f = f[f[col].notna()] if not f.empty else f
