@@ -2,6 +2,7 @@
 Triton's interpreter, and the page rendered from synthetic runs."""
 from pathlib import Path
 
+import html
 import numpy as np
 import pytest
 import torch
@@ -557,7 +558,7 @@ def test_the_added_cases_have_their_own_table_and_stay_off_the_grids_axes(tmp_pa
     assert 8193 in set(page.rounding_cases()["seq_len"]) and "kernel" in page.cases_table()
     # every case shows its error in half-ulps, so the cases above one can be read off the table
     worst = page.rounding_cases()["ulp_ratio"].max()
-    assert "÷ half an ulp of the largest output" in page.cases_table() and f"<td>{fmt.num(worst)}</td>" in \
+    assert "÷ ½ ulp of max |ref|" in html.unescape(page.cases_table()) and f"<td>{fmt.num(worst)}</td>" in \
         page.cases_table()
     # a run from before the added cases, or a quick one, says what it did not check
     assert "has no cases added to reach the kernel routes" in _page(tmp_path / "q", profile="quick").route_cases()

@@ -69,11 +69,15 @@ class Cases(CorrectnessSection):
         g = self.grid
         if g.empty:
             return ""
-        cols = {k: v for k, v in self._COLS.items() if k != "impl" and (k != "kernel" or g["kernel_path"].notna().any())}
+        # A status column that says "ok" on every row carries nothing (the pass column says the rest), and the
+        # table must fit the page's column.
+        keep = {"kernel": g["kernel_path"].notna().any(), "status": (g["status"] != "ok").any(), "impl": False}
+        cols = {k: v for k, v in self._COLS.items() if keep.get(k, True)}
         # each case against the rounding of its largest output, so the cases above one half-ulp can be read off
         ratio = self.rounding_cases()["ulp_ratio"]
         items = list(cols.items())
-        cols = dict(items[:9] + [("ulp_ratio", "÷ half an ulp of the largest output")] + items[9:])
+        at = [k for k, _ in items].index("max_rel_err") + 1
+        cols = dict(items[:at] + [("ulp_ratio", "÷ ½ ulp of max |ref|")] + items[at:])
         fmts = {**self._FMT, "ulp_ratio": lambda x: "n/a" if absent(x) else fmt.num(x)}
         return ("<details><summary>All " + str(len(g)) + " kernel cases</summary>\n"
                 + table_html(self.with_kernel(g).join(ratio), cols, fmts) + "</details>\n")
