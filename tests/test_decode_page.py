@@ -635,7 +635,8 @@ def test_the_page_opens_with_targets_and_baselines_and_the_first_pass_when_timed
             r.cold_step_ms = 50 * r.step_ms_median
     p = write(tmp_path / "b", f)
     text, cold = p.findings_first(), p.cold_finding()
-    assert "once it has met a cache length" in text and "(timed at cache lengths" not in text
+    # the first pass is the baselines' finding: the opening keeps three sentences
+    assert "once it has met a cache length" not in text and "(timed at cache lengths" not in text
     assert "once it has met a cache length" in cold and "First pass at a length" in p.baselines_table()
 
 
@@ -906,29 +907,33 @@ def _two_runs(tmp_path, hf_scale: float, other_device: str | None = None) -> Dec
 def test_ratios_against_loops_the_host_paces_are_qualified_and_spread_over_the_runs_that_have_them(tmp_path):
     # Synthetic loops keep the GPU busy 70% of their step: 30% idle, at or above HOST_PACED.
     alone = page(tmp_path / "alone")
-    text = alone.findings_first()
-    assert ("Transformers' eager loop and transformers compiled with a static cache left the GPU idle for 30.0% and "
+    text = alone.overhead_finding()
+    assert ("Our eager loop and transformers compiled with a static cache left the GPU idle for 30.0% and "
             "30.0% of their steps, so the ratios against them hold for this run's host as much as for its GPU") in text
-    assert "Over the runs" not in text  # one run: no spread to give
+    assert "Over the runs" not in text and "from run to run" not in alone.findings_first()  # one run: no spread
     # An older run on the same GPU whose host ran transformers' loops twice as slow: the spread is given, per loop.
     spread = _two_runs(tmp_path / "two", 2.0)
     g, hc = (spread.row("gpt2", v, 4, 1000).step_ms_median for v in ("graph", "hf-compiled"))
-    text = spread.findings_first()
+    text = spread.overhead_finding()
     assert "Over the runs on this GPU that measured the same loops, the ratio ranged from" in text
     assert f"from {fmt.ratio(hc / g)} to {fmt.ratio(2 * hc / g)} against transformers compiled with a static cache (2 runs)" in text
+    # The opening says it in one sentence of its own, so it keeps to three.
+    opening = spread.findings_first()
+    assert "Those ratios move from run to run with the host" in opening
+    assert f"{fmt.ratio(hc / g)} to {fmt.ratio(2 * hc / g)}" in opening and len(prose.sentences(opening)) <= 3
     # ... and beside our graph step against our eager loop, whose time did not move: no spread for it.
     overhead = spread.overhead_finding()
     assert "against transformers compiled with a static cache (2 runs)" in overhead
     assert "against our eager loop (" not in overhead
     # A run on another GPU is no evidence about this one's host.
     other = _two_runs(tmp_path / "other", 2.0, other_device="Tesla T4")
-    assert "Over the runs" not in other.findings_first()
+    assert "Over the runs" not in other.overhead_finding() and "from run to run" not in other.findings_first()
     # A loop whose GPU hardly idles is not called host-paced.
     f = decode_file("synthetic-20261129")
     for r in f.rows:
         if r.kernel_ms_per_step is not None:
             r.kernel_ms_per_step = 0.95 * r.step_ms_median
-    assert "left the GPU idle" not in write(tmp_path / "busy", f).findings_first()
+    assert "left the GPU idle" not in write(tmp_path / "busy", f).overhead_finding()
 
 
 def test_the_opening_compares_per_token_against_generate_and_the_summary_says_how_rows_warmed_up(tmp_path):

@@ -241,6 +241,17 @@ class DecodeData(Page):
             text += f" Over the runs on this GPU that measured the same loops, the ratio ranged {join(parts)}."
         return text
 
+    def host_spread_sentence(self, model: str, batch: int, context: int, fast: str, slows: list[str]) -> str:
+        """One sentence: how far `fast`'s ratio to each of `slows` moved over the runs on this GPU that measured them
+        alike, where it moved enough to matter; '' otherwise."""
+        spreads = [(v, s) for v in slows if (s := self.ratio_spread(model, fast, v, batch, context)) is not None
+                   and s[1] / s[0] >= SAME_APPROACH]
+        if not spreads:
+            return ""
+        lows = join(fmt.span(lo, hi, fmt.ratio) for _, (lo, hi, _) in spreads)
+        return (f"Those ratios move from run to run with the host: over the runs on this GPU that measured the same "
+                f"loops they ranged {lows}.")
+
     def named(self, variant: str) -> str:
         """A variant as this page's sentences name it ('transformers compiled with a static cache'), its label where
         they have no words for it."""

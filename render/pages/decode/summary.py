@@ -97,9 +97,12 @@ class Summary(DecodeData):
                      for v in others]
             if parts:
                 out.append(f"For {escape.text(model)} at batch {b} and context {c}, our CUDA-graph step is "
-                           f"{join(parts)}." + self.host_caveat(model, b, c, "graph", others))
-        cold = self.cold_finding()
-        out.append(cold or self._agreement_sentence())
+                           f"{join(parts)}.")
+                # Three sentences at most: the spread over runs says how far those ratios follow the host; the
+                # idle shares behind it are in 'Step time against context'.
+                out.append(self.host_spread_sentence(model, b, c, "graph", others))
+        if len([x for x in out if x]) < 3:
+            out.append(self._agreement_sentence())
         return " ".join(x for x in out if x) or "This run has no decode step to report."
     def floor_statement(self) -> str:
         """What bounds a step from below, said once: the floor's bandwidth, and how fast reading alone went."""
