@@ -746,7 +746,7 @@ def test_a_prediction_written_after_a_first_measurement_is_flagged_and_counted()
     f.versions[1].prediction = "Written after, not before, its first measurement: +5%."
     page = page_for(f)
     first = html.unescape(page.findings_first())
-    assert "1 prediction was written after a first measurement of the version, and it did not hold" in first
+    assert "1 prediction was written after a first measurement of the version (it did not hold)" in first
     row = next(tr for tr in re.findall(r"<tr>.*?</tr>", page.journey_table(), flags=re.S) if ">v1-wide<" in tr)
     assert "written after a first measurement" in row
     assert "written after a first" not in page_for(sample_file()).findings_first()

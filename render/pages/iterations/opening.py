@@ -50,15 +50,20 @@ class Opening(IterationsSection):
         text = (f"Of {len(verdicts)} predictions measured here, each against the baseline its own words name, {held} "
                 f"held, {verdicts.count('better than predicted')} came out better and "
                 f"{verdicts.count('worse than predicted')} worse.")
+        # The weaker evidence in one sentence, so the opening stays short: predictions that rest on fewer cases than
+        # they cover, and those written after a first measurement.
+        weak = []
         if narrow:
-            text += (f" {narrow} of the {len(verdicts)} rest on fewer goal cases than the prediction covers "
-                     "(the journey table marks them).")
+            weak.append(f"{narrow} of the {len(verdicts)} rest on fewer goal cases than the prediction covers (the "
+                        "journey table marks them)")
         if after:
             n_held = sum(w in (HELD, IN_SLACK) for w in after)
             held_words = ("it held" if len(after) == 1 else "all of them held") if n_held == len(after) else \
                 ("it did not hold" if len(after) == 1 else f"{n_held} of them held")
-            text += (f" {plural(len(after), 'prediction')} {'was' if len(after) == 1 else 'were'} written after a "
-                     f"first measurement of the version, and {held_words}: weaker evidence than the rest.")
+            weak.append(f"{plural(len(after), 'prediction')} {'was' if len(after) == 1 else 'were'} written after a "
+                        f"first measurement of the version ({held_words})")
+        if weak:
+            text += f" Weaker evidence: {'; '.join(weak)}."
         return text
 
     def summary(self) -> str:
