@@ -868,3 +868,11 @@ def test_the_stall_comparison_is_against_the_rival_the_page_measures_ours_agains
             "two clocks rank them differently.") in text
     assert "FlashAttention-4's 1.45 (issuing included), with the issue slots busy 45.6% and 43.7% of cycles" in text
     assert "SDPA cuDNN" not in text
+
+
+def test_the_largest_step_and_setback_say_how_many_goal_cases_they_rest_on():
+    f = sample_file()
+    full = html.unescape(page_for(f).findings_first())
+    assert "The largest step was" in full and "TFLOP/s on 2 goal cases" in full
+    f.rows = [r for r in f.rows if not (r.impl == "v1-wide" and r.seq_len == 16384)]
+    assert "on 1 goal case" in html.unescape(page_for(f).findings_first())

@@ -31,15 +31,17 @@ class Opening(IterationsSection):
                 if written_after(v):
                     after.append(verdicts[-1])
                 if prediction_baseline(v) not in YARDSTICKS:
-                    steps.append((m.factor, v.name, pred.masking, v.baseline))
+                    steps.append((m.factor, v.name, pred.masking, v.baseline, len(m.cases)))
         if verdicts:
             out.append(self._tally(verdicts, narrow, after))
         if steps:
             best = max(steps)
             worst = min(steps)
+            on = lambda k: plural(k, "goal case")  # noqa: E731  # what each ratio rests on
             out.append(f"The largest step was **{escape.text(best[1])}** ({best[2]}), at {fmt.ratio(best[0])} of "
-                       f"{escape.text(best[3])}'s TFLOP/s; the largest setback was {escape.text(worst[1])} ({worst[2]}), "
-                       f"at {fmt.ratio(worst[0])} of {escape.text(worst[3])}'s.")
+                       f"{escape.text(best[3])}'s TFLOP/s on {on(best[4])}; the largest setback was "
+                       f"{escape.text(worst[1])} ({worst[2]}), at {fmt.ratio(worst[0])} of {escape.text(worst[3])}'s on "
+                       f"{on(worst[4])}.")
         return " ".join(out) or "No version of our kernel was measured in this run."
 
     @staticmethod
