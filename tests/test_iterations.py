@@ -872,7 +872,8 @@ def test_the_stall_comparison_is_against_the_rival_the_page_measures_ours_agains
 
 def test_the_largest_step_and_setback_say_how_many_goal_cases_they_rest_on():
     f = sample_file()
-    full = html.unescape(page_for(f).findings_first())
+    full = html.unescape(page_for(f).steps_sentence())
     assert "The largest step was" in full and "TFLOP/s on 2 goal cases" in full
+    assert "The largest step" not in page_for(f).findings_first()  # the opening keeps to three sentences
     f.rows = [r for r in f.rows if not (r.impl == "v1-wide" and r.seq_len == 16384)]
-    assert "on 1 goal case" in html.unescape(page_for(f).findings_first())
+    assert "on 1 goal case" in html.unescape(page_for(f).steps_sentence())

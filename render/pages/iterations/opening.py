@@ -12,7 +12,8 @@ class Opening(IterationsSection):
     """The page's first paragraphs and the summary of the run's cases."""
 
     def findings_first(self) -> str:
-        """A few sentences: the goal, the predictions, the largest step."""
+        """Three sentences at most: the goal, the predictions' tally, and the weaker evidence among them (the
+        largest step and setback open the journey section: steps_sentence)."""
         d = self.data
         final = d.final_version
         out = []
@@ -23,26 +24,30 @@ class Opening(IterationsSection):
                        f"on this page's timing: a median of {goal_ratio_text(med, d.goal_ratio)} the fastest other "
                        f"implementation's TFLOP/s over {len(measured)} goal cases (the goal: {fmt.ratio(d.goal_ratio)}), "
                        f"with {plural(len(low), 'case')} below {fmt.ratio(d.goal_ratio - NOISE_BAND)}.")
-        verdicts, steps, narrow, after = [], [], 0, []
+        verdicts, narrow, after = [], 0, []
         for v, pred, m in self.measured_predictions():
             if m.factor is not None:
                 verdicts.append(verdict(m.factor, pred.low, pred.high))
                 narrow += self.narrower(v, pred, m)
                 if written_after(v):
                     after.append(verdicts[-1])
-                if prediction_baseline(v) not in YARDSTICKS:
-                    steps.append((m.factor, v.name, pred.masking, v.baseline, len(m.cases)))
         if verdicts:
             out.append(self._tally(verdicts, narrow, after))
-        if steps:
-            best = max(steps)
-            worst = min(steps)
-            on = lambda k: plural(k, "goal case")  # noqa: E731  # what each ratio rests on
-            out.append(f"The largest step was **{escape.text(best[1])}** ({best[2]}), at {fmt.ratio(best[0])} of "
-                       f"{escape.text(best[3])}'s TFLOP/s on {on(best[4])}; the largest setback was "
-                       f"{escape.text(worst[1])} ({worst[2]}), at {fmt.ratio(worst[0])} of {escape.text(worst[3])}'s on "
-                       f"{on(worst[4])}.")
         return " ".join(out) or "No version of our kernel was measured in this run."
+
+    def steps_sentence(self) -> str:
+        """The largest step and the largest setback against the version each was built on, with the goal cases each
+        ratio rests on; '' where no such step was measured."""
+        steps = [(m.factor, v.name, pred.masking, v.baseline, len(m.cases)) for v, pred, m in self.measured_predictions()
+                 if m.factor is not None and prediction_baseline(v) not in YARDSTICKS]
+        if not steps:
+            return ""
+        best, worst = max(steps), min(steps)
+        on = lambda k: plural(k, "goal case")  # noqa: E731  # what each ratio rests on
+        return (f"The largest step was **{escape.text(best[1])}** ({best[2]}), at {fmt.ratio(best[0])} of "
+                f"{escape.text(best[3])}'s TFLOP/s on {on(best[4])}; the largest setback was "
+                f"{escape.text(worst[1])} ({worst[2]}), at {fmt.ratio(worst[0])} of {escape.text(worst[3])}'s on "
+                f"{on(worst[4])}.")
 
     @staticmethod
     def _tally(verdicts: list[str], narrow: int, after: list[str]) -> str:
