@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .fmt import known
+
 MEMORY_COLUMNS = ("peak_mem_bytes", "mem_at_start_bytes")
 
 
@@ -49,3 +51,12 @@ def own_decode_rows(run) -> tuple[pd.DataFrame, bool]:
     """A run's decode rows as every page reads them: own_memory over the models its decode phase loaded."""
     decode = run.phase("decode")
     return own_memory(run.frame("decode", "rows"), decode.models if decode is not None else [])
+
+
+def idle_share(row) -> float | None:
+    """The share of a decode row's step its GPU sat idle between kernels (its profiled busy time against its step);
+    None where the row was not profiled. A profiled step busier than the timed one idled for none of it."""
+    busy, step = row.get("kernel_ms_per_step"), row.get("step_ms_median")
+    if not known(busy) or not known(step) or step <= 0:
+        return None
+    return max(0.0, 1 - float(busy) / float(step))

@@ -19,7 +19,7 @@ from .. import escape, fmt, limits, model
 from ..fmt import known
 from ..tables import table_html
 from ..bench_data import rivals
-from ..decode_memory import own_decode_rows
+from ..decode_memory import idle_share, own_decode_rows
 from ..vocab import (ELEMENT_BYTES, EVEN, INT8_PAIRS, STUDY, STUDY_N, decode_float, decode_words, dtype_short,
                      floor_pace, impl_color, impl_label, join, kernel_name, limiter_words, plural, speedup_words, versus)
 from .base import Page
@@ -30,14 +30,6 @@ SAME = 0.005
 # Warp schedulers per SM on every GPU from Volta on: occupancy in warps per scheduler is what one can switch between.
 SCHEDULERS_PER_SM = 4
 LIMIT_WORDS = {"registers": "registers", "smem": "shared memory", "warps": "warp slots", "blocks": "the per-SM block limit"}
-
-
-def _idle_share(row) -> float | None:
-    """The share of a decode step its GPU ran no kernel, where the row timed its kernels."""
-    busy, step = row.get("kernel_ms_per_step"), row.get("step_ms_median")
-    if not known(busy) or not known(step) or step <= 0:
-        return None
-    return max(0.0, 1 - float(busy) / float(step))
 
 
 def _shape_text(b, h, d, dtype, causal, n=None) -> str:
@@ -80,7 +72,7 @@ class HomePage(Page):
                 # one model, so the sentence names it.
                 out.append(f"In decode, {escape.text(closest['model'])}'s loop closest to its bandwidth floor at "
                            f"batch {int(closest['batch'])} and context {int(closest['context'])} ({loop}) takes "
-                           f"{fmt.ratio(r)} the floor: {floor_pace(r, _idle_share(closest))}.")
+                           f"{fmt.ratio(r)} the floor: {floor_pace(r, idle_share(closest))}.")
         return " ".join(out) or "This run holds no phase beyond the device facts yet."
 
     def headlines(self) -> str:
@@ -371,7 +363,7 @@ class HomePage(Page):
                 f"floor ({decode_words(best['variant'], 'prose') or escape.text(best['variant'])}) takes "
                 f"{fmt.ms(best['step_ms_median'])} per step, {fmt.ratio(r)} its bandwidth floor of "
                 f"{fmt.ms(best['floor_ms'])} (the weights and cache a step must read, at the measured copy "
-                f"bandwidth): {floor_pace(r, _idle_share(best))}. {link}")
+                f"bandwidth): {floor_pace(r, idle_share(best))}. {link}")
 
     def int8_headline(self) -> str:
         link = "[Decode](decode.md)"
@@ -503,7 +495,7 @@ class HomePage(Page):
             rows.append({"model": model, "shape": f"batch {int(r['batch'])}, context {int(r['context'])}",
                          "step": fmt.ms(r["step_ms_median"]), "floor": fmt.ms(r["floor_ms"]),
                          "x": fmt.ratio(r["achieved_over_floor"]),
-                         "pace": floor_pace(float(r["achieved_over_floor"]), _idle_share(r))})
+                         "pace": floor_pace(float(r["achieved_over_floor"]), idle_share(r))})
         if not rows:
             return ""
         return table_html(pd.DataFrame(rows), {"model": "Decode", "shape": "Shape", "step": "CUDA-graph step",

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ... import escape, fmt
+from ...decode_memory import idle_share
 from ...tables import table_html
 from ...vocab import EVEN, join
 from .data import DecodeData, FLOOR_TARGETS, _ok
@@ -97,7 +98,7 @@ class Baselines(DecodeData):
         the forward alone, and the loop around it runs on the host. '' where it was not profiled."""
         for model, b, c in self.key_shapes():
             r = self.row(model, "hf-compiled", b, c)
-            idle = self.idle_share(r) if r is not None else None
+            idle = idle_share(r) if r is not None else None
             if idle is not None:
                 return (f"; in this run the GPU sat idle for {fmt.pct(100 * idle)} of its step at "
                         f"{escape.text(model)}, batch {b}, context {c}")

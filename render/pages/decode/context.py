@@ -6,6 +6,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ... import escape, fmt
+from ...decode_memory import idle_share
 from ...figures import PALETTE
 from ...vocab import FAR_FLOOR, join
 from .data import (DecodeData, FLOOR_TARGETS, HOST_BOUND, SAME_APPROACH, VARIANT_COLORS, _ok, floor_words,
@@ -49,7 +50,7 @@ class Context(DecodeData):
                                      "what sets its pace is said above.")
                 else:
                     sentences.append(f"the graph's step takes "
-                                     f"{floor_words(g.achieved_over_floor, idle=self.idle_share(g))}.")
+                                     f"{floor_words(g.achieved_over_floor, idle=idle_share(g))}.")
             if not sentences:
                 sentences = ["too few variants ran to compare."]
             text = " ".join(f"{x[0].upper()}{x[1:]}" for x in sentences)

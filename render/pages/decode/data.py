@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from collect.schema.decode import LEGACY_VARIANTS, VARIANTS
 
 from ... import escape, fmt
-from ...decode_memory import own_decode_rows
+from ...decode_memory import idle_share, own_decode_rows
 from ...figures import BROWN, PALETTE, PURPLE
 from ...vocab import EVEN, decode_float, decode_words, floor_pace, join
 from ..base import Page
@@ -185,15 +185,6 @@ class DecodeData(Page):
         shares = (f["kernel_ms_per_step"] / f["step_ms_median"]).dropna()
         return None if shares.empty else shares
 
-    @staticmethod
-    def idle_share(r) -> float | None:
-        """The share of a row's loop step the GPU sat idle between kernels (its profiled busy time against its step);
-        None where the row was not profiled. A profiled step busier than the timed one idled for none of it."""
-        busy = r.get("kernel_ms_per_step")
-        if not _ok(busy) or not _ok(r.step_ms_median) or r.step_ms_median <= 0:
-            return None
-        return max(0.0, 1 - busy / r.step_ms_median)
-
     def ratio_spread(self, model: str, fast: str, slow: str, batch: int, context: int) -> tuple[float, float, int] | None:
         """`slow`'s step time over `fast`'s at one shape in every run on this run's GPU that measured both alike, this
         run included: (lowest, highest, runs). None where fewer than two runs did: a ratio against a loop its host
@@ -223,7 +214,7 @@ class DecodeData(Page):
         paced, spreads = [], []
         for v in slows:
             r = self.row(model, v, batch, context)
-            share = self.idle_share(r) if r is not None and idle else None
+            share = idle_share(r) if r is not None and idle else None
             if share is not None and share >= HOST_PACED:
                 paced.append((self.named(v), fmt.pct(100 * share)))
             s = self.ratio_spread(model, fast, v, batch, context)

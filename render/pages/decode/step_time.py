@@ -6,6 +6,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ... import escape, fmt
+from ...decode_memory import idle_share
 from ...tables import table_html
 from ...vocab import join, plural
 from .data import (CLASS_COLORS, DecodeData, FLOOR_TARGETS, INT8_STEP_TARGET, _ok, floor_words, launch_words,
@@ -165,7 +166,7 @@ class StepTime(DecodeData):
             g = self.row(model, "graph", b, c)
             if g is None or not _ok(g.achieved_over_floor):
                 continue
-            pace = floor_words(g.achieved_over_floor, target, self.idle_share(g))
+            pace = floor_words(g.achieved_over_floor, target, idle_share(g))
             head = f"- **{model}, batch {b}, context {c}: {pace}.**"
             p = self.row(model, "persistent", b, c)
             if p is not None and _ok(p.achieved_over_floor):
