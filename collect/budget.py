@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import time
 
-from .schema import PHASES
+from .schema import BUDGET_ENVS
 
 # The whole collect's time limit per profile, scaled like the phase budgets: the full profile is
 # sized so that one collect fits in 9 minutes on an H200 (a device command's limit). On 2026-12-01
@@ -17,7 +17,7 @@ from .schema import PHASES
 TIME_LIMIT_S = {"quick": None, "full": 530.0}
 # The variable that overrides each phase's own budget. Which rows a run holds depends on them, so the
 # command a run records names those that were set (collect/cli.py, recorded_command).
-PHASE_BUDGET_ENVS = {spec.name: spec.budget_env for spec in PHASES if spec.budget_env}
+PHASE_BUDGET_ENVS = BUDGET_ENVS
 # A phase that starts past the collect's limit still runs: it writes its file with every case
 # skipped for time, so the report says why the phase is empty.
 MIN_BUDGET_S = 1.0

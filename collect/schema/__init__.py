@@ -13,6 +13,8 @@ from .registry import PHASES, PageRef, PhaseSpec, site_pages  # noqa: F401
 
 # Kept under its older name: a phase's spec by name, in collect order.
 FILE_SPECS: dict[str, PhaseSpec] = {s.name: s for s in PHASES}
+# The variable that overrides each phase's time budget, for the phases that have one.
+BUDGET_ENVS: dict[str, str] = {s.name: s.budget_env for s in PHASES if s.budget_env}
 
 
 def records() -> list[type]:

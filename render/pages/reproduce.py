@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from collect.schema import FILE_SPECS, PHASES
+from collect.schema import BUDGET_ENVS, FILE_SPECS
 
 from .. import escape, fmt
 from ..tables import table_html
@@ -116,8 +116,7 @@ class ReproducePage(Page):
         counts = {rec.name: n for rec in self.run.manifest.phases if (n := self.run.skipped_rows(rec.name)[0])}
         if not counts:
             return ""
-        budget_envs = {spec.name: spec.budget_env for spec in PHASES if spec.budget_env}
-        envs = join([f"`{budget_envs[p]}=0`" for p in counts if p in budget_envs])
+        envs = join([f"`{BUDGET_ENVS[p]}=0`" for p in counts if p in BUDGET_ENVS])
         whose = "its time budget" if len(counts) == 1 else "their time budgets"
         return (f"This run skipped {join([f'{n} rows of its {p} phase' for p, n in counts.items()])} when {whose} "
                 "ran out, so a rebuild on a faster or slower host holds other rows; "
