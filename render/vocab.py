@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from collect.pace import HOST_BOUND, host_bound  # noqa: F401  (re-exported: every page judges pace so)
 from collect.schema.limiter import STALL_PREFIX, UNITS
 
 from . import fmt
@@ -62,20 +63,8 @@ CLOCK_GAP = 0.03
 
 # What a comparison's spread is, in the words every page uses for it (render/bench_data.py spread computes it).
 SPREAD_WORDS = "the ratio of the two calls' p10s and that of their p90s"
-# A loop of calls whose per-call time exceeds the device time by this factor runs slower than the GPU alone.
-HOST_BOUND = 1.25
-
-
-def host_bound(device_ms, loop_ms, host_ms=None) -> bool | None:
-    """Whether the host sets a loop's pace: the loop runs HOST_BOUND over the device time, and one call's host time
-    (where recorded) is long enough to explain it. A long call's loop also runs slower than its device time because
-    back-to-back calls get no rest and hold the GPU at its power limit; its host time is then a sliver of the device
-    time, and the host is not what slows it. None where device or loop time is missing. Every page judges pace so."""
-    if not (fmt.known(device_ms) and fmt.known(loop_ms)) or device_ms <= 0:
-        return None
-    if loop_ms / device_ms < HOST_BOUND:
-        return False
-    return not fmt.known(host_ms) or host_ms * HOST_BOUND >= device_ms
+# Whether the host set a loop's pace (HOST_BOUND, host_bound) is collect/pace.py's rule, imported above: the pages,
+# `python -m collect diff` and the noise floor judge pace by that one definition, and the pages read it from here.
 
 
 # What sets occupancy where no resource does, in every page's "Limited by": a persistent kernel launches one block

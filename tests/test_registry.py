@@ -87,9 +87,9 @@ def test_pages_do_not_import_each_other():
                                 "render/vocab.py")
 
 
-# Besides the contract, render/ may use the comparison of runs, which the CLI runs too (one verdict, not two);
-# it imports no GPU stack (checked below).
-SHARED_WITH_RENDER = ("collect.schema", "collect.diff", "collect.noise")
+# Besides the contract, render/ may use the comparison of runs, which the CLI runs too (one verdict, not two), and
+# the pace rule that comparison and every page judge host-bound calls by; they import no GPU stack (checked below).
+SHARED_WITH_RENDER = ("collect.schema", "collect.diff", "collect.noise", "collect.pace")
 
 
 def test_render_reaches_collect_only_through_the_data_contract():
@@ -156,7 +156,7 @@ def test_the_comparison_of_runs_needs_no_gpu_stack_and_no_report_stack():
     import subprocess
     import sys
 
-    code = ("import sys, collect.diff, collect.noise, collect.tools_cli; "
+    code = ("import sys, collect.diff, collect.noise, collect.pace, collect.tools_cli; "
             "print([m for m in ('torch', 'triton', 'pandas', 'pydantic', 'plotly') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
