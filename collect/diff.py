@@ -5,6 +5,9 @@ image, and the report's Comparison page runs it on the runs it has validated.
 A change counts only when two tests agree, as in pyperf's compare_to and asv's compare: the interval
 of the ratio excludes 1 (the samples of one run cannot explain it), and the ratio is further from 1
 than the noise floor (repeat runs of one commit on one GPU, collect/noise.py, do not move that much).
+The floor is that of the case's class and pace (collect/pace.py: whether the host set it, in either run)
+where the noise file has one, else the class's floor pooled over both paces: pooled, a class's floor can
+be set by its host-bound lengths, whose time swings with the host, and hide a change of the GPU-bound ones.
 A run without samples (schema before 6) leaves only the second test; two GPUs leave neither.
 """
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .bootstrap import BootstrapConfig, ratio_interval
+from .pace import PACE_FIELDS, either_host_bound, row_host_bound
 from .schema import SCHEMA_VERSION
 from .schema.bench import BenchRow
 from .schema.decode import DecodeRow
@@ -66,6 +70,7 @@ class Case:
     status: str
     median_ms: float | None
     samples: tuple[float, ...] | None  # None: none stored, or they disagree with the stored median
+    host_bound: bool | None = None  # whether the host set its pace (collect/pace.py); None where unrecorded
 
     @property
     def klass(self) -> tuple:
@@ -140,7 +145,8 @@ def cases_of(phase: str, rows: Iterable[Any]) -> dict[str, Case]:
         out[cid] = Case(cid, case_label(phase, row), phase, str(_get(row, t.impl)),
                         _get(row, t.head_dim) if t.head_dim else None, _get(row, t.causal) if t.causal else None,
                         status, float(median) if ok else None,
-                        _usable_samples(float(median), _get(row, t.samples), _get(row, t.count)) if ok else None)
+                        _usable_samples(float(median), _get(row, t.samples), _get(row, t.count)) if ok else None,
+                        row_host_bound(phase, row) if ok else None)
     return out
 
 
@@ -179,10 +185,11 @@ def _check_rows(path: Path, phase: str, data: dict) -> list[dict]:
     t = TABLES[phase]
     seen: dict[str, int] = {}
     for i, r in enumerate(rows):
-        for name in (t.median,):
-            v = r.get(name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 3.6e6):
-                raise DataFileError(f"{path}: field rows[{i}].{name}: value {shown(v)}: a time in ms above 0 and "
+        for name in (t.median, *(f for f in PACE_FIELDS[phase] if f)):  # the time it compares, and its pace's
+            v, unit = r.get(name), "µs" if name.endswith("_us_median") else "ms"
+            hour = 3.6e9 if unit == "µs" else 3.6e6
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < hour):
+                raise DataFileError(f"{path}: field rows[{i}].{name}: value {shown(v)}: a time in {unit} above 0 and "
                                     "below an hour.")
         xs = r.get(t.samples)
         if xs is not None and (not isinstance(xs, list) or any(
@@ -237,9 +244,21 @@ def resolve_run(name: str, data_dir: Path) -> Path:
 
 
 def floors_by_class(noise: NoiseFloorFile | None) -> dict[tuple, float]:
+    """(phase, impl, head_dim, causal, host_bound) -> floor: host_bound None for a class pooled over both paces
+    (the only records of a noise file before schema version 8)."""
     if noise is None:
         return {}
-    return {(c.phase, c.impl, c.head_dim, c.causal): c.floor for c in noise.classes}
+    return {(c.phase, c.impl, c.head_dim, c.causal, getattr(c, "host_bound", None)): c.floor for c in noise.classes}
+
+
+def case_floor(floors: dict[tuple, float], klass: tuple, host: bool | None) -> tuple[float | None, str]:
+    """A case's floor and its source: its class and pace's where the noise file measured one ('paced'), else its
+    class's pooled over both paces ('measured'), else (None, 'default')."""
+    if host is not None and (*klass, host) in floors:
+        return floors[(*klass, host)], "paced"
+    if (*klass, None) in floors:
+        return floors[(*klass, None)], "measured"
+    return None, "default"
 
 
 def verdict(ratio: float, interval: tuple[float, float] | None, floor: float, same_device: bool) -> str:
@@ -274,14 +293,15 @@ def compare(a: RunCases, b: RunCases, noise: NoiseFloorFile | None = None, cfg: 
         if ca.samples and cb.samples:
             lo, hi = ratio_interval(ca.samples, cb.samples, cfg.bootstrap, key)
             interval = (min(lo, ratio), max(hi, ratio))  # percentiles of resamples may miss the point estimate by a hair
-        floor = floors.get(ca.klass)
+        host = either_host_bound((ca.host_bound, cb.host_bound))
+        floor, source = case_floor(floors, ca.klass, host)
         defaulted += floor is None
         out.cases.append(DiffCase(
             case=key, label=cb.label, phase=cb.phase, impl=cb.impl, head_dim=cb.head_dim, causal=cb.causal,
             a_ms=ca.median_ms, b_ms=cb.median_ms, ratio=ratio, ratio_low=interval[0] if interval else None,
             ratio_high=interval[1] if interval else None, basis="samples" if interval else "medians",
-            floor=floor or cfg.default_floor, floor_source="default" if floor is None else "measured",
-            verdict=verdict(ratio, interval, floor or cfg.default_floor, same)))
+            floor=floor or cfg.default_floor, floor_source=source,
+            verdict=verdict(ratio, interval, floor or cfg.default_floor, same), host_bound=host))
     both = ok_a.keys() & ok_b.keys()
     for mine, other, dest in ((ok_a, b.cases, out.only_a), (ok_b, a.cases, out.only_b)):
         for key in sorted(mine.keys() - both):
@@ -312,6 +332,15 @@ def _notes(d: DiffFile, a: RunCases, b: RunCases, noise: NoiseFloorFile | None, 
                      f"{d.default_floor:g}.")
     elif d.same_device:
         notes.append(f"The noise floor was measured from {len(noise.run_ids)} repeat runs ({', '.join(noise.run_ids)}).")
+    paced = sum(c.floor_source == "paced" for c in d.cases)
+    if d.same_device and paced:
+        pooled = sum(c.floor_source == "measured" for c in d.cases)
+        notes.append(f"{paced} of {len(d.cases)} cases are held to the floor of their class and pace (GPU-bound, or "
+                     "host-bound in either run), measured from the repeats' cases of that pace"
+                     + (f"; {pooled} to their class's floor pooled over both paces, their pace unrecorded or too "
+                        "rare in the repeats for a floor of its own" if pooled else "")
+                     + ". Pooled, a class's floor can be set by its host-bound lengths, whose time swings with the "
+                     "host, and hide a change of the GPU-bound ones.")
     return notes
 
 

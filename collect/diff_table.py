@@ -5,10 +5,17 @@ from .diff import counts
 from .schema.diff import DiffCase, DiffFile, NoiseFloorFile
 
 DIRECTION = "ratio = B time / A time: below 1, B is faster; above 1, B is slower"
+PACE_KEY = ("pace: host (host-bound in either run), GPU (GPU-bound) or - (unrecorded); floor: the noise floor of the "
+            "case's class and pace where one was measured, else of its class")
 
 
 def _interval(c: DiffCase) -> str:
     return f"[{c.ratio_low:.3f}, {c.ratio_high:.3f}]" if c.ratio_low is not None else "(no samples)"
+
+
+def _pace(host: bool | None) -> str:
+    """A case's or a floor's pace in a word: host-bound, GPU-bound, or '-' (unrecorded; a floor pooled over both)."""
+    return "-" if host is None else "host" if host else "GPU"
 
 
 def _plain(text: str) -> str:
@@ -27,10 +34,12 @@ def table(d: DiffFile, show_all: bool = False) -> str:
         head += "\nTWO DIFFERENT GPUs: ratios only, no verdict on a change"
     lines = [head, ""]
     if shown:
-        lines.append(f"{'verdict':<10} {'ratio':>7} {'interval':>18} {'floor':>6} {'A ms':>10} {'B ms':>10}  case")
+        lines += [PACE_KEY, ""]
+        lines.append(f"{'verdict':<10} {'ratio':>7} {'interval':>18} {'floor':>6} {'pace':<4} {'A ms':>10} {'B ms':>10}  "
+                     "case")
         for c in shown:
-            lines.append(f"{c.verdict:<10} {c.ratio:>7.3f} {_interval(c):>18} {c.floor:>6.3f} {c.a_ms:>10.4f} "
-                         f"{c.b_ms:>10.4f}  {_plain(c.label)}")
+            lines.append(f"{c.verdict:<10} {c.ratio:>7.3f} {_interval(c):>18} {c.floor:>6.3f} "
+                         f"{_pace(getattr(c, 'host_bound', None)):<4} {c.a_ms:>10.4f} {c.b_ms:>10.4f}  {_plain(c.label)}")
     elif d.cases:
         lines.append("No case changed beyond its interval and noise floor (--all lists every case).")
     n = counts(d)
@@ -52,10 +61,12 @@ def noise_table(n: NoiseFloorFile) -> str:
     """A noise floor as lines of text, one class a line."""
     lines = [f"Noise floor of {_plain(n.device)} at commit {n.git_commit[:12]} from {len(n.run_ids)} repeat runs "
              f"({', '.join(map(_plain, n.run_ids))}); floor = p{n.quantile:g} of the pairwise factors", "",
-             f"{'phase':<11} {'implementation':<22} {'d':>4} {'mask':<7} {'cases':>5} {'pairs':>5} {'median':>7} {'floor':>7}"]
+             f"{'phase':<11} {'implementation':<22} {'d':>4} {'mask':<7} {'pace':<4} {'cases':>5} {'pairs':>5} "
+             f"{'median':>7} {'floor':>7}"]
     for c in n.classes:
         mask = "-" if c.causal is None else ("causal" if c.causal else "full")
-        lines.append(f"{c.phase:<11} {_plain(c.impl):<22} {c.head_dim or '-':>4} {mask:<7} {c.cases:>5} {c.pairs:>5} "
+        lines.append(f"{c.phase:<11} {_plain(c.impl):<22} {c.head_dim or '-':>4} {mask:<7} "
+                     f"{_pace(getattr(c, 'host_bound', None)):<4} {c.cases:>5} {c.pairs:>5} "
                      f"{c.median_factor:>7.3f} {c.floor:>7.3f}")
     lines += [""] + [f"note: {_plain(x)}" for x in n.notes]
     return "\n".join(lines)

@@ -5,6 +5,12 @@ whatever ratio they show is noise, so a diff calls a change only beyond it (coll
 For every case measured ok in all the repeats, each pair of repeats gives a factor, the larger median
 over the smaller; a class's floor is a high percentile of its factors. Pairs, not the spread around a
 mean, because a diff compares exactly two runs.
+
+Each class is also split by pace (collect/pace.py): a case is host-bound where it was in any repeat,
+GPU-bound where it was in every repeat that recorded its pace. A host-bound call's time swings with the
+host, so a floor pooled over both paces can be set by the host-bound lengths and hide a change of the
+GPU-bound ones; the diff holds a case to the floor of its class and pace where the pace has FEW_PAIRS
+pairs or more, else to the pooled one (host_bound null), which every class keeps.
 """
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .diff import RunCases, load_run_cases
+from .pace import either_host_bound
 from .runner import device_slug
 from .schema import SCHEMA_VERSION
 from .schema.diff import NoiseClass, NoiseFloorFile
@@ -58,28 +65,40 @@ def check_repeats(runs: list[RunCases]) -> str:
 
 
 def measure(runs: list[RunCases], cfg: NoiseConfig = NoiseConfig()) -> NoiseFloorFile:
-    """The noise floor per class from repeat runs (check_repeats first)."""
+    """The noise floor per class from repeat runs (check_repeats first): pooled over both paces for every class, and
+    per class and pace where that pace's cases give FEW_PAIRS pairs or more."""
     commit = check_repeats(runs)
+    # (phase, impl, head_dim, causal, host_bound) -> factors; host_bound None: the class pooled over both paces
     factors: dict[tuple, list[float]] = defaultdict(list)
     cases: dict[tuple, int] = defaultdict(int)
     shared = set.intersection(*({k for k, c in r.cases.items() if c.median_ms is not None} for r in runs))
     for key in sorted(shared):
         klass = runs[0].cases[key].klass
-        cases[klass] += 1
-        for x, y in itertools.combinations([r.cases[key].median_ms for r in runs], 2):
-            factors[klass].append(max(x, y) / min(x, y))
+        host = either_host_bound(r.cases[key].host_bound for r in runs)
+        pairs = [max(x, y) / min(x, y) for x, y in itertools.combinations([r.cases[key].median_ms for r in runs], 2)]
+        for bucket in {(*klass, None), (*klass, host)}:
+            cases[bucket] += 1
+            factors[bucket] += pairs
     out = NoiseFloorFile(schema_version=SCHEMA_VERSION, device=runs[0].device, git_commit=commit,
                          run_ids=[r.run_id for r in runs], quantile=cfg.quantile)
-    for klass in sorted(factors, key=lambda k: tuple("" if v is None else str(v) for v in k)):
-        fs = sorted(factors[klass])
-        phase, impl, head_dim, causal = klass
-        out.classes.append(NoiseClass(phase=phase, impl=impl, head_dim=head_dim, causal=causal, cases=cases[klass],
+    split = 0
+    for bucket in sorted(factors, key=lambda k: tuple("" if v is None else str(v) for v in k)):
+        fs = sorted(factors[bucket])
+        phase, impl, head_dim, causal, host = bucket
+        if host is not None and len(fs) < FEW_PAIRS:
+            continue  # too few for a floor of its own: the class's pooled floor holds these cases
+        split += host is not None
+        out.classes.append(NoiseClass(phase=phase, impl=impl, head_dim=head_dim, causal=causal, cases=cases[bucket],
                                       pairs=len(fs), median_factor=percentile(fs, 50),
-                                      floor=percentile(fs, cfg.quantile)))
+                                      floor=percentile(fs, cfg.quantile), host_bound=host))
     if len(runs) < RECOMMENDED_REPEATS:
         out.notes.append(f"Only {len(runs)} repeat runs: {RECOMMENDED_REPEATS} or more, on different machine leases, "
                          "show the spread between leases better.")
-    thin = [c for c in out.classes if c.pairs < FEW_PAIRS]
+    if split:
+        out.notes.append(f"{split} records split a class by pace (host_bound true or false), each from {FEW_PAIRS} "
+                         "pairs or more: a diff holds a case of that pace to it rather than to the class's floor pooled "
+                         "over both paces (host_bound null), which a host-bound length's swings can set.")
+    thin = [c for c in out.classes if c.host_bound is None and c.pairs < FEW_PAIRS]
     if thin:
         out.notes.append(f"{len(thin)} classes rest on fewer than {FEW_PAIRS} pairs: their floor is close to their "
                          "largest factor.")

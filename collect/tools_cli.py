@@ -26,6 +26,8 @@ def read_noise(path: Path) -> NoiseFloorFile:
     for i, c in enumerate(noise.classes):
         if isinstance(c.floor, bool) or not isinstance(c.floor, (int, float)) or not 1.0 <= c.floor < 1e9:
             raise DataFileError(f"{path}: field classes[{i}].floor: value {c.floor!r}: a factor of at least 1.")
+        if getattr(c, "host_bound", None) not in (None, True, False):
+            raise DataFileError(f"{path}: field classes[{i}].host_bound: value {c.host_bound!r}: true, false or null.")
     return noise
 
 
@@ -73,8 +75,9 @@ def diff_main(argv: list[str]) -> int:
 def noise_main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m collect noise",
                                  description="Measure a GPU's noise floor from repeat runs of one commit (at least "
-                                             "two, three or more on different machine leases): per class of case, a "
-                                             "high percentile of how far two repeats' medians sit apart. Writes "
+                                             "two, three or more on different machine leases): per class of case, and "
+                                             "per class and pace (host-bound or GPU-bound), a high percentile of how "
+                                             "far two repeats' medians sit apart. Writes "
                                              "DATA/noise/<device-slug>.json, which `collect diff` then uses.")
     ap.add_argument("runs", nargs="*", metavar="RUN", help="the repeat runs (ids under DATA/runs, or folders); "
                     "none: every set of runs in DATA/runs that share a GPU and a commit")

@@ -241,7 +241,7 @@ def test_the_schema_7_step_changes_only_the_version():
     before = {"schema_version": 6, "rows": [{"impl": "triton", "config": "gluon path"}]}
     out = migrate.to_version_7(dict(before))
     assert out == {**before, "schema_version": 7} and migrate.to_version_7(dict(out)) == out
-    assert migrate.LATEST is migrate.to_version_7 and phase.SCHEMA_VERSION == 7
+    assert phase.SCHEMA_VERSION >= 7  # later steps go through this one (test_diff.py pins the latest)
 
 
 def test_precompile_runs_its_workers_and_reports_failures(capsys):

@@ -13,7 +13,7 @@ import pytest
 from collect.bootstrap import BootstrapConfig, ratio_interval, resampled_median
 from collect.diff import DiffConfig, compare, load_run_cases, run_cases
 from collect.jsonio import write_json_atomic
-from collect.noise import NotRepeats, measure
+from collect.noise import FEW_PAIRS, NotRepeats, measure
 from collect.schema import PHASES, SCHEMA_VERSION
 from collect.schema.bench import BenchFile, BenchRow
 from collect.schema.diff import DiffFile, NoiseFloorFile
@@ -229,3 +229,88 @@ def test_the_derived_files_bound_every_number_and_string_and_appear_on_the_data_
     assert loose == []
     text = DataFormatPage.derived(DataFormatPage.__new__(DataFormatPage))
     assert all(f'id="{c.__name__.lower()}"' in text for c in classes)
+
+
+def paced_rows(seed: int, host_f: float = 1.0, gpu_f: float = 1.0) -> list[BenchRow]:
+    """bench_rows with a pace: our kernel's N<=1024 calls host-bound (loops three times their device time, a host
+    time to explain it) and scaled by `host_f`, its longer ones GPU-bound and scaled by `gpu_f`; naive GPU-bound."""
+    import dataclasses
+
+    out = []
+    for r in bench_rows(seed, noise=0.002):
+        host = r.impl == "triton" and r.seq_len <= 1024
+        f = (host_f if host else gpu_f) if r.impl == "triton" else 1.0
+        t = r.latency_ms_median * f
+        out.append(dataclasses.replace(
+            r, latency_ms_median=t, latency_ms_p10=r.latency_ms_p10 * f, latency_ms_p90=r.latency_ms_p90 * f,
+            latency_samples_ms=[x * f for x in r.latency_samples_ms], loop_ms_median=t * (3.0 if host else 1.02),
+            host_us_median=t * 1e3 if host else 5.0))
+    return out
+
+
+def test_the_noise_floor_splits_each_class_by_pace_so_a_host_bound_length_cannot_hide_a_gpu_bound_change():
+    # Four repeats of one commit: the host-bound lengths swing by up to 20% with the host, the GPU-bound ones do not.
+    repeats = [cases(f"r{i}", paced_rows(60 + i, host_f=f)) for i, f in enumerate((1.0, 1.1, 0.92, 1.05))]
+    noise = measure(repeats)
+    ours = {c.host_bound: c for c in noise.classes if (c.impl, c.head_dim) == ("triton", 64)}
+    assert set(ours) == {None, False, True} and ours[None].cases == 4 and ours[False].cases == ours[True].cases == 2
+    assert ours[None].pairs == 24 and ours[False].pairs == ours[True].pairs == 12 >= FEW_PAIRS
+    assert ours[False].floor < 1.01 < 1.15 < ours[True].floor and ours[None].floor > 1.1
+    assert not any(c.host_bound for c in noise.classes if c.impl == "naive")  # naive never ran host-bound
+    assert any("split a class by pace" in n for n in noise.notes)
+    # v2: 3% faster where the GPU sets the pace, the host unchanged
+    a, b = cases("a", paced_rows(70)), cases("b", paced_rows(71, gpu_f=0.97))
+    d = compare(a, b, noise, FAST)
+    gpu = [c for c in d.cases if c.impl == "triton" and c.host_bound is False]
+    assert len(gpu) == 4 and {(c.floor_source, c.verdict) for c in gpu} == {("paced", "faster")}
+    assert {c.verdict for c in d.cases if c.host_bound} == {"no change"}
+    assert any("held to the floor of their class and pace" in n for n in d.notes)
+    # the same repeats pooled over both paces, as before schema 8: the host's swings hide the change
+    pooled = NoiseFloorFile(**{**noise.__dict__, "classes": [c for c in noise.classes if c.host_bound is None]})
+    hidden = compare(a, b, pooled, FAST)
+    assert {(c.floor_source, c.verdict) for c in hidden.cases if c.case in {g.case for g in gpu}} == \
+        {("measured", "no change")}
+    # three repeats: 6 pairs for each of our kernel's paces, too few for floors of their own, so only its class's
+    # pooled floor is written (naive's four GPU-bound cases give 12, enough)
+    thin = measure(repeats[:3])
+    assert {c.host_bound for c in thin.classes if c.impl == "triton"} == {None}
+    assert {c.host_bound for c in thin.classes if c.impl == "naive"} == {None, False}
+
+
+def test_a_case_of_unrecorded_pace_is_held_to_its_class_and_an_old_noise_file_still_reads(tmp_path):
+    from collect.tools_cli import read_noise
+
+    noise = measure([cases(f"r{i}", paced_rows(80 + i, host_f=f)) for i, f in enumerate((1.0, 1.1, 0.92, 1.05))])
+    d = compare(cases("a", bench_rows(81, noise=0.002)), cases("b", bench_rows(82, noise=0.002)), noise, FAST)
+    assert {c.host_bound for c in d.cases} == {None} and {c.floor_source for c in d.cases} == {"measured"}
+    # a schema-7 noise file: no host_bound on its classes; it migrates and its floors are the pooled ones
+    old = json.loads(json.dumps(noise, default=lambda o: o.__dict__))
+    old["schema_version"] = 7
+    old["classes"] = [{k: v for k, v in c.items() if k != "host_bound"} for c in old["classes"] if c["host_bound"] is None]
+    path = tmp_path / "h200.json"
+    path.write_text(json.dumps(old))
+    read = read_noise(path)
+    assert read.schema_version == SCHEMA_VERSION == 8 and {c.host_bound for c in read.classes} == {None}
+    d = compare(cases("a", paced_rows(70)), cases("b", paced_rows(71, gpu_f=0.97)), read, FAST)
+    assert {c.floor_source for c in d.cases} == {"measured"}
+
+
+def test_the_schema_8_step_changes_only_the_version():
+    from collect.schema import migrate
+
+    before = {"schema_version": 7, "classes": [{"phase": "bench", "impl": "triton", "floor": 1.1}]}
+    out = migrate.to_version_8(json.loads(json.dumps(before)))
+    assert out == {**before, "schema_version": 8} and migrate.to_version_8(json.loads(json.dumps(out))) == out
+    assert migrate.LATEST is migrate.to_version_8 and SCHEMA_VERSION == 8
+
+
+def test_the_diff_and_the_pages_judge_pace_by_one_rule():
+    from collect.pace import host_bound, row_host_bound
+    from render import vocab
+
+    assert vocab.host_bound is host_bound
+    assert row_host_bound("bench", {"latency_ms_median": 0.02, "loop_ms_median": 0.06, "host_us_median": 18.0}) is True
+    assert row_host_bound("bench", {"latency_ms_median": 12.8, "loop_ms_median": 16.1, "host_us_median": 36.0}) is False
+    assert row_host_bound("iterations", {"latency_ms_median": 0.02}) is None
+    assert row_host_bound("decode", {"kernel_ms_per_step": 2.0, "step_ms_median": 10.0}) is True
+    assert row_host_bound("decode", {"kernel_ms_per_step": 9.0, "step_ms_median": 10.0}) is False

@@ -230,7 +230,8 @@ def test_a_diff_case_and_a_noise_class_share_the_class_fields_declared_once():
     from collect.schema.diff import DiffCase, NoiseClass, class_fields
 
     block = list(class_fields("", ""))
-    assert block == list(NoiseClass.CASE_KEY)
+    assert list(NoiseClass.CASE_KEY) == [*block, "host_bound"]  # a class's floor pooled, or of one pace
+    assert {dataclasses.fields(c)[-1].name for c in (NoiseClass, DiffCase)} == {"host_bound"}  # optional, so last
     assert [f.name for f in dataclasses.fields(NoiseClass)][:len(block)] == block  # first, as the JSON has them
     assert [f.name for f in dataclasses.fields(DiffCase)][:2 + len(block)] == ["case", "label", *block]
     rules = lambda cls: {f.name: {k: v for k, v in f.metadata.items() if k != "doc"}  # noqa: E731

@@ -20,7 +20,9 @@ VERDICTS = ("faster", "slower", "no change", "ratio only")
 # 'samples': the interval comes from resampling both runs' stored samples; 'medians': a run kept no
 # samples for the case (schema before 6), so there is a ratio of medians and no interval.
 BASES = ("samples", "medians")
-FLOOR_SOURCES = ("measured", "default")
+# 'paced': the noise file's floor of the case's class and pace; 'measured': its floor pooled over the class's paces
+# (the case's pace unrecorded, or too few pairs of that pace for a floor of its own); 'default': neither covers it.
+FLOOR_SOURCES = ("paced", "measured", "default")
 # An unambiguous case id: the phase, then each field of the row's case key as name=value.
 CASE_ID = r"^[A-Za-z0-9][A-Za-z0-9._+/=-]{0,511}$"
 
@@ -41,9 +43,10 @@ def class_fields(phase: str, head_dim: str) -> dict[str, tuple[str, Any]]:
 @with_fields(class_fields("The phase whose rows the class holds.", "Head size d; null for decode, whose model fixes it."),
              after=None)
 class NoiseClass:
-    """The run-to-run spread of one class of case (implementation x head size x mask) across repeat runs."""
+    """The run-to-run spread of one class of case (implementation x head size x mask) across repeat runs, pooled
+    over the class's paces or of its host-bound or GPU-bound cases alone."""
 
-    CASE_KEY = ("phase", "impl", "head_dim", "causal")
+    CASE_KEY = ("phase", "impl", "head_dim", "causal", "host_bound")
 
     cases: int = doc("Cases of the class measured ok in every repeat run.", **COUNT)
     pairs: int = doc("Pairs of repeat runs times cases: the ratios the floor is a percentile of.", **COUNT)
@@ -52,6 +55,12 @@ class NoiseClass:
     floor: float = doc("The noise floor: that factor at the file's quantile. A diff counts a change in this class "
                        "only when its ratio is further from 1 than this factor (either way).", lo=1.0, hi=1e9,
                        at_least="median_factor")
+    host_bound: bool | None = doc(
+        "The pace of the cases this floor is of: true, those host-bound in any repeat run; false, those GPU-bound in "
+        "every repeat that recorded their pace; null, every case of the class, pooled over both paces (the floor a "
+        "case of unrecorded pace, or of a pace with too few pairs for a record of its own, is held to). Pooled, a "
+        "class's floor can be set by its host-bound lengths, whose time swings with the host. Absent (null) in files "
+        "before schema version 8.", None)
 
 
 @strict
@@ -65,7 +74,8 @@ class NoiseFloorFile:
     run_ids: list[str] = doc("The repeat runs (at least two; three or more on different machine leases is the aim).",
                              max_len=80)
     quantile: float = doc("The percentile of the pairwise factors each class's floor is.", **PCT)
-    classes: list[NoiseClass] = doc("One record per class of case.", default_factory=list)
+    classes: list[NoiseClass] = doc("One record per class of case pooled over its paces, and one per class and pace "
+                                    "whose cases give enough pairs for a floor of their own.", default_factory=list)
     notes: list[str] = doc("What the reader should know (fewer than three repeats, classes with few cases).",
                            default_factory=list, **TEXT)
 
@@ -89,11 +99,17 @@ class DiffCase:
                                    at_least="ratio")
     basis: str = doc("'samples' (interval from both runs' samples) or 'medians' (a run kept none: no interval).",
                      choices=BASES)
-    floor: float = doc("The noise floor this case's class was held to (a factor).", lo=1.0, hi=1e9)
-    floor_source: str = doc("'measured' (the GPU's noise-floor file) or 'default' (none covers this class).",
-                            choices=FLOOR_SOURCES)
+    floor: float = doc("The noise floor this case was held to (a factor).", lo=1.0, hi=1e9)
+    floor_source: str = doc("'paced' (the GPU's noise-floor file, its floor of this case's class and pace), "
+                            "'measured' (that file's floor of the class pooled over both paces: the case's pace is "
+                            "unrecorded, or the file has no floor of its own for it) or 'default' (no floor covers "
+                            "this class).", choices=FLOOR_SOURCES)
     verdict: str = doc("'faster' or 'slower' when the interval (where there is one) excludes 1 and the ratio is "
                        "beyond the floor; 'no change' otherwise; 'ratio only' across two GPUs.", choices=VERDICTS)
+    host_bound: bool | None = doc("Whether the host set the case's pace: true where it did in either run (a call "
+                                  "whose loop ran well past its device time with a host time to explain it, or a "
+                                  "decode step whose kernels kept the GPU busy for too little of it), false where the "
+                                  "GPU did in each run that recorded it, null where neither run recorded it.", None)
 
 
 @strict

@@ -101,11 +101,22 @@ def to_version_7(doc: dict) -> dict:
     return doc
 
 
+def to_version_8(doc: dict) -> dict:
+    """Any file of schema version 7 (older ones through the steps above): version 8 adds optional fields only, the
+    pace (host_bound) of a noise floor's class records and of a diff's cases, and the diff's floor source 'paced';
+    a noise file without it holds each class pooled over both paces, as before."""
+    doc = to_version_7(doc)
+    if doc.get("schema_version") == 7:
+        doc["schema_version"] = 8
+    return doc
+
+
 # The step that brings any older file to the current version.
-LATEST = to_version_7
+LATEST = to_version_8
 
 MIGRATIONS = {f.__name__: f for f in (rename_decode_hf_variant, decode_int8_comparison_series, to_version_2,
-                                      to_version_3, to_version_4, to_version_5, to_version_6, to_version_7)}
+                                      to_version_3, to_version_4, to_version_5, to_version_6, to_version_7,
+                                      to_version_8)}
 
 
 def main(argv: list[str]) -> int:
