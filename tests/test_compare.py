@@ -279,19 +279,19 @@ def test_every_implementation_is_ours_a_rival_or_context():
 
 
 def _paced_runs(tmp_path):
-    """Three repeats of v1, then a v1 run and a v2 run. Our kernel's host-bound lengths (N=512 and 1024: loops three
-    times the device time, a host time to explain it) swing by up to 10% between repeats, its GPU-bound ones by a
-    few tenths of a percent; v2 is 3% faster where the GPU sets the pace and, on a slower host, 12% slower where the
-    host does. The noise file pools each class over both paces, as `make diff` does: 1.10 for ours."""
+    """Three repeats of v1 at one commit, then a v1 run and a v2 run. Our kernel's host-bound lengths (N=512 and 1024:
+    loops three times the device time, a host time to explain it) swing by up to 20% between repeats, its GPU-bound
+    ones by a few tenths of a percent; v2 is 3% faster where the GPU sets the pace and, on a slower host, 30% slower
+    where the host does. The noise file is measured from the repeats as `python -m collect noise` measures it."""
     import dataclasses
 
     import synthetic_report as S
+    from collect.diff import load_run_cases
     from collect.jsonio import write_json_atomic
     from collect.manifest_io import read_manifest
-    from collect.noise import default_path
+    from collect.noise import default_path, measure
     from collect.schema.bench import BenchFile
     from collect.schema.common import tflops
-    from collect.schema.diff import NoiseClass, NoiseFloorFile
 
     def scaled(host_f, gpu_f):
         rows = []
@@ -306,46 +306,78 @@ def _paced_runs(tmp_path):
         return rows
 
     plan = [("r0", "v1", 1.0, 1.0), ("r1", "v1", 1.1, 1.002), ("r2", "v1", 0.92, 0.999), ("r3", "v1", 1.0, 1.0),
-            ("r4", "v2", 1.12, 0.97)]
+            ("r4", "v2", 1.3, 0.97)]
     for i, (rid, version, host_f, gpu_f) in enumerate(plan):
         bf = BenchFile(schema_version=SCHEMA_VERSION, run_id=rid, profile="quick", timing_method="synthetic",
                        backend_choice_method="synthetic", min_timed_runs=50, rows=scaled(host_f, gpu_f))
         run_dir = write_run(tmp_path, rid, created=f"2026-11-{10 + i:02d}T08:00:00+00:00", bench=bf, phases=("bench",))
         m = read_manifest(run_dir / "manifest.json")
-        m.kernel_version = version
+        m.kernel_version, m.git_commit, m.git_dirty = version, "abc1234", False
         write_json_atomic(run_dir / "manifest.json", m)
-    noise = NoiseFloorFile(schema_version=SCHEMA_VERSION, device="NVIDIA H200", git_commit="abc1234",
-                           run_ids=["r0", "r1", "r2"], quantile=95.0,
-                           classes=[NoiseClass(phase="bench", impl="triton", head_dim=64, causal=False, cases=6,
-                                               pairs=18, median_factor=1.002, floor=1.10)])
+    noise = measure([load_run_cases(tmp_path / "runs" / rid) for rid in ("r0", "r1", "r2")])
     write_json_atomic(default_path(tmp_path, "NVIDIA H200"), noise)
     runs = load_runs(tmp_path)
-    return ComparePage(runs[-1], runs, [])
+    return ComparePage(runs[-1], runs, []), noise
 
 
 def test_host_bound_cases_are_told_apart_and_held_to_a_floor_of_their_own_pace(tmp_path):
-    page = _paced_runs(tmp_path)
+    import dataclasses
+
+    from collect.diff import compare, load_run_cases
+
+    page, noise = _paced_runs(tmp_path)
     assert page.before.id == "r3"
-    ours = {p.case.label: p for p in page.paced if p.case.impl == "triton"}
-    gpu = [p for p in ours.values() if not p.host]
-    host = [p for p in ours.values() if p.host]
+    ours = {c.label: c for c in page.diff_cases if c.impl == "triton"}
+    gpu = [c for c in ours.values() if c.host_bound is False]
+    host = [c for c in ours.values() if c.host_bound]
     assert len(gpu) == 4 and len(host) == 2
-    # pooled over both paces the 3% gain hides under the host's 10% swings; held to its own pace's floor it shows
-    assert {p.case.verdict for p in gpu} == {"no change"} and {p.verdict for p in gpu} == {"faster"}
-    assert all(p.floor_source == "paced" and p.floor < 1.01 for p in gpu)
-    assert {p.verdict for p in host} == {"slower"}  # too few pairs for a floor of its own: the class's stands
+    # held to the floor of its own pace the 3% gain shows ...
+    assert {c.verdict for c in gpu} == {"faster"} and all(c.floor_source == "paced" and c.floor < 1.01 for c in gpu)
+    # ... which the class's floor pooled over both paces, set by the host's swings, hides
+    pooled = dataclasses.replace(noise, classes=[k for k in noise.classes if k.host_bound is None])
+    a, b = (load_run_cases(tmp_path / "runs" / r) for r in ("r3", "r4"))
+    assert {c.verdict for c in compare(a, b, pooled).cases if c.case in {g.case for g in gpu}} == {"no change"}
+    # too few pairs for a floor of their own pace: the class's pooled floor holds the host-bound cases
+    assert {(c.floor_source, c.verdict) for c in host} == {("measured", "slower")} and host[0].floor > 1.1
     text = page.diff_summary()
     assert "Our kernel as it ships (Triton (ours)), where the GPU set the pace: of its 4 cases both runs measured, " \
            "4 ran faster in `r4`, none slower" in text
     assert "Its 2 host-bound cases are counted with the host's below." in text
-    assert "ran host-bound in one run or both" in text and "4 verdicts here differ from the pooled one make diff" in text
+    assert "ran host-bound in one run or both" in text and "held to the floor of their class and pace" in text
     fig = plot_data(page.diff_figure())
     assert "slower, host-bound" in {t["name"] for t in fig}
     assert all(t["marker"]["symbol"] == ("circle-open" if "host-bound" in t["name"] else "circle") for t in fig)
 
 
+def test_the_page_and_collect_diff_give_the_committed_newest_run_pair_the_same_verdicts(tmp_path):
+    """One computation: `python -m collect diff` on the newest committed run and its predecessor (the pair the Compare
+    page narrates, render.run_diff.predecessor) gives every case the pace, floor and verdict the page shows."""
+    import subprocess
+    import sys
+
+    from render.run_diff import predecessor
+    from render.validate import load_validated
+    from collect.schema.diff import DiffFile
+
+    runs = load_runs(ROOT / "data")
+    page = ComparePage(runs[-1], runs, [])
+    before = predecessor(page.run, runs)
+    assert before is not None and page.before.id == before.id
+    out = tmp_path / "diff.json"
+    cli = subprocess.run([sys.executable, "-m", "collect", "diff", before.id, page.run.id, "--json", str(out)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert cli.returncode == 0, cli.stderr
+    made = load_validated(out, DiffFile)
+    shown = {c.case: (c.host_bound, c.floor_source, c.floor, c.verdict) for c in page.diff_cases}
+    assert shown == {c.case: (c.host_bound, c.floor_source, c.floor, c.verdict) for c in made.cases}
+    assert any(v[1] == "paced" for v in shown.values()) and made.notes == page.diff.notes
+
+
 def test_a_long_call_whose_loop_runs_hot_is_not_host_bound():
+    from collect import pace
     from render.vocab import host_bound
+
+    assert host_bound is pace.host_bound  # one rule: the pages read collect's
     # a 12.8 ms call whose loop ran 26% slower with 36 us of host time: the power limit, not the host
     assert host_bound(12.8, 16.1, 0.036) is False
     # a 19 us call at the same loop ratio with 18 us of host time: the host can explain it

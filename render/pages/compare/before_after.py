@@ -7,9 +7,11 @@ from functools import cached_property
 import numpy as np
 import plotly.graph_objects as go
 
+from collect.schema.diff import DiffCase
+
 from ... import escape, fmt
 from ...figures import PALETTE
-from ...run_diff import PacedCase, diff_runs, noise_floor, paced_cases, paced_floors, predecessor
+from ...run_diff import diff_runs, predecessor
 from ...runs import Run
 from ...vocab import EVEN, HOST_BOUND, impl_label, is_ours, join, plural, side
 from .common import CompareSection
@@ -33,14 +35,11 @@ class BeforeAfter(CompareSection):
     def diff(self):
         return diff_runs(self.before, self.run, self.run.path.parent.parent) if self.before else None
 
-    @cached_property
-    def paced(self) -> list[PacedCase]:
-        """The diff's cases with their pace, each held to the floor of its class and pace (run_diff.paced_cases)."""
-        d = self.diff
-        if d is None:
-            return []
-        floors = paced_floors(noise_floor(self.run.path.parent.parent, self.before.device_name), self.runs)
-        return paced_cases(d, self.before, self.run, floors)
+    @property
+    def diff_cases(self) -> list[DiffCase]:
+        """The diff's cases, each with its pace (host_bound) and its verdict against the floor of its class and pace,
+        as `python -m collect diff` gives them."""
+        return self.diff.cases if self.diff is not None else []
 
     def diff_summary(self) -> str:
         """What changed between the previous kernel version's run and this one: our kernel first, then what the host
@@ -64,11 +63,11 @@ class BeforeAfter(CompareSection):
         if only:
             out.append(f"{plural(only, 'case')} measured in one of the two runs only "
                        f"{'is' if only == 1 else 'are'} left out.")
-        return " ".join(x for x in out if x) + "\n" + "".join(escape.note(x) for x in d.notes + self._floor_notes())
+        return " ".join(x for x in out if x) + "\n" + "".join(escape.note(x) for x in d.notes)
 
     def _ours_sentence(self, b: str) -> str:
         """Our kernel as it ships, GPU-bound: what a kernel version changes, so the page leads with it."""
-        mine = [p for p in self.paced if p.case.impl == FUSED and p.host is not True]
+        mine = [p for p in self.diff_cases if p.impl == FUSED and p.host_bound is not True]
         if not mine:
             return ""
         n = _counts(mine)
@@ -78,7 +77,7 @@ class BeforeAfter(CompareSection):
         moved = _most_changed(mine)
         if moved:
             text += f" It moved most at {_named(moved)}."
-        hosted = sum(p.case.impl == FUSED and p.host is True for p in self.paced)
+        hosted = sum(p.impl == FUSED and p.host_bound is True for p in self.diff_cases)
         if hosted:
             text += (f" Its {plural(hosted, 'host-bound case')} {'is' if hosted == 1 else 'are'} counted with the "
                      "host's below.")
@@ -87,7 +86,7 @@ class BeforeAfter(CompareSection):
     def _host_sentence(self, b: str) -> str:
         """The host-bound cases, ours and the others' alike: a changed host moves them whatever the code did, so they
         are told apart from the code's; where one phase's host-bound cases moved and its GPU-bound ones did not, say so."""
-        hosted = [p for p in self.paced if p.host]
+        hosted = [p for p in self.diff_cases if p.host_bound]
         if not hosted:
             return ""
         n = _counts(hosted)
@@ -95,14 +94,14 @@ class BeforeAfter(CompareSection):
                 f"{n['slower']} slower. They time the host as much as the code: a call whose loop ran "
                 f"{fmt.pct(100 * (HOST_BOUND - 1), 2)} past its device time with a host time to explain it, or a decode "
                 f"step whose kernels kept the GPU busy for less than {fmt.pct(100 / HOST_BOUND, 2)} of it.")
-        for phase in dict.fromkeys(p.case.phase for p in hosted):
-            host = [p.case.ratio for p in hosted if p.case.phase == phase]
-            gpu = [p.case.ratio for p in self.paced if p.case.phase == phase and p.host is False]
+        for phase in dict.fromkeys(p.phase for p in hosted):
+            host = [p.ratio for p in hosted if p.phase == phase]
+            gpu = [p.ratio for p in self.diff_cases if p.phase == phase and p.host_bound is False]
             mid = float(np.median(host))
             if not gpu or side(1 / mid) == "par" or any(side(1 / r) != "par" for r in gpu):
                 continue
             what = "decode loops" if phase == "decode" else "calls"
-            kinds = {is_ours(p.case.impl) for p in hosted if p.case.phase == phase}
+            kinds = {is_ours(p.impl) for p in hosted if p.phase == phase}
             alike = ", ours and the others' alike," if len(kinds) == 2 else ""
             text += (f" The host-bound {what}{alike} took {fmt.span(min(host), max(host), fmt.ratio)} "
                      f"the time, while the GPU-bound ones took {fmt.span(min(gpu), max(gpu), fmt.ratio)}: the host "
@@ -112,9 +111,9 @@ class BeforeAfter(CompareSection):
     def _others_sentence(self) -> str:
         """GPU-bound cases of code the kernel version does not name: the baselines, and our other code (the portable
         path, each kernel version timed as recorded, the decode loops). What moves them is the machine or a library."""
-        rest = [p for p in self.paced if p.host is not True and p.case.impl != FUSED]
-        theirs = [p for p in rest if not is_ours(p.case.impl)]
-        mine = [p for p in rest if is_ours(p.case.impl)]
+        rest = [p for p in self.diff_cases if p.host_bound is not True and p.impl != FUSED]
+        theirs = [p for p in rest if not is_ours(p.impl)]
+        mine = [p for p in rest if is_ours(p.impl)]
         out = []
         for group, who in ((theirs, "the implementations ours is measured against"),
                            (mine, "our other code (the portable path, the kernel versions as recorded, the decode "
@@ -129,24 +128,9 @@ class BeforeAfter(CompareSection):
         return " ".join(out)
 
     def _totals(self, b: str) -> str:
-        n = _counts(self.paced)
-        return (f"In all, of the {plural(len(self.paced), 'case')} both measured, {n['faster']} ran faster in `{b}`, "
+        n = _counts(self.diff_cases)
+        return (f"In all, of the {plural(len(self.diff_cases), 'case')} both measured, {n['faster']} ran faster in `{b}`, "
                 f"{n['slower']} slower and {n['no change']} showed no change beyond the noise.")
-
-    def _floor_notes(self) -> list[str]:
-        """Where the page's floors (split by pace) are not the ones `make diff` pools, how many verdicts differ."""
-        split = [p for p in self.paced if p.floor_source == "paced"]
-        if not split:
-            return []
-        differ = sum(p.verdict != p.case.verdict for p in self.paced)
-        text = (f"The noise floors here come from the same repeat runs as those of make diff, each class (implementation "
-                "× head size × mask) split into its GPU-bound and its host-bound cases: pooled over both, a class's "
-                f"floor can be set by its host-bound lengths, whose time swings with the host. {len(split)} of "
-                f"{len(self.paced)} cases are held to such a split floor")
-        # A note is plain text (escape.note): the command goes without a code span.
-        text += (f", and {plural(differ, 'verdict')} here {'differs' if differ == 1 else 'differ'} from the pooled "
-                 "one make diff prints." if differ else "; every verdict matches the one make diff prints.")
-        return [text]
 
     def verdict_bands(self) -> str:
         """Which band a verdict on this page uses, beside the Benchmarks page's: two questions, two yardsticks."""
@@ -159,25 +143,25 @@ class BeforeAfter(CompareSection):
         d = self.diff
         if d is None or not d.cases:
             return ""
-        rows = sorted(self.paced, key=lambda p: p.case.ratio)
+        rows = sorted(self.diff_cases, key=lambda p: p.ratio)
         fig = go.Figure()
         for verdict, color in VERDICT_COLORS.items():
             for host in (False, True):
-                idx = [i for i, p in enumerate(rows) if p.verdict == verdict and bool(p.host) == host]
+                idx = [i for i, p in enumerate(rows) if p.verdict == verdict and bool(p.host_bound) == host]
                 if not idx:
                     continue
                 cs = [rows[i] for i in idx]
-                has = [p.case.ratio_low is not None for p in cs]
+                has = [p.ratio_low is not None for p in cs]
                 fig.add_trace(go.Scatter(
-                    x=[i + 1 for i in idx], y=[p.case.ratio for p in cs], mode="markers",
+                    x=[i + 1 for i in idx], y=[p.ratio for p in cs], mode="markers",
                     name=f"{verdict}, host-bound" if host else verdict, legendgroup=verdict,
                     # Host-bound cases hollow: their change is the host's as much as the code's.
                     marker=dict(color=color, size=6, symbol="circle-open" if host else "circle"),
                     error_y=dict(type="data", symmetric=False, color=color, thickness=1, width=0,
-                                 array=[p.case.ratio_high - p.case.ratio if h else 0 for p, h in zip(cs, has)],
-                                 arrayminus=[p.case.ratio - p.case.ratio_low if h else 0 for p, h in zip(cs, has)]),
-                    text=[escape.plot(p.case.label) for p in cs],
-                    customdata=[[f"[{p.case.ratio_low:.3f}, {p.case.ratio_high:.3f}]" if h else "no interval (no samples)",
+                                 array=[p.ratio_high - p.ratio if h else 0 for p, h in zip(cs, has)],
+                                 arrayminus=[p.ratio - p.ratio_low if h else 0 for p, h in zip(cs, has)]),
+                    text=[escape.plot(p.label) for p in cs],
+                    customdata=[[f"[{p.ratio_low:.3f}, {p.ratio_high:.3f}]" if h else "no interval (no samples)",
                                  f"{p.floor:.3f} ({p.floor_source})"] for p, h in zip(cs, has)],
                     hovertemplate="%{text}<br>ratio %{y:.3f}, interval %{customdata[0]}<br>noise floor "
                                   "%{customdata[1]}<extra>%{fullData.name}</extra>"))
@@ -196,15 +180,15 @@ class BeforeAfter(CompareSection):
                            f"{band} Runs {d.run_a} ({d.device_a}) and {d.run_b} ({d.device_b})", height=460)
 
 
-def _counts(cases: list[PacedCase]) -> dict:
+def _counts(cases: list[DiffCase]) -> dict:
     return {v: sum(p.verdict == v for p in cases) or "none" for v in ("faster", "slower", "no change")}
 
 
-def _most_changed(cases: list[PacedCase]) -> list[PacedCase]:
+def _most_changed(cases: list[DiffCase]) -> list[DiffCase]:
     """The cases whose verdict is a change, largest first, at most DIFF_NAMED."""
     moved = [p for p in cases if p.verdict in ("faster", "slower")]
-    return sorted(moved, key=lambda p: -abs(math.log(p.case.ratio)))[:DIFF_NAMED]
+    return sorted(moved, key=lambda p: -abs(math.log(p.ratio)))[:DIFF_NAMED]
 
 
-def _named(cases: list[PacedCase]) -> str:
-    return join([f"{escape.text(p.case.label)} ({fmt.ratio(p.case.ratio)} the time)" for p in cases])
+def _named(cases: list[DiffCase]) -> str:
+    return join([f"{escape.text(p.label)} ({fmt.ratio(p.ratio)} the time)" for p in cases])
