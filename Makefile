@@ -67,9 +67,8 @@ offline: $(VENV)/.report ## build a copy that works opened from disk (file://) a
 collect: ## on a GPU: run the phases into data/runs/<run-id>/ (PROFILE=quick|full)
 	$(PYTHON) -m collect $(PHASES) --profile $(PROFILE) $(if $(RUN_ID),--run-id $(RUN_ID)) $(if $(RESUME),--resume) $(COLLECT_ARGS)
 
-stamp: ## before handing the tree to a GPU box without .git: write .collect-commit (the commit, 1 if uncommitted changes)
-	@git rev-parse HEAD >/dev/null && printf '%s %s\n' "$$(git rev-parse HEAD)" "$$(git diff --quiet HEAD -- && echo 0 || echo 1)" > .collect-commit
-	@echo "stamp: $$(cat .collect-commit) in .collect-commit (carry it; the collect records it where git is missing)"
+stamp: ## before handing the tree to a GPU box: write .collect-commit (the commit and its files' ids, which the collect checks the tree against)
+	@$(PYTHON) -m collect.stamp
 
 diff: ## compare two runs case by case: make diff A=<run-id> B=<run-id> (ratio B/A, interval, verdict; no GPU needed)
 	@if [ -z "$(A)" ] || [ -z "$(B)" ]; then echo "diff: name both runs, e.g. make diff A=h200-20261130d B=h200-20261203a" >&2; exit 2; fi

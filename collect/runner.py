@@ -23,6 +23,7 @@ from .schema import FILE_SPECS, SCHEMA_VERSION
 from .schema.common import RUN_ID
 from .schema.manifest import Manifest, PhaseRecord
 from .schema.reader import DataFileError, read_json
+from .stamp import STAMP, matches_tree, read_stamp
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -69,17 +70,8 @@ def check_run_id(run_id: str) -> None:
                          f"with a letter or digit: {RUN_ID}); it names a folder under --out. Nothing was written.")
 
 
-# Written by `make stamp` where the tree has git, read where a copy of it has none (a GPU box that is handed the
-# working tree): the commit and whether it had uncommitted changes, so no one types a commit by hand (run
-# h200-20261204g recorded one mistyped after its seventh character).
-STAMP = REPO_ROOT / ".collect-commit"
-
-
-def git_info() -> tuple[str | None, bool | None]:
-    """The commit that collected: $COLLECT_GIT_COMMIT if set, else git, else the stamp `make stamp` left."""
-    if os.environ.get("COLLECT_GIT_COMMIT"):
-        dirty = os.environ.get("COLLECT_GIT_DIRTY")
-        return os.environ["COLLECT_GIT_COMMIT"], None if dirty is None else dirty == "1"
+def _git_head() -> tuple[str, bool] | None:
+    """HEAD and whether tracked files differ from it, where git can read this tree."""
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10)
         if commit.returncode == 0:
@@ -88,19 +80,29 @@ def git_info() -> tuple[str | None, bool | None]:
             return commit.stdout.strip(), bool(dirty.stdout.strip())
     except (OSError, subprocess.SubprocessError):
         pass
-    return read_stamp(STAMP)
+    return None
 
 
-def read_stamp(path: Path) -> tuple[str | None, bool | None]:
-    """(commit, dirty) from a stamp file: '<40 hex digits> <0|1>'; (None, None) where there is none or it is
-    malformed (a wrong commit is worse than none)."""
-    try:
-        words = path.read_text().split()
-    except OSError:
+def git_info() -> tuple[str | None, bool | None]:
+    """The commit that collected: $COLLECT_GIT_COMMIT if set; else git where it finds the tree clean; else the stamp
+    `make stamp` left (collect/stamp.py) where every file it lists still has the stamped content; else git's
+    reading; else the stamp, unproven. A GPU box's copy of the tree can hold a git directory of an older checkout,
+    which reads as that commit with changes (run h200-20261205a): a stamp that matches the tree outranks it."""
+    if os.environ.get("COLLECT_GIT_COMMIT"):
+        dirty = os.environ.get("COLLECT_GIT_DIRTY")
+        return os.environ["COLLECT_GIT_COMMIT"], None if dirty is None else dirty == "1"
+    head = _git_head()
+    if head is not None and not head[1]:
+        return head
+    stamp = read_stamp(STAMP)
+    if stamp is not None and matches_tree(stamp, REPO_ROOT):
+        return stamp.commit, False
+    if head is not None:
+        return head
+    if stamp is None:
         return None, None
-    if len(words) == 2 and re.fullmatch(r"[0-9a-f]{40}", words[0]) and words[1] in ("0", "1"):
-        return words[0], words[1] == "1"
-    return None, None
+    # Listed files that no longer match mean code the stamped commit does not hold.
+    return stamp.commit, True if stamp.blobs else stamp.dirty
 
 
 def load_or_new_manifest(run_dir: Path, run_id: str, profile: str, command: str) -> Manifest:
