@@ -71,13 +71,18 @@ class Cases(CorrectnessSection):
             return ""
         # A status column that says "ok" on every row carries nothing (the pass column says the rest), and the
         # table must fit the page's column.
-        keep = {"kernel": g["kernel_path"].notna().any(), "status": (g["status"] != "ok").any(), "impl": False}
+        # Material gives every column at least 5 rem, so fifteen overflow it: a reason column with none to give
+        # goes too (the failures' own table above gives theirs).
+        reasons = "reason" in g and any(as_text(r).strip() for r in g["reason"])
+        keep = {"kernel": g["kernel_path"].notna().any(), "status": (g["status"] != "ok").any(), "impl": False,
+                "reason": reasons}
         cols = {k: v for k, v in self._COLS.items() if keep.get(k, True)}
         # each case against the rounding of its largest output, so the cases above one half-ulp can be read off
         ratio = self.rounding_cases()["ulp_ratio"]
         items = list(cols.items())
         at = [k for k, _ in items].index("max_rel_err") + 1
         cols = dict(items[:at] + [("ulp_ratio", "÷ ½ ulp of max |ref|")] + items[at:])
-        fmts = {**self._FMT, "ulp_ratio": lambda x: "n/a" if absent(x) else fmt.num(x)}
+        fmts = {**(self._FMT_WITH_KERNEL if "kernel" in cols else self._FMT),
+                "ulp_ratio": lambda x: "n/a" if absent(x) else fmt.num(x)}
         return ("<details><summary>All " + str(len(g)) + " kernel cases</summary>\n"
                 + table_html(self.with_kernel(g).join(ratio), cols, fmts) + "</details>\n")

@@ -3,6 +3,7 @@ the kernel's grid of cases with the columns its tables show."""
 from __future__ import annotations
 
 import math
+import re
 from functools import cached_property
 
 import pandas as pd
@@ -138,6 +139,8 @@ class CorrectnessSection(Page):
             "passed": lambda p: "n/a" if absent(p) else ("yes" if p else "NO"),
             "worst_query": lambda q: "n/a" if absent(q) else str(int(q)),
             "reason": lambda r: as_text(r)[:300], "config": as_text}
+    # Beside a kernel column, which names the path, a tile config drops its "<path> path, ", so the table fits.
+    _FMT_WITH_KERNEL = {**_FMT, "config": lambda c: re.sub(r"^[\w-]+ path, ", "", as_text(c))}
 
     @staticmethod
     def with_kernel(df: pd.DataFrame) -> pd.DataFrame:

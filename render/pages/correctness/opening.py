@@ -147,7 +147,7 @@ class Opening(CorrectnessSection):
         return ("flash_attention chooses some of its kernels only from a length or a count of query rows (batch × heads "
                 "× N) that the grid above never reaches. For every route of its table for Hopper GPUs (compute "
                 "capability 9.x) that no grid case takes, the collect adds the cheapest case that takes it, at both "
-                f"dtypes{where}: {verdict}." + "\n\n" + table_html(self.with_kernel(a), cols, self._FMT))
+                f"dtypes{where}: {verdict}." + "\n\n" + table_html(self.with_kernel(a), cols, self._FMT_WITH_KERNEL))
 
     def ragged_lengths(self) -> str:
         """The grid's lengths that no tile divides (every tile size is a power of two of at least 16)."""
