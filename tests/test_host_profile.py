@@ -55,7 +55,7 @@ def test_a_component_called_per_token_is_kept_even_when_noise_makes_its_differen
 
 def test_a_loop_whose_longer_call_took_no_longer_is_noise_not_a_zero():
     # A 0 ms loop is a value the decode file refuses (its schema's range starts above 0): the baselines profile the
-    # two calls once more, then record the row as an error that says why.
+    # two calls again (collect.decode.baselines.PROFILE_TRIES pairs in all), then record the row as an error that says why.
     from collect.host_profile import NoisyProfile
 
     long = dict(stats(17))
