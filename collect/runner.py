@@ -5,7 +5,6 @@ import datetime as dt
 import os
 import re
 import socket
-import subprocess
 import sys
 import time
 import traceback
@@ -23,7 +22,7 @@ from .schema import FILE_SPECS, SCHEMA_VERSION
 from .schema.common import RUN_ID
 from .schema.manifest import Manifest, PhaseRecord
 from .schema.reader import DataFileError, read_json
-from .stamp import STAMP, matches_tree, read_stamp
+from .stamp import STAMP, git_head, matches_tree, read_stamp
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -70,19 +69,6 @@ def check_run_id(run_id: str) -> None:
                          f"with a letter or digit: {RUN_ID}); it names a folder under --out. Nothing was written.")
 
 
-def _git_head() -> tuple[str, bool] | None:
-    """HEAD and whether tracked files differ from it, where git can read this tree."""
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10)
-        if commit.returncode == 0:
-            dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT,
-                                   capture_output=True, text=True, timeout=10)
-            return commit.stdout.strip(), bool(dirty.stdout.strip())
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return None
-
-
 def git_info() -> tuple[str | None, bool | None]:
     """The commit that collected: $COLLECT_GIT_COMMIT if set; else git where it finds the tree clean; else the stamp
     `make stamp` left (collect/stamp.py) where every file it lists still has the stamped content; else git's
@@ -91,7 +77,7 @@ def git_info() -> tuple[str | None, bool | None]:
     if os.environ.get("COLLECT_GIT_COMMIT"):
         dirty = os.environ.get("COLLECT_GIT_DIRTY")
         return os.environ["COLLECT_GIT_COMMIT"], None if dirty is None else dirty == "1"
-    head = _git_head()
+    head = git_head(REPO_ROOT)
     if head is not None and not head[1]:
         return head
     stamp = read_stamp(STAMP)

@@ -71,15 +71,29 @@ def matches_tree(stamp: Stamp, root: Path = REPO_ROOT) -> bool:
     return True
 
 
+def _git(root: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=30)
+    done.check_returncode()
+    return done.stdout
+
+
+def git_head(root: Path = REPO_ROOT) -> tuple[str, bool] | None:
+    """HEAD and whether tracked files differ from it, where git can read the tree at `root`; None elsewhere."""
+    try:
+        return _git(root, "rev-parse", "HEAD").strip(), bool(_git(root, "status", "--porcelain",
+                                                                  "--untracked-files=no").strip())
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def write_stamp(path: Path = STAMP, root: Path = REPO_ROOT) -> Stamp:
     """Stamp the checkout at `root`: HEAD, whether tracked files differ from it, and HEAD's regular files."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
-
-    commit = git("rev-parse", "HEAD").strip()
-    dirty = bool(git("status", "--porcelain", "--untracked-files=no").strip())
+    head = git_head(root)
+    if head is None:
+        raise OSError(f"git cannot read a checkout at {root}")
+    commit, dirty = head
     blobs = {}
-    for entry in git("ls-tree", "-r", "-z", "HEAD").split("\0"):
+    for entry in _git(root, "ls-tree", "-r", "-z", "HEAD").split("\0"):
         meta, _, name = entry.partition("\t")
         mode, kind, blob = (meta.split() + ["", "", ""])[:3]
         if kind == "blob" and mode in ("100644", "100755"):  # links and submodules are not files a copy hashes
@@ -96,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         s = write_stamp(args.out)
-    except (OSError, subprocess.CalledProcessError) as e:
+    except (OSError, subprocess.SubprocessError) as e:
         print(f"stamp: this checkout's commit could not be read with git ({e}); run it in a git checkout.",
               file=sys.stderr)
         return 1

@@ -86,14 +86,14 @@ def tree(tmp_path, monkeypatch):
 
 
 def test_a_matching_stamp_outranks_a_stale_git_directory(tree, monkeypatch):
-    monkeypatch.setattr(runner.subprocess, "run", _stale_git("f" * 40))
+    monkeypatch.setattr(stamp.subprocess, "run", _stale_git("f" * 40))
     assert runner.git_info() == ("c" * 40, False)
     (tree / "kernels/x.py").write_text("v = 59\n")  # the tree changed after the stamp: git's reading stands
     assert runner.git_info() == ("f" * 40, True)
 
 
 def test_without_git_the_collect_records_the_stamp(tree, monkeypatch):
-    monkeypatch.setattr(runner.subprocess, "run", _no_git)
+    monkeypatch.setattr(stamp.subprocess, "run", _no_git)
     assert runner.git_info() == ("c" * 40, False)
     (tree / "kernels/x.py").write_text("v = 59\n")
     assert runner.git_info() == ("c" * 40, True)  # the stamped commit, with changes it does not hold
@@ -104,7 +104,7 @@ def test_without_git_the_collect_records_the_stamp(tree, monkeypatch):
 def test_a_clean_git_checkout_is_believed_first(tree, monkeypatch):
     def clean(args, **kw):
         return subprocess.CompletedProcess(args, 0, "e" * 40 + "\n" if "rev-parse" in args else "", "")
-    monkeypatch.setattr(runner.subprocess, "run", clean)
+    monkeypatch.setattr(stamp.subprocess, "run", clean)
     assert runner.git_info() == ("e" * 40, False)
 
 
