@@ -248,7 +248,7 @@ def floors_by_class(noise: NoiseFloorFile | None) -> dict[tuple, float]:
     (the only records of a noise file before schema version 8)."""
     if noise is None:
         return {}
-    return {(c.phase, c.impl, c.head_dim, c.causal, getattr(c, "host_bound", None)): c.floor for c in noise.classes}
+    return {(c.phase, c.impl, c.head_dim, c.causal, c.host_bound): c.floor for c in noise.classes}
 
 
 def case_floor(floors: dict[tuple, float], klass: tuple, host: bool | None) -> tuple[float | None, str]:

@@ -39,7 +39,7 @@ def table(d: DiffFile, show_all: bool = False) -> str:
                      "case")
         for c in shown:
             lines.append(f"{c.verdict:<10} {c.ratio:>7.3f} {_interval(c):>18} {c.floor:>6.3f} "
-                         f"{_pace(getattr(c, 'host_bound', None)):<4} {c.a_ms:>10.4f} {c.b_ms:>10.4f}  {_plain(c.label)}")
+                         f"{_pace(c.host_bound):<4} {c.a_ms:>10.4f} {c.b_ms:>10.4f}  {_plain(c.label)}")
     elif d.cases:
         lines.append("No case changed beyond its interval and noise floor (--all lists every case).")
     n = counts(d)
@@ -66,7 +66,7 @@ def noise_table(n: NoiseFloorFile) -> str:
     for c in n.classes:
         mask = "-" if c.causal is None else ("causal" if c.causal else "full")
         lines.append(f"{c.phase:<11} {_plain(c.impl):<22} {c.head_dim or '-':>4} {mask:<7} "
-                     f"{_pace(getattr(c, 'host_bound', None)):<4} {c.cases:>5} {c.pairs:>5} "
+                     f"{_pace(c.host_bound):<4} {c.cases:>5} {c.pairs:>5} "
                      f"{c.median_factor:>7.3f} {c.floor:>7.3f}")
     lines += [""] + [f"note: {_plain(x)}" for x in n.notes]
     return "\n".join(lines)

@@ -26,7 +26,7 @@ def read_noise(path: Path) -> NoiseFloorFile:
     for i, c in enumerate(noise.classes):
         if isinstance(c.floor, bool) or not isinstance(c.floor, (int, float)) or not 1.0 <= c.floor < 1e9:
             raise DataFileError(f"{path}: field classes[{i}].floor: value {c.floor!r}: a factor of at least 1.")
-        if getattr(c, "host_bound", None) not in (None, True, False):
+        if c.host_bound not in (None, True, False):
             raise DataFileError(f"{path}: field classes[{i}].host_bound: value {c.host_bound!r}: true, false or null.")
     return noise
 
