@@ -384,3 +384,24 @@ def test_a_long_call_whose_loop_runs_hot_is_not_host_bound():
     assert host_bound(0.019, 0.0276, 0.018) is True
     assert host_bound(0.019, 0.0276) is True and host_bound(0.019, 0.02, 0.5) is False
     assert host_bound(None, 0.02) is None
+
+
+def test_cases_of_unrecorded_pace_are_not_counted_as_gpu_bound(tmp_path, monkeypatch):
+    """model.generate's decode loops keep no kernel time, so neither run can say whether the host set their pace:
+    their changes (0.40-0.59x the time between runs g and a, the host's doing) are tallied apart from the GPU-bound
+    cases, not with them."""
+    import dataclasses
+
+    from render.pages.compare.before_after import BeforeAfter
+
+    page = _versioned(tmp_path, [("v1-old", 1.20), ("v2-new", 0.95)])
+    base = next(c for c in page.diff.cases if c.impl != "triton")
+    gpu = dataclasses.replace(base, host_bound=False, ratio=1.0, verdict="no change")
+    generate = dataclasses.replace(base, case="decode/hf-generate", label="decode gpt2 hf-generate B4 ctx1000",
+                                   host_bound=None, ratio=0.5, verdict="faster")
+    monkeypatch.setattr(BeforeAfter, "diff_cases", property(lambda self: [gpu, gpu, generate]))
+    text = page._others_sentence()
+    assert "GPU-bound: none faster, none slower and 2 unchanged." in text
+    assert "of unrecorded pace" in text and "1 faster" in text
+    assert "decode gpt2 hf-generate B4 ctx1000 (0.500× the time)" in text
+    assert text.index("GPU-bound") < text.index("unrecorded")

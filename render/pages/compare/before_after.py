@@ -109,22 +109,24 @@ class BeforeAfter(CompareSection):
         return text
 
     def _others_sentence(self) -> str:
-        """GPU-bound cases of code the kernel version does not name: the baselines, and our other code (the portable
-        path, each kernel version timed as recorded, the decode loops). What moves them is the machine or a library."""
+        """Cases of code the kernel version does not name: the baselines, and our other code (the portable path, each
+        kernel version timed as recorded, the decode loops). What moves the GPU-bound ones is the machine or a
+        library; those of unrecorded pace (rows that kept no kernel time, as model.generate's loops) are told apart,
+        since the host may have moved them as it moved the host-bound ones."""
         rest = [p for p in self.diff_cases if p.host_bound is not True and p.impl != FUSED]
-        theirs = [p for p in rest if not is_ours(p.impl)]
-        mine = [p for p in rest if is_ours(p.impl)]
         out = []
-        for group, who in ((theirs, "the implementations ours is measured against"),
-                           (mine, "our other code (the portable path, the kernel versions as recorded, the decode "
-                                  "loops)")):
-            if not group:
-                continue
-            n = _counts(group)
-            moved = _most_changed(group)
-            text = (f"Of {who}, GPU-bound or of unrecorded pace: {n['faster']} faster, {n['slower']} slower and "
-                    f"{n['no change']} unchanged.")
-            out.append(text + (f" The largest changes: {_named(moved)}." if moved else ""))
+        for mine, who in ((False, "the implementations ours is measured against"),
+                          (True, "our other code (the portable path, the kernel versions as recorded, the decode "
+                                 "loops)")):
+            group = [p for p in rest if is_ours(p.impl) == mine]
+            gpu = [p for p in group if p.host_bound is False]
+            unknown = [p for p in group if p.host_bound is None]
+            if gpu:
+                out.append(_tally(f"Of {who}, GPU-bound", gpu))
+            if unknown:
+                lead = "Of their cases" if gpu else f"Of {who}, the cases"
+                out.append(_tally(f"{lead} of unrecorded pace (no kernel time kept, so the host's share of a "
+                                  "change cannot be told)", unknown))
         return " ".join(out)
 
     def _totals(self, b: str) -> str:
@@ -188,6 +190,12 @@ def _most_changed(cases: list[DiffCase]) -> list[DiffCase]:
     """The cases whose verdict is a change, largest first, at most DIFF_NAMED."""
     moved = [p for p in cases if p.verdict in ("faster", "slower")]
     return sorted(moved, key=lambda p: -abs(math.log(p.ratio)))[:DIFF_NAMED]
+
+
+def _tally(lead: str, cases: list[DiffCase]) -> str:
+    n, moved = _counts(cases), _most_changed(cases)
+    text = f"{lead}: {n['faster']} faster, {n['slower']} slower and {n['no change']} unchanged."
+    return text + (f" The largest changes: {_named(moved)}." if moved else "")
 
 
 def _named(cases: list[DiffCase]) -> str:
