@@ -12,7 +12,7 @@ from .. import escape, fmt, model
 from ..ceilings import BANDWIDTH_KEYS, COMPUTE_KEYS, ROOFS, Ceilings
 from ..figures import PALETTE
 from ..tables import table_html
-from ..vocab import ELEMENT_BYTES, STUDY, STUDY_N, dtype_short
+from ..vocab import ELEMENT_BYTES, STUDY, STUDY_N, dtype_short, masking
 from .base import Page
 
 SOURCE_WORDS = {"measured": "measured", "datasheet": "datasheet (not measured in this run)",
@@ -60,8 +60,10 @@ class HardwarePage(Page):
         out = []
         bw, sheet_bw = self.measured_rate("copy_bandwidth"), self.ceilings.sheet_rate("dram")
         if bw and sheet_bw:
-            out.append(f"The memory system sustained {fmt.pct(100 * bw / sheet_bw)} of the datasheet's DRAM bandwidth "
-                       f"on a large copy ({fmt.bandwidth(bw)}).")
+            # The measured rate first, then its share: a figure in brackets after "the datasheet's bandwidth"
+            # would read as the datasheet's own.
+            out.append(f"The memory system sustained {fmt.bandwidth(bw)} on a large copy, "
+                       f"{fmt.pct(100 * bw / sheet_bw)} of the datasheet's DRAM bandwidth.")
         elif bw:
             out.append(f"A large copy sustained {fmt.bandwidth(bw)} of DRAM bandwidth; the datasheet table has no row "
                        "for this GPU to compare it with.")
@@ -69,8 +71,8 @@ class HardwarePage(Page):
             out.append("The DRAM copy bandwidth was not measured in this run.")
         fp16, sheet16 = self.measured_rate("matmul_fp16"), self.ceilings.sheet_rate("fp16")
         if fp16 and sheet16:
-            out.append(f"The best fp16 matmul reached {fmt.pct(100 * fp16 / sheet16)} of the datasheet's dense "
-                       f"tensor-core peak ({fmt.flops(fp16)}).")
+            out.append(f"The best fp16 matmul reached {fmt.flops(fp16)}, {fmt.pct(100 * fp16 / sheet16)} of the "
+                       f"datasheet's dense tensor-core peak of {fmt.flops(sheet16)}.")
         r = self.ridge("measured")
         if r is not None:
             out.append(f"So an fp16 kernel needs {fmt.num(r)} FLOP per byte of DRAM traffic before compute, not "
@@ -97,8 +99,10 @@ class HardwarePage(Page):
             ("Shared memory per block (opt-in)", fmt.bytes_(d.smem_per_block_optin_bytes), None),
             ("Max warps per SM", d.max_warps_per_sm, None), ("Max blocks per SM", d.max_blocks_per_sm, None),
             ("L2 cache", fmt.bytes_(d.l2_bytes), fmt.bytes_(s.l2_bytes) if s else None),
-            # Both in the datasheet's decimal units, so the two columns compare at a glance.
-            ("Memory", fmt.bytes_(d.memory_bytes, binary=False),
+            # The device counts its memory in bytes; a vendor's "141 GB" is nearer the binary GiB (an H200 reports
+            # 140 GiB, 150 GB): the device's figure in both units, so the decimal one cannot read as more memory
+            # than the vendor's.
+            ("Memory", f"{fmt.bytes_(d.memory_bytes)} ({fmt.bytes_(d.memory_bytes, binary=False)})",
              f"{fmt.bytes_(s.memory_bytes, binary=False)} {s.memory_type}" if s else None),
             ("Max SM / memory clock", f"{fmt.num(d.sm_clock_max_mhz, 4)} / {fmt.num(d.mem_clock_max_mhz, 4)} MHz", None),
             ("Driver / CUDA", f"{d.driver_version or 'n/a'} / {d.cuda_version or 'n/a'}", None),
@@ -114,7 +118,10 @@ class HardwarePage(Page):
             return "_No clock readings were recorded in this run._"
         return table_html(df, {"moment": "When", "sm_clock_mhz": "SM clock (MHz)", "mem_clock_mhz": "Memory clock (MHz)",
                                "temperature_c": "Temperature (°C)", "power_w": "Power (W)"},
-                          {k: (lambda v: fmt.num(v, 4)) for k in ("sm_clock_mhz", "mem_clock_mhz", "temperature_c", "power_w")})
+                          # nvidia-smi reads clocks in whole MHz and temperatures in whole degrees: four significant
+                          # figures would print "345.0" and "36.00", a precision the reading does not have.
+                          {"sm_clock_mhz": fmt.count, "mem_clock_mhz": fmt.count, "temperature_c": fmt.count,
+                           "power_w": lambda v: fmt.num(v, 3)})
 
     def datasheet_note(self) -> str:
         if self.sheet is None:
@@ -268,7 +275,7 @@ class HardwarePage(Page):
         if sheet is None or self.sheet is not None and self.sheet.key == "t4":
             return pd.DataFrame(columns=cols)
         n, d, heads, e = STUDY_N, STUDY["head_dim"], STUDY["batch"] * STUDY["heads"], ELEMENT_BYTES[STUDY["dtype"]]
-        flops = model.flops(n, d, heads=heads)
+        flops = model.flops(n, d, heads=heads, causal=STUDY["causal"])
         # Naive PyTorch by the bytes its code as written moves (a scaling pass, an fp32 P and its cast): a T4's
         # 4 MiB L2 holds none of its scores, and the model's ideal unfused count would put its floor too low.
         fused, naive = model.fused_traffic_bytes(n, d, e, heads), model.naive_as_written_bytes(n, d, e, heads)
@@ -297,7 +304,7 @@ class HardwarePage(Page):
             return ""
         by = dict(zip(t["impl"], t["floor_ms"]))
         shape = (f"B={STUDY['batch']}, H={STUDY['heads']}, N={STUDY_N}, d={STUDY['head_dim']}, "
-                 f"{dtype_short(STUDY['dtype'])}")
+                 f"{dtype_short(STUDY['dtype'])}, {masking(STUDY['causal'])}")
         text = (f"**A prediction, not a measurement.** On a T4 (its datasheet's roofs, `collect/schema/datasheets.py`), "
                 f"one call at {shape} cannot take less than the larger of its FLOPs over the compute roof it runs on "
                 "and its DRAM bytes over the memory bandwidth.")
