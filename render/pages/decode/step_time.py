@@ -129,9 +129,11 @@ class StepTime(DecodeData):
             text += f" By class: {join(parts)}{' (the rest in the figure)' if len(shares) > 2 else ''}."
             lead = top.iloc[0]
             if _ok(r.floor_ms) and lead.ms_per_step > 0:
-                # top_kernel is the name with the most time in its class (summed over launches), not the longest launch.
+                # top_kernel is the name with the most time in its class (summed over launches), not the longest launch;
+                # the data keep no share for it, so it is the largest share, not "most" (the fused step's residual
+                # products held 41% of gpt2's linear class in run h200-20261205a).
                 text += (f" The largest class alone takes {fmt.ratio(lead.ms_per_step / r.floor_ms)} the whole step's "
-                         f"floor; the kernel that takes most of that time is "
+                         f"floor; the kernel with the largest share of it is "
                          f"{escape.code(lead.top_kernel or 'unnamed')}.")
         return text + self.read_floor_words(r, target)
 
