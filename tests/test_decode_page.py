@@ -1054,6 +1054,15 @@ def test_two_kernels_that_read_the_same_bytes_but_pay_apart_say_the_excess_is_no
                                                            "out": 2.1}))
     words = scattered.role_finding()
     assert "across all five the excess does not grow with the bytes: it varies by kernel" in words
+    # One kernel far below the rest makes five points correlate by itself (gpt2-xl's persistent step in run
+    # h200-20261205a: 4.5 µs on the output projection, 22-26 µs on the other four whatever their bytes): the excess
+    # does not grow with the bytes across all five.
+    one_low = write(tmp_path / "one-low", _with_roles(decode_file("synthetic-20261129"),
+                                                      {"qkv": 21.0, "attention": 2.0, "proj": 20.0, "fc": 20.5,
+                                                       "out": 20.0}))
+    words = one_low.role_finding()
+    assert "grows with the bytes" not in words
+    assert "across all five the excess does not grow with the bytes: it varies by kernel" in words
 
 
 def test_agreement_names_what_was_not_compared_and_sets_disagreements_against_the_rounding_seen(tmp_path):

@@ -21,11 +21,20 @@ from .data import DecodeData, ROLE_BYTES_APART, ROLE_EVEN, _ok
 SAME_BYTES, TWINS_APART, FOLLOWS = 1.02, 0.5, 0.5
 
 
-def _follows(bytes_: pd.Series, over: pd.Series) -> bool:
-    """Whether the excess grows with the bytes across the roles (their correlation, where both vary)."""
+def _correlates(bytes_: pd.Series, over: pd.Series) -> bool:
     if bytes_.nunique() < 2 or over.nunique() < 2:
         return False
     return float(np.corrcoef(bytes_.astype(float), over.astype(float))[0, 1]) >= FOLLOWS
+
+
+def _follows(bytes_: pd.Series, over: pd.Series) -> bool:
+    """Whether the excess grows with the bytes across the roles: their correlation, where both vary, holding with
+    any one role left out too. One role far below the rest makes five points correlate on its own: gpt2-xl's
+    persistent step (run h200-20261205a) paid 4.5 µs on the output projection and 22-26 µs on the other four,
+    whose bytes ran from 3.6 to 6.1 µs with no trend (0.87 with all five)."""
+    if not _correlates(bytes_, over):
+        return False
+    return len(bytes_) < 4 or all(_correlates(bytes_.drop(i), over.drop(i)) for i in bytes_.index)
 
 
 class Roles(DecodeData):
