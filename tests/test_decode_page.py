@@ -760,6 +760,13 @@ def test_every_section_renders_a_run_with_persistent_rows(tmp_path):
     assert EVIL not in text
     assert "our persistent step" in text and "persistent step" in text
     assert "at most 16 sequences" in text  # the unsupported row says why
+    # The persistent step is a CUDA-graph variant that runs one kernel of its own: the summary gives the fused
+    # kernels to the graph step and its int8 twin alone, and counts the rows planned, not "decoded" (one did not run).
+    summary = write(tmp_path / "summary", f).summary()
+    assert "The CUDA-graph variants" not in summary
+    assert ("Our CUDA-graph step and our int8-cache graph step compute their step with our fused Triton kernels"
+            in summary)
+    assert f"This run planned {len(f.rows)} rows (" in summary and "unsupported" in summary
 
 
 def test_the_persistent_steps_roles_are_operations_not_kernels(tmp_path):

@@ -6,7 +6,7 @@ import pandas as pd
 from ... import escape, fmt
 from ...tables import table_html
 from ...vocab import join
-from .data import DecodeData, FLOOR_TARGETS, STEP_WORDS, _ok, than
+from .data import DecodeData, FLOOR_TARGETS, STEP_WORDS, _capital, _ok, than
 
 
 class Summary(DecodeData):
@@ -21,13 +21,17 @@ class Summary(DecodeData):
         d = self.data
         counts = self.rows["status"].value_counts()
         status = join(f"{counts[s]} {s}" for s in ("ok", "oom", "unsupported", "error", "skipped") if s in counts)
-        text = (f"This run decoded {len(self.rows)} rows ({status}) on {escape.text(join(self.models()))}. "
+        # Planned, not decoded: the count holds the rows that did not run.
+        text = (f"This run planned {len(self.rows)} rows ({status}) on {escape.text(join(self.models()))}. "
                 f"{self._warmup_words()} Prompts, as the run describes them: {escape.text(d.prompt)}. ")
         if d.dtype_reason:
             text += f"Weights, activations and float caches are {escape.text(d.dtype_reason)}. "
         if d.graph_step:
-            text += (f"The CUDA-graph variants compute their step with "
-                     f"{escape.text(STEP_WORDS.get(d.graph_step, d.graph_step))}. ")
+            # The graph step and its int8 twin, by name: the persistent step is a CUDA-graph variant too, and runs
+            # one kernel of its own, not the graph step's.
+            graphs = [self.named(v) for v in ("graph", "int8-graph") if v in self.variants()] or ["the CUDA-graph step"]
+            text += (f"{_capital(join(graphs))} compute{'s' if len(graphs) == 1 else ''} {'its' if len(graphs) == 1 else 'their'} "
+                     f"step with {escape.text(STEP_WORDS.get(d.graph_step, d.graph_step))}. ")
         if d.floor_bandwidth_bytes_per_s:
             source = d.floor_bandwidth_source
             text += (f"Bandwidth floors use {fmt.bandwidth(d.floor_bandwidth_bytes_per_s)} "
