@@ -137,6 +137,20 @@ def test_the_causal_count_is_said_to_apply_only_where_one_kernel_ran_both_ways(t
             "SM clocks") in first
 
 
+def test_the_causal_tally_counts_rows_not_kernels_and_tiles_per_head(tmp_path):
+    route = lambda c: "gluon" if c.causal and c.seq_len == 2048 else "portable"  # noqa: E731
+    page = bench_run(tmp_path, path=route, causal_efficiency=0.6).context()["bytes"]
+    mixed = int((page.causal["n"] == 2048).sum())
+    t = text(page.causal_finding())
+    # "28 different kernels with and without the mask" counted kernels; the tally counts rows.
+    assert f"{mixed} that ran different kernels with and without the mask" in t
+    assert f"{mixed} different kernels" not in t
+    # The visited tiles are one head's (T query tiles' walks), not the launch's: the sentence says whose.
+    short = page.causal[page.causal["verdict"] == "short of the block count"]
+    worst = short.loc[(short["measured"] / short["predicted"]).idxmin()]
+    assert f"{int(worst['diag'])} of the {int(worst['visited'])} key tiles each head visits straddle the diagonal" in t
+
+
 def _bench_edited(tmp_path, edit, **kw):
     """The synthetic sweep of test_bench_phase with `edit(rows)` applied before it is written: the Byte arithmetic
     page of that run."""
@@ -193,7 +207,7 @@ def test_a_ratio_past_what_a_mask_gives_is_put_down_to_the_clocks_it_ran_at(tmp_
     table = text(page.causal_table())
     assert "1,714 / 1,919 MHz, 12.0% apart: the clocks, not the mask, put the ratio above 2×" in table
     assert "within 3.0%" in table
-    assert "1 at SM clocks too far apart to compare" in page.causal_finding()
+    assert "1 run at SM clocks too far apart to compare" in page.causal_finding()
 
 
 def test_sdpa_flash_slower_with_the_mask_is_flagged_in_the_table_and_the_prose(tmp_path):

@@ -8,8 +8,8 @@ import pandas as pd
 from ... import fmt, model
 from ...tables import table_html
 from ...vocab import CLOCK_GAP, dtype_short, join, plural, path_label, shape_label
-from .causal_verdicts import (DIFFERENT_KERNELS, MASK_MAX, VERDICTS, causal_verdict, compare_calls, flash_verdict,
-                              mask_clock_gap, too_far_apart)
+from .causal_verdicts import (CLOCKS_APART, DIFFERENT_KERNELS, MASK_MAX, VERDICTS, causal_verdict, compare_calls,
+                              flash_verdict, mask_clock_gap, too_far_apart)
 from .common import BytesSection
 
 
@@ -24,6 +24,17 @@ def _clock_note(w) -> str:
     if w["measured"] > MASK_MAX and w["clk_c"] > w["clk_f"]:
         note += f": the clocks, not the mask, put the ratio above {MASK_MAX:g}×"
     return note
+
+
+def _counted(verdict: str, n: int) -> str:
+    """`n` rows of one verdict, as a count reads: '28 that ran different kernels ...', not '28 different kernels'."""
+    if verdict == DIFFERENT_KERNELS:
+        return f"{n} that ran {verdict}"
+    if verdict == CLOCKS_APART:
+        return f"{n} run {verdict}"
+    if verdict == "beats the block count" and n != 1:
+        return f"{n} beat the block count"
+    return f"{n} {verdict}"
 
 
 class Causal(BytesSection):
@@ -57,8 +68,9 @@ class Causal(BytesSection):
                     same_path = path_c is None or path_f is None or path_c == path_f
                     out.append({
                         "shape": shape, "dtype": dtype, "n": n, "measured": measured, "predicted": pred,
+                        # Unmasked first, as the ratio and the clocks column take them.
                         "paths": (path_label(path_c or path_f) if (path_c or path_f) else None) if same_path else
-                        f"{path_label(path_c)} / {path_label(path_f)}",
+                        f"{path_label(path_f)} / {path_label(path_c)}",
                         "t": -(-n // bm) if bm else None, "bm": bm, "bn": bn, "same_config": cfg_c == cfg_f,
                         "diag": model.causal_diagonal_visits(n, bm, bn) if pred else None,
                         "visited": model.causal_blocks_visited(n, bm, bn)[0] if pred else None,
@@ -95,7 +107,7 @@ class Causal(BytesSection):
         r = lambda v: "n/a" if v is None or v != v else fmt.ratio(v)  # noqa: E731
         df = df.assign(paths=df["paths"].fillna("not recorded"), clocks=[_clock_note(x) for _, x in df.iterrows()],
                        flash_verdict=df["flash_verdict"].fillna("n/a"))
-        return table_html(df, {"shape_l": "Shape", "dt": "dtype", "n": "N", "paths": "path (causal / not)",
+        return table_html(df, {"shape_l": "Shape", "dt": "dtype", "n": "N", "paths": "path (unmasked / masked)",
                                "blocks": "BLOCK_M×BLOCK_N (causal)",
                                "t": "T query blocks", "predicted": "predicted (key blocks: all / visited)", "measured": "Triton measured",
                                "verdict": "the block count", "clocks": "Triton's SM clocks (unmasked / masked)",
@@ -113,15 +125,15 @@ class Causal(BytesSection):
                     f"the measured causal speedup was {fmt.ratio(df['measured'].min())} to "
                     f"{fmt.ratio(df['measured'].max())}, against the limit of 2× that (T+1)/(2T) tends to.")
         counts = known["verdict"].value_counts()
-        parts = [f"{counts[v]} {v}" for v in VERDICTS if v in counts]
+        parts = [_counted(v, int(counts[v])) for v in VERDICTS if v in counts]
         out = [f"Checked row by row against the block count: {join(parts)} (of {len(known)} rows)."]
         short = known[known["verdict"] == "short of the block count"]
         if len(short):
             worst = short.loc[(short["measured"] / short["predicted"]).idxmin()]
             out.append(
                 f"A shortfall is what the count leaves out. At N={worst['n']} ({shape_label(worst['shape'])}), "
-                f"{int(worst['diag'])} of the {int(worst['visited'])} tiles visited straddle the diagonal: they "
-                "cost a full tile and keep about half of it.")
+                f"{int(worst['diag'])} of the {int(worst['visited'])} key tiles each head visits straddle the "
+                "diagonal: they cost a full tile and keep about half of it.")
             average = worst["visited"] / worst["t"]
             out.append(
                 f"The last query tile visits all {int(worst['most_visits'])} key tiles, "
