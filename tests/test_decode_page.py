@@ -991,6 +991,23 @@ def test_the_targets_legend_defines_the_terms_the_table_uses_before_the_page_doe
     assert fmt.bandwidth(BW) in legend and "(#what-a-step-must-read)" in legend
 
 
+def test_the_profiler_section_names_a_variant_that_ran_at_a_key_shape_unprofiled(tmp_path):
+    # run h200-20261205a: model.generate ran at every key shape with no kernel time, yet the page said "a few steps
+    # of every variant also ran under the torch profiler"
+    assert page(tmp_path / "all").profiled_words() == "every variant"
+    f = _host_profiles(decode_file("synthetic-20261129"), 2 * STEP["hf-eager"])
+    for r in f.rows:
+        if r.variant == "hf-generate":
+            r.kernels_per_step = r.kernel_ms_per_step = None
+    p = write(tmp_path / "generate", f)
+    assert p.profiled_words() == "every variant but transformers' model.generate"
+    root = tmp_path / "site"
+    make_run(root)
+    write_json_atomic(root / "runs" / "synthetic-20261129" / "decode.json", f)
+    out = Report.load(root).render_markdown((REPO_ROOT / "docs" / "decode.md").read_text(), "decode.md")
+    assert "a few steps of every variant but transformers' model.generate also ran under the torch profiler" in out
+
+
 def test_generates_host_profile_is_read_as_shares_where_its_timed_pairs_spread_around_it(tmp_path):
     f = decode_file("synthetic-20261129")
     _host_profiles(f, 8.0)

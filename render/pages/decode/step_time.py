@@ -67,6 +67,19 @@ class StepTime(DecodeData):
                                               "over": "× the fastest"},
                           formats={"ms": opt(fmt.ms), "over": opt(fmt.ratio)})
 
+    def profiled_words(self) -> str:
+        """Which variants the torch profiler ran at the key shapes: 'every variant', or 'every variant but …' where a
+        variant ran there unprofiled (model.generate's rows keep no kernel time)."""
+        shapes = self.key_shapes()
+        ran = self.ok[[(m, int(b), int(c)) in shapes for m, b, c in zip(self.ok["model"], self.ok["batch"],
+                                                                          self.ok["context"])]] if shapes else self.ok
+        if ran.empty:
+            return "every variant"
+        busy = ran["kernel_ms_per_step"] if "kernel_ms_per_step" in ran else pd.Series(index=ran.index, dtype=float)
+        profiled = set(ran[busy.notna()]["variant"])
+        rest = [v for v in self.variants() if v in set(ran["variant"]) and v not in profiled]
+        return f"every variant but {join(self.named(v) for v in rest)}" if rest else "every variant"
+
     def key_table(self) -> str:
         shapes = self.key_shapes()
         if not shapes:
