@@ -842,6 +842,15 @@ def test_a_context_short_of_a_loop_names_the_loop_that_did_not_run_not_those_pla
     assert "only for" not in gaps and "compiled" not in gaps and "At gpt2," not in gaps
 
 
+def test_the_floor_figure_says_what_its_dotted_line_marks_and_the_rows_table_what_computed_a_step(tmp_path):
+    # The dotted line sat at 3.00x with no meaning given, on gpt2-xl's panel too, whose target is 1.5x; the rows
+    # table had a "Step" column beside "Step (loop time)" that named what computed the step.
+    p = page(tmp_path)
+    assert escape.text("above the dotted line, 3.00×, the kernels set a step's pace, not its bytes") in p.floor_figure()
+    table = p.rows_table("gpt2")
+    assert "<th>Step computed by</th>" in table and "<th>Step</th>" not in table
+
+
 def test_the_persistent_steps_extra_memory_is_explained_only_when_it_is_a_copy_of_the_weights(tmp_path):
     def with_persistent(extra):
         f = decode_file("synthetic-20261129")

@@ -24,7 +24,7 @@ class Rows(DecodeData):
         # A row that did not run says so here; its reason is in the table of rows that did not run, once per
         # group, rather than repeated in every row a time budget skipped.
         opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
-        columns = {"batch": "Batch", "context": "Context", "variant": "Variant", "step_impl": "Step",
+        columns = {"batch": "Batch", "context": "Context", "variant": "Variant", "step_impl": "Step computed by",
                    "attention_launch": "Attention launch", "step_ms_median": "Step (loop time)",
                    "tokens_per_s": "Tokens/s", "achieved_over_floor": "× floor", "kernels_per_step": "Kernels per step",
                    "peak_mem_bytes": "Peak memory", "kv_cache_bytes": "KV cache", "distinct_tokens": "Distinct tokens",
