@@ -501,6 +501,11 @@ def test_template_renders_and_a_missing_phase_says_so(tmp_path):
 def test_summary_names_the_head_dims_run_only_at_small_n_and_u_check_flags_disagreement(tmp_path):
     page = _page(tmp_path / "a")
     assert "head_dim 16, 32 and 256 only at seq_len 1, 17 and 128" in page.summary()
+    # The case count follows from the axes only with the batch size that ran at some head_dims alone.
+    reg = page.regular
+    only = sorted(set(reg[reg["batch"] == 2]["head_dim"]))
+    assert only != sorted(set(reg["head_dim"]))
+    assert f"batch 2 only at head_dim {__import__('render.vocab', fromlist=['join']).join(only)}" in page.summary()
     assert page.u_check() == ""  # a self-check that holds is not a finding
     assert "1, 17, 1000, 2049, 4097 and 8193" in page.ragged_lengths()  # the added cases are ragged too
     run_dir = make_correctness_run(tmp_path / "b")
@@ -575,6 +580,8 @@ def test_the_tolerance_says_why_it_is_4u_and_what_scale_of_values_it_assumes(tmp
     u = unit_roundoff(r["dtype"])
     halves = (phase.TOL_FACTOR * u * (1 + r["max_abs_ref"])) / half_ulp(r["max_abs_ref"], r["dtype"])
     assert f"N={int(r['seq_len'])}" in slack and f"is {fmt.num(halves, 2)} half-ulps of it" in slack
+    # It is the tolerance that allows that many, named as such; it is sized for unit values, not set by them.
+    assert "the tolerance at the largest output is" in slack and "set by the values averaged" not in slack
     run_dir = make_correctness_run(tmp_path / "b")
     data = load_validated(run_dir / "correctness.json", CorrectnessFile)
     data.inputs = "q, k, v uniform in [-100, 100]"
@@ -656,6 +663,8 @@ def test_the_page_says_what_the_ported_builds_proved_and_what_their_gpu_cannot_r
     assert "1 case not run: a T4 (sm75) has no bfloat16" in notes
     assert "at d=256 passes here but would not launch on its GPU" in notes and "sm75 allows 65536" in notes
     assert "turing" not in page.comparison()  # ported rows are our kernel, not a PyTorch comparison
+    # Cases not run include the Turing kernel's own head_dim limit, which is no GPU's: the header does not say "GPU".
+    assert "<th>Cases not run (why below)</th>" in summary and "Cases its GPU cannot run" not in summary
 
 
 def test_the_hardware_page_predicts_a_t4_from_its_datasheet_and_only_elsewhere():

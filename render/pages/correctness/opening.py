@@ -56,6 +56,7 @@ class Opening(CorrectnessSection):
             if d not in main:
                 by_lengths.setdefault(tuple(sorted(set(grp["seq_len"]))), []).append(d)
         partial = [f"head_dim {join(dims)} only at seq_len {join(ns)}" for ns, dims in by_lengths.items()]
+        partial += self._partial_batches()
         added = len(self.added)
         grid = f"**{len(reg)} cases** of a grid" if added else f"**{n} cases**"
         parts = [f"The kernel was checked on {grid} ({'; '.join(axes + partial)}; {self._heads()})"
@@ -66,6 +67,23 @@ class Opening(CorrectnessSection):
             detail += [f"{c} {s}" for s, c in not_run.items()]
             parts.append(f"**{passed} of {n} pass**; {join(detail)} (each is listed under *Cases that did not pass*).")
         return " ".join(parts)
+
+    def _partial_batches(self) -> list[str]:
+        """Batch sizes the grid ran at only some of its (seq_len, head_dim) pairs: without them the case count does
+        not follow from the axes listed (run a's batch 2 ran at head_dim 64 and 128 alone)."""
+        reg = self.regular
+        pairs = set(zip(reg["seq_len"], reg["head_dim"]))
+        out = []
+        for b, grp in reg.groupby("batch"):
+            mine = set(zip(grp["seq_len"], grp["head_dim"]))
+            if mine == pairs:
+                continue
+            dims = set(grp["head_dim"])
+            if mine == {p for p in pairs if p[1] in dims}:
+                out.append(f"batch {b} only at head_dim {join(sorted(dims))}")
+            else:
+                out.append(f"batch {b} only at {len(mine)} of the {len(pairs)} (seq_len, head_dim) pairs")
+        return out
 
     def _paths(self) -> set[str]:
         """The kernel paths the grid's rows ran: as recorded, else (older runs) read from their tile config."""

@@ -49,7 +49,7 @@ class Ported(CorrectnessSection):
         t = pd.DataFrame(rows)
         table = table_html(t, {"code": "Code", "built": "Built for", "ran": "Ran on", "tc": "Tensor cores in its code",
                                "passed": "Cases passed", "usage": "Worst share of the tolerance", "err": "Its absolute error",
-                               "skipped": "Cases its GPU cannot run", "misfit": "Builds too big for that GPU"},
+                               "skipped": "Cases not run (why below)", "misfit": "Builds too big for that GPU"},
                            {"usage": lambda v: fmt.num(v, 3), "err": sci})
         all_pass = all(r["passed"] == f"{r['ran_n']} of {r['ran_n']}" for r in rows)
         lead = ("Every case the ported builds ran passed the same tolerance as the native rows." if all_pass else

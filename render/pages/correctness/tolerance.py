@@ -74,11 +74,12 @@ class Tolerance(CorrectnessSection):
         t = tols[r["dtype"]]
         bound = t.tol_abs + t.tol_rel * float(r["max_abs_ref"])
         return (f"Where outputs are smallest ({facet_label(r['dtype'], bool(r['causal']))}, N={int(r['seq_len'])}, "
-                f"d={int(r['head_dim'])}, largest |output| {fmt.num(float(r['max_abs_ref']))}), the bound at the largest "
-                f"output is {fmt.num(bound / float(r['half_ulp']), 2)} half-ulps of it. That bound is the worst case, "
-                "set by the values averaged rather than by the output, and roundings that add up at random stay far "
-                f"below it: this case's largest error is {fmt.num(float(r['ulp_ratio']), 2)} half-ulps. So the "
-                "comparison with half an ulp of each case's largest output, below, is the tighter check.")
+                f"d={int(r['head_dim'])}, largest |output| {fmt.num(float(r['max_abs_ref']))}), the tolerance at the "
+                f"largest output is {fmt.num(bound / float(r['half_ulp']), 2)} half-ulps of it. The tolerance is sized "
+                "for values of about unit size, the values an output averages, not for the output itself, and "
+                "roundings that add up at random stay far below it: this case's largest error is "
+                f"{fmt.num(float(r['ulp_ratio']), 2)} half-ulps. So the comparison with half an ulp of each case's "
+                "largest output, below, is the tighter check.")
 
     def tolerance_table(self) -> str:
         data = self.data
