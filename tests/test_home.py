@@ -184,6 +184,18 @@ def test_even_timings_read_as_on_par(tmp_path):
     assert "on par with the fastest other implementation (0.990×) there" in speed
 
 
+def test_the_fastest_other_is_placed_at_its_own_length_where_naive_stopped_short(tmp_path):
+    # naive runs out of memory first: its longest length is not the rivals', so "there" would name the wrong N
+    b = bench_file("h-1", ns=(512, 2048, 4096))
+    for r in b.rows:
+        if r.impl == "naive" and r.seq_len == 4096:
+            r.status, r.reason, r.latency_ms_median, r.latency_ms_p10, r.latency_ms_p90, r.tflops = (
+                "oom", "CUDA out of memory", None, None, None, None)
+    speed = home(tmp_path, bench=b).speed_headline()
+    assert "faster than naive PyTorch at N=2048" in speed
+    assert "the fastest other implementation at N=4096 (flash" in speed and "there" not in speed
+
+
 def test_the_first_findings_name_the_model_whose_decode_loop_they_rank(tmp_path):
     # Only one model's rows are ranked, so the closest loop is that model's, not the run's.
     text = home(tmp_path).findings_first()

@@ -193,9 +193,9 @@ class HomePage(Page):
         others = rivals(f)
         parts = []
         common = [n for n in tri.index if n in naive.index]
+        naive_n = common[-1] if common else None
         if common:
-            n = common[-1]
-            parts.append(f"{versus(naive[n] / tri[n], 'naive PyTorch')} at N={n}")
+            parts.append(f"{versus(naive[naive_n] / tri[naive_n], 'naive PyTorch')} at N={naive_n}")
         else:
             parts.append("never measured beside naive PyTorch (naive ran at no length ours did)")
         common = [n for n in tri.index if n in set(others["seq_len"])]
@@ -204,7 +204,9 @@ class HomePage(Page):
             best = others[others["seq_len"] == n].sort_values("latency_ms_median").iloc[0]
             used = best["backend_used"] if "backend_used" in best else None
             backend = used if known(used) else impl_label(best["impl"])
-            parts.append(f"{versus(best['latency_ms_median'] / tri[n], 'the fastest other implementation')} there "
+            # "there" only where naive's longest length is this one too: naive runs out of memory first.
+            where = "there" if n == naive_n else f"at N={n}"
+            parts.append(f"{versus(best['latency_ms_median'] / tri[n], 'the fastest other implementation')} {where} "
                          f"({escape.text(backend)})")
         else:
             parts.append("never measured beside another implementation")
