@@ -263,7 +263,7 @@ def test_the_limiter_headline_comes_from_the_counters_and_falls_back_to_occupanc
     quiet = dict(pipe_tensor_pct=60.0, pipe_xu_pct=40.0, issue_slots_pct=35.0, sol_dram_pct=10.0)
     text = home(tmp_path / "a", profile=with_units(**quiet)).limiter_headline()
     assert "limited by stalls, mostly barrier" in text and "tensor pipe, 60.0%" in text
-    assert "Its occupancy is 25.0% of the warp slots: 4.0 warps per scheduler" in text
+    assert "Its theoretical occupancy is 25.0% of the warp slots: 4.0 warps per scheduler" in text
     assert "not the limit" not in text and "[Profiling](profiling.md)" in text
     busy = home(tmp_path / "b", profile=with_units(**dict(quiet, pipe_xu_pct=88.0))).limiter_headline()
     assert "limited by the exponential (XU) pipe: exponential (XU) pipe busy 88.0%" in busy

@@ -259,8 +259,8 @@ class HomePage(Page):
         if not known(occ) or dev is None or not dev.max_warps_per_sm:
             return ""
         per_scheduler = occ / 100 * dev.max_warps_per_sm / SCHEDULERS_PER_SM
-        return (f" Its occupancy is {fmt.pct(occ)} of the warp slots: {fmt.num(per_scheduler, 2)} warps per "
-                "scheduler to issue from while others wait.")
+        return (f" Its theoretical occupancy is {fmt.pct(occ)} of the warp slots: {fmt.num(per_scheduler, 2)} warps "
+                "per scheduler to issue from while others wait.")
 
     def _limiter_at(self, head_dim: int, step: str | None = None) -> str:
         """The verdict on our kernel at the profile's non-causal shape of this head_dim, with that shape; where
