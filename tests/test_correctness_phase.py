@@ -394,6 +394,10 @@ def test_page_figures_have_their_ids(tmp_path):
     assert (f"{left_out} point" in lines) == (left_out > 0) and "with an error of exactly zero" not in lines
     assert 'id="fig-correctness-error-heatmap"' in heat and "exact" in heat
     assert 'id="fig-correctness-error-vs-seq"' in lines
+    # The u lines are drawn on the normwise panel alone, and the caption says where they are.
+    import re as _re
+    assert _re.findall(r'"name":"u \(fp16\)".*?"yaxis":"(y\d*)"', lines) == ["y2"]
+    assert "dashed lines in the normwise panel mark each dtype's unit roundoff u" in html.unescape(lines)
     assert "synthetic-20261129" in heat and "NVIDIA H200" in lines
 
 

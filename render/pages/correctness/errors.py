@@ -154,7 +154,7 @@ class Errors(CorrectnessSection):
                 "log axis and are left out.") if exact else ""
         return self.figure("error-vs-seq", fig,
                            f"Largest error over batch sizes and head_dim {dims} at each sequence length; solid lines "
-                           f"causal, dotted non-causal; dashed lines mark each dtype's unit roundoff u.{note} "
+                           f"causal, dotted non-causal; dashed lines in the normwise panel mark each dtype's unit roundoff u.{note} "
                            f"{self._cond()}.", height=440)
 
     def seq_trend_finding(self) -> str:
