@@ -260,3 +260,26 @@ def test_every_stall_reason_drawn_is_explained_once_and_the_caption_says_selecte
     assert "- **long_scoreboard**: waiting for data from memory" in legend and "- **other**:" in legend
     assert "'selected' (issuing) left out" in text(page.stalls_figure())
     assert "(ours) (" not in text(page.limiter_table())  # a step is named after a colon, not in a second parenthesis
+
+
+# ---- audit: claims that must follow from the data of any run ---------------------------------------------------
+
+def test_an_occupancy_finding_without_a_block_size_says_what_it_has(tmp_path):
+    # A published profile gives registers and shared memory but no block size (the schema allows it): the finding
+    # must not fail, and must not invent threads per block.
+    def no_block(pf):
+        ours(pf)[0].block_size = None
+    t = text(synthetic(tmp_path, edit=no_block).occupancy_finding())
+    assert "168 registers per thread and 112 KiB of shared memory per block." in t
+    assert "threads per block" not in t
+
+
+def test_every_implementation_on_the_tensor_cores_is_said_only_where_a_counter_decided_each(tmp_path):
+    page = synthetic(tmp_path)
+    shape = page.headline
+    page.__dict__["_tensor_core_verdicts_by_shape"] = {shape: {"naive": (True, "counters"), "triton": (None, "none")}}
+    t = text(page.findings_first())
+    assert "Every profiled implementation ran its matrix multiplies on the tensor cores" not in t
+    assert "for Triton (ours) none does" in t
+    page.__dict__["_tensor_core_verdicts_by_shape"] = {shape: {"naive": (True, "counters"), "triton": (True, "counters")}}
+    assert "Every profiled implementation ran its matrix multiplies on the tensor cores" in text(page.findings_first())

@@ -257,9 +257,13 @@ class Occupancy(ProfileData):
         k = self._triton_kernel(shape)
         if k is None or not known(k["registers_per_thread"]):
             return "The Triton kernel has no occupancy data in this run."
-        parts = [f"The kernel analysed here is {self._kernel_words(k)}: {int(k['block_size'])} threads per block, "
-                 f"{int(k['registers_per_thread'])} registers per thread and {fmt.bytes_(k['smem_per_block_bytes'])} of "
-                 f"shared memory per block.{self._warps_note(k)}"]
+        # Each launch figure only where the profile has it: a published profile may give registers alone.
+        launch = [f"{int(k['block_size'])} threads per block" if known(k.get("block_size")) else "",
+                  f"{int(k['registers_per_thread'])} registers per thread",
+                  f"{fmt.bytes_(k['smem_per_block_bytes'])} of shared memory per block"
+                  if known(k.get("smem_per_block_bytes")) else ""]
+        parts = [f"The kernel analysed here is {self._kernel_words(k)}: {join([x for x in launch if x])}."
+                 f"{self._warps_note(k)}"]
         o = self._occupancy(k)
         if o is not None:
             allow = (f"Registers allow {plural(o.blocks_by_registers, 'block')} per SM, shared memory "

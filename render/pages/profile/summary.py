@@ -32,9 +32,14 @@ class Summary(ProfileData):
 
         tc = self.tensor_core_verdicts(shape)
         idle = [impl_label(i) for i, (used, _) in tc.items() if used is False]
-        if tc:
-            out.append(f"Tensor cores did not run for {join(idle)}." if idle
-                       else "Every profiled implementation ran its matrix multiplies on the tensor cores.")
+        unknown = [impl_label(i) for i, (used, _) in tc.items() if used is None]
+        if idle:
+            out.append(f"Tensor cores did not run for {join(idle)}.")
+        elif tc and not unknown:
+            out.append("Every profiled implementation ran its matrix multiplies on the tensor cores.")
+        elif len(unknown) < len(tc):  # "every" only where a counter decided every call
+            out.append(f"Tensor cores ran for every profiled implementation a counter decides; for {join(unknown)} "
+                       "none does.")
         limit = self.limiter_headline()
         if limit:
             out = out[:3] + [limit]
