@@ -283,3 +283,31 @@ def test_every_implementation_on_the_tensor_cores_is_said_only_where_a_counter_d
     assert "for Triton (ours) none does" in t
     page.__dict__["_tensor_core_verdicts_by_shape"] = {shape: {"naive": (True, "counters"), "triton": (True, "counters")}}
     assert "Every profiled implementation ran its matrix multiplies on the tensor cores" in text(page.findings_first())
+
+
+def test_the_call_the_two_clocks_disagree_on_most_is_named_with_its_masking(tmp_path):
+    def causal_rival(pf):  # FlashAttention-4's causal call at the same N, our clock 1.3x the profiler's
+        add_rival(pf, ncu_ms=0.03, device_ms=0.039)
+        pf.impls[-1].causal = pf.clock_check[-1].causal = True
+    t = text(synthetic(tmp_path, edit=causal_rival).clock_check_finding())
+    assert "The two clocks disagree most for FlashAttention-4 at N=2048, d=64, causal:" in t
+
+
+def _followed(tmp_path, clock_ratio: float) -> str:
+    """The clock finding where our L2-bound call ran at 1650 MHz under the profiler and 1970 MHz on our clock."""
+    pf = S.profile_file("rep-1", clock_ratio=clock_ratio)
+    k, r = ours(pf)
+    k.l2_bytes = r.l2_bytes = 5e10
+    for k in pf.kernels:
+        k.sm_clock_mhz = 1650.0
+    for c in pf.clock_check:
+        c.sm_clock_mhz = 1970.0
+    run = S.make(tmp_path, profile=pf)
+    return text(ProfilePage(run, [run]).profiler_clock_finding())
+
+
+def test_a_call_that_followed_its_clock_reading_only_in_part_is_not_said_to_follow_it_in_full(tmp_path):
+    full = _followed(tmp_path / "a", 1650 / 1970)  # slower by all the reading predicts (19.4%)
+    assert "by about what its clock reading predicts" in full
+    part = _followed(tmp_path / "b", 1 / (1 + 0.6 * (1970 / 1650 - 1)))  # by 60% of it
+    assert "by about what" not in part and "by at least 60% of what its clock reading predicts" in part

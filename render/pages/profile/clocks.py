@@ -1,6 +1,7 @@
 """One clock: our device time against Nsight Compute's kernel time for the same calls, and the SM clock each saw."""
 from __future__ import annotations
 
+import math
 import re
 
 import pandas as pd
@@ -38,7 +39,8 @@ class Clocks(ProfileData):
                        f"within {fmt.pct(100 * (self.CLOCKS_AGREE - 1), 2)} in {agree} of {len(one)}.")
             if agree < len(one):
                 worst = one.loc[(one["device_over_ncu"].map(lambda x: max(x, 1 / x))).idxmax()]
-                out.append(f"The two clocks disagree most for {impl_label(worst['impl'])} at N={worst['seq_len']}: "
+                # The call's full words: an implementation can have two calls at one N (both maskings).
+                out.append(f"The two clocks disagree most for {self._call_words(worst)}: "
                            f"{fmt.ms(worst['device_ms'])} against {fmt.ms(worst['ncu_ms'])}.")
                 why = self._config_mismatch(worst)
                 if why:
@@ -106,6 +108,8 @@ class Clocks(ProfileData):
     # what the clock change predicts: a call bound by a compute roof scales fully with the SM clock, so even
     # half of that is well clear of the event offset and the run-to-run spread of one call.
     CLOCK_FOLLOW_SHARE = 0.5
+    # ... and it slowed by "about what" its reading predicts only from this share of the prediction up.
+    CLOCK_FOLLOW_CLOSE = 0.8
 
     def _event_offset(self, case_id) -> float:
         """What our clock adds to a single kernel's call (the events around it): the median gap of the other
@@ -194,8 +198,12 @@ class Clocks(ProfileData):
         ex = t.loc[t["moved_net"].idxmax()]
         who = join(self._call_words(r) for _, r in t.iterrows())
         count = f"{count_word(len(t))} call{'' if one else 's'}".capitalize()
+        # A call "follows" from CLOCK_FOLLOW_SHARE of the predicted slowdown up: "about what" only where every
+        # one came near the whole of it.
+        share = (t["moved_net"] / t["predicted"]).min()
+        how = "about what" if share >= self.CLOCK_FOLLOW_CLOSE else f"at least {fmt.pct(10 * math.floor(share * 10 + 1e-9), 2)} of what"
         return (f"{count} not bound by a compute roof did run slower under the "
-                f"profiler, by about what {'its' if one else 'their'} clock reading{'' if one else 's'} predict"
+                f"profiler, by {how} {'its' if one else 'their'} clock reading{'' if one else 's'} predict"
                 f"{'s' if one else ''}: {who}. {self._call_words(ex)} took {fmt.ms(ex['ncu_ms'])} under Nsight "
                 f"Compute against {fmt.ms(ex['device_ms'])} on our clock, {fmt.pct(100 * ex['moved_net'])} longer once "
                 "the time our clock adds around a single kernel (above) is taken out, where its reading predicts "
