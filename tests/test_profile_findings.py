@@ -311,3 +311,36 @@ def test_a_call_that_followed_its_clock_reading_only_in_part_is_not_said_to_foll
     assert "by about what its clock reading predicts" in full
     part = _followed(tmp_path / "b", 1 / (1 + 0.6 * (1970 / 1650 - 1)))  # by 60% of it
     assert "by about what" not in part and "by at least 60% of what its clock reading predicts" in part
+
+
+def test_the_utilisation_caption_ends_its_sentence_before_the_run(tmp_path):
+    page = tpp.page_for(tmp_path, tpp.profile_file_for_page())
+    assert "one profiled call after warm-up. Run " in text(page.utilisation_figure())
+
+
+def test_the_byte_table_names_implementations_as_the_figure_does(tmp_path):
+    t = text(synthetic(tmp_path).bytes_table())
+    assert "<td>naive PyTorch</td>" in t and "<td>Triton (ours)</td>" in t
+    assert "<td>naive</td>" not in t and "<td>triton</td>" not in t
+
+
+def test_the_stall_legend_lists_the_reasons_most_common_first_over_every_chart(tmp_path):
+    import pandas as pd
+    page = synthetic(tmp_path)
+    # Two charts whose own orders differ: long_scoreboard leads the first, barrier the second and the sum.
+    charts = {"a": {"long_scoreboard": 0.5, "wait": 0.3, "barrier": 0.2}, "b": {"barrier": 0.9, "wait": 0.1}}
+    page.shapes = lambda: list(charts)
+    page.stall_frame = lambda shape: pd.DataFrame({"label": "k", "kernel_name": "k", "reason": list(charts[shape]),
+                                                   "share": list(charts[shape].values())})
+    listed = [line.split("**")[1] for line in text(page.stall_legend()).splitlines() if line.startswith("- **")]
+    assert listed == ["barrier", "long_scoreboard", "wait", "other"]
+
+
+def test_a_causal_call_rereads_k_and_v_only_up_to_the_diagonal(tmp_path):
+    page = synthetic(tmp_path)
+    r = page._rows(page.headline)
+    row = r[r["impl"] == "triton"].iloc[0].copy()
+    row["causal"] = True
+    t = text(page._reread_text(row, 2048, 2 * 8 * 2 * 2048 * 64))
+    # 16 query tiles of 128 rows, each reading the key tiles up to its own: 8.5 passes over K and V on average
+    assert "each read their head's K and V up to the diagonal" in t and "instead of 8.5" in t

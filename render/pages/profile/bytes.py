@@ -61,6 +61,7 @@ class Bytes(ProfileData):
         df = self.bytes_frame(shape)
         if df.empty:
             return ""
+        df = df.assign(impl=df["impl"].map(impl_label))  # the names the figure and the other tables use
         return table_html(df, {"impl": "Implementation", "model_kind": "Model", "model": "Model bytes", "dram": "Measured DRAM",
                                "ratio": "Measured / model", "l2": "Measured L2"},
                           {"model": fmt.bytes_, "dram": fmt.bytes_, "l2": fmt.bytes_, "ratio": fmt.ratio})
@@ -117,9 +118,12 @@ class Bytes(ProfileData):
         bm = int(re.search(r"BLOCK_M=(\d+)", r["config"]).group(1))
         blocks = -(-n // bm)
         who = impl_label(r["impl"])
-        out = [f"The model counts K and V once, but {who}'s {blocks} query blocks of {bm} rows per head each read all "
-               f"of their head's K and V: with Q read and O written once, that is {fmt.bytes_(requests)} of re-reads "
-               "and requests."]
+        # How often the tiles read K and V over: every query block all of them, or under a causal mask only the
+        # key tiles up to the diagonal (tile_requests counts Q and O once besides).
+        reads = (requests / tensor - 2) / 2
+        what = "their head's K and V up to the diagonal" if r["causal"] else "all of their head's K and V"
+        out = [f"The model counts K and V once, but {who}'s {blocks} query blocks of {bm} rows per head each read "
+               f"{what}: with Q read and O written once, that is {fmt.bytes_(requests)} of re-reads and requests."]
         k = self._case_kernels(r["case_id"])
         _, why_l1 = self._level_bytes(r, k, "l1")
         l1, l2, dram = r["l1_bytes"], r["l2_bytes"], r["dram_read_bytes"]
@@ -142,7 +146,7 @@ class Bytes(ProfileData):
             out.append(text + ".")
         if known(dram):
             kv = max((dram - tensor) / (2 * tensor), 0)
-            held = ("L2 held them between query blocks" if kv < 0.5 * blocks else
+            held = ("L2 held them between query blocks" if kv < 0.5 * reads else
                     "the caches did not hold them between query blocks")
-            out.append(f"K and V came from DRAM about {fmt.num(kv, 2)} times instead of {blocks}: {held}.")
+            out.append(f"K and V came from DRAM about {fmt.num(kv, 2)} times instead of {fmt.num(reads, 2)}: {held}.")
         return " ".join(out)

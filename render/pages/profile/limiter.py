@@ -112,7 +112,7 @@ class Limiter(ProfileData):
                            "(sm__pipe_*_cycles_active, sm__inst_executed_pipe_*, sm__inst_issued, as % of peak "
                            "sustained while the SM was active), and DRAM, L2 and L1/shared throughput (Speed of "
                            f"Light). Cells at {BUSY_PCT:.0f}% or more, where a unit counts as the limit, turn red. "
-                           "Nsight Compute with --clock-control none, one profiled call after warm-up",
+                           "Nsight Compute with --clock-control none, one profiled call after warm-up.",
                            height=160 + 28 * len(y))
 
     def _ours(self, shape) -> pd.Series:

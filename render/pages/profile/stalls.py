@@ -69,13 +69,12 @@ class Stalls(ProfileData):
     def stall_legend(self) -> str:
         """What each stall reason drawn on this page waits for, once, in Nsight Compute's sense (vocab.STALL_WORDS):
         the charts name reasons by the profiler's own words, which few readers know past 'barrier'."""
-        drawn = []
-        for shape in self.shapes():
-            df = self.stall_frame(shape)
-            if not df.empty:
-                drawn += [r for r in df.groupby("reason")["share"].sum().sort_values(ascending=False).index
-                          if r != "other"]
-        drawn = list(dict.fromkeys(drawn))
+        # "The most common first" over every chart: each reason's shares summed across the shapes.
+        frames = [df for df in (self.stall_frame(s) for s in self.shapes()) if not df.empty]
+        if not frames:
+            return ""
+        total = pd.concat(frames).groupby("reason")["share"].sum().sort_values(ascending=False, kind="stable")
+        drawn = [r for r in total.index if r != "other"]
         if not drawn:
             return ""
         lines = [f"- **{escape.text(r)}**: {escape.text(STALL_WORDS.get(r, 'a reason this report has no words for'))}"
