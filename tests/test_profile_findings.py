@@ -336,6 +336,29 @@ def test_the_stall_legend_lists_the_reasons_most_common_first_over_every_chart(t
     assert listed == ["barrier", "long_scoreboard", "wait", "other"]
 
 
+def _regcap(pf):
+    """An older run's register-cap experiment: a cap speeds the slow 128x128 config up, not past the 64x64 one."""
+    from collect.schema.profile import RegCapRow
+
+    def row(m, n, cap, ms, status="ok"):
+        return RegCapRow(case_id=f"regcap-{m}x{n}-r{cap}", block_m=m, block_n=n, num_warps=4, num_stages=2,
+                         maxnreg=cap, status=status, reason=None if status == "ok" else "PTXAS error",
+                         latency_ms_median=ms, latency_ms_p10=ms and ms * 0.99, latency_ms_p90=ms and ms * 1.01)
+    pf.regcap = [row(64, 64, None, 0.047), row(64, 64, 96, 0.052), row(128, 128, None, 0.073),
+                 row(128, 128, 128, 0.052), row(128, 128, 80, None, status="error")]
+
+
+def test_a_run_that_holds_the_register_cap_experiment_shows_it_and_does_not_say_it_was_not_run(tmp_path):
+    ran = text(synthetic(tmp_path / "a", edit=_regcap).register_cap_note())
+    assert "not run" not in ran and "This run still holds the register-cap experiment" in ran
+    assert "a cap beat the same tile config uncapped for 128x128, 4 warps, 2 stages at maxnreg 128" in ran
+    assert "yet no capped config ran faster than the fastest uncapped one, 64x64, 4 warps, 2 stages" in ran
+    assert "<th>Reason</th>" in ran and "PTXAS error" in ran
+    # without its rows: our kernel's registers allow fewer blocks than its shared memory, and that is left untested
+    none = text(synthetic(tmp_path / "b").register_cap_note())
+    assert "still holds" not in none and "this run does not test whether it would help" in none
+
+
 def test_a_causal_call_rereads_k_and_v_only_up_to_the_diagonal(tmp_path):
     page = synthetic(tmp_path)
     r = page._rows(page.headline)
