@@ -176,6 +176,8 @@ def test_index_keeps_the_phase_table_and_shows_the_headlines(tmp_path):
     assert "| `bench` | [Byte arithmetic](byte-arithmetic.md), [Benchmarks](benchmarks.md) |" in out
     assert "| `decode` | [Decode](decode.md) |" in out and "| `iterations` | [Kernel iterations](iterations.md) |" in out
     assert "(compare.md)" in out and "{{" not in out
+    # The Decode page quotes how far a ratio moved over the other runs on the same GPU: not this run's numbers alone.
+    assert "the Decode page's ranges of a ratio over the runs on the same GPU" in out
 
 
 def test_even_timings_read_as_on_par(tmp_path):
