@@ -48,3 +48,10 @@ def test_clock_readings_print_at_the_precision_nvidia_smi_reads_them():
 
 def test_the_t4_prediction_names_the_masking_its_flop_count_assumes():
     assert "fp16, non-causal" in _page().t4_prediction()
+
+
+def test_the_read_only_sentence_gives_the_margin_as_measured_not_as_a_word():
+    page = _page()
+    t = html.unescape(page.bandwidth_sentence())
+    # How far above the copy a read-only stream went is the ratio printed beside it; "a little" was typed in.
+    assert "A stream that only reads can go faster" in t and "a little" not in t

@@ -230,7 +230,7 @@ class HardwarePage(Page):
                     f"{fmt.bandwidth(best.achieved_bytes_per_s)}.")
         return (f" A stream that only reads can go faster: decode attention reading its cache reached "
                 f"{fmt.bandwidth(best.achieved_bytes_per_s)} ({fmt.ratio(best.achieved_bytes_per_s / copy)} the copy's "
-                "rate, on the [Decode](decode.md) page), so a kernel that mostly reads can sit a little above this roof.")
+                "rate, on the [Decode](decode.md) page), so a kernel that mostly reads can sit above this roof.")
 
     def ridge_sentence(self) -> str:
         r_meas, r_sheet = self.ridge("measured"), self.ridge("datasheet")
