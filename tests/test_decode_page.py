@@ -995,6 +995,10 @@ def test_the_opening_compares_per_token_against_generate_and_the_summary_says_ho
 
 def test_the_targets_legend_defines_the_terms_the_table_uses_before_the_page_does(tmp_path):
     legend = page(tmp_path).targets_legend()
+    assert "**CUDA-graph step**: our fused decode step" in legend
+    # runs whose graph step ran PyTorch ops (h200-20261130b) are not told it was fused
+    torch_step = dataclasses.replace(decode_file("synthetic-20261129"), graph_step="torch")
+    assert "fused" not in write(tmp_path / "torch", torch_step).targets_legend()
     for term in ("**Bandwidth floor**", "**CUDA-graph step**", "**Split-KV kernel**", "**Near-ties**"):
         assert term in legend
     assert fmt.bandwidth(BW) in legend and "(#what-a-step-must-read)" in legend

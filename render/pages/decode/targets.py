@@ -54,8 +54,10 @@ class Targets(DecodeData):
         """The terms the targets table uses before the page defines them, each said once and linked to its section."""
         bw = self.data.floor_bandwidth_bytes_per_s
         at = f", {fmt.bandwidth(bw)} in this run" if bw else ""
+        # "Fused" only where this run's graph step ran our fused kernels: the first runs computed it with PyTorch ops.
+        step = "our fused decode step" if self.data.graph_step == "fused" else "our decode step"
         return (f"**Bandwidth floor**: the weights and cache a step must read, at the measured copy bandwidth{at} "
-                "([what a step must read](#what-a-step-must-read)). **CUDA-graph step**: our fused decode step, "
+                f"([what a step must read](#what-a-step-must-read)). **CUDA-graph step**: {step}, "
                 "captured once and replayed from one CUDA graph; the **int8-graph step** is the same over an int8 cache "
                 "([the loops](#the-loops)). **Split-KV kernel**: our decode attention, which splits each sequence's "
                 "cache into chunks read in parallel ([glossary](glossary.md#split-kv)). **Near-ties**: positions whose "
