@@ -367,3 +367,24 @@ def test_a_causal_call_rereads_k_and_v_only_up_to_the_diagonal(tmp_path):
     t = text(page._reread_text(row, 2048, 2 * 8 * 2 * 2048 * 64))
     # 16 query tiles of 128 rows, each reading the key tiles up to its own: 8.5 passes over K and V on average
     assert "each read their head's K and V up to the diagonal" in t and "instead of 8.5" in t
+
+
+def test_a_hot_spot_where_warps_were_issuing_is_not_called_a_stall(tmp_path):
+    from collect.schema.profile import HotSpotRow
+
+    def hot(pf):
+        pf.hotspots = [HotSpotRow(case_id="main-triton", launch=0, rank=i, address=f"0x{16 * i:x}", opcode=op,
+                                  role=role, sass=op, samples=s, share_pct=s / 10, top_reason=why)
+                       for i, (op, role, s, why) in enumerate([("HGMMA.64x64x16.F32", "mma", 60.0, "selected"),
+                                                               ("BAR.SYNC", "barrier", 30.0, "barrier")])]
+    page = synthetic(tmp_path, edit=hot)
+    t = text(page.hotspot_table("main-triton", 0))
+    assert "selected (issuing, not stalled)" in t and "stall reasons" not in t
+    # the groups count and share only the listed instructions, not every one of their kind in the kernel
+    assert "Share of the kernel's samples (listed instructions)" in t and "Listed instructions" in t
+    assert "(matrix multiply (tensor cores), 6.00%, mostly selected (issuing, not stalled))" in \
+        text(page.hotspot_finding("main-triton", 0))
+
+
+def test_the_clock_table_says_which_way_its_difference_runs(tmp_path):
+    assert "<th>ours − Nsight Compute</th>" in text(synthetic(tmp_path).clock_check_table())

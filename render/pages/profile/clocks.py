@@ -296,5 +296,5 @@ class Clocks(ProfileData):
                               for b, h, n, d, c in zip(df["batch"], df["heads"], df["seq_len"], df["head_dim"], df["causal"])])
         return table_html(df, {"impl": "Implementation", "shape": "Shape", "kernels": "Kernels",
                                "ncu_ms": "Nsight Compute (kernel sum)", "device_ms": "Our device time",
-                               "device_over_ncu": "ours / Nsight Compute", "gap_ms": "difference"},
+                               "device_over_ncu": "ours / Nsight Compute", "gap_ms": "ours − Nsight Compute"},
                           {"ncu_ms": fmt.ms, "device_ms": fmt.ms, "device_over_ncu": fmt.ratio, "gap_ms": fmt.ms})

@@ -13,6 +13,11 @@ from ...vocab import HOTSPOT_ROLES, impl_label, join, stall_words
 from .data import ProfileData, _step_words
 
 
+def _state_words(reason: str) -> str:
+    """A sampled warp state in words: a stall reason, or 'selected', which is no stall (the warp was issuing)."""
+    return "selected (issuing, not stalled)" if reason == "selected" else stall_words(reason)
+
+
 class Hotspots(ProfileData):
     """The kernels with hot spots, a table of their instructions by role, and a finding."""
 
@@ -55,10 +60,13 @@ class Hotspots(ProfileData):
             reasons = g.groupby("top_reason")["samples"].sum().sort_values(ascending=False)
             rows.append(dict(role=HOTSPOT_ROLES.get(role, role), share=g["share_pct"].sum(), n=len(g),
                              ops=", ".join(dict.fromkeys(g["opcode"]))[:120],
-                             why="; ".join(stall_words(r) for r in reasons.index[:2])))
+                             why="; ".join(_state_words(r) for r in reasons.index[:2])))
         t = pd.DataFrame(rows).sort_values("share", ascending=False)
-        return table_html(t, {"role": "What the instructions do", "share": "Share of the kernel's samples",
-                              "n": "Instructions", "ops": "Opcodes", "why": "Main stall reasons there"},
+        # Only the hottest instructions are listed: a group's share and count are of those, not of every
+        # instruction of its kind in the kernel.
+        return table_html(t, {"role": "What the instructions do",
+                              "share": "Share of the kernel's samples (listed instructions)",
+                              "n": "Listed instructions", "ops": "Opcodes", "why": "Warp states sampled most there"},
                           {"share": fmt.pct})
 
     def hotspot_finding(self, case_id: str, launch: int) -> str:
@@ -67,7 +75,7 @@ class Hotspots(ProfileData):
             return ""
         top = hs.iloc[:3]
         parts = [f"{escape.code(o)} ({HOTSPOT_ROLES.get(r, r)}, {fmt.pct(sh)}"
-                 + (f", mostly {escape.text(t)})" if known(t) else ")")
+                 + (f", mostly {escape.text(_state_words(t) if t == 'selected' else t)})" if known(t) else ")")
                  for o, r, sh, t in zip(top["opcode"], top["role"], top["share_pct"], top["top_reason"])]
         covered = hs["share_pct"].sum()
         return (f"Its three hottest instructions are {join(parts)}; the {len(hs)} listed hold "
