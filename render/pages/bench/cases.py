@@ -33,6 +33,30 @@ class Cases(BenchSection):
         text += "".join(map(escape.note, data.notes))
         return text
 
+    # The kinds the page's list describes; the portable path only where the run timed it (collect drops it on a GPU
+    # without the Hopper path, where it would time the very kernel `triton` does).
+    KINDS = ("naive", "sdpa forced", "sdpa choice", "fa4", FUSED)
+
+    def has_portable(self) -> bool:
+        return bool((self.rows["impl"] == "triton-portable").any())
+
+    def measured_intro(self) -> str:
+        """What the page measures, over the run's own sweeps and single shapes: a profile or a GPU that runs other
+        shapes (the quick profile sweeps one) must not read the full profile's."""
+        sweeps = self.shapes()
+        points = self.b.point_shapes()
+        over = (f"over {'one sweep' if len(sweeps) == 1 else f'{_word(len(sweeps))} sweeps'} of N "
+                f"({join(shape_label(s) for s in sweeps)})" if sweeps else "")
+        if points:
+            many = "s" if len(points) > 1 else ""
+            over += (f"{' and' if over else 'over'} {_word(len(points))} single shape{many}, each at one length (the "
+                     "section on single shapes names them)")
+        kinds = _word(len(self.KINDS) + self.has_portable())
+        return ("How long one forward pass of attention takes, how many floating-point operations per second it "
+                "sustains, and how much memory it needs beyond its inputs, as the sequence grows"
+                + (f", {over}" if over else "") + f". {kinds[0].upper()}{kinds[1:]} kinds of implementation are "
+                "measured on the same inputs:")
+
     def coverage(self) -> str:
         """The implementations timed at only some of the run's shapes, and what that leaves out of "the fastest other
         implementation" elsewhere: a comparison's opponent is chosen from what ran at that shape."""
@@ -173,3 +197,8 @@ class Cases(BenchSection):
             text += (f" In the other {rest}, PyTorch's choice is compared as it is "
                      "(its backend was not timed forced there, or is not known).")
         return text
+
+
+def _word(n: int) -> str:
+    """A small count in words, as prose writes it."""
+    return ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine")[n - 1] if 0 < n < 10 else str(n)

@@ -25,11 +25,24 @@ class Failures(BenchSection):
                          f"N={join(sorted(set(g['seq_len'])))}; "
                          f"{join(dtype_short(d) for d in dict.fromkeys(g['dtype']))}; {join(masks)}")
                 if status == "oom":
-                    asked = g["requested_bytes"].dropna()
-                    reason = f"asked for up to {fmt.bytes_(asked.max())}" if len(asked) else "out of memory"
+                    reason = self._oom_reason(g)
                 out.append({"impl": impl_label(impl), "status": status, "n": len(g), "where": where, "reason": reason})
         return table_html(pd.DataFrame(out), {"impl": "Implementation", "status": "Status", "n": "Cases",
                                               "where": "Where", "reason": "Reason"})
+
+    @staticmethod
+    def _oom_reason(g: pd.DataFrame) -> str:
+        """What an oom row's requested_bytes is: the one allocation that failed, on top of what the call already held
+        (so it can be less than the device's memory), or, for a case not attempted, its predicted need."""
+        skipped = g["reason"].fillna("").str.startswith("not attempted")
+        failed, predicted = g[~skipped]["requested_bytes"].dropna(), g[skipped]["requested_bytes"].dropna()
+        parts = []
+        if len(failed):
+            parts.append(f"one allocation of up to {fmt.bytes_(failed.max())} failed, on top of what the call "
+                         "already held")
+        if len(predicted):
+            parts.append(f"not attempted: a predicted need of up to {fmt.bytes_(predicted.max())}")
+        return "; ".join(parts) or "out of memory"
 
     # A first call that took less than this cannot have compiled our kernel: compiling one config takes
     # seconds (kernels/attention/portable.py), loading a compiled one from Triton's on-disk cache milliseconds.

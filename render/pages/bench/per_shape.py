@@ -77,7 +77,9 @@ class PerShape(Offset):
         text = f"{label[0].upper()}{label[1:]} ran out of memory at N={join(oom)}"
         where = [n for n in oom if n in tri.index]
         if where:
-            text += f", where Triton ran (in {fmt.ms(tri[where[-1]])} at N={where[-1]})"
+            # One length is named already; several need the one whose time is given.
+            text += f", where Triton ran (in {fmt.ms(tri[where[-1]])} " + ("there)" if len(where) == 1 else
+                                                                         f"at N={where[-1]})")
         return text + "."
 
     def memory_finding(self, shape) -> str:
@@ -162,7 +164,7 @@ class PerShape(Offset):
                             x=o["seq_len"], y=o["requested_bytes"] * scale, mode="markers", name=f"{label}: OOM",
                             legendgroup=impl, showlegend=False,
                             marker=dict(symbol="x", size=11, color=color, line=dict(width=2, color=color)),
-                            hovertemplate=f"{label}<br>N=%{{x}}<br>out of memory; asked for %{{y:.3s}}B<extra></extra>"),
+                            hovertemplate=f"{label}<br>N=%{{x}}<br>out of memory at an allocation of %{{y:.3s}}B<extra></extra>"),
                             row=r, col=c)
         mem = self.run.manifest.device.memory_bytes if self.run.manifest.device else None
         if oom_markers and mem:
@@ -192,5 +194,7 @@ class PerShape(Offset):
     def memory_figure(self, shape) -> str:
         return self._metric_figure(shape, "memory", "peak_mem_bytes", "peak above inputs (bytes)", "%{y:.3s}B",
                                    "Peak memory above the inputs (statistics reset after warm-up) against sequence "
-                                   "length, log-log; × marks an out-of-memory case at the size it asked for; the "
-                                   "dashed line is the device's memory.", oom_markers=True, si_unit="B")
+                                   "length, log-log; × marks an out-of-memory case at the one allocation that failed, "
+                                   "which came on top of what the call already held and so can lie below the dashed "
+                                   "line, the device's memory (at its predicted need where the case was not tried).",
+                                   oom_markers=True, si_unit="B")

@@ -89,8 +89,11 @@ class SmallSizes(BenchSection):
         never = [impl_label(i) for i in self.impls() if i not in reach and i in set(self.clock["impl"])]
         if never:
             groups.append(f"at no length: {join(never)}")
-        return (f"Up to N={n_max}, some calls are host-bound: a loop of them takes longer than the GPU's own time "
-                f"({'; '.join(groups)}; the section on small sizes gives each shape).")
+        # The whole rule, margin and host time both: a loop merely slower than the device time is no sign of the host
+        # (at the longest lengths loops run well above it on the GPU alone, as the small sizes' section says).
+        return (f"Up to N={n_max}, some calls are host-bound: a loop of them takes more than "
+                f"{fmt.pct(100 * (HOST_BOUND - 1), 2)} longer than the GPU's own time, and issuing one call on the CPU "
+                f"takes long enough to explain it ({'; '.join(groups)}; the section on small sizes gives each shape).")
 
     def small_n_finding(self) -> str:
         """What sets the pace at small sizes: device time against host and loop time, in words from the data."""
@@ -150,8 +153,9 @@ class SmallSizes(BenchSection):
 
     def _unrested(self, c: pd.DataFrame) -> str:
         """What a loop pays at the lengths where the GPU sets every call's pace (`c`): device time is taken after the
-        GPU rested (collect/timing.py), a loop's calls get no rest, so they run nearer the power limit, and ratios of
-        loop times need not match the device-time ratios the page compares."""
+        GPU rested (collect/timing.py), a loop's calls get no rest, and ratios of loop times need not match the
+        device-time ratios the page compares. The power limit is a likely cause, not a measured one: the run reads
+        the SM clock during the device timing only, so the words say so."""
         gpu = c[[_host_cannot_pace(r) for _, r in c.iterrows()]]
         if gpu.empty:
             return ""
@@ -162,8 +166,9 @@ class SmallSizes(BenchSection):
                     "sees.")
         text = (f"Even there, a loop of calls runs up to {fmt.pct(100 * (top['loop_over_device'] - 1), 2)} "
                 f"above the device time ({impl_label(top['impl'])} at N={top['seq_len']}, {shape_label(top['shape'])}): "
-                "device time is taken after the GPU rests, and calls back to back get no rest, so they run nearer the "
-                "GPU's power limit.")
+                "device time is taken after the GPU rests, and calls back to back get no rest, which likely holds them "
+                "nearer the GPU's power limit (the clock is read during the device timing only, so the loop's own is "
+                "not known).")
         flips, total, widest = self._loop_verdicts(least)
         if total and fmt.pct(100 * (widest - 1), 2) == fmt.pct(0, 2):
             text += " Ratios of loop times match the ratios of device times below there."

@@ -148,8 +148,13 @@ class _Standing:
         f0, f1 = gaps[0], gaps[-1]
         peak = max(range(len(gaps)), key=gaps.__getitem__)
         # A gap widest mid-range that falls back by more than the "on par" band has narrowed again.
+        low = min(range(len(gaps)), key=gaps.__getitem__)
         if 0 < peak < len(gaps) - 1 and gaps[peak] / f1 >= EVEN and gaps[peak] / f0 >= TREND:
             trend = f"the gap grows up to N={self.ns[peak]}, then narrows"
+        elif max(f0, f1) / min(f0, f1) < TREND <= gaps[peak] / gaps[low]:
+            # Ends alike but the lengths between them apart: "steady" would hide the swing the table shows.
+            trend = (f"the gap moves with N with no steady trend, narrowest at N={self.ns[low]} and widest at "
+                     f"N={self.ns[peak]}")
         else:
             trend = ("the gap grows with N" if f1 / f0 >= TREND else "the gap narrows with N" if f0 / f1 >= TREND
                      else "the gap holds roughly steady across N")
