@@ -209,6 +209,14 @@ class IterationsSection(Page):
         Two shapes can share an N (d=64 and d=128 at N=4096), so the shape is part of the case."""
         return list(self._cases)
 
+    def shape_lengths(self) -> str:
+        """'B=2, H=8, d=64 at N=2048 and 4096; B=4, H=32, d=128 at N=4096': each shape with its own lengths, which
+        the shapes need not share (the d=128 goal skips N=2048 and 8192), in order of N."""
+        lens: dict[str, set] = {}
+        for b, h, hd, n in zip(self.rows["batch"], self.rows["heads"], self.rows["head_dim"], self.rows["seq_len"]):
+            lens.setdefault(f"B={b}, H={h}, d={hd}", set()).add(int(n))
+        return "; ".join(f"{s} at N={join(sorted(ns))}" for s, ns in lens.items())
+
     @property
     def several_shapes(self) -> bool:
         return len({(c.batch, c.heads, c.head_dim) for c in self._cases}) > 1

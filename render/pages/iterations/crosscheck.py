@@ -108,7 +108,7 @@ class Crosscheck(IterationsSection):
             if a is None and b is None:
                 continue
             rows.append({"case": self.label(c), "here": a, "bench": b,
-                         "diff": f"{b - a:+.3f}" if a is not None and b is not None else "n/a"})
+                         "diff": _signed(b - a) if a is not None and b is not None else "n/a"})
         if not rows or all(r["bench"] is None for r in rows):
             return ""
         # Near the goal or its floor a ratio gets the figures that say which side it falls on: the counts above use them.
@@ -128,3 +128,10 @@ class Crosscheck(IterationsSection):
             return None
         theirs = sdpa.loc[sdpa["tflops"].idxmax(), "sm_clock_mhz"]
         return clock_gap(ours.iloc[0], theirs)
+
+
+def _signed(x: float) -> str:
+    """A difference to three decimals with a true minus sign; one that rounds to nothing is 0.000, not -0.000."""
+    if f"{abs(x):.3f}" == "0.000":
+        return "0.000"
+    return f"{'+' if x > 0 else '−'}{abs(x):.3f}"

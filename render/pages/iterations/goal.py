@@ -41,7 +41,8 @@ class Goal(IterationsSection):
         out = [f"The goal: over the goal cases, a median of {goal} or more of the fastest other implementation's TFLOP/s, "
                f"and no case below {fmt.ratio(floor)} (the noise band of this data). The final version, "
                f"**{escape.text(final)}**, has a median of {shown(med)} with "
-               f"{plural(len(low), 'case')} below {fmt.ratio(floor)}: the goal is {'reached' if reached else 'missed'}. "
+               f"{plural(len(low), 'case') if low else 'no case'} below {fmt.ratio(floor)}: the goal is "
+               f"{'reached' if reached else 'missed'}. "
                f"It reaches {goal} in {len(met)} of {len(measured)} cases"]
         # A case that clears the goal by less than the noise band could fall under it on another measurement.
         close = [r for _, r in met if r < d.goal_ratio + NOISE_BAND]
@@ -166,11 +167,8 @@ class Goal(IterationsSection):
         fig.update_yaxes(title_text="TFLOP/s", rangemode="tozero", col=1)
         fig.update_xaxes(type="category", categoryorder="array", categoryarray=ticks, tickangle=-60,
                          tickfont=dict(size=11), title_text="version (hover for its name and kernel)", row=len(dtypes))
-        cases = join(dict.fromkeys(f"N={c.n}" for c in self.cases()))
-        shape = join(dict.fromkeys(f"B={b}, H={h}, d={hd}" for b, h, hd in
-                                   zip(self.rows["batch"], self.rows["heads"], self.rows["head_dim"])))
         caption = (f"TFLOP/s of each kernel version (solid, in journey order) against the fastest other implementation of the "
-                   f"same case (dashed) and the measured matmul rate (dotted); {shape}; {cases}; "
+                   f"same case (dashed) and the measured matmul rate (dotted); {self.shape_lengths()}; "
                    f"4·B·H·N²·d FLOP per call, halved when causal.")
         return self.figure("tflops", fig, caption, height=300 * len(dtypes) + 120)
 

@@ -1,9 +1,11 @@
 """What this run shows and what it measured: the opening findings, the run's cases and where each version ran."""
 from __future__ import annotations
 
+import pandas as pd
+
 from ... import escape, fmt
 from ...vocab import DTYPE_SHORT as SHORT
-from ...vocab import impl_label, join, plural
+from ...vocab import impl_label, join, masking, plural
 from .common import NOISE_BAND, YARDSTICKS, IterationsSection, goal_ratio_text, where_ran
 from .journey import HELD, IN_SLACK, prediction_baseline, verdict, written_after
 
@@ -23,7 +25,8 @@ class Opening(IterationsSection):
             out.append(f"The kernel as shipped, **{escape.text(final)}**, {'reaches' if reached else 'misses'} its goal "
                        f"on this page's timing: a median of {goal_ratio_text(med, d.goal_ratio)} the fastest other "
                        f"implementation's TFLOP/s over {len(measured)} goal cases (the goal: {fmt.ratio(d.goal_ratio)}), "
-                       f"with {plural(len(low), 'case')} below {fmt.ratio(d.goal_ratio - NOISE_BAND)}.")
+                       f"with {plural(len(low), 'case') if low else 'no case'} below "
+                       f"{fmt.ratio(d.goal_ratio - NOISE_BAND)}.")
         verdicts, narrow, after = [], 0, []
         for v, pred, m in self.measured_predictions():
             if m.factor is not None:
@@ -77,16 +80,14 @@ class Opening(IterationsSection):
         d = self.data
         counts = self.rows["status"].value_counts()
         status = join(f"{counts[s]} {s}" for s in ("ok", "oom", "unsupported", "error") if s in counts)
-        shapes = dict.fromkeys(f"B={b}, H={h}, d={hd}" for b, h, hd in zip(self.rows["batch"], self.rows["heads"],
-                                                                          self.rows["head_dim"]))
-        ns = sorted(set(self.rows["seq_len"]))
+        shapes = self.shape_lengths()
         untimed = len(self.versions) - len(self.timed_versions())
         # Every implementation beside ours: SDPA's backends and other projects' kernels (FlashAttention-4).
         others = self.rows[self.rows["kind"] != "version"]["impl"] if "kind" in self.rows else []
         text = (f"This run timed {len(self.timed_versions())} versions of our kernel and "
                 f"{join(escape.text(impl_label(i)) for i in dict.fromkeys(others))}: {len(self.rows)} measurements "
-                f"({status}) over {plural(len(self.cases()), 'goal case')}. Its shapes: {join(shapes)}; "
-                f"N = {join(ns)}; {join(SHORT.get(x, x) for x in dict.fromkeys(self.rows['dtype']))}; causal and not.")
+                f"({status}) over {plural(len(self.cases()), 'goal case')}. Its shapes: {shapes}; "
+                f"{join(SHORT.get(x, x) for x in dict.fromkeys(self.rows['dtype']))}; causal and not.")
         if untimed:
             # Named in the collapsed table of notes, not here: a list of tens of names says nothing a reader uses.
             text += (f" {plural(untimed, 'further version')} {'is' if untimed == 1 else 'are'} recorded with "
@@ -122,7 +123,8 @@ class Opening(IterationsSection):
             return ""
         out = []
         if everyone in by_set:
-            out.append(f"Every timed version ran at {where_ran(by_set[everyone])}.")
+            out.append(f"Every timed version ran at {where_ran(by_set[everyone])}." + self._one_masking(ok, everyone,
+                                                                                                     by_set[everyone]))
         for names, keys in by_set.items():
             if names != everyone:
                 ran = [escape.text(v) for v in self.version_names() if v in names]
@@ -132,4 +134,20 @@ class Opening(IterationsSection):
                 else:
                     out.append(f"Only {join(ran)} {'ran' if len(ran) > 1 else 'was timed'} beside the other implementations at "
                                f"{where_ran(keys)}.")
+                out[-1] += self._one_masking(ok, names, keys)
         return " ".join(out)
+
+    def _one_masking(self, ok, names, keys) -> str:
+        """The versions among `names` that ran in one masking only at `keys` ((head_dim, N, dtype)): "ran at" above
+        counts a shape either masking ran, and the ratio table's "not run" cells must not contradict it."""
+        keys = set(keys)
+        at = ok[pd.Series([(int(h), int(n), str(d)) in keys for h, n, d in
+                           zip(ok["head_dim"], ok["seq_len"], ok["dtype"])], index=ok.index, dtype=bool)]
+        timed = set(at["causal"].astype(bool))  # a run that timed one masking there has nothing to say
+        only: dict[bool, list] = {}
+        for v in self.version_names():
+            masks = set(at[at["impl"] == v]["causal"].astype(bool))
+            if v in names and len(masks) == 1 and masks < timed:
+                only.setdefault(masks.pop(), []).append(escape.text(v))
+        parts = [f"{join(vs)}{' ran' if i == 0 else ''} {masking(c)} only" for i, (c, vs) in enumerate(sorted(only.items()))]
+        return f" There {', and '.join(parts)}." if parts else ""
