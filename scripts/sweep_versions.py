@@ -244,12 +244,23 @@ PLANS["unroll"] = (  # g39-g40: g34 and g35's walk two tiles a pass; checked fir
     ((128, False, 4, 32, 1024), ("g32", "g37", "g39")),
     ((128, True, 4, 32, 4096), ("g37", "g39")),
 )
+PLANS["counted"] = (  # g41-g42: K/V slots released by counted arrives; the goal shape ours trails at first
+    ((128, False, 4, 32, 16384), ("g32", "g41")),
+    ((128, False, 4, 32, 4096), ("g32", "g41")),
+    ((80, False, 4, 32, 4096), ("g30", "g32", "g41")),
+    ((96, False, 4, 32, 4096), ("g27", "g32", "g41")),
+    ((128, True, 4, 32, 4096), ("g37", "g42")),
+    ((128, True, 4, 32, 16384), ("g37", "g42")),
+    ((128, False, 4, 32, 512), ("g37", "g42")),
+    ((128, False, 1, 32, 32768), ("g32", "g41")),
+    ((80, True, 4, 32, 4096), ("g37", "g42")),
+)
 # Shapes every new version must get right before anything is timed: ragged ones, and (the last) a walk of six to
 # eight query tiles per program on a 132-SM GPU, so that a hand-over between a program's tiles runs at odd and even
 # places in its walk (g34 and g35 passed the first three, where no program takes a second tile, and were wrong at
 # every odd place of a longer walk).
 CHECKS = ((1, 2, 1000), (2, 3, 333), (1, 1, 4096 + 77), (4, 32, 1024 - 31))
-NEW = ("g39", "g40")
+NEW = ("g41", "g42")
 
 
 def label(dtype, head_dim, causal, b, h, n):

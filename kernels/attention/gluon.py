@@ -222,7 +222,7 @@ def _launch_args(version, shape, causal, scale, sm_count, l2_bytes=H200_L2_BYTES
             dict(CAUSAL=bool(causal), STAGES=plan.stages, OVERLAP=version.overlap,
                  PINGPONG=2 if version.named_turns else int(version.pingpong), CONSUMER_REGS=plan.consumer_regs,
                  SCHEDULED=sched is not None, CONSUMERS=plan.consumers, PRODUCER_REGS=plan.producer_regs,
-                 NAMED_RELEASE=version.named_release, SPLIT=int(bool(plan.head_b)),
+                 RELEASE=version.release_at(head_dim), SPLIT=int(bool(plan.head_b)),
                  PACK_P=version.packed_p if version.changes(head_dim) else 0,
                  LATE_RELEASE=version.late_release and version.changes(head_dim),
                  CHAINED=int(version.chained) if version.changes(head_dim) else 0,

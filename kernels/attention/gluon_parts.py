@@ -58,23 +58,42 @@ def named_barrier(bar_id, SYNC: gl.constexpr, THREADS: gl.constexpr = 256):
                                   1)
 
 
+# How a consumer warpgroup hands a K/V ring slot back (the kernels' RELEASE): an mbarrier arrive; (g13) an arrive
+# on the slot's named barrier, which the producer syncs on; or (g41) an mbarrier arrive of count RELEASE_COUNT on a
+# barrier that expects that many from each consumer. The counted arrive does the same work, but its PTX form
+# (`mbarrier.arrive... [addr], 2;`) lets ptxas keep the wait for the previous P V after most of the softmax, as
+# FlashAttention-4's counted arrive does; the count-less form draws the wait up into the row max (notes.md,
+# "Static SASS of g32 beside FlashAttention-4's sm90 forward").
+RELEASE_ARRIVE = gl.constexpr(0)
+RELEASE_NAMED = gl.constexpr(1)
+RELEASE_COUNTED = gl.constexpr(2)
+RELEASE_COUNT = gl.constexpr(2)
+
+
 @gluon.jit
-def release(empty, slot, bar_id, NAMED: gl.constexpr, CONSUMERS: gl.constexpr):
-    """A consumer warpgroup is done with ring slot `slot`: an mbarrier arrive, or (NAMED, g13) an
-    arrive on the slot's named barrier, which the producer syncs on with every consumer."""
-    if NAMED:
+def empty_count(RELEASE: gl.constexpr, CONSUMERS: gl.constexpr) -> gl.constexpr:
+    """The arrivals a ring slot's empty mbarrier waits for: RELEASE_COUNT from each consumer when counted."""
+    return CONSUMERS * RELEASE_COUNT if RELEASE == RELEASE_COUNTED else CONSUMERS
+
+
+@gluon.jit
+def release(empty, slot, bar_id, RELEASE: gl.constexpr, CONSUMERS: gl.constexpr):
+    """A consumer warpgroup is done with ring slot `slot`, handed back as RELEASE says."""
+    if RELEASE == RELEASE_NAMED:
         named_barrier(bar_id, False, CONSUMERS * 128 + 32)
+    elif RELEASE == RELEASE_COUNTED:
+        mbarrier.arrive(empty.index(slot), count=RELEASE_COUNT)
     else:
         mbarrier.arrive(empty.index(slot))
 
 
 @gluon.jit
-def await_empty(empty, slot, phase, kv, bar_id, NAMED: gl.constexpr, CONSUMERS: gl.constexpr,
-                 STAGES: gl.constexpr):
+def await_empty(empty, slot, phase, kv, bar_id, RELEASE: gl.constexpr, CONSUMERS: gl.constexpr,
+                STAGES: gl.constexpr):
     """The producer waits until every consumer has released ring slot `slot` (a fresh slot is empty).
     A named barrier has no phases, so the producer meets the consumers at each refill after the
     first: their arrivals for one fill cannot come before the fill, which follows this sync."""
-    if NAMED:
+    if RELEASE == RELEASE_NAMED:
         if kv >= STAGES:
             named_barrier(bar_id, True, CONSUMERS * 128 + 32)
     else:

@@ -1,4 +1,4 @@
-"""The Gluon kernel's journey (gluon.py): each step, g1 to g35, as one literal record of its settings,
+"""The Gluon kernel's journey (gluon.py): each step, g1 to g42, as one literal record of its settings,
 and the fixed tiles each of the two kernels runs at a head size.
 
 A step's words (the change, the prediction written before it was measured, the outcome) are in
@@ -79,6 +79,9 @@ class GluonVersion:
     # The mask of a tile the diagonal or the sequence's end cuts as one compare and one select a score: each row's
     # count of visible columns against the column's offset in the tile, scaled after the row max (g36-g38)
     lean_mask: bool = False
+    # ws kernel: K/V ring slots released by mbarrier arrives of count 2 (gluon_parts.RELEASE_COUNTED), whose PTX form
+    # lets ptxas keep the wait for the previous P V after most of the softmax (g41, g42)
+    counted_release: bool = False
     head_dims: tuple = HEAD_DIMS  # the head sizes this step changes
     baseline: str = "sdpa"
     path: str = "gluon"
@@ -97,6 +100,14 @@ class GluonVersion:
     def emulated_at(self, head_dim) -> int:
         """The exponentials in four this step computes on the FMA pipes at `head_dim` (0: none)."""
         return self.ex2_emulated if self.changes(head_dim) and head_dim <= self.ex2_max_head_dim else 0
+
+    def release_at(self, head_dim) -> int:
+        """How the ws kernel's consumers hand K/V ring slots back at `head_dim` (gluon_parts.RELEASE_*): 1 by named
+        barriers (g13, g14, at every head size), 2 by counted arrives where this step changes the head size, else
+        0, plain arrives."""
+        if self.named_release:
+            return 1
+        return 2 if self.counted_release and self.changes(head_dim) else 0
 
     def softmax_constexprs(self, head_dim) -> dict:
         """The softmax's compile-time switches both kernels take at `head_dim` (EX2_EMU, TREE, LANE_SUM, LEAN_MASK)."""
@@ -279,6 +290,17 @@ GLUON_VERSIONS = [
                  balanced=True, l2_weight=0.1, scheduled=True, consumers=3, packed_p=2, lane_sums=True,
                  late_release=True, chained=2, head_dims=(64,), baseline="g33",
                  predicted_speedup={"non-causal": (1.00, 1.02), "causal": (1.00, 1.05)}),
+    # Two shipped warp-specialized kernels with K/V slots released by counted arrives, as FlashAttention-4 releases them.
+    # g32 (d=104-128 non-causal from N=2048) with it.
+    GluonVersion(name="g41", **_story("g41"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
+                 split_head=True, balanced=True, l2_weight=0.1, scheduled=True, packed_p=2, lane_sums=True,
+                 late_release=True, counted_release=True, head_dims=(128,), baseline="g32", maskings=("non-causal",),
+                 predicted_speedup={"non-causal": (1.01, 1.04)}),
+    # g37 (d=72-128 causal, lean mask) with it.
+    GluonVersion(name="g42", **_story("g42"), kernel="ws", overlap=True, pingpong=True, named_turns=True,
+                 split_head=True, balanced=True, l2_weight=0.1, scheduled=True, packed_p=2, lane_sums=True,
+                 late_release=True, lean_mask=True, counted_release=True, head_dims=(128,), baseline="g37",
+                 predicted_speedup={"non-causal": (1.00, 1.02), "causal": (1.01, 1.04)}),
 ]
 
 _BY_NAME = {ver.name: ver for ver in GLUON_VERSIONS}

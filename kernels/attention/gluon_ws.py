@@ -1,4 +1,4 @@
-"""The Gluon warp-specialized kernel (steps g2-g7, g11-g15, g19, g23-g27 and g30-g35): a persistent program of one
+"""The Gluon warp-specialized kernel (steps g2-g7, g11-g15, g19, g23-g27 and g30-g42): a persistent program of one
 producer warp and two or three consumer warpgroups. gluon.py launches it (its grid, walk and constexprs come from
 the step's record in gluon_versions.py); the pieces it shares with the tile kernel (gluon_tile.py) are in
 gluon_parts.py.
@@ -10,15 +10,16 @@ same key tiles in the same order, so ring positions and mbarrier phases follow f
 Shared memory: Q as consumers x 2 slots of [64, head_dim] (slot = tile parity, so the producer loads the next
 tile's Q during this one; the output goes out through the Q slot it came in), and K and V rings of STAGES
 [BLOCK_N, head_dim] buffers. Barriers: *_ready (the producer's copy landed, count 1) and *_empty (released:
-count 1 for a Q slot, one arrival per consumer for K and V), and `turn` (g4's ping-pong by mbarriers; from g11
-the turns pass by hardware named barriers). mbarriers start in phase 0 with parity 1 counted as complete, so
-a first wait on parity 1 passes: that is how every buffer starts out empty.
+count 1 for a Q slot, one arrival per consumer for K and V, or two with g41's counted arrives), and `turn`
+(g4's ping-pong by mbarriers; from g11 the turns pass by hardware named barriers). mbarriers start in phase 0
+with parity 1 counted as complete, so a first wait on parity 1 passes: that is how every buffer starts out empty.
 
 The steps' additions, each a compile-time switch of _ws_kernel: softmax/GEMM overlap inside a consumer (g3),
 turns between consumers (g4, g11), a head of 72-96 columns in two chunks (g15, SPLIT), three consumers on a
 192-row tile (g12, g31), P rounded in pairs before the wait for the previous P V (g27, PACK_P), row sums kept
-per lane (g30, LANE_SUM in the softmax), each tile's output store left in flight (g32, LATE_RELEASE) and each
-tile's last P V run beside the next tile's first scores (g34, CHAINED).
+per lane (g30, LANE_SUM in the softmax), each tile's output store left in flight (g32, LATE_RELEASE), each
+tile's last P V run beside the next tile's first scores (g34, CHAINED) and K/V slots released by counted arrives
+(g41, RELEASE).
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 
 from ..gluon_compat import async_load, thread_barrier
-from .gluon_parts import (EMPTY_BARRIER, TURN_BARRIER, as_4d, await_empty, key_tiles, mma_layout, named_barrier,
-                          p_operand, release, rescale, row_sums_start, softmax_update, store_output, tile_coords)
+from .gluon_parts import (EMPTY_BARRIER, RELEASE_ARRIVE, TURN_BARRIER, as_4d, await_empty, empty_count, key_tiles,
+                          mma_layout, named_barrier, p_operand, release, rescale, row_sums_start, softmax_update,
+                          store_output, tile_coords)
 
 
 @gluon.jit
@@ -66,7 +68,7 @@ def _walk_tile(i, sched, tiles_m, num_heads, total_tiles, head_group, snake, CAU
 
 @gluon.jit
 def _ws_producer(descs, smem, bars, walk, CAUSAL: gl.constexpr, STAGES: gl.constexpr, SCHEDULED: gl.constexpr,
-                 CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr):
+                 CONSUMERS: gl.constexpr, RELEASE: gl.constexpr, SPLIT: gl.constexpr):
     """The copies: each tile's Q, then its key tiles' K and V through the ring. SPLIT (g15): every box
     comes in two, the head's first 64 columns (q_desc...) and the rest (qb_desc..., a narrower box from
     column 64), both counted on one mbarrier. The tuples are _ws_kernel's: descs the eight descriptors,
@@ -102,14 +104,14 @@ def _ws_producer(descs, smem, bars, walk, CAUSAL: gl.constexpr, STAGES: gl.const
         for j in range(n_total):
             slot = kv % STAGES
             phase = (kv // STAGES) & 1
-            await_empty(k_empty, slot, phase, kv, EMPTY_BARRIER + slot, NAMED_RELEASE, CONSUMERS, STAGES)
+            await_empty(k_empty, slot, phase, kv, EMPTY_BARRIER + slot, RELEASE, CONSUMERS, STAGES)
             mbarrier.expect(k_ready.index(slot), K_BYTES)
             async_load(k_desc, [b, h, j * BLOCK_N, 0], k_ready.index(slot),
                                             as_4d(k_smem.index(slot), BLOCK_N, HEAD_DIM))
             if SPLIT:
                 async_load(kb_desc, [b, h, j * BLOCK_N, HEAD_DIM], k_ready.index(slot),
                            as_4d(kb_smem.index(slot), BLOCK_N, HEAD_B))
-            await_empty(v_empty, slot, phase, kv, EMPTY_BARRIER + STAGES + slot, NAMED_RELEASE, CONSUMERS, STAGES)
+            await_empty(v_empty, slot, phase, kv, EMPTY_BARRIER + STAGES + slot, RELEASE, CONSUMERS, STAGES)
             mbarrier.expect(v_ready.index(slot), V_BYTES)
             async_load(v_desc, [b, h, j * BLOCK_N, 0], v_ready.index(slot),
                                             as_4d(v_smem.index(slot), BLOCK_N, HEAD_DIM))
@@ -171,7 +173,7 @@ def _ws_overlap_step(j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb
                      acc, acc_b, turns, qk_scale, rows, seq_len, WG: gl.constexpr, s_layout: gl.constexpr,
                      o_layout: gl.constexpr, ob_layout: gl.constexpr, MASK: gl.constexpr, CAUSAL: gl.constexpr,
                      STAGES: gl.constexpr, PINGPONG: gl.constexpr, CONSUMERS: gl.constexpr,
-                     NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr,
+                     RELEASE: gl.constexpr, SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr,
                      LEAN_MASK: gl.constexpr, PACK_P: gl.constexpr, NEW_TILE: gl.constexpr = False):
     """Key tile j (>= 1) of the overlapped loop: issue Q K_jᵀ and P_{j-1} V_{j-1} back to back,
     then compute the softmax of tile j while P_{j-1} V_{j-1} runs on the tensor cores. SPLIT: each
@@ -203,7 +205,7 @@ def _ws_overlap_step(j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb
         named_barrier(TURN_BARRIER + (WG + 1) % CONSUMERS, False)
     # wgmma groups retire in order: with the P V groups (one, or two with SPLIT) still out, Q K_jᵀ is done.
     s = warpgroup_mma_wait(1 + SPLIT, deps=(s, ))
-    release(k_empty, slot, EMPTY_BARRIER + slot, NAMED_RELEASE, CONSUMERS)
+    release(k_empty, slot, EMPTY_BARRIER + slot, RELEASE, CONSUMERS)
     p_new, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, j * BLOCK_N, seq_len, MASK, CAUSAL, EX2_EMU,
                                             TREE, LEAN_MASK)
     if PACK_P == 2:  # g27: the next P, packed, into registers of its own while P_{j-1} V_{j-1} still runs
@@ -215,7 +217,7 @@ def _ws_overlap_step(j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb
         acc, p, acc_b, pb = warpgroup_mma_wait(0, deps=(acc, p, acc_b, pb))
     else:
         acc, p = warpgroup_mma_wait(0, deps=(acc, p))
-    release(v_empty, prev_slot, EMPTY_BARRIER + STAGES + prev_slot, NAMED_RELEASE, CONSUMERS)
+    release(v_empty, prev_slot, EMPTY_BARRIER + STAGES + prev_slot, RELEASE, CONSUMERS)
     if not NEW_TILE:
         acc = rescale(acc, alpha, o_layout)
     if PACK_P == 2:
@@ -236,7 +238,7 @@ def _ws_overlap_step(j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb
 def _ws_key_steps(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_full, n_total, p, pb, prev_slot,
                   prev_phase, m_i, l_i, acc, acc_b, qk_scale, rows, seq_len, WG: gl.constexpr, s_layout: gl.constexpr,
                   o_layout: gl.constexpr, ob_layout: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
-                  PINGPONG: gl.constexpr, CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr,
+                  PINGPONG: gl.constexpr, CONSUMERS: gl.constexpr, RELEASE: gl.constexpr, SPLIT: gl.constexpr,
                   EX2_EMU: gl.constexpr, TREE: gl.constexpr, LEAN_MASK: gl.constexpr, PACK_P: gl.constexpr):
     """Key tiles 1 to n_total - 1 of a query tile whose tile 0 has been scored: the unmasked ones, then those the
     mask or the sequence's end cuts."""
@@ -244,19 +246,19 @@ def _ws_key_steps(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_fu
         kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_overlap_step(
             j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b,
             turns, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, False, CAUSAL, STAGES, PINGPONG,
-            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P)
+            CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P)
     for j in range(gl.maximum(n_full, 1), n_total):
         kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_overlap_step(
             j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b,
             turns, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, True, CAUSAL, STAGES, PINGPONG,
-            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P)
+            CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P)
     return kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns
 
 
 @gluon.jit
 def _ws_first_scores(q, k_smem, qb, kb_smem, bars, kv, m_i, l_i, qk_scale, rows, seq_len, s_layout: gl.constexpr,
                      o_layout: gl.constexpr, ob_layout: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
-                     CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr, EX2_EMU: gl.constexpr,
+                     CONSUMERS: gl.constexpr, RELEASE: gl.constexpr, SPLIT: gl.constexpr, EX2_EMU: gl.constexpr,
                      TREE: gl.constexpr, LEAN_MASK: gl.constexpr, PACK_P: gl.constexpr, stored_q=-1):
     """A query tile's key tile 0 alone: its scores, waited on, and their softmax, masked always (cheap on one tile,
     and right whether or not it is whole). Returns the tile's (kv, P operands, slot, phase, m_i, l_i).
@@ -266,7 +268,7 @@ def _ws_first_scores(q, k_smem, qb, kb_smem, bars, kv, m_i, l_i, qk_scale, rows,
     BLOCK_N: gl.constexpr = k_smem.shape[1]
     s, slot = _ws_scores_split(q, k_smem, qb, kb_smem, k_ready, kv, s_layout, STAGES, SPLIT)
     s = warpgroup_mma_wait(0, deps=(s, ))
-    release(k_empty, slot, EMPTY_BARRIER + slot, NAMED_RELEASE, CONSUMERS)
+    release(k_empty, slot, EMPTY_BARRIER + slot, RELEASE, CONSUMERS)
     p, alpha, m_i, l_i = softmax_update(s, m_i, l_i, qk_scale, rows, 0, seq_len, True, CAUSAL, EX2_EMU, TREE,
                                         LEAN_MASK)
     if stored_q >= 0:
@@ -279,7 +281,7 @@ def _ws_first_scores(q, k_smem, qb, kb_smem, bars, kv, m_i, l_i, qk_scale, rows,
 
 @gluon.jit
 def _ws_last_pv(v_smem, vb_smem, bars, p, pb, prev_slot, prev_phase, acc, acc_b, STAGES: gl.constexpr,
-                CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr):
+                CONSUMERS: gl.constexpr, RELEASE: gl.constexpr, SPLIT: gl.constexpr):
     """A query tile's last P V, waited on, and its V slot released: the tile's accumulators, finished."""
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     mbarrier.wait(v_ready.index(prev_slot), prev_phase)
@@ -289,7 +291,7 @@ def _ws_last_pv(v_smem, vb_smem, bars, p, pb, prev_slot, prev_phase, acc, acc_b,
         acc, p, acc_b, pb = warpgroup_mma_wait(0, deps=(acc, p, acc_b, pb))
     else:
         acc, p = warpgroup_mma_wait(0, deps=(acc, p))
-    release(v_empty, prev_slot, EMPTY_BARRIER + STAGES + prev_slot, NAMED_RELEASE, CONSUMERS)
+    release(v_empty, prev_slot, EMPTY_BARRIER + STAGES + prev_slot, RELEASE, CONSUMERS)
     return acc, acc_b
 
 
@@ -297,27 +299,27 @@ def _ws_last_pv(v_smem, vb_smem, bars, p, pb, prev_slot, prev_phase, acc, acc_b,
 def _ws_consumer_overlap(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_full, n_total, m_i, l_i, acc,
                          acc_b, qk_scale, rows, seq_len, WG: gl.constexpr, s_layout: gl.constexpr,
                          o_layout: gl.constexpr, ob_layout: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
-                         PINGPONG: gl.constexpr, CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr,
+                         PINGPONG: gl.constexpr, CONSUMERS: gl.constexpr, RELEASE: gl.constexpr,
                          SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr,
                          LEAN_MASK: gl.constexpr, PACK_P: gl.constexpr, stored_q=-1):
     """One query tile of the overlapped loop: key tile 0 alone (_ws_first_scores, which hands back stored_q, the
     slot of a store the tile before left in flight), then the overlapped key steps, then the last P V."""
     kv, p, pb, prev_slot, prev_phase, m_i, l_i = _ws_first_scores(
         q, k_smem, qb, kb_smem, bars, kv, m_i, l_i, qk_scale, rows, seq_len, s_layout, o_layout, ob_layout, CAUSAL,
-        STAGES, CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, stored_q)
+        STAGES, CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, stored_q)
     kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_key_steps(
         q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_full, n_total, p, pb, prev_slot, prev_phase, m_i,
         l_i, acc, acc_b, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, CAUSAL, STAGES, PINGPONG,
-        CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P)
+        CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P)
     acc, acc_b = _ws_last_pv(v_smem, vb_smem, bars, p, pb, prev_slot, prev_phase, acc, acc_b, STAGES, CONSUMERS,
-                             NAMED_RELEASE, SPLIT)
+                             RELEASE, SPLIT)
     return kv, turns, m_i, l_i, acc, acc_b
 
 
 @gluon.jit
 def _ws_consumer(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
                  OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr, CONSUMERS: gl.constexpr,
-                 NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr,
+                 RELEASE: gl.constexpr, SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr,
                  LEAN_MASK: gl.constexpr,
                  PACK_P: gl.constexpr, LANE_SUM: gl.constexpr, LATE_RELEASE: gl.constexpr, CHAINED: gl.constexpr):
     """One consumer warpgroup's walk: its query tiles one after another, or (CHAINED, g34 and g35) each tile's last
@@ -327,7 +329,7 @@ def _ws_consumer(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl
                              SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM, CHAINED)
     else:
         _ws_consumer_tiles(descs, smem, bars, walk, qk_scale, WG, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                           CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM, LATE_RELEASE)
+                           CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM, LATE_RELEASE)
 
 
 @gluon.jit
@@ -468,7 +470,7 @@ def _ws_consumer_chained(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CA
 @gluon.jit
 def _ws_consumer_tiles(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl.constexpr,
                        STAGES: gl.constexpr, OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr,
-                       CONSUMERS: gl.constexpr, NAMED_RELEASE: gl.constexpr, SPLIT: gl.constexpr,
+                       CONSUMERS: gl.constexpr, RELEASE: gl.constexpr, SPLIT: gl.constexpr,
                        EX2_EMU: gl.constexpr, TREE: gl.constexpr,
                        LEAN_MASK: gl.constexpr, PACK_P: gl.constexpr, LANE_SUM: gl.constexpr,
                        LATE_RELEASE: gl.constexpr):
@@ -484,6 +486,7 @@ def _ws_consumer_tiles(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUS
     o_layout: gl.constexpr = mma_layout(4, HEAD_DIM)
     ob_layout: gl.constexpr = mma_layout(4, HEAD_B)
     gl.static_assert(OVERLAP or not SPLIT, "a split head runs on the overlapped loop only")
+    gl.static_assert(OVERLAP or RELEASE == RELEASE_ARRIVE, "g2's plain loop releases its slots by plain arrives")
     kv = 0
     it = 0
     turns = 0
@@ -512,7 +515,7 @@ def _ws_consumer_tiles(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUS
             kv, turns, m_i, l_i, acc, acc_b = _ws_consumer_overlap(
                 q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_full, n_total, m_i, l_i, acc, acc_b,
                 qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, CAUSAL, STAGES, PINGPONG, CONSUMERS,
-                NAMED_RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, stored_q)
+                RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, stored_q)
         else:
             kv, m_i, l_i, acc = _ws_consumer_plain(q, k_smem, v_smem, bars, kv, n_full, n_total, m_i, l_i, acc,
                                                    qk_scale, rows, seq_len, s_layout, o_layout, CAUSAL, STAGES)
@@ -531,7 +534,7 @@ def _ws_consumer_tiles(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUS
 def _ws_kernel(q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_desc, sched, num_heads, seq_len, tiles_m,
                total_tiles, head_group, snake, qk_scale, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
                OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, CONSUMER_REGS: gl.constexpr, SCHEDULED: gl.constexpr,
-               CONSUMERS: gl.constexpr = 2, PRODUCER_REGS: gl.constexpr = 24, NAMED_RELEASE: gl.constexpr = False,
+               CONSUMERS: gl.constexpr = 2, PRODUCER_REGS: gl.constexpr = 24, RELEASE: gl.constexpr = 0,
                SPLIT: gl.constexpr = 0, EX2_EMU: gl.constexpr = 0, TREE: gl.constexpr = False,
                LEAN_MASK: gl.constexpr = False,
                PACK_P: gl.constexpr = 0, LANE_SUM: gl.constexpr = False, LATE_RELEASE: gl.constexpr = False,
@@ -572,9 +575,9 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_des
         mbarrier.init(q_empty.index(i), count=1)
     for i in gl.static_range(STAGES):
         mbarrier.init(k_ready.index(i), count=1)
-        mbarrier.init(k_empty.index(i), count=CONSUMERS)
+        mbarrier.init(k_empty.index(i), count=empty_count(RELEASE, CONSUMERS))
         mbarrier.init(v_ready.index(i), count=1)
-        mbarrier.init(v_empty.index(i), count=CONSUMERS)
+        mbarrier.init(v_empty.index(i), count=empty_count(RELEASE, CONSUMERS))
     for i in gl.static_range(2):
         mbarrier.init(turn.index(i), count=1)
     fence_async_shared()
@@ -587,23 +590,23 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_des
         # g12 (d=64) and g24 (d=72-96): three 64-row consumer warpgroups on a 192-row tile, as FlashAttention-4 runs it.
         gl.warp_specialize([
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM,
+                            CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM,
                             LATE_RELEASE, CHAINED)),
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM,
+                            CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM,
                             LATE_RELEASE, CHAINED)),
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 2, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM,
+                            CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM,
                             LATE_RELEASE, CHAINED)),
-            (_ws_producer, (descs, smem, bars, walk, CAUSAL, STAGES, SCHEDULED, CONSUMERS, NAMED_RELEASE, SPLIT)),
+            (_ws_producer, (descs, smem, bars, walk, CAUSAL, STAGES, SCHEDULED, CONSUMERS, RELEASE, SPLIT)),
         ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])
     else:
         gl.warp_specialize([
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM,
+                            CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM,
                             LATE_RELEASE, CHAINED)),
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                            CONSUMERS, NAMED_RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM,
+                            CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM,
                             LATE_RELEASE, CHAINED)),
-            (_ws_producer, (descs, smem, bars, walk, CAUSAL, STAGES, SCHEDULED, CONSUMERS, NAMED_RELEASE, SPLIT)),
+            (_ws_producer, (descs, smem, bars, walk, CAUSAL, STAGES, SCHEDULED, CONSUMERS, RELEASE, SPLIT)),
         ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
