@@ -599,6 +599,9 @@ VERSIONS = {v.name: v for v in [
     # g39-g40: g34 and g35's walk two tiles a pass, to find where their fault lies; not measured yet.
     _unrouted_gluon_step("v59-gluon-chained-pairs", "g39", "v56-gluon-lean"),
     _unrouted_gluon_step("v60-gluon-three-chained-pairs", "g40", "v55-gluon-three-lean"),
+    # g41-g42: K/V slots released by counted arrives (g41 on g32's kernel, g42 on g37's); not measured yet.
+    _unrouted_gluon_step("v61-gluon-counted", "g41", "v50-gluon-late-release"),
+    _unrouted_gluon_step("v62-gluon-lean-counted", "g42", "v56-gluon-lean"),
 ]}
 FINAL_VERSION = "v58-per-shape"
 
