@@ -422,7 +422,7 @@ def test_memory_and_oom_findings(tmp_path):
     # device's memory
     assert "one allocation of up to" in table and "failed, on top of what the call already held" in table
     assert "FlashAttention-2 (SDPA)" in table and "&lt;script&gt;" in table
-    assert "flash" in page.backend_choice()
+    assert "FlashAttention-2 (SDPA)" in page.backend_choice()
 
 
 def test_byte_arithmetic_page_uses_the_runs_device_and_data(tmp_path):

@@ -76,6 +76,7 @@ def test_a_choice_outside_the_forced_rows_is_not_counted_once(tmp_path):
     page = _page(tmp_path, _with_choice(S.bench_rows(), lambda n: ("cudnn", 0.9)))
     assert set(page.b.fastest_rival(SHAPE, "float16", False)["impl"]) == {"sdpa"}
     assert "timed forced" not in page.backend_choice()
+    assert "PyTorch chose **SDPA cuDNN** in" in page.backend_choice()  # named as the forced rows are
 
 
 def test_distinct_sdpa_keeps_every_row_of_a_run_without_the_choice_recorded(tmp_path):

@@ -177,7 +177,10 @@ class Cases(BenchSection):
                 facets = dict.fromkeys(f"{shape_label(s)} {facet_label(dt, c)}"
                                        for s, dt, c in zip(grp["shape"], grp["dtype"], grp["causal"]))
                 where = f" ({join(facets)})"
-            parts.append(f"**{escape.text(backend)}** in {len(grp)} of {len(auto)} cases{where}")
+            # The backend as the forced rows name it ('cudnn' -> SDPA cuDNN); a backend no forced row has keeps its name.
+            name = impl_label(f"sdpa-{backend}")
+            parts.append(f"**{escape.text(name if name != f'sdpa-{backend}' else backend)}** in {len(grp)} of "
+                         f"{len(auto)} cases{where}")
         text = (f"With no backend forced, PyTorch chose {join(parts)}. "
                 f"The choice was read with {call_then_words(self.data.backend_choice_method)}.")
         return text + self._choice_counted_once(auto)
