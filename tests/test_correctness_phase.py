@@ -3,6 +3,7 @@ Triton's interpreter, and the page rendered from synthetic runs."""
 from pathlib import Path
 
 import html
+import re
 import numpy as np
 import pytest
 import torch
@@ -597,6 +598,12 @@ def test_the_tolerance_says_why_it_is_4u_and_what_scale_of_values_it_assumes(tmp
 def test_the_comparison_names_sdpas_backend_where_recorded(tmp_path):
     assert "SDPA chose its cudnn backend for all 12 of its rows" in _page(tmp_path / "a", sdpa_backend="cudnn").comparison()
     assert "Which backend SDPA chose for these rows was not recorded in this run" in _page(tmp_path / "b").comparison()
+
+
+def test_the_comparison_table_drops_columns_that_say_nothing_row_by_row(tmp_path):
+    # Every PyTorch row ran and none gives a reason: a status column of 'ok' and an empty reason column go.
+    heads = [html.unescape(h) for h in re.findall(r"<th(?:\s[^>]*)?>(.*?)</th>", _page(tmp_path / "a").comparison())]
+    assert "max |err|" in heads and "status" not in heads and "reason" not in heads
 
 
 def test_comparison_says_identical_errors_rather_than_one_times(tmp_path):

@@ -48,6 +48,11 @@ class Cases(CorrectnessSection):
         sentence = ("On the same inputs, " + "; ".join(parts) + ".") if parts else ""
         sentence += self._backends(other)
         cols = {k: v for k, v in self._COLS.items() if k not in ("config", "heads", "worst_query", "kernel")}
+        # A column that says nothing row by row (no reason given, every row ok) goes; the sentence above carries it.
+        if not any(as_text(r).strip() for r in other["reason"]):
+            cols.pop("reason", None)
+        if (other["status"] == "ok").all():
+            cols.pop("status", None)
         if other["backend_used"].notna().any():
             cols["backend_used"] = "SDPA backend"
         return sentence + "\n\n" + table_html(other, cols, {**self._FMT, "backend_used": as_text})
