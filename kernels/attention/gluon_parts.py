@@ -71,12 +71,6 @@ RELEASE_COUNT = gl.constexpr(2)
 
 
 @gluon.jit
-def empty_count(RELEASE: gl.constexpr, CONSUMERS: gl.constexpr) -> gl.constexpr:
-    """The arrivals a ring slot's empty mbarrier waits for: RELEASE_COUNT from each consumer when counted."""
-    return CONSUMERS * RELEASE_COUNT if RELEASE == RELEASE_COUNTED else CONSUMERS
-
-
-@gluon.jit
 def release(empty, slot, bar_id, RELEASE: gl.constexpr, CONSUMERS: gl.constexpr):
     """A consumer warpgroup is done with ring slot `slot`, handed back as RELEASE says."""
     if RELEASE == RELEASE_NAMED:

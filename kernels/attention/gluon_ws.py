@@ -35,7 +35,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 
 from ..gluon_compat import async_load, thread_barrier
-from .gluon_parts import (EMPTY_BARRIER, RELEASE_ARRIVE, TURN_BARRIER, as_4d, await_empty, empty_count, key_tiles,
+from .gluon_parts import (EMPTY_BARRIER, RELEASE_ARRIVE, RELEASE_COUNT, RELEASE_COUNTED, TURN_BARRIER, as_4d, await_empty, key_tiles,
                           mma_layout, named_barrier, p_operand, release, rescale, row_sums_start, softmax_update,
                           store_output, tile_coords)
 
@@ -573,11 +573,14 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_des
     for i in gl.static_range(2 * CONSUMERS):
         mbarrier.init(q_ready.index(i), count=1)
         mbarrier.init(q_empty.index(i), count=1)
+    # The arrivals an empty slot waits for: RELEASE_COUNT from each consumer when they arrive counted (g41), else one.
+    # A constexpr in the kernel's own body: Triton 3.6 passes a jit helper's result to mbarrier.init as a tensor.
+    empty_count: gl.constexpr = CONSUMERS * (RELEASE_COUNT if RELEASE == RELEASE_COUNTED else 1)
     for i in gl.static_range(STAGES):
         mbarrier.init(k_ready.index(i), count=1)
-        mbarrier.init(k_empty.index(i), count=empty_count(RELEASE, CONSUMERS))
+        mbarrier.init(k_empty.index(i), count=empty_count)
         mbarrier.init(v_ready.index(i), count=1)
-        mbarrier.init(v_empty.index(i), count=empty_count(RELEASE, CONSUMERS))
+        mbarrier.init(v_empty.index(i), count=empty_count)
     for i in gl.static_range(2):
         mbarrier.init(turn.index(i), count=1)
     fence_async_shared()
