@@ -35,9 +35,9 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 
 from ..gluon_compat import async_load, thread_barrier
-from .gluon_parts import (EMPTY_BARRIER, RELEASE_ARRIVE, RELEASE_COUNT, RELEASE_COUNTED, TURN_BARRIER, as_4d, await_empty, key_tiles,
-                          mma_layout, named_barrier, p_operand, release, rescale, row_sums_start, softmax_update,
-                          store_output, tile_coords)
+from .gluon_parts import (EMPTY_BARRIER, RELEASE_ARRIVE, RELEASE_COUNT, RELEASE_COUNTED, TURN_BARRIER, as_4d,
+                          await_empty, key_tiles, mma_layout, named_barrier, p_operand, release, rescale,
+                          row_sums_start, softmax_update, store_output, tile_coords)
 
 
 @gluon.jit
