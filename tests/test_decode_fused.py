@@ -222,6 +222,24 @@ def test_large_products_let_the_next_grid_launch_only_after_their_weights(monkey
     assert fl._launch_options(t, meta(side, side, dtype=torch.bfloat16), gpu=fl.Device(108, (8, 0)))["PDL"] == 0
 
 
+def test_a_register_cap_reaches_the_compiler_and_leaves_the_results_alone(monkeypatch):
+    from kernels.aot import meta
+
+    t, hopper, w = fl.Tiling(16, 64, 64, 6), fl.Device(132, (9, 0)), meta(768, 768, dtype=torch.bfloat16)
+    x, g, beta, wt = _rand(3, 80, seed=1), _rand(80, seed=4).abs() + 0.5, _rand(80, seed=5), _rand(80, 72, seed=2)
+    outs = []
+    for cap in (None, 96):
+        monkeypatch.setattr(fl.TUNING, "max_registers", cap)
+        out = torch.empty(3, 72)
+        fl.ln_linear(x, g, beta, 1e-5, wt, None, out, _ws(), tiles=fl.Tiling(16, 32, 32, 3))
+        outs.append(out)
+    assert torch.equal(outs[0], outs[1])  # the interpreter: same bits, the cap dropped
+    monkeypatch.setattr(fl, "interpreting", lambda: False)
+    assert fl._launch_options(t, w, gpu=hopper)["maxnreg"] == 96
+    monkeypatch.setattr(fl.TUNING, "max_registers", None)
+    assert "maxnreg" not in fl._launch_options(t, w, gpu=hopper)  # the default: ptxas chooses
+
+
 def test_layer_norm_statistics_survive_a_large_mean():
     # Tiles' statistics combined without cancellation: a sum of squares would lose the spread under a
     # mean of 1e4. Four tiles of 64 columns, the last one 8 wide, as a residual product leaves them.

@@ -400,6 +400,12 @@ class Tuning:
     # A product that reads at least this many MiB of weights lets the next grid launch only after its
     # weight loop, not at its start (None: always at the start) ("Tuning.late_dependents_mib").
     late_dependents_mib: float | None = 8.0
+    # Cap on a product kernel's registers a thread, handed to ptxas (.maxnreg); None: ptxas's own choice.
+    # Opt-in, not measured on a GPU: uncapped, ptxas keeps the kernels at 48-64 registers and interleaves the
+    # last split's partial loads with their adds (five dependent L2 round trips for six splits at gpt2 batch
+    # 4); at 96 it issues them all before the first add (kernels/decode/notes.md, "Static SASS of the graph
+    # step's kernels").
+    max_registers: int | None = None
 
     def rows(self, rows: int) -> RowTiles:
         return self.few_rows if rows <= FEW_ROWS else self.many_rows
@@ -514,6 +520,8 @@ def _launch_options(t: Tiling, w: torch.Tensor, tuning: Tuning = TUNING, gpu: De
             "num_stages": 1 if interp else t.num_stages}
     if pdl:
         opts["launch_pdl"] = True
+    if tuning.max_registers is not None and not interp:  # the interpreter allocates no registers
+        opts["maxnreg"] = tuning.max_registers
     return opts
 
 
