@@ -10,11 +10,19 @@ runs one step of the same tiling with the trace on (kernels/decode/persistent_tr
 path by role, and the operations that took longest, each with its tiles' mean wait and work. Rows go to
 --out after each one, so a timeout loses nothing.
 
+--graph-tuning adds rows of the graph step built with fields of kernels/decode/fused_linear.TUNING changed (each
+flag one row, e.g. max_registers=96), timed beside the graph step as set: how a Tuning field's setting is judged
+before it becomes the default. --caches int8 builds the graph steps with the int8 KV cache as well (the persistent
+step keeps bf16).
+
     python3 scripts/sweep_persistent.py --out $OUT/persistent.json      # on the GPU
+    python3 scripts/sweep_persistent.py --models gpt2 --batch 64 --context 512 --caches bf16,int8 --tilings '' \
+        --graph-tuning max_registers=96 --graph-tuning max_registers=128 --out $OUT/tuning.json
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import sys
@@ -36,6 +44,8 @@ class SweepArgs:
     out: Path | None
     trace: bool = True
     tilings: tuple[int, ...] | None = None  # indices into CANDIDATE_TILINGS; None: all
+    graph_tunings: tuple[dict, ...] = ()  # each: Tuning fields -> values, one more graph row
+    caches: tuple[str, ...] = ("bf16",)
 
 
 def parse(argv=None) -> SweepArgs:
@@ -47,11 +57,61 @@ def parse(argv=None) -> SweepArgs:
     ap.add_argument("--rounds", type=int, default=3, help="timed rounds per step; the best counts")
     ap.add_argument("--out", type=Path, help="write the rows here as JSON (after each row)")
     ap.add_argument("--no-trace", action="store_true", help="skip the traced step of each persistent row")
-    ap.add_argument("--tilings", help="comma-separated indices into CANDIDATE_TILINGS (default: all); each costs a "
-                                      "cold compile per model, and one more for its traced step")
+    ap.add_argument("--tilings", help="comma-separated indices into CANDIDATE_TILINGS (default: all; '' for none); "
+                                      "each costs a cold compile per model, and one more for its traced step")
+    ap.add_argument("--graph-tuning", action="append", default=[], metavar="FIELD=VALUE[,FIELD=VALUE]",
+                    help="one more graph-step row built with these fused_linear.Tuning fields changed (ints, floats "
+                         "or None); repeat for more rows")
+    ap.add_argument("--caches", default="bf16", help="comma-separated KV caches of the graph rows: bf16, int8")
     a = ap.parse_args(argv)
-    tilings = tuple(int(i) for i in a.tilings.split(",")) if a.tilings else None
-    return SweepArgs(tuple(a.models.split(",")), a.batch, a.context, a.steps, a.rounds, a.out, not a.no_trace, tilings)
+    if a.tilings is None:
+        tilings = None
+    else:
+        tilings = tuple(int(i) for i in a.tilings.split(",") if i.strip())
+    caches = tuple(a.caches.split(","))
+    if not set(caches) <= {"bf16", "int8"}:
+        ap.error(f"--caches takes bf16 and int8, got {a.caches!r}")
+    return SweepArgs(tuple(a.models.split(",")), a.batch, a.context, a.steps, a.rounds, a.out, not a.no_trace, tilings,
+                     tuple(tuning_overrides(t, ap.error) for t in a.graph_tuning), caches)
+
+
+def tuning_overrides(text: str, error) -> dict:
+    """'max_registers=96,prefetch_tiles=0' -> {'max_registers': 96, 'prefetch_tiles': 0}, each a field of
+    fused_linear.Tuning that holds a number or None (the row tilings are not set from the command line)."""
+    from kernels.decode.fused_linear import Tuning
+
+    numeric = {f.name for f in dataclasses.fields(Tuning) if f.name not in ("few_rows", "many_rows")}
+    out = {}
+    for item in filter(None, text.split(",")):
+        name, _, value = item.partition("=")
+        if name not in numeric or not value:
+            error(f"--graph-tuning {item!r}: want FIELD=VALUE with FIELD one of {', '.join(sorted(numeric))}")
+        if value == "None":
+            out[name] = None
+        elif value in ("True", "False"):
+            out[name] = value == "True"
+        else:
+            try:
+                out[name] = int(value) if value.lstrip("-").isdigit() else float(value)
+            except ValueError:
+                error(f"--graph-tuning {item!r}: {value!r} is not a number, True, False or None")
+    return out
+
+
+@contextlib.contextmanager
+def tuned(overrides: dict):
+    """fused_linear.TUNING with `overrides` set for the block, then as it was. In place: the launch helpers bind
+    the TUNING object as a default argument, so a new object would go unseen."""
+    from kernels.decode import fused_linear
+
+    before = {k: getattr(fused_linear.TUNING, k) for k in overrides}
+    for k, v in overrides.items():
+        setattr(fused_linear.TUNING, k, v)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            setattr(fused_linear.TUNING, k, v)
 
 
 def copy_bandwidth(nbytes: int = 1 << 30) -> float:
@@ -95,10 +155,35 @@ def traced_step(s) -> dict:
                                     "tile_work_us": t.work_ns / 1e3, "tiles": t.tiles} for t in slowest]}
 
 
+def _timed_session(model, a: SweepArgs, cache: str, impl: str, tiling, capacity: int, prompt):
+    """One step built, warmed and captured, then timed: (best ms a step, the first step's logits, the greedy
+    tokens, the session). Every round rewinds to the prompt (GPT-2 has 1024 positions)."""
+    from kernels.decode.session import OurSession
+
+    s = OurSession(model, a.batch, capacity, cache, "fused" if impl == "graph" else impl, cuda_graph=True,
+                   step_options=dict(tiling=tiling) if tiling is not None else None)
+    s.prepare(prompt, 2)
+    s.step()
+    torch.cuda.synchronize()
+    first = s.last_logits.float().clone()
+    s.start(prompt)
+    best = float("inf")
+    for _ in range(a.rounds + 1):
+        s.rewind(a.context)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(a.steps):
+            s.step()
+        end.record()
+        end.synchronize()
+        best = min(best, start.elapsed_time(end) / a.steps)
+    s.check()
+    return best, first, s.generated(a.context, a.steps + 1), s
+
+
 def main(argv=None) -> int:
     from kernels.decode.gpt2 import GPT2, PRESETS, cache_bytes_per_token, random_hf_model
     from kernels.decode.persistent_step import CANDIDATE_TILINGS
-    from kernels.decode.session import OurSession
 
     a = parse(argv)
     if not torch.cuda.is_available():
@@ -110,36 +195,20 @@ def main(argv=None) -> int:
         model = GPT2.from_hf(random_hf_model(args, seed=0, device="cuda", dtype=torch.bfloat16))
         capacity = a.context + a.steps + 2  # every round rewinds to the prompt: GPT-2 has 1024 positions
         prompt = torch.randint(0, args.vocab_size, (a.batch, a.context), generator=torch.Generator().manual_seed(0))
-        floor_s = (model.weight_bytes_per_step() + cache_bytes_per_token(args, a.batch, int8=False) * a.context) / bandwidth
         chosen = [CANDIDATE_TILINGS[i] for i in a.tilings] if a.tilings is not None else list(CANDIDATE_TILINGS)
-        variants = [("graph", None)] + [("persistent", t) for t in chosen]
-        ref_tokens = ref_logits = None
-        for impl, tiling in variants:
-            row = {"model": name, "batch": a.batch, "context": a.context, "step": impl,
-                   "tiling": dataclasses.asdict(tiling) if tiling else None, "bandwidth_bytes_per_s": bandwidth,
-                   "floor_ms": floor_s * 1e3}
+        variants = [("graph", cache, None, tuning) for cache in a.caches for tuning in ({}, *a.graph_tunings)]
+        variants += [("persistent", "bf16", t, {}) for t in chosen]
+        ref = {}  # cache -> (tokens, first logits) of its graph step as set: what every row of that cache is held to
+        for impl, cache, tiling, tuning in variants:
+            floor_s = (model.weight_bytes_per_step()
+                       + cache_bytes_per_token(args, a.batch, int8=cache == "int8") * a.context) / bandwidth
+            row = {"model": name, "batch": a.batch, "context": a.context, "step": impl, "cache": cache,
+                   "tuning": tuning or None, "tiling": dataclasses.asdict(tiling) if tiling else None,
+                   "bandwidth_bytes_per_s": bandwidth, "floor_ms": floor_s * 1e3}
             try:
-                s = OurSession(model, a.batch, capacity, "bf16", "fused" if impl == "graph" else impl, cuda_graph=True,
-                               step_options=dict(tiling=tiling) if tiling is not None else None)
-                s.prepare(prompt, 2)
-                s.step()
-                torch.cuda.synchronize()
-                first = s.last_logits.float().clone()
-                s.start(prompt)
-                best = float("inf")
-                for _ in range(a.rounds + 1):
-                    s.rewind(a.context)
-                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    start.record()
-                    for _ in range(a.steps):
-                        s.step()
-                    end.record()
-                    end.synchronize()
-                    best = min(best, start.elapsed_time(end) / a.steps)
-                s.check()
-                tokens = s.generated(a.context, a.steps + 1)
-                if ref_tokens is None:
-                    ref_tokens, ref_logits = tokens, first
+                with tuned(tuning):
+                    best, first, tokens, s = _timed_session(model, a, cache, impl, tiling, capacity, prompt)
+                ref_tokens, ref_logits = ref.setdefault(cache, (tokens, first))
                 same = min(tokens.shape[1], ref_tokens.shape[1])
                 row.update(status="ok", step_ms=best, over_floor=best / (floor_s * 1e3),
                            tokens_as_graph=float((tokens[:, :same] == ref_tokens[:, :same]).float().mean()),

@@ -1,6 +1,7 @@
 """The two Nsight Compute scripts of issues 41 and 44 read their exports right: the fused decode step's raw
 page (scripts/profile_fused_step.py) and a SASS source page's executions by opcode
 (scripts/profile_attention_sass.py), on real exports in tests/fixtures/ncu/."""
+import dataclasses
 import importlib.util
 import sys
 from pathlib import Path
@@ -124,3 +125,25 @@ def test_steps_that_return_keep_the_watchdog_quiet(tmp_path):
     time.sleep(0.3)
     assert exits == [] and "hung" not in res.doc
     assert sweep.Watchdog(res, hang_s=0, exit=exits.append).thread.is_alive() is False  # --hang-s 0: no watch
+
+
+def test_the_persistent_sweep_takes_graph_tunings_and_restores_the_module_tuning():
+    """--graph-tuning rows change fields of fused_linear.TUNING in place (the launch helpers bind that object as a
+    default argument) for their row only; a field the command line cannot set, or a value that is no number, is an
+    error that names the fields it takes."""
+    from kernels.decode import fused_linear
+
+    sweep = _script("sweep_persistent")
+    a = sweep.parse(["--tilings", "", "--caches", "bf16,int8", "--graph-tuning", "max_registers=96",
+                     "--graph-tuning", "prefetch_tiles=0,late_dependents_mib=None,pdl=False"])
+    assert a.tilings == () and a.caches == ("bf16", "int8")
+    assert a.graph_tunings == ({"max_registers": 96}, {"prefetch_tiles": 0, "late_dependents_mib": None, "pdl": False})
+    before = dataclasses.asdict(fused_linear.TUNING)
+    with pytest.raises(RuntimeError):
+        with sweep.tuned({"max_registers": 96, "pdl": False}):
+            assert fused_linear.TUNING.max_registers == 96 and fused_linear.TUNING.pdl is False
+            raise RuntimeError("a row that fails")
+    assert dataclasses.asdict(fused_linear.TUNING) == before
+    for bad in ("few_rows=1", "max_registers=lots", "max_registers"):
+        with pytest.raises(SystemExit):
+            sweep.parse(["--graph-tuning", bad])
