@@ -261,7 +261,7 @@ def main(argv=None):
     ap.add_argument("--full", action="store_true", help="count full opcodes (HGMMA.64x128x16.F32.BF16) not first words")
     ap.add_argument("--dump-loop", type=int, metavar="N", help="print loop N's instructions of each kernel")
     ap.add_argument("--keep", type=Path, help="folder to keep --gluon's or --decode's cubin and PTX in")
-    ap.add_argument("--decode", action="append", default=[], metavar="KERNEL",
+    ap.add_argument("--decode", action="append", default=[], metavar="KERNEL", choices=(*DECODE, "all"),
                     help=f"compile this kernel of the decode graph step for sm90 here: {', '.join(DECODE)}, or all "
                          "(as the step launches it; implies --chain; repeatable)")
     ap.add_argument("--maxnreg", type=int, help="compile --decode's kernels with this register cap (ptxas .maxnreg)")
