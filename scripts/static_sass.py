@@ -40,7 +40,7 @@ from pathlib import Path
 import triton
 
 BIN = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
-LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.]*)\s*([^;]*);")
+LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P[T0-9]+\s+)?([A-Z][A-Za-z0-9_.]*)\s*([^;]*);")
 # an instruction's two words; the second's top 23 bits are its control: stall, yield, write and read
 # scoreboards (7: none), the mask of scoreboards it waits on, reuse
 CONTROL = re.compile(r"/\*([0-9a-f]{4,})\*/[^\n]*\n\s*/\* (0x[0-9a-f]{16}) \*/")
