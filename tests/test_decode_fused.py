@@ -240,6 +240,28 @@ def test_a_register_cap_reaches_the_compiler_and_leaves_the_results_alone(monkey
     assert "maxnreg" not in fl._launch_options(t, w, gpu=hopper)  # the default: ptxas chooses
 
 
+def test_a_counter_reset_by_store_leaves_the_counters_at_zero_and_the_results_alone(monkeypatch):
+    # The opt-in reset by a plain store: the last split must still leave every arrival counter at zero, or the next
+    # launch (a graph replay) would miscount its splits; two launches on one workspace check both.
+    from kernels.aot import meta
+
+    x, g, beta, wt = _rand(3, 80, seed=1), _rand(80, seed=4).abs() + 0.5, _rand(80, seed=5), _rand(80, 72, seed=2)
+    outs = []
+    for by_store in (False, True):
+        monkeypatch.setattr(fl.TUNING, "reset_by_store", by_store)
+        ws = _ws()
+        for _ in range(2):
+            out = torch.empty(3, 72)
+            fl.ln_linear(x, g, beta, 1e-5, wt, None, out, ws, tiles=fl.Tiling(16, 32, 32, 3))
+            assert not ws.counter.any()
+        outs.append(out)
+    assert torch.equal(outs[0], outs[1])
+    t, hopper, w = fl.Tiling(16, 64, 64, 6), fl.Device(132, (9, 0)), meta(768, 768, dtype=torch.bfloat16)
+    assert fl._launch_options(t, w, gpu=hopper)["RESET_STORE"] is True
+    monkeypatch.setattr(fl.TUNING, "reset_by_store", False)
+    assert "RESET_STORE" not in fl._launch_options(t, w, gpu=hopper)  # the kernels as set keep their compile keys
+
+
 def test_layer_norm_statistics_survive_a_large_mean():
     # Tiles' statistics combined without cancellation: a sum of squares would lose the spread under a
     # mean of 1e4. Four tiles of 64 columns, the last one 8 wide, as a residual product leaves them.

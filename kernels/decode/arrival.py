@@ -16,9 +16,16 @@ def arrive(counter, total):
 
 
 @triton.jit
-def reset(counter):
-    """Zero a counter for the next launch: the last arriver's final step (a CUDA graph replays it)."""
-    tl.atomic_xchg(counter, 0, sem="relaxed", scope="gpu")
+def reset(counter, BY_STORE: tl.constexpr = False):
+    """Zero a counter for the next launch: the last arriver's final step (a CUDA graph replays it). BY_STORE: a
+    plain store instead of an atomic exchange. Either is safe, since nothing in the same launch reads the counter
+    after the last arrival and the next launch's atomics come after the kernel boundary; the store sets no
+    scoreboard, where ptxas waits for the exchange's return beside the epilogue's loads (kernels/decode/notes.md,
+    "Static SASS of the graph step's kernels")."""
+    if BY_STORE:
+        tl.store(counter, 0)
+    else:
+        tl.atomic_xchg(counter, 0, sem="relaxed", scope="gpu")
 
 
 @triton.jit

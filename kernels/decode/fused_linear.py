@@ -167,7 +167,7 @@ def _linear_program(
     PROLOGUE: tl.constexpr, EPILOGUE: tl.constexpr, HAS_BIAS: tl.constexpr, KV_STORE: tl.constexpr,
     STATS_OUT: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr, STAT_P: tl.constexpr, SPLIT_P: tl.constexpr, UPCAST: tl.constexpr, PDL: tl.constexpr,
-    PREFETCH: tl.constexpr, W_ROW_MAJOR: tl.constexpr,
+    PREFETCH: tl.constexpr, W_ROW_MAJOR: tl.constexpr, RESET_STORE: tl.constexpr = False,
 ):
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
@@ -243,7 +243,7 @@ def _linear_program(
                 for s in tl.static_range(CHUNK):
                     acc += tl.load(ws + (s0 + s) * B * N, mask=mask_y & (s0 + s < split_k), other=0.0,
                                    cache_modifier=".cg")
-            reset(Counter + pid_n)
+            reset(Counter + pid_n, RESET_STORE)
 
     if is_last:
         y = acc
@@ -306,12 +306,12 @@ def _ln_qkv_kernel(X, stride_xb, W, stride_wk, stride_wn, Bias, B, K, N, eps, Ln
                    Work, Counter, split_k, KV_STORE: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_B: tl.constexpr,
                    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAT_P: tl.constexpr, SPLIT_P: tl.constexpr,
                    UPCAST: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr,
-                   W_ROW_MAJOR: tl.constexpr):
+                   W_ROW_MAJOR: tl.constexpr, RESET_STORE: tl.constexpr = False):
     _linear_program(X, stride_xb, W, stride_wk, stride_wn, Bias, X, 0, X, 0, B, K, N, eps, LnW, LnB,
                     StatIn, stat_tiles, stat_width, StatIn, stride_st,
                     Q, KC, VC, KS, VS, Pos, H_QKV, stride_cb, stride_ch, stride_cn, stride_sb, stride_sh,
                     Work, Counter, split_k, PRO_LN, EPI_QKV, True, KV_STORE, False, HEAD_DIM, BLOCK_B, BLOCK_N,
-                    BLOCK_K, STAT_P, SPLIT_P, UPCAST, PDL, PREFETCH, W_ROW_MAJOR)
+                    BLOCK_K, STAT_P, SPLIT_P, UPCAST, PDL, PREFETCH, W_ROW_MAJOR, RESET_STORE)
 
 
 @triton.jit(do_not_specialize=["B", "split_k", "stat_tiles", "stat_width", "stride_st"])
@@ -320,12 +320,12 @@ def _ln_linear_kernel(X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb,
                       Work, Counter, split_k, EPILOGUE: tl.constexpr, HAS_BIAS: tl.constexpr,
                       BLOCK_B: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, STAT_P: tl.constexpr,
                       SPLIT_P: tl.constexpr, UPCAST: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr,
-                      W_ROW_MAJOR: tl.constexpr):
+                      W_ROW_MAJOR: tl.constexpr, RESET_STORE: tl.constexpr = False):
     _linear_program(X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb, X, 0, B, K, N, eps, LnW, LnB,
                     StatIn, stat_tiles, stat_width, StatIn, stride_st,
                     X, X, X, X, X, X, 1, 0, 0, 0, 0, 0,
                     Work, Counter, split_k, PRO_LN, EPILOGUE, HAS_BIAS, 0, False, 1, BLOCK_B, BLOCK_N, BLOCK_K,
-                    STAT_P, SPLIT_P, UPCAST, PDL, PREFETCH, W_ROW_MAJOR)
+                    STAT_P, SPLIT_P, UPCAST, PDL, PREFETCH, W_ROW_MAJOR, RESET_STORE)
 
 
 @triton.jit(do_not_specialize=["B", "split_k", "stride_st"])
@@ -333,12 +333,12 @@ def _linear_residual_kernel(X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stri
                             Work, Counter, split_k, STATS_OUT: tl.constexpr, BLOCK_B: tl.constexpr,
                             BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SPLIT_P: tl.constexpr,
                             UPCAST: tl.constexpr, PDL: tl.constexpr, PREFETCH: tl.constexpr,
-                            W_ROW_MAJOR: tl.constexpr):
+                            W_ROW_MAJOR: tl.constexpr, RESET_STORE: tl.constexpr = False):
     _linear_program(X, stride_xb, W, stride_wk, stride_wn, Bias, Y, stride_yb, Y, stride_yb, B, K, N, 0.0, X, X,
                     StatOut, 1, 1, StatOut, stride_st,
                     X, X, X, X, X, X, 1, 0, 0, 0, 0, 0,
                     Work, Counter, split_k, PRO_NONE, EPI_RESIDUAL, True, 0, STATS_OUT, 1, BLOCK_B, BLOCK_N,
-                    BLOCK_K, 1, SPLIT_P, UPCAST, PDL, PREFETCH, W_ROW_MAJOR)
+                    BLOCK_K, 1, SPLIT_P, UPCAST, PDL, PREFETCH, W_ROW_MAJOR, RESET_STORE)
 
 
 # --- launch configuration ---------------------------------------------------------------------
@@ -406,6 +406,10 @@ class Tuning:
     # 4); at 96 it issues them all before the first add (kernels/decode/notes.md, "Static SASS of the graph
     # step's kernels").
     max_registers: int | None = None
+    # The last split resets its tile's arrival counter by a plain store instead of an atomic exchange. Opt-in, not
+    # measured on a GPU: the exchange's return shares a scoreboard with the epilogue's bias and residual loads, one
+    # more L2 round trip before the epilogue (kernels/decode/notes.md, "Static SASS of the graph step's kernels").
+    reset_by_store: bool = False
 
     def rows(self, rows: int) -> RowTiles:
         return self.few_rows if rows <= FEW_ROWS else self.many_rows
@@ -522,6 +526,8 @@ def _launch_options(t: Tiling, w: torch.Tensor, tuning: Tuning = TUNING, gpu: De
         opts["launch_pdl"] = True
     if tuning.max_registers is not None and not interp:  # the interpreter allocates no registers
         opts["maxnreg"] = tuning.max_registers
+    if tuning.reset_by_store:  # only when set, so the kernels as set keep their compile keys
+        opts["RESET_STORE"] = True
     return opts
 
 
