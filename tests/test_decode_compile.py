@@ -64,7 +64,8 @@ for cc in map(int, sys.argv[1:]):
     # The fused step: every role, both batch tilings (16 rows; 64 rows), GPT-2's head_dim of 64.
     pdl = cc >= 90
     # As the launcher passes them (fused_linear._launch_options): GPT-2's (K, N) weights are row-major.
-    common = {"UPCAST": False, "PDL": pdl, "PREFETCH": fl.TUNING.prefetch_tiles if pdl else 0, "W_ROW_MAJOR": True}
+    common = {"UPCAST": False, "PDL": pdl, "PREFETCH": fl.TUNING.prefetch_tiles if pdl else 0, "W_ROW_MAJOR": True,
+              "RESET_STORE": fl.TUNING.reset_by_store}
     ws = {"Work": "*fp32", "Counter": "*i32", "split_k": "i32"}
     stats_in = {"StatIn": "*fp32", **ints("stat_tiles", "stat_width", "stride_st")}
 
@@ -82,7 +83,7 @@ for cc in map(int, sys.argv[1:]):
                    "Q": f, "KC": c, "VC": c, "KS": s, "VS": s,
                    "Pos": "*i64", **ints("H_QKV", "stride_cb", "stride_ch", "stride_cn", "stride_sb", "stride_sh"), **ws,
                    **{k: "constexpr" for k in ("KV_STORE", "HEAD_DIM", "BLOCK_B", "BLOCK_N", "BLOCK_K", "STAT_P",
-                                               "SPLIT_P", "UPCAST", "PDL", "PREFETCH", "W_ROW_MAJOR")}}
+                                               "SPLIT_P", "UPCAST", "PDL", "PREFETCH", "W_ROW_MAJOR", "RESET_STORE")}}
             consts = {"KV_STORE": kv_store, "HEAD_DIM": 64, "BLOCK_B": t.block_b, "BLOCK_N": t.block_n,
                       "BLOCK_K": t.block_k, **reduce(t), **common}
             print("qkv", cc, rows, kv_store, *compile_for(cc, fl._ln_qkv_kernel, qkv, consts, t.num_warps, t.num_stages,
@@ -90,7 +91,7 @@ for cc in map(int, sys.argv[1:]):
         lin = {"X": f, "stride_xb": "i32", "W": f, **ints("stride_wk", "stride_wn"), "Bias": f, "Y": f,
                "stride_yb": "i32", **ints("B", "K", "N"), "eps": "fp32", "LnW": f, "LnB": f, **stats_in, **ws,
                **{k: "constexpr" for k in ("EPILOGUE", "HAS_BIAS", "BLOCK_B", "BLOCK_N", "BLOCK_K", "STAT_P", "SPLIT_P",
-                                           "UPCAST", "PDL", "PREFETCH", "W_ROW_MAJOR")}}
+                                           "UPCAST", "PDL", "PREFETCH", "W_ROW_MAJOR", "RESET_STORE")}}
         t = fl.linear_tiling(rows, 768, 3072, dev)
         consts = {"EPILOGUE": 1, "HAS_BIAS": True, "BLOCK_B": t.block_b, "BLOCK_N": t.block_n, "BLOCK_K": t.block_k,
                   **reduce(t), **common}
@@ -107,7 +108,7 @@ for cc in map(int, sys.argv[1:]):
         res = {"X": f, "stride_xb": "i32", "W": f, **ints("stride_wk", "stride_wn"), "Bias": f, "Y": f,
                "stride_yb": "i32", **ints("B", "K", "N"), "StatOut": "*fp32", "stride_st": "i32", **ws,
                **{k: "constexpr" for k in ("STATS_OUT", "BLOCK_B", "BLOCK_N", "BLOCK_K", "SPLIT_P", "UPCAST", "PDL",
-                                           "PREFETCH", "W_ROW_MAJOR")}}
+                                           "PREFETCH", "W_ROW_MAJOR", "RESET_STORE")}}
         for role, k in (("proj", 768), ("out", 3072)):
             t = fl.linear_tiling(rows, k, 768, dev)
             consts = {"STATS_OUT": True, "BLOCK_B": t.block_b, "BLOCK_N": t.block_n, "BLOCK_K": t.block_k,

@@ -519,15 +519,13 @@ def _launch_options(t: Tiling, w: torch.Tensor, tuning: Tuning = TUNING, gpu: De
     late_mib = tuning.late_dependents_mib
     late = late_mib is not None and w.numel() * w.element_size() >= late_mib * 2**20
     opts = {"UPCAST": interp, "PDL": (PDL_LATE if late else PDL_EARLY) if pdl else 0,
-            "PREFETCH": tuning.prefetch_tiles if pdl else 0,
+            "PREFETCH": tuning.prefetch_tiles if pdl else 0, "RESET_STORE": tuning.reset_by_store,
             "W_ROW_MAJOR": w.stride(1) == 1, "num_warps": 1 if interp else t.num_warps,
             "num_stages": 1 if interp else t.num_stages}
     if pdl:
         opts["launch_pdl"] = True
     if tuning.max_registers is not None and not interp:  # the interpreter allocates no registers
         opts["maxnreg"] = tuning.max_registers
-    if tuning.reset_by_store:  # only when set, so the kernels as set keep their compile keys
-        opts["RESET_STORE"] = True
     return opts
 
 
