@@ -30,6 +30,7 @@ tensors; the CuTe DSL wheels must match the running Python (the .fa4 archive is 
 """
 import argparse
 import collections
+import functools
 import os
 import re
 import subprocess
@@ -49,10 +50,16 @@ EVENTS = ("LDG", "STG", "ATOM", "RED", "MEMBAR", "ERRBAR", "CCTL", "BAR.", "EXIT
           "STS", "LDS", "DEPBAR", "LDGSTS", "NANOSLEEP", "VOTE")
 
 
+@functools.lru_cache(maxsize=None)
+def _sass(cubin: Path) -> str:
+    """cuobjdump's SASS of a cubin, once: the instruction list and the scoreboard bits both read it."""
+    return subprocess.run([str(BIN / "cuobjdump"), "-sass", str(cubin)], capture_output=True, text=True,
+                          check=True).stdout
+
+
 def disassemble(cubin: Path) -> tuple[list[tuple[int, str, str, str]], str]:
     """(address, predicate, opcode, operands) of every instruction, and cuobjdump's resource usage."""
-    sass = subprocess.run([str(BIN / "cuobjdump"), "-sass", str(cubin)], capture_output=True, text=True,
-                          check=True).stdout
+    sass = _sass(cubin)
     usage = subprocess.run([str(BIN / "cuobjdump"), "-res-usage", str(cubin)], capture_output=True, text=True,
                            check=True).stdout
     insts = [(int(m.group(1), 16), (m.group(2) or "").strip(), m.group(3), m.group(4).strip())
@@ -62,9 +69,7 @@ def disassemble(cubin: Path) -> tuple[list[tuple[int, str, str, str]], str]:
 
 def scoreboards(cubin: Path) -> dict[int, tuple[int, int]]:
     """{address: (scoreboard it sets on completion or 7, mask of scoreboards it waits on)}"""
-    sass = subprocess.run([str(BIN / "cuobjdump"), "-sass", str(cubin)], capture_output=True, text=True,
-                          check=True).stdout
-    return {int(a, 16): ((int(w, 16) >> 46) & 7, (int(w, 16) >> 52) & 63) for a, w in CONTROL.findall(sass)}
+    return {int(a, 16): ((int(w, 16) >> 46) & 7, (int(w, 16) >> 52) & 63) for a, w in CONTROL.findall(_sass(cubin))}
 
 
 def memory_waits(insts, sb, lo, hi):
@@ -242,11 +247,15 @@ def decode_cubins(names, out: Path, maxnreg=None) -> list[Path]:
             if maxnreg:
                 caught.kwargs["maxnreg"] = maxnreg
             k = compile_launch(caught, TARGETS["sm90"])
-            path = out / f"{name}{n or ''}.cubin"
-            path.write_bytes(k.asm["cubin"])
-            path.with_suffix(".ptx").write_text(k.asm["ptx"])
-            paths.append(path)
+            paths.append(_save(k, out / f"{name}{n or ''}.cubin"))
     return paths
+
+
+def _save(kernel, path: Path) -> Path:
+    """A compiled kernel's cubin at `path` and its PTX beside it."""
+    path.write_bytes(kernel.asm["cubin"])
+    path.with_suffix(".ptx").write_text(kernel.asm["ptx"])
+    return path
 
 
 def main(argv=None):
@@ -278,10 +287,7 @@ def main(argv=None):
         out.mkdir(parents=True, exist_ok=True)
         for name in a.gluon:
             k = G.compile_for_target(name, getattr(torch, a.dtype), a.head_dim, a.causal)
-            path = out / f"{name}-{a.dtype}-d{a.head_dim}-{'causal' if a.causal else 'full'}.cubin"
-            path.write_bytes(k.asm["cubin"])
-            path.with_suffix(".ptx").write_text(k.asm["ptx"])
-            cubins.append(path)
+            cubins.append(_save(k, out / f"{name}-{a.dtype}-d{a.head_dim}-{'causal' if a.causal else 'full'}.cubin"))
     if a.decode:
         out = a.keep or Path(tempfile.mkdtemp(prefix="static_sass_"))
         cubins += decode_cubins(DECODE if "all" in a.decode else a.decode, out, a.maxnreg)
