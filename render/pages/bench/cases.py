@@ -5,8 +5,8 @@ import pandas as pd
 
 from ... import escape, fmt
 from ...bench_data import distinct_sdpa
-from ...vocab import (CLOCK_GAP, clock_gap, dtype_short, facet_label, impl_label, is_rival, join, kernel_name,
-                      plural, shape_label, side, speedup_words)
+from ...vocab import (CLOCK_GAP, IMPL_LABELS, clock_gap, dtype_short, facet_label, impl_label, is_rival, join,
+                      kernel_name, plural, shape_label, side, speedup_words)
 from .common import FUSED, BenchSection
 from .words import call_then_words
 
@@ -178,9 +178,8 @@ class Cases(BenchSection):
                                        for s, dt, c in zip(grp["shape"], grp["dtype"], grp["causal"]))
                 where = f" ({join(facets)})"
             # The backend as the forced rows name it ('cudnn' -> SDPA cuDNN); a backend no forced row has keeps its name.
-            name = impl_label(f"sdpa-{backend}")
-            parts.append(f"**{escape.text(name if name != f'sdpa-{backend}' else backend)}** in {len(grp)} of "
-                         f"{len(auto)} cases{where}")
+            name = IMPL_LABELS.get(f"sdpa-{backend}", backend)
+            parts.append(f"**{escape.text(name)}** in {len(grp)} of {len(auto)} cases{where}")
         text = (f"With no backend forced, PyTorch chose {join(parts)}. "
                 f"The choice was read with {call_then_words(self.data.backend_choice_method)}.")
         return text + self._choice_counted_once(auto)

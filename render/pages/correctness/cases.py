@@ -47,12 +47,9 @@ class Cases(CorrectnessSection):
             parts.append(f"{escape.text(impl)}'s normwise error is {rel}; {passed} of {len(grp)} pass")
         sentence = ("On the same inputs, " + "; ".join(parts) + ".") if parts else ""
         sentence += self._backends(other)
-        cols = {k: v for k, v in self._COLS.items() if k not in ("config", "heads", "worst_query", "kernel")}
-        # A column that says nothing row by row (no reason given, every row ok) goes; the sentence above carries it.
-        if not any(as_text(r).strip() for r in other["reason"]):
-            cols.pop("reason", None)
-        if (other["status"] == "ok").all():
-            cols.pop("status", None)
+        silent = _silent(other)
+        cols = {k: v for k, v in self._COLS.items()
+                if k not in ("config", "heads", "worst_query", "kernel") and k not in silent}
         if other["backend_used"].notna().any():
             cols["backend_used"] = "SDPA backend"
         return sentence + "\n\n" + table_html(other, cols, {**self._FMT, "backend_used": as_text})
@@ -74,14 +71,10 @@ class Cases(CorrectnessSection):
         g = self.grid
         if g.empty:
             return ""
-        # A status column that says "ok" on every row carries nothing (the pass column says the rest), and the
-        # table must fit the page's column.
-        # Material gives every column at least 5 rem, so fifteen overflow it: a reason column with none to give
-        # goes too (the failures' own table above gives theirs).
-        reasons = "reason" in g and any(as_text(r).strip() for r in g["reason"])
-        keep = {"kernel": g["kernel_path"].notna().any(), "status": (g["status"] != "ok").any(), "impl": False,
-                "reason": reasons}
-        cols = {k: v for k, v in self._COLS.items() if keep.get(k, True)}
+        # The table must fit the page's column (Material gives every column at least 5 rem, so fifteen overflow
+        # it): the columns that say nothing row by row go, and the kernel column where no row recorded one.
+        drop = _silent(g) | {"impl"} | (set() if g["kernel_path"].notna().any() else {"kernel"})
+        cols = {k: v for k, v in self._COLS.items() if k not in drop}
         # each case against the rounding of its largest output, so the cases above one half-ulp can be read off
         ratio = self.rounding_cases()["ulp_ratio"]
         items = list(cols.items())
@@ -91,3 +84,14 @@ class Cases(CorrectnessSection):
                 "ulp_ratio": lambda x: "n/a" if absent(x) else fmt.num(x)}
         return ("<details><summary>All " + str(len(g)) + " kernel cases</summary>\n"
                 + table_html(self.with_kernel(g).join(ratio), cols, fmts) + "</details>\n")
+
+
+def _silent(df) -> set[str]:
+    """The columns that carry nothing row by row: a status of "ok" on every row (the pass column says the rest) and
+    a reason column with none to give (the failures' own table gives theirs)."""
+    out = set()
+    if (df["status"] == "ok").all():
+        out.add("status")
+    if "reason" not in df or not any(as_text(r).strip() for r in df["reason"]):
+        out.add("reason")
+    return out
