@@ -83,10 +83,8 @@ class SmallSizes(BenchSection):
         n_max = int(hb["seq_len"].max())
         # Implementations grouped by how far they stay host-bound, furthest first: one long list would hide that
         # one of them (a costly launch) reaches far past the rest.
-        reach = hb.groupby("impl")["seq_len"].max()
-        groups = [f"up to N={int(n)}: {join(impl_label(i) for i in self.impls() if reach.get(i) == n)}"
-                  for n in sorted(set(reach), reverse=True)]
-        never = [impl_label(i) for i in self.impls() if i not in reach and i in set(self.clock["impl"])]
+        groups = [f"up to N={n}: {join(names)}" for n, names in self._by_reach(hb, furthest_first=True)]
+        never = [impl_label(i) for i in self.impls() if i not in set(hb["impl"]) and i in set(self.clock["impl"])]
         if never:
             groups.append(f"at no length: {join(never)}")
         # The whole rule, margin and host time both: a loop merely slower than the device time is no sign of the host
@@ -144,12 +142,19 @@ class SmallSizes(BenchSection):
             if g.empty:
                 continue
             single = len(self.b.seq_lens(shape)) == 1
-            reach = g.groupby("impl")["seq_len"].max()
-            per = [f"{impl_label(i)} {'at' if single else 'up to'} N={int(reach[i])}"
-                   for i in sorted(reach.index, key=lambda i: (reach[i], self.impls().index(i)
-                                                               if i in self.impls() else 0))]
-            parts.append(f"at {shape_label(shape)}, {join(per)}")
+            # One length per group, not one per implementation: a figure for each would run past what a
+            # sentence can hold.
+            per = [f"{join(names)} {'at' if single else 'up to'} N={n}" for n, names in self._by_reach(g)]
+            parts.append(f"at {shape_label(shape)}, {', then '.join(per)}")
         return "; ".join(parts)
+
+    def _by_reach(self, hb: pd.DataFrame, furthest_first: bool = False) -> list[tuple[int, list[str]]]:
+        """(the longest length, the implementations host-bound up to it) for each such length, in the page's order
+        of implementations within a group."""
+        reach = hb.groupby("impl")["seq_len"].max()
+        order = self.impls() + [i for i in reach.index if i not in self.impls()]
+        return [(int(n), [impl_label(i) for i in order if reach.get(i) == n])
+                for n in sorted(set(reach), reverse=furthest_first)]
 
     def _unrested(self, c: pd.DataFrame) -> str:
         """What a loop pays at the lengths where the GPU sets every call's pace (`c`): device time is taken after the
