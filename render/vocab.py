@@ -115,8 +115,10 @@ def join(items, word: str = "and") -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {word} " + items[-1]
 
 
-def plural(n: int, word: str, words: str | None = None) -> str:
-    """'1 block', '2 blocks'."""
+def plural(n: int, word: str, words: str | None = None, none: bool = False) -> str:
+    """'1 block', '2 blocks'; with none=True, 'no block' for zero (a count in a sentence reads better so)."""
+    if none and n == 0:
+        return f"no {word}"
     return f"{n} {word if n == 1 else (words or word + 's')}"
 
 

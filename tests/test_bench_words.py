@@ -490,3 +490,12 @@ def test_an_oom_rows_bytes_are_named_for_what_they_are():
     assert said == ("one allocation of up to 128 GiB failed, on top of what the call already held; not attempted: "
                     "a predicted need of up to 300 GiB")
     assert Failures._oom_reason(g.iloc[:1]).startswith("one allocation of up to 128 GiB failed")
+
+
+def test_plural_reads_no_for_zero_only_when_asked():
+    from render.vocab import plural
+
+    assert plural(0, "case", none=True) == "no case"
+    assert plural(0, "case") == "0 cases"
+    assert plural(1, "case", none=True) == "1 case"
+    assert plural(3, "case", none=True) == "3 cases"

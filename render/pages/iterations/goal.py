@@ -41,7 +41,7 @@ class Goal(IterationsSection):
         out = [f"The goal: over the goal cases, a median of {goal} or more of the fastest other implementation's TFLOP/s, "
                f"and no case below {fmt.ratio(floor)} (the noise band of this data). The final version, "
                f"**{escape.text(final)}**, has a median of {shown(med)} with "
-               f"{plural(len(low), 'case') if low else 'no case'} below {fmt.ratio(floor)}: the goal is "
+               f"{plural(len(low), 'case', none=True)} below {fmt.ratio(floor)}: the goal is "
                f"{'reached' if reached else 'missed'}. "
                f"It reaches {goal} in {len(met)} of {len(measured)} cases"]
         # A case that clears the goal by less than the noise band could fall under it on another measurement.

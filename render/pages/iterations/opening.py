@@ -25,7 +25,7 @@ class Opening(IterationsSection):
             out.append(f"The kernel as shipped, **{escape.text(final)}**, {'reaches' if reached else 'misses'} its goal "
                        f"on this page's timing: a median of {goal_ratio_text(med, d.goal_ratio)} the fastest other "
                        f"implementation's TFLOP/s over {len(measured)} goal cases (the goal: {fmt.ratio(d.goal_ratio)}), "
-                       f"with {plural(len(low), 'case') if low else 'no case'} below "
+                       f"with {plural(len(low), 'case', none=True)} below "
                        f"{fmt.ratio(d.goal_ratio - NOISE_BAND)}.")
         verdicts, narrow, after = [], 0, []
         for v, pred, m in self.measured_predictions():
