@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from render import fmt
+
 
 def log_ticks(values, suffix: str = "", si: bool = False, max_ticks: int = 12) -> dict:
     """tickvals/ticktext for a log axis covering `values` (non-positive values ignored); si=True writes
@@ -43,3 +45,35 @@ def label(x: float, si: bool = False) -> str:
     mant = round(x / 10**exp, 6)
     return (f"{mant:g}×" if mant != 1 else "") + f"10<sup>{exp}</sup>"
 
+
+
+def byte_ticks(values, max_ticks: int = 10) -> dict:
+    """tickvals/ticktext for a log axis of byte counts, at powers of two and labelled in the binary units the
+    pages' prose writes bytes in (fmt.bytes_: 4 MiB, 1 GiB), so that a figure and its sentence agree."""
+    vals = [float(v) for v in values if v is not None and v == v and float(v) > 0]
+    if not vals:
+        return {}
+    lo, hi = math.floor(math.log2(min(vals) / 1.5)), math.ceil(math.log2(max(vals) * 1.5))
+    step = 1
+    while (hi - lo) // step + 1 > max_ticks:
+        step += 1
+    inside = [2.0**e for e in range(lo, hi + 1) if e % step == 0 and min(vals) / 1.5 <= 2.0**e <= max(vals) * 1.5]
+    if len(inside) < 2:
+        inside = [2.0**e for e in range(lo, hi + 1) if e % step == 0][:2]
+    return dict(tickmode="array", tickvals=inside, ticktext=[_power_of_two_bytes(t) for t in inside])
+
+
+_BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def _power_of_two_bytes(x: float) -> str:
+    """2**e bytes in whole binary units: 4 MiB, 512 KiB (a tick is exact, so no decimals)."""
+    e = round(math.log2(x))
+    i = min(max(e, 0) // 10, len(_BINARY_UNITS) - 1)
+    return f"{2.0 ** (e - 10 * i):g} {_BINARY_UNITS[i]}"
+
+
+def byte_hover(values) -> list[str]:
+    """Each value as fmt.bytes_ writes it, for a trace's customdata: Plotly's own '%{y:.3s}' would print 150G
+    where the prose says 140 GiB."""
+    return [fmt.bytes_(v) for v in values]

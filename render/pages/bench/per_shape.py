@@ -5,7 +5,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ... import escape, fmt
-from ...axes import log_ticks
+from ...axes import byte_hover, byte_ticks, log_ticks
 from ...figures import PALETTE
 from ...tables import table_html
 from ...vocab import IMPL_DASH, facet_label, impl_color, impl_label, join, path_label, shape_label
@@ -131,7 +131,7 @@ class PerShape(Offset):
 
 
     def _metric_figure(self, shape, name: str, column: str, ytitle: str, fmt_hover: str, caption: str,
-                       scale: float = 1.0, errors: bool = False, oom_markers: bool = False, si_unit: str = "") -> str:
+                       scale: float = 1.0, errors: bool = False, oom_markers: bool = False, bytes_axis: bool = False) -> str:
         fig, cells, nrows = self._grid(shape)
         shown = set()
         ns = self.b.seq_lens(shape)
@@ -150,6 +150,8 @@ class PerShape(Offset):
                                  showlegend=impl not in shown,
                                  line=dict(color=color, dash=IMPL_DASH.get(impl, "solid")),
                                  hovertemplate=f"{label}<br>N=%{{x}}<br>{fmt_hover}<extra></extra>")
+                    if bytes_axis:
+                        trace["customdata"] = byte_hover(y)
                     if errors:
                         trace["error_y"] = dict(type="data", symmetric=False, thickness=1, width=3,
                                                 array=(g["latency_ms_p90"] - g["latency_ms_median"]) * scale,
@@ -162,16 +164,16 @@ class PerShape(Offset):
                         ys += list(o["requested_bytes"] * scale)
                         fig.add_trace(go.Scatter(
                             x=o["seq_len"], y=o["requested_bytes"] * scale, mode="markers", name=f"{label}: OOM",
-                            legendgroup=impl, showlegend=False,
+                            legendgroup=impl, showlegend=False, customdata=byte_hover(o["requested_bytes"] * scale),
                             marker=dict(symbol="x", size=11, color=color, line=dict(width=2, color=color)),
-                            hovertemplate=f"{label}<br>N=%{{x}}<br>out of memory at an allocation of %{{y:.3s}}B<extra></extra>"),
+                            hovertemplate=f"{label}<br>N=%{{x}}<br>out of memory at an allocation of %{{customdata}}<extra></extra>"),
                             row=r, col=c)
         mem = self.run.manifest.device.memory_bytes if self.run.manifest.device else None
         if oom_markers and mem:
             ys.append(mem * scale)
             for _, _, r, c in cells:
                 fig.add_hline(y=mem * scale, line_dash="dash", line_color=PALETTE[7], line_width=1, row=r, col=c)
-        ticks = log_ticks(ys, si_unit, si=bool(si_unit))
+        ticks = byte_ticks(ys) if bytes_axis else log_ticks(ys)
         for _, _, r, c in cells:
             fig.update_yaxes(title_text=ytitle if c == 1 else None, type="log", row=r, col=c, **ticks)
             fig.update_xaxes(type="log", tickvals=ns, ticktext=[str(n) for n in ns],
@@ -192,9 +194,9 @@ class PerShape(Offset):
                                    "over the median device time.")
 
     def memory_figure(self, shape) -> str:
-        return self._metric_figure(shape, "memory", "peak_mem_bytes", "peak above inputs (bytes)", "%{y:.3s}B",
+        return self._metric_figure(shape, "memory", "peak_mem_bytes", "peak above inputs (bytes)", "%{customdata}",
                                    "Peak memory above the inputs (statistics reset after warm-up) against sequence "
                                    "length, log-log; × marks an out-of-memory case at the one allocation that failed, "
                                    "which came on top of what the call already held and so can lie below the dashed "
                                    "line, the device's memory (at its predicted need where the case was not tried).",
-                                   oom_markers=True, si_unit="B")
+                                   oom_markers=True, bytes_axis=True)

@@ -6,7 +6,7 @@ import pandas as pd
 from plotly.subplots import make_subplots
 
 from ... import escape
-from ...axes import log_ticks
+from ...axes import byte_hover, byte_ticks
 from ...figures import PALETTE
 from ...vocab import STUDY, impl_label
 from .charts import Charts
@@ -127,7 +127,8 @@ class Devices(Charts):
                 vals.append(self._dram(g.iloc[0]) if not g.empty else None)
             fig.add_bar(y=ticks, x=vals, orientation="h", name=f"{impl} DRAM bytes", marker_color=color,
                         marker_pattern_shape=self._hatch(devs),
-                        hovertemplate=f"%{{y}}<br>{impl}: %{{x:.4s}}B<extra></extra>", row=1, col=1)
+                        customdata=byte_hover(vals),
+                        hovertemplate=f"%{{y}}<br>{impl}: %{{customdata}}<extra></extra>", row=1, col=1)
         for field, label, color in (("theoretical_occupancy_pct", "theoretical", PALETTE[5]),
                                     ("achieved_occupancy_pct", "achieved", PALETTE[0])):
             vals = []
@@ -138,7 +139,7 @@ class Devices(Charts):
                         marker_pattern_shape=self._hatch(devs),
                         hovertemplate=f"%{{y}}<br>{label} occupancy %{{x:.3g}}%<extra></extra>", row=1, col=2)
         dram = [v for d in devs for v in [self._dram(r) for _, r in self._profile_rows(d).iterrows()] if v]
-        fig.update_xaxes(type="log", title_text="bytes", row=1, col=1, **log_ticks(dram, "B", si=True, max_ticks=5))
+        fig.update_xaxes(type="log", title_text="bytes", row=1, col=1, **byte_ticks(dram, max_ticks=5))
         fig.update_xaxes(title_text="% of warp slots", row=1, col=2)
         fig.update_xaxes(range=[0, 100], row=1, col=2)
         s = STUDY

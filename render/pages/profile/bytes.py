@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ... import fmt, model
-from ...axes import log_ticks
+from ...axes import byte_hover, byte_ticks
 from ...figures import PALETTE
 from ...fmt import known
 from ...tables import table_html
@@ -44,14 +44,15 @@ class Bytes(ProfileData):
         fig = go.Figure()
         x = [_esc(impl_label(i)) for i in df["impl"]]
         fig.add_bar(name="model (byte arithmetic)", x=x, y=df["model"], marker_color=PALETTE[7],
-                    customdata=[_esc(k) for k in df["model_kind"]], hovertemplate="%{x}: model %{y:.4s}B (%{customdata})<extra></extra>")
+                    customdata=[[b, _esc(k)] for b, k in zip(byte_hover(df["model"]), df["model_kind"])],
+                    hovertemplate="%{x}: model %{customdata[0]} (%{customdata[1]})<extra></extra>")
         fig.add_bar(name="measured DRAM (read + write ≥ output)", x=x, y=df["dram"], marker_color=PALETTE[0],
-                    hovertemplate="%{x}: measured %{y:.4s}B<extra></extra>")
+                    customdata=byte_hover(df["dram"]), hovertemplate="%{x}: measured %{customdata}<extra></extra>")
         fig.add_bar(name="measured L2 traffic", x=x, y=df["l2"], marker_color=PALETTE[5],
-                    hovertemplate="%{x}: L2 %{y:.4s}B<extra></extra>")
+                    customdata=byte_hover(df["l2"]), hovertemplate="%{x}: L2 %{customdata}<extra></extra>")
         fig.update_layout(barmode="group")
         fig.update_yaxes(type="log", title_text="bytes per call",
-                         **log_ticks(list(df["model"]) + list(df["dram"]) + list(df["l2"].dropna()), "B", si=True))
+                         **byte_ticks(list(df["model"]) + list(df["dram"]) + list(df["l2"].dropna())))
         return self.figure(f"bytes-{_shape_id(shape)}", fig,
                            "Bytes each implementation moved, measured by the DRAM and L2 counters, beside the byte-"
                            "arithmetic model (naive: 4eNd + 4eN² per head; fused: 4eNd per head). "
