@@ -21,8 +21,8 @@ a rule whose path cannot run here passes to the next), from :data:`SHAPE_RULES` 
     d 40-64, non-causal, N >= 2048                 gluon   g8       gluon_tile._g1_kernel
     d 72-80, non-causal, any N                     gluon   g30      gluon_ws._ws_kernel
     d 88-96, non-causal, any N                     gluon   g27      gluon_ws._ws_kernel
-    d 104-128, non-causal, N <= 2047               gluon   g42      gluon_ws._ws_kernel
-    d 104-128, non-causal, N >= 2048               gluon   g41      gluon_ws._ws_kernel
+    d 104-128, non-causal, N <= 2047               gluon   g37      gluon_ws._ws_kernel
+    d 104-128, non-causal, N >= 2048               gluon   g32      gluon_ws._ws_kernel
     d 72-128, causal, any N                        gluon   g42      gluon_ws._ws_kernel
     any other shape                                hopper  -        hopper._hopper_fwd_ws_persistent, or hopper._hopper_fwd_ws + hopper._diag_merge (causal from hopper.SPLIT_FROM_SEQ_LEN)
 
@@ -147,12 +147,12 @@ SHAPE_RULES: tuple[ShapeRule, ...] = (
               evidence="d=88-96 non-causal (2026-12-04, beside FlashAttention-4, B=4 H=32 N=4096): g30 ran "
                        "0.993-0.994x g27 at d=96 (a 32-column second chunk) and g32 0.979-0.980x; g27 ran 1.008x "
                        "g15 there"),
-    ShapeRule("gluon", 128, False, max_len=2047, head_sizes=(104, 128), config=(("version", "g42"),),
+    ShapeRule("gluon", 128, False, max_len=2047, head_sizes=(104, 128), config=(("version", "g37"),),
               evidence="d=104-128 non-causal below N=2048, where each query tile walks at most 15 key tiles after the "
                        "first, which this kernel masks always (2026-12-04, beside FlashAttention-4 and cuDNN, B=4 "
                        "H=32): g32 with the lean mask (g37) ran 1.008x g32 at N=512 and 1.007-1.009x at 1024; "
                        "g37 with the counted release (g42): EVIDENCE_B"),
-    ShapeRule("gluon", 128, False, min_len=2048, head_sizes=(104, 128), config=(("version", "g41"),),
+    ShapeRule("gluon", 128, False, min_len=2048, head_sizes=(104, 128), config=(("version", "g32"),),
               evidence="d=104-128 non-causal from N=2048 (2026-12-04, beside FlashAttention-4): g32 ran 1.017-1.018x g30 at B=4 "
                        "H=32 N=512, 1.010-1.011x at 1024, 1.004-1.011x at 4096 and 16384, 1.003x at B=1 H=16 "
                        "N=8192 and 1.006-1.009x at B=1 H=32 N=32768; g37 ran 0.957-0.990x g32 at B=4 H=32 N=16384 "
