@@ -261,6 +261,13 @@ PLANS["counted"] = (  # g41-g42: K/V slots released by counted arrives; the goal
 # every odd place of a longer walk).
 CHECKS = ((1, 2, 1000), (2, 3, 333), (1, 1, 4096 + 77), (4, 32, 1024 - 31))
 NEW = ("g41", "g42")
+PLANS["counted_order"] = (  # each new kernel timed before and after its baseline: how much the order moves a ratio
+    ((128, False, 4, 32, 16384), ("g41", "g32", "g41", "g32")),
+    ((128, False, 4, 32, 4096), ("g41", "g32", "g41", "g32")),
+    ((96, False, 4, 32, 4096), ("g41", "g27", "g41", "g27")),
+    ((128, True, 4, 32, 16384), ("g42", "g37", "g42", "g37")),
+    ((80, True, 4, 32, 4096), ("g42", "g37", "g42", "g37")),
+)
 
 
 def label(dtype, head_dim, causal, b, h, n):
