@@ -110,7 +110,7 @@ class ShapeRule:
                 and n >= self.min_len and (self.max_len is None or n <= self.max_len))
 
 
-# Measured on the H200, 2026-11-30 (d=64 causal, d=64 below N=2048 and d=128: 2026-12-03; g27-g33: 2026-12-04), with Triton 3.6.0 (so only that Triton applies them by itself:
+# Measured on the H200, 2026-11-30 (d=64 causal, d=64 below N=2048 and d=128: 2026-12-03; g27-g33: 2026-12-04; g41-g42: 2026-12-05), with Triton 3.6.0 (so only that Triton applies them by itself:
 # kernels/supported.py): device time of every path and Gluon step beside SDPA's cuDNN and flash
 # backends in one process, at the goal shapes (d=64: B=2 H=8; d=128: B=4 H=32), fp16 and bf16.
 # First match wins.
@@ -151,18 +151,20 @@ SHAPE_RULES: tuple[ShapeRule, ...] = (
               evidence="d=104-128 non-causal below N=2048, where each query tile walks at most 15 key tiles after the "
                        "first, which this kernel masks always (2026-12-04, beside FlashAttention-4 and cuDNN, B=4 "
                        "H=32): g32 with the lean mask (g37) ran 1.008x g32 at N=512 and 1.007-1.009x at 1024; "
-                       "g37 with the counted release (g42): EVIDENCE_B"),
+                       "g37 with the counted release (g42) ran 0.954-0.964x g37 at N=512 (2026-12-05, three sweeps)"),
     ShapeRule("gluon", 128, False, min_len=2048, head_sizes=(104, 128), config=(("version", "g32"),),
               evidence="d=104-128 non-causal from N=2048 (2026-12-04, beside FlashAttention-4): g32 ran 1.017-1.018x g30 at B=4 "
                        "H=32 N=512, 1.010-1.011x at 1024, 1.004-1.011x at 4096 and 16384, 1.003x at B=1 H=16 "
                        "N=8192 and 1.006-1.009x at B=1 H=32 N=32768; g37 ran 0.957-0.990x g32 at B=4 H=32 N=16384 "
                        "and 0.977-0.978x at B=1 H=32 N=32768, each timed after g32 at a lower clock; g32 with the "
-                       "counted release (g41): EVIDENCE_A"),
+                       "counted release (g41) ran 0.969-0.987x g32 at N=16384, 0.989-0.992x at 4096 and 0.995-1.014x "
+                       "at B=1 H=32 N=32768 (2026-12-05, three sweeps, one timing each kernel before and after the other)"),
     ShapeRule("gluon", 128, True, config=(("version", "g42"),),
               evidence="d=72-128 causal (2026-12-04, B=4 H=32, beside FlashAttention-4): g32 with the lean mask (g37) "
                        "ran 1.013-1.015x g32 at d=128 N=4096 (1.021-1.024x FlashAttention-4), 1.000x at N=16384 and "
                        "1.015-1.022x at d=80; g32 ran 1.010-1.012x g27 at d=128 N=4096; g37 with the counted "
-                       "release (g42): EVIDENCE_C"),
+                       "release (g42) ran 1.012-1.015x g37 at d=128 N=4096 and 1.008-1.020x at N=16384 (1.010x "
+                       "FlashAttention-4 bf16), 0.989-0.993x at d=80 (2026-12-05, three sweeps)"),
 )
 
 
