@@ -236,8 +236,14 @@ def test_a_register_cap_reaches_the_compiler_and_leaves_the_results_alone(monkey
     assert torch.equal(outs[0], outs[1])  # the interpreter: same bits, the cap dropped
     monkeypatch.setattr(fl, "interpreting", lambda: False)
     assert fl._launch_options(t, w, gpu=hopper)["maxnreg"] == 96
+    monkeypatch.setattr(fl.TUNING, "max_registers", 0)
+    assert "maxnreg" not in fl._launch_options(t, w, gpu=hopper)  # 0: no cap, ptxas chooses
     monkeypatch.setattr(fl.TUNING, "max_registers", None)
-    assert "maxnreg" not in fl._launch_options(t, w, gpu=hopper)  # the default: ptxas chooses
+    # None: the row class's own cap, on Hopper alone (measured there): 96 at 16-row tiles, none at 64 rows or on
+    # an older GPU
+    assert fl._launch_options(t, w, gpu=hopper)["maxnreg"] == fl.TUNING.few_rows.max_registers == 96
+    assert "maxnreg" not in fl._launch_options(fl.Tiling(64, 64, 128, 2, 8), w, gpu=hopper)
+    assert "maxnreg" not in fl._launch_options(t, w, gpu=fl.Device(40, (7, 5)))
 
 
 def test_a_counter_reset_by_store_leaves_the_counters_at_zero_and_the_results_alone(monkeypatch):
@@ -260,6 +266,7 @@ def test_a_counter_reset_by_store_leaves_the_counters_at_zero_and_the_results_al
     assert fl._launch_options(t, w, gpu=hopper)["RESET_STORE"] is True
     monkeypatch.setattr(fl.TUNING, "reset_by_store", False)
     assert fl._launch_options(t, w, gpu=hopper)["RESET_STORE"] is False
+    assert fl.Tuning().reset_by_store is True  # the default since its sweep (kernels/decode/notes.md)
 
 
 def test_layer_norm_statistics_survive_a_large_mean():

@@ -377,6 +377,9 @@ class RowTiles:
     # The projection right after the attention splits K at most this far (None: as any product).
     # Launched early under PDL, its programs wait on SMs the attention's last programs still need.
     after_attention_split: int | None = None
+    # Cap on the products' registers a thread, handed to ptxas (.maxnreg); None: ptxas's own choice. With 96
+    # the last split issues its partials' loads together instead of one add at a time ("Tuning.max_registers").
+    max_registers: int | None = None
 
 
 @dataclass
@@ -385,8 +388,10 @@ class Tuning:
     setting are in kernels/decode/notes.md, under the field's name."""
 
     # Up to 16 rows (16-row tiles). 64-deep inner tiles, four stages: more, smaller loads in flight per
-    # program; partial sums capped at 32 KiB (kernels/decode/notes.md, "Tuning.few_rows").
-    few_rows: RowTiles = field(default_factory=lambda: RowTiles(2.0, 2, 64, 64, 4, 4, max_partial_kib=32))
+    # program; partial sums capped at 32 KiB; 96 registers a thread (kernels/decode/notes.md, "Tuning.few_rows",
+    # "Tuning.max_registers").
+    few_rows: RowTiles = field(default_factory=lambda: RowTiles(2.0, 2, 64, 64, 4, 4, max_partial_kib=32,
+                                                                max_registers=96))
     # More rows (32-128-row tiles; measured at 64): 128-deep tiles, partials capped at 32 KiB, the MLP's
     # output product in six splits, the projection after the attention unsplit ("Tuning.many_rows").
     many_rows: RowTiles = field(default_factory=lambda: RowTiles(2.0, 2, 64, 128, 4, 8, max_partial_kib=32,
@@ -400,16 +405,14 @@ class Tuning:
     # A product that reads at least this many MiB of weights lets the next grid launch only after its
     # weight loop, not at its start (None: always at the start) ("Tuning.late_dependents_mib").
     late_dependents_mib: float | None = 8.0
-    # Cap on a product kernel's registers a thread, handed to ptxas (.maxnreg); None: ptxas's own choice.
-    # Opt-in, not measured on a GPU: uncapped, ptxas keeps the kernels at 48-64 registers and interleaves the
-    # last split's partial loads with their adds (five dependent L2 round trips for six splits at gpt2 batch
-    # 4); at 96 it issues them all before the first add (kernels/decode/notes.md, "Static SASS of the graph
-    # step's kernels").
+    # A register cap for every product, over its row class's own (RowTiles.max_registers); None: each class's
+    # own, 0: no cap. Uncapped, ptxas keeps the kernels at 48-64 registers and interleaves the last split's
+    # partial loads with their adds; the cap that helps at 16 rows cost 4-5% at 64 ("Tuning.max_registers").
     max_registers: int | None = None
-    # The last split resets its tile's arrival counter by a plain store instead of an atomic exchange. Opt-in, not
-    # measured on a GPU: the exchange's return shares a scoreboard with the epilogue's bias and residual loads, one
-    # more L2 round trip before the epilogue (kernels/decode/notes.md, "Static SASS of the graph step's kernels").
-    reset_by_store: bool = False
+    # The last split resets its tile's arrival counter by a plain store instead of an atomic exchange, whose
+    # return shares a scoreboard with the epilogue's bias and residual loads: one L2 round trip fewer before the
+    # epilogue ("Tuning.reset_by_store").
+    reset_by_store: bool = True
 
     def rows(self, rows: int) -> RowTiles:
         return self.few_rows if rows <= FEW_ROWS else self.many_rows
@@ -524,8 +527,11 @@ def _launch_options(t: Tiling, w: torch.Tensor, tuning: Tuning = TUNING, gpu: De
             "num_stages": 1 if interp else t.num_stages}
     if pdl:
         opts["launch_pdl"] = True
-    if tuning.max_registers is not None and not interp:  # the interpreter allocates no registers
-        opts["maxnreg"] = tuning.max_registers
+    cap = tuning.max_registers
+    if cap is None:  # the row class's own cap, measured on Hopper alone: older GPUs keep ptxas's choice
+        cap = tuning.rows(t.block_b).max_registers if gpu is not None and gpu.capability >= (9, 0) else None
+    if cap and not interp:  # the interpreter allocates no registers
+        opts["maxnreg"] = cap
     return opts
 
 
