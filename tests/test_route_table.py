@@ -11,9 +11,10 @@ def test_the_dispatch_docstring_holds_the_table_the_rules_make():
 def test_the_table_has_a_row_per_rule_and_routes_each_row_as_the_rules_do():
     rows = route_table.rows()
     assert len(rows) == len(dispatch.SHAPE_RULES) + 1
-    for rule, (_, path, version, kernel) in zip(dispatch.SHAPE_RULES, rows):
+    for rule, (label, path, version, kernel) in zip(dispatch.SHAPE_RULES, rows):
         n = rule.min_len if rule.max_len is None else rule.max_len
-        d = rule.head_dim if rule.head_sizes is None else rule.head_sizes[0]  # a head size the rule takes
+        # the row's smallest head size: one the rule takes and no earlier rule does ("d 72-96, causal, ...")
+        d = int(label.split(",")[0].split()[1].split("-")[0])
         batch_heads = -(-rule.min_rows // n)  # enough rows for the rule's min_rows
         want_path, config = dispatch.rule_route(dispatch.SHAPE_RULES, d, rule.causal, n, batch_heads=batch_heads)
         assert (path, version) == (want_path, (config or {}).get("version", "-"))
@@ -24,16 +25,17 @@ def test_the_table_has_a_row_per_rule_and_routes_each_row_as_the_rules_do():
 
 def test_a_rule_for_part_of_a_tile_is_printed_with_its_head_sizes_and_leaves_the_rest_to_the_next_rule():
     rules = {row[0]: row[2] for row in route_table.rows()}
-    assert rules["d 72-80, non-causal, any N"] == "g30" and rules["d 88-96, non-causal, any N"] == "g27"
+    assert rules["d 72-80, non-causal, any N"] == "g30" and rules["d 88-96, non-causal, N <= 2047"] == "g27"
+    assert rules["d 88-96, non-causal, N >= 2048"] == "g41" and rules["d 72-96, causal, any N"] == "g37"
     assert rules["d 104-128, non-causal, N >= 2048"] == "g32" and rules["d 104-128, non-causal, N <= 2047"] == "g37"
-    assert dispatch.rule_route(dispatch.SHAPE_RULES, 96, False, 4096)[1] == {"version": "g27"}
+    assert dispatch.rule_route(dispatch.SHAPE_RULES, 96, False, 4096)[1] == {"version": "g41"}
     assert dispatch.rule_route(dispatch.SHAPE_RULES, 104, False, 4096)[1] == {"version": "g32"}
     # below N=2048 the short walks of d=104-128 take the lean mask; d=72-96 keep their own rules at every length
     assert dispatch.rule_route(dispatch.SHAPE_RULES, 104, False, 1024)[1] == {"version": "g37"}
     assert dispatch.rule_route(dispatch.SHAPE_RULES, 96, False, 1024)[1] == {"version": "g27"}
     assert dispatch.rule_route(dispatch.SHAPE_RULES, 80, False, 512)[1] == {"version": "g30"}
     assert dispatch.rule_route(dispatch.SHAPE_RULES, 128, True, 4096)[1] == {"version": "g42"}
-    assert dispatch.rule_route(dispatch.SHAPE_RULES, 80, True, 4096)[1] == {"version": "g42"}
+    assert dispatch.rule_route(dispatch.SHAPE_RULES, 80, True, 4096)[1] == {"version": "g37"}
 
 
 def test_a_rule_with_min_rows_takes_a_shape_only_when_batch_heads_and_length_fill_the_gpu_many_times():

@@ -20,10 +20,12 @@ a rule whose path cannot run here passes to the next), from :data:`SHAPE_RULES` 
     d 40-64, non-causal, N >= 2048, B*H*N >= 2^18  gluon   g33      gluon_ws._ws_kernel
     d 40-64, non-causal, N >= 2048                 gluon   g8       gluon_tile._g1_kernel
     d 72-80, non-causal, any N                     gluon   g30      gluon_ws._ws_kernel
-    d 88-96, non-causal, any N                     gluon   g27      gluon_ws._ws_kernel
+    d 88-96, non-causal, N >= 2048                 gluon   g41      gluon_ws._ws_kernel
+    d 88-96, non-causal, N <= 2047                 gluon   g27      gluon_ws._ws_kernel
     d 104-128, non-causal, N <= 2047               gluon   g37      gluon_ws._ws_kernel
     d 104-128, non-causal, N >= 2048               gluon   g32      gluon_ws._ws_kernel
-    d 72-128, causal, any N                        gluon   g42      gluon_ws._ws_kernel
+    d 104-128, causal, any N                       gluon   g42      gluon_ws._ws_kernel
+    d 72-96, causal, any N                         gluon   g37      gluon_ws._ws_kernel
     any other shape                                hopper  -        hopper._hopper_fwd_ws_persistent, or hopper._hopper_fwd_ws + hopper._diag_merge (causal from hopper.SPLIT_FROM_SEQ_LEN)
 
 A head size runs in the tile of the next power of two (d=80 in the d=128 tile, kernels/common.py),
@@ -143,7 +145,12 @@ SHAPE_RULES: tuple[ShapeRule, ...] = (
               evidence="d=72-80 non-causal (2026-12-04, beside FlashAttention-4, B=4 H=32 N=4096): g27 with the "
                        "row sums per lane (g30) ran 1.034-1.039x g27 at d=80, fp16 and bf16, where the head's "
                        "second chunk is 16 columns; g32 ran 0.984x g30"),
-    ShapeRule("gluon", 128, False, head_sizes=(88, 96), config=(("version", "g27"),),
+    ShapeRule("gluon", 128, False, min_len=2048, head_sizes=(88, 96), config=(("version", "g41"),),
+              evidence="d=88-96 non-causal from N=2048 (2026-12-05, B=4 H=32 N=4096, three sweeps, beside "
+                       "FlashAttention-4 in two): g32 with the counted release (g41) ran 1.006-1.010x g27, fp16 and "
+                       "bf16, whichever ran first (0.927-0.932x FlashAttention-4 against 0.920-0.925x); not timed "
+                       "below N=2048, where g27 stays"),
+    ShapeRule("gluon", 128, False, max_len=2047, head_sizes=(88, 96), config=(("version", "g27"),),
               evidence="d=88-96 non-causal (2026-12-04, beside FlashAttention-4, B=4 H=32 N=4096): g30 ran "
                        "0.993-0.994x g27 at d=96 (a 32-column second chunk) and g32 0.979-0.980x; g27 ran 1.008x "
                        "g15 there"),
@@ -159,12 +166,14 @@ SHAPE_RULES: tuple[ShapeRule, ...] = (
                        "and 0.977-0.978x at B=1 H=32 N=32768, each timed after g32 at a lower clock; g32 with the "
                        "counted release (g41) ran 0.969-0.987x g32 at N=16384, 0.989-0.992x at 4096 and 0.995-1.014x "
                        "at B=1 H=32 N=32768 (2026-12-05, three sweeps, one timing each kernel before and after the other)"),
-    ShapeRule("gluon", 128, True, config=(("version", "g42"),),
-              evidence="d=72-128 causal (2026-12-04, B=4 H=32, beside FlashAttention-4): g32 with the lean mask (g37) "
-                       "ran 1.013-1.015x g32 at d=128 N=4096 (1.021-1.024x FlashAttention-4), 1.000x at N=16384 and "
-                       "1.015-1.022x at d=80; g32 ran 1.010-1.012x g27 at d=128 N=4096; g37 with the counted "
-                       "release (g42) ran 1.012-1.015x g37 at d=128 N=4096 and 1.008-1.020x at N=16384 (1.010x "
-                       "FlashAttention-4 bf16), 0.989-0.993x at d=80 (2026-12-05, three sweeps)"),
+    ShapeRule("gluon", 128, True, head_sizes=(104, 128), config=(("version", "g42"),),
+              evidence="d=104-128 causal (2026-12-05, B=4 H=32, three sweeps, beside FlashAttention-4 in two): g37 "
+                       "with the counted release (g42) ran 1.012-1.015x g37 at d=128 N=4096 and 1.008-1.020x at "
+                       "N=16384, whichever ran first (1.036x and 0.994-1.010x FlashAttention-4 bf16)"),
+    ShapeRule("gluon", 128, True, config=(("version", "g37"),),
+              evidence="d=72-96 causal (2026-12-04, B=4 H=32, beside FlashAttention-4): g32 with the lean mask (g37) "
+                       "ran 1.015-1.022x g32 at d=80 and 1.013-1.015x at d=128 N=4096; g32 ran 1.004-1.005x g27 at "
+                       "d=96; g42 ran 0.989-0.993x g37 at d=80 (2026-12-05, three sweeps)"),
 )
 
 

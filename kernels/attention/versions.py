@@ -187,6 +187,22 @@ def _v58_routes():
     ))
 
 
+def _v63_routes():
+    """The per-shape routes v63 shipped with: v58's, with g42 (the counted release) at d=72-128 causal."""
+    return partial(rule_route, (
+        ShapeRule("gluon", 64, True, min_len=8192, min_rows=2 ** 17, config=(("version", "g36"),)),
+        ShapeRule("gluon", 64, True, config=(("version", "g38"),)),
+        ShapeRule("gluon", 64, False, max_len=2047, config=(("version", "g10"),)),
+        ShapeRule("gluon", 64, False, min_len=2048, min_rows=2 ** 18, config=(("version", "g33"),)),
+        ShapeRule("gluon", 64, False, min_len=2048, config=(("version", "g8"),)),
+        ShapeRule("gluon", 128, False, head_sizes=(72, 80), config=(("version", "g30"),)),
+        ShapeRule("gluon", 128, False, head_sizes=(88, 96), config=(("version", "g27"),)),
+        ShapeRule("gluon", 128, False, max_len=2047, head_sizes=(104, 128), config=(("version", "g37"),)),
+        ShapeRule("gluon", 128, False, min_len=2048, head_sizes=(104, 128), config=(("version", "g32"),)),
+        ShapeRule("gluon", 128, True, config=(("version", "g42"),)),
+    ))
+
+
 def _unrouted_gluon_step(name, step, baseline):
     """A Gluon step no per-shape version routes: its words, prediction, maskings and head sizes are its record's
     (gluon_versions.py), its baseline the version of the step it changed; the iterations phase skips it."""
@@ -621,7 +637,8 @@ VERSIONS = {v.name: v for v in [
     # g39-g40: g34 and g35's walk two tiles a pass, to find where their fault lies; not measured yet.
     _unrouted_gluon_step("v59-gluon-chained-pairs", "g39", "v56-gluon-lean"),
     _unrouted_gluon_step("v60-gluon-three-chained-pairs", "g40", "v55-gluon-three-lean"),
-    # g41-g42: K/V slots released by counted arrives (g41 on g32's kernel, g42 on g37's). v63-per-shape routes both.
+    # g41-g42: K/V slots released by counted arrives (g41 on g32's kernel, g42 on g37's). v63-per-shape routes g42 at
+    # d=72-128 causal; v64-per-shape g42 at d=104-128 causal and g41 at d=88-96 non-causal from N=2048.
     _unrouted_gluon_step("v61-gluon-counted", "g41", "v50-gluon-late-release"),
     _unrouted_gluon_step("v62-gluon-lean-counted", "g42", "v56-gluon-lean"),
     KernelVersion(
@@ -632,9 +649,21 @@ VERSIONS = {v.name: v for v in [
         # 1.01-1.04x and d=128 causal by g42's 1.01-1.04x (d=64 unchanged).
         predicted_speedup={"non-causal": (0.99, 1.04), "causal": (0.98, 1.05)},
         features=None,
+        # The rules v63 shipped with, frozen here so that it still runs as shipped after v64. Run h200-20261205b
+        # timed v63; v64 moves g42 off the split head and g41 onto it.
+        in_phase=False,
+        routes=_v63_routes(),
+    ),
+    KernelVersion(
+        name="v64-per-shape", **_story("v64-per-shape"),
+        path=None,
+        baseline="sdpa",
+        # Against the fastest other implementation at the goal shapes: v63's (no goal shape changes kernel).
+        predicted_speedup={"non-causal": (0.99, 1.04), "causal": (0.98, 1.05)},
+        features=None,
     ),
 ]}
-FINAL_VERSION = "v63-per-shape"
+FINAL_VERSION = "v64-per-shape"
 
 
 def get_version(name):
