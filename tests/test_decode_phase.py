@@ -326,6 +326,12 @@ def test_generate_is_timed_per_token_after_the_first(tiny_run):
     # model.generate greedy, its default cache: one token from the prefill, then steps_per_loop more per timed call
     result, _, _ = tiny_run
     by = {(r.context, r.variant): r for r in result.rows}
+    for _ in range(2):
+        # On a busy CPU the call generating 7 tokens can come out no slower than the one generating 1; the row then
+        # says it is too noisy to time (the test below), and the phase is run again rather than the check skipped.
+        if by[(8, "hf-generate")].status == "ok" or "too noisy" not in (by[(8, "hf-generate")].reason or ""):
+            break
+        by = {(r.context, r.variant): r for r in phase.collect_decode("cpu-test", PLAN, "cpu", 1e9, "test constant").rows}
     g, loop = by[(8, "hf-generate")], by[(8, "hf-eager")]
     assert g.status == "ok" and g.step_impl == "transformers-generate" and g.cache_class == "DynamicCache"
     assert (g.steps_per_loop, g.new_tokens) == (6, 7) and g.loops_timed >= 1 and g.steps_timed == 6 * g.loops_timed
