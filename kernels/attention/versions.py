@@ -169,38 +169,30 @@ def _v52_routes():
     ))
 
 
+# The per-shape rules v58 shipped with: the lean mask where it won its sweep (g36 at d=64 causal from N=8192 and 2^17
+# query rows, g38 at the rest of d=64 causal, g37 at d=72-128 causal and d=104-128 non-causal below N=2048), g32 at
+# d=104-128 non-causal from N=2048, v52's kernels elsewhere.
+_V58_RULES = (
+    ShapeRule("gluon", 64, True, min_len=8192, min_rows=2 ** 17, config=(("version", "g36"),)),
+    ShapeRule("gluon", 64, True, config=(("version", "g38"),)),
+    ShapeRule("gluon", 64, False, max_len=2047, config=(("version", "g10"),)),
+    ShapeRule("gluon", 64, False, min_len=2048, min_rows=2 ** 18, config=(("version", "g33"),)),
+    ShapeRule("gluon", 64, False, min_len=2048, config=(("version", "g8"),)),
+    ShapeRule("gluon", 128, False, head_sizes=(72, 80), config=(("version", "g30"),)),
+    ShapeRule("gluon", 128, False, head_sizes=(88, 96), config=(("version", "g27"),)),
+    ShapeRule("gluon", 128, False, max_len=2047, head_sizes=(104, 128), config=(("version", "g37"),)),
+    ShapeRule("gluon", 128, False, min_len=2048, head_sizes=(104, 128), config=(("version", "g32"),)),
+    ShapeRule("gluon", 128, True, config=(("version", "g37"),)),
+)
+
+
 def _v58_routes():
-    """The per-shape routes v58 shipped with: the lean mask where it won its sweep (g36 at d=64 causal from N=8192
-    and 2^17 query rows, g38 at the rest of d=64 causal, g37 at d=72-128 causal and d=104-128 non-causal below
-    N=2048), g32 at d=104-128 non-causal from N=2048, v52's kernels elsewhere."""
-    return partial(rule_route, (
-        ShapeRule("gluon", 64, True, min_len=8192, min_rows=2 ** 17, config=(("version", "g36"),)),
-        ShapeRule("gluon", 64, True, config=(("version", "g38"),)),
-        ShapeRule("gluon", 64, False, max_len=2047, config=(("version", "g10"),)),
-        ShapeRule("gluon", 64, False, min_len=2048, min_rows=2 ** 18, config=(("version", "g33"),)),
-        ShapeRule("gluon", 64, False, min_len=2048, config=(("version", "g8"),)),
-        ShapeRule("gluon", 128, False, head_sizes=(72, 80), config=(("version", "g30"),)),
-        ShapeRule("gluon", 128, False, head_sizes=(88, 96), config=(("version", "g27"),)),
-        ShapeRule("gluon", 128, False, max_len=2047, head_sizes=(104, 128), config=(("version", "g37"),)),
-        ShapeRule("gluon", 128, False, min_len=2048, head_sizes=(104, 128), config=(("version", "g32"),)),
-        ShapeRule("gluon", 128, True, config=(("version", "g37"),)),
-    ))
+    return partial(rule_route, _V58_RULES)
 
 
 def _v63_routes():
     """The per-shape routes v63 shipped with: v58's, with g42 (the counted release) at d=72-128 causal."""
-    return partial(rule_route, (
-        ShapeRule("gluon", 64, True, min_len=8192, min_rows=2 ** 17, config=(("version", "g36"),)),
-        ShapeRule("gluon", 64, True, config=(("version", "g38"),)),
-        ShapeRule("gluon", 64, False, max_len=2047, config=(("version", "g10"),)),
-        ShapeRule("gluon", 64, False, min_len=2048, min_rows=2 ** 18, config=(("version", "g33"),)),
-        ShapeRule("gluon", 64, False, min_len=2048, config=(("version", "g8"),)),
-        ShapeRule("gluon", 128, False, head_sizes=(72, 80), config=(("version", "g30"),)),
-        ShapeRule("gluon", 128, False, head_sizes=(88, 96), config=(("version", "g27"),)),
-        ShapeRule("gluon", 128, False, max_len=2047, head_sizes=(104, 128), config=(("version", "g37"),)),
-        ShapeRule("gluon", 128, False, min_len=2048, head_sizes=(104, 128), config=(("version", "g32"),)),
-        ShapeRule("gluon", 128, True, config=(("version", "g42"),)),
-    ))
+    return partial(rule_route, (*_V58_RULES[:-1], ShapeRule("gluon", 128, True, config=(("version", "g42"),))))
 
 
 def _unrouted_gluon_step(name, step, baseline):
