@@ -50,3 +50,24 @@ def test_a_rule_with_min_rows_takes_a_shape_only_when_batch_heads_and_length_fil
     assert route(dispatch.SHAPE_RULES, 64, True, 8192, batch_heads=16)[1] == {"version": "g36"}
     assert route(dispatch.SHAPE_RULES, 64, True, 8192, batch_heads=8)[1] == {"version": "g38"}
     assert route(dispatch.SHAPE_RULES, 64, True, 2048, batch_heads=128)[1] == {"version": "g38"}
+
+
+def test_the_shipped_version_names_only_kernels_the_rules_route_and_every_one_new_to_it():
+    # v63's words once named two kernels its rules had already sent back (the run's record had to be corrected): the
+    # shipped version's change may name only steps SHAPE_RULES route, and must name each step the version before it
+    # did not route.
+    import re
+
+    from kernels.attention import versions as V
+
+    routed = {dict(r.config)["version"] for r in dispatch.SHAPE_RULES if r.path == "gluon"}
+    final = V.get_version(V.FINAL_VERSION)
+    named = set(re.findall(r"\bg\d+\b", final.change))
+    assert named <= routed, f"{V.FINAL_VERSION}'s change names {sorted(named - routed)}, which no rule routes"
+    names = list(V.VERSIONS)
+    before = next(V.VERSIONS[n] for n in reversed(names[:names.index(V.FINAL_VERSION)]) if V.VERSIONS[n].routes)
+    shapes = [(d, c, n, bh) for d in (64, 80, 96, 128) for c in (False, True) for n in (512, 2048, 16384)
+              for bh in (1, 4096)]
+    previously = {before.routes(d, c, n, batch_heads=bh)[1]["version"] for d, c, n, bh in shapes
+                  if before.routes(d, c, n, batch_heads=bh)[0] == "gluon"}
+    assert routed - previously <= named, f"{V.FINAL_VERSION}'s change does not name {sorted(routed - previously - named)}"
