@@ -555,13 +555,13 @@ def test_the_page_names_the_steps_the_rows_ran_or_says_they_are_unknown(tmp_path
 def test_the_added_cases_have_their_own_table_and_stay_off_the_grids_axes(tmp_path):
     page = _page(tmp_path / "r", hopper=True, recorded=True)
     added = page.added
-    assert len(added) == 6 and added["route_case"].all()
+    assert len(added) == 8 and added["route_case"].all()
     text = page.route_cases()
-    assert "every kernel it can choose here is checked against the reference: all 6 pass" in text
-    assert "(g33)" in text and "(g36)" in text and "43" in text
+    assert "every kernel it can choose here is checked against the reference: all 8 pass" in text
+    assert "(g33)" in text and "(g36)" in text and "(g41)" in text and "43" in text
     summary = page.summary()
     assert "seq_len 1, 17, 128, 1000, 2048 and 4097;" in summary and "batch 1 and 2;" in summary
-    assert "and on 6 cases added to reach the kernels only larger shapes take" in summary
+    assert "and on 8 cases added to reach the kernels only larger shapes take" in summary
     assert 8193 not in set(page._lines()["seq_len"]) and 2049 not in set(page._cell_frame()["seq_len"])
     # their errors count among the rest everywhere else: the pass count, the rounding check, every case
     assert f"passes {len(page.grid)} of {len(page.grid)} cases" in page.findings_first()

@@ -39,11 +39,13 @@ def test_device_memory_is_given_in_binary_units_beside_the_vendors_figure():
 
 
 def test_clock_readings_print_at_the_precision_nvidia_smi_reads_them():
-    table = _page().clocks_table()
-    cells = re.findall(r"<td>([^<]*)</td>", table)
-    assert "345" in cells and "345.0" not in cells  # a clock in whole MHz
-    assert "36" in cells and "36.00" not in cells  # a temperature in whole degrees
-    assert "81.4" in cells and "635" in cells  # power to three figures
+    page = _page()
+    readings = page.run.frame("env", "clocks").iloc[0]  # nvidia-smi's: whole MHz, whole degrees, watts to 0.01
+    cells = re.findall(r"<td>([^<]*)</td>", page.clocks_table())
+    clock, temp = int(readings["sm_clock_mhz"]), int(readings["temperature_c"])
+    assert f"{clock:,}" in cells and f"{clock}.0" not in cells  # a clock in whole MHz
+    assert str(temp) in cells and f"{temp}.00" not in cells  # a temperature in whole degrees
+    assert fmt.num(readings["power_w"], 3) in cells and len(fmt.num(readings["power_w"], 3).replace(".", "")) == 3
 
 
 def test_the_t4_prediction_names_the_masking_its_flop_count_assumes():
