@@ -74,8 +74,9 @@ FINDINGS_PAGES = ("index.md", "hardware.md", "correctness.md", "byte-arithmetic.
 # Words about how the report was made, not about what it measured: a reader cannot follow them.
 # 'Run N' is a numbered run ('H200 run 3:', '(run 2)'), not a count ('this run, 5 verdicts'; 'it runs 2 blocks') nor a
 # measure ('should run 0.94-0.99x'); 'the issue' is the tracker's, not a scheduler's ('the issue slots').
+# "run 12:" names a run a reader never saw; "runs 35, 61 and 68 before" is a verb and a list of counts.
 PROCESS_WORDS = re.compile(r"(?i)\bthe issue\b(?!-| slots| cycles)|\bdev run\b|\bsmoke run\b"
-                           r"|\bexploratory (?:\w+ )?runs?\b|\bruns? \d+(?:-\d+)?(?!\.\d)(?=\s*[(:),.;])|/work/|/tmp/")
+                           r"|\bexploratory (?:\w+ )?runs?\b|\bruns? \d+(?:-\d+)?(?!\.\d)(?!,\s*\d)(?=\s*[(:),.;])|/work/|/tmp/")
 
 
 def _opened(page, url):
