@@ -96,3 +96,17 @@ def test_published_profile_figures_are_transcribed():
     for r in prof["impls"]:  # 4·B·H·N²·d over the published bytes gives the published intensities
         assert r["flops_model"] / r["dram_bytes"] == pytest.approx({"naive": 8.19, "triton": 16.96}[r["impl"]], abs=0.01)
     load_validated(T4 / "profile.json", ProfileFile)
+
+
+def test_the_profiling_page_reads_a_published_dram_total():
+    # The write-up gives one DRAM figure a call (dram_bytes), not reads and writes: the Profiling page takes it as
+    # published, where it had shown no bytes at all for the T4 reference.
+    from render.pages.profile import ProfilePage
+
+    ref = load_references(ROOT / "data")[0]
+    page = ProfilePage(ref, [ref])
+    frame = page.bytes_frame()
+    assert dict(zip(frame["impl"], frame["dram"])) == {"naive": 2.098e9, "triton": 1.013e9}
+    first = page.findings_first()
+    assert "2.07× fewer DRAM bytes" in first and "the total its source published" in first
+    assert "at least each call's output" not in first

@@ -21,7 +21,7 @@ class Bytes(ProfileData):
     def bytes_frame(self, shape=None) -> pd.DataFrame:
         shape = shape or self.headline
         df = self._rows(shape)
-        df = df[(df["status"] == "ok") & df["dram_read_bytes"].notna()] if not df.empty else df
+        df = df[(df["status"] == "ok") & df.apply(lambda r: self._dram(r) is not None, axis=1)] if not df.empty else df
         if df.empty:
             return pd.DataFrame()
         b, h, n, d, dt, c = shape

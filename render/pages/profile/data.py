@@ -167,9 +167,11 @@ class ProfileData(Page):
 
     def _dram(self, row) -> float | None:
         """A call's DRAM bytes on this page's one basis, Home's too (model.dram_moved_bytes): read plus written,
-        the writes at least the call's output, which can still sit in L2 when the counters stop."""
+        the writes at least the call's output, which can still sit in L2 when the counters stop. A published
+        profile gives only the total (dram_bytes), which stands as it was published."""
         if not known(row["dram_read_bytes"]):
-            return None
+            total = row.get("dram_bytes")
+            return float(total) if known(total) else None
         written = row["dram_write_bytes"] if known(row["dram_write_bytes"]) else None
         return model.dram_moved_bytes(row["dram_read_bytes"], written, self._output_bytes(row))
 
