@@ -46,7 +46,6 @@ def label(x: float, si: bool = False) -> str:
     return (f"{mant:g}×" if mant != 1 else "") + f"10<sup>{exp}</sup>"
 
 
-
 def byte_ticks(values, max_ticks: int = 10) -> dict:
     """tickvals/ticktext for a log axis of byte counts, at powers of two and labelled in the binary units the
     pages' prose writes bytes in (fmt.bytes_: 4 MiB, 1 GiB), so that a figure and its sentence agree."""
@@ -63,14 +62,11 @@ def byte_ticks(values, max_ticks: int = 10) -> dict:
     return dict(tickmode="array", tickvals=inside, ticktext=[_power_of_two_bytes(t) for t in inside])
 
 
-_BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
-
-
 def _power_of_two_bytes(x: float) -> str:
-    """2**e bytes in whole binary units: 4 MiB, 512 KiB (a tick is exact, so no decimals)."""
+    """2**e bytes in whole binary units, fmt.bytes_'s: 4 MiB, 512 KiB (a tick is exact, so no decimals)."""
     e = round(math.log2(x))
-    i = min(max(e, 0) // 10, len(_BINARY_UNITS) - 1)
-    return f"{2.0 ** (e - 10 * i):g} {_BINARY_UNITS[i]}"
+    i = min(max(e, 0) // 10, len(fmt.BINARY_UNITS) - 1)
+    return f"{2.0 ** (e - 10 * i):g} {fmt.BINARY_UNITS[i]}"
 
 
 def byte_hover(values) -> list[str]:

@@ -30,10 +30,14 @@ def count(x) -> str:
     return f"{x:,.0f}" if abs(x - round(x)) < 0.05 else f"{x:,.1f}"
 
 
+BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+DECIMAL_UNITS = ("B", "kB", "MB", "GB", "TB")
+
+
 def bytes_(x, binary: bool = True) -> str:
     if not known(x):
         return _MISSING
-    base, units = (1024, ["B", "KiB", "MiB", "GiB", "TiB"]) if binary else (1000, ["B", "kB", "MB", "GB", "TB"])
+    base, units = (1024, BINARY_UNITS) if binary else (1000, DECIMAL_UNITS)
     v, i = float(x), 0
     while abs(v) >= base and i < len(units) - 1:
         v /= base

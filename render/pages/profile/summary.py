@@ -19,7 +19,7 @@ class Summary(ProfileData):
         out = []
         df = self._rows(shape)
         df = df[df["status"] == "ok"] if not df.empty else df
-        by = {r["impl"]: self._dram(r) for _, r in df.iterrows() if self._dram(r) is not None}
+        by = {impl: v for impl, v in ((r["impl"], self._dram(r)) for _, r in df.iterrows()) if v is not None}
         if by.get("naive") and by.get("triton"):
             a, f = by["naive"], by["triton"]
             word = f"{fmt.ratio(a / f)} fewer" if f < a else f"{fmt.ratio(f / a)} more"
