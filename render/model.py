@@ -12,6 +12,9 @@ import math
 
 from collect.schema.common import attention_flops
 
+from .fmt import known
+from .vocab import ELEMENT_BYTES
+
 
 def s_matrix_bytes(n: int, e: int = 2, heads: int = 1) -> int:
     """One N x N score matrix per head."""
@@ -161,3 +164,15 @@ def dram_moved_bytes(read: float, written: float | None, output_bytes: float) ->
     the counters stop when the kernel ends, and an output small enough to sit in L2 has not reached DRAM
     yet (at B=2, H=8, N=2048, d=64 the fused kernel's 4 MiB output showed as about a kilobyte written)."""
     return read + max(written or 0.0, output_bytes)
+
+
+def call_dram_bytes(row) -> float | None:
+    """A profiled call's DRAM bytes on the report's one basis (dram_moved_bytes), from its profile row: read plus
+    written, the writes at least the call's output; a published profile's total (dram_bytes), which gives no split,
+    as published; None where neither was recorded. Every page that shows a call's DRAM bytes reads them here."""
+    if not known(row.get("dram_read_bytes")):
+        total = row.get("dram_bytes")
+        return float(total) if known(total) else None
+    written = row.get("dram_write_bytes")
+    out = output_bytes(row["seq_len"], row["head_dim"], ELEMENT_BYTES.get(row["dtype"], 2), row["batch"] * row["heads"])
+    return dram_moved_bytes(float(row["dram_read_bytes"]), float(written) if known(written) else None, float(out))

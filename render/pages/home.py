@@ -119,12 +119,9 @@ class HomePage(Page):
                 "extra passes as written (a scaling pass, an fp32 softmax and its cast) for the rest")
 
     @staticmethod
-    def _dram(row) -> float:
-        """DRAM bytes read plus written, the writes at least the call's output (model.dram_moved_bytes)."""
-        written = float(row["dram_write_bytes"]) if known(row["dram_write_bytes"]) else 0.0
-        out = model.output_bytes(row["seq_len"], row["head_dim"], ELEMENT_BYTES.get(row["dtype"], 2),
-                                 row["batch"] * row["heads"])
-        return model.dram_moved_bytes(float(row["dram_read_bytes"]), written, float(out))
+    def _dram(row) -> float | None:
+        """A call's DRAM bytes on the report's one basis (model.call_dram_bytes)."""
+        return model.call_dram_bytes(row)
 
     def bytes_headline(self) -> str:
         pair = self._profile_pair() if self.run.has("profile") else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 from plotly.subplots import make_subplots
 
-from ... import escape
+from ... import escape, model
 from ...axes import byte_hover, byte_ticks
 from ...figures import PALETTE
 from ...vocab import STUDY, impl_label
@@ -92,13 +92,9 @@ class Devices(Charts):
 
     @staticmethod
     def _dram(row) -> float | None:
-        """Read + written bytes; a published total (dram_bytes, where the schema has it) when the split is unknown."""
-        total = row.get("dram_bytes") if hasattr(row, "get") else None
-        if known(total):
-            return float(total)
-        if known(row.get("dram_read_bytes")):
-            return float(row["dram_read_bytes"]) + (float(row["dram_write_bytes"]) if known(row.get("dram_write_bytes")) else 0.0)
-        return None
+        """A call's DRAM bytes on the basis the Profiling page and Home use (model.call_dram_bytes), so that a
+        device's bar is the figure its own pages print; a published total as published."""
+        return model.call_dram_bytes(row)
 
     def _triton_kernel(self, dev: Device):
         rows = self._profile_rows(dev)

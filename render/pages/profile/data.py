@@ -161,19 +161,9 @@ class ProfileData(Page):
         return row["flops_counted"] if known(row.get("flops_counted")) else row["flops_model"]
 
     @staticmethod
-    def _output_bytes(row) -> float:
-        return float(model.output_bytes(row["seq_len"], row["head_dim"], ELEMENT_BYTES.get(row["dtype"], 2),
-                                        row["batch"] * row["heads"]))
-
-    def _dram(self, row) -> float | None:
-        """A call's DRAM bytes on this page's one basis, Home's too (model.dram_moved_bytes): read plus written,
-        the writes at least the call's output, which can still sit in L2 when the counters stop. A published
-        profile gives only the total (dram_bytes), which stands as it was published."""
-        if not known(row["dram_read_bytes"]):
-            total = row.get("dram_bytes")
-            return float(total) if known(total) else None
-        written = row["dram_write_bytes"] if known(row["dram_write_bytes"]) else None
-        return model.dram_moved_bytes(row["dram_read_bytes"], written, self._output_bytes(row))
+    def _dram(row) -> float | None:
+        """A call's DRAM bytes on the report's one basis (model.call_dram_bytes)."""
+        return model.call_dram_bytes(row)
 
     def dram_note(self) -> str:
         """Once, where the DRAM bytes first appear in a table: what they count."""
