@@ -175,10 +175,12 @@ class Rates(ProfileData):
             regs = f", at {int(top['registers_per_thread'])} registers a thread," if known(top["registers_per_thread"]) else ""
             out.append(f"{impl_label(impl)}'s kernel{regs} spills registers to local memory: at "
                        f"{shape_list([shapes[top['case_id']]])} {fmt.bytes_(top['local_bytes'])} of spill traffic, "
-                       f"{fmt.pct(100 * top['share'])} of its L1 traffic, and "
-                       f"{fmt.span(100 * g['share'].min(), 100 * g['share'].max(), fmt.pct)} at the "
-                       f"{plural(len(g), 'profiled shape')} where it spills. The roofline's L1 point and the L1/shared "
-                       "throughput count that traffic too.")
+                       f"{fmt.pct(100 * top['share'])} of its L1 traffic.")
+            # The range over the other shapes gets its own sentence: with the figures above, one would carry five.
+            if len(g) > 1:
+                out.append(f"At the {plural(len(g), 'profiled shape')} where it spills, that share runs "
+                           f"{fmt.span(100 * g['share'].min(), 100 * g['share'].max(), fmt.pct)}.")
+        out.append("The roofline's L1 point and the L1/shared throughput count that traffic too.")
         return " ".join(out)
 
     def tensor_inst_note(self) -> str:
