@@ -139,7 +139,8 @@ class Devices(Charts):
         fig.update_xaxes(title_text="% of warp slots", row=1, col=2)
         fig.update_xaxes(range=[0, 100], row=1, col=2)
         s = STUDY
-        text = self._bars("profile", fig, "Nsight Compute's DRAM bytes (read plus written) for one call of naive "
+        text = self._bars("profile", fig, "Nsight Compute's DRAM bytes (read plus written, the writes at least the call's output, as "
+                                          "on the Profiling page) for one call of naive "
                                           "PyTorch and of the Triton kernel, and the Triton kernel's theoretical and "
                                           f"achieved occupancy, at B={s['batch']}, H={s['heads']}, N={PROFILE_N}, "
                                           f"d={s['head_dim']}, fp16, non-causal; published figures are cross-hatched.",
