@@ -308,16 +308,6 @@ def test_precompile_tasks_cover_each_kernel_family_once():
         [(12, 4, 15), (12, 64, 0), (12, 4, 0), (48, 4, 15), (48, 4, 0)])
 
 
-def test_the_compiled_loop_is_warmed_at_each_capacity_its_rows_ask_for():
-    # transformers' compiled loop is compiled for its batch and cache capacity: the pool must warm those shapes,
-    # the largest model first (its compile is the longest task), and only where CUDA graphs can run.
-    plan = phase.PLANS["full"]
-    hf = [t for t in phase.compile_tasks(plan, "fused", "cuda:0") if t[0] == "hf-compiled"]
-    assert [(t[1].n_layer, t[2], t[3]) for t in hf] == [(48, 4, 1023), (12, 4, 1023), (12, 64, 576)]
-    # context 1000 of 1024 positions leaves 23 steps; context 512 leaves room for the plan's 64
-    assert not [t for t in phase.compile_tasks(plan, "fused", "cpu") if t[0] == "hf-compiled"]
-
-
 def test_a_compile_task_runs_every_step_kernel_once():
     # In-process here (the interpreter); on a GPU it runs in a spawned worker and fills Triton's cache.
     roomy = dataclasses.replace(TINY, n_positions=64)

@@ -1,13 +1,10 @@
 """The kernels the rows will launch, compiled ahead in spawned processes (collect/precompile.py), so no timed
-row pays for Triton's compiler, and transformers' compiled loop warmed at each shape its rows run, so the rows
-find inductor's on-disk caches full."""
+row pays for Triton's compiler."""
 from __future__ import annotations
 
-import os
-
 from ..context import RunContext
-from .arithmetic import row_capacity, steps_for
-from .plans import MODEL_PATH_ENV, SEED, Plan, PLANS, _dtype_choice, graph_step_from_env, native_dtype, variant_specs
+from .arithmetic import steps_for
+from .plans import Plan, PLANS, _dtype_choice, graph_step_from_env, native_dtype
 
 
 PRECOMPILE_WORKERS = 8
@@ -22,8 +19,7 @@ def compile_tasks(plan: Plan, graph_step: str, device_name: str, dtype_name: str
     will launch."""
     from kernels.decode.gpt2 import PRESETS
 
-    tasks = hf_compile_tasks(plan, graph_step, device_name, dtype_name)
-    tasks += [("micro", int8, plan.micro_heads, plan.micro_head_dim, device_name, dtype_name) for int8 in (False, True)]
+    tasks = [("micro", int8, plan.micro_heads, plan.micro_head_dim, device_name, dtype_name) for int8 in (False, True)]
     seen = set()
     for mp in plan.models:
         args = mp.args or PRESETS[mp.name]
@@ -36,49 +32,6 @@ def compile_tasks(plan: Plan, graph_step: str, device_name: str, dtype_name: str
                 seen.add(key)
                 tasks.append(("step", args, b, key[2], graph_step, device_name, dtype_name))
     return tasks
-
-
-def hf_compile_tasks(plan: Plan, graph_step: str, device_name: str, dtype_name: str = "") -> list[tuple]:
-    """One task per shape of transformers' compiled loop (torch.compile, CUDA graphs: CUDA only), the largest
-    model first. On a machine whose caches are cold, compiling gpt2-xl's forward took 38 s of the decode phase's
-    150 s (run h200-20261205c, which then skipped 44 sweep rows) and 8 s once a first process had filled
-    inductor's and Triton's caches (run h200-20261205d, the next collect on that machine). A task compiles the
-    same graph as its row: the same model configuration and dtype, batch and cache capacity (the prompt's length
-    and the weights do not enter it)."""
-    if not device_name.startswith("cuda") or not any(s.compiled for s in variant_specs(graph_step).values()):
-        return []
-    from kernels.decode.gpt2 import PRESETS
-
-    model_path = os.environ.get(MODEL_PATH_ENV) or None
-    tasks = []
-    for mp in plan.models:
-        args = mp.args or PRESETS[mp.name]
-        for b, c in mp.key_shapes:
-            if steps_for(args.n_positions, c, plan.steps) >= 2:
-                tasks.append(("hf-compiled", args, b, row_capacity(args.n_positions, c, plan.steps), model_path,
-                              device_name, dtype_name))
-    return sorted(dict.fromkeys(tasks), key=lambda t: -t[1].n_layer * t[1].n_embd ** 2)
-
-
-def _warm_compiled_loop(task: tuple, device, dtype) -> None:
-    """Compile and record transformers' compiled loop at one shape, then let it go."""
-    import torch
-    import torch._inductor.config as inductor_config
-
-    from kernels.decode.gpt2 import load_hf_model, random_hf_model
-    from kernels.decode.session import HfSession
-
-    _, args, batch, capacity, model_path, _, _ = task
-    # A pool worker is a daemon, which may not start processes of its own: inductor compiles in this one. The
-    # setting is not part of inductor's cache key, so the row's process finds what this one wrote.
-    inductor_config.compile_threads = 1
-    hf = load_hf_model(model_path, device, dtype) if model_path else random_hf_model(args, seed=SEED, device=device,
-                                                                                       dtype=dtype)
-    session = HfSession(hf, batch, capacity, compiled=True)
-    session.prepare(torch.zeros((batch, 8), dtype=torch.int64), 2)
-    del session, hf
-    torch._dynamo.reset()  # frees the recorded CUDA graphs' memory before the worker's next task
-    torch.cuda.empty_cache()
 
 
 def _compile_task(task: tuple) -> str | None:
@@ -94,9 +47,7 @@ def _compile_task(task: tuple) -> str | None:
 
         device = torch.device(task[-2])
         dtype = getattr(torch, task[-1]) if task[-1] else decode_dtype(device)
-        if task[0] == "hf-compiled":
-            _warm_compiled_loop(task, device, dtype)
-        elif task[0] == "micro":
+        if task[0] == "micro":
             from kernels.decode.attention import decode_attention
             from kernels.decode.kv_quant import quantize
 
