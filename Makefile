@@ -31,7 +31,7 @@ TIERS   := aot or site or browser or slow
 PYTEST  = $(VPY) -m pytest -q -n auto --dist loadfile
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: help serve build offline collect diff noise test test-slow test-range publish clean
+.PHONY: help serve build offline collect diff noise compact test test-slow test-range publish clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -76,6 +76,9 @@ diff: ## compare two runs case by case: make diff A=<run-id> B=<run-id> (ratio B
 
 noise: ## measure the noise floor from repeat runs of one commit: make noise RUNS='<id> <id> <id>' (default: every repeat set in data/runs)
 	$(PYTHON) -m collect noise $(RUNS)
+
+compact: ## keep finished runs' phase files gzip-compressed before committing them: make compact RUNS='<id> ...' (default: every run in data/runs)
+	$(PYTHON) -m collect compact $(RUNS)
 
 test: $(VENV)/.test ## the fast tests, in parallel: every module, a strict site build, kernels under the interpreter
 	$(PYTEST) -m "not ($(TIERS))"

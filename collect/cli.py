@@ -1,5 +1,6 @@
 """`python -m collect [PHASE ...]`: measure on this GPU and write data/runs/<run-id>/.
-`python -m collect diff A B` and `python -m collect noise RUN...` compare runs already written (tools_cli.py)."""
+`python -m collect diff A B` and `python -m collect noise RUN...` compare runs already written, and `python -m
+collect compact RUN...` compresses them (tools_cli.py)."""
 from __future__ import annotations
 
 import argparse
@@ -33,7 +34,8 @@ def parse_args(argv: list[str] | None = None) -> CollectConfig:
                "(tile configs, shared-memory limit, float16 decode, no Hopper path, no iterations, its memory); the "
                "run is labelled a rehearsal. "
                "Comparing runs (no GPU needed): `python -m collect diff RUN_A RUN_B` (see its --help) and "
-               "`python -m collect noise RUN...` (the noise floor from repeat runs of one commit).",
+               "`python -m collect noise RUN...` (the noise floor from repeat runs of one commit); and "
+               "`python -m collect compact RUN...` keeps finished runs' phase files gzip-compressed.",
     )
     ap.add_argument("phases", nargs="*", metavar="PHASE", help=f"phases to run, in this order: {' '.join(PHASE_ORDER)} "
                     "(default: all)")

@@ -25,7 +25,7 @@ from .schema.decode import DecodeRow
 from .schema.diff import DIFF_PHASES, DiffCase, DiffFile, NoiseFloorFile, UnmatchedCase
 from .schema.iterations import IterationRow
 from .schema.migrate import LATEST
-from .schema.reader import DataFileError, read_json, shown
+from .schema.reader import DataFileError, read_json, shown, stored_path
 from .timing import percentile
 
 # The factor a change must exceed where no repeat runs measured the class's noise: the H200 moved a
@@ -214,16 +214,16 @@ def load_run_cases(run_dir: Path) -> RunCases:
     phases, commits = {}, {}
     records = {p.get("name"): p for p in manifest.get("phases") or [] if isinstance(p, dict)}
     for phase in DIFF_PHASES:
-        path = run_dir / f"{phase}.json"
-        if not path.exists():
+        path = stored_path(run_dir, f"{phase}.json")
+        if path is None:
             continue
         data = read_file(path)
         if data.get("run_id") != run_dir.name:
             raise DataFileError(f"{path}: field run_id: value {shown(data.get('run_id'))}: this file belongs to another run.")
         phases[phase] = {"rows": _check_rows(path, phase, data)}
         commits[phase] = (records.get(phase) or {}).get("git_commit") or manifest.get("git_commit")
-    version = manifest.get("kernel_version") or (read_file(run_dir / "iterations.json").get("final_version")
-                                                 if (run_dir / "iterations.json").exists() else None)
+    iterations = stored_path(run_dir, "iterations.json")
+    version = manifest.get("kernel_version") or (read_file(iterations).get("final_version") if iterations else None)
     return run_cases(run_dir.name, device, version or None, phases, commits, manifest.get("git_dirty"))
 
 

@@ -21,7 +21,7 @@ from .phases import PHASE_ORDER, filename, phase_module
 from .schema import FILE_SPECS, SCHEMA_VERSION
 from .schema.common import RUN_ID
 from .schema.manifest import Manifest, PhaseRecord
-from .schema.reader import DataFileError, read_json
+from .schema.reader import GZIP_SUFFIX, DataFileError, read_json
 from .stamp import STAMP, git_head, matches_tree, read_stamp
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -195,6 +195,15 @@ def saved_rows_for(name: str, path: Path, prev: PhaseRecord | None, cfg: Collect
     return saved
 
 
+def refuse_compacted(run_dir: Path) -> None:
+    """A run kept compressed (python -m collect compact) is finished: a collect writes plain phase files, which
+    would stand beside the compressed ones as a second copy of each (the report refuses that)."""
+    packed = sorted(p.name for p in run_dir.glob("*.json" + GZIP_SUFFIX)) if run_dir.is_dir() else []
+    if packed:
+        raise ValueError(f"{run_dir}: a finished run, kept compressed ({', '.join(packed)}); a collect into it would "
+                         "leave a second copy of each file it writes. Collect into another --run-id.")
+
+
 def run_collect(cfg: CollectConfig, command: str = "") -> int:
     """Run the phases; returns the number that failed. A failure never stops the others."""
     from . import env as env_phase
@@ -214,6 +223,7 @@ def run_collect(cfg: CollectConfig, command: str = "") -> int:
     cap = device_choices.memory_limit(device_choices.choice_facts(device), cfg.max_memory)
     limit_memory(device, cap.value if cfg.max_memory or rehearsal else None)
     run_dir = Path(cfg.out) / run_id
+    refuse_compacted(run_dir)
     with run_lock(run_dir):  # everything below reads and writes the run: one collect at a time
         return _collect_into(run_dir, run_id, cfg, command, device, rehearsal, cap, collect_start)
 

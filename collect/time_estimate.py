@@ -26,13 +26,13 @@ Standard library only.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import timing
+from .schema.reader import read_json, stored_path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Rows of these implementations take the reference's slowdown of the named one.
@@ -62,7 +62,9 @@ def interpolate(points: dict[int, float], n: int) -> float:
 
 
 def _load(path: Path) -> dict | None:
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    """A run's data file, plain or kept compressed (path names the plain one); None where the run has neither."""
+    stored = stored_path(path.parent, path.name)
+    return read_json(stored) if stored is not None else None
 
 
 def bench_slowdowns(run_rows: list[dict], ref_rows: list[dict]) -> dict[str, dict[int, float]]:
@@ -151,7 +153,7 @@ def estimate_run(run_dir: Path, ref_dir: Path) -> list[PhaseEstimate]:
             run = _load(run_dir / "bench.json") or {"rows": []}
             ref = _load(ref_dir / "bench.json") or {"rows": []}
             out.append(estimate_bench(run["rows"], bench_slowdowns(run["rows"], ref["rows"]), target_cc, d))
-        elif p["name"] == "decode" and d is not None and (ref_dir / "decode.json").exists():
+        elif p["name"] == "decode" and d is not None and stored_path(ref_dir, "decode.json") is not None:
             out.append(estimate_decode(_load(run_dir / "decode.json") or {}, _load(ref_dir / "decode.json"), d))
         else:
             out.append(PhaseEstimate(p["name"], d, None, d, "as measured (device work not modelled)"))

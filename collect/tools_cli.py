@@ -1,5 +1,5 @@
-"""`python -m collect diff A B` and `python -m collect noise RUN...`: subcommands that read runs and
-measure nothing, so they need no GPU and no torch. collect/cli.py hands them argv when its first word
+"""`python -m collect diff A B`, `python -m collect noise RUN...` and `python -m collect compact RUN...`: subcommands
+that read runs and measure nothing, so they need no GPU and no torch. collect/cli.py hands them argv when its first word
 names one (no phase may take these names: tests/test_diff.py checks the registry)."""
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from .bootstrap import BootstrapConfig
+from .compact import compact_main
 from .diff import DEFAULT_FLOOR, DiffConfig, compare, load_run_cases, read_file, resolve_run
 from .diff_table import noise_table, table
 from .jsonio import from_jsonable, write_json_atomic
@@ -16,7 +17,7 @@ from .runner import REPO_ROOT
 from .schema.diff import DIFF_PHASES, NoiseFloorFile
 from .schema.reader import DataFileError
 
-SUBCOMMANDS = ("diff", "noise")  # first words of `python -m collect` that are not phases
+SUBCOMMANDS = ("diff", "noise", "compact")  # first words of `python -m collect` that are not phases
 DATA_DIR = REPO_ROOT / "data"
 
 
@@ -120,4 +121,6 @@ def noise_main(argv: list[str]) -> int:
 
 def main(argv: list[str]) -> int:
     """argv[0] is the subcommand."""
+    if argv[0] == "compact":
+        return compact_main(argv[1:], DATA_DIR)
     return {"diff": diff_main, "noise": noise_main}[argv[0]](argv[1:])

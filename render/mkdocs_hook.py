@@ -61,8 +61,8 @@ def on_files(files, config):
     # repository), as the text that validated: the path may since have become another file (serve keeps the
     # last good data while a file is broken), even a FIFO that would block the copy.
     for run in [_report.run] if _report else []:
-        for path in run.files:
-            files.append(File.generated(config, f"data/{run.id}/{path.name}", content=run.texts[path]))
+        for name, text in run.published():
+            files.append(File.generated(config, f"data/{run.id}/{name}", content=text))
     return files
 
 

@@ -22,7 +22,7 @@ import pandas as pd
 from collect.schema import FILE_SPECS, PHASES, available_specs, datasheets
 from collect.schema.common import RUN_LOCK
 from collect.schema.manifest import Manifest
-from collect.schema.reader import shown
+from collect.schema.reader import GZIP_SUFFIX, DataFileError, shown, stored_path
 
 from .errors import DataError
 from .validate import load_checked
@@ -48,6 +48,11 @@ class Run:
     files: list[Path] = field(default_factory=list)  # the files that validated: the only ones published
     texts: dict[Path, str] = field(default_factory=dict, repr=False)  # each one's text as it validated
     _frames: dict[tuple[str, str], pd.DataFrame] = field(default_factory=dict, repr=False)
+
+    def published(self) -> list[tuple[str, str]]:
+        """(name, text) of each file that validated, as the site publishes it: a file the repository keeps
+        compressed under its plain name, holding the JSON it validated as; sorted by name."""
+        return sorted((p.name.removesuffix(GZIP_SUFFIX), self.texts[p]) for p in self.files)
 
     def has(self, phase: str) -> bool:
         return phase == "env" or phase in self.phases
@@ -164,7 +169,7 @@ def load_run(run_dir: Path) -> Run:
     specs = [s for s in available_specs() if s.phase != "env"]
     if run_dir.is_symlink():
         raise DataError(f"{run_dir}: a run folder must not be a symlink; copy the run in instead.")
-    _check_folder(run_dir, {"manifest.json"} | {s.filename for s in specs})
+    _check_folder(run_dir, {"manifest.json"} | {s.filename for s in specs} | {s.filename + GZIP_SUFFIX for s in specs})
     manifest_path = run_dir / "manifest.json"
     if not manifest_path.exists():
         raise DataError(f"{run_dir}: no manifest.json. Every run folder needs one; "
@@ -177,8 +182,11 @@ def load_run(run_dir: Path) -> Run:
     run = Run(id=run_dir.name, path=run_dir, manifest=manifest, files=[manifest_path],
               texts={manifest_path: manifest_text})
     for spec in specs:
-        path = run_dir / spec.filename
-        if path.exists():
+        try:
+            path = stored_path(run_dir, spec.filename)
+        except DataFileError as exc:
+            raise DataError(str(exc)) from None
+        if path is not None:
             data, run.texts[path] = load_checked(path, spec.dataclass())
             if data.run_id != run.id:
                 raise DataError(f"{path}: field run_id: value {data.run_id!r}: this file belongs to another run, not "

@@ -9,9 +9,9 @@
 # carries (64 MiB with the working tree, whose committed runs grow by about 2 MB a collect), so the
 # archive is split into parts, OUT_DIR/stage1 .. stageN, to be carried in calls back to back (each but the last
 # leaves its part in /tmp there; see scripts/fa4_unpack.sh). A part travels beside the working tree, so by default
-# it takes the room the tracked files leave under 64 MiB, less 1 MiB (PART_SIZE overrides it): the committed runs
-# grow the tree by about 2.4 MB a collect, and parts of 16M no longer fitted beside 51 MB of it (2026-12-05).
-# Re-split (--split) after runs are committed. Wheels are unzipped into one folder rather than pip-installed: the DSL's
+# it takes the room the tracked files leave under 64 MiB, less 1 MiB (PART_SIZE overrides it): parts of 16M no
+# longer fitted beside the 51 MB of plain runs of 2026-12-05 (compacted since: make compact). Re-split (--split)
+# when the tree has grown. Wheels are unzipped into one folder rather than pip-installed: the DSL's
 # wheels share the nvidia_cutlass_dsl folder, which `pip install --target` does not merge.
 set -euo pipefail
 SPLIT_ONLY=0

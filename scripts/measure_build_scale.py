@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from collect.saved import record_tables  # noqa: E402
 from collect.schema import FILE_SPECS, site_pages  # noqa: E402
+from collect.schema.reader import GZIP_SUFFIX, read_json  # noqa: E402
 
 # Tables that describe the run (versions, models, tolerances) are not multiplied: only measurements.
 MEASURED = {"bench.json": ("rows",), "correctness.json": ("rows",), "iterations.json": ("rows",),
@@ -75,14 +76,15 @@ def copy_run(src: Path, dst_root: Path, run_id: str, minutes_earlier: int, facto
     dst = dst_root / run_id
     dst.mkdir(parents=True)
     counts = {}
-    for f in sorted(src.glob("*.json")):
-        data = multiply_rows(json.loads(f.read_text()), f.name, factor)
+    for f in sorted([*src.glob("*.json"), *src.glob("*.json" + GZIP_SUFFIX)]):
+        name = f.name.removesuffix(GZIP_SUFFIX)  # written back plain
+        data = multiply_rows(read_json(f), name, factor)
         data["run_id"] = run_id
-        if f.name == "manifest.json" and minutes_earlier:
+        if name == "manifest.json" and minutes_earlier:
             t = datetime.fromisoformat(data["created_utc"]) - timedelta(minutes=minutes_earlier)
             data["created_utc"] = t.isoformat()
-        counts[f.name] = sum(len(data.get(t) or []) for t in MEASURED.get(f.name, ()))
-        (dst / f.name).write_text(json.dumps(data))
+        counts[name] = sum(len(data.get(t) or []) for t in MEASURED.get(name, ()))
+        (dst / name).write_text(json.dumps(data))
     return counts
 
 

@@ -12,8 +12,9 @@ def latest_run(phase_file: str = "manifest.json", prefix: str = ""):
     from render.runs import load_run
 
     from render.runs import is_complete
+    from collect.schema.reader import stored_path
 
     runs = [load_run(p) for p in sorted(p for p in RUNS.iterdir()
-                                        if p.name.startswith(prefix) and (p / phase_file).exists())]
+                                        if p.name.startswith(prefix) and stored_path(p, phase_file) is not None)]
     complete = [r for r in runs if is_complete(r)]
     return (complete or runs)[-1]

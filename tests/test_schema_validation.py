@@ -242,12 +242,16 @@ def test_a_diff_case_and_a_noise_class_share_the_class_fields_declared_once():
 def test_an_l2_hit_rate_a_little_over_100_is_ncus_own_and_kept(tmp_path):
     import shutil
 
+    from collect.schema.reader import read_json, stored_path
+
     run = tmp_path / "runs" / "h200-20261203e"
     shutil.copytree(REPO_DATA / run.name, run)
-    data = json.loads((run / "profile.json").read_text())
+    stored = stored_path(run, "profile.json")  # committed runs may keep it compressed
+    data = read_json(stored)
     assert max(k["l2_hit_rate_pct"] or 0 for k in data["kernels"]) > 100  # as Nsight Compute reported it
     load_runs(tmp_path)  # the committed run reads back
     data["kernels"][0]["l2_hit_rate_pct"] = 106.0  # past counter noise: a broken file, named with its field
+    stored.unlink()
     (run / "profile.json").write_text(json.dumps(data))
     with pytest.raises(DataError, match=r"kernels\[0\]\.l2_hit_rate_pct"):
         load_runs(tmp_path)

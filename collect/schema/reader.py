@@ -3,7 +3,8 @@ GPU is read as untrusted input, and refused with its name, the field and the val
 else looks at it.
 
 In order: only a regular file is opened (a FIFO would block the build, /dev/zero would fill memory,
-a symlink could point anywhere), and it is checked again once open; a size bound; strict UTF-8;
+a symlink could point anywhere), and it is checked again once open; a size bound; a phase file kept
+compressed (`bench.json.gz`, see `stored_path`) inflated to the same bound and no further; strict UTF-8;
 a nesting bound, checked before the recursive parser runs; then the JSON, where a key given twice,
 an integer of thousands of digits, NaN or infinity, and a string holding a character a reader cannot
 see (collect/schema/chars.py) are each refused at their field.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import zlib
 import math
 import os
 import re
@@ -37,6 +39,23 @@ _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 
 class DataFileError(ValueError):
     """A data file refused: the message names the file, the field and the value."""
+
+
+# A committed run's phase files may be kept gzip-compressed beside a plain manifest (python -m collect compact):
+# indented JSON of numbers shrinks about eightfold, and every device call carries the whole tree in 64 MiB.
+GZIP_SUFFIX = ".gz"
+
+
+def stored_path(folder: str | os.PathLike, name: str) -> Path | None:
+    """The file that holds data file `name` (e.g. bench.json) in `folder`: `name` itself or `name`.gz; None where
+    neither exists. Both at once is ambiguous, and refused with the two names."""
+    plain, packed = Path(folder) / name, Path(folder) / (name + GZIP_SUFFIX)
+    here = [p for p in (plain, packed) if os.path.lexists(p)]
+    if len(here) == 2:
+        raise DataFileError(f"{plain}: also kept compressed as {packed.name}; a run holds one copy of each file. "
+                            "Remove the one that is not current (python -m collect compact writes the .gz and "
+                            "removes the plain file).")
+    return here[0] if here else None
 
 
 def kind_of(mode: int) -> str | None:
@@ -70,6 +89,22 @@ def _read_bytes(path: Path) -> bytes:
     if len(raw) > MAX_FILE_BYTES:
         raise _too_large(path, len(raw))
     return raw
+
+
+def _inflate(path: Path, raw: bytes) -> bytes:
+    """A gzip member's content, refused past MAX_FILE_BYTES inflated: a few KB of gzip can expand to gigabytes."""
+    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    try:
+        out = inflater.decompress(raw, MAX_FILE_BYTES + 1)
+    except zlib.error as exc:
+        raise DataFileError(f"{path}: not a valid gzip file ({exc}); it was not read. Restore it from git, or "
+                            "compress the JSON again with python -m collect compact.") from None
+    if len(out) > MAX_FILE_BYTES:
+        raise _too_large(path, len(out))
+    if not inflater.eof or inflater.unused_data:
+        raise DataFileError(f"{path}: the gzip data is cut short or has bytes after its end; it was not read. "
+                            "Restore it from git, or compress the JSON again with python -m collect compact.")
+    return out
 
 
 def _too_large(path: Path, size: int) -> DataFileError:
@@ -183,7 +218,8 @@ def read_checked(path: str | os.PathLike) -> tuple[Any, str]:
     """(parsed JSON, its text) of one data file: the text for a validator that parses it again itself,
     so the file is opened once."""
     path = Path(path)
-    text = _decode(path, _read_bytes(path))
+    raw = _read_bytes(path)
+    text = _decode(path, _inflate(path, raw) if path.name.endswith(GZIP_SUFFIX) else raw)
     _check_depth(path, text)
     try:
         data = json.loads(text, object_pairs_hook=_pairs, parse_int=_int)

@@ -77,12 +77,21 @@ class Corpus:
         return self.where.get(n, f"payload {n}")
 
 
+def run_files(src: Path) -> list[tuple[str, Any]]:
+    """(plain name, parsed JSON) of each data file of a run folder, plain or kept compressed (python -m collect
+    compact): the copies the tests write are plain, as a collect writes them."""
+    from collect.schema.reader import GZIP_SUFFIX, read_json
+
+    files = sorted([*src.glob("*.json"), *src.glob("*.json" + GZIP_SUFFIX)], key=lambda f: f.name)
+    return [(f.name.removesuffix(GZIP_SUFFIX), read_json(f)) for f in files]
+
+
 def source_run(data_dir: Path = DATA) -> Path:
     """The committed run with the most phase files (the hostile copy must exercise every page)."""
     runs = [p for p in sorted((data_dir / "runs").iterdir()) if (p / "manifest.json").is_file()]
     if not runs:
         raise RuntimeError(f"no committed run under {data_dir / 'runs'} to build the hostile corpus from")
-    return max(runs, key=lambda p: len(list(p.glob("*.json"))))
+    return max(runs, key=lambda p: len(list(p.glob("*.json"))) + len(list(p.glob("*.json.gz"))))
 
 
 def _attack(obj: Any, corpus: Corpus, where: str, parent: str = "", top: str = "") -> Any:
@@ -103,17 +112,16 @@ def attack_run(src: Path, dst: Path, corpus: Corpus, run_id: str, created_utc: s
                device_name: str | None = None) -> Path:
     """Copy `src` as run `run_id` with a payload appended to every free-text string."""
     dst.mkdir(parents=True)
-    for f in sorted(src.glob("*.json")):
-        data = json.loads(f.read_text(encoding="utf-8"))
+    for name, data in run_files(src):
         data["run_id"] = run_id
-        if f.name == "manifest.json":
+        if name == "manifest.json":
             if created_utc:
                 data["created_utc"] = created_utc
             if device_name and data.get("device"):
                 data["device"]["name"] = device_name
                 sheet = lookup(device_name)  # the datasheet follows the name (the build refuses one that does not)
                 data["datasheet"] = dataclasses.asdict(sheet) if sheet else None
-        (dst / f.name).write_text(json.dumps(_attack(data, corpus, f"{run_id}/{f.name}"), indent=1), encoding="utf-8")
+        (dst / name).write_text(json.dumps(_attack(data, corpus, f"{run_id}/{name}"), indent=1), encoding="utf-8")
     for f in sorted(src.glob("*.md")):
         shutil.copy(f, dst / f.name)
     return dst
@@ -641,12 +649,11 @@ def copy_run(dst_data: Path, run_id: str = "impossible-20261201", src: Path | No
     src = src or source_run()
     dst = dst_data / "runs" / run_id
     dst.mkdir(parents=True)
-    for f in sorted(src.glob("*.json")):
-        data = json.loads(f.read_text(encoding="utf-8"))
+    for name, data in run_files(src):
         data["run_id"] = run_id
-        if f.name == "profile.json" and not data.get("clock_check"):
+        if name == "profile.json" and not data.get("clock_check"):
             data["clock_check"] = [_clock_check_row(data)]
-        (dst / f.name).write_text(json.dumps(data), encoding="utf-8")
+        (dst / name).write_text(json.dumps(data), encoding="utf-8")
     return dst
 
 
