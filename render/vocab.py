@@ -302,7 +302,7 @@ KERNEL_FUNCTIONS = {"_attn_fwd": "portable", "_hopper_fwd": "hopper", "_hopper_f
                     "_hopper_fwd_ws_persistent": "hopper", "_diag_merge": "hopper", "_g1_kernel": "gluon-tile",
                     "_ws_kernel": "gluon-ws", "_attn_fwd_turing": "turing"}
 GLUON_STEP_KERNEL = {**{f"g{i}": "gluon-tile" for i in (1, 8, 9, 10, 16, 17, 18, 20, 21, 22, 28, 29, 38)},
-                     **{f"g{i}": "gluon-ws" for i in (*range(2, 8), *range(11, 16), 19, *range(23, 28), *range(30, 38), 39, 40, 41, 42)}}
+                     **{f"g{i}": "gluon-ws" for i in (*range(2, 8), *range(11, 16), 19, *range(23, 28), *range(30, 38), 39, 40, 41, 42, 43)}}
 
 
 def kernel_key(path: str | None, step: str | None = None) -> str | None:

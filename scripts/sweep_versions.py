@@ -260,13 +260,21 @@ PLANS["counted"] = (  # g41-g42: K/V slots released by counted arrives; the goal
 # places in its walk (g34 and g35 passed the first three, where no program takes a second tile, and were wrong at
 # every odd place of a longer walk).
 CHECKS = ((1, 2, 1000), (2, 3, 333), (1, 1, 4096 + 77), (4, 32, 1024 - 31))
-NEW = ("g41", "g42")
+NEW = ("g43",)
 PLANS["counted_order"] = (  # each new kernel timed before and after its baseline: how much the order moves a ratio
     ((128, False, 4, 32, 16384), ("g41", "g32", "g41", "g32")),
     ((128, False, 4, 32, 4096), ("g41", "g32", "g41", "g32")),
     ((96, False, 4, 32, 4096), ("g41", "g27", "g41", "g27")),
     ((128, True, 4, 32, 16384), ("g42", "g37", "g42", "g37")),
     ((80, True, 4, 32, 4096), ("g42", "g37", "g42", "g37")),
+)
+
+PLANS["defer"] = (  # g43: the output's rescale between the next step's two matmuls; each timed before and after g32
+    ((128, False, 4, 32, 16384), ("g43", "g32", "g43", "g32")),
+    ((128, False, 4, 32, 4096), ("g43", "g32", "g43", "g32")),
+    ((128, False, 1, 32, 32768), ("g43", "g32")),
+    ((128, True, 4, 32, 4096), ("g43", "g32", "g42")),
+    ((80, False, 4, 32, 4096), ("g43", "g32", "g30")),
 )
 
 

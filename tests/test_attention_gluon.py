@@ -151,6 +151,8 @@ def test_each_version_compiles_to_the_schedule_it_claims(dtype, head_dim, compil
     for new, old in (("g41", "g32"), ("g42", "g37")):
         assert bool(counted.search(ptx[new])) == (head_dim == 128) and not counted.search(ptx[old]), new
         assert (ptx[new] == ptx[old]) == (head_dim == 64), new
+    # g43 moves the output's rescale in the d=128 tile only: at d=64 it is g32's kernel.
+    assert (ptx["g43"] == ptx["g32"]) == (head_dim == 64)
 
 
 @pytest.mark.parametrize("name, causal", [("g3", False), ("g7", True)])
@@ -272,7 +274,7 @@ def test_versions_are_a_dated_journey_with_ranges():
     assert dataclasses.replace(g5, balanced=False) == dataclasses.replace(
         g3, name="g5", change=g5.change, prediction=g5.prediction, predicted_speedup=g5.predicted_speedup,
         baseline="g3", maskings=g5.maskings, outcome=g5.outcome)
-    assert g5.balanced and not any(v.balanced for v in GV.GLUON_VERSIONS if v.name not in ("g5", "g6", "g7", "g11", "g12", "g13", "g14", "g15", "g19", "g23", "g24", "g25", "g26", "g27", "g30", "g31", "g32", "g33", "g34", "g35", "g36", "g37", "g39", "g40", "g41", "g42"))
+    assert g5.balanced and not any(v.balanced for v in GV.GLUON_VERSIONS if v.name not in ("g5", "g6", "g7", "g11", "g12", "g13", "g14", "g15", "g19", "g23", "g24", "g25", "g26", "g27", "g30", "g31", "g32", "g33", "g34", "g35", "g36", "g37", "g39", "g40", "g41", "g42", "g43"))
     # g6 is g5 whose walk also weighs the L2 a head group fills, measured against g5
     g6 = by_name["g6"]
     assert g6.l2_weight > 0 == g5.l2_weight and dataclasses.replace(g6, l2_weight=0.0) == dataclasses.replace(
@@ -311,7 +313,7 @@ def test_versions_are_a_dated_journey_with_ranges():
     # g11 is g4's ping-pong with named-barrier turns on g7's walk at d=128; g12 the same on three consumers at d=64
     g4, g11, g12 = by_name["g4"], by_name["g11"], by_name["g12"]
     turns = ("g11", "g12", "g13", "g14", "g15", "g19", "g23", "g24", "g25", "g26", "g27", "g30", "g31", "g32", "g33",
-             "g34", "g35", "g36", "g37", "g39", "g40", "g41", "g42")
+             "g34", "g35", "g36", "g37", "g39", "g40", "g41", "g42", "g43")
     assert all(by_name[n].named_turns for n in turns) and not any(
         v.named_turns for v in GV.GLUON_VERSIONS if v.name not in turns)
     assert dataclasses.replace(g11, named_turns=False, head_dims=GV.HEAD_DIMS) == dataclasses.replace(
@@ -343,7 +345,7 @@ def test_versions_are_a_dated_journey_with_ranges():
     g15 = by_name["g15"]
     assert g15.split_head and not any(
         v.split_head for v in GV.GLUON_VERSIONS if v.name not in ("g15", "g19", "g23", "g24", "g25", "g26", "g27", "g30",
-                                                                    "g32", "g34", "g37", "g39", "g41", "g42"))
+                                                                    "g32", "g34", "g37", "g39", "g41", "g42", "g43"))
     assert dataclasses.replace(g15, split_head=False) == dataclasses.replace(
         g11, name="g15", change=g15.change, prediction=g15.prediction, predicted_speedup=g15.predicted_speedup,
         baseline="g11", maskings=g15.maskings, outcome=g15.outcome)
@@ -399,7 +401,7 @@ def test_versions_are_a_dated_journey_with_ranges():
     g26, g27 = by_name["g26"], by_name["g27"]
     assert not any(v.packed_p for v in GV.GLUON_VERSIONS if v.name not in ("g26", "g27", "g30", "g31", "g32", "g33", "g34", "g35",
                                                                                "g36", "g37", "g39", "g40", "g41",
-                                                                               "g42"))
+                                                                               "g42", "g43"))
     for ver, mode in ((g26, 1), (g27, 2)):
         assert ver.packed_p == mode and dataclasses.replace(ver, packed_p=0) == dataclasses.replace(
             g15, name=ver.name, change=ver.change, prediction=ver.prediction, predicted_at=ver.predicted_at,
@@ -461,6 +463,12 @@ def test_versions_are_a_dated_journey_with_ranges():
             outcome=new.outcome), new.name
         assert (new.release_at(128), new.release_at(80), new.release_at(64), old.release_at(128)) == (2, 2, 0, 0)
     assert by_name["g13"].release_at(64) == by_name["g14"].release_at(128) == 1
+    # g43: g32 with the output's rescale deferred to between the next step's two matmuls, the one change
+    g32, g43 = by_name["g32"], by_name["g43"]
+    assert not any(v.defer_rescale for v in GV.GLUON_VERSIONS if v.name != "g43")
+    assert dataclasses.replace(g43, defer_rescale=False) == dataclasses.replace(
+        g32, name="g43", change=g43.change, prediction=g43.prediction, predicted_at=g43.predicted_at,
+        predicted_speedup=g43.predicted_speedup, baseline="g32", outcome=g43.outcome)
 
 
 def test_the_lean_masks_split_of_a_column_keeps_the_same_scores():

@@ -226,6 +226,7 @@ def _launch_args(version, shape, causal, scale, sm_count, l2_bytes=H200_L2_BYTES
                  PACK_P=version.packed_p if version.changes(head_dim) else 0,
                  LATE_RELEASE=version.late_release and version.changes(head_dim),
                  CHAINED=int(version.chained) if version.changes(head_dim) else 0,
+                 DEFER_RESCALE=version.defer_rescale and version.changes(head_dim),
                  **version.softmax_constexprs(head_dim)),
             dict(num_warps=plan.num_warps), plan)
 

@@ -174,13 +174,17 @@ def _ws_overlap_step(j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb
                      o_layout: gl.constexpr, ob_layout: gl.constexpr, MASK: gl.constexpr, CAUSAL: gl.constexpr,
                      STAGES: gl.constexpr, PINGPONG: gl.constexpr, CONSUMERS: gl.constexpr,
                      RELEASE: gl.constexpr, SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr,
-                     LEAN_MASK: gl.constexpr, PACK_P: gl.constexpr, NEW_TILE: gl.constexpr = False):
+                     LEAN_MASK: gl.constexpr, PACK_P: gl.constexpr, NEW_TILE: gl.constexpr = False,
+                     DEFER_RESCALE: gl.constexpr = False, alpha_prev=None):
     """Key tile j (>= 1) of the overlapped loop: issue Q K_jᵀ and P_{j-1} V_{j-1} back to back,
     then compute the softmax of tile j while P_{j-1} V_{j-1} runs on the tensor cores. SPLIT: each
     matmul is two, one per chunk of the head (acc_b and pb are the second chunk's output and P).
     NEW_TILE (g34, g35, j = 0): the hand-over between query tiles. q, m_i and l_i are the new tile's (its
     statistics fresh), p, acc and acc_b the tile before's: its last P V finishes acc, which is returned as it is,
-    not rescaled by the new tile's statistics."""
+    not rescaled by the new tile's statistics.
+    DEFER_RESCALE (g43): the accumulators are brought to the previous tile's row max (alpha_prev) here, between
+    issuing Q K_jᵀ and P_{j-1} V_{j-1}, while the tensor cores run the scores, instead of at the step's end, after
+    the softmax and on the way to the next turn. Every step returns its own alpha last (used only there)."""
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     HALF: gl.constexpr = q.shape[0]
     BLOCK_N: gl.constexpr = k_smem.shape[1]
@@ -196,6 +200,10 @@ def _ws_overlap_step(j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb
     s = warpgroup_mma(q, k_smem.index(slot).permute((1, 0)), zero, use_acc=False, is_async=True)
     if SPLIT:
         s = warpgroup_mma(qb, kb_smem.index(slot).permute((1, 0)), s, is_async=True)
+    if DEFER_RESCALE:
+        acc = rescale(acc, alpha_prev, o_layout)
+        if SPLIT:
+            acc_b = rescale(acc_b, alpha_prev, ob_layout)
     acc = warpgroup_mma(p, v_smem.index(prev_slot), acc, is_async=True)
     if SPLIT:
         acc_b = warpgroup_mma(pb, vb_smem.index(prev_slot), acc_b, is_async=True)
@@ -218,20 +226,20 @@ def _ws_overlap_step(j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb
     else:
         acc, p = warpgroup_mma_wait(0, deps=(acc, p))
     release(v_empty, prev_slot, EMPTY_BARRIER + STAGES + prev_slot, RELEASE, CONSUMERS)
-    if not NEW_TILE:
+    if not NEW_TILE and not DEFER_RESCALE:
         acc = rescale(acc, alpha, o_layout)
     if PACK_P == 2:
         p = p_next
     else:
         p = p_operand(p_new, q.dtype, o_layout, PACK_P == 1)
     if SPLIT:
-        if not NEW_TILE:
+        if not NEW_TILE and not DEFER_RESCALE:
             acc_b = rescale(acc_b, alpha, ob_layout)
         if PACK_P == 2:
             pb = pb_next
         else:
             pb = p_operand(p_new, q.dtype, ob_layout, PACK_P == 1)
-    return kv + 1, p, pb, slot, (kv // STAGES) & 1, m_i, l_i, acc, acc_b, turns + 1
+    return kv + 1, p, pb, slot, (kv // STAGES) & 1, m_i, l_i, acc, acc_b, turns + 1, alpha
 
 
 @gluon.jit
@@ -239,20 +247,34 @@ def _ws_key_steps(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_fu
                   prev_phase, m_i, l_i, acc, acc_b, qk_scale, rows, seq_len, WG: gl.constexpr, s_layout: gl.constexpr,
                   o_layout: gl.constexpr, ob_layout: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
                   PINGPONG: gl.constexpr, CONSUMERS: gl.constexpr, RELEASE: gl.constexpr, SPLIT: gl.constexpr,
-                  EX2_EMU: gl.constexpr, TREE: gl.constexpr, LEAN_MASK: gl.constexpr, PACK_P: gl.constexpr):
+                  EX2_EMU: gl.constexpr, TREE: gl.constexpr, LEAN_MASK: gl.constexpr, PACK_P: gl.constexpr,
+                  DEFER_RESCALE: gl.constexpr = False, alpha=None):
     """Key tiles 1 to n_total - 1 of a query tile whose tile 0 has been scored: the unmasked ones, then those the
-    mask or the sequence's end cuts."""
-    for j in range(1, gl.maximum(n_full, 1)):
-        kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_overlap_step(
-            j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b,
-            turns, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, False, CAUSAL, STAGES, PINGPONG,
-            CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P)
-    for j in range(gl.maximum(n_full, 1), n_total):
-        kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_overlap_step(
-            j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b,
-            turns, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, True, CAUSAL, STAGES, PINGPONG,
-            CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P)
-    return kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns
+    mask or the sequence's end cuts. DEFER_RESCALE (g43): alpha, the last scored tile's rescale factor, is carried
+    from step to step and returned, for the last P V to apply."""
+    if DEFER_RESCALE:
+        for j in range(1, gl.maximum(n_full, 1)):
+            kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns, alpha = _ws_overlap_step(
+                j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc,
+                acc_b, turns, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, False, CAUSAL, STAGES,
+                PINGPONG, CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, False, True, alpha)
+        for j in range(gl.maximum(n_full, 1), n_total):
+            kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns, alpha = _ws_overlap_step(
+                j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc,
+                acc_b, turns, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, True, CAUSAL, STAGES,
+                PINGPONG, CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, False, True, alpha)
+    else:
+        for j in range(1, gl.maximum(n_full, 1)):
+            kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns, _step_alpha = _ws_overlap_step(
+                j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc,
+                acc_b, turns, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, False, CAUSAL, STAGES,
+                PINGPONG, CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P)
+        for j in range(gl.maximum(n_full, 1), n_total):
+            kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns, _step_alpha = _ws_overlap_step(
+                j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc,
+                acc_b, turns, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, True, CAUSAL, STAGES,
+                PINGPONG, CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P)
+    return kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns, alpha
 
 
 @gluon.jit
@@ -281,10 +303,16 @@ def _ws_first_scores(q, k_smem, qb, kb_smem, bars, kv, m_i, l_i, qk_scale, rows,
 
 @gluon.jit
 def _ws_last_pv(v_smem, vb_smem, bars, p, pb, prev_slot, prev_phase, acc, acc_b, STAGES: gl.constexpr,
-                CONSUMERS: gl.constexpr, RELEASE: gl.constexpr, SPLIT: gl.constexpr):
-    """A query tile's last P V, waited on, and its V slot released: the tile's accumulators, finished."""
+                CONSUMERS: gl.constexpr, RELEASE: gl.constexpr, SPLIT: gl.constexpr, DEFER_RESCALE: gl.constexpr = False,
+                alpha=None, o_layout: gl.constexpr = None, ob_layout: gl.constexpr = None):
+    """A query tile's last P V, waited on, and its V slot released: the tile's accumulators, finished. DEFER_RESCALE
+    (g43): the accumulators are first brought to the last tile's row max (alpha), which the key steps left undone."""
     q_ready, q_empty, k_ready, k_empty, v_ready, v_empty, turn = bars
     mbarrier.wait(v_ready.index(prev_slot), prev_phase)
+    if DEFER_RESCALE:
+        acc = rescale(acc, alpha, o_layout)
+        if SPLIT:
+            acc_b = rescale(acc_b, alpha, ob_layout)
     acc = warpgroup_mma(p, v_smem.index(prev_slot), acc, is_async=True)
     if SPLIT:
         acc_b = warpgroup_mma(pb, vb_smem.index(prev_slot), acc_b, is_async=True)
@@ -301,18 +329,21 @@ def _ws_consumer_overlap(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turn
                          o_layout: gl.constexpr, ob_layout: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
                          PINGPONG: gl.constexpr, CONSUMERS: gl.constexpr, RELEASE: gl.constexpr,
                          SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr,
-                         LEAN_MASK: gl.constexpr, PACK_P: gl.constexpr, stored_q=-1):
+                         LEAN_MASK: gl.constexpr, PACK_P: gl.constexpr, stored_q=-1,
+                         DEFER_RESCALE: gl.constexpr = False):
     """One query tile of the overlapped loop: key tile 0 alone (_ws_first_scores, which hands back stored_q, the
     slot of a store the tile before left in flight), then the overlapped key steps, then the last P V."""
     kv, p, pb, prev_slot, prev_phase, m_i, l_i = _ws_first_scores(
         q, k_smem, qb, kb_smem, bars, kv, m_i, l_i, qk_scale, rows, seq_len, s_layout, o_layout, ob_layout, CAUSAL,
         STAGES, CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, stored_q)
-    kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_key_steps(
+    # The accumulators are still zero: tile 0's factor is 1 (DEFER_RESCALE applies it before the first P V).
+    alpha = gl.full([q.shape[0]], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+    kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns, alpha = _ws_key_steps(
         q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_full, n_total, p, pb, prev_slot, prev_phase, m_i,
         l_i, acc, acc_b, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, CAUSAL, STAGES, PINGPONG,
-        CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P)
+        CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, DEFER_RESCALE, alpha)
     acc, acc_b = _ws_last_pv(v_smem, vb_smem, bars, p, pb, prev_slot, prev_phase, acc, acc_b, STAGES, CONSUMERS,
-                             RELEASE, SPLIT)
+                             RELEASE, SPLIT, DEFER_RESCALE, alpha, o_layout, ob_layout)
     return kv, turns, m_i, l_i, acc, acc_b
 
 
@@ -321,15 +352,18 @@ def _ws_consumer(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUSAL: gl
                  OVERLAP: gl.constexpr, PINGPONG: gl.constexpr, SCHEDULED: gl.constexpr, CONSUMERS: gl.constexpr,
                  RELEASE: gl.constexpr, SPLIT: gl.constexpr, EX2_EMU: gl.constexpr, TREE: gl.constexpr,
                  LEAN_MASK: gl.constexpr,
-                 PACK_P: gl.constexpr, LANE_SUM: gl.constexpr, LATE_RELEASE: gl.constexpr, CHAINED: gl.constexpr):
+                 PACK_P: gl.constexpr, LANE_SUM: gl.constexpr, LATE_RELEASE: gl.constexpr, CHAINED: gl.constexpr,
+                 DEFER_RESCALE: gl.constexpr = False):
     """One consumer warpgroup's walk: its query tiles one after another, or (CHAINED, g34 and g35) each tile's last
     P V issued beside the next tile's first Q Kᵀ."""
+    gl.static_assert(not (CHAINED and DEFER_RESCALE), "the deferred rescale (g43) runs on the unchained walk only")
     if CHAINED:
         _ws_consumer_chained(descs, smem, bars, walk, qk_scale, WG, CAUSAL, STAGES, PINGPONG, SCHEDULED, CONSUMERS,
                              SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM, CHAINED)
     else:
         _ws_consumer_tiles(descs, smem, bars, walk, qk_scale, WG, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
-                           CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM, LATE_RELEASE)
+                           CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM, LATE_RELEASE,
+                           DEFER_RESCALE)
 
 
 @gluon.jit
@@ -390,7 +424,7 @@ def _ws_chained_pass(t, b, h, row0, i, l_i, acc, acc_b, p, pb, prev_slot, prev_p
     else:
         # The new tile's Q K_0ᵀ beside the tile before's last P V, with no turn: as each tile's first scores.
         m_i = gl.full([HALF], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
-        kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_overlap_step(
+        kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns, _step_alpha = _ws_overlap_step(
             0, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i,
             row_sums_start(HALF, BLOCK_N, s_layout, LANE_SUM), acc, acc_b, turns, qk_scale, rows, seq_len, WG,
             s_layout, o_layout, ob_layout, True, CAUSAL, STAGES, 0, CONSUMERS, False, SPLIT, EX2_EMU, TREE,
@@ -473,7 +507,7 @@ def _ws_consumer_tiles(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUS
                        CONSUMERS: gl.constexpr, RELEASE: gl.constexpr, SPLIT: gl.constexpr,
                        EX2_EMU: gl.constexpr, TREE: gl.constexpr,
                        LEAN_MASK: gl.constexpr, PACK_P: gl.constexpr, LANE_SUM: gl.constexpr,
-                       LATE_RELEASE: gl.constexpr):
+                       LATE_RELEASE: gl.constexpr, DEFER_RESCALE: gl.constexpr = False):
     q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_desc = descs
     q_smem, k_smem, v_smem, qb_smem, kb_smem, vb_smem = smem
     sched, num_heads, seq_len, tiles_m, total_tiles, head_group, snake = walk
@@ -487,6 +521,7 @@ def _ws_consumer_tiles(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUS
     ob_layout: gl.constexpr = mma_layout(4, HEAD_B)
     gl.static_assert(OVERLAP or not SPLIT, "a split head runs on the overlapped loop only")
     gl.static_assert(OVERLAP or RELEASE == RELEASE_ARRIVE, "g2's plain loop releases its slots by plain arrives")
+    gl.static_assert(OVERLAP or not DEFER_RESCALE, "the deferred rescale (g43) runs on the overlapped loop only")
     kv = 0
     it = 0
     turns = 0
@@ -515,7 +550,7 @@ def _ws_consumer_tiles(descs, smem, bars, walk, qk_scale, WG: gl.constexpr, CAUS
             kv, turns, m_i, l_i, acc, acc_b = _ws_consumer_overlap(
                 q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_full, n_total, m_i, l_i, acc, acc_b,
                 qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, CAUSAL, STAGES, PINGPONG, CONSUMERS,
-                RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, stored_q)
+                RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, stored_q, DEFER_RESCALE)
         else:
             kv, m_i, l_i, acc = _ws_consumer_plain(q, k_smem, v_smem, bars, kv, n_full, n_total, m_i, l_i, acc,
                                                    qk_scale, rows, seq_len, s_layout, o_layout, CAUSAL, STAGES)
@@ -538,7 +573,7 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_des
                SPLIT: gl.constexpr = 0, EX2_EMU: gl.constexpr = 0, TREE: gl.constexpr = False,
                LEAN_MASK: gl.constexpr = False,
                PACK_P: gl.constexpr = 0, LANE_SUM: gl.constexpr = False, LATE_RELEASE: gl.constexpr = False,
-               CHAINED: gl.constexpr = False):
+               CHAINED: gl.constexpr = False, DEFER_RESCALE: gl.constexpr = False):
     """SPLIT=1 (g15): the head in two chunks, columns 0-63 through q_desc... and the rest through qb_desc...
     (boxes of 16 or 32 columns from column 64, over the same tensors), so a d=80 or d=96 head multiplies
     no zero columns; SPLIT=0 passes the first four descriptors again as the last four, unused."""
@@ -594,22 +629,22 @@ def _ws_kernel(q_desc, k_desc, v_desc, o_desc, qb_desc, kb_desc, vb_desc, ob_des
         gl.warp_specialize([
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
                             CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM,
-                            LATE_RELEASE, CHAINED)),
+                            LATE_RELEASE, CHAINED, DEFER_RESCALE)),
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
                             CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM,
-                            LATE_RELEASE, CHAINED)),
+                            LATE_RELEASE, CHAINED, DEFER_RESCALE)),
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 2, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
                             CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM,
-                            LATE_RELEASE, CHAINED)),
+                            LATE_RELEASE, CHAINED, DEFER_RESCALE)),
             (_ws_producer, (descs, smem, bars, walk, CAUSAL, STAGES, SCHEDULED, CONSUMERS, RELEASE, SPLIT)),
         ], [4, 4, 1], [CONSUMER_REGS, CONSUMER_REGS, PRODUCER_REGS])
     else:
         gl.warp_specialize([
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 0, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
                             CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM,
-                            LATE_RELEASE, CHAINED)),
+                            LATE_RELEASE, CHAINED, DEFER_RESCALE)),
             (_ws_consumer, (descs, smem, bars, walk, qk_scale, 1, CAUSAL, STAGES, OVERLAP, PINGPONG, SCHEDULED,
                             CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, LANE_SUM,
-                            LATE_RELEASE, CHAINED)),
+                            LATE_RELEASE, CHAINED, DEFER_RESCALE)),
             (_ws_producer, (descs, smem, bars, walk, CAUSAL, STAGES, SCHEDULED, CONSUMERS, RELEASE, SPLIT)),
         ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])

@@ -27,7 +27,7 @@ REGS = {2: (240, 24), 3: (160, 32)}
 # Steps whose consumer warpgroups pass the tensor-core turn by hardware named barriers (named_turns, g11 on),
 # and the two whose consumers also hand K/V slots back through named barriers (named_release, g13 and g14).
 NAMED_TURNS = frozenset({"g11", "g12", "g13", "g14", "g15", "g19", "g23", "g24", "g25", "g26", "g27", "g30", "g31",
-                         "g32", "g33", "g34", "g35", "g36", "g37", "g39", "g40", "g41", "g42"})
+                         "g32", "g33", "g34", "g35", "g36", "g37", "g39", "g40", "g41", "g42", "g43"})
 NAMED_RELEASE = frozenset({"g13", "g14"})
 
 
