@@ -250,30 +250,19 @@ def _ws_key_steps(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_fu
                   EX2_EMU: gl.constexpr, TREE: gl.constexpr, LEAN_MASK: gl.constexpr, PACK_P: gl.constexpr,
                   DEFER_RESCALE: gl.constexpr = False, alpha=None):
     """Key tiles 1 to n_total - 1 of a query tile whose tile 0 has been scored: the unmasked ones, then those the
-    mask or the sequence's end cuts. DEFER_RESCALE (g43): alpha, the last scored tile's rescale factor, is carried
-    from step to step and returned, for the last P V to apply."""
-    if DEFER_RESCALE:
-        for j in range(1, gl.maximum(n_full, 1)):
-            kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns, alpha = _ws_overlap_step(
-                j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc,
-                acc_b, turns, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, False, CAUSAL, STAGES,
-                PINGPONG, CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, False, True, alpha)
-        for j in range(gl.maximum(n_full, 1), n_total):
-            kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns, alpha = _ws_overlap_step(
-                j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc,
-                acc_b, turns, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, True, CAUSAL, STAGES,
-                PINGPONG, CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, False, True, alpha)
-    else:
-        for j in range(1, gl.maximum(n_full, 1)):
-            kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns, _step_alpha = _ws_overlap_step(
-                j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc,
-                acc_b, turns, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, False, CAUSAL, STAGES,
-                PINGPONG, CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P)
-        for j in range(gl.maximum(n_full, 1), n_total):
-            kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns, _step_alpha = _ws_overlap_step(
-                j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc,
-                acc_b, turns, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, True, CAUSAL, STAGES,
-                PINGPONG, CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P)
+    mask or the sequence's end cuts. alpha, the last scored tile's rescale factor, is carried from step to step and
+    returned, for the last P V to apply; only DEFER_RESCALE (g43) reads it, and without it the compiler drops the
+    carried value (every other step's PTX is what it was before g43)."""
+    for j in range(1, gl.maximum(n_full, 1)):
+        kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns, alpha = _ws_overlap_step(
+            j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b,
+            turns, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, False, CAUSAL, STAGES, PINGPONG,
+            CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, False, DEFER_RESCALE, alpha)
+    for j in range(gl.maximum(n_full, 1), n_total):
+        kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns, alpha = _ws_overlap_step(
+            j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b,
+            turns, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, True, CAUSAL, STAGES, PINGPONG,
+            CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, False, DEFER_RESCALE, alpha)
     return kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns, alpha
 
 
