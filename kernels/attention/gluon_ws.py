@@ -248,11 +248,13 @@ def _ws_key_steps(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_fu
                   o_layout: gl.constexpr, ob_layout: gl.constexpr, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
                   PINGPONG: gl.constexpr, CONSUMERS: gl.constexpr, RELEASE: gl.constexpr, SPLIT: gl.constexpr,
                   EX2_EMU: gl.constexpr, TREE: gl.constexpr, LEAN_MASK: gl.constexpr, PACK_P: gl.constexpr,
-                  DEFER_RESCALE: gl.constexpr = False, alpha=None):
+                  DEFER_RESCALE: gl.constexpr = False):
     """Key tiles 1 to n_total - 1 of a query tile whose tile 0 has been scored: the unmasked ones, then those the
-    mask or the sequence's end cuts. alpha, the last scored tile's rescale factor, is carried from step to step and
-    returned, for the last P V to apply; only DEFER_RESCALE (g43) reads it, and without it the compiler drops the
-    carried value (every other step's PTX is what it was before g43)."""
+    mask or the sequence's end cuts. Also returns alpha, the last scored tile's rescale factor, carried from step to
+    step for the last P V to apply; only DEFER_RESCALE (g43) reads it, and without it the compiler drops the carried
+    value (every other step's PTX is what it was before g43)."""
+    # The accumulators are still zero: tile 0's factor is 1 (DEFER_RESCALE applies it before the first P V).
+    alpha = gl.full([q.shape[0]], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
     for j in range(1, gl.maximum(n_full, 1)):
         kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns, alpha = _ws_overlap_step(
             j, q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b,
@@ -325,12 +327,10 @@ def _ws_consumer_overlap(q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turn
     kv, p, pb, prev_slot, prev_phase, m_i, l_i = _ws_first_scores(
         q, k_smem, qb, kb_smem, bars, kv, m_i, l_i, qk_scale, rows, seq_len, s_layout, o_layout, ob_layout, CAUSAL,
         STAGES, CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, stored_q)
-    # The accumulators are still zero: tile 0's factor is 1 (DEFER_RESCALE applies it before the first P V).
-    alpha = gl.full([q.shape[0]], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
     kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns, alpha = _ws_key_steps(
         q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_full, n_total, p, pb, prev_slot, prev_phase, m_i,
         l_i, acc, acc_b, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, CAUSAL, STAGES, PINGPONG,
-        CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, DEFER_RESCALE, alpha)
+        CONSUMERS, RELEASE, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P, DEFER_RESCALE)
     acc, acc_b = _ws_last_pv(v_smem, vb_smem, bars, p, pb, prev_slot, prev_phase, acc, acc_b, STAGES, CONSUMERS,
                              RELEASE, SPLIT, DEFER_RESCALE, alpha, o_layout, ob_layout)
     return kv, turns, m_i, l_i, acc, acc_b
@@ -424,7 +424,7 @@ def _ws_chained_pass(t, b, h, row0, i, l_i, acc, acc_b, p, pb, prev_slot, prev_p
         mbarrier.arrive(q_empty.index(i_o))
     acc = gl.zeros([HALF, HEAD_DIM], gl.float32, o_layout)
     acc_b = gl.zeros([HALF, HEAD_B], gl.float32, ob_layout)
-    kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns = _ws_key_steps(
+    kv, p, pb, prev_slot, prev_phase, m_i, l_i, acc, acc_b, turns, _alpha = _ws_key_steps(
         q, k_smem, v_smem, qb, kb_smem, vb_smem, bars, kv, turns, n_full, n_total, p, pb, prev_slot, prev_phase,
         m_i, l_i, acc, acc_b, qk_scale, rows, seq_len, WG, s_layout, o_layout, ob_layout, CAUSAL, STAGES,
         PINGPONG, CONSUMERS, False, SPLIT, EX2_EMU, TREE, LEAN_MASK, PACK_P)
