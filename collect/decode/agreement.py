@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..schema.decode import AgreementRow, DecodeFile, REFERENCE_VARIANT
 from ..timing import free_cuda_memory, is_oom
-from .arithmetic import row_capacity
+from .arithmetic import steps_for
 from .plans import Plan
 from . import sessions
 from .sessions import _clean, _Env, _error_reason, _Model, _prompt, _unsupported
@@ -150,7 +150,7 @@ def _agreement_shape(m: _Model, plan: Plan):
         return None
     n = m.ours.args.n_positions
     cap, _ = _agreement_capacity(plan, n)
-    return next(((b, c) for b, c in m.plan.key_shapes if b == plan.agreement_batch and row_capacity(n, c, plan.steps) == cap),
+    return next(((b, c) for b, c in m.plan.key_shapes if b == plan.agreement_batch and c + steps_for(n, c, plan.steps) == cap),
                 None)
 
 

@@ -12,12 +12,6 @@ def steps_for(n_positions: int, context: int, wanted: int) -> int:
     return max(0, min(wanted, n_positions - context - 1))
 
 
-def row_capacity(n_positions: int, context: int, wanted: int) -> int:
-    """Cache positions a row's session holds: its prompt and every step it decodes. The compiled transformers
-    loop is compiled for this size, so the compile pool warms each shape at the capacity its row will ask for."""
-    return context + steps_for(n_positions, context, wanted)
-
-
 def loop_shape(steps: int, repeats: int = LOOP_REPEATS) -> tuple[int, int]:
     """(loops, steps per loop) for `steps` steps: one untimed loop and up to `repeats` timed ones,
     at least four steps a loop where there is room (a loop starts from an idle GPU)."""

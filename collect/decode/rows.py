@@ -8,7 +8,7 @@ from typing import Callable
 from ..decode_profile import profile_steps
 from ..schema.decode import DecodeFile, DecodeRow, KernelClassRow, KernelRoleRow
 from ..timing import compact_samples, free_cuda_memory, is_oom, summarize
-from .arithmetic import _role_bytes, floor_ms, kv_bytes_per_step, loop_shape, row_capacity, steps_for
+from .arithmetic import _role_bytes, floor_ms, kv_bytes_per_step, loop_shape, steps_for
 from .baselines import _generate_row
 from .plans import COMPILE_RESERVE_S, Plan, VariantSpec
 from . import sessions
@@ -110,7 +110,7 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
         return row
     timed_n = min(n, spec.max_steps or n)
     loops, per_loop = loop_shape(timed_n)
-    capacity = row_capacity(a.n_positions, context, plan.steps)
+    capacity = context + n
     check_limits(a, context, n + 1, batch)
     _clean(env)
     prompt = _prompt(batch, context, a.vocab_size)
