@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .lock import RunLocked, run_lock
 from .schema.common import RUN_LOCK
-from .schema.reader import GZIP_SUFFIX, DataFileError, read_json, stored_path
+from .schema.reader import GZIP_SUFFIX, DataFileError, read_checked, read_json, stored_path
 from .schema import FILE_SPECS
 
 # Level 9 and no timestamp: the same JSON always compresses to the same bytes, so compacting twice changes nothing
@@ -59,8 +59,8 @@ def _compact_files(run_dir: Path) -> list[Compacted]:
         plain = stored_path(run_dir, name)
         if plain is None or plain.name.endswith(GZIP_SUFFIX):
             continue
-        data = read_json(plain)  # refuses a broken file by name before anything is written
-        raw = plain.read_bytes()
+        data, text = read_checked(plain)  # refuses a broken file by name before anything is written
+        raw = text.encode("utf-8")  # the file's bytes: the reader decoded them as strict UTF-8
         packed = plain.with_name(plain.name + GZIP_SUFFIX)
         temp = plain.with_name(f".{packed.name}.tmp")  # the name an interrupted write leaves (collect/jsonio.py)
         temp.write_bytes(gzip.compress(raw, compresslevel=LEVEL, mtime=0))

@@ -121,6 +121,4 @@ def noise_main(argv: list[str]) -> int:
 
 def main(argv: list[str]) -> int:
     """argv[0] is the subcommand."""
-    if argv[0] == "compact":
-        return compact_main(argv[1:], DATA_DIR)
-    return {"diff": diff_main, "noise": noise_main}[argv[0]](argv[1:])
+    return {"diff": diff_main, "noise": noise_main, "compact": lambda a: compact_main(a, DATA_DIR)}[argv[0]](argv[1:])
