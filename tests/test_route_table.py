@@ -27,9 +27,9 @@ def test_a_rule_for_part_of_a_tile_is_printed_with_its_head_sizes_and_leaves_the
     rules = {row[0]: row[2] for row in route_table.rows()}
     assert rules["d 72-80, non-causal, any N"] == "g30" and rules["d 88-96, non-causal, N <= 2047"] == "g27"
     assert rules["d 88-96, non-causal, N >= 2048"] == "g41" and rules["d 72-96, causal, any N"] == "g37"
-    assert rules["d 104-128, non-causal, N >= 2048"] == "g43" and rules["d 104-128, non-causal, N <= 2047"] == "g37"
+    assert rules["d 104-128, non-causal, N >= 2048"] == "g32" and rules["d 104-128, non-causal, N <= 2047"] == "g37"
     assert dispatch.rule_route(dispatch.SHAPE_RULES, 96, False, 4096)[1] == {"version": "g41"}
-    assert dispatch.rule_route(dispatch.SHAPE_RULES, 104, False, 4096)[1] == {"version": "g43"}
+    assert dispatch.rule_route(dispatch.SHAPE_RULES, 104, False, 4096)[1] == {"version": "g32"}
     # below N=2048 the short walks of d=104-128 take the lean mask; d=72-96 keep their own rules at every length
     assert dispatch.rule_route(dispatch.SHAPE_RULES, 104, False, 1024)[1] == {"version": "g37"}
     assert dispatch.rule_route(dispatch.SHAPE_RULES, 96, False, 1024)[1] == {"version": "g27"}

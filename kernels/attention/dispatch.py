@@ -23,7 +23,7 @@ a rule whose path cannot run here passes to the next), from :data:`SHAPE_RULES` 
     d 88-96, non-causal, N >= 2048                 gluon   g41      gluon_ws._ws_kernel
     d 88-96, non-causal, N <= 2047                 gluon   g27      gluon_ws._ws_kernel
     d 104-128, non-causal, N <= 2047               gluon   g37      gluon_ws._ws_kernel
-    d 104-128, non-causal, N >= 2048               gluon   g43      gluon_ws._ws_kernel
+    d 104-128, non-causal, N >= 2048               gluon   g32      gluon_ws._ws_kernel
     d 104-128, causal, any N                       gluon   g42      gluon_ws._ws_kernel
     d 72-96, causal, any N                         gluon   g37      gluon_ws._ws_kernel
     any other shape                                hopper  -        hopper._hopper_fwd_ws_persistent, or hopper._hopper_fwd_ws + hopper._diag_merge (causal from hopper.SPLIT_FROM_SEQ_LEN)
@@ -159,12 +159,8 @@ SHAPE_RULES: tuple[ShapeRule, ...] = (
                        "first, which this kernel masks always (2026-12-04, beside FlashAttention-4 and cuDNN, B=4 "
                        "H=32): g32 with the lean mask (g37) ran 1.008x g32 at N=512 and 1.007-1.009x at 1024; "
                        "g37 with the counted release (g42) ran 0.954-0.964x g37 at N=512 (2026-12-05, three sweeps)"),
-    ShapeRule("gluon", 128, False, min_len=2048, head_sizes=(104, 128), config=(("version", "g43"),),
-              evidence="d=104-128 non-causal from N=2048: g32 with the output's rescale deferred (g43), predicted "
-                       "1.00-1.03x g32 at d=128 (its step's last 64 FMULs off the path to the other warpgroup's "
-                       "turn), on the condition that the sweep before v66's first collect times it ahead at B=4 H=32 "
-                       "N=4096 and 16384 and B=1 H=32 N=32768 (kernels/attention/notes.md, v66-per-shape). "
-                       "Before it, g32 (2026-12-04, beside FlashAttention-4): g32 ran 1.017-1.018x g30 at B=4 "
+    ShapeRule("gluon", 128, False, min_len=2048, head_sizes=(104, 128), config=(("version", "g32"),),
+              evidence="d=104-128 non-causal from N=2048 (2026-12-04, beside FlashAttention-4): g32 ran 1.017-1.018x g30 at B=4 "
                        "H=32 N=512, 1.010-1.011x at 1024, 1.004-1.011x at 4096 and 16384, 1.003x at B=1 H=16 "
                        "N=8192 and 1.006-1.009x at B=1 H=32 N=32768; g37 ran 0.957-0.990x g32 at B=4 H=32 N=16384 "
                        "and 0.977-0.978x at B=1 H=32 N=32768, each timed after g32 at a lower clock; g32 with the "

@@ -195,20 +195,6 @@ def _v63_routes():
     return partial(rule_route, (*_V58_RULES[:-1], ShapeRule("gluon", 128, True, config=(("version", "g42"),))))
 
 
-def _v64_routes():
-    """The per-shape routes v64 shipped with: v58's, with the counted release where its sweeps put it ahead (g41 at
-    d=88-96 non-causal from N=2048, g42 at d=104-128 causal)."""
-    r = _V58_RULES
-    return partial(rule_route, (
-        *r[:6],
-        ShapeRule("gluon", 128, False, min_len=2048, head_sizes=(88, 96), config=(("version", "g41"),)),
-        ShapeRule("gluon", 128, False, max_len=2047, head_sizes=(88, 96), config=(("version", "g27"),)),
-        *r[7:9],
-        ShapeRule("gluon", 128, True, head_sizes=(104, 128), config=(("version", "g42"),)),
-        r[9],
-    ))
-
-
 def _unrouted_gluon_step(name, step, baseline):
     """A Gluon step no per-shape version routes: its words, prediction, maskings and head sizes are its record's
     (gluon_versions.py), its baseline the version of the step it changed; the iterations phase skips it."""
@@ -667,25 +653,11 @@ VERSIONS = {v.name: v for v in [
         # Against the fastest other implementation at the goal shapes: v63's (no goal shape changes kernel).
         predicted_speedup={"non-causal": (0.99, 1.04), "causal": (0.98, 1.05)},
         features=None,
-        # The rules v64 shipped with, frozen here so that it still runs as shipped after v66. Runs h200-20261205c
-        # and d timed v64; v66 moves d=104-128 non-causal from N=2048 from g32 to g43.
-        in_phase=False,
-        routes=_v64_routes(),
     ),
-    # g43: g32 with the output's rescale between the next step's two matmuls. v66-per-shape routes it at d=104-128
-    # non-causal from N=2048.
+    # g43: g32 with the output's rescale between the next step's two matmuls; not measured yet.
     _unrouted_gluon_step("v65-gluon-deferred-rescale", "g43", "v50-gluon-late-release"),
-    KernelVersion(
-        name="v66-per-shape", **_story("v66-per-shape"),
-        path=None,
-        baseline="sdpa",
-        # Against the fastest other implementation at the goal shapes: v64's, with d=128 non-causal up by g43's
-        # 1.00-1.03x over g32 (the other classes unchanged).
-        predicted_speedup={"non-causal": (0.99, 1.04), "causal": (0.98, 1.05)},
-        features=None,
-    ),
 ]}
-FINAL_VERSION = "v66-per-shape"
+FINAL_VERSION = "v64-per-shape"
 
 
 def get_version(name):
