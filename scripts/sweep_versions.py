@@ -39,7 +39,7 @@ YARDSTICKS = ("fa4", "sdpa-cudnn")
 # second sweep of 2026-12-03 (g11-g14); "routes": which existing step serves the weakest classes best;
 # "split": g15 at d=72-96; "split3": g24-g25; "pack": g26; "pack2": g27; "overlap": g16 at d=64; "exp2": g17-g20;
 # "tree": g21-g23; "lanes", "lanes2": g28-g31; "late", "late2": g32-g33; "chain": g34-g35;
-# "lean": g36-g38; "unroll": g39-g40.
+# "lean": g36-g38; "unroll": g39-g40; "defer": g43; "energy": power at the limit (with --energy-s).
 PLANS = {}
 PLANS["steps"] = (
     ((128, False, 4, 32, 16384), ("g3", "g11", "g13")),
@@ -269,6 +269,11 @@ PLANS["counted_order"] = (  # each new kernel timed before and after its baselin
     ((80, True, 4, 32, 4096), ("g42", "g37", "g42", "g37")),
 )
 
+PLANS["energy"] = (  # power and energy per call at the power limit (--energy-s), d=128 non-causal and the d=64 gap
+    ((128, False, 4, 32, 16384), ("g32", "g43", "g41")),
+    ((128, False, 4, 32, 4096), ("g32", "g43")),
+    ((64, False, 2, 8, 16384), ("g33",)),
+)
 PLANS["defer"] = (  # g43: the output's rescale between the next step's two matmuls; each timed before and after g32
     ((128, False, 4, 32, 16384), ("g43", "g32", "g43", "g32")),
     ((128, False, 4, 32, 4096), ("g43", "g32", "g43", "g32")),
@@ -416,6 +421,15 @@ def sweep(args):
         print(f"[{time.monotonic() - T0:6.1f}s] {msg}", flush=True)
 
     watchdog = Watchdog(res, args.hang_s)
+    meter = None
+    if args.energy_s:
+        from collect.energy import EnergyUnavailable, Meter
+
+        try:
+            meter = Meter(dev.index or 0)
+        except EnergyUnavailable as exc:
+            res.doc["energy_unavailable"] = str(exc)
+            say(f"no energy readings: {exc}")
 
     def inputs(dtype, head_dim, b, h, n):
         return tuple(torch.randn((b, h, n, head_dim), device=dev, dtype=getattr(torch, dtype)) for _ in range(3))
@@ -471,6 +485,7 @@ def sweep(args):
                         continue
                     with forced_backend(case):
                         dt = timing.device_time(call, timing.wall_ms(call))
+                        energy = meter.measure(call, args.energy_s).as_row() if meter else {}
                 except Exception as exc:  # noqa: BLE001 - a case fails alone
                     res.add("rows", dict(row, status="error", reason=f"{type(exc).__name__}: {exc}"[:400]))
                     say(f"{where:34s} {impl:10s} error {exc}"[:300])
@@ -478,9 +493,11 @@ def sweep(args):
                 t = dt.timing
                 row.update(status="ok", max_abs_err=err, median_ms=t.median_ms, p10_ms=t.p10_ms, p90_ms=t.p90_ms,
                            n=t.n, tflops=case.flops / (t.median_ms * 1e-3) / 1e12, sm_clock_mhz=dt.sm_clock_mhz)
-                row.update(against_yardsticks(impl, t.median_ms, yard_ms))
+                row.update(against_yardsticks(impl, t.median_ms, yard_ms), **energy)
                 res.add("rows", row)
                 say(f"{where:34s} {impl:10s} {t.median_ms:8.4f} ms {row['tflops']:6.1f} TFLOP/s"
+                    + (f"  {energy['board_w']:5.0f} W {energy['nvml_sm_clock_mhz']:5.0f} MHz "
+                       f"{energy['mj_per_call']:8.1f} mJ/call" if energy else "")
                     + (f"  fa4/this {row['fa4_over_ours']:.3f}" if "fa4_over_ours" in row else "")
                     + (f"  fastest other ({row['fastest_other']})/this {row['fastest_other_over_ours']:.3f}"
                        if "fastest_other" in row else ""))
@@ -525,6 +542,9 @@ def main(argv=None):
                                                          "(an empty string: none)")
     p.add_argument("--plan", choices=sorted(PLANS), default="steps", help="which shapes and versions to time")
     p.add_argument("--check-dims", default="64,128", help="head sizes of the ragged checks, comma-separated")
+    p.add_argument("--energy-s", type=float, default=0.0,
+                   help="after timing each case, run it back to back this many seconds and record the board's "
+                        "power, SM clock and energy per call (collect/energy.py; 0: off)")
     p.add_argument("--check-cpu", action="store_true", help="no GPU: compile the versions for sm90, then exit")
     p.add_argument("--hang-s", type=float, default=90.0,
                    help="end the sweep when one check or case has not returned after this many seconds (a kernel "
