@@ -25,6 +25,7 @@ from typing import Callable, Iterable, Mapping
 from kernels.attention import HEAD_DIMS, IMPLEMENTATIONS, SDPA_BACKENDS
 
 from . import fa4_precompile, timing
+from .bench_power import DeviceEnergy, measure_power
 from .budget import PHASE_BUDGET_ENVS, budget_seconds as shared_budget_seconds, no_limit_hint
 from .context import RunContext
 from .device_choices import has_bf16
@@ -413,6 +414,9 @@ def run(ctx: RunContext) -> BenchFile:
                   deadline=t0 + budget if budget else None,
                   progress=lambda it, total: ctx.progress(it, total=total, desc="bench"),
                   saved=ctx.saved_cases(BenchRow))
+    # The longest non-causal case again, back to back at the power limit, for the energy each call spends.
+    result.notes.extend(measure_power(result.rows, DeviceEnergy(measurer.pool), lambda: ctx.checkpoint(result),
+                                      deadline=t0 + budget if budget else None))
     skipped = sum(1 for r in result.rows if r.status == "skipped")
     if skipped:
         result.notes.append(f"{skipped} of {len(cases)} cases were skipped: the phase's time budget of "

@@ -15,6 +15,7 @@ idles inside it. Watts times the call's own back-to-back time is its energy per 
 from __future__ import annotations
 
 import ctypes
+import math
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -24,7 +25,11 @@ NVML_SUCCESS = 0
 NVML_CLOCK_SM = 1
 WARM_S = 0.5          # back-to-back calls before the window, so the clock has settled at the limit
 DEFAULT_WINDOW_S = 3.0
-QUEUE_DEPTH = 3       # calls in flight while the host polls the counter
+# Calls kept in flight while the host polls the counter: enough for QUEUE_MS of GPU work, so that no poll (an
+# NVML read takes tens of microseconds, a clock read more) leaves the GPU idle inside the window.
+QUEUE_MS = 40.0
+MIN_DEPTH, MAX_DEPTH = 2, 512
+CLOCK_EVERY_S = 0.05  # the SM clock is sampled this often, not at every counter step
 
 
 class EnergyUnavailable(RuntimeError):
@@ -36,7 +41,7 @@ class EnergyReading:
     watts: float              # mean board power over the window
     ms_per_call: float        # device time per call, back to back, over the same calls
     mj_per_call: float        # watts x ms_per_call
-    sm_clock_mhz: float       # mean of the SM clock read while polling
+    sm_clock_mhz: float | None  # mean of the SM clock sampled in the window (None: NVML did not say)
     power_limit_w: float | None
     window_s: float
     calls: int
@@ -112,12 +117,13 @@ class Meter:
             cuda = torch.cuda
         inflight: deque = deque()
         issued = 0
+        depth = MIN_DEPTH
 
         def keep_busy():
             nonlocal issued
             while inflight and inflight[0].query():
                 inflight.popleft()
-            while len(inflight) < QUEUE_DEPTH:
+            while len(inflight) < depth:
                 fn()
                 ev = cuda.Event()
                 ev.record()
@@ -132,20 +138,27 @@ class Meter:
                 if e != after:
                     return e, time.perf_counter()
 
-        end = time.perf_counter() + WARM_S
+        begun = time.perf_counter()
+        end = begun + WARM_S
         while time.perf_counter() < end:
             keep_busy()
+        # The warm-up's pace sizes the queue: calls done per second, while the queue was still shallow.
+        done = max(1, issued - len(inflight))
+        depth = max(MIN_DEPTH, min(MAX_DEPTH, math.ceil(QUEUE_MS / (1e3 * (time.perf_counter() - begun) / done))))
         e0, t0 = next_step(self.energy_mj())
         start = cuda.Event(enable_timing=True)
         start.record()
         first = issued
         clocks = []
         e1, t1 = e0, t0
+        sampled = t0
         while t1 - t0 < window_s:
             e1, t1 = next_step(e1)
-            clock = self.sm_clock_mhz()
-            if clock:
-                clocks.append(clock)
+            if t1 - sampled >= CLOCK_EVERY_S:
+                sampled = t1
+                clock = self.sm_clock_mhz()
+                if clock:
+                    clocks.append(clock)
         stop = cuda.Event(enable_timing=True)
         stop.record()
         calls = issued - first
@@ -153,5 +166,5 @@ class Meter:
         watts = (e1 - e0) / 1000.0 / (t1 - t0)
         ms = start.elapsed_time(stop) / calls
         return EnergyReading(watts=watts, ms_per_call=ms, mj_per_call=watts * ms, window_s=t1 - t0, calls=calls,
-                             sm_clock_mhz=sum(clocks) / len(clocks) if clocks else float("nan"),
+                             sm_clock_mhz=sum(clocks) / len(clocks) if clocks else None,
                              power_limit_w=self.power_limit_w())

@@ -290,7 +290,7 @@ def test_a_case_of_unrecorded_pace_is_held_to_its_class_and_an_old_noise_file_st
     path = tmp_path / "h200.json"
     path.write_text(json.dumps(old))
     read = read_noise(path)
-    assert read.schema_version == SCHEMA_VERSION == 8 and {c.host_bound for c in read.classes} == {None}
+    assert read.schema_version == SCHEMA_VERSION == 9 and {c.host_bound for c in read.classes} == {None}
     d = compare(cases("a", paced_rows(70)), cases("b", paced_rows(71, gpu_f=0.97)), read, FAST)
     assert {c.floor_source for c in d.cases} == {"measured"}
 
@@ -301,7 +301,25 @@ def test_the_schema_8_step_changes_only_the_version():
     before = {"schema_version": 7, "classes": [{"phase": "bench", "impl": "triton", "floor": 1.1}]}
     out = migrate.to_version_8(json.loads(json.dumps(before)))
     assert out == {**before, "schema_version": 8} and migrate.to_version_8(json.loads(json.dumps(out))) == out
-    assert migrate.LATEST is migrate.to_version_8 and SCHEMA_VERSION == 8
+    # schema 9 (the bench rows' power at the limit) adds optional fields only: the latest step changes the version alone
+    assert migrate.LATEST(json.loads(json.dumps(before))) == {**before, "schema_version": 9} and SCHEMA_VERSION == 9
+
+
+def test_a_compacted_file_migrates_in_place_and_stays_compressed_the_way_compact_writes_it(tmp_path):
+    import gzip
+
+    from collect.compact import LEVEL
+    from collect.schema import migrate
+
+    doc = {"schema_version": 8, "rows": [{"impl": "triton", "note": "\u00b5s"}]}
+    path = tmp_path / "bench.json.gz"
+    path.write_bytes(gzip.compress((json.dumps(doc, indent=1) + "\n").encode(), compresslevel=LEVEL, mtime=0))
+    assert migrate.main(["to_version_9", str(path)]) == 0
+    text = gzip.decompress(path.read_bytes()).decode()
+    assert json.loads(text) == {**doc, "schema_version": 9} and text.isascii()
+    again = path.read_bytes()
+    migrate.main(["to_version_9", str(path)])  # idempotent: the same bytes
+    assert path.read_bytes() == again == gzip.compress(text.encode(), compresslevel=LEVEL, mtime=0)
 
 
 def test_the_diff_and_the_pages_judge_pace_by_one_rule():

@@ -73,6 +73,7 @@ class FakeCuda:
 
 def test_power_and_energy_per_call_come_from_the_counter_window_and_the_calls_in_it(monkeypatch):
     monkeypatch.setattr(energy, "WARM_S", 0.01)
+    monkeypatch.setattr(energy, "CLOCK_EVERY_S", 0.0)
     meter = energy.Meter(lib=FakeNVML())
     cuda = FakeCuda()
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .common import (BYTES, COUNT, DTYPES, IDENT, NAME, PROFILES, ROW_STATUS, RUN_ID, SECONDS, SIZE, TEXT, clock_fields,
-                     doc, strict, with_fields)
+from .common import (BYTES, CLOCK_MHZ, COUNT, DTYPES, IDENT, MILLIJOULES, MS, NAME, PROFILES, ROW_STATUS, RUN_ID,
+                     SECONDS, SIZE, TEXT, WATTS, clock_fields, doc, strict, with_fields)
 
 # The paths flash_attention can take (kernels/attention/dispatch.py); pages name each one.
 KERNEL_PATHS = ("portable", "hopper", "gluon", "turing")
@@ -57,6 +57,17 @@ class BenchRow:
     tensor_cores: bool | None = doc("triton rows: whether the compiled kernel that ran issues tensor-core instructions "
                                     "(mma or wgmma in its code, kernels/aot.py uses_tensor_cores); null where unknown "
                                     "(PyTorch's kernels, published figures).", None)
+    # At the power limit (collect/bench.py measure_power): the plan's power case, each of POWER_IMPLS run back to back.
+    board_power_w: float | None = doc("Power case only: the board's mean power while the call ran back to back for "
+                                      "a few seconds, from the driver's energy counter (NVML); null on other rows, "
+                                      "where it was not measured, and in runs before schema version 9.", None, **WATTS)
+    power_limit_w: float | None = doc("Power case only: the board's enforced power limit then (NVML).", None, **WATTS)
+    power_sm_clock_mhz: float | None = doc("Power case only: the mean SM clock then (NVML), beside sm_clock_mhz, the "
+                                           "clock the rested device timing saw.", None, **CLOCK_MHZ)
+    power_loop_ms: float | None = doc("Power case only: device time per call then, back to back (CUDA events "
+                                      "around the calls of the counter's window).", None, **MS)
+    energy_mj_per_call: float | None = doc("Power case only: board_power_w x power_loop_ms, the board's energy per "
+                                           "call at that pace, in millijoules.", None, **MILLIJOULES)
 
 
 @strict

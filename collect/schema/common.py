@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 # A row that could not be measured keeps its place with one of these and a reason.
 # `skipped`: a case not run for time (a budget), with the reason.
@@ -67,6 +67,8 @@ BYTES_PER_S = dict(lo=0, lo_open=True, hi=1e17)
 FLOP_PER_S = dict(lo=0, lo_open=True, hi=1e20)
 TFLOP_PER_S = dict(lo=0, hi=1e8)
 CLOCK_MHZ = dict(lo=0, lo_open=True, hi=1e5)
+WATTS = dict(lo=0, lo_open=True, hi=1e5)  # a board's power draw or limit
+MILLIJOULES = dict(lo=0, lo_open=True, hi=1e12)
 NONNEGATIVE = dict(lo=0, hi=1e40)  # an error or a difference of outputs (above any fp16/bf16 value)
 
 # A run id names a folder and a URL path: a short slug.

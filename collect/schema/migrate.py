@@ -4,6 +4,7 @@ FUNCTION FILE...`; each is idempotent."""
 from __future__ import annotations
 
 import copy
+import gzip
 import json
 import sys
 from collections import Counter
@@ -111,12 +112,22 @@ def to_version_8(doc: dict) -> dict:
     return doc
 
 
+def to_version_9(doc: dict) -> dict:
+    """Any file of schema version 8 (older ones through the steps above): version 9 adds optional fields only, bench
+    rows' power at the limit (board_power_w, power_limit_w, power_sm_clock_mhz, power_loop_ms, energy_mj_per_call),
+    which older runs did not measure."""
+    doc = to_version_8(doc)
+    if doc.get("schema_version") == 8:
+        doc["schema_version"] = 9
+    return doc
+
+
 # The step that brings any older file to the current version.
-LATEST = to_version_8
+LATEST = to_version_9
 
 MIGRATIONS = {f.__name__: f for f in (rename_decode_hf_variant, decode_int8_comparison_series, to_version_2,
                                       to_version_3, to_version_4, to_version_5, to_version_6, to_version_7,
-                                      to_version_8)}
+                                      to_version_8, to_version_9)}
 
 
 def main(argv: list[str]) -> int:
@@ -126,12 +137,15 @@ def main(argv: list[str]) -> int:
     fn = MIGRATIONS[argv[0]]
     for name in argv[1:]:
         path = Path(name)
-        text = path.read_text(encoding="utf-8")
+        packed = path.name.endswith(".gz")  # a compacted run's phase file (collect/compact.py)
+        raw = path.read_bytes()
+        text = (gzip.decompress(raw) if packed else raw).decode("utf-8")
         before = json.loads(text)
         after = fn(copy.deepcopy(before))  # a migration may change its argument in place
         if after != before:  # as collect/jsonio.py writes; a file written with raw UTF-8 keeps it
-            path.write_text(json.dumps(after, indent=1, ensure_ascii=text.isascii(), allow_nan=False) + "\n",
-                            encoding="utf-8")
+            out = (json.dumps(after, indent=1, ensure_ascii=text.isascii(), allow_nan=False) + "\n").encode("utf-8")
+            # compressed as collect/compact.py does (level 9, no timestamp), so the same JSON makes the same bytes
+            path.write_bytes(gzip.compress(out, compresslevel=9, mtime=0) if packed else out)
     return 0
 
 
