@@ -1,0 +1,167 @@
+"""At the power limit: the bench phase's power case (collect/bench_power.py), each implementation run back to back
+at one long case, with the board's power, its SM clock and the energy each call spent.
+
+At the limit the board's power is fixed, so a call's time is its energy over that power, and its energy is the
+cycles it needs times the energy each cycle spends: a kernel can need more cycles than another and still draw
+less per cycle, which the driver repays with a higher clock. The section splits each comparison into those two
+factors, from the rows alone."""
+from __future__ import annotations
+
+from functools import cached_property
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ... import escape, fmt
+from ...tables import table_html
+from ...vocab import facet_label, impl_color, impl_label, join, shape_label
+from .common import FUSED, BenchSection
+
+# A board drawing at least this share of its enforced limit is at the limit: the driver holds it a few watts under.
+AT_LIMIT = 0.97
+# Two energies (or cycle counts, or clocks) within this relative band are "about the same": the counter's window
+# spans a few seconds, and repeats of one kernel moved by about this much.
+SAME_BAND = 0.005
+
+
+def _change(x: float, more: str, less: str) -> str:
+    """A relative change as words: '2.1% more', '0.8% less', or 'about the same' inside SAME_BAND."""
+    if abs(x - 1) <= SAME_BAND:
+        return "about the same"
+    return f"{fmt.pct(abs(x - 1) * 100, 2)} {more if x > 1 else less}"
+
+
+class Power(BenchSection):
+    """The power case's rows, and what they say about ours against the quickest other implementation there."""
+
+    @cached_property
+    def _power(self) -> pd.DataFrame:
+        r = self.rows
+        if "energy_mj_per_call" not in r:
+            return r.iloc[0:0]
+        t = r[(r["status"] == "ok") & r["energy_mj_per_call"].notna()].copy()
+        # Cycles per call at the limit: back-to-back time times the clock the driver held (NVML's mean).
+        t["mcycles"] = t["power_loop_ms"] * t["power_sm_clock_mhz"] / 1e3
+        t["uj_per_kcycle"] = t["energy_mj_per_call"] / t["mcycles"]  # mJ per Mcycle = nJ per cycle
+        return t.sort_values("energy_mj_per_call")
+
+    @staticmethod
+    def _at_limit(row) -> bool:
+        return fmt.known(row["power_limit_w"]) and row["board_power_w"] >= AT_LIMIT * row["power_limit_w"]
+
+    def power_rows(self) -> bool:
+        """Whether this run measured the power case (runs before schema 9 did not)."""
+        return not self._power.empty
+
+    def _ours_and_rival(self):
+        t = self._power
+        ours = t[t["impl"] == FUSED]
+        others = t[t["impl"] != FUSED]
+        if ours.empty or others.empty:
+            return None, None
+        return ours.iloc[0], others.loc[others["power_loop_ms"].idxmin()]
+
+    def _case_words(self) -> str:
+        r = self._power.iloc[0]
+        return (f"{shape_label((r['batch'], r['heads'], r['head_dim']))}, N={r['seq_len']}, "
+                f"{facet_label(r['dtype'], bool(r['causal']))}")
+
+    def power_finding(self) -> str:
+        """Whether the board was at its limit, and ours against the quickest other implementation there: the
+        energy per call, split into cycles per call and energy per cycle."""
+        t = self._power
+        if t.empty:
+            return ""
+        limit = t["power_limit_w"].dropna()
+        at = t[[self._at_limit(r) for _, r in t.iterrows()]]
+        names = [escape.text(impl_label(i)) for i in t["impl"]]
+        if len(at) == len(t):
+            opening = (f"Run back to back at {self._case_words()}, every implementation measured here held the board "
+                       f"at its power limit ({fmt.span(t['board_power_w'].min(), t['board_power_w'].max())} W of "
+                       f"{fmt.num(limit.max())} W), and the driver lowered the SM clock to "
+                       f"{fmt.span(t['power_sm_clock_mhz'].min(), t['power_sm_clock_mhz'].max(), fmt.count)} MHz. At "
+                       "the limit a call's time is its energy over the board's fixed power, so the implementations "
+                       "rank by the energy they spend per call.")
+        elif at.empty:
+            opening = (f"Run back to back at {self._case_words()}, none of {join(names)} reached the board's power "
+                       f"limit ({fmt.span(t['board_power_w'].min(), t['board_power_w'].max())} W"
+                       + (f" of {fmt.num(limit.max())} W" if not limit.empty else "") + "): on this GPU the clock, not "
+                       "the power, sets their pace at this case, and the energy per call below is a cost, not the "
+                       "time.")
+        else:
+            opening = (f"Run back to back at {self._case_words()}, "
+                       f"{join(escape.text(impl_label(i)) for i in at['impl'])} held the board at its power limit "
+                       f"and the others did not ({fmt.span(t['board_power_w'].min(), t['board_power_w'].max())} W of "
+                       f"{fmt.num(limit.max())} W).")
+        ours, rival = self._ours_and_rival()
+        if ours is None:
+            return opening
+        who = escape.text(impl_label(rival["impl"]))
+        energy = ours["energy_mj_per_call"] / rival["energy_mj_per_call"]
+        cycles = ours["mcycles"] / rival["mcycles"]
+        per_cycle = ours["uj_per_kcycle"] / rival["uj_per_kcycle"]
+        clock = ours["power_sm_clock_mhz"] / rival["power_sm_clock_mhz"]
+        split = (f" Against {who}, the quickest other implementation back to back, ours spent "
+                 f"{_change(energy, 'more', 'less')} energy per call ({fmt.num(ours['energy_mj_per_call'])} mJ against "
+                 f"{fmt.num(rival['energy_mj_per_call'])} mJ): it needed {_change(cycles, 'more', 'fewer')} cycles "
+                 f"per call and spent {_change(per_cycle, 'more', 'less')} energy per cycle, ")
+        if abs(clock - 1) <= SAME_BAND:
+            split += "and the driver held both at about the same clock."
+        else:
+            split += (f"so the driver held ours at a {fmt.pct(abs(clock - 1) * 100, 2)} "
+                      f"{'higher' if clock > 1 else 'lower'} clock ({fmt.count(ours['power_sm_clock_mhz'])} MHz "
+                      f"against {fmt.count(rival['power_sm_clock_mhz'])}).")
+        rested = rival["latency_ms_median"] / ours["latency_ms_median"]
+        looped = rival["power_loop_ms"] / ours["power_loop_ms"]
+        both_at = all(self._at_limit(r) for r in (ours, rival))
+        split += (f" Its speed ratio is {fmt.ratio(looped)} back to back{' at the limit' if both_at else ''} and "
+                  f"{fmt.ratio(rested)} in the rested device time the rest of this page compares, where each call "
+                  "follows a rest of at least half its length.")
+        return opening + split
+
+    def power_table(self) -> str:
+        t = self._power
+        if t.empty:
+            return ""
+        ours = t[t["impl"] == FUSED]
+        base = ours.iloc[0]["energy_mj_per_call"] if not ours.empty else None
+        out = pd.DataFrame({
+            "impl": [escape.text(impl_label(i)) for i in t["impl"]],
+            "power": [f"{fmt.num(w)} W of {fmt.num(lim)} W" if fmt.known(lim) else f"{fmt.num(w)} W"
+                      for w, lim in zip(t["board_power_w"], t["power_limit_w"])],
+            "clock": [f"{fmt.count(c)} MHz ({fmt.count(r)} MHz)" for c, r in zip(t["power_sm_clock_mhz"],
+                                                                                   t["sm_clock_mhz"])],
+            "loop": [fmt.ms(x) for x in t["power_loop_ms"]],
+            "rested": [fmt.ms(x) for x in t["latency_ms_median"]],
+            "mcycles": [fmt.num(x) for x in t["mcycles"]],
+            "energy": [f"{fmt.num(x)} mJ" for x in t["energy_mj_per_call"]],
+            "vs": [fmt.ratio(x / base) if base else "n/a" for x in t["energy_mj_per_call"]]})
+        return table_html(out, {"impl": "Implementation", "power": "board power", "clock": "SM clock back to back "
+                                "(rested)", "loop": "time per call, back to back", "rested": "device time, rested",
+                                "mcycles": "Mcycles per call", "energy": "energy per call",
+                                "vs": "energy ÷ ours"})
+
+    def power_figure(self) -> str:
+        t = self._power
+        if t.empty:
+            return ""
+        fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
+                            subplot_titles=["energy per call (mJ)", "Mcycles per call, back to back"])
+        fig.for_each_annotation(lambda a: a.update(font=dict(size=12)))
+        labels = [escape.plot(impl_label(i)) for i in t["impl"]]
+        colors = [impl_color(i) for i in t["impl"]]
+        hover = [f"{lab}<br>{fmt.num(w)} W, {fmt.count(c)} MHz<br>{fmt.ms(ms)} a call back to back"
+                 for lab, w, c, ms in zip(labels, t["board_power_w"], t["power_sm_clock_mhz"], t["power_loop_ms"])]
+        for col, (field, unit) in enumerate((("energy_mj_per_call", "mJ"), ("mcycles", "Mcycles")), start=1):
+            fig.add_trace(go.Bar(x=labels, y=t[field], marker_color=colors, showlegend=False,
+                                 customdata=hover, hovertemplate=f"%{{customdata}}<br>%{{y:.4g}} {unit}<extra></extra>"),
+                          row=1, col=col)
+            lo, hi = t[field].min(), t[field].max()
+            # Bars that differ by a few percent: start the axis near the lowest so the difference is visible.
+            fig.update_yaxes(range=[lo * 0.95, hi * 1.02], row=1, col=col)
+        return self.figure("power-limit", fig,
+                           f"The power case, {self._case_words()}, each implementation run back to back for a few "
+                           "seconds: energy per call (left; board power from the driver's energy counter times the "
+                           "time per call) and cycles per call (right; time per call times the SM clock the driver "
+                           "held). The axes start near the lowest bar.", height=380)
