@@ -11,9 +11,10 @@ from functools import cached_property
 
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from ... import escape, fmt
+from ...axes import log_ticks
+from ...figures import PALETTE
 from ...tables import table_html
 from ...vocab import facet_label, impl_color, impl_label, join, shape_label
 from .common import FUSED, BenchSection
@@ -23,6 +24,11 @@ AT_LIMIT = 0.97
 # Two energies (or cycle counts, or clocks) within this relative band are "about the same": the counter's window
 # spans a few seconds, and repeats of one kernel moved by about this much.
 SAME_BAND = 0.005
+
+
+def _mhz(x) -> str:
+    """A clock in whole MHz ('1,504'): NVML's samples are whole, their mean is not, and a tenth of a MHz says nothing."""
+    return f"{x:,.0f}" if fmt.known(x) else "n/a"
 
 
 def _change(x: float, more: str, less: str) -> str:
@@ -80,9 +86,8 @@ class Power(BenchSection):
             opening = (f"Run back to back at {self._case_words()}, every implementation measured here held the board "
                        f"at its power limit ({fmt.span(t['board_power_w'].min(), t['board_power_w'].max())} W of "
                        f"{fmt.num(limit.max())} W), and the driver lowered the SM clock to "
-                       f"{fmt.span(t['power_sm_clock_mhz'].min(), t['power_sm_clock_mhz'].max(), fmt.count)} MHz. At "
-                       "the limit a call's time is its energy over the board's fixed power, so the implementations "
-                       "rank by the energy they spend per call.")
+                       f"{fmt.span(t['power_sm_clock_mhz'].min(), t['power_sm_clock_mhz'].max(), _mhz)} MHz, so the "
+                       "implementations rank by the energy they spend per call.")
         elif at.empty:
             opening = (f"Run back to back at {self._case_words()}, none of {join(names)} reached the board's power "
                        f"limit ({fmt.span(t['board_power_w'].min(), t['board_power_w'].max())} W"
@@ -110,8 +115,8 @@ class Power(BenchSection):
             split += "and the driver held both at about the same clock."
         else:
             split += (f"so the driver held ours at a {fmt.pct(abs(clock - 1) * 100, 2)} "
-                      f"{'higher' if clock > 1 else 'lower'} clock ({fmt.count(ours['power_sm_clock_mhz'])} MHz "
-                      f"against {fmt.count(rival['power_sm_clock_mhz'])}).")
+                      f"{'higher' if clock > 1 else 'lower'} clock ({_mhz(ours['power_sm_clock_mhz'])} MHz "
+                      f"against {_mhz(rival['power_sm_clock_mhz'])}).")
         rested = rival["latency_ms_median"] / ours["latency_ms_median"]
         looped = rival["power_loop_ms"] / ours["power_loop_ms"]
         both_at = all(self._at_limit(r) for r in (ours, rival))
@@ -130,7 +135,7 @@ class Power(BenchSection):
             "impl": [escape.text(impl_label(i)) for i in t["impl"]],
             "power": [f"{fmt.num(w)} W of {fmt.num(lim)} W" if fmt.known(lim) else f"{fmt.num(w)} W"
                       for w, lim in zip(t["board_power_w"], t["power_limit_w"])],
-            "clock": [f"{fmt.count(c)} MHz ({fmt.count(r)} MHz)" for c, r in zip(t["power_sm_clock_mhz"],
+            "clock": [f"{_mhz(c)} MHz ({_mhz(r)} MHz)" for c, r in zip(t["power_sm_clock_mhz"],
                                                                                    t["sm_clock_mhz"])],
             "loop": [fmt.ms(x) for x in t["power_loop_ms"]],
             "rested": [fmt.ms(x) for x in t["latency_ms_median"]],
@@ -143,25 +148,30 @@ class Power(BenchSection):
                                 "vs": "energy ÷ ours"})
 
     def power_figure(self) -> str:
+        """Each implementation's energy per call, cycles per call and energy per cycle over ours', as dots on a log
+        axis (a dot needs no zero baseline, so differences of a few percent stay visible beside a 2x outlier)."""
         t = self._power
-        if t.empty:
+        ours = t[t["impl"] == FUSED]
+        if t.empty or ours.empty:
             return ""
-        fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
-                            subplot_titles=["energy per call (mJ)", "Mcycles per call, back to back"])
-        fig.for_each_annotation(lambda a: a.update(font=dict(size=12)))
+        base = ours.iloc[0]
+        fig = go.Figure()
         labels = [escape.plot(impl_label(i)) for i in t["impl"]]
-        colors = [impl_color(i) for i in t["impl"]]
-        hover = [f"{lab}<br>{fmt.num(w)} W, {fmt.count(c)} MHz<br>{fmt.ms(ms)} a call back to back"
-                 for lab, w, c, ms in zip(labels, t["board_power_w"], t["power_sm_clock_mhz"], t["power_loop_ms"])]
-        for col, (field, unit) in enumerate((("energy_mj_per_call", "mJ"), ("mcycles", "Mcycles")), start=1):
-            fig.add_trace(go.Bar(x=labels, y=t[field], marker_color=colors, showlegend=False,
-                                 customdata=hover, hovertemplate=f"%{{customdata}}<br>%{{y:.4g}} {unit}<extra></extra>"),
-                          row=1, col=col)
-            lo, hi = t[field].min(), t[field].max()
-            # Bars that differ by a few percent: start the axis near the lowest so the difference is visible.
-            fig.update_yaxes(range=[lo * 0.95, hi * 1.02], row=1, col=col)
+        factors = (("energy_mj_per_call", "energy per call", "mJ", "circle"),
+                   ("mcycles", "cycles per call", "Mcycles", "diamond"),
+                   ("uj_per_kcycle", "energy per cycle", "nJ", "square"))
+        for i, (field, name, unit, symbol) in enumerate(factors):
+            ys = t[field] / base[field]
+            fig.add_trace(go.Scatter(
+                x=labels, y=ys, mode="markers", name=name, marker=dict(symbol=symbol, size=11, color=PALETTE[i]),
+                customdata=[f"{fmt.num(v, 4)} {unit}" for v in t[field]],
+                hovertemplate=f"%{{x}}<br>{name}: %{{customdata}}, %{{y:.3f}}× ours<extra></extra>"))
+        fig.add_hline(y=1.0, line_dash="dash", line_color=PALETTE[7], line_width=1)
+        ys = [v for field, *_ in factors for v in t[field] / base[field]]
+        fig.update_yaxes(type="log", title_text="÷ ours", **log_ticks(ys + [1.0]))
         return self.figure("power-limit", fig,
                            f"The power case, {self._case_words()}, each implementation run back to back for a few "
-                           "seconds: energy per call (left; board power from the driver's energy counter times the "
-                           "time per call) and cycles per call (right; time per call times the SM clock the driver "
-                           "held). The axes start near the lowest bar.", height=380)
+                           "seconds, against ours (the dashed line): energy per call (board power from the driver's "
+                           "energy counter times the time per call), cycles per call (time per call times the SM clock "
+                           "the driver held) and their quotient, energy per cycle. At the power limit, energy per call "
+                           "orders the times.", height=400)
