@@ -103,3 +103,16 @@ def test_filled_rows_validate_and_a_power_beyond_the_bounds_is_refused(tmp_path)
     path.write_text(json.dumps(bad))
     with pytest.raises(Exception, match="board_power_w"):
         load_validated(path, BenchFile)
+
+
+def test_where_none_of_the_usual_others_ran_the_memory_efficient_backend_stands_in():
+    # a T4: no FlashAttention-4, no FlashAttention-2 build, no cuDNN fused kernel; ours is not left alone
+    rows = [row(), row("fa4", status="unsupported"), row("sdpa-flash", status="unsupported"), row("sdpa-efficient")]
+    asked = []
+    bench_power.measure_power(rows, lambda case: asked.append(case.impl) or reading(), lambda: None)
+    assert asked == ["triton", "sdpa-efficient"]
+    # where one of them ran, it does not
+    rows = [row(), row("sdpa-cudnn"), row("sdpa-efficient")]
+    asked.clear()
+    bench_power.measure_power(rows, lambda case: asked.append(case.impl) or reading(), lambda: None)
+    assert asked == ["triton", "sdpa-cudnn"]
