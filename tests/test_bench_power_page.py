@@ -65,3 +65,14 @@ def test_a_run_without_the_power_case_has_no_section(tmp_path):
     page = BenchPage(run, [run])
     assert not page.power_rows() and page.power_finding() == "" and page.power_table() == "" and \
         page.power_figure() == ""
+
+
+def test_without_a_clock_the_energy_is_not_split(tmp_path):
+    rows = _with_power(S.bench_rows(), {"triton": (696.0, 27.4, 1445.0), "sdpa-flash": (695.0, 27.07, 1395.0)})
+    rows = [dataclasses.replace(r, power_sm_clock_mhz=None) if r.board_power_w else r for r in rows]
+    run = S.make(tmp_path, bench=rows)
+    words = _text(BenchPage(run, [run]).power_finding())
+    assert "ours spent 1.4% more energy per call" in words and "so the energy is not split" in words
+    assert "cycles per call" not in words and "nan" not in words.lower() and "lowered the SM clock" not in words
+    figure = BenchPage(run, [run]).power_figure()
+    assert '"name":"energy per call"' in figure and '"name":"energy per cycle"' not in figure

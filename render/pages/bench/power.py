@@ -47,6 +47,8 @@ class Power(BenchSection):
         if "energy_mj_per_call" not in r:
             return r.iloc[0:0]
         t = r[(r["status"] == "ok") & r["energy_mj_per_call"].notna()].copy()
+        for col in ("board_power_w", "power_limit_w", "power_sm_clock_mhz", "power_loop_ms", "energy_mj_per_call"):
+            t[col] = pd.to_numeric(t[col], errors="coerce")  # a column of nulls alone comes as objects
         # Cycles per call at the limit: back-to-back time times the clock the driver held (NVML's mean).
         t["mcycles"] = t["power_loop_ms"] * t["power_sm_clock_mhz"] / 1e3
         t["uj_per_kcycle"] = t["energy_mj_per_call"] / t["mcycles"]  # mJ per Mcycle = nJ per cycle
@@ -82,12 +84,14 @@ class Power(BenchSection):
         limit = t["power_limit_w"].dropna()
         at = t[[self._at_limit(r) for _, r in t.iterrows()]]
         names = [escape.text(impl_label(i)) for i in t["impl"]]
+        clocks = t["power_sm_clock_mhz"].dropna()
         if len(at) == len(t):
             opening = (f"Run back to back at {self._case_words()}, every implementation measured here held the board "
                        f"at its power limit ({fmt.span(t['board_power_w'].min(), t['board_power_w'].max())} W of "
-                       f"{fmt.num(limit.max())} W), and the driver lowered the SM clock to "
-                       f"{fmt.span(t['power_sm_clock_mhz'].min(), t['power_sm_clock_mhz'].max(), _mhz)} MHz, so the "
-                       "implementations rank by the energy they spend per call.")
+                       f"{fmt.num(limit.max())} W)"
+                       + (f", and the driver lowered the SM clock to {fmt.span(clocks.min(), clocks.max(), _mhz)} MHz"
+                          if not clocks.empty else "")
+                       + ", so the implementations rank by the energy they spend per call.")
         elif at.empty:
             opening = (f"Run back to back at {self._case_words()}, none of {join(names)} reached the board's power "
                        f"limit ({fmt.span(t['board_power_w'].min(), t['board_power_w'].max())} W"
@@ -109,12 +113,14 @@ class Power(BenchSection):
         clock = ours["power_sm_clock_mhz"] / rival["power_sm_clock_mhz"]
         split = (f" Against {who}, the quickest other implementation back to back, ours spent "
                  f"{_change(energy, 'more', 'less')} energy per call ({fmt.num(ours['energy_mj_per_call'])} mJ against "
-                 f"{fmt.num(rival['energy_mj_per_call'])} mJ): it needed {_change(cycles, 'more', 'fewer')} cycles "
-                 f"per call and spent {_change(per_cycle, 'more', 'less')} energy per cycle, ")
-        if abs(clock - 1) <= SAME_BAND:
-            split += "and the driver held both at about the same clock."
+                 f"{fmt.num(rival['energy_mj_per_call'])} mJ)")
+        if not fmt.known(clock):  # NVML gave no clock: the split into cycles and energy per cycle cannot be made
+            split += "; the driver reported no SM clock, so the energy is not split into cycles and energy per cycle."
         else:
-            split += (f"so the driver held ours at a {fmt.pct(abs(clock - 1) * 100, 2)} "
+            split += (f": it needed {_change(cycles, 'more', 'fewer')} cycles per call and spent "
+                      f"{_change(per_cycle, 'more', 'less')} energy per cycle, ")
+            split += ("and the driver held both at about the same clock." if abs(clock - 1) <= SAME_BAND else
+                      f"so the driver held ours at a {fmt.pct(abs(clock - 1) * 100, 2)} "
                       f"{'higher' if clock > 1 else 'lower'} clock ({_mhz(ours['power_sm_clock_mhz'])} MHz "
                       f"against {_mhz(rival['power_sm_clock_mhz'])}).")
         rested = rival["latency_ms_median"] / ours["latency_ms_median"]
@@ -160,6 +166,7 @@ class Power(BenchSection):
         factors = (("energy_mj_per_call", "energy per call", "mJ", "circle"),
                    ("mcycles", "cycles per call", "Mcycles", "diamond"),
                    ("uj_per_kcycle", "energy per cycle", "nJ", "square"))
+        factors = tuple(f for f in factors if fmt.known(base[f[0]]))  # no clock from NVML: energy per call alone
         for i, (field, name, unit, symbol) in enumerate(factors):
             ys = t[field] / base[field]
             fig.add_trace(go.Scatter(
@@ -167,11 +174,13 @@ class Power(BenchSection):
                 customdata=[f"{fmt.num(v, 4)} {unit}" for v in t[field]],
                 hovertemplate=f"%{{x}}<br>{name}: %{{customdata}}, %{{y:.3f}}× ours<extra></extra>"))
         fig.add_hline(y=1.0, line_dash="dash", line_color=PALETTE[7], line_width=1)
-        ys = [v for field, *_ in factors for v in t[field] / base[field]]
+        ys = [v for field, *_ in factors for v in t[field] / base[field] if fmt.known(v)]
         fig.update_yaxes(type="log", title_text="÷ ours", **log_ticks(ys + [1.0]))
+        what = ("energy per call (board power from the driver's energy counter times the time per call), cycles per "
+                "call (time per call times the SM clock the driver held) and their quotient, energy per cycle"
+                if len(factors) == 3 else "energy per call (board power from the driver's energy counter times the "
+                "time per call; the driver reported no clock to split it by)")
         return self.figure("power-limit", fig,
                            f"The power case, {self._case_words()}, each implementation run back to back for a few "
-                           "seconds, against ours (the dashed line): energy per call (board power from the driver's "
-                           "energy counter times the time per call), cycles per call (time per call times the SM clock "
-                           "the driver held) and their quotient, energy per cycle. At the power limit, energy per call "
+                           f"seconds, against ours (the dashed line): {what}. At the power limit, energy per call "
                            "orders the times.", height=400)
