@@ -40,7 +40,7 @@ def test_at_the_limit_the_energy_is_split_into_cycles_and_energy_per_cycle(tmp_p
     assert "the driver lowered the SM clock to 1,395 to 1,445 MHz" in words
     assert "Against FlashAttention-2 (SDPA), the quickest other implementation back to back" in words
     assert "ours spent 1.4% more energy per call (19,070 mJ against 18,814 mJ)" in words
-    assert "it needed 4.8% more cycles per call and spent 3.3% less energy per cycle" in words
+    assert "It needed 4.8% more cycles per call and spent 3.3% less energy per cycle" in words
     assert "so the driver held ours at a 3.6% higher clock (1,445 MHz against 1,395)" in words
     assert "Its speed ratio is 0.988× back to back at the limit" in words
     table = _text(page.power_table())

@@ -113,11 +113,11 @@ class Power(BenchSection):
         clock = ours["power_sm_clock_mhz"] / rival["power_sm_clock_mhz"]
         split = (f" Against {who}, the quickest other implementation back to back, ours spent "
                  f"{_change(energy, 'more', 'less')} energy per call ({fmt.num(ours['energy_mj_per_call'])} mJ against "
-                 f"{fmt.num(rival['energy_mj_per_call'])} mJ)")
+                 f"{fmt.num(rival['energy_mj_per_call'])} mJ).")
         if not fmt.known(clock):  # NVML gave no clock: the split into cycles and energy per cycle cannot be made
-            split += "; the driver reported no SM clock, so the energy is not split into cycles and energy per cycle."
-        else:
-            split += (f": it needed {_change(cycles, 'more', 'fewer')} cycles per call and spent "
+            split += " The driver reported no SM clock, so the energy is not split into cycles and energy per cycle."
+        else:  # a sentence of its own: four measured figures at most in one (tests/test_report_findings.py)
+            split += (f" It needed {_change(cycles, 'more', 'fewer')} cycles per call and spent "
                       f"{_change(per_cycle, 'more', 'less')} energy per cycle, ")
             split += ("and the driver held both at about the same clock." if abs(clock - 1) <= SAME_BAND else
                       f"so the driver held ours at a {fmt.pct(abs(clock - 1) * 100, 2)} "
