@@ -408,15 +408,16 @@ def run(ctx: RunContext) -> BenchFile:
                               pool_budget_bytes=int(POOL_MEMORY_SHARE * memory),
                               max_clock_mhz=dev.sm_clock_max_mhz if dev else None)
     t0 = time.monotonic()
+    deadline = t0 + budget if budget else None
     facts = ctx.facts  # this GPU's, or a rehearsed one's (collect/device_choices.py)
     measure_cases(cases, measurer, on_row, memory_bytes=ctx.memory_limit_bytes or memory,
                   supports_bf16=has_bf16(facts) if facts else None,
-                  deadline=t0 + budget if budget else None,
+                  deadline=deadline,
                   progress=lambda it, total: ctx.progress(it, total=total, desc="bench"),
                   saved=ctx.saved_cases(BenchRow))
     # The longest non-causal case again, back to back at the power limit, for the energy each call spends.
     result.notes.extend(measure_power(result.rows, DeviceEnergy(measurer.pool), lambda: ctx.checkpoint(result),
-                                      deadline=t0 + budget if budget else None))
+                                      deadline=deadline))
     skipped = sum(1 for r in result.rows if r.status == "skipped")
     if skipped:
         result.notes.append(f"{skipped} of {len(cases)} cases were skipped: the phase's time budget of "

@@ -16,6 +16,7 @@ from typing import Callable, Iterable
 
 from .energy import EnergyReading, EnergyUnavailable
 from .schema.bench import BenchRow
+from .schema.common import case_key
 from .shapes import AttentionCase
 
 # Ours and the fastest others on Hopper; an implementation without an ok row at the case is left out.
@@ -34,16 +35,6 @@ def power_case(rows: Iterable[BenchRow]) -> BenchRow | None:
     return max(ours, key=lambda r: (r.flops or 0.0, r.seq_len), default=None)
 
 
-def _same_case(a: BenchRow, b: BenchRow) -> bool:
-    return (a.dtype, a.causal, a.batch, a.heads, a.seq_len, a.head_dim) == (
-        b.dtype, b.causal, b.batch, b.heads, b.seq_len, b.head_dim)
-
-
-def fill(row: BenchRow, r: EnergyReading) -> None:
-    row.board_power_w, row.power_limit_w, row.power_sm_clock_mhz = r.watts, r.power_limit_w, r.sm_clock_mhz
-    row.power_loop_ms, row.energy_mj_per_call = r.ms_per_call, r.mj_per_call
-
-
 def measure_power(rows: list[BenchRow], measure: Callable[[AttentionCase], EnergyReading],
                   on_update: Callable[[], None], *, deadline: float | None = None,
                   clock: Callable[[], float] = time.monotonic) -> list[str]:
@@ -55,7 +46,11 @@ def measure_power(rows: list[BenchRow], measure: Callable[[AttentionCase], Energ
         return ["Power at the limit: not measured, no non-causal float16 case of our kernel ran."]
     label = (f"B={target.batch} H={target.heads} N={target.seq_len} d={target.head_dim} non-causal "
              f"{target.dtype}")
-    at_case = {r.impl: r for r in rows if r.status == "ok" and _same_case(r, target)}
+    # Each implementation's ok row at the case, found by the case key the case loop keeps rows by.
+    ok = {case_key(r, BenchRow): r for r in rows if r.status == "ok"}
+    cases = {impl: AttentionCase(impl, target.dtype, target.causal, target.batch, target.heads, target.seq_len,
+                                 target.head_dim) for impl in (*POWER_IMPLS, *FALLBACK_IMPLS)}
+    at_case = {impl: ok[case_key(c, BenchRow)] for impl, c in cases.items() if case_key(c, BenchRow) in ok}
     impls = list(POWER_IMPLS)
     if not any(i in at_case for i in POWER_IMPLS if i != "triton"):
         impls += FALLBACK_IMPLS
@@ -68,9 +63,9 @@ def measure_power(rows: list[BenchRow], measure: Callable[[AttentionCase], Energ
             notes.append(f"Power at the limit ({label}): {impl} and the implementations after it not measured, the "
                          "phase's time budget was spent.")
             break
-        case = AttentionCase(impl, row.dtype, row.causal, row.batch, row.heads, row.seq_len, row.head_dim)
         try:
-            fill(row, measure(case))
+            for name, value in measure(cases[impl]).fields().items():
+                setattr(row, name, value)
         except EnergyUnavailable as exc:
             return notes + [f"Power at the limit: not measured, {exc}."]
         except Exception as exc:  # noqa: BLE001 - one implementation's failure is its note

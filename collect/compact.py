@@ -10,7 +10,6 @@ reader before the plain one is removed, so nothing is lost, and every reader tak
 from __future__ import annotations
 
 import argparse
-import gzip
 import os
 import sys
 from dataclasses import dataclass
@@ -18,13 +17,8 @@ from pathlib import Path
 
 from .lock import RunLocked, run_lock
 from .schema.common import RUN_LOCK
-from .schema.reader import GZIP_SUFFIX, DataFileError, read_checked, read_json, stored_path
+from .schema.reader import GZIP_SUFFIX, DataFileError, pack, read_checked, read_json, stored_path
 from .schema import FILE_SPECS
-
-# Level 9 and no timestamp: the same JSON always compresses to the same bytes, so compacting twice changes nothing
-# git can see.
-LEVEL = 9
-
 
 @dataclass(frozen=True)
 class Compacted:
@@ -63,7 +57,7 @@ def _compact_files(run_dir: Path) -> list[Compacted]:
         raw = text.encode("utf-8")  # the file's bytes: the reader decoded them as strict UTF-8
         packed = plain.with_name(plain.name + GZIP_SUFFIX)
         temp = plain.with_name(f".{packed.name}.tmp")  # the name an interrupted write leaves (collect/jsonio.py)
-        temp.write_bytes(gzip.compress(raw, compresslevel=LEVEL, mtime=0))
+        temp.write_bytes(pack(raw))
         os.replace(temp, packed)
         try:
             same = read_json(packed) == data

@@ -46,10 +46,10 @@ class EnergyReading:
     window_s: float
     calls: int
 
-    def as_row(self) -> dict:
-        return dict(board_w=self.watts, loop_ms=self.ms_per_call, mj_per_call=self.mj_per_call,
-                    nvml_sm_clock_mhz=self.sm_clock_mhz, power_limit_w=self.power_limit_w,
-                    energy_window_s=self.window_s, energy_calls=self.calls)
+    def fields(self) -> dict:
+        """The reading under the bench row's field names (collect/schema/bench.py), which a sweep's rows use too."""
+        return dict(board_power_w=self.watts, power_limit_w=self.power_limit_w, power_sm_clock_mhz=self.sm_clock_mhz,
+                    power_loop_ms=self.ms_per_call, energy_mj_per_call=self.mj_per_call)
 
 
 def _load_nvml():

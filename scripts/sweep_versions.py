@@ -485,7 +485,9 @@ def sweep(args):
                         continue
                     with forced_backend(case):
                         dt = timing.device_time(call, timing.wall_ms(call))
-                        energy = meter.measure(call, args.energy_s).as_row() if meter else {}
+                        reading = meter.measure(call, args.energy_s) if meter else None
+                        energy = dict(reading.fields(), energy_window_s=reading.window_s,
+                                      energy_calls=reading.calls) if reading else {}
                 except Exception as exc:  # noqa: BLE001 - a case fails alone
                     res.add("rows", dict(row, status="error", reason=f"{type(exc).__name__}: {exc}"[:400]))
                     say(f"{where:34s} {impl:10s} error {exc}"[:300])
@@ -496,8 +498,8 @@ def sweep(args):
                 row.update(against_yardsticks(impl, t.median_ms, yard_ms), **energy)
                 res.add("rows", row)
                 say(f"{where:34s} {impl:10s} {t.median_ms:8.4f} ms {row['tflops']:6.1f} TFLOP/s"
-                    + (f"  {energy['board_w']:5.0f} W {energy['nvml_sm_clock_mhz']:5.0f} MHz "
-                       f"{energy['mj_per_call']:8.1f} mJ/call" if energy else "")
+                    + (f"  {energy['board_power_w']:5.0f} W {energy['power_sm_clock_mhz'] or float('nan'):5.0f} MHz "
+                       f"{energy['energy_mj_per_call']:8.1f} mJ/call" if energy else "")
                     + (f"  fa4/this {row['fa4_over_ours']:.3f}" if "fa4_over_ours" in row else "")
                     + (f"  fastest other ({row['fastest_other']})/this {row['fastest_other_over_ours']:.3f}"
                        if "fastest_other" in row else ""))

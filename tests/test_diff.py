@@ -308,7 +308,7 @@ def test_the_schema_8_step_changes_only_the_version():
 def test_a_compacted_file_migrates_in_place_and_stays_compressed_the_way_compact_writes_it(tmp_path):
     import gzip
 
-    from collect.compact import LEVEL
+    from collect.schema.reader import GZIP_LEVEL as LEVEL
     from collect.schema import migrate
 
     doc = {"schema_version": 8, "rows": [{"impl": "triton", "note": "\u00b5s"}]}

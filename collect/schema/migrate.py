@@ -4,11 +4,12 @@ FUNCTION FILE...`; each is idempotent."""
 from __future__ import annotations
 
 import copy
-import gzip
 import json
 import sys
 from collections import Counter
 from pathlib import Path
+
+from .reader import GZIP_SUFFIX, inflate, pack
 
 
 def rename_decode_hf_variant(doc: dict) -> dict:
@@ -137,15 +138,14 @@ def main(argv: list[str]) -> int:
     fn = MIGRATIONS[argv[0]]
     for name in argv[1:]:
         path = Path(name)
-        packed = path.name.endswith(".gz")  # a compacted run's phase file (collect/compact.py)
+        packed = path.name.endswith(GZIP_SUFFIX)  # a compacted run's phase file (collect/compact.py)
         raw = path.read_bytes()
-        text = (gzip.decompress(raw) if packed else raw).decode("utf-8")
+        text = (inflate(path, raw) if packed else raw).decode("utf-8")
         before = json.loads(text)
         after = fn(copy.deepcopy(before))  # a migration may change its argument in place
         if after != before:  # as collect/jsonio.py writes; a file written with raw UTF-8 keeps it
             out = (json.dumps(after, indent=1, ensure_ascii=text.isascii(), allow_nan=False) + "\n").encode("utf-8")
-            # compressed as collect/compact.py does (level 9, no timestamp), so the same JSON makes the same bytes
-            path.write_bytes(gzip.compress(out, compresslevel=9, mtime=0) if packed else out)
+            path.write_bytes(pack(out) if packed else out)  # compressed as collect/compact.py compresses
     return 0
 
 

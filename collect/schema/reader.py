@@ -11,6 +11,7 @@ see (collect/schema/chars.py) are each refused at their field.
 """
 from __future__ import annotations
 
+import gzip
 import itertools
 import json
 import zlib
@@ -44,6 +45,14 @@ class DataFileError(ValueError):
 # A committed run's phase files may be kept gzip-compressed beside a plain manifest (python -m collect compact):
 # indented JSON of numbers shrinks about eightfold, and every device call carries the whole tree in 64 MiB.
 GZIP_SUFFIX = ".gz"
+# Level 9 and no timestamp: the same JSON always compresses to the same bytes, so compacting or migrating a file
+# twice changes nothing git can see.
+GZIP_LEVEL = 9
+
+
+def pack(raw: bytes) -> bytes:
+    """A data file's bytes as the repository keeps them compressed (collect/compact.py, collect/schema/migrate.py)."""
+    return gzip.compress(raw, compresslevel=GZIP_LEVEL, mtime=0)
 
 
 def stored_path(folder: str | os.PathLike, name: str) -> Path | None:
@@ -91,7 +100,7 @@ def _read_bytes(path: Path) -> bytes:
     return raw
 
 
-def _inflate(path: Path, raw: bytes) -> bytes:
+def inflate(path: Path, raw: bytes) -> bytes:
     """A gzip member's content, refused past MAX_FILE_BYTES inflated: a few KB of gzip can expand to gigabytes."""
     inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
     try:
@@ -219,7 +228,7 @@ def read_checked(path: str | os.PathLike) -> tuple[Any, str]:
     so the file is opened once."""
     path = Path(path)
     raw = _read_bytes(path)
-    text = _decode(path, _inflate(path, raw) if path.name.endswith(GZIP_SUFFIX) else raw)
+    text = _decode(path, inflate(path, raw) if path.name.endswith(GZIP_SUFFIX) else raw)
     _check_depth(path, text)
     try:
         data = json.loads(text, object_pairs_hook=_pairs, parse_int=_int)

@@ -654,7 +654,8 @@ VERSIONS = {v.name: v for v in [
         predicted_speedup={"non-causal": (0.99, 1.04), "causal": (0.98, 1.05)},
         features=None,
     ),
-    # g43: g32 with the output's rescale between the next step's two matmuls; not measured yet.
+    # g43: g32 with the output's rescale between the next step's two matmuls; measured 2026-12-05 at 0.97-1.00x g32
+    # at d=128 non-causal (kernels/attention/notes.md), so no per-shape version routes it.
     _unrouted_gluon_step("v65-gluon-deferred-rescale", "g43", "v50-gluon-late-release"),
 ]}
 FINAL_VERSION = "v64-per-shape"
