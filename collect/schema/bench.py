@@ -57,7 +57,7 @@ class BenchRow:
     tensor_cores: bool | None = doc("triton rows: whether the compiled kernel that ran issues tensor-core instructions "
                                     "(mma or wgmma in its code, kernels/aot.py uses_tensor_cores); null where unknown "
                                     "(PyTorch's kernels, published figures).", None)
-    # At the power limit (collect/bench.py measure_power): the plan's power case, each of POWER_IMPLS run back to back.
+    # At the power limit (collect/bench_power.py): the plan's power case, each of POWER_IMPLS run back to back.
     board_power_w: float | None = doc("Power case only: the board's mean power while the call ran back to back for "
                                       "a few seconds, from the driver's energy counter (NVML); null on other rows, "
                                       "where it was not measured, and in runs before schema version 9.", None, **WATTS)
