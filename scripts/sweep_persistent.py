@@ -46,6 +46,7 @@ class SweepArgs:
     tilings: tuple[int, ...] | None = None  # indices into CANDIDATE_TILINGS; None: all
     graph_tunings: tuple[dict, ...] = ()  # each: Tuning fields -> values, one more graph row
     caches: tuple[str, ...] = ("bf16",)
+    ws: bool = False  # a row of the warp-specialized persistent step (kernels/decode/persistent_ws.py)
 
 
 def parse(argv=None) -> SweepArgs:
@@ -62,6 +63,7 @@ def parse(argv=None) -> SweepArgs:
     ap.add_argument("--graph-tuning", action="append", default=[], metavar="FIELD=VALUE[,FIELD=VALUE]",
                     help="one more graph-step row built with these fused_linear.Tuning fields changed (ints, floats "
                          "or None); repeat for more rows")
+    ap.add_argument("--ws", action="store_true", help="add a row of the warp-specialized persistent step (Hopper)")
     ap.add_argument("--caches", default="bf16", help="comma-separated KV caches of the graph rows: bf16, int8")
     a = ap.parse_args(argv)
     if a.tilings is None:
@@ -72,7 +74,7 @@ def parse(argv=None) -> SweepArgs:
     if not set(caches) <= {"bf16", "int8"}:
         ap.error(f"--caches takes bf16 and int8, got {a.caches!r}")
     return SweepArgs(tuple(a.models.split(",")), a.batch, a.context, a.steps, a.rounds, a.out, not a.no_trace, tilings,
-                     tuple(tuning_overrides(t, ap.error) for t in a.graph_tuning), caches)
+                     tuple(tuning_overrides(t, ap.error) for t in a.graph_tuning), caches, a.ws)
 
 
 def tuning_overrides(text: str, error) -> dict:
@@ -198,6 +200,7 @@ def main(argv=None) -> int:
         chosen = [CANDIDATE_TILINGS[i] for i in a.tilings] if a.tilings is not None else list(CANDIDATE_TILINGS)
         variants = [("graph", cache, None, tuning) for cache in a.caches for tuning in ({}, *a.graph_tunings)]
         variants += [("persistent", "bf16", t, {}) for t in chosen]
+        variants += [("persistent-ws", "bf16", None, {})] if a.ws else []
         ref = {}  # cache -> (tokens, first logits) of its graph step as set: what every row of that cache is held to
         for impl, cache, tiling, tuning in variants:
             floor_s = (model.weight_bytes_per_step()

@@ -24,6 +24,7 @@ from .attention import last_config
 from .fused_linear import device_facts, uses_pdl
 from .gpt2_fused import ArgmaxScratch, FusedStep, InductorStep, TorchStep, advance, argmax_advance
 from .persistent_step import PersistentStep
+from .persistent_ws import WarpSpecializedStep
 from .split_kv_config import AttentionLaunch, config_label, launch_choices
 
 # Judging the attention choices in the captured step (OurSession._judge_attention): steps replayed
@@ -38,7 +39,7 @@ TRIAL_ROUNDS = 2
 Choice = tuple[int, AttentionLaunch]  # (index into the step's attention configs, launch)
 
 # A step's implementations, by the name a session is asked for.
-STEPS = {s.impl: s for s in (TorchStep, FusedStep, InductorStep, PersistentStep)}
+STEPS = {s.impl: s for s in (TorchStep, FusedStep, InductorStep, PersistentStep, WarpSpecializedStep)}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,576 @@
+"""Issue 44's persistent decode step in Gluon, warp-specialized, for Hopper (sm90).
+
+One block per SM, two roles. A producer warp walks the SM's list of tiles (the host's plan,
+kernels/decode/persistent_plan.py) and copies each tile's bytes into a ring of shared-memory stages
+by TMA: a product tile's slice of the weights (16 output columns, the whole inner dimension, in boxes
+of 256), or an attention tile's keys and values (64 keys a box). None of that depends on the
+operation before, so the producer never waits on a counter: it stays up to the ring's depth ahead of
+the consumers, streaming the next operations' weights while they wait. A consumer warpgroup then runs
+each tile: it waits on the counter of the operation before (a bounded spin, arrival.check_waits names
+what timed out), reads its input rows from L2 once per operation (the LayerNorm done on the spot),
+multiplies the boxes as they land, and raises its own operation's counter.
+
+What the plain-Triton persistent step (persistent_step.py) taught, and what this one does instead:
+- its tiles split the inner dimension, so a product needed partials, a second counter and a read-back on
+  its tail; here a tile holds the whole inner dimension (the ring, not registers, holds the bytes), so
+  only the attention's chunks meet by a last arriver;
+- its next tile lived in registers, one tile ahead and spilling; here the ring is 100-190 KiB deep;
+- its polls were atomics on one thread behind block barriers; here every consumer thread polls with a
+  volatile load and one acquire follows;
+- tiles of the same operation on one SM wait once and read their input rows once.
+
+Batch up to 4, head size 64 (GPT-2's), a bf16 or fp16 model and cache of that dtype, GELU tanh.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier
+
+from ..gluon_compat import async_load, thread_barrier
+
+QKV = gl.constexpr(0)
+ATTN = gl.constexpr(1)
+PROJ = gl.constexpr(2)
+FC = gl.constexpr(3)
+FC2 = gl.constexpr(4)
+HEAD = gl.constexpr(5)
+KINDS = gl.constexpr(5)
+SHIFT = gl.constexpr(1 << 16)  # a list entry is op * SHIFT + tile
+ROWS = gl.constexpr(4)  # sequences a tile multiplies (the batch, padded)
+BOX_N = gl.constexpr(16)  # output columns of a product tile: the rows of its [16, 256] boxes of W^T
+BOX_K = gl.constexpr(256)  # inner columns a box holds
+KEYS = gl.constexpr(64)  # keys an attention box holds ([64, 64] of one head)
+CHUNK_BOXES = gl.constexpr(4)  # key boxes an attention tile holds: 256 keys
+CHUNK = 256
+MAX_ROWS = 4
+HEAD_DIM = 64
+
+
+@gluon.jit
+def _op_of(code, N_LAYER: gl.constexpr):
+    o = code // SHIFT
+    t = code % SHIFT
+    kind = gl.where(o == N_LAYER * KINDS, HEAD, o % KINDS)
+    return o, t, kind, o // KINDS
+
+
+@gluon.jit
+def _inner(kind, C: gl.constexpr):
+    return gl.where(kind == FC2, 4 * C, C)
+
+
+@gluon.jit
+def _width(kind, C: gl.constexpr, V: gl.constexpr):
+    return gl.where(kind == QKV, 3 * C, gl.where(kind == FC, 4 * C, gl.where(kind == HEAD, V, C)))
+
+
+@gluon.jit
+def _past_boxes(past, c):
+    """Key boxes of chunk c that hold cached keys (positions below `past`); the newest key, written by this very
+    step's qkv tiles, is read from the qkv rows instead, since the producer may have copied its row before."""
+    n = gl.minimum(gl.maximum(past - c * (CHUNK_BOXES * KEYS), 0), CHUNK_BOXES * KEYS)
+    return (n + KEYS - 1) // KEYS
+
+
+@gluon.jit
+def _boxes(kind, past, t, C: gl.constexpr, NCH: gl.constexpr):
+    """Ring stages an item takes: a product's boxes along its inner dimension, an attention tile's key and value
+    boxes."""
+    n = (_inner(kind, C) + BOX_K - 1) // BOX_K
+    return gl.where(kind == ATTN, 2 * _past_boxes(past, t % NCH), n)
+
+
+# --- the producer ---------------------------------------------------------------------------------
+
+@gluon.jit
+def _producer(descs, ring, ready, empty, Work, Count, work_stride, Lens,
+              N_LAYER: gl.constexpr, N_HEAD: gl.constexpr, C: gl.constexpr, B: gl.constexpr, CAP: gl.constexpr,
+              NCH: gl.constexpr, STAGES: gl.constexpr):
+    d_qkv, d_proj, d_fc, d_out, d_head, d_k, d_v = descs
+    NBYTES: gl.constexpr = d_qkv.block_type.nbytes
+    past = gl.load(Lens) - 1
+    base = Work + gl.program_id(0) * work_stride
+    it = 0
+    for i in range(gl.load(Count + gl.program_id(0))):
+        o, t, kind, layer = _op_of(gl.load(base + i), N_LAYER)
+        for j in range(_boxes(kind, past, t, C, NCH)):
+            slot = it % STAGES
+            mbarrier.wait(empty.index(slot), ((it // STAGES) & 1) ^ 1)
+            mbarrier.expect(ready.index(slot), NBYTES)
+            dest = ring.index(slot)
+            col = j * BOX_K
+            if kind == QKV:
+                async_load(d_qkv, [layer * 3 * C + t * BOX_N, col], ready.index(slot), dest)
+            elif kind == PROJ:
+                async_load(d_proj, [layer * C + t * BOX_N, col], ready.index(slot), dest)
+            elif kind == FC:
+                async_load(d_fc, [layer * 4 * C + t * BOX_N, col], ready.index(slot), dest)
+            elif kind == FC2:
+                async_load(d_out, [layer * C + t * BOX_N, col], ready.index(slot), dest)
+            elif kind == HEAD:
+                async_load(d_head, [t * BOX_N, col], ready.index(slot), dest)
+            else:
+                bh = t // NCH
+                key = (t % NCH) * (CHUNK_BOXES * KEYS) + (j // 2) * KEYS
+                head = (layer * B + bh // N_HEAD) * N_HEAD + bh % N_HEAD
+                kv = dest._reinterpret(d_k.dtype, [1, KEYS, KEYS], d_k.layout)
+                if j % 2 == 0:
+                    async_load(d_k, [head, key, 0], ready.index(slot), kv)
+                else:
+                    async_load(d_v, [head, key, 0], ready.index(slot), kv)
+            it += 1
+
+
+# --- the consumers ---------------------------------------------------------------------------------
+
+@gluon.jit
+def _wait(OpCount, Targets, dep, Status, max_polls):
+    """Spin until operation `dep`'s counter reaches its target (volatile loads on every thread, no barrier per
+    poll), then one acquire. A wait that gives up records dep + 1 in Status and goes on, so the launch ends."""
+    target = gl.load(Targets + dep)
+    seen = gl.load(OpCount + dep, volatile=True)
+    polls = 1
+    while (seen < target) & (polls < max_polls):
+        seen = gl.load(OpCount + dep, volatile=True)
+        polls += 1
+    if seen < target:
+        gl.atomic_cas(Status, 0, dep + 1, sem="relaxed", scope="gpu")
+    gl.atomic_add(OpCount + dep, 0, sem="acquire", scope="gpu")
+
+
+@gluon.jit
+def _rows_to_smem(Src, K: gl.constexpr, x_smem, B: gl.constexpr, layout: gl.constexpr):
+    """An activation's rows [B, K] from global memory into x_smem's boxes, unchanged (zero past K and B)."""
+    rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, layout))
+    cols = gl.arange(0, BOX_K, layout=gl.SliceLayout(0, layout))
+    for j in gl.static_range((K + BOX_K - 1) // BOX_K):
+        k = j * BOX_K + cols
+        mask = (rows[:, None] < B) & (k[None, :] < K)
+        v = gl.load(Src + rows[:, None] * K + k[None, :], mask=mask, other=0.0)
+        x_smem.index(j).store(v)
+
+
+@gluon.jit
+def _layer_norm_to_smem(Src, K: gl.constexpr, W, Bias, eps, x_smem, B: gl.constexpr, layout: gl.constexpr):
+    """LayerNorm of the rows [B, K] into x_smem (two passes over the raw rows kept there)."""
+    _rows_to_smem(Src, K, x_smem, B, layout)
+    NB: gl.constexpr = (K + BOX_K - 1) // BOX_K
+    cols = gl.arange(0, BOX_K, layout=gl.SliceLayout(0, layout))
+    total = gl.zeros([ROWS], gl.float32, gl.SliceLayout(1, layout))
+    for j in gl.static_range(NB):
+        total += gl.sum(x_smem.index(j).load(layout).to(gl.float32), axis=1)
+    mean = total / K
+    sq = gl.zeros([ROWS], gl.float32, gl.SliceLayout(1, layout))
+    for j in gl.static_range(NB):
+        k = j * BOX_K + cols
+        d = gl.where((k < K)[None, :], x_smem.index(j).load(layout).to(gl.float32) - mean[:, None], 0.0)
+        sq += gl.sum(d * d, axis=1)
+    rstd = 1.0 / gl.sqrt(sq / K + eps)
+    for j in gl.static_range(NB):
+        k = j * BOX_K + cols
+        w = gl.load(W + k, mask=k < K, other=0.0).to(gl.float32)
+        b = gl.load(Bias + k, mask=k < K, other=0.0).to(gl.float32)
+        x = x_smem.index(j).load(layout).to(gl.float32)
+        y = (x - mean[:, None]) * rstd[:, None] * w[None, :] + b[None, :]
+        x_smem.index(j).store(y.to(x_smem.dtype))
+
+
+@gluon.jit
+def _gelu_tanh(y):
+    u = 0.7978845608028654 * (y + 0.044715 * y * y * y)
+    t = 1.0 - 2.0 / (gl.exp(2.0 * u) + 1.0)
+    return 0.5 * y * (1.0 + t)
+
+
+@gluon.jit
+def _product_tile(ring, ready, empty, it, x_smem, n_boxes: gl.constexpr, STAGES: gl.constexpr, L3: gl.constexpr):
+    """out[b, n] = sum_k x[b, k] W^T[n, k] over the tile's boxes as they land; returns ([ROWS, BOX_N], it)."""
+    acc = gl.zeros([ROWS, BOX_N, BOX_K], gl.float32, L3)
+    for j in range(n_boxes):
+        slot = it % STAGES
+        mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
+        w = ring.index(slot).load(gl.SliceLayout(0, L3)).to(gl.float32)
+        mbarrier.arrive(empty.index(slot))
+        x = x_smem.index(j).load(gl.SliceLayout(1, L3)).to(gl.float32)
+        acc += gl.expand_dims(w, 0) * gl.expand_dims(x, 1)
+        it += 1
+    return gl.sum(acc, axis=2), it
+
+
+@gluon.jit
+def _raise(OpCount, o, n):
+    """n finished tiles (or merged heads) of operation o: every thread's stores before the counter's release. Once
+    an SM per operation, when its list moves on, so a tile's own tail holds no fence."""
+    thread_barrier()
+    gl.atomic_add(OpCount + o, n, sem="release", scope="gpu")
+
+
+@gluon.jit
+def _attention_tile(ring, ready, empty, it, t, past, QKVbuf, Attn, PartO, PartML, PairCount, qk_scale,
+                    N_HEAD: gl.constexpr, C: gl.constexpr, NCH: gl.constexpr, NCH_P: gl.constexpr, STAGES: gl.constexpr,
+                    LK: gl.constexpr):
+    """One head of one sequence over one chunk of 256 cached keys (plus the newest key, in the chunk that holds
+    its position), as a partial softmax; the last chunk of the head to arrive merges them (then 1 is returned
+    beside the ring position, else 0)."""
+    bh = t // NCH
+    c = t % NCH
+    b = bh // N_HEAD
+    h = bh % N_HEAD
+    d = gl.arange(0, KEYS, layout=gl.SliceLayout(0, LK))
+    key = gl.arange(0, KEYS, layout=gl.SliceLayout(1, LK))
+    row = QKVbuf + b * 3 * C + h * KEYS
+    q = gl.load(row + d).to(gl.float32) * qk_scale
+    m = gl.max(gl.full([KEYS], -1.0e30, gl.float32, gl.SliceLayout(1, LK)), axis=0)
+    l = m * 0.0
+    acc = gl.zeros([KEYS], gl.float32, gl.SliceLayout(0, LK))
+    for j in range(_past_boxes(past, c)):
+        slot = it % STAGES
+        mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
+        k = ring.index(slot)._reinterpret(ring.dtype, [KEYS, KEYS], ring.layout).load(LK).to(gl.float32)
+        mbarrier.arrive(empty.index(slot))
+        s = gl.sum(k * q[None, :], axis=1)
+        s = gl.where(c * (CHUNK_BOXES * KEYS) + j * KEYS + key < past, s, float("-inf"))
+        m_new = gl.maximum(m, gl.max(s, axis=0))
+        alpha = gl.exp2(m - m_new)
+        p = gl.exp2(s - m_new)
+        l = l * alpha + gl.sum(p, axis=0)
+        it += 1
+        slot = it % STAGES
+        mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
+        v = ring.index(slot)._reinterpret(ring.dtype, [KEYS, KEYS], ring.layout).load(LK).to(gl.float32)
+        mbarrier.arrive(empty.index(slot))
+        acc = acc * alpha + gl.sum(v * p[:, None], axis=0)
+        m = m_new
+        it += 1
+    if c == past // (CHUNK_BOXES * KEYS):
+        kn = gl.load(row + C + d).to(gl.float32)
+        vn = gl.load(row + 2 * C + d).to(gl.float32)
+        s_new = gl.sum(kn * q, axis=0)
+        m_new = gl.maximum(m, s_new)
+        alpha = gl.exp2(m - m_new)
+        p_new = gl.exp2(s_new - m_new)
+        l = l * alpha + p_new
+        acc = acc * alpha + p_new * vn
+        m = m_new
+    part = bh * NCH + c
+    gl.store(PartO + part * KEYS + d, acc)
+    gl.store(PartML + 2 * part, m)
+    gl.store(PartML + 2 * part + 1, l)
+    thread_barrier()
+    if gl.atomic_add(PairCount + bh, 1, sem="acq_rel", scope="gpu") == NCH - 1:
+        chunks = gl.arange(0, NCH_P, layout=gl.SliceLayout(1, LK))
+        mask_c = chunks < NCH
+        at = bh * NCH + chunks
+        ms = gl.load(PartML + 2 * at, mask=mask_c, other=-1.0e30, cache_modifier=".cg")
+        ls = gl.load(PartML + 2 * at + 1, mask=mask_c, other=0.0, cache_modifier=".cg")
+        os = gl.load(PartO + at[:, None] * KEYS + d[None, :], mask=mask_c[:, None], other=0.0, cache_modifier=".cg")
+        top = gl.max(ms, axis=0)
+        wgt = gl.exp2(ms - top)
+        out = gl.sum(os * wgt[:, None], axis=0) / gl.sum(ls * wgt, axis=0)
+        gl.store(Attn + b * C + h * KEYS + d, out.to(Attn.dtype.element_ty))
+        gl.store(PairCount + bh, 0)
+        merged = 1
+    else:
+        merged = 0
+    return it, merged
+
+
+@gluon.jit
+def _consumer(descs, ring, ready, empty, x_smem, Work, Count, work_stride, Targets, OpCount, PairCount, Status,
+              max_polls, LnP, BiasP, X, QKVbuf, Attn, Hbuf, CacheK, CacheV, Logits, Lens, PartO, PartML, eps,
+              qk_scale, N_LAYER: gl.constexpr, N_HEAD: gl.constexpr, C: gl.constexpr, V: gl.constexpr,
+              B: gl.constexpr, CAP: gl.constexpr, NCH: gl.constexpr, NCH_P: gl.constexpr, STAGES: gl.constexpr):
+    # [rows, output columns, inner columns]: a warp holds 4 of a box's rows, its lanes 8 columns each.
+    L3: gl.constexpr = gl.BlockedLayout([ROWS, 1, 8], [1, 1, 32], [1, 4, 1], [2, 1, 0])
+    LX: gl.constexpr = gl.SliceLayout(1, L3)
+    LO: gl.constexpr = gl.SliceLayout(2, L3)
+    LK: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+    past = gl.load(Lens) - 1
+    base = Work + gl.program_id(0) * work_stride
+    rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, LO))
+    cols = gl.arange(0, BOX_N, layout=gl.SliceLayout(0, LO))
+    it = 0
+    prev = -1
+    done = 0  # tiles (merged heads) of operation prev finished here and not yet counted
+    for i in range(gl.load(Count + gl.program_id(0))):
+        o, t, kind, layer = _op_of(gl.load(base + i), N_LAYER)
+        if o != prev:
+            if done > 0:
+                _raise(OpCount, prev, done)
+            done = 0
+            if o > 0:
+                _wait(OpCount, Targets, o - 1, Status, max_polls)
+            # A product's input rows, read once for the operation's tiles on this SM.
+            if kind == QKV:
+                _layer_norm_to_smem(X, C, LnP + layer * 4 * C, LnP + layer * 4 * C + C, eps, x_smem, B, LX)
+            elif kind == FC:
+                _layer_norm_to_smem(X, C, LnP + layer * 4 * C + 2 * C, LnP + layer * 4 * C + 3 * C, eps, x_smem,
+                                    B, LX)
+            elif kind == HEAD:
+                _layer_norm_to_smem(X, C, LnP + N_LAYER * 4 * C, LnP + N_LAYER * 4 * C + C, eps, x_smem, B, LX)
+            elif kind == PROJ:
+                _rows_to_smem(Attn, C, x_smem, B, LX)
+            elif kind == FC2:
+                _rows_to_smem(Hbuf, 4 * C, x_smem, B, LX)
+            thread_barrier()
+        prev = o
+        if kind == ATTN:
+            it, merged = _attention_tile(ring, ready, empty, it, t, past, QKVbuf, Attn, PartO, PartML, PairCount,
+                                         qk_scale, N_HEAD, C, NCH, NCH_P, STAGES, LK)
+            done += merged
+        else:
+            if kind == FC2:
+                y, it = _product_tile(ring, ready, empty, it, x_smem, (4 * C + BOX_K - 1) // BOX_K, STAGES, L3)
+            else:
+                y, it = _product_tile(ring, ready, empty, it, x_smem, (C + BOX_K - 1) // BOX_K, STAGES, L3)
+            n = t * BOX_N + cols
+            N = _width(kind, C, V)
+            mask = (rows[:, None] < B) & (n[None, :] < N)
+            if kind == HEAD:
+                gl.store(Logits + rows[:, None] * V + n[None, :], y, mask=mask)
+            else:
+                bias = gl.load(BiasP + layer * 9 * C + gl.where(kind == QKV, 0, gl.where(kind == PROJ, 3 * C,
+                               gl.where(kind == FC, 4 * C, 8 * C))) + n, mask=n < N, other=0.0).to(gl.float32)
+                y = y + bias[None, :]
+                if kind == QKV:
+                    gl.store(QKVbuf + rows[:, None] * 3 * C + n[None, :], y.to(QKVbuf.dtype.element_ty), mask=mask)
+                    part = n // C
+                    hd = n % C
+                    at = ((layer * B + rows[:, None]) * N_HEAD + (hd // KEYS)[None, :]) * CAP + past
+                    at = at * KEYS + (hd % KEYS)[None, :]
+                    gl.store(CacheK + at, y.to(CacheK.dtype.element_ty), mask=mask & (part == 1)[None, :])
+                    gl.store(CacheV + at, y.to(CacheV.dtype.element_ty), mask=mask & (part == 2)[None, :])
+                elif kind == FC:
+                    gl.store(Hbuf + rows[:, None] * 4 * C + n[None, :], _gelu_tanh(y).to(Hbuf.dtype.element_ty),
+                             mask=mask)
+                else:
+                    ptr = X + rows[:, None] * C + n[None, :]
+                    res = gl.load(ptr, mask=mask, other=0.0).to(gl.float32)
+                    gl.store(ptr, (res + y).to(X.dtype.element_ty), mask=mask)
+            done += 1
+    if done > 0:
+        _raise(OpCount, prev, done)
+
+
+@gluon.jit
+def _persistent_ws_kernel(d_qkv, d_proj, d_fc, d_out, d_head, d_k, d_v, Work, Count, work_stride, Targets, OpCount,
+                          PairCount, Status, max_polls, LnP, BiasP, X, QKVbuf, Attn, Hbuf, CacheK, CacheV, Logits,
+                          Lens, PartO, PartML, eps, qk_scale,
+                          N_LAYER: gl.constexpr, N_HEAD: gl.constexpr, C: gl.constexpr, V: gl.constexpr,
+                          B: gl.constexpr, CAP: gl.constexpr, NCH: gl.constexpr, NCH_P: gl.constexpr,
+                          STAGES: gl.constexpr, PRODUCER_REGS: gl.constexpr = 40):
+    dtype: gl.constexpr = d_qkv.dtype
+    ring = gl.allocate_shared_memory(dtype, [STAGES, BOX_N, BOX_K], d_qkv.layout)
+    x_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=2)
+    x_smem = gl.allocate_shared_memory(dtype, [(4 * C + BOX_K - 1) // BOX_K, ROWS, BOX_K], x_layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=1)
+    fence_async_shared()
+    thread_barrier()
+    descs = (d_qkv, d_proj, d_fc, d_out, d_head, d_k, d_v)
+    gl.warp_specialize([
+        (_consumer, (descs, ring, ready, empty, x_smem, Work, Count, work_stride, Targets, OpCount, PairCount,
+                     Status, max_polls, LnP, BiasP, X, QKVbuf, Attn, Hbuf, CacheK, CacheV, Logits, Lens, PartO,
+                     PartML, eps, qk_scale, N_LAYER, N_HEAD, C, V, B, CAP, NCH, NCH_P, STAGES)),
+        (_producer, (descs, ring, ready, empty, Work, Count, work_stride, Lens, N_LAYER, N_HEAD, C, B, CAP, NCH,
+                     STAGES)),
+    ], [1], [PRODUCER_REGS])
+
+
+# --- the host side ------------------------------------------------------------------------------
+
+SMEM_SLACK = 2048  # bytes past the ring and the rows: the mbarriers and what the compiler adds
+MAX_STAGES = 24
+
+
+def stages_for(n_embd: int, smem_per_block: int) -> int:
+    """Ring stages that fit an SM beside the input rows (4 x 4C values): 24 at gpt2, 20 at gpt2-xl on an H100."""
+    box = BOX_N.value * BOX_K.value * 2
+    rows = math.ceil(4 * n_embd / BOX_K.value) * MAX_ROWS * BOX_K.value * 2
+    return max(2, min(MAX_STAGES, (smem_per_block - rows - SMEM_SLACK) // box))
+
+
+def tile_operations(args, batch: int, capacity: int, elem_bytes: int):
+    """The step's operations as this kernel tiles them (16 output columns of a product over its whole inner
+    dimension; 256 keys of one head of one sequence), with the bytes each tile streams, for plan_step; and each
+    operation's counter target (its tiles, or for the attention the heads, raised by each head's merge)."""
+    from .persistent_plan import Operation
+
+    C = args.n_embd
+    chunks = math.ceil(capacity / CHUNK)
+
+    def product(name, k, n):
+        tiles = math.ceil(n / BOX_N.value)
+        return Operation(name, tiles, math.ceil(k / BOX_K.value) * BOX_N.value * BOX_K.value * elem_bytes), tiles
+
+    ops, targets = [], []
+    for layer in range(args.n_layer):
+        heads = batch * args.n_head
+        attention = (Operation(f"layer {layer} attention", heads * chunks, 2 * CHUNK * args.head_dim * elem_bytes),
+                     heads)
+        for op, target in (product(f"layer {layer} qkv", C, 3 * C), attention,
+                           product(f"layer {layer} projection", C, C), product(f"layer {layer} fc", C, 4 * C),
+                           product(f"layer {layer} second projection", 4 * C, C)):
+            ops.append(op)
+            targets.append(target)
+    op, target = product("logits", C, args.vocab_size)
+    return ops + [op], targets + [target]
+
+
+def unsupported_reason(batch: int | None, device) -> str | None:
+    """Why this step cannot run `batch` sequences on `device`, or None."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return "the warp-specialized persistent step needs an NVIDIA GPU of compute capability 9.0 (TMA, Gluon)"
+    from . import fused_linear as fl
+
+    major, minor = fl.device_facts(device).capability
+    if major != 9:
+        return (f"the warp-specialized persistent step is written for compute capability 9.0 (this GPU has "
+                f"{major}.{minor}); the graph step runs here")
+    if batch is not None and batch > MAX_ROWS:
+        return f"the warp-specialized persistent step multiplies at most {MAX_ROWS} sequences; batch {batch} needs the graph step"
+    return None
+
+
+def _descriptor(t: torch.Tensor, block: list[int]):
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=t.element_size() * 8, rank=len(block))
+    return TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)
+
+
+class WarpSpecializedStep:
+    """GPT-2's decode step as the embedding, one warp-specialized persistent kernel and (the loop's) argmax.
+    Packs a transposed copy of the block weights (the logits read the model's own [V, C] matrix)."""
+
+    impl = "persistent-ws"
+    unsupported_reason = staticmethod(unsupported_reason)
+    roles_by_trace = False
+
+    def __init__(self, model, cache, batch: int, stages: int | None = None, max_polls: int = 1 << 22):
+        from . import fused_linear as fl
+        from .persistent_plan import check_plan, plan_step
+
+        a = model.args
+        why = unsupported_reason(batch, model.device)
+        if why:
+            raise ValueError(why + ".")
+        if a.head_dim != HEAD_DIM:
+            raise ValueError(f"the warp-specialized step's attention boxes are {HEAD_DIM} wide; head_dim {a.head_dim}.")
+        if model.dtype not in (torch.bfloat16, torch.float16) or cache.k.dtype != model.dtype:
+            raise ValueError(f"the warp-specialized step reads a 16-bit model and a cache of its dtype; got "
+                             f"{model.dtype} and a {cache.k.dtype} cache.")
+        if model.gelu_approx != "tanh":
+            raise ValueError(f"the warp-specialized step implements GELU tanh only, not {model.gelu_approx!r}.")
+        gpu = fl.device_facts(model.device)
+        dev, C, L = model.device, a.n_embd, a.n_layer
+        self.model, self.cache, self.batch = model, cache, batch
+        self.capacity = cache.k.shape[3]
+        self.stages = stages or stages_for(C, gpu.smem_per_block)
+        self.max_polls = max_polls
+        ops, targets = tile_operations(a, batch, self.capacity, model.dtype.itemsize)
+        self.ops = ops
+        self.plan = plan_step(ops, gpu.sm_count)
+        check_plan(self.plan)
+        longest = max(len(tiles) for tiles in self.plan.per_sm)
+        work = torch.full((gpu.sm_count, max(1, longest)), -1, dtype=torch.int32)
+        for sm, tiles in enumerate(self.plan.per_sm):
+            work[sm, :len(tiles)] = torch.tensor([t.op * SHIFT.value + t.index for t in tiles], dtype=torch.int32)
+        self.work = work.to(dev)
+        self.count = torch.tensor([len(t) for t in self.plan.per_sm], dtype=torch.int32, device=dev)
+        self.targets = torch.tensor(targets, dtype=torch.int32, device=dev)
+        blocks = model.blocks
+        self.w_qkv = torch.cat([b.attn_w.t() for b in blocks]).contiguous()
+        self.w_proj = torch.cat([b.proj_w.t() for b in blocks]).contiguous()
+        self.w_fc = torch.cat([b.fc_w.t() for b in blocks]).contiguous()
+        self.w_out = torch.cat([b.out_w.t() for b in blocks]).contiguous()
+        self.ln = torch.cat([p for b in blocks for p in (b.ln1_w, b.ln1_b, b.ln2_w, b.ln2_b)]
+                            + [model.lnf_w, model.lnf_b]).contiguous()
+        self.bias = torch.cat([p for b in blocks for p in (b.attn_b, b.proj_b, b.fc_b, b.out_b)]).contiguous()
+        box = [BOX_N.value, BOX_K.value]
+        H = a.n_head
+        kv = [1, KEYS.value, KEYS.value]
+        self.descs = [_descriptor(w, box) for w in (self.w_qkv, self.w_proj, self.w_fc, self.w_out, model.lm_head)]
+        self.descs += [_descriptor(cache.k.view(L * batch * H, self.capacity, a.head_dim), kv),
+                       _descriptor(cache.v.view(L * batch * H, self.capacity, a.head_dim), kv)]
+        dt = model.dtype
+        self.x = torch.empty((batch, C), device=dev, dtype=dt)
+        self.qkv = torch.empty((batch, 3 * C), device=dev, dtype=dt)
+        self.attn = torch.empty((batch, C), device=dev, dtype=dt)
+        self.h = torch.empty((batch, 4 * C), device=dev, dtype=dt)
+        self.logits = torch.empty((batch, a.vocab_size), device=dev, dtype=torch.float32)
+        self.chunks = math.ceil(self.capacity / CHUNK)
+        self.part_o = torch.empty((batch * H * self.chunks * KEYS.value,), device=dev, dtype=torch.float32)
+        self.part_ml = torch.empty((batch * H * self.chunks * 2,), device=dev, dtype=torch.float32)
+        self.op_count = torch.zeros((len(ops),), device=dev, dtype=torch.int32)
+        self.pair_count = torch.zeros((batch * H,), device=dev, dtype=torch.int32)
+        self.status = torch.zeros((1,), device=dev, dtype=torch.int32)
+        from . import fused_linear as fl2
+
+        self.stats = fl2.RowStats.buffer(batch, 1, dev)  # the embedding kernel leaves statistics nobody reads here
+        self.sm_count = gpu.sm_count
+        self.smem_per_block = gpu.smem_per_block
+        self._resident_checked = False
+
+    def kernel_pdl(self) -> list[bool]:
+        return [False, False, False]
+
+    def operation_bytes(self, cache_bytes_per_layer: float) -> list[int]:
+        from .gpt2_fused import operation_bytes
+
+        return operation_bytes(self.model, cache_bytes_per_layer)
+
+    def kernel_bytes(self, cache_bytes_per_layer: float) -> list[int]:
+        return [0, sum(self.operation_bytes(cache_bytes_per_layer)), 0]
+
+    def check(self) -> None:
+        """Raise, naming the operation, if a wait of an earlier launch timed out."""
+        from .arrival import check_waits
+
+        if int(self.status.item()):
+            self.op_count.zero_()
+            self.pair_count.zero_()
+            status = self.status.clone()
+            self.status.zero_()
+            check_waits(status, [op.name for op in self.ops])
+
+    def _args(self, lens):
+        a = self.model.args
+        return (*self.descs, self.work, self.count, self.work.stride(0), self.targets, self.op_count, self.pair_count,
+                self.status, self.max_polls, self.ln, self.bias, self.x, self.qkv, self.attn, self.h, self.cache.k,
+                self.cache.v, self.logits, lens, self.part_o, self.part_ml, a.layer_norm_epsilon,
+                1.4426950408889634 / math.sqrt(a.head_dim))
+
+    def _meta(self) -> dict:
+        a = self.model.args
+        return dict(N_LAYER=a.n_layer, N_HEAD=a.n_head, C=a.n_embd, V=a.vocab_size, B=self.batch, CAP=self.capacity,
+                    NCH=self.chunks, NCH_P=triton.next_power_of_2(self.chunks), STAGES=self.stages, num_warps=4)
+
+    def _check_resident(self, lens) -> None:
+        """Compile first and refuse a grid the GPU cannot hold at once (its blocks wait on one another)."""
+        from .persistent_plan import check_resident
+
+        kernel = _persistent_ws_kernel.warmup(*self._args(lens), grid=(self.sm_count,), **self._meta())
+        kernel._init_handles()
+        check_resident(self.sm_count, self.sm_count, self.smem_per_block // max(1, kernel.metadata.shared))
+        self._resident_checked = True
+
+    def __call__(self, history, pos, lens):
+        from .gpt2_fused import embed
+
+        m = self.model
+        embed(history, pos, m.wte, m.wpe, self.x, self.stats)
+        self.op_count.zero_()
+        if not self._resident_checked:
+            self._check_resident(lens)
+        _persistent_ws_kernel[(self.sm_count,)](*self._args(lens), **self._meta())
+        return self.logits
