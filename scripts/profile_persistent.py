@@ -33,6 +33,7 @@ class ProfileArgs:
     out: Path
     tiling: int
     driver: bool
+    step: str = "persistent"
 
 
 def parse(argv=None) -> ProfileArgs:
@@ -41,10 +42,12 @@ def parse(argv=None) -> ProfileArgs:
     ap.add_argument("--batch", type=int, default=4, help="sequences decoded together (at most 16)")
     ap.add_argument("--context", type=int, default=1000, help="cached tokens when the profiled step runs")
     ap.add_argument("--tiling", type=int, default=0, help="index into persistent_step.CANDIDATE_TILINGS")
+    ap.add_argument("--step", default="persistent", choices=("persistent", "persistent-ws"),
+                    help="the plain-Triton persistent step, or the warp-specialized one (Hopper)")
     ap.add_argument("--out", type=Path, default=Path("persistent-ncu"), help="folder for the report and summaries")
     ap.add_argument("--driver", action="store_true", help=argparse.SUPPRESS)  # the process ncu profiles
     a = ap.parse_args(argv)
-    return ProfileArgs(a.model, a.batch, a.context, a.out, a.tiling, a.driver)
+    return ProfileArgs(a.model, a.batch, a.context, a.out, a.tiling, a.driver, a.step)
 
 
 def drive(a: ProfileArgs) -> None:
@@ -54,8 +57,8 @@ def drive(a: ProfileArgs) -> None:
     from kernels.decode.persistent_step import CANDIDATE_TILINGS
     from kernels.decode.session import random_started_session
 
-    s = random_started_session(a.model, a.batch, a.context, "bf16", "persistent", headroom=4,
-                               step_options=dict(tiling=CANDIDATE_TILINGS[a.tiling]))
+    options = dict(tiling=CANDIDATE_TILINGS[a.tiling]) if a.step == "persistent" else None
+    s = random_started_session(a.model, a.batch, a.context, "bf16", a.step, headroom=4, step_options=options)
     for _ in range(2):
         s.step()
     torch.cuda.synchronize()
@@ -81,12 +84,12 @@ def main(argv=None) -> int:
     ncu = ncu_setup.require_ncu()
     a.out.mkdir(parents=True, exist_ok=True)
     rep = a.out / "persistent"
-    cmd = [ncu, "--clock-control", "none", "--kernel-name", "regex:persistent_step", "--launch-skip", "1",
+    cmd = [ncu, "--clock-control", "none", "--kernel-name", "regex:persistent_(step|ws)", "--launch-skip", "1",
            "--launch-count", "1", "--import-source", "no", "-f", "-o", str(rep)]
     for s in SECTIONS:
         cmd += ["--section", s]
     cmd += [sys.executable, __file__, "--driver", "--model", a.model, "--batch", str(a.batch), "--context",
-            str(a.context), "--tiling", str(a.tiling)]
+            str(a.context), "--tiling", str(a.tiling), "--step", a.step]
     print(" ".join(cmd), flush=True)
     rc = subprocess.run(cmd, env=os.environ.copy()).returncode
     if rc != 0:

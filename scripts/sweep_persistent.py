@@ -46,7 +46,7 @@ class SweepArgs:
     tilings: tuple[int, ...] | None = None  # indices into CANDIDATE_TILINGS; None: all
     graph_tunings: tuple[dict, ...] = ()  # each: Tuning fields -> values, one more graph row
     caches: tuple[str, ...] = ("bf16",)
-    ws: bool = False  # a row of the warp-specialized persistent step (kernels/decode/persistent_ws.py)
+    ws_warps: tuple[int, ...] = ()  # rows of the warp-specialized persistent step, one per consumer warp count
 
 
 def parse(argv=None) -> SweepArgs:
@@ -63,7 +63,8 @@ def parse(argv=None) -> SweepArgs:
     ap.add_argument("--graph-tuning", action="append", default=[], metavar="FIELD=VALUE[,FIELD=VALUE]",
                     help="one more graph-step row built with these fused_linear.Tuning fields changed (ints, floats "
                          "or None); repeat for more rows")
-    ap.add_argument("--ws", action="store_true", help="add a row of the warp-specialized persistent step (Hopper)")
+    ap.add_argument("--ws-warps", default="", help="comma-separated consumer warp counts (4, 8): a row of the "
+                    "warp-specialized persistent step (kernels/decode/persistent_ws.py, Hopper) for each")
     ap.add_argument("--caches", default="bf16", help="comma-separated KV caches of the graph rows: bf16, int8")
     a = ap.parse_args(argv)
     if a.tilings is None:
@@ -74,7 +75,8 @@ def parse(argv=None) -> SweepArgs:
     if not set(caches) <= {"bf16", "int8"}:
         ap.error(f"--caches takes bf16 and int8, got {a.caches!r}")
     return SweepArgs(tuple(a.models.split(",")), a.batch, a.context, a.steps, a.rounds, a.out, not a.no_trace, tilings,
-                     tuple(tuning_overrides(t, ap.error) for t in a.graph_tuning), caches, a.ws)
+                     tuple(tuning_overrides(t, ap.error) for t in a.graph_tuning), caches,
+                     tuple(int(w) for w in a.ws_warps.split(",") if w.strip()))
 
 
 def tuning_overrides(text: str, error) -> dict:
@@ -163,7 +165,7 @@ def _timed_session(model, a: SweepArgs, cache: str, impl: str, tiling, capacity:
     from kernels.decode.session import OurSession
 
     s = OurSession(model, a.batch, capacity, cache, "fused" if impl == "graph" else impl, cuda_graph=True,
-                   step_options=dict(tiling=tiling) if tiling is not None else None)
+                   step_options=tiling if isinstance(tiling, dict) else dict(tiling=tiling) if tiling else None)
     s.prepare(prompt, 2)
     s.step()
     torch.cuda.synchronize()
@@ -200,13 +202,13 @@ def main(argv=None) -> int:
         chosen = [CANDIDATE_TILINGS[i] for i in a.tilings] if a.tilings is not None else list(CANDIDATE_TILINGS)
         variants = [("graph", cache, None, tuning) for cache in a.caches for tuning in ({}, *a.graph_tunings)]
         variants += [("persistent", "bf16", t, {}) for t in chosen]
-        variants += [("persistent-ws", "bf16", None, {})] if a.ws else []
+        variants += [("persistent-ws", "bf16", {"consumer_warps": w}, {}) for w in a.ws_warps]
         ref = {}  # cache -> (tokens, first logits) of its graph step as set: what every row of that cache is held to
         for impl, cache, tiling, tuning in variants:
             floor_s = (model.weight_bytes_per_step()
                        + cache_bytes_per_token(args, a.batch, int8=cache == "int8") * a.context) / bandwidth
             row = {"model": name, "batch": a.batch, "context": a.context, "step": impl, "cache": cache,
-                   "tuning": tuning or None, "tiling": dataclasses.asdict(tiling) if tiling else None,
+                   "tuning": tuning or None, "tiling": tiling if isinstance(tiling, dict) else dataclasses.asdict(tiling) if tiling else None,
                    "bandwidth_bytes_per_s": bandwidth, "floor_ms": floor_s * 1e3}
             try:
                 with tuned(tuning):
@@ -216,7 +218,7 @@ def main(argv=None) -> int:
                 row.update(status="ok", step_ms=best, over_floor=best / (floor_s * 1e3),
                            tokens_as_graph=float((tokens[:, :same] == ref_tokens[:, :same]).float().mean()),
                            first_logits_max_diff=float((first - ref_logits).abs().max()))
-                if tiling is not None:
+                if tiling is not None and impl == "persistent":
                     row["model_ms"] = model_ms(s.step_fn, bandwidth)
                 if tiling is not None and a.trace:
                     try:

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from kernels.decode.persistent_plan import Tile, StepPlan
-from kernels.decode.persistent_step import KernelOp
+from kernels.decode.persistent_plan import KernelOp
 from kernels.decode.persistent_trace import op_times, role_ms
 
 OPS = (KernelOp("layer 0 qkv", 2, 100, 1, "qkv"), KernelOp("layer 0 attention", 2, 100, 1, "attention"),

@@ -40,6 +40,16 @@ class Operation:
 
 
 @dataclass(frozen=True)
+class KernelOp(Operation):
+    """An operation as a persistent kernel tiles it: `finishers` of its tiles (a product's columns, the
+    attention's heads) raise its counter, so that is the counter's target; `role` is what the graph
+    step's kernel for it does (collect/schema/decode.py ROLE_ORDER)."""
+
+    finishers: int = 0
+    role: str = ""
+
+
+@dataclass(frozen=True)
 class Tile:
     op: int  # index into the plan's operations; the tile waits for every tile of op - 1
     index: int

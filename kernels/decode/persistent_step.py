@@ -42,7 +42,7 @@ from . import fused_linear as fl
 from .arrival import arrive, check_waits, reset, wait_for
 from .fused_linear import _combined_stats, _gelu, _store_tile_stats
 from .gpt2_fused import embed, operation_bytes
-from .persistent_plan import Operation, StepPlan, check_plan, check_resident, plan_step
+from .persistent_plan import KernelOp, StepPlan, check_plan, check_resident, plan_step
 
 # Operation kinds, in a layer's order; the logits come after the last layer.
 QKV = tl.constexpr(0)
@@ -378,16 +378,6 @@ def _persistent_step_kernel(
 
 
 # --- the host side ----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class KernelOp(Operation):
-    """An operation as this kernel tiles it: `finishers` of its tiles (a product's columns, the
-    attention's heads) raise its counter, so that is the counter's target; `role` is what the graph
-    step's kernel for it does (collect/schema/decode.py ROLE_ORDER)."""
-
-    finishers: int = 0
-    role: str = ""
-
 
 def kernel_operations(args, batch: int, capacity: int, tiling: PersistentTiling, elem_bytes: int) -> list[KernelOp]:
     """The step's operations as this kernel tiles them, with the bytes each tile streams (an attention

@@ -52,6 +52,12 @@ HEAD_DIM = 64
 
 
 @gluon.jit
+def _now():
+    """The GPU's global nanosecond timer (one clock for every SM), for the trace."""
+    return gl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=gl.int64, is_pure=False, pack=1)
+
+
+@gluon.jit
 def _op_of(code, N_LAYER: gl.constexpr):
     o = code // SHIFT
     t = code % SHIFT
@@ -140,7 +146,16 @@ def _wait(OpCount, Targets, dep, Status, max_polls):
         polls += 1
     if seen < target:
         gl.atomic_cas(Status, 0, dep + 1, sem="relaxed", scope="gpu")
-    gl.atomic_add(OpCount + dep, 0, sem="acquire", scope="gpu")
+    _acquire(OpCount + dep)
+
+
+@gluon.jit
+def _acquire(ptr):
+    """An acquire load at GPU scope, after which the writes of every tile that raised the counter are visible (it
+    drops the SM's L1 lines). Written as PTX: an atomic add of 0 whose result is unused, the Triton form, is removed
+    by the compiler, and with it the acquire."""
+    return gl.inline_asm_elementwise("ld.acquire.gpu.global.b32 $0, [$1];", "=r,l", [ptr], dtype=gl.int32,
+                                     is_pure=False, pack=1)
 
 
 @gluon.jit
@@ -225,9 +240,14 @@ def _attention_tile(ring, ready, empty, it, t, past, QKVbuf, Attn, PartO, PartML
     key = gl.arange(0, KEYS, layout=gl.SliceLayout(1, LK))
     row = QKVbuf + b * 3 * C + h * KEYS
     q = gl.load(row + d).to(gl.float32) * qk_scale
-    m = gl.max(gl.full([KEYS], -1.0e30, gl.float32, gl.SliceLayout(1, LK)), axis=0)
-    l = m * 0.0
-    acc = gl.zeros([KEYS], gl.float32, gl.SliceLayout(0, LK))
+    newest = c == past // (CHUNK_BOXES * KEYS)
+    kn = gl.load(row + C + d, mask=(d < KEYS) & newest, other=0.0).to(gl.float32)
+    vn = gl.load(row + 2 * C + d, mask=(d < KEYS) & newest, other=0.0).to(gl.float32)
+    # A running maximum, sum and output per key row of the box: every update is elementwise, and the rows meet
+    # once, after the last box (a softmax over the whole box per box took a reduction across the warps each).
+    m_r = gl.full([KEYS], -1.0e30, gl.float32, gl.SliceLayout(1, LK))
+    l_r = gl.zeros([KEYS], gl.float32, gl.SliceLayout(1, LK))
+    acc_r = gl.zeros([KEYS, KEYS], gl.float32, LK)
     for j in range(_past_boxes(past, c)):
         slot = it % STAGES
         mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
@@ -235,21 +255,23 @@ def _attention_tile(ring, ready, empty, it, t, past, QKVbuf, Attn, PartO, PartML
         mbarrier.arrive(empty.index(slot))
         s = gl.sum(k * q[None, :], axis=1)
         s = gl.where(c * (CHUNK_BOXES * KEYS) + j * KEYS + key < past, s, float("-inf"))
-        m_new = gl.maximum(m, gl.max(s, axis=0))
-        alpha = gl.exp2(m - m_new)
+        m_new = gl.maximum(m_r, s)
+        alpha = gl.exp2(m_r - m_new)
         p = gl.exp2(s - m_new)
-        l = l * alpha + gl.sum(p, axis=0)
+        l_r = l_r * alpha + p
         it += 1
         slot = it % STAGES
         mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
         v = ring.index(slot)._reinterpret(ring.dtype, [KEYS, KEYS], ring.layout).load(LK).to(gl.float32)
         mbarrier.arrive(empty.index(slot))
-        acc = acc * alpha + gl.sum(v * p[:, None], axis=0)
-        m = m_new
+        acc_r = acc_r * alpha[:, None] + v * p[:, None]
+        m_r = m_new
         it += 1
-    if c == past // (CHUNK_BOXES * KEYS):
-        kn = gl.load(row + C + d).to(gl.float32)
-        vn = gl.load(row + 2 * C + d).to(gl.float32)
+    m = gl.max(m_r, axis=0)
+    w_r = gl.exp2(m_r - m)
+    l = gl.sum(l_r * w_r, axis=0)
+    acc = gl.sum(acc_r * w_r[:, None], axis=0)
+    if newest:
         s_new = gl.sum(kn * q, axis=0)
         m_new = gl.maximum(m, s_new)
         alpha = gl.exp2(m - m_new)
@@ -282,14 +304,19 @@ def _attention_tile(ring, ready, empty, it, t, past, QKVbuf, Attn, PartO, PartML
 
 @gluon.jit
 def _consumer(descs, ring, ready, empty, x_smem, Work, Count, work_stride, Targets, OpCount, PairCount, Status,
-              max_polls, LnP, BiasP, X, QKVbuf, Attn, Hbuf, CacheK, CacheV, Logits, Lens, PartO, PartML, eps,
+              max_polls, LnP, BiasP, X, QKVbuf, Attn, Hbuf, CacheK, CacheV, Logits, Lens, PartO, PartML, Trace, eps,
               qk_scale, N_LAYER: gl.constexpr, N_HEAD: gl.constexpr, C: gl.constexpr, V: gl.constexpr,
-              B: gl.constexpr, CAP: gl.constexpr, NCH: gl.constexpr, NCH_P: gl.constexpr, STAGES: gl.constexpr):
-    # [rows, output columns, inner columns]: a warp holds 4 of a box's rows, its lanes 8 columns each.
-    L3: gl.constexpr = gl.BlockedLayout([ROWS, 1, 8], [1, 1, 32], [1, 4, 1], [2, 1, 0])
+              B: gl.constexpr, CAP: gl.constexpr, NCH: gl.constexpr, NCH_P: gl.constexpr, STAGES: gl.constexpr,
+              TRACE: gl.constexpr):
+    W: gl.constexpr = gl.num_warps()  # 4 or 8
+    # [rows, output columns, inner columns]: a warp holds 16 / W of a box's rows, its lanes 8 columns each.
+    L3: gl.constexpr = gl.BlockedLayout([ROWS, 1, 8], [1, 1, 32], [1, W, 1], [2, 1, 0])
     LX: gl.constexpr = gl.SliceLayout(1, L3)
     LO: gl.constexpr = gl.SliceLayout(2, L3)
-    LK: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+    LK: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [W, 1], [1, 0])
+    # The LayerNorm's rows: one owner per element (LX holds every row in every warp, and a warp that wrote its
+    # normalized values back while another still read the raw ones made the result depend on timing).
+    LR: gl.constexpr = gl.BlockedLayout([1, 32 // W], [1, 32], [4, W // 4], [1, 0])
     past = gl.load(Lens) - 1
     base = Work + gl.program_id(0) * work_stride
     rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, LO))
@@ -297,62 +324,71 @@ def _consumer(descs, ring, ready, empty, x_smem, Work, Count, work_stride, Targe
     it = 0
     prev = -1
     done = 0  # tiles (merged heads) of operation prev finished here and not yet counted
+    stamps = Trace + (gl.program_id(0) * work_stride) * 3
     for i in range(gl.load(Count + gl.program_id(0))):
         o, t, kind, layer = _op_of(gl.load(base + i), N_LAYER)
+        if TRACE:
+            gl.store(stamps + 3 * i, _now())
         if o != prev:
             if done > 0:
                 _raise(OpCount, prev, done)
             done = 0
             if o > 0:
                 _wait(OpCount, Targets, o - 1, Status, max_polls)
-            # A product's input rows, read once for the operation's tiles on this SM.
+            # A product's input rows, read once for the operation's tiles on this SM, once no warp still reads the
+            # last operation's.
+            thread_barrier()
             if kind == QKV:
-                _layer_norm_to_smem(X, C, LnP + layer * 4 * C, LnP + layer * 4 * C + C, eps, x_smem, B, LX)
+                _layer_norm_to_smem(X, C, LnP + layer * 4 * C, LnP + layer * 4 * C + C, eps, x_smem, B, LR)
             elif kind == FC:
                 _layer_norm_to_smem(X, C, LnP + layer * 4 * C + 2 * C, LnP + layer * 4 * C + 3 * C, eps, x_smem,
-                                    B, LX)
+                                    B, LR)
             elif kind == HEAD:
-                _layer_norm_to_smem(X, C, LnP + N_LAYER * 4 * C, LnP + N_LAYER * 4 * C + C, eps, x_smem, B, LX)
+                _layer_norm_to_smem(X, C, LnP + N_LAYER * 4 * C, LnP + N_LAYER * 4 * C + C, eps, x_smem, B, LR)
             elif kind == PROJ:
-                _rows_to_smem(Attn, C, x_smem, B, LX)
+                _rows_to_smem(Attn, C, x_smem, B, LR)
             elif kind == FC2:
-                _rows_to_smem(Hbuf, 4 * C, x_smem, B, LX)
+                _rows_to_smem(Hbuf, 4 * C, x_smem, B, LR)
             thread_barrier()
         prev = o
+        if TRACE:
+            gl.store(stamps + 3 * i + 1, _now())
         if kind == ATTN:
             it, merged = _attention_tile(ring, ready, empty, it, t, past, QKVbuf, Attn, PartO, PartML, PairCount,
                                          qk_scale, N_HEAD, C, NCH, NCH_P, STAGES, LK)
             done += merged
         else:
+            # The epilogue's loads first, so that their round trips overlap the boxes' arrival.
+            n = t * BOX_N + cols
+            N = _width(kind, C, V)
+            mask = (rows[:, None] < B) & (n[None, :] < N)
+            bias_at = gl.where(kind == QKV, 0, gl.where(kind == PROJ, 3 * C, gl.where(kind == FC, 4 * C, 8 * C)))
+            bias = gl.load(BiasP + layer * 9 * C + bias_at + n, mask=(n < N) & (kind != HEAD), other=0.0)
+            residual = (kind == PROJ) | (kind == FC2)
+            x_at = X + rows[:, None] * C + n[None, :]
+            res = gl.load(x_at, mask=mask & residual, other=0.0).to(gl.float32)
             if kind == FC2:
                 y, it = _product_tile(ring, ready, empty, it, x_smem, (4 * C + BOX_K - 1) // BOX_K, STAGES, L3)
             else:
                 y, it = _product_tile(ring, ready, empty, it, x_smem, (C + BOX_K - 1) // BOX_K, STAGES, L3)
-            n = t * BOX_N + cols
-            N = _width(kind, C, V)
-            mask = (rows[:, None] < B) & (n[None, :] < N)
+            y = y + bias.to(gl.float32)[None, :]
             if kind == HEAD:
                 gl.store(Logits + rows[:, None] * V + n[None, :], y, mask=mask)
+            elif kind == QKV:
+                gl.store(QKVbuf + rows[:, None] * 3 * C + n[None, :], y.to(QKVbuf.dtype.element_ty), mask=mask)
+                part = n // C
+                hd = n % C
+                at = ((layer * B + rows[:, None]) * N_HEAD + (hd // KEYS)[None, :]) * CAP + past
+                at = at * KEYS + (hd % KEYS)[None, :]
+                gl.store(CacheK + at, y.to(CacheK.dtype.element_ty), mask=mask & (part == 1)[None, :])
+                gl.store(CacheV + at, y.to(CacheV.dtype.element_ty), mask=mask & (part == 2)[None, :])
+            elif kind == FC:
+                gl.store(Hbuf + rows[:, None] * 4 * C + n[None, :], _gelu_tanh(y).to(Hbuf.dtype.element_ty), mask=mask)
             else:
-                bias = gl.load(BiasP + layer * 9 * C + gl.where(kind == QKV, 0, gl.where(kind == PROJ, 3 * C,
-                               gl.where(kind == FC, 4 * C, 8 * C))) + n, mask=n < N, other=0.0).to(gl.float32)
-                y = y + bias[None, :]
-                if kind == QKV:
-                    gl.store(QKVbuf + rows[:, None] * 3 * C + n[None, :], y.to(QKVbuf.dtype.element_ty), mask=mask)
-                    part = n // C
-                    hd = n % C
-                    at = ((layer * B + rows[:, None]) * N_HEAD + (hd // KEYS)[None, :]) * CAP + past
-                    at = at * KEYS + (hd % KEYS)[None, :]
-                    gl.store(CacheK + at, y.to(CacheK.dtype.element_ty), mask=mask & (part == 1)[None, :])
-                    gl.store(CacheV + at, y.to(CacheV.dtype.element_ty), mask=mask & (part == 2)[None, :])
-                elif kind == FC:
-                    gl.store(Hbuf + rows[:, None] * 4 * C + n[None, :], _gelu_tanh(y).to(Hbuf.dtype.element_ty),
-                             mask=mask)
-                else:
-                    ptr = X + rows[:, None] * C + n[None, :]
-                    res = gl.load(ptr, mask=mask, other=0.0).to(gl.float32)
-                    gl.store(ptr, (res + y).to(X.dtype.element_ty), mask=mask)
+                gl.store(x_at, (res + y).to(X.dtype.element_ty), mask=mask)
             done += 1
+        if TRACE:
+            gl.store(stamps + 3 * i + 2, _now())
     if done > 0:
         _raise(OpCount, prev, done)
 
@@ -360,10 +396,10 @@ def _consumer(descs, ring, ready, empty, x_smem, Work, Count, work_stride, Targe
 @gluon.jit
 def _persistent_ws_kernel(d_qkv, d_proj, d_fc, d_out, d_head, d_k, d_v, Work, Count, work_stride, Targets, OpCount,
                           PairCount, Status, max_polls, LnP, BiasP, X, QKVbuf, Attn, Hbuf, CacheK, CacheV, Logits,
-                          Lens, PartO, PartML, eps, qk_scale,
+                          Lens, PartO, PartML, Trace, eps, qk_scale,
                           N_LAYER: gl.constexpr, N_HEAD: gl.constexpr, C: gl.constexpr, V: gl.constexpr,
                           B: gl.constexpr, CAP: gl.constexpr, NCH: gl.constexpr, NCH_P: gl.constexpr,
-                          STAGES: gl.constexpr, PRODUCER_REGS: gl.constexpr = 40):
+                          STAGES: gl.constexpr, TRACE: gl.constexpr = False, PRODUCER_REGS: gl.constexpr = 40):
     dtype: gl.constexpr = d_qkv.dtype
     ring = gl.allocate_shared_memory(dtype, [STAGES, BOX_N, BOX_K], d_qkv.layout)
     x_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=2)
@@ -379,7 +415,7 @@ def _persistent_ws_kernel(d_qkv, d_proj, d_fc, d_out, d_head, d_k, d_v, Work, Co
     gl.warp_specialize([
         (_consumer, (descs, ring, ready, empty, x_smem, Work, Count, work_stride, Targets, OpCount, PairCount,
                      Status, max_polls, LnP, BiasP, X, QKVbuf, Attn, Hbuf, CacheK, CacheV, Logits, Lens, PartO,
-                     PartML, eps, qk_scale, N_LAYER, N_HEAD, C, V, B, CAP, NCH, NCH_P, STAGES)),
+                     PartML, Trace, eps, qk_scale, N_LAYER, N_HEAD, C, V, B, CAP, NCH, NCH_P, STAGES, TRACE)),
         (_producer, (descs, ring, ready, empty, Work, Count, work_stride, Lens, N_LAYER, N_HEAD, C, B, CAP, NCH,
                      STAGES)),
     ], [1], [PRODUCER_REGS])
@@ -400,29 +436,28 @@ def stages_for(n_embd: int, smem_per_block: int) -> int:
 
 def tile_operations(args, batch: int, capacity: int, elem_bytes: int):
     """The step's operations as this kernel tiles them (16 output columns of a product over its whole inner
-    dimension; 256 keys of one head of one sequence), with the bytes each tile streams, for plan_step; and each
-    operation's counter target (its tiles, or for the attention the heads, raised by each head's merge)."""
-    from .persistent_plan import Operation
+    dimension; 256 keys of one head of one sequence), with the bytes each tile streams, for plan_step. An
+    operation's counter target (`finishers`) is its tiles, or for the attention its heads (each head's merge
+    raises it)."""
+    from .persistent_plan import KernelOp
 
     C = args.n_embd
     chunks = math.ceil(capacity / CHUNK)
 
-    def product(name, k, n):
+    def product(name, k, n, role):
         tiles = math.ceil(n / BOX_N.value)
-        return Operation(name, tiles, math.ceil(k / BOX_K.value) * BOX_N.value * BOX_K.value * elem_bytes), tiles
+        return KernelOp(name, tiles, math.ceil(k / BOX_K.value) * BOX_N.value * BOX_K.value * elem_bytes, tiles, role)
 
-    ops, targets = [], []
+    ops = []
     for layer in range(args.n_layer):
         heads = batch * args.n_head
-        attention = (Operation(f"layer {layer} attention", heads * chunks, 2 * CHUNK * args.head_dim * elem_bytes),
-                     heads)
-        for op, target in (product(f"layer {layer} qkv", C, 3 * C), attention,
-                           product(f"layer {layer} projection", C, C), product(f"layer {layer} fc", C, 4 * C),
-                           product(f"layer {layer} second projection", 4 * C, C)):
-            ops.append(op)
-            targets.append(target)
-    op, target = product("logits", C, args.vocab_size)
-    return ops + [op], targets + [target]
+        ops += [product(f"layer {layer} qkv", C, 3 * C, "qkv"),
+                KernelOp(f"layer {layer} attention", heads * chunks, 2 * CHUNK * args.head_dim * elem_bytes, heads,
+                         "attention"),
+                product(f"layer {layer} projection", C, C, "proj"),
+                product(f"layer {layer} fc", C, 4 * C, "fc"),
+                product(f"layer {layer} second projection", 4 * C, C, "out")]
+    return ops + [product("logits", C, args.vocab_size, "head")]
 
 
 def unsupported_reason(batch: int | None, device) -> str | None:
@@ -454,9 +489,11 @@ class WarpSpecializedStep:
 
     impl = "persistent-ws"
     unsupported_reason = staticmethod(unsupported_reason)
-    roles_by_trace = False
+    # Its roles are operations inside one kernel: the decode phase reads them from a traced step.
+    roles_by_trace = True
 
-    def __init__(self, model, cache, batch: int, stages: int | None = None, max_polls: int = 1 << 22):
+    def __init__(self, model, cache, batch: int, stages: int | None = None, max_polls: int = 1 << 22,
+                 trace: bool = False, consumer_warps: int = 4):
         from . import fused_linear as fl
         from .persistent_plan import check_plan, plan_step
 
@@ -477,7 +514,10 @@ class WarpSpecializedStep:
         self.capacity = cache.k.shape[3]
         self.stages = stages or stages_for(C, gpu.smem_per_block)
         self.max_polls = max_polls
-        ops, targets = tile_operations(a, batch, self.capacity, model.dtype.itemsize)
+        if consumer_warps not in (4, 8):
+            raise ValueError(f"the consumer is one or two warpgroups: consumer_warps 4 or 8, not {consumer_warps}.")
+        self.consumer_warps = consumer_warps
+        ops = tile_operations(a, batch, self.capacity, model.dtype.itemsize)
         self.ops = ops
         self.plan = plan_step(ops, gpu.sm_count)
         check_plan(self.plan)
@@ -487,7 +527,9 @@ class WarpSpecializedStep:
             work[sm, :len(tiles)] = torch.tensor([t.op * SHIFT.value + t.index for t in tiles], dtype=torch.int32)
         self.work = work.to(dev)
         self.count = torch.tensor([len(t) for t in self.plan.per_sm], dtype=torch.int32, device=dev)
-        self.targets = torch.tensor(targets, dtype=torch.int32, device=dev)
+        self.targets = torch.tensor([op.finishers for op in ops], dtype=torch.int32, device=dev)
+        # Three timer readings per list entry when traced (kernels/decode/persistent_trace.py reads them).
+        self.trace = torch.zeros((*work.shape, 3) if trace else (1,), dtype=torch.int64, device=dev)
         blocks = model.blocks
         self.w_qkv = torch.cat([b.attn_w.t() for b in blocks]).contiguous()
         self.w_proj = torch.cat([b.proj_w.t() for b in blocks]).contiguous()
@@ -521,6 +563,15 @@ class WarpSpecializedStep:
         self.smem_per_block = gpu.smem_per_block
         self._resident_checked = False
 
+    def with_trace(self) -> "WarpSpecializedStep":
+        """This step with its trace on: the same weights, plan and buffers, a timer buffer of its own."""
+        import copy
+
+        traced = copy.copy(self)
+        traced.trace = torch.zeros((*self.work.shape, 3), dtype=torch.int64, device=self.work.device)
+        traced._resident_checked = False
+        return traced
+
     def kernel_pdl(self) -> list[bool]:
         return [False, False, False]
 
@@ -536,24 +587,28 @@ class WarpSpecializedStep:
         """Raise, naming the operation, if a wait of an earlier launch timed out."""
         from .arrival import check_waits
 
-        if int(self.status.item()):
+        code = int(self.status.item())
+        if code:
+            counts = self.op_count.tolist()
+            names = [f"{op.name} (its counter at {counts[i]} of {op.finishers})" for i, op in enumerate(self.ops)]
             self.op_count.zero_()
             self.pair_count.zero_()
             status = self.status.clone()
             self.status.zero_()
-            check_waits(status, [op.name for op in self.ops])
+            check_waits(status, names)
 
     def _args(self, lens):
         a = self.model.args
         return (*self.descs, self.work, self.count, self.work.stride(0), self.targets, self.op_count, self.pair_count,
                 self.status, self.max_polls, self.ln, self.bias, self.x, self.qkv, self.attn, self.h, self.cache.k,
-                self.cache.v, self.logits, lens, self.part_o, self.part_ml, a.layer_norm_epsilon,
+                self.cache.v, self.logits, lens, self.part_o, self.part_ml, self.trace, a.layer_norm_epsilon,
                 1.4426950408889634 / math.sqrt(a.head_dim))
 
     def _meta(self) -> dict:
         a = self.model.args
         return dict(N_LAYER=a.n_layer, N_HEAD=a.n_head, C=a.n_embd, V=a.vocab_size, B=self.batch, CAP=self.capacity,
-                    NCH=self.chunks, NCH_P=triton.next_power_of_2(self.chunks), STAGES=self.stages, num_warps=4)
+                    NCH=self.chunks, NCH_P=triton.next_power_of_2(self.chunks), STAGES=self.stages,
+                    TRACE=self.trace.dim() == 3, num_warps=self.consumer_warps)
 
     def _check_resident(self, lens) -> None:
         """Compile first and refuse a grid the GPU cannot hold at once (its blocks wait on one another)."""
