@@ -47,6 +47,7 @@ class SweepArgs:
     graph_tunings: tuple[dict, ...] = ()  # each: Tuning fields -> values, one more graph row
     caches: tuple[str, ...] = ("bf16",)
     ws_warps: tuple[int, ...] = ()  # rows of the warp-specialized persistent step, one per consumer warp count
+    ws_uncapped: bool = False  # and one whose plan deals tiles by bytes alone (plan_step's per_op_cap off)
 
 
 def parse(argv=None) -> SweepArgs:
@@ -65,6 +66,8 @@ def parse(argv=None) -> SweepArgs:
                          "or None); repeat for more rows")
     ap.add_argument("--ws-warps", default="", help="comma-separated consumer warp counts (4, 8): a row of the "
                     "warp-specialized persistent step (kernels/decode/persistent_ws.py, Hopper) for each")
+    ap.add_argument("--ws-uncapped", action="store_true", help="add a row of the warp-specialized step (4 consumer "
+                    "warps) whose plan does not cap each SM's share of an operation (persistent_plan.plan_step)")
     ap.add_argument("--caches", default="bf16", help="comma-separated KV caches of the graph rows: bf16, int8")
     a = ap.parse_args(argv)
     if a.tilings is None:
@@ -76,7 +79,7 @@ def parse(argv=None) -> SweepArgs:
         ap.error(f"--caches takes bf16 and int8, got {a.caches!r}")
     return SweepArgs(tuple(a.models.split(",")), a.batch, a.context, a.steps, a.rounds, a.out, not a.no_trace, tilings,
                      tuple(tuning_overrides(t, ap.error) for t in a.graph_tuning), caches,
-                     tuple(int(w) for w in a.ws_warps.split(",") if w.strip()))
+                     tuple(int(w) for w in a.ws_warps.split(",") if w.strip()), a.ws_uncapped)
 
 
 def tuning_overrides(text: str, error) -> dict:
@@ -203,6 +206,7 @@ def main(argv=None) -> int:
         variants = [("graph", cache, None, tuning) for cache in a.caches for tuning in ({}, *a.graph_tunings)]
         variants += [("persistent", "bf16", t, {}) for t in chosen]
         variants += [("persistent-ws", "bf16", {"consumer_warps": w}, {}) for w in a.ws_warps]
+        variants += [("persistent-ws", "bf16", {"consumer_warps": 4, "per_op_cap": False}, {})] if a.ws_uncapped else []
         ref = {}  # cache -> (tokens, first logits) of its graph step as set: what every row of that cache is held to
         for impl, cache, tiling, tuning in variants:
             floor_s = (model.weight_bytes_per_step()

@@ -493,7 +493,7 @@ class WarpSpecializedStep:
     roles_by_trace = True
 
     def __init__(self, model, cache, batch: int, stages: int | None = None, max_polls: int = 1 << 22,
-                 trace: bool = False, consumer_warps: int = 4):
+                 trace: bool = False, consumer_warps: int = 4, per_op_cap: bool = True):
         from . import fused_linear as fl
         from .persistent_plan import check_plan, plan_step
 
@@ -519,7 +519,7 @@ class WarpSpecializedStep:
         self.consumer_warps = consumer_warps
         ops = tile_operations(a, batch, self.capacity, model.dtype.itemsize)
         self.ops = ops
-        self.plan = plan_step(ops, gpu.sm_count)
+        self.plan = plan_step(ops, gpu.sm_count, per_op_cap=per_op_cap)
         check_plan(self.plan)
         longest = max(len(tiles) for tiles in self.plan.per_sm)
         work = torch.full((gpu.sm_count, max(1, longest)), -1, dtype=torch.int32)
