@@ -34,7 +34,8 @@ from kernels.supported import SUPPORTED  # noqa: E402 - the repository first, as
 TESTS = ["tests/test_triton_support.py", "tests/test_attention_kernel.py", "tests/test_attention_launcher.py",
          "tests/test_persistent_step.py"]
 # (targets, modules): the faster paths where they run, the portable kernel where a T4 and an A100 run it.
-COMPILES = [("sm90", "kernels.attention.gluon,kernels.attention.hopper,kernels.membench,kernels.decode.persistent_step"),
+COMPILES = [("sm90", "kernels.attention.gluon,kernels.attention.hopper,kernels.membench,kernels.decode.persistent_step,"
+                     "kernels.decode.persistent_ws"),
             ("sm75,sm80", "kernels.attention.portable")]
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "attention-report" / "triton"
 

@@ -10,6 +10,9 @@ runs one step of the same tiling with the trace on (kernels/decode/persistent_tr
 path by role, and the operations that took longest, each with its tiles' mean wait and work. Rows go to
 --out after each one, so a timeout loses nothing.
 
+--ws-warps adds rows of the warp-specialized persistent step (kernels/decode/persistent_ws.py, Hopper only), one per
+consumer warp count, traced like the persistent rows; --ws-uncapped one more whose plan deals tiles by bytes alone.
+
 --graph-tuning adds rows of the graph step built with fields of kernels/decode/fused_linear.TUNING changed (each
 flag one row, e.g. max_registers=96), timed beside the graph step as set: how a Tuning field's setting is judged
 before it becomes the default. --caches int8 builds the graph steps with the int8 KV cache as well (the persistent

@@ -147,3 +147,15 @@ def test_the_persistent_sweep_takes_graph_tunings_and_restores_the_module_tuning
     for bad in ("few_rows=1", "max_registers=lots", "max_registers"):
         with pytest.raises(SystemExit):
             sweep.parse(["--graph-tuning", bad])
+
+
+def test_the_persistent_sweep_takes_rows_of_the_warp_specialized_step():
+    sweep = _script("sweep_persistent")
+    a = sweep.parse(["--tilings", "", "--ws-warps", "4,8", "--ws-uncapped"])
+    assert a.ws_warps == (4, 8) and a.ws_uncapped
+    b = sweep.parse([])
+    assert b.ws_warps == () and not b.ws_uncapped  # the plain-Triton tilings only, as before
+    profile = _script("profile_persistent")
+    assert profile.parse(["--step", "persistent-ws"]).step == "persistent-ws"
+    with pytest.raises(SystemExit):
+        profile.parse(["--step", "graph"])

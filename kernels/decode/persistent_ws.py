@@ -19,7 +19,10 @@ What the plain-Triton persistent step (persistent_step.py) taught, and what this
   volatile load and one acquire follows;
 - tiles of the same operation on one SM wait once and read their input rows once.
 
-Batch up to 4, head size 64 (GPT-2's), a bf16 or fp16 model and cache of that dtype, GELU tanh.
+Batch up to 4, head size 64 (GPT-2's), a bf16 or fp16 model and cache of that dtype, GELU tanh. Measured so far with
+scripts/sweep_persistent.py --ws-warps (kernels/decode/notes.md, "persistent_ws"): correct, nearer the graph step
+than the plain-Triton persistent step, not yet faster than the graph step; the decode phase's `persistent` variant
+still runs persistent_step.py until a sweep on the H200 puts the two side by side.
 """
 from __future__ import annotations
 
@@ -461,18 +464,21 @@ def tile_operations(args, batch: int, capacity: int, elem_bytes: int):
 
 
 def unsupported_reason(batch: int | None, device) -> str | None:
-    """Why this step cannot run `batch` sequences on `device`, or None."""
+    """Why this step cannot run `batch` sequences on `device`, or None. The meta device passes: it is how the
+    kernel is compiled for sm90 without a GPU (kernels/aot.py)."""
     device = torch.device(device)
-    if device.type != "cuda":
-        return "the warp-specialized persistent step needs an NVIDIA GPU of compute capability 9.0 (TMA, Gluon)"
-    from . import fused_linear as fl
+    if device.type == "cuda":
+        from . import fused_linear as fl
 
-    major, minor = fl.device_facts(device).capability
-    if major != 9:
-        return (f"the warp-specialized persistent step is written for compute capability 9.0 (this GPU has "
-                f"{major}.{minor}); the graph step runs here")
+        major, minor = fl.device_facts(device).capability
+        if major != 9:
+            return (f"the warp-specialized persistent step is written for compute capability 9.0 (TMA, Gluon; this "
+                    f"GPU has {major}.{minor}); the graph step runs here")
+    elif device.type != "meta":
+        return "the warp-specialized persistent step needs an NVIDIA GPU of compute capability 9.0 (TMA, Gluon)"
     if batch is not None and batch > MAX_ROWS:
-        return f"the warp-specialized persistent step multiplies at most {MAX_ROWS} sequences; batch {batch} needs the graph step"
+        return (f"the warp-specialized persistent step multiplies at most {MAX_ROWS} sequences; batch {batch} needs "
+                "the graph step")
     return None
 
 
@@ -625,7 +631,36 @@ class WarpSpecializedStep:
         m = self.model
         embed(history, pos, m.wte, m.wpe, self.x, self.stats)
         self.op_count.zero_()
-        if not self._resident_checked:
+        if self.x.is_cuda and not self._resident_checked:
             self._check_resident(lens)
         _persistent_ws_kernel[(self.sm_count,)](*self._args(lens), **self._meta())
         return self.logits
+
+
+# --- the compile matrix (kernels/aot.py) ------------------------------------------------------
+
+def compile_specs(target):
+    """The kernel as the sweep launches it, on meta tensors: each model at batch 4 over a 1024-position bf16
+    cache, one and two consumer warpgroups, and gpt2 traced; sm90 only. Core: gpt2, one warpgroup."""
+    from ..aot import CompileSpec
+    from .gpt2 import CACHES, GPT2, PRESETS
+
+    if target.capability != (9, 0):
+        return []
+    specs = []
+    for name in ("gpt2", "gpt2-xl"):
+        for warps, trace in ((4, False), (8, False), (4, True)):
+            if trace and name != "gpt2":
+                continue
+
+            def launch(a=PRESETS[name], warps=warps, trace=trace):
+                model = GPT2.zeros(a, "meta", torch.bfloat16)
+                cache = CACHES["bf16"](a, 4, a.n_positions, "meta", torch.bfloat16)
+                step = WarpSpecializedStep(model, cache, 4, consumer_warps=warps, trace=trace)
+                history = torch.empty((4, a.n_positions + 1), device="meta", dtype=torch.int64)
+                step(history, torch.empty((1,), device="meta", dtype=torch.int64),
+                     torch.empty((1,), device="meta", dtype=torch.int32))
+
+            specs.append(CompileSpec(f"bf16 {name} B=4 w{warps}{' traced' if trace else ''}", launch,
+                                     tensor_cores=False, core=name == "gpt2" and warps == 4 and not trace))
+    return specs
