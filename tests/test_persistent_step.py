@@ -93,12 +93,12 @@ def test_what_the_step_cannot_run_is_refused_by_name(tiny):
 
 
 def test_the_traced_step_shares_the_packed_weights_and_buffers(tiny, monkeypatch):
-    from kernels.decode import persistent_step
+    from kernels.decode import persistent_launch
 
     step = PersistentStep(tiny, CACHES["bf16"](TINY, 2, 24, "cpu", torch.float32), 2, tiling=SMALL)
     with pytest.raises(ValueError, match="GPU's timer"):  # the timer it reads is a GPU's
         step.with_trace()
-    monkeypatch.setattr(persistent_step, "_check_traceable", lambda device: None)
+    monkeypatch.setattr(persistent_launch, "check_traceable", lambda device: None)
     traced = step.with_trace()
     assert traced.w is step.w and traced.part is step.part and traced.op_count is step.op_count
     assert traced.trace.shape == (*step.work.shape, 3) and step.trace.dim() == 1  # the step itself stays untraced

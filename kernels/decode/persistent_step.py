@@ -29,7 +29,6 @@ records which operation it waited for, the block stops, and `check` names it.
 """
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import dataclass
 
@@ -41,7 +40,8 @@ from ..common import interpreting
 from . import fused_linear as fl
 from .arrival import arrive, check_waits, reset, wait_for
 from .fused_linear import _combined_stats, _gelu, _store_tile_stats
-from .gpt2_fused import embed, operation_bytes
+from .gpt2_fused import embed
+from .persistent_launch import OneKernelStep, check_traceable
 from .persistent_plan import KernelOp, StepPlan, check_plan, check_resident, plan_step
 
 # Operation kinds, in a layer's order; the logits come after the last layer.
@@ -436,12 +436,7 @@ def unsupported_reason(batch: int | None, device) -> str | None:
     return None
 
 
-def _check_traceable(device) -> None:
-    if interpreting() or torch.device(device).type == "cpu":
-        raise ValueError("the persistent step's trace reads the GPU's timer: it needs a GPU, not the interpreter.")
-
-
-class PersistentStep:
+class PersistentStep(OneKernelStep):
     """GPT-2's decode step as three launches: the embedding, the persistent kernel, and (the loop's)
     argmax. Built for one model, one cache in the model's dtype and one batch; it packs a copy of the
     weights. `lists` overrides how many blocks run (the SM count times blocks_per_sm on a GPU, one under
@@ -470,7 +465,7 @@ class PersistentStep:
         if model.gelu_approx not in ("tanh", "none"):
             raise ValueError(f"GELU approximation {model.gelu_approx!r} is not one the persistent step implements.")
         if trace:
-            _check_traceable(model.device)
+            check_traceable(model.device)
         self.model, self.cache, self.tiling = model, cache, tiling
         dev, dt = model.device, model.dtype
         C, H, L = a.n_embd, a.n_head, a.n_layer
@@ -539,30 +534,6 @@ class PersistentStep:
         self.stat_p = triton.next_power_of_2(math.ceil(C / bn))
         self.stats = fl.RowStats.buffer(batch, self.stat_p, dev)
         self._resident_checked = False
-
-    def with_trace(self) -> "PersistentStep":
-        """This step with its trace on: the same packed weights, plan, buffers and counters (a second
-        PersistentStep would pack the weights again: 3 GiB at gpt2-xl), its own timer buffer, and a residency
-        check of its own, since the traced kernel is compiled apart."""
-        _check_traceable(self.model.device)
-        traced = copy.copy(self)
-        traced.trace = torch.zeros((*self.work.shape, 3), dtype=torch.int64, device=self.work.device)
-        traced._resident_checked = False
-        return traced
-
-    def kernel_pdl(self) -> list[bool]:
-        """The embedding, the persistent kernel, the argmax: none launches as a programmatic dependent."""
-        return [False, False, False]
-
-    def kernel_bytes(self, cache_bytes_per_layer: float) -> list[int]:
-        """What each launch of a step must read (kernels/decode/read_floor.py): the persistent kernel reads
-        every weight and every layer's cache; the embedding and the argmax read nothing of the floor's."""
-        return [0, sum(self.operation_bytes(cache_bytes_per_layer)), 0]
-
-    def operation_bytes(self, cache_bytes_per_layer: float) -> list[int]:
-        """What each operation reads, in the fused step's order (gpt2_fused.operation_bytes): the roles the
-        trace times (kernels/decode/persistent_trace.py) are these operations."""
-        return operation_bytes(self.model, cache_bytes_per_layer)
 
     def check(self) -> None:
         """Raise, naming the operation, if a wait of an earlier launch timed out (the counters are zeroed

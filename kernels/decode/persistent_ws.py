@@ -35,6 +35,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier
 
 from ..gluon_compat import async_load, thread_barrier
+from .persistent_launch import OneKernelStep, check_traceable
 
 QKV = gl.constexpr(0)
 ATTN = gl.constexpr(1)
@@ -489,7 +490,7 @@ def _descriptor(t: torch.Tensor, block: list[int]):
     return TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)
 
 
-class WarpSpecializedStep:
+class WarpSpecializedStep(OneKernelStep):
     """GPT-2's decode step as the embedding, one warp-specialized persistent kernel and (the loop's) argmax.
     Packs a transposed copy of the block weights (the logits read the model's own [V, C] matrix)."""
 
@@ -514,6 +515,8 @@ class WarpSpecializedStep:
                              f"{model.dtype} and a {cache.k.dtype} cache.")
         if model.gelu_approx != "tanh":
             raise ValueError(f"the warp-specialized step implements GELU tanh only, not {model.gelu_approx!r}.")
+        if trace:
+            check_traceable(model.device)
         gpu = fl.device_facts(model.device)
         dev, C, L = model.device, a.n_embd, a.n_layer
         self.model, self.cache, self.batch = model, cache, batch
@@ -568,26 +571,6 @@ class WarpSpecializedStep:
         self.sm_count = gpu.sm_count
         self.smem_per_block = gpu.smem_per_block
         self._resident_checked = False
-
-    def with_trace(self) -> "WarpSpecializedStep":
-        """This step with its trace on: the same weights, plan and buffers, a timer buffer of its own."""
-        import copy
-
-        traced = copy.copy(self)
-        traced.trace = torch.zeros((*self.work.shape, 3), dtype=torch.int64, device=self.work.device)
-        traced._resident_checked = False
-        return traced
-
-    def kernel_pdl(self) -> list[bool]:
-        return [False, False, False]
-
-    def operation_bytes(self, cache_bytes_per_layer: float) -> list[int]:
-        from .gpt2_fused import operation_bytes
-
-        return operation_bytes(self.model, cache_bytes_per_layer)
-
-    def kernel_bytes(self, cache_bytes_per_layer: float) -> list[int]:
-        return [0, sum(self.operation_bytes(cache_bytes_per_layer)), 0]
 
     def check(self) -> None:
         """Raise, naming the operation, if a wait of an earlier launch timed out."""
