@@ -51,6 +51,7 @@ class SweepArgs:
     caches: tuple[str, ...] = ("bf16",)
     ws_warps: tuple[int, ...] = ()  # rows of the warp-specialized persistent step, one per consumer warp count
     ws_uncapped: bool = False  # and one whose plan deals tiles by bytes alone (plan_step's per_op_cap off)
+    ws_rows: tuple[dict, ...] = ()  # and one per --ws-row: WarpSpecializedStep options
 
 
 def parse(argv=None) -> SweepArgs:
@@ -71,6 +72,9 @@ def parse(argv=None) -> SweepArgs:
                     "warp-specialized persistent step (kernels/decode/persistent_ws.py, Hopper) for each")
     ap.add_argument("--ws-uncapped", action="store_true", help="add a row of the warp-specialized step (4 consumer "
                     "warps) whose plan does not cap each SM's share of an operation (persistent_plan.plan_step)")
+    ap.add_argument("--ws-row", action="append", default=[], metavar="OPTION=VALUE[,OPTION=VALUE]",
+                    help="a row of the warp-specialized step built with these options of WarpSpecializedStep "
+                         "(consumer_warps, per_op_cap, l2_ahead, early_ln, stages), e.g. l2_ahead=16,early_ln=True")
     ap.add_argument("--caches", default="bf16", help="comma-separated KV caches of the graph rows: bf16, int8")
     a = ap.parse_args(argv)
     if a.tilings is None:
@@ -82,7 +86,27 @@ def parse(argv=None) -> SweepArgs:
         ap.error(f"--caches takes bf16 and int8, got {a.caches!r}")
     return SweepArgs(tuple(a.models.split(",")), a.batch, a.context, a.steps, a.rounds, a.out, not a.no_trace, tilings,
                      tuple(tuning_overrides(t, ap.error) for t in a.graph_tuning), caches,
-                     tuple(int(w) for w in a.ws_warps.split(",") if w.strip()), a.ws_uncapped)
+                     tuple(int(w) for w in a.ws_warps.split(",") if w.strip()), a.ws_uncapped,
+                     tuple(ws_options(r, ap.error) for r in a.ws_row))
+
+
+WS_OPTIONS = ("consumer_warps", "per_op_cap", "l2_ahead", "early_ln", "stages")
+
+
+def ws_options(text: str, error) -> dict:
+    """'l2_ahead=16,early_ln=True' -> {'l2_ahead': 16, 'early_ln': True}: options of WarpSpecializedStep."""
+    out = {}
+    for item in filter(None, text.split(",")):
+        name, _, value = item.partition("=")
+        if name not in WS_OPTIONS or not value:
+            error(f"--ws-row {item!r}: want OPTION=VALUE with OPTION one of {', '.join(WS_OPTIONS)}")
+        if value in ("True", "False"):
+            out[name] = value == "True"
+        elif value.isdigit():
+            out[name] = int(value)
+        else:
+            error(f"--ws-row {item!r}: a value is a whole number, True or False")
+    return out
 
 
 def tuning_overrides(text: str, error) -> dict:
@@ -210,12 +234,14 @@ def main(argv=None) -> int:
         variants += [("persistent", "bf16", t, {}) for t in chosen]
         variants += [("persistent-ws", "bf16", {"consumer_warps": w}, {}) for w in a.ws_warps]
         variants += [("persistent-ws", "bf16", {"consumer_warps": 4, "per_op_cap": False}, {})] if a.ws_uncapped else []
+        variants += [("persistent-ws", "bf16", dict(options), {}) for options in a.ws_rows]
         ref = {}  # cache -> (tokens, first logits) of its graph step as set: what every row of that cache is held to
         for impl, cache, tiling, tuning in variants:
             floor_s = (model.weight_bytes_per_step()
                        + cache_bytes_per_token(args, a.batch, int8=cache == "int8") * a.context) / bandwidth
             row = {"model": name, "batch": a.batch, "context": a.context, "step": impl, "cache": cache,
-                   "tuning": tuning or None, "tiling": tiling if isinstance(tiling, dict) else dataclasses.asdict(tiling) if tiling else None,
+                   "tuning": tuning or None,
+                   "tiling": tiling if isinstance(tiling, dict) else dataclasses.asdict(tiling) if tiling else None,
                    "bandwidth_bytes_per_s": bandwidth, "floor_ms": floor_s * 1e3}
             try:
                 with tuned(tuning):

@@ -98,15 +98,85 @@ def _boxes(kind, past, t, C: gl.constexpr, NCH: gl.constexpr):
 # --- the producer ---------------------------------------------------------------------------------
 
 @gluon.jit
-def _producer(descs, ring, ready, empty, Work, Count, work_stride, Lens,
-              N_LAYER: gl.constexpr, N_HEAD: gl.constexpr, C: gl.constexpr, B: gl.constexpr, CAP: gl.constexpr,
-              NCH: gl.constexpr, STAGES: gl.constexpr):
+def _prefetch_box(code, j, raw, N_LAYER: gl.constexpr, N_HEAD: gl.constexpr, C: gl.constexpr, V: gl.constexpr,
+                  B: gl.constexpr, CAP: gl.constexpr, NCH: gl.constexpr):
+    """Ask L2 for box j of the item `code`: its 64 lines of 128 bytes, two a lane of the producer warp. Addresses are
+    clamped inside their tensor (a box's rows past N or columns past K are the copy engine's zeros)."""
+    Wq, Wp, Wf, Wo, Wh, Kc, Vc = raw
+    o, t, kind, layer = _op_of(code, N_LAYER)
+    lane = gl.arange(0, 32, layout=gl.BlockedLayout([1], [32], [1], [0]))
+    for half in gl.static_range(2):
+        line = lane * 2 + half
+        if kind == ATTN:
+            bh = t // NCH
+            key = gl.minimum((t % NCH) * (CHUNK_BOXES * KEYS) + (j // 2) * KEYS + line, CAP - 1)
+            head = (layer * B + bh // N_HEAD) * N_HEAD + bh % N_HEAD
+            at = (head.to(gl.int64) * CAP + key) * KEYS
+            if j % 2 == 0:
+                _prefetch_l2(Kc + at)
+            else:
+                _prefetch_l2(Vc + at)
+        else:
+            K = _inner(kind, C)
+            N = _width(kind, C, V)
+            row = gl.minimum(t * BOX_N + line // 4, N - 1)
+            col = gl.minimum(j * BOX_K + (line % 4) * 64, K - 1)
+            at = (gl.where(kind == HEAD, 0, layer * N) + row).to(gl.int64) * K + col
+            if kind == QKV:
+                _prefetch_l2(Wq + at)
+            elif kind == PROJ:
+                _prefetch_l2(Wp + at)
+            elif kind == FC:
+                _prefetch_l2(Wf + at)
+            elif kind == FC2:
+                _prefetch_l2(Wo + at)
+            else:
+                _prefetch_l2(Wh + at)
+
+
+@gluon.jit
+def _prefetch_l2(ptrs):
+    gl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l", [ptrs], dtype=gl.int32,
+                              is_pure=False, pack=1)
+
+
+@gluon.jit
+def _prefetch_next(pi, pj, pnb, base, count, past, raw, N_LAYER: gl.constexpr, N_HEAD: gl.constexpr,
+                   C: gl.constexpr, V: gl.constexpr, B: gl.constexpr, CAP: gl.constexpr, NCH: gl.constexpr):
+    """Move the lookahead cursor (item pi, box pj of its pnb) one box on, asking L2 for that box."""
+    while (pj >= pnb) & (pi < count - 1):
+        pi += 1
+        o, t, kind, layer = _op_of(gl.load(base + pi), N_LAYER)
+        pnb = _boxes(kind, past, t, C, NCH)
+        pj = 0
+    if pj < pnb:
+        _prefetch_box(gl.load(base + pi), pj, raw, N_LAYER, N_HEAD, C, V, B, CAP, NCH)
+        pj += 1
+    return pi, pj, pnb
+
+
+@gluon.jit
+def _producer(descs, raw, ring, ready, empty, Work, Count, work_stride, Lens,
+              N_LAYER: gl.constexpr, N_HEAD: gl.constexpr, C: gl.constexpr, V: gl.constexpr, B: gl.constexpr,
+              CAP: gl.constexpr, NCH: gl.constexpr, STAGES: gl.constexpr, L2_AHEAD: gl.constexpr):
+    """The copies, item by item in the list's order, into the ring. L2_AHEAD > 0: a second cursor runs that many boxes
+    ahead of the copies and asks L2 for each box it passes, so that the DRAM keeps streaming while the ring is full
+    and the consumers wait on a counter (the ring holds 21-24 boxes)."""
     d_qkv, d_proj, d_fc, d_out, d_head, d_k, d_v = descs
     NBYTES: gl.constexpr = d_qkv.block_type.nbytes
     past = gl.load(Lens) - 1
     base = Work + gl.program_id(0) * work_stride
+    count = gl.load(Count + gl.program_id(0))
+    pi = 0
+    pj = 0
+    pnb = 0
+    if L2_AHEAD > 0:
+        o, t, kind, layer = _op_of(gl.load(base), N_LAYER)
+        pnb = _boxes(kind, past, t, C, NCH)
+        for _ in range(L2_AHEAD):
+            pi, pj, pnb = _prefetch_next(pi, pj, pnb, base, count, past, raw, N_LAYER, N_HEAD, C, V, B, CAP, NCH)
     it = 0
-    for i in range(gl.load(Count + gl.program_id(0))):
+    for i in range(count):
         o, t, kind, layer = _op_of(gl.load(base + i), N_LAYER)
         for j in range(_boxes(kind, past, t, C, NCH)):
             slot = it % STAGES
@@ -134,6 +204,8 @@ def _producer(descs, ring, ready, empty, Work, Count, work_stride, Lens,
                 else:
                     async_load(d_v, [head, key, 0], ready.index(slot), kv)
             it += 1
+            if L2_AHEAD > 0:
+                pi, pj, pnb = _prefetch_next(pi, pj, pnb, base, count, past, raw, N_LAYER, N_HEAD, C, V, B, CAP, NCH)
 
 
 # --- the consumers ---------------------------------------------------------------------------------
@@ -175,11 +247,23 @@ def _rows_to_smem(Src, K: gl.constexpr, x_smem, B: gl.constexpr, layout: gl.cons
 
 
 @gluon.jit
-def _layer_norm_to_smem(Src, K: gl.constexpr, W, Bias, eps, x_smem, B: gl.constexpr, layout: gl.constexpr):
-    """LayerNorm of the rows [B, K] into x_smem (two passes over the raw rows kept there)."""
-    _rows_to_smem(Src, K, x_smem, B, layout)
+def _layer_norm_to_smem(Src, K: gl.constexpr, W, Bias, eps, x_smem, B: gl.constexpr, layout: gl.constexpr,
+                        EARLY: gl.constexpr):
+    """LayerNorm of the rows [B, K] into x_smem (two passes over the raw rows kept there). EARLY: the parameters are
+    read with the rows, as [4, 256] tiles of identical rows kept in x_smem's boxes past the rows' (so that each
+    thread finds the values it needs where it stored them), which puts their round trip beside the rows' instead
+    of after the statistics."""
     NB: gl.constexpr = (K + BOX_K - 1) // BOX_K
+    rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, layout))
     cols = gl.arange(0, BOX_K, layout=gl.SliceLayout(0, layout))
+    if EARLY:
+        for j in gl.static_range(NB):
+            k = j * BOX_K + cols
+            mask = (rows[:, None] < ROWS) & (k[None, :] < K)
+            at = rows[:, None] * 0 + k[None, :]
+            x_smem.index(NB + j).store(gl.load(W + at, mask=mask, other=0.0))
+            x_smem.index(2 * NB + j).store(gl.load(Bias + at, mask=mask, other=0.0))
+    _rows_to_smem(Src, K, x_smem, B, layout)
     total = gl.zeros([ROWS], gl.float32, gl.SliceLayout(1, layout))
     for j in gl.static_range(NB):
         total += gl.sum(x_smem.index(j).load(layout).to(gl.float32), axis=1)
@@ -192,10 +276,14 @@ def _layer_norm_to_smem(Src, K: gl.constexpr, W, Bias, eps, x_smem, B: gl.conste
     rstd = 1.0 / gl.sqrt(sq / K + eps)
     for j in gl.static_range(NB):
         k = j * BOX_K + cols
-        w = gl.load(W + k, mask=k < K, other=0.0).to(gl.float32)
-        b = gl.load(Bias + k, mask=k < K, other=0.0).to(gl.float32)
+        if EARLY:
+            w = x_smem.index(NB + j).load(layout).to(gl.float32)
+            b = x_smem.index(2 * NB + j).load(layout).to(gl.float32)
+        else:
+            w = gl.load(W + k, mask=k < K, other=0.0).to(gl.float32)[None, :]
+            b = gl.load(Bias + k, mask=k < K, other=0.0).to(gl.float32)[None, :]
         x = x_smem.index(j).load(layout).to(gl.float32)
-        y = (x - mean[:, None]) * rstd[:, None] * w[None, :] + b[None, :]
+        y = (x - mean[:, None]) * rstd[:, None] * w + b
         x_smem.index(j).store(y.to(x_smem.dtype))
 
 
@@ -311,7 +399,7 @@ def _consumer(descs, ring, ready, empty, x_smem, Work, Count, work_stride, Targe
               max_polls, LnP, BiasP, X, QKVbuf, Attn, Hbuf, CacheK, CacheV, Logits, Lens, PartO, PartML, Trace, eps,
               qk_scale, N_LAYER: gl.constexpr, N_HEAD: gl.constexpr, C: gl.constexpr, V: gl.constexpr,
               B: gl.constexpr, CAP: gl.constexpr, NCH: gl.constexpr, NCH_P: gl.constexpr, STAGES: gl.constexpr,
-              TRACE: gl.constexpr):
+              TRACE: gl.constexpr, EARLY_LN: gl.constexpr):
     W: gl.constexpr = gl.num_warps()  # 4 or 8
     # [rows, output columns, inner columns]: a warp holds 16 / W of a box's rows, its lanes 8 columns each.
     L3: gl.constexpr = gl.BlockedLayout([ROWS, 1, 8], [1, 1, 32], [1, W, 1], [2, 1, 0])
@@ -343,12 +431,14 @@ def _consumer(descs, ring, ready, empty, x_smem, Work, Count, work_stride, Targe
             # last operation's.
             thread_barrier()
             if kind == QKV:
-                _layer_norm_to_smem(X, C, LnP + layer * 4 * C, LnP + layer * 4 * C + C, eps, x_smem, B, LR)
+                _layer_norm_to_smem(X, C, LnP + layer * 4 * C, LnP + layer * 4 * C + C, eps, x_smem, B, LR,
+                                    EARLY_LN)
             elif kind == FC:
                 _layer_norm_to_smem(X, C, LnP + layer * 4 * C + 2 * C, LnP + layer * 4 * C + 3 * C, eps, x_smem,
-                                    B, LR)
+                                    B, LR, EARLY_LN)
             elif kind == HEAD:
-                _layer_norm_to_smem(X, C, LnP + N_LAYER * 4 * C, LnP + N_LAYER * 4 * C + C, eps, x_smem, B, LR)
+                _layer_norm_to_smem(X, C, LnP + N_LAYER * 4 * C, LnP + N_LAYER * 4 * C + C, eps, x_smem, B, LR,
+                                    EARLY_LN)
             elif kind == PROJ:
                 _rows_to_smem(Attn, C, x_smem, B, LR)
             elif kind == FC2:
@@ -400,10 +490,11 @@ def _consumer(descs, ring, ready, empty, x_smem, Work, Count, work_stride, Targe
 @gluon.jit
 def _persistent_ws_kernel(d_qkv, d_proj, d_fc, d_out, d_head, d_k, d_v, Work, Count, work_stride, Targets, OpCount,
                           PairCount, Status, max_polls, LnP, BiasP, X, QKVbuf, Attn, Hbuf, CacheK, CacheV, Logits,
-                          Lens, PartO, PartML, Trace, eps, qk_scale,
+                          Lens, PartO, PartML, Trace, Wq, Wp, Wf, Wo, Wh, eps, qk_scale,
                           N_LAYER: gl.constexpr, N_HEAD: gl.constexpr, C: gl.constexpr, V: gl.constexpr,
                           B: gl.constexpr, CAP: gl.constexpr, NCH: gl.constexpr, NCH_P: gl.constexpr,
-                          STAGES: gl.constexpr, TRACE: gl.constexpr = False, PRODUCER_REGS: gl.constexpr = 40):
+                          STAGES: gl.constexpr, TRACE: gl.constexpr = False, L2_AHEAD: gl.constexpr = 0,
+                          EARLY_LN: gl.constexpr = False, PRODUCER_REGS: gl.constexpr = 40):
     dtype: gl.constexpr = d_qkv.dtype
     ring = gl.allocate_shared_memory(dtype, [STAGES, BOX_N, BOX_K], d_qkv.layout)
     x_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=2)
@@ -416,12 +507,14 @@ def _persistent_ws_kernel(d_qkv, d_proj, d_fc, d_out, d_head, d_k, d_v, Work, Co
     fence_async_shared()
     thread_barrier()
     descs = (d_qkv, d_proj, d_fc, d_out, d_head, d_k, d_v)
+    raw = (Wq, Wp, Wf, Wo, Wh, CacheK, CacheV)
     gl.warp_specialize([
         (_consumer, (descs, ring, ready, empty, x_smem, Work, Count, work_stride, Targets, OpCount, PairCount,
                      Status, max_polls, LnP, BiasP, X, QKVbuf, Attn, Hbuf, CacheK, CacheV, Logits, Lens, PartO,
-                     PartML, Trace, eps, qk_scale, N_LAYER, N_HEAD, C, V, B, CAP, NCH, NCH_P, STAGES, TRACE)),
-        (_producer, (descs, ring, ready, empty, Work, Count, work_stride, Lens, N_LAYER, N_HEAD, C, B, CAP, NCH,
-                     STAGES)),
+                     PartML, Trace, eps, qk_scale, N_LAYER, N_HEAD, C, V, B, CAP, NCH, NCH_P, STAGES, TRACE,
+                     EARLY_LN)),
+        (_producer, (descs, raw, ring, ready, empty, Work, Count, work_stride, Lens, N_LAYER, N_HEAD, C, V, B, CAP,
+                     NCH, STAGES, L2_AHEAD)),
     ], [1], [PRODUCER_REGS])
 
 
@@ -500,7 +593,11 @@ class WarpSpecializedStep(OneKernelStep):
     roles_by_trace = True
 
     def __init__(self, model, cache, batch: int, stages: int | None = None, max_polls: int = 1 << 22,
-                 trace: bool = False, consumer_warps: int = 4, per_op_cap: bool = True):
+                 trace: bool = False, consumer_warps: int = 4, per_op_cap: bool = True, l2_ahead: int = 0,
+                 early_ln: bool = False):
+        """l2_ahead: boxes the producer asks L2 for ahead of its copies (0: none). early_ln: a LayerNorm's
+        parameters are read with its rows, one round trip instead of two after the wait (where the rows' buffer
+        has room for them). Both are off until a sweep has judged them (kernels/decode/notes.md)."""
         from . import fused_linear as fl
         from .persistent_plan import check_plan, plan_step
 
@@ -526,6 +623,12 @@ class WarpSpecializedStep(OneKernelStep):
         if consumer_warps not in (4, 8):
             raise ValueError(f"the consumer is one or two warpgroups: consumer_warps 4 or 8, not {consumer_warps}.")
         self.consumer_warps = consumer_warps
+        if l2_ahead < 0:
+            raise ValueError(f"l2_ahead counts boxes ahead of the copies: 0 or more, not {l2_ahead}.")
+        self.l2_ahead = l2_ahead
+        # The rows' buffer holds ceil(4C / 256) boxes; the early LayerNorm keeps its parameters in two more sets of
+        # ceil(C / 256) of them beside the rows.
+        self.early_ln = early_ln and math.ceil(4 * a.n_embd / BOX_K.value) >= 3 * math.ceil(a.n_embd / BOX_K.value)
         ops = tile_operations(a, batch, self.capacity, model.dtype.itemsize)
         self.ops = ops
         self.plan = plan_step(ops, gpu.sm_count, per_op_cap=per_op_cap)
@@ -590,14 +693,16 @@ class WarpSpecializedStep(OneKernelStep):
         a = self.model.args
         return (*self.descs, self.work, self.count, self.work.stride(0), self.targets, self.op_count, self.pair_count,
                 self.status, self.max_polls, self.ln, self.bias, self.x, self.qkv, self.attn, self.h, self.cache.k,
-                self.cache.v, self.logits, lens, self.part_o, self.part_ml, self.trace, a.layer_norm_epsilon,
+                self.cache.v, self.logits, lens, self.part_o, self.part_ml, self.trace, self.w_qkv, self.w_proj,
+                self.w_fc, self.w_out, self.model.lm_head, a.layer_norm_epsilon,
                 1.4426950408889634 / math.sqrt(a.head_dim))
 
     def _meta(self) -> dict:
         a = self.model.args
         return dict(N_LAYER=a.n_layer, N_HEAD=a.n_head, C=a.n_embd, V=a.vocab_size, B=self.batch, CAP=self.capacity,
                     NCH=self.chunks, NCH_P=triton.next_power_of_2(self.chunks), STAGES=self.stages,
-                    TRACE=self.trace.dim() == 3, num_warps=self.consumer_warps)
+                    TRACE=self.trace.dim() == 3, L2_AHEAD=self.l2_ahead, EARLY_LN=self.early_ln,
+                    num_warps=self.consumer_warps)
 
     def _check_resident(self, lens) -> None:
         """Compile first and refuse a grid the GPU cannot hold at once (its blocks wait on one another)."""
@@ -624,26 +729,27 @@ class WarpSpecializedStep(OneKernelStep):
 
 def compile_specs(target):
     """The kernel as the sweep launches it, on meta tensors: each model at batch 4 over a 1024-position bf16
-    cache, one and two consumer warpgroups, and gpt2 traced; sm90 only. Core: gpt2, one warpgroup."""
+    cache, one and two consumer warpgroups, gpt2 traced, and each model with the L2 lookahead and the early
+    LayerNorm on; sm90 only. Core: gpt2, one warpgroup."""
     from ..aot import CompileSpec
     from .gpt2 import CACHES, GPT2, PRESETS
 
     if target.capability != (9, 0):
         return []
+    rows = [(name, dict(consumer_warps=w)) for name in ("gpt2", "gpt2-xl") for w in (4, 8)]
+    rows += [("gpt2", dict(trace=True))]
+    rows += [(name, dict(l2_ahead=16, early_ln=True)) for name in ("gpt2", "gpt2-xl")]
     specs = []
-    for name in ("gpt2", "gpt2-xl"):
-        for warps, trace in ((4, False), (8, False), (4, True)):
-            if trace and name != "gpt2":
-                continue
+    for name, options in rows:
+        def launch(a=PRESETS[name], options=options):
+            model = GPT2.zeros(a, "meta", torch.bfloat16)
+            cache = CACHES["bf16"](a, 4, a.n_positions, "meta", torch.bfloat16)
+            step = WarpSpecializedStep(model, cache, 4, **options)
+            history = torch.empty((4, a.n_positions + 1), device="meta", dtype=torch.int64)
+            step(history, torch.empty((1,), device="meta", dtype=torch.int64),
+                 torch.empty((1,), device="meta", dtype=torch.int32))
 
-            def launch(a=PRESETS[name], warps=warps, trace=trace):
-                model = GPT2.zeros(a, "meta", torch.bfloat16)
-                cache = CACHES["bf16"](a, 4, a.n_positions, "meta", torch.bfloat16)
-                step = WarpSpecializedStep(model, cache, 4, consumer_warps=warps, trace=trace)
-                history = torch.empty((4, a.n_positions + 1), device="meta", dtype=torch.int64)
-                step(history, torch.empty((1,), device="meta", dtype=torch.int64),
-                     torch.empty((1,), device="meta", dtype=torch.int32))
-
-            specs.append(CompileSpec(f"bf16 {name} B=4 w{warps}{' traced' if trace else ''}", launch,
-                                     tensor_cores=False, core=name == "gpt2" and warps == 4 and not trace))
+        label = " ".join(f"{k}={v}" for k, v in options.items())
+        specs.append(CompileSpec(f"bf16 {name} B=4 {label}", launch, tensor_cores=False,
+                                 core=name == "gpt2" and options == dict(consumer_warps=4)))
     return specs
