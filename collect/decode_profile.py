@@ -19,7 +19,7 @@ from .schema.decode import KERNEL_CLASS_ORDER, LAYER_ROLES, ROLE_ORDER
 # Checked in order; the first match names the class. Names come from cuBLAS, PyTorch, inductor
 # (triton_poi_fused_..., triton_per_fused_..., named after the ops they fuse) and our kernels.
 KERNEL_CLASSES: tuple[tuple[str, str], ...] = (
-    ("persistent step", r"_persistent_step_kernel"),
+    ("persistent step", r"_persistent_step_kernel|_persistent_ws_kernel"),
     ("attention", r"split_kv|flash|fmha|attention|attend|sdpa|softmax"),
     ("cache write", r"quantize_store|index_copy|index_put|scatter"),
     ("layer norm", r"layer_norm|layernorm"),

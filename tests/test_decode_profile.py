@@ -21,6 +21,7 @@ from collect.decode_profile import CLASS_ORDER, charged_times, kernel_class, sum
     ("_advance_kernel", "sampling"),
     ("_embed_kernel", "embedding"),
     ("_persistent_step_kernel", "persistent step"),  # issue 44: every product and attention of a step
+    ("_persistent_ws_kernel", "persistent step"),  # its warp-specialized form (kernels/decode/persistent_ws.py)
     ("void at::native::(anonymous namespace)::CatArrayBatchedCopy<>", "copy"),
     ("Memset (Device)", "copy"),
     ("something_new", "other"),
