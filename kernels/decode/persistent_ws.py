@@ -14,7 +14,7 @@ What the plain-Triton persistent step (persistent_step.py) taught, and what this
 - its tiles split the inner dimension, so a product needed partials, a second counter and a read-back on
   its tail; here a tile holds the whole inner dimension (the ring, not registers, holds the bytes), so
   only the attention's chunks meet by a last arriver;
-- its next tile lived in registers, one tile ahead and spilling; here the ring is 100-190 KiB deep;
+- its next tile lived in registers, one tile ahead and spilling; here the ring is 168-192 KiB deep;
 - its polls were atomics on one thread behind block barriers; here every consumer thread polls with a
   volatile load and one acquire follows;
 - tiles of the same operation on one SM wait once and read their input rows once.
@@ -610,6 +610,9 @@ class WarpSpecializedStep(OneKernelStep):
         if model.dtype not in (torch.bfloat16, torch.float16) or cache.k.dtype != model.dtype:
             raise ValueError(f"the warp-specialized step reads a 16-bit model and a cache of its dtype; got "
                              f"{model.dtype} and a {cache.k.dtype} cache.")
+        if a.n_embd % 8:
+            raise ValueError(f"the copy engine reads rows of a 16-byte multiple: n_embd {a.n_embd} must be a multiple "
+                             "of 8 for the warp-specialized step.")
         if model.gelu_approx != "tanh":
             raise ValueError(f"the warp-specialized step implements GELU tanh only, not {model.gelu_approx!r}.")
         if trace:
@@ -631,6 +634,8 @@ class WarpSpecializedStep(OneKernelStep):
         self.early_ln = early_ln and math.ceil(4 * a.n_embd / BOX_K.value) >= 3 * math.ceil(a.n_embd / BOX_K.value)
         ops = tile_operations(a, batch, self.capacity, model.dtype.itemsize)
         self.ops = ops
+        if max(op.tiles for op in ops) >= SHIFT.value:
+            raise ValueError("an operation of this model has more tiles than a list entry can name; widen the tiles.")
         self.plan = plan_step(ops, gpu.sm_count, per_op_cap=per_op_cap)
         check_plan(self.plan)
         longest = max(len(tiles) for tiles in self.plan.per_sm)
