@@ -34,7 +34,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier
 
-from ..gluon_compat import async_load, thread_barrier
+from ..gluon_compat import async_load, reinterpret, thread_barrier
 from .persistent_launch import OneKernelStep, check_traceable
 
 QKV = gl.constexpr(0)
@@ -164,6 +164,8 @@ def _producer(descs, raw, ring, ready, empty, Work, Count, work_stride, Lens,
     and the consumers wait on a counter (the ring holds 21-24 boxes)."""
     d_qkv, d_proj, d_fc, d_out, d_head, d_k, d_v = descs
     NBYTES: gl.constexpr = d_qkv.block_type.nbytes
+    KV_LAYOUT: gl.constexpr = d_k.layout
+    KV_DTYPE: gl.constexpr = d_k.dtype
     past = gl.load(Lens) - 1
     base = Work + gl.program_id(0) * work_stride
     count = gl.load(Count + gl.program_id(0))
@@ -198,7 +200,7 @@ def _producer(descs, raw, ring, ready, empty, Work, Count, work_stride, Lens,
                 bh = t // NCH
                 key = (t % NCH) * (CHUNK_BOXES * KEYS) + (j // 2) * KEYS
                 head = (layer * B + bh // N_HEAD) * N_HEAD + bh % N_HEAD
-                kv = dest._reinterpret(d_k.dtype, [1, KEYS, KEYS], d_k.layout)
+                kv = reinterpret(dest, KV_DTYPE, [1, KEYS, KEYS], KV_LAYOUT)
                 if j % 2 == 0:
                     async_load(d_k, [head, key, 0], ready.index(slot), kv)
                 else:
@@ -337,13 +339,15 @@ def _attention_tile(ring, ready, empty, it, t, past, QKVbuf, Attn, PartO, PartML
     vn = gl.load(row + 2 * C + d, mask=(d < KEYS) & newest, other=0.0).to(gl.float32)
     # A running maximum, sum and output per key row of the box: every update is elementwise, and the rows meet
     # once, after the last box (a softmax over the whole box per box took a reduction across the warps each).
+    RING_LAYOUT: gl.constexpr = ring.layout
+    RING_DTYPE: gl.constexpr = ring.dtype
     m_r = gl.full([KEYS], -1.0e30, gl.float32, gl.SliceLayout(1, LK))
     l_r = gl.zeros([KEYS], gl.float32, gl.SliceLayout(1, LK))
     acc_r = gl.zeros([KEYS, KEYS], gl.float32, LK)
     for j in range(_past_boxes(past, c)):
         slot = it % STAGES
         mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
-        k = ring.index(slot)._reinterpret(ring.dtype, [KEYS, KEYS], ring.layout).load(LK).to(gl.float32)
+        k = reinterpret(ring.index(slot), RING_DTYPE, [KEYS, KEYS], RING_LAYOUT).load(LK).to(gl.float32)
         mbarrier.arrive(empty.index(slot))
         s = gl.sum(k * q[None, :], axis=1)
         s = gl.where(c * (CHUNK_BOXES * KEYS) + j * KEYS + key < past, s, float("-inf"))
@@ -354,7 +358,7 @@ def _attention_tile(ring, ready, empty, it, t, past, QKVbuf, Attn, PartO, PartML
         it += 1
         slot = it % STAGES
         mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
-        v = ring.index(slot)._reinterpret(ring.dtype, [KEYS, KEYS], ring.layout).load(LK).to(gl.float32)
+        v = reinterpret(ring.index(slot), RING_DTYPE, [KEYS, KEYS], RING_LAYOUT).load(LK).to(gl.float32)
         mbarrier.arrive(empty.index(slot))
         acc_r = acc_r * alpha[:, None] + v * p[:, None]
         m_r = m_new
