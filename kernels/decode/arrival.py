@@ -48,9 +48,12 @@ def wait_for(counter, target, max_polls, Status, code):
     while (seen < target) & (polls < max_polls):
         seen = tl.atomic_add(counter, 0, sem="relaxed", scope="gpu")
         polls += 1
+    if (seen >= target) & (polls > 1):
+        # Its value is used: Triton drops an atomic add of 0 whose result is not, and the acquire with it (the
+        # warp-specialized step met that on the GPU; kernels/decode/notes.md, persistent_ws). The counter only
+        # grows within a launch, so it still reads at least the target.
+        seen = tl.atomic_add(counter, 0, sem="acquire", scope="gpu")
     ok = seen >= target
-    if ok & (polls > 1):
-        tl.atomic_add(counter, 0, sem="acquire", scope="gpu")
     if not ok:
         tl.atomic_cas(Status, 0, code, sem="relaxed", scope="gpu")
     return ok
