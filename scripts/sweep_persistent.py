@@ -51,7 +51,7 @@ class SweepArgs:
     caches: tuple[str, ...] = ("bf16",)
     ws_warps: tuple[int, ...] = ()  # rows of the warp-specialized persistent step, one per consumer warp count
     ws_uncapped: bool = False  # and one whose plan deals tiles by bytes alone (plan_step's per_op_cap off)
-    ws_rows: tuple[dict, ...] = ()  # and one per --ws-row: WarpSpecializedStep options
+    ws_rows: tuple[dict, ...] = ()  # every row of it, as WarpSpecializedStep options (the two above, then --ws-row)
 
 
 def parse(argv=None) -> SweepArgs:
@@ -84,10 +84,13 @@ def parse(argv=None) -> SweepArgs:
     caches = tuple(a.caches.split(","))
     if not set(caches) <= {"bf16", "int8"}:
         ap.error(f"--caches takes bf16 and int8, got {a.caches!r}")
+    ws_warps = tuple(int(w) for w in a.ws_warps.split(",") if w.strip())
+    ws_rows = tuple({"consumer_warps": w} for w in ws_warps)
+    ws_rows += ({"consumer_warps": 4, "per_op_cap": False},) if a.ws_uncapped else ()
+    ws_rows += tuple(ws_options(r, ap.error) for r in a.ws_row)
     return SweepArgs(tuple(a.models.split(",")), a.batch, a.context, a.steps, a.rounds, a.out, not a.no_trace, tilings,
-                     tuple(tuning_overrides(t, ap.error) for t in a.graph_tuning), caches,
-                     tuple(int(w) for w in a.ws_warps.split(",") if w.strip()), a.ws_uncapped,
-                     tuple(ws_options(r, ap.error) for r in a.ws_row))
+                     tuple(tuning_overrides(t, ap.error) for t in a.graph_tuning), caches, ws_warps, a.ws_uncapped,
+                     ws_rows)
 
 
 WS_OPTIONS = ("consumer_warps", "per_op_cap", "l2_ahead", "early_ln", "stages")
@@ -232,8 +235,6 @@ def main(argv=None) -> int:
         chosen = [CANDIDATE_TILINGS[i] for i in a.tilings] if a.tilings is not None else list(CANDIDATE_TILINGS)
         variants = [("graph", cache, None, tuning) for cache in a.caches for tuning in ({}, *a.graph_tunings)]
         variants += [("persistent", "bf16", t, {}) for t in chosen]
-        variants += [("persistent-ws", "bf16", {"consumer_warps": w}, {}) for w in a.ws_warps]
-        variants += [("persistent-ws", "bf16", {"consumer_warps": 4, "per_op_cap": False}, {})] if a.ws_uncapped else []
         variants += [("persistent-ws", "bf16", dict(options), {}) for options in a.ws_rows]
         ref = {}  # cache -> (tokens, first logits) of its graph step as set: what every row of that cache is held to
         for impl, cache, tiling, tuning in variants:

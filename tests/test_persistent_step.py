@@ -76,8 +76,12 @@ def test_a_wait_no_block_can_meet_times_out_by_name_and_clears_the_counters(tiny
                           tiling=PersistentTiling(block_n=16, slice_k=32, max_polls=8), lists=2)
     step(_tokens((2, 8)), torch.tensor([3]), torch.tensor([4], dtype=torch.int32))
     assert step.status.item() != 0
-    with pytest.raises(RuntimeError, match="timed out waiting for layer 0 qkv"):
+    with pytest.raises(RuntimeError, match="timed out waiting for layer 0 qkv") as raised:
         step.check()
+    # and where its counter ended the launch: at its target, since the interpreter ran the second list's half of
+    # the product only after the first list had given up on it
+    qkv = step.ops[0]
+    assert f"counter ended the launch at {qkv.finishers} of {qkv.finishers}" in str(raised.value)
     assert not step.status.any() and not step.op_count.any() and not step.col_count.any()
     step.check()  # nothing left to report
 

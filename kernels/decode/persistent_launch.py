@@ -1,6 +1,7 @@
 """What the two persistent decode steps (persistent_step.py in plain Triton, persistent_ws.py in Gluon) share on the
 host: a step is three launches, the embedding, one persistent kernel that reads every weight and every layer's
-cache, and the loop's argmax; and a traced copy of a step shares its weights, plan and buffers."""
+cache, and the loop's argmax; a traced copy of a step shares its weights, plan and buffers; the grid is refused
+unless every block is resident at once; and a wait that timed out is reported by the operation it waited for."""
 from __future__ import annotations
 
 import copy
@@ -9,6 +10,8 @@ import torch
 
 from ..common import interpreting
 
+REGISTERS_PER_SM = 65536  # every compute capability from 5.0 to 9.0
+
 
 def check_traceable(device) -> None:
     if interpreting() or torch.device(device).type == "cpu":
@@ -16,8 +19,43 @@ def check_traceable(device) -> None:
 
 
 class OneKernelStep:
-    """The launches of a persistent step, for the decode phase's accounting. A subclass sets model, work, trace and
-    _resident_checked, and compiles its kernel with a trace when `trace` is (lists, entries, 3)."""
+    """The launches of a persistent step, for the decode phase's accounting. A subclass sets model, gpu (a
+    fused_linear.Device), ops (KernelOps), work, trace, op_count, status and _resident_checked, and compiles its
+    kernel with a trace when `trace` is (lists, entries, 3)."""
+
+    def handshake_counters(self) -> tuple:
+        """The counters besides op_count that a launch's tiles raise and their last arriver resets (split-K columns,
+        attention heads): left standing by a launch that timed out."""
+        return ()
+
+    def check(self) -> None:
+        """Raise, naming the operation and where its counter ended the launch, if a wait of an earlier launch timed
+        out: short of its target, a tile never raised it; at its target, the raisers ran only after the waiter gave
+        up (a block that was not resident). The counters are zeroed first, so that the step can run again once the
+        cause is fixed."""
+        from .arrival import check_waits
+
+        if int(self.status.item()):
+            counts = self.op_count.tolist()
+            names = [f"{op.name} (its counter ended the launch at {n} of {op.finishers})"
+                     for op, n in zip(self.ops, counts)]
+            for t in (self.op_count, *self.handshake_counters()):
+                t.zero_()
+            status = self.status.clone()
+            self.status.zero_()
+            check_waits(status, names)
+
+    def check_resident_kernel(self, kernel, grid: int, warps: int) -> None:
+        """Refuse a grid of `kernel` (compiled, `warps` warps a block) that the GPU cannot hold at once: blocks that
+        wait on counters raised by blocks not yet resident would wait for ever."""
+        from .persistent_plan import check_resident
+
+        kernel._init_handles()
+        regs = kernel.n_regs * 32 * warps
+        # An SM's 64 Ki registers and its shared memory (the per-block opt-in stands in for the SM's).
+        blocks = min(REGISTERS_PER_SM // max(1, regs), self.gpu.smem_per_block // max(1, kernel.metadata.shared))
+        check_resident(grid, self.gpu.sm_count, blocks)
+        self._resident_checked = True
 
     def with_trace(self):
         """This step with its trace on: the same weights, plan, buffers and counters (a second step would copy the

@@ -38,11 +38,11 @@ import triton.language as tl
 
 from ..common import interpreting
 from . import fused_linear as fl
-from .arrival import arrive, check_waits, reset, wait_for
+from .arrival import arrive, reset, wait_for
 from .fused_linear import _combined_stats, _gelu, _store_tile_stats
 from .gpt2_fused import embed
 from .persistent_launch import OneKernelStep, check_traceable
-from .persistent_plan import KernelOp, StepPlan, check_plan, check_resident, plan_step
+from .persistent_plan import KernelOp, StepPlan, check_plan, plan_step
 
 # Operation kinds, in a layer's order; the logits come after the last layer.
 QKV = tl.constexpr(0)
@@ -54,7 +54,6 @@ HEAD = tl.constexpr(5)
 KINDS = tl.constexpr(5)  # operations a layer
 ITEM_SHIFT = tl.constexpr(1 << 16)  # a list entry is op * ITEM_SHIFT + tile
 MAX_ROWS = 16  # sequences a tile multiplies at once (one row block of tl.dot)
-REGISTERS_PER_SM = 65536  # every compute capability from 5.0 to 9.0
 # Partials a finishing split reads per round trip (unrolled): 8 [16, 64] fp32 tiles are 32 registers a thread
 # at 8 warps; the fused step's products read theirs eight at a time too (kernels/decode/fused_linear.py).
 SUMS = tl.constexpr(8)
@@ -535,16 +534,8 @@ class PersistentStep(OneKernelStep):
         self.stats = fl.RowStats.buffer(batch, self.stat_p, dev)
         self._resident_checked = False
 
-    def check(self) -> None:
-        """Raise, naming the operation, if a wait of an earlier launch timed out (the counters are zeroed
-        first, so that the step can run again once the cause is fixed)."""
-        if int(self.status.item()):
-            names = [op.name for op in self.ops]
-            for t in (self.op_count, self.col_count, self.head_count):
-                t.zero_()
-            status = self.status.clone()
-            self.status.zero_()
-            check_waits(status, names)
+    def handshake_counters(self) -> tuple:
+        return self.col_count, self.head_count
 
     def _args(self, lens, pos):
         a = self.model.args
@@ -566,13 +557,7 @@ class PersistentStep(OneKernelStep):
     def _check_resident(self, lens, pos) -> None:
         """Compile first and refuse a grid the GPU cannot hold at once (it would wait for ever)."""
         kernel = _persistent_step_kernel.warmup(*self._args(lens, pos), grid=(self.lists,), **self._meta())
-        kernel._init_handles()
-        regs = kernel.n_regs * 32 * self.tiling.num_warps
-        shared = max(1, kernel.metadata.shared)
-        # An SM's 64 Ki registers and its shared memory (the per-block opt-in stands in for the SM's).
-        blocks = min(REGISTERS_PER_SM // max(1, regs), self.gpu.smem_per_block // shared)
-        check_resident(self.lists, self.gpu.sm_count, blocks)
-        self._resident_checked = True
+        self.check_resident_kernel(kernel, self.lists, self.tiling.num_warps)
 
     def __call__(self, history, pos, lens):
         m = self.model

@@ -98,30 +98,42 @@ def _boxes(kind, past, t, C: gl.constexpr, NCH: gl.constexpr):
 # --- the producer ---------------------------------------------------------------------------------
 
 @gluon.jit
+def _box_origin(kind, layer, t, j, C: gl.constexpr, V: gl.constexpr, B: gl.constexpr, N_HEAD: gl.constexpr,
+                NCH: gl.constexpr):
+    """Where box j of a tile starts, for the copy and for the L2 lookahead alike: a product's row of its stacked
+    transposed weight and its column; an attention tile's row of the cache seen as (layers x B x H, CAP, D) and its
+    first key (its boxes alternate keys and values)."""
+    if kind == ATTN:
+        bh = t // NCH
+        r = (layer * B + bh // N_HEAD) * N_HEAD + bh % N_HEAD
+        c = (t % NCH) * (CHUNK_BOXES * KEYS) + (j // 2) * KEYS
+    else:
+        r = gl.where(kind == HEAD, 0, layer * _width(kind, C, V)) + t * BOX_N
+        c = j * BOX_K
+    return r, c
+
+
+@gluon.jit
 def _prefetch_box(code, j, raw, N_LAYER: gl.constexpr, N_HEAD: gl.constexpr, C: gl.constexpr, V: gl.constexpr,
                   B: gl.constexpr, CAP: gl.constexpr, NCH: gl.constexpr):
     """Ask L2 for box j of the item `code`: its 64 lines of 128 bytes, two a lane of the producer warp. Addresses are
-    clamped inside their tensor (a box's rows past N or columns past K are the copy engine's zeros)."""
+    clamped inside their tensor (a box's rows past it or columns past K are the copy engine's zeros)."""
     Wq, Wp, Wf, Wo, Wh, Kc, Vc = raw
     o, t, kind, layer = _op_of(code, N_LAYER)
+    r, c = _box_origin(kind, layer, t, j, C, V, B, N_HEAD, NCH)
     lane = gl.arange(0, 32, layout=gl.BlockedLayout([1], [32], [1], [0]))
     for half in gl.static_range(2):
         line = lane * 2 + half
         if kind == ATTN:
-            bh = t // NCH
-            key = gl.minimum((t % NCH) * (CHUNK_BOXES * KEYS) + (j // 2) * KEYS + line, CAP - 1)
-            head = (layer * B + bh // N_HEAD) * N_HEAD + bh % N_HEAD
-            at = (head.to(gl.int64) * CAP + key) * KEYS
+            at = (r.to(gl.int64) * CAP + gl.minimum(c + line, CAP - 1)) * KEYS
             if j % 2 == 0:
                 _prefetch_l2(Kc + at)
             else:
                 _prefetch_l2(Vc + at)
         else:
             K = _inner(kind, C)
-            N = _width(kind, C, V)
-            row = gl.minimum(t * BOX_N + line // 4, N - 1)
-            col = gl.minimum(j * BOX_K + (line % 4) * 64, K - 1)
-            at = (gl.where(kind == HEAD, 0, layer * N) + row).to(gl.int64) * K + col
+            rows = gl.where(kind == HEAD, V, N_LAYER * _width(kind, C, V))
+            at = gl.minimum(r + line // 4, rows - 1).to(gl.int64) * K + gl.minimum(c + (line % 4) * 64, K - 1)
             if kind == QKV:
                 _prefetch_l2(Wq + at)
             elif kind == PROJ:
@@ -141,18 +153,19 @@ def _prefetch_l2(ptrs):
 
 
 @gluon.jit
-def _prefetch_next(pi, pj, pnb, base, count, past, raw, N_LAYER: gl.constexpr, N_HEAD: gl.constexpr,
+def _prefetch_next(pi, pj, pnb, pcode, base, count, past, raw, N_LAYER: gl.constexpr, N_HEAD: gl.constexpr,
                    C: gl.constexpr, V: gl.constexpr, B: gl.constexpr, CAP: gl.constexpr, NCH: gl.constexpr):
-    """Move the lookahead cursor (item pi, box pj of its pnb) one box on, asking L2 for that box."""
+    """Move the lookahead cursor (item pi, list entry pcode, box pj of its pnb) one box on, asking L2 for that box."""
     while (pj >= pnb) & (pi < count - 1):
         pi += 1
-        o, t, kind, layer = _op_of(gl.load(base + pi), N_LAYER)
+        pcode = gl.load(base + pi)
+        o, t, kind, layer = _op_of(pcode, N_LAYER)
         pnb = _boxes(kind, past, t, C, NCH)
         pj = 0
     if pj < pnb:
-        _prefetch_box(gl.load(base + pi), pj, raw, N_LAYER, N_HEAD, C, V, B, CAP, NCH)
+        _prefetch_box(pcode, pj, raw, N_LAYER, N_HEAD, C, V, B, CAP, NCH)
         pj += 1
-    return pi, pj, pnb
+    return pi, pj, pnb, pcode
 
 
 @gluon.jit
@@ -172,11 +185,13 @@ def _producer(descs, raw, ring, ready, empty, Work, Count, work_stride, Lens,
     pi = 0
     pj = 0
     pnb = 0
+    pcode = gl.load(base)
     if L2_AHEAD > 0:
-        o, t, kind, layer = _op_of(gl.load(base), N_LAYER)
+        o, t, kind, layer = _op_of(pcode, N_LAYER)
         pnb = _boxes(kind, past, t, C, NCH)
         for _ in range(L2_AHEAD):
-            pi, pj, pnb = _prefetch_next(pi, pj, pnb, base, count, past, raw, N_LAYER, N_HEAD, C, V, B, CAP, NCH)
+            pi, pj, pnb, pcode = _prefetch_next(pi, pj, pnb, pcode, base, count, past, raw, N_LAYER, N_HEAD, C, V, B,
+                                                CAP, NCH)
     it = 0
     for i in range(count):
         o, t, kind, layer = _op_of(gl.load(base + i), N_LAYER)
@@ -185,29 +200,27 @@ def _producer(descs, raw, ring, ready, empty, Work, Count, work_stride, Lens,
             mbarrier.wait(empty.index(slot), ((it // STAGES) & 1) ^ 1)
             mbarrier.expect(ready.index(slot), NBYTES)
             dest = ring.index(slot)
-            col = j * BOX_K
+            r, c = _box_origin(kind, layer, t, j, C, V, B, N_HEAD, NCH)
             if kind == QKV:
-                async_load(d_qkv, [layer * 3 * C + t * BOX_N, col], ready.index(slot), dest)
+                async_load(d_qkv, [r, c], ready.index(slot), dest)
             elif kind == PROJ:
-                async_load(d_proj, [layer * C + t * BOX_N, col], ready.index(slot), dest)
+                async_load(d_proj, [r, c], ready.index(slot), dest)
             elif kind == FC:
-                async_load(d_fc, [layer * 4 * C + t * BOX_N, col], ready.index(slot), dest)
+                async_load(d_fc, [r, c], ready.index(slot), dest)
             elif kind == FC2:
-                async_load(d_out, [layer * C + t * BOX_N, col], ready.index(slot), dest)
+                async_load(d_out, [r, c], ready.index(slot), dest)
             elif kind == HEAD:
-                async_load(d_head, [t * BOX_N, col], ready.index(slot), dest)
+                async_load(d_head, [r, c], ready.index(slot), dest)
             else:
-                bh = t // NCH
-                key = (t % NCH) * (CHUNK_BOXES * KEYS) + (j // 2) * KEYS
-                head = (layer * B + bh // N_HEAD) * N_HEAD + bh % N_HEAD
                 kv = reinterpret(dest, KV_DTYPE, [1, KEYS, KEYS], KV_LAYOUT)
                 if j % 2 == 0:
-                    async_load(d_k, [head, key, 0], ready.index(slot), kv)
+                    async_load(d_k, [r, c, 0], ready.index(slot), kv)
                 else:
-                    async_load(d_v, [head, key, 0], ready.index(slot), kv)
+                    async_load(d_v, [r, c, 0], ready.index(slot), kv)
             it += 1
             if L2_AHEAD > 0:
-                pi, pj, pnb = _prefetch_next(pi, pj, pnb, base, count, past, raw, N_LAYER, N_HEAD, C, V, B, CAP, NCH)
+                pi, pj, pnb, pcode = _prefetch_next(pi, pj, pnb, pcode, base, count, past, raw, N_LAYER, N_HEAD, C, V,
+                                                    B, CAP, NCH)
 
 
 # --- the consumers ---------------------------------------------------------------------------------
@@ -399,7 +412,7 @@ def _attention_tile(ring, ready, empty, it, t, past, QKVbuf, Attn, PartO, PartML
 
 
 @gluon.jit
-def _consumer(descs, ring, ready, empty, x_smem, Work, Count, work_stride, Targets, OpCount, PairCount, Status,
+def _consumer(ring, ready, empty, x_smem, Work, Count, work_stride, Targets, OpCount, PairCount, Status,
               max_polls, LnP, BiasP, X, QKVbuf, Attn, Hbuf, CacheK, CacheV, Logits, Lens, PartO, PartML, Trace, eps,
               qk_scale, N_LAYER: gl.constexpr, N_HEAD: gl.constexpr, C: gl.constexpr, V: gl.constexpr,
               B: gl.constexpr, CAP: gl.constexpr, NCH: gl.constexpr, NCH_P: gl.constexpr, STAGES: gl.constexpr,
@@ -434,15 +447,10 @@ def _consumer(descs, ring, ready, empty, x_smem, Work, Count, work_stride, Targe
             # A product's input rows, read once for the operation's tiles on this SM, once no warp still reads the
             # last operation's.
             thread_barrier()
-            if kind == QKV:
-                _layer_norm_to_smem(X, C, LnP + layer * 4 * C, LnP + layer * 4 * C + C, eps, x_smem, B, LR,
-                                    EARLY_LN)
-            elif kind == FC:
-                _layer_norm_to_smem(X, C, LnP + layer * 4 * C + 2 * C, LnP + layer * 4 * C + 3 * C, eps, x_smem,
-                                    B, LR, EARLY_LN)
-            elif kind == HEAD:
-                _layer_norm_to_smem(X, C, LnP + N_LAYER * 4 * C, LnP + N_LAYER * 4 * C + C, eps, x_smem, B, LR,
-                                    EARLY_LN)
+            if (kind == QKV) | (kind == FC) | (kind == HEAD):
+                # LnP holds each layer's (ln1 weight, ln1 bias, ln2 weight, ln2 bias), then the final pair.
+                ln = LnP + gl.where(kind == HEAD, N_LAYER * 4 * C, layer * 4 * C + gl.where(kind == FC, 2 * C, 0))
+                _layer_norm_to_smem(X, C, ln, ln + C, eps, x_smem, B, LR, EARLY_LN)
             elif kind == PROJ:
                 _rows_to_smem(Attn, C, x_smem, B, LR)
             elif kind == FC2:
@@ -513,7 +521,7 @@ def _persistent_ws_kernel(d_qkv, d_proj, d_fc, d_out, d_head, d_k, d_v, Work, Co
     descs = (d_qkv, d_proj, d_fc, d_out, d_head, d_k, d_v)
     raw = (Wq, Wp, Wf, Wo, Wh, CacheK, CacheV)
     gl.warp_specialize([
-        (_consumer, (descs, ring, ready, empty, x_smem, Work, Count, work_stride, Targets, OpCount, PairCount,
+        (_consumer, (ring, ready, empty, x_smem, Work, Count, work_stride, Targets, OpCount, PairCount,
                      Status, max_polls, LnP, BiasP, X, QKVbuf, Attn, Hbuf, CacheK, CacheV, Logits, Lens, PartO,
                      PartML, Trace, eps, qk_scale, N_LAYER, N_HEAD, C, V, B, CAP, NCH, NCH_P, STAGES, TRACE,
                      EARLY_LN)),
@@ -529,7 +537,7 @@ MAX_STAGES = 24
 
 
 def stages_for(n_embd: int, smem_per_block: int) -> int:
-    """Ring stages that fit an SM beside the input rows (4 x 4C values): 24 at gpt2, 20 at gpt2-xl on an H100."""
+    """Ring stages that fit an SM beside the input rows (4 x 4C values): 24 at gpt2, 21 at gpt2-xl on an H100."""
     box = BOX_N.value * BOX_K.value * 2
     rows = math.ceil(4 * n_embd / BOX_K.value) * MAX_ROWS * BOX_K.value * 2
     return max(2, min(MAX_STAGES, (smem_per_block - rows - SMEM_SLACK) // box))
@@ -677,26 +685,12 @@ class WarpSpecializedStep(OneKernelStep):
         self.op_count = torch.zeros((len(ops),), device=dev, dtype=torch.int32)
         self.pair_count = torch.zeros((batch * H,), device=dev, dtype=torch.int32)
         self.status = torch.zeros((1,), device=dev, dtype=torch.int32)
-        from . import fused_linear as fl2
-
-        self.stats = fl2.RowStats.buffer(batch, 1, dev)  # the embedding kernel leaves statistics nobody reads here
-        self.sm_count = gpu.sm_count
-        self.smem_per_block = gpu.smem_per_block
+        self.stats = fl.RowStats.buffer(batch, 1, dev)  # the embedding kernel leaves statistics nobody reads here
+        self.gpu = gpu
         self._resident_checked = False
 
-    def check(self) -> None:
-        """Raise, naming the operation, if a wait of an earlier launch timed out."""
-        from .arrival import check_waits
-
-        code = int(self.status.item())
-        if code:
-            counts = self.op_count.tolist()
-            names = [f"{op.name} (its counter at {counts[i]} of {op.finishers})" for i, op in enumerate(self.ops)]
-            self.op_count.zero_()
-            self.pair_count.zero_()
-            status = self.status.clone()
-            self.status.zero_()
-            check_waits(status, names)
+    def handshake_counters(self) -> tuple:
+        return (self.pair_count,)
 
     def _args(self, lens):
         a = self.model.args
@@ -715,12 +709,8 @@ class WarpSpecializedStep(OneKernelStep):
 
     def _check_resident(self, lens) -> None:
         """Compile first and refuse a grid the GPU cannot hold at once (its blocks wait on one another)."""
-        from .persistent_plan import check_resident
-
-        kernel = _persistent_ws_kernel.warmup(*self._args(lens), grid=(self.sm_count,), **self._meta())
-        kernel._init_handles()
-        check_resident(self.sm_count, self.sm_count, self.smem_per_block // max(1, kernel.metadata.shared))
-        self._resident_checked = True
+        kernel = _persistent_ws_kernel.warmup(*self._args(lens), grid=(self.gpu.sm_count,), **self._meta())
+        self.check_resident_kernel(kernel, self.gpu.sm_count, self.consumer_warps + 1)  # and the producer warp
 
     def __call__(self, history, pos, lens):
         from .gpt2_fused import embed
@@ -730,7 +720,7 @@ class WarpSpecializedStep(OneKernelStep):
         self.op_count.zero_()
         if self.x.is_cuda and not self._resident_checked:
             self._check_resident(lens)
-        _persistent_ws_kernel[(self.sm_count,)](*self._args(lens), **self._meta())
+        _persistent_ws_kernel[(self.gpu.sm_count,)](*self._args(lens), **self._meta())
         return self.logits
 
 
