@@ -12,7 +12,7 @@ BLOCKS = {"p", "li", "h1", "h2", "h3", "h4", "h5", "h6", "div", "dd", "dt", "blo
 VOID = {"br", "img", "hr", "input", "meta", "link", "wbr"}
 
 UNITS = (r"(?:ms|µs|us|ns|s|[kMGTP]?B/s|[kMGTP]?FLOP/s|FLOP per (?:DRAM )?byte|FLOP/byte|FLOP/B|[KMGT]iB|[kMGT]B|B"
-         r"|MHz|GHz|W|°C|tokens/s|TFLOPs?|GFLOPs?|cycles)")
+         r"|MHz|GHz|W|[mµn]?J|°C|tokens/s|TFLOPs?|GFLOPs?|cycles)")
 # A number, then ×10ⁿ (one figure in scientific notation), or ×, %, or a unit after an optional space.
 FIGURE = re.compile(r"(?<![\w.=])\d[\d,]*(?:\.\d+)?(?:×10[⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+|\s?(?:×|%|" + UNITS + r"(?![\w/])))")
 SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z(*\"'“])")

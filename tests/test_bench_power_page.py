@@ -40,8 +40,9 @@ def test_at_the_limit_the_energy_is_split_into_cycles_and_energy_per_cycle(tmp_p
     assert "the driver lowered the SM clock to 1,395 to 1,445 MHz" in words
     assert "Against FlashAttention-2 (SDPA), the quickest other implementation back to back" in words
     assert "ours spent 1.4% more energy per call (19,070 mJ against 18,814 mJ)" in words
-    assert "It needed 4.8% more cycles per call and spent 3.3% less energy per cycle" in words
-    assert "so the driver held ours at a 3.6% higher clock (1,445 MHz against 1,395)" in words
+    assert "It needed 4.8% more cycles per call and spent 3.3% less energy per cycle." in words
+    # the clock a sentence of its own: with the split before it, five measured figures were one sentence
+    assert "So the driver held ours at a 3.6% higher clock (1,445 MHz against 1,395 MHz)." in words
     assert "Its speed ratio is 0.988× back to back at the limit" in words
     table = _text(page.power_table())
     assert "696 W of 700 W" in table and "1,445 MHz (1,960 MHz)" in table and "1.00×" in table and "0.987×" in table
@@ -57,7 +58,7 @@ def test_the_words_turn_when_ours_is_the_leaner_and_below_the_limit(tmp_path):
     assert "the clock, not the power, sets their pace" in words
     assert "ours spent 4.4% less energy per call" in words and "2.4% fewer cycles per call" in words
     assert "Its speed ratio is 1.02× back to back and" in words  # not "at the limit": neither was
-    assert "the driver held both at about the same clock" in words
+    assert "The driver held both at about the same clock" in words
 
 
 def test_a_run_without_the_power_case_has_no_section(tmp_path):

@@ -116,13 +116,13 @@ class Power(BenchSection):
                  f"{fmt.num(rival['energy_mj_per_call'])} mJ).")
         if not fmt.known(clock):  # NVML gave no clock: the split into cycles and energy per cycle cannot be made
             split += " The driver reported no SM clock, so the energy is not split into cycles and energy per cycle."
-        else:  # a sentence of its own: four measured figures at most in one (tests/test_report_findings.py)
+        else:  # sentences of their own: four measured figures at most in one (tests/test_report_findings.py)
             split += (f" It needed {_change(cycles, 'more', 'fewer')} cycles per call and spent "
-                      f"{_change(per_cycle, 'more', 'less')} energy per cycle, ")
-            split += ("and the driver held both at about the same clock." if abs(clock - 1) <= SAME_BAND else
-                      f"so the driver held ours at a {fmt.pct(abs(clock - 1) * 100, 2)} "
+                      f"{_change(per_cycle, 'more', 'less')} energy per cycle.")
+            split += (" The driver held both at about the same clock." if abs(clock - 1) <= SAME_BAND else
+                      f" So the driver held ours at a {fmt.pct(abs(clock - 1) * 100, 2)} "
                       f"{'higher' if clock > 1 else 'lower'} clock ({_mhz(ours['power_sm_clock_mhz'])} MHz "
-                      f"against {_mhz(rival['power_sm_clock_mhz'])}).")
+                      f"against {_mhz(rival['power_sm_clock_mhz'])} MHz).")
         rested = rival["latency_ms_median"] / ours["latency_ms_median"]
         looped = rival["power_loop_ms"] / ours["power_loop_ms"]
         both_at = all(self._at_limit(r) for r in (ours, rival))
