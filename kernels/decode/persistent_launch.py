@@ -7,10 +7,22 @@ from __future__ import annotations
 import copy
 
 import torch
+import triton.language as tl
 
 from ..common import interpreting
 
 REGISTERS_PER_SM = 65536  # every compute capability from 5.0 to 9.0
+
+# Operation kinds, in a layer's order; the logits come after the last layer. Both kernels read them (Gluon's
+# constexpr is Triton's).
+QKV = tl.constexpr(0)
+ATTN = tl.constexpr(1)
+PROJ = tl.constexpr(2)
+FC = tl.constexpr(3)
+FC2 = tl.constexpr(4)
+HEAD = tl.constexpr(5)
+KINDS = tl.constexpr(5)  # operations a layer
+ITEM_SHIFT = tl.constexpr(1 << 16)  # a list entry is op * ITEM_SHIFT + tile
 
 
 def check_traceable(device) -> None:
@@ -22,6 +34,22 @@ class OneKernelStep:
     """The launches of a persistent step, for the decode phase's accounting. A subclass sets model, gpu (a
     fused_linear.Device), ops (KernelOps), work, trace, op_count, status and _resident_checked, and compiles its
     kernel with a trace when `trace` is (lists, entries, 3)."""
+
+    def set_lists(self, ops, plan, trace: bool, device) -> None:
+        """The kernel's inputs from a plan (persistent_plan.plan_step over `ops`): each SM's list of entries, padded
+        with -1, and its length; each operation's counter target; and, traced, three timer readings per entry."""
+        if max(op.tiles for op in ops) >= ITEM_SHIFT.value:
+            raise ValueError("an operation of this model has more tiles than a list entry can name; widen the tiles.")
+        self.ops, self.plan = ops, plan
+        longest = max(len(tiles) for tiles in plan.per_sm)
+        work = torch.full((len(plan.per_sm), max(1, longest)), -1, dtype=torch.int32)
+        for sm, tiles in enumerate(plan.per_sm):
+            work[sm, :len(tiles)] = torch.tensor([t.op * ITEM_SHIFT.value + t.index for t in tiles], dtype=torch.int32)
+        self.work = work.to(device)
+        self.count = torch.tensor([len(t) for t in plan.per_sm], dtype=torch.int32, device=device)
+        self.targets = torch.tensor([op.finishers for op in ops], dtype=torch.int32, device=device)
+        # The kernel indexes the readings as it indexes the lists (kernels/decode/persistent_trace.py reads them).
+        self.trace = torch.zeros((*work.shape, 3) if trace else (1,), dtype=torch.int64, device=device)
 
     def handshake_counters(self) -> tuple:
         """The counters besides op_count that a launch's tiles raise and their last arriver resets (split-K columns,

@@ -41,18 +41,9 @@ from . import fused_linear as fl
 from .arrival import arrive, reset, wait_for
 from .fused_linear import _combined_stats, _gelu, _store_tile_stats
 from .gpt2_fused import embed
-from .persistent_launch import OneKernelStep, check_traceable
-from .persistent_plan import KernelOp, StepPlan, check_plan, plan_step
+from .persistent_launch import ATTN, FC, FC2, HEAD, ITEM_SHIFT, KINDS, PROJ, QKV, OneKernelStep, check_traceable
+from .persistent_plan import KernelOp, check_plan, plan_step
 
-# Operation kinds, in a layer's order; the logits come after the last layer.
-QKV = tl.constexpr(0)
-ATTN = tl.constexpr(1)
-PROJ = tl.constexpr(2)
-FC = tl.constexpr(3)
-FC2 = tl.constexpr(4)
-HEAD = tl.constexpr(5)
-KINDS = tl.constexpr(5)  # operations a layer
-ITEM_SHIFT = tl.constexpr(1 << 16)  # a list entry is op * ITEM_SHIFT + tile
 MAX_ROWS = 16  # sequences a tile multiplies at once (one row block of tl.dot)
 # Partials a finishing split reads per round trip (unrolled): 8 [16, 64] fp32 tiles are 32 registers a thread
 # at 8 warps; the fused step's products read theirs eight at a time too (kernels/decode/fused_linear.py).
@@ -474,20 +465,9 @@ class PersistentStep(OneKernelStep):
         # run once the first has given up.
         on_gpu = dev.type == "cuda" and not interpreting()
         self.lists = lists or (gpu.sm_count * tiling.blocks_per_sm if on_gpu else 1)
-        self.ops = kernel_operations(a, batch, self.capacity, tiling, model.dtype.itemsize)
-        if max(op.tiles for op in self.ops) >= ITEM_SHIFT.value:
-            raise ValueError("an operation of this model has more tiles than a list entry can name; widen the tiles.")
-        self.plan: StepPlan = plan_step(self.ops, self.lists)
+        ops = kernel_operations(a, batch, self.capacity, tiling, model.dtype.itemsize)
+        self.set_lists(ops, plan_step(ops, self.lists), trace, dev)
         check_plan(self.plan)
-        longest = max(len(tiles) for tiles in self.plan.per_sm)
-        work = torch.full((self.lists, max(1, longest)), -1, dtype=torch.int32)
-        for sm, tiles in enumerate(self.plan.per_sm):
-            work[sm, :len(tiles)] = torch.tensor([t.op * ITEM_SHIFT.value + t.index for t in tiles], dtype=torch.int32)
-        self.work = work.to(dev)
-        # Three timer readings per list entry (TRACE): the kernel indexes it as it indexes the lists.
-        self.trace = torch.zeros((*work.shape, 3) if trace else (1,), dtype=torch.int64, device=dev)
-        self.count = torch.tensor([len(t) for t in self.plan.per_sm], dtype=torch.int32, device=dev)
-        self.targets = torch.tensor([op.finishers for op in self.ops], dtype=torch.int32, device=dev)
 
         sl, bn = tiling.slice_k, tiling.block_n
         weights, lns, biases = [], [], []

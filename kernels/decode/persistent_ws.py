@@ -35,16 +35,9 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier
 
 from ..gluon_compat import async_load, reinterpret, thread_barrier
-from .persistent_launch import OneKernelStep, check_traceable
+from .persistent_launch import (ATTN, FC, FC2, HEAD, ITEM_SHIFT, KINDS, PROJ, QKV, OneKernelStep,
+                                check_traceable)
 
-QKV = gl.constexpr(0)
-ATTN = gl.constexpr(1)
-PROJ = gl.constexpr(2)
-FC = gl.constexpr(3)
-FC2 = gl.constexpr(4)
-HEAD = gl.constexpr(5)
-KINDS = gl.constexpr(5)
-SHIFT = gl.constexpr(1 << 16)  # a list entry is op * SHIFT + tile
 ROWS = gl.constexpr(4)  # sequences a tile multiplies (the batch, padded)
 BOX_N = gl.constexpr(16)  # output columns of a product tile: the rows of its [16, 256] boxes of W^T
 BOX_K = gl.constexpr(256)  # inner columns a box holds
@@ -63,8 +56,8 @@ def _now():
 
 @gluon.jit
 def _op_of(code, N_LAYER: gl.constexpr):
-    o = code // SHIFT
-    t = code % SHIFT
+    o = code // ITEM_SHIFT
+    t = code % ITEM_SHIFT
     kind = gl.where(o == N_LAYER * KINDS, HEAD, o % KINDS)
     return o, t, kind, o // KINDS
 
@@ -645,20 +638,8 @@ class WarpSpecializedStep(OneKernelStep):
         # ceil(C / 256) of them beside the rows.
         self.early_ln = early_ln and math.ceil(4 * a.n_embd / BOX_K.value) >= 3 * math.ceil(a.n_embd / BOX_K.value)
         ops = tile_operations(a, batch, self.capacity, model.dtype.itemsize)
-        self.ops = ops
-        if max(op.tiles for op in ops) >= SHIFT.value:
-            raise ValueError("an operation of this model has more tiles than a list entry can name; widen the tiles.")
-        self.plan = plan_step(ops, gpu.sm_count, per_op_cap=per_op_cap)
+        self.set_lists(ops, plan_step(ops, gpu.sm_count, per_op_cap=per_op_cap), trace, dev)
         check_plan(self.plan)
-        longest = max(len(tiles) for tiles in self.plan.per_sm)
-        work = torch.full((gpu.sm_count, max(1, longest)), -1, dtype=torch.int32)
-        for sm, tiles in enumerate(self.plan.per_sm):
-            work[sm, :len(tiles)] = torch.tensor([t.op * SHIFT.value + t.index for t in tiles], dtype=torch.int32)
-        self.work = work.to(dev)
-        self.count = torch.tensor([len(t) for t in self.plan.per_sm], dtype=torch.int32, device=dev)
-        self.targets = torch.tensor([op.finishers for op in ops], dtype=torch.int32, device=dev)
-        # Three timer readings per list entry when traced (kernels/decode/persistent_trace.py reads them).
-        self.trace = torch.zeros((*work.shape, 3) if trace else (1,), dtype=torch.int64, device=dev)
         blocks = model.blocks
         self.w_qkv = torch.cat([b.attn_w.t() for b in blocks]).contiguous()
         self.w_proj = torch.cat([b.proj_w.t() for b in blocks]).contiguous()
