@@ -210,7 +210,7 @@ def test_a_later_session_of_a_judged_variant_and_shape_adopts_its_attention():
                              AttentionLaunch(True, 64), {"CUDA cores, BLOCK_N=16 | pdl-prefetch64": 0.1})
     specs = phase.variant_specs("fused")
     m = types.SimpleNamespace(sessions={}, judged={("int8-graph", 2, 15): choice}, ours=ours, hf=None)
-    env = types.SimpleNamespace(cuda=False)
+    env = types.SimpleNamespace(cuda=False, device=torch.device("cpu"))
     s = phase_sessions.open_session(specs["int8-graph"], m, 2, 15, env, keep=False)
     assert s.attention_choice() == choice and s.step_fn.attention_launch == AttentionLaunch(True, 64)
     assert phase_sessions.open_session(specs["int8-graph"], m, 2, 14, env, keep=False).attention_choice() is None  # other shape
@@ -306,6 +306,9 @@ def test_precompile_tasks_cover_each_kernel_family_once():
     # gpt2-xl: 16-row programs at both residues.
     assert sorted((t[1].n_layer, t[2] if t[2] != 4 else 4, t[3]) for t in steps) == sorted(
         [(12, 4, 15), (12, 64, 0), (12, 4, 0), (48, 4, 15), (48, 4, 0)])
+    # The persistent step at each key shape's own capacity (context 1000 plus its 23 steps: the agreement's too).
+    assert sorted((t[1].n_layer, t[2], t[3]) for t in tasks if t[0] == "persistent") == [
+        (12, 4, 1023), (12, 64, 576), (48, 4, 1023)]
 
 
 def test_a_compile_task_runs_every_step_kernel_once():
@@ -314,6 +317,18 @@ def test_a_compile_task_runs_every_step_kernel_once():
     assert phase_compiling._compile_task(("step", roomy, 2, 3, "fused", "cpu", "")) is None
     assert phase_compiling._compile_task(("micro", True, 1, 16, "cpu", "")) is None
     assert "Error" in phase_compiling._compile_task(("step", roomy, 2, 3, "no-such-step", "cpu", ""))
+    assert phase_compiling._compile_task(("persistent", roomy, 2, 24, "cpu", "")) is None  # the plain-Triton step
+    assert phase_compiling._compile_task(("persistent", roomy, 64, 24, "cpu", "")) is None  # refused: nothing to do
+
+
+def test_the_persistent_variant_runs_the_warp_specialized_step_where_it_can():
+    spec = phase.variant_specs("fused")["persistent"]
+    assert spec.step_for(4, "meta") == "persistent-ws"  # how sm90 is compiled without a GPU
+    assert spec.step_for(4, "cpu") == "persistent"
+    assert spec.step_for(8, "meta") == "persistent"  # past the warp-specialized step's 4 rows
+    assert spec.impl_for(4, "meta") == "persistent-ws"
+    assert phase.variant_specs("fused")["graph"].step_for(4, "meta") == "fused"
+    assert phase.variant_specs("fused")["hf-compiled"].impl_for(4, "meta") == "transformers-compiled"
 
 
 def test_compile_tasks_carry_the_dtype_the_rows_use():

@@ -14,9 +14,10 @@ PRECOMPILE_STALL_S = 120.0  # longest wait for the next task (includes a worker'
 def compile_tasks(plan: Plan, graph_step: str, device_name: str, dtype_name: str = "") -> list[tuple]:
     """One task per kernel family a run needs: the microbenchmark's attention (bf16, int8), and per model,
     row tiling (16 or 64 rows a program, ...) and cache length modulo 16 (Triton specializes strides
-    divisible by 16), the steps of every variant that runs our kernels. Each task ends with the device and
-    the dtype the rows use ('' for the device's own choice), so the workers compile the variants the rows
-    will launch."""
+    divisible by 16), the steps of every variant that runs our kernels; per model and key shape, the persistent
+    step at the row's own capacity (the warp-specialized step's kernel is specialized to it). Each task ends with
+    the device and the dtype the rows use ('' for the device's own choice), so the workers compile the variants
+    the rows will launch."""
     from kernels.decode.gpt2 import PRESETS
 
     tasks = [("micro", int8, plan.micro_heads, plan.micro_head_dim, device_name, dtype_name) for int8 in (False, True)]
@@ -31,6 +32,12 @@ def compile_tasks(plan: Plan, graph_step: str, device_name: str, dtype_name: str
             if key not in seen:
                 seen.add(key)
                 tasks.append(("step", args, b, key[2], graph_step, device_name, dtype_name))
+        # The key shapes' capacity is also the agreement check's (the model's positions less one) at context 1000.
+        for b, c in mp.key_shapes:
+            n = steps_for(args.n_positions, c, plan.steps)
+            if n >= 2 and ("persistent", args, b, c + n) not in seen:
+                seen.add(("persistent", args, b, c + n))
+                tasks.append(("persistent", args, b, c + n, device_name, dtype_name))
     return tasks
 
 
@@ -60,24 +67,28 @@ def _compile_task(task: tuple) -> str | None:
                 decode_attention(q, kq, vq, lens, k_scale=ks, v_scale=vs)
             else:
                 decode_attention(q, k, k, lens)
+        elif task[0] == "persistent":
+            from kernels.decode.session import STEPS, persistent_step_for
+
+            _, args, batch, capacity, _, _ = task
+            step = persistent_step_for(batch, device)
+            if STEPS[step].unsupported_reason(batch, device) is None:
+                s = OurSession(GPT2.zeros(args, device, dtype), batch, capacity, "bf16", step)
+                s.prepare(torch.zeros((batch, 8), dtype=torch.int64), 1)
+                if device.type == "cuda":  # and the traced form the key rows read
+                    s.step_fn.with_trace()(s.history, s.pos, s.lens)
         else:
             _, args, batch, cap_mod, graph_step, _, _ = task
             model = GPT2.zeros(args, device, dtype)
             capacity = 16 + cap_mod
             prompt = torch.zeros((batch, 8), dtype=torch.int64)
             # The graph steps and the eager steps; one pair each where the graph step is "torch" too.
-            from kernels.decode.persistent_step import unsupported_reason
-
-            # The persistent step too, where it runs: its one kernel compiles for any cache capacity.
-            steps = (("bf16", graph_step), ("int8", graph_step), ("bf16", "torch"), ("int8", "torch")) + \
-                ((("bf16", "persistent"),) if unsupported_reason(batch, device) is None else ())
+            steps = (("bf16", graph_step), ("int8", graph_step), ("bf16", "torch"), ("int8", "torch"))
             for cache, step in dict.fromkeys(steps):
                 s = OurSession(model, batch, capacity, cache, step)
                 s.prepare(prompt, 1)
                 if hasattr(s.step_fn, "compile_attention_launches"):  # what the graph sessions will measure
                     s.step_fn.compile_attention_launches(s.lens)
-                if step == "persistent" and device.type == "cuda":  # and the traced form the key rows read
-                    s.step_fn.with_trace()(s.history, s.pos, s.lens)
         if device.type == "cuda":
             torch.cuda.synchronize()
     except Exception as exc:  # noqa: BLE001 - the rows will meet (and record) the same error

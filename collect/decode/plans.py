@@ -55,7 +55,7 @@ class VariantSpec:
     name: str
     family: str                 # "ours" or "hf"
     cache: str = "bf16"         # ours: a kernels.decode.gpt2.CACHES key
-    step: str = "torch"         # ours: a kernels.decode.session.STEPS key
+    step: str = "torch"         # ours: a kernels.decode.session.STEPS key, or "persistent": the best for the GPU
     graph: bool = False         # ours: replay one CUDA graph per step
     compiled: bool = False      # hf: StaticCache + torch.compile
     max_steps: int | None = None  # host-bound loops time fewer steps (their per-step time hardly varies)
@@ -73,6 +73,19 @@ class VariantSpec:
             return "transformers-generate" if self.generate else "transformers-compiled" if self.compiled else "transformers"
         return self.step
 
+    def step_for(self, batch: int | None, device) -> str:
+        """The STEPS key this variant runs at `batch` sequences on `device`: "persistent" picks the warp-specialized
+        step where it runs (kernels.decode.session.persistent_step_for)."""
+        if self.step != "persistent":
+            return self.step
+        from kernels.decode.session import persistent_step_for
+
+        return persistent_step_for(batch, device)
+
+    def impl_for(self, batch: int | None, device) -> str:
+        """What a row of this variant records as its step_impl."""
+        return self.step_for(batch, device) if self.family == "ours" else self.step_impl
+
 
 def variant_specs(graph_step: str = GRAPH_STEP) -> dict[str, VariantSpec]:
     specs = [
@@ -83,7 +96,8 @@ def variant_specs(graph_step: str = GRAPH_STEP) -> dict[str, VariantSpec]:
         VariantSpec("hf-compiled", "hf", compiled=True, key_only=True),
         VariantSpec("eager", "ours"),
         VariantSpec("graph", "ours", step=graph_step, graph=True),
-        # Issue 44's persistent step, at the key shapes only until it has earned the sweeps' time.
+        # Issue 44's persistent step (the warp-specialized one on Hopper), at the key shapes only until it has earned
+        # the sweeps' time.
         VariantSpec("persistent", "ours", step="persistent", graph=True, key_only=True),
         VariantSpec("int8-graph", "ours", cache="int8", step=graph_step, graph=True),
         VariantSpec("int8-dequant", "ours", cache="int8-dequant", max_steps=32),

@@ -95,7 +95,7 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
     a = m.ours.args
     n = steps_for(a.n_positions, context, plan.steps)
     row = DecodeRow(model=m.info.name, variant=spec.name, batch=batch, context=context, new_tokens=0, status="ok",
-                    step_impl=spec.step_impl)
+                    step_impl=spec.impl_for(batch, env.device))
     if env.deadline.passed(COMPILE_RESERVE_S if spec.compiled else 0.0):
         row.status, row.reason = "skipped", env.deadline.reason()
         return row

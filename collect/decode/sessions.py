@@ -151,7 +151,7 @@ def _unsupported(spec: VariantSpec, env: _Env, timing: bool = True, batch: int |
         from kernels.decode.session import STEPS
 
         # A step that cannot run every shape or GPU says why itself (the persistent step: Ampere on, 16 rows).
-        refuses = getattr(STEPS[spec.step], "unsupported_reason", None)
+        refuses = getattr(STEPS[spec.step_for(batch, env.device)], "unsupported_reason", None)
         why = refuses(batch, env.device) if refuses else None
         if why:
             return why
@@ -181,7 +181,8 @@ def open_session(spec: VariantSpec, m: _Model, batch: int, capacity: int, env: _
     if spec.family == "hf":
         s = HfSession(m.hf, batch, capacity, compiled=spec.compiled)
     else:
-        s = OurSession(m.ours, batch, capacity, spec.cache, spec.step, cuda_graph=spec.graph and env.cuda)
+        s = OurSession(m.ours, batch, capacity, spec.cache, spec.step_for(batch, env.device),
+                       cuda_graph=spec.graph and env.cuda)
         if key in m.judged:
             s.adopt_attention(m.judged[key])
     if keep:

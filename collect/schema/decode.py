@@ -21,7 +21,7 @@ REFERENCE_VARIANT = "graph"
 LAYER_ROLES = ("qkv", "attention", "proj", "fc", "out")
 ROLE_ORDER = ("embed",) + LAYER_ROLES + ("head", "argmax")
 # Step implementations of our loop (see kernels/decode/gpt2_fused.py), and transformers' two loops.
-STEP_IMPLS = ("torch", "fused", "inductor", "persistent", "transformers", "transformers-compiled", "transformers-generate")
+STEP_IMPLS = ("torch", "fused", "inductor", "persistent", "persistent-ws", "transformers", "transformers-compiled", "transformers-generate")
 MICRO_IMPLS = ("triton-bf16", "triton-int8", "sdpa")
 # What a profiled kernel does, read off its name (collect/decode_profile.py KERNEL_CLASSES, in this order).
 KERNEL_CLASS_ORDER = ("persistent step", "attention", "cache write", "layer norm", "linear", "sampling", "embedding", "copy",
@@ -114,8 +114,9 @@ class DecodeRow:
     loops_timed: int | None = doc("Timed loops (the median is over these); hf-generate: timed pairs of calls.",
                                   None, **COUNT)
     step_impl: str | None = doc("How the step is computed: 'torch' (PyTorch ops and cuBLAS), 'fused' (our Triton "
-                                "kernels, five per layer), 'inductor' (our step compiled by torch.compile), "
-                                "'transformers' or 'transformers-compiled'.", None, choices=STEP_IMPLS)
+                                "kernels, five per layer), 'inductor' (our step compiled by torch.compile), 'persistent' (one "
+                                "plain-Triton persistent kernel), 'persistent-ws' (one warp-specialized Gluon persistent "
+                                "kernel, Hopper), 'transformers' or 'transformers-compiled'.", None, choices=STEP_IMPLS)
     kernels_per_step: float | None = doc("GPU kernels one step runs (torch profiler, a few steps averaged); only at "
                                          "the shapes that were profiled.", None, **NONNEGATIVE)
     kernel_ms_per_step: float | None = doc("The GPU's busy time per step: the union of those kernels' intervals "

@@ -19,10 +19,10 @@ What the plain-Triton persistent step (persistent_step.py) taught, and what this
   volatile load and one acquire follows;
 - tiles of the same operation on one SM wait once and read their input rows once.
 
-Batch up to 4, head size 64 (GPT-2's), a bf16 or fp16 model and cache of that dtype, GELU tanh. Measured so far with
-scripts/sweep_persistent.py --ws-warps (kernels/decode/notes.md, "persistent_ws"): correct, nearer the graph step
-than the plain-Triton persistent step, not yet faster than the graph step; the decode phase's `persistent` variant
-still runs persistent_step.py until a sweep on the H200 puts the two side by side.
+Batch up to 4, head size 64 (GPT-2's), a bf16 or fp16 model and cache of that dtype, GELU tanh. Measured with
+scripts/sweep_persistent.py (kernels/decode/notes.md, "persistent_ws"): correct, faster than the plain-Triton
+persistent step beside it (so the decode phase's `persistent` variant runs this one where it can:
+session.persistent_step_for), not yet faster than the graph step.
 """
 from __future__ import annotations
 

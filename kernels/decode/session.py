@@ -42,6 +42,14 @@ Choice = tuple[int, AttentionLaunch]  # (index into the step's attention configs
 STEPS = {s.impl: s for s in (TorchStep, FusedStep, InductorStep, PersistentStep, WarpSpecializedStep)}
 
 
+def persistent_step_for(batch: int | None, device) -> str:
+    """Which persistent step runs `batch` sequences on `device`: the warp-specialized Gluon step where it can (compute
+    capability 9.0, at most 4 sequences), since it streams its weights by TMA and measured faster than the
+    plain-Triton step (kernels/decode/notes.md, "persistent_ws"); the plain-Triton step everywhere else, which then
+    says itself where it cannot run either."""
+    return WarpSpecializedStep.impl if WarpSpecializedStep.unsupported_reason(batch, device) is None else PersistentStep.impl
+
+
 @dataclass(frozen=True)
 class AttentionChoice:
     """What a session's judge kept for its graph step's attention: the config (None: the autotuner's),
