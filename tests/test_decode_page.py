@@ -875,6 +875,129 @@ def test_the_persistent_steps_extra_memory_is_explained_only_when_it_is_a_copy_o
     assert "context 1000 (a shape the figure below does not show)" in write(tmp_path / "gpt2", f).memory_finding()
 
 
+WS_STEP, PLAIN_STEP = "kernels/decode/persistent_ws.py", "kernels/decode/persistent_step.py"
+
+
+def _with_persistent(f: DecodeFile, steps: dict) -> DecodeFile:
+    """f with a persistent row beside the graph row at each (model, batch, context) of `steps`, its step_impl the
+    value there, and, as the phase plans it, one at batch 64 that the step refused: that row names the plain-Triton
+    step it asked for (run h100-20261205a's, whose other rows ran the warp-specialized step)."""
+    rows = []
+    for (model, b, c), impl in steps.items():
+        g = next(r for r in f.rows if r.variant == "graph" and (r.model, r.batch, r.context) == (model, b, c))
+        rows.append(dataclasses.replace(g, variant="persistent", step_impl=impl, read_floor_ms=None,
+                                        attention_launch=None, attention_config=None, attention_trials=None))
+    rows.append(DecodeRow(model="gpt2", variant="persistent", batch=64, context=512, new_tokens=0,
+                          status="unsupported", step_impl="persistent",
+                          reason="the persistent step multiplies at most 16 sequences at once; batch 64 needs the "
+                                 "graph step"))
+    return dataclasses.replace(f, rows=[*f.rows, *rows])
+
+
+def _persistent_bullet(root, f: DecodeFile) -> str:
+    """The Decode page's list item on the persistent step, rendered from docs/decode.md over `f`, on one line."""
+    make_run(root)
+    write_json_atomic(root / "runs" / "synthetic-20261129" / "decode.json", f)
+    out = " ".join(Report.load(root).render_markdown((REPO_ROOT / "docs" / "decode.md").read_text(),
+                                                     "decode.md").split())
+    assert "{{" not in out and "{%" not in out
+    return out[out.index("**our persistent step, CUDA graph**"):out.index("**our step, int8 cache, CUDA graph**")]
+
+
+def test_the_loops_describe_the_persistent_step_the_rows_ran(tmp_path):
+    """Since 7ddf186 the persistent variant runs the warp-specialized Gluon step on compute capability 9.0 at batch 4
+    or less (rows say 'persistent-ws') and the plain-Triton step elsewhere ('persistent'): the page describes the one
+    this run's rows ran, both where both did, and never the step a refused row only asked for."""
+    key = {("gpt2", 4, 1000): "persistent-ws", ("gpt2-xl", 4, 1000): "persistent-ws"}
+    ws = _with_persistent(decode_file("synthetic-20261129"), key)
+    assert write(tmp_path / "ws", ws).persistent_steps() == ["persistent-ws"]
+    bullet = _persistent_bullet(tmp_path / "ws-site", ws)
+    assert f"This run's rows ran the warp-specialized Gluon step (`{WS_STEP}`)" in bullet
+    assert (f"compute capability 9.0, for at most 4 sequences; elsewhere it runs the plain-Triton step "
+            f"(`{PLAIN_STEP}`: at most 16 sequences, compute capability 8.0 and newer)") in bullet
+    assert "one producer warp of each block copies every tile's bytes by TMA" in bullet
+    assert "16 output columns of a transposed copy of its weights" in bullet and "256 cached keys of one head" in bullet
+    assert "the producer never waits on a counter, only for a free stage" in bullet
+    assert "A consumer warpgroup waits once per operation" in bullet
+    # the plain-Triton step's workings are not told as what ran
+    assert "in registers" not in bullet and "stops its block" not in bullet and "two such steps" not in bullet
+    assert "slices of a product's weights" not in bullet
+
+    plain = _with_persistent(decode_file("synthetic-20261129"), {k: "persistent" for k in key})
+    assert write(tmp_path / "plain", plain).persistent_steps() == ["persistent"]
+    bullet = _persistent_bullet(tmp_path / "plain-site", plain)
+    assert f"in one launch (`{PLAIN_STEP}`), one block per SM" in bullet
+    assert "while it waits it already holds the bytes of its next tile" in bullet
+    assert "a tile that waits too long stops its block" in bullet
+    assert "It runs at the key shapes, at most 16 sequences, on GPUs of compute capability 8.0 and newer." in bullet
+    assert WS_STEP not in bullet and "warp-specialized" not in bullet and "TMA" not in bullet
+
+    both = _with_persistent(decode_file("synthetic-20261129"),
+                            {("gpt2", 4, 1000): "persistent-ws", ("gpt2", 16, 512): "persistent"})
+    assert write(tmp_path / "both", both).persistent_steps() == ["persistent-ws", "persistent"]
+    bullet = _persistent_bullet(tmp_path / "both-site", both)
+    assert (f"This run's rows ran two such steps: the warp-specialized Gluon step (`{WS_STEP}`) where it can, on GPUs "
+            f"of compute capability 9.0, for at most 4 sequences, and the plain-Triton step (`{PLAIN_STEP}`) at the "
+            "others.") in bullet
+    assert "one producer warp of each block copies every tile's bytes by TMA" in bullet
+    assert "it already holds the bytes of its next tile in registers; it multiplies at most 16 sequences" in bullet
+    assert "This run's rows ran the warp-specialized Gluon step" not in bullet
+
+    # No row ran a step: the page describes the one the rows asked for.
+    refused = _with_persistent(decode_file("synthetic-20261129"), {})
+    assert write(tmp_path / "refused", refused).persistent_steps() == ["persistent"]
+    assert "a tile that waits too long stops its block" in _persistent_bullet(tmp_path / "refused-site", refused)
+    assert write(tmp_path / "none", decode_file("synthetic-20261129")).persistent_steps() == []
+
+
+def test_the_warp_specialized_steps_extra_memory_is_its_copy_of_every_weight_but_the_lm_head(tmp_path):
+    """The warp-specialized step keeps a transposed copy of the layers' weights and reads the LM head (the tied
+    token embedding, vocabulary x width) in place, so what it holds beyond the graph step is less than a copy of
+    every weight a step reads; the plain-Triton step's rows keep their own explanation."""
+    copy = WXL - 50257 * 1600 * 2  # gpt2-xl's weights a step reads, less its LM head in bf16
+
+    def finding(name: str, impl: str, extra: int) -> str:
+        f = decode_file("synthetic-20261129")
+        g = next(r for r in f.rows if (r.model, r.variant, r.batch, r.context) == ("gpt2-xl", "graph", 4, 1000))
+        f.rows.append(dataclasses.replace(g, variant="persistent", step_impl=impl,
+                                          mem_at_start_bytes=g.mem_at_start_bytes + extra,
+                                          peak_mem_bytes=g.peak_mem_bytes + extra))
+        return write(tmp_path / name, f).memory_finding()
+
+    ws = finding("ws", "persistent-ws", copy + MiB)  # the copy and its scratch
+    assert f"holds {fmt.bytes_(copy + MiB)} more than bf16 graph before a step" in ws
+    assert f"about a second copy of every weight but the LM head ({fmt.bytes_(copy)})" in ws
+    assert "its matrices transposed for its TMA copies" in ws and "scratch for the attention's partial results" in ws
+    assert f"so its copy is less than the {fmt.bytes_(WXL)} of weights a step reads." in ws
+    assert "packed tile by tile" not in ws and "partial sums" not in ws
+    # a little under the copy, the graph step holding buffers of its own (run h100-20261205a's gpt2: 0.17% under)
+    assert "every weight but the LM head" in finding("under", "persistent-ws", int(0.998 * copy))
+    # a whole copy of the weights and more is not what this step holds: the bytes are given, unexplained
+    whole = finding("whole", "persistent-ws", int(1.05 * WXL))
+    assert f"holds {fmt.bytes_(int(1.05 * WXL))} more than" in whole and "copy of" not in whole
+    assert "copy of" not in finding("small", "persistent-ws", 100 * MiB)
+    # the plain-Triton step's rows: the old explanation where the bytes are one copy, none at the other's bytes
+    plain = finding("plain", "persistent", int(1.05 * WXL))
+    assert f"{fmt.bytes_(WXL)} of it a second copy of the weights, packed tile by tile" in plain
+    assert "LM head" not in plain and "TMA" not in plain
+    assert "copy of" not in finding("plain-under", "persistent", copy + MiB)
+
+
+def test_the_summary_names_every_step_of_ours_in_words(tmp_path):
+    """A run's graph_step is one of STEP_IMPLS; the summary says what computes it in words, the persistent steps'
+    included, never the bare name."""
+    from collect.schema.decode import STEP_IMPLS
+    from render.pages.decode.data import STEP_WORDS
+
+    ours = [s for s in STEP_IMPLS if not s.startswith("transformers")]
+    assert "persistent-ws" in ours
+    for impl in ours:
+        f = dataclasses.replace(decode_file("synthetic-20261129"), graph_step=impl)
+        summary = write(tmp_path / impl, f).summary()
+        assert f"step with {escape.text(STEP_WORDS[impl])}. " in summary, impl
+    assert "one warp-specialized persistent Gluon kernel" in STEP_WORDS["persistent-ws"]
+
+
 def _contrast(a: str, b: str) -> float:
     """WCAG contrast ratio of two #rrggbb colours."""
     def lum(h):

@@ -21,7 +21,13 @@ VARIANT_COLORS = {"hf-generate": PURPLE, "hf-eager": PALETTE[7], "hf": PALETTE[7
                   "graph": PALETTE[2], "persistent": PALETTE[4], "int8-graph": PALETTE[1], "int8-kernel": PALETTE[1], "int8-dequant": PALETTE[3]}
 STEP_WORDS = {"fused": "our fused Triton kernels (five launches per layer)", "torch": "PyTorch ops and cuBLAS",
               "inductor": "our step compiled by torch.compile (inductor)",
-              "persistent": "one persistent Triton kernel between the embedding and the argmax"}
+              "persistent": "one persistent Triton kernel between the embedding and the argmax",
+              "persistent-ws": "one warp-specialized persistent Gluon kernel between the embedding and the argmax"}
+# The persistent variant's steps (DecodeRow.step_impl), in the order the page describes them: the warp-specialized
+# Gluon step where it runs (compute capability 9.0, at most 4 sequences), the plain-Triton step elsewhere.
+PERSISTENT_STEPS = ("persistent-ws", "persistent")
+# Rows of these statuses computed no step: their step_impl names the step that was asked for, not one that ran.
+NOT_RUN = ("unsupported", "skipped")
 # How the page's sentences name the loops they set our step beside.
 SENTENCE_NAMES = {"hf-generate": "transformers' model.generate", "hf-eager": "transformers' eager loop",
                   "hf": "transformers' eager loop", "hf-compiled": "transformers compiled with a static cache",
@@ -266,6 +272,18 @@ class DecodeData(Page):
         present = set(self.rows["variant"])
         order = VARIANTS + LEGACY_VARIANTS + ("hf",)
         return [v for v in order if v in present] + sorted(present - set(order))
+
+    def persistent_steps(self) -> list[str]:
+        """Which steps this run's `persistent` rows computed (their step_impl: 'persistent-ws', the warp-specialized
+        Gluon step, or 'persistent', the plain-Triton one), in PERSISTENT_STEPS order, then any other a row names.
+        Only the rows that ran a step count: a row the step refused (run h100-20261205a's batch 64) names the step it
+        asked, which ran nothing; where no row ran, the steps every row asked. Empty where no row says."""
+        f = self.rows[self.rows["variant"] == "persistent"]
+        if "step_impl" not in f:
+            return []
+        ran = f[~f["status"].isin(NOT_RUN)]
+        present = {str(x) for x in (ran if len(ran) else f)["step_impl"] if _ok(x)}
+        return [s for s in PERSISTENT_STEPS if s in present] + sorted(present - set(PERSISTENT_STEPS))
 
     def context_batch(self, model: str) -> int | None:
         """The batch a model's context sweep ran at: the one with the most contexts measured (rows that did

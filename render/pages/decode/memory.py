@@ -7,11 +7,15 @@ from plotly.subplots import make_subplots
 
 from ... import escape, fmt
 from ...figures import PALETTE
-from ...vocab import INT8_PAIRS, join
+from ...vocab import ELEMENT_BYTES, INT8_PAIRS, join
 from .data import WHOLE_CALL_VARIANTS, DecodeData, _ok, inset_titles
 
 
 WHOLE_CALL = "whole model.generate call, prefill included"
+# The warp-specialized persistent step holds its copy of the weights and a little scratch; the graph step holds small
+# buffers of its own that it does not. What run h100-20261205a's persistent steps held beyond its graph steps was 0.17%
+# less (gpt2) and 0.08% more (gpt2-xl) than that copy; an extra further from the copy than this share is not it.
+WS_COPY_NEAR = 0.05
 
 
 class Memory(DecodeData):
@@ -90,8 +94,12 @@ class Memory(DecodeData):
 
     def _packed_copy(self, model: str) -> str:
         """Where the persistent step ran beside the graph step: what it holds before a step beyond the graph
-        step's, and, where that is one copy of the weights and at most 30% more, what it is made of: the step
-        packs its own copy (kernels/decode/persistent_step.py) and holds scratch for its partial sums."""
+        step's, and what that is made of where the figures say so. The plain-Triton step (step_impl 'persistent')
+        packs its own copy of the weights (kernels/decode/persistent_step.py) and holds scratch for its partial
+        sums: said where the extra is one copy of the weights and at most 30% more. The warp-specialized step
+        ('persistent-ws', kernels/decode/persistent_ws.py) keeps a copy of every weight but the LM head, which it
+        reads in place, and scratch for the attention's partial results: said where the extra is within
+        WS_COPY_NEAR of that copy."""
         f = self.ok[(self.ok["model"] == model) & (self.ok["variant"] == "persistent")]
         for r in f.itertuples():
             g = self.row(model, "graph", r.batch, r.context)
@@ -105,12 +113,30 @@ class Memory(DecodeData):
             text = (f"at batch {r.batch}, context {r.context}{unseen}, {escape.text(self.label('persistent'))} holds "
                     f"{fmt.bytes_(more)} more than {escape.text(self.short('graph'))} before a step")
             w = r.weight_bytes_per_step
+            if getattr(r, "step_impl", None) == "persistent-ws":
+                return text + self._transposed_copy(model, more, w)
             if _ok(w) and w > 0 and w <= more <= 1.3 * w:
                 text += (f": {fmt.bytes_(w)} of it a second copy of the weights, packed tile by tile in the order the "
                          "step streams them (the model keeps the originals for the prefill), the rest its scratch "
                          "for partial sums and the packing's padding")
             return text
         return ""
+
+    def _transposed_copy(self, model: str, more: float, w) -> str:
+        """What the warp-specialized step holds beyond the graph step, where `more` bytes lie within WS_COPY_NEAR of
+        its copy: every weight a step reads (`w`) but the LM head, whose bytes are the model's vocabulary times its
+        width in its dtype; '' where the model's shape is not known or the bytes do not match."""
+        m = self.model_info(model)
+        size = ELEMENT_BYTES.get(m.dtype) if m is not None else None
+        if not (_ok(w) and size):
+            return ""
+        copy = w - m.vocab_size * m.n_embd * size
+        if copy <= 0 or abs(more - copy) > WS_COPY_NEAR * copy:
+            return ""
+        return (f", about a second copy of every weight but the LM head ({fmt.bytes_(copy)}): the warp-specialized "
+                "step keeps one, its matrices transposed for its TMA copies (the model keeps the originals for the "
+                "prefill), and a little scratch for the attention's partial results. That step reads the LM head in "
+                f"place from the model's matrix, so its copy is less than the {fmt.bytes_(w)} of weights a step reads")
 
     @staticmethod
     def _delta(x: float, base: float, base_name: str) -> str:
