@@ -74,7 +74,7 @@ def parse(argv=None) -> SweepArgs:
                     "warps) whose plan does not cap each SM's share of an operation (persistent_plan.plan_step)")
     ap.add_argument("--ws-row", action="append", default=[], metavar="OPTION=VALUE[,OPTION=VALUE]",
                     help="a row of the warp-specialized step built with these options of WarpSpecializedStep "
-                         "(consumer_warps, per_op_cap, l2_ahead, early_ln, stages), e.g. l2_ahead=16,early_ln=True")
+                         "(consumer_warps, per_op_cap, stages), e.g. stages=16,per_op_cap=False")
     ap.add_argument("--caches", default="bf16", help="comma-separated KV caches of the graph rows: bf16, int8")
     a = ap.parse_args(argv)
     if a.tilings is None:
@@ -93,11 +93,11 @@ def parse(argv=None) -> SweepArgs:
                      ws_rows)
 
 
-WS_OPTIONS = ("consumer_warps", "per_op_cap", "l2_ahead", "early_ln", "stages")
+WS_OPTIONS = ("consumer_warps", "per_op_cap", "stages")
 
 
 def ws_options(text: str, error) -> dict:
-    """'l2_ahead=16,early_ln=True' -> {'l2_ahead': 16, 'early_ln': True}: options of WarpSpecializedStep."""
+    """'stages=16,per_op_cap=False' -> {'stages': 16, 'per_op_cap': False}: options of WarpSpecializedStep."""
     out = {}
     for item in filter(None, text.split(",")):
         name, _, value = item.partition("=")

@@ -107,67 +107,10 @@ def _box_origin(kind, layer, t, j, C: gl.constexpr, V: gl.constexpr, B: gl.const
 
 
 @gluon.jit
-def _prefetch_box(code, j, raw, N_LAYER: gl.constexpr, N_HEAD: gl.constexpr, C: gl.constexpr, V: gl.constexpr,
-                  B: gl.constexpr, CAP: gl.constexpr, NCH: gl.constexpr):
-    """Ask L2 for box j of the item `code`: its 64 lines of 128 bytes, two a lane of the producer warp. Addresses are
-    clamped inside their tensor (a box's rows past it or columns past K are the copy engine's zeros)."""
-    Wq, Wp, Wf, Wo, Wh, Kc, Vc = raw
-    o, t, kind, layer = _op_of(code, N_LAYER)
-    r, c = _box_origin(kind, layer, t, j, C, V, B, N_HEAD, NCH)
-    lane = gl.arange(0, 32, layout=gl.BlockedLayout([1], [32], [1], [0]))
-    for half in gl.static_range(2):
-        line = lane * 2 + half
-        if kind == ATTN:
-            at = (r.to(gl.int64) * CAP + gl.minimum(c + line, CAP - 1)) * KEYS
-            if j % 2 == 0:
-                _prefetch_l2(Kc + at)
-            else:
-                _prefetch_l2(Vc + at)
-        else:
-            K = _inner(kind, C)
-            rows = gl.where(kind == HEAD, V, N_LAYER * _width(kind, C, V))
-            at = gl.minimum(r + line // 4, rows - 1).to(gl.int64) * K + gl.minimum(c + (line % 4) * 64, K - 1)
-            if kind == QKV:
-                _prefetch_l2(Wq + at)
-            elif kind == PROJ:
-                _prefetch_l2(Wp + at)
-            elif kind == FC:
-                _prefetch_l2(Wf + at)
-            elif kind == FC2:
-                _prefetch_l2(Wo + at)
-            else:
-                _prefetch_l2(Wh + at)
-
-
-@gluon.jit
-def _prefetch_l2(ptrs):
-    gl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l", [ptrs], dtype=gl.int32,
-                              is_pure=False, pack=1)
-
-
-@gluon.jit
-def _prefetch_next(pi, pj, pnb, pcode, base, count, past, raw, N_LAYER: gl.constexpr, N_HEAD: gl.constexpr,
-                   C: gl.constexpr, V: gl.constexpr, B: gl.constexpr, CAP: gl.constexpr, NCH: gl.constexpr):
-    """Move the lookahead cursor (item pi, list entry pcode, box pj of its pnb) one box on, asking L2 for that box."""
-    while (pj >= pnb) & (pi < count - 1):
-        pi += 1
-        pcode = gl.load(base + pi)
-        o, t, kind, layer = _op_of(pcode, N_LAYER)
-        pnb = _boxes(kind, past, t, C, NCH)
-        pj = 0
-    if pj < pnb:
-        _prefetch_box(pcode, pj, raw, N_LAYER, N_HEAD, C, V, B, CAP, NCH)
-        pj += 1
-    return pi, pj, pnb, pcode
-
-
-@gluon.jit
-def _producer(descs, raw, ring, ready, empty, Work, Count, work_stride, Lens,
-              N_LAYER: gl.constexpr, N_HEAD: gl.constexpr, C: gl.constexpr, V: gl.constexpr, B: gl.constexpr,
-              CAP: gl.constexpr, NCH: gl.constexpr, STAGES: gl.constexpr, L2_AHEAD: gl.constexpr):
-    """The copies, item by item in the list's order, into the ring. L2_AHEAD > 0: a second cursor runs that many boxes
-    ahead of the copies and asks L2 for each box it passes, so that the DRAM keeps streaming while the ring is full
-    and the consumers wait on a counter (the ring holds 21-24 boxes)."""
+def _producer(descs, ring, ready, empty, Work, Count, work_stride, Lens, N_LAYER: gl.constexpr, N_HEAD: gl.constexpr,
+              C: gl.constexpr, V: gl.constexpr, B: gl.constexpr, NCH: gl.constexpr, STAGES: gl.constexpr):
+    """The copies, item by item in the list's order, into the ring. (Asking L2 for the boxes ahead of the copies,
+    so that the DRAM streams while the ring is full, made the step slower: kernels/decode/notes.md.)"""
     d_qkv, d_proj, d_fc, d_out, d_head, d_k, d_v = descs
     NBYTES: gl.constexpr = d_qkv.block_type.nbytes
     KV_LAYOUT: gl.constexpr = d_k.layout
@@ -175,16 +118,6 @@ def _producer(descs, raw, ring, ready, empty, Work, Count, work_stride, Lens,
     past = gl.load(Lens) - 1
     base = Work + gl.program_id(0) * work_stride
     count = gl.load(Count + gl.program_id(0))
-    pi = 0
-    pj = 0
-    pnb = 0
-    pcode = gl.load(base)
-    if L2_AHEAD > 0:
-        o, t, kind, layer = _op_of(pcode, N_LAYER)
-        pnb = _boxes(kind, past, t, C, NCH)
-        for _ in range(L2_AHEAD):
-            pi, pj, pnb, pcode = _prefetch_next(pi, pj, pnb, pcode, base, count, past, raw, N_LAYER, N_HEAD, C, V, B,
-                                                CAP, NCH)
     it = 0
     for i in range(count):
         o, t, kind, layer = _op_of(gl.load(base + i), N_LAYER)
@@ -211,9 +144,6 @@ def _producer(descs, raw, ring, ready, empty, Work, Count, work_stride, Lens,
                 else:
                     async_load(d_v, [r, c, 0], ready.index(slot), kv)
             it += 1
-            if L2_AHEAD > 0:
-                pi, pj, pnb, pcode = _prefetch_next(pi, pj, pnb, pcode, base, count, past, raw, N_LAYER, N_HEAD, C, V,
-                                                    B, CAP, NCH)
 
 
 # --- the consumers ---------------------------------------------------------------------------------
@@ -221,7 +151,8 @@ def _producer(descs, raw, ring, ready, empty, Work, Count, work_stride, Lens,
 @gluon.jit
 def _wait(OpCount, Targets, dep, Status, max_polls):
     """Spin until operation `dep`'s counter reaches its target (volatile loads on every thread, no barrier per
-    poll), then one acquire. A wait that gives up records dep + 1 in Status and goes on, so the launch ends."""
+    poll), then one acquire. A wait that gives up records dep + 1 in Status and goes on, so the launch ends.
+    (Polling with acquires instead, which saves the last round trip, measured the same: notes.md.)"""
     target = gl.load(Targets + dep)
     seen = gl.load(OpCount + dep, volatile=True)
     polls = 1
@@ -255,22 +186,12 @@ def _rows_to_smem(Src, K: gl.constexpr, x_smem, B: gl.constexpr, layout: gl.cons
 
 
 @gluon.jit
-def _layer_norm_to_smem(Src, K: gl.constexpr, W, Bias, eps, x_smem, B: gl.constexpr, layout: gl.constexpr,
-                        EARLY: gl.constexpr):
-    """LayerNorm of the rows [B, K] into x_smem (two passes over the raw rows kept there). EARLY: the parameters are
-    read with the rows, as [4, 256] tiles of identical rows kept in x_smem's boxes past the rows' (so that each
-    thread finds the values it needs where it stored them), which puts their round trip beside the rows' instead
-    of after the statistics."""
+def _layer_norm_to_smem(Src, K: gl.constexpr, W, Bias, eps, x_smem, B: gl.constexpr, layout: gl.constexpr):
+    """LayerNorm of the rows [B, K] into x_smem (two passes over the raw rows kept there). The parameters are read
+    after the statistics (reading them with the rows, as [4, 256] tiles, measured slower: notes.md)."""
     NB: gl.constexpr = (K + BOX_K - 1) // BOX_K
     rows = gl.arange(0, ROWS, layout=gl.SliceLayout(1, layout))
     cols = gl.arange(0, BOX_K, layout=gl.SliceLayout(0, layout))
-    if EARLY:
-        for j in gl.static_range(NB):
-            k = j * BOX_K + cols
-            mask = (rows[:, None] < ROWS) & (k[None, :] < K)
-            at = rows[:, None] * 0 + k[None, :]
-            x_smem.index(NB + j).store(gl.load(W + at, mask=mask, other=0.0))
-            x_smem.index(2 * NB + j).store(gl.load(Bias + at, mask=mask, other=0.0))
     _rows_to_smem(Src, K, x_smem, B, layout)
     total = gl.zeros([ROWS], gl.float32, gl.SliceLayout(1, layout))
     for j in gl.static_range(NB):
@@ -284,12 +205,8 @@ def _layer_norm_to_smem(Src, K: gl.constexpr, W, Bias, eps, x_smem, B: gl.conste
     rstd = 1.0 / gl.sqrt(sq / K + eps)
     for j in gl.static_range(NB):
         k = j * BOX_K + cols
-        if EARLY:
-            w = x_smem.index(NB + j).load(layout).to(gl.float32)
-            b = x_smem.index(2 * NB + j).load(layout).to(gl.float32)
-        else:
-            w = gl.load(W + k, mask=k < K, other=0.0).to(gl.float32)[None, :]
-            b = gl.load(Bias + k, mask=k < K, other=0.0).to(gl.float32)[None, :]
+        w = gl.load(W + k, mask=k < K, other=0.0).to(gl.float32)[None, :]
+        b = gl.load(Bias + k, mask=k < K, other=0.0).to(gl.float32)[None, :]
         x = x_smem.index(j).load(layout).to(gl.float32)
         y = (x - mean[:, None]) * rstd[:, None] * w + b
         x_smem.index(j).store(y.to(x_smem.dtype))
@@ -409,7 +326,7 @@ def _consumer(ring, ready, empty, x_smem, Work, Count, work_stride, Targets, OpC
               max_polls, LnP, BiasP, X, QKVbuf, Attn, Hbuf, CacheK, CacheV, Logits, Lens, PartO, PartML, Trace, eps,
               qk_scale, N_LAYER: gl.constexpr, N_HEAD: gl.constexpr, C: gl.constexpr, V: gl.constexpr,
               B: gl.constexpr, CAP: gl.constexpr, NCH: gl.constexpr, NCH_P: gl.constexpr, STAGES: gl.constexpr,
-              TRACE: gl.constexpr, EARLY_LN: gl.constexpr):
+              TRACE: gl.constexpr):
     W: gl.constexpr = gl.num_warps()  # 4 or 8
     # [rows, output columns, inner columns]: a warp holds 16 / W of a box's rows, its lanes 8 columns each.
     L3: gl.constexpr = gl.BlockedLayout([ROWS, 1, 8], [1, 1, 32], [1, W, 1], [2, 1, 0])
@@ -443,7 +360,7 @@ def _consumer(ring, ready, empty, x_smem, Work, Count, work_stride, Targets, OpC
             if (kind == QKV) | (kind == FC) | (kind == HEAD):
                 # LnP holds each layer's (ln1 weight, ln1 bias, ln2 weight, ln2 bias), then the final pair.
                 ln = LnP + gl.where(kind == HEAD, N_LAYER * 4 * C, layer * 4 * C + gl.where(kind == FC, 2 * C, 0))
-                _layer_norm_to_smem(X, C, ln, ln + C, eps, x_smem, B, LR, EARLY_LN)
+                _layer_norm_to_smem(X, C, ln, ln + C, eps, x_smem, B, LR)
             elif kind == PROJ:
                 _rows_to_smem(Attn, C, x_smem, B, LR)
             elif kind == FC2:
@@ -495,11 +412,10 @@ def _consumer(ring, ready, empty, x_smem, Work, Count, work_stride, Targets, OpC
 @gluon.jit
 def _persistent_ws_kernel(d_qkv, d_proj, d_fc, d_out, d_head, d_k, d_v, Work, Count, work_stride, Targets, OpCount,
                           PairCount, Status, max_polls, LnP, BiasP, X, QKVbuf, Attn, Hbuf, CacheK, CacheV, Logits,
-                          Lens, PartO, PartML, Trace, Wq, Wp, Wf, Wo, Wh, eps, qk_scale,
+                          Lens, PartO, PartML, Trace, eps, qk_scale,
                           N_LAYER: gl.constexpr, N_HEAD: gl.constexpr, C: gl.constexpr, V: gl.constexpr,
                           B: gl.constexpr, CAP: gl.constexpr, NCH: gl.constexpr, NCH_P: gl.constexpr,
-                          STAGES: gl.constexpr, TRACE: gl.constexpr = False, L2_AHEAD: gl.constexpr = 0,
-                          EARLY_LN: gl.constexpr = False, PRODUCER_REGS: gl.constexpr = 40):
+                          STAGES: gl.constexpr, TRACE: gl.constexpr = False, PRODUCER_REGS: gl.constexpr = 40):
     dtype: gl.constexpr = d_qkv.dtype
     ring = gl.allocate_shared_memory(dtype, [STAGES, BOX_N, BOX_K], d_qkv.layout)
     x_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=2)
@@ -512,14 +428,12 @@ def _persistent_ws_kernel(d_qkv, d_proj, d_fc, d_out, d_head, d_k, d_v, Work, Co
     fence_async_shared()
     thread_barrier()
     descs = (d_qkv, d_proj, d_fc, d_out, d_head, d_k, d_v)
-    raw = (Wq, Wp, Wf, Wo, Wh, CacheK, CacheV)
     gl.warp_specialize([
         (_consumer, (ring, ready, empty, x_smem, Work, Count, work_stride, Targets, OpCount, PairCount,
                      Status, max_polls, LnP, BiasP, X, QKVbuf, Attn, Hbuf, CacheK, CacheV, Logits, Lens, PartO,
-                     PartML, Trace, eps, qk_scale, N_LAYER, N_HEAD, C, V, B, CAP, NCH, NCH_P, STAGES, TRACE,
-                     EARLY_LN)),
-        (_producer, (descs, raw, ring, ready, empty, Work, Count, work_stride, Lens, N_LAYER, N_HEAD, C, V, B, CAP,
-                     NCH, STAGES, L2_AHEAD)),
+                     PartML, Trace, eps, qk_scale, N_LAYER, N_HEAD, C, V, B, CAP, NCH, NCH_P, STAGES, TRACE)),
+        (_producer, (descs, ring, ready, empty, Work, Count, work_stride, Lens, N_LAYER, N_HEAD, C, V, B, NCH,
+                     STAGES)),
     ], [1], [PRODUCER_REGS])
 
 
@@ -598,11 +512,9 @@ class WarpSpecializedStep(OneKernelStep):
     roles_by_trace = True
 
     def __init__(self, model, cache, batch: int, stages: int | None = None, max_polls: int = 1 << 22,
-                 trace: bool = False, consumer_warps: int = 4, per_op_cap: bool = True, l2_ahead: int = 0,
-                 early_ln: bool = False):
-        """l2_ahead: boxes the producer asks L2 for ahead of its copies (0: none). early_ln: a LayerNorm's
-        parameters are read with its rows, one round trip instead of two after the wait (where the rows' buffer
-        has room for them). Both are off until a sweep has judged them (kernels/decode/notes.md)."""
+                 trace: bool = False, consumer_warps: int = 4, per_op_cap: bool = True):
+        """consumer_warps: one warpgroup of consumers or two (two measured no faster). per_op_cap: no SM takes more
+        than its even share of an operation's tiles (persistent_plan.plan_step)."""
         from . import fused_linear as fl
         from .persistent_plan import check_plan, plan_step
 
@@ -631,12 +543,6 @@ class WarpSpecializedStep(OneKernelStep):
         if consumer_warps not in (4, 8):
             raise ValueError(f"the consumer is one or two warpgroups: consumer_warps 4 or 8, not {consumer_warps}.")
         self.consumer_warps = consumer_warps
-        if l2_ahead < 0:
-            raise ValueError(f"l2_ahead counts boxes ahead of the copies: 0 or more, not {l2_ahead}.")
-        self.l2_ahead = l2_ahead
-        # The rows' buffer holds ceil(4C / 256) boxes; the early LayerNorm keeps its parameters in two more sets of
-        # ceil(C / 256) of them beside the rows.
-        self.early_ln = early_ln and math.ceil(4 * a.n_embd / BOX_K.value) >= 3 * math.ceil(a.n_embd / BOX_K.value)
         ops = tile_operations(a, batch, self.capacity, model.dtype.itemsize)
         self.set_lists(ops, plan_step(ops, gpu.sm_count, per_op_cap=per_op_cap), trace, dev)
         check_plan(self.plan)
@@ -677,16 +583,14 @@ class WarpSpecializedStep(OneKernelStep):
         a = self.model.args
         return (*self.descs, self.work, self.count, self.work.stride(0), self.targets, self.op_count, self.pair_count,
                 self.status, self.max_polls, self.ln, self.bias, self.x, self.qkv, self.attn, self.h, self.cache.k,
-                self.cache.v, self.logits, lens, self.part_o, self.part_ml, self.trace, self.w_qkv, self.w_proj,
-                self.w_fc, self.w_out, self.model.lm_head, a.layer_norm_epsilon,
+                self.cache.v, self.logits, lens, self.part_o, self.part_ml, self.trace, a.layer_norm_epsilon,
                 1.4426950408889634 / math.sqrt(a.head_dim))
 
     def _meta(self) -> dict:
         a = self.model.args
         return dict(N_LAYER=a.n_layer, N_HEAD=a.n_head, C=a.n_embd, V=a.vocab_size, B=self.batch, CAP=self.capacity,
                     NCH=self.chunks, NCH_P=triton.next_power_of_2(self.chunks), STAGES=self.stages,
-                    TRACE=self.trace.dim() == 3, L2_AHEAD=self.l2_ahead, EARLY_LN=self.early_ln,
-                    num_warps=self.consumer_warps)
+                    TRACE=self.trace.dim() == 3, num_warps=self.consumer_warps)
 
     def _check_resident(self, lens) -> None:
         """Compile first and refuse a grid the GPU cannot hold at once (its blocks wait on one another)."""
@@ -709,8 +613,7 @@ class WarpSpecializedStep(OneKernelStep):
 
 def compile_specs(target):
     """The kernel as the sweep launches it, on meta tensors: each model at batch 4 over a 1024-position bf16
-    cache, one and two consumer warpgroups, gpt2 traced, and each model with the L2 lookahead and the early
-    LayerNorm on; sm90 only. Core: gpt2, one warpgroup."""
+    cache, one and two consumer warpgroups, gpt2 traced; sm90 only. Core: gpt2, one warpgroup."""
     from ..aot import CompileSpec
     from .gpt2 import CACHES, GPT2, PRESETS
 
@@ -718,7 +621,6 @@ def compile_specs(target):
         return []
     rows = [(name, dict(consumer_warps=w)) for name in ("gpt2", "gpt2-xl") for w in (4, 8)]
     rows += [("gpt2", dict(trace=True))]
-    rows += [(name, dict(l2_ahead=16, early_ln=True)) for name in ("gpt2", "gpt2-xl")]
     specs = []
     for name, options in rows:
         def launch(a=PRESETS[name], options=options):
