@@ -182,14 +182,21 @@ def model_ms(step, bandwidth: float) -> float:
 
 def traced_step(s) -> dict:
     """One step of the session's persistent step with its trace on (persistent_trace.traced_op_times):
-    where its time went, by role and by its slowest operations."""
-    from kernels.decode.persistent_trace import role_ms, traced_op_times
+    where its time went, by role and by its slowest operations, and how each operation's SMs parted (when the
+    median SM started and finished, how late the last one was, and whether the same list is late every time)."""
+    from kernels.decode.persistent_trace import op_spread, op_times, role_ms, straggler_summary, traced_op_times
 
-    times = traced_op_times(s)
+    times, spread = traced_op_times(s, read=lambda *trace: (op_times(*trace), op_spread(*trace)))
+    spreads = {p.name: p for p in spread}
     slowest = sorted(times, key=lambda t: -t.span_ns)[:8]
     return {"traced_step_ms": times[-1].finish_ns / 1e6, "role_ms": role_ms(times),
+            "stragglers": straggler_summary(list(spreads.values())),
             "slowest_operations": [{"name": t.name, "span_us": t.span_ns / 1e3, "tile_wait_us": t.wait_ns / 1e3,
-                                    "tile_work_us": t.work_ns / 1e3, "tiles": t.tiles} for t in slowest]}
+                                    "tile_work_us": t.work_ns / 1e3, "tiles": t.tiles,
+                                    "median_sm_start_us": spreads[t.name].start_ns / 1e3,
+                                    "median_sm_done_us": spreads[t.name].sm_done_ns / 1e3,
+                                    "last_sm_late_us": spreads[t.name].late_ns / 1e3,
+                                    "last_sm": spreads[t.name].last_sm} for t in slowest]}
 
 
 def _timed_session(model, a: SweepArgs, cache: str, impl: str, tiling, capacity: int, prompt):

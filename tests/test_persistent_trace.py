@@ -5,7 +5,7 @@ import torch
 
 from kernels.decode.persistent_plan import Tile, StepPlan
 from kernels.decode.persistent_plan import KernelOp
-from kernels.decode.persistent_trace import op_times, role_ms
+from kernels.decode.persistent_trace import op_spread, op_times, role_ms, straggler_summary
 
 OPS = (KernelOp("layer 0 qkv", 2, 100, 1, "qkv"), KernelOp("layer 0 attention", 2, 100, 1, "attention"),
        KernelOp("logits", 1, 100, 1, "head"))
@@ -38,3 +38,19 @@ def test_a_trace_the_launch_did_not_finish_is_refused_by_name():
         op_times(trace, PLAN, OPS)
     with pytest.raises(ValueError, match="not one of this plan's 2 lists"):
         op_times(torch.zeros((3, 3, 3), dtype=torch.int64), PLAN, OPS)
+
+
+def test_the_spread_says_when_the_sms_started_finished_and_which_one_came_last():
+    # qkv: list 1 finishes last (1600); list 0 at 1400. attention: both past their waits at 1700 (100 after qkv),
+    # list 1 last at 2100. logits: one list.
+    trace = _trace({(0, 0): (1000, 1000, 1400), (1, 0): (1000, 1000, 1600),
+                    (0, 1): (1400, 1700, 2000), (1, 1): (1600, 1700, 2100),
+                    (0, 2): (2000, 2200, 2600)})
+    qkv, attention, logits = op_spread(trace, PLAN, OPS)
+    assert (qkv.start_ns, qkv.sm_done_ns, qkv.late_ns, qkv.last_sm) == (0, 500, 100, 1)
+    assert (attention.start_ns, attention.sm_done_ns, attention.late_ns, attention.last_sm) == (100, 450, 50, 1)
+    assert (logits.start_ns, logits.late_ns, logits.last_sm) == (100, 0, 0)
+    summary = straggler_summary([qkv, attention, logits])
+    assert summary["start_share"] == pytest.approx(200 / 1600)
+    assert summary["late_share"] == pytest.approx(150 / 1600)
+    assert summary["most_often_last_sm"] == 1 and summary["its_share_of_operations"] == pytest.approx(2 / 3)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = Path(__file__).parent / "fixtures" / "ncu"
@@ -164,3 +165,19 @@ def test_the_persistent_sweep_takes_rows_of_the_warp_specialized_step():
     assert profile.parse(["--step", "persistent-ws"]).step == "persistent-ws"
     with pytest.raises(SystemExit):
         profile.parse(["--step", "graph"])
+
+
+def test_the_persistent_sweeps_trace_row_says_how_each_operations_sms_parted(monkeypatch):
+    from kernels.decode import persistent_trace
+    from kernels.decode.persistent_plan import KernelOp, StepPlan, Tile
+
+    ops = (KernelOp("layer 0 qkv", 2, 100, 1, "qkv"), KernelOp("logits", 2, 100, 1, "head"))
+    plan = StepPlan(ops, ((Tile(0, 0), Tile(1, 0)), (Tile(0, 1), Tile(1, 1))))
+    trace = torch.tensor([[[1000, 1000, 1400], [1400, 1500, 1900]],
+                          [[1000, 1000, 1600], [1600, 1700, 2000]]], dtype=torch.int64)
+    monkeypatch.setattr(persistent_trace, "traced_op_times", lambda session, read: read(trace, plan, ops))
+    row = _script("sweep_persistent").traced_step(object())
+    assert row["traced_step_ms"] == pytest.approx(1e-3) and row["role_ms"] == pytest.approx({"qkv": 6e-4, "head": 4e-4})
+    qkv = next(o for o in row["slowest_operations"] if o["name"] == "layer 0 qkv")
+    assert (qkv["median_sm_done_us"], qkv["last_sm_late_us"], qkv["last_sm"]) == (pytest.approx(0.5), pytest.approx(0.1), 1)
+    assert row["stragglers"]["most_often_last_sm"] == 1 and row["stragglers"]["its_share_of_operations"] == 1.0

@@ -11,6 +11,7 @@ same division of the step by role (qkv, attention, proj, fc, out, head) for the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import median
 
 import torch
 
@@ -26,33 +27,90 @@ class OpTime:
     work_ns: float    # per tile, mean: from the end of its wait to its counter raised
 
 
-def op_times(trace: torch.Tensor, plan, ops) -> list[OpTime]:
-    """Each operation's finish, span and mean tile wait and work, from a (lists, entries, 3) trace of one
-    launch of `plan` (a persistent_plan.StepPlan) over `ops` (its KernelOps). Raises ValueError where an
-    entry holds no readings: the launch timed out, or the trace is of another plan."""
+def _readings(trace: torch.Tensor, plan, ops):
+    """(sm, tile, begin, ready, done) for every entry of every list, from a (lists, entries, 3) trace of one launch
+    of `plan`. Raises ValueError where an entry holds no readings: the launch timed out, or the trace is of another
+    plan."""
     t = trace.detach().to("cpu", torch.int64)
     if t.dim() != 3 or t.shape[0] != len(plan.per_sm) or t.shape[2] != 3:
         raise ValueError(f"a trace of shape {tuple(t.shape)} is not one of this plan's {len(plan.per_sm)} lists.")
-    finish = [None] * len(ops)
-    waits: list[list[int]] = [[] for _ in ops]
-    works: list[list[int]] = [[] for _ in ops]
-    first = None
+    out = []
     for sm, tiles in enumerate(plan.per_sm):
         for j, tile in enumerate(tiles):
             begin, ready, done = (int(v) for v in t[sm, j])
             if not (0 < begin <= ready <= done):
                 raise ValueError(f"list {sm} entry {j} ({ops[tile.op].name}) holds no complete readings: the launch "
                                  "did not finish it (check the step's status) or the trace is of another plan.")
-            first = begin if first is None else min(first, begin)
-            finish[tile.op] = done if finish[tile.op] is None else max(finish[tile.op], done)
-            waits[tile.op].append(ready - begin)
-            works[tile.op].append(done - ready)
+            out.append((sm, tile, begin, ready, done))
+    return out
+
+
+def op_times(trace: torch.Tensor, plan, ops) -> list[OpTime]:
+    """Each operation's finish, span and mean tile wait and work, from a (lists, entries, 3) trace of one
+    launch of `plan` (a persistent_plan.StepPlan) over `ops` (its KernelOps). Raises ValueError where an
+    entry holds no readings: the launch timed out, or the trace is of another plan."""
+    finish = [None] * len(ops)
+    waits: list[list[int]] = [[] for _ in ops]
+    works: list[list[int]] = [[] for _ in ops]
+    first = None
+    for _, tile, begin, ready, done in _readings(trace, plan, ops):
+        first = begin if first is None else min(first, begin)
+        finish[tile.op] = done if finish[tile.op] is None else max(finish[tile.op], done)
+        waits[tile.op].append(ready - begin)
+        works[tile.op].append(done - ready)
     out, before = [], first
     for i, op in enumerate(ops):
         out.append(OpTime(op.name, op.role, op.tiles, float(finish[i] - first), float(finish[i] - before),
                           sum(waits[i]) / len(waits[i]), sum(works[i]) / len(works[i])))
         before = finish[i]
     return out
+
+
+@dataclass(frozen=True)
+class OpSpread:
+    """How an operation's SMs part within its span (all from the finish of the operation before): when the median
+    SM had its first tile under way (its wait and its input rows done), when the median SM had finished its share,
+    and how much later the last SM finished, which ends the span."""
+    name: str
+    span_ns: float
+    start_ns: float   # median SM: its first tile of the operation past its wait
+    sm_done_ns: float  # median SM: its last tile of the operation done
+    late_ns: float    # the operation's finish minus the median SM's
+    last_sm: int      # the list whose tile finished the operation
+
+
+def op_spread(trace: torch.Tensor, plan, ops) -> list[OpSpread]:
+    """Each operation's spread over its SMs (OpSpread), read from the same trace as op_times: whether a span is
+    the SMs' shared work, the time before they start, or the wait for one late SM."""
+    times = op_times(trace, plan, ops)
+    started: list[dict[int, int]] = [{} for _ in ops]
+    done_by: list[dict[int, int]] = [{} for _ in ops]
+    first = None
+    for sm, tile, begin, ready, done in _readings(trace, plan, ops):
+        first = begin if first is None else min(first, begin)
+        started[tile.op][sm] = min(started[tile.op].get(sm, ready), ready)
+        done_by[tile.op][sm] = max(done_by[tile.op].get(sm, done), done)
+    out, before = [], first
+    for i, op in enumerate(ops):
+        finish = before + times[i].span_ns
+        sm_done = median(done_by[i].values()) - before
+        out.append(OpSpread(op.name, times[i].span_ns, median(started[i].values()) - before, sm_done,
+                            finish - before - sm_done, max(done_by[i], key=done_by[i].get)))
+        before = finish
+    return out
+
+
+def straggler_summary(spreads: list[OpSpread]) -> dict:
+    """A step's operations together: the shares of their spans before the median SM's first tile was under way
+    (waits, input rows) and after the median SM had finished (one late SM), and the list that finished most
+    operations last with the share it finished: near 1 / SMs where the late SM is a different one each time, near
+    1 where one list is late every time (its place in the plan, or its SM)."""
+    total = sum(s.span_ns for s in spreads)
+    lasts = [s.last_sm for s in spreads]
+    most = max(set(lasts), key=lasts.count)
+    return {"start_share": sum(max(0.0, s.start_ns) for s in spreads) / total,
+            "late_share": sum(max(0.0, s.late_ns) for s in spreads) / total,
+            "most_often_last_sm": most, "its_share_of_operations": lasts.count(most) / len(lasts)}
 
 
 def role_ms(times: list[OpTime]) -> dict[str, float]:
@@ -63,9 +121,9 @@ def role_ms(times: list[OpTime]) -> dict[str, float]:
     return out
 
 
-def traced_op_times(session) -> list[OpTime]:
+def traced_op_times(session, read=op_times) -> list:
     """One step of a session's persistent step with its trace on, at the session's position, read by
-    op_times (the first call loads the traced kernel; the second is read). The traced step is the session's
+    `read` (op_times, or op_spread) (the first call loads the traced kernel; the second is read). The traced step is the session's
     own with its trace on (PersistentStep.with_trace: the same packed weights, cache and buffers, which a
     step rewrites from its embedding on); the session is left at the position it was at."""
     at = session.host_pos
@@ -77,6 +135,6 @@ def traced_op_times(session) -> list[OpTime]:
             traced(session.history, session.pos, session.lens)
         torch.cuda.synchronize()
         traced.check()
-        return op_times(traced.trace, traced.plan, traced.ops)
+        return read(traced.trace, traced.plan, traced.ops)
     finally:
         session.rewind(at)
