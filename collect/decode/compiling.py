@@ -35,9 +35,10 @@ def compile_tasks(plan: Plan, graph_step: str, device_name: str, dtype_name: str
         # The key shapes' capacity is also the agreement check's (the model's positions less one) at context 1000.
         for b, c in mp.key_shapes:
             n = steps_for(args.n_positions, c, plan.steps)
-            if n >= 2 and ("persistent", args, b, c + n) not in seen:
-                seen.add(("persistent", args, b, c + n))
-                tasks.append(("persistent", args, b, c + n, device_name, dtype_name))
+            key = ("persistent", args, b, c + n)
+            if n >= 2 and key not in seen:
+                seen.add(key)
+                tasks.append((*key, device_name, dtype_name))
     return tasks
 
 

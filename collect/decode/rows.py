@@ -120,7 +120,7 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
     warm = max(loops * per_loop, min(plan.profile_steps, n) if profile else 0) if spec.warm_every_step else plan.warmup_steps
     class_rows: list[KernelClassRow] = []
     roles = []
-    fused_graph = spec.graph and spec.step_impl == "fused"
+    fused_graph = spec.graph and row.step_impl == "fused"
     t0 = time.perf_counter()
     try:
         s = sessions.open_session(spec, m, batch, capacity, env, keep)

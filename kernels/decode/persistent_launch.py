@@ -1,8 +1,9 @@
 """What the two persistent decode steps (persistent_step.py in plain Triton, persistent_ws.py in Gluon) share on the
 host: a step is three launches, the embedding, one persistent kernel that reads every weight and every layer's
 cache, and the loop's argmax, with a memset of the operation counters before the persistent kernel (the decode
-profile counts it: four kernels a step); a traced copy of a step shares its weights, plan and buffers; the grid is refused
-unless every block is resident at once; and a wait that timed out is reported by the operation it waited for."""
+profile counts it: four kernels a step); a traced copy of a step shares its weights, plan and buffers; the grid is
+refused unless every block is resident at once; and a wait that timed out is reported by the operation it waited
+for."""
 from __future__ import annotations
 
 import copy

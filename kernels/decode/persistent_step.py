@@ -428,8 +428,8 @@ def unsupported_reason(batch: int | None, device) -> str | None:
 
 class PersistentStep(OneKernelStep):
     """GPT-2's decode step as three launches: the embedding, the persistent kernel, and (the loop's)
-    argmax (and a memset of its counters). Built for one model, one cache in the model's dtype and one batch; it packs a copy of the
-    weights. `lists` overrides how many blocks run (the SM count times blocks_per_sm on a GPU, one under
+    argmax (and a memset of its counters). Built for one model, one cache in the model's dtype and one batch; it
+    packs a copy of the weights. `lists` overrides how many blocks run (the SM count times blocks_per_sm on a GPU, one under
     the interpreter, which runs blocks one after another)."""
 
     impl = "persistent"

@@ -82,7 +82,6 @@ class OpSpread:
 def op_spread(trace: torch.Tensor, plan, ops) -> list[OpSpread]:
     """Each operation's spread over its SMs (OpSpread), read from the same trace as op_times: whether a span is
     the SMs' shared work, the time before they start, or the wait for one late SM."""
-    times = op_times(trace, plan, ops)
     started: list[dict[int, int]] = [{} for _ in ops]
     done_by: list[dict[int, int]] = [{} for _ in ops]
     first = None
@@ -92,10 +91,11 @@ def op_spread(trace: torch.Tensor, plan, ops) -> list[OpSpread]:
         done_by[tile.op][sm] = max(done_by[tile.op].get(sm, done), done)
     out, before = [], first
     for i, op in enumerate(ops):
-        finish = before + times[i].span_ns
-        sm_done = median(done_by[i].values()) - before
-        out.append(OpSpread(op.name, times[i].span_ns, median(started[i].values()) - before, sm_done,
-                            finish - before - sm_done, max(done_by[i], key=done_by[i].get)))
+        last_sm = max(done_by[i], key=done_by[i].get)
+        finish = done_by[i][last_sm]
+        sm_done = median(done_by[i].values())
+        out.append(OpSpread(op.name, float(finish - before), median(started[i].values()) - before, sm_done - before,
+                            finish - sm_done, last_sm))
         before = finish
     return out
 
@@ -122,9 +122,9 @@ def role_ms(times: list[OpTime]) -> dict[str, float]:
 
 
 def traced_op_times(session, read=op_times) -> list:
-    """One step of a session's persistent step with its trace on, at the session's position, read by
-    `read` (op_times, or op_spread) (the first call loads the traced kernel; the second is read). The traced step is the session's
-    own with its trace on (PersistentStep.with_trace: the same packed weights, cache and buffers, which a
+    """One step of a session's persistent step with its trace on, at the session's position, read by `read`
+    (op_times, op_spread, or a function of the same arguments that calls both; the first call loads the traced
+    kernel, the second is read). The traced step is the session's own with its trace on (PersistentStep.with_trace: the same packed weights, cache and buffers, which a
     step rewrites from its embedding on); the session is left at the position it was at."""
     at = session.host_pos
     traced = session.step_fn.with_trace()

@@ -93,8 +93,8 @@ def _boxes(kind, past, t, C: gl.constexpr, NCH: gl.constexpr):
 @gluon.jit
 def _box_origin(kind, layer, t, j, C: gl.constexpr, V: gl.constexpr, B: gl.constexpr, N_HEAD: gl.constexpr,
                 NCH: gl.constexpr):
-    """Where box j of a tile starts, for the copy and for the L2 lookahead alike: a product's row of its stacked
-    transposed weight and its column; an attention tile's row of the cache seen as (layers x B x H, CAP, D) and its
+    """Where box j of a tile starts, for the producer's copy: a product's row of its stacked transposed weight and
+    its column; an attention tile's row of the cache seen as (layers x B x H, CAP, D) and its
     first key (its boxes alternate keys and values)."""
     if kind == ATTN:
         bh = t // NCH

@@ -47,7 +47,8 @@ def persistent_step_for(batch: int | None, device) -> str:
     capability 9.0, at most 4 sequences), since it streams its weights by TMA and measured faster than the
     plain-Triton step (kernels/decode/notes.md, "persistent_ws"); the plain-Triton step everywhere else, which then
     says itself where it cannot run either."""
-    return WarpSpecializedStep.impl if WarpSpecializedStep.unsupported_reason(batch, device) is None else PersistentStep.impl
+    ws = WarpSpecializedStep.unsupported_reason(batch, device) is None
+    return WarpSpecializedStep.impl if ws else PersistentStep.impl
 
 
 @dataclass(frozen=True)
