@@ -57,6 +57,10 @@ class RoleShare:
     role: str
     kernels_per_step: float
     ms_per_step: float       # GPU time charged to the role's kernels (overlap charged to the earlier kernel)
+    # A traced persistent step's operations only (kernels/decode/persistent_trace.RoleSplit): of ms_per_step, the
+    # hand-off before the median SM has its inputs, and the wait for the last SM after the median one finished.
+    handoff_ms_per_step: float | None = None
+    late_ms_per_step: float | None = None
 
 
 @dataclass

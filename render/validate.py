@@ -201,7 +201,7 @@ def _disagreement(obj: Any, c: _Check, value: Any, top: Any) -> str | None:
         limit = getattr(obj, other) if other else None
         if limit is not None and (value < limit if above else value > limit):
             return (f"{'below' if above else 'above'} {other} ({limit!r}): a 10th percentile or a least value is at "
-                    "most the median, and a 90th percentile or a largest value at least")
+                    "most the median, a 90th percentile or a largest value at least, and a part at most its whole")
     if c.derived is not None:
         try:
             expected = c.derived(obj, top)

@@ -184,13 +184,15 @@ def traced_step(s) -> dict:
     """One step of the session's persistent step with its trace on (persistent_trace.traced_op_times):
     where its time went, by role and by its slowest operations, and how each operation's SMs parted (when the
     median SM started and finished, how late the last one was, and whether the same list is late every time)."""
-    from kernels.decode.persistent_trace import op_spread, op_times, role_ms, straggler_summary, traced_op_times
+    from kernels.decode.persistent_trace import (op_spread, op_times, role_ms, role_split, straggler_summary,
+                                                 traced_op_times)
 
     times, spread = traced_op_times(s, read=lambda *trace: (op_times(*trace), op_spread(*trace)))
     spreads = {p.name: p for p in spread}
     slowest = sorted(times, key=lambda t: -t.span_ns)[:8]
     return {"traced_step_ms": times[-1].finish_ns / 1e6, "role_ms": role_ms(times),
             "stragglers": straggler_summary(list(spreads.values())),
+            "role_split_ms": {role: dataclasses.asdict(part) for role, part in role_split(spread).items()},
             "slowest_operations": [{"name": t.name, "span_us": t.span_ns / 1e3, "tile_wait_us": t.wait_ns / 1e3,
                                     "tile_work_us": t.work_ns / 1e3, "tiles": t.tiles,
                                     "median_sm_start_us": spreads[t.name].start_ns / 1e3,

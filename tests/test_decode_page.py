@@ -784,6 +784,55 @@ def test_the_persistent_steps_roles_are_operations_not_kernels(tmp_path):
     assert "kernel" not in persistent.split("longer than")[0].lower().replace("persistent", "")
 
 
+def _persistent_with_split(f: DecodeFile, handoff: float, late: float, last_sm_share: float | None) -> DecodeFile:
+    """The gpt2 graph row's roles again as the persistent step's, each span split: `handoff` and `late` of it as
+    shares (the rest the median SM's work), and the row's share of operations one SM finished last."""
+    f = _with_roles(f, {"qkv": 5.0, "attention": 5.5, "proj": 4.8, "fc": 5.2, "out": 5.1, "head": 6.0})
+    g = next(r for r in f.rows if r.variant == "graph" and (r.model, r.batch, r.context) == ("gpt2", 4, 1000))
+    p = dataclasses.replace(g, variant="persistent", step_impl="persistent-ws", read_floor_ms=None,
+                            last_sm_share=last_sm_share)
+    roles = [dataclasses.replace(r, variant="persistent", handoff_ms_per_step=handoff * r.ms_per_step,
+                                 late_ms_per_step=late * r.ms_per_step)
+             for r in f.kernel_roles
+             if (r.model, r.variant, r.batch, r.context) == ("gpt2", "graph", 4, 1000) and r.role not in ("embed", "argmax")]
+    return dataclasses.replace(f, rows=[*f.rows, p], kernel_roles=[*f.kernel_roles, *roles])
+
+
+def test_the_persistent_steps_spans_split_into_hand_off_work_and_the_last_sm(tmp_path):
+    """A traced persistent step (schema 10) says what its operations' spans are made of, which part is the largest
+    and whether one SM is late most of the time; the graph step's line and runs without the split say none of it."""
+    cases = {"handoff": (0.5, 0.2, 0.9), "work": (0.2, 0.1, 0.25), "late": (0.2, 0.5, None), "work ": (0.3, 0.2, 0.1)}
+    for largest, (handoff, late, share) in cases.items():
+        page = write(tmp_path / largest, _persistent_with_split(decode_file("synthetic-20261129"), handoff, late, share))
+        lines = page.role_finding().splitlines()
+        persistent = next(line for line in lines if "persistent" in line)
+        graph = next(line for line in lines if "gpt2, batch 4, context 1000" in line and "persistent" not in line)
+        assert "hand-off" in persistent and "hand-off" not in graph
+        spans = page._role_frame[page._role_frame["variant"] == "persistent"]
+        total = float(spans["ms_per_step"].sum())
+        assert f"Its traced operations span {fmt.ms(total)}; {fmt.ms(handoff * total)} of that" in persistent
+        assert f"the median SM then works {fmt.ms((1 - handoff - late) * total)}" in persistent
+        words = {"handoff": "The hand-off is the largest part", "work": "The median SM's work is the largest part",
+                 "late": "The wait for the last SM is the largest part"}
+        assert [w for w in words.values() if w in persistent] == [words[largest.strip()]]
+        ops = int(spans["kernels_per_step"].sum())
+        if share is None:
+            assert "finished" not in persistent.split("after the median one")[-1]
+        else:
+            assert f"One SM finished {round(share * ops)} of the {ops} operations last" in persistent
+            assert ("late most of the time, so" in persistent) == (share >= 0.5)
+            assert ("far more often than chance" in persistent) == (0.2 <= share < 0.5)
+            assert ("no SM is late often" in persistent) == (share < 0.2)
+        table = page.role_table()
+        assert "Persistent step: hand-off each" in table and "Last SM after the median" in table
+    # a run traced before schema 10: no split, no columns for it
+    plain = write(tmp_path / "plain", _persistent_with_split(decode_file("synthetic-20261129"), 0.5, 0.2, 0.9))
+    plain_roles = plain.roles.assign(handoff_ms_per_step=None, late_ms_per_step=None)
+    plain.__dict__["roles"] = plain_roles
+    plain.__dict__.pop("_role_frame", None)
+    assert "hand-off" not in plain.role_finding() and "hand-off each" not in plain.role_table()
+
+
 def test_every_kernel_class_and_variant_has_a_colour_of_its_own():
     """The step-time figure stacks the classes in one bar and the loop figures draw the variants side by side:
     two sharing a colour cannot be told apart (the persistent step once shared the cache write's)."""

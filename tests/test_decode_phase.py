@@ -434,6 +434,26 @@ def test_a_persistent_trace_that_cannot_run_costs_the_breakdown_and_a_note_not_t
     assert s.host_pos == 5 and int(s.pos) == 5 and int(s.lens) == 6
 
 
+def test_a_persistent_trace_gives_each_role_its_span_split_and_the_row_its_late_sm_share(monkeypatch):
+    """The traced step's readings become, per role, the span with its hand-off and its late SM, and on the row the
+    share of operations the most often late SM finished last (a fixed trace stands in for the GPU's)."""
+    from kernels.decode import persistent_trace as pt
+    from kernels.decode.persistent_plan import KernelOp, StepPlan, Tile
+
+    ops = (KernelOp("layer 0 qkv", 2, 100, 1, "qkv"), KernelOp("layer 0 attention", 2, 100, 1, "attention"))
+    plan = StepPlan(ops, ((Tile(0, 0), Tile(1, 0)), (Tile(0, 1), Tile(1, 1))))
+    trace = torch.tensor([[[1000, 1000, 1400], [1400, 1700, 2000]],
+                          [[1000, 1000, 1600], [1600, 1700, 2100]]], dtype=torch.int64)
+    monkeypatch.setattr(pt, "traced_op_times", lambda session, read: read(trace, plan, ops))
+    row = DecodeRow(model="tiny", variant="persistent", batch=2, context=8, new_tokens=0, status="ok")
+    roles = {r.role: r for r in phase_rows._persistent_roles(object(), types.SimpleNamespace(notes=[]), row)}
+    assert roles["attention"].ms_per_step == pytest.approx(5e-4) and roles["attention"].kernels_per_step == 1
+    assert roles["attention"].handoff_ms_per_step == pytest.approx(1e-4)
+    assert roles["attention"].late_ms_per_step == pytest.approx(5e-5)
+    assert roles["qkv"].late_ms_per_step == pytest.approx(1e-4)  # list 1 finished 100 ns after the median
+    assert row.last_sm_share == 1.0  # list 1 was last in both operations
+
+
 def test_a_profiled_key_row_keeps_its_kernel_classes(monkeypatch):
     """Every profiled key row records its kernels per step and its classes (on the CPU the profiler does not
     run, so a fixed profile stands in for it)."""

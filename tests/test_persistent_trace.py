@@ -5,7 +5,7 @@ import torch
 
 from kernels.decode.persistent_plan import Tile, StepPlan
 from kernels.decode.persistent_plan import KernelOp
-from kernels.decode.persistent_trace import op_spread, op_times, role_ms, straggler_summary
+from kernels.decode.persistent_trace import op_spread, op_times, role_ms, role_split, straggler_summary
 
 OPS = (KernelOp("layer 0 qkv", 2, 100, 1, "qkv"), KernelOp("layer 0 attention", 2, 100, 1, "attention"),
        KernelOp("logits", 1, 100, 1, "head"))
@@ -54,3 +54,30 @@ def test_the_spread_says_when_the_sms_started_finished_and_which_one_came_last()
     assert summary["start_share"] == pytest.approx(200 / 1600)
     assert summary["late_share"] == pytest.approx(150 / 1600)
     assert summary["most_often_last_sm"] == 1 and summary["its_share_of_operations"] == pytest.approx(2 / 3)
+
+
+def test_a_role_split_adds_up_to_the_roles_spans_in_hand_off_work_and_the_last_sm():
+    trace = _trace({(0, 0): (1000, 1000, 1400), (1, 0): (1000, 1000, 1600),
+                    (0, 1): (1400, 1700, 2000), (1, 1): (1600, 1700, 2100),
+                    (0, 2): (2000, 2200, 2600)})
+    spreads = op_spread(trace, PLAN, OPS)
+    split = role_split(spreads)
+    # attention: the median SM is past its wait 100 ns after qkv's end, done 450 ns after it, the last SM 50 later
+    assert split["attention"].handoff_ms == pytest.approx(1e-4)
+    assert split["attention"].work_ms == pytest.approx(3.5e-4) and split["attention"].late_ms == pytest.approx(5e-5)
+    # the logits: one SM, past its wait 100 ns after the attention's end (2100), 400 of work, nothing late
+    assert (split["head"].handoff_ms, split["head"].work_ms, split["head"].late_ms) == pytest.approx((1e-4, 4e-4, 0))
+    spans = role_ms(op_times(trace, PLAN, OPS))
+    for role, part in split.items():
+        assert part.handoff_ms + part.work_ms + part.late_ms == pytest.approx(spans[role])
+
+
+def test_a_role_split_keeps_its_parts_inside_the_span_when_the_median_sm_starts_before_it():
+    """Op 0 has no operation before it: its median SM can be under way at the step's first reading, and a median
+    of two SMs can fall between them; the parts stay non-negative and still add up to the span."""
+    from kernels.decode.persistent_trace import OpSpread
+
+    odd = [OpSpread("layer 0 qkv", "qkv", 600.0, -50.0, 700.0, -100.0, 1)]
+    part = role_split(odd)["qkv"]
+    assert min(part.handoff_ms, part.work_ms, part.late_ms) >= 0
+    assert part.handoff_ms + part.work_ms + part.late_ms == pytest.approx(6e-4)

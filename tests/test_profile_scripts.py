@@ -181,3 +181,6 @@ def test_the_persistent_sweeps_trace_row_says_how_each_operations_sms_parted(mon
     qkv = next(o for o in row["slowest_operations"] if o["name"] == "layer 0 qkv")
     assert (qkv["median_sm_done_us"], qkv["last_sm_late_us"], qkv["last_sm"]) == (pytest.approx(0.5), pytest.approx(0.1), 1)
     assert row["stragglers"]["most_often_last_sm"] == 1 and row["stragglers"]["its_share_of_operations"] == 1.0
+    # the logits: the lists past their waits at 1500 and 1700 (median: qkv's end, 1600), done at 1900 and 2000
+    head = row["role_split_ms"]["head"]
+    assert (head["handoff_ms"], head["work_ms"], head["late_ms"]) == pytest.approx((0, 3.5e-4, 5e-5))

@@ -45,23 +45,30 @@ def _profile(session, steps: int, env: _Env, result: DecodeFile, fused_layers: i
         return None
 
 
-def _persistent_roles(session, result: DecodeFile):
+def _persistent_roles(session, result: DecodeFile, row: DecodeRow | None = None):
     """The persistent step's time by role from one traced step at the session's position (its trace:
-    kernels/decode/persistent_trace.py): each role's operations and their spans of the critical path, as
-    RoleShares. A trace that cannot run costs the breakdown and a note, not the row."""
-    from kernels.decode.persistent_trace import role_ms, traced_op_times
+    kernels/decode/persistent_trace.py): each role's operations and their spans of the critical path, each split
+    into the hand-off, the median SM's work and the wait for the last SM, as RoleShares; and on `row`, how often
+    one SM was the last to finish an operation. A trace that cannot run costs the breakdown and a note, not the
+    row."""
+    from kernels.decode.persistent_trace import (op_spread, op_times, role_ms, role_split, straggler_summary,
+                                                 traced_op_times)
 
     from ..decode_profile import RoleShare
 
     try:
-        times = traced_op_times(session)
+        times, spreads = traced_op_times(session, read=lambda *trace: (op_times(*trace), op_spread(*trace)))
     except Exception as exc:  # noqa: BLE001
         note = f"The persistent step's trace could not be read: {_error_reason(exc)}"
         if note not in result.notes:
             result.notes.append(note)
         return []
+    if row is not None:
+        row.last_sm_share = straggler_summary(spreads)["its_share_of_operations"]
     operations = Counter(t.role for t in times)
-    return [RoleShare(role, float(operations[role]), ms) for role, ms in role_ms(times).items()]
+    split = role_split(spreads)
+    return [RoleShare(role, float(operations[role]), ms, split[role].handoff_ms, split[role].late_ms)
+            for role, ms in role_ms(times).items()]
 
 
 def _pdl_fallback(spec: VariantSpec, exc: BaseException, result: DecodeFile) -> bool:
@@ -144,7 +151,7 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
                                    kernel_class=c.kernel_class, kernels_per_step=c.kernels_per_step,
                                    ms_per_step=c.ms_per_step, top_kernel=c.top_kernel[:300]) for c in prof.classes)
             if env.cuda and getattr(getattr(s, "step_fn", None), "roles_by_trace", False):  # one kernel: traced
-                roles = _persistent_roles(s, result)
+                roles = _persistent_roles(s, result, row)
             s.start(prompt)
         if env.cuda:  # allocator counters, kept on the host: no sync needed; loop_time syncs around each loop
             row.mem_at_start_bytes = torch.cuda.memory_allocated()
@@ -180,7 +187,8 @@ def _decode_row(spec: VariantSpec, m: _Model, batch: int, context: int, plan: Pl
     result.kernel_roles.extend(
         KernelRoleRow(model=m.info.name, variant=spec.name, batch=batch, context=context, role=r.role,
                       kernels_per_step=r.kernels_per_step, ms_per_step=r.ms_per_step,
-                      bytes_per_step=role_bytes.get(r.role)) for r in roles)
+                      bytes_per_step=role_bytes.get(r.role), handoff_ms_per_step=r.handoff_ms_per_step,
+                      late_ms_per_step=r.late_ms_per_step) for r in roles)
     row.floor_ms = floor_ms(row.bytes_per_step, env.bandwidth)
     row.achieved_over_floor = t.median_ms / row.floor_ms if row.floor_ms else None
     row.distinct_tokens = int(tokens.unique().numel())

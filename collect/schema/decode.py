@@ -123,6 +123,12 @@ class DecodeRow:
                                            "(where kernels overlap, under programmatic dependent launch, the overlap "
                                            "counts once). The step time minus this is time the GPU sat idle between "
                                            "kernels.", None, **MS)
+    last_sm_share: float | None = doc("Persistent variant, at the profiled shapes, from one traced step: the share of "
+                                      "its operations whose last tile finished on the SM that finished operations "
+                                      "last most often. About 1 / the SMs where a different SM is last each time; "
+                                      "near 1 where one SM is late every time (its place in the plan, or the SM "
+                                      "itself). Null elsewhere and in runs before schema version 10.", None,
+                                      **FRACTION)
     read_floor_ms: float | None = doc("Fused CUDA-graph steps, at the profiled shapes: the loop time of the same "
                                       "kernels, in the same order and launched the same way (one CUDA graph; "
                                       "programmatic dependent launch where the step uses it), each replaced by a "
@@ -292,6 +298,16 @@ class KernelRoleRow(_ProfiledStep):
     bytes_per_step: float | None = doc("Bytes this role must read per step: its weights, or for the attention the "
                                        "cache (averaged over the timed steps); null for the embedding and the "
                                        "argmax.", None, **BYTES)
+    handoff_ms_per_step: float | None = doc("Persistent variant: of ms_per_step, the time from the end of each "
+                                            "operation before until the median SM had its first tile of the "
+                                            "operation under way: the counter's release and the polls that see it, "
+                                            "the input rows and the LayerNorm (kernels/decode/persistent_trace."
+                                            "role_split). Null for the graph steps and in runs before schema "
+                                            "version 10.", None, **MS, at_most="ms_per_step")
+    late_ms_per_step: float | None = doc("Persistent variant: of ms_per_step, the time from the median SM's "
+                                         "finish of its share to the last SM's, which ends each operation. What "
+                                         "is left of ms_per_step beside this and the hand-off is the median SM's "
+                                         "work. Null as handoff_ms_per_step is.", None, **MS, at_most="ms_per_step")
 
 
 @strict

@@ -123,12 +123,22 @@ def to_version_9(doc: dict) -> dict:
     return doc
 
 
+def to_version_10(doc: dict) -> dict:
+    """Any file of schema version 9 (older ones through the steps above): version 10 adds optional fields only, the
+    persistent decode step's split of each role's span (kernel roles' handoff_ms_per_step and late_ms_per_step) and
+    how often one SM finished its operations last (decode rows' last_sm_share), which older runs did not trace."""
+    doc = to_version_9(doc)
+    if doc.get("schema_version") == 9:
+        doc["schema_version"] = 10
+    return doc
+
+
 # The step that brings any older file to the current version.
-LATEST = to_version_9
+LATEST = to_version_10
 
 MIGRATIONS = {f.__name__: f for f in (rename_decode_hf_variant, decode_int8_comparison_series, to_version_2,
                                       to_version_3, to_version_4, to_version_5, to_version_6, to_version_7,
-                                      to_version_8, to_version_9)}
+                                      to_version_8, to_version_9, to_version_10)}
 
 
 def main(argv: list[str]) -> int:

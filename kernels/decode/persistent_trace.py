@@ -72,6 +72,7 @@ class OpSpread:
     SM had its first tile under way (its wait and its input rows done), when the median SM had finished its share,
     and how much later the last SM finished, which ends the span."""
     name: str
+    role: str
     span_ns: float
     start_ns: float   # median SM: its first tile of the operation past its wait
     sm_done_ns: float  # median SM: its last tile of the operation done
@@ -94,8 +95,8 @@ def op_spread(trace: torch.Tensor, plan, ops) -> list[OpSpread]:
         last_sm = max(done_by[i], key=done_by[i].get)
         finish = done_by[i][last_sm]
         sm_done = median(done_by[i].values())
-        out.append(OpSpread(op.name, float(finish - before), median(started[i].values()) - before, sm_done - before,
-                            finish - sm_done, last_sm))
+        out.append(OpSpread(op.name, op.role, float(finish - before), median(started[i].values()) - before,
+                            sm_done - before, finish - sm_done, last_sm))
         before = finish
     return out
 
@@ -111,6 +112,31 @@ def straggler_summary(spreads: list[OpSpread]) -> dict:
     return {"start_share": sum(max(0.0, s.start_ns) for s in spreads) / total,
             "late_share": sum(max(0.0, s.late_ns) for s in spreads) / total,
             "most_often_last_sm": most, "its_share_of_operations": lasts.count(most) / len(lasts)}
+
+
+@dataclass(frozen=True)
+class RoleSplit:
+    """A role's operations' spans of the critical path (ms a step), in three parts that add up to them: the
+    hand-off, from the end of the operation before until the median SM has its first tile under way (the counter's
+    release and the polls that see it, the input rows, the LayerNorm); the work, until the median SM has finished
+    its share; and the wait for the last SM after it."""
+    handoff_ms: float
+    work_ms: float
+    late_ms: float
+
+
+def role_split(spreads: list[OpSpread]) -> dict[str, RoleSplit]:
+    """The spreads added up by role (RoleSplit). The median SM's start and finish are clamped into its span, so
+    the three parts add up to role_ms's figure for the same trace."""
+    parts: dict[str, list[float]] = {}
+    for s in spreads:
+        start = min(max(0.0, s.start_ns), s.span_ns)
+        done = min(max(start, s.sm_done_ns), s.span_ns)
+        acc = parts.setdefault(s.role, [0.0, 0.0, 0.0])
+        acc[0] += start / 1e6
+        acc[1] += (done - start) / 1e6
+        acc[2] += (s.span_ns - done) / 1e6
+    return {role: RoleSplit(*v) for role, v in parts.items()}
 
 
 def role_ms(times: list[OpTime]) -> dict[str, float]:

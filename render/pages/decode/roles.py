@@ -19,6 +19,10 @@ from .data import DecodeData, ROLE_BYTES_APART, ROLE_EVEN, _ok
 # bytes do not set the excess. A set of roles whose excess correlates with their bytes by FOLLOWS or more grows
 # with them.
 SAME_BYTES, TWINS_APART, FOLLOWS = 1.02, 0.5, 0.5
+# The persistent step's traced operations: where one SM finished at least LATE_SM_MOST of them last, it is late
+# most of the time (its place in the plan, or the SM); at LATE_SM_OFTEN, far more often than the 1 / the SMs that a
+# different SM each time would give (under 3% on any GPU of 40 SMs or more); below it, the late SM moves.
+LATE_SM_MOST, LATE_SM_OFTEN = 0.5, 0.2
 
 
 def _correlates(bytes_: pd.Series, over: pd.Series) -> bool:
@@ -78,7 +82,7 @@ class Roles(DecodeData):
         out = []
         for (model, variant, b, c), g in r.groupby(["model", "variant", "batch", "context"], sort=False):
             step = self.row(model, variant, b, c)
-            g = g[g["over_us_each"].notna()]
+            whole, g = g, g[g["over_us_each"].notna()]
             if g.empty or step is None:
                 continue
             hi, lo = g.loc[g["over_us_each"].idxmax()], g.loc[g["over_us_each"].idxmin()]
@@ -89,7 +93,7 @@ class Roles(DecodeData):
                        f"{fmt.num(hi.over_us_each)} µs ({self.role_words(hi.role)}) longer than "
                        f"reading its bytes at copy bandwidth would. Over the step that is {fmt.ms(over_ms)} of its "
                        f"{fmt.ms(step.step_ms_median)}." + self._role_spread_words(g, unit)
-                       + self._head_apart_words(g, model, b))
+                       + self._head_apart_words(g, model, b) + self._split_words(whole, step))
         return "\n".join(out) + "\n" if out else ""
 
     def _head_apart_words(self, g: pd.DataFrame, model: str, batch: int) -> str:
@@ -111,6 +115,43 @@ class Roles(DecodeData):
                 f"writes its fp32 logits ({fmt.bytes_(logits)}, {fmt.num(1e6 * logits / bw)} µs at copy bandwidth), "
                 f"and its product, {fmt.num(flops / 1e9)} GFLOP, is {fmt.ratio(flops / widest)} the largest in a "
                 "layer.")
+
+    def _split_words(self, g: pd.DataFrame, step) -> str:
+        """For a traced persistent step (its roles' hand-off and late-SM parts, schema 10 on): what its operations'
+        spans are made of, which part is the largest, and whether one SM is late most of the time."""
+        if "handoff_ms_per_step" not in g or "late_ms_per_step" not in g:
+            return ""
+        g = g[g["handoff_ms_per_step"].notna() & g["late_ms_per_step"].notna()]
+        total = float(g["ms_per_step"].sum())
+        if g.empty or total <= 0:
+            return ""
+        handoff, late = float(g["handoff_ms_per_step"].sum()), float(g["late_ms_per_step"].sum())
+        work = max(0.0, total - handoff - late)
+        out = (f" Its traced operations span {fmt.ms(total)}; {fmt.ms(handoff)} of that "
+               f"({fmt.pct(100 * handoff / total)}) passes before the median SM has its first tile of an operation "
+               "under way: the hand-off from the operation before (the counter's release and the polls that see it, "
+               f"the input rows, the LayerNorm). Summed over the operations, the median SM then works {fmt.ms(work)} "
+               f"and the last SM finishes {fmt.ms(late)} after the median one.")
+        largest = max(("handoff", handoff), ("work", work), ("late", late), key=lambda kv: kv[1])[0]
+        out += {"handoff": " The hand-off is the largest part: the step spends longer between its operations than "
+                           "in them.",
+                "work": " The median SM's work is the largest part: the tiles themselves, more than the boundaries "
+                        "between operations, set the step.",
+                "late": " The wait for the last SM is the largest part: the operations end unevenly across the "
+                        "SMs."}[largest]
+        share = getattr(step, "last_sm_share", None)
+        ops = float(g["kernels_per_step"].sum())
+        if _ok(share) and ops >= 2:
+            last = round(share * ops)
+            if share >= LATE_SM_MOST:
+                why = "it is late most of the time, so its place in the plan or the SM itself holds the step back."
+            elif share >= LATE_SM_OFTEN:
+                why = ("not most of the time, but far more often than chance would make one SM of many the last, so "
+                       "its place in the plan or the SM itself is worth a look.")
+            else:
+                why = "no SM is late often; the last to finish changes from operation to operation."
+            out += f" One SM finished {last} of the {ops:.0f} operations last: {why}"
+        return out
 
     @staticmethod
     def unit(variant: str) -> str:
@@ -173,9 +214,14 @@ class Roles(DecodeData):
         r["does"] = [self.ROLE_WORDS.get(x, x) for x in r["role"]]  # plain: the table escapes its cells
         opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
         us = opt(lambda x: f"{fmt.num(x)} µs")
-        return table_html(r, {"shape": "Shape", "does": "Kernel (persistent step: operation)",
-                              "kernels_per_step": "Per step",
-                              "us_each": "GPU time each", "bytes_us_each": "Its bytes at copy bandwidth",
-                              "over_us_each": "Above its bytes"},
-                          formats={"kernels_per_step": opt(lambda x: f"{x:.0f}"), "us_each": us, "bytes_us_each": us,
-                                   "over_us_each": us})
+        columns = {"shape": "Shape", "does": "Kernel (persistent step: operation)", "kernels_per_step": "Per step",
+                   "us_each": "GPU time each", "bytes_us_each": "Its bytes at copy bandwidth",
+                   "over_us_each": "Above its bytes"}
+        formats = {"kernels_per_step": opt(lambda x: f"{x:.0f}"), "us_each": us, "bytes_us_each": us,
+                   "over_us_each": us}
+        per = r["kernels_per_step"].where(r["kernels_per_step"] > 0)
+        for col, head in (("handoff", "Persistent step: hand-off each"), ("late", "Last SM after the median")):
+            if r.get(f"{col}_ms_per_step", pd.Series(dtype=float)).notna().any():
+                r[f"{col}_us_each"] = 1000 * r[f"{col}_ms_per_step"] / per
+                columns[f"{col}_us_each"], formats[f"{col}_us_each"] = head, us
+        return table_html(r, columns, formats=formats)
