@@ -725,9 +725,11 @@ def test_the_time_finding_sets_the_persistent_step_beside_the_graph_step_and_jud
     target = 3.0
     quick = finding(min(0.5, 0.9 * target / g.achieved_over_floor))  # fast enough to meet the target
     assert "Our persistent step" in quick and "faster than the graph step" in quick
-    assert "That meets the target" in quick and "with our persistent step" in quick
+    assert "The target of 3.00× is met by our persistent step" in quick
+    assert "That meets" not in quick  # "that" would follow the persistent step's multiple whichever step met it
     slow = finding(1.5)
     assert "1.50× slower than the graph step" in slow
+    assert f"The target of 3.00× is met by our step, bf16 cache, CUDA graph ({fmt.ratio(g.achieved_over_floor)})" in slow
     plain = write(tmp_path / "plain", f).time_finding()
     assert "persistent" not in next(line for line in plain.splitlines() if "gpt2, batch 4, context 1000" in line)
 
