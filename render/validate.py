@@ -39,6 +39,18 @@ def load_validated(path: Path, cls) -> Any:
     return load_checked(path, cls)[0]
 
 
+def _version_fix(path: Path, version: Any) -> str:
+    """How to read a file of another schema version: an older one migrates (each version since the first adds
+    what older runs lack, collect/schema/migrate.py), a newer one needs newer code."""
+    if isinstance(version, int) and not isinstance(version, bool) and 1 <= version < SCHEMA_VERSION:
+        return (f"Bring the run up to date with python -m collect.schema.migrate to_version_{SCHEMA_VERSION} "
+                f"{path.parent}/*.json* (it rewrites the files in place; what it adds is marked missing for older "
+                "runs), or re-collect it.")
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+        return "Newer code wrote it: update this checkout (git pull) to read it."
+    return "Re-collect the run or check out the code that wrote it."
+
+
 def load_checked(path: Path, cls) -> tuple[Any, str]:
     """(an instance of `cls`, the text it was validated from): the text is what gets published, never the
     path read again (by then it may be another file, or a FIFO that blocks whoever opens it)."""
@@ -52,7 +64,7 @@ def load_checked(path: Path, cls) -> tuple[Any, str]:
     version = data.get("schema_version", "(missing)")
     if version != SCHEMA_VERSION:
         raise DataError(f"{path}: field schema_version: value {version!r} is not supported; this code reads "
-                        f"schema_version {SCHEMA_VERSION}. Re-collect the run or check out the code that wrote it.")
+                        f"schema_version {SCHEMA_VERSION}. {_version_fix(path, version)}")
     try:  # the text again: pydantic's strict mode takes dataclasses from JSON, not from dicts
         obj = _adapter(cls).validate_json(text)
     except ValidationError as exc:

@@ -112,6 +112,34 @@ def test_malformed_manifest_names_file_field_and_value(tmp_path, mutate, field, 
     assert value in msg
 
 
+@pytest.mark.parametrize("version, fix", [(SCHEMA_VERSION - 1, f"migrate to_version_{SCHEMA_VERSION}"),
+                                          (SCHEMA_VERSION + 1, "git pull"), ("9", "Re-collect the run")])
+def test_a_run_of_another_schema_version_says_how_to_read_it(tmp_path, version, fix):
+    """An older run (collected before a pull) migrates, and the message says how; a newer one needs newer code; a
+    version that is no version gets the plain advice."""
+    path = _write_bad(tmp_path, lambda d: d.__setitem__("schema_version", version))
+    with pytest.raises(DataError) as err:
+        load_runs(tmp_path)
+    assert str(path) in str(err.value) and fix in str(err.value)
+
+
+def test_an_older_run_reads_once_the_message_s_command_has_migrated_it(tmp_path):
+    import re
+
+    from collect.schema import migrate
+
+    run_dir = synthetic.make_run(tmp_path, "old-1")
+    for f in run_dir.glob("*.json*"):
+        data = json.loads(f.read_text())
+        f.write_text(json.dumps({**data, "schema_version": SCHEMA_VERSION - 1}))
+    with pytest.raises(DataError) as err:
+        load_runs(tmp_path)
+    command = re.search(r"python -m collect\.schema\.migrate (\S+) (\S+)", str(err.value))
+    assert command and command.group(2) == f"{run_dir}/*.json*"
+    assert migrate.main([command.group(1), *map(str, run_dir.glob("*.json*"))]) == 0
+    assert load_runs(tmp_path)
+
+
 def test_empty_data_dir_is_a_clear_error(tmp_path):
     with pytest.raises(DataError, match="no runs found"):
         load_runs(tmp_path)
