@@ -576,6 +576,17 @@ def test_kernel_roles_say_what_each_kernel_pays_above_its_bytes(tmp_path):
     assert "stands apart" not in words  # no LM head among these roles
 
 
+def test_two_extremes_paying_alike_do_not_make_a_cost_per_kernel_when_the_others_pay_twice_as_much(tmp_path):
+    # run h100-20261205a, gpt2 batch 64 bf16 graph: the output projection (fewest bytes) 4.58 µs above its bytes and the
+    # attention (most) 3.78, but the qkv and fc products 8.07 and 7.10; the page had called it "a cost per kernel"
+    # (here the attention reads the fewest bytes and the first MLP product the most: they pay alike, two others twice)
+    uneven = write(tmp_path, _with_roles(decode_file("synthetic-20261129"),
+                                         {"qkv": 8.0, "attention": 4.0, "proj": 8.5, "fc": 4.5, "out": 4.4}))
+    words = uneven.role_finding()
+    assert "a cost per kernel" not in words and "about as much" not in words
+    assert "it varies by kernel" in words
+
+
 def test_an_lm_head_paying_far_more_than_any_layer_kernel_is_set_apart_with_what_else_it_does(tmp_path):
     layer = {"qkv": 4.9, "attention": 4.4, "proj": 3.9, "fc": 4.6, "out": 4.4}
     level = write(tmp_path / "level", _with_roles(decode_file("synthetic-20261129"), dict(layer, head=6.0)))
@@ -586,7 +597,7 @@ def test_an_lm_head_paying_far_more_than_any_layer_kernel_is_set_apart_with_what
     assert "stands apart, 18.0 µs above its reads" in text
     assert f"writes its fp32 logits ({fmt.bytes_(4 * 50257 * 4)}" in text
     assert f"{fmt.num(2 * 4 * 768 * 50257 / 1e9)} GFLOP, is {fmt.ratio(50257 / 3072)} the largest in a layer" in text
-    assert "Of a layer's five kernels" in text  # the per-kernel claim is about the layer's kernels only
+    assert "all of a layer's five pay within 1.50× of each other" in text  # a claim of the layer's kernels only
 
 
 def test_the_template_shows_kernel_roles_only_for_runs_that_have_them(tmp_path):
@@ -658,6 +669,18 @@ def _host_profiles(f: DecodeFile, generate_ms: float) -> DecodeFile:
                        calls_per_token={"model forward": 1.0}, **common)]
     assert eager.step_ms_median > 0
     return f
+
+
+def test_a_host_profile_whose_parts_outgrow_its_whole_is_not_split(tmp_path):
+    """Run h100-20261205a: the eager loop's forward took 8.94 ms a token of a loop of 8.34, its remainder clamped to
+    0, and the page split the difference as if that 0 were measured."""
+    f = decode_file("synthetic-20261129")
+    eager = next(r for r in f.rows if (r.model, r.variant, r.batch, r.context) == ("gpt2", "hf-eager", 4, 1000))
+    f = _host_profiles(f, eager.step_ms_median * 1.4)
+    f.host_profiles[1].components = {"model forward": 6.4, "everything else": 0.0}  # of a 6.0 ms loop
+    text = write(tmp_path, f).generate_finding()
+    assert "The loop profile's parts add up to more than its whole" in text and "The difference lies in" not in text
+    assert "launches 281 kernels" in text  # the counts are the torch profiler's: still said
 
 
 def test_generate_against_the_plain_loop_is_explained_from_the_host_profile(tmp_path):
@@ -769,6 +792,31 @@ def test_every_section_renders_a_run_with_persistent_rows(tmp_path):
     assert ("Our CUDA-graph step and our int8-cache graph step compute their step with our fused Triton kernels"
             in summary)
     assert f"This run planned {len(f.rows)} rows (" in summary and "unsupported" in summary
+
+
+def test_a_decode_phase_cut_short_counts_the_rows_it_saved_not_a_plan(tmp_path):
+    """A collect that stopped in the decode phase (run h100-20261205a) saved some of its rows: the page counts them
+    as saved, and the all-rows tables claim no skipped-row counts where no row was skipped for time."""
+    import json
+
+    f = decode_file("synthetic-20261129")
+    done = write(tmp_path / "done", f)
+    assert not done.cut_short() and done.summary().startswith(f"This run planned {len(f.rows)} rows")
+    assert done.all_rows_intro().startswith("Every row the phase planned, per model. A row whose status")
+    cut = write(tmp_path / "cut", f)
+    manifest = cut.run.path / "manifest.json"
+    m = json.loads(manifest.read_text())
+    m["phases"].append({"name": "decode", "status": "running", "file": "decode.json", "started_utc": None,
+                        "duration_s": None, "rows": None, "error": None, "reason": None, "profile": None,
+                        "git_commit": None})
+    manifest.write_text(json.dumps(m))
+    run = load_run(manifest.parent)
+    cut = DecodePage(run, [run])
+    assert cut.cut_short()
+    assert cut.summary().startswith(f"This run's decode phase stopped before its end, after saving {len(f.rows)} rows (")
+    assert cut.all_rows_intro().startswith("Every row the phase saved before it stopped, per model.")
+    skipped = dataclasses.replace(f, rows=[dataclasses.replace(f.rows[0], status="skipped", reason="time"), *f.rows[1:]])
+    assert "each table counts them beneath it" in write(tmp_path / "skip", skipped).all_rows_intro()
 
 
 def test_the_persistent_steps_roles_are_operations_not_kernels(tmp_path):
@@ -897,7 +945,8 @@ def test_the_floor_figure_says_what_its_dotted_line_marks_and_the_rows_table_wha
     # The dotted line sat at 3.00x with no meaning given, on gpt2-xl's panel too, whose target is 1.5x; the rows
     # table had a "Step" column beside "Step (loop time)" that named what computed the step.
     p = page(tmp_path)
-    assert escape.text("above the dotted line, 3.00×, the kernels set a step's pace, not its bytes") in p.floor_figure()
+    assert escape.text("above the dotted line, 3.00×, moving the bytes takes under 33.3% of a step and the kernels' "
+                       "own costs set its pace") in p.floor_figure()
     table = p.rows_table("gpt2")
     assert "<th>Step computed by</th>" in table and "<th>Step</th>" not in table
 
@@ -1270,7 +1319,7 @@ def test_two_kernels_that_read_the_same_bytes_but_pay_apart_say_the_excess_is_no
                                                           {"qkv": 1.1, "attention": 1.0, "proj": 6.0, "fc": 2.0,
                                                            "out": 2.1}))
     words = scattered.role_finding()
-    assert "across all five the excess does not grow with the bytes: it varies by kernel" in words
+    assert "Across a layer's five kernels the excess does not grow with the bytes: it varies by kernel" in words
     # One kernel far below the rest makes five points correlate by itself (gpt2-xl's persistent step in run
     # h200-20261205a: 4.5 µs on the output projection, 22-26 µs on the other four whatever their bytes): the excess
     # does not grow with the bytes across all five.
@@ -1279,7 +1328,7 @@ def test_two_kernels_that_read_the_same_bytes_but_pay_apart_say_the_excess_is_no
                                                        "out": 20.0}))
     words = one_low.role_finding()
     assert "grows with the bytes" not in words
-    assert "across all five the excess does not grow with the bytes: it varies by kernel" in words
+    assert "Across a layer's five kernels the excess does not grow with the bytes: it varies by kernel" in words
 
 
 def test_agreement_names_what_was_not_compared_and_sets_disagreements_against_the_rounding_seen(tmp_path):
@@ -1294,6 +1343,12 @@ def test_agreement_names_what_was_not_compared_and_sets_disagreements_against_th
     row = next(x for x in p.targets_table().split("<tr>") if "every variant compared agrees" in x)
     assert "not compared: transformers compiled with a static cache on gpt2" in row
     assert "(transformers compiled with a static cache not compared)" in p._agreement_sentence()
+    # gpt2-xl compared only its int8-graph step (run h100-20261205a, cut short): the sentence over every model names
+    # what each left out, not only what both did
+    xl = [dataclasses.replace(a, model="gpt2-xl") for a in f.agreement if a.variant == "int8-graph"]
+    both = write(tmp_path / "xl", dataclasses.replace(f, agreement=[*f.agreement, *xl]))._agreement_sentence()
+    assert "(not compared: transformers compiled with a static cache on gpt2; " in both
+    assert "our eager loop" in both.split("on gpt2; ")[1] and both.endswith("on gpt2-xl).")
     # the same margins below the rounding each row shows where it agreed: the disagreements are within it
     for a in f.agreement:
         a.max_top1_logit_diff = 0.03

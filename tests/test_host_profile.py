@@ -62,3 +62,18 @@ def test_a_loop_whose_longer_call_took_no_longer_is_noise_not_a_zero():
     long[(GEN, 2917, "_sample")] = (1, stats(1)[(GEN, 2917, "_sample")][1])  # no longer than the short call
     with pytest.raises(NoisyProfile, match="took no longer"):
         attribute(long, stats(1), 16, "hf-generate")
+
+
+def test_parts_that_add_up_to_more_than_the_loop_are_noise_not_an_attribution():
+    """Run h100-20261205a's eager loop: its forward took 8.94 ms a token of a loop of 8.34. The remainder would have
+    been clamped to 0, and the page would have split a difference that was noise; the pair is profiled again."""
+    from collect.host_profile import PARTS_OVER_WHOLE, NoisyProfile
+
+    long = dict(stats(17))
+    forward = (GPT2, 647, "forward")
+    over = stats(1)[forward][1] + 16 * 5.4e-3 * (PARTS_OVER_WHOLE + 0.05)  # the forward past the whole loop
+    long[forward] = (17, over)
+    with pytest.raises(NoisyProfile, match="more than the"):
+        attribute(long, stats(1), 16, "hf-generate")
+    long[forward] = (17, stats(1)[forward][1] + 16 * 5.4e-3)  # all of the loop, within the margin: kept
+    assert attribute(long, stats(1), 16, "hf-generate").components[OTHER] == 0.0

@@ -32,11 +32,26 @@ class Agreement(DecodeData):
         ref = set(self.agreement[self.agreement["model"] == model]["reference"]) if not self.agreement.empty else set()
         return [v for v in self.variants() if v in ran and v not in set(compared) and v not in ref]
 
+    def uncompared_by_model(self, checked: pd.DataFrame) -> list[tuple[str, list[str]]]:
+        """(model, the variants that ran on it but were not compared) for each model the check compared, where any
+        were left out."""
+        out = []
+        for model in dict.fromkeys(checked["model"]):
+            rest = self.uncompared(model, checked[checked["model"] == model]["variant"])
+            if rest:
+                out.append((model, rest))
+        return out
+
     def _uncompared_words(self, a: pd.DataFrame) -> str:
-        """' (model.generate not compared)': the variants no model compared, plainly, for a sentence over all."""
-        missing = [v for v in self.variants()
-                   if all(v in self.uncompared(m, a[a["model"] == m]["variant"]) for m in dict.fromkeys(a["model"]))]
-        return f" ({join(escape.text(self.named(v)) for v in missing)} not compared)" if missing else ""
+        """' (model.generate not compared)' where every model left out the same variants; else, per model, which
+        (' (not compared: model.generate on gpt2; … on gpt2-xl)'), so a verdict over all is not read as theirs."""
+        parts = self.uncompared_by_model(a)
+        if not parts:
+            return ""
+        if len(parts) == a["model"].nunique() and len({tuple(rest) for _, rest in parts}) == 1:
+            return f" ({join(escape.text(self.named(v)) for v in parts[0][1])} not compared)"
+        return (" (not compared: " + "; ".join(f"{join(escape.text(self.named(v)) for v in rest)} on "
+                                               f"{escape.text(model)}" for model, rest in parts) + ")")
 
     def agreement_finding(self) -> str:
         a = self._agreement_ok()

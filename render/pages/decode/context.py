@@ -258,7 +258,9 @@ class Context(DecodeData):
         # The dotted line is the page's FAR_FLOOR, not a target (gpt2-xl's is 1.5x): the caption says what it marks.
         return self.figure("floor", fig, f"Achieved step time over the bandwidth floor, log scale: 1 (dashed) would "
                                          f"move the step's bytes at copy bandwidth; above the dotted line, "
-                                         f"{fmt.ratio(FAR_FLOOR)}, the kernels set a step's pace, not its bytes. "
+                                         f"{fmt.ratio(FAR_FLOOR)}, moving the bytes takes under "
+                                         f"{fmt.pct(100 / FAR_FLOOR)} of a step and the kernels' own costs set its "
+                                         "pace. "
                                          f"Each variant's floor counts its own cache format "
                                          f"(int8 plus scales for the int8 variants). {self.data.dtype}, "
                                          f"{self._weights_words()}.")

@@ -155,6 +155,11 @@ class DecodeData(Page):
     def ok(self) -> pd.DataFrame:
         return self.rows[self.rows["status"] == "ok"]
 
+    def cut_short(self) -> bool:
+        """Whether the decode phase stopped before its end (interrupted, or still collecting): its rows are the ones
+        it saved, not the ones it planned."""
+        return self.run.phase_state("decode") == "partial"
+
     @cached_property
     def micro(self) -> pd.DataFrame:
         return self.run.frame("decode", "micro")

@@ -160,33 +160,37 @@ class Roles(DecodeData):
         return "operation" if variant == "persistent" else "kernel"
 
     def _role_spread_words(self, g: pd.DataFrame, unit: str = "kernel") -> str:
-        """Whether what a layer's kernels pay above their bytes follows the bytes, judged over all five: two roles
-        that read the same bytes yet pay far apart say it does not; else the roles with the fewest and the most bytes,
-        where those differ severalfold, say whether it is a cost per kernel, and the five together whether the excess
-        grows with the bytes."""
+        """Whether what a layer's kernels pay above their bytes follows the bytes, judged over all five: all five within
+        ROLE_EVEN of each other, though their bytes lie severalfold apart, is a cost per kernel; two roles that read
+        the same bytes yet pay far apart say the bytes do not set it; else the five together say whether the excess
+        grows with the bytes. (The two extremes by bytes alone once read as "about as much" beside two kernels that
+        paid twice as much: run h100-20261205a, gpt2 batch 64.)"""
         g = g[g["role"].isin(LAYER_ROLES) & (g["bytes_us_each"] > 0)]
         if len(g) < 2:
             return ""
+        over = g["over_us_each"]
+        few, most = g.loc[g["bytes_us_each"].idxmin()], g.loc[g["bytes_us_each"].idxmax()]
+        apart = most.bytes_us_each >= ROLE_BYTES_APART * few.bytes_us_each
+        few_w, most_w = self.role_words(few.role), self.role_words(most.role)
+        if apart and over.min() > 0 and over.max() <= ROLE_EVEN * over.min():
+            return (f" The {unit} with the most bytes to read ({most_w}) reads "
+                    f"{fmt.ratio(most.bytes_us_each / few.bytes_us_each)} those of the one with the fewest ({few_w}), "
+                    f"yet all of a layer's five pay within {fmt.ratio(ROLE_EVEN)} of each other above their bytes: a "
+                    f"cost per {unit}, not per byte.")
         twins = self._byte_twins(g)
         if twins is not None:
             a, b = twins
             return (f" Two of a layer's five {unit}s read the same bytes ({self.role_words(a.role)}; "
                     f"{self.role_words(b.role)}) yet pay {fmt.num(a.over_us_each)} µs and {fmt.num(b.over_us_each)} µs "
                     f"above them: the excess varies by {unit}, not with its bytes.")
-        few, most = g.loc[g["bytes_us_each"].idxmin()], g.loc[g["bytes_us_each"].idxmax()]
-        if most.bytes_us_each < ROLE_BYTES_APART * few.bytes_us_each or few.over_us_each <= 0:
+        if not apart or few.over_us_each <= 0:
             return ""
-        few_w, most_w = self.role_words(few.role), self.role_words(most.role)
-        if most.over_us_each <= ROLE_EVEN * few.over_us_each:
-            return (f" Of a layer's five {unit}s, the one with the fewest bytes to read ({few_w}) pays about as "
-                    f"much above them as the one with the most ({most_w}): a cost per {unit}, not per byte.")
-        if _follows(g["bytes_us_each"], g["over_us_each"]):
+        if _follows(g["bytes_us_each"], over) and most.over_us_each > few.over_us_each:
             return (f" Here, of a layer's five {unit}s, the one with the most bytes to read ({most_w}) also pays more "
                     f"above them than the one with the fewest ({few_w}), and the excess grows with the bytes across "
                     f"all five, so not all of it is a fixed cost per {unit}.")
-        return (f" Of a layer's five {unit}s, the one with the most bytes to read ({most_w}) pays more above them than "
-                f"the one with the fewest ({few_w}), but across all five the excess does not grow with the bytes: it "
-                f"varies by {unit}.")
+        return (f" Across a layer's five {unit}s the excess does not grow with the bytes: it varies by {unit}, from "
+                f"{fmt.num(over.min())} to {fmt.num(over.max())} µs.")
 
     @staticmethod
     def _byte_twins(g: pd.DataFrame):

@@ -12,6 +12,16 @@ from .data import WHOLE_CALL_VARIANTS, DecodeData, _ok, launch_words
 class Rows(DecodeData):
     """The per-model rows tables and the failures table."""
 
+    def all_rows_intro(self) -> str:
+        """What the tables below hold: every row the phase planned, or, where it stopped before its end, every row it
+        saved; and where a spent time budget skipped rows, that each table counts them beneath it."""
+        text = ("Every row the phase saved before it stopped, per model." if self.cut_short() else
+                "Every row the phase planned, per model.")
+        if (self.rows["status"] == "skipped").any():
+            text = (text[:-1] + ", except those a spent time budget skipped: each table counts them beneath it.")
+        return (text + " A row whose status is not `ok` gives its reason under "
+                "[Rows that did not run](#rows-that-did-not-run).")
+
     def rows_table(self, model: str) -> str:
         """A model's rows; those a spent time budget skipped are counted beneath, not listed (the table of rows that
         did not run lists them, with why)."""

@@ -21,8 +21,11 @@ class Summary(DecodeData):
         d = self.data
         counts = self.rows["status"].value_counts()
         status = join(f"{counts[s]} {s}" for s in ("ok", "oom", "unsupported", "error", "skipped") if s in counts)
-        # Planned, not decoded: the count holds the rows that did not run.
-        text = (f"This run planned {len(self.rows)} rows ({status}) on {escape.text(join(self.models()))}. "
+        # Planned, not decoded: the count holds the rows that did not run. A phase that stopped before its end saved
+        # only the rows before it stopped; how many it planned is not recorded.
+        counted = ("This run's decode phase stopped before its end, after saving" if self.cut_short() else
+                   "This run planned")
+        text = (f"{counted} {len(self.rows)} rows ({status}) on {escape.text(join(self.models()))}. "
                 f"{self._warmup_words()} Prompts, as the run describes them: {escape.text(d.prompt)}. ")
         if d.dtype_reason:
             text += f"Weights, activations and float caches are {escape.text(d.dtype_reason)}. "

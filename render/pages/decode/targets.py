@@ -39,11 +39,7 @@ class Targets(DecodeData):
     def _uncompared_variants(self, checked: pd.DataFrame) -> str:
         """'; not compared: …': per checked model, the variants that ran but were not compared, so 'every variant'
         is not read as theirs. Plain text: the table escapes its cells."""
-        parts = []
-        for model in dict.fromkeys(checked["model"]):
-            rest = self.uncompared(model, checked[checked["model"] == model]["variant"])
-            if rest:
-                parts.append(f"{join(self.named(v) for v in rest)} on {model}")
+        parts = [f"{join(self.named(v) for v in rest)} on {model}" for model, rest in self.uncompared_by_model(checked)]
         return f"; not compared: {'; '.join(parts)}" if parts else ""
 
     def targets_table(self) -> str:
