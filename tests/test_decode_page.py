@@ -210,6 +210,7 @@ def test_agreement_shows_one_metric_and_its_lowest_variant(tmp_path):
     assert "97" in text and "our int8-cache graph step" in text
     table = p.agreement_table()
     assert "Agreement outside near-ties" in table and "Free-running match" in table and "step 9" in table
+    assert "60.0% of 260 tokens" in table and "Positions (teacher-forced)" in table  # not of the 1,024 positions
 
 
 def test_memory_words_follow_the_data(tmp_path):
@@ -366,9 +367,10 @@ def test_size_finding_compares_the_models_at_a_shape_both_ran(tmp_path):
     # context of the largest batch they share, and the bytes reason is given only where the data bear it out.
     p = page(tmp_path)
     text = p.size_finding()
-    assert "at batch 4, context 1000 (a shape both ran)" in text and "batch 64" not in text
+    assert "At batch 4, context 1000 (the largest shape both ran)" in text and "batch 64" not in text
+    assert "Closest approach" not in text  # read as each model's best over every shape
     a, b = sorted((p.row(m, "graph", 4, 1000) for m in ("gpt2", "gpt2-xl")), key=lambda r: r.achieved_over_floor)
-    assert text.index(a.model + " at") < text.index(b.model + "'s")
+    assert text.index(f"its floor for {a.model} against") < text.index(f"for {b.model}.")
     if a.achieved_over_floor * 1.03 > b.achieved_over_floor:
         assert "too close" in text
     elif a.bytes_per_step > b.bytes_per_step:
@@ -413,8 +415,11 @@ def test_the_attention_launch_each_graph_step_kept_is_named_where_the_run_chose_
     chose = write(tmp_path / "a", decode_file("synthetic-20261129", launch=True))
     assert chose.has_launch_choices()
     for table in (chose.key_table(), chose.rows_table("gpt2")):
-        assert "<th>Attention launch</th>" in table and "<td>plain launch</td>" in table
+        # a cell abbreviates programmatic dependent launch: the header spells it out
+        assert "<th>Attention launch (PDL: programmatic dependent launch)</th>" in table and "<td>plain launch</td>" in table
         assert "<td>PDL, 64 keys asked of L2 early, next kernel at once</td>" in table  # the label, in words
+    from render.pages.decode.data import launch_header
+    assert launch_header(["plain launch", None]) == "Attention launch"  # a GPU without PDL: nothing to spell out
     # The autotuned config each graph step ran, a string from the data: shown, never interpreted.
     assert "<th>Attention config</th>" in chose.key_table() and EVIL not in chose.key_table()
     assert "&lt;script&gt;" in chose.key_table()
@@ -462,6 +467,20 @@ def test_a_missed_int8_step_target_says_what_its_attention_would_have_to_take(tm
     # A met target needs no account.
     met = " ".join(write(tmp_path / "c", _int8_at_batch_64(decode_file("synthetic-20261129"), 0.7)).int8_step_finding().split())
     assert "attention kernels take" not in met
+    assert "That meets the target." in met and "That misses the target." in text
+
+
+def test_an_int8_step_ratio_whose_loops_span_the_target_is_too_close_to_call_in_the_sentence_too(tmp_path):
+    # run h100-20261205a: 0.786 against 0.8, its loops 0.770 to 0.802; the targets table said "too close to call"
+    # while the sentence gave the ratio and the target with no verdict, which read as met
+    f = _int8_at_batch_64(decode_file("synthetic-20261129"), 0.786)
+    g = next(r for r in f.rows if (r.model, r.variant, r.batch) == ("gpt2", "graph", 64))
+    g.step_ms_p10, g.step_ms_p90 = 0.985 * g.step_ms_median, 1.01 * g.step_ms_median
+    p = write(tmp_path, f)
+    text = " ".join(p.int8_step_finding().split())
+    assert "across the target: too close to call." in text and "That meets" not in text
+    row = next(x for x in p.targets_table().split("<tr>") if "int8-graph step at most" in x)
+    assert "too close to call" in row
 
 
 def test_the_judged_choices_are_listed_fastest_first_and_new_kv_is_described_only_where_offered(tmp_path):
@@ -1026,7 +1045,7 @@ def test_the_loops_describe_the_persistent_step_the_rows_ran(tmp_path):
     plain = _with_persistent(decode_file("synthetic-20261129"), {k: "persistent" for k in key})
     assert write(tmp_path / "plain", plain).persistent_steps() == ["persistent"]
     bullet = _persistent_bullet(tmp_path / "plain-site", plain)
-    assert f"in one launch (`{PLAIN_STEP}`), one block per SM" in bullet
+    assert f"in one launch (`{PLAIN_STEP}`; a reset of its counters before it is the fourth kernel" in bullet
     assert "while it waits it already holds the bytes of its next tile" in bullet
     assert "a tile that waits too long stops its block" in bullet
     assert "It runs at the key shapes, at most 16 sequences, on GPUs of compute capability 8.0 and newer." in bullet
@@ -1170,6 +1189,9 @@ def test_ratios_against_loops_the_host_paces_are_qualified_and_spread_over_the_r
     assert ("Our eager loop and transformers compiled with a static cache left the GPU idle for 30.0% and "
             "30.0% of their steps, so the ratios against them hold for this run's host as much as for its GPU") in text
     assert "Over the runs" not in text and "from run to run" not in alone.findings_first()  # one run: no spread
+    # ... but the opening still qualifies its ratios against a loop that left its GPU idle (run h100-20261205a)
+    opening = alone.findings_first()
+    assert "for this run's host as much as for its GPU" in opening and len(prose.sentences(opening)) <= 3
     # An older run on the same GPU whose host ran transformers' loops twice as slow: the spread is given, per loop.
     spread = _two_runs(tmp_path / "two", 2.0)
     g, hc = (spread.row("gpt2", v, 4, 1000).step_ms_median for v in ("graph", "hf-compiled"))
@@ -1271,7 +1293,7 @@ def test_the_baselines_say_what_their_cache_and_their_graph_leave_to_the_host(tm
     text = write(tmp_path / "cat", f).dynamic_cache_words()
     assert "grows by concatenation, so every step also reads and rewrites the whole cache" in text
     assert "at gpt2, batch 64, context 512" in text and "more than its attention" in text
-    assert "understates the traffic it causes" in text
+    assert "part of this loop's multiple of its floor is that extra traffic, bytes the floor does not count" in text
     for k in f.kernel_classes:
         if k.kernel_class == "copy":
             k.top_kernel = "some_copy_kernel"
@@ -1395,3 +1417,11 @@ def test_the_data_format_says_how_generate_rows_differ_and_what_new_tokens_count
     assert "hf-generate" in docs["mem_at_start_bytes"] and "holds no cache" in docs["mem_at_start_bytes"]
     floor = {f.name: f.metadata.get("doc", "") for f in fields(DecodeFile)}["floor_bandwidth_bytes_per_s"]
     assert "can exceed it" in floor and "the rate it can reach" not in floor
+
+
+def test_the_floor_statement_says_how_far_under_it_a_step_that_only_read_could_come(tmp_path):
+    # "could come in under it by as much" read as any amount; the figure is the fastest read's own
+    over = page(tmp_path / "over", micro_fraction=1.05).floor_statement()
+    assert "a yardstick, not a hard bound" in over and f"as little as {fmt.num(1 / 1.05)} of it" in over
+    under = page(tmp_path / "under", micro_fraction=0.9).floor_statement()
+    assert "yardstick" not in under and "the least a step can take" in under

@@ -118,14 +118,21 @@ class Agreement(DecodeData):
             rows.append({"model": r.model, "variant": self.label(r.variant), "positions": r.positions,
                          "agree": r.agreement, "ties": r.near_tie_fraction, "at_ties": r.agreement_at_near_ties,
                          "margin": r.max_margin_at_disagreement, "noise": r.max_top1_logit_diff,
-                         "free": r.free_running_match, "first": first, "status": "ok"})
+                         "free": r.free_running_match, "free_n": getattr(r, "free_running_tokens", None),
+                         "first": first, "status": "ok"})
         opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
-        return table_html(pd.DataFrame(rows), {
-            "model": "Model", "variant": "Variant", "positions": "Positions",
+        # The free-running match is over the tokens each sequence generated on its own, not over the teacher-forced
+        # positions beside it: the cell says over how many.
+        frame = pd.DataFrame(rows)
+        if "free" in frame:
+            frame["free"] = [("" if not _ok(x) else fmt.pct(100 * x) + (f" of {int(n)} tokens" if _ok(n) else ""))
+                             for x, n in zip(frame["free"], frame.get("free_n", [None] * len(frame)))]
+        return table_html(frame, {
+            "model": "Model", "variant": "Variant", "positions": "Positions (teacher-forced)",
             "agree": "Agreement outside near-ties", "ties": "Near-ties", "at_ties": "Agreement at near-ties",
             "margin": "Largest margin at a disagreement",
             "noise": "Largest top-logit change where both agree", "free": "Free-running match",
             "first": "First free-running difference", "status": "Status"},
             formats={"positions": opt(lambda x: str(int(x))), "agree": opt(lambda x: fmt.pct(100 * x, 4)),
                      "ties": opt(lambda x: fmt.pct(100 * x)), "at_ties": opt(lambda x: fmt.pct(100 * x)),
-                     "margin": opt(fmt.num), "noise": opt(fmt.num), "free": opt(lambda x: fmt.pct(100 * x))})
+                     "margin": opt(fmt.num), "noise": opt(fmt.num)})

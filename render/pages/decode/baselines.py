@@ -146,8 +146,8 @@ class Baselines(DecodeData):
         if _ok(attention) and 0 < attention < c.ms_per_step:
             text += f", more than its attention ({fmt.ms(attention)})"
         if cat:
-            text += (". The floor counts the cache once, so this loop's multiple of its floor understates the traffic "
-                     "it causes")
+            text += (". The floor counts the cache once, so part of this loop's multiple of its floor is that extra "
+                     "traffic, bytes the floor does not count, not kernels slow at moving the bytes it does")
         return text + "."
 
     def _cudnn_attention(self, r) -> bool:

@@ -85,9 +85,10 @@ class Context(DecodeData):
         b, c = max(shared)
         rows = sorted((self.row(m, "graph", b, c) for m in models), key=lambda r: r.achieved_over_floor)
         r1, r2 = rows[0], rows[-1]
-        text = (f"Closest approach to the floor, CUDA-graph step, at batch {b}, context {c} (a shape both ran): "
-                f"{escape.text(r1.model)} at {fmt.ratio(r1.achieved_over_floor)} against {escape.text(r2.model)}'s "
-                f"{fmt.ratio(r2.achieved_over_floor)}.")
+        # Not "closest approach": that reads as each model's best over every shape, which this is not.
+        text = (f"At batch {b}, context {c} (the largest shape both ran), the CUDA-graph step takes "
+                f"{fmt.ratio(r1.achieved_over_floor)} its floor for {escape.text(r1.model)} against "
+                f"{fmt.ratio(r2.achieved_over_floor)} for {escape.text(r2.model)}.")
         # Said only where the data bear it out: the closer step is the one moving more bytes.
         gap = r2.achieved_over_floor / r1.achieved_over_floor
         if gap < SAME_APPROACH:

@@ -115,6 +115,13 @@ def launch_words(label) -> str:
     return ", ".join(words)
 
 
+def launch_header(cells) -> str:
+    """The attention-launch column's header: with the abbreviation spelled out where a cell of the column uses it
+    (PDL is defined in the glossary, which a reader of the table may not have open)."""
+    used = any("PDL" in str(c) for c in cells if c is not None)
+    return "Attention launch (PDL: programmatic dependent launch)" if used else "Attention launch"
+
+
 def _ok(x) -> bool:
     return x is not None and not (isinstance(x, float) and pd.isna(x))
 

@@ -6,7 +6,7 @@ import pandas as pd
 from ... import escape, fmt
 from ...tables import table_html
 from ...vocab import join, plural
-from .data import WHOLE_CALL_VARIANTS, DecodeData, _ok, launch_words
+from .data import WHOLE_CALL_VARIANTS, DecodeData, _ok, launch_header, launch_words
 
 
 class Rows(DecodeData):
@@ -41,6 +41,8 @@ class Rows(DecodeData):
                    "status": "Status"}
         if not self.has_launch_choices():
             del columns["attention_launch"]
+        else:
+            columns["attention_launch"] = launch_header(launch_words(x) for x in f["attention_launch"] if _ok(x))
         whole = f[f["variant"].isin(WHOLE_CALL_VARIANTS) & f["peak_mem_bytes"].notna()]
         caption = (f"Peak memory covers the timed steps; for {self.label(whole.iloc[0].variant)}, a whole call, its "
                    "prefill included." if len(whole) else None)

@@ -9,8 +9,9 @@ from ... import escape, fmt
 from ...decode_memory import idle_share
 from ...tables import table_html
 from ...vocab import join, plural
-from .data import (CLASS_COLORS, DecodeData, FLOOR_TARGETS, INT8_STEP_TARGET, _ok, floor_words, launch_words,
-                   than)
+from .targets import ratio_ends, spread_verdict
+from .data import (CLASS_COLORS, DecodeData, FLOOR_TARGETS, INT8_STEP_TARGET, _ok, floor_words, launch_header,
+                   launch_words, than)
 
 
 class StepTime(DecodeData):
@@ -63,7 +64,8 @@ class StepTime(DecodeData):
             return "This run recorded no judged choices at the profiled shapes."
         opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
         return table_html(pd.DataFrame(out), {"shape": "Shape", "variant": "Variant", "config": "Attention config",
-                                              "launch": "Attention launch", "ms": "Step (judged)",
+                                              "launch": launch_header(o["launch"] for o in out),
+                                              "ms": "Step (judged)",
                                               "over": "× the fastest"},
                           formats={"ms": opt(fmt.ms), "over": opt(fmt.ratio)})
 
@@ -101,7 +103,8 @@ class StepTime(DecodeData):
         opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
         columns = {"shape": "Shape", "variant": "Variant", "step": "Step (loop time)", "floor": "× floor",
                    "kernels": "Kernels per step", "busy": "Kernel time per step", "idle": "GPU idle per step",
-                   "launch": "Attention launch", "config": "Attention config", "compile": "Cold compile (s)"}
+                   "launch": launch_header(o["launch"] for o in out), "config": "Attention config",
+                   "compile": "Cold compile (s)"}
         for col, field in (("launch", "attention_launch"), ("config", "attention_config")):
             if not self._recorded(field):
                 del columns[col]
@@ -274,6 +277,13 @@ class StepTime(DecodeData):
         text += (f" the int8 cache in the same graph step takes {fmt.ms(q.step_ms_median)} against "
                  f"{fmt.ms(g.step_ms_median)}: {fmt.num_vs(r, target)} of the time, against a target of at most "
                  f"{fmt.num(target)}.")
+        # The verdict as the targets table gives it, so the sentence is not read as met where the loops cannot tell.
+        lo, hi = ratio_ends(q, g)
+        if spread_verdict(r, lo, hi, target).startswith("too close"):
+            text += (f" The timed loops put it anywhere from {fmt.span(lo, hi, fmt.num)}, across the target: too close "
+                     "to call.")
+        else:
+            text += " That meets the target." if r <= target else " That misses the target."
         if _ok(q.bytes_per_step) and _ok(g.bytes_per_step):
             text += f" It has {fmt.num(q.bytes_per_step / g.bytes_per_step)} of the bytes to move."
         if r > target:

@@ -105,9 +105,11 @@ class Summary(DecodeData):
             if parts:
                 out.append(f"For {escape.text(model)} at batch {b} and context {c}, our CUDA-graph step is "
                            f"{join(parts)}.")
-                # Three sentences at most: the spread over runs says how far those ratios follow the host; the
-                # idle shares behind it are in 'Step time against context'.
-                out.append(self.host_spread_sentence(model, b, c, "graph", others))
+                # Three sentences at most: the spread over runs says how far those ratios follow the host; where no
+                # other run shows it, a loop that left its GPU idle for much of its step says so (the idle shares
+                # are in 'Step time against context').
+                out.append(self.host_spread_sentence(model, b, c, "graph", others)
+                           or self.host_caveat(model, b, c, "graph", others).strip())
         if len([x for x in out if x]) < 3:
             out.append(self._agreement_sentence())
         return " ".join(x for x in out if x) or "This run has no decode step to report."
@@ -125,7 +127,7 @@ class Summary(DecodeData):
             text += (f" Reading alone goes faster: the decode attention below read its cache at up to "
                      f"{fmt.pct(100 * top.bandwidth_fraction)} of that rate, since memory that only reads never "
                      "turns around to write. So the floor is a yardstick, not a hard bound: a step that only read "
-                     "could come in under it by as much.")
+                     f"could take as little as {fmt.num(1 / top.bandwidth_fraction)} of it.")
         else:
             text += (" No read measured on this GPU went faster than that, so the floor is the least a step can "
                      "take at the bandwidth this run saw.")

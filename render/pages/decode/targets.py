@@ -22,6 +22,13 @@ def spread_verdict(value: float, lo: float | None, hi: float | None, target: flo
     return verdict(value <= target)
 
 
+def ratio_ends(fast, slow) -> list[float | None]:
+    """The widest range of fast / slow over the two rows' timed loops: fast's quickest loop against slow's slowest,
+    and the other way round (None where a row kept no spread)."""
+    return [fast.get(a) / slow.get(b) if _ok(fast.get(a)) and _ok(slow.get(b)) else None
+            for a, b in (("step_ms_p10", "step_ms_p90"), ("step_ms_p90", "step_ms_p10"))]
+
+
 def spread_words(lo: float | None, hi: float | None, show) -> str:
     """' (p10-p90 lo-hi)' for a measured cell, or nothing where the loops' spread is unknown."""
     return f" (loops' p10 to p90: {fmt.span(lo, hi, show)})" if _ok(lo) and _ok(hi) else ""
@@ -83,10 +90,7 @@ class Targets(DecodeData):
         if g is None or q is None:
             rows.append({"target": label, "measured": "not measured", "verdict": verdict(None)})
         else:
-            # The ratio's widest range over the two rows' loop spreads: the int8 step's fastest loop
-            # against the float step's slowest, and the other way round.
-            ends = [q.get(a) / g.get(b) if _ok(q.get(a)) and _ok(g.get(b)) else None
-                    for a, b in (("step_ms_p10", "step_ms_p90"), ("step_ms_p90", "step_ms_p10"))]
+            ends = ratio_ends(q, g)
             r = q.step_ms_median / g.step_ms_median
             rows.append({"target": label, "measured": fmt.num_vs(r, target) + spread_words(*ends, fmt.num),
                          "verdict": spread_verdict(r, *ends, target)})
