@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
+from .schema.decode import HOST_NESTED, HOST_OTHER, HOST_PARTS_OVER_WHOLE
+
 # (component, file name, function name). A component's time is the largest cumulative time among the
 # functions it matches (the outermost of nested calls of one name, e.g. the model's forward over its
 # blocks' forwards). "model forward" includes the causal mask, which is built inside it.
@@ -28,12 +30,10 @@ COMPONENTS: tuple[tuple[str, str, str], ...] = (
 )
 # The function whose cumulative time is the whole per-token loop, per variant.
 TOTALS = {"hf-generate": ("utils.py", "_sample"), "hf-eager": ("session.py", "step")}  # kernels/decode/session.py
-OTHER = "everything else"
-# Components nested inside another: reported, but not subtracted again from the total.
-NESTED = {"causal mask (inside the forward)"}
-# Components (not nested) that add up to more than PARTS_OVER_WHOLE of the loop's own time are two calls whose
-# noise differs (run h100-20261205a: the eager loop's forward 8.94 ms a token inside a loop of 8.34): profiled again.
-PARTS_OVER_WHOLE = 1.02
+# What none of the components covers, the components nested inside another (reported, not subtracted again from the
+# total), and how far past the loop the others may add up (run h100-20261205a: the eager loop's forward 8.94 ms a
+# token inside a loop of 8.34, two calls whose noise differed): the data contract's, which the pages read too.
+OTHER, NESTED, PARTS_OVER_WHOLE = HOST_OTHER, HOST_NESTED, HOST_PARTS_OVER_WHOLE
 
 # (file, line, function) -> (primitive calls, cumulative seconds): pstats.Stats(...).stats reduced.
 Stats = Mapping[tuple[str, int, str], tuple[int, float]]

@@ -26,6 +26,12 @@ MICRO_IMPLS = ("triton-bf16", "triton-int8", "sdpa")
 # What a profiled kernel does, read off its name (collect/decode_profile.py KERNEL_CLASSES, in this order).
 KERNEL_CLASS_ORDER = ("persistent step", "attention", "cache write", "layer norm", "linear", "sampling", "embedding", "copy",
                       "elementwise", "other")
+# A host profile's components (HostProfileRow.components): the name of what none of them covers, the ones nested
+# inside another (reported, not subtracted again), and how far past the loop's own time the others may add up before
+# the two profiled calls are noise, not an attribution (collect/host_profile.py profiles such a pair again).
+HOST_OTHER = "everything else"
+HOST_NESTED = frozenset({"causal mask (inside the forward)"})
+HOST_PARTS_OVER_WHOLE = 1.02
 # Series of a decode row: the main sweep, or the published study's int8-cache comparison.
 SERIES = ("", "int8-comparison")
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from collect.host_profile import NESTED, OTHER, PARTS_OVER_WHOLE
+from collect.schema.decode import HOST_NESTED, HOST_OTHER, HOST_PARTS_OVER_WHOLE
 
 from ... import escape, fmt
 from ...decode_memory import idle_share
@@ -15,8 +15,8 @@ from .data import DecodeData, FLOOR_TARGETS, _ok
 def _parts_over_whole(profile) -> bool:
     """Whether a host profile's components (those not nested in another) add up to more than its whole loop: its two
     profiled calls differed by noise (collect/host_profile.py now profiles such a pair again; older runs kept it)."""
-    parts = sum(v for k, v in profile.components.items() if k not in NESTED and k != OTHER)
-    return parts > PARTS_OVER_WHOLE * profile.ms_per_token
+    parts = sum(v for k, v in profile.components.items() if k not in HOST_NESTED and k != HOST_OTHER)
+    return parts > HOST_PARTS_OVER_WHOLE * profile.ms_per_token
 
 
 class Baselines(DecodeData):
