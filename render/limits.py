@@ -8,7 +8,7 @@ from collect.schema.limiter import BUSY_PCT, NEAR_PTS, STALL_PREFIX, UNIT_FIELDS
 
 from . import fmt
 from .errors import DataError
-from .vocab import limiter_words
+from .vocab import limiter_words, verdict_words
 
 
 def _value(x) -> float | None:
@@ -39,7 +39,7 @@ def verdict_phrase(v: Verdict | None) -> str:
     printed against the line (fmt.pct_vs), so a share just above it never prints as the line itself."""
     if v is None:
         return limiter_words(None)
-    words = limiter_words(v.word)
+    words = verdict_words(v)
     if v.busiest_pct is None:
         return words
     pct = fmt.pct_vs(v.busiest_pct, BUSY_PCT)

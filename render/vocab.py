@@ -274,16 +274,35 @@ def stall_words(reason: str) -> str:
     return f"{reason} ({words})" if words else reason
 
 
-def limiter_words(word: str | None) -> str:
-    """A limiter verdict as the pages say it: 'the tensor pipe', 'stalls: barrier (waiting at ...)'."""
+# A stall reason is what the warps "chiefly" wait for only above this share (percent) of the stalls: "chiefly" and
+# "mostly" say more than half, and the rule names the largest share, which may be a third of them.
+CHIEFLY_PCT = 50.0
+
+
+def stall_lead(share: float | None) -> str:
+    """How a stall verdict's reason stands among the stalls, from its share (percent, 'selected' left out): 'chiefly'
+    above CHIEFLY_PCT, else 'the largest share of them', which the rule makes true whatever the share (so too where
+    it is not known)."""
+    return "chiefly" if share is not None and share > CHIEFLY_PCT else "the largest share of them"
+
+
+def limiter_words(word: str | None, share: float | None = None) -> str:
+    """A limiter verdict as the pages say it: 'the tensor pipe', 'stalls, chiefly barrier (waiting at ...)' where the
+    reason's share of the stalls (`share`, percent; Verdict.stall_pct) is over half, 'stalls, the largest share
+    of them wait (...)' otherwise."""
     if not word:
         return "not judged"
     units = {w: name for w, _, name in UNITS}
     if word in units:
         return f"the {units[word]}"
     if word.startswith(STALL_PREFIX):
-        return "stalls, mostly " + stall_words(word[len(STALL_PREFIX):])
+        return f"stalls, {stall_lead(share)} " + stall_words(word[len(STALL_PREFIX):])
     return word
+
+
+def verdict_words(v) -> str:
+    """limiter_words for a Verdict (collect/schema/limiter.py), its stall share carried with it."""
+    return limiter_words(v.word if v is not None else None, getattr(v, "stall_pct", None))
 
 
 # --- our kernel's public names ---------------------------------------------------------------------

@@ -181,12 +181,12 @@ def test_a_ratio_just_past_the_band_with_both_ends_of_its_spread_inside_is_on_pa
     ns = [2048, 4096, 8192, 16384]
     gap = describe_gap(ns, [1.25, 1.15, 1.0501, 1.04], "X", spreads=[(1.26, 1.23), (1.15, 1.13), (1.049, 1.0468),
                                                                      (1.045, 1.035)])
-    assert "draws level with X between N=4096 and N=8192" in gap
+    assert "Triton's lead over X closes between N=4096 and N=8192" in gap
     assert ("on par at the edge (1.0501× faster by the medians, within 5.0% either way by both the calls' p10s and "
             "their p90s)") in gap
     # the same medians without a spread (published figures carry none) keep the medians' verdict
     bare = describe_gap(ns, [1.25, 1.15, 1.0501, 1.04], "X")
-    assert "draws level with X between N=8192 and N=16384" in bare and "edge" not in bare
+    assert "Triton's lead over X closes between N=8192 and N=16384" in bare and "edge" not in bare
     # a spread that stays past the band on both ends keeps the verdict
     assert "edge" not in describe_gap(ns, [1.25, 1.15, 1.06, 1.04], "X", spreads=[None, None, (1.06, 1.055), None])
 
@@ -196,7 +196,7 @@ def test_one_end_of_the_spread_inside_the_band_does_not_overturn_the_medians():
     # tilt every verdict toward "on par", so the medians' "faster" stands.
     ns = [2048, 4096, 8192, 16384]
     gap = describe_gap(ns, [1.25, 1.15, 1.0501, 1.04], "X", spreads=[None, None, (1.0501, 1.0468), None])
-    assert "edge" not in gap and "draws level with X between N=8192 and N=16384" in gap
+    assert "edge" not in gap and "Triton's lead over X closes between N=8192 and N=16384" in gap
     assert not edge_of(1 / 1.06, (1 / 1.06, 1 / 1.034)) and edge_of(1 / 1.06, (1 / 1.04, 1 / 1.034))
     assert case_side(1 / 1.06, (1 / 1.06, 1 / 1.034)) == "loss"
 
@@ -309,7 +309,38 @@ def test_a_gap_that_swings_between_like_ends_is_not_called_steady():
     gap = describe_gap(ns, [1.419, 1.202, 1.422, 1.392, 1.303, 1.255], "P")
     assert "holds roughly steady" not in gap
     assert "no steady trend, narrowest at N=1024 and widest at N=2048" in gap
-    assert "holds roughly steady" in describe_gap(ns, [1.11, 1.14, 1.12, 1.14, 1.16, 1.19], "P")
+    assert "the gap widens a little with N" in describe_gap(ns, [1.11, 1.14, 1.12, 1.14, 1.16, 1.19], "P")
+    assert "holds roughly steady" in describe_gap(ns, [1.11, 1.14, 1.12, 1.14, 1.13, 1.12], "P")
+
+
+@pytest.mark.parametrize("start, end, trend", [
+    # Run h200-20261205f, ours against its portable path: 1.08x to 1.21x, a 1.12x widening, under TREND
+    (1.08, 1.21, "the gap widens a little with N"),
+    (1.21, 1.08, "the gap narrows a little with N"),
+    (1 / 1.08, 1 / 1.21, "the gap widens a little with N"),   # behind by more: the gap is the slower side's
+    (1.10, 1.12, "the gap holds roughly steady across N"),    # within the on-par band of each other: steady
+    (1.08, 1.30, "the gap grows with N"),
+    (1.30, 1.08, "the gap narrows with N"),
+])
+def test_a_gap_that_moves_less_than_the_trend_but_more_than_the_band_is_not_called_steady(start, end, trend):
+    from render.pages.bench.words import DRIFT, TREND
+
+    ns = [512, 2048, 16384]
+    mid = (start * end) ** 0.5
+    gap = describe_gap(ns, [start, mid, end], "P")
+    assert trend in gap
+    moved = max(start, 1 / start, end, 1 / end) / min(max(start, 1 / start), max(end, 1 / end))
+    assert ("roughly steady" in gap) == (moved < DRIFT) and ("a little" in gap) == (DRIFT <= moved < TREND)
+
+
+@pytest.mark.parametrize("speedups, words, wrong", [
+    # Run h200-20261205f: Triton 1.20x faster at N=512, on par (0.981x) at N=16384: the other caught up
+    ([1.20, 1.15, 1.0, 0.981], "Triton's lead over X closes between N=1024 and N=2048", "Triton draws level"),
+    ([1 / 1.20, 1 / 1.15, 1.0, 1.02], "Triton draws level with X between N=1024 and N=2048", "lead over"),
+])
+def test_who_draws_level_is_who_was_behind(speedups, words, wrong):
+    gap = describe_gap([512, 1024, 2048, 16384], speedups, "X")
+    assert words in gap and wrong not in gap
 
 
 def test_two_rows_that_ran_one_kernel_get_no_standing():
@@ -368,25 +399,32 @@ def test_the_path_sentence_says_which_kernel_ran_and_whether_its_code_used_tenso
 
 # ---- device time's offset; clocks apart ------------------------------------------------------------
 
-def _with_short_checks(tmp_path, gaps_us: dict[str, float], ncu_ms: dict[str, float]):
+def _with_short_checks(tmp_path, gaps_us: dict[str, float], ncu_ms: dict[str, float],
+                       clocks: dict[str, tuple[float, float]] | None = None):
     """Bench rows beside a cross-check of short single-kernel calls at B=2, H=8, N=2048, d=64, fp16: each
-    implementation's device time over Nsight Compute's by the given gap."""
+    implementation's device time over Nsight Compute's by the given gap; `clocks` gives an implementation's SM clock
+    on our timing and under Nsight Compute (MHz)."""
     from collect.schema.profile import ClockCheckRow
     pf = S.profile_file("rep-1")
     shape = dict(batch=2, heads=8, seq_len=2048, head_dim=64, dtype="float16", causal=False)
+    clocks = clocks or {}
     pf.clock_check = [ClockCheckRow(case_id=f"main-{impl}", impl=impl, **shape, kernels=1, ncu_ms=ncu_ms[impl],
                                     device_ms=ncu_ms[impl] + gap / 1e3, device_over_ncu=1 + gap / 1e3 / ncu_ms[impl],
-                                    gap_ms=gap / 1e3) for impl, gap in gaps_us.items()]
+                                    gap_ms=gap / 1e3, sm_clock_mhz=clocks[impl][0] if impl in clocks else None)
+                      for impl, gap in gaps_us.items()]
+    pf.kernels = [k for k in pf.kernels if k.impl not in clocks] + [
+        S.kernel(f"main-{impl}", impl, 0, "flash_fwd", ncu_ms[impl], sm_clock_mhz=ncu) for impl, (_, ncu) in clocks.items()]
     run = S.make(tmp_path, bench=S.bench_rows(), profile=pf)
     return BenchPage(run, [run])
 
 
 def test_device_times_offset_marks_verdicts_on_short_calls_indicative(tmp_path):
-    # Offsets from -1 to +4 us: 5 us apart, a 5% band's width of a 0.1 ms call.
-    page = _with_short_checks(tmp_path, {"triton": -1.0, "sdpa-flash": 4.0}, {"triton": 0.05, "sdpa-flash": 0.05})
+    # Offsets from +1 to +6 us: 5 us apart, a 5% band's width of a 0.1 ms call.
+    page = _with_short_checks(tmp_path, {"triton": 1.0, "sdpa-flash": 6.0}, {"triton": 0.05, "sdpa-flash": 0.05})
     assert page.offset_spread_ms == pytest.approx(0.005) and page.indicative_below_ms == pytest.approx(0.1)
     note = html.unescape(page.offset_note())
-    assert "ranged from −1.0 µs to +4.0 µs" in note and "calls of ours under 0.1" in note
+    assert "ranged from +1.0 µs to +6.0 µs" in note and "calls of ours under 0.1" in note
+    assert "leaves out" not in note  # every call's gap is an offset
     # the kernels alone are level there, while device time has ours 1.5x slower: both verdicts are named
     assert ("Nsight Compute's kernel times make ours on par with FlashAttention-2 (SDPA) (1.00×), where device time "
             "makes it 1.50× slower") in note
@@ -394,6 +432,51 @@ def test_device_times_offset_marks_verdicts_on_short_calls_indicative(tmp_path):
     # Triton's device time is 0.006 ms at N=512, growing as N²: under 0.1 ms up to N=2048, not at N=4096
     marked = [line for line in table.split("<tr>") if ", indicative" in line]
     assert len(marked) == 3 and not any("<td>4096</td>" in line for line in marked)
+
+
+OFFSET_NCU_MS = {"triton": 0.05, "sdpa-flash": 0.05, "sdpa-cudnn": 0.05, "fa4": 0.05}
+
+
+def test_a_call_that_read_shorter_on_our_clock_is_no_offset_and_is_left_out(tmp_path):
+    # ours reads 1 us shorter on our clock: it ran slower under the profiler (the events bracket the kernel, so an
+    # offset is never negative); the others' offsets span +2 to +4 us
+    gaps = {"triton": -1.0, "sdpa-flash": 4.0, "sdpa-cudnn": 2.0, "fa4": 3.0}
+    page = _with_short_checks(tmp_path, gaps, OFFSET_NCU_MS)
+    assert page.offset_spread_ms == pytest.approx(0.002)
+    note = html.unescape(page.offset_note())
+    assert "−1.0 µs" not in note and "ranged from +2.0 µs to +4.0 µs" in note
+    assert "leaves out 1 call that ran slower under Nsight Compute than on our clock: it read shorter" in note
+    assert "that call's gap measures the profiler's slowdown, not the offset" in note
+    assert "SM clock" not in note.split("leaves out")[1].split(".")[0]  # no clock was recorded: none is blamed
+    # the same offset positive: kept, and the range starts from it
+    page = _with_short_checks(tmp_path / "b", dict(gaps, triton=1.0), OFFSET_NCU_MS)
+    note = html.unescape(page.offset_note())
+    assert "ranged from +1.0 µs to +4.0 µs" in note and "leaves out" not in note
+
+
+@pytest.mark.parametrize("ncu_mhz, followed, left_out", [
+    (1700.0, True, True),     # 13% below the timed clock, and its kernel time grew with it: a slower run, not an offset
+    (1950.0, True, False),    # within the clock band: the same clock, its gap an offset like the others'
+    (1700.0, False, False),   # the reading is low but the time did not follow it: not shown to have slowed
+])
+def test_a_call_that_slowed_with_a_lower_profiled_clock_is_left_out_of_the_offset(tmp_path, ncu_mhz, followed, left_out):
+    from render.profiler_clock import CLOCKS_SAME
+
+    # Ours at +0.5 us: the others' median offset (6 us) taken out, its kernel took 11% longer under the profiler,
+    # more than half the 15% that 1,700 MHz against 1,960 predicts. At +5.5 us it took about as long as on our clock.
+    gaps = {"triton": 0.5 if followed else 5.5, "sdpa-flash": 5.0, "sdpa-cudnn": 6.0, "fa4": 7.0}
+    clocks = {"triton": (1960.0, ncu_mhz), **{i: (1960.0, 1960.0) for i in gaps if i != "triton"}}
+    page = _with_short_checks(tmp_path, gaps, OFFSET_NCU_MS, clocks)
+    note = html.unescape(page.offset_note())
+    band = f"{100 * CLOCKS_SAME:.1f}%"
+    if left_out:
+        assert page.offset_spread_ms == pytest.approx(0.002) and "ranged from +5.0 µs to +7.0 µs" in note
+        assert (f"leaves out 1 call that ran slower under Nsight Compute than on our clock: it ran there at an SM "
+                f"clock more than {band} below the timed one, its kernel time grown with it") in note
+        assert "read shorter" not in note  # its gap was positive
+    else:
+        low = "+0.50" if followed else "+5.0"  # ours is the smallest offset, and kept
+        assert f"ranged from {low} µs to +7.0 µs" in note and "leaves out" not in note
 
 
 def test_without_a_cross_check_of_short_calls_the_offset_is_said_unknown(tmp_path):

@@ -255,16 +255,22 @@ def test_the_limiter_headline_comes_from_the_counters_and_falls_back_to_occupanc
     old = home(tmp_path / "old")
     assert old.limiter_headline() == old.occupancy_headline()
 
-    def with_units(**units):
+    def with_units(stalls=(("selected", 1.0), ("barrier", 2.0), ("long_scoreboard", 0.5)), **units):
         pf = profile_file("h-1")
         pf.kernels = [dc.replace(k, **units) if k.impl == "triton" else k for k in pf.kernels]
         pf.stalls = [StallRow(case_id="main-b2h8n2048d64-triton", launch=0, reason=r, warps_per_issue=v)
-                     for r, v in (("selected", 1.0), ("barrier", 2.0), ("long_scoreboard", 0.5))]
+                     for r, v in stalls]
         return pf
 
     quiet = dict(pipe_tensor_pct=60.0, pipe_xu_pct=40.0, issue_slots_pct=35.0, sol_dram_pct=10.0)
     text = home(tmp_path / "a", profile=with_units(**quiet)).limiter_headline()
-    assert "limited by stalls, mostly barrier" in text and "tensor pipe, 60.0%" in text
+    # barrier is 80% of the stalls ('selected' left out): over half, so "chiefly"
+    assert "limited by stalls, chiefly barrier" in text and "tensor pipe, 60.0%" in text
+    # the largest share but not half (33% wait, 26% barrier, as the audited run had): never "mostly" or "chiefly"
+    spread = (("selected", 1.0), ("wait", 0.33), ("barrier", 0.26), ("long_scoreboard", 0.21), ("gmma", 0.2))
+    plural_ = home(tmp_path / "c", profile=with_units(spread, **quiet)).limiter_headline()
+    assert "limited by stalls, the largest share of them wait (" in plural_
+    assert "mostly" not in plural_ and "chiefly" not in plural_
     assert "Its theoretical occupancy is 25.0% of the warp slots: 4.0 warps per scheduler" in text
     assert "not the limit" not in text and "[Profiling](profiling.md)" in text
     busy = home(tmp_path / "b", profile=with_units(**dict(quiet, pipe_xu_pct=88.0))).limiter_headline()
@@ -286,9 +292,14 @@ def test_the_table_gives_no_verdict_for_a_row_that_ran_another_kernel_than_the_p
 
 def test_a_byte_cut_beyond_fusions_own_is_put_down_to_naives_extra_passes(tmp_path):
     text = home(tmp_path).findings_first()  # 98.1x at N=2048, d=64: 1 + N/d = 33x of it
-    assert "keeping the scores on chip accounts for 33.0× of that (1 + N/d)" in text
+    # the two multiply (33.0 x 2.97 = 98.1): each said as a factor, the passes' computed from the data
+    import re
+    cut = float(re.search(r"cut the DRAM bytes of one call ([\d.]+)×", text).group(1))
+    assert "keeping the scores on chip accounts for a factor of 33.0× of that (1 + N/d)" in text
+    assert f"the remaining factor of {cut / 33.0:.2f}×" in text
+    assert "for the rest" not in text
     modest = home(tmp_path / "b", profile=profile_file("h-1", naive_dram=1.4e8, triton_dram=1e7)).findings_first()
-    assert "accounts for" not in modest
+    assert "accounts for" not in modest and "remaining factor" not in modest
 
 
 def test_a_complete_phase_that_skipped_rows_for_time_says_how_many(tmp_path):

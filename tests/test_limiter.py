@@ -64,10 +64,28 @@ def test_the_phrase_home_and_profiling_print_carries_the_figure_and_the_nearness
     from render.limits import verdict_phrase
 
     near = verdict_phrase(judge(dict(QUIET, pipe_tensor_pct=BUSY_PCT - 4.3), STALLS))
-    assert near.startswith("stalls, mostly wait") and "the tensor pipe at 75.7%" in near
+    assert near.startswith("stalls, chiefly wait") and "the tensor pipe at 75.7%" in near  # wait is 57% of them
     assert f"within {NEAR_PTS:g} points of the {BUSY_PCT:g}% line" in near
     busy = verdict_phrase(judge(dict(QUIET, pipe_tensor_pct=95.0), STALLS))
     assert busy == "the tensor pipe, 95.0% busy"  # clear of the line: no hedge
+
+
+@pytest.mark.parametrize("stalls, lead", [
+    ({"selected": 5.0, "wait": 1.01, "barrier": 0.99}, "chiefly"),           # just over half: "chiefly"
+    ({"selected": 5.0, "wait": 1.0, "barrier": 1.0}, "the largest share of them"),   # half is not more than half
+    ({"selected": 5.0, "wait": 3.31, "barrier": 2.64, "long_scoreboard": 2.0, "gmma": 2.05},
+     "the largest share of them"),                                          # a third: the largest, not most
+])
+def test_a_stall_verdict_says_chiefly_only_where_its_reason_is_over_half_of_the_stalls(stalls, lead):
+    from render.limits import verdict_phrase
+    from render.vocab import CHIEFLY_PCT, limiter_words, verdict_words
+
+    v = judge(QUIET, stalls)
+    assert (v.stall_pct > CHIEFLY_PCT) == (lead == "chiefly")
+    assert verdict_words(v).startswith(f"stalls, {lead} wait (")
+    assert verdict_phrase(v).startswith(f"stalls, {lead} wait (") and "mostly" not in verdict_phrase(v)
+    assert judge(dict(QUIET, pipe_tensor_pct=90.0), stalls).stall_pct is None  # a unit verdict has no stall share
+    assert limiter_words("stall-wait").startswith("stalls, the largest share of them wait")  # share unknown: no claim
 
 
 def _real():
@@ -127,13 +145,29 @@ def test_opcodes_and_roles():
     (dict(tpp.UNITS, pipe_tensor_pct=86.0), "limited by **the tensor pipe**"),
     (dict(tpp.UNITS, pipe_xu_pct=91.0), "limited by **the exponential (XU) pipe**"),
     (dict(tpp.UNITS, sol_dram_pct=88.0), "limited by **the DRAM bandwidth**"),
-    (tpp.UNITS, "limited by **stalls, mostly long_scoreboard"),
+    (tpp.UNITS, "limited by **stalls, chiefly long_scoreboard"),  # 3 of 4 stall units ('selected' left out)
 ])
 def test_the_page_verdict_flips_with_the_counters(tmp_path, units, words):
     page = tpp.page_for(tmp_path, tpp.profile_file_for_page(our_units=units))
     finding = html.unescape(page.limiter_finding())
     assert words in finding
     assert words.split("**")[1] in html.unescape(page.findings_first())  # the top of the page says it too
+
+
+def test_the_page_says_the_largest_share_where_the_stall_reason_is_not_over_half(tmp_path):
+    from collect.schema.profile import StallRow
+
+    pf = tpp.profile_file_for_page()
+    # long_scoreboard is 3 of 4 stall units ('selected' left out), "chiefly"; a wait of 2.5 more makes it 3 of 6.5,
+    # the largest share but under half
+    pf.stalls += [StallRow(case_id=s.case_id, launch=s.launch, reason="wait", warps_per_issue=2.5)
+                  for s in pf.stalls if s.reason == "barrier"]
+    page = tpp.page_for(tmp_path, pf)
+    finding, top = html.unescape(page.limiter_finding()), html.unescape(page.limiter_headline())
+    table = html.unescape(page.limiter_table())
+    for text in (finding, top, table):
+        assert "stalls, the largest share of them long_scoreboard" in text
+        assert "mostly" not in text and "chiefly" not in text
 
 
 def test_a_stored_verdict_the_counters_contradict_is_refused(tmp_path):

@@ -446,7 +446,7 @@ def test_page_findings_are_computed(tmp_path):
     occ = page.occupancy_finding()
     assert "168 registers per thread" in occ and "limited by" in occ
     limit = html.unescape(page.limiter_finding())
-    assert "limited by **stalls, mostly long_scoreboard" in limit and "busiest: tensor pipe, 70.0%" in limit
+    assert "limited by **stalls, chiefly long_scoreboard" in limit and "busiest: tensor pipe, 70.0%" in limit
     assert "long_scoreboard" in page.limiter_headline()
     # registers allow 16 blocks per SM, shared memory 32: a cap could add a block, and the page says it is untested
     assert "a register cap could add a block there" in page.register_cap_note()

@@ -8,6 +8,8 @@ import html
 import json
 from pathlib import Path
 
+import pytest
+
 import synthetic_report as S
 from collect.schema.manifest import MeasuredCeiling
 from render import fmt
@@ -228,6 +230,30 @@ def test_calls_within_a_few_percent_of_each_others_roof_share_are_not_ranked():
     bottom = ProfilePage._closest_and_furthest({"naive": ("L2 bandwidth", 0.586), "triton": ("tensor fp16 compute", 0.40),
                                                 "sdpa-math": ("DRAM bandwidth", 0.405)}, lead)
     assert "naive PyTorch comes closest" in bottom and "stays furthest" not in bottom and "stay equally far" in bottom
+
+
+@pytest.mark.parametrize("ours, equal", [(0.893, False), (0.912, True)])
+def test_calls_grouped_within_the_noise_are_equally_close_only_within_a_point(ours, equal):
+    from render.pages.profile.roofline import EQUAL_PTS, RANK_NOISE
+
+    # Run h200-20261205f at d=64 causal: FlashAttention-4 at 91.8% of its roof and ours at 89.3%, inside RANK_NOISE
+    # of each other but 2.5 points apart: not "equally close"
+    top = {"fa4": ("tensor fp16 compute", 0.918), "triton": ("tensor fp16 compute", ours)}
+    assert ours >= 0.918 * (1 - RANK_NOISE) and (100 * (0.918 - ours) <= EQUAL_PTS) == equal
+    for bind in (top, {**top, "sdpa-efficient": ("shared memory bandwidth", 0.46)}):
+        said = ProfilePage._closest_and_furthest(bind, "Measured")
+        assert ("equally close" in said) == equal
+        if not equal:
+            assert "FlashAttention-4 the closer" in said and "Triton (ours) the closer" not in said
+    alone = ProfilePage._closest_and_furthest(top, "Measured")
+    assert alone.endswith("come equally close." if equal else "come about as close, FlashAttention-4 the closer.")
+    # three far calls: the range, then the furthest named where they are more than a point apart
+    far = {"naive": ("L2 bandwidth", 0.63), "sdpa-flash": ("DRAM bandwidth", 0.40),
+           "sdpa-math": ("DRAM bandwidth", 0.394), "sdpa-efficient": ("DRAM bandwidth", 0.405)}
+    said = ProfilePage._closest_and_furthest(far, "M")
+    assert "stay furthest, at 39.4% to 40.5% of their lowest roofs, SDPA math the furthest" in said
+    said = ProfilePage._closest_and_furthest({**far, "sdpa-math": ("DRAM bandwidth", 0.398)}, "M")
+    assert "stay equally far, at 39.8% to 40.5% of their lowest roofs." in said and "the furthest" not in said
 
 
 def test_the_committed_runs_roofline_ranks_only_calls_apart_by_more_than_the_noise():

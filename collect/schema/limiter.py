@@ -54,6 +54,7 @@ class Verdict:
     evidence: str   # the figures that chose it, in words
     busiest: str = ""                 # what the page calls the busiest unit ("tensor pipe"), whatever the verdict
     busiest_pct: float | None = None  # its busy share of its peak, percent
+    stall_pct: float | None = None    # a stall verdict's reason's share of the stalls ('selected' left out), percent
 
 
 def near_line(v: Verdict | None) -> bool:
@@ -93,4 +94,4 @@ def judge(units: dict[str, float | None], stalls: dict[str, float]) -> Verdict |
     reason, share = max(shares.items(), key=lambda kv: (kv[1], kv[0]))
     return Verdict(STALL_PREFIX + reason,
                    f"no unit at {BUSY_PCT:.0f}% of its peak (busiest: {name}, {_pct(pct)}%); the largest share of "
-                   f"stalls is {reason} ({share:.1f}%, 'selected' left out)", name, pct)
+                   f"stalls is {reason} ({share:.1f}%, 'selected' left out)", name, pct, share)

@@ -21,7 +21,7 @@ from ..tables import table_html
 from ..bench_data import rivals
 from ..decode_memory import idle_share, own_decode_rows
 from ..vocab import (ELEMENT_BYTES, EVEN, INT8_PAIRS, STUDY, STUDY_N, decode_float, decode_words, dtype_short,
-                     floor_pace, impl_color, impl_label, join, kernel_name, limiter_words, plural, speedup_words, versus)
+                     floor_pace, impl_color, impl_label, join, kernel_name, plural, speedup_words, verdict_words, versus)
 from .base import Page
 
 FUSED = "triton"
@@ -111,12 +111,15 @@ class HomePage(Page):
     @staticmethod
     def _fusion_share(cut: float, n: int, d: int) -> str:
         """How much of a measured byte cut keeping S and P on chip explains (1 + N/d), where the cut is larger:
-        the rest is naive PyTorch's own extra passes, which a better unfused code would not make."""
+        the rest is naive PyTorch's own extra passes, which a better unfused code would not make. The two multiply
+        (the cut is fusion's factor times the passes'), so each is said as a factor, never as a share of the whole."""
         own = model.traffic_ratio(n, d)
-        if cut <= own * 1.05:
+        # A remainder within the "on par" band is no factor of its own: the model's count is the whole cut.
+        if cut <= own * EVEN:
             return ""
-        return (f"; keeping the scores on chip accounts for {fmt.ratio(own)} of that (1 + N/d), and naive PyTorch's "
-                "extra passes as written (a scaling pass, an fp32 softmax and its cast) for the rest")
+        return (f"; keeping the scores on chip accounts for a factor of {fmt.ratio(own)} of that (1 + N/d), and naive "
+                "PyTorch's extra passes as written (a scaling pass, an fp32 softmax and its cast) the remaining factor "
+                f"of {fmt.ratio(cut / own)}")
 
     @staticmethod
     def _dram(row) -> float | None:
@@ -246,7 +249,7 @@ class HomePage(Page):
         step = k["kernel_step"] if "kernel_step" in k and known(k["kernel_step"]) else None
         which = f" ({escape.text(kernel_name('gluon', step))}, {escape.text(step)})" if step else ""
         return (f"By its counters at {shape}, our kernel{which} is limited by "
-                f"{escape.text(limiter_words(verdict.word))}: {escape.text(verdict.evidence)}.{self._warps_fact(k)} "
+                f"{escape.text(verdict_words(verdict))}: {escape.text(verdict.evidence)}.{self._warps_fact(k)} "
                 f"{link}")
 
     def _warps_fact(self, k) -> str:

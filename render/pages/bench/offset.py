@@ -7,7 +7,8 @@ from functools import cached_property
 import pandas as pd
 
 from ... import fmt
-from ...vocab import EVEN, facet_label, impl_label, shape_label, side, speedup_words, versus
+from ...profiler_clock import CLOCKS_SAME, slowed_by_clock
+from ...vocab import EVEN, facet_label, impl_label, plural, shape_label, side, speedup_words, versus
 from .common import FUSED, BenchSection
 
 # Cross-checked calls shorter than this show the offset alone: at a clock a percent off, such a call moves by about
@@ -26,13 +27,26 @@ class Offset(BenchSection):
         return df[(df["kernels"] == 1) & df["gap_ms"].notna() & df["ncu_ms"].notna()]
 
     @cached_property
+    def _short(self) -> pd.DataFrame:
+        """The cross-checked single-kernel calls under SHORT_CALL_MS, each marked `slower` where it ran slower under
+        Nsight Compute than on our clock, so that its gap is no offset: device time the shorter (the events bracket
+        the kernel, so an offset is never negative), or its kernel time grown with a profiled SM clock more than
+        CLOCKS_SAME below the timed one (render/profiler_clock.py, the Profiling page's test)."""
+        if self._checks.empty:
+            return pd.DataFrame(columns=["gap_ms", "negative", "clock", "slower"])
+        short = self._checks[self._checks["ncu_ms"] < SHORT_CALL_MS]
+        clock = slowed_by_clock(self.run, short)
+        return short.assign(negative=short["gap_ms"] < 0, clock=clock, slower=(short["gap_ms"] < 0) | clock)
+
+    @cached_property
     def offset_spread_ms(self) -> float | None:
-        """How far apart the offsets of the short single-kernel calls lie (ms), or None without a cross-check: the
-        most the offset alone can move one call's time against another's."""
-        short = self._checks[self._checks["ncu_ms"] < SHORT_CALL_MS] if not self._checks.empty else self._checks
-        if len(short) < 2:
+        """How far apart the offsets of the short single-kernel calls lie (ms), the calls that ran slower under
+        Nsight Compute left out, or None without two such calls: the most the offset alone can move one call's time
+        against another's."""
+        kept = self._short[~self._short["slower"].astype(bool)]
+        if len(kept) < 2:
             return None
-        return float(short["gap_ms"].max() - short["gap_ms"].min())
+        return float(kept["gap_ms"].max() - kept["gap_ms"].min())
 
     @property
     def indicative_below_ms(self) -> float | None:
@@ -47,19 +61,51 @@ class Offset(BenchSection):
     def offset_note(self) -> str:
         """What the offset is, how large it ran in this run, which verdicts it leaves indicative, and where Nsight
         Compute's kernel times give another verdict than device time."""
+        slower = self._short[self._short["slower"].astype(bool)]
         if self.offset_spread_ms is None:
-            return ("This run holds no Nsight Compute cross-check of short calls, so the small fixed offset device time "
-                    "carries beside the kernel (the events' and the launch's own cost) is not known here; verdicts on "
-                    "the shortest calls may rest on it.")
-        short = self._checks[self._checks["ncu_ms"] < SHORT_CALL_MS]
-        lo, hi = short["gap_ms"].min() * 1e3, short["gap_ms"].max() * 1e3
+            if slower.empty:
+                return ("This run holds no Nsight Compute cross-check of short calls, so the small fixed offset device "
+                        "time carries beside the kernel (the events' and the launch's own cost) is not known here; "
+                        "verdicts on the shortest calls may rest on it.")
+            return (f"The run's Nsight Compute cross-check timed single-kernel calls under {SHORT_CALL_MS:g} ms, and "
+                    f"this page leaves out {self._slower_words(slower)} That leaves fewer than two to measure by, so "
+                    "the small fixed offset "
+                    "device time carries beside the kernel (the events' and the launch's own cost) is not known here; "
+                    "verdicts on the shortest calls may rest on it.")
+        kept = self._short[~self._short["slower"]]
+        lo, hi = kept["gap_ms"].min() * 1e3, kept["gap_ms"].max() * 1e3
         text = (f"Device time carries a small fixed offset beside the kernel (the events' and the launch's own cost), "
                 f"and it differs between implementations: for the single-kernel calls under {SHORT_CALL_MS:g} ms that "
                 f"the run's Nsight Compute cross-check timed (Profiling page), device time less the kernel's own time "
-                f"ranged from {_micro(lo)} to {_micro(hi)}. That spread alone moves a ratio past the "
-                f"{fmt.pct(100 * (EVEN - 1), 2)} band for calls of ours under {fmt.ms(self.indicative_below_ms)}, so "
-                "the tables mark their verdicts *indicative*.")
+                f"ranged from {_micro(lo)} to {_micro(hi)}.")
+        if not slower.empty:
+            text += f" That range leaves out {self._slower_words(slower)}"
+        spread = "The width of that range" if not slower.empty else "That spread"
+        text += (f" {spread} alone moves a ratio past the {fmt.pct(100 * (EVEN - 1), 2)} band for calls of ours under "
+                 f"{fmt.ms(self.indicative_below_ms)}, so the tables mark their verdicts *indicative*.")
         return text + self._ncu_disagrees()
+
+    @staticmethod
+    def _slower_words(slower: pd.DataFrame) -> str:
+        """'2 calls that ran slower under Nsight Compute than on our clock: ...', with what showed it for each and
+        why such a call's gap is not the offset; ends its own sentences."""
+        n = len(slower)
+        band = fmt.pct(100 * CLOCKS_SAME, 2)
+
+        def who(k: int) -> str:
+            return "it" if n == 1 else "both" if k == n == 2 else "all" if k == n else f"{k} of them"
+
+        why = []
+        neg, clock = int(slower["negative"].sum()), int(slower["clock"].sum())
+        if neg:
+            why.append(f"{who(neg)} read shorter on our clock than under the profiler")
+        if clock:
+            why.append(f"{who(clock)} ran there at an SM clock more than {band} below the timed one, "
+                       f"{'its' if clock == 1 else 'their'} kernel time grown with it")
+        gaps = "that call's gap measures" if n == 1 else "those calls' gaps measure"
+        return (f"{plural(n, 'call')} that ran slower under Nsight Compute than on our clock: {', and '.join(why)}. An "
+                "offset cannot be negative (the events bracket the kernel), and a lower clock lengthens the kernel "
+                f"itself, so {gaps} the profiler's slowdown, not the offset.")
 
     def _ncu_disagrees(self) -> str:
         """The cross-checked case where Nsight Compute's kernel times give ours against the fastest other

@@ -9,8 +9,11 @@ from ... import escape, fmt
 from ...bench_data import spread  # noqa: F401  (the one definition; sections import it from here)
 from ...vocab import EVEN, join, path_label, side, speedup_words
 
-# A speedup that changes by less than this factor from the shortest to the longest N "holds steady".
+# A speedup that changes by at least this factor from the shortest to the longest N "grows" or "narrows".
 TREND = 1.15
+# Below TREND, a gap that changes by less than this factor "holds roughly steady": the "on par" band, within which
+# timing noise alone moves a ratio. Between the two it widens or narrows "a little": 1.08x to 1.21x is no steady gap.
+DRIFT = EVEN
 
 
 def loglog_slope(x, y) -> float | None:
@@ -157,18 +160,25 @@ class _Standing:
                      f"N={self.ns[peak]}")
         else:
             trend = ("the gap grows with N" if f1 / f0 >= TREND else "the gap narrows with N" if f0 / f1 >= TREND
+                     else "the gap widens a little with N" if f1 / f0 >= DRIFT
+                     else "the gap narrows a little with N" if f0 / f1 >= DRIFT
                      else "the gap holds roughly steady across N")
         return f"Triton is {word} than {self.other} at {every}, {self.span}: {trend}."
 
     def _one_change(self, i: int) -> str:
         self.shown |= {0, len(self.ns) - 1}
-        verb = {"win": "pulls ahead of", "loss": "falls behind", "par": "draws level with"}[self.sides[i]]
+        # Who moves is who was behind: from a lead, on par means the other caught up, so Triton "draws level" only
+        # from behind.
+        if self.sides[i] == "par" and self.sides[i - 1] == "win":
+            change = f"Triton's lead over {self.other} closes"
+        else:
+            verb = {"win": "pulls ahead of", "loss": "falls behind", "par": "draws level with"}[self.sides[i]]
+            change = f"Triton {verb} {self.other}"
         where = ""
         a, b = self.paths[i - 1], self.paths[i]
         if isinstance(a, str) and isinstance(b, str) and a != b:
             where = f", where our dispatcher switches from {_path_name(a)} to {_path_name(b)}"
-        return (f"Triton {verb} {self.other} between N={self.ns[i - 1]} and N={self.ns[i]}{where}: {self.span}."
-                + self.edges())
+        return (f"{change} between N={self.ns[i - 1]} and N={self.ns[i]}{where}: {self.span}." + self.edges())
 
     def _one_excursion(self, off: list[int]) -> str:
         """One run of lengths off the band, on par either side of it: not a standing that changes back and forth."""

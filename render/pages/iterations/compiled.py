@@ -147,22 +147,43 @@ class CompiledKernels(IterationsSection):
                      if len(spills) and (spills > 0).any() else " No case spilled registers." if len(spills) else "")
         facts = (f"{escape.text(final)}'s compiled kernel, config {escape.code(row['config'])}, runs {join(res)}."
                  if res else "")
+        where_case = None
         if res and len({tuple(self._resources(x).items()) for _, x in r.iterrows()}) > 1:
             # A per-shape version's first row describes one of its kernels, not the version.
-            where = case_label(row["dtype"], bool(row["causal"]), int(row["seq_len"]), int(row["batch"]),
-                               int(row["heads"]), int(row["head_dim"]))
+            where_case = GoalCase(row["dtype"], bool(row["causal"]), int(row["seq_len"]), int(row["batch"]),
+                                  int(row["heads"]), int(row["head_dim"]))
+            where = case_label(*where_case)
             facts = (f"{escape.text(final)} compiles a different kernel at different shapes (the table above has "
                      f"each); at {where}, config {escape.code(row['config'])}, it runs {join(res)}.")
         if not below:
             return facts + spill_txt
-        return " ".join(x for x in ("Where it falls short, the compiled kernel alone cannot name the bottleneck.",
-                                    (facts + spill_txt).strip(),
+        # The facts describe one case's kernel where the version compiles several, and the stall comparison one
+        # profiled case: the lead-in says whether those are where it falls short, since the version missing the goal
+        # over all cases says nothing of these two.
+        shown = [c for c in (where_case, self._stall_case()) if c]
+        return " ".join(x for x in (self._shortfall_lead(shown), (facts + spill_txt).strip(),
                                     self.stall_comparison()) if x)
 
-    def stall_comparison(self) -> str:
-        """Nsight Compute's stall reasons for our kernel against the fastest other implementation's, at the causal goal
-        shape the profile phase adds, when this run has it. The rival is the one this page measures ours against
-        there, so the profile and the ratios speak of the same pair."""
+    def _shortfall_lead(self, shown: list[GoalCase]) -> str:
+        """The sentence before the compiled kernel's facts and the stall comparison, where the version misses the goal:
+        "where it falls short" only where every case they describe is a shortfall (a ratio under the goal, as the goal
+        finding lists them); otherwise which of them are not."""
+        final, goal = self.data.final_version, self.data.goal_ratio
+        judged = [(c, r) for c in shown if (r := self.ratio(final, *c)) is not None]
+        short = [c for c, r in judged if r < goal]
+        if len(short) == len(judged):  # every case described falls short, or none is told apart from the rest
+            return "Where it falls short, the compiled kernel alone cannot name the bottleneck."
+        if not short:
+            which = ("the case this paragraph describes is not among them: there" if len(judged) == 1 else
+                     "the cases this paragraph describes are not among them: at each")
+            return (f"The compiled kernel alone cannot name the bottleneck where it falls short, and {which} it "
+                    f"reaches the goal of {fmt.ratio(goal)}.")
+        return ("The compiled kernel alone cannot name the bottleneck where it falls short; of the cases this paragraph "
+                f"describes, it falls short only at {join(self.label(c) for c in short)}.")
+
+    def _stall_profile(self):
+        """(our profiled call, the rivals profiled beside it, its goal case) at the causal goal shape the profile phase
+        adds, or the sentence that says why there is none."""
         impls, stalls = self.run.frame("profile", "impls"), self.run.frame("profile", "stalls")
         if impls.empty or stalls.empty:
             return "This run has no profile of a goal shape to say where the time goes."
@@ -177,6 +198,22 @@ class CompiledKernels(IterationsSection):
         if theirs.empty:
             return "This run has no profile of a causal goal shape beside another implementation."
         case = GoalCase(o["dtype"], True, int(o["seq_len"]), int(o["batch"]), int(o["heads"]), int(o["head_dim"]))
+        return o, theirs, case
+
+    def _stall_case(self) -> GoalCase | None:
+        """The goal case the stall comparison describes, None where it describes none."""
+        found = self._stall_profile()
+        return None if isinstance(found, str) or not self.stall_comparison() else found[2]
+
+    def stall_comparison(self) -> str:
+        """Nsight Compute's stall reasons for our kernel against the fastest other implementation's, at the causal goal
+        shape the profile phase adds, when this run has it. The rival is the one this page measures ours against
+        there, so the profile and the ratios speak of the same pair."""
+        found = self._stall_profile()
+        if isinstance(found, str):
+            return found
+        o, theirs, case = found
+        stalls = self.run.frame("profile", "stalls")
         rival = self.fastest_rival(*case)
         named = theirs[theirs["impl"] == rival[0]] if rival else theirs.iloc[0:0]
         timed = theirs[theirs["duration_ms"].notna()]

@@ -233,11 +233,16 @@ class Goal(IterationsSection):
         calls = [(n, t, c) for n, t, c in calls if c is not None]
         if at is None or not calls or all((clock_gap(c, at) or 0) <= CLOCK_GAP for _, _, c in calls):
             return ""
-        mhz = join(f"{fmt.num(c, 4)}" for _, _, c in calls)
+        # The finding sets one dtype's calls after another's: each clock named by its dtype and its call, so that none
+        # is read as the other dtype's.
+        d = SHORT.get(dtype, dtype)
+        one = len(calls) == 1
+        mhz = join(f"{fmt.num(c, 4)} MHz ({escape.text(impl_label(n))})" for n, _, c in calls)
         per_cycle = [(n, t * 1e12 / ceil * at / c) for n, t, c in calls]
-        text = (f"Those calls ran at median SM clocks of {mhz} MHz, the matmul at {fmt.num(at, 4)} MHz. Per clock "
-                "cycle, " + join(f"{escape.text(impl_label(n))} did {fmt.pct(100 * x)}" for n, x in per_cycle)
-                + " of the matmul's work")
+        text = (f"The {d} call{'' if one else 's'} ran at {'a ' if one else ''}median SM clock{'' if one else 's'} of "
+                f"{mhz}, the {d} matmul at {fmt.num(at, 4)} MHz. Per clock cycle, "
+                + join(f"{escape.text(impl_label(n))} did {fmt.pct(100 * x)}" for n, x in per_cycle)
+                + f" of the {d} matmul's work")
         over = [n for n, x in per_cycle if x > 1]
         if over:
             text += (f": per cycle {join(escape.text(impl_label(n)) for n in over)} "

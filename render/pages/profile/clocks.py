@@ -8,6 +8,7 @@ import pandas as pd
 
 from ... import escape, fmt
 from ...fmt import known
+from ...profiler_clock import CLOCK_FOLLOW_SHARE, CLOCKS_SAME, clock_follow, profiled_clocks
 from ...tables import table_html
 from ...vocab import impl_label, is_rival, join, plural, side, versus
 from .data import ProfileData, count_word, shape_list
@@ -61,8 +62,9 @@ class Clocks(ProfileData):
             out.append(text)
         return " ".join(out)
 
-    # SM clocks of one call under the profiler and on our clock within this share of each other are "the same".
-    CLOCKS_SAME = 0.03
+    # SM clocks of one call under the profiler and on our clock within this share of each other are "the same"
+    # (render/profiler_clock.py: the Benchmarks page's offset note judges the clocks by the same band).
+    CLOCKS_SAME = CLOCKS_SAME
 
     def profiler_clock_finding(self) -> str:
         """The SM clock Nsight Compute read for the profiled calls beside the clock of the same calls on our
@@ -73,10 +75,7 @@ class Clocks(ProfileData):
         if checks.empty or k.empty or "sm_clock_mhz" not in checks or "sm_clock_mhz" not in k:
             return ("This run did not record the SM clock of both the profiled kernels and our timing of the same "
                     "calls, so this page cannot say whether the profiler saw the clocks the timed calls ran at.")
-        k = k[k["sm_clock_mhz"].notna() & k["duration_ms"].notna()]
-        # A call's clock under the profiler: its kernels' clocks weighted by their time, as its kernel time adds them.
-        w = k.assign(cw=k["sm_clock_mhz"] * k["duration_ms"]).groupby("case_id")[["cw", "duration_ms"]].sum()
-        ncu = (w["cw"] / w["duration_ms"]).rename("ncu_mhz")
+        ncu = profiled_clocks(self.run)
         both = checks[checks["sm_clock_mhz"].notna()].join(ncu, on="case_id", how="inner")
         both = both[both["ncu_mhz"].notna()]
         if both.empty:
@@ -104,21 +103,11 @@ class Clocks(ProfileData):
         out.append(self._clock_reading_tested(apart))
         return " ".join(out)
 
-    # A call's kernel time "moved with" the profiler's clock reading where it changed by at least this share of
-    # what the clock change predicts: a call bound by a compute roof scales fully with the SM clock, so even
-    # half of that is well clear of the event offset and the run-to-run spread of one call.
-    CLOCK_FOLLOW_SHARE = 0.5
+    # A call's kernel time "moved with" the profiler's clock reading from this share of what the clock change
+    # predicts (render/profiler_clock.py, which the Benchmarks page's offset note asks too).
+    CLOCK_FOLLOW_SHARE = CLOCK_FOLLOW_SHARE
     # ... and it slowed by "about what" its reading predicts only from this share of the prediction up.
     CLOCK_FOLLOW_CLOSE = 0.8
-
-    def _event_offset(self, case_id) -> float:
-        """What our clock adds to a single kernel's call (the events around it): the median gap of the other
-        single-kernel calls, none where they read shorter. Taken out before a call's times are compared, it keeps
-        a short call's offset from hiding or faking a slowdown; leaving the call itself out keeps its own
-        slowdown from being taken for the offset."""
-        df = self.run.frame("profile", "clock_check")
-        gaps = df[(df["kernels"] == 1) & (df["case_id"] != case_id)]["gap_ms"].dropna() if "gap_ms" in df else []
-        return max(float(pd.Series(gaps).median()), 0.0) if len(gaps) else 0.0
 
     def _clock_tests(self, apart: pd.DataFrame) -> pd.DataFrame:
         """Each call whose clock readings differ that can test them: one kernel, long enough to time apart from its
@@ -133,10 +122,7 @@ class Clocks(ProfileData):
                 continue
             shape = (c["batch"], c["heads"], c["seq_len"], c["head_dim"], c["dtype"], c["causal"])
             bind = self.binding_roofs(shape).get(c["impl"])
-            predicted = c["sm_clock_mhz"] / c["ncu_mhz"] - 1
-            net = (c["ncu_ms"] + self._event_offset(c["case_id"])) / c["device_ms"] - 1
-            rows.append({**c.to_dict(), "predicted": predicted, "moved": c["ncu_ms"] / c["device_ms"] - 1,
-                         "moved_net": net, "follows": predicted > 0 and net / predicted >= self.CLOCK_FOLLOW_SHARE,
+            rows.append({**c.to_dict(), **clock_follow(c, self.run.frame("profile", "clock_check")),
                          "compute": bind is not None and " compute" in bind[0]})
         return pd.DataFrame(rows)
 

@@ -11,7 +11,7 @@ from collect.schema.limiter import BUSY_PCT, NEAR_PTS, STALL_PREFIX, UNITS, UNIT
 from ... import escape, fmt, limits
 from ...fmt import known
 from ...tables import table_html
-from ...vocab import MATERIALISING, impl_label, join, limiter_words, masking
+from ...vocab import MATERIALISING, impl_label, join, limiter_words, masking, stall_lead, verdict_words
 from .data import ProfileData, _esc, _step_words, count_word, shape_list, step_link
 from .ws_steps import ws_partition
 
@@ -21,11 +21,26 @@ def step_short(step) -> str:
     return f" {step}" if isinstance(step, str) and step else ""
 
 
-def _short(word: str | None) -> str:
-    """A verdict without the stall reason's gloss, for a sentence that names two: 'stalls (mostly barrier)'."""
-    if word and word.startswith(STALL_PREFIX):
-        return f"stalls (mostly {escape.text(word[len(STALL_PREFIX):])})"
-    return escape.text(limiter_words(word))
+def _short(*vs) -> str:
+    """Verdicts of one word without the stall reason's gloss, for a sentence that names two: 'stalls (chiefly
+    barrier)', or 'stalls (the largest share of them wait)' where that reason is not over half of them in every
+    one (vocab.stall_lead)."""
+    v = vs[0]
+    if v is not None and v.word.startswith(STALL_PREFIX):
+        return f"stalls ({stall_lead(_least_share(vs))} {escape.text(v.word[len(STALL_PREFIX):])})"
+    return escape.text(verdict_words(v))
+
+
+def _least_share(vs) -> float | None:
+    """The smallest stall share of verdicts said in one phrase (None where one is not known): a shared "chiefly"
+    must hold for each."""
+    shares = [getattr(v, "stall_pct", None) for v in vs]
+    return None if None in shares else min(shares)
+
+
+def _shared_words(vs) -> str:
+    """limiter_words for verdicts of one word, said once."""
+    return limiter_words(vs[0].word, _least_share(vs))
 
 
 class Limiter(ProfileData):
@@ -82,8 +97,8 @@ class Limiter(ProfileData):
             return ("_This run's profile has no pipe or Speed-of-Light counters (it predates them, or Nsight Compute "
                     "could not collect them), so no kernel's limiter is judged._")
         t = df.assign(shape_text=[self.shape_text(s) for s in df["shape"]],
-                      verdict_text=[limiter_words(w) + (f", within {NEAR_PTS:g} points of the line" if near_line(v) else "")
-                                    for w, v in zip(df["verdict"], df["v"])])
+                      verdict_text=[verdict_words(v) + (f", within {NEAR_PTS:g} points of the line" if near_line(v) else "")
+                                    for v in df["v"]])
         cols = {"shape_text": "Shape", "label": "Kernel"}
         cols.update({f: name[0].upper() + name[1:] + " (% of peak)" for _, f, name in UNITS})
         cols["verdict_text"] = "What limits it"
@@ -134,17 +149,18 @@ class Limiter(ProfileData):
             at = df[df["shape"] == shape]
             ours = self._ours(shape)
             text = (f"At {self.shape_text(shape)}, our kernel{step_link(ours.kernel_step)} is limited by "
-                    f"**{escape.text(limiter_words(ours.verdict))}**: {escape.text(ours.evidence or '')}.")
+                    f"**{escape.text(verdict_words(ours.v))}**: {escape.text(ours.evidence or '')}.")
             near = self._near_line_words(shape)
             if near:
                 text += " " + near
             peers = at[at["impl"] != "triton"]
             same = [self._peer(p, v) for p, v in zip(peers["impl"], peers["v"]) if v is not None and v.word == ours.verdict]
-            by_verdict: dict[str, list[str]] = {}
+            by_verdict: dict[str, list] = {}
             for p, v in zip(peers["impl"], peers["v"]):
                 if v is not None and v.word != ours.verdict:
-                    by_verdict.setdefault(v.word, []).append(self._peer(p, v))
-            other = [f"{join(names)} by {escape.text(limiter_words(v))}" for v, names in by_verdict.items()]
+                    by_verdict.setdefault(v.word, []).append((p, v))
+            other = [f"{join(self._peer(p, v) for p, v in group)} by "
+                     f"{escape.text(_shared_words([v for _, v in group]))}" for group in by_verdict.values()]
             if same:
                 text += f" {join(same)} {'is' if len(same) == 1 else 'are'} limited the same way"
             if other:
@@ -176,7 +192,7 @@ class Limiter(ProfileData):
                 or other.v.busiest != ours.v.busiest or not near_line(other.v)):
             return text
         return (text + f" The same kernel keeps it {fmt.pct_vs(other.v.busiest_pct, BUSY_PCT)} busy "
-                f"{masking(twin[5])}, where the rule names {escape.text(limiter_words(other.verdict))}: one behaviour "
+                f"{masking(twin[5])}, where the rule names {escape.text(verdict_words(other.v))}: one behaviour "
                 "either side of the line, not two different limits.")
 
     def barrier_design(self, step, head_dim) -> str:
@@ -215,14 +231,14 @@ class Limiter(ProfileData):
         who = "our kernel" + step_link(None, *zip([r.kernel_step for r in rows], each))
         vs = [r.v for r in rows]
         if any(v is None for v in vs):
-            return f"{where}, {who} is limited by {join(escape.text(limiter_words(r.verdict)) for r in rows)}."
+            return f"{where}, {who} is limited by {join(escape.text(verdict_words(r.v)) for r in rows)}."
         if any(near_line(v) for v in vs) and len({v.busiest for v in vs}) == 1:
             one_kernel = len({r.kernel_step for r in rows}) == 1
             return f"{where}, {who} keeps the {vs[0].busiest} {self._near_words(vs, each, one_kernel)}."
         if len({v.word for v in vs}) > 1 or len(vs) == 1:
             parts = [escape.text(limits.verdict_phrase(v)) + (f" {m}" if len(vs) > 1 else "") for v, m in zip(vs, each)]
             return f"{where}, {who} is limited by {'; '.join(parts)}."
-        word = escape.text(limiter_words(vs[0].word))
+        word = escape.text(_shared_words(vs))
         if vs[0].word.startswith(STALL_PREFIX):
             top = max(v.busiest_pct for v in vs)
             return (f"{where}, {who} is limited by {word} in both maskings: no unit is busier than {fmt.pct(top)} of "
@@ -242,11 +258,11 @@ class Limiter(ProfileData):
         else:  # name the maskings that are near, so the figure of the far one is not read as near too
             near = f"the {join(close)} call within"
         if len({v.word for v in vs}) > 1:
-            tail = f"the rule names {join(f'{_short(v.word)} {m}' for v, m in zip(vs, each))}"
+            tail = f"the rule names {join(f'{_short(v)} {m}' for v, m in zip(vs, each))}"
             if one_kernel and len(close) == len(vs):  # one kernel both sides of the line: not two kinds of limit
                 tail += ", but the calls are one behaviour either side of that line"
         elif vs[0].word.startswith(STALL_PREFIX):
-            tail = f"just short of the limit, so the verdict is {_short(vs[0].word)}"
+            tail = f"just short of the limit, so the verdict is {_short(*vs)}"
         else:
             tail = "limited by it, but only just"
         return f"{figs}, {near} {NEAR_PTS:g} points of the line: {tail}"

@@ -36,6 +36,9 @@ SIDE = {True: "Left of the DRAM ridge (DRAM bandwidth caps them below their comp
 # a single call's kernel time moves by a few percent between runs (the clock check's single-kernel calls
 # agree with our device time only to within several percent).
 RANK_NOISE = 0.03
+# Calls grouped within RANK_NOISE are "equally" close or far only where their shares lie within this many percentage
+# points: 91.8% and 89.3% are not equal to a reader, so past it the group says which of them is the closer.
+EQUAL_PTS = 1.0
 # A second roof at most this much above a call's lowest one is named beside it: with two roofs that close,
 # moving fewer bytes at the first level alone would barely raise the call's ceiling.
 CLOSE_ROOF = 1.10
@@ -342,30 +345,38 @@ class Roofline(ProfileData):
 
     @staticmethod
     def _closest_and_furthest(bind: dict[str, tuple[str, float]], lead: str) -> str:
-        """Which call comes closest to its binding roof and which stays furthest, naming as equal the calls whose
-        shares are within RANK_NOISE of the end's (a ranking there would be noise)."""
+        """Which call comes closest to its binding roof and which stays furthest, grouping the calls whose shares are
+        within RANK_NOISE of the end's (a ranking there would be noise); a group is "equally" close or far only where
+        its shares lie within EQUAL_PTS, and otherwise names the closer (or further) of them."""
         order = sorted(bind.items(), key=lambda kv: kv[1][1], reverse=True)
 
-        def group_words(group, one: str, many: str) -> str:
+        def group_words(group, one: str, many: tuple[str, str, str, str]) -> str:
+            """`many`: the verb for a group whose shares lie within EQUAL_PTS ('come equally close'), the verb for
+            one whose shares do not ('come closest'), and the words that name its first call then, of two and of
+            more ('closer', 'closest')."""
             if len(group) == 1:
                 (i, (roof, v)), = group
                 return f"{impl_label(i)} {one}, at {fmt.pct(100 * v)} of its {roof} roof"
+            shares = [v for _, (_, v) in group]
+            equal = 100 * (max(shares) - min(shares)) <= EQUAL_PTS
+            tied, ranked, of_two, of_more = many
             if len(group) == 2:
                 each = " and ".join(f"{impl_label(i)}, at {fmt.pct(100 * v)} of its {roof} roof," for i, (roof, v) in group)
-                return f"{each} {many}"
-            lo, hi = group[-1][1][1], group[0][1][1]  # one range, not a figure per call
-            return (f"{join(impl_label(i) for i, _ in group)} {many}, at {fmt.span(100 * lo, 100 * hi, fmt.pct)} of "
-                    "their lowest roofs")
+                return f"{each} {tied}" if equal else f"{each} {ranked}, {impl_label(group[0][0])} the {of_two}"
+            lo, hi = min(shares), max(shares)  # one range, not a figure per call
+            said = (f"{join(impl_label(i) for i, _ in group)} {tied if equal else ranked}, at "
+                    f"{fmt.span(100 * lo, 100 * hi, fmt.pct)} of their lowest roofs")
+            return said if equal else f"{said}, {impl_label(group[0][0])} the {of_more}"
 
         if len(order) == 1:
-            return f"{lead}, {group_words(order, 'reaches', '')}."
+            return f"{lead}, {group_words(order, 'reaches', ('', '', '', ''))}."
         top = [kv for kv in order if kv[1][1] >= order[0][1][1] * (1 - RANK_NOISE)]
         if len(top) == len(order):
-            return f"{lead}, {group_words(top, '', 'come equally close')}."
+            return f"{lead}, {group_words(top, '', ('come equally close', 'come about as close', 'closer', 'closest'))}."
         rest = order[len(top):]
         low = [kv for kv in rest if kv[1][1] <= rest[-1][1][1] * (1 + RANK_NOISE)]
-        close = group_words(top, "comes closest", "come equally close")
-        far = group_words(low[::-1], "stays furthest", "stay equally far")
+        close = group_words(top, "comes closest", ("come equally close", "come closest", "closer", "closest"))
+        far = group_words(low[::-1], "stays furthest", ("stay equally far", "stay furthest", "further", "furthest"))
         if len(top) == 1 and len(low) == 1:
             return f"{lead}, {close}, and {far}."
         return f"{lead}, {close}. {far[0].upper() + far[1:]}."
