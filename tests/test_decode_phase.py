@@ -452,6 +452,13 @@ def test_a_persistent_trace_gives_each_role_its_span_split_and_the_row_its_late_
     assert roles["attention"].late_ms_per_step == pytest.approx(5e-5)
     assert roles["qkv"].late_ms_per_step == pytest.approx(1e-4)  # list 1 finished 100 ns after the median
     assert row.last_sm_share == 1.0  # list 1 was last in both operations
+    # a spread that cannot be read costs the split and says why; the spans stay
+    monkeypatch.setattr(pt, "op_spread", lambda *trace: 1 / 0)
+    result, bare = types.SimpleNamespace(notes=[]), DecodeRow(model="tiny", variant="persistent", batch=2, context=8,
+                                                                new_tokens=0, status="ok")
+    roles = {r.role: r for r in phase_rows._persistent_roles(object(), result, bare)}
+    assert roles["attention"].ms_per_step == pytest.approx(5e-4) and roles["attention"].handoff_ms_per_step is None
+    assert bare.last_sm_share is None and "not how its SMs parted" in result.notes[0]
 
 
 def test_a_profiled_key_row_keeps_its_kernel_classes(monkeypatch):

@@ -56,16 +56,31 @@ def _persistent_roles(session, result: DecodeFile, row: DecodeRow | None = None)
 
     from ..decode_profile import RoleShare
 
+    def note(what: str, exc: BaseException) -> None:
+        text = f"The persistent step's {what}: {_error_reason(exc)}"
+        if text not in result.notes:
+            result.notes.append(text)
+
+    def read(*trace):
+        # The spans first: a spread that cannot be read (its reading first ran on a GPU in this collect) costs the
+        # split, not the spans the page already narrates.
+        times = op_times(*trace)
+        try:
+            return times, op_spread(*trace)
+        except Exception as exc:  # noqa: BLE001
+            note("trace gave its spans but not how its SMs parted", exc)
+            return times, None
+
     try:
-        times, spreads = traced_op_times(session, read=lambda *trace: (op_times(*trace), op_spread(*trace)))
+        times, spreads = traced_op_times(session, read=read)
     except Exception as exc:  # noqa: BLE001
-        note = f"The persistent step's trace could not be read: {_error_reason(exc)}"
-        if note not in result.notes:
-            result.notes.append(note)
+        note("trace could not be read", exc)
         return []
+    operations = Counter(t.role for t in times)
+    if spreads is None:
+        return [RoleShare(role, float(operations[role]), ms) for role, ms in role_ms(times).items()]
     if row is not None:
         row.last_sm_share = straggler_summary(spreads)["its_share_of_operations"]
-    operations = Counter(t.role for t in times)
     split = role_split(spreads)
     return [RoleShare(role, float(operations[role]), ms, split[role].handoff_ms, split[role].late_ms)
             for role, ms in role_ms(times).items()]
