@@ -133,12 +133,14 @@ class Roles(DecodeData):
                f"the input rows, the LayerNorm). Summed over the operations, the median SM then works {fmt.ms(work)} "
                f"and the last SM finishes {fmt.ms(late)} after the median one.")
         largest = max(("handoff", handoff), ("work", work), ("late", late), key=lambda kv: kv[1])[0]
-        out += {"handoff": " The hand-off is the largest part: the step spends longer between its operations than "
-                           "in them.",
-                "work": " The median SM's work is the largest part: the tiles themselves, more than the boundaries "
-                        "between operations, set the step.",
-                "late": " The wait for the last SM is the largest part: the operations end unevenly across the "
-                        "SMs."}[largest]
+        # Each verdict compares the largest part with the other two one by one, never with their sum (the hand-off
+        # and the late SM together can outweigh the work that is larger than either).
+        out += {"handoff": " The hand-off is the largest of the three: the median SM spends longer getting to its "
+                           "first tile of an operation than working through its tiles.",
+                "work": " The median SM's work is the largest of the three: its tiles take longer than the hand-offs "
+                        "before them or the waits for the last SM after them.",
+                "late": " The wait for the last SM is the largest of the three: the operations end unevenly across "
+                        "the SMs."}[largest]
         share = getattr(step, "last_sm_share", None)
         ops = float(g["kernels_per_step"].sum())
         if _ok(share) and ops >= 2:
