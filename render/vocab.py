@@ -150,6 +150,56 @@ def versus(s: float, other: str) -> str:
     return f"on par with {other} ({_par_ratio(s)})" if words.startswith("on par") else f"{words} than {other}"
 
 
+# --- a timed case's verdict: the medians with the calls' spread (the Benchmarks page's words) ------------
+# Here rather than on that page so that another page quoting a timed case gives it the same verdict and words.
+
+def band_words() -> str:
+    """The "on par" band in words: every standing on the site is judged against it."""
+    return f"within {fmt.pct(100 * (EVEN - 1), 2)} either way"
+
+
+def edge_of(s: float, sp: tuple[float, float] | None) -> bool:
+    """Whether a speedup s past the "on par" band by the medians has both ends of the calls' spread (the ratio
+    of their p10s and of their p90s) inside the band: then the medians' verdict rests on where each median fell
+    inside its calls' own noise, not on the kernels, and the case counts as on par. One end inside is not enough:
+    taking whichever end is kinder would tilt every verdict toward "on par"."""
+    if sp is None or side(s) == "par":
+        return False
+    return all(side(r) == "par" for r in sp)
+
+
+def case_side(s: float, sp: tuple[float, float] | None = None) -> str:
+    """side(s), with a verdict neither end of the calls' spread carries (edge_of) counted as on par."""
+    return "par" if edge_of(s, sp) else side(s)
+
+
+def case_words(s: float, sp: tuple[float, float] | None = None) -> str:
+    """speedup_words(s), or, where both ends of the calls' spread fall inside the band though the medians do
+    not, 'on par at the edge' with the medians' figure."""
+    if not edge_of(s, sp):
+        return speedup_words(s)
+    word = "faster" if s >= 1 else "slower"
+    return (f"on par at the edge ({fmt.ratio_vs(max(s, 1 / s), EVEN)} {word} by the medians, "
+            f"{band_words()} by both the calls' p10s and their p90s)")
+
+
+def case_versus(s: float, sp: tuple[float, float] | None, other: str) -> str:
+    """case_words against a named implementation: '1.20× faster than X', 'on par with X (1.04×)'."""
+    words = case_words(s, sp)
+    return words.replace("on par", f"on par with {other}", 1) if words.startswith("on par") else f"{words} than {other}"
+
+
+def at_equal_clocks(ratio: float, clock, reference) -> float | None:
+    """The speed ratio (the other's time over ours) of two calls whose median SM clocks (ours `clock`, theirs
+    `reference`) lie more than CLOCK_GAP apart, as it would be at equal clocks; None where they lie closer or a
+    clock was not recorded. A compute-bound call's time scales about inversely with its clock: at the other's
+    clock ours would take clock/reference times as long. The one rule every page's equal-clock caveat uses."""
+    gap = clock_gap(clock, reference)
+    if gap is None or gap <= CLOCK_GAP:
+        return None
+    return ratio * reference / clock
+
+
 class DecodeWords(NamedTuple):
     """A decode variant in words: its label in the Decode page's legends and tables, a short one where
     space is tight, how Home's prose names it, and its panel title on Device comparison (None: not said
@@ -281,9 +331,9 @@ CHIEFLY_PCT = 50.0
 
 def stall_lead(share: float | None) -> str:
     """How a stall verdict's reason stands among the stalls, from its share (percent, 'selected' left out): 'chiefly'
-    above CHIEFLY_PCT, else 'the largest share of them', which the rule makes true whatever the share (so too where
-    it is not known)."""
-    return "chiefly" if share is not None and share > CHIEFLY_PCT else "the largest share of them"
+    above CHIEFLY_PCT, else 'led by', which the rule makes true whatever the share (so too where it is not known);
+    'the largest share of them wait' read as a verb."""
+    return "chiefly" if share is not None and share > CHIEFLY_PCT else "led by"
 
 
 def limiter_words(word: str | None, share: float | None = None) -> str:

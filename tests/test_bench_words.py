@@ -259,6 +259,20 @@ def test_the_published_margin_is_worded_from_its_figures():
     assert against_naive([2.0, 0.5]).startswith("faster than naive PyTorch at some lengths")
 
 
+def test_a_margin_against_naive_that_moves_past_the_on_par_band_is_not_called_constant():
+    from render.pages.bench.words import DRIFT, TREND, against_naive
+    # The same DRIFT/TREND rule _one_side judges a gap by: 1.08x to 1.21x (a 1.12x change) is no constant factor.
+    assert DRIFT < 1.21 / 1.08 < TREND
+    assert against_naive([1 / 1.08, 1 / 1.21]).endswith("by a margin that widens a little")
+    assert against_naive([1 / 1.21, 1 / 1.08]).endswith("by a margin that narrows a little")
+    assert against_naive([1.21, 1.08]).endswith("by a margin that narrows a little")  # faster, the lead shrinking
+    # Inside the on-par band the factor holds; at TREND and beyond it widens or narrows outright.
+    assert against_naive([1 / 1.08, 1 / 1.12]).endswith("by a roughly constant factor")
+    assert 1.4 / 1.08 > TREND
+    assert against_naive([1 / 1.08, 1 / 1.4]).endswith("by a widening margin")
+    assert against_naive([1 / 1.4, 1 / 1.08]).endswith("by a narrowing margin")
+
+
 def test_the_page_reads_the_published_study_from_its_reference_figures():
     from committed import latest_run
     run = latest_run("bench.json")

@@ -269,7 +269,7 @@ def test_the_limiter_headline_comes_from_the_counters_and_falls_back_to_occupanc
     # the largest share but not half (33% wait, 26% barrier, as the audited run had): never "mostly" or "chiefly"
     spread = (("selected", 1.0), ("wait", 0.33), ("barrier", 0.26), ("long_scoreboard", 0.21), ("gmma", 0.2))
     plural_ = home(tmp_path / "c", profile=with_units(spread, **quiet)).limiter_headline()
-    assert "limited by stalls, the largest share of them wait (" in plural_
+    assert "limited by stalls, led by wait (" in plural_
     assert "mostly" not in plural_ and "chiefly" not in plural_
     assert "Its theoretical occupancy is 25.0% of the warp slots: 4.0 warps per scheduler" in text
     assert "not the limit" not in text and "[Profiling](profiling.md)" in text
@@ -308,3 +308,79 @@ def test_a_complete_phase_that_skipped_rows_for_time_says_how_many(tmp_path):
     d.rows[0].step_ms_median = d.rows[0].tokens_per_s = d.rows[0].achieved_over_floor = None
     page = home(tmp_path, decode=d)
     assert f"1 of its {len(d.rows)} rows skipped for time" in page.run.phase_summary("decode")
+
+
+# ---- an equal-clock caveat where the Benchmarks page would give one; the decode floor as a yardstick --------
+
+def _clocked(triton_ms: float, sdpa_ms: float, ours_mhz: float, theirs_mhz: float) -> BenchFile:
+    b = bench_file("h-1", triton_ms=triton_ms, sdpa_ms=sdpa_ms)
+    for r in b.rows:
+        r.sm_clock_mhz = ours_mhz if r.impl == "triton" else theirs_mhz
+    return b
+
+
+def _flash_cell(page: HomePage) -> str:
+    (case,) = page._headline_cases()
+    return page._headline_cells(*case)["sdpa-flash"]
+
+
+def test_a_headline_cell_whose_calls_ran_at_clocks_apart_says_so_by_the_benchmarks_pages_rule(tmp_path):
+    from render.vocab import CLOCK_GAP, at_equal_clocks
+    # on par at the clocks they ran at; ours 1900 MHz against 1800 (5.6% apart): 1.06x slower at equal clocks
+    assert at_equal_clocks(1.0, 1900.0, 1800.0) < 1 / 1.05 and 1900 / 1800 - 1 > CLOCK_GAP
+    ahead = home(tmp_path / "a", bench=_clocked(1.0, 1.0, 1900.0, 1800.0))
+    assert _flash_cell(ahead) == "4.29 TFLOP/s; ours on par (1.00×) at a higher clock, 1.06× slower at equal clocks"
+    assert "at a higher (lower) clock: ours ran at a median SM clock more than 3% above (below)" in ahead.headline_table()
+    behind = home(tmp_path / "b", bench=_clocked(1.0, 1.0, 1800.0, 1900.0))
+    assert _flash_cell(behind).endswith("on par (1.00×) at a lower clock, 1.06× faster at equal clocks")
+    # a verdict the clocks do not change keeps its caveat but gives no second verdict
+    slower = home(tmp_path / "c", bench=_clocked(1.0, 0.5, 1900.0, 1800.0))
+    assert _flash_cell(slower).endswith("ours 2.00× slower at a higher clock")
+    # clocks within CLOCK_GAP (or not recorded): no caveat, and the caption does not explain one
+    close = home(tmp_path / "d", bench=_clocked(1.0, 1.0, 1900.0, 1890.0))
+    assert _flash_cell(close).endswith("ours on par (1.00×)") and "clock" not in close.headline_table()
+    assert _flash_cell(home(tmp_path / "e")).endswith("ours 2.00× slower")
+
+
+def test_the_home_cell_carries_the_benchmarks_pages_equal_clock_verdict_on_the_committed_run():
+    import re
+    from committed import latest_run
+    from render.pages.bench import BenchPage
+    run = latest_run("bench.json")
+    bench = BenchPage(run, [run])._clock_gap_sentence()
+    said = re.search(r"The widest gap is at [^,]+, [^,]+, B=(\d+), H=(\d+), d=(\d+), N=(\d+), ours at [\d,]+ MHz against "
+                     r"(.+?)'s .* would be (.+?) at equal clocks, where the medians make it (.+?)\.(?: |$)", bench)
+    if said is None:  # this run's clocks gave the Benchmarks page no equal-clock caveat
+        return
+    b, h, d, n, who, even, medians = said.groups()
+    page = HomePage(run, [run])
+    key = {"FlashAttention-4": "fa4", "SDPA cuDNN": "sdpa-cudnn", "FlashAttention-2 (SDPA)": "sdpa-flash"}.get(who)
+    if key is None or (int(b), int(h), int(n), int(d)) not in page._headline_cases():
+        return
+    cell = page._headline_cells(int(b), int(h), int(n), int(d))[key]
+    assert f"ours {medians} at a " in cell and (even == medians or f"{even} at equal clocks" in cell)
+
+
+def _micro(fraction: float) -> list:
+    from collect.schema.decode import MicroRow
+    rows = []
+    for impl, share in (("triton-bf16", fraction), ("sdpa", 0.8)):
+        read = 1 << 30
+        ms = read / (share * 4e12) * 1e3
+        rows.append(MicroRow(impl=impl, batch=4, heads=32, head_dim=128, context=4096, status="ok",
+                             latency_ms_median=ms, latency_ms_p10=ms, latency_ms_p90=ms, bytes_read=read,
+                             achieved_bytes_per_s=read / (ms * 1e-3), bandwidth_fraction=read / (ms * 1e-3) / 4e12))
+    return rows
+
+
+def test_the_decode_floor_is_called_a_yardstick_where_reading_alone_beat_the_copy_bandwidth(tmp_path):
+    beaten = decode_file("h-1")
+    beaten.micro = _micro(1.05)
+    text = home(tmp_path / "a", decode=beaten).decode_floor_headline()
+    assert "which reading alone beats: a yardstick, not a hard bound" in text
+    assert "read its cache up to 5.00% faster than that copy bandwidth" in text
+    held = decode_file("h-1")
+    held.micro = _micro(0.97)
+    for d, where in ((held, "b"), (decode_file("h-1"), "c")):  # reads below the copy rate, or no microbenchmark
+        text = home(tmp_path / where, decode=d).decode_floor_headline()
+        assert "its bandwidth floor of" in text and "yardstick" not in text and "faster than that" not in text

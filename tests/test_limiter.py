@@ -72,9 +72,9 @@ def test_the_phrase_home_and_profiling_print_carries_the_figure_and_the_nearness
 
 @pytest.mark.parametrize("stalls, lead", [
     ({"selected": 5.0, "wait": 1.01, "barrier": 0.99}, "chiefly"),           # just over half: "chiefly"
-    ({"selected": 5.0, "wait": 1.0, "barrier": 1.0}, "the largest share of them"),   # half is not more than half
+    ({"selected": 5.0, "wait": 1.0, "barrier": 1.0}, "led by"),   # half is not more than half
     ({"selected": 5.0, "wait": 3.31, "barrier": 2.64, "long_scoreboard": 2.0, "gmma": 2.05},
-     "the largest share of them"),                                          # a third: the largest, not most
+     "led by"),                                          # a third: the largest, not most
 ])
 def test_a_stall_verdict_says_chiefly_only_where_its_reason_is_over_half_of_the_stalls(stalls, lead):
     from render.limits import verdict_phrase
@@ -85,7 +85,7 @@ def test_a_stall_verdict_says_chiefly_only_where_its_reason_is_over_half_of_the_
     assert verdict_words(v).startswith(f"stalls, {lead} wait (")
     assert verdict_phrase(v).startswith(f"stalls, {lead} wait (") and "mostly" not in verdict_phrase(v)
     assert judge(dict(QUIET, pipe_tensor_pct=90.0), stalls).stall_pct is None  # a unit verdict has no stall share
-    assert limiter_words("stall-wait").startswith("stalls, the largest share of them wait")  # share unknown: no claim
+    assert limiter_words("stall-wait").startswith("stalls, led by wait")  # share unknown: no claim
 
 
 def _real():
@@ -166,7 +166,7 @@ def test_the_page_says_the_largest_share_where_the_stall_reason_is_not_over_half
     finding, top = html.unescape(page.limiter_finding()), html.unescape(page.limiter_headline())
     table = html.unescape(page.limiter_table())
     for text in (finding, top, table):
-        assert "stalls, the largest share of them long_scoreboard" in text
+        assert "stalls, led by long_scoreboard" in text
         assert "mostly" not in text and "chiefly" not in text
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ... import escape, fmt
+from ... import escape
 from ...bench_data import spread  # noqa: F401  (the one definition; sections import it from here)
-from ...vocab import EVEN, join, path_label, side, speedup_words
+from ...vocab import EVEN, join, path_label, side
+# The one definition of a timed case's verdict; the page's sections import it from here.
+from ...vocab import band_words, case_side, case_words, edge_of  # noqa: F401
 
 # A speedup that changes by at least this factor from the shortest to the longest N "grows" or "narrows".
 TREND = 1.15
@@ -25,36 +27,6 @@ def loglog_slope(x, y) -> float | None:
     my = sum(p[1] for p in pts) / len(pts)
     sxx = sum((p[0] - mx) ** 2 for p in pts)
     return None if sxx == 0 else sum((p[0] - mx) * (p[1] - my) for p in pts) / sxx
-
-
-def edge_of(s: float, sp: tuple[float, float] | None) -> bool:
-    """Whether a speedup s past the "on par" band by the medians has both ends of the calls' spread (the ratio
-    of their p10s and of their p90s) inside the band: then the medians' verdict rests on where each median fell
-    inside its calls' own noise, not on the kernels, and the case counts as on par. One end inside is not enough:
-    taking whichever end is kinder would tilt every verdict toward "on par"."""
-    if sp is None or side(s) == "par":
-        return False
-    return all(side(r) == "par" for r in sp)
-
-
-def case_side(s: float, sp: tuple[float, float] | None = None) -> str:
-    """side(s), with a verdict neither end of the calls' spread carries (edge_of) counted as on par."""
-    return "par" if edge_of(s, sp) else side(s)
-
-
-def band_words() -> str:
-    """The "on par" band in words: every standing on the site is judged against it."""
-    return f"within {fmt.pct(100 * (EVEN - 1), 2)} either way"
-
-
-def case_words(s: float, sp: tuple[float, float] | None = None) -> str:
-    """speedup_words(s), or, where both ends of the calls' spread fall inside the band though the medians do
-    not, 'on par at the edge' with the medians' figure."""
-    if not edge_of(s, sp):
-        return speedup_words(s)
-    word = "faster" if s >= 1 else "slower"
-    return (f"on par at the edge ({fmt.ratio_vs(max(s, 1 / s), EVEN)} {word} by the medians, "
-            f"{band_words()} by both the calls' p10s and their p90s)")
 
 
 def call_then_words(method: str) -> str:
@@ -203,7 +175,9 @@ class _Standing:
 
 def against_naive(speedups: list[float]) -> str:
     """How a kernel compares with naive PyTorch over the lengths tried, trend included ('slower than naive
-    PyTorch at every length it tried, by a roughly constant factor'), from its speedups in order of N."""
+    PyTorch at every length it tried, by a roughly constant factor'), from its speedups in order of N. The trend
+    is judged as _Standing._one_side judges a gap: TREND and more grows or narrows, DRIFT up to TREND a little,
+    and only a change under DRIFT (the "on par" band) is constant."""
     if not speedups:
         return "not compared with naive PyTorch at any length"
     sides = {side(s) for s in speedups}
@@ -213,6 +187,9 @@ def against_naive(speedups: list[float]) -> str:
         return "faster than naive PyTorch at some lengths and not at others"
     word = "faster" if sides == {"win"} else "slower"
     gaps = [max(s, 1 / s) for s in speedups]
-    trend = ("by a widening margin" if gaps[-1] / gaps[0] >= TREND else "by a narrowing margin"
-             if gaps[0] / gaps[-1] >= TREND else "by a roughly constant factor")
+    grew = gaps[-1] / gaps[0]
+    trend = ("by a widening margin" if grew >= TREND else "by a narrowing margin" if 1 / grew >= TREND
+             else "by a margin that widens a little" if grew >= DRIFT
+             else "by a margin that narrows a little" if 1 / grew >= DRIFT
+             else "by a roughly constant factor")
     return f"{word} than naive PyTorch at every length it tried, {trend}"

@@ -10,7 +10,8 @@ from ... import escape, fmt
 from ...fmt import known
 from ...profiler_clock import CLOCK_FOLLOW_SHARE, CLOCKS_SAME, clock_follow, profiled_clocks
 from ...tables import table_html
-from ...vocab import impl_label, is_rival, join, plural, side, versus
+from ...bench_data import BenchData, spread
+from ...vocab import case_side, case_versus, impl_label, is_rival, join, plural, side, speedup_words, versus
 from .data import ProfileData, count_word, shape_list
 
 
@@ -197,20 +198,37 @@ class Clocks(ProfileData):
                 f"{'that call' if one else 'those calls'} rest on that lower clock.{self._reranked(t)}")
 
     def _reranked(self, t: pd.DataFrame) -> str:
-        """Where a call that followed its low clock is ours at a shape whose ranking the two clocks disagree on:
-        a pointer to where the page says so, since that is the consequence a reader needs."""
+        """Where a call that followed its low clock is ours at a shape whose ranking this page's figures and the
+        timed ones disagree on: a pointer to where the page says so, since that is the consequence a reader needs."""
         shapes = {(r["batch"], r["heads"], r["seq_len"], r["head_dim"], r["dtype"], bool(r["causal"]))
                   for _, r in t[t["impl"] == "triton"].iterrows()}
         apart = [s for s in self.shapes() if s in shapes and self.ranking_disagreement(s)]
         if not apart:
             return ""
-        return (f" At {shape_list([self.shape_text(s) for s in apart])} the two clocks rank ours and the fastest other "
-                "implementation differently, as that shape's subsection below says.")
+        return (f" At {shape_list([self.shape_text(s) for s in apart])} Nsight Compute's kernel times rank ours and the "
+                "fastest other implementation differently from our timing, as that shape's subsection below says.")
+
+    def _bench_versus(self, shape, impl: str) -> tuple[float, tuple[float, float] | None] | None:
+        """Ours against `impl` at a profiled shape as the bench phase timed it: the ratio of the medians (theirs over
+        ours) and the calls' spread, the figures the Benchmarks page judges a case by; None where either was not
+        timed there."""
+        b, h, n, d, dt, c = shape
+        data = BenchData(self.run)
+        if data.rows.empty:
+            return None
+        ours, theirs = (data.by_n((b, h, d), dt, c, i) for i in ("triton", impl))
+        if n not in ours.index or n not in theirs.index:
+            return None
+        o, r = ours.loc[n], theirs.loc[n]
+        return r["latency_ms_median"] / o["latency_ms_median"], spread(r, o)
 
     def ranking_disagreement(self, shape=None) -> str:
-        """Where Nsight Compute's kernel times and our device times rank ours against the fastest other
-        implementation differently (vocab.side: win, loss or on par), at `shape` (every profiled shape when None):
-        this page's figures and the other pages' then tell a different story there, and the reader must know."""
+        """Where Nsight Compute's kernel times rank ours against the fastest other implementation differently (vocab:
+        win, loss or on par) from the Benchmarks page's medians at the same case, at `shape` (every profiled shape
+        when None): this page's figures and that page then tell a different story there, and the reader must know.
+        The Benchmarks page's verdict is given in its own words (case_versus: the calls' spread counted); where the
+        clock check's single call on our clock ranks them otherwise, the reader is told which figure is the timed
+        one. Where the bench phase did not time the case, the clock check's call is the only timing to set against."""
         df = self.run.frame("profile", "clock_check")
         if df.empty:
             return ""
@@ -225,13 +243,32 @@ class Clocks(ProfileData):
                 continue
             o, r = ours.iloc[0], rivals.loc[rivals["device_ms"].idxmin()]  # the fastest other, as the other pages pick it
             on_ncu, on_ours = r["ncu_ms"] / o["ncu_ms"], r["device_ms"] / o["device_ms"]
-            if side(on_ncu) == side(on_ours):
+            other, where = impl_label(r["impl"]), shape_list([self.shape_text(shape)])
+            timed = self._bench_versus(shape, r["impl"])
+            if timed is None:
+                if side(on_ncu) == side(on_ours):
+                    continue
+                out.append(f"At {where} the two clocks rank ours against the fastest other implementation, {other}, "
+                           f"differently: under Nsight Compute ours is {versus(on_ncu, other)}, on our clock "
+                           f"{versus(on_ours, other)}. The bench phase did not time this case, so this page's figures "
+                           "at that shape may not rank the two as a timing over many calls would.")
                 continue
-            other = impl_label(r["impl"])
-            out.append(f"At {shape_list([self.shape_text(shape)])} the two clocks rank ours against the fastest other "
-                       f"implementation, {other}, differently: under Nsight Compute ours is {versus(on_ncu, other)}, on "
-                       f"our clock {versus(on_ours, other)}. So this page's figures at that shape do not rank the two "
-                       "as the Benchmarks page does.")
+            ratio, sp = timed
+            if side(on_ncu) == case_side(ratio, sp):
+                continue
+            text = (f"At {where} Nsight Compute's kernel times rank ours against the fastest other implementation, "
+                    f"{other}, differently from the Benchmarks page: under Nsight Compute ours is "
+                    f"{versus(on_ncu, other)}, where the Benchmarks page's medians make it "
+                    f"{case_versus(ratio, sp, other)}. So this page's figures at that shape do not rank the two as the "
+                    "Benchmarks page does.")
+            if side(on_ours) == case_side(ratio, sp):
+                text += (f" Our clock's cross-check of the same call ranks them as the Benchmarks page does "
+                         f"({speedup_words(on_ours)}).")
+            else:
+                text += (f" Our clock's cross-check of the same call makes ours {versus(on_ours, other)}; the "
+                         "Benchmarks page's figure is the timed one (medians over many calls), the clock check's a "
+                         "single cross-check call.")
+            out.append(text)
         return " ".join(out)
 
     def _call_words(self, c) -> str:

@@ -9,13 +9,26 @@ from ... import escape, fmt
 from ...fmt import known
 from ...frames import index_by
 from ...tables import table_html
-from ...vocab import HOTSPOT_ROLES, impl_label, join, stall_words
+from ...vocab import HOTSPOT_ROLES, impl_label, join, stall_lead, stall_words
 from .data import ProfileData, _step_words
 
+# At a WARPGROUP instruction (WARPGROUP.DEPBAR, wgmma's wait_group; WARPGROUP.ARRIVE, its fence: collect/ncu_source.py's
+# role "mma-wait") a warp waits for its own warpgroup's asynchronous matrix multiplies, and Nsight Compute counts that
+# wait as a barrier stall: the usual gloss, waiting for the other warps, would be wrong there.
+MMA_WAIT_BARRIER = "barrier (waiting for its own asynchronous matrix multiplies; Nsight Compute counts this as a barrier stall)"
+# collect/ncu_source.py classes a NOP whose samples are chiefly barrier stalls as a barrier: a stalled warp is sampled
+# at the instruction it would issue next, so one held at a barrier shows on the instruction after it.
+NOP_BARRIER = ("A NOP is grouped with the barriers where its warps were sampled waiting at a barrier: Nsight Compute "
+               "samples a stalled warp at the instruction it would issue next, so a warp held at a barrier shows on "
+               "the instruction after it, here a NOP.")
 
-def _state_words(reason: str) -> str:
-    """A sampled warp state in words: a stall reason, or 'selected', which is no stall (the warp was issuing)."""
-    return "selected (issuing, not stalled)" if reason == "selected" else stall_words(reason)
+
+def _state_words(reason: str, role: str | None = None) -> str:
+    """A sampled warp state in words: a stall reason, or 'selected', which is no stall (the warp was issuing). A barrier
+    stall at an instruction that waits for its own MMAs (role 'mma-wait') is glossed as that wait."""
+    if reason == "selected":
+        return "selected (issuing, not stalled)"
+    return MMA_WAIT_BARRIER if reason == "barrier" and role == "mma-wait" else stall_words(reason)
 
 
 class Hotspots(ProfileData):
@@ -60,23 +73,28 @@ class Hotspots(ProfileData):
             reasons = g.groupby("top_reason")["samples"].sum().sort_values(ascending=False)
             rows.append(dict(role=HOTSPOT_ROLES.get(role, role), share=g["share_pct"].sum(), n=len(g),
                              ops=", ".join(dict.fromkeys(g["opcode"]))[:120],
-                             why="; ".join(_state_words(r) for r in reasons.index[:2])))
+                             why="; ".join(_state_words(r, role) for r in reasons.index[:2])))
         t = pd.DataFrame(rows).sort_values("share", ascending=False)
+        nop = ((hs["role"] == "barrier") & hs["opcode"].astype(str).str.startswith("NOP")).any()
         # Only the hottest instructions are listed: a group's share and count are of those, not of every
         # instruction of its kind in the kernel.
         return table_html(t, {"role": "What the instructions do",
                               "share": "Share of the kernel's samples (listed instructions)",
                               "n": "Listed instructions", "ops": "Opcodes", "why": "Warp states sampled most there"},
-                          {"share": fmt.pct})
+                          {"share": fmt.pct}, caption=NOP_BARRIER if nop else None)
 
     def hotspot_finding(self, case_id: str, launch: int) -> str:
         hs = self._hotspots(case_id, launch)
         if hs.empty:
             return ""
         top = hs.iloc[:3]
-        parts = [f"{escape.code(o)} ({HOTSPOT_ROLES.get(r, r)}, {fmt.pct(sh)}"
-                 + (f", mostly {escape.text(_state_words(t) if t == 'selected' else t)})" if known(t) else ")")
-                 for o, r, sh, t in zip(top["opcode"], top["role"], top["share_pct"], top["top_reason"])]
+        pcts = top["top_reason_pct"] if "top_reason_pct" in top else pd.Series(None, index=top.index, dtype=float)
+        # A reason is what the warps there "chiefly" wait for only above half of the instruction's samples (vocab.
+        # stall_lead); below, it leads them.
+        parts = [f"{escape.code(o)} ({HOTSPOT_ROLES.get(r, r)}, {fmt.pct(sh)} of the kernel's samples"
+                 + (f", {stall_lead(p if known(p) else None)} {escape.text(_state_words(t) if t == 'selected' else t)})"
+                    if known(t) else ")")
+                 for o, r, sh, t, p in zip(top["opcode"], top["role"], top["share_pct"], top["top_reason"], pcts)]
         covered = hs["share_pct"].sum()
         return (f"Its three hottest instructions are {join(parts)}; the {len(hs)} listed hold "
                 f"{fmt.pct(covered)} of its warp samples.")

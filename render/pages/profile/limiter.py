@@ -23,7 +23,7 @@ def step_short(step) -> str:
 
 def _short(*vs) -> str:
     """Verdicts of one word without the stall reason's gloss, for a sentence that names two: 'stalls (chiefly
-    barrier)', or 'stalls (the largest share of them wait)' where that reason is not over half of them in every
+    barrier)', or 'stalls (led by wait)' where that reason is not over half of them in every
     one (vocab.stall_lead)."""
     v = vs[0]
     if v is not None and v.word.startswith(STALL_PREFIX):

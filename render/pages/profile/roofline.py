@@ -3,6 +3,7 @@ measured roofs."""
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -12,7 +13,7 @@ from ...axes import log_ticks
 from ...ceilings import Roof, TENSOR_KEY
 from ...figures import PALETTE
 from ...fmt import known
-from ...vocab import MATERIALISING, impl_color, impl_label, join, plural
+from ...vocab import KERNEL_FUNCTIONS, MATERIALISING, impl_color, impl_label, join, plural
 from .data import ProfileData, _clip, _esc, _shape_id, short_kernel_name
 from .tensor_cores import _tensor_core_work
 
@@ -28,6 +29,15 @@ LEVELS = [("dram", "DRAM", "circle", "dram__bytes_read.sum + dram__bytes_write.s
 NEAR_SM_MIN_SHARE = 0.10
 # Kernels taking at least this share of a call's time decide whether a level can be measured for the call.
 MAJOR_KERNEL_SHARE = 0.05
+# A kernel the counter missed is said to take "much of" its call only from this share of the call's time up; below
+# it the share itself is given, since MAJOR_KERNEL_SHARE lets one GEMM of a few percent drop a call's point.
+MUCH_OF_CALL = 0.25
+# Kernels whose names say they copy tiles by TMA or multiply with WGMMA (which reads its operands from shared
+# memory): cuDNN's and CUTLASS's Hopper kernels spell 'wgmma'/'gmma' or 'tma' out, FlashAttention-4's Hopper
+# forward is flash_fwd_sm90 / FlashAttentionForwardSm90. 'tma' only as a word of its own ('softmax' holds it too).
+TMA_NAMED = re.compile(r"w?gmma|(?<![a-z])tma(?![a-z])|flash_fwd_sm9\d|FlashAttentionForwardSm9\d", re.IGNORECASE)
+# Our kernels that load by TMA and multiply with WGMMA (vocab.KERNEL_FUNCTIONS names each compiled function's kernel).
+OUR_TMA_KERNELS = ("hopper", "gluon-tile", "gluon-ws")
 # Where a call's DRAM point lies against its ridge, in words that say what the side means for it: the ridge is
 # DRAM's alone, so a point right of it can still be bound by another level's bandwidth.
 SIDE = {True: "Left of the DRAM ridge (DRAM bandwidth caps them below their compute roof)",
@@ -106,17 +116,86 @@ class Roofline(ProfileData):
         col = "l1_bytes" if level == "l1" else "shared_bytes"
         if k.empty or col not in k or k[col].isna().all():
             return None, "not counted on this GPU"
+        if not self._blind_kernels(k, level).empty:
+            return None, "bypassed"
+        by = float(k[col].fillna(0).sum())
+        return (by, "") if by > 0 else (None, "none")
+
+    @staticmethod
+    def _blind_kernels(k: pd.DataFrame, level: str) -> pd.DataFrame:
+        """The kernels of one call (`k`) that drop its point at L1 or shared memory: each takes at least
+        MAJOR_KERNEL_SHARE of the call's time and its count there is under NEAR_SM_MIN_SHARE of its own L2 traffic.
+        Column `share`: the kernel's share of the call's time."""
+        col = "l1_bytes" if level == "l1" else "shared_bytes"
+        if k.empty or col not in k or k[col].isna().all():
+            return k.iloc[0:0].assign(share=[])
         total = k["duration_ms"].fillna(0).sum()
-        major = k[k["duration_ms"].fillna(0) >= MAJOR_KERNEL_SHARE * total] if total else k
+        k = k.assign(share=k["duration_ms"].fillna(0) / total if total else 1.0)
+        major = k[k["share"] >= MAJOR_KERNEL_SHARE] if total else k
         if level == "shared":
             # Only a kernel that multiplies matrices can hide shared-memory traffic from the counter (WGMMA reads
             # its operands there); a kernel that uses no shared memory rightly counts none.
             major = major[_tensor_core_work(major)]
-        blind = major[major[col].fillna(0) < NEAR_SM_MIN_SHARE * major["l2_bytes"].fillna(0)]
-        if not blind.empty:
-            return None, "bypassed"
-        by = float(k[col].fillna(0).sum())
-        return (by, "") if by > 0 else (None, "none")
+        return major[major[col].fillna(0) < NEAR_SM_MIN_SHARE * major["l2_bytes"].fillna(0)]
+
+    @staticmethod
+    def names_tma(kernel_name: str) -> bool:
+        """Whether a kernel's name says it copies tiles by TMA or multiplies with WGMMA: one of our TMA kernels, or a
+        library kernel whose name spells it out (TMA_NAMED)."""
+        ours = KERNEL_FUNCTIONS.get(str(kernel_name).split("(")[0].strip())
+        return ours in OUR_TMA_KERNELS or bool(TMA_NAMED.search(str(kernel_name)))
+
+    def _bypass_words(self, shape, gone: pd.DataFrame) -> str:
+        """Why the counters cannot place the calls in `gone` (level points whose why is 'bypassed'): in which kernel,
+        with that kernel's share of its call, and the TMA and WGMMA explanation only where the kernel's name says it
+        uses them (names_tma); for another kernel, that its name does not say how it moves its data."""
+        rows = self._rows(shape).set_index("case_id")
+        blind = []  # per call: (impl, the largest kernel the counter missed, its share, whether its name says TMA)
+        for case_id, g in gone.groupby("case_id", sort=False):
+            k = self._case_kernels(case_id)
+            missed = pd.concat([self._blind_kernels(k, lv) for lv in g["level"]])
+            if missed.empty or case_id not in rows.index:
+                continue
+            top = missed.sort_values("share", ascending=False, kind="stable").iloc[0]  # one kernel may miss both
+            blind.append((rows.loc[case_id, "impl"], top["kernel_name"], float(top["share"]),
+                          self.names_tma(top["kernel_name"])))
+        counters = f"{escape.code('l1tex__t_bytes')} and {escape.code('sm__sass_data_bytes_mem_shared')}"
+        out = []
+        for tma in (True, False):
+            group = [b for b in blind if b[3] == tma]
+            if not group:
+                continue
+            where = self._blind_where(group)
+            if tma:
+                out.append(f"{where}, the counter saw less than a tenth of the kernel's L2 traffic, which is what "
+                           "happens when TMA copies tiles from L2 straight into shared memory and WGMMA reads its "
+                           f"operands there: {counters} count neither.")
+            else:
+                names = join(dict.fromkeys(escape.code(short_kernel_name(n)) for _, n, _, _ in group))
+                out.append(f"{where} ({names}), the counter saw less than a tenth of the kernel's L2 traffic; the "
+                           "kernel's name does not say how it moves its data, so this run cannot tell what the "
+                           "counter missed.")
+        return " ".join(out)
+
+    @staticmethod
+    def _blind_where(group: list[tuple]) -> str:
+        """'In the only kernel of each call of A and B' or 'In a kernel that takes 7.69% of the C call': "much of"
+        only from MUCH_OF_CALL up, the only kernel for a call of one kernel, else the share itself (the largest,
+        where several calls are named)."""
+        big = [b for b in group if b[2] >= MUCH_OF_CALL]
+        small = [b for b in group if b[2] < MUCH_OF_CALL]
+        parts = []
+        if big:
+            whole = [b[2] >= 1 for b in big]
+            names = join(impl_label(b[0]) for b in big)
+            parts.append(f"the only kernel of each call of {names}" if all(whole) else
+                         f"a kernel that takes {'much' if not any(whole) else 'much or all'} of each call of {names}")
+        if small:
+            top = max(b[2] for b in small)
+            parts.append(f"a kernel that takes {fmt.pct(100 * top)} of the {impl_label(small[0][0])} call"
+                         if len(small) == 1 else f"a kernel that takes at most {fmt.pct(100 * top)} of each call of "
+                         f"{join(impl_label(b[0]) for b in small)}")
+        return "In " + " and in ".join(parts)
 
     def _roof_caps(self, shape) -> dict[str, tuple[float, list[tuple[str, float]]]]:
         """impl -> (its achieved FLOP rate, every roof over it as (name, the FLOP rate it allows), lowest first).
@@ -318,11 +397,8 @@ class Roofline(ProfileData):
         if not gone.empty:
             by_level = [f"no {lv} point for {join(impl_label(i) for i in g['impl'])}"
                         for lv, g in gone.groupby("label", sort=False)]
-            out.append(f"The counters cannot place every call: {'; '.join(by_level)}. In a kernel that takes much of "
-                       "each of those calls, the counter saw less than a tenth of the kernel's L2 traffic, which is "
-                       "what happens when TMA copies tiles from L2 straight into shared memory and WGMMA reads its "
-                       f"operands there: {escape.code('l1tex__t_bytes')} and "
-                       f"{escape.code('sm__sass_data_bytes_mem_shared')} count neither.")
+            out.append(f"The counters cannot place every call: {'; '.join(by_level)}.")
+            out.append(self._bypass_words(shape, gone))
         out.append(self._l2_undercount_words(shape))
         blind = pts[pts["why"] == "l2-blind"]
         if not blind.empty:
