@@ -11,7 +11,7 @@ from ... import escape, fmt
 from ...figures import PALETTE
 from ...tables import table_html
 from ...vocab import DTYPE_SHORT as SHORT
-from ...vocab import CLOCK_GAP, clock_gap, impl_label, join, masking, plural, version_kernel
+from ...vocab import CLOCK_GAP, at_equal_clocks, clock_gap, impl_label, join, masking, plural, version_kernel
 from .common import NOISE_BAND, GoalCase, IterationsSection, goal_ratio_text, share, where_ran
 
 # What the ratio table's Kernel column says of an implementation that is not ours, by its row kind: FlashAttention-4
@@ -99,11 +99,11 @@ class Goal(IterationsSection):
     def _at_equal_clocks(self, r: float | None, ours: float, theirs: float) -> str:
         """Which way a clock gap pushes one ratio, and the ratio at equal clocks if time scaled inversely with the
         clock (a compute-bound call's about does), with what that would do to the goal's floor."""
-        if r is None:
+        even = at_equal_clocks(r, ours, theirs) if r is not None else None  # every page's one equal-clock rule
+        if even is None:
             return ""
         goal = self.data.goal_ratio
         floor = goal - NOISE_BAND
-        even = r * theirs / ours
         favours = "ours" if ours > theirs else "theirs"
         text = (f"The higher clock was {favours}, so the ratio there, {goal_ratio_text(r, goal)}, "
                 f"{'flatters ours' if favours == 'ours' else 'understates ours'}: at equal clocks, if time scales "
