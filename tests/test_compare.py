@@ -345,6 +345,9 @@ def test_host_bound_cases_are_told_apart_and_held_to_a_floor_of_their_own_pace(t
     assert "Our kernel as it ships (Triton (ours)), where the GPU set the pace: of its 4 cases both runs measured, " \
            "4 ran faster in `r4`, none slower" in text
     assert "Its 2 host-bound cases are counted with the host's below." in text
+    # ours moved 3% while the implementations it is measured against stayed: ours' change, beyond what moved them
+    assert "ours moved beyond what moved them" in text and "moved about as much" not in text
+    assert "Across every implementation, " in text  # the host-bound count is not read as ours
     assert "ran host-bound in one run or both" in text and "held to the floor of their class and pace" in text
     fig = plot_data(page.diff_figure())
     assert "slower, host-bound" in {t["name"] for t in fig}
@@ -417,3 +420,25 @@ def test_the_devices_figure_counts_a_call_s_dram_bytes_as_the_profiling_page_doe
     row = pd.Series({"dram_read_bytes": 1.2e7, "dram_write_bytes": 1e3, "batch": 2, "heads": 8, "seq_len": 2048,
                      "head_dim": 64, "dtype": "float16"})
     assert ComparePage._dram(row) == model.call_dram_bytes(row) == 1.2e7 + model.output_bytes(2048, 64, 2, 16)
+
+
+def test_ours_moving_as_much_as_the_unchanged_implementations_is_the_machines_shift(tmp_path):
+    """Run h200-20261205f against h200-20261205b: ours 0.986 at the median, cuDNN 0.990, FlashAttention-4 0.987; the
+    page had credited the version with 27 cases faster. Where the implementations whose code did not change moved
+    as much (within ours' noise floor), the sentence says the shift is the machine's."""
+    import dataclasses
+    import types
+
+    from render.pages.compare.before_after import BeforeAfter
+
+    page, _ = _paced_runs(tmp_path)
+    mine = [c for c in page.diff_cases if c.impl == "triton" and c.host_bound is False]
+    others = [c for c in page.diff_cases if c.impl != "triton" and c.host_bound is False and not c.impl.startswith("triton")]
+    assert mine and others
+    shifted = [dataclasses.replace(c, ratio=mine[0].ratio) for c in others]  # they moved with ours
+    words = BeforeAfter._beside_unchanged(types.SimpleNamespace(diff_cases=[*mine, *shifted]), mine)
+    assert "moved about as much" in words and "the shift is the machine's or a library's" in words
+    stayed = [dataclasses.replace(c, ratio=1.0) for c in others]
+    words = BeforeAfter._beside_unchanged(types.SimpleNamespace(diff_cases=[*mine, *stayed]), mine)
+    assert "ours moved beyond what moved them" in words and "about as much" not in words
+    assert BeforeAfter._beside_unchanged(types.SimpleNamespace(diff_cases=mine), mine) == ""  # nothing to set beside

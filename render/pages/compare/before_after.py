@@ -77,11 +77,30 @@ class BeforeAfter(CompareSection):
         moved = _most_changed(mine)
         if moved:
             text += f" It moved most at {_named(moved)}."
+        text += self._beside_unchanged(mine)
         hosted = sum(p.impl == FUSED and p.host_bound is True for p in self.diff_cases)
         if hosted:
             text += (f" Its {plural(hosted, 'host-bound case')} {'is' if hosted == 1 else 'are'} counted with the "
                      "host's below.")
         return text
+
+    def _beside_unchanged(self, mine: list[DiffCase]) -> str:
+        """Ours set beside the implementations it is measured against, GPU-bound, whose code the kernel version did not
+        change: where they moved as much (their median ratio within ours' median noise floor of ours'), the shift is
+        the machine's or a library's, not the version's (run h200-20261205f against b: ours 0.986, cuDNN 0.990)."""
+        others = [p.ratio for p in self.diff_cases if p.host_bound is False and not is_ours(p.impl)]
+        if not others:
+            return ""
+        m_ours, m_others = float(np.median([p.ratio for p in mine])), float(np.median(others))
+        floor = float(np.median([p.floor for p in mine]))
+        rel = m_ours / m_others
+        if max(rel, 1 / rel) <= floor:
+            return (f" The implementations ours is measured against, whose code no kernel version changes, moved about "
+                    f"as much (their median case took {fmt.ratio(m_others)} the time, ours {fmt.ratio(m_ours)}): the "
+                    "shift is the machine's or a library's more than the kernel version's.")
+        return (f" The implementations ours is measured against, whose code no kernel version changes, took "
+                f"{fmt.ratio(m_others)} the time at their median case, ours {fmt.ratio(m_ours)}: ours moved beyond "
+                "what moved them.")
 
     def _host_sentence(self, b: str) -> str:
         """The host-bound cases, ours and the others' alike: a changed host moves them whatever the code did, so they
@@ -90,7 +109,8 @@ class BeforeAfter(CompareSection):
         if not hosted:
             return ""
         n = _counts(hosted)
-        text = (f"{plural(len(hosted), 'case')} ran host-bound in one run or both: {n['faster']} faster, "
+        text = (f"Across every implementation, {plural(len(hosted), 'case')} ran host-bound in one run or both: "
+                f"{n['faster']} faster, "
                 f"{n['slower']} slower. They time the host as much as the code: a call whose loop ran "
                 f"{fmt.pct(100 * (HOST_BOUND - 1), 2)} past its device time with a host time to explain it, or a decode "
                 f"step whose kernels kept the GPU busy for less than {fmt.pct(100 / HOST_BOUND, 2)} of it.")
