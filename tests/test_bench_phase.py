@@ -314,6 +314,7 @@ def test_device_measurer_end_to_end_on_the_cpu():
 
 from collect.jsonio import write_json_atomic  # noqa: E402
 from collect.schema.bench import BenchRow  # noqa: E402
+from render import fmt, model  # noqa: E402
 from render.site import Report  # noqa: E402
 from conftest import ROOT  # noqa: E402
 
@@ -445,7 +446,18 @@ def test_byte_arithmetic_page_uses_the_runs_device_and_data(tmp_path):
             "N=2,048 on both go to DRAM") in page.limits_finding()
     # measured ridge 7.5e14 / 4e12 = 187.5: naive (limit 32 or 64) is memory-bound, fused crosses at N=375
     f = page.intensity_finding()
-    assert "bound by memory at every N" in f and "32.0 to 64.0 FLOP/byte for d=64, 80, 96 and 128" in f and "every length swept" in f
+    assert "bound by memory at every N" in f and "every length swept" in f
+    # d/2 is a limit no length reaches: given as limits, and the table's values at the lengths swept apart from them
+    assert "the limits are 32.0 to 64.0 FLOP/byte for d=64, 80, 96 and 128, all below the ridge" in f
+    values = [model.naive_intensity(n, s[2], 2) for s in page.shapes() for n in page.seq_lens(s)]
+    assert max(values) < 64 and min(values) < 32
+    assert f"At the lengths swept its intensity is {fmt.num(min(values))} to {fmt.num(max(values))} FLOP/byte" in f
+    # one head dim: one limit, said as one
+    one = bench_run(tmp_path / "q", shapes=bench.plan_for_device(bench.PLANS["quick"], False)).context()["bytes"]
+    f1 = one.intensity_finding()
+    assert "the limit is 32.0 FLOP/byte for d=64, below the ridge" in f1 and "the limits are" not in f1
+    v1 = [model.naive_intensity(n, 64, 2) for n in one.seq_lens((2, 8, 64))]
+    assert f"its intensity is {fmt.num(min(v1))} to {fmt.num(max(v1))} FLOP/byte" in f1 and max(v1) < 32
 
 
 def test_causal_finding_flips_with_the_measured_speedup(tmp_path):

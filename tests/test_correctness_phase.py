@@ -512,7 +512,10 @@ def test_summary_names_the_head_dims_run_only_at_small_n_and_u_check_flags_disag
     assert only != sorted(set(reg["head_dim"]))
     assert f"batch 2 only at head_dim {__import__('render.vocab', fromlist=['join']).join(only)}" in page.summary()
     assert page.u_check() == ""  # a self-check that holds is not a finding
-    assert "1, 17, 1000, 2049, 4097 and 8193" in page.ragged_lengths()  # the added cases are ragged too
+    # The grid's own ragged lengths, and apart from them the added cases' (off the grid's axes, as the summary says)
+    ragged = page.ragged_lengths()
+    assert "The lengths 1, 17, 1000 and 4097 in this run's grid are not multiples of 16" in ragged
+    assert "(below) add the ragged lengths 2049 and 8193, which the grid does not include" in ragged
     run_dir = make_correctness_run(tmp_path / "b")
     data = load_validated(run_dir / "correctness.json", CorrectnessFile)
     wrong = data.tolerances[0]  # derived for a format one bit shorter than fp16, consistently with itself
@@ -545,11 +548,30 @@ def test_the_page_names_the_steps_the_rows_ran_or_says_they_are_unknown(tmp_path
         old.paths_summary()
     page = _page(tmp_path / "r", hopper=True, recorded=True)
     text = page.paths_summary()
-    steps = sorted({s for s in page.grid["kernel_step"].dropna()}, key=lambda x: (len(x), x))
-    assert {"g33", "g36"} <= set(steps)
-    assert f"exercised the Gluon steps {__import__('render.vocab', fromlist=['join']).join(steps)}, besides the " \
-           "Hopper TMA kernel." in text
+    join = __import__('render.vocab', fromlist=['join']).join
+    order = lambda xs: sorted(xs, key=lambda x: (len(x), x))  # noqa: E731
+    steps = order({s for s in page.regular["kernel_step"].dropna()})
+    only_added = order(set(page.added["kernel_step"].dropna()) - set(steps))
+    # The grid's sentence names the grid's steps alone: g33, g36 and g41 are reached by the added route cases only.
+    assert {"g33", "g36", "g41"} == set(only_added) and not {"g33", "g36", "g41"} & set(steps)
+    assert f"the grid exercised the Gluon steps {join(steps)}, besides the Hopper TMA kernel." in text
+    assert (f"Only the cases added to reach the kernel routes of larger shapes (below) ran the Gluon steps "
+            f"{join(only_added)}.") in text
     assert "Gluon tile kernel" in text and "Gluon warp-specialized kernel" in text  # named by the step's kernel
+    # A step the grid also ran is the grid's, not the added cases' alone.
+    run_dir = make_correctness_run(tmp_path / "s", hopper=True, recorded=True)
+    data = load_validated(run_dir / "correctness.json", CorrectnessFile)
+    grid = [r for r in data.rows if r.impl == "triton" and not r.route_case and r.kernel_path == "gluon"]
+    grid[0].kernel_step = "g33"
+    write_json_atomic(run_dir / "correctness.json", data)
+    run = load_run(run_dir)
+    shared = CorrectnessPage(run, [run]).steps_exercised()
+    assert "g33" in shared[:shared.index("Only the cases added")]
+    assert shared[shared.index("Only the cases added"):].endswith("ran the Gluon steps g36 and g41.")
+    # Without added cases (a quick profile) there is nothing reached by them alone to name.
+    quick = _page(tmp_path / "q", hopper=True, recorded=True, profile="quick")
+    assert "Only the cases added" not in quick.steps_exercised() and "exercised the Gluon steps" in quick.steps_exercised()
+    assert "which the grid does not include" not in quick.ragged_lengths()
 
 
 def test_the_added_cases_have_their_own_table_and_stay_off_the_grids_axes(tmp_path):
@@ -604,6 +626,28 @@ def test_the_comparison_table_drops_columns_that_say_nothing_row_by_row(tmp_path
     # Every PyTorch row ran and none gives a reason: a status column of 'ok' and an empty reason column go.
     heads = [html.unescape(h) for h in re.findall(r"<th(?:\s[^>]*)?>(.*?)</th>", _page(tmp_path / "a").comparison())]
     assert "max |err|" in heads and "status" not in heads and "reason" not in heads
+
+
+def test_identical_errors_with_sdpa_say_shared_arithmetic_unless_all_are_within_half_an_ulp(tmp_path):
+    # Causal errors at 0.6 u of outputs of 3.0 (half an ulp 2u) are 0.3 half-ulps, non-causal ones at most one: the
+    # exact value rounded would give them, so identical errors may be read as both rounding exactly.
+    within = _page(tmp_path / "a", other_factor=1.0)
+    text = within.rounding_finding()
+    assert "makes exactly the kernel's largest error in 12 of 12 shared cases" in text
+    assert "as both returning the exact value rounded to the format there would give" in text
+    assert "share their arithmetic" not in text
+    # At 1.0 u the causal errors are 1.5 half-ulps: identical errors there show shared arithmetic, not exact rounding.
+    over_page = _page(tmp_path / "b", other_factor=1.0, floor_in_u=1.0)
+    over = over_page.rounding_finding()
+    rows = over_page.rows
+    shared = rows[(rows["impl"] == "sdpa") & (rows["seq_len"] > 1)]
+    n_over = int(shared["causal"].sum())
+    assert n_over and n_over < len(shared)
+    assert "two different kernels with the same largest error, so the two share their arithmetic" in over
+    assert f"in {n_over} of those cases that error is more than half an ulp of the largest output" in over
+    assert "as both returning the exact value rounded" not in over
+    # Different errors are said as such.
+    assert "makes a different largest error in every shared case" in _page(tmp_path / "c").rounding_finding()
 
 
 def test_comparison_says_identical_errors_rather_than_one_times(tmp_path):

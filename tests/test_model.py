@@ -134,5 +134,10 @@ def test_the_traffic_finding_sets_the_time_against_the_code_as_written():
     run = latest_run("bench.json")
     page = ByteArithmeticPage(run, [run])
     text = page.traffic_finding(page.shapes()[0])
-    assert "scales the scores in a kernel of its own" in text and "against those bytes it took" in text
+    assert "scales the scores in a kernel of its own" in text
+    # The factor over the model's bytes grows with N, so each time is set against its own length's bytes, and the
+    # factor is given at both ends rather than at one length a range of times could be misread against.
+    ns = sorted(page.bench.latency(page.shapes()[0], "float16", False, "naive").index)
+    assert len(ns) > 1 and f"the model's bytes at N={ns[0]} and " in text and f"at N={ns[-1]}." in text
+    assert "Against the bytes it moves at each length, it took" in text and "against those bytes" not in text
     assert "as a memory-bound kernel cannot" not in text  # not a lower bound where S stays in L2

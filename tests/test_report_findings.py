@@ -10,7 +10,7 @@ import prose
 import synthetic_report as S
 from collect.schema import site_pages
 from collect.schema.common import tflops
-from render import escape
+from render import escape, model
 from render.pages.bench import BenchPage
 from render.pages.bench.words import describe_gap
 from render.pages.byte_arithmetic.causal_verdicts import causal_verdict
@@ -203,11 +203,47 @@ def test_a_ratio_past_what_a_mask_gives_is_put_down_to_the_clocks_it_ran_at(tmp_
     t = text(page.causal_finding())
     assert "In 1 of 32 rows the unmasked and masked Triton calls ran at median SM clocks more than 3.0% apart" in t
     assert "1,714 MHz unmasked against 1,919 MHz masked" in t
-    assert "the masked call's higher clock, not the mask, accounts for the excess" in t and "about 1.81×" in t
+    assert "The masked call's higher clock, not the mask, accounts for the excess" in t and "about 1.81×" in t
     table = text(page.causal_table())
     assert "1,714 / 1,919 MHz, 12.0% apart: the clocks, not the mask, put the ratio above 2×" in table
     assert "within 3.0%" in table
     assert "1 run at SM clocks too far apart to compare" in page.causal_finding()
+
+
+def _past_two_between_kernels(tmp_path, unmasked_mhz, masked_mhz):
+    """The causal finding where the N=16384 bf16 pair at B=4, H=32, d=128 ran two kernels, 2.03x apart, at the
+    given clocks (None: not recorded)."""
+    def edit(rows):
+        pair = _rows_at(rows, "triton", 16384)
+        pair[True].latency_ms_median = pair[False].latency_ms_median / 2.03
+        pair[True].latency_ms_p10, pair[True].latency_ms_p90 = (pair[True].latency_ms_median * x for x in (0.97, 1.05))
+        pair[True].tflops = tflops(pair[True].flops, pair[True].latency_ms_median)
+        pair[False].kernel_path, pair[True].kernel_path = "portable", "gluon"
+        pair[False].sm_clock_mhz, pair[True].sm_clock_mhz = unmasked_mhz, masked_mhz
+    page = _bench_edited(tmp_path, edit)
+    row = page.causal[(page.causal["shape"] == (4, 32, 128)) & (page.causal["dtype"] == "bfloat16")
+                      & (page.causal["n"] == 16384)].iloc[0]
+    assert row["verdict"] == "different kernels with and without the mask" and row["measured"] > 2
+    t = text(page.causal_finding())
+    return t[t.index("At N=16384 (B=4, H=32, d=128, bf16) the measured ratio of 2.030×"):]
+
+
+def test_a_ratio_past_two_is_taken_to_one_clock_even_where_the_clocks_lie_close(tmp_path):
+    # The committed H200 run's N=32768 row: 2.030x at 1818.2 MHz unmasked against 1858.6 masked, 2.2% apart (inside
+    # CLOCK_GAP), is 1.986x at one clock: the clocks account for the excess even though they are not "apart".
+    close = _past_two_between_kernels(tmp_path / "a", 1818.2, 1858.6)
+    assert ("The two calls ran different kernels, and the masked call's higher clock, not the mask, accounts for the "
+            "excess: at one clock the ratio would be about 1.99×, under 2×.") in close
+    assert "do not account" not in close
+    # The same gap the other way round takes the ratio further past two: then the clocks do not account for it.
+    reversed_ = _past_two_between_kernels(tmp_path / "b", 1858.6, 1818.2)
+    assert ("The two calls ran different kernels, and their clocks do not account for it: at one clock the ratio "
+            "would still be about 2.08×.") in reversed_
+    assert "accounts for the excess" not in reversed_
+    # Without both clocks the page cannot tell, and says so rather than guessing either way.
+    unknown = _past_two_between_kernels(tmp_path / "c", None, 1858.6)
+    assert "their SM clocks were not both recorded, so whether the clocks account for it is unknown" in unknown
+    assert "accounts for the excess" not in unknown and "do not account" not in unknown
 
 
 def test_sdpa_flash_slower_with_the_mask_is_flagged_in_the_table_and_the_prose(tmp_path):
@@ -511,6 +547,65 @@ def test_a_shape_naive_did_not_run_at_borrows_its_measured_peak_and_says_it_did_
     assert "not run at this shape" in page.limits_table() and "measured at another shape" in page.limits_table()
     assert "not run at this shape" in page.traffic_table((4, 32, 128))
     assert "did not run at B=4, H=32, d=128 in this run" in page.traffic_finding((4, 32, 128))
+
+
+def test_the_memory_limit_holds_the_most_score_tensors_any_dtype_held(tmp_path):
+    # The synthetic naive holds 3 score tensors in both dtypes: one count, no dtype named.
+    same = _bench_edited(tmp_path / "a", lambda rows: None)
+    lim = {r["shape"]: r for r in same.limits}[(4, 32, 128)]
+    assert lim["live"] == pytest.approx(3.0) and " in bf16" not in same.limits_finding()
+    heads, memory = 128, same.device.memory_bytes
+
+    def scaled(dtype, by):
+        def edit(rows):
+            for r in rows:
+                if r.impl == "naive" and r.dtype == dtype and r.status == "ok":
+                    r.peak_mem_bytes = int(r.peak_mem_bytes * by)
+        return edit
+    # bf16 holding 5 against fp16's 3: the limit is set by bf16's count and says whose it is, whichever dtype's
+    # row comes first at the longest length.
+    for dtype, other in (("bfloat16", "float16"), ("float16", "bfloat16")):
+        page = _bench_edited(tmp_path / dtype, scaled(dtype, 5 / 3))
+        lim = {r["shape"]: r for r in page.limits}[(4, 32, 128)]
+        assert lim["live"] == pytest.approx(5.0) and lim["live_dtype"] == dtype
+        assert lim["oom_live"] == model.max_n_before_oom(memory, heads, 2, 5.0)
+        short, long_ = {"bfloat16": "bf16", "float16": "fp16"}[dtype], {"bfloat16": "bf16", "float16": "fp16"}[other]
+        said = text(page.limits_finding())
+        assert (f"naive's measured peak at its longest successful length was 5.00 score-sized tensors in {short} "
+                f"(3.00 in {long_}), and with that many the limit moves to N={lim['oom_live']:,}") in said
+        assert f"<td>5.00 in {short} (3.00 in {long_})</td>" in page.limits_table()
+
+
+def test_the_l2_size_says_whose_it_is_and_whether_the_datasheets_moves_a_length(tmp_path):
+    page = _bench_edited(tmp_path, lambda rows: None)
+    d = page.device
+    # The synthetic H200 reports 60 MiB against its datasheet's 50: no swept length crosses an L2 limit between them.
+    assert d.l2_bytes != page.l2_sheet_bytes and page.l2_side_changes() == []
+    said = text(page.device_sentence())
+    assert "The L2 size is the one the device reports; its datasheet gives 50.0 MiB" in said
+    assert "no length swept falls on the other side of any L2 limit below" in said
+    # 80 MiB puts the fp32 P of B=2, H=8 at N=1024 in L2 (sqrt(80 MiB / 64) = 1144), where 50 MiB does not (905).
+    d.l2_bytes = 80 * 2**20
+    moved = page.l2_side_changes()
+    assert ((2, 8, 64), 1024, "fp32 P of all heads") in moved
+    said = text(page.device_sentence())
+    assert "N=1,024 at B=2, H=8, d=64 (fp32 P of all heads)" in said and "depends on which figure is right" in said
+    assert "no length swept falls" not in said
+    # Figures that agree need no word; a device that reported none is said to take the datasheet's.
+    d.l2_bytes = page.l2_sheet_bytes
+    assert "The L2 size" not in page.device_sentence()
+    d.l2_bytes = None
+    assert "The L2 size is the datasheet's: the device did not report one." in page.device_sentence()
+
+
+def test_the_traffic_finding_gives_one_factor_where_the_lengths_agree_on_it(tmp_path):
+    # Naive at one length only: one factor over the model's bytes, not a pair of ends.
+    page = _bench_edited(tmp_path, lambda rows: rows.__setitem__(slice(None), [
+        r for r in rows if not (r.impl == "naive" and r.heads == 8 and r.seq_len != 2048)]))
+    said = text(page.traffic_finding((2, 8, 64)))
+    assert "the model's bytes at every length it ran." in said and " and 2." not in said
+    both = text(_bench_edited(tmp_path / "b", lambda rows: None).traffic_finding((2, 8, 64)))
+    assert "the model's bytes at N=512 and " in both and "at every length it ran" not in both
 
 
 def test_an_out_of_memory_naive_call_is_named_in_the_traffic_table(tmp_path):

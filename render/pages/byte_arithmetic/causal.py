@@ -191,15 +191,29 @@ class Causal(BytesSection):
             label = (f"{'In that row' if i == widest else 'At ' + self._row_label(w)} the measured ratio of "
                      f"{w['measured']:.3f}× is more than the {MASK_MAX:g}× any mask can give, since skipping "
                      "tiles at most halves the work")
-            one_clock = w["measured"] * w["clk_f"] / w["clk_c"] if w["clocks_apart"] else None
-            if one_clock is not None and one_clock <= MASK_MAX:
-                out.append(f"{label}: the masked call's higher clock, not the mask, accounts for the excess, and at "
-                           f"one clock the ratio would be about {fmt.ratio(one_clock)}.")
-            elif w["verdict"] == DIFFERENT_KERNELS:
-                out.append(f"{label}: the two calls ran different kernels, and their clocks do not account for it.")
-            else:
-                out.append(f"{label}, and the two calls' clocks do not account for it.")
+            out.append(f"{label}. {self._one_clock_clause(w)}")
         return out
+
+    @staticmethod
+    def _one_clock_clause(w) -> str:
+        """Whether the two calls' clocks account for a ratio past MASK_MAX: the ratio taken to one clock, computed
+        wherever both clocks were recorded, however close they lie (a gap under CLOCK_GAP can still carry a ratio
+        just past the bound back under it)."""
+        lead = "The two calls ran different kernels, and " if w["verdict"] == DIFFERENT_KERNELS else ""
+        clk_f, clk_c = w["clk_f"], w["clk_c"]
+        if clk_f is None or clk_c is None or clk_f != clk_f or clk_c != clk_c or not clk_c:
+            said = "their SM clocks were not both recorded, so whether the clocks account for it is unknown."
+        else:
+            # A compute-bound call's time scales about inversely with its clock: at the unmasked call's clock the
+            # masked call would take clk_c / clk_f times as long.
+            one_clock = w["measured"] * clk_f / clk_c
+            at_one = fmt.ratio_vs(one_clock, MASK_MAX)
+            # one_clock <= MASK_MAX < measured only where clk_c > clk_f: the clock that carries the excess is the
+            # masked call's.
+            said = (f"the masked call's higher clock, not the mask, accounts for the excess: at one clock the ratio "
+                    f"would be about {at_one}, under {MASK_MAX:g}×." if one_clock <= MASK_MAX else
+                    f"their clocks do not account for it: at one clock the ratio would still be about {at_one}.")
+        return lead + said if lead else said[0].upper() + said[1:]
 
     def _flash_sentences(self, df: pd.DataFrame) -> list[str]:
         """FlashAttention-2 (SDPA) held to the same rule: a mask that skips work cannot make it slower."""

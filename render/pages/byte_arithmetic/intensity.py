@@ -43,10 +43,16 @@ class Intensity(BytesSection):
         below = [d for d in dims if model.naive_crosses_ridge_n(ridge, d, E) is None]
         if below:
             lims = [model.naive_intensity_limit(d, E) for d in below]
-            span = fmt.num(lims[0]) if len(set(lims)) == 1 else f"{fmt.num(min(lims))} to {fmt.num(max(lims))}"
-            parts.append(f"Naive's intensity approaches d/2 and never passes it: {span} FLOP/byte for "
-                         f"d={join([str(d) for d in below])}, all below the ridge of {fmt.num(ridge)}, so by the model "
-                         "it is bound by memory at every N.")
+            span = (f"the limit is {fmt.num(lims[0])}" if len(set(lims)) == 1 else
+                    f"the limits are {fmt.num(min(lims))} to {fmt.num(max(lims))}")
+            # The limits are what no length reaches; the values are the table's, at the lengths swept.
+            values = [model.naive_intensity(n, s[2], E) for s in self.shapes() if s[2] in below
+                      for n in self.seq_lens(s)]
+            parts.append(f"Naive's intensity approaches d/2 and never passes it: {span} FLOP/byte "
+                         f"for d={join([str(d) for d in below])}, {'all ' if len(below) > 1 else ''}below the ridge of "
+                         f"{fmt.num(ridge)}, so by the model it is bound by memory at every N.")
+            parts.append(f"At the lengths swept its intensity is {fmt.span(min(values), max(values))} FLOP/byte "
+                         "(the table).")
         for d in [d for d in dims if d not in below]:
             parts.append(f"With d={d}, naive's intensity approaches {fmt.num(model.naive_intensity_limit(d, E))} "
                          f"FLOP/byte, above the ridge of {fmt.num(ridge)}: this GPU's ridge is low enough that naive "

@@ -7,13 +7,18 @@ import pandas as pd
 
 from ... import fmt, model
 from ...tables import table_html
-from ...vocab import join, plural, shape_label
-from .common import E, BytesSection
+from ...vocab import dtype_short, join, plural, shape_label
+from .common import E, BytesSection, l2_fits
 
-# The naive code as written hands its softmax output to the next kernel in fp32 (model.naive_as_written_bytes):
-# the widest tensor one of its kernels writes and the next reads back, so it decides where those passes
-# can still be served from L2.
-E_P_FP32 = 4
+
+def _live_dtypes(r: dict) -> str:
+    """Which dtype's peak held the most score-sized tensors, and what the others held, where the dtypes differ as
+    printed: ' in bf16 (4.00 in fp16)'; empty where they agree."""
+    by = r["live_by_dtype"]
+    if len({fmt.num(v) for v in by.values()}) <= 1:
+        return ""
+    rest = [f"{fmt.num(v)} in {dtype_short(dt)}" for dt, v in by.items() if dt != r["live_dtype"]]
+    return f" in {dtype_short(r['live_dtype'])} ({join(rest)})"
 
 
 class ScoreFit(BytesSection):
@@ -25,30 +30,39 @@ class ScoreFit(BytesSection):
         out = []
         rows = self.bench.rows
         mem, l2 = self.device.memory_bytes, self.l2_bytes
-        measured = {}
+        measured: dict[tuple, dict[str, float]] = {}
         for shape in self.shapes():
             heads = shape[0] * shape[1]
             naive = rows[(rows["shape"] == shape) & (rows["impl"] == "naive")]
             ok = naive[(naive["status"] == "ok") & naive["peak_mem_bytes"].notna()]
-            if not ok.empty:
-                top = ok.loc[ok["seq_len"].idxmax()]
-                measured[shape] = float(top["peak_mem_bytes"]) / model.s_matrix_bytes(int(top["seq_len"]), E, heads)
+            # Per dtype, at its own longest successful length: each dtype runs its own PyTorch kernels with their
+            # own temporaries, so the counts need not agree, and the memory limit must hold for every dtype the run
+            # measured.
+            for dtype, grp in ok.groupby("dtype", sort=False):
+                top = grp[grp["seq_len"] == grp["seq_len"].max()]
+                n = int(top["seq_len"].iloc[0])
+                measured.setdefault(shape, {})[dtype] = \
+                    float(top["peak_mem_bytes"].max()) / model.s_matrix_bytes(n, E, heads)
         # How many score-sized tensors naive holds at its peak is a property of the code, not of the shape: a
-        # shape naive did not run at borrows the largest count measured at another.
-        borrowed = max(measured.values()) if measured else None
+        # shape naive did not run at borrows, per dtype, the largest count measured at another.
+        borrowed: dict[str, float] = {}
+        for counts in measured.values():
+            for dtype, v in counts.items():
+                borrowed[dtype] = max(v, borrowed.get(dtype, v))
         for shape in self.shapes():
             heads = shape[0] * shape[1]
             naive = rows[(rows["shape"] == shape) & (rows["impl"] == "naive")]
             oom = sorted(set(naive[naive["status"] == "oom"]["seq_len"]))
             ran = sorted(set(naive[naive["status"] == "ok"]["seq_len"]))
-            live = measured.get(shape, borrowed)
+            by_dtype = measured.get(shape, borrowed)
+            live = max(by_dtype.values()) if by_dtype else None
             out.append({
                 "shape": shape, "heads": heads,
-                "l2_one": model.max_n_s_fits(l2, E) if l2 else None,
-                "l2_all": model.max_n_s_fits(l2, E, heads) if l2 else None,
-                "l2_p32": model.max_n_s_fits(l2, E_P_FP32, heads) if l2 else None,
+                **l2_fits(l2, heads),
                 "oom_model": model.max_n_before_oom(mem, heads, E) if mem else None,
-                "live": live,
+                # the most any dtype held, so the limit it sets holds for all of them
+                "live": live, "live_by_dtype": by_dtype,
+                "live_dtype": next((dt for dt, v in by_dtype.items() if v == live), None),
                 "oom_live": model.max_n_before_oom(mem, heads, E, live) if mem and live else None,
                 "first_oom": oom[0] if oom else None, "longest_ran": ran[-1] if ran else None,
                 "live_here": shape in measured,
@@ -60,15 +74,17 @@ class ScoreFit(BytesSection):
         rows = [{**r, "shape": shape_label(r["shape"]),
                  "seen": (f"N={r['first_oom']:,}" if r["first_oom"] else
                           f"none up to N={r['longest_ran']:,}" if r["longest_ran"] else "not run at this shape"),
-                 "live_note": (fmt.num(r["live"]) if r["live_here"] else
-                               f"{fmt.num(r['live'])} (measured at another shape)" if r["live"] else None)}
+                 "live_note": (fmt.num(r["live"]) + _live_dtypes(r) if r["live_here"] else
+                               f"{fmt.num(r['live'])}{_live_dtypes(r)}, measured at another shape" if r["live"]
+                               else None)}
                 for r in self.limits]
         n_or = lambda v: "n/a" if v is None or v != v else f"{int(v):,}"  # noqa: E731
         return table_html(pd.DataFrame(rows), {
             "shape": "Shape", "heads": "B·H heads", "l2_one": "S of one head fits L2 up to N",
             "l2_all": "S of all heads fit L2 up to N", "l2_p32": "fp32 P of all heads fits L2 up to N",
             "oom_model": "naive fits memory up to N (two live S tensors)",
-            "live_note": "naive peak / one S tensor (measured)", "oom_live": "naive fits up to N (measured tensors)",
+            "live_note": "naive peak / one S tensor (measured, per dtype)",
+            "oom_live": "naive fits up to N (the most tensors any dtype held)",
             "seen": "naive first out of memory"},
             {"l2_one": n_or, "l2_all": n_or, "l2_p32": n_or, "oom_model": n_or, "oom_live": n_or,
              "live_note": lambda v: "n/a" if v is None or v != v else v})
@@ -83,13 +99,13 @@ class ScoreFit(BytesSection):
                 continue
             parts += self._l2_sentence(r) + self._memory_sentence(r)
         if absent:
-            live = absent[0]["live"]
+            live = absent[0]["live"]  # every shape naive did not run at borrows the same counts
             where = (shape_label(absent[0]["shape"]) if len(absent) == 1 else
                      f"{plural(len(absent), 'shape')} ({'; '.join(shape_label(r['shape']) for r in absent)})")
             parts.append(f"Naive PyTorch did not run at {where}; the table "
                          "gives where it would fit"
-                         + (f", holding the {fmt.num(live)} score-sized tensors its peak held where it ran." if live
-                            else "."))
+                         + (f", holding the {fmt.num(live)} score-sized tensors its peak held{_live_dtypes(absent[0])} "
+                            "where it ran." if live else "."))
         return " ".join(parts)
 
     @staticmethod
@@ -125,8 +141,8 @@ class ScoreFit(BytesSection):
             limit = r["oom_live"] or r["oom_model"]
             verdict = (f"the sweep stopped at N={longest:,}, short of it" if longest <= limit else
                        f"yet naive ran at N={longest:,}, so it held fewer score tensors at once")
-            held = (f"with the {fmt.num(r['live'])} score-sized tensors its peak held" if r["oom_live"] else
-                    "with two live score tensors")
+            held = (f"with the {fmt.num(r['live'])} score-sized tensors its peak held{_live_dtypes(r)}"
+                    if r["oom_live"] else "with two live score tensors")
             return [f"The model {held} lets naive run up to N={limit:,}; {verdict}."]
         if first > r["oom_model"]:
             agree = "consistent with the model"
@@ -134,6 +150,7 @@ class ScoreFit(BytesSection):
             agree = "earlier than that model allows"
             if r["live"]:
                 agree += (f": naive's measured peak at its longest successful length was {fmt.num(r['live'])} "
-                          f"score-sized tensors, and with that many the limit moves to N={r['oom_live']:,}")
+                          f"score-sized tensors{_live_dtypes(r)}, and with that many the limit moves to "
+                          f"N={r['oom_live']:,}")
         return [f"Naive first ran out of memory at N={first:,}; two live score tensors would fit up to "
                 f"N={r['oom_model']:,}, so this is {agree}."]

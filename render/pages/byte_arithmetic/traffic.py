@@ -5,7 +5,7 @@ import pandas as pd
 
 from ... import escape, fmt, model
 from ...tables import table_html
-from ...vocab import shape_label
+from ...vocab import plural, shape_label
 from .common import E, BytesSection
 
 
@@ -16,7 +16,8 @@ class Traffic(BytesSection):
         d = self.device
         bw, peak = self.bandwidth(), self.ceilings.measured_rate("matmul_fp16")
         text = (f"Evaluated for **{escape.text(d.name)}**, with an L2 cache of {fmt.bytes_(self.l2_bytes)} and "
-                f"{fmt.bytes_(d.memory_bytes)} of memory. Every element is two bytes (fp16 and bf16 alike).")
+                f"{fmt.bytes_(d.memory_bytes)} of memory. {self._l2_source()}Every element is two bytes (fp16 and "
+                "bf16 alike).")
         if bw and peak:
             text += (f" The measured copy bandwidth of {fmt.bandwidth(bw)} and fp16 matmul rate of {fmt.flops(peak)} "
                      f"put the measured fp16 ridge point at **{fmt.num(self.ridge())} FLOP/byte**")
@@ -25,6 +26,23 @@ class Traffic(BytesSection):
         else:
             text += " Without a measured copy bandwidth and fp16 matmul rate, no measured ridge point is known."
         return text
+
+    def _l2_source(self) -> str:
+        """Which L2 size the page's limits use where the device and the datasheet disagree, and whether any swept
+        length would fall on the other side of an L2 limit with the datasheet's; empty where they agree."""
+        if not self.device.l2_bytes and self.l2_sheet_bytes:
+            return "The L2 size is the datasheet's: the device did not report one. "
+        if not self.l2_figures_differ:
+            return ""
+        text = (f"The L2 size is the one the device reports; its datasheet gives {fmt.bytes_(self.l2_sheet_bytes)}, "
+                "and with that figure ")
+        moved = self.l2_side_changes()
+        if not moved:
+            return text + ("no length swept falls on the other side of any L2 limit below, so the page's L2 "
+                           "conclusions hold for either figure. ")
+        cases = [f"N={n:,} at {shape_label(shape)} ({label})" for shape, n, label in moved]
+        return text + (f"{plural(len(moved), 'length')} swept would fall on the other side of an L2 limit below "
+                       f"({'; '.join(cases)}), so there the conclusion depends on which figure is right. ")
 
     def traffic_table(self, shape) -> str:
         b, h, d = shape
@@ -75,13 +93,21 @@ class Traffic(BytesSection):
         text = (f"For {shape_label(shape)} (fp16, non-causal), naive PyTorch took {span} the time its modelled "
                 "traffic needs at the measured bandwidth. ")
         written = {n: naive_ms[n] / (model.naive_as_written_bytes(n, d, E, b * h) / bw * 1e3) for n in naive_ms.index}
-        extra = model.naive_as_written_bytes(max(ratios), d, E, b * h) / model.naive_traffic_bytes(max(ratios), d, E, b * h)
+        ns = sorted(ratios)
+        # The fp32 P and the scaling pass grow with N² and the endpoints with N, so the factor over the model's
+        # bytes changes with the length: each time is set against the bytes of its own length.
+        extra = {n: model.naive_as_written_bytes(n, d, E, b * h) / model.naive_traffic_bytes(n, d, E, b * h)
+                 for n in ns}
         wlo, whi = min(written.values()), max(written.values())
         wspan = f"about {fmt.ratio(wlo)}" if whi / wlo < 1.05 else f"{fmt.ratio(wlo)} to {fmt.ratio(whi)}"
+        factor = (f"{fmt.ratio(extra[ns[0]])} the model's bytes at every length it ran"
+                  if fmt.ratio(extra[ns[0]]) == fmt.ratio(extra[ns[-1]]) else
+                  f"{fmt.ratio(extra[ns[0]])} the model's bytes at N={ns[0]} and {fmt.ratio(extra[ns[-1]])} at "
+                  f"N={ns[-1]}")
         text += ("The code as written moves more than the model: it scales the scores in a kernel of its own (one more "
                  "read and write of S), and its softmax writes P in fp32, four bytes an element, which a cast then "
-                 f"reads back. That is {fmt.ratio(extra)} the model's bytes at N={max(ratios)}; against those bytes "
-                 f"it took {wspan} the time. ")
+                 f"reads back. That is {factor}. Against the bytes it moves at each length, it took {wspan} the "
+                 "time. ")
         if wlo >= 1:
             text += "The rest is time in which the GPU is not streaming at full rate."
         else:

@@ -98,18 +98,39 @@ class Opening(CorrectnessSection):
             return [kernel_name(p) for p in sorted(self._paths())]
         return sorted({kernel_name(p, as_text(st) or None) for p, st in zip(g["kernel_path"], g["kernel_step"])})
 
+    @staticmethod
+    def _steps_and_kernels(df) -> tuple[list[str], set[str]]:
+        """The Gluon steps `df`'s rows recorded, in order, and the other kernel paths they ran."""
+        steps = sorted({str(x) for x in df["kernel_step"].dropna()}, key=lambda x: (len(x), x)) if not df.empty else []
+        others = {str(p) for p in df["kernel_path"].dropna()} - {"gluon"} if not df.empty else set()
+        return steps, others
+
     def steps_exercised(self) -> str:
-        """Which Gluon steps the grid's rows ran, from the step each row recorded; unknown where none was."""
+        """Which Gluon steps the grid's rows ran, from the step each row recorded, and apart from them which only the
+        cases added for the large-shape routes reached (the grid's axes do not include those cases); unknown where
+        no row recorded a step."""
         g = self.grid
         if g.empty or g["kernel_path"].isna().all():
             return ("Which kernel step each row ran was not recorded in this run, so which of the Gluon kernel's steps "
                     "the grid exercised is unknown.")
-        steps = sorted({str(x) for x in g["kernel_step"].dropna()}, key=lambda x: (len(x), x))
-        others = sorted({str(p) for p in g["kernel_path"].dropna()} - {"gluon"})
-        if not steps:
-            return f"No row ran the Gluon kernel here: the grid exercised the {join([kernel_name(p) for p in others])}."
-        rest = f", besides the {join([kernel_name(p) for p in others])}" if others else ""
-        return f"By the step each row recorded, the grid exercised the Gluon steps {join(steps)}{rest}."
+        steps, others = self._steps_and_kernels(self.regular)
+        added_steps, added_others = self._steps_and_kernels(self.added)
+        only_steps = [st for st in added_steps if st not in steps]
+        only_others = sorted(added_others - others)
+        if not steps and not others:
+            text = ("The grid's own rows recorded no kernel, so which of the Gluon kernel's steps the grid exercised is "
+                    "unknown.")
+        elif not steps:
+            text = ("No row of the grid ran the Gluon kernel here: it exercised the "
+                    f"{join([kernel_name(p) for p in sorted(others)])}.")
+        else:
+            rest = f", besides the {join([kernel_name(p) for p in sorted(others)])}" if others else ""
+            text = f"By the step each row recorded, the grid exercised the Gluon steps {join(steps)}{rest}."
+        reached = ([f"the Gluon step{'s' if len(only_steps) > 1 else ''} {join(only_steps)}"] if only_steps else []) + \
+            [f"the {kernel_name(p)}" for p in only_others]
+        if reached:
+            text += f" Only the cases added to reach the kernel routes of larger shapes (below) ran {join(reached)}."
+        return text
 
     def paths_summary(self) -> str:
         """Which kernel path the grid ran, which steps, and how the portable path did on the same cases."""
@@ -168,11 +189,16 @@ class Opening(CorrectnessSection):
                 f"dtypes{where}: {verdict}." + "\n\n" + table_html(self.with_kernel(a), cols, self._FMT_WITH_KERNEL))
 
     def ragged_lengths(self) -> str:
-        """The grid's lengths that no tile divides (every tile size is a power of two of at least 16)."""
-        g = self.grid
-        odd = sorted(n for n in set(g["seq_len"]) if n % 16) if not g.empty else []
+        """The grid's lengths that no tile divides (every tile size is a power of two of at least 16), and apart from
+        them those only the cases added for the large-shape routes run at."""
+        ragged = lambda df: sorted(n for n in set(df["seq_len"]) if n % 16) if not df.empty else []  # noqa: E731
+        odd = ragged(self.regular)
+        extra = [n for n in ragged(self.added) if n not in odd]
+        also = (f" The cases added to reach the kernel routes of larger shapes (below) add the ragged "
+                f"length{'s' if len(extra) > 1 else ''} {join(extra)}, which the grid does not include."
+                if extra else "")
         if not odd:
-            return ("Every length in this run's grid is a multiple of 16, so the masked tail tile may never have run: "
-                    "this grid does not test it.")
+            return ("Every length in this run's grid is a multiple of 16, so the masked tail tile may never have run in "
+                    "it: this grid does not test it." + also)
         return (f"The lengths {join(odd)} in this run's grid are not multiples of 16, the smallest tile, so no tile "
-                "size divides them and the masked tail tile runs in every one of those cases.")
+                "size divides them and the masked tail tile runs in every one of those cases." + also)

@@ -142,23 +142,37 @@ class Rounding(CorrectnessSection):
         return "\n".join(lines) + "\n\n" + tail + (f" {same}" if same else "")
 
     def _same_as_sdpa(self) -> str:
-        """How often PyTorch's SDPA, on the same inputs, makes exactly the kernel's largest error."""
+        """How often PyTorch's SDPA, on the same inputs, makes exactly the kernel's largest error, and what that says:
+        identical errors show the two share their arithmetic; only where that error is also within half an ulp of
+        the largest output (what rounding the exact value moves it at most) can both be returning the exact value
+        rounded."""
         rows = self.rows
         sdpa = rows[(rows["impl"] == "sdpa") & (rows["status"] == "ok")] if not rows.empty else rows
         if sdpa.empty:
             return ""
-        key = ["dtype", "causal", "batch", "seq_len", "head_dim"]
-        both = sdpa.merge(self.ok[key + ["max_abs_err"]], on=key, suffixes=("", "_ours")).dropna(
+        key = ["dtype", "causal", "batch", "heads", "seq_len", "head_dim"]
+        ours = self.ok[key + ["max_abs_err"]].merge(self.rounding_cases()[key + ["ulp_ratio"]], on=key, how="left")
+        both = sdpa.merge(ours, on=key, suffixes=("", "_ours")).dropna(
             subset=["max_abs_err", "max_abs_err_ours"])
         both = both[both["seq_len"] > 1]
         if both.empty:
             return ""
-        same = int((both["max_abs_err"] == both["max_abs_err_ours"]).sum())
-        if same == 0:
+        same = both[both["max_abs_err"] == both["max_abs_err_ours"]]
+        if same.empty:
             return "PyTorch's SDPA, on the same inputs, makes a different largest error in every shared case."
-        return (f"PyTorch's SDPA, on the same inputs, makes exactly the kernel's largest error in {same} of {len(both)} "
-                "shared cases with more than one key (below): two different kernels with the same largest error, as "
-                "both returning the exact value rounded to the format there would give.")
+        text = (f"PyTorch's SDPA, on the same inputs, makes exactly the kernel's largest error in {len(same)} of "
+                f"{len(both)} shared cases with more than one key (below)")
+        over = int((same["ulp_ratio"] > 1).sum())
+        unknown = int(same["ulp_ratio"].isna().sum())
+        if over == 0 and unknown == 0:
+            return (text + ": two different kernels with the same largest error, as both returning the exact value "
+                    "rounded to the format there would give.")
+        text += ": two different kernels with the same largest error, so the two share their arithmetic"
+        if over:
+            return (text + f"; in {over} of those cases that error is more than half an ulp of the largest output, "
+                    "more than rounding the exact value could make it: neither returns the exact value rounded there.")
+        return (text + f"; in {unknown} of those cases the format's half an ulp is unknown, so whether both return "
+                "the exact value rounded is not known.")
 
     def row0_finding(self) -> str:
         """What query 0 did, and where the largest causal errors sit, over the dtypes together where they agree."""
