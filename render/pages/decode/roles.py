@@ -20,9 +20,11 @@ from .data import DecodeData, ROLE_BYTES_APART, ROLE_EVEN, _ok
 # with them.
 SAME_BYTES, TWINS_APART, FOLLOWS = 1.02, 0.5, 0.5
 # The persistent step's traced operations: where one SM finished at least LATE_SM_MOST of them last, it is late
-# most of the time (its place in the plan, or the SM); at LATE_SM_OFTEN, far more often than the 1 / the SMs that a
-# different SM each time would give (under 3% on any GPU of 40 SMs or more); below it, the late SM moves.
-LATE_SM_MOST, LATE_SM_OFTEN = 0.5, 0.2
+# most of the time (its place in the plan, or the SM). Where it finished LATE_SM_OVER_CHANCE times the operations a
+# late SM drawn at random would give one SM (operations / SMs), and at least LATE_SM_FEWEST, it is late far more
+# often than chance (run h100-20261205b: 12 of 61 gpt2 operations on 132 SMs, where chance gives one SM 0.46; a
+# fixed share of 20% had called that "not often"). Without the SM count, LATE_SM_OFTEN of them stands in.
+LATE_SM_MOST, LATE_SM_OVER_CHANCE, LATE_SM_FEWEST, LATE_SM_OFTEN = 0.5, 5.0, 3, 0.2
 
 
 def _correlates(bytes_: pd.Series, over: pd.Series) -> bool:
@@ -147,13 +149,20 @@ class Roles(DecodeData):
             last = round(share * ops)
             if share >= LATE_SM_MOST:
                 why = "it is late most of the time, so its place in the plan or the SM itself holds the step back."
-            elif share >= LATE_SM_OFTEN:
+            elif self._often_late(last, ops):
                 why = ("not most of the time, but far more often than chance would make one SM of many the last, so "
                        "its place in the plan or the SM itself is worth a look.")
             else:
                 why = "no SM is late often; the last to finish changes from operation to operation."
             out += f" One SM finished {last} of the {ops:.0f} operations last: {why}"
         return out
+
+    def _often_late(self, last: int, ops: float) -> bool:
+        """Whether one SM finishing `last` of `ops` operations last is far more than chance (LATE_SM_OVER_CHANCE)."""
+        sms = getattr(getattr(self.run.manifest, "device", None), "sm_count", None)
+        if not sms:
+            return last >= LATE_SM_OFTEN * ops
+        return last >= max(LATE_SM_FEWEST, LATE_SM_OVER_CHANCE * ops / sms)
 
     @staticmethod
     def unit(variant: str) -> str:
