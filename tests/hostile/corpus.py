@@ -87,11 +87,19 @@ def run_files(src: Path) -> list[tuple[str, Any]]:
 
 
 def source_run(data_dir: Path = DATA) -> Path:
-    """The committed run with the most phase files (the hostile copy must exercise every page)."""
+    """The oldest committed run with the most phase files (the hostile copy must exercise every page). The oldest,
+    by when it was made, not by its name: the choice once fell to the first name in sorted order, and a run whose
+    name sorts first (h100-20261205b) brought fields the corpus does not yet spare (kernel_version, kernel_step)."""
     runs = [p for p in sorted((data_dir / "runs").iterdir()) if (p / "manifest.json").is_file()]
     if not runs:
         raise RuntimeError(f"no committed run under {data_dir / 'runs'} to build the hostile corpus from")
-    return max(runs, key=lambda p: len(list(p.glob("*.json"))) + len(list(p.glob("*.json.gz"))))
+
+    def made(p: Path) -> str:
+        return json.loads((p / "manifest.json").read_text(encoding="utf-8")).get("created_utc") or ""
+
+    most = max(len(list(p.glob("*.json"))) + len(list(p.glob("*.json.gz"))) for p in runs)
+    full = [p for p in runs if len(list(p.glob("*.json"))) + len(list(p.glob("*.json.gz"))) == most]
+    return min(full, key=made)
 
 
 def _attack(obj: Any, corpus: Corpus, where: str, parent: str = "", top: str = "") -> Any:
