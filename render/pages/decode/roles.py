@@ -73,6 +73,9 @@ class Roles(DecodeData):
         r["us_each"] = 1000 * r["ms_per_step"] / per
         r["bytes_us_each"] = (1e6 * r["bytes_per_step"] / per / bw) if bw else float("nan")
         r["over_us_each"] = r["us_each"] - r["bytes_us_each"]
+        for part in ("handoff", "late"):  # the persistent step's split, where its run traced one
+            if f"{part}_ms_per_step" in r:
+                r[f"{part}_us_each"] = 1000 * r[f"{part}_ms_per_step"] / per
         return r
 
     def role_finding(self) -> str:
@@ -234,9 +237,8 @@ class Roles(DecodeData):
                    "over_us_each": "Above its bytes"}
         formats = {"kernels_per_step": opt(lambda x: f"{x:.0f}"), "us_each": us, "bytes_us_each": us,
                    "over_us_each": us}
-        per = r["kernels_per_step"].where(r["kernels_per_step"] > 0)
-        for col, head in (("handoff", "Persistent step: hand-off each"), ("late", "Last SM after the median")):
-            if r.get(f"{col}_ms_per_step", pd.Series(dtype=float)).notna().any():
-                r[f"{col}_us_each"] = 1000 * r[f"{col}_ms_per_step"] / per
-                columns[f"{col}_us_each"], formats[f"{col}_us_each"] = head, us
+        for col, head in (("handoff_us_each", "Persistent step: hand-off each"),
+                          ("late_us_each", "Last SM after the median")):
+            if col in r and r[col].notna().any():
+                columns[col], formats[col] = head, us
         return table_html(r, columns, formats=formats)
