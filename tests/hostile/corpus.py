@@ -26,6 +26,7 @@ import json
 import os
 import re
 import shutil
+import typing
 from dataclasses import dataclass, field
 from datetime import datetime
 from html.parser import HTMLParser
@@ -37,23 +38,12 @@ from collect.schema.datasheets import lookup
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data"
 
-# String fields the pages branch on or join by (implementation names, statuses, case ids, dates): the
-# schema holds them to identifiers, words or times (test_hostile_site checks it), so they keep their
-# values and every page still has data to draw. Every other string gets a payload, so a free-text
-# field added later is attacked without anyone listing it here.
-KEEP = {
-    "run_id", "created_utc", "updated_utc", "started_utc", "profile", "status", "origin",
-    "dtype", "impl", "kind", "group", "case_id", "name", "quantity", "masking", "path", "variant",
-    "model", "cache", "sequence", "weights", "flops_source", "backend_requested", "backend_used", "baseline",
-    "final_version", "role", "key", "compute_capability", "file", "git_commit", "moment", "series", "kernel_path",
-    "kernel_class", "step_impl", "graph_step",
-}
+# A string field the schema holds to an identifier, a word from a list or a time (its `doc` gives it a pattern,
+# choices or utc_time) keeps its value: pages branch and join on these, and the build refuses anything else in
+# them, so every page still has data to draw. Every other string gets a payload, so a free-text field added
+# later is attacked without anyone listing it here; the schema, walked beside the data, says which is which.
 # Kept although free text: a date the page prints as written (attacking it proves nothing new).
 KEEP_FREE = {"predicted_at"}
-# ...except these, which are names a reader sees (the device, the decode model shown in legends).
-ATTACK_ANYWAY = {("device", "name")}
-# Top-level keys of a phase file whose strings are keys, not text.
-KEEP_PATHS = {("checks", "reference"), ("agreement", "reference"), ("stalls", "reason")}
 
 
 def payload(n: int) -> str:
@@ -87,9 +77,9 @@ def run_files(src: Path) -> list[tuple[str, Any]]:
 
 
 def source_run(data_dir: Path = DATA) -> Path:
-    """The oldest committed run with the most phase files (the hostile copy must exercise every page). The oldest,
-    by when it was made, not by its name: the choice once fell to the first name in sorted order, and a run whose
-    name sorts first (h100-20261205b) brought fields the corpus does not yet spare (kernel_version, kernel_step)."""
+    """The newest committed run with the most phase files (the hostile copy must exercise every page, and the
+    newest holds the newest fields). The newest by when it was made, not by its name: names sort by device first.
+    The corpus spares fields by the schema, so a run with fields no older run has needs no list updated."""
     runs = [p for p in sorted((data_dir / "runs").iterdir()) if (p / "manifest.json").is_file()]
     if not runs:
         raise RuntimeError(f"no committed run under {data_dir / 'runs'} to build the hostile corpus from")
@@ -99,21 +89,79 @@ def source_run(data_dir: Path = DATA) -> Path:
 
     most = max(len(list(p.glob("*.json"))) + len(list(p.glob("*.json.gz"))) for p in runs)
     full = [p for p in runs if len(list(p.glob("*.json"))) + len(list(p.glob("*.json.gz"))) == most]
-    return min(full, key=made)
+    return max(full, key=made)
 
 
-def _attack(obj: Any, corpus: Corpus, where: str, parent: str = "", top: str = "") -> Any:
+def spared(f: dataclasses.Field) -> bool:
+    """Whether the corpus leaves field `f`'s strings alone (see KEEP_FREE)."""
+    m = f.metadata
+    return "pattern" in m or "choices" in m or bool(m.get("utc_time")) or f.name in KEEP_FREE
+
+
+def record_in(hint: Any) -> type | None:
+    """The dataclass a field of type `hint` holds: itself, optional, in a list or as a mapping's values."""
+    if dataclasses.is_dataclass(hint):
+        return hint
+    return next((r for a in typing.get_args(hint) if (r := record_in(a)) is not None), None)
+
+
+def file_record(name: str) -> type | None:
+    """The dataclass of a run folder's data file `name` (manifest.json, bench.json, ...)."""
+    from collect.schema import PHASES
+
+    return next((s.dataclass() for s in PHASES if s.filename == name), None)
+
+
+def _attack(obj: Any, corpus: Corpus, where: str, cls: type | None, limit: int | None = None) -> Any:
+    """`obj` with a payload appended to each string the schema (record `cls`, where known) leaves free. A string
+    whose field bounds its length (`limit`) gives up its end to the payload, so the attacked run still builds and
+    the payload, not the bound, is what the pages are tested on."""
     if isinstance(obj, dict):
-        return {k: (v if (k in KEEP | KEEP_FREE and (parent, k) not in ATTACK_ANYWAY) or (top, k) in KEEP_PATHS
-                    else _attack(v, corpus, f"{where}.{k}", k, top or k))
+        if cls is None:  # a free mapping (a config, a stall table): its keys stay, its strings are text
+            return {k: _attack(v, corpus, f"{where}.{k}", None, limit) for k, v in obj.items()}
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        hints = typing.get_type_hints(cls)
+        return {k: v if k in fields and spared(fields[k]) else
+                _attack(v, corpus, f"{where}.{k}", record_in(hints[k]) if k in fields else None,
+                        fields[k].metadata.get("max_len") if k in fields else None)
                 for k, v in obj.items()}
     if isinstance(obj, list):
-        return [_attack(v, corpus, f"{where}[{i}]", parent, top) for i, v in enumerate(obj)]
+        return [_attack(v, corpus, f"{where}[{i}]", cls, limit) for i, v in enumerate(obj)]
     if isinstance(obj, str):
         n = len(corpus.where) + 1
         corpus.where[n] = where
-        return f"{obj} {payload(n)}" if obj else payload(n)
+        attack = payload(n)
+        if limit is not None and len(obj) + 1 + len(attack) > limit:
+            obj = obj[:max(0, limit - 1 - len(attack))]
+        return f"{obj} {attack}" if obj else attack
     return obj
+
+
+def spared_paths(obj: Any, cls: type, where: str = "") -> dict[str, str]:
+    """{the first path of each spared field, by record and name: its value} in data `obj` of record `cls`: where
+    a test puts a payload to see that the build refuses it there."""
+    out: dict[str, str] = {}
+    seen: set[tuple[type, str]] = set()
+
+    def walk(o: Any, c: type | None, at: str) -> None:
+        if isinstance(o, list):
+            for i, v in enumerate(o):
+                walk(v, c, f"{at}[{i}]")
+        elif isinstance(o, dict) and c is not None:
+            fields = {f.name: f for f in dataclasses.fields(c)}
+            hints = typing.get_type_hints(c)
+            for k, v in o.items():
+                if k not in fields:
+                    continue
+                if spared(fields[k]):
+                    if (c, k) not in seen and isinstance(v, str):
+                        seen.add((c, k))
+                        out[f"{at}.{k}"] = v
+                else:
+                    walk(v, record_in(hints[k]), f"{at}.{k}")
+
+    walk(obj, cls, where)
+    return out
 
 
 def attack_run(src: Path, dst: Path, corpus: Corpus, run_id: str, created_utc: str | None = None,
@@ -129,7 +177,8 @@ def attack_run(src: Path, dst: Path, corpus: Corpus, run_id: str, created_utc: s
                 data["device"]["name"] = device_name
                 sheet = lookup(device_name)  # the datasheet follows the name (the build refuses one that does not)
                 data["datasheet"] = dataclasses.asdict(sheet) if sheet else None
-        (dst / name).write_text(json.dumps(_attack(data, corpus, f"{run_id}/{name}"), indent=1), encoding="utf-8")
+        attacked = _attack(data, corpus, f"{run_id}/{name}", file_record(name))
+        (dst / name).write_text(json.dumps(attacked, indent=1), encoding="utf-8")
     for f in sorted(src.glob("*.md")):
         shutil.copy(f, dst / f.name)
     return dst
