@@ -205,7 +205,8 @@ def test_a_ratio_past_what_a_mask_gives_is_put_down_to_the_clocks_it_ran_at(tmp_
     assert "1,714 MHz unmasked against 1,919 MHz masked" in t
     assert "The masked call's higher clock, not the mask, accounts for the excess" in t and "about 1.81×" in t
     table = text(page.causal_table())
-    assert "1,714 / 1,919 MHz, 12.0% apart: the clocks, not the mask, put the ratio above 2×" in table
+    assert ("1,714 / 1,919 MHz, 12.0% apart; about 1.81× at one clock: the clocks, not the mask, put the ratio "
+            "above 2×") in table
     assert "within 3.0%" in table
     assert "1 run at SM clocks too far apart to compare" in page.causal_finding()
 
@@ -225,23 +226,26 @@ def _past_two_between_kernels(tmp_path, unmasked_mhz, masked_mhz):
                       & (page.causal["n"] == 16384)].iloc[0]
     assert row["verdict"] == "different kernels with and without the mask" and row["measured"] > 2
     t = text(page.causal_finding())
-    return t[t.index("At N=16384 (B=4, H=32, d=128, bf16) the measured ratio of 2.030×"):]
+    return t[t.index("At N=16384 (B=4, H=32, d=128, bf16) the measured ratio of 2.030×"):], text(page.causal_table())
 
 
 def test_a_ratio_past_two_is_taken_to_one_clock_even_where_the_clocks_lie_close(tmp_path):
     # The committed H200 run's N=32768 row: 2.030x at 1818.2 MHz unmasked against 1858.6 masked, 2.2% apart (inside
     # CLOCK_GAP), is 1.986x at one clock: the clocks account for the excess even though they are not "apart".
-    close = _past_two_between_kernels(tmp_path / "a", 1818.2, 1858.6)
+    close, table = _past_two_between_kernels(tmp_path / "a", 1818.2, 1858.6)
     assert ("The two calls ran different kernels, and the masked call's higher clock, not the mask, accounts for the "
             "excess: at one clock the ratio would be about 1.99×, under 2×.") in close
     assert "do not account" not in close
+    # The table's clock cell says the same as the sentence, not only that the clocks lie close.
+    assert "within 3.0%; about 1.99× at one clock: the clocks, not the mask, put the ratio above 2×" in table
     # The same gap the other way round takes the ratio further past two: then the clocks do not account for it.
-    reversed_ = _past_two_between_kernels(tmp_path / "b", 1858.6, 1818.2)
+    reversed_, table = _past_two_between_kernels(tmp_path / "b", 1858.6, 1818.2)
     assert ("The two calls ran different kernels, and their clocks do not account for it: at one clock the ratio "
             "would still be about 2.08×.") in reversed_
     assert "accounts for the excess" not in reversed_
+    assert "within 3.0%; about 2.08× at one clock: still above 2×" in table
     # Without both clocks the page cannot tell, and says so rather than guessing either way.
-    unknown = _past_two_between_kernels(tmp_path / "c", None, 1858.6)
+    unknown, table = _past_two_between_kernels(tmp_path / "c", None, 1858.6)
     assert "their SM clocks were not both recorded, so whether the clocks account for it is unknown" in unknown
     assert "accounts for the excess" not in unknown and "do not account" not in unknown
 
