@@ -549,8 +549,12 @@ class HomePage(Page):
                          "pace": floor_pace(float(r["achieved_over_floor"]), idle_share(r))})
         if not rows:
             return ""
+        bw = self.run.phase("decode").floor_bandwidth_bytes_per_s
+        caption = ("Bandwidth floor: the weights and cache one step must read, at this run's measured copy bandwidth"
+                   f"{f' ({fmt.bandwidth(bw)})' if bw else ''}; × floor: the step's time over it, as on the Decode page")
         return table_html(pd.DataFrame(rows), {"model": "Decode", "shape": "Shape", "step": "CUDA-graph step",
-                                               "floor": "Bandwidth floor", "x": "× floor", "pace": "What sets the pace"})
+                                               "floor": "Bandwidth floor", "x": "× floor", "pace": "What sets the pace"},
+                          caption=caption)
 
     def collects(self) -> str:
         """Where the narrated run was written by more than one collect, say so (Reproduce lists which did what)."""
