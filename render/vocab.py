@@ -214,7 +214,7 @@ class DecodeWords(NamedTuple):
 # Every decode variant, in the order Device comparison draws its panels.
 DECODE_VARIANTS = {
     "eager": DecodeWords("our loop, {f} cache, eager", "{f} eager", "our eager loop", "{f}, eager loop"),
-    "graph": DecodeWords("our step, {f} cache, CUDA graph", "{f} graph", "our loop in a CUDA graph",
+    "graph": DecodeWords("our step, {f} cache, CUDA graph", "{f} graph", "our step in a CUDA graph",
                          "{f}, CUDA graph"),
     "persistent": DecodeWords("our persistent step, {f} cache, CUDA graph", "{f} persistent",
                               "our persistent step in a CUDA graph", "{f}, persistent step"),
@@ -271,7 +271,8 @@ def floor_pace(r: float, idle: float | None = None) -> str:
     if r <= 2.0:  # the floor is at least half of the step
         return "moving the bytes takes most of the step, but not all of it"
     if r <= FAR_FLOOR:
-        return "moving the bytes takes less than half of the step, the kernels' own costs the rest"
+        return ("moving the bytes at copy bandwidth would take less than half of the step; the rest is what its "
+                "kernels cost beyond their bytes")
     if idle is None:
         return ("not the bytes but the kernels set the pace (idle gaps between them, or kernels that run far below "
                 "the copy bandwidth)")

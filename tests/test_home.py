@@ -201,7 +201,7 @@ def test_the_fastest_other_is_placed_at_its_own_length_where_naive_stopped_short
 def test_the_first_findings_name_the_model_whose_decode_loop_they_rank(tmp_path):
     # Only one model's rows are ranked, so the closest loop is that model's, not the run's.
     text = home(tmp_path).findings_first()
-    assert "In decode, gpt2's loop closest to its bandwidth floor at batch 4 and context 1000 (our loop in a CUDA graph)" in text
+    assert "In decode, gpt2's loop closest to its bandwidth floor at batch 4 and context 1000 (our step in a CUDA graph)" in text
 
 
 def test_a_call_whose_output_is_still_in_l2_is_charged_its_output(tmp_path):
@@ -223,7 +223,7 @@ def test_the_first_findings_judge_the_headline_shape_even_where_another_comes_cl
     d.rows.append(extra)
     page = home(tmp_path, decode=d)
     text = page.findings_first()
-    assert "at batch 4 and context 1000 (our loop in a CUDA graph) takes 6.00× the floor" in text
+    assert "at batch 4 and context 1000 (our step in a CUDA graph) takes 6.00× the floor" in text
     assert "2.00× the floor" not in text and "6.00×" in page.decode_floor_headline() and "6.00×" in page.decode_table()
 
 

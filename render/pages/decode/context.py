@@ -260,8 +260,9 @@ class Context(DecodeData):
         return self.figure("floor", fig, f"Achieved step time over the bandwidth floor, log scale: 1 (dashed) would "
                                          f"move the step's bytes at copy bandwidth; above the dotted line, "
                                          f"{fmt.ratio(FAR_FLOOR)}, moving the bytes takes under "
-                                         f"{fmt.pct(100 / FAR_FLOOR)} of a step and the kernels' own costs set its "
-                                         "pace. "
+                                         f"{fmt.pct(100 / FAR_FLOOR)} of a step: the kernels set its pace, by their "
+                                         "own costs or, where the host cannot keep the GPU busy, by the idle gaps "
+                                         "between them (the time figure below shows which). "
                                          f"Each variant's floor counts its own cache format "
                                          f"(int8 plus scales for the int8 variants). {self.data.dtype}, "
                                          f"{self._weights_words()}.")

@@ -187,7 +187,7 @@ class Roles(DecodeData):
         apart = most.bytes_us_each >= ROLE_BYTES_APART * few.bytes_us_each
         few_w, most_w = self.role_words(few.role), self.role_words(most.role)
         if apart and over.min() > 0 and over.max() <= ROLE_EVEN * over.min():
-            return (f" The {unit} with the most bytes to read ({most_w}) reads "
+            return (f" Of a layer's five {unit}s, the one with the most bytes to read ({most_w}) reads "
                     f"{fmt.ratio(most.bytes_us_each / few.bytes_us_each)} those of the one with the fewest ({few_w}), "
                     f"yet all of a layer's five pay within {fmt.ratio(ROLE_EVEN)} of each other above their bytes: a "
                     f"cost per {unit}, not per byte.")
@@ -203,8 +203,12 @@ class Roles(DecodeData):
             return (f" Here, of a layer's five {unit}s, the one with the most bytes to read ({most_w}) also pays more "
                     f"above them than the one with the fewest ({few_w}), and the excess grows with the bytes across "
                     f"all five, so not all of it is a fixed cost per {unit}.")
-        return (f" Across a layer's five {unit}s the excess does not grow with the bytes: it varies by {unit}, from "
-                f"{fmt.num(over.min())} to {fmt.num(over.max())} µs.")
+        spread = f"it varies by {unit}, from {fmt.num(over.min())} to {fmt.num(over.max())} µs"
+        if _correlates(g["bytes_us_each"], over):
+            # A trend over all five that some single role makes on its own: it rises with the bytes, but not steadily.
+            return (f" Across a layer's five {unit}s the excess rises with the bytes, but not once some one {unit} is "
+                    f"left out, so the bytes alone do not set it: {spread}.")
+        return f" Across a layer's five {unit}s the excess does not follow the bytes: {spread}."
 
     @staticmethod
     def _byte_twins(g: pd.DataFrame):
