@@ -119,14 +119,18 @@ class Agreement(DecodeData):
                          "agree": r.agreement, "ties": r.near_tie_fraction, "at_ties": r.agreement_at_near_ties,
                          "margin": r.max_margin_at_disagreement, "noise": r.max_top1_logit_diff,
                          "free": r.free_running_match, "free_n": getattr(r, "free_running_tokens", None),
+                         "batch": r.batch,
                          "first": first, "status": "ok"})
         opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
         # The free-running match is over the tokens each sequence generated on its own, not over the teacher-forced
         # positions beside it: the cell says over how many.
         frame = pd.DataFrame(rows)
         if "free" in frame:
-            frame["free"] = [("" if not _ok(x) else fmt.pct(100 * x) + (f" of {int(n)} tokens" if _ok(n) else ""))
-                             for x, n in zip(frame["free"], frame.get("free_n", [None] * len(frame)))]
+            frame["free"] = [("" if not _ok(x) else fmt.pct(100 * x) + (f" of {int(n)} tokens" if _ok(n) else "")
+                              + (f" ({int(b)} sequences × {int(n) // int(b)} steps)"
+                                 if _ok(n) and _ok(b) and b > 0 and int(n) % int(b) == 0 else ""))
+                             for x, n, b in zip(frame["free"], frame.get("free_n", [None] * len(frame)),
+                                                frame.get("batch", [None] * len(frame)))]
         return table_html(frame, {
             "model": "Model", "variant": "Variant", "positions": "Positions (teacher-forced)",
             "agree": "Agreement outside near-ties", "ties": "Near-ties", "at_ties": "Agreement at near-ties",

@@ -198,7 +198,9 @@ class StepTime(DecodeData):
                 meets = ("That meets the target of " + fmt.ratio(target) if p is None else
                          f"The target of {fmt.ratio(target)} is met by {self.label(best.variant)} "
                          f"({fmt.ratio_vs(best.achieved_over_floor, target)})")
-                out.append(f"{head} {meets}.")
+                # The twin splits the multiple whether or not the target is met: how much of the step plain reads in
+                # the same kernels take says what "the kernels' costs beyond their bytes" are made of.
+                out.append(f"{head} {meets}.{self.read_floor_words(g)}")
             else:
                 out.append(f"{head} The target is {fmt.ratio(target)}. "
                            f"{self.where_time_goes(model, 'graph', b, c, target)}")
@@ -215,6 +217,7 @@ class StepTime(DecodeData):
                             subplot_titles=[escape.plot(f"{m}, batch {b}, context {c}") for m, b, c in shapes])
         shown = set()
         classes = [c for c in CLASS_COLORS if c != "idle" and c in set(self.classes["kernel_class"])]
+        outlast = False
         for i, (model, b, c) in enumerate(shapes, start=1):
             rows = [(v, self.row(model, v, b, c)) for v in self.variants()]
             rows = [(v, r) for v, r in rows if r is not None and _ok(r.get("kernel_ms_per_step"))]
@@ -222,6 +225,7 @@ class StepTime(DecodeData):
             # Profiled steps run a little slower than the timed loop: a step whose kernels outlast its loop time
             # is drawn as its kernels alone, with no idle time.
             total = [max(r.step_ms_median, r.kernel_ms_per_step) for _, r in rows]
+            outlast |= any(r.kernel_ms_per_step > r.step_ms_median for _, r in rows)
             for cls in classes + ["idle"]:
                 ms = []
                 for v, r in rows:
@@ -258,7 +262,11 @@ class StepTime(DecodeData):
                                         "time the GPU sat idle between kernels (loop step time minus kernel time). "
                                         "Each bar's label gives its step time; the diamond is the share of the step "
                                         "its bandwidth floor would take (an int8 cache's floor is lower). Hover for "
-                                        f"milliseconds. {self.data.dtype}, {self._weights_words()}.",
+                                        "milliseconds. "
+                                        + ("Where a step's profiled kernels outlast its timed loop (the profiler slows "
+                                           "them a little), the bar is its kernel time, and its shares and diamond are "
+                                           "of that. " if outlast else "")
+                                        + f"{self.data.dtype}, {self._weights_words()}.",
                            height=300 * len(shapes) + 140)
 
     def int8_step_finding(self) -> str:
