@@ -551,3 +551,35 @@ def test_single_shapes_are_table_rows_not_curves(tmp_path):
     words = " ".join(line for line in summary.splitlines() if not line.startswith("- "))
     for said in prose.sentences(words):
         assert len(re.findall(r"(?<![\w.=-])\d[\d,]*(?:\.\d+)?", said)) <= 4, said
+
+
+def test_the_roofline_says_how_far_sdpa_maths_measured_bytes_put_it_left_of_its_drawn_intensity(tmp_path):
+    """SDPA math is drawn at the model's intensity; where Nsight Compute measured it moving far more (its fp32
+    matmuls and extra passes: run h100-20261205b, 4.33x at N=2048), the caption says how much lower its real
+    intensity is. Drawn at its measured bytes, it would say nothing."""
+    from committed import latest_run
+    from hostile.corpus import copy_run
+
+    run = latest_run("profile.json")
+    prof = run.frame("profile", "impls")
+    math = prof[(prof["impl"] == "sdpa-math") & (prof["status"] == "ok") & prof["dram_read_bytes"].notna()]
+    if math.empty:
+        pytest.skip("the newest committed profile has no SDPA math row with DRAM bytes")
+    dst = copy_run(tmp_path, "roof-20261201", src=run.path)
+    page = Report.load(tmp_path, "roof-20261201").context()["bytes"]
+    captions = "".join(page.roofline_figure(s) for s in page.shapes())
+    r = math.iloc[0]
+    over = model.call_dram_bytes(r) / model.naive_traffic_bytes(int(r["seq_len"]), int(r["head_dim"]), 2,
+                                                                  int(r["batch"] * r["heads"]))
+    assert over >= 1.5  # the case the caption is for
+    assert "Nsight Compute measured SDPA math moving" in captions and "its points belong that far to the left" in captions
+    # the same profile with SDPA math's bytes at the model's: no sentence
+    data = json.loads((dst / "profile.json").read_text())
+    for row in data["impls"]:
+        if row["impl"] == "sdpa-math" and row.get("dram_read_bytes"):
+            n, d, bh = row["seq_len"], row["head_dim"], row["batch"] * row["heads"]
+            row["dram_read_bytes"] = model.naive_traffic_bytes(n, d, 2, bh) - 2 * n * d * bh
+            row["dram_write_bytes"] = 2 * n * d * bh
+    (dst / "profile.json").write_text(json.dumps(data))
+    page = Report.load(tmp_path, "roof-20261201").context()["bytes"]
+    assert "Nsight Compute measured SDPA math" not in "".join(page.roofline_figure(s) for s in page.shapes())

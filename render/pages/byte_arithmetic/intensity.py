@@ -112,4 +112,31 @@ class Intensity(BytesSection):
                            f"Each implementation's measured TFLOP/s at its modelled intensity (naive PyTorch: the bytes "
                            f"its code as written moves, the Traffic section's count; SDPA math: N·d/(2(N+d)); fused: "
                            f"N/2), one point per N, under the {ceiling} roofs; dotted: the "
-                           f"measured ridge point. {shape_label(shape)}, {facet_label(dtype, causal)}.")
+                           f"measured ridge point. {shape_label(shape)}, {facet_label(dtype, causal)}."
+                           + self._math_bytes_words(shape, dtype, causal))
+
+    # Measured bytes this far past the model move a point's real intensity visibly left of where it is drawn.
+    MODEL_SHORT = 1.5
+
+    def _math_bytes_words(self, shape, dtype, causal) -> str:
+        """Where Nsight Compute measured SDPA math moving well more than the model it is drawn at (its kernels are
+        PyTorch's, whose passes the model does not count), how far: its real intensity is that much lower."""
+        if not self.run.has("profile"):
+            return ""
+        p = self.run.frame("profile", "impls")
+        if p.empty:
+            return ""
+        b, h, d = shape
+        p = p[(p["impl"] == "sdpa-math") & (p["status"] == "ok") & (p["batch"] == b) & (p["heads"] == h)
+              & (p["head_dim"] == d) & (p["dtype"] == dtype) & (p["causal"] == causal)]
+        over = []
+        for _, r in p.iterrows():
+            moved = model.call_dram_bytes(r)
+            if moved:
+                over.append((moved / model.naive_traffic_bytes(int(r["seq_len"]), d, E, b * h), int(r["seq_len"])))
+        over = [(x, n) for x, n in over if x >= self.MODEL_SHORT]
+        if not over:
+            return ""
+        x, n = max(over)
+        return (f" Nsight Compute measured SDPA math moving {fmt.ratio(x)} the model's bytes at N={n}, so its "
+                "real intensity is that much lower: its points belong that far to the left.")
