@@ -63,6 +63,13 @@ class Micro(DecodeData):
                      f"context {best[1]})")
             out.append(f"\nAgainst SDPA on the same {self.f} cache, our kernel takes "
                        f"{fmt.span(rel.min(), rel.max())} times its time over {len(both)} shapes{where}.")
+            # A ratio off 1 whose two timings' p10-p90 ranges overlap tells the two apart from noise no better than
+            # one at 1: the range's ends are read with that count beside them.
+            a, b = bf.loc[both], sd.loc[both]
+            overlap = ((a["latency_ms_p10"] <= b["latency_ms_p90"]) & (b["latency_ms_p10"] <= a["latency_ms_p90"])).sum()
+            if overlap:
+                out[-1] += (f" At {'all' if overlap == len(both) else overlap} of them the two timings' p10 to p90 "
+                            "ranges overlap, so there the two are not told apart.")
         speed = self.micro_speedups()
         if len(speed):
             i8 = m[m["impl"] == "triton-int8"].set_index(key)
