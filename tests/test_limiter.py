@@ -193,3 +193,65 @@ def test_every_hot_spot_role_is_declared_once_and_worded():
     from render.vocab import HOTSPOT_ROLES as WORDS
 
     assert {name for name, _ in ncu_source.ROLES} | {"other"} == set(HOTSPOT_ROLES) == set(WORDS)
+
+
+def _peers_at_causal(ours: float, cudnn: float, flash: float):
+    """The page's quick profile with the tensor pipe of ours, SDPA cuDNN and FlashAttention-2 at the d=128 causal
+    shape busy as given (every other unit quiet, so the tensor pipe is each one's busiest unit)."""
+    pf = tpp.profile_file_for_page()
+    busy = {"triton": ours, "sdpa-cudnn": cudnn, "sdpa-flash": flash}
+    for k in pf.kernels:
+        if k.case_id.startswith("main-b4h32n4096d128-causal") and k.impl in busy:
+            for f in UNIT_FIELDS:
+                setattr(k, f, 10.0)
+            k.pipe_tensor_pct, k.limiter = busy[k.impl], None  # the page judges the edited counters again
+    return pf
+
+
+def _causal_paragraph(page) -> str:
+    return next(p for p in html.unescape(page.limiter_finding()).split("\n\n") if ", causal, our kernel" in p)
+
+
+def test_near_the_line_is_said_of_the_peers_it_holds_for_and_not_of_their_whole_list(tmp_path):
+    # ours and cuDNN within 5 points of the line, FlashAttention-2 far below it: all three wait on the same stall
+    t = _causal_paragraph(tpp.page_for(tmp_path / "a", _peers_at_causal(BUSY_PCT - 2, BUSY_PCT - 3, 50.0)))
+    assert "SDPA cuDNN and FlashAttention-2 (SDPA) are limited the same way, of them only SDPA cuDNN near the line too." in t
+    assert "(near the line too)" not in t  # a mark beside one name of a list reads as the list's
+    # both near: said of the pair as one; FlashAttention-2 over the line has another verdict, its group of one
+    both = _causal_paragraph(tpp.page_for(tmp_path / "b", _peers_at_causal(BUSY_PCT - 2, BUSY_PCT - 3, BUSY_PCT - 1)))
+    assert "are limited the same way, both near the line too." in both
+    over = _causal_paragraph(tpp.page_for(tmp_path / "c", _peers_at_causal(BUSY_PCT - 2, 50.0, BUSY_PCT + 2)))
+    assert "FlashAttention-2 (SDPA) by the tensor pipe, near the line too." in over
+    # ours far from the line: a peer near it is not near it "too", and the line is named
+    far = _causal_paragraph(tpp.page_for(tmp_path / "d", _peers_at_causal(50.0, BUSY_PCT - 3, 40.0)))
+    assert f"of them only SDPA cuDNN within {NEAR_PTS:g} points of the {BUSY_PCT:g}% line." in far
+    assert "too" not in far
+
+
+def test_a_unit_that_is_also_the_calls_lowest_roof_has_both_its_shares_named(tmp_path):
+    from render import fmt
+
+    # ours busiest on DRAM (60% of Nsight Compute's peak), and the synthetic calls are bound by the DRAM roof
+    page = tpp.page_for(tmp_path / "a", tpp.profile_file_for_page(
+        our_units=dict(tpp.UNITS, pipe_tensor_pct=30.0, sol_dram_pct=60.0, sol_l2_pct=20.0, sol_l1_pct=20.0)))
+    shape = page.headline
+    level, share = page.binding_roofs(shape)["triton"]
+    roof = page.roofs(shape)["dram"]
+    assert level == "DRAM bandwidth" and roof.source == "measured"
+    t = html.unescape(page.limiter_finding()).split("\n\n")[0]
+    assert ("The 60.0% is a share of the peak Nsight Compute rates the DRAM bandwidth at; the roofline of this shape, "
+            f"below, holds the same call to the DRAM bandwidth this run measured ({roof.text()}), its lowest roof, and "
+            f"puts it at {fmt.pct(100 * share)} of that roof") in t
+    # busiest on the tensor pipe while the DRAM roof binds: two different units, nothing to tell apart
+    other = tpp.page_for(tmp_path / "b", tpp.profile_file_for_page())
+    assert other.binding_roofs(other.headline)["triton"][0] == "DRAM bandwidth"
+    assert "is a share of the peak" not in html.unescape(other.limiter_finding())
+
+
+def test_the_limit_rule_at_the_top_says_its_peak_is_not_a_roof_where_the_roofs_are_named(tmp_path):
+    page = tpp.page_for(tmp_path, tpp.profile_file_for_page())
+    apart = "of its peak or more (the peak Nsight Compute rates the unit at, not a roof of the roofline above)"
+    first = html.unescape(page.findings_first())
+    assert "the lowest roof over each call is" in first and apart in first
+    page.__dict__["_roof_caps_by_shape"] = {s: {} for s in page.shapes()}  # no roof over any call: none named above
+    assert "roofline" not in html.unescape(page.limiter_headline())

@@ -30,15 +30,17 @@ class PerShape(Offset):
             rows = self.b.by_n(shape, dtype, causal, FUSED)
             paths = self.b.paths(shape, dtype, causal)
 
-            def gap(other: pd.DataFrame, who: str, twins: bool = False) -> str:
+            def gap(other: pd.DataFrame, who: str, twins: bool = False, marked: bool = False) -> str:
                 common = [n for n in tri.index if n in other.index]
                 same = None
                 if twins:  # the portable row and ours, where flash_attention took that very kernel
                     same = [other.loc[n, "kernel_path"] if self._one_kernel(rows.loc[n], other.loc[n]) else None
                             for n in common]
+                # The table's own rule (speedup_table's "indicative"), so prose and table qualify the same cases.
+                ind = [self.indicative(tri[n]) for n in common] if marked else None
                 return describe_gap(common, [other.loc[n, "latency_ms_median"] / tri[n] for n in common], who,
                                     spreads=[spread(other.loc[n], rows.loc[n]) for n in common],
-                                    paths=[paths.get(n) for n in common], same=same)
+                                    paths=[paths.get(n) for n in common], same=same, indicative=ind)
 
             parts.append(gap(self.b.by_n(shape, dtype, causal, "naive"), "naive PyTorch"))
             parts.append(self._oom_note(shape, dtype, causal, "naive", tri))
@@ -47,7 +49,8 @@ class PerShape(Offset):
             names = list(dict.fromkeys(self._sdpa_label(fast.loc[n]) for n in common))
             who = (f"the fastest other implementation ({names[0]} at every N)" if len(names) == 1
                    else f"the fastest other implementation ({join(names)}, depending on N)")
-            parts.append(gap(fast, who))
+            # The table marks its verdicts against the fastest other implementation alone: so does the prose.
+            parts.append(gap(fast, who, marked=True))
             port = self.b.by_n(shape, dtype, causal, "triton-portable")
             if any(n in port.index for n in tri.index):  # what the path flash_attention chose buys over the portable
                 parts.append(gap(port, "our own kernel held to the portable path", twins=True))

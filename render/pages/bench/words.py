@@ -43,17 +43,21 @@ def _path_name(p: str) -> str:
     return f"the {escape.text(path_label(p))}"
 
 
-def describe_gap(ns: list[int], speedups: list[float], other: str, spreads=None, paths=None, same=None) -> str:
+def describe_gap(ns: list[int], speedups: list[float], other: str, spreads=None, paths=None, same=None,
+                 indicative=None) -> str:
     """Sentences on Triton against `other` over N (speedup = other's time / Triton's), with at most two ratios
     in the main one: the pattern is the finding, the table below the page holds every ratio.
 
     spreads: per N, (ratio of the p10s, ratio of the p90s) or None (see edge_of); paths: per N, the kernel
     path Triton took, named where a crossover coincides with a change of path; same: per N, the path both
-    calls took where they ran one kernel (same path and tile config), so there is no standing to give."""
+    calls took where they ran one kernel (same path and tile config), so there is no standing to give;
+    indicative: per N, whether the table marks that verdict *indicative* (offset.Offset.indicative: ours so short
+    that device time's offset alone can move the ratio past the band), so the prose says so of the same lengths."""
     k = len(ns)
     spreads = list(spreads) if spreads is not None else [None] * k
     paths = list(paths) if paths is not None else [None] * k
     same = list(same) if same is not None else [None] * k
+    indicative = [bool(x) for x in indicative] if indicative is not None else [False] * k
     lead, every, only = "", "every N measured", "the only length both ran"
     twins = [i for i in range(k) if same[i]]
     if twins:
@@ -61,14 +65,15 @@ def describe_gap(ns: list[int], speedups: list[float], other: str, spreads=None,
         lead = (f"At N={join(ns[i] for i in twins)}, flash_attention itself took {join(_path_name(p) for p in kinds)} "
                 f"with the same tile config, so Triton and {other} are one kernel there and have no standing.")
         keep = [i for i in range(k) if not same[i]]
-        ns, speedups, spreads, paths = ([x[i] for i in keep] for x in (ns, speedups, spreads, paths))
+        ns, speedups, spreads, paths, indicative = ([x[i] for i in keep]
+                                                    for x in (ns, speedups, spreads, paths, indicative))
         every, only = "every other N", "the only other length both ran"
         if not ns:
             return lead
         lead += " "
     if not ns:
         return f"No sequence length has a measurement of both Triton and {other}."
-    return lead + _Standing(ns, speedups, spreads, paths, other).sentences(every, only)
+    return lead + _Standing(ns, speedups, spreads, paths, other, indicative).sentences(every, only)
 
 
 @dataclass
@@ -81,18 +86,24 @@ class _Standing:
     spreads: list
     paths: list
     other: str
+    indicative: list[bool] = field(default_factory=list)  # per length: the table marks its verdict indicative
     shown: set[int] = field(default_factory=set)  # lengths whose verdict a sentence already printed
 
     def __post_init__(self):
         self.words = [case_words(s, sp) for s, sp in zip(self.speedups, self.spreads)]
         self.sides = [case_side(s, sp) for s, sp in zip(self.speedups, self.spreads)]
+        self.indicative = list(self.indicative) or [False] * len(self.ns)
 
     def sentences(self, every: str, only: str) -> str:
-        ns, words, sides = self.ns, self.words, self.sides
+        ns, words = self.ns, self.words
         if len(ns) == 1:
             said = (words[0].replace("on par", f"on par with {self.other}", 1) if words[0].startswith("on par")
                     else f"{words[0]} than {self.other}")
-            return f"At N={ns[0]}, {only}, Triton is {said}."
+            return f"At N={ns[0]}, {only}, Triton is {said}{' (indicative)' if self.indicative[0] else ''}."
+        return self._pattern(every) + self._indicative_note()
+
+    def _pattern(self, every: str) -> str:
+        sides = self.sides
         if len(set(sides)) == 1:
             return self._one_side(every)
         changes = [i for i in range(1, len(sides)) if sides[i] != sides[i - 1]]
@@ -102,6 +113,24 @@ class _Standing:
         if len({sides[i] for i in off}) == 1 and off == list(range(off[0], off[-1] + 1)):
             return self._one_excursion(off)
         return self._back_and_forth()
+
+    def _indicative_note(self) -> str:
+        """Which of these verdicts the table marks *indicative*, said after the pattern rather than inside it: the
+        pattern names two or three of the lengths, the qualifier must reach every one it holds for. Where every
+        length off the band is among them, the standing itself rests on indicative verdicts alone: said too."""
+        k = len(self.ns)
+        marked = [i for i in range(k) if self.indicative[i]]
+        if not marked:
+            return ""
+        if len(marked) == k:
+            return " Every verdict in this comparison is *indicative*."
+        many = len(marked) > 1
+        text = (f" In this comparison the verdict{'s' if many else ''} at {_lengths(self.ns, marked)} "
+                f"{'are' if many else 'is'} *indicative*")
+        off = [i for i in range(k) if self.sides[i] != "par"]
+        if off and len({self.sides[i] for i in off}) == 1 and set(off) <= set(marked):
+            text += f", and at no other length is Triton {'faster' if self.sides[off[0]] == 'win' else 'slower'}"
+        return text + "."
 
     @property
     def span(self) -> str:
@@ -171,6 +200,14 @@ class _Standing:
         self.shown |= {worst, best}
         return (f"Triton's standing against {self.other} changes back and forth with N: {join(parts, 'and')}; from "
                 f"{words[worst]} at N={ns[worst]} to {words[best]} at N={ns[best]}.") + self.edges()
+
+
+def _lengths(ns: list[int], idx: list[int]) -> str:
+    """'N=512, 1024 and 2048' for a few lengths; a run of more than three consecutive ones of the lengths measured
+    as its ends ('N=512 to 8192'), so that naming them never fills a sentence with figures."""
+    if len(idx) > 3 and idx == list(range(idx[0], idx[-1] + 1)):
+        return f"N={ns[idx[0]]} to {ns[idx[-1]]}"
+    return f"N={join(ns[i] for i in idx)}"
 
 
 def against_naive(speedups: list[float]) -> str:

@@ -13,6 +13,7 @@ from ...fmt import known
 from ...tables import table_html
 from ...vocab import MATERIALISING, impl_label, join, limiter_words, masking, stall_lead, verdict_words
 from .data import ProfileData, _esc, _step_words, count_word, shape_list, step_link
+from .roofline import LEVELS
 from .ws_steps import ws_partition
 
 
@@ -141,7 +142,8 @@ class Limiter(ProfileData):
 
     def limiter_finding(self) -> str:
         """Per shape: our kernel's verdict with its figure, whether it sits near the line (and how the same kernel
-        fares at the other masking), the peers' verdicts beside it, and why barrier stalls are by design where the
+        fares at the other masking), what that figure is a share of where the roofline gives the same unit another,
+        the peers' verdicts beside it (the ones near the line named), and why barrier stalls are by design where the
         kernel's schedule makes them."""
         df = self._limiters
         out = []
@@ -153,16 +155,22 @@ class Limiter(ProfileData):
             near = self._near_line_words(shape)
             if near:
                 text += " " + near
+            two = self._two_peaks(shape)
+            if two:
+                text += " " + two
             peers = at[at["impl"] != "triton"]
-            same = [self._peer(p, v) for p, v in zip(peers["impl"], peers["v"]) if v is not None and v.word == ours.verdict]
+            too = near_line(ours.v)
+            same = [(p, v) for p, v in zip(peers["impl"], peers["v"]) if v is not None and v.word == ours.verdict]
             by_verdict: dict[str, list] = {}
             for p, v in zip(peers["impl"], peers["v"]):
                 if v is not None and v.word != ours.verdict:
                     by_verdict.setdefault(v.word, []).append((p, v))
-            other = [f"{join(self._peer(p, v) for p, v in group)} by "
-                     f"{escape.text(_shared_words([v for _, v in group]))}" for group in by_verdict.values()]
+            other = [f"{join(impl_label(p) for p, _ in group)} by "
+                     f"{escape.text(_shared_words([v for _, v in group]))}{self._peers_near(group, too)}"
+                     for group in by_verdict.values()]
             if same:
-                text += f" {join(same)} {'is' if len(same) == 1 else 'are'} limited the same way"
+                text += (f" {join(impl_label(p) for p, _ in same)} {'is' if len(same) == 1 else 'are'} limited the "
+                         f"same way{self._peers_near(same, too)}")
             if other:
                 text += f"{'; ' if same else ' '}{'; '.join(other)}"
             text += "." if same or other else ""
@@ -172,9 +180,55 @@ class Limiter(ProfileData):
         return "\n\n".join(out)
 
     @staticmethod
-    def _peer(impl: str, v) -> str:
-        """A peer's name, marked where its own verdict sits near the line too."""
-        return impl_label(impl) + (" (near the line too)" if near_line(v) else "")
+    def _peers_near(group, too: bool) -> str:
+        """', of them only Triton (ours, portable path) near the line too' after a group of peers with one verdict:
+        which of them sit within NEAR_PTS of the line, named after the group's verdict. A mark beside a name in the
+        list would read as the whole list's (names carry parentheses of their own), so the peers it holds for are
+        named, or the group said to be near as one where all are. "Too" only where our kernel is near as well."""
+        near = [impl_label(p) for p, v in group if near_line(v)]
+        if not near:
+            return ""
+        line = "near the line too" if too else f"within {NEAR_PTS:g} points of the {BUSY_PCT:g}% line"
+        if len(near) == len(group):
+            return f", {'' if len(group) == 1 else 'both ' if len(group) == 2 else 'all '}{line}"
+        return f", of them only {join(near)} {line}"
+
+    def _two_peaks(self, shape) -> str:
+        """Where our kernel's busiest unit is the one whose roof binds the same call on the roofline, what each of the
+        two shares is of: the verdict's is of the peak Nsight Compute rates the unit at, the roofline's of the roof
+        this run measured (or took from elsewhere, named), so the section below gives the same unit another figure
+        and neither contradicts the other. '' where the two do not meet (another unit, no roof, no verdict)."""
+        ours = self._ours(shape)
+        v = ours.v
+        if v is None or v.busiest_pct is None:
+            return ""
+        bound = self.binding_roofs(shape).get("triton")
+        if bound is None:
+            return ""
+        level, share = bound
+        roof = self._roof_of_unit(shape, v.busiest, level)
+        if roof is None or not roof.ok:
+            return ""
+        what = "rate" if roof.unit == "FLOP/s" else "bandwidth"
+        whose = (f"the {roof.label} {what} this run measured" if roof.source == "measured"
+                 else f"the {roof.source} {roof.label} {what}")
+        return (f"The {fmt.pct_vs(v.busiest_pct, BUSY_PCT)} is a share of the peak Nsight Compute rates the "
+                f"{escape.text(v.busiest)} at; the roofline of this shape, below, holds the same call to {whose} "
+                f"({roof.text()}), its lowest roof, and puts it at {fmt.pct(100 * share)} of that roof: two shares of "
+                "two different ceilings, not one figure measured twice.")
+
+    def _roof_of_unit(self, shape, unit: str, level: str):
+        """The roof behind `level` (the roofline's name of a call's lowest roof, 'L2 bandwidth'), where it is the roof
+        of the unit the limiter rule calls `unit` ('L2 bandwidth', 'tensor pipe'); None where the two are different
+        things, whose shares no reader would set side by side."""
+        if level.startswith("tensor ") and unit == "tensor pipe":
+            return self.compute_roof(shape, "triton")
+        # The rule's memory units by the roofline's level labels (roofline.LEVELS): L1 and shared memory share a roof.
+        labels = {"DRAM bandwidth": ("DRAM",), "L2 bandwidth": ("L2",), "L1/shared bandwidth": ("L1", "shared memory")}
+        for _, label, *_, roof_key in LEVELS:
+            if label in labels.get(unit, ()) and level.startswith(f"{label} bandwidth"):
+                return self.roofs(shape)[roof_key]
+        return None
 
     def _near_line_words(self, shape) -> str:
         """Where our kernel's busiest unit sits within NEAR_PTS of the line: that the verdict is a near thing, and
@@ -218,8 +272,12 @@ class Limiter(ProfileData):
         if not shapes:
             return ""
         bases = list(dict.fromkeys(s[:5] for s in shapes))
-        rule = (f"By its counters, a unit of our kernel counts as its limit at {BUSY_PCT:g}% of its peak or more, and "
-                "below that line the largest share of stalls names what the warps wait for.")
+        # The opening names the roofline's lowest roofs just before this: a share of a unit's peak is another
+        # denominator than a share of a roof (an L2-bound call can sit at half its L2 peak), so say which this is.
+        apart = (" (the peak Nsight Compute rates the unit at, not a roof of the roofline above)"
+                 if self.headline is not None and self.binding_roofs(self.headline) else "")
+        rule = (f"By its counters, a unit of our kernel counts as its limit at {BUSY_PCT:g}% of its peak or more{apart}, "
+                "and below that line the largest share of stalls names what the warps wait for.")
         return " ".join([rule] + [self._headline_for(base, [s for s in shapes if s[:5] == base]) for base in bases])
 
     def _headline_for(self, base, shapes) -> str:

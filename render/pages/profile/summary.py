@@ -53,28 +53,48 @@ class Summary(ProfileData):
 
 
     def roofline_summary(self, shape) -> str:
-        """The binding roof of each call at `shape`, two roofs within the noise of each other named together, then
-        the calls whose binding roof differs at the other shapes of the same masking: a verdict holds for its shape."""
+        """The binding roof of each call at `shape`, two roofs within the noise of each other named together; then,
+        shape by shape and in either masking, the calls whose binding roof is another there, with that roof: a
+        verdict holds for its shape and masking, and a list told of one masking must not read as both's."""
         bind = self.binding_words(shape)
         if not bind:
             return ""
+        others = [s for s in self.shapes() if s != shape]
+        # The masking said wherever the profile has both: "at (B=2, ...)" alone would read as either.
+        both = len({s[5] for s in [shape, *others]}) > 1
+        out = [f"At {self._shape_and_masking(shape, both)}, by the hierarchical roofline, the lowest roof over each "
+               f"call is {self._roof_groups(shape, bind)}."]
+        differ = []
+        for other in others:
+            there = self.binding_words(other)
+            moved = {i: w for i, w in there.items() if bind.get(i) != w}
+            if moved:
+                differ.append(f"At {self._shape_and_masking(other, both)}, it is {self._roof_groups(other, moved)}.")
+        if not others:
+            return out[0]
+        if not differ:
+            scope = "profiled shape and masking" if both else "profiled shape"
+            return out[0] + f" Each call's lowest roof is the same at every other {scope} it ran at."
+        return " ".join(out + differ + ["Any call not named for one of these has the same lowest roof there as at the "
+                                        "first shape; the roofline of each shape, below, gives every call's."])
+
+    def _shape_and_masking(self, shape, both: bool) -> str:
+        """'(B=2, H=8, N=2048, d=64, float16), non-causal' where the profile holds both maskings; shape_text in
+        parentheses otherwise (it names the causal masking only)."""
+        if both and not shape[5]:
+            return f"{shape_list([self.base_text(shape[:5])])}, non-causal"
+        return shape_list([self.shape_text(shape)])
+
+    def _roof_groups(self, shape, words: dict[str, str]) -> str:
+        """'DRAM bandwidth for naive PyTorch and SDPA math; tensor fp16 compute for ...': the calls by the roof that
+        binds them, a tie within the noise marked as such."""
         tied = self.tied_roofs(shape)
         groups: dict[str, list[str]] = {}
-        for impl, words in bind.items():
+        for impl, w in words.items():
             if impl in tied:
-                words += f" (within {fmt.pct(100 * RANK_NOISE, 2)} of each other)"
-            groups.setdefault(words, []).append(impl_label(impl))
-        out = [f"At {shape_list([self.shape_text(shape)])}, by the hierarchical roofline, the lowest roof over each "
-               "call is " + "; ".join(f"{lv} for {join(names)}" for lv, names in groups.items()) + "."]
-        for other in self.shapes()[1:]:
-            if other[5] != shape[5]:
-                continue
-            there = self.binding_words(other)
-            moved = [impl_label(i) for i in bind if i in there and there[i] != bind[i]]
-            if moved:
-                out.append(f"At {shape_list([self.shape_text(other)])} the lowest roof differs for {join(moved)}: the "
-                           "roofline of each shape, below, gives every call's.")
-        return " ".join(out)
+                w += f" (within {fmt.pct(100 * RANK_NOISE, 2)} of each other)"
+            groups.setdefault(w, []).append(impl_label(impl))
+        return "; ".join(f"{lv} for {join(names)}" for lv, names in groups.items())
 
     def status_note(self) -> str:
         """Why data is missing, when it is: the phase's own reason, then cases that did not run."""
