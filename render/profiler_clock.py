@@ -1,7 +1,8 @@
 """The SM clock Nsight Compute read for a profiled call beside the clock our timing of the same call saw
 (profile.json clock_check), and whether a call's kernel time followed a lower reading. One test for both pages
 that ask: the Profiling page's clock finding names the calls that ran slower under the profiler, and the
-Benchmarks page leaves those same calls out of the offset device time carries."""
+Benchmarks page leaves those same calls out of the offset device time carries and out of its comparison with
+Nsight Compute's kernel times."""
 from __future__ import annotations
 
 import pandas as pd
@@ -10,6 +11,10 @@ from .fmt import known
 
 # SM clocks of one call under the profiler and on our clock within this share of each other are "the same".
 CLOCKS_SAME = 0.03
+# Cross-checked calls shorter than this show the offset alone: at a clock a percent off, such a call moves by about
+# a microsecond, so its gap to Nsight Compute's kernel time is the events' and the launch's, not the clock's. A
+# longer call's gap mixes in its kernel's own time changing between the two runs, which soon exceeds the offset.
+SHORT_CALL_MS = 0.1
 # A call's kernel time "moved with" the profiler's clock reading where it changed by at least this share of
 # what the clock change predicts: a call bound by a compute roof scales fully with the SM clock, so even
 # half of that is well clear of the event offset and the run-to-run spread of one call.
@@ -29,13 +34,17 @@ def profiled_clocks(run) -> pd.Series:
 
 def event_offset(checks: pd.DataFrame, case_id) -> float:
     """What our clock adds to a single kernel's call (the events around it): the median gap of the other
-    single-kernel calls, none where they read shorter. Taken out before a call's times are compared, it keeps
-    a short call's offset from hiding or faking a slowdown; leaving the call itself out keeps its own
-    slowdown from being taken for the offset."""
+    single-kernel calls under SHORT_CALL_MS that read longer on our clock, none where there are none. Taken out
+    before a call's times are compared, it keeps a short call's offset from hiding or faking a slowdown; leaving the
+    call itself out keeps its own slowdown from being taken for the offset. Longer calls and negative gaps stay out:
+    a negative gap is a slowdown, not an offset, and with the longer calls' gaps in, the median fell far below the
+    short calls' offsets and hid the very slowdowns it is taken out to show."""
     if checks.empty or "gap_ms" not in checks:
         return 0.0
-    gaps = checks[(checks["kernels"] == 1) & (checks["case_id"] != case_id)]["gap_ms"].dropna()
-    return max(float(gaps.median()), 0.0) if len(gaps) else 0.0
+    gaps = checks[(checks["kernels"] == 1) & (checks["case_id"] != case_id)
+                  & (checks["ncu_ms"] < SHORT_CALL_MS)]["gap_ms"].dropna()
+    gaps = gaps[gaps >= 0]
+    return float(gaps.median()) if len(gaps) else 0.0
 
 
 def clock_follow(c, checks: pd.DataFrame) -> dict:
@@ -67,3 +76,18 @@ def slowed_by_clock(run, checks: pd.DataFrame) -> pd.Series:
         return clock_follow({**c.to_dict(), "ncu_mhz": mhz}, every)["follows"]
 
     return checks.apply(slowed, axis=1).astype(bool) if len(checks) else pd.Series(False, index=checks.index, dtype=bool)
+
+
+def profiler_slowdowns(run, checks: pd.DataFrame) -> pd.DataFrame:
+    """For each row of `checks` (clock_check rows), whether the call ran slower under Nsight Compute than on our
+    clock, so that neither its gap nor its kernel time stands for the call as timed: `negative`, a single kernel
+    under SHORT_CALL_MS that read shorter on our clock (the events bracket the kernel, so only a kernel that ran
+    longer under the profiler reads so; in a longer call its own time's drift between the runs outweighs the
+    offset either way, so there it shows nothing); `clock`, slowed_by_clock; `slower`, either. The one rule by
+    which the Benchmarks page leaves calls out of the offset and of its comparison with Nsight Compute, and the
+    Profiling page names them."""
+    if checks.empty:
+        return pd.DataFrame({"negative": [], "clock": [], "slower": []}, index=checks.index, dtype=bool)
+    negative = ((checks["kernels"] == 1) & (checks["ncu_ms"] < SHORT_CALL_MS) & (checks["gap_ms"] < 0)).astype(bool)
+    clock = slowed_by_clock(run, checks)
+    return pd.DataFrame({"negative": negative, "clock": clock, "slower": negative | clock}, index=checks.index)

@@ -158,7 +158,29 @@ def test_a_memory_bound_call_that_followed_its_clock_reading_is_said_not_left_ou
     assert "compute" not in page.binding_roofs()["triton"][0]
     t = text(page.profiler_clock_finding())
     assert "One call not bound by a compute roof did run slower under the profiler" in t
-    assert "This page's rates for that call rest on that lower clock" in t
+    assert "This page's rates for that call rest on that lower clock and may be understated by it." in t
+
+
+def test_the_compute_bound_verdict_is_said_of_its_calls_and_a_call_that_slowed_is_named_beside_it(tmp_path):
+    # Ours, bound by the tensor roof, took no longer under the profiler's lower reading; FlashAttention-4, made
+    # L2-bound, took all the reading predicts longer. The verdict on the reading may not cover FlashAttention-4.
+    pf = S.profile_file("rep-1")
+    add_rival(pf, ncu_ms=0.05 * 1970 / 1650, device_ms=0.05)
+    pf.kernels[-1].l2_bytes = pf.impls[-1].l2_bytes = 5e10
+    for k in pf.kernels:
+        k.sm_clock_mhz = 1650.0
+    for c in pf.clock_check:
+        c.sm_clock_mhz = 1970.0
+    run = S.make(tmp_path, profile=pf)
+    page = ProfilePage(run, [run])
+    assert "compute" in page.binding_roofs()["triton"][0] and "compute" not in page.binding_roofs()["fa4"][0]
+    t = text(page.profiler_clock_finding())
+    assert ("So for that call the profiler's clock reading does not describe the clock its kernel ran at, and the rates "
+            "this page computes from its kernel time are not understated by a lower clock.") in t
+    assert "the kernels ran at" not in t and "these kernel times" not in t
+    assert ("One call not bound by a compute roof did run slower under the profiler, by about what its clock reading "
+            "predicts: FlashAttention-4 at N=2048, d=64.") in t
+    assert "This page's rates for that call rest on that lower clock and may be understated by it." in t
 
 
 def test_the_page_says_where_the_two_clocks_rank_ours_and_the_fastest_other_apart(tmp_path):
@@ -171,10 +193,11 @@ def test_the_page_says_where_the_two_clocks_rank_ours_and_the_fastest_other_apar
     assert agree.ranking_disagreement(agree.headline) == ""
 
 
-def _timed(tmp_path, fa4_over_ours: float, device_ms: float, edge: float | None = None) -> str:
+def _timed(tmp_path, fa4_over_ours: float, device_ms: float, edge: float | None = None,
+           ours_device_ms: float | None = None) -> str:
     """The ranking sentence where the bench phase also timed the synthetic case: FlashAttention-4's median
     `fa4_over_ours` times ours (its p10 and p90 `edge` times ours' where given), 0.045 ms under Nsight Compute
-    against ours' 0.05 (1.11x slower), `device_ms` on our clock against ours' 0.051."""
+    against ours' 0.05 (1.11x slower), `device_ms` on our clock against ours' 0.051 (or `ours_device_ms`)."""
     import dataclasses
     rows = S.bench_rows(ns=(2048,))
     t = next(r for r in rows if r.impl == "triton")
@@ -183,10 +206,24 @@ def _timed(tmp_path, fa4_over_ours: float, device_ms: float, edge: float | None 
                                     latency_ms_p10=t.latency_ms_p10 * f, latency_ms_p90=t.latency_ms_p90 * f,
                                     tflops=t.tflops / fa4_over_ours))
     pf = S.profile_file("rep-1")
+    if ours_device_ms is not None:
+        c = next(c for c in pf.clock_check if c.impl == "triton")
+        c.device_ms, c.device_over_ncu, c.gap_ms = ours_device_ms, ours_device_ms / c.ncu_ms, ours_device_ms - c.ncu_ms
     add_rival(pf, ncu_ms=0.045, device_ms=device_ms)
     run = S.make(tmp_path, bench=rows, profile=pf)
     page = ProfilePage(run, [run])
     return text(page.ranking_disagreement(page.headline))
+
+
+def test_a_ranking_that_rests_on_a_call_slowed_under_the_profiler_says_so(tmp_path):
+    slowed = "ran slower than on our clock (One clock, above), so this disagreement rests on the profiler's slowdown"
+    # ours' gap an offset (+1 us): the ranking stands as measured
+    a = _timed(tmp_path / "a", 1.04, 0.056)
+    assert "differently from the Benchmarks page" in a and slowed not in a
+    # ours 1 us shorter on our clock than under the profiler: its kernel ran longer there, and the ranking says so
+    t = _timed(tmp_path / "b", 1.04, 0.056, ours_device_ms=0.049)
+    assert "under Nsight Compute ours is 1.11× slower than FlashAttention-4" in t
+    assert "Under Nsight Compute ours " + slowed in t
 
 
 def test_the_profilers_ranking_is_set_against_the_benchmarks_pages_verdict_in_its_words(tmp_path):
@@ -337,6 +374,31 @@ def test_two_roofs_within_the_noise_are_named_together(tmp_path):
     t = text(page.roofline_summary(shape))
     assert t.startswith("At (B=2, H=8, N=2048, d=64, float16), by the hierarchical roofline")
     assert "L2 and DRAM bandwidth alike (within 3.0% of each other) for naive PyTorch" in t
+
+
+def test_the_openings_lowest_roofs_hold_for_both_maskings_or_say_where_they_differ(tmp_path):
+    # the page's quick profile: the d=64 shape non-causal (headline), the d=128 shape in both maskings
+    page = tpp.page_for(tmp_path, tpp.profile_file_for_page())
+    head, d128, causal = page.shapes()
+    assert not head[5] and not d128[5] and causal[5]
+    tensor, l2 = ("tensor fp16 compute", 9e14), ("L2 bandwidth", 7e14)
+    caps = lambda *roofs: (1e14, sorted(roofs, key=lambda c: c[1]))  # noqa: E731
+    bound = {"naive": caps(("DRAM bandwidth", 1e13), tensor), "triton": caps(tensor, ("L2 bandwidth", 2e15)),
+             "sdpa-flash": caps(tensor, ("L2 bandwidth", 2e15))}
+    page.__dict__["_roof_caps_by_shape"] = {head: bound, d128: bound,
+                                            causal: dict(bound, triton=caps(l2, tensor))}
+    t = text(page.roofline_summary(head))
+    assert t.startswith("At (B=2, H=8, N=2048, d=64, float16), non-causal, by the hierarchical roofline, the lowest "
+                        "roof over each call is DRAM bandwidth for naive PyTorch; tensor fp16 compute for Triton (ours) "
+                        "and FlashAttention-2 (SDPA).")
+    # ours is bound by L2 causal only: named there with its masking, and every call not named keeps its roof
+    assert "At (B=4, H=32, N=4096, d=128, float16, causal), it is L2 bandwidth for Triton (ours)." in t
+    assert "(B=4, H=32, N=4096, d=128, float16), non-causal" not in t  # nothing differs there
+    assert "Any call not named for one of these has the same lowest roof there as at the first shape" in t
+    # the same roofs everywhere: said of every shape and masking
+    page.__dict__["_roof_caps_by_shape"] = {s: bound for s in page.shapes()}
+    assert text(page.roofline_summary(head)).endswith(
+        "Each call's lowest roof is the same at every other profiled shape and masking it ran at.")
 
 
 # ---- U2, U4: shape lists, linked kernel names, the stall legend ---------------------------------------------

@@ -409,15 +409,46 @@ def test_the_two_clocks_agree_or_the_page_says_they_do_not(tmp_path):
     agree = _profile(tmp_path / "a")
     t = agree.clock_check_finding()
     assert "1.02× Nsight Compute's kernel time, within 10% in 1 of 1" in t and "disagree" not in t
-    assert "the time between kernels" in t or "the time between them" in t
-    # Where single-kernel calls carry an offset of their own, only what several kernels add beyond it is gap.
-    single = agree.run.frame("profile", "clock_check")
-    single = single[single["kernels"] == 1]["gap_ms"].dropna()
-    assert ("already reads a median" in t) == (not single.empty and single.median() > 0)
+    # Our 0.05 ms call reads 1 us longer on our clock: the offset, and what the several-kernel calls add beyond it
+    # (20 us each) is time between kernels.
+    assert "Of the single-kernel calls under 0.1 ms, one read 1.0 µs longer on our clock than under Nsight Compute" in t
+    assert ("Calls of several kernels take longer on our clock than their kernels add up to, by up to 0.0200 ms "
+            "(naive PyTorch at N=2048, d=64, 3 kernels): beyond the offset above, the time between kernels") in t
+    # No short single-kernel call, no offset to go beyond
+    pf = S.profile_file("rep-1")
+    for c in pf.clock_check:
+        if c.kernels == 1:
+            c.ncu_ms, c.device_ms = 0.5, 0.5 + c.gap_ms
+            c.device_over_ncu = c.device_ms / c.ncu_ms
+    t = text(ProfilePage(*_one(S.make(tmp_path / "e", profile=pf))).clock_check_finding())
+    assert "single-kernel calls under" not in t and "beyond the offset" not in t
+    assert "In the one longer single-kernel call the gap mixes the offset with the kernel's own time" in t
+    assert ": the time between kernels, which per-kernel durations leave out." in t
     apart = _profile(tmp_path / "b", clock_ratio=1.5)
     assert "disagree most for Triton (ours)" in apart.clock_check_finding()
     none = _profile(tmp_path / "c", with_clock_check=False)
     assert "holds no cross-check" in none.clock_check_finding() and none.clock_check_table() == ""
+
+
+def test_a_call_of_several_kernels_that_reads_shorter_on_our_clock_is_named_not_swept_into_the_range(tmp_path):
+    pf = S.profile_file("rep-1")
+    math = next(c for c in pf.clock_check if c.impl == "sdpa-math")
+    math.device_ms = math.ncu_ms - 0.01  # its kernels took longer under the profiler than the whole call on ours
+    math.device_over_ncu, math.gap_ms = math.device_ms / math.ncu_ms, math.device_ms - math.ncu_ms
+    t = text(ProfilePage(*_one(S.make(tmp_path, profile=pf))).clock_check_finding())
+    assert "Calls of several kernels take longer" not in t  # no longer said of every such call
+    assert ("Of the 2 calls of several kernels, one takes longer on our clock than its kernels add up to, by 0.0200 ms "
+            "(naive PyTorch at N=2048, d=64, 3 kernels)") in t
+    assert ("The other, SDPA math at N=2048, d=64 (3 kernels), reads 0.0100 ms shorter on our clock: its kernels took "
+            "longer under the profiler than the whole call did on our clock.") in t
+    # both shorter: no range of time between kernels is given at all
+    naive = next(c for c in pf.clock_check if c.impl == "naive")
+    naive.device_ms = naive.ncu_ms - 0.005
+    naive.device_over_ncu, naive.gap_ms = naive.device_ms / naive.ncu_ms, naive.device_ms - naive.ncu_ms
+    t = text(ProfilePage(*_one(S.make(tmp_path / "b", profile=pf))).clock_check_finding())
+    assert "take longer on our clock" not in t and "time between kernels" not in t
+    assert ("Both calls of several kernels read up to 0.0100 ms shorter on our clock, the most SDPA math at N=2048, "
+            "d=64 with 3 kernels: in each the kernels took longer under the profiler") in t
 
 
 def test_a_disagreement_says_when_the_two_clocks_ran_different_tile_configs(tmp_path):

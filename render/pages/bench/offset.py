@@ -7,13 +7,9 @@ from functools import cached_property
 import pandas as pd
 
 from ... import fmt
-from ...profiler_clock import CLOCKS_SAME, slowed_by_clock
+from ...profiler_clock import CLOCKS_SAME, SHORT_CALL_MS, profiler_slowdowns
 from ...vocab import EVEN, facet_label, impl_label, plural, shape_label, side, speedup_words, versus
 from .common import FUSED, BenchSection
-
-# Cross-checked calls shorter than this show the offset alone: at a clock a percent off, such a call moves by about
-# a microsecond, so its gap to Nsight Compute's kernel time is the events' and the launch's, not the clock's.
-SHORT_CALL_MS = 0.1
 
 
 class Offset(BenchSection):
@@ -27,16 +23,20 @@ class Offset(BenchSection):
         return df[(df["kernels"] == 1) & df["gap_ms"].notna() & df["ncu_ms"].notna()]
 
     @cached_property
+    def _slowed(self) -> pd.DataFrame:
+        """For each cross-checked single-kernel call, whether it ran slower under Nsight Compute than on our clock
+        (render/profiler_clock.py, the rule the Profiling page names such calls by): `negative`, `clock`, `slower`."""
+        return profiler_slowdowns(self.run, self._checks)
+
+    @cached_property
     def _short(self) -> pd.DataFrame:
         """The cross-checked single-kernel calls under SHORT_CALL_MS, each marked `slower` where it ran slower under
         Nsight Compute than on our clock, so that its gap is no offset: device time the shorter (the events bracket
         the kernel, so an offset is never negative), or its kernel time grown with a profiled SM clock more than
-        CLOCKS_SAME below the timed one (render/profiler_clock.py, the Profiling page's test)."""
+        CLOCKS_SAME below the timed one."""
         if self._checks.empty:
             return pd.DataFrame(columns=["gap_ms", "negative", "clock", "slower"])
-        short = self._checks[self._checks["ncu_ms"] < SHORT_CALL_MS]
-        clock = slowed_by_clock(self.run, short)
-        return short.assign(negative=short["gap_ms"] < 0, clock=clock, slower=(short["gap_ms"] < 0) | clock)
+        return self._checks.join(self._slowed)[self._checks["ncu_ms"] < SHORT_CALL_MS]
 
     @cached_property
     def offset_spread_ms(self) -> float | None:
@@ -109,9 +109,15 @@ class Offset(BenchSection):
 
     def _ncu_disagrees(self) -> str:
         """The cross-checked case where Nsight Compute's kernel times give ours against the fastest other
-        implementation another verdict than device time does, the widest apart; '' where none does."""
+        implementation another verdict than device time does, the widest apart, among the calls that did not run
+        slower under the profiler; '' where none does."""
+        if self._checks.empty:
+            return ""
         found = []
-        for key, g in self._checks.groupby(["batch", "heads", "head_dim", "dtype", "causal", "seq_len"]):
+        # A call that ran slower under the profiler measures that slowdown, as the offset above leaves it out for;
+        # a verdict resting on it would set the profiler's slowdown against device time, not the kernels.
+        kept = self._checks[~self._slowed["slower"].astype(bool)]
+        for key, g in kept.groupby(["batch", "heads", "head_dim", "dtype", "causal", "seq_len"]):
             b, h, d, dtype, causal, n = key
             fast = self.b.fastest_rival((b, h, d), dtype, bool(causal))
             ours = self.b.by_n((b, h, d), dtype, bool(causal), FUSED)

@@ -8,7 +8,8 @@ import pandas as pd
 
 from ... import escape, fmt
 from ...fmt import known
-from ...profiler_clock import CLOCK_FOLLOW_SHARE, CLOCKS_SAME, clock_follow, profiled_clocks
+from ...profiler_clock import (CLOCK_FOLLOW_SHARE, CLOCKS_SAME, SHORT_CALL_MS, clock_follow, profiled_clocks,
+                               profiler_slowdowns)
 from ...tables import table_html
 from ...bench_data import BenchData, spread
 from ...vocab import case_side, case_versus, impl_label, is_rival, join, plural, side, speedup_words, versus
@@ -47,21 +48,100 @@ class Clocks(ProfileData):
                 why = self._config_mismatch(worst)
                 if why:
                     out.append(why)
-        if not many.empty:
-            top = many.loc[many["gap_ms"].idxmax()]
-            text = (f"Calls of several kernels take longer on our clock than their kernels add up to, by up to "
-                    f"{fmt.ms(top['gap_ms'])} ({impl_label(top['impl'])}, {plural(int(top['kernels']), 'kernel')})")
-            # A single kernel already carries an offset of its own (the events around it); only what exceeds
-            # that is time between kernels.
-            single = df[df["kernels"] == 1]["gap_ms"].dropna() if "gap_ms" in df else pd.Series(dtype=float)
-            if not single.empty and single.median() > 0:
-                text += (f". A single kernel's call already reads a median {fmt.num(single.median() * 1e3)} µs longer "
-                         "on our clock (the events around it); what several kernels add beyond that is the time "
-                         "between them, which per-kernel durations leave out.")
-            else:
-                text += ": the time between kernels, which per-kernel durations leave out."
-            out.append(text)
+        offset, known_offset = self._offset_words(df)
+        out += offset
+        if not many.empty and "gap_ms" in many:
+            out += self._between_kernels_words(many, offset_known=known_offset)
         return " ".join(out)
+
+    def _offset_words(self, df: pd.DataFrame) -> tuple[list[str], bool]:
+        """What our clock adds around a single kernel, from the short single-kernel calls by the rule the Benchmarks
+        page's offset takes (render/profiler_clock.py), so the two pages give one range; then the calls that rule
+        leaves out, and the longer calls, whose gap is no offset (the kernel's own time drifts between the two runs
+        by more). Also whether the offset itself was given."""
+        if "gap_ms" not in df:
+            return [], False
+        single = df[(df["kernels"] == 1) & df["gap_ms"].notna() & df["ncu_ms"].notna()]
+        if single.empty:
+            return [], False
+        short = single[single["ncu_ms"] < SHORT_CALL_MS]
+        short = short.join(profiler_slowdowns(self.run, short))
+        kept, left = short[~short["slower"]], short[short["slower"]]
+        out = []
+        if not kept.empty:
+            us = lambda v: fmt.num(v * 1e3, 2)  # noqa: E731
+            out.append(f"Of the single-kernel calls under {SHORT_CALL_MS:g} ms, {count_word(len(kept))} read "
+                       f"{fmt.span(kept['gap_ms'].min(), kept['gap_ms'].max(), us)} µs longer on our clock than under "
+                       "Nsight Compute: the events around the kernel, the offset the Benchmarks page allows for.")
+            if not left.empty:
+                out.append(self._left_out_words(left))
+        longer = single[single["ncu_ms"] >= SHORT_CALL_MS]
+        if not longer.empty:
+            neg, pos = longer[longer["gap_ms"] < 0], longer[longer["gap_ms"] >= 0]
+            us = lambda v: f"{fmt.num(abs(v) * 1e3)} µs"  # noqa: E731
+            calls = f"{count_word(len(longer))} longer single-kernel call{'' if len(longer) == 1 else 's'}"
+            if neg.empty:
+                how = f"all read longer on our clock, by up to {us(pos['gap_ms'].max())}"
+            elif pos.empty:
+                how = f"all read shorter on our clock, by up to {us(neg['gap_ms'].min())}"
+            else:
+                how = (f"{count_word(len(neg))} read shorter on our clock, by up to {us(neg['gap_ms'].min())}, the "
+                       f"others up to {us(pos['gap_ms'].max())} longer")
+            out.append(f"In the {calls} the gap mixes the offset with the kernel's own time changing between the two "
+                       f"runs: {how}.")
+        return out, not kept.empty
+
+    def _left_out_words(self, left: pd.DataFrame) -> str:
+        """The short single-kernel calls the offset leaves out (profiler_slowdowns' marks), with what showed each
+        slowed, where one thing showed it for all."""
+        one = len(left) == 1
+        who = "The other call" if one else f"The other {count_word(len(left))}"
+        gaps = "its gap is" if one else "their gaps are"
+        # Only calls the clock test below can take are pointed to it: one too short to time apart is not there.
+        below = " (below)" if (left["ncu_ms"] >= self.CLOCK_CHECK_MIN_MS).all() else ""
+        if left["negative"].all() and left["clock"].all():
+            return (f"{who} read{'s' if one else ''} shorter on our clock and ran at a lower clock reading under the "
+                    f"profiler{below}: {'it' if one else 'they'} ran slower there, so {gaps} no offset.")
+        if left["negative"].all():
+            return (f"{who} read{'s' if one else ''} shorter on our clock: {'it' if one else 'they'} ran slower under "
+                    f"the profiler, so {gaps} no offset.")
+        if left["clock"].all():
+            return (f"{who} ran at a lower clock reading under the profiler, {'its' if one else 'their'} kernel time "
+                    f"grown with it{below}, so {gaps} no offset.")
+        return f"{who} ran slower under the profiler, so {gaps} no offset."
+
+    def _between_kernels_words(self, many: pd.DataFrame, offset_known: bool) -> list[str]:
+        """How much longer our clock reads calls of several kernels than their kernels add up to: the time between
+        kernels, which per-kernel durations leave out. Where some read shorter instead, how many and which: their
+        kernels alone took longer under the profiler than the whole call on our clock, which no time between kernels
+        explains, so the range is not said of every call."""
+        many = many[many["gap_ms"].notna()]
+        if many.empty:
+            return []
+        longer, shorter = many[many["gap_ms"] > 0], many[many["gap_ms"] <= 0]
+        what = ("beyond the offset above, the time between kernels" if offset_known else "the time between kernels")
+        words = lambda r: f"{self._call_words(r)} ({plural(int(r['kernels']), 'kernel')})"  # noqa: E731
+        out = []
+        if not longer.empty:
+            top = longer.loc[longer["gap_ms"].idxmax()]
+            who = ("Calls of several kernels take" if shorter.empty else
+                   f"Of the {len(many)} calls of several kernels, {len(longer)} take" if len(longer) > 1 else
+                   f"Of the {len(many)} calls of several kernels, one takes")
+            out.append(f"{who} longer on our clock than {'their' if len(longer) > 1 else 'its'} kernels add up to, by "
+                       f"{'up to ' if len(longer) > 1 else ''}{fmt.ms(top['gap_ms'])} ({self._call_words(top)}, "
+                       f"{plural(int(top['kernels']), 'kernel')}): {what}, which per-kernel durations leave out.")
+        if not shorter.empty:
+            low = shorter.loc[shorter["gap_ms"].idxmin()]
+            why = "kernels took longer under the profiler than the whole call did on our clock."
+            if len(shorter) == 1:
+                who = "The other" if not longer.empty else "The one call of several kernels"
+                out.append(f"{who}, {words(low)}, reads {fmt.ms(-low['gap_ms'])} shorter on our clock: its {why}")
+            else:
+                who = (f"The other {len(shorter)}" if not longer.empty else "Both calls of several kernels"
+                       if len(shorter) == 2 else f"All {len(shorter)} calls of several kernels")
+                out.append(f"{who} read up to {fmt.ms(-low['gap_ms'])} shorter on our clock, the most "
+                           f"{self._call_words(low)} with {plural(int(low['kernels']), 'kernel')}: in each the {why}")
+        return out
 
     # SM clocks of one call under the profiler and on our clock within this share of each other are "the same"
     # (render/profiler_clock.py: the Benchmarks page's offset note judges the clocks by the same band).
@@ -142,14 +222,13 @@ class Clocks(ProfileData):
             text = (f"No call bound by a compute roof ran as one kernel long enough to show whether its time moved with "
                     f"those clocks, so this run cannot tell whether {said}them.")
         else:
-            text = self._compute_bound_verdict(compute, said, exceptions=not others.empty)
+            text = self._compute_bound_verdict(compute, said)
         if not others.empty:
             text += " " + self._followers_words(others)
         return text
 
-    def _compute_bound_verdict(self, t: pd.DataFrame, said: str, exceptions: bool) -> str:
-        """What the calls bound by a compute roof say about the clock readings; `exceptions`: other calls did follow
-        their readings, so the conclusion is said of these calls only."""
+    def _compute_bound_verdict(self, t: pd.DataFrame, said: str) -> str:
+        """What the calls bound by a compute roof say about the clock readings, said of those calls only."""
         if t["follows"].all():
             return said + "those clocks, not at the timed calls'."
         if t["follows"].any():
@@ -171,12 +250,16 @@ class Clocks(ProfileData):
             longer += (f", where the clock reading{'' if one else 's'} would make {'it' if one else 'them'} "
                        f"{'' if one else 'up to '}{fmt.pct(100 * t['predicted'].max(), 2)} longer")
         ex = t.loc[t["predicted"].abs().idxmax()]
-        whose = "the kernels" if not exceptions else "these kernels"
+        # Said of the calls it was tested on: a call not bound by a compute roof need not follow the SM clock, so
+        # its time staying put says nothing of the clock it ran at.
+        whom = ("for that call the profiler's clock reading does not describe the clock its kernel ran at, and the "
+                "rates this page computes from its kernel time are" if one else
+                "for the calls bound by a compute roof the profiler's clock reading does not describe the clock their "
+                "kernels ran at, and the rates this page computes from their kernel times are")
         return (f"The kernel times do not follow those readings: {longer}. {self._call_words(ex)}, "
                 f"read at {fmt.num(ex['ncu_mhz'], 4)} MHz, took {fmt.num_vs(ex['ncu_ms'], ex['device_ms'])} ms "
-                f"against {fmt.num_vs(ex['device_ms'], ex['ncu_ms'])} ms on our clock. So the profiler's clock "
-                f"reading does not describe the clock {whose} ran at, and the rates the Profiling page computes from "
-                "these kernel times are not understated by a lower clock.")
+                f"against {fmt.num_vs(ex['device_ms'], ex['ncu_ms'])} ms on our clock. So {whom} not understated by "
+                "a lower clock.")
 
     def _followers_words(self, t: pd.DataFrame) -> str:
         """The calls not bound by a compute roof whose kernel time did follow their low clock reading: which, by how
@@ -195,7 +278,8 @@ class Clocks(ProfileData):
                 f"Compute against {fmt.ms(ex['device_ms'])} on our clock, {fmt.pct(100 * ex['moved_net'])} longer once "
                 "the time our clock adds around a single kernel (above) is taken out, where its reading predicts "
                 f"{fmt.pct(100 * ex['predicted'])}. This page's rates for "
-                f"{'that call' if one else 'those calls'} rest on that lower clock.{self._reranked(t)}")
+                f"{'that call' if one else 'those calls'} rest on that lower clock and may be understated by it."
+                f"{self._reranked(t)}")
 
     def _reranked(self, t: pd.DataFrame) -> str:
         """Where a call that followed its low clock is ours at a shape whose ranking this page's figures and the
@@ -232,6 +316,7 @@ class Clocks(ProfileData):
         df = self.run.frame("profile", "clock_check")
         if df.empty:
             return ""
+        slowed = profiler_slowdowns(self.run, df)["slower"]
         out = []
         for shape in [shape] if shape else self.shapes():
             b, h, n, d, dt, c = shape
@@ -251,7 +336,8 @@ class Clocks(ProfileData):
                 out.append(f"At {where} the two clocks rank ours against the fastest other implementation, {other}, "
                            f"differently: under Nsight Compute ours is {versus(on_ncu, other)}, on our clock "
                            f"{versus(on_ours, other)}. The bench phase did not time this case, so this page's figures "
-                           "at that shape may not rank the two as a timing over many calls would.")
+                           "at that shape may not rank the two as a timing over many calls would."
+                           + self._slowed_words(slowed[o.name], slowed[r.name], other))
                 continue
             ratio, sp = timed
             if side(on_ncu) == case_side(ratio, sp):
@@ -268,8 +354,19 @@ class Clocks(ProfileData):
                 text += (f" Our clock's cross-check of the same call makes ours {versus(on_ours, other)}; the "
                          "Benchmarks page's figure is the timed one (medians over many calls), the clock check's a "
                          "single cross-check call.")
-            out.append(text)
+            out.append(text + self._slowed_words(slowed[o.name], slowed[r.name], other))
         return " ".join(out)
+
+    @staticmethod
+    def _slowed_words(ours: bool, theirs: bool, other: str) -> str:
+        """Where a ranking under Nsight Compute rests on a call that ran slower under the profiler than on our clock
+        (render/profiler_clock.py, the calls the One clock section names and the Benchmarks page leaves out of its
+        own comparison): the ranking then measures that slowdown, not the kernels as timed."""
+        if not (ours or theirs):
+            return ""
+        who = "both calls" if ours and theirs else "ours" if ours else other
+        return (f" Under Nsight Compute {who} ran slower than on our clock (One clock, above), so this disagreement "
+                "rests on the profiler's slowdown, not on the kernels as timed.")
 
     def _call_words(self, c) -> str:
         """'Triton (ours) at N=4096, d=128, causal' for a clock-check row."""
