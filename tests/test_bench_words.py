@@ -171,6 +171,8 @@ def test_comparisons_at_different_sm_clocks_are_counted_and_the_widest_named():
     if apart:
         assert said.startswith(f" In {apart} of {len(gaps)} comparisons") and "The widest gap is at" in said
         assert said in page.summary()
+        # A run that measured the power case says whose clock a gap is, and which verdict a user gets.
+        assert ("its clock is partly its own doing" in said) == page.power_rows()
 
 
 # ---- a verdict the calls' spread does not carry --------------------------------------------------

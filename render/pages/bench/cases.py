@@ -141,6 +141,12 @@ class Cases(BenchSection):
         if flips:
             text += (f" At equal clocks, {flips} of these {len(apart)} verdicts would change; the tables below give "
                      "the verdicts at the clocks the calls ran at.")
+        if self.power_rows():
+            # A gap between two calls can be the kernels' own doing: at the power limit the driver sets each one's
+            # clock by the energy it spends per cycle, and then equal clocks are a case that never runs.
+            text += (" Where a call holds the board at its power limit, its clock is partly its own doing (the "
+                     "driver lowers it by the power the kernel draws: [At the power limit](#at-the-power-limit)), so "
+                     "the verdict at the clocks the calls ran at is the one a user gets.")
         return text
 
     def path_sentence(self) -> str:
