@@ -698,3 +698,24 @@ def test_plural_reads_no_for_zero_only_when_asked():
     assert plural(0, "case") == "0 cases"
     assert plural(1, "case", none=True) == "1 case"
     assert plural(3, "case", none=True) == "3 cases"
+
+
+def test_the_indicative_threshold_never_prints_as_a_call_of_ours_that_it_marks():
+    """Run h100-20261205b: a call of 0.042208 ms under a threshold of 0.042240 ms printed as 0.0422 ms beside
+    'calls of ours under 0.0422 ms', marked indicative as if for being at it. The threshold takes the figures it
+    needs to differ from the nearest call."""
+    from committed import latest_run
+    from render import fmt
+    from render.pages.bench import BenchPage
+
+    page = BenchPage(*(lambda r: (r, [r]))(latest_run("profile.json")))
+    if page.indicative_below_ms is None:
+        pytest.skip("the newest committed run has no offset spread")
+    said = page._threshold_words()
+    ours = page.ok[page.ok["impl"] == "triton"]["latency_ms_median"].dropna()
+    assert said in page.offset_note()
+    assert all(fmt.ms(x) != said for x in ours if x != page.indicative_below_ms)
+    # and by construction, the same test fails where the threshold is printed with three figures alone
+    nearest = float(ours.iloc[(ours - page.indicative_below_ms).abs().argmin()])
+    if fmt.ms(nearest) == fmt.ms(page.indicative_below_ms):
+        assert said != fmt.ms(page.indicative_below_ms)

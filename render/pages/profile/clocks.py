@@ -36,7 +36,10 @@ class Clocks(ProfileData):
         if not one.empty:
             r = one["device_over_ncu"]
             agree = ((r <= self.CLOCKS_AGREE) & (r >= 1 / self.CLOCKS_AGREE)).sum()
-            span = fmt.span(r.min(), r.max(), fmt.ratio)
+            # Each end with the figures that set it apart from the band it is judged by (a 1.1013 outside a 10% band
+            # printed as 1.10×, beside "within 10% in 23 of 24").
+            span = fmt.span(r.min(), r.max(), lambda x: fmt.ratio_vs(x, self.CLOCKS_AGREE if x >= 1 else
+                                                                     1 / self.CLOCKS_AGREE))
             out.append(f"For the {plural(len(one), 'call')} of a single kernel lasting at least "
                        f"{self.CLOCK_CHECK_MIN_MS * 1e3:g} µs, our device time is {span} Nsight Compute's kernel time, "
                        f"within {fmt.pct(100 * (self.CLOCKS_AGREE - 1), 2)} in {agree} of {len(one)}.")
