@@ -153,3 +153,23 @@ def test_a_recorded_command_the_shell_cannot_split_is_shown_as_recorded():
     run.manifest.command = "python -m collect --run-id 'unclosed --out /x"
     text = html.unescape(ReproducePage(run, [run]).commands())
     assert "python -m collect --run-id 'unclosed --out /x   # as recorded" in text
+
+
+def test_a_part_a_completed_phase_left_out_is_said_in_its_files_words():
+    """Run h100-20261205b: the profile phase completed without its SASS hot spots (skipped for time), which only
+    its file's top-level reason records; the phase table called it complete and said nothing more."""
+    from committed import latest_run
+
+    run = latest_run("profile.json")
+    page = ReproducePage(run, [run])
+    prof = run.phase("profile")
+    said = page.parts_left_out()
+    if prof.status == "ok" and prof.reason:
+        assert said.startswith("The profile phase completed with a part left out: ")
+        assert html.unescape(said).rstrip(".").endswith(prof.reason.rstrip("."))
+    else:
+        assert "profile phase" not in said
+    # A phase file with no such reason adds nothing.
+    for rec in run.manifest.phases:
+        if not getattr(run.phase(rec.name), "reason", None):
+            assert f"The {rec.name} phase" not in said

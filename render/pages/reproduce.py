@@ -122,6 +122,18 @@ class ReproducePage(Page):
                 "ran out, so a rebuild on a faster or slower host holds other rows; "
                 + (f"{envs} with " if envs else "") + "`--time-limit 0` runs them all.")
 
+    def parts_left_out(self) -> str:
+        """Parts of a phase that completed without them, in the phase file's own words (its top-level reason beside
+        status ok: the profile phase's SASS hot spots, skipped for time): the phase table calls such a phase complete,
+        and a rebuild inherits the gap."""
+        out = []
+        for rec in self.run.manifest.phases:
+            obj = self.run.phase(rec.name)
+            reason = getattr(obj, "reason", None)
+            if reason and getattr(obj, "status", None) == "ok":
+                out.append(f"The {escape.text(rec.name)} phase completed with a part left out: {escape.text(reason)}.")
+        return " ".join(out)
+
     def clock_control(self) -> str:
         """What Nsight Compute did with the clocks, read from its recorded flags."""
         f = self.run.manifest.profiler_flags
