@@ -56,8 +56,9 @@ BUDGET_ENV = PHASE_BUDGET_ENVS["bench"]
 TIMING_METHOD = (
     "The one clock (collect/timing.py). Device time: CUDA events around each call, the L2 flushed before it "
     "(Triton's benchmark buffer zeroed) and the GPU spinning while the host issues the call, so neither the flush "
-    f"nor host time is inside; at least {timing.MIN_REPS} timed calls ({timing.LONG_MIN_REPS} for calls over "
-    f"{timing.LONG_CALL_MS:g} ms), more for short calls, up to about {timing.TARGET_MS:g} ms of device time. Host "
+    f"nor host time is inside; at least {timing.MIN_REPS} timed calls ({timing.LONG_MIN_REPS} for calls whose "
+    f"warm call took over {timing.LONG_CALL_MS:g} ms of wall time), more for short calls, up to about "
+    f"{timing.TARGET_MS:g} ms of device time. Host "
     "time: CPU time per call with the GPU kept busy, inputs rotating over distinct tensors. Loop time: calls back to "
     f"back with no sync, per call, median of {timing.LOOP_REPEATS} loops (of {timing.LONG_LOOP_CALLS} calls for "
     f"calls over {timing.LONG_CALL_MS:g} ms), inputs rotating over a pool larger than "

@@ -84,7 +84,8 @@ WRONG_OUTPUT = {"float16": 1e-2, "bfloat16": 5e-2}
 TIMING_METHOD = (
     "The one clock (collect/timing.py), as in the bench phase but measured here for itself: device time between "
     "CUDA events, the L2 flushed before each call and the GPU spinning while the host issues it (neither inside); "
-    f"at least {timing.MIN_REPS} timed calls ({timing.LONG_MIN_REPS} for calls over {timing.LONG_CALL_MS:g} ms); "
+    f"at least {timing.MIN_REPS} timed calls ({timing.LONG_MIN_REPS} for calls whose warm call took over "
+    f"{timing.LONG_CALL_MS:g} ms of wall time); "
     "host time over a pool of distinct inputs (no loop time: the bench phase records it); after a warm-up call "
     "(compilation or loading from Triton's cache) and an output check against SDPA")
 
