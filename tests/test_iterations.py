@@ -499,9 +499,11 @@ def test_bench_crosscheck_gives_the_bench_verdict_and_where_the_methods_disagree
     assert "0.900× or more of the fastest other implementation in 0 of 2 cases, against this page's 2 of 2" in text
     assert fmt.ratio(560 / 650) in page.crosscheck_table()
     # The goal is a median and a floor: reached on this page's ratios (0.95 median), missed on the bench's (0.86),
-    # and the measurements differ by more than the noise band (0.12 at N=16384).
+    # and the measurements differ by more than the noise band.
     assert "On the bench phase's measurement the goal is missed, on this page's reached" in text
-    assert "differ by more than the noise band of 0.0300" in text
+    # Both cases sit below the floor on the bench's measurement and above it on this page's: the wider names them.
+    assert ("the widest of the 2 cases that decide it, they differ by 0.159, more than the noise band of 0.03"
+            in text)
     assert "same clock" in text and "keeps the GPU busy" not in text  # both phases time calls one way
     agree = _with_bench_and_profile(sample_file(), ours_tflops=605.0).bench_crosscheck()
     assert "in 2 of 2 cases" in agree and "On the bench phase's measurement" not in agree
