@@ -423,6 +423,8 @@ def test_the_rounding_check_can_fail_and_says_so(tmp_path):
     assert near.findings_first().count("what rounding the output to the format costs") == 1
     assert "about one rounding" in mid.findings_first()
     assert "**more than the format's rounding explains**" in far.findings_first()
+    # the ulp is said before the section that defines it
+    assert "half an ulp (a unit in the last place: the format's spacing at the output's magnitude)" in near.findings_first()
     assert "median of" in near.rounding_finding() and "floor: median" not in near.rounding_table()
 
 

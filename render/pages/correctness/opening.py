@@ -33,7 +33,9 @@ class Opening(CorrectnessSection):
             lead = {"within one": "Its errors are what rounding the output to the format costs",
                     "within two": "Its errors are about one rounding of the output to the format",
                     "beyond": "Some of its errors are **more than the format's rounding explains**"}[verdict]
-            out.append(f"{lead}: a case's largest error is at most half an ulp of its largest output in {within} of "
+            # The ulp is defined further down the page; the opening is read first, so it says what one is.
+            out.append(f"{lead}: a case's largest error is at most half an ulp (a unit in the last place: the "
+                       f"format's spacing at the output's magnitude) of its largest output in {within} of "
                        f"{len(c)} cases with more than one key, and {fmt.ratio_vs(high, 1)} it at most.")
         return " ".join(out)
 
