@@ -384,3 +384,17 @@ def test_the_decode_floor_is_called_a_yardstick_where_reading_alone_beat_the_cop
     for d, where in ((held, "b"), (decode_file("h-1"), "c")):  # reads below the copy rate, or no microbenchmark
         text = home(tmp_path / where, decode=d).decode_floor_headline()
         assert "its bandwidth floor of" in text and "yardstick" not in text and "faster than that" not in text
+
+
+def test_the_headline_captions_clock_marks_with_the_readings_own_error_where_it_shows():
+    """Run h100-20261205b: 'at a lower clock' marks rested on readings up to 5.2% above the device's maximum SM
+    clock; the caption says how far the readings can be off wherever it marks a clock."""
+    from committed import latest_run
+    from render.clock_reading import overshoot
+
+    run = latest_run("bench.json")
+    page = HomePage(run, [run])
+    table = page.headline_table()
+    marked = "at a higher (lower) clock" in table
+    shown = overshoot(page._bench[page._bench["status"] == "ok"], run.manifest.device) is not None
+    assert ("The clock readings are estimates" in table) == (marked and shown)

@@ -19,6 +19,7 @@ from .. import escape, fmt, limits, model
 from ..fmt import known
 from ..tables import table_html
 from ..bench_data import rivals
+from ..clock_reading import overshoot_words
 from ..decode_memory import idle_share, own_decode_rows
 from ..vocab import (CLOCK_GAP, ELEMENT_BYTES, EVEN, INT8_PAIRS, STUDY, STUDY_N, at_equal_clocks, decode_float,
                      decode_words, dtype_short, floor_pace, impl_color, impl_label, join, kernel_name, plural, side,
@@ -530,6 +531,9 @@ class HomePage(Page):
                             f"{fmt.pct(100 * CLOCK_GAP, 0)} above (below) theirs; a compute-bound call's time scales "
                             "about inversely with its clock, so the verdict at equal clocks follows where it differs, "
                             "as on the Benchmarks page")
+                # A gap no wider than the readings' own error says nothing about the calls: named beside the marks.
+                error = overshoot_words(self._bench[self._bench["status"] == "ok"], self.run.manifest.device)
+                caption += f". {error.strip().rstrip('.')}" if error else ""
             text = table_html(pd.DataFrame(rows), dict(self.HEADLINE_COLUMNS), caption=caption)
         return text + ("\n\n" + self.decode_table() if self.run.has("decode") else "")
 

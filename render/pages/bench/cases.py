@@ -5,6 +5,7 @@ import pandas as pd
 
 from ... import escape, fmt
 from ...bench_data import distinct_sdpa
+from ...clock_reading import overshoot
 from ...vocab import (CLOCK_GAP, IMPL_LABELS, at_equal_clocks, clock_gap, dtype_short, facet_label, impl_label,
                       is_rival, join, kernel_name, plural, shape_label, side, speedup_words)
 from .common import FUSED, BenchSection
@@ -96,15 +97,15 @@ class Cases(BenchSection):
         if (x, y) != (a, b):
             text += f", and single calls saw {x} to {y} MHz"
         text += " (clocks are read, never set)."
-        return text + self._clock_over_max(hi)
+        return text + self._clock_over_max()
 
-    def _clock_over_max(self, hi: float) -> str:
+    def _clock_over_max(self) -> str:
         """A reading above the device's maximum SM clock says how far the reading itself can be off: the clock is
         estimated from a spin's cycles over its elapsed time, and the pages weigh clock gaps of a few percent."""
-        dev = self.run.manifest.device
-        top = getattr(dev, "sm_clock_max_mhz", None) if dev else None
-        if not fmt.known(top) or not top or hi <= top or fmt.num(hi, 4) == fmt.num(top, 4):
+        o = overshoot(self.ok, self.run.manifest.device)
+        if o is None:
             return ""
+        hi, top = o
         return (f" The highest reading lies above the device's maximum SM clock of {fmt.num(top, 4)} MHz, so a single "
                 f"reading can be off by {fmt.pct(100 * (hi / top - 1), 2)} or more.")
 

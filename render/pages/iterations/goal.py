@@ -11,6 +11,7 @@ from ... import escape, fmt
 from ...figures import PALETTE
 from ...tables import table_html
 from ...vocab import DTYPE_SHORT as SHORT
+from ...clock_reading import overshoot_words
 from ...vocab import CLOCK_GAP, at_equal_clocks, clock_gap, impl_label, join, masking, plural, version_kernel
 from .common import NOISE_BAND, GoalCase, IterationsSection, goal_ratio_text, share, where_ran
 
@@ -94,7 +95,8 @@ class Goal(IterationsSection):
                 f"implementation ran at median SM clocks more than {share(CLOCK_GAP)} apart (clocks are read, never set). "
                 f"The widest gap is at {self.label(c)}: ours at {fmt.num(a, 4)} MHz, "
                 f"{escape.text(impl_label(sdpa))} at {fmt.num(b, 4)} MHz.")
-        return text + " " + self._at_equal_clocks(self.ratio(final, *c), a, b)
+        return (text + " " + self._at_equal_clocks(self.ratio(final, *c), a, b)
+                + overshoot_words(self.ok, self.run.manifest.device))
 
     def _at_equal_clocks(self, r: float | None, ours: float, theirs: float) -> str:
         """Which way a clock gap pushes one ratio, and the ratio at equal clocks if time scaled inversely with the
