@@ -132,8 +132,8 @@ class Rounding(CorrectnessSection):
             tail = "No case's error is larger than rounding its largest output to the format could make it."
         elif verdict == "within two":
             tail = (f"No case exceeds {ROUNDINGS}: where an error passes the output's own rounding, it stays within a "
-                    "second rounding of that size, which the kernel makes when it rounds P to the input dtype before "
-                    "the P·V product.")
+                    "second rounding of that size, as the kernel's rounding of P to the input dtype before the P·V "
+                    "product would make it (the likeliest source; nothing here measures it apart).")
         else:
             beyond = int((c["ulp_ratio"] > ROUNDINGS).sum())
             tail = (f"**{beyond} of {len(c)} cases exceed {ROUNDINGS}**: more error than the kernel's two roundings "
@@ -167,10 +167,16 @@ class Rounding(CorrectnessSection):
         if over == 0 and unknown == 0:
             return (text + ": two different kernels with the same largest error, as both returning the exact value "
                     "rounded to the format there would give.")
-        text += ": two different kernels with the same largest error, so the two share their arithmetic"
         if over:
-            return (text + f"; in {over} of those cases that error is more than half an ulp of the largest output, "
-                    "more than rounding the exact value could make it: neither returns the exact value rounded there.")
+            # Identical errors within half an ulp are what two kernels returning the exact value rounded both give;
+            # only past it does the identity say the two compute the same inexact value.
+            within = len(same) - over - unknown
+            return (text + f": in {over} of those cases that error is more than half an ulp of the largest output, "
+                    "more than rounding the exact value could make it, so there the two compute the same inexact "
+                    "value, which points to shared arithmetic"
+                    + (f"; in the other {within}, within half an ulp, both returning the exact value rounded would "
+                       "give the same error." if within else "."))
+        text += ": two different kernels with the same largest error"
         return (text + f"; in {unknown} of those cases the format's half an ulp is unknown, so whether both return "
                 "the exact value rounded is not known.")
 
