@@ -43,6 +43,11 @@ def verdict_phrase(v: Verdict | None) -> str:
     if v.busiest_pct is None:
         return words
     pct = fmt.pct_vs(v.busiest_pct, BUSY_PCT)
+    if v.word.startswith(STALL_PREFIX) and near_line(v):
+        # A stall verdict that the line decides by a few points is said as a near thing: the unit just under it is
+        # nearly the limit (run h100-20261205b: the tensor pipe at 79.98%, at 92% of the measured matmul rate).
+        return (f"{words}, though only just: its busiest unit, the {v.busiest}, sits at {pct}, within {NEAR_PTS:g} "
+                f"points of the {BUSY_PCT:g}% line that would make it the limit")
     tail = (f", its busiest unit the {v.busiest} at {pct}" if v.word.startswith(STALL_PREFIX) else f", {pct} busy")
     if near_line(v):
         tail += f", within {NEAR_PTS:g} points of the {BUSY_PCT:g}% line"
