@@ -398,3 +398,12 @@ def test_the_headline_captions_clock_marks_with_the_readings_own_error_where_it_
     marked = "at a higher (lower) clock" in table
     shown = overshoot(page._bench[page._bench["status"] == "ok"], run.manifest.device) is not None
     assert ("The clock readings are estimates" in table) == (marked and shown)
+
+
+def test_the_headline_caption_says_what_a_kernel_step_label_is_where_a_cell_uses_one():
+    from committed import latest_run
+
+    run = latest_run("profile.json")
+    table = HomePage(run, [run]).headline_table()
+    uses = "not profiled for this row&#x27;s kernel" in table or "not profiled for this row's kernel" in table
+    assert ("g followed by a number: the step of the Gluon kernel that ran" in table) == uses

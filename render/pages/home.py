@@ -534,6 +534,10 @@ class HomePage(Page):
                 # A gap no wider than the readings' own error says nothing about the calls: named beside the marks.
                 error = overshoot_words(self._bench[self._bench["status"] == "ok"], self.run.manifest.device)
                 caption += f". {error.strip().rstrip('.')}" if error else ""
+            if any("not profiled for this row's kernel" in str(r.get("limiter", "")) for r in rows):
+                # Step labels (g33) appear in the table before any page text defines them.
+                caption += ("; g followed by a number: the step of the Gluon kernel that ran (each step is a version "
+                            "on the Iterations page)")
             text = table_html(pd.DataFrame(rows), dict(self.HEADLINE_COLUMNS), caption=caption)
         return text + ("\n\n" + self.decode_table() if self.run.has("decode") else "")
 
