@@ -200,6 +200,18 @@ def at_equal_clocks(ratio: float, clock, reference) -> float | None:
     return ratio * reference / clock
 
 
+def clock_caveat(ratio: float, clock, reference, who: str = "") -> str:
+    """' at a higher clock, 1.08× slower at equal clocks': where two calls' clocks lie apart (at_equal_clocks), which
+    had the higher clock, and the verdict at equal clocks where it differs from the one as run; '' otherwise. `who`
+    names our call where the clause follows another's name ('ours'), so it is not read as theirs. The words Home's
+    headline table and Device comparison's history cells share."""
+    even = at_equal_clocks(ratio, clock, reference)
+    if even is None:
+        return ""
+    text = f" {who + ' ' if who else ''}at a {'higher' if clock > reference else 'lower'} clock"
+    return text + (f", {speedup_words(even)} at equal clocks" if side(even) != side(ratio) else "")
+
+
 class DecodeWords(NamedTuple):
     """A decode variant in words: its label in the Decode page's legends and tables, a short one where
     space is tight, how Home's prose names it, and its panel title on Device comparison (None: not said

@@ -21,8 +21,8 @@ from ..tables import table_html
 from ..bench_data import rivals
 from ..clock_reading import overshoot_words
 from ..decode_memory import idle_share, own_decode_rows
-from ..vocab import (CLOCK_GAP, ELEMENT_BYTES, EVEN, INT8_PAIRS, STUDY, STUDY_N, at_equal_clocks, decode_float,
-                     decode_words, dtype_short, floor_pace, impl_color, impl_label, join, kernel_name, plural, side,
+from ..vocab import (CLOCK_GAP, ELEMENT_BYTES, EVEN, INT8_PAIRS, STUDY, STUDY_N, clock_caveat, decode_float,
+                     decode_words, dtype_short, floor_pace, impl_color, impl_label, join, kernel_name, plural,
                      speedup_words, verdict_words, versus)
 from .base import Page
 
@@ -511,11 +511,7 @@ class HomePage(Page):
         """Where the two calls ran at median SM clocks far enough apart that the Benchmarks page gives its comparison
         an equal-clock caveat (vocab.at_equal_clocks, the rule that page uses), the cell says so: which call had the
         higher clock, and the verdict at equal clocks where it differs from the one at the clocks they ran at."""
-        even = at_equal_clocks(ratio, clock, theirs)
-        if even is None:
-            return ""
-        text = f" at a {'higher' if clock > theirs else 'lower'} clock"
-        return text + (f", {speedup_words(even)} at equal clocks" if side(even) != side(ratio) else "")
+        return clock_caveat(ratio, clock, theirs)
 
     def headline_table(self) -> str:
         """Our kernel's TFLOP/s at each head_dim beside the ceilings and SDPA's backends, then decode against its
