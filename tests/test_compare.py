@@ -145,13 +145,15 @@ def test_the_site_page_loads_references_from_the_data_folder(tmp_path):
     assert "Tesla T4: published figures, not re-measured here" in out and "{{" not in out
 
 
-def _versioned(tmp_path, versions_and_ms):
-    """Runs on one device, each recording the kernel version it ran, ours at the given device time (SDPA at 1 ms)."""
+def _versioned(tmp_path, versions_and_ms, devices=None):
+    """Runs, each recording the kernel version it ran, ours at the given device time (SDPA at 1 ms); on one device
+    unless `devices` names each run's."""
     from collect.manifest_io import read_manifest
     from collect.jsonio import write_json_atomic
 
     for i, (version, ms) in enumerate(versions_and_ms):
         run_dir = write_run(tmp_path, f"r{i}", created=f"2026-11-{10 + i:02d}T08:00:00+00:00",
+                            device=devices[i] if devices else "NVIDIA H200",
                             bench=bench_file(f"r{i}", triton_ms=ms, sdpa_ms=1.0), phases=("bench",))
         m = read_manifest(run_dir / "manifest.json")
         m.kernel_version = version
@@ -214,16 +216,16 @@ def test_without_an_earlier_kernel_version_the_diff_section_says_there_is_no_bef
     assert page.before is None and "no before to compare with" in page.diff_summary() and page.diff_figure() == ""
 
 
-def test_a_run_that_measured_flashattention_4_names_it_as_the_rival(tmp_path):
-    """The history's rival changes where one run measured FA4 and the others did not: the table and the
-    sentence say against whom each ratio was taken."""
+def _fa4_runs(tmp_path, plan):
+    """Runs (kernel version, whether it timed FlashAttention-4, device), ours at 1 ms, FlashAttention-2 (SDPA) at
+    1.1 ms and FlashAttention-4, where timed, at 0.8 ms; the last narrated."""
     import dataclasses
 
     from collect.jsonio import write_json_atomic
     from collect.manifest_io import read_manifest
     from collect.schema.bench import BenchFile
 
-    for i, (version, with_fa4) in enumerate((("v1", False), ("v2", False), ("v2", True))):
+    for i, (version, with_fa4, device) in enumerate(plan):
         bf = bench_file(f"r{i}", triton_ms=1.0, sdpa_ms=1.1)
         if with_fa4:
             fa4 = [dataclasses.replace(r, impl="fa4", backend_requested=None, backend_used=None,
@@ -231,13 +233,56 @@ def test_a_run_that_measured_flashattention_4_names_it_as_the_rival(tmp_path):
                                        latency_ms_p90=r.latency_ms_p90 * 0.8, tflops=r.tflops / 0.8)
                    for r in bf.rows if r.impl == "sdpa-flash"]
             bf = BenchFile(**{**bf.__dict__, "rows": bf.rows + fa4})
-        run_dir = write_run(tmp_path, f"r{i}", created=f"2026-11-{10 + i:02d}T08:00:00+00:00", bench=bf,
+        run_dir = write_run(tmp_path, f"r{i}", device=device, created=f"2026-11-{10 + i:02d}T08:00:00+00:00", bench=bf,
                             phases=("bench",))
         m = read_manifest(run_dir / "manifest.json")
         m.kernel_version = version
         write_json_atomic(run_dir / "manifest.json", m)
     runs = load_runs(tmp_path)
-    page = ComparePage(runs[-1], runs, [])
+    return ComparePage(runs[-1], runs, [])
+
+
+def test_across_two_gpus_the_diff_section_says_so_once_and_describes_no_verdict_it_did_not_give(tmp_path):
+    """Runs h200-20261205b and h100-20261205b: every case "ratio only". The summary said the two GPUs twice (its
+    sentence, then the diff's note word for word), and the paragraph under it spoke of "the verdicts above" and of a
+    default floor "said above", neither of which was there."""
+    page = _versioned(tmp_path, [("v1-old", 1.20), ("v2-new", 0.95)], devices=["NVIDIA A100-SXM4-80GB", "NVIDIA H200"])
+    assert not page.diff.same_device and {c.verdict for c in page.diff_cases} == {"ratio only"}
+    summary = page.diff_summary()
+    assert summary.count("two GPUs") == 1 and any("two GPUs" in n for n in page.diff.notes)
+    method = page.diff_method()
+    assert "A verdict needs two runs of one GPU, which these two are not" in method
+    assert "above" not in method  # nothing above holds a verdict or a floor to point to
+    assert "One run or both kept no time per call behind their medians, so no ratio has an interval." in method
+    fig = page.diff_figure()
+    assert "noise floor" not in json.dumps(plot_data(fig)) and "in one colour" in fig
+
+
+def test_on_one_gpu_the_diff_paragraph_points_to_the_verdicts_and_the_floor_note_it_has(tmp_path):
+    import dataclasses
+
+    from render import fmt
+
+    page = _versioned(tmp_path, [("v1-old", 1.20), ("v2-new", 0.95)])
+    method = page.diff_method()
+    assert "computes the verdicts above the same way" in method and "A verdict needs" not in method
+    # no noise file: every case defaulted, and the diff's own note says so above the paragraph
+    assert any("default" in n for n in page.diff.notes) and "no noise floor has been measured" in \
+        page.diff_summary().lower()
+    assert "held to a default floor, as the note above says." in method
+    # without such a note the paragraph gives the default floor and its count itself
+    page.__dict__["diff"] = dataclasses.replace(page.diff, notes=[])
+    n = len(page.diff_cases)
+    assert (f"held to a default floor of {fmt.ratio(page.diff.default_floor)} ({n} cases here)."
+            in page.diff_method())
+    fig = page.diff_figure()
+    assert "noise floor" in json.dumps(plot_data(fig)) and "coloured by verdict" in fig
+
+
+def test_a_run_that_measured_flashattention_4_names_it_as_the_rival(tmp_path):
+    """The history's rival changes where one run measured FA4 and the others did not: the table and the
+    sentence say against whom each ratio was taken."""
+    page = _fa4_runs(tmp_path, (("v1", False, "NVIDIA H200"), ("v2", False, "NVIDIA H200"), ("v2", True, "NVIDIA H200")))
     table = page.history_table()
     assert "1.10× (p10s 1.10×, p90s 1.10×), against FlashAttention-2 (SDPA)" in table
     assert "0.880× (p10s 0.880×, p90s 0.880×), against FlashAttention-4" in table
@@ -254,13 +299,111 @@ def test_a_run_that_measured_flashattention_4_names_it_as_the_rival(tmp_path):
     names = [t["name"] for t in fig]
     assert names == ["d=64 (B=2, H=8), against the fastest other: FlashAttention-2 (SDPA)",
                      "d=64 (B=2, H=8), against the fastest other: FlashAttention-4",
-                     "d=64 (B=2, H=8), against FlashAttention-2 (SDPA) (every run)"]
+                     "d=64 (B=2, H=8), against FlashAttention-2 (SDPA) (every run timed it)"]
+    # where FlashAttention-2 was the fastest other its filled marker is that comparison: no ring repeats it, and its
+    # cell points to the one beside rather than repeat the figures
+    assert len(fig[2]["x"]) == 1 and fig[2]["x"] == fig[1]["x"]
+    assert table.count("as beside: it was the fastest other") == 2
     assert fig[0]["marker"]["symbol"] != fig[1]["marker"]["symbol"]  # a change of opponent shows in the marker
     glance = page.summary_table()
     assert "against FlashAttention-4 (N=2048)" in glance and "against FlashAttention-2 (SDPA) (N=2048)" in glance
     # the forward-pass chart's hover names the quickest other implementation whichever it is, by the page's names
     hovers = {c for t in plot_data(page.bench_figure("tflops")) for c in t.get("customdata") or []}
     assert " (FlashAttention-4)" in hovers and " (FlashAttention-2 (SDPA))" in hovers
+
+
+def test_the_yardstick_is_an_opponent_every_run_in_the_table_timed_whatever_its_device(tmp_path):
+    """One H100 run that timed FlashAttention-4 among H200 runs that did not (the committed runs: nine H200 runs
+    without it): the table shows every run, so its yardstick is one every run timed, not the narrated device's."""
+    page = _fa4_runs(tmp_path, (("v1", False, "NVIDIA H200"), ("v1", False, "NVIDIA H200"),
+                                ("v2", True, "NVIDIA H100 80GB HBM3")))
+    assert page.yardstick == "sdpa-flash"
+    table = page.history_table()
+    yard = [re.findall(r"<td>(.*?)</td>", row)[5] for row in re.findall(r"<tr><td>.*?</tr>", table)]
+    assert yard == ["as beside: it was the fastest other"] * 2 + ["1.10× (p10s 1.10×, p90s 1.10×)"]
+    assert "Every run timed FlashAttention-2 (SDPA), the quickest in the narrated run of the opponents every run timed" \
+        in table
+    ring = plot_data(page.history_figure())[-1]
+    assert ring["name"] == "d=64 (B=2, H=8), against FlashAttention-2 (SDPA) (every run timed it)" and len(ring["x"]) == 1
+
+
+def _clocked(tmp_path, plan):
+    """Runs on one device, each (ours' median SM clock, FlashAttention-2's, its time over ours) at every row."""
+    import dataclasses
+
+    from collect.schema.bench import BenchFile
+
+    for i, (ours_mhz, theirs_mhz, ratio) in enumerate(plan):
+        bf = bench_file(f"r{i}", triton_ms=1.0, sdpa_ms=ratio)
+        rows = [dataclasses.replace(r, sm_clock_mhz=ours_mhz if r.impl == "triton" else theirs_mhz) for r in bf.rows]
+        write_run(tmp_path, f"r{i}", created=f"2026-11-{10 + i:02d}T08:00:00+00:00",
+                  bench=BenchFile(**{**bf.__dict__, "rows": rows}), phases=("bench",))
+    runs = load_runs(tmp_path)
+    return ComparePage(runs[-1], runs, [])
+
+
+def test_history_cells_at_clocks_far_apart_say_so_with_the_verdict_at_equal_clocks(tmp_path):
+    """Run h200-20261203i at d=128: ours at 1899 MHz, FlashAttention-4 at 1677 MHz, 0.974x, about 0.86x at equal
+    clocks. The history cell says so by Home's rule (vocab.at_equal_clocks), the caption once what it means."""
+    from render.vocab import at_equal_clocks, speedup_words
+
+    page = _clocked(tmp_path, [(1900.0, 1860.0, 0.974), (1900.0, 1680.0, 0.974), (1700.0, 1900.0, 1.2)])
+    table = page.history_table()
+    cells = re.findall(r"<td>([^<]*against FlashAttention-2 \(SDPA\)[^<]*)</td>", table)
+    assert len(cells) == 3
+    # clocks 2% apart: within the gap, no mark
+    assert cells[0].endswith("against FlashAttention-2 (SDPA)")
+    # ours 13% above theirs: on par at the clocks they ran, slower at equal ones
+    even = speedup_words(at_equal_clocks(0.974, 1900.0, 1680.0))
+    assert even.endswith("slower") and cells[1].endswith(f"; ours at a higher clock, {even} at equal clocks")
+    # ours below theirs and faster either way: the mark alone, no second verdict
+    assert cells[2].endswith("; ours at a lower clock")
+    assert "at a higher (lower) clock: ours ran at a median SM clock more than 3% above (below) the other" in table
+    hover = [h for t in plot_data(page.history_figure()) for h in t["hovertext"]]
+    assert any(f"ours at a higher clock, {even} at equal clocks" in h for h in hover)
+    # no clock far apart: no mark and no caption for it
+    plain = _clocked(tmp_path / "plain", [(1900.0, 1890.0, 0.974), (1900.0, 1900.0, 1.2)]).history_table()
+    assert "clock" not in plain
+
+
+def _copies(tmp_path, plan, references: bool = True):
+    """Runs (device, copy bandwidth median, p10, p90 in TB/s), each with the default bench."""
+    from collect.jsonio import write_json_atomic
+    from collect.manifest_io import read_manifest
+
+    for i, (device, med, p10, p90) in enumerate(plan):
+        run_dir = write_run(tmp_path, f"r{i}", device=device, created=f"2026-11-{10 + i:02d}T08:00:00+00:00",
+                            phases=("bench",))
+        m = read_manifest(run_dir / "manifest.json")
+        c = next(c for c in m.measured_ceilings if c.name == "copy_bandwidth")
+        c.per_s_median, c.per_s_p10, c.per_s_p90 = med * 1e12, p10 * 1e12, p90 * 1e12
+        write_json_atomic(run_dir / "manifest.json", m)
+    if references:
+        shutil.copytree(ROOT / "data" / "reference", tmp_path / "reference")
+    runs = load_runs(tmp_path)
+    return ComparePage(runs[-1], runs, load_references(tmp_path) if references else [])
+
+
+def test_copy_bandwidth_ranks_devices_not_runs_and_counts_published_figures_apart(tmp_path):
+    """The committed H200 runs copy within 0.1% of one another: naming the quickest run ranked one GPU's runs inside
+    their noise. Each device is the range of its runs, fastest device first; the published T4 is no measured run."""
+    page = _copies(tmp_path, [("NVIDIA H200", 4.2528, 4.246, 4.260), ("NVIDIA A100-SXM4-80GB", 1.80, 1.79, 1.81),
+                              ("NVIDIA H200", 4.2513, 4.245, 4.258), ("NVIDIA H200", 4.2230, 4.216, 4.229)])
+    said = page._device_sentences()
+    assert said[0] == ("Copy bandwidth by device, fastest first: the NVIDIA H200 at 4.22 TB/s to 4.25 TB/s over its 3 "
+                       "runs and the NVIDIA A100-SXM4-80GB at 1.80 TB/s in its one run.")
+    assert "r0" not in said[0] and "no ranking" not in said[0]
+    assert said[1] == ("At the study shape, our Triton kernel beats naive PyTorch at the longest length both ran in all "
+                       "4 measured runs with data, but not in the published figures for the Tesla T4 (t4-published).")
+    # two devices whose runs overlap: listed by their medians, but not ranked
+    tied = _copies(tmp_path / "tied", [("NVIDIA H200", 4.0, 3.9, 4.1), ("NVIDIA A100-SXM4-80GB", 3.95, 3.9, 4.0)],
+                   references=False)._device_sentences()
+    assert tied[0].endswith("; the runs of the NVIDIA H200 and the NVIDIA A100-SXM4-80GB overlap, so their order is no "
+                            "ranking.")
+    # one device: its runs' range, no ranking at all
+    one = _copies(tmp_path / "one", [("NVIDIA H200", 4.25, 4.24, 4.26), ("NVIDIA H200", 4.22, 4.21, 4.23)],
+                  references=False)._device_sentences()
+    assert one[0] == "The NVIDIA H200 copies memory at 4.22 TB/s to 4.25 TB/s over its 2 runs."
 
 
 def test_every_implementation_is_ours_a_rival_or_context():

@@ -113,7 +113,8 @@ def test_the_pages_say_which_clock_their_times_come_from(tmp_path):
     assert "kernel times on this page, and the achieved rates\ncomputed from them, are Nsight Compute's" in prof
     assert "The two rates differ in clock and in FLOP count" in prof
     # Reproduce points to the one place the clocks are checked against each other, not a second copy of it
-    assert "page sets the one clock of every other page against Nsight Compute's" in repro
+    assert "Every page times with one clock, CUDA events around each call" in repro  # said before it is named
+    assert "page sets it against Nsight Compute's kernel time" in repro
     assert "kernel times on this page" not in repro
 
 

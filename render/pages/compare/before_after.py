@@ -63,7 +63,9 @@ class BeforeAfter(CompareSection):
         if only:
             out.append(f"{plural(only, 'case')} measured in one of the two runs only "
                        f"{'is' if only == 1 else 'are'} left out.")
-        return " ".join(x for x in out if x) + "\n" + "".join(escape.note(x) for x in d.notes)
+        # Across two GPUs the sentence above says what the diff's own note on it says: the note once is a repeat.
+        notes = [x for x in d.notes if d.same_device or "two GPUs" not in x]
+        return " ".join(x for x in out if x) + "\n" + "".join(escape.note(x) for x in notes)
 
     def _ours_sentence(self, b: str) -> str:
         """Our kernel as it ships, GPU-bound: what a kernel version changes, so the page leads with it."""
@@ -154,6 +156,55 @@ class BeforeAfter(CompareSection):
         return (f"In all, of the {plural(len(self.diff_cases), 'case')} both measured, {n['faster']} ran faster in `{b}`, "
                 f"{n['slower']} slower and {n['no change']} showed no change beyond the noise.")
 
+    def diff_method(self) -> str:
+        """How the section's ratios and verdicts are made, said of the diff the section shows: the rule for a verdict
+        as the rule the diff applied where it gave verdicts, as the rule for two runs of one GPU where it gave none
+        (two GPUs), and the ratio's interval as the runs kept their samples."""
+        make = "Compare any two runs yourself with `make diff A=<run-id> B=<run-id>`"
+        tail = ("prints them as a table, each case with its pace and its floor, and writes them as JSON (its format "
+                "is on the [Data format](data-format.md) page).")
+        rule = ("the noise floor of its class (implementation × head size × mask) and its pace (host-bound or "
+                "GPU-bound; the class's alone where a run recorded no pace or the repeats hold too few cases of it): "
+                "how far repeat runs of one commit on the same GPU sit apart, measured by `python -m collect noise` "
+                "into `data/noise/`.")
+        cases = self.diff_cases
+        if not cases:
+            return (f"{make}: each case both runs measured gets the ratio of its median times (B's over A's, so below "
+                    "1 B is faster) and, where both runs ran on one GPU, a verdict: faster or slower only when the "
+                    f"ratio's bootstrap interval excludes 1 *and* the ratio is further from 1 than {rule} "
+                    f"{self.verdict_bands()} It {tail}")
+        out = ["Each case is one row both runs measured (same implementation, shape, dtype and mask). Its ratio is the "
+               "median time in the newer run over the median time in the older one, so below 1 the newer run is "
+               "faster."]
+        kept = sum(p.ratio_low is not None for p in cases)
+        if kept == len(cases):
+            out.append("Both runs kept the time of every call behind their medians, so a bootstrap of the two medians "
+                       "gives each ratio an interval.")
+        elif kept:
+            out.append("Where both runs kept the time of every call behind their medians, a bootstrap of the two "
+                       f"medians gives the ratio an interval ({kept} of {plural(len(cases), 'case')}).")
+        else:
+            out.append("One run or both kept no time per call behind their medians, so no ratio has an interval.")
+        if self.diff.same_device:  # a case without an interval is judged by its floor alone (collect.diff.verdict)
+            excludes = ("" if not kept else "that interval excludes 1 *and* " if kept == len(cases) else
+                        "that interval, where it has one, excludes 1 *and* ")
+            out.append(f"A case counts as faster or slower only when {excludes}the ratio is further from 1 than {rule}")
+            default = sum(p.floor_source == "default" for p in cases)
+            if default:  # the diff's notes, shown above, may already count them: then they are pointed to
+                told = any("default" in x for x in self.diff.notes)
+                out.append("A class no repeat runs cover is held to a default floor"
+                           + (", as the note above says." if told else
+                              f" of {fmt.ratio(self.diff.default_floor)} ({plural(default, 'case')} here)."))
+            out.append(self.verdict_bands())
+            out.append(f"{make}: it computes the verdicts above the same way and {tail}")
+        else:
+            out.append("A verdict needs two runs of one GPU, which these two are not: there a case counts as faster "
+                       "or slower only when its interval excludes 1 *and* its ratio is further from 1 than "
+                       f"{rule}")
+            out.append(self.verdict_bands())
+            out.append(f"{make}: it computes the same ratios, and verdicts where the two runs share a GPU, and {tail}")
+        return " ".join(out)
+
     def verdict_bands(self) -> str:
         """Which band a verdict on this page uses, beside the Benchmarks page's: two questions, two yardsticks."""
         return (f"This is not the {fmt.pct(100 * (EVEN - 1), 2)} band within which the Benchmarks page calls two "
@@ -174,6 +225,8 @@ class BeforeAfter(CompareSection):
                     continue
                 cs = [rows[i] for i in idx]
                 has = [p.ratio_low is not None for p in cs]
+                # Across two GPUs no verdict weighs a floor, so the hover names none.
+                floor = [f"<br>noise floor {p.floor:.3f} ({p.floor_source})" if d.same_device else "" for p in cs]
                 fig.add_trace(go.Scatter(
                     x=[i + 1 for i in idx], y=[p.ratio for p in cs], mode="markers",
                     name=f"{verdict}, host-bound" if host else verdict, legendgroup=verdict,
@@ -183,10 +236,10 @@ class BeforeAfter(CompareSection):
                                  array=[p.ratio_high - p.ratio if h else 0 for p, h in zip(cs, has)],
                                  arrayminus=[p.ratio - p.ratio_low if h else 0 for p, h in zip(cs, has)]),
                     text=[escape.plot(p.label) for p in cs],
-                    customdata=[[f"[{p.ratio_low:.3f}, {p.ratio_high:.3f}]" if h else "no interval (no samples)",
-                                 f"{p.floor:.3f} ({p.floor_source})"] for p, h in zip(cs, has)],
-                    hovertemplate="%{text}<br>ratio %{y:.3f}, interval %{customdata[0]}<br>noise floor "
-                                  "%{customdata[1]}<extra>%{fullData.name}</extra>"))
+                    customdata=[[f"[{p.ratio_low:.3f}, {p.ratio_high:.3f}]" if h else "no interval (no samples)", f]
+                                for p, h, f in zip(cs, has, floor)],
+                    hovertemplate="%{text}<br>ratio %{y:.3f}, interval %{customdata[0]}%{customdata[1]}"
+                                  "<extra>%{fullData.name}</extra>"))
         fig.add_hline(y=1.0, line=dict(color="grey", width=1, dash="dot"))
         floors = {p.floor for p in rows}
         if len(floors) == 1 and d.same_device:
@@ -196,10 +249,12 @@ class BeforeAfter(CompareSection):
         fig.update_yaxes(title_text=f"time in {escape.plot(d.run_b)} / time in {escape.plot(d.run_a)} (below 1: faster)", type="log")
         band = (" The grey band is the noise floor every case was held to." if len(
             {p.floor for p in rows}) == 1 and d.same_device else "")
+        colour = ("coloured by verdict" if d.same_device else
+                  "in one colour, since across two GPUs no case is given a verdict")
         return self.figure("diff", fig, f"Each case both runs measured: the median time in {d.run_b} over the median "
                            f"time in {d.run_a}, sorted, with its {d.confidence:.0%} bootstrap interval where both runs "
-                           f"kept their samples, coloured by verdict; hollow markers ran host-bound in one run or both."
-                           f"{band} Runs {d.run_a} ({d.device_a}) and {d.run_b} ({d.device_b})", height=460)
+                           f"kept their samples, {colour}; hollow markers ran host-bound in one run or both."
+                           f"{band} Runs {d.run_a} ({d.device_a}) and {d.run_b} ({d.device_b}).", height=460)
 
 
 def _counts(cases: list[DiffCase]) -> dict:

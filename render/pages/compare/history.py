@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -11,7 +12,7 @@ from ...bench_data import rivals, spread
 from ...figures import PALETTE
 from ...runs import Run
 from ...tables import table_html
-from ...vocab import EVEN, SPREAD_WORDS, STUDY, impl_label, join, plural
+from ...vocab import CLOCK_GAP, EVEN, SPREAD_WORDS, STUDY, clock_caveat, impl_label, join, plural
 from .common import CompareSection, known
 
 
@@ -20,6 +21,10 @@ class History(CompareSection):
 
     # The cases the history follows: the headline ones (Home's), fp16 without a mask at the longest N both ran.
     HISTORY_CASES = (("d64", STUDY["batch"], STUDY["heads"], 64), ("d128", 4, 32, 128))
+    # What the history keeps of each case, each a column suffix: ours against the fastest other implementation (the
+    # ratio, its spread's two ends, N, who it was and its median SM clock), ours' clock, then ours against the yardstick.
+    HISTORY_PARTS = ("", "_p10", "_p90", "_n", "_who", "_mhz", "_mhz_ours", "_yard", "_yard_p10", "_yard_p90",
+                     "_yard_mhz")
 
     def _case_rows(self, run: Run, batch: int, heads: int, head_dim: int) -> pd.DataFrame:
         """A run's timed ok rows at one history case's shape, fp16 without a mask."""
@@ -37,10 +42,13 @@ class History(CompareSection):
         sp = spread(other, ours) or (None, None)
         return float(other["latency_ms_median"] / ours["latency_ms_median"]), *sp
 
-    def _history_ratio(self, run: Run, batch: int, heads: int, head_dim: int):
-        """(ours against the fastest other implementation by median device time, the spread's two ends, N,
-        the fastest other implementation, and ours against the yardstick with its spread) at one shape, fp16 without
-        a mask, at the longest N both ran; None where not."""
+    @staticmethod
+    def _clock(row) -> float | None:
+        v = row.get("sm_clock_mhz")
+        return float(v) if known(v) else None
+
+    def _history_ratio(self, run: Run, batch: int, heads: int, head_dim: int) -> dict | None:
+        """HISTORY_PARTS at one shape, fp16 without a mask, at the longest N both ran; None where not."""
         df = self._case_rows(run, batch, heads, head_dim)
         if df.empty:
             return None
@@ -54,18 +62,23 @@ class History(CompareSection):
         s = at.sort_values("latency_ms_median").iloc[0]
         yard = at[at["impl"] == self.yardstick]
         versus_yard = self._versus(yard.iloc[0], t) if len(yard) else (None, None, None)
-        return (*self._versus(s, t), int(n), str(s["impl"]), *versus_yard)
+        return dict(zip(self.HISTORY_PARTS, (*self._versus(s, t), int(n), str(s["impl"]), self._clock(s),
+                                             self._clock(t), *versus_yard,
+                                             self._clock(yard.iloc[0]) if len(yard) else None)))
 
     @cached_property
     def yardstick(self) -> str | None:
         """The one implementation ours is also followed against across the runs: ranked by the fastest other
         implementation alone, the history mixes opponents (FlashAttention-4 where a run installed it, an SDPA
-        backend where not) and reads a change of opponent as a change of our kernel. It is the rival every run of
-        the narrated device timed at every history case's longest length (PyTorch's own choice aside, which is
-        whichever backend it picked), the quickest of them in the narrated run; None where no rival is in every run."""
+        backend where not) and reads a change of opponent as a change of our kernel. It is the rival every run the
+        history shows timed at every history case's longest length (PyTorch's own choice aside, which is whichever
+        backend it picked), the quickest of them in the narrated run; None where no rival is in every run. Every run
+        of every device, not the narrated device's alone: the table and figure show them all and say "every run"
+        (with one H100 run among thirty H200 ones, FlashAttention-4 was the H100's choice and missing from nine H200
+        runs)."""
         every, quick = None, {}
         for r in self.runs:
-            if r.device_name != self.run.device_name or not r.has("bench"):
+            if not r.has("bench"):
                 continue
             for _, b, h, d in self.HISTORY_CASES:
                 df = self._case_rows(r, b, h, d)
@@ -86,17 +99,40 @@ class History(CompareSection):
     @cached_property
     def history(self) -> pd.DataFrame:
         """One row per measured run, oldest first: its device, the kernel version it ran, and ours against the
-        fastest other implementation and against the yardstick at each history case."""
+        fastest other implementation and against the yardstick at each history case, with the clocks each ran at."""
         rows = []
-        parts = ("", "_p10", "_p90", "_n", "_who", "_yard", "_yard_p10", "_yard_p90")
         for r in sorted(self.runs, key=lambda r: r.created):
             row = {"run": r.id, "device": r.device_name, "version": r.kernel_version or "not recorded",
                    "date": r.created.strftime("%Y-%m-%d %H:%M")}
             for key, b, h, d in self.HISTORY_CASES:
-                got = self._history_ratio(r, b, h, d) if r.has("bench") else None
-                row.update({key + p: got[i] if got else None for i, p in enumerate(parts)})
+                got = (self._history_ratio(r, b, h, d) if r.has("bench") else None) or {}
+                row.update({key + p: got.get(p) for p in self.HISTORY_PARTS})
             rows.append(row)
         return pd.DataFrame(rows)
+
+    def _every_run(self) -> str:
+        """Who "every run" is where the yardstick is named: the runs with a history case measured, which the
+        yardstick is chosen over, naming the rest where the table holds runs without one."""
+        f = self.history
+        measured = int(f[[k for k, *_ in self.HISTORY_CASES]].notna().any(axis=1).sum()) if not f.empty else 0
+        return "every run" if measured == len(f) else "every run with a case measured"
+
+    @staticmethod
+    def _clock_mark(r, key: str, col: str) -> str:
+        """Where ours and the opponent of column `col` ran at median SM clocks more than CLOCK_GAP apart, the cell says
+        so as Home's headline table does, by its one rule (vocab.at_equal_clocks), so that a ratio between clocks is
+        not read as one between kernels (run h200-20261203i at d=128: ours at 1899 MHz, FlashAttention-4 at 1677):
+        which call had the higher clock, and the verdict at equal clocks where it differs from the one as run."""
+        if not known(r[col]):
+            return ""
+        # "ours": after "against X", a bare "at a higher clock" would read as X's
+        words = clock_caveat(float(r[col]), r[f"{key}_mhz_ours"], r[f"{col}_mhz"], who="ours")
+        return f";{words}" if words else ""
+
+    def _clock_marked(self) -> bool:
+        f = self.history
+        cols = [c for k, *_ in self.HISTORY_CASES for c in ((k, k + "_yard") if self._yard_columns else (k,))]
+        return any(self._clock_mark(r, c.removesuffix("_yard"), c) for _, r in f.iterrows() for c in cols)
 
     @property
     def _yard_columns(self) -> bool:
@@ -127,10 +163,12 @@ class History(CompareSection):
         yard = impl_label(self.yardstick) if self.yardstick else ""
         if not self.yardstick:
             against = "the fastest other implementation's speed"
-        elif whos == {self.yardstick}:
-            against = f"the speed of {yard}" + (", the fastest other implementation in every run," if count else "")
+        elif whos == {self.yardstick}:  # said of the narrated device's runs, which the sentence follows
+            here = ("every run" if set(self.history["device"]) == {self.run.device_name}
+                    else f"every run on the {escape.text(self.run.device_name)}")
+            against = f"the speed of {yard}" + (f", the fastest other implementation in {here}," if count else "")
         else:
-            against = f"the speed of {yard}" + (", which every run timed," if count else "")
+            against = f"the speed of {yard}" + (f", which {self._every_run()} timed," if count else "")
         return (f"At d={d} (B={b}, H={h}, N={n}, fp16, non-causal) ours ran at "
                 f"{fmt.span(first[col].min(), first[col].max(), fmt.ratio)} {against} with "
                 f"{escape.text(versions[0])} and at {fmt.span(last[col].min(), last[col].max(), fmt.ratio)} with "
@@ -169,35 +207,45 @@ class History(CompareSection):
         if f.empty:
             return "No measured run is committed."
 
-        def cell(r, k: str, who: bool) -> str:
-            if not known(r[k]):
+        def cell(r, key: str, col: str) -> str:
+            if not known(r[col]):
                 return "not measured"
-            text = fmt.ratio(r[k])
-            if known(r[k + "_p10"]) and known(r[k + "_p90"]):
-                text += f" (p10s {fmt.ratio(r[k + '_p10'])}, p90s {fmt.ratio(r[k + '_p90'])})"
-            return text + (f", against {impl_label(r[k + '_who'])}" if who else "")
+            if col != key and r[key + "_who"] == self.yardstick:
+                return "as beside: it was the fastest other"  # the same calls: their figures once is enough
+            text = fmt.ratio(r[col])
+            if known(r[col + "_p10"]) and known(r[col + "_p90"]):
+                text += f" (p10s {fmt.ratio(r[col + '_p10'])}, p90s {fmt.ratio(r[col + '_p90'])})"
+            text += f", against {impl_label(r[key + '_who'])}" if col == key else ""
+            return text + self._clock_mark(r, key, col)
 
         out = []
         for _, r in f.iterrows():
             row = {"version": r["version"], "run": r["run"] + (" (narrated)" if r["run"] == self.run.id else ""),
                    "device": r["device"], "date": r["date"]}
             for k, *_ in self.HISTORY_CASES:
-                row[k] = cell(r, k, True)
+                row[k] = cell(r, k, k)
                 if self._yard_columns:
-                    row[k + "_yard"] = cell(r, k + "_yard", False)
+                    row[k + "_yard"] = cell(r, k, k + "_yard")
             out.append(row)
         cols = {"version": "Kernel version", "run": "Run", "device": "Device", "date": "Collected (UTC)"}
         for k, b, h, d in self.HISTORY_CASES:
             cols[k] = f"Ours vs fastest other, d={d} (B={b}, H={h})"
             if self._yard_columns:
                 cols[k + "_yard"] = f"Ours vs {impl_label(self.yardstick)}, d={d}"
-        return table_html(pd.DataFrame(out), cols,
-                          caption="Median device time of the other implementation over ours, fp16, non-causal, at the "
-                                  f"longest N both ran; in brackets {SPREAD_WORDS}, which need not bracket the medians' "
-                                  "ratio"
-                                  + (f". Every run timed {impl_label(self.yardstick)} (the quickest of the opponents "
-                                     "that every run timed), so its columns follow our kernel alone"
-                                     if self._yard_columns else ""))
+        caption = ("Median device time of the other implementation over ours, fp16, non-causal, at the longest N both "
+                   f"ran; in brackets {SPREAD_WORDS}, which need not bracket the medians' ratio")
+        if self._yard_columns:
+            yard, every = impl_label(self.yardstick), self._every_run()
+            caption += (f". {every.capitalize()} timed {yard}, the quickest in the narrated run of the opponents "
+                        f"{every} timed, so its columns follow our kernel while the fastest other changes; where "
+                        f"{yard} was itself the fastest other, its cell points to the one beside")
+        if self._clock_marked():
+            caption += (f"; at a higher (lower) clock: ours ran at a median SM clock more than "
+                        f"{fmt.pct(100 * CLOCK_GAP, 0)} above (below) the other's; a compute-bound call's time scales "
+                        "about inversely with its clock, so the verdict at equal clocks follows where it differs from "
+                        f"the one at the clocks they ran at (on par: within {fmt.pct(100 * (EVEN - 1), 0)} either "
+                        "way), as on Home")
+        return table_html(pd.DataFrame(out), cols, caption=caption)
 
     # One marker per opponent the fastest other implementation was, so a change of opponent shows as one.
     SYMBOLS = ("circle", "diamond", "square", "triangle-up", "cross", "star")
@@ -218,13 +266,13 @@ class History(CompareSection):
             rank = g.groupby("version").cumcount()
             g = g.assign(x=[versions.index(v) + 0.12 * (j - 0.5) + 0.04 * k for v, k in zip(g["version"], rank)])
             series = [(col, w, g[g[f"{key}_who"] == w]) for col, w in ((key, w) for w in whos)]
-            if self._yard_columns:
-                series.append((f"{key}_yard", None, g[g[f"{key}_yard"].notna()]))
+            if self._yard_columns:  # a ring only where the yardstick was not the filled marker's opponent already
+                series.append((f"{key}_yard", None, g[g[f"{key}_yard"].notna() & (g[f"{key}_who"] != self.yardstick)]))
             for col, who, s in series:
                 if s.empty:
                     continue
                 name = (f"d={d} (B={b}, H={h}), against the fastest other: {impl_label(who)}" if who else
-                        f"d={d} (B={b}, H={h}), against {impl_label(self.yardstick)} (every run)")
+                        f"d={d} (B={b}, H={h}), against {impl_label(self.yardstick)} ({self._every_run()} timed it)")
                 marker = (dict(size=9, color=PALETTE[j * 3], symbol=self.SYMBOLS[whos.index(who) % len(self.SYMBOLS)])
                           if who else dict(size=14, color=PALETTE[j * 3], symbol="circle-open", line=dict(width=1.5)))
                 ends = s[[f"{col}_p10", f"{col}_p90"]].astype(float)
@@ -232,16 +280,16 @@ class History(CompareSection):
                            array=(ends.max(axis=1) - s[col]).clip(lower=0).fillna(0).tolist(),
                            arrayminus=(s[col] - ends.min(axis=1)).clip(lower=0).fillna(0).tolist())
                 opponent = impl_label(who or self.yardstick)
-                hover = [escape.plot(f"{run} ({dev}), {ver}: {fmt.ratio(v)} against {opponent}") for run, dev, ver, v in
-                         zip(s["run"], s["device"], s["version"], s[col])]
+                hover = [escape.plot(f"{r['run']} ({r['device']}), {r['version']}: {fmt.ratio(r[col])} against "
+                                     f"{opponent}{self._clock_mark(r, key, col)}") for _, r in s.iterrows()]
                 fig.add_trace(go.Scatter(x=s["x"].tolist(), y=s[col].astype(float).tolist(), mode="markers", name=escape.plot(name), error_y=err,
                                          marker=marker, hovertext=hover, hoverinfo="text"))
         fig.add_hline(y=1, line_dash="dash", line_color=PALETTE[7], line_width=1)
         fig.update_xaxes(tickvals=list(range(len(versions))), ticktext=[escape.plot(v) for v in versions],
                          title_text="kernel version, in the order the runs were collected")
         fig.update_yaxes(title_text="other's time over ours (×)")
-        yard = (f"; open rings: against {impl_label(self.yardstick)}, which every run timed" if self._yard_columns
-                else "")
+        yard = (f"; open rings: against {impl_label(self.yardstick)}, which {self._every_run()} timed, where it was "
+                "not the fastest other" if self._yard_columns else "")
         return self.figure("history", fig, "Our kernel against the fastest other implementation, one marker per committed "
                                            "run, grouped by the kernel version it ran, its shape telling which "
                                            f"implementation was the fastest other{yard}; bars span {SPREAD_WORDS}; "
@@ -262,33 +310,84 @@ class History(CompareSection):
         first = " ".join(said[:3]) or "No device here has a measured ceiling or a benchmark at the study shape."
         return first + ("\n\n" + " ".join(rest) if rest else "")
 
+    # The most measured figures one sentence carries; devices past them are named in order without figures.
+    MOST_FIGURES = 4
+
     def _device_sentences(self) -> list[str]:
-        """Across the devices: who streams fastest, and where Triton stands on each."""
-        out = []
-        measured = [d for d in self.devices if not d.published]
-        copies = [(c.per_s_median, d) for d in measured for c in d.run.manifest.measured_ceilings
-                  if c.name == "copy_bandwidth" and c.status == "ok" and c.per_s_median]
-        if copies:
-            best = max(copies, key=lambda x: x[0])
-            names = {d.run.manifest.device.name for _, d in copies}
-            if len(names) == 1:  # one GPU measured several times: the spread is noise, not a ranking
-                lo = min(c for c, _ in copies)
-                out.append(f"The {plural(len(copies), 'measured run')} of the {escape.text(next(iter(names)))} copy "
-                           f"memory at {fmt.span(lo, best[0], fmt.bandwidth)}.")
-            else:
-                out.append(f"Of {plural(len(measured), 'measured run')}, {escape.text(best[1].label)} copies memory "
-                           f"fastest, at {fmt.bandwidth(best[0])}.")
-        wins = total = 0
+        """Across the devices: how fast each copies memory, and where Triton beats naive PyTorch."""
+        out = [self._copy_sentence()]
+        wins, total, published = 0, 0, {True: [], False: []}
         for d in self.devices:
             if not d.run.has("bench") or self._bench_series(d, "triton").empty or self._bench_series(d, "naive").empty:
                 continue
             tri = self._bench_series(d, "triton").set_index("seq_len")["latency_ms_median"]
             naive = self._bench_series(d, "naive").set_index("seq_len")["latency_ms_median"]
             common = [n for n in tri.index if n in naive.index]
-            if common:
+            if not common:
+                continue
+            win = bool(naive[common[-1]] / tri[common[-1]] >= EVEN)
+            if d.published:  # a reference is a write-up's figures, not a run: named apart from the runs
+                published[win].append(f"the {escape.text(d.run.device_name)} ({escape.text(d.run.id)})")
+            else:
                 total += 1
-                wins += naive[common[-1]] / tri[common[-1]] >= EVEN
+                wins += win
+        beats = "At the study shape, our Triton kernel beats naive PyTorch at the longest length both ran"
+        where = []
         if total:
-            out.append(f"At the study shape, our Triton kernel beats naive PyTorch at the longest length both ran in "
-                       f"{wins} of {plural(total, 'run')} with data (published figures included).")
-        return out
+            runs = plural(total, "measured run")
+            share = (f"all {runs}" if wins == total > 1 else f"none of the {runs}" if not wins and total > 1
+                     else f"{wins} of {runs}")
+            where.append(f"in {share} with data")
+        if published[True]:
+            where.append(f"in the published figures for {join(published[True])}")
+        lost = f"the published figures for {join(published[False])}" if published[False] else ""
+        if where:
+            some = bool(wins or published[True])
+            out.append(f"{beats} {' and '.join(where)}" + (f"{', but not' if some else ' nor'} in {lost}" if lost else "")
+                       + ".")
+        elif lost:
+            out.append(f"{beats.replace('beats', 'does not beat')} in {lost}.")
+        return [x for x in out if x]
+
+    def _copy_sentence(self) -> str:
+        """Copy bandwidth by device, fastest first, each device as the range of its runs' medians. Ranking single runs
+        ranks one GPU's runs within their own noise (twelve H200 runs lie within 0.1% of one another); an order is
+        claimed only where the devices' runs do not overlap, their p10s to p90s taken in."""
+        by: dict[str, list] = {}
+        for d in self.devices:
+            if d.published:
+                continue
+            for c in d.run.manifest.measured_ceilings:
+                if c.name == "copy_bandwidth" and c.status == "ok" and c.per_s_median:
+                    by.setdefault(d.run.manifest.device.name, []).append(
+                        (c.per_s_median, c.per_s_p10 or c.per_s_median, c.per_s_p90 or c.per_s_median))
+        if not by:
+            return ""
+
+        def runs(name: str) -> str:
+            n = len(by[name])
+            return "in its one run" if n == 1 else f"over its {n} runs"
+
+        def at(name: str) -> str:
+            meds = [m for m, _, _ in by[name]]
+            return fmt.span(min(meds), max(meds), fmt.bandwidth)
+
+        if len(by) == 1:
+            name = next(iter(by))
+            return f"The {escape.text(name)} copies memory at {at(name)} {runs(name)}."
+        order = sorted(by, key=lambda n: -float(np.median([m for m, _, _ in by[n]])))
+        parts, figures = [], 0
+        for name in order:
+            cost = 1 + (" to " in at(name))
+            if figures + cost > self.MOST_FIGURES:
+                break
+            figures += cost
+            parts.append(f"the {escape.text(name)} at {at(name)} {runs(name)}")
+        rest = [f"the {escape.text(n)}" for n in order[len(parts):]]
+        if rest:
+            parts.append(f"then {join(rest)}")
+        lo = {n: min(p10 for _, p10, _ in by[n]) for n in order}
+        hi = {n: max(p90 for _, _, p90 in by[n]) for n in order}
+        tied = [f"the {escape.text(a)} and the {escape.text(b)}" for a, b in zip(order, order[1:]) if lo[a] <= hi[b]]
+        return (f"Copy bandwidth by device, fastest first: {join(parts)}"
+                + (f"; the runs of {join(tied)} overlap, so their order is no ranking" if tied else "") + ".")
