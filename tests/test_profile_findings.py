@@ -142,6 +142,17 @@ def test_only_the_masking_near_the_line_is_called_near(tmp_path):
 
 # ---- M3: a call that did follow its low clock reading, and the two clocks ranking ours apart ---------------
 
+def _at_clocks(tmp_path, pf, profiled_mhz=1650.0, timed_mhz=1970.0) -> ProfilePage:
+    """The profile's page with every kernel read at `profiled_mhz` under Nsight Compute and every call timed at
+    `timed_mhz` on our clock."""
+    for k in pf.kernels:
+        k.sm_clock_mhz = profiled_mhz
+    for c in pf.clock_check:
+        c.sm_clock_mhz = timed_mhz
+    run = S.make(tmp_path, profile=pf)
+    return ProfilePage(run, [run])
+
+
 def test_a_memory_bound_call_that_followed_its_clock_reading_is_said_not_left_out(tmp_path):
     def l2_bound(pf):  # our call's L2 traffic large enough that the L2 roof binds it, not the tensor roof
         k, r = ours(pf)
@@ -149,12 +160,7 @@ def test_a_memory_bound_call_that_followed_its_clock_reading_is_said_not_left_ou
 
     pf = S.profile_file("rep-1", clock_ratio=1650 / 1970)
     l2_bound(pf)
-    for k in pf.kernels:
-        k.sm_clock_mhz = 1650.0
-    for c in pf.clock_check:
-        c.sm_clock_mhz = 1970.0
-    run = S.make(tmp_path, profile=pf)
-    page = ProfilePage(run, [run])
+    page = _at_clocks(tmp_path, pf)
     assert "compute" not in page.binding_roofs()["triton"][0]
     t = text(page.profiler_clock_finding())
     assert "One call not bound by a compute roof did run slower under the profiler" in t
@@ -167,12 +173,7 @@ def test_the_compute_bound_verdict_is_said_of_its_calls_and_a_call_that_slowed_i
     pf = S.profile_file("rep-1")
     add_rival(pf, ncu_ms=0.05 * 1970 / 1650, device_ms=0.05)
     pf.kernels[-1].l2_bytes = pf.impls[-1].l2_bytes = 5e10
-    for k in pf.kernels:
-        k.sm_clock_mhz = 1650.0
-    for c in pf.clock_check:
-        c.sm_clock_mhz = 1970.0
-    run = S.make(tmp_path, profile=pf)
-    page = ProfilePage(run, [run])
+    page = _at_clocks(tmp_path, pf)
     assert "compute" in page.binding_roofs()["triton"][0] and "compute" not in page.binding_roofs()["fa4"][0]
     t = text(page.profiler_clock_finding())
     assert ("So for that call the profiler's clock reading does not describe the clock its kernel ran at, and the rates "
