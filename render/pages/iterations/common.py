@@ -19,7 +19,8 @@ from ...vocab import clock_gap, is_rival, join, masking
 from ..base import Page
 
 CEILINGS = {"float16": "matmul_fp16", "bfloat16": "matmul_bf16"}
-# No goal case may fall more than this below the goal ratio: the run-to-run noise band of this data.
+# No goal case may fall more than this below the goal ratio: a run-to-run noise band fixed for every run, not
+# measured in each; the page says so.
 NOISE_BAND = 0.03
 
 

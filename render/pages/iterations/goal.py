@@ -40,7 +40,8 @@ class Goal(IterationsSection):
         floor = d.goal_ratio - NOISE_BAND
         shown = lambda r: goal_ratio_text(r, d.goal_ratio)  # noqa: E731
         out = [f"The goal: over the goal cases, a median of {goal} or more of the fastest other implementation's TFLOP/s, "
-               f"and no case below {fmt.ratio(floor)} (the noise band of this data). The final version, "
+               f"and no case below {fmt.ratio(floor)} (a noise band of {share(NOISE_BAND)}, the same for every run, not "
+               "measured in this one). The final version, "
                f"**{escape.text(final)}**, has a median of {shown(med)} with "
                f"{plural(len(low), 'case', none=True)} below {fmt.ratio(floor)}: the goal is "
                f"{'reached' if reached else 'missed'}. "
