@@ -754,6 +754,22 @@ def test_a_prediction_written_after_a_first_measurement_is_flagged_and_counted()
     assert "written after a first" not in page_for(sample_file()).findings_first()
 
 
+def test_a_routing_versions_prediction_written_after_its_kernels_were_measured_is_weaker_evidence_too():
+    # v7 and v10 of the committed runs: "Written after v9 was measured, before v10 itself ran": not after a
+    # measurement of the version, but its factors are those of the kernels it routes to.
+    f = sample_file()
+    f.versions[1].prediction = ("The better of v0 and v2 in each case: +5%. Written after v0 was measured, before v1 "
+                                "itself ran.")
+    page = page_for(f)
+    first = html.unescape(page.findings_first())
+    assert "1 prediction was written after the kernels its version routes to were measured" in first
+    assert "written after a first measurement" not in first
+    row = next(tr for tr in re.findall(r"<tr>.*?</tr>", page.journey_table(), flags=re.S) if ">v1-wide<" in tr)
+    assert "written after the kernels it runs were measured" in row
+    # a prediction written before anything ran says neither
+    assert "routes to were measured" not in html.unescape(page_for(sample_file()).findings_first())
+
+
 # --- FlashAttention-4 named as itself (W2), ratios near the floor (U1), clocks (M6) ---------------------------
 
 

@@ -2,6 +2,8 @@
 rule, each version's story, and the fewer-wider-loads fix the published study left open."""
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from ... import escape, fmt
@@ -85,6 +87,17 @@ def written_after(v) -> bool:
     return POST_HOC in v.prediction.lower()
 
 
+# A routing version's prediction written once the kernels it routes to had been measured, before it ran itself
+# ("Written after v9 was measured, before v10 itself ran"): its factors are those kernels' own, so it is weaker
+# evidence too, though not written after a measurement of the version.
+PARTS_MEASURED = re.compile(r"written after [^.]{0,80}measured, before \S+ itself ran")
+
+
+def written_after_parts(v) -> bool:
+    """Whether a version's prediction says it was written after the kernels it runs were measured."""
+    return not written_after(v) and PARTS_MEASURED.search(v.prediction.lower()) is not None
+
+
 def case_words(c) -> str:
     """A goal case without its masking (the journey table's cells say it first): 'fp16, N=4096, B=4, H=32, d=128'."""
     return f"{SHORT.get(c.dtype, c.dtype)}, N={c.n}, B={c.batch}, H={c.heads}, d={c.head_dim}"
@@ -116,6 +129,8 @@ class Journey(IterationsSection):
                 verdicts.append(f"{pred.masking}: {self._verdict_cell(v, pred, m)}")
             if written_after(v) and ranges:
                 ranges.append("written after a first measurement")
+            elif written_after_parts(v) and ranges:
+                ranges.append("written after the kernels it runs were measured")
             data.append({"name": v.name, "kernel": version_kernel(v.path, v.features),
                          "base": baseline_label(base) if base else "none",
                          "range": "; ".join(ranges) or "none recorded",

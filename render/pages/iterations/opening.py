@@ -7,7 +7,7 @@ from ... import escape, fmt
 from ...vocab import DTYPE_SHORT as SHORT
 from ...vocab import impl_label, join, masking, plural
 from .common import NOISE_BAND, YARDSTICKS, IterationsSection, goal_ratio_text, where_ran
-from .journey import HELD, IN_SLACK, prediction_baseline, verdict, written_after
+from .journey import HELD, IN_SLACK, prediction_baseline, verdict, written_after, written_after_parts
 
 
 class Opening(IterationsSection):
@@ -27,15 +27,17 @@ class Opening(IterationsSection):
                        f"implementation's TFLOP/s over {len(measured)} goal cases (the goal: {fmt.ratio(d.goal_ratio)}), "
                        f"with {plural(len(low), 'case', none=True)} below "
                        f"{fmt.ratio(d.goal_ratio - NOISE_BAND)}.")
-        verdicts, narrow, after = [], 0, []
+        verdicts, narrow, after, parts = [], 0, [], []
         for v, pred, m in self.measured_predictions():
             if m.factor is not None:
                 verdicts.append(verdict(m.factor, pred.low, pred.high))
                 narrow += self.narrower(v, pred, m)
                 if written_after(v):
                     after.append(verdicts[-1])
+                elif written_after_parts(v):
+                    parts.append(verdicts[-1])
         if verdicts:
-            out.append(self._tally(verdicts, narrow, after))
+            out.append(self._tally(verdicts, narrow, after, parts))
         return " ".join(out) or "No version of our kernel was measured in this run."
 
     def steps_sentence(self) -> str:
@@ -53,7 +55,7 @@ class Opening(IterationsSection):
                 f"{on(worst[4])}.")
 
     @staticmethod
-    def _tally(verdicts: list[str], narrow: int, after: list[str]) -> str:
+    def _tally(verdicts: list[str], narrow: int, after: list[str], parts: list[str] = ()) -> str:
         """The predictions' verdicts counted, and how many rest on fewer cases than they cover or were written after
         a first measurement (weaker evidence, so the count says so)."""
         held = sum(w in (HELD, IN_SLACK) for w in verdicts)
@@ -72,6 +74,11 @@ class Opening(IterationsSection):
                 ("it did not hold" if len(after) == 1 else f"{n_held} of them held")
             weak.append(f"{plural(len(after), 'prediction')} {'was' if len(after) == 1 else 'were'} written after a "
                         f"first measurement of the version ({held_words})")
+        if parts:
+            one = len(parts) == 1
+            weak.append(f"{plural(len(parts), 'prediction')} {'was' if one else 'were'} written after the kernels "
+                        f"{'its version routes' if one else 'their versions route'} to were measured "
+                        f"({sum(w in (HELD, IN_SLACK) for w in parts)} held)")
         if weak:
             text += f" Weaker evidence: {'; '.join(weak)}."
         return text
