@@ -91,3 +91,10 @@ def profiler_slowdowns(run, checks: pd.DataFrame) -> pd.DataFrame:
     negative = ((checks["kernels"] == 1) & (checks["ncu_ms"] < SHORT_CALL_MS) & (checks["gap_ms"] < 0)).astype(bool)
     clock = slowed_by_clock(run, checks)
     return pd.DataFrame({"negative": negative, "clock": clock, "slower": negative | clock}, index=checks.index)
+
+
+def slowed_who(ours: bool, theirs: bool, other: str) -> str:
+    """Whose call of a pair ran slower under the profiler (profiler_slowdowns' `slower`): 'both calls', 'ours', the
+    other's label, or '' where neither did. The words the Profiling and Iterations pages give a ranking that rests on
+    such a call."""
+    return "both calls" if ours and theirs else "ours" if ours else other if theirs else ""

@@ -7,7 +7,7 @@ import pandas as pd
 from functools import cached_property
 
 from ... import escape, fmt
-from ...profiler_clock import profiler_slowdowns
+from ...profiler_clock import profiler_slowdowns, slowed_who
 from ...tables import table_html
 from ...vocab import DTYPE_SHORT as SHORT
 from ...vocab import (FULL_OCCUPANCY, PERSISTENT_LIMIT, impl_label, is_rival, join, kernel_function_name, kernel_key,
@@ -317,8 +317,8 @@ class CompiledKernels(IterationsSection):
             return ""
         slowed = profiler_slowdowns(self.run, checks)["slower"]
         by_case = dict(zip(checks["case_id"], slowed))
-        a, b = bool(by_case.get(o.get("case_id"))), bool(by_case.get(t.get("case_id")))
-        return "both calls" if a and b else "ours" if a else escape.text(impl_label(t["impl"])) if b else ""
+        return slowed_who(bool(by_case.get(o.get("case_id"))), bool(by_case.get(t.get("case_id"))),
+                          escape.text(impl_label(t["impl"])))
 
     def _issue_slots(self, o, t) -> str:
         """', with the issue slots busy 45.6% and 44.7% of cycles': cycles per instruction compare little across

@@ -9,7 +9,7 @@ import pandas as pd
 from ... import escape, fmt
 from ...fmt import known
 from ...profiler_clock import (CLOCK_FOLLOW_SHARE, CLOCKS_SAME, SHORT_CALL_MS, clock_follow, profiled_clocks,
-                               profiler_slowdowns)
+                               profiler_slowdowns, slowed_who)
 from ...tables import table_html
 from ...bench_data import BenchData, spread
 from ...vocab import case_side, case_versus, impl_label, is_rival, join, plural, side, speedup_words, versus
@@ -365,9 +365,9 @@ class Clocks(ProfileData):
         """Where a ranking under Nsight Compute rests on a call that ran slower under the profiler than on our clock
         (render/profiler_clock.py, the calls the One clock section names and the Benchmarks page leaves out of its
         own comparison): the ranking then measures that slowdown, not the kernels as timed."""
-        if not (ours or theirs):
+        who = slowed_who(ours, theirs, other)
+        if not who:
             return ""
-        who = "both calls" if ours and theirs else "ours" if ours else other
         return (f" Under Nsight Compute {who} ran slower than on our clock (One clock, above), so this disagreement "
                 "rests on the profiler's slowdown, not on the kernels as timed.")
 
