@@ -10,7 +10,7 @@ from ... import escape, fmt
 from ...tables import table_html
 from ...vocab import DTYPE_SHORT as SHORT
 from ...vocab import join, masking, plural, version_kernel
-from .common import YARDSTICKS, IterationsSection, Measured, share
+from .common import NOISE_BAND, YARDSTICKS, IterationsSection, Measured, share
 
 # A measured factor within this much of a predicted range's edge still "holds": run-to-run noise.
 SLACK = 0.01
@@ -177,6 +177,7 @@ class Journey(IterationsSection):
                 f"predicted, for run-to-run noise; the verdict then reads *{IN_SLACK}*, and the measured factor is "
                 "printed with the figures that place it between the range and that slack.")
         text += f" In this run, {plural(n, 'verdict')} {'reads' if n == 1 else 'read'} so." if n else ""
+        text += self._slack_beside_band(got)
         text += (" A prediction covers every goal case of its masking (for a single step, at the head sizes the step "
                  "was timed at), unless its words name fewer; a verdict that rests on fewer is marked *narrower*, "
                  "with how many it rests on.")
@@ -185,6 +186,23 @@ class Journey(IterationsSection):
             text += (" Where a prediction's words name the cases it is about, it is measured there alone: "
                      f"{join(f'{escape.text(v.name)} at {cases_label(prediction_cases(v))}' for v in named)}.")
         return text
+
+    def _slack_beside_band(self, got: list) -> str:
+        """The slack beside the goal's noise band: two fixed sizes, neither measured, and how many verdicts of this run
+        the wider one would turn."""
+        def within_band(f, low, high):
+            return f is not None and low * (1 - NOISE_BAND) <= f <= high * (1 + NOISE_BAND)
+
+        turned = [(v, p) for v, p, m in got if verdict(m.factor, p.low, p.high) in ("better than predicted",
+                  "worse than predicted") and within_band(m.factor, p.low, p.high)]
+        text = (f" The slack is narrower than the goal's {share(NOISE_BAND)} noise band above; both are fixed choices, "
+                "not measured in any run.")
+        if not turned:
+            return text + f" No verdict of this run misses its range by less than {share(NOISE_BAND)}."
+        names = join(f"{escape.text(v.name)} ({p.masking})" for v, p in turned)
+        return text + (f" {plural(len(turned), 'verdict')} of this run {'misses' if len(turned) == 1 else 'miss'} "
+                       f"{'its' if len(turned) == 1 else 'their'} range by less than {share(NOISE_BAND)}, and would "
+                       f"read as predicted under the band: {names}.")
 
     def measured_predictions(self) -> list:
         """(version, prediction, Measured) for every prediction of a timed version with a baseline."""
