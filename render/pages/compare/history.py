@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 
 from ... import escape, fmt
 from ...bench_data import rivals, spread
+from ...clock_reading import overshoot
 from ...figures import PALETTE
 from ...runs import Run
 from ...tables import table_html
@@ -130,9 +131,35 @@ class History(CompareSection):
         return f";{words}" if words else ""
 
     def _clock_marked(self) -> bool:
+        return bool(self._marked_runs())
+
+    def _marked_runs(self) -> list[str]:
+        """The runs with a cell that carries a clock mark."""
         f = self.history
         cols = [c for k, *_ in self.HISTORY_CASES for c in ((k, k + "_yard") if self._yard_columns else (k,))]
-        return any(self._clock_mark(r, c.removesuffix("_yard"), c) for _, r in f.iterrows() for c in cols)
+        return [r["run"] for _, r in f.iterrows()
+                if any(self._clock_mark(r, c.removesuffix("_yard"), c) for c in cols)]
+
+    def _marked_overshoot(self) -> str:
+        """Where a marked run's clock readings pass its device's maximum: by how much at most, and in which run, so
+        that a mark no wider than the readings' own error is read as such (clock_reading)."""
+        by_id, marked = {r.id: r for r in self.runs}, self._marked_runs()
+        worst = []
+        for rid in marked:
+            run = by_id[rid]
+            rows = run.frame("bench", "rows")
+            o = overshoot(rows[rows["status"] == "ok"], run.manifest.device) if not rows.empty else None
+            if o:
+                worst.append((o[0] / o[1] - 1, rid, len(worst)))
+        if not worst:
+            return ""
+        share, rid, _ = max(worst)
+        which = ("both marked runs" if len(worst) == len(marked) == 2 else
+                 f"all {len(marked)} marked runs" if len(worst) == len(marked) > 1 else
+                 f"{len(worst)} of the {plural(len(marked), 'marked run')}")
+        return (f". The clock readings are estimates: in {which} some read above the "
+                f"device's maximum SM clock, by up to {fmt.pct(100 * share, 2)} (run {escape.text(rid)}), so there a "
+                "gap of that size or less may be the readings' own error")
 
     @property
     def _yard_columns(self) -> bool:
@@ -245,6 +272,7 @@ class History(CompareSection):
                         "about inversely with its clock, so the verdict at equal clocks follows where it differs from "
                         f"the one at the clocks they ran at (on par: within {fmt.pct(100 * (EVEN - 1), 0)} either "
                         "way), as on Home")
+            caption += self._marked_overshoot()
         return table_html(pd.DataFrame(out), cols, caption=caption)
 
     # One marker per opponent the fastest other implementation was, so a change of opponent shows as one.
