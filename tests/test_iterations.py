@@ -374,6 +374,22 @@ def test_the_verdicts_state_their_slack_and_count_the_rows_in_it():
     assert "as predicted (within the 1% slack)" in page.journey_table()
 
 
+def test_the_verdict_rule_names_the_misses_the_goals_wider_band_would_turn():
+    """The 1% slack and the goal's 3% band are two fixed sizes: the rule says so, and names each verdict that misses
+    its range by less than the band (v2-ws measures 1.342 over v1-wide, as above)."""
+    f = sample_file()
+    f.versions[2].predicted = [PredictedRange("non-causal", 1.1, 1.31)]  # 2.4% past 1.31: a miss, inside 3%
+    rule = page_for(f).verdict_rule()
+    assert "both are fixed choices, not measured in any run" in rule
+    assert ("1 verdict of this run misses its range by less than 3%, and would read as predicted under the band: "
+            f"{f.versions[2].name} (non-causal).") in rule
+    f.versions[2].predicted = [PredictedRange("non-causal", 1.1, 1.25)]  # 7% past: a miss under either size
+    rule = page_for(f).verdict_rule()
+    assert "No verdict of this run misses its range by less than 3%." in rule
+    f.versions[2].predicted = [PredictedRange("non-causal", 1.1, 1.40)]  # held: nothing to turn
+    assert "No verdict of this run misses its range by less than 3%." in page_for(f).verdict_rule()
+
+
 def test_goal_finding_counts_the_cases_met():
     text = page_for(sample_file()).goal_finding()
     # v2-ws: 600/650 = 0.92 at N=4096 (met); at 16384, 630/617.5 >= 0.9 (met): 2 of 2. The median,
