@@ -8,7 +8,7 @@ from collect.schema.decode import VARIANTS
 from ... import escape, fmt
 from ...tables import table_html
 from ...vocab import join, plural
-from .data import DecodeData, _ok
+from .data import WHOLE_CALL_VARIANTS, DecodeData, _ok
 
 
 class Agreement(DecodeData):
@@ -53,6 +53,27 @@ class Agreement(DecodeData):
         return (" (not compared: " + "; ".join(f"{join(escape.text(self.named(v)) for v in rest)} on "
                                                f"{escape.text(model)}" for model, rest in parts) + ")")
 
+    def _not_compared_words(self, model: str, rest: list[str]) -> str:
+        """' Not compared: …', each with why: a whole call (model.generate) cannot be fed the reference's tokens one
+        position at a time; a variant with no agreement row at all was left out of this model's check by the plan,
+        which compares only what the phase's time budget affords (a budget spent or an error would have left a row)."""
+        if not rest:
+            return ""
+        tried = set(self.agreement[self.agreement["model"] == model]["variant"])
+        whole = [v for v in rest if v in WHOLE_CALL_VARIANTS]
+        unplanned = [v for v in rest if v not in whole and v not in tried]
+        other = [v for v in rest if v not in whole and v not in unplanned]
+        parts = []
+        if whole:
+            parts.append(f"{join(escape.text(self.named(v)) for v in whole)}, whose whole calls cannot be fed the "
+                         "reference's tokens one position at a time")
+        if unplanned:
+            parts.append(f"{join(escape.text(self.named(v)) for v in unplanned)}, which this run's check left out for "
+                         f"{escape.text(model)}, comparing only the loops the phase's time budget affords")
+        if other:
+            parts.append(join(escape.text(self.named(v)) for v in other))
+        return f" Not compared: {'; '.join(parts)}."
+
     def agreement_finding(self) -> str:
         a = self._agreement_ok()
         if a.empty:
@@ -64,7 +85,7 @@ class Agreement(DecodeData):
             ties = g["near_tie_fraction"].max()
             ref = self.label(str(g.iloc[0].reference))
             rest = self.uncompared(model, g["variant"])
-            unchecked = (f" Not compared: {join(escape.text(self.named(v)) for v in rest)}." if rest else "")
+            unchecked = self._not_compared_words(model, rest)
             out.append(f"- **{escape.text(model)}**, {self._positions_words(g)}, against {escape.text(ref)}: outside "
                        f"near-ties the {plural(len(g), 'variant')} compared agree at "
                        f"{fmt.pct(100 * worst.agreement, 4)} or more (lowest: {lowest}). "

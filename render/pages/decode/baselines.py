@@ -79,7 +79,9 @@ class Baselines(DecodeData):
         gap = g.ms_per_token - e.ms_per_token
         extra = sorted(((c, g.components.get(c, 0.0) - e.components.get(c, 0.0))
                         for c in dict.fromkeys([*g.components, *e.components])), key=lambda x: -x[1])
-        extra = [(c, d) for c, d in extra if d > 0 and gap > 0 and d >= 0.05 * gap][:3]
+        # Named parts only: the unattributed rest explains nothing, and a part nested in another would count twice.
+        extra = [(c, d) for c, d in extra if c != HOST_OTHER and c not in HOST_NESTED
+                 and d > 0 and gap > 0 and d >= 0.05 * gap][:3]
         # Two times, then the shares of their difference, in sentences of their own: at most four figures each.
         text += (f" Under cProfile a generate token costs {fmt.ms(g.ms_per_token)} of host time and a loop step "
                  f"{fmt.ms(e.ms_per_token)}{self._profiled_apart(g.ms_per_token, rg)}.")
@@ -94,7 +96,10 @@ class Baselines(DecodeData):
             whole = sum(d for _, d in extra) >= 0.95 * gap
             text += ((" The difference lies in " if whole else
                       f" The largest {'part' if len(extra) == 1 else 'parts'} of the difference lie in ")
-                     + join([f"{escape.text(c)} ({fmt.pct(100 * d / gap, 2)} of it)" for c, d in extra]) + ".")
+                     + join([f"{escape.text(c)} ({fmt.pct(100 * d / gap, 2)} of it)" for c, d in extra])
+                     + ("." if whole else
+                        f"; the rest ({fmt.pct(round(100 - 100 * sum(d for _, d in extra) / gap, 9), 2)}) is in smaller parts "
+                        "and in time the profile does not attribute."))
         if g.kernels_per_token is not None and e.kernels_per_token is not None:
             more = g.kernels_per_token - e.kernels_per_token
             text += (f" Per token, generate launches {fmt.count(g.kernels_per_token)} kernels against the loop's "

@@ -262,7 +262,7 @@ class Context(DecodeData):
                                          f"{fmt.ratio(FAR_FLOOR)}, moving the bytes takes under "
                                          f"{fmt.pct(100 / FAR_FLOOR)} of a step: the kernels set its pace, by their "
                                          "own costs or, where the host cannot keep the GPU busy, by the idle gaps "
-                                         "between them (the time figure below shows which). "
+                                         "between them (the time figure above shows which, at the key shapes). "
                                          f"Each variant's floor counts its own cache format "
                                          f"(int8 plus scales for the int8 variants). {self.data.dtype}, "
                                          f"{self._weights_words()}.")

@@ -23,6 +23,11 @@ STEP_WORDS = {"fused": "our fused Triton kernels (five launches per layer)", "to
               "inductor": "our step compiled by torch.compile (inductor)",
               "persistent": "one persistent Triton kernel between the embedding and the argmax",
               "persistent-ws": "one warp-specialized persistent Gluon kernel between the embedding and the argmax"}
+# Each step_impl as the all-rows tables name it: short, since it repeats on every row.
+STEP_SHORT = {"torch": "PyTorch ops and cuBLAS", "fused": "fused Triton kernels", "inductor": "torch.compile (inductor)",
+              "persistent": "persistent Triton kernel", "persistent-ws": "persistent Gluon kernel (warp-specialized)",
+              "transformers": "transformers' forward", "transformers-compiled": "transformers' compiled forward",
+              "transformers-generate": "transformers' model.generate"}
 # The persistent variant's steps (DecodeRow.step_impl), in the order the page describes them: the warp-specialized
 # Gluon step where it runs (compute capability 9.0, at most 4 sequences), the plain-Triton step elsewhere.
 PERSISTENT_STEPS = ("persistent-ws", "persistent")
@@ -226,25 +231,38 @@ class DecodeData(Page):
 
     def host_caveat(self, model: str, batch: int, context: int, fast: str, slows: list[str], idle: bool = True) -> str:
         """Sentences after `fast`'s step is set beside each of `slows` at one shape: which of those loops left the GPU
-        idle for much of its step (so the ratio holds for this run's host as much as for its GPU; left out where
-        `idle` is False, for a sentence that said so itself), and how far each ratio moved over the runs on this GPU
-        that measured it alike. '' where neither is known."""
-        paced, spreads = [], []
+        idle for much of its step, with the ratio on kernel time alone where both were profiled (left out where `idle`
+        is False, for a sentence that said so itself); which were not profiled on the GPU but wait for it every token
+        (their host profile's copies to the host), so that no ratio against them goes without a word on the host;
+        and how far each ratio moved over the runs on this GPU that measured it alike. '' where none is known."""
+        paced, waits, spreads = [], [], []
+        fast_row = self.row(model, fast, batch, context)
+        copies = {p.variant: p.host_copies_per_token for p in getattr(self.data, "host_profiles", [])
+                  if p.status == "ok" and p.model == model and p.batch == batch and p.context == context}
         for v in slows:
             r = self.row(model, v, batch, context)
             share = idle_share(r) if r is not None and idle else None
             if share is not None and share >= HOST_PACED:
-                paced.append((self.named(v), fmt.pct(100 * share)))
-            s = self.ratio_spread(model, fast, v, batch, context)
-            if s is not None and s[1] / s[0] >= SAME_APPROACH:
-                spreads.append((v, s))
+                busy = (float(r.kernel_ms_per_step) / float(fast_row.kernel_ms_per_step)
+                        if fast_row is not None and _ok(fast_row.get("kernel_ms_per_step"))
+                        and _ok(r.get("kernel_ms_per_step")) and fast_row.kernel_ms_per_step > 0 else None)
+                paced.append((self.named(v), fmt.pct(100 * share), busy))
+            elif idle and r is not None and share is None and copies.get(v):
+                waits.append((self.named(v), copies[v]))
         text = ""
         if paced:
             one = len(paced) == 1
-            holds = "the ratio against it holds" if one else "the ratios against them hold"
-            text += (f" {_capital(join(n for n, _ in paced))} left the GPU idle for {join(p for _, p in paced)} of "
-                     f"{'its step' if one else 'their steps'}, so {holds} for this run's host as much as for its GPU.")
-        if spreads:
+            text += (f" {_capital(join(n for n, _, _ in paced))} left the GPU idle for {join(p for _, p, _ in paced)} "
+                     f"of {'its step' if one else 'their steps'}, so {'the ratio' if one else 'each ratio'} against "
+                     f"{'it' if one else 'them'} is partly this run's host's")
+            busy = [f"{fmt.ratio(b)}" + ("" if one else f" against {n}") for n, _, b in paced if b is not None]
+            text += (f": on the GPU's busy time alone it is {join(busy)}." if busy else ".")
+        for n, k in waits:
+            text += (f" {_capital(n)} was not profiled on the GPU, but it waits for the GPU {fmt.count(k)} "
+                     f"{'time' if k == 1 else 'times'} a token (its host profile's copies to the host), so the ratio "
+                     "against it likely follows this run's host as much as its GPU.")
+        if spreads := [(v, s) for v in slows if (s := self.ratio_spread(model, fast, v, batch, context)) is not None
+                       and s[1] / s[0] >= SAME_APPROACH]:
             parts = [f"from {fmt.span(lo, hi, fmt.ratio)} against {self.named(v)} ({n} runs)"
                      for v, (lo, hi, n) in spreads]
             text += f" Over the runs on this GPU that measured the same loops, the ratio ranged {join(parts)}."

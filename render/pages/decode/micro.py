@@ -49,8 +49,9 @@ class Micro(DecodeData):
             out.append(f"- **{MICRO_LABELS[impl].format(f=self.f)}**: {share}.")
         if not mb.empty and (mb["bandwidth_fraction"] > 1).any():
             out.append("\nSome figures exceed 100%. The copy bandwidth counts a copy's reads plus its writes, and "
-                       "memory loses time turning around between the two; decode attention only reads, so it can "
-                       "stream faster than a copy moves bytes. Above 100% is not an error in the byte count.")
+                       "memory likely loses time turning around between the two (this run does not measure that); "
+                       "decode attention only reads, so it can stream faster than a copy moves bytes. Above 100% is "
+                       "not an error in the byte count.")
         key = ["batch", "context"]
         bf = m[m["impl"] == "triton-bf16"].set_index(key)
         sd = m[m["impl"] == "sdpa"].set_index(key)

@@ -12,6 +12,7 @@ from collect.schema.decode import LAYER_ROLES
 
 from ... import escape, fmt
 from ...tables import table_html
+from ...vocab import join
 from .data import DecodeData, ROLE_BYTES_APART, ROLE_EVEN, _ok
 
 # Two layer roles whose bytes lie within SAME_BYTES of each other read the same bytes (the two MLP products read
@@ -132,7 +133,13 @@ class Roles(DecodeData):
             return ""
         handoff, late = float(g["handoff_ms_per_step"].sum()), float(g["late_ms_per_step"].sum())
         work = max(0.0, total - handoff - late)
-        out = (f" Its traced operations span {fmt.ms(total)}; {fmt.ms(handoff)} of that "
+        # The trace reads the GPU's timer at every tile, which can slow the step: its parts then sum past the timed
+        # step, so they are given as shares of the traced span, and the reader is told why the two differ.
+        slower = total > step.step_ms_median and fmt.ms(total) != fmt.ms(step.step_ms_median)
+        traced = (f" (the traced step ran slower than the timed loop, likely for the trace's own timer reads: its "
+                  f"span is {fmt.ratio(total / step.step_ms_median)} the timed step, so the parts below are shares of "
+                  "the traced span, not of the timed step)" if slower else "")
+        out = (f" Its traced operations span {fmt.ms(total)}{traced}; {fmt.ms(handoff)} of that "
                f"({fmt.pct(100 * handoff / total)}) passes before the median SM has its first tile of an operation "
                "under way: the hand-off from the operation before (the counter's release and the polls that see it, "
                f"the input rows, the LayerNorm). Summed over the operations, the median SM then works {fmt.ms(work)} "
@@ -205,9 +212,12 @@ class Roles(DecodeData):
                     f"all five, so not all of it is a fixed cost per {unit}.")
         spread = f"it varies by {unit}, from {fmt.num(over.min())} to {fmt.num(over.max())} µs"
         if _correlates(g["bytes_us_each"], over):
-            # A trend over all five that some single role makes on its own: it rises with the bytes, but not steadily.
-            return (f" Across a layer's five {unit}s the excess rises with the bytes, but not once some one {unit} is "
-                    f"left out, so the bytes alone do not set it: {spread}.")
+            # A trend over all five that some single role makes on its own: named, so a reader can see which.
+            alone = [f"the {self.role_words(g.loc[i, 'role'])}" for i in g.index
+                     if not _correlates(g["bytes_us_each"].drop(i), over.drop(i))]
+            return (f" Across a layer's five {unit}s the excess rises with the bytes, but the trend rests on "
+                    f"{join(alone, 'or')} alone: without {'it' if len(alone) == 1 else 'any one of them'} the excess "
+                    f"does not follow the bytes, so the bytes alone do not set it: {spread}.")
         return f" Across a layer's five {unit}s the excess does not follow the bytes: {spread}."
 
     @staticmethod

@@ -6,7 +6,7 @@ import pandas as pd
 from ... import escape, fmt
 from ...tables import table_html
 from ...vocab import join, plural
-from .data import WHOLE_CALL_VARIANTS, DecodeData, _ok, launch_header, launch_words
+from .data import STEP_SHORT, WHOLE_CALL_VARIANTS, DecodeData, _ok, launch_header, launch_words
 
 
 class Rows(DecodeData):
@@ -44,8 +44,10 @@ class Rows(DecodeData):
         else:
             columns["attention_launch"] = launch_header(launch_words(x) for x in f["attention_launch"] if _ok(x))
         whole = f[f["variant"].isin(WHOLE_CALL_VARIANTS) & f["peak_mem_bytes"].notna()]
-        caption = (f"Peak memory covers the timed steps; for {self.label(whole.iloc[0].variant)}, a whole call, its "
-                   "prefill included." if len(whole) else None)
+        caption = ("Distinct tokens: how many different token ids the row's loop generated (random weights often "
+                   "repeat one token, which makes matching tokens a weaker check)")
+        caption += (f"; peak memory covers the timed steps; for {self.label(whole.iloc[0].variant)}, a whole call, its "
+                    "prefill included" if len(whole) else "")
         f["variant"] = f["variant"].map(self.label)
         rest = (f"\n{plural(skipped, 'more row')} of {escape.text(model)} {'was' if skipped == 1 else 'were'} skipped "
                 "for time: see [Rows that did not run](#rows-that-did-not-run).\n" if skipped else "")
@@ -53,7 +55,8 @@ class Rows(DecodeData):
             formats={"step_ms_median": opt(fmt.ms), "tokens_per_s": opt(fmt.num),
                      "achieved_over_floor": opt(fmt.ratio), "kernels_per_step": opt(lambda x: f"{x:.0f}"),
                      "peak_mem_bytes": opt(fmt.bytes_), "kv_cache_bytes": opt(fmt.bytes_),
-                     "distinct_tokens": opt(lambda x: str(int(x))), "step_impl": opt(str),
+                     "distinct_tokens": opt(lambda x: str(int(x))),
+                     "step_impl": opt(lambda x: STEP_SHORT.get(x, str(x))),
                      "attention_launch": opt(launch_words)}) + rest
 
     def failures_table(self) -> str:

@@ -82,6 +82,17 @@ class StepTime(DecodeData):
         rest = [v for v in self.variants() if v in set(ran["variant"]) and v not in profiled]
         return f"every variant but {join(self.named(v) for v in rest)}" if rest else "every variant"
 
+    def key_shapes_sentence(self) -> str:
+        """Defines 'the key shapes', which the loops' list and the tables below use before any table shows them."""
+        shapes = self.key_shapes()
+        if not shapes:
+            return ""
+        each = [f"{escape.text(m)} at batch {b} and context {c}" for m, b, c in shapes]
+        # each item holds an "and" of its own: semicolons keep the list's items apart
+        words = each[0] if len(each) == 1 else "; ".join(each[:-1]) + f"{';' if len(each) > 2 else ''} and {each[-1]}"
+        return (f"The **key shapes** are the {plural(len(shapes), 'shape')} at which a few steps also ran under "
+                f"the torch profiler ([where a step's time goes](#where-a-steps-time-goes)): {words}.")
+
     def key_table(self) -> str:
         shapes = self.key_shapes()
         if not shapes:
@@ -108,7 +119,9 @@ class StepTime(DecodeData):
         for col, field in (("launch", "attention_launch"), ("config", "attention_config")):
             if not self._recorded(field):
                 del columns[col]
-        return table_html(pd.DataFrame(out), columns,
+        return table_html(pd.DataFrame(out), columns, caption=(
+            "The key shapes: each loop's step time, its kernels and, from its profiled steps, the time the GPU was "
+            "busy and idle in a step"),
             formats={"step": opt(fmt.ms), "floor": opt(fmt.ratio), "kernels": opt(lambda x: f"{x:.0f}"),
                      "busy": opt(fmt.ms), "idle": opt(fmt.ms), "compile": opt(lambda x: f"{x:.1f}"),
                      "launch": opt(str), "config": opt(str)})

@@ -125,8 +125,8 @@ class Summary(DecodeData):
         if not m.empty and m["bandwidth_fraction"].max() > 1:
             top = m.loc[m["bandwidth_fraction"].idxmax()]
             text += (f" Reading alone goes faster: the decode attention below read its cache at up to "
-                     f"{fmt.pct(100 * top.bandwidth_fraction)} of that rate, since memory that only reads never "
-                     "turns around to write. So the floor is a yardstick, not a hard bound: a step that only read "
+                     f"{fmt.pct(100 * top.bandwidth_fraction)} of that rate, likely because memory that only reads "
+                     "never turns around to write (a cause this run does not measure). So the floor is a yardstick, not a hard bound: a step that only read "
                      f"could take as little as {fmt.num(1 / top.bandwidth_fraction)} of it.")
         else:
             text += (" No read measured on this GPU went faster than that, so the floor is the least a step can "
