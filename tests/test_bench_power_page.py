@@ -77,3 +77,58 @@ def test_without_a_clock_the_energy_is_not_split(tmp_path):
     assert "cycles per call" not in words and "nan" not in words.lower() and "lowered the SM clock" not in words
     figure = BenchPage(run, [run]).power_figure()
     assert '"name":"energy per call"' in figure and '"name":"energy per cycle"' not in figure
+
+
+def _apart_clocks(rows):
+    """Ours read at 1,770 MHz and FlashAttention-2 at 1,651 MHz before their rested calls, ours 0.981x as quick."""
+    clock = {"triton": 1770.0, "sdpa-flash": 1651.0}
+    return [dataclasses.replace(r, sm_clock_mhz=clock.get(r.impl, 1960.0), sm_clock_min_mhz=clock.get(r.impl, 1960.0) - 10,
+                                sm_clock_max_mhz=clock.get(r.impl, 1960.0) + 10) for r in rows]
+
+
+def test_the_equal_clock_figures_are_the_models_and_the_power_phases_cycle_ratio_is_cited_beside_them(tmp_path):
+    from render import fmt
+
+    readings = {"triton": (696.0, 27.4, 1445.0), "sdpa-flash": (695.0, 27.07, 1395.0)}
+    rows = _apart_clocks(_with_power(S.bench_rows(triton_ms=0.004 / 0.981), readings))
+    run = S.make(tmp_path / "a", bench=rows)
+    said = _text(BenchPage(run, [run])._clock_gap_sentence())
+    assert "By the inverse-clock model" in said and "By that model, 4 of these 4 verdicts would change" in said
+    ours, flash = (next(r for r in rows if r.impl == i and r.seq_len == 4096) for i in ("triton", "sdpa-flash"))
+    rested = (ours.latency_ms_median * 1770.0) / (flash.latency_ms_median * 1651.0)
+    looped = (27.4 * 1445.0) / (27.07 * 1395.0)
+    assert (f"The power phase ran one of these cases back to back, fp16, non-causal, B=2, H=8, d=64, N=4096: there ours "
+            f"needed {fmt.ratio(looped)} FlashAttention-2 (SDPA)'s cycles per call (time times clock), against the "
+            f"{fmt.ratio(rested)} of the rested calls the model reads.") in said
+    assert fmt.ratio(looped) != fmt.ratio(rested)  # the two figures the reader is to set side by side differ
+    # no power case among the comparisons: the model's figures alone
+    plain = S.make(tmp_path / "b", bench=_apart_clocks(S.bench_rows(triton_ms=0.004 / 0.981)))
+    assert "power phase" not in _text(BenchPage(plain, [plain])._clock_gap_sentence())
+
+
+def test_the_loop_above_device_time_cites_the_back_to_back_clock_of_its_masking_twin(tmp_path):
+    from render import fmt
+
+    # every loop 10% over its device time from N=2048, FlashAttention-2's causal call at N=4096 30% over; the power
+    # phase ran FlashAttention-2's non-causal call at N=4096 back to back, at 1,395 MHz
+    rows = S.bench_rows(causal=(False, True), loop_factor=lambda impl, n: 3.0 if n <= 1024 else 1.1)
+    out = []
+    for r in rows:
+        if r.impl == "sdpa-flash" and r.seq_len == 4096:
+            if r.causal:
+                loop = 1.3 * r.latency_ms_median
+                r = dataclasses.replace(r, loop_ms_median=loop, loop_ms_p10=0.98 * loop, loop_ms_p90=1.02 * loop)
+            else:
+                r = dataclasses.replace(r, board_power_w=695.0, power_limit_w=700.0, power_sm_clock_mhz=1395.0,
+                                        power_loop_ms=1.15 * r.latency_ms_median,
+                                        energy_mj_per_call=695.0 * 1.15 * r.latency_ms_median)
+        out.append(r)
+    run = S.make(tmp_path, bench=out)
+    words = _text(BenchPage(run, [run]).small_n_finding())
+    assert "a loop of calls runs up to 30% above the device time (FlashAttention-2 (SDPA) at N=4096, fp16, causal" in words
+    assert (f"The power phase ran its non-causal twin (fp16, same shape and N) back to back: there FlashAttention-2 "
+            f"(SDPA)'s SM clock averaged 1,395 MHz against 1,960 MHz read for its rested calls, and a call took "
+            f"{fmt.ratio(1.15)} its rested device time.") in words
+    # without the power case, the loop's clock stays unknown and nothing is cited
+    bare = S.make(tmp_path / "b", bench=S.bench_rows(causal=(False, True), loop_factor=lambda impl, n: 1.1))
+    assert "power phase" not in _text(BenchPage(bare, [bare]).small_n_finding())

@@ -611,7 +611,7 @@ def test_a_clock_gap_is_told_with_its_direction_and_its_size_at_equal_clocks(tmp
     assert "ours at 1,770 MHz against FlashAttention-2 (SDPA)'s 1,651 MHz" in said
     assert "ours, ahead on the clock there, would be 1.09× slower at equal clocks, where the medians make it on par " \
            "(0.981×)" in said
-    assert "At equal clocks, 4 of these 4 verdicts would change" in said
+    assert "By that model, 4 of these 4 verdicts would change at equal clocks" in said
 
 
 def test_a_single_clock_reading_above_the_devices_maximum_is_flagged(tmp_path):
@@ -719,3 +719,25 @@ def test_the_indicative_threshold_never_prints_as_a_call_of_ours_that_it_marks()
     nearest = float(ours.iloc[(ours - page.indicative_below_ms).abs().argmin()])
     if fmt.ms(nearest) == fmt.ms(page.indicative_below_ms):
         assert said != fmt.ms(page.indicative_below_ms)
+
+
+def test_a_gap_that_grows_and_then_stops_is_said_to_hold_from_where_it_stops():
+    # Run h100-20261205b, fp16 non-causal, ours against naive PyTorch: 3.57x to 15.7x by N=2048, then 14.7x to 15.9x
+    ns = [512, 1024, 2048, 4096, 8192, 16384]
+    gap = describe_gap(ns, [3.57, 8.20, 15.7, 14.8, 14.7, 15.9], "naive PyTorch")
+    assert "the gap grows up to N=2048, then stays between 14.7× and 15.9×" in gap and "grows with N" not in gap
+    # the tail within the on-par band: it holds
+    assert "the gap grows up to N=2048, then holds at about 15.9×" in describe_gap(
+        ns, [3.57, 8.20, 15.7, 15.4, 15.5, 15.9], "naive PyTorch")
+    # a gap still growing to the last length, or a tail of two lengths, grows with N
+    assert "the gap grows with N" in describe_gap(ns, [2.0, 3.0, 4.0, 5.0, 6.0, 7.0], "X")
+    assert "the gap grows with N" in describe_gap(ns[:4], [2.0, 3.0, 5.0, 5.1], "X")
+
+
+def test_the_lengths_of_a_sweep_that_skips_one_are_named(tmp_path):
+    rows = [r for r in S.bench_rows(ns=(512, 1024, 2048, 4096, 8192)) if r.seq_len != 4096]
+    summary = _page(tmp_path / "a", rows).summary()
+    assert "- B=2, H=8, d=64, at seq_len 512, 1024, 2048 and 8192, not 4096\n" in summary
+    assert "over seq_len 512 to 8192" not in summary
+    whole = _page(tmp_path / "b", S.bench_rows(ns=(512, 1024, 2048, 4096, 8192))).summary()
+    assert "- B=2, H=8, d=64, over seq_len 512 to 8192\n" in whole

@@ -176,8 +176,9 @@ def test_the_compute_bound_verdict_is_said_of_its_calls_and_a_call_that_slowed_i
     page = _at_clocks(tmp_path, pf)
     assert "compute" in page.binding_roofs()["triton"][0] and "compute" not in page.binding_roofs()["fa4"][0]
     t = text(page.profiler_clock_finding())
-    assert ("So for that call the profiler's clock reading does not describe the clock its kernel ran at, and the rates "
-            "this page computes from its kernel time are not understated by a lower clock.") in t
+    assert ("So for that call, either its kernel ran under the profiler at a higher clock than it read, or it ran at "
+            "about the clock it read in both runs") in t
+    assert "Either way the rates this page computes from its kernel time are not understated by a lower clock" in t
     assert "the kernels ran at" not in t and "these kernel times" not in t
     assert ("One call not bound by a compute roof did run slower under the profiler, by about what its clock reading "
             "predicts: FlashAttention-4 at N=2048, d=64.") in t
@@ -384,7 +385,7 @@ def test_the_openings_lowest_roofs_hold_for_both_maskings_or_say_where_they_diff
     assert not head[5] and not d128[5] and causal[5]
     tensor, l2 = ("tensor fp16 compute", 9e14), ("L2 bandwidth", 7e14)
     caps = lambda *roofs: (1e14, sorted(roofs, key=lambda c: c[1]))  # noqa: E731
-    bound = {"naive": caps(("DRAM bandwidth", 1e13), tensor), "triton": caps(tensor, ("L2 bandwidth", 2e15)),
+    bound = {"naive": caps(("DRAM bandwidth", 2e14), tensor), "triton": caps(tensor, ("L2 bandwidth", 2e15)),
              "sdpa-flash": caps(tensor, ("L2 bandwidth", 2e15))}
     page.__dict__["_roof_caps_by_shape"] = {head: bound, d128: bound,
                                             causal: dict(bound, triton=caps(l2, tensor))}
@@ -590,3 +591,106 @@ def test_a_nop_grouped_with_the_barriers_is_explained_in_the_tables_caption(tmp_
 
 def test_the_clock_table_says_which_way_its_difference_runs(tmp_path):
     assert "<th>ours − Nsight Compute</th>" in text(synthetic(tmp_path).clock_check_table())
+
+
+# ---- a pipe share is of the kernel as profiled; barrier turns unchecked without hot spots; roofs a call beat ----
+
+def _pipe_near_line(pf, profiled_mhz: float, timed_mhz: float, fa4_tensor: float = 85.0):
+    """The synthetic profile with our kernel's tensor pipe at 79% (just under the line, a barrier stall verdict) and
+    FlashAttention-4's at `fa4_tensor` (over it: limited by the tensor pipe), every kernel read at `profiled_mhz` by
+    Nsight Compute and every call timed at `timed_mhz` by our clock check."""
+    from collect.schema.limiter import UNIT_FIELDS
+    from collect.schema.profile import StallRow
+
+    add_rival(pf, ncu_ms=0.045, device_ms=0.046)
+    for k in pf.kernels:
+        k.sm_clock_mhz = profiled_mhz
+        if k.impl in ("triton", "fa4"):
+            for f in UNIT_FIELDS:
+                setattr(k, f, 10.0)
+            k.pipe_tensor_pct = BUSY_PCT - 1 if k.impl == "triton" else fa4_tensor
+            pf.stalls.append(StallRow(case_id=k.case_id, launch=0, reason="barrier", warps_per_issue=2.0))
+    for c in pf.clock_check:
+        c.sm_clock_mhz = timed_mhz
+
+
+def test_a_pipe_share_is_said_as_profiled_and_at_the_timed_clock_where_the_clocks_lie_apart(tmp_path):
+    from render import fmt
+
+    # Ours: 0.05 ms at 1,650 MHz under Nsight Compute, 0.051 ms after a 1,970 MHz reading on our clock; the same
+    # tensor-pipe cycles over 0.051 ms x 1,970 MHz are 79% x (0.05 x 1650) / (0.051 x 1970) of them.
+    page = synthetic(tmp_path / "a", edit=lambda pf: _pipe_near_line(pf, 1650.0, 1970.0))
+    ours_share = fmt.pct((BUSY_PCT - 1) * 0.05 * 1650 / (0.051 * 1970))
+    head = text(page.limiter_headline())
+    assert "keeps the tensor pipe 79.0% busy" in head
+    assert ("That share is of the kernel as profiled: a share of the cycles it took at the SM clock Nsight Compute "
+            "read over it (1,650 MHz).") in head
+    assert (f"Our clock (One clock, above) read 1,970 MHz before the timed call of the same case; had it run at that "
+            f"clock, its timed length would leave the tensor pipe busy for {ours_share} of the cycles") in head
+    finding = text(page.limiter_finding())
+    assert f"busy for {ours_share} of the cycles" in finding
+    # FlashAttention-4's verdict, the tensor pipe, is of its kernel as profiled too
+    fa4_share = fmt.pct(85.0 * 0.045 * 1650 / (0.046 * 1970))
+    assert "FlashAttention-4 by the tensor pipe" in finding
+    assert "FlashAttention-4's 85.0% is likewise of the kernel as profiled" in finding
+    assert f"busy for {fa4_share} of the cycles" in finding
+    # The One clock section does not assert what the pipe shares contradict: it names the readings that fit
+    clock = text(page.profiler_clock_finding())
+    assert "does not describe the clock" not in clock
+    assert "ran at about the clock it read in both runs" in clock and "This run cannot tell which" in clock
+    # clocks within CLOCK_GAP of each other: the shares stand as they are, nothing carried over
+    near = synthetic(tmp_path / "b", edit=lambda pf: _pipe_near_line(pf, 1950.0, 1970.0))
+    assert "as profiled" not in text(near.limiter_headline()) and "as profiled" not in text(near.limiter_finding())
+
+
+def test_barrier_turns_are_said_unchecked_where_the_run_has_no_hot_spots_for_the_kernel(tmp_path):
+    from collect.schema.profile import HotSpotRow
+
+    pf = _pair(BUSY_PCT + 0.03, BUSY_PCT - 4.3)
+    pf.reason = "SASS hot spots: skipped: 28 s were left for it"
+    causal = lambda page: next(p for p in text(page.limiter_finding()).split("\n\n") if ", causal, our kernel" in p)  # noqa: E731
+    none = causal(tpp.page_for(tmp_path / "a", pf))
+    assert "take turns at the tensor cores through hardware named barriers" in none
+    assert ("That these barrier waits are those turns follows from the kernel's design; this run does not check it "
+            "instruction by instruction, since this run collected no SASS hot spots (the note at the top of the page "
+            "says why).") in none
+    # hot spots of this very kernel: the run could check, so no such caveat
+    case = next(r.case_id for r in pf.impls if r.impl == "triton" and r.causal and r.case_id.startswith("main-b4h32"))
+    pf.hotspots = [HotSpotRow(case_id=case, launch=0, rank=0, address="0x0", opcode="BAR", role="barrier", sass="BAR",
+                              samples=10, share_pct=1.0, top_reason="barrier", top_reason_pct=90.0)]
+    checked = causal(tpp.page_for(tmp_path / "b", pf))
+    assert "named barriers" in checked and "does not check it" not in checked
+
+
+def test_a_call_whose_point_is_above_its_lowest_roof_is_not_bound_by_it_nor_closest_to_it(tmp_path):
+    # Ours at 1e14 FLOP/s under a measured L2 read rate that allows 9e13: above that roof, which it beat
+    page = tpp.page_for(tmp_path, tpp.profile_file_for_page())
+    head = page.headline
+    tensor = ("tensor fp16 compute", 9e14)
+    page.__dict__["_roof_caps_by_shape"] = {s: {
+        "triton": (1e14, [("measured L2 read rate", 9e13), ("tensor fp16 compute", 9.5e13 * 1.05)]),
+        "naive": (1e12, [("DRAM bandwidth", 2e12), tensor]),
+        "sdpa-flash": (1e14, [tensor])} for s in page.shapes()}
+    summary = text(page.roofline_summary(head))
+    assert ("the measured L2 read rate for Triton (ours), whose point sits at or above it: a rate a microbenchmark "
+            "measured and the kernel beat, so it does not bind it") in summary
+    said = text(ProfilePage._closest_and_furthest(page.binding_roofs(head), "Against the lowest roof"))
+    assert "Triton (ours) comes closest" not in said and "Triton (ours), at" not in said
+    assert "naive PyTorch comes closest, at 50.0% of its DRAM bandwidth roof" in said
+    assert ("One call sits at or above its lowest roof, Triton (ours) at 111% of its measured L2 read rate: that roof "
+            "is a rate measured by a microbenchmark, which the kernel beat, so it does not bind it.") in said
+    assert page.exceeded_roofs(head) == {"triton": ("measured L2 read rate", 1e14 / 9e13)}
+    assert "triton" not in page.close_roofs(head) and "triton" not in page.tied_roofs(head)  # no limit to relieve
+
+
+def test_the_l2_roof_is_named_as_the_read_rate_it_measured(tmp_path):
+    # The synthetic run measured its L2 roof: a call bound there is said to be bound by the measured L2 read rate
+    pf = S.profile_file("rep-1")
+    k, r = ours(pf)
+    k.l2_bytes = r.l2_bytes = 5e10
+    run = S.make(tmp_path, profile=pf)
+    page = ProfilePage(run, [run])
+    assert page.roofs(page.headline)["l2"].source == "measured"
+    assert page.binding_roofs()["triton"][0] == "measured L2 read rate"
+    assert "L2 bandwidth" not in text(page.roofline_summary(page.headline))
+    assert "of its measured L2 read rate" in text(page.roofline_finding())

@@ -25,8 +25,7 @@ class Cases(BenchSection):
         text = (f"This run measured {len(self.rows)} cases of {join(impl_label(i) for i in self.impls())}, in "
                 f"{join(dtype_short(d) for d in dict.fromkeys(self.rows['dtype']))}, causal and not, at "
                 f"{'this shape' if len(shapes) == 1 else 'these shapes'}:\n\n")
-        text += "".join(f"- {shape_label(s)}, " + (f"over seq_len {ns[0]} to {ns[-1]}\n" if len(ns) > 1 else
-                                                    f"at seq_len {ns[0]} only\n") for s, ns in shapes)
+        text += "".join(f"- {shape_label(s)}, {_lengths_words(ns)}\n" for s, ns in shapes)
         text += ("\nEvery case ran ok." if not failed else f"\nNone ran ok: {failed}." if "ok" not in counts
                  else f"\nApart from {failed}, every case ran ok.")
         text += self._clock_sentence() + self._clock_gap_sentence()
@@ -125,23 +124,26 @@ class Cases(BenchSection):
                     a, b = ours[n], fast.loc[n, "sm_clock_mhz"]
                     if (gap := clock_gap(a, b)) is not None:
                         ratio = fast.loc[n, "latency_ms_median"] / ours_t[n]
-                        pairs.append((gap, a, b, shape, dtype, causal, int(n), self._sdpa_label(fast.loc[n]), ratio))
+                        pairs.append((gap, a, b, shape, dtype, causal, int(n), self._sdpa_label(fast.loc[n]), ratio,
+                                      fast.loc[n, "impl"]))
         # The comparisons whose clocks lie apart are those with a ratio at equal clocks (vocab.at_equal_clocks,
         # which Home's headline table asks of its cells too).
         apart = [(*x, even) for x in pairs if (even := at_equal_clocks(x[8], x[1], x[2])) is not None]
         if not apart:
             return ""
-        _, a, b, shape, dtype, causal, n, who, ratio, even = max(apart, key=lambda x: x[0])
-        flips = sum(side(x[8]) != side(x[9]) for x in apart)
+        _, a, b, shape, dtype, causal, n, who, ratio, _, even = max(apart, key=lambda x: x[0])
+        flips = sum(side(x[8]) != side(x[10]) for x in apart)
         text = (f" In {len(apart)} of {plural(len(pairs), 'comparison')} with the fastest other implementation the two "
                 f"calls' median SM clocks differ by more than {fmt.pct(100 * CLOCK_GAP, 2)}. The widest gap is at "
                 f"{facet_label(dtype, causal)}, {shape_label(shape)}, N={n}, ours at {fmt.num(a, 4)} MHz against "
-                f"{who}'s {fmt.num(b, 4)} MHz. A compute-bound call's time scales about inversely with its clock, so "
-                f"ours, {'ahead on' if a > b else 'behind on'} the clock there, would be "
-                f"{speedup_words(even)} at equal clocks, where the medians make it {speedup_words(ratio)}.")
+                f"{who}'s {fmt.num(b, 4)} MHz. By the inverse-clock model (a compute-bound call's time taken to scale "
+                f"inversely with its clock, its cycles per call fixed), ours, {'ahead on' if a > b else 'behind on'} "
+                f"the clock there, would be {speedup_words(even)} at equal clocks, where the medians make it "
+                f"{speedup_words(ratio)}.")
         if flips:
-            text += (f" At equal clocks, {flips} of these {len(apart)} verdicts would change; the tables below give "
-                     "the verdicts at the clocks the calls ran at.")
+            text += (f" By that model, {flips} of these {len(apart)} verdicts would change at equal clocks; the tables "
+                     "below give the verdicts at the clocks the calls ran at.")
+        text += self._cycles_back_to_back(apart)
         if self.power_rows():
             # A gap between two calls can be the kernels' own doing: at the power limit the driver sets each one's
             # clock by the energy it spends per cycle, and then equal clocks are a case that never runs.
@@ -149,6 +151,21 @@ class Cases(BenchSection):
                      "driver lowers it by the power the kernel draws: [At the power limit](#at-the-power-limit)), so "
                      "the verdict at the clocks the calls ran at is the one a user gets.")
         return text
+
+    def _cycles_back_to_back(self, apart: list[tuple]) -> str:
+        """Where the power phase ran one of the comparisons whose clocks lie apart back to back (both calls), the cycle
+        ratio it measured there beside the rested one the inverse-clock model reads: the model holds each call's cycles
+        per call fixed, and back to back they need not be. '' where it ran none of them."""
+        for x in sorted(apart, key=lambda x: -x[0]):
+            _, _, _, shape, dtype, causal, n, who, _, rival, even = x
+            ours, theirs = (self.power_cycles(i, shape, dtype, causal, n) for i in (FUSED, rival))
+            if ours is None or theirs is None:
+                continue
+            return (f" The power phase ran one of these cases back to back, {facet_label(dtype, causal)}, "
+                    f"{shape_label(shape)}, N={n}: there ours needed {fmt.ratio(ours[0] / theirs[0])} {who}'s cycles "
+                    f"per call (time times clock), against the {fmt.ratio(ours[1] / theirs[1])} of the rested calls "
+                    "the model reads.")
+        return ""
 
     def path_sentence(self) -> str:
         """Which kernel our rows ran and whether its code used the tensor cores, from the rows themselves."""
@@ -210,3 +227,20 @@ class Cases(BenchSection):
 def _word(n: int) -> str:
     """A small count in words, as prose writes it."""
     return ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine")[n - 1] if 0 < n < 10 else str(n)
+
+
+def _lengths_words(ns: list[int]) -> str:
+    """The lengths a shape ran at: 'over seq_len 512 to 16384' only where they double from the first to the last
+    with none left out; otherwise each length, and the doublings between the ends that did not run where the lengths
+    lie on one ('at seq_len 512, 1024, 2048, 4096 and 16384, not 8192')."""
+    if len(ns) == 1:
+        return f"at seq_len {ns[0]} only"
+    if all(b == 2 * a for a, b in zip(ns, ns[1:])):
+        return f"over seq_len {ns[0]} to {ns[-1]}"
+    text = f"at seq_len {join(ns)}"
+    chain = [ns[0]]
+    while chain[-1] < ns[-1]:
+        chain.append(2 * chain[-1])
+    if chain[-1] == ns[-1] and set(ns) <= set(chain):
+        text += f", not {join([n for n in chain if n not in ns], 'or')}"
+    return text

@@ -62,6 +62,28 @@ class Power(BenchSection):
         """Whether this run measured the power case (runs before schema 9 did not)."""
         return not self._power.empty
 
+    def power_row(self, impl: str, shape, dtype: str, causal: bool, n: int) -> pd.Series | None:
+        """The power phase's row of `impl` at one case (shape as (batch, heads, head_dim)), None where it did not run it."""
+        t = self._power
+        if t.empty:
+            return None
+        b, h, d = shape
+        row = t[(t["impl"] == impl) & (t["batch"] == b) & (t["heads"] == h) & (t["head_dim"] == d)
+                & (t["dtype"] == dtype) & (t["causal"] == causal) & (t["seq_len"] == n)]
+        return None if row.empty else row.iloc[0]
+
+    def power_cycles(self, impl: str, shape, dtype: str, causal: bool, n: int) -> tuple[float, float] | None:
+        """(cycles per call back to back, cycles per call rested), in Mcycles, of `impl` at one case of the power phase:
+        its back-to-back time times the clock the driver held, and its rested device time times the clock read for it.
+        None where the power phase did not run that case for it, or a clock is missing."""
+        r = self.power_row(impl, shape, dtype, causal, n)
+        if r is None:
+            return None
+        rested = r["latency_ms_median"] * r["sm_clock_mhz"] / 1e3 if fmt.known(r.get("sm_clock_mhz")) else None
+        if not (fmt.known(r["mcycles"]) and fmt.known(rested)):
+            return None
+        return float(r["mcycles"]), float(rested)
+
     def _ours_and_rival(self):
         t = self._power
         ours = t[t["impl"] == FUSED]

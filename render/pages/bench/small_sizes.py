@@ -10,7 +10,8 @@ from ... import escape, fmt
 from ...axes import log_ticks
 from ...figures import PALETTE
 from ...tables import table_html
-from ...vocab import EVEN, IMPL_DASH, facet_label, host_bound, impl_color, impl_label, join, plural, shape_label, side
+from ...vocab import (EVEN, IMPL_DASH, dtype_short, facet_label, host_bound, impl_color, impl_label, join, masking,
+                      plural, shape_label, side)
 from .common import FUSED, HOST_BOUND, BenchSection, host_ms
 from .words import band_words
 
@@ -170,10 +171,11 @@ class SmallSizes(BenchSection):
             return (f"There a loop runs {band_words()} of the device time: the speedups below are what a loop "
                     "sees.")
         text = (f"Even there, a loop of calls runs up to {fmt.pct(100 * (top['loop_over_device'] - 1), 2)} "
-                f"above the device time ({impl_label(top['impl'])} at N={top['seq_len']}, {shape_label(top['shape'])}): "
-                "device time is taken after the GPU rests, and calls back to back get no rest, which likely holds them "
-                "nearer the GPU's power limit (the clock is read during the device timing only, so the loop's own is "
-                "not known).")
+                f"above the device time ({impl_label(top['impl'])} at N={top['seq_len']}, "
+                f"{facet_label(top['dtype'], top['causal'])}, {shape_label(top['shape'])}): device time is taken after "
+                "the GPU rests, and calls back to back get no rest, which likely holds them nearer the GPU's power "
+                "limit (the clock is read during the device timing only, so the loop's own is not known)."
+                + self._back_to_back_clock(top))
         flips, total, widest = self._loop_verdicts(least)
         if total and fmt.pct(100 * (widest - 1), 2) == fmt.pct(0, 2):
             text += " Ratios of loop times match the ratios of device times below there."
@@ -182,6 +184,24 @@ class SmallSizes(BenchSection):
                      f"{fmt.pct(100 * (widest - 1), 2)} there, and give another verdict in "
                      f"{flips} of {plural(total, 'comparison')} with the fastest other implementation.")
         return text
+
+    def _back_to_back_clock(self, top) -> str:
+        """Where the power phase ran the case of `top` (a row whose loop ran furthest above its device time) back to back,
+        or its twin of the other masking, what it measured there: the SM clock back to back against the clock read for
+        the rested calls, and the time per call against the rested one, with the case it covers named. '' where it ran
+        neither."""
+        shape, dtype, n = top["shape"], top["dtype"], int(top["seq_len"])
+        for causal in (bool(top["causal"]), not top["causal"]):
+            r = self.power_row(top["impl"], shape, dtype, causal, n)
+            if r is None or not all(fmt.known(r.get(f)) for f in ("power_sm_clock_mhz", "sm_clock_mhz", "power_loop_ms")):
+                continue
+            which = ("this case" if causal == bool(top["causal"]) else
+                     f"its {masking(causal)} twin ({dtype_short(dtype)}, same shape and N)")
+            return (f" The power phase ran {which} back to back: there {impl_label(top['impl'])}'s SM clock "
+                    f"averaged {fmt.num(r['power_sm_clock_mhz'], 4)} MHz against {fmt.num(r['sm_clock_mhz'], 4)} MHz "
+                    f"read for its rested calls, and a call took {fmt.ratio(r['power_loop_ms'] / r['latency_ms_median'])} "
+                    "its rested device time.")
+        return ""
 
     def _loop_verdicts(self, least: int) -> tuple[int, int, float]:
         """Ours against the fastest other implementation by loop time, from N=`least` on where neither call's host time

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ... import escape
+from ... import escape, fmt
 from ...bench_data import spread  # noqa: F401  (the one definition; sections import it from here)
 from ...vocab import EVEN, join, path_label, side
 # The one definition of a timed case's verdict; the page's sections import it from here.
@@ -13,6 +13,9 @@ from ...vocab import band_words, case_side, case_words, edge_of  # noqa: F401
 
 # A speedup that changes by at least this factor from the shortest to the longest N "grows" or "narrows".
 TREND = 1.15
+# A gap that grows (or narrows) by TREND and then moves less than TREND over at least this many lengths, to the last,
+# "holds" there: the trend is told up to where it stops rather than from end to end.
+PLATEAU_LENGTHS = 3
 # Below TREND, a gap that changes by less than this factor "holds roughly steady": the "on par" band, within which
 # timing noise alone moves a ratio. Between the two it widens or narrows "a little": 1.08x to 1.21x is no steady gap.
 DRIFT = EVEN
@@ -159,12 +162,34 @@ class _Standing:
             # Ends alike but the lengths between them apart: "steady" would hide the swing the table shows.
             trend = (f"the gap moves with N with no steady trend, narrowest at N={self.ns[low]} and widest at "
                      f"N={self.ns[peak]}")
+        elif (held := self._plateau(gaps)) is not None:
+            trend = held
         else:
             trend = ("the gap grows with N" if f1 / f0 >= TREND else "the gap narrows with N" if f0 / f1 >= TREND
                      else "the gap widens a little with N" if f1 / f0 >= DRIFT
                      else "the gap narrows a little with N" if f0 / f1 >= DRIFT
                      else "the gap holds roughly steady across N")
         return f"Triton is {word} than {self.other} at {every}, {self.span}: {trend}."
+
+    def _plateau(self, gaps: list[float]) -> str | None:
+        """Where the gap grows (or narrows) by TREND or more up to some length and then stops: from the earliest length
+        after which at least PLATEAU_LENGTHS lengths, that one included, lie within TREND of each other (less than the
+        page calls growth), the gap having moved by TREND or more from the first length to it, 'the gap grows up to N=2048, then holds at about
+        15.7×' (within DRIFT, the "on par" band: steady) or 'then stays between 14.7× and 15.9×' (between DRIFT and
+        TREND). None where no such length is, or the gap keeps moving to the last length."""
+        f0, f1 = gaps[0], gaps[-1]
+        if max(f0, f1) / min(f0, f1) < TREND:
+            return None
+        for p in range(1, len(gaps) - PLATEAU_LENGTHS + 1):
+            tail = gaps[p:]
+            if max(tail) / min(tail) >= TREND or max(gaps[p], f0) / min(gaps[p], f0) < TREND:
+                continue  # still moving after p, or hardly moved before it
+            word = "grows" if f1 > f0 else "narrows"
+            lo, hi = min(tail), max(tail)
+            held = (f"then holds at about {_gap_ratio(f1)}" if hi / lo < DRIFT else
+                    f"then stays between {_gap_ratio(lo)} and {_gap_ratio(hi)}")
+            return f"the gap {word} up to N={self.ns[p]}, {held}"
+        return None
 
     def _one_change(self, i: int) -> str:
         self.shown |= {0, len(self.ns) - 1}
@@ -200,6 +225,11 @@ class _Standing:
         self.shown |= {worst, best}
         return (f"Triton's standing against {self.other} changes back and forth with N: {join(parts, 'and')}; from "
                 f"{words[worst]} at N={ns[worst]} to {words[best]} at N={ns[best]}.") + self.edges()
+
+
+def _gap_ratio(g: float) -> str:
+    """A gap (the slower side's time over the faster's, at least 1) as the page prints a factor: '15.7×'."""
+    return fmt.ratio(g)
 
 
 def _lengths(ns: list[int], idx: list[int]) -> str:

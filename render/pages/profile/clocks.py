@@ -240,29 +240,37 @@ class Clocks(ProfileData):
                     "profiler's clock reading describes the clock only some profiled kernels ran at.")
         slowest, one = t["moved"].max(), len(t) == 1
         # The largest slowdown printed as a bound on all of them, so to enough figures that it is one.
+        # "Would grow": a compute roof setting a call's time makes it grow as the clock falls; whether it set these
+        # calls' time at both clocks is what the readings put in question, so it is not asserted.
+        grows = "whose time would grow as the SM clock falls if that roof set it"
         if slowest > 0:
-            longer = ((f"the one call bound by a compute roof, whose time grows as the SM clock falls, took "
-                       f"{fmt.pct(100 * slowest, 3)} longer" if one else f"the {len(t)} calls bound by a compute roof, "
-                       f"whose time grows as the SM clock falls, took at most {fmt.pct(100 * slowest, 3)} longer")
-                      + " under Nsight Compute than on our clock")
+            longer = ((f"the one call bound by a compute roof, {grows}, took {fmt.pct(100 * slowest, 3)} longer" if one
+                       else f"the {len(t)} calls bound by a compute roof, {grows}, took at most "
+                       f"{fmt.pct(100 * slowest, 3)} longer") + " under Nsight Compute than on our clock")
         else:
-            longer = (("the one call bound by a compute roof, whose time grows as the SM clock falls, took no longer"
-                       if one else f"none of the {len(t)} calls bound by a compute roof, whose time grows as the SM "
-                       "clock falls, took longer") + " under Nsight Compute than on our clock")
+            longer = ((f"the one call bound by a compute roof, {grows}, took no longer" if one else
+                       f"none of the {len(t)} calls bound by a compute roof, {grows}, took longer")
+                      + " under Nsight Compute than on our clock")
         if (t["predicted"] > 0).all():
             longer += (f", where the clock reading{'' if one else 's'} would make {'it' if one else 'them'} "
                        f"{'' if one else 'up to '}{fmt.pct(100 * t['predicted'].max(), 2)} longer")
         ex = t.loc[t["predicted"].abs().idxmax()]
-        # Said of the calls it was tested on: a call not bound by a compute roof need not follow the SM clock, so
-        # its time staying put says nothing of the clock it ran at.
-        whom = ("for that call the profiler's clock reading does not describe the clock its kernel ran at, and the "
-                "rates this page computes from its kernel time are" if one else
-                "for the calls bound by a compute roof the profiler's clock reading does not describe the clock their "
-                "kernels ran at, and the rates this page computes from their kernel times are")
+        # Said of the calls it was tested on: a call not bound by a compute roof need not follow the SM clock, so its
+        # time staying put says nothing of the clock it ran at. Three readings fit the times, and this run tells them
+        # apart by none: the profiler's reading is the kernel's own cycles over its time (the cycles its pipe shares
+        # are counted in), ours is read in the rest before each timed call, not during it.
+        it, its = ("it", "its") if one else ("they", "their")
+        whom = "that call" if one else "the calls bound by a compute roof"
         return (f"The kernel times do not follow those readings: {longer}. {self._call_words(ex)}, "
                 f"read at {fmt.num(ex['ncu_mhz'], 4)} MHz, took {fmt.num_vs(ex['ncu_ms'], ex['device_ms'])} ms "
-                f"against {fmt.num_vs(ex['device_ms'], ex['ncu_ms'])} ms on our clock. So {whom} not understated by "
-                "a lower clock.")
+                f"against {fmt.num_vs(ex['device_ms'], ex['ncu_ms'])} ms on our clock. So for {whom}, either "
+                f"{its} kernel{'' if one else 's'} ran under the profiler at a higher clock than it read, or {it} ran at "
+                "about the clock it read in both runs (our timing reads the clock in the rest before each call, not "
+                f"during it), or {its} time does not shrink as the clock rises, so something other than the compute "
+                "roof likely sets it there. This run cannot tell which; Nsight Compute's reading counts the kernel's "
+                "own cycles, the cycles its pipe shares (What limits each kernel, below) are shares of. Either way "
+                f"the rates this page computes from {its} kernel time{'' if one else 's'} are not understated by a "
+                "lower clock" + (": the two times agree." if side(1 + slowest) == "par" else "."))
 
     def _followers_words(self, t: pd.DataFrame) -> str:
         """The calls not bound by a compute roof whose kernel time did follow their low clock reading: which, by how

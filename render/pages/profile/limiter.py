@@ -1,6 +1,7 @@
 """What limits each kernel: pipe and Speed-of-Light utilisation judged against the rule in collect/schema/limiter.py."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cached_property
 
 import pandas as pd
@@ -9,12 +10,34 @@ import plotly.graph_objects as go
 from collect.schema.limiter import BUSY_PCT, NEAR_PTS, STALL_PREFIX, UNITS, UNIT_FIELDS, near_line, stall_shares
 
 from ... import escape, fmt, limits
+from ...bench_data import BenchData
 from ...fmt import known
 from ...tables import table_html
-from ...vocab import MATERIALISING, impl_label, join, limiter_words, masking, stall_lead, verdict_words
+from ...vocab import (CLOCK_GAP, MATERIALISING, clock_gap, impl_label, join, limiter_words, masking, stall_lead,
+                      verdict_words)
 from .data import ProfileData, _esc, _step_words, count_word, shape_list, step_link
-from .roofline import LEVELS
+from .roofline import LEVELS, level_name
 from .ws_steps import ws_partition
+
+
+# The units whose busy share is a share of the SM's own cycles (collect/schema/limiter.py UNITS): where a call was timed
+# at another SM clock than it was profiled at, the same work over its timed length fills another share of them. The
+# memory units' throughput is not counted in SM cycles, so it is not carried over.
+SM_CYCLE_UNITS = ("tensor pipe", "exponential (XU) pipe", "FMA pipe", "ALU pipe", "load/store pipe",
+                  "instruction issue slots")
+
+
+@dataclass(frozen=True)
+class TimedClock:
+    """A busy share as profiled beside the share the same call's timing implies at the clock read for it there."""
+
+    unit: str            # the busiest unit ('tensor pipe')
+    pct: float           # its busy share as profiled, percent
+    profiled_mhz: float  # the SM clock Nsight Compute read over the kernel
+    ms: float            # the call's timed length (median)
+    mhz: float           # the SM clock read for the timed calls (in the rest before each)
+    share: float         # pct carried to that clock and length: the same busy cycles over ms x mhz, percent
+    bench: bool          # timed by the bench phase (the Benchmarks page); else by the profile phase's clock check
 
 
 def step_short(step) -> str:
@@ -37,6 +60,11 @@ def _least_share(vs) -> float | None:
     must hold for each."""
     shares = [getattr(v, "stall_pct", None) for v in vs]
     return None if None in shares else min(shares)
+
+
+def _pipe_said(v) -> bool:
+    """Whether a verdict rests on its busiest unit's share: the unit is the limit, or the line is a near thing."""
+    return v is not None and (near_line(v) or not v.word.startswith(STALL_PREFIX))
 
 
 def _shared_words(vs) -> str:
@@ -158,6 +186,9 @@ class Limiter(ProfileData):
             two = self._two_peaks(shape)
             if two:
                 text += " " + two
+            if _pipe_said(ours.v):
+                clock = self.timed_clock_words([ours])
+                text += f" {clock}" if clock else ""
             peers = at[at["impl"] != "triton"]
             too = near_line(ours.v)
             same = [(p, v) for p, v in zip(peers["impl"], peers["v"]) if v is not None and v.word == ours.verdict]
@@ -174,8 +205,13 @@ class Limiter(ProfileData):
             if other:
                 text += f"{'; ' if same else ' '}{'; '.join(other)}"
             text += "." if same or other else ""
+            for _, peer in peers.iterrows():  # a peer limited by a pipe: that verdict, too, is of the kernel as profiled
+                if peer["v"] is not None and not peer["v"].word.startswith(STALL_PREFIX):
+                    clock = self.timed_clock_words([peer], who=f"{impl_label(peer['impl'])}'s")
+                    text += f" {clock}" if clock else ""
             if ours.verdict == STALL_PREFIX + "barrier":
-                text += " " + self.barrier_design(ours.kernel_step, shape[3])
+                design = self.barrier_design(ours.kernel_step, shape[3])
+                text += f" {design}{self._unchecked_by_hotspots(ours)}" if design else ""
             out.append(text)
         return "\n\n".join(out)
 
@@ -207,9 +243,9 @@ class Limiter(ProfileData):
             return ""
         level, share = bound
         roof = self._roof_of_unit(shape, v.busiest, level)
-        if roof is None or not roof.ok:
+        if roof is None or not roof.ok or share >= 1:  # a roof the call beat is not its ceiling (exceeded_roofs)
             return ""
-        what = "rate" if roof.unit == "FLOP/s" else "bandwidth"
+        what = "rate" if roof.unit == "FLOP/s" else "read rate" if roof.key == "l2" else "bandwidth"
         whose = (f"the {roof.label} {what} this run measured" if roof.source == "measured"
                  else f"the {roof.source} {roof.label} {what}")
         return (f"The {fmt.pct_vs(v.busiest_pct, BUSY_PCT)} is a share of the peak Nsight Compute rates the "
@@ -225,9 +261,10 @@ class Limiter(ProfileData):
             return self.compute_roof(shape, "triton")
         # The rule's memory units by the roofline's level labels (roofline.LEVELS): L1 and shared memory share a roof.
         labels = {"DRAM bandwidth": ("DRAM",), "L2 bandwidth": ("L2",), "L1/shared bandwidth": ("L1", "shared memory")}
+        roofs = self.roofs(shape)
         for _, label, *_, roof_key in LEVELS:
-            if label in labels.get(unit, ()) and level.startswith(f"{label} bandwidth"):
-                return self.roofs(shape)[roof_key]
+            if label in labels.get(unit, ()) and level == level_name(label, roofs[roof_key]):
+                return roofs[roof_key]
         return None
 
     def _near_line_words(self, shape) -> str:
@@ -265,6 +302,100 @@ class Limiter(ProfileData):
                 f"{release}. Part of every turn is a warpgroup waiting at a barrier, so a large barrier share is what "
                 "this schedule looks like when it works, not by itself a sign of synchronisation to remove.")
 
+    def timed_clock(self, row) -> TimedClock | None:
+        """A limiter row's busiest unit as profiled, beside the share the call's timing implies at the SM clock read for
+        it, where the two clocks lie more than CLOCK_GAP apart (vocab.clock_gap). The unit's busy cycles are a count of
+        work; its share is of the cycles the kernel took under the profiler (its time there times the clock Nsight
+        Compute read, sm__cycles_elapsed.avg.per_second); over the timed length at the timed clock reading, the same
+        busy cycles fill pct x (profiled ms x profiled MHz) / (timed ms x timed MHz). Only for a unit counted in SM
+        cycles, and a call of one kernel (the timing covers the whole call). The timing is the Benchmarks page's where
+        the bench phase timed the case, else the profile phase's clock check of the same call. None otherwise."""
+        v = row["v"]
+        if v is None or v.busiest_pct is None or v.busiest not in SM_CYCLE_UNITS:
+            return None
+        im = self.impls()
+        im = im[im["case_id"] == row["case_id"]]
+        k = self._case_kernels(row["case_id"])
+        k = k[k["launch"] == row["launch"]] if not k.empty else k
+        if im.empty or k.empty or im["kernels"].iloc[0] != 1 or "sm_clock_mhz" not in k:
+            return None
+        k_ms, k_mhz = k["duration_ms"].iloc[0], k["sm_clock_mhz"].iloc[0]
+        timed = self._timed_call(row["impl"], row["shape"], row["case_id"])
+        if timed is None or not all(known(x) and x > 0 for x in (k_ms, k_mhz)):
+            return None
+        ms, mhz, bench = timed
+        gap = clock_gap(mhz, k_mhz)
+        if gap is None or gap <= CLOCK_GAP:
+            return None
+        return TimedClock(v.busiest, v.busiest_pct, float(k_mhz), float(ms), float(mhz),
+                          v.busiest_pct * k_ms * k_mhz / (ms * mhz), bench)
+
+    def _timed_call(self, impl: str, shape, case_id) -> tuple[float, float, bool] | None:
+        """(median time in ms, median SM clock read in MHz, whether by the bench phase) of the call of `impl` at
+        `shape`: the bench phase's row, else the profile phase's clock check of the same call; None where neither
+        recorded both."""
+        b, h, n, d, dt, c = shape
+        bench = BenchData(self.run)
+        t = bench.by_n((b, h, d), dt, c, impl) if not bench.rows.empty else bench.rows
+        if n in t.index and "sm_clock_mhz" in t and all(known(t.loc[n, f]) for f in ("latency_ms_median", "sm_clock_mhz")):
+            return float(t.loc[n, "latency_ms_median"]), float(t.loc[n, "sm_clock_mhz"]), True
+        cc = self.run.frame("profile", "clock_check")
+        cc = cc[cc["case_id"] == case_id] if "sm_clock_mhz" in cc else cc.iloc[0:0]
+        if cc.empty or not all(known(cc[f].iloc[0]) and cc[f].iloc[0] > 0 for f in ("device_ms", "sm_clock_mhz")):
+            return None
+        return float(cc["device_ms"].iloc[0]), float(cc["sm_clock_mhz"].iloc[0]), False
+
+    @staticmethod
+    def _timed_where(ts: list[TimedClock]) -> str:
+        """Who read the timed calls' clock: the Benchmarks page, or the profile phase's clock check (One clock)."""
+        return ("the Benchmarks page" if all(t.bench for t in ts) else "our clock (One clock, above)"
+                if not any(t.bench for t in ts) else "our timing")
+
+    def timed_clock_words(self, rows, each: list[str] | None = None, who: str = "") -> str:
+        """Sentences on busy shares said as profiled, for the rows (limiter rows) whose timing ran at another clock
+        (timed_clock): that each is a share of the cycles at the clock the profiler read, then the share the same work
+        would fill at the clock read for the timed calls, had they run at it. `each`: per row, the masking that tells
+        two rows apart; `who`: whose share it is, named with its figure, where the sentence before did not print it
+        ('FlashAttention-4's'). '' where no row has one."""
+        pairs = [(t, m) for t, m in zip((self.timed_clock(r) for r in rows), each or [""] * len(rows)) if t]
+        if not pairs:
+            return ""
+        ts = [t for t, _ in pairs]
+        two = len(ts) > 1
+        named = len(rows) > 1  # the rows are told apart by their maskings wherever several were said
+        unit = ts[0].unit if len({t.unit for t in ts}) == 1 else "busiest unit"
+        mhz = lambda x: f"{fmt.num(x, 4)} MHz"  # noqa: E731
+        of = lambda f: join(f(t) + (f" {m}" if named and m else "") for t, m in pairs)  # noqa: E731
+        if who:
+            subject = f"{who} {join(fmt.pct_vs(t.pct, BUSY_PCT) for t in ts)} {'are' if two else 'is'} likewise"
+        else:
+            subject = ("These shares are" if two else f"The {pairs[0][1]} share is" if named and pairs[0][1]
+                       else "That share is")
+        fill = join(fmt.pct(t.share) for t in ts) + " of the cycles"
+        if named and two:
+            fill += f" ({join(m for _, m in pairs)})"
+        where = self._timed_where(ts)
+        return (f"{subject} of the kernel as profiled: {'shares' if two else 'a share'} of the cycles "
+                f"{'each' if two else 'it'} took at the SM clock Nsight Compute read over it "
+                f"({of(lambda t: mhz(t.profiled_mhz))}). {where[0].upper()}{where[1:]} read "
+                f"{of(lambda t: mhz(t.mhz))} before the timed call{'s' if two else ''} of the same case"
+                f"{'s' if two else ''}; had {'they' if two else 'it'} run at {'those clocks' if two else 'that clock'}, "
+                f"{'their' if two else 'its'} timed length would leave the {unit} busy for {fill} with the same work.")
+
+    def _unchecked_by_hotspots(self, row) -> str:
+        """After barrier_design, where this run has no SASS hot spots for the kernel: the barrier waits are the
+        schedule's by its design, which no instruction-level sample in this run checks (the profile phase skipped
+        the hot spots, or collected none for this kernel)."""
+        hs = self.run.frame("profile", "hotspots")
+        if not hs.empty and ((hs["case_id"] == row["case_id"]) & (hs["launch"] == row["launch"])).any():
+            return ""
+        reason = str(self.data.reason or "") if self.data is not None else ""
+        why = ("this run collected no SASS hot spots (the note at the top of the page says why)" if hs.empty and
+               "hot spot" in reason.lower() else "this run collected no SASS hot spots" if hs.empty else
+               "this run collected no SASS hot spots for this kernel")
+        return (" That these barrier waits are those turns follows from the kernel's design; this run does not check "
+                f"it instruction by instruction, since {why}.")
+
     def limiter_headline(self) -> str:
         """For the top of the page: our kernel's verdict per shape, the two maskings of a shape in one sentence,
         with the figure that decided and, near the line, that it is a near thing; then the rule, once."""
@@ -290,6 +421,12 @@ class Limiter(ProfileData):
         vs = [r.v for r in rows]
         if any(v is None for v in vs):
             return f"{where}, {who} is limited by {join(escape.text(verdict_words(r.v)) for r in rows)}."
+        said = self._verdicts_for(where, who, rows, vs, each)
+        clock = self.timed_clock_words(rows, each) if any(_pipe_said(v) for v in vs) else ""
+        return f"{said} {clock}" if clock else said
+
+    def _verdicts_for(self, where: str, who: str, rows, vs, each) -> str:
+        """_headline_for's sentence on the verdicts themselves."""
         if any(near_line(v) for v in vs) and len({v.busiest for v in vs}) == 1:
             one_kernel = len({r.kernel_step for r in rows}) == 1
             return f"{where}, {who} keeps the {vs[0].busiest} {self._near_words(vs, each, one_kernel)}."

@@ -52,9 +52,26 @@ EQUAL_PTS = 1.0
 # A second roof at most this much above a call's lowest one is named beside it: with two roofs that close,
 # moving fewer bytes at the first level alone would barely raise the call's ceiling.
 CLOSE_ROOF = 1.10
+# binding_words' mark on a call whose point sits at or above its lowest roof, before that roof's name.
+EXCEEDED = "above "
 # A TMA call's L2 counter "sees" its tile requests when it counts at least this share of them (causal tiles cut
 # by the diagonal make the request count approximate).
 L2_SEES_REQUESTS = 0.95
+
+
+def level_name(label: str, roof: Roof) -> str:
+    """A memory level's roof as the findings name it: 'DRAM bandwidth'; the L2 roof, where this run measured it, as
+    the 'measured L2 read rate' it is (reads of data held in L2 by one microbenchmark: a rate a kernel can beat, not
+    the cache's ceiling); a roof the datasheet stands in for with its source ('DRAM bandwidth (datasheet)')."""
+    if roof.key == "l2" and roof.source == "measured":
+        return "measured L2 read rate"
+    return f"{label} bandwidth" + ("" if roof.source == "measured" else f" ({roof.source})")
+
+
+def roof_words(name: str) -> str:
+    """A roof's name followed by 'roof' where it does not already say what it is: 'tensor fp16 compute roof', but
+    'measured L2 read rate'."""
+    return name if name.endswith(" rate") else f"{name} roof"
 
 
 class Roofline(ProfileData):
@@ -219,8 +236,7 @@ class Roofline(ProfileData):
             for _, p in g.iterrows():
                 roof = roofs[p["roof"]]
                 if roof.ok:
-                    tag = "" if roof.source == "measured" else f" ({roof.source})"
-                    caps.append((f"{p['label']} bandwidth{tag}", roof.value * p["ai"]))
+                    caps.append((level_name(p["label"], roof), roof.value * p["ai"]))
             if caps:
                 out[impl] = (float(g["flops_per_s"].iloc[0]), sorted(caps, key=lambda c: c[1]))
         return out
@@ -231,7 +247,7 @@ class Roofline(ProfileData):
         the sentence stays within four figures. Each call's gap follows its name after a comma, not in
         parentheses: implementation names carry parentheses of their own."""
         if len(close) <= 4:
-            calls = [f"{impl_label(i)}, its {lv} roof {fmt.pct(100 * (r - 1))} above its {bind[i][0]} roof"
+            calls = [f"{impl_label(i)}, its {roof_words(lv)} {fmt.pct(100 * (r - 1))} above its {roof_words(bind[i][0])}"
                      for i, (lv, r) in close.items()]
             listed = "; ".join(calls[:-1]) + ("; and " if len(calls) > 1 else "") + calls[-1]
         else:
@@ -240,23 +256,36 @@ class Roofline(ProfileData):
                 "raise such a call's ceiling by no more than that gap.")
 
     def binding_roofs(self, shape=None) -> dict[str, tuple[str, float]]:
-        """impl -> (the lowest roof over its points, achieved / that roof)."""
+        """impl -> (the lowest roof over its points, achieved / that roof). A share of one or more is a call whose
+        point sits at or above that roof (exceeded_roofs): a measured rate it beat, which does not bind it."""
         return {impl: (caps[0][0], rate / caps[0][1])
                 for impl, (rate, caps) in self._roof_caps(shape or self.headline).items()}
 
+    def exceeded_roofs(self, shape=None) -> dict[str, tuple[str, float]]:
+        """The calls of binding_roofs whose point sits at or above their lowest roof: that roof is a rate one
+        microbenchmark measured (the L2 read rate, most often), which the kernel beat, so it binds nothing there."""
+        return {impl: b for impl, b in self.binding_roofs(shape).items() if b[1] >= 1}
+
     def tied_roofs(self, shape=None) -> dict[str, str]:
         """impl -> its second-lowest roof, for the calls whose two lowest roofs lie within RANK_NOISE of each other:
-        naming one of them as the call's binding roof would rank two figures the noise does not tell apart."""
+        naming one of them as the call's binding roof would rank two figures the noise does not tell apart. A call
+        above its lowest roof (exceeded_roofs) has no binding roof to tie."""
+        above = self.exceeded_roofs(shape)
         return {impl: caps[1][0] for impl, (_, caps) in self._roof_caps(shape or self.headline).items()
-                if len(caps) > 1 and caps[1][1] <= (1 + RANK_NOISE) * caps[0][1]}
+                if len(caps) > 1 and caps[1][1] <= (1 + RANK_NOISE) * caps[0][1] and impl not in above}
 
     def binding_words(self, shape=None) -> dict[str, str]:
-        """impl -> the roof that binds it in words: 'L2 bandwidth', or 'L2 and DRAM bandwidth alike' for a tie."""
+        """impl -> the roof that binds it in words: 'DRAM bandwidth', or 'DRAM and shared memory bandwidth alike' for
+        a tie; for a call at or above its lowest roof, that it beat that roof (EXCEEDED + the roof's name), which
+        Summary._roof_groups says apart."""
         tied = self.tied_roofs(shape)
+        above = self.exceeded_roofs(shape)
         out = {}
         for impl, (level, _) in self.binding_roofs(shape).items():
             second = tied.get(impl)
-            if second is None:
+            if impl in above:
+                out[impl] = EXCEEDED + level
+            elif second is None:
                 out[impl] = level
             elif level.endswith(" bandwidth") and second.endswith(" bandwidth"):
                 out[impl] = f"{level.removesuffix(' bandwidth')} and {second.removesuffix(' bandwidth')} bandwidth alike"
@@ -267,9 +296,10 @@ class Roofline(ProfileData):
     def close_roofs(self, shape=None) -> dict[str, tuple[str, float]]:
         """impl -> (its second-lowest roof, how far above the lowest), for the calls whose second roof lies
         within CLOSE_ROOF of the lowest."""
+        above = self.exceeded_roofs(shape)  # no lowest limit to relieve where the point is above it
         return {impl: (caps[1][0], caps[1][1] / caps[0][1])
                 for impl, (_, caps) in self._roof_caps(shape or self.headline).items()
-                if len(caps) > 1 and caps[1][1] <= CLOSE_ROOF * caps[0][1]}
+                if len(caps) > 1 and caps[1][1] <= CLOSE_ROOF * caps[0][1] and impl not in above}
 
     def roofline_fig(self, shape=None) -> go.Figure:
         shape = shape or self.headline
@@ -339,7 +369,7 @@ class Roofline(ProfileData):
                            f"Hierarchical roofline: one colour per implementation, one symbol per memory level, each "
                            f"point the call's {src} FLOPs over the bytes one counter measured at that level (hover names "
                            "the counter), at the height of those FLOPs over Nsight Compute's kernel time. Roofs: "
-                           "DRAM, L2 and shared memory bandwidth, the tensor and FP32 compute rates; solid where measured, dashed where the datasheet or the architecture stands in. "
+                           "DRAM and shared memory bandwidth, the measured L2 read rate, the tensor and FP32 compute rates; solid where measured, dashed where the datasheet or the architecture stands in. "
                            f"{self.caption_conditions(shape)}.", height=520)
 
     def roofline_finding(self, shape=None) -> str:
@@ -424,6 +454,17 @@ class Roofline(ProfileData):
         """Which call comes closest to its binding roof and which stays furthest, grouping the calls whose shares are
         within RANK_NOISE of the end's (a ranking there would be noise); a group is "equally" close or far only where
         its shares lie within EQUAL_PTS, and otherwise names the closer (or further) of them."""
+        above = {i: b for i, b in bind.items() if b[1] >= 1}
+        said = _above_words(above)
+        bind = {i: b for i, b in bind.items() if i not in above}
+        if not bind:
+            return said
+        ranked = Roofline._ranked(bind, lead)
+        return f"{ranked} {said}" if said else ranked
+
+    @staticmethod
+    def _ranked(bind: dict[str, tuple[str, float]], lead: str) -> str:
+        """_closest_and_furthest's ranking of the calls below their lowest roof."""
         order = sorted(bind.items(), key=lambda kv: kv[1][1], reverse=True)
 
         def group_words(group, one: str, many: tuple[str, str, str, str]) -> str:
@@ -432,12 +473,12 @@ class Roofline(ProfileData):
             more ('closer', 'closest')."""
             if len(group) == 1:
                 (i, (roof, v)), = group
-                return f"{impl_label(i)} {one}, at {fmt.pct(100 * v)} of its {roof} roof"
+                return f"{impl_label(i)} {one}, at {fmt.pct(100 * v)} of its {roof_words(roof)}"
             shares = [v for _, (_, v) in group]
             equal = 100 * (max(shares) - min(shares)) <= EQUAL_PTS
             tied, ranked, of_two, of_more = many
             if len(group) == 2:
-                each = " and ".join(f"{impl_label(i)}, at {fmt.pct(100 * v)} of its {roof} roof," for i, (roof, v) in group)
+                each = " and ".join(f"{impl_label(i)}, at {fmt.pct(100 * v)} of its {roof_words(roof)}," for i, (roof, v) in group)
                 return f"{each} {tied}" if equal else f"{each} {ranked}, {impl_label(group[0][0])} the {of_two}"
             lo, hi = min(shares), max(shares)  # one range, not a figure per call
             said = (f"{join(impl_label(i) for i, _ in group)} {tied if equal else ranked}, at "
@@ -516,3 +557,15 @@ class Roofline(ProfileData):
                 f"than the {fmt.bandwidth(roof.value)} the L2 microbenchmark sustained, up to "
                 f"{fmt.bandwidth(rate[top.name])} ({escape.code(short_kernel_name(top['kernel_name']))}), so a point at "
                 "or above that roof is not a contradiction.")
+
+
+def _above_words(above: dict[str, tuple[str, float]]) -> str:
+    """The calls whose point sits at or above their lowest roof, said apart from the ranking: such a roof is a rate
+    measured by one microbenchmark that the kernel beat, so it binds nothing there and no call "comes closest" by it."""
+    if not above:
+        return ""
+    one = len(above) == 1
+    each = join(f"{impl_label(i)} at {fmt.pct(100 * v)} of its {roof_words(roof)}" for i, (roof, v) in above.items())
+    return (f"{'One call sits' if one else 'These calls sit'} at or above {'its' if one else 'their'} lowest roof, "
+            f"{each}: that roof is a rate measured by a microbenchmark, which the kernel beat, so it does not bind "
+            f"{'it' if one else 'them'}.")

@@ -7,7 +7,7 @@ from ... import escape, fmt
 from ...fmt import known
 from ...vocab import impl_label, join, plural
 from .data import ProfileData, shape_list
-from .roofline import RANK_NOISE
+from .roofline import EXCEEDED, RANK_NOISE
 
 
 class Summary(ProfileData):
@@ -90,11 +90,20 @@ class Summary(ProfileData):
         binds them, a tie within the noise marked as such."""
         tied = self.tied_roofs(shape)
         groups: dict[str, list[str]] = {}
+        above: dict[str, list[str]] = {}
         for impl, w in words.items():
+            if w.startswith(EXCEEDED):  # a roof the call's point is at or above binds nothing: said apart
+                above.setdefault(w.removeprefix(EXCEEDED), []).append(impl_label(impl))
+                continue
             if impl in tied:
                 w += f" (within {fmt.pct(100 * RANK_NOISE, 2)} of each other)"
             groups.setdefault(w, []).append(impl_label(impl))
-        return "; ".join(f"{lv} for {join(names)}" for lv, names in groups.items())
+        the = lambda lv: f"the {lv}" if lv.startswith("measured ") else lv  # noqa: E731  ('the measured L2 read rate')
+        parts = [f"{the(lv)} for {join(names)}" for lv, names in groups.items()]
+        parts += [f"{the(lv)} for {join(names)}, whose point{'s sit' if len(names) > 1 else ' sits'} at or above it: a "
+                  f"rate a microbenchmark measured and the kernel beat, so it does not bind {'them' if len(names) > 1 else 'it'}"
+                  for lv, names in above.items()]
+        return "; ".join(parts)
 
     def status_note(self) -> str:
         """Why data is missing, when it is: the phase's own reason, then cases that did not run."""
