@@ -407,3 +407,26 @@ def test_the_headline_caption_says_what_a_kernel_step_label_is_where_a_cell_uses
     table = HomePage(run, [run]).headline_table()
     uses = "not profiled for this row&#x27;s kernel" in table or "not profiled for this row's kernel" in table
     assert ("g followed by a number: the step of the Gluon kernel that ran" in table) == uses
+
+
+def test_the_tables_limiter_names_the_profilers_clock_where_it_lies_apart_from_the_timed_one(tmp_path):
+    """Run h100-20261205b: the tensor pipe's 79.98% is a share of cycles at the 1,636 MHz Nsight Compute read, while
+    the timed calls ran after a reading of 1,953 MHz. The cell says both; within CLOCK_GAP it says neither."""
+    from collect.schema.profile import StallRow
+
+    def cell(profiled_mhz, timed_mhz, where):
+        b = bench_file("h-1")
+        for r in b.rows:
+            r.sm_clock_mhz = timed_mhz
+        pf = profile_file("h-1")
+        pf.kernels = [dataclasses.replace(k, pipe_tensor_pct=60.0, pipe_xu_pct=40.0, issue_slots_pct=35.0,
+                                          sol_dram_pct=10.0, sm_clock_mhz=profiled_mhz) if k.impl == "triton" else k
+                      for k in pf.kernels]
+        pf.stalls = [StallRow(case_id="main-b2h8n2048d64-triton", launch=0, reason=r, warps_per_issue=v)
+                     for r, v in (("selected", 1.0), ("barrier", 2.0))]
+        return home(tmp_path / where, bench=b, profile=pf).headline_table()
+
+    apart = cell(1636.0, 1953.0, "apart")
+    assert ("(profiled at B=2, H=8, N=2048, a share of its cycles at the 1,636 MHz Nsight Compute read, against 1,953 "
+            "MHz before its timed calls; the Profiling page gives the share at that clock)") in apart
+    assert "Nsight Compute read" not in cell(1940.0, 1953.0, "close")

@@ -21,7 +21,7 @@ from ..tables import table_html
 from ..bench_data import rivals
 from ..clock_reading import overshoot_words
 from ..decode_memory import idle_share, own_decode_rows
-from ..vocab import (CLOCK_GAP, ELEMENT_BYTES, EVEN, INT8_PAIRS, STUDY, STUDY_N, clock_caveat, decode_float,
+from ..vocab import (CLOCK_GAP, ELEMENT_BYTES, EVEN, INT8_PAIRS, STUDY, STUDY_N, clock_caveat, clock_gap, decode_float,
                      decode_words, dtype_short, floor_pace, impl_color, impl_label, join, kernel_name, plural,
                      speedup_words, verdict_words, versus)
 from .base import Page
@@ -288,8 +288,29 @@ class HomePage(Page):
                         f"{escape.text(profiled)} at {at})")
             v = limits.verdict(self.run, k.iloc[0])
             if v is not None:
-                return f"{limits.verdict_phrase(v)} (profiled at {at})"
+                return f"{limits.verdict_phrase(v)} (profiled at {at}{self._profiled_clock_words(r, k.iloc[0])})"
         return "not profiled"
+
+    def _profiled_clock_words(self, case, kernel) -> str:
+        """Where Nsight Compute read our kernel's SM clock more than CLOCK_GAP from the one the bench phase read before
+        the same case's timed calls: both clocks, since a unit's share is of the cycles at the profiler's clock (the
+        Profiling page gives the share the timing implies at the other)."""
+        mhz = kernel.get("sm_clock_mhz") if hasattr(kernel, "get") else None
+        b = self._bench
+        if not known(mhz) or b.empty or "sm_clock_mhz" not in b:
+            return ""
+        same = b[(b["impl"] == FUSED) & (b["batch"] == case["batch"]) & (b["heads"] == case["heads"])
+                 & (b["seq_len"] == case["seq_len"]) & (b["head_dim"] == case["head_dim"])
+                 & (b["dtype"] == case["dtype"]) & (b["causal"] == False)]  # noqa: E712
+        timed = same["sm_clock_mhz"].dropna()
+        if timed.empty:
+            return ""
+        gap = clock_gap(float(timed.iloc[0]), float(mhz))
+        if gap is None or gap <= CLOCK_GAP:
+            return ""
+        return (f", a share of its cycles at the {fmt.num(float(mhz), 4)} MHz Nsight Compute read, against "
+                f"{fmt.num(float(timed.iloc[0]), 4)} MHz before its timed calls; the Profiling page gives the "
+                "share at that clock")
 
     def occupancy_headline(self) -> str:
         link = "[Profiling](profiling.md)"
