@@ -3,8 +3,9 @@
 - **Device time**: the GPU time of one call alone. Before each timed call the L2 is flushed
   (Triton's benchmark buffer zeroed, as `triton.testing.do_bench` does) and the GPU is then kept
   spinning while the host issues the call, so the start event fires only after the call's work is
-  queued: no host time falls inside the interval, and the flush is outside it. The spin is timed
-  too; cycles over elapsed time is the SM clock seen right before each call.
+  queued: no host time falls inside the interval, and the flush is outside it. The spin reads its
+  own SM clock (collect/spin_clock.py: its cycles over the GPU timer's nanoseconds), the clock seen
+  right before each call.
 - **Host time**: the CPU time one call takes to return while the GPU has a backlog, so the call
   never waits for it. The calls rotate over a pool of distinct inputs, so nothing keyed on
   pointers can skip work a real caller pays for.
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from .schema.common import CLOCK_TICK_MS, tflops
+from .spin_clock import stamped_spins
 
 # The SM clock assumed when the device does not report its maximum: it only sizes spins (a spin
 # of the right length at a higher clock is merely longer).
@@ -226,17 +228,22 @@ def device_time(fn: Callable[[], object], wall_ms: float, n: int | None = None, 
     n = n or timed_calls(wall_ms)
     cycles = int(math.ceil(rest_us(wall_ms) * (max_clock_mhz or DEFAULT_CLOCK_MHZ)))
     marks = [[torch.cuda.Event(enable_timing=True) for _ in range(3)] for _ in range(n)]
-    for spin_start, start, end in marks:
+    spins = stamped_spins(n)
+    for i, (spin_start, start, end) in enumerate(marks):
         if flush:
             driver.clear_cache(cache)
         spin_start.record()
-        torch.cuda._sleep(cycles)
+        if spins is not None:
+            spins.spin(i, cycles)
+        else:
+            torch.cuda._sleep(cycles)
         start.record()
         fn()
         end.record()
     sync()
     timing = summarize([s.elapsed_time(e) for _, s, e in marks])
-    clocks = sorted(c for c in (clock_mhz(cycles, a.elapsed_time(s)) for a, s, _ in marks) if c)
+    clocks = sorted(spins.clocks() if spins is not None else
+                    (c for c in (clock_mhz(cycles, a.elapsed_time(s)) for a, s, _ in marks) if c))
     if not clocks:
         return DeviceTiming(timing)
     return DeviceTiming(timing, percentile(clocks, 50), clocks[0], clocks[-1])

@@ -113,3 +113,28 @@ def test_record_stores_the_device_samples_on_the_row():
     record(row, CallTimes(device=DeviceTiming(dev), host=summarize([0.01] * 5), loop=None), 1e9)
     assert row.latency_samples_ms == [round(1.0 + i * 1e-3, 4) for i in range(60)]
     assert len(row.latency_samples_ms) == row.n_timed_runs
+
+
+def test_the_spins_clock_is_its_cycles_over_the_timers_nanoseconds():
+    from collect.spin_clock import clock_from_stamps
+
+    # 3,950,000 cycles in 2 ms of the GPU timer: 1975 MHz, whatever the events around the spin say
+    assert clock_from_stamps(10, 10 + 3_950_000, 5_000, 5_000 + 2_000_000) == 1975.0
+    # a timer that did not move, or a slot never written (zeros): no reading rather than an infinite or zero one
+    assert clock_from_stamps(10, 4_000, 7, 7) is None
+    assert clock_from_stamps(0, 0, 0, 0) is None
+
+
+def test_without_a_gpu_the_stamped_spin_is_unavailable_and_device_time_falls_back(monkeypatch):
+    """Where the kernel cannot run, stamped_spins says so (None) rather than raising, and device_time then spins with
+    torch.cuda._sleep and reads the clock from its events as before."""
+    import torch
+
+    from collect import spin_clock
+
+    spin_clock._works.cache_clear()
+    if torch.cuda.is_available():
+        import pytest
+        pytest.skip("a GPU is here: the stamped spin may run")
+    assert spin_clock.stamped_spins(4) is None
+    spin_clock._works.cache_clear()

@@ -146,8 +146,9 @@ def clock_fields(n_timed_runs: str = "Timed calls behind the statistics.", p10: 
         "loop_ms_p90": ("float | None", doc("90th percentile of the loop time.", None, **MS,
                                             at_least="loop_ms_median")),
         "sm_clock_mhz": ("float | None", doc(
-            "Median SM clock seen during the device timing (from the timed spin before each call: cycles over "
-            "elapsed time).", None, **CLOCK_MHZ)),
+            "Median SM clock seen during the device timing, from the spin before each call: its SM's cycles over the "
+            "GPU timer's nanoseconds (runs before 2026-12-06: the spin's requested cycles over its elapsed time between "
+            "CUDA events, which could read a few percent high).", None, **CLOCK_MHZ)),
         "sm_clock_min_mhz": ("float | None", doc("Lowest SM clock seen during the device timing.", None, **CLOCK_MHZ,
                                                  at_most="sm_clock_mhz")),
         "sm_clock_max_mhz": ("float | None", doc("Highest SM clock seen during the device timing.", None,

@@ -1,0 +1,91 @@
+"""The spin before each timed call, reading the SM clock itself.
+
+The spin keeps the GPU busy while the host issues the call (collect/timing.py). It also tells the SM clock the call
+started at. That used to be torch.cuda._sleep's requested cycles over the spin's elapsed time between two CUDA
+events, which read up to 2.2% above an H100's maximum SM clock before 6.4 ms calls, where a spin that stamps its own
+counters, at the same place in the same loop, read at most the maximum (H100, 2026-12-06: SDPA flash, fp16, B=1
+H=32 d=128 N=16384, ten calls each; scripts in the closing note of that session). So this spin writes its SM's
+clock64 and the GPU's globaltimer (nanoseconds) when it starts and when it ends, and the clock is their ratio: no
+event, launch or queueing time is inside it. Where the kernel cannot be built (no Triton GPU backend, a GPU without
+these registers), `stamped_spins` returns None and the caller falls back to torch.cuda._sleep and its events."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+# A slot per spin: clock64 at its start and end, globaltimer at its start and end.
+SLOT = 4
+
+
+@lru_cache(maxsize=1)
+def _kernel():
+    import triton
+    import triton.language as tl
+
+    # Unspecialized: Triton would otherwise compile a variant for a slot or a cycle count of 1 or divisible by 16,
+    # each on the host in the middle of the timed loop, where the GPU would idle and its clock drop.
+    @triton.jit(do_not_specialize=["slot", "cycles"])
+    def stamped_spin(out_ptr, slot, cycles):
+        # The program id stands in as the asm's operand only so that each read is an elementwise op Triton keeps.
+        d = tl.program_id(0)
+        c0 = tl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l,r", [d], dtype=tl.int64, is_pure=False, pack=1)
+        g0 = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l,r", [d], dtype=tl.int64, is_pure=False,
+                                       pack=1)
+        c = c0
+        while c - c0 < cycles:
+            c = tl.inline_asm_elementwise("mov.u64 $0, %clock64;", "=l,r", [d], dtype=tl.int64, is_pure=False,
+                                          pack=1)
+        g1 = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l,r", [d], dtype=tl.int64, is_pure=False,
+                                       pack=1)
+        tl.store(out_ptr + 4 * slot, c0)
+        tl.store(out_ptr + 4 * slot + 1, c)
+        tl.store(out_ptr + 4 * slot + 2, g0)
+        tl.store(out_ptr + 4 * slot + 3, g1)
+
+    return stamped_spin
+
+
+def clock_from_stamps(c0: int, c1: int, g0: int, g1: int) -> float | None:
+    """The SM clock in MHz over one spin: its cycles over its nanoseconds; None where the timer did not move (a spin
+    too short for the timer's resolution) or a slot was never written."""
+    if g1 <= g0 or c1 <= c0:
+        return None
+    return (c1 - c0) * 1e3 / (g1 - g0)
+
+
+class StampedSpins:
+    """`n` spins, each writing its stamps into its own slot, read back once after the calls are done."""
+
+    def __init__(self, n: int, kernel):
+        import torch
+
+        self.kernel = kernel
+        self.stamps = torch.zeros(SLOT * n, dtype=torch.int64, device="cuda")
+
+    def spin(self, i: int, cycles: int) -> None:
+        self.kernel[(1,)](self.stamps, i, cycles, num_warps=1)
+
+    def clocks(self) -> list[float]:
+        """Every spin's clock in MHz (after a synchronize), those the timer could not tell left out."""
+        flat = self.stamps.tolist()
+        out = (clock_from_stamps(*flat[k:k + SLOT]) for k in range(0, len(flat), SLOT))
+        return [c for c in out if c]
+
+
+@lru_cache(maxsize=1)
+def _works() -> bool:
+    """Whether the stamped spin builds and runs here: tried once per process, on a spin of a few cycles."""
+    import torch
+
+    try:
+        probe = StampedSpins(1, _kernel())
+        probe.spin(0, 1000)
+        torch.cuda.synchronize()
+        return True
+    except Exception:  # noqa: BLE001 - any failure to build or launch means: time with the events instead
+        return False
+
+
+def stamped_spins(n: int) -> StampedSpins | None:
+    """Slots for `n` stamped spins, or None where the kernel cannot run here (the caller then spins with
+    torch.cuda._sleep and reads the clock from its events)."""
+    return StampedSpins(n, _kernel()) if _works() else None
