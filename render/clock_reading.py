@@ -1,8 +1,10 @@
 """How far a phase's SM clock readings can be off, from the readings themselves.
 
-A clock reading is an estimate (collect/timing.py: a spin's cycles over its elapsed time, taken beside each timed
-call), never a counter read during the call. Where one passes the device's maximum SM clock, the estimate is off by
-at least that much; pages that weigh gaps of a few percent between two readings say so beside them."""
+A clock reading is taken in the spin just before each timed call, never during the call (collect/timing.py). Runs
+from 2026-12-06 on read it from the spin's own counters (collect/spin_clock.py); earlier runs estimated it from the
+spin's requested cycles over its elapsed time between CUDA events, which on an H100 read a few percent above the
+device's maximum. Where a reading passes that maximum, it is off by at least that much; pages that weigh gaps of a
+few percent between two readings say so beside them."""
 from __future__ import annotations
 
 import pandas as pd

@@ -99,8 +99,8 @@ class Cases(BenchSection):
         return text + self._clock_over_max()
 
     def _clock_over_max(self) -> str:
-        """A reading above the device's maximum SM clock says how far the reading itself can be off: the clock is
-        estimated from a spin's cycles over its elapsed time, and the pages weigh clock gaps of a few percent."""
+        """A reading above the device's maximum SM clock says how far the reading itself can be off (render/
+        clock_reading.py says how each run read it), and the pages weigh clock gaps of a few percent."""
         o = overshoot(self.ok, self.run.manifest.device)
         if o is None:
             return ""
