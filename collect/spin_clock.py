@@ -2,12 +2,16 @@
 
 The spin keeps the GPU busy while the host issues the call (collect/timing.py). It also tells the SM clock the call
 started at. That used to be torch.cuda._sleep's requested cycles over the spin's elapsed time between two CUDA
-events, which read up to 2.2% above an H100's maximum SM clock before 6.4 ms calls, where a spin that stamps its own
-counters, at the same place in the same loop, read at most the maximum (H100, 2026-12-06: SDPA flash, fp16, B=1
-H=32 d=128 N=16384, ten calls each; scripts in the closing note of that session). So this spin writes its SM's
-clock64 and the GPU's globaltimer (nanoseconds) when it starts and when it ends, and the clock is their ratio: no
-event, launch or queueing time is inside it. Where the kernel cannot be built (no Triton GPU backend, a GPU without
-these registers), `stamped_spins` returns None and the caller falls back to torch.cuda._sleep and its events."""
+events, which puts the spin's launch and queueing inside the reading: before short calls it read low (an idle H100,
+2026-12-06: 1,504-1,724 MHz for 50 us spins whose own counters said 1,975). So this spin writes its SM's clock64 and
+the GPU's globaltimer (nanoseconds) when it starts and when it ends, and the clock is their ratio, whatever the call's
+length. It does not make a reading exact: in a full collect on an H100 (run h100-20261206a, not committed: its
+profile file did not come back from the GPU machine) 235 of the bench phase's 432 calls read a median above the
+device's 1,980 MHz maximum, short calls at a median of 1,992 and the highest 2,085, as event readings had before
+(run h100-20261205b: 90 of 432, up to 2,082). Why both pass the maximum is not known; the pages say so where a gap
+between two readings is no wider than that overshoot (render/clock_reading.py). Where the kernel cannot be built (no
+Triton GPU backend, a GPU without these registers), `stamped_spins` returns None and the caller falls back to
+torch.cuda._sleep and its events."""
 from __future__ import annotations
 
 from functools import lru_cache

@@ -2,9 +2,9 @@
 
 A clock reading is taken in the spin just before each timed call, never during the call (collect/timing.py). Runs
 from 2026-12-06 on read it from the spin's own counters (collect/spin_clock.py); earlier runs estimated it from the
-spin's requested cycles over its elapsed time between CUDA events, which on an H100 read a few percent above the
-device's maximum. Where a reading passes that maximum, it is off by at least that much; pages that weigh gaps of a
-few percent between two readings say so beside them."""
+spin's requested cycles over its elapsed time between CUDA events. Both can read above the device's maximum SM clock
+(on an H100 by up to about 5%, for reasons not yet known). Where a reading passes that maximum, it is off by at least
+that much; pages that weigh gaps of a few percent between two readings say so beside them."""
 from __future__ import annotations
 
 import pandas as pd
