@@ -235,7 +235,7 @@ class DecodeData(Page):
         is False, for a sentence that said so itself); which were not profiled on the GPU but wait for it every token
         (their host profile's copies to the host), so that no ratio against them goes without a word on the host;
         and how far each ratio moved over the runs on this GPU that measured it alike. '' where none is known."""
-        paced, waits, spreads = [], [], []
+        paced, waits = [], []
         fast_row = self.row(model, fast, batch, context)
         copies = {p.variant: p.host_copies_per_token for p in getattr(self.data, "host_profiles", [])
                   if p.status == "ok" and p.model == model and p.batch == batch and p.context == context}
@@ -249,18 +249,17 @@ class DecodeData(Page):
                 paced.append((self.named(v), fmt.pct(100 * share), busy))
             elif idle and r is not None and share is None and copies.get(v):
                 waits.append((self.named(v), copies[v]))
+        # One sentence however many loops it names: the opening paragraph holds three sentences at most.
+        parts = [f"{n} left the GPU idle for {p} of its step" + (f" (on the GPU's busy time alone the ratio is "
+                                                                 f"{fmt.ratio(b)})" if b is not None else "")
+                 for n, p, b in paced]
+        parts += [f"{n}, not profiled on the GPU, waits for it {fmt.count(k)} {'time' if k == 1 else 'times'} a token "
+                  "(its host profile's copies to the host)" for n, k in waits]
         text = ""
-        if paced:
-            one = len(paced) == 1
-            text += (f" {_capital(join(n for n, _, _ in paced))} left the GPU idle for {join(p for _, p, _ in paced)} "
-                     f"of {'its step' if one else 'their steps'}, so {'the ratio' if one else 'each ratio'} against "
-                     f"{'it' if one else 'them'} is partly this run's host's")
-            busy = [f"{fmt.ratio(b)}" + ("" if one else f" against {n}") for n, _, b in paced if b is not None]
-            text += (f": on the GPU's busy time alone it is {join(busy)}." if busy else ".")
-        for n, k in waits:
-            text += (f" {_capital(n)} was not profiled on the GPU, but it waits for the GPU {fmt.count(k)} "
-                     f"{'time' if k == 1 else 'times'} a token (its host profile's copies to the host), so the ratio "
-                     "against it likely follows this run's host as much as its GPU.")
+        if parts:
+            one = len(parts) == 1
+            text += (f" {_capital(join(parts))}, so {'the ratio against it is' if one else 'the ratios against them are'}"
+                     " partly this run's host's.")
         if spreads := [(v, s) for v in slows if (s := self.ratio_spread(model, fast, v, batch, context)) is not None
                        and s[1] / s[0] >= SAME_APPROACH]:
             parts = [f"from {fmt.span(lo, hi, fmt.ratio)} against {self.named(v)} ({n} runs)"
