@@ -15,6 +15,7 @@ from collect.schema.bench import BenchFile, BenchRow
 from collect.schema.decode import DecodeFile, DecodeRow
 from collect.schema.profile import ImplRow, KernelRow, ProfileFile
 from conftest import ROOT
+from render import fmt
 from render.pages.home import HomePage
 from render.runs import load_run
 from render.site import Report
@@ -430,3 +431,20 @@ def test_the_tables_limiter_names_the_profilers_clock_where_it_lies_apart_from_t
     assert ("(profiled at B=2, H=8, N=2048, a share of its cycles at the 1,636 MHz Nsight Compute read, against 1,953 "
             "MHz before its timed calls; the Profiling page gives the share at that clock)") in apart
     assert "Nsight Compute read" not in cell(1940.0, 1953.0, "close")
+
+
+def test_the_decode_floor_headline_names_a_faster_loop_whose_floor_is_lower(tmp_path):
+    """Run h100-20261205b: the bf16 graph came closest to its floor (0.377 ms, 2.85x) while the int8 cache's graph
+    took less time (0.365 ms) against a lower floor; "closest to its floor" must not read as "fastest"."""
+    d = decode_file("h-1")
+    graph = next(r for r in d.rows if r.variant == "graph" and r.context == 1000)
+    floor = 0.6 * graph.floor_ms
+    step = 0.9 * graph.step_ms_median  # faster in time, yet further from its own floor
+    d.rows.append(dataclasses.replace(graph, variant="int8-graph", step_ms_median=step, floor_ms=floor,
+                                      tokens_per_s=4e3 / step, achieved_over_floor=step / floor))
+    text = home(tmp_path / "a", decode=d).decode_floor_headline()
+    assert "the loop closest to its floor (our step in a CUDA graph)" in text
+    assert (f"The fastest step there in time is that of our int8 cache in a CUDA graph: {fmt.ms(step)}, against a "
+            f"lower floor of its own, {fmt.ms(floor)}.") in text
+    # where the loop closest to its floor is also the fastest, nothing more is said
+    assert "fastest step there" not in home(tmp_path / "b").decode_floor_headline()

@@ -131,10 +131,12 @@ class History(CompareSection):
         return f";{words}" if words else ""
 
     def _clock_marked(self) -> bool:
-        return bool(self._marked_runs())
+        return bool(self._marked_runs)
 
+    @cached_property
     def _marked_runs(self) -> list[str]:
-        """The runs with a cell that carries a clock mark."""
+        """The runs with a cell that carries a clock mark (cached: the table's caption and its overshoot clause both
+        ask)."""
         f = self.history
         cols = [c for k, *_ in self.HISTORY_CASES for c in ((k, k + "_yard") if self._yard_columns else (k,))]
         return [r["run"] for _, r in f.iterrows()
@@ -143,7 +145,7 @@ class History(CompareSection):
     def _marked_overshoot(self) -> str:
         """Where a marked run's clock readings pass its device's maximum: by how much at most, and in which run, so
         that a mark no wider than the readings' own error is read as such (clock_reading)."""
-        by_id, marked = {r.id: r for r in self.runs}, self._marked_runs()
+        by_id, marked = {r.id: r for r in self.runs}, self._marked_runs
         worst = []
         for rid in marked:
             run = by_id[rid]

@@ -260,18 +260,22 @@ class DecodeData(Page):
             one = len(parts) == 1
             text += (f" {_capital(join(parts))}, so {'the ratio against it is' if one else 'the ratios against them are'}"
                      " partly this run's host's.")
-        if spreads := [(v, s) for v in slows if (s := self.ratio_spread(model, fast, v, batch, context)) is not None
-                       and s[1] / s[0] >= SAME_APPROACH]:
+        if spreads := self._moved_spreads(model, batch, context, fast, slows):
             parts = [f"from {fmt.span(lo, hi, fmt.ratio)} against {self.named(v)} ({n} runs)"
                      for v, (lo, hi, n) in spreads]
             text += f" Over the runs on this GPU that measured the same loops, the ratio ranged {join(parts)}."
         return text
 
+    def _moved_spreads(self, model: str, batch: int, context: int, fast: str, slows: list[str]):
+        """(variant, (low, high, runs)) for each of `slows` whose ratio to `fast` moved by SAME_APPROACH or more over
+        the runs on this GPU that measured both alike (ratio_spread)."""
+        return [(v, s) for v in slows if (s := self.ratio_spread(model, fast, v, batch, context)) is not None
+                and s[1] / s[0] >= SAME_APPROACH]
+
     def host_spread_sentence(self, model: str, batch: int, context: int, fast: str, slows: list[str]) -> str:
         """One sentence: how far `fast`'s ratio to each of `slows` moved over the runs on this GPU that measured them
         alike, where it moved enough to matter; '' otherwise."""
-        spreads = [(v, s) for v in slows if (s := self.ratio_spread(model, fast, v, batch, context)) is not None
-                   and s[1] / s[0] >= SAME_APPROACH]
+        spreads = self._moved_spreads(model, batch, context, fast, slows)
         if not spreads:
             return ""
         lows = join(fmt.span(lo, hi, fmt.ratio) for _, (lo, hi, _) in spreads)

@@ -330,12 +330,17 @@ class Limiter(ProfileData):
         return TimedClock(v.busiest, v.busiest_pct, float(k_mhz), float(ms), float(mhz),
                           v.busiest_pct * k_ms * k_mhz / (ms * mhz), bench)
 
+    @cached_property
+    def _bench(self) -> BenchData:
+        """The run's bench rows, built once: every limiter row's timed clock asks for them."""
+        return BenchData(self.run)
+
     def _timed_call(self, impl: str, shape, case_id) -> tuple[float, float, bool] | None:
         """(median time in ms, median SM clock read in MHz, whether by the bench phase) of the call of `impl` at
         `shape`: the bench phase's row, else the profile phase's clock check of the same call; None where neither
         recorded both."""
         b, h, n, d, dt, c = shape
-        bench = BenchData(self.run)
+        bench = self._bench
         t = bench.by_n((b, h, d), dt, c, impl) if not bench.rows.empty else bench.rows
         if n in t.index and "sm_clock_mhz" in t and all(known(t.loc[n, f]) for f in ("latency_ms_median", "sm_clock_mhz")):
             return float(t.loc[n, "latency_ms_median"]), float(t.loc[n, "sm_clock_mhz"]), True
