@@ -1,17 +1,19 @@
 """The spin before each timed call, reading the SM clock itself.
 
 The spin keeps the GPU busy while the host issues the call (collect/timing.py). It also tells the SM clock the call
-started at. That used to be torch.cuda._sleep's requested cycles over the spin's elapsed time between two CUDA
-events, which puts the spin's launch and queueing inside the reading: before short calls it read low (an idle H100,
-2026-12-06: 1,504-1,724 MHz for 50 us spins whose own counters said 1,975). So this spin writes its SM's clock64 and
-the GPU's globaltimer (nanoseconds) when it starts and when it ends, and the clock is their ratio, whatever the call's
-length. It does not make a reading exact: in a full collect on an H100 (run h100-20261206a, not committed: its
-profile file did not come back from the GPU machine) 235 of the bench phase's 432 calls read a median above the
-device's 1,980 MHz maximum, short calls at a median of 1,992 and the highest 2,085, as event readings had before
-(run h100-20261205b: 90 of 432, up to 2,082). Why both pass the maximum is not known; the pages say so where a gap
-between two readings is no wider than that overshoot (render/clock_reading.py). Where the kernel cannot be built (no
-Triton GPU backend, a GPU without these registers), `stamped_spins` returns None and the caller falls back to
-torch.cuda._sleep and its events."""
+started at. That used to be torch.cuda._sleep's requested cycles over the spin's elapsed time between two CUDA events,
+which puts the spin's launch and queueing inside the reading: before short calls it read low (an idle H100, 2026-12-06:
+1,504-1,724 MHz for 50 us spins whose own counters said 1,975). So this spin writes its SM's clock64 and the GPU's
+globaltimer (nanoseconds) when it starts and when it ends, and the clock is their ratio, whatever the call's length. It
+does not make a reading exact: in a full collect on an H100 (run h100-20261206a, not committed: its profile file did not
+come back from the GPU machine) 235 of the bench phase's 432 calls read a median above the device's 1,980 MHz maximum,
+short calls at a median of 1,992 and the highest 2,085, as event readings had before (run h100-20261205b: 90 of 432, up
+to 2,082). A probe on an H100 (2026-12-06, scripts/probe_spin_clock.py) found the counters right: over a 1 s spin the
+GPU timer and the host's clock agreed within 0.02%, and in the bench's loop the readings fell on the clock's own 15 MHz
+steps (1,965 to 2,084 MHz) with the calls after the highest ones 3% quicker. So the rest before a call can run past the
+reported maximum, and its clock swings from call to call; the pages say so where a gap between two readings is no wider
+than that overshoot (render/clock_reading.py). Where the kernel cannot be built (no Triton GPU backend, a GPU without
+these registers), `stamped_spins` returns None and the caller falls back to torch.cuda._sleep and its events."""
 from __future__ import annotations
 
 from functools import lru_cache

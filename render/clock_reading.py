@@ -1,10 +1,15 @@
-"""How far a phase's SM clock readings can be off, from the readings themselves.
+"""How far a phase's SM clock readings can stand from the calls' own clocks, from the readings themselves.
 
-A clock reading is taken in the spin just before each timed call, never during the call (collect/timing.py). Runs
-from 2026-12-06 on read it from the spin's own counters (collect/spin_clock.py); earlier runs estimated it from the
-spin's requested cycles over its elapsed time between CUDA events. Both can read above the device's maximum SM clock
-(on an H100 by up to about 5%, for reasons not yet known). Where a reading passes that maximum, it is off by at least
-that much; pages that weigh gaps of a few percent between two readings say so beside them."""
+A clock reading is taken in the spin just before each timed call, never during the call (collect/timing.py). Runs from
+2026-12-06 on read it from the spin's own counters (collect/spin_clock.py); earlier runs estimated it from the spin's
+requested cycles over its elapsed time between CUDA events. Both read above the device's reported maximum SM clock on an
+H100 (up to about 5%). A probe there (2026-12-06, scripts/probe_spin_clock.py) found the counters right and the rest's
+clock really past that maximum: a 1 s spin read 1,980.0 MHz by the GPU timer and 1,979.6 by the host's clock; in the
+bench's loop the GPU timer agreed with CUDA events within 0.1% while the readings cycled over 1,965, 2,025, 2,055 and
+2,084 MHz, steps of the clock's own 15 MHz, and the calls after the highest took 3% less time; nvidia-smi, sampling
+every 20 ms, reported 1,965 throughout (its software power cap active). So a reading is the rest's clock, which swings
+by several percent from call to call between heavy calls; pages that weigh gaps of a few percent between two readings
+say so beside them where the readings pass the reported maximum."""
 from __future__ import annotations
 
 import pandas as pd
@@ -28,12 +33,13 @@ def overshoot(rows: pd.DataFrame, device) -> tuple[float, float] | None:
 
 
 def overshoot_words(rows: pd.DataFrame, device, where: str = "") -> str:
-    """' Some of this phase's readings exceed ...': the clause that qualifies a clock gap, or '' where the readings
-    stay under the device's maximum."""
+    """' The clock readings are of the rest before each call ...': the clause that qualifies a clock gap, or '' where
+    the readings stay under the device's maximum."""
     o = overshoot(rows, device)
     if o is None:
         return ""
     hi, top = o
-    return (f" The clock readings are estimates{where}: the highest, {fmt.num(hi, 4)} MHz, lies "
-            f"{fmt.pct(100 * (hi / top - 1), 2)} above the device's maximum of {fmt.num(top, 4)} MHz, so a gap "
-            "between two readings of that size or less may be the readings' own error.")
+    return (f" The clock readings{where} are of the rest before each call, not of the call: the highest, "
+            f"{fmt.num(hi, 4)} MHz, lies {fmt.pct(100 * (hi / top - 1), 2)} above the device's reported maximum of "
+            f"{fmt.num(top, 4)} MHz, so a gap between two readings of that size or less need not be one between the "
+            "calls' own clocks.")

@@ -365,7 +365,7 @@ def test_history_cells_at_clocks_far_apart_say_so_with_the_verdict_at_equal_cloc
     plain = _clocked(tmp_path / "plain", [(1900.0, 1890.0, 0.974), (1900.0, 1900.0, 1.2)]).history_table()
     assert "clock" not in plain
     # every reading under the device's 1980 MHz maximum: the marks stand without a word on the readings' error
-    assert "The clock readings are estimates" not in table
+    assert "The clock readings are of the rest" not in table
 
 
 def test_history_clock_marks_say_how_far_a_marked_runs_readings_pass_the_devices_maximum(tmp_path):
@@ -374,8 +374,9 @@ def test_history_clock_marks_say_how_far_a_marked_runs_readings_pass_the_devices
     page = _clocked(tmp_path, [(2100.0, 1870.0, 0.974), (2040.0, 1900.0, 0.974), (2100.0, 2090.0, 1.2)])
     table = page.history_table()
     # r2 reads above the maximum too, but its clocks are 0.5% apart: no mark there, so it is not counted
-    assert ("The clock readings are estimates: in both marked runs some read above the device&#x27;s maximum SM "
-            "clock, by up to 6.1% (run r0), so there a gap of that size or less may be the readings&#x27; own error"
+    assert ("The clock readings are of the rest before each call, not of the call: in both marked runs some read "
+            "above the device&#x27;s reported maximum SM clock, by up to 6.1% (run r0), so there a gap of that size or "
+            "less need not be one between the calls&#x27; own clocks"
             in table)
 
 

@@ -398,7 +398,7 @@ def test_the_headline_captions_clock_marks_with_the_readings_own_error_where_it_
     table = page.headline_table()
     marked = "at a higher (lower) clock" in table
     shown = overshoot(page._bench[page._bench["status"] == "ok"], run.manifest.device) is not None
-    assert ("The clock readings are estimates" in table) == (marked and shown)
+    assert ("The clock readings are of the rest before each call" in table) == (marked and shown)
 
 
 def test_the_headline_caption_says_what_a_kernel_step_label_is_where_a_cell_uses_one():

@@ -148,7 +148,8 @@ def clock_fields(n_timed_runs: str = "Timed calls behind the statistics.", p10: 
         "sm_clock_mhz": ("float | None", doc(
             "Median SM clock seen during the device timing, from the spin before each call: its SM's cycles over the "
             "GPU timer's nanoseconds (runs before 2026-12-06: the spin's requested cycles over its elapsed time between "
-            "CUDA events, which read low before short calls). Either can read above the device's maximum SM clock.",
+            "CUDA events, which read low before short calls). Either can read above the device's reported maximum SM "
+            "clock: the rest before a call can run past it (render/clock_reading.py).",
             None, **CLOCK_MHZ)),
         "sm_clock_min_mhz": ("float | None", doc("Lowest SM clock seen during the device timing.", None, **CLOCK_MHZ,
                                                  at_most="sm_clock_mhz")),

@@ -566,7 +566,7 @@ class HomePage(Page):
                             f"{fmt.pct(100 * CLOCK_GAP, 0)} above (below) theirs; a compute-bound call's time scales "
                             "about inversely with its clock, so the verdict at equal clocks follows where it differs, "
                             "as on the Benchmarks page")
-                # A gap no wider than the readings' own error says nothing about the calls: named beside the marks.
+                # A gap no wider than the rest's own swing past the maximum says little about the calls: named beside the marks.
                 error = overshoot_words(self._bench[self._bench["status"] == "ok"], self.run.manifest.device)
                 caption += f". {error.strip().rstrip('.')}" if error else ""
             if any("not profiled for this row's kernel" in str(r.get("limiter", "")) for r in rows):

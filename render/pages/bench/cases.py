@@ -99,14 +99,16 @@ class Cases(BenchSection):
         return text + self._clock_over_max()
 
     def _clock_over_max(self) -> str:
-        """A reading above the device's maximum SM clock says how far the reading itself can be off (render/
-        clock_reading.py says how each run read it), and the pages weigh clock gaps of a few percent."""
+        """A reading above the device's maximum SM clock says how far the rest before a call, where the clock is read,
+        can stand from the call's own clock (render/clock_reading.py), and the pages weigh clock gaps of a few
+        percent."""
         o = overshoot(self.ok, self.run.manifest.device)
         if o is None:
             return ""
         hi, top = o
-        return (f" The highest reading lies above the device's maximum SM clock of {fmt.num(top, 4)} MHz, so a single "
-                f"reading can be off by {fmt.pct(100 * (hi / top - 1), 2)} or more.")
+        return (f" The highest reading lies {fmt.pct(100 * (hi / top - 1), 2)} above the device's reported maximum "
+                f"SM clock of {fmt.num(top, 4)} MHz: readings are of the rest before each call, not of the call, so a "
+                "gap between two of that size or less need not be one between the calls' clocks.")
 
     def _clock_gap_sentence(self) -> str:
         """Where our kernel and the fastest other implementation it is compared with ran at median SM clocks more than

@@ -144,7 +144,7 @@ class History(CompareSection):
 
     def _marked_overshoot(self) -> str:
         """Where a marked run's clock readings pass its device's maximum: by how much at most, and in which run, so
-        that a mark no wider than the readings' own error is read as such (clock_reading)."""
+        that a mark no wider than the rest's own swing is read as such (clock_reading)."""
         by_id, marked = {r.id: r for r in self.runs}, self._marked_runs
         worst = []
         for rid in marked:
@@ -159,9 +159,10 @@ class History(CompareSection):
         which = ("both marked runs" if len(worst) == len(marked) == 2 else
                  f"all {len(marked)} marked runs" if len(worst) == len(marked) > 1 else
                  f"{len(worst)} of the {plural(len(marked), 'marked run')}")
-        return (f". The clock readings are estimates: in {which} some read above the "
-                f"device's maximum SM clock, by up to {fmt.pct(100 * share, 2)} (run {escape.text(rid)}), so there a "
-                "gap of that size or less may be the readings' own error")
+        return (f". The clock readings are of the rest before each call, not of the call: in {which} some read "
+                f"above the device's reported maximum SM clock, by up to {fmt.pct(100 * share, 2)} (run "
+                f"{escape.text(rid)}), so there a gap of that size or less need not be one between the calls' own "
+                "clocks")
 
     @property
     def _yard_columns(self) -> bool:
