@@ -6,10 +6,10 @@ requested cycles over its elapsed time between CUDA events. Both read above the 
 H100 (up to about 5%). A probe there (2026-12-06, scripts/probe_spin_clock.py) found the counters right and the rest's
 clock really past that maximum: a 1 s spin read 1,980.0 MHz by the GPU timer and 1,979.6 by the host's clock; in the
 bench's loop the GPU timer agreed with CUDA events within 0.1% while the readings cycled over 1,965, 2,025, 2,055 and
-2,084 MHz, steps of the clock's own 15 MHz, and the calls after the highest took 3% less time; nvidia-smi, sampling
-every 20 ms, reported 1,965 throughout (its software power cap active). So a reading is the rest's clock, which swings
-by several percent from call to call between heavy calls; pages that weigh gaps of a few percent between two readings
-say so beside them where the readings pass the reported maximum."""
+2,084 MHz, steps of the clock's own 15 MHz, and the calls after the highest took 2-3% less time (two runs of the probe);
+nvidia-smi, sampling every 20 ms, reported 1,965 throughout (its software power cap active). So a reading is the rest's
+clock, which swings by several percent from call to call between heavy calls; pages that weigh gaps of a few percent
+between two readings say so beside them where the readings pass the reported maximum."""
 from __future__ import annotations
 
 import pandas as pd
