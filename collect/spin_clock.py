@@ -11,10 +11,12 @@ short calls at a median of 1,992 and the highest 2,085, as event readings had be
 to 2,082). A probe on an H100 (2026-12-06, scripts/probe_spin_clock.py) found the counters right: over a 1 s spin the
 GPU timer and the host's clock agreed within 0.02%, and in the bench's loop the readings fell on the clock's own 15 MHz
 steps (1,965 to 2,071-2,084 MHz in two runs of it) with the calls after the highest ones 2-3% quicker. So the rest
-before a call can run past the reported maximum, and its clock swings from call to call; the pages say so where a gap
-between two readings is no wider than that overshoot (render/clock_reading.py). Where the kernel cannot be built (no
-Triton GPU backend, a GPU without these registers), `stamped_spins` returns None and the caller falls back to
-torch.cuda._sleep and its events."""
+before a call can run past the reported maximum, and its clock swings from call to call. A second spin on another
+stream, running beside the call, read the call's own clock 1-4% under the rest's, at no measurable cost to those calls
+(SDPA's FlashAttention-2, which leaves room on every SM); the collect does not take that reading, because a kernel whose
+blocks fill an SM's registers would wait for the spin; the pages say so where a gap between two readings is no wider
+than that overshoot (render/clock_reading.py). Where the kernel cannot be built (no Triton GPU backend, a GPU without
+these registers), `stamped_spins` returns None and the caller falls back to torch.cuda._sleep and its events."""
 from __future__ import annotations
 
 from functools import lru_cache

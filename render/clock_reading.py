@@ -7,9 +7,12 @@ H100 (up to about 5%). A probe there (2026-12-06, scripts/probe_spin_clock.py) f
 clock really past that maximum: a 1 s spin read 1,980.0 MHz by the GPU timer and 1,979.6 by the host's clock; in the
 bench's loop the GPU timer agreed with CUDA events within 0.1% while the readings cycled over 1,965, 2,025, 2,055 and
 2,084 MHz, steps of the clock's own 15 MHz, and the calls after the highest took 2-3% less time (two runs of the probe);
-nvidia-smi, sampling every 20 ms, reported 1,965 throughout (its software power cap active). So a reading is the rest's
-clock, which swings by several percent from call to call between heavy calls; pages that weigh gaps of a few percent
-between two readings say so beside them where the readings pass the reported maximum."""
+nvidia-smi, sampling every 20 ms, reported 1,965 throughout (its software power cap active). A second spin on another
+stream, beside the call, read the call's own clock past the maximum too (SDPA's FlashAttention-2, fp16, 1x32 heads,
+d=128: 2,063 MHz during N=16384 calls after rests at 2,084; 1,984-2,007 during N=4096 calls after 2,071-2,085), 1-4%
+under the rest before it. So a reading is the rest's clock, which swings by several percent from call to call between
+heavy calls; pages that weigh gaps of a few percent between two readings say so beside them where the readings pass the
+reported maximum."""
 from __future__ import annotations
 
 import pandas as pd

@@ -1,6 +1,7 @@
 """Whether the stamped spin's SM clock readings (collect/spin_clock.py) are right where they pass the device's
 reported maximum: the spin's cycles over the GPU timer against the host's clock, and nvidia-smi's sampled SM clock,
-at idle, right after heavy work, and inside a copy of the bench's timed loop (L2 flush, rest spin, call).
+at idle, right after heavy work, and inside a copy of the bench's timed loop (L2 flush, rest spin, call); then a
+second spin on another stream beside each call, which reads the clock while the call runs.
 
 Writes probe.json (every reading) and smi.csv (nvidia-smi every 20 ms) under --out and prints a summary. On an H100
 (2026-12-06) it showed the counters agreeing with the host within 0.02% over a 1 s spin, and the loop's readings on
@@ -76,6 +77,51 @@ def bench_loop(kernel, call, calls: int, max_mhz: float) -> dict:
     return {"wall_ms": wall_ms, "cycles": cycles, "rows": rows}
 
 
+def clock_during_call(kernel, call, calls: int, max_mhz: float) -> dict:
+    """The bench loop with a second stamped spin on a second stream, started with each call and lasting about 70% of
+    it, so its stamps give the SM clock while the call runs; each call is also timed alone beside it, alternating,
+    so the spin's cost to the call shows."""
+    import torch
+    from triton import runtime
+    from collect.spin_clock import StampedSpins
+    from collect.timing import rest_us
+
+    driver = runtime.driver.active
+    cache = driver.get_empty_cache_for_benchmark()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    call()
+    torch.cuda.synchronize()
+    wall_ms = (time.perf_counter() - t0) * 1e3
+    cycles = int(rest_us(wall_ms) * max_mhz)
+    during_cycles = int(0.7 * wall_ms * 1e3 * 0.85 * max_mhz)
+    rest, during = StampedSpins(calls, kernel), StampedSpins(calls, kernel)
+    side = torch.cuda.Stream()
+    main_stream = torch.cuda.current_stream()
+    ev = [[torch.cuda.Event(enable_timing=True) for _ in range(2)] for _ in range(calls)]
+    for i in range(calls):
+        driver.clear_cache(cache)
+        rest.spin(i, cycles)
+        ev[i][0].record()
+        if i % 2 == 0:
+            side.wait_event(ev[i][0])
+            with torch.cuda.stream(side):
+                during.spin(i, during_cycles)
+        call()
+        ev[i][1].record()
+        main_stream.wait_stream(side)
+    torch.cuda.synchronize()
+    fr, fd = rest.stamps.tolist(), during.stamps.tolist()
+    rows = []
+    for i in range(calls):
+        c0, c1, g0, g1 = fr[4 * i:4 * i + 4]
+        d0, d1, h0, h1 = fd[4 * i:4 * i + 4]
+        rows.append({"rest_mhz": (c1 - c0) * 1e3 / max(g1 - g0, 1),
+                     "during_mhz": (d1 - d0) * 1e3 / (h1 - h0) if h1 > h0 else None,
+                     "during_us": (h1 - h0) / 1e3, "call_ms": ev[i][0].elapsed_time(ev[i][1])})
+    return {"wall_ms": wall_ms, "cycles": cycles, "during_cycles": during_cycles, "rows": rows}
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="folder for probe.json and smi.csv")
@@ -100,7 +146,7 @@ def main(argv=None) -> None:
         q, k, v = (torch.randn(1, 32, 16384, 128, device="cuda", dtype=torch.float16) for _ in range(3))
 
         def attention(n):
-            qs = [t[:, :, :n] for t in (q, k, v)]
+            qs = [t[:, :, :n].contiguous() for t in (q, k, v)]  # a strided view would add a copy to each call
 
             def call():
                 with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.FLASH_ATTENTION):
@@ -119,6 +165,9 @@ def main(argv=None) -> None:
         for n in (16384, 2048):
             res["marks"].append((f"loop_n{n}", time.time()))
             res[f"loop_n{n}"] = bench_loop(kernel, attention(n), args.calls, max_mhz)
+        for n in (16384, 4096):
+            res["marks"].append((f"during_n{n}", time.time()))
+            res[f"during_n{n}"] = clock_during_call(kernel, attention(n), args.calls, max_mhz)
         time.sleep(0.3)
     finally:
         smi.terminate()
@@ -135,6 +184,19 @@ def main(argv=None) -> None:
         print(f"bench loop N={n}: median {statistics.median(m):.1f} MHz, max {m[-1]:.1f}, {above} of {len(m)} above "
               f"{max_mhz:.0f}; GPU timer / events over the spin "
               f"{statistics.median(x['spin_gpu_us'] / x['spin_event_us'] for x in rows):.4f}; levels {levels[:12]}")
+    for n in (16384, 4096):
+        print(_during_summary(res, n))
+
+
+def _during_summary(res: dict, n: int) -> str:
+    rows = res[f"during_n{n}"]["rows"]
+    med = statistics.median
+    with_spin = [r for i, r in enumerate(rows) if i % 2 == 0 and r["during_mhz"]]
+    alone = [r for i, r in enumerate(rows) if i % 2 == 1]
+    return (f"during N={n}: rest before the call {med(r['rest_mhz'] for r in rows):.0f} MHz, during the call "
+            f"{med(r['during_mhz'] for r in with_spin):.0f} MHz (range {min(r['during_mhz'] for r in with_spin):.0f}-"
+            f"{max(r['during_mhz'] for r in with_spin):.0f}); call {med(r['call_ms'] for r in with_spin):.4f} ms with "
+            f"the spin beside it, {med(r['call_ms'] for r in alone):.4f} ms alone")
 
 
 if __name__ == "__main__":
