@@ -358,7 +358,7 @@ def test_history_cells_at_clocks_far_apart_say_so_with_the_verdict_at_equal_cloc
     assert even.endswith("slower") and cells[1].endswith(f"; ours at a higher clock, {even} at equal clocks")
     # ours below theirs and faster either way: the mark alone, no second verdict
     assert cells[2].endswith("; ours at a lower clock")
-    assert "at a higher (lower) clock: ours ran at a median SM clock more than 3% above (below) the other" in table
+    assert "at a higher (lower) clock: ours had a median SM clock reading more than 3% above (below) the other" in table
     hover = [h for t in plot_data(page.history_figure()) for h in t["hovertext"]]
     assert any(f"ours at a higher clock, {even} at equal clocks" in h for h in hover)
     # no clock far apart: no mark and no caption for it

@@ -331,7 +331,7 @@ def test_a_headline_cell_whose_calls_ran_at_clocks_apart_says_so_by_the_benchmar
     assert at_equal_clocks(1.0, 1900.0, 1800.0) < 1 / 1.05 and 1900 / 1800 - 1 > CLOCK_GAP
     ahead = home(tmp_path / "a", bench=_clocked(1.0, 1.0, 1900.0, 1800.0))
     assert _flash_cell(ahead) == "4.29 TFLOP/s; ours on par (1.00×) at a higher clock, 1.06× slower at equal clocks"
-    assert "at a higher (lower) clock: ours ran at a median SM clock more than 3% above (below)" in ahead.headline_table()
+    assert "at a higher (lower) clock: ours had a median SM clock reading more than 3% above (below)" in ahead.headline_table()
     behind = home(tmp_path / "b", bench=_clocked(1.0, 1.0, 1800.0, 1900.0))
     assert _flash_cell(behind).endswith("on par (1.00×) at a lower clock, 1.06× faster at equal clocks")
     # a verdict the clocks do not change keeps its caveat but gives no second verdict

@@ -643,7 +643,7 @@ def _clocked(f: IterationsFile, ours_at_16384: float) -> IterationsFile:
 
 def test_the_goal_finding_names_a_clock_gap_behind_a_ratio():
     text = html.unescape(page_for(_clocked(sample_file(), 1800.0)).goal_finding())
-    assert ("In 1 of 2 goal cases v2-ws and the fastest other implementation ran at median SM clocks more than 3% apart"
+    assert ("In 1 of 2 goal cases v2-ws and the fastest other implementation had median SM clock readings more than 3% apart"
             in text)
     assert "The widest gap is at fp16, non-causal, N=16384: ours at 1,800 MHz, SDPA cuDNN at 1,980 MHz." in text
     assert "SM clock" not in page_for(_clocked(sample_file(), 1950.0)).goal_finding()  # 1.5% apart: nothing to say
@@ -656,7 +656,7 @@ def test_the_crosscheck_names_the_clock_gap_where_the_two_measurements_differ_mo
     for r in page.run.phases["bench"].rows:
         r.sm_clock_mhz = 1950.0 if r.impl == "triton" else 1980.0
     text = html.unescape(page.bench_crosscheck())
-    assert ("There this page's two calls ran at median SM clocks 9.1% apart (ours at 1,800 MHz, SDPA cuDNN at "
+    assert ("There this page's two calls had median SM clock readings 9.1% apart (ours at 1,800 MHz, SDPA cuDNN at "
             "1,980 MHz), the bench phase's 1.5% apart." in text)
     assert "minutes apart and, at that case, at different SM clocks" in text
     calm = html.unescape(_with_bench_and_profile(_clocked(sample_file(), 1980.0)).bench_crosscheck())
@@ -837,7 +837,7 @@ def test_the_ceiling_finding_names_the_masking_and_the_clocks_behind_the_shares(
     text = html.unescape(page.ceiling_finding())
     # v2-ws at 630 TFLOP/s is 84.0% of 750; per cycle at 1,980 against 2,200 MHz, 93.3%. FA4: 700/750 = 93.3%, 104%.
     # each clock named by its dtype and its call: the finding sets one dtype's calls after another's
-    assert ("The fp16 calls ran at median SM clocks of 1,980 MHz (v2-ws) and 1,980 MHz (FlashAttention-4), the fp16 "
+    assert ("The fp16 calls had median SM clock readings of 1,980 MHz (v2-ws) and 1,980 MHz (FlashAttention-4), the fp16 "
             "matmul at 2,200 MHz.") in text and "Those calls" not in text
     assert "Per clock cycle, v2-ws did 93.3% and FlashAttention-4 did 104% of the fp16 matmul's work" in text
     assert "per cycle FlashAttention-4 does more than the matmul did" in text

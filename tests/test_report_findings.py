@@ -201,7 +201,7 @@ def test_a_ratio_past_what_a_mask_gives_is_put_down_to_the_clocks_it_ran_at(tmp_
     # one kernel both ways, so only the clock gap keeps it from reading as beating the block count
     assert row["measured"] > 2 and row["verdict"] == "at SM clocks too far apart to compare"
     t = text(page.causal_finding())
-    assert "In 1 of 32 rows the unmasked and masked Triton calls ran at median SM clocks more than 3.0% apart" in t
+    assert "In 1 of 32 rows the unmasked and masked Triton calls had median SM clock readings more than 3.0% apart" in t
     assert "1,714 MHz unmasked against 1,919 MHz masked" in t
     assert "The masked call's higher clock, not the mask, accounts for the excess" in t and "about 1.81×" in t
     table = text(page.causal_table())

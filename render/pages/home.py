@@ -562,7 +562,7 @@ class HomePage(Page):
             caption = ("TFLOP/s: 4·B·H·N²·d FLOP over the bench phase's median device time; the ceilings are the "
                        f"Hardware page's; on par: within {fmt.pct(100 * (EVEN - 1), 0)} either way")
             if any(r["clock_caveat"] for r in rows):
-                caption += (f"; at a higher (lower) clock: ours ran at a median SM clock more than "
+                caption += (f"; at a higher (lower) clock: ours had a median SM clock reading more than "
                             f"{fmt.pct(100 * CLOCK_GAP, 0)} above (below) theirs; a compute-bound call's time scales "
                             "about inversely with its clock, so the verdict at equal clocks follows where it differs, "
                             "as on the Benchmarks page")

@@ -183,8 +183,8 @@ class Causal(BytesSection):
         if apart:
             g, i = max(apart)
             w = df.loc[i]
-            out.append(f"In {len(apart)} of {plural(len(known), 'row')} the unmasked and masked Triton calls ran at "
-                       f"median SM clocks more than {fmt.pct(100 * CLOCK_GAP, 2)} apart (clocks are read, never set; "
+            out.append(f"In {len(apart)} of {plural(len(known), 'row')} the unmasked and masked Triton calls had "
+                       f"median SM clock readings more than {fmt.pct(100 * CLOCK_GAP, 2)} apart (clocks are read, never set; "
                        f"the table marks them), widest at {self._row_label(w)}: {fmt.num(w['clk_f'], 4)} MHz unmasked "
                        f"against {fmt.num(w['clk_c'], 4)} MHz masked.")
             out.append("A compute-bound call's time scales about inversely with its clock, so those ratios carry the "

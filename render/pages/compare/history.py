@@ -270,10 +270,10 @@ class History(CompareSection):
                         f"{every} timed, so its columns follow our kernel while the fastest other changes; where "
                         f"{yard} was itself the fastest other, its cell points to the one beside")
         if self._clock_marked():
-            caption += (f"; at a higher (lower) clock: ours ran at a median SM clock more than "
+            caption += (f"; at a higher (lower) clock: ours had a median SM clock reading more than "
                         f"{fmt.pct(100 * CLOCK_GAP, 0)} above (below) the other's; a compute-bound call's time scales "
                         "about inversely with its clock, so the verdict at equal clocks follows where it differs from "
-                        f"the one at the clocks they ran at (on par: within {fmt.pct(100 * (EVEN - 1), 0)} either "
+                        f"the one at the clocks read (on par: within {fmt.pct(100 * (EVEN - 1), 0)} either "
                         "way), as on Home")
             caption += self._marked_overshoot()
         return table_html(pd.DataFrame(out), cols, caption=caption)

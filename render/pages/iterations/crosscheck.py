@@ -76,7 +76,7 @@ class Crosscheck(IterationsSection):
             if clocked:  # the widest difference of the two measurements comes with a clock gap in one of them
                 _, a, b, sdpa = gap
                 there = self.bench_clock_gap(far[0])
-                text += (f" There this page's two calls ran at median SM clocks {fmt.pct(100 * gap[0], 2)} apart "
+                text += (f" There this page's two calls had median SM clock readings {fmt.pct(100 * gap[0], 2)} apart "
                          f"(ours at {fmt.num(a, 4)} MHz, {escape.text(impl_label(sdpa))} at {fmt.num(b, 4)} MHz)")
                 text += (f", the bench phase's {fmt.pct(100 * there, 2)} apart." if there is not None else ".")
             if max(abs(x) for _, x in diffs) > MATERIAL:

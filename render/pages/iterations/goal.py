@@ -84,7 +84,7 @@ class Goal(IterationsSection):
                     for m in dict.fromkeys(c.causal for c in cases))
 
     def clock_gap_finding(self) -> str:
-        """Where the final version and the fastest other implementation ran at median SM clocks more than CLOCK_GAP apart
+        """Where the final version and the fastest other implementation had median SM clock readings more than CLOCK_GAP apart
         (clocks are read, never set): how many goal cases, and the widest."""
         final = self.data.final_version
         gaps = [(g, c) for c in self.cases() if (g := self.case_clock_gap(final, c)) is not None]
@@ -93,7 +93,7 @@ class Goal(IterationsSection):
             return ""
         (_, a, b, sdpa), c = max(apart, key=lambda x: x[0][0])
         text = (f"In {len(apart)} of {plural(len(gaps), 'goal case')} {escape.text(final)} and the fastest other "
-                f"implementation ran at median SM clocks more than {share(CLOCK_GAP)} apart (clocks are read, never set). "
+                f"implementation had median SM clock readings more than {share(CLOCK_GAP)} apart (clocks are read, never set). "
                 f"The widest gap is at {self.label(c)}: ours at {fmt.num(a, 4)} MHz, "
                 f"{escape.text(impl_label(sdpa))} at {fmt.num(b, 4)} MHz.")
         return (text + " " + self._at_equal_clocks(self.ratio(final, *c), a, b)
@@ -242,7 +242,7 @@ class Goal(IterationsSection):
         one = len(calls) == 1
         mhz = join(f"{fmt.num(c, 4)} MHz ({escape.text(impl_label(n))})" for n, _, c in calls)
         per_cycle = [(n, t * 1e12 / ceil * at / c) for n, t, c in calls]
-        text = (f"The {d} call{'' if one else 's'} ran at {'a ' if one else ''}median SM clock{'' if one else 's'} of "
+        text = (f"The {d} call{'' if one else 's'} had {'a ' if one else ''}median SM clock reading{'' if one else 's'} of "
                 f"{mhz}, the {d} matmul at {fmt.num(at, 4)} MHz. Per clock cycle, "
                 + join(f"{escape.text(impl_label(n))} did {fmt.pct(100 * x)}" for n, x in per_cycle)
                 + f" of the {d} matmul's work")
