@@ -42,7 +42,8 @@ def parse_args(argv: list[str] | None = None) -> CollectConfig:
     ap.add_argument("--profile", choices=["quick", "full"], default="quick",
                     help="quick: a subset of every sweep, for a first look (default); full: the report's dataset")
     ap.add_argument("--run-id", help="folder name under --out (default: <device-slug>-<YYYYMMDD>, e.g. h200-20261129)")
-    ap.add_argument("--resume", action="store_true", help="skip phases this run already completed")
+    ap.add_argument("--resume", action="store_true", help="skip phases this run already completed; continue the others "
+                    "from the rows they saved, measuring again rows skipped for time")
     ap.add_argument("--model-path", help="decode phase: a local GPT-2 checkpoint folder (GPT2LMHeadModel."
                     "from_pretrained) instead of the default random weights; the report says which was used")
     ap.add_argument("--out", type=Path, default=REPO_ROOT / "data" / "runs", help="where runs live (default: data/runs)")

@@ -178,9 +178,19 @@ def check_same_gpu(m: Manifest, device, run_dir: Path) -> None:
                            f"new --run-id (the default, {default_run_id(device.name)!r}, names this GPU).")
 
 
+def _tool_never_ran(saved: dict | None) -> bool:
+    """Whether a phase file says its tool could not run at all (a profile without ncu, or without access to the
+    counters: a file-level status other than ok, with the fix to apply): its rows only say why, none holds a
+    measurement, so a later collect of the phase writes over it, as that fix tells the user to do."""
+    return bool(saved) and saved.get("status") not in (None, "ok") and bool(saved.get("fix"))
+
+
 def saved_rows_for(name: str, path: Path, prev: PhaseRecord | None, cfg: CollectConfig, run_id: str) -> dict | None:
-    """The rows this phase already saved, when --resume continues it; refuses a run that would lose them."""
+    """The rows this phase already saved, when --resume continues it; refuses a run that would lose them. A file
+    whose tool never ran holds nothing to lose (_tool_never_ran)."""
     saved = read_saved(path, run_id)
+    if _tool_never_ran(saved):
+        return None
     n = _row_count(name, saved) if saved else 0
     if not n:
         return None
@@ -282,11 +292,11 @@ SHARED_COMPILE_ENV = "COLLECT_SHARED_COMPILE"
 
 def _already_complete(name: str, manifest: Manifest, cfg: CollectConfig, run_dir: Path) -> bool:
     """--resume: the phase finished in an earlier collect of this profile, its file reads back whole (one that
-    does not is then refused by name, and kept), and it has no rows skipped for time."""
+    does not is then refused by name, and kept), it has no rows skipped for time, and its tool ran."""
     prev = next((p for p in manifest.phases if p.name == name), None)
     path = run_dir / filename(name)
     return bool(cfg.resume and prev is not None and prev.status == "complete" and prev.profile == cfg.profile
-                and _reads_back(path) and not _has_skipped_rows(path))
+                and _reads_back(path) and not _has_skipped_rows(path) and not _tool_never_ran(read_json(path)))
 
 
 def start_compile_pool(phases: list[str], cfg: CollectConfig, manifest: Manifest, run_id: str, run_dir: Path):

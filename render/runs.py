@@ -266,11 +266,16 @@ def load_runs(data_dir: Path) -> list[Run]:
     return sorted(runs, key=lambda r: (r.created, r.id))
 
 
+# A phase that does not apply to the GPU (the iterations phase on anything but Hopper) is as done as it can be there:
+# counting it unfinished would leave every T4's run unnarrated behind the committed ones.
+DONE = ("complete", "unsupported")
+
+
 def is_complete(run: Run) -> bool:
-    """Whether every phase of a collect ran to its end in this run: a bench-only repeat, or a collect stopped
-    partway, is a run the history shows but not one a whole report can narrate."""
+    """Whether every phase of a collect ran to its end in this run, or does not apply to its GPU: a bench-only
+    repeat, or a collect stopped partway, is a run the history shows but not one a whole report can narrate."""
     status = {p.name: p.status for p in run.manifest.phases}
-    return all(status.get(spec.name) == "complete" for spec in PHASES)
+    return all(status.get(spec.name) in DONE for spec in PHASES)
 
 
 def select_run(runs: list[Run], wanted: str | None = None) -> Run:

@@ -116,6 +116,16 @@ def test_the_pages_say_which_clock_their_times_come_from(tmp_path):
     assert "Every page times with one clock, CUDA events around each call" in repro  # said before it is named
     assert "page sets it against Nsight Compute's kernel time" in repro
     assert "kernel times on this page" not in repro
+    # A row's SM clock is the spin's before the call, not the call's, and may pass the reported maximum (the schema
+    # bounds a reading, not by the device's maximum); the Hardware page's table of clocks is nvidia-smi's.
+    flat = " ".join(repro.split())
+    assert ("read in the short spin that rests the GPU just before each call, never during it: it is the clock of "
+            "that rest, not of the call, and it can read above the device's reported maximum") in flat
+    assert "lists the clocks nvidia-smi reported at moments of the run" in flat
+    assert "the clocks the GPU ran at" not in flat
+    assert {c.source for c in report.run.manifest.clocks} <= {"nvidia-smi"}
+    from collect.schema.common import CLOCK_MHZ
+    assert CLOCK_MHZ["hi"] > 2 * report.run.manifest.device.sm_clock_max_mhz
 
 
 # ---- the SM clocks under the profiler, as measured ---------------------------------------------------

@@ -1,5 +1,6 @@
 """The Reproduce page and the footer when a run was written by more than one collect."""
 import html
+import re
 import subprocess
 from pathlib import Path
 
@@ -26,6 +27,10 @@ def test_one_commit_gives_the_recorded_command():
     text = page.commands()
     assert text.count("git checkout") == 1 and run.manifest.command in text
     assert provenance(run)["commit"] == "c" * 12
+    # On another GPU the collect names the run itself, so the line that serves it must be told that name.
+    shown = html.unescape(re.sub(r"<[^>]+>", "", text))
+    assert shown.strip().splitlines()[-1] == "REPORT_RUN=synthetic-20261129 make serve"
+    assert "leave out --run-id (RUN_ID)" in shown and "REPORT_RUN below takes that name" in shown
 
 
 def test_a_phase_run_again_alone_is_not_called_the_whole_collect():

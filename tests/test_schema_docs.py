@@ -41,3 +41,89 @@ def test_a_status_fields_description_names_every_status_it_allows(where, field):
 def test_a_dtype_field_that_lists_dtypes_lists_every_one_it_allows(where, field):
     missing = [d for d in DTYPES if f"'{d}'" not in field.metadata["doc"]]
     assert not missing, f"{where}.{field.name}: its description leaves out {missing}"
+
+
+# ---- what the page says of a file agrees with what the reader and the validator do -------------------------------
+
+def _rendered(tmp_path) -> str:
+    import html
+    from pathlib import Path
+
+    import synthetic
+    from render.site import Report
+
+    synthetic.make_run(tmp_path)
+    page = Path(__file__).resolve().parent.parent / "docs" / "data-format.md"
+    return " ".join(html.unescape(Report.load(tmp_path).render_markdown(page.read_text(), "data-format.md")).split())
+
+
+def test_the_type_words_tell_a_field_that_may_be_null_from_items_that_may_be(tmp_path):
+    """`software` is an object whose values may be null; `latency_samples_ms` a list that may itself be null. The
+    page words them apart, and the validator accepts and refuses as the words say."""
+    import json
+    import re
+
+    import synthetic
+    from render.errors import DataError
+    from render.pages.dataformat import _type_name
+    from render.validate import load_validated
+    from collect.schema.manifest import Manifest
+
+    assert _type_name(dict[str, str | None]) == "object of (string or null)"
+    assert _type_name(dict[str, float] | None) == "object of number, or null"
+    assert _type_name(list[float] | None) == "list of number, or null"
+    assert _type_name(float | None) == "number or null"
+    text = _rendered(tmp_path / "site")
+    assert "<td><code>software</code></td><td>object of (string or null)</td>" in text
+    assert re.search(r"<td><code>latency_samples_ms</code></td><td>list of number, or null</td>", text)
+    assert "object of string or null" not in text and "list of number or null" not in text
+
+    run = synthetic.make_run(tmp_path / "data")
+    m = json.loads((run / "manifest.json").read_text())
+    assert m["software"]["ncu"] is None  # an item that is null: accepted
+    assert load_validated(run / "manifest.json", Manifest).software["ncu"] is None
+    m["software"] = None  # the object itself null: refused
+    (run / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(DataError, match="software"):
+        load_validated(run / "manifest.json", Manifest)
+
+
+def test_the_limits_the_page_states_are_the_readers(tmp_path):
+    """Nesting depth, integer digits, invisible characters and the migration step: each stated number or name is the
+    one the code uses, and a file past it is refused."""
+    import re
+
+    from collect.schema import SCHEMA_VERSION
+    from collect.schema.migrate import LATEST, MIGRATIONS
+    from collect.schema.reader import DataFileError, read_json
+
+    text = _rendered(tmp_path / "site")
+    depth = int(re.search(r"nesting deeper than (\d+) levels", text).group(1))
+    digits = int(re.search(r"an integer of more than (\d+) digits", text).group(1))
+    step = re.search(r"python -m collect\.schema\.migrate (\w+) data/runs/<run-id>/\*\.json\*", text).group(1)
+    assert step in MIGRATIONS and MIGRATIONS[step] is LATEST and step.endswith(str(SCHEMA_VERSION))
+    assert f"this code reads version {SCHEMA_VERSION}" in text
+
+    f = tmp_path / "x.json"
+    for body, ok in (("[" * depth + "]" * depth, True), ("[" * (depth + 1) + "]" * (depth + 1), False),
+                     ('{"n": ' + "9" * digits + "}", True), ('{"n": ' + "9" * (digits + 1) + "}", False),
+                     ('{"a": 1, "a": 2}', False), ('{"s": "a\\u200bb"}', False), ('{"s": "a\\tb\\nc"}', True),
+                     ('{"x": NaN}', False)):
+        f.write_text(body)
+        if ok:
+            read_json(f)
+        else:
+            with pytest.raises(DataFileError):
+                read_json(f)
+    f.write_bytes(b'{"s": "\xff"}')
+    with pytest.raises(DataFileError, match="UTF-8"):
+        read_json(f)
+
+
+def test_the_statuses_the_page_lists_are_the_schemas(tmp_path):
+    from collect.schema.common import PHASE_STATUSES
+
+    text = _rendered(tmp_path / "site")
+    assert "Each row has a `status` (" + ", ".join(f"`{s}`" for s in STATUSES) + ")" in text
+    assert "keeps its place with one of " + ", ".join(f"`{s}`" for s in STATUSES if s != "ok") in text
+    assert "has a status (" + ", ".join(f"`{s}`" for s in PHASE_STATUSES) + ")" in text

@@ -7,22 +7,29 @@ import re
 import typing
 
 from collect.schema import SCHEMA_VERSION, STATUSES, available_specs
+from collect.schema.common import PHASE_STATUSES
+from collect.schema.migrate import LATEST
 from collect.schema.registry import DERIVED
-from collect.schema.reader import MAX_DEPTH, MAX_FILE_BYTES
+from collect.schema.reader import MAX_DEPTH, MAX_FILE_BYTES, MAX_INT_DIGITS
 
 from ..validate import allowed
 from .base import Page
 
 
-def _type_name(tp) -> str:
+def _type_name(tp, inner: bool = False) -> str:
+    """A field's type in words. A list or object that may be null says so after a comma, and an item that may be
+    null is bracketed: `list of number, or null` (the field may be null) is not `list of (number or null)`."""
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin is list:
-        return f"list of {_type_name(args[0])}"
+        return f"list of {_type_name(args[0], inner=True)}"
     if origin is dict:
-        return f"object of {_type_name(args[1])}"
+        return f"object of {_type_name(args[1], inner=True)}"
     if args and type(None) in args:
         rest = [a for a in args if a is not type(None)]
-        return " or ".join(_type_name(a) for a in rest) + " or null"
+        words = " or ".join(_type_name(a, inner=True) for a in rest)
+        if inner:
+            return f"({words} or null)"
+        return words + (", or null" if any(typing.get_origin(a) in (list, dict) for a in rest) else " or null")
     if dataclasses.is_dataclass(tp):
         return f"<a href='#{tp.__name__.lower()}'>{tp.__name__}</a>"
     return {str: "string", int: "integer", float: "number", bool: "boolean"}.get(tp, getattr(tp, "__name__", str(tp)))
@@ -51,8 +58,21 @@ class DataFormatPage(Page):
     def max_depth(self) -> int:
         return MAX_DEPTH
 
+    def max_int_digits(self) -> int:
+        return MAX_INT_DIGITS
+
+    def migrate_step(self) -> str:
+        """The migration that brings a file of any older schema version to this one."""
+        return LATEST.__name__
+
     def statuses(self) -> str:
         return ", ".join(f"`{s}`" for s in STATUSES)
+
+    def unmeasured_statuses(self) -> str:
+        return ", ".join(f"`{s}`" for s in STATUSES if s != "ok")
+
+    def phase_statuses(self) -> str:
+        return ", ".join(f"`{s}`" for s in PHASE_STATUSES)
 
     def files(self) -> str:
         out = []

@@ -25,7 +25,8 @@ class ReproducePage(Page):
         unknown = "<commit unknown: the collecting tree had no git metadata>"
         by_commit = phase_commits(m)
         lines = ["git clone <this repository> && cd <it>",
-                 "# on another kind of GPU, leave out --run-id (RUN_ID): the collect names the run after that GPU"]
+                 "# on another kind of GPU, leave out --run-id (RUN_ID): the collect names the run after that GPU,"
+                 " and REPORT_RUN below takes that name"]
         named = self.rerun_phases()
         if len(by_commit) <= 1 and named:
             # The last collect ran only some phases again (see the notes): the whole run first, then it.
