@@ -57,3 +57,95 @@ def test_the_read_only_sentence_gives_the_margin_as_measured_not_as_a_word():
     t = html.unescape(page.bandwidth_sentence())
     # How far above the copy a read-only stream went is the ratio printed beside it; "a little" was typed in.
     assert "A stream that only reads can go faster" in t and "a little" not in t
+
+
+# ---- clocks: nvidia-smi's samples, the readings before each timed call, and how this run took them -----------------
+
+def _narrated():
+    """The H100 run the report narrates: its bench calls read the SM clock up to 2,082 MHz on a 1,980 MHz device."""
+    run = latest_run(prefix="h100")
+    return HardwarePage(run, [run])
+
+
+def test_the_per_call_clock_readings_are_counted_per_phase_and_their_overshoot_said():
+    page = _narrated()
+    bench = page.run.frame("bench")
+    top = page.device.sm_clock_max_mhz
+    got = page.clock_readings().set_index("source")
+    b = got.loc["Benchmarks"]
+    assert b["n"] == bench["sm_clock_mhz"].notna().sum()
+    assert b["hi"] == bench["sm_clock_mhz"].max() and b["top"] == bench["sm_clock_max_mhz"].max()
+    # counted as printed: a median that prints as the maximum is not above it
+    assert b["above"] == (bench["sm_clock_mhz"].dropna().round() > round(top)).sum() > 0
+    # the profile phase's kernels carry Nsight Compute's clock, read over the kernel: not a reading before a call
+    assert len(got.loc["Profiling: the clock check"]) and got.loc["Profiling: the clock check", "n"] == len(
+        page.run.frame("profile", "clock_check").dropna(subset=["sm_clock_mhz"]))
+    table = html.unescape(page.readings_table())
+    assert f"<td>Benchmarks</td><td>{fmt.count(b['n'])}</td>" in table
+    said = html.unescape(page.overshoot_sentence())
+    assert f"the highest, {fmt.num(bench['sm_clock_max_mhz'].max(), 4)} MHz" in said
+    assert f"reported maximum of {fmt.num(top, 4)} MHz" in said and "the rest's own clock" in said
+
+
+def test_readings_under_the_maximum_are_said_to_stay_under_it():
+    page = _narrated()
+    page.device.sm_clock_max_mhz = 2500.0  # no reading of this run comes near
+    assert page.overshoot_sentence() == "No reading passed the device's reported maximum of 2,500 MHz."
+    assert set(page.clock_readings()["above"]) == {0}
+
+
+def test_the_clock_method_is_the_one_the_runs_collect_used():
+    page = _narrated()
+    # created before the spin stamped its own counters (collect/spin_clock.py did not exist at its commit)
+    before = page.clock_method()
+    assert "collected before the spin read its own counters" in before and "CUDA events" in before
+    page.run.manifest.created_utc = "2026-12-07T10:00:00+00:00"
+    after = page.clock_method()
+    assert "This run read it from the spin's own cycle counter (`clock64`)" in after and "collected before" not in after
+
+
+def test_what_the_profiler_did_with_the_clocks_comes_from_its_recorded_flags():
+    page = _narrated()
+    assert page.clocks_lead() == ("Clocks were read, never set: nothing in `collect/` changes clocks or power limits, "
+                                  "and Nsight Compute ran with `--clock-control none`, which leaves them as they are.")
+    page.run.manifest.profiler_flags = []  # no profile phase: nothing to say for the profiler
+    assert page.clocks_lead() == "Clocks were read, never set: nothing in `collect/` changes clocks or power limits."
+    page.run.manifest.profiler_flags = ["--clock-control", "base", "--nvtx"]
+    lead = html.unescape(page.clocks_lead())
+    assert "never set" not in lead and "Nsight Compute set them while it profiled" in lead and "--clock-control base" in lead
+    page.run.manifest.profiler_flags = ["--nvtx"]
+    assert "never set" not in page.clocks_lead() and "locked them at base" in page.clocks_lead()
+
+
+def test_the_clock_table_is_introduced_as_nvidia_smis_samples_not_the_calls_clocks():
+    page = _narrated()
+    n = len(page.run.frame("env", "clocks"))
+    assert page.smi_sentence().startswith(f"The table lists what nvidia-smi reported at {n} moments of the run, "
+                                          "outside any timed call")
+
+
+def test_compute_ceilings_read_well_under_the_maximum_say_so():
+    page = _narrated()
+    fp16, bf16 = page.measured("matmul_fp16").sm_clock_mhz, page.measured("matmul_bf16").sm_clock_mhz
+    top = page.device.sm_clock_max_mhz
+    assert fp16 < 0.97 * top and bf16 < 0.97 * top  # run h100-20261205b: 1,795 and 1,841 against 1,980 MHz
+    t = html.unescape(page.ceilings_clock_sentence())
+    assert "median of the readings taken in the short spin before each of its timed calls" in t
+    assert (f"The tensor fp16 and tensor bf16 ceilings were read at {fmt.num(fp16, 4)} and {fmt.num(bf16, 4)} MHz, "
+            f"more than 3% below the device's reported maximum of {fmt.num(top, 4)} MHz") in t
+    page.device.sm_clock_max_mhz = fp16  # now none lies far under it
+    assert "below the device's reported maximum" not in page.ceilings_clock_sentence()
+
+
+def test_the_rendered_clock_section_carries_both_readings():
+    from pathlib import Path
+
+    from render.site import Report
+
+    root = Path(__file__).resolve().parent.parent
+    md = Report.load(root / "data").render_markdown((root / "docs" / "hardware.md").read_text(), "hardware.md")
+    clocks = html.unescape(md.split("## Clocks seen", 1)[1])
+    assert "The readings below say what the GPU was doing" not in clocks  # nvidia-smi's samples are not the calls'
+    assert clocks.index("nvidia-smi reported") < clocks.index("<td>env-start</td>") < clocks.index("<td>Benchmarks</td>")
+    assert "Every other page judges" not in md  # Correctness and Reproduce judge no kernel against a roof
+    assert "<td>Registers per SM</td><td>65,536</td>" in md  # a count printed as every other table prints counts

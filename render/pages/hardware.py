@@ -1,6 +1,7 @@
 """Hardware & ceilings: what the GPU is, what its datasheet promises, what it sustains."""
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from functools import cached_property
 
 import pandas as pd
@@ -10,13 +11,27 @@ from collect.schema import datasheets
 
 from .. import escape, fmt, model
 from ..ceilings import BANDWIDTH_KEYS, COMPUTE_KEYS, ROOFS, Ceilings
+from ..clock_reading import overshoot_words
 from ..figures import PALETTE
 from ..tables import table_html
-from ..vocab import ELEMENT_BYTES, STUDY, STUDY_N, dtype_short, masking
+from ..vocab import CLOCK_GAP, ELEMENT_BYTES, STUDY, STUDY_N, dtype_short, join, masking
 from .base import Page
 
 SOURCE_WORDS = {"measured": "measured", "datasheet": "datasheet (not measured in this run)",
                 "architectural": "architectural rate (not measured in this run)", "missing": "not known"}
+
+
+# From this moment (the commit that added collect/spin_clock.py) the spin before each timed call reads its own cycle
+# counter over the GPU's timer; a run created before it read the spin's requested cycles over CUDA-event time. The
+# data do not record which, so a run's creation time tells (render/clock_reading.py dates the change the same way).
+STAMPED_SPIN_SINCE = datetime(2026, 12, 6, 4, 50, 41, tzinfo=timezone.utc)
+
+# Where a run keeps the SM clock read in the spin before each timed call: (label, phase, table). Each row holds the
+# median of its calls' readings (sm_clock_mhz) and, where recorded, the highest single one (sm_clock_max_mhz). The
+# profile phase's kernels are left out: their clock is Nsight Compute's, read over the kernel, not before it.
+TIMED_READINGS = (("Benchmarks", "bench", "rows"), ("Kernel iterations", "iterations", "rows"),
+                  ("Decode: attention alone", "decode", "micro"), ("Profiling: the clock check", "profile", "clock_check"))
+CEILINGS_LABEL = "Hardware: the ceilings"
 
 
 def _cell(v) -> str:
@@ -94,10 +109,13 @@ class HardwarePage(Page):
         d, m, s = self.device, self.run.manifest, self.sheet
         rows = [
             ("Device", d.name, s.marketing_name if s else None), ("Compute capability", d.compute_capability, None),
-            ("SMs", d.sm_count, s.sm_count if s else None),
-            ("Registers per SM", d.regs_per_sm, None), ("Shared memory per SM", fmt.bytes_(d.smem_per_sm_bytes), None),
+            # Counts with thousands separators, as every other table prints them (65,536 registers, not 65536).
+            ("SMs", fmt.count(d.sm_count), fmt.count(s.sm_count) if s and s.sm_count else None),
+            ("Registers per SM", fmt.count(d.regs_per_sm), None),
+            ("Shared memory per SM", fmt.bytes_(d.smem_per_sm_bytes), None),
             ("Shared memory per block (opt-in)", fmt.bytes_(d.smem_per_block_optin_bytes), None),
-            ("Max warps per SM", d.max_warps_per_sm, None), ("Max blocks per SM", d.max_blocks_per_sm, None),
+            ("Max warps per SM", fmt.count(d.max_warps_per_sm), None),
+            ("Max blocks per SM", fmt.count(d.max_blocks_per_sm), None),
             ("L2 cache", fmt.bytes_(d.l2_bytes), fmt.bytes_(s.l2_bytes) if s else None),
             # The device counts its memory in bytes; a vendor's "141 GB" is nearer the binary GiB (an H200 reports
             # 140 GiB, 150 GB): the device's figure in both units, so the decimal one cannot read as more memory
@@ -122,6 +140,119 @@ class HardwarePage(Page):
                           # figures would print "345.0" and "36.00", a precision the reading does not have.
                           {"sm_clock_mhz": fmt.count, "mem_clock_mhz": fmt.count, "temperature_c": fmt.count,
                            "power_w": lambda v: fmt.num(v, 3)})
+
+    # --- clocks ----------------------------------------------------------------------------------
+
+    def clocks_lead(self) -> str:
+        """Who touched the clocks: collect never does; what the profiler did comes from its recorded flags, since a run
+        collected elsewhere may not have passed `--clock-control none`, and a run without the profile phase has none."""
+        f = self.run.manifest.profiler_flags or []
+        value = f[f.index("--clock-control") + 1] if "--clock-control" in f[:-1] else None
+        untouched = "nothing in `collect/` changes clocks or power limits"
+        if not f:
+            return f"Clocks were read, never set: {untouched}."
+        if value == "none":
+            return (f"Clocks were read, never set: {untouched}, and Nsight Compute ran with `--clock-control none`, "
+                    "which leaves them as they are.")
+        if value:
+            return (f"{untouched.capitalize()}, but Nsight Compute set them while it profiled, as its flag "
+                    f"{escape.code(f'--clock-control {value}')} asks.")
+        return (f"{untouched.capitalize()}, but Nsight Compute, given no `--clock-control` flag, locked them at base "
+                "while it profiled, its default.")
+
+    def smi_sentence(self) -> str:
+        """What the table of clocks is: the driver's own samples at a few moments, outside any timed call."""
+        df = self.run.frame("env", "clocks")
+        if df.empty:
+            return ""
+        sources = join(escape.text(s) for s in dict.fromkeys(df["source"].dropna()))
+        n = len(df)
+        return (f"The table lists what {sources or 'the driver'} reported at {'one moment' if n == 1 else f'{n} moments'} "
+                "of the run, outside any timed call: the clock at that moment, not the clock a timed call ran at.")
+
+    def _ceiling_readings(self) -> pd.DataFrame:
+        """The SM clock read before the calls of every ceiling measured: each shape of a sweep, else the one."""
+        clocks = [p.sm_clock_mhz for c in self.run.manifest.measured_ceilings if c.status == "ok"
+                  for p in (c.sweep or [c])]
+        return pd.DataFrame({"sm_clock_mhz": clocks}, dtype=float)
+
+    def clock_readings(self) -> pd.DataFrame:
+        """Per source of timed calls: how many measurements read the SM clock, the lowest and highest median reading,
+        the highest single reading, and how many medians print above the device's reported maximum."""
+        top = getattr(self.device, "sm_clock_max_mhz", None)
+        sources = [(CEILINGS_LABEL, self._ceiling_readings())]
+        sources += [(label, self.run.frame(phase, table)) for label, phase, table in TIMED_READINGS if self.run.has(phase)]
+        rows = []
+        for label, df in sources:
+            med = pd.to_numeric(df.get("sm_clock_mhz", pd.Series(dtype=float)), errors="coerce").dropna()
+            if med.empty:
+                continue
+            single = pd.to_numeric(df.get("sm_clock_max_mhz", pd.Series(dtype=float)), errors="coerce").dropna()
+            # Compared as printed (whole MHz): a median of 1,980.3 on a 1,980 MHz device would read as above it
+            # while both print the same.
+            above = int((med.round() > round(top)).sum()) if fmt.known(top) and top else None
+            rows.append({"source": label, "n": len(med), "lo": med.min(), "hi": med.max(),
+                         "top": max(med.max(), single.max()) if not single.empty else None, "above": above})
+        return pd.DataFrame(rows, columns=["source", "n", "lo", "hi", "top", "above"])
+
+    def clock_method(self) -> str:
+        """How this run's timed calls read the SM clock: the spin's own counters, or (runs before them) its requested
+        cycles over CUDA-event time, which counts the spin's launch in."""
+        if self.run.created >= STAMPED_SPIN_SINCE:
+            return ("This run read it from the spin's own cycle counter (`clock64`) over the GPU's nanosecond timer "
+                    "(`globaltimer`), both stamped as the spin starts and ends (where that spin cannot be built, "
+                    "collect falls back to the older reading: its requested cycles over CUDA-event time).")
+        return ("This run was collected before the spin read its own counters: its readings are the cycles the spin "
+                "was asked to wait over its time between two CUDA events, which counts the spin's launch in and so "
+                "reads low before short calls. Runs collected since read the spin's own cycle counter (`clock64`) "
+                "over the GPU's nanosecond timer (`globaltimer`).")
+
+    def readings_table(self) -> str:
+        df = self.clock_readings()
+        if df.empty:
+            return "_No timed call of this run recorded an SM clock reading._"
+        # Whole MHz, as the clock steps; a phase that keeps only each measurement's median has no single reading.
+        mhz = lambda v: fmt.num(v, 4) if fmt.known(v) else "not recorded"  # noqa: E731
+        return table_html(df, {"source": "Timed calls of", "n": "Measurements", "lo": "Lowest median (MHz)",
+                               "hi": "Highest median (MHz)", "top": "Highest single reading (MHz)",
+                               "above": "Medians above the reported maximum"},
+                          {"n": fmt.count, "lo": mhz, "hi": mhz, "top": mhz,
+                           "above": lambda v: fmt.count(v) if fmt.known(v) else "n/a"})
+
+    def overshoot_sentence(self) -> str:
+        """Where readings pass the device's reported maximum: by how much (the words every page shares), and that
+        this is the rest's own clock, not a misreading; '' where none does."""
+        all_rows = pd.concat([self._ceiling_readings(), *(self.run.frame(p, t) for _, p, t in TIMED_READINGS
+                                                          if self.run.has(p))], ignore_index=True)
+        words = overshoot_words(all_rows, self.device)
+        if not words:
+            top = getattr(self.device, "sm_clock_max_mhz", None)
+            return (f"No reading passed the device's reported maximum of {fmt.num(top, 4)} MHz." if fmt.known(top)
+                    and top and not all_rows.empty else "")
+        return (words.strip() + " On an H100 such readings proved to be the rest's own clock, not a misreading: a "
+                "probe found the spin's counters agreeing with the host's clock and the rest's clock really running "
+                "past the reported maximum, by a different amount from call to call (scripts/probe_spin_clock.py).")
+
+    def ceilings_clock_sentence(self) -> str:
+        """What the SM clock beside each ceiling is, and which compute ceilings were read well under the maximum:
+        a matmul's rate follows the clock, so such a ceiling is the chip's rate at a lower clock."""
+        rows = [(ROOFS[k][2], c.sm_clock_mhz) for k in COMPUTE_KEYS
+                if (c := self.measured(ROOFS[k][0])) is not None and c.status == "ok" and c.sm_clock_mhz]
+        if not rows:
+            return ""
+        text = ("The SM clock beside each ceiling is the median of the readings taken in the short spin before each of "
+                "its timed calls, not during them ([Clocks seen](#clocks-seen) says how).")
+        top = getattr(self.device, "sm_clock_max_mhz", None)
+        low = [(label, mhz) for label, mhz in rows if fmt.known(top) and top and mhz < (1 - CLOCK_GAP) * top]
+        if not low:
+            return text
+        one = len(low) == 1
+        text += (f" The {join(label for label, _ in low)} ceiling{'' if one else 's'} {'was' if one else 'were'} "
+                 f"read at {join(fmt.num(mhz, 4) for _, mhz in low)} MHz, more than {fmt.pct(100 * CLOCK_GAP, 1)} "
+                 f"below the device's reported maximum of {fmt.num(top, 4)} MHz.")
+        return text + (" A matmul's rate follows the SM clock, so "
+                       f"{'that ceiling is a rate' if one else 'those ceilings are rates'} at a lower clock, not the "
+                       "chip's at its maximum.")
 
     def datasheet_note(self) -> str:
         if self.sheet is None:
