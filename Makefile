@@ -31,7 +31,7 @@ TIERS   := aot or site or browser or slow
 PYTEST  = $(VPY) -m pytest -q -n auto --dist loadfile
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: help serve build offline collect diff noise compact test test-slow test-range publish clean
+.PHONY: help serve build offline collect diff noise compact stamp test test-slow test-range publish clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'

@@ -146,14 +146,14 @@ def clock_fields(n_timed_runs: str = "Timed calls behind the statistics.", p10: 
         "loop_ms_p90": ("float | None", doc("90th percentile of the loop time.", None, **MS,
                                             at_least="loop_ms_median")),
         "sm_clock_mhz": ("float | None", doc(
-            "Median SM clock seen during the device timing, from the spin before each call: its SM's cycles over the "
-            "GPU timer's nanoseconds (runs before 2026-12-06: the spin's requested cycles over its elapsed time between "
-            "CUDA events, which read low before short calls). Either can read above the device's reported maximum SM "
+            "Median SM clock read in the spin before each timed call, not during the call: the spin SM's cycles over "
+            "the GPU timer's nanoseconds (runs before 2026-12-06: the spin's requested cycles over its elapsed time "
+            "between CUDA events, which read low before short calls). Either can read above the device's reported maximum SM "
             "clock: the rest before a call can run past it (render/clock_reading.py).",
             None, **CLOCK_MHZ)),
-        "sm_clock_min_mhz": ("float | None", doc("Lowest SM clock seen during the device timing.", None, **CLOCK_MHZ,
+        "sm_clock_min_mhz": ("float | None", doc("Lowest SM clock read before a timed call.", None, **CLOCK_MHZ,
                                                  at_most="sm_clock_mhz")),
-        "sm_clock_max_mhz": ("float | None", doc("Highest SM clock seen during the device timing.", None,
+        "sm_clock_max_mhz": ("float | None", doc("Highest SM clock read before a timed call.", None,
                                                  **CLOCK_MHZ, at_least="sm_clock_mhz")),
         "flops": ("float", doc("FLOP counted per call: 4*B*H*N*N*d, halved when causal.", 0.0, **FLOP)),
         "tflops": ("float | None", doc("flops / median latency, in 10^12 FLOP/s.", None, **TFLOP_PER_S,

@@ -82,7 +82,8 @@ class SweepPoint:
 
     problem: str = doc("What was run, e.g. 'M=N=K=4096 fp16'.", **NAME)
     per_s_median: float = doc("Median rate of this shape: bytes/s or FLOP/s.", lo=0, lo_open=True, hi=1e20)
-    sm_clock_mhz: float | None = doc("Median SM clock seen while it was timed.", None, **CLOCK_MHZ)
+    sm_clock_mhz: float | None = doc("Median SM clock read in the spin before each of its timed calls.", None,
+                                     **CLOCK_MHZ)
 
 
 @strict
