@@ -148,8 +148,8 @@ def clock_fields(n_timed_runs: str = "Timed calls behind the statistics.", p10: 
         "sm_clock_mhz": ("float | None", doc(
             "Median SM clock read in the spin before each timed call, not during the call: the spin SM's cycles over "
             "the GPU timer's nanoseconds (runs before 2026-12-06: the spin's requested cycles over its elapsed time "
-            "between CUDA events, which read low before short calls). Either can read above the device's reported maximum SM "
-            "clock: the rest before a call can run past it (render/clock_reading.py).",
+            "between CUDA events, which read low before short calls). Either can read above the device's reported "
+            "maximum SM clock: the rest before a call can run past it (render/clock_reading.py).",
             None, **CLOCK_MHZ)),
         "sm_clock_min_mhz": ("float | None", doc("Lowest SM clock read before a timed call.", None, **CLOCK_MHZ,
                                                  at_most="sm_clock_mhz")),
