@@ -42,11 +42,11 @@ def spin_against_host(kernel, cycles: int) -> dict:
             "mhz_host": (c1 - c0) * 1e3 / (t1 - t0)}
 
 
-def bench_loop(kernel, call, calls: int, max_mhz: float) -> dict:
-    """The bench's timed loop (collect/timing.device_time) with each spin's stamps and events kept apart."""
+def _loop_setup(call, max_mhz: float):
+    """What the bench's loop sets up before timing `call`: the L2 flush's buffer, the call's synchronised wall time,
+    and the rest spin's cycles (collect/timing.rest_us)."""
     import torch
     from triton import runtime
-    from collect.spin_clock import StampedSpins
     from collect.timing import rest_us
 
     driver = runtime.driver.active
@@ -56,7 +56,15 @@ def bench_loop(kernel, call, calls: int, max_mhz: float) -> dict:
     call()
     torch.cuda.synchronize()
     wall_ms = (time.perf_counter() - t0) * 1e3
-    cycles = int(rest_us(wall_ms) * max_mhz)
+    return driver, cache, wall_ms, int(rest_us(wall_ms) * max_mhz)
+
+
+def bench_loop(kernel, call, calls: int, max_mhz: float) -> dict:
+    """The bench's timed loop (collect/timing.device_time) with each spin's stamps and events kept apart."""
+    import torch
+    from collect.spin_clock import StampedSpins
+
+    driver, cache, wall_ms, cycles = _loop_setup(call, max_mhz)
     spins = StampedSpins(calls, kernel)
     ev = [[torch.cuda.Event(enable_timing=True) for _ in range(3)] for _ in range(calls)]
     for i in range(calls):
@@ -82,18 +90,9 @@ def clock_during_call(kernel, call, calls: int, max_mhz: float) -> dict:
     it, so its stamps give the SM clock while the call runs; each call is also timed alone beside it, alternating,
     so the spin's cost to the call shows."""
     import torch
-    from triton import runtime
     from collect.spin_clock import StampedSpins
-    from collect.timing import rest_us
 
-    driver = runtime.driver.active
-    cache = driver.get_empty_cache_for_benchmark()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    call()
-    torch.cuda.synchronize()
-    wall_ms = (time.perf_counter() - t0) * 1e3
-    cycles = int(rest_us(wall_ms) * max_mhz)
+    driver, cache, wall_ms, cycles = _loop_setup(call, max_mhz)
     during_cycles = int(0.7 * wall_ms * 1e3 * 0.85 * max_mhz)
     rest, during = StampedSpins(calls, kernel), StampedSpins(calls, kernel)
     side = torch.cuda.Stream()
