@@ -3,6 +3,7 @@
 through validation, and the page's computed words. Speed is measured by `make collect`."""
 import dataclasses
 import html
+import json
 import re
 from pathlib import Path
 
@@ -1021,3 +1022,25 @@ def test_a_ranking_that_rests_on_a_call_slowed_under_the_profiler_says_so():
     # ours read 3 us longer on our clock (the events around it): nothing slowed, the ranking stands as measured
     plain = page_with(0.053)
     assert "the two clocks rank them differently." in plain and "ran slower under Nsight Compute" not in plain
+
+
+def test_a_phase_unsupported_on_the_gpu_says_why_instead_of_how_to_collect_it(tmp_path):
+    """On a T4 the iterations phase is recorded unsupported (its versions after v0 are Hopper kernels); collecting it
+    again there would record the same, so the page names the reason, not a command."""
+    from collect.schema.manifest import PhaseRecord
+    from render.site import Report
+
+    run_dir = synthetic.make_run(tmp_path, "t4-1", name="Tesla T4")
+    m = json.loads((run_dir / "manifest.json").read_text())
+    reason = ("the recorded kernel versions after v0 are Hopper kernels, and this run cannot take the Hopper path: "
+              "compute capability 7.5 is not 9.x. The portable kernel's own figures are on the Benchmarks page.")
+    m["phases"].append(dataclasses.asdict(PhaseRecord(name="iterations", status="unsupported", reason=reason)))
+    (run_dir / "manifest.json").write_text(json.dumps(m))
+    out = IterationsPage(Report.load(tmp_path, "t4-1").run, []).missing()
+    assert "Not supported on this GPU" in out and "python -m collect" not in out
+    assert ("has no `iterations` data; the phase does not apply to Tesla T4: the recorded kernel versions after v0 "
+            "are Hopper kernels") in out and out.rstrip().endswith("on the Benchmarks page.")
+    # a phase that was simply not collected still says how to collect it
+    synthetic.make_run(tmp_path, "h-1")
+    assert "python -m collect iterations --run-id h-1 --resume" in IterationsPage(Report.load(tmp_path, "h-1").run,
+                                                                                    []).missing()

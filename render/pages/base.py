@@ -38,6 +38,13 @@ class Page:
     def missing(self) -> str:
         """Admonition shown in place of a phase this run did not collect (or that failed)."""
         rec = self.run.phase_record(self.phase)
+        if rec is not None and rec.status == "unsupported":
+            # Collecting again on this GPU would record the same: name the reason, not a command that cannot help.
+            # A phase's reason is written to follow a colon (collect/device_choices.iterations_unsupported).
+            reason = f": {escape.text(rec.reason.strip().rstrip('.'))}" if rec.reason and rec.reason.strip() else ""
+            return (f'!!! note "Not supported on this GPU"\n'
+                    f"    Run `{self.run.id}` has no `{self.phase}` data; the phase does not apply to "
+                    f"{self.device_name}{reason}.\n")
         why = ""
         if rec is not None and rec.status == "failed":
             first = (rec.error or "").strip().splitlines()
