@@ -542,8 +542,20 @@ class HomePage(Page):
                 if t and ours else ""
             cells["clock_caveat"] |= bool(caveat)
             cells[impl] = (f"{fmt.num(t)} TFLOP/s; ours {speedup_words(ours / t)}{caveat}" if t and ours else
-                           f"{fmt.num(t)} TFLOP/s" if t else "not measured")
+                           f"{fmt.num(t)} TFLOP/s" if t else self._not_timed(impl, b, h, n, d))
         return cells
+
+    def _not_timed(self, impl: str, b: int, h: int, n: int, d: int) -> str:
+        """A headline cell with no TFLOP/s: what the row's status says ('unsupported on this GPU' where the
+        implementation cannot run here, e.g. FlashAttention-4 before compute capability 8.0), else 'not measured'."""
+        f = self.run.frame("bench", "rows")  # every row, not only those that ran (self._bench)
+        if f.empty:
+            return "not measured"
+        f = f[(f["impl"] == impl) & (f["dtype"] == "float16") & (f["causal"] == False) & (f["batch"] == b)  # noqa: E712
+              & (f["heads"] == h) & (f["seq_len"] == n) & (f["head_dim"] == d)]
+        status = set(f["status"]) if "status" in f else set()
+        return ("unsupported on this GPU" if status == {"unsupported"} else "out of memory" if status == {"oom"}
+                else "not measured")
 
     @staticmethod
     def _clock_caveat(ratio: float, clock: float | None, theirs: float | None) -> str:

@@ -22,12 +22,27 @@ class Cases(BenchSection):
         counts = self.rows["status"].value_counts()
         failed = join(f"{counts[s]} {s}" for s in ("oom", "unsupported", "error", "skipped") if s in counts)
         shapes = [(s, self.b.seq_lens(s)) for s in self.shapes() + self.b.point_shapes()]
-        text = (f"This run measured {len(self.rows)} cases of {join(impl_label(i) for i in self.impls())}, in "
-                f"{join(dtype_short(d) for d in dict.fromkeys(self.rows['dtype']))}, causal and not, at "
+        # An implementation or dtype none of whose cases this GPU could run (FlashAttention-4 or bf16 on a T4) is
+        # not one the run measured: the sentence after the shapes names it as unsupported instead.
+        rows = self.rows
+        never = rows.groupby("impl")["status"].agg(lambda s: set(s) == {"unsupported"})
+        never_dt = rows.groupby("dtype")["status"].agg(lambda s: set(s) == {"unsupported"})
+        ran = [i for i in self.impls() if not never.get(i, False)] or self.impls()
+        dtypes = list(dict.fromkeys(rows["dtype"]))
+        ran_dt = [d for d in dtypes if not never_dt.get(d, False)] or dtypes
+        text = (f"This run measured {len(rows)} cases of {join(impl_label(i) for i in ran)}, in "
+                f"{join(dtype_short(d) for d in ran_dt)}, causal and not, at "
                 f"{'this shape' if len(shapes) == 1 else 'these shapes'}:\n\n")
         text += "".join(f"- {shape_label(s)}, {_lengths_words(ns)}\n" for s, ns in shapes)
         text += ("\nEvery case ran ok." if not failed else f"\nNone ran ok: {failed}." if "ok" not in counts
                  else f"\nApart from {failed}, every case ran ok.")
+        gone = [impl_label(i) for i in self.impls() if i not in ran]
+        gone_dt = [dtype_short(d) for d in dtypes if d not in ran_dt]
+        if gone or gone_dt:
+            what = (f"no case of {join(gone)}" + (f", nor any {join(gone_dt)} case," if gone_dt else "") if gone
+                    else f"no {join(gone_dt)} case")
+            text += (f" On this GPU {what} could run: all of those are unsupported, each with its reason under [Cases "
+                     "that did not run](#cases-that-did-not-run).")
         text += self._clock_sentence() + self._clock_gap_sentence()
         text += f'\n\n??? info "How each case was timed"\n    {escape.text(data.timing_method)}\n'
         text += "".join(map(escape.note, data.notes))

@@ -102,6 +102,12 @@ class Causal(BytesSection):
         t = t[t["impl"] == "triton"]
         return {(c, n): cfg for c, n, cfg in zip(t["causal"], t["seq_len"], t["kernel_config"])}
 
+    @property
+    def flash_measured(self) -> bool:
+        """Whether any causal row has FlashAttention-2 (SDPA) measured beside it (not on a GPU SDPA's flash backend
+        declines, such as a T4, where its rows are unsupported)."""
+        return not self.causal.empty and bool(self.causal["flash"].notna().any())
+
     def causal_table(self) -> str:
         df = self.causal
         if df.empty:
@@ -111,11 +117,14 @@ class Causal(BytesSection):
         r = lambda v: "n/a" if v is None or v != v else fmt.ratio(v)  # noqa: E731
         df = df.assign(paths=df["paths"].fillna("not recorded"), clocks=[_clock_note(x) for _, x in df.iterrows()],
                        flash_verdict=df["flash_verdict"].fillna("n/a"))
-        return table_html(df, {"shape_l": "Shape", "dt": "dtype", "n": "N", "paths": "path (unmasked / masked)",
-                               "blocks": "BLOCK_M×BLOCK_N (causal)",
-                               "t": "T query blocks", "predicted": "predicted (key blocks: all / visited)", "measured": "Triton measured",
-                               "verdict": "the block count", "clocks": "Triton's SM clocks (unmasked / masked)",
-                               "flash": "FlashAttention-2 (SDPA) measured", "flash_verdict": "FlashAttention-2 (SDPA): the mask"},
+        columns = {"shape_l": "Shape", "dt": "dtype", "n": "N", "paths": "path (unmasked / masked)",
+                   "blocks": "BLOCK_M×BLOCK_N (causal)",
+                   "t": "T query blocks", "predicted": "predicted (key blocks: all / visited)", "measured": "Triton measured",
+                   "verdict": "the block count", "clocks": "Triton's SM clocks (unmasked / masked)",
+                   "flash": "FlashAttention-2 (SDPA) measured", "flash_verdict": "FlashAttention-2 (SDPA): the mask"}
+        if not self.flash_measured:  # two columns of n/a say nothing: the page's text says FlashAttention-2 did not run
+            columns = {k: v for k, v in columns.items() if k not in ("flash", "flash_verdict")}
+        return table_html(df, columns,
                           {"predicted": r, "measured": r, "flash": r, "t": lambda v: "n/a" if v != v or v is None else int(v)})
 
     def causal_finding(self) -> str:

@@ -5,7 +5,7 @@ import pandas as pd
 
 from ... import escape, fmt, model
 from ...tables import table_html
-from ...vocab import plural, shape_label
+from ...vocab import dtype_short, join, plural, shape_label
 from .common import E, BytesSection
 
 
@@ -16,8 +16,7 @@ class Traffic(BytesSection):
         d = self.device
         bw, peak = self.bandwidth(), self.ceilings.measured_rate("matmul_fp16")
         text = (f"Evaluated for **{escape.text(d.name)}**, with an L2 cache of {fmt.bytes_(self.l2_bytes)} and "
-                f"{fmt.bytes_(d.memory_bytes)} of memory. {self._l2_source()}Every element is two bytes (fp16 and "
-                "bf16 alike).")
+                f"{fmt.bytes_(d.memory_bytes)} of memory. {self._l2_source()}{self._element_words()}")
         if bw and peak:
             text += (f" The measured copy bandwidth of {fmt.bandwidth(bw)} and fp16 matmul rate of {fmt.flops(peak)} "
                      f"put the measured fp16 ridge point at **{fmt.num(self.ridge())} FLOP/byte**")
@@ -26,6 +25,15 @@ class Traffic(BytesSection):
         else:
             text += " Without a measured copy bandwidth and fp16 matmul rate, no measured ridge point is known."
         return text
+
+    def _element_words(self) -> str:
+        """'Every element is two bytes (fp16 and bf16 alike).', naming only the dtypes of the bench phase's rows that
+        ran."""
+        ok = self.bench.ok
+        ran = [dtype_short(d) for d in dict.fromkeys(ok["dtype"])] if not ok.empty else []
+        if len(ran) > 1:
+            return f"Every element is two bytes ({join(ran)} alike)."
+        return f"Every element is two bytes ({ran[0]})." if ran else "Every element is two bytes."
 
     def _l2_source(self) -> str:
         """Which L2 size the page's limits use where the device and the datasheet disagree, and whether any swept
