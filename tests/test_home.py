@@ -100,7 +100,7 @@ def test_headlines_follow_a_kernel_that_wins(tmp_path):
     assert "98.1× fewer bytes" in page.bytes_headline()
     speed = page.speed_headline()
     assert "2.00× faster than naive PyTorch at N=2048" in speed
-    assert "2.00× slower than the fastest other implementation there (flash" in speed
+    assert "2.00× slower than the fastest other implementation there (FlashAttention-2 (SDPA))" in speed
     occ = page.occupancy_headline()
     assert "limited by registers (128 registers per thread)" in occ and "2 blocks per SM" in occ
     assert "25.0%" in occ and "23.5%" in occ and "tied" not in occ
@@ -196,7 +196,7 @@ def test_the_fastest_other_is_placed_at_its_own_length_where_naive_stopped_short
                 "oom", "CUDA out of memory", None, None, None, None)
     speed = home(tmp_path, bench=b).speed_headline()
     assert "faster than naive PyTorch at N=2048" in speed
-    assert "the fastest other implementation at N=4096 (flash" in speed and "there" not in speed
+    assert "the fastest other implementation at N=4096 (FlashAttention-2 (SDPA))" in speed and "there" not in speed
 
 
 def test_the_first_findings_name_the_model_whose_decode_loop_they_rank(tmp_path):
@@ -244,7 +244,7 @@ def test_pytorchs_choice_of_a_forced_backend_is_not_a_second_sample_of_the_faste
                                 tflops=r.tflops / 0.6) for r in b.rows if r.impl == "sdpa-flash"]
     b.rows.extend(auto)
     speed = home(tmp_path, bench=b).speed_headline()
-    assert "1.25× faster than the fastest other implementation there (flash" in speed
+    assert "1.25× faster than the fastest other implementation there (FlashAttention-2 (SDPA))" in speed
 
 
 def test_the_limiter_headline_comes_from_the_counters_and_falls_back_to_occupancy(tmp_path):

@@ -56,3 +56,10 @@ def test_iterations_does_not_claim_the_portable_version_was_measured(t4):
     text = page(t4, "iterations.md")
     assert "only that one is measured" not in text
     assert "the phase does not run at all" in text
+
+
+def test_home_names_sdpas_pick_as_the_pages_do_not_by_its_backend_word(t4):
+    # On a T4 PyTorch's SDPA picks its memory-efficient backend; the headline said "(efficient)".
+    speed = next(line for line in page(t4, "index.md").splitlines() if line.startswith("- **Speed.**"))
+    assert "(efficient)" not in speed
+    assert "(SDPA mem-efficient)" in speed or "(SDPA (PyTorch's choice): SDPA mem-efficient)" in speed

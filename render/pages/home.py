@@ -209,7 +209,11 @@ class HomePage(Page):
             n = common[-1]
             best = others[others["seq_len"] == n].sort_values("latency_ms_median").iloc[0]
             used = best["backend_used"] if "backend_used" in best else None
-            backend = used if known(used) else impl_label(best["impl"])
+            # Named as every page names it ("SDPA cuDNN"), not by SDPA's bare backend word ("cudnn"); PyTorch's own
+            # choice says which backend it picked.
+            picked = impl_label(f"sdpa-{used}") if known(used) else None
+            backend = (f"{impl_label('sdpa')}: {picked}" if best["impl"] == "sdpa" and picked else
+                       picked if best["impl"].startswith("sdpa") and picked else impl_label(best["impl"]))
             # "there" only where naive's longest length is this one too: naive runs out of memory first.
             where = "there" if n == naive_n else f"at N={n}"
             parts.append(f"{versus(best['latency_ms_median'] / tri[n], 'the fastest other implementation')} {where} "
