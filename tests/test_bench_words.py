@@ -441,6 +441,15 @@ def test_the_path_sentence_says_which_kernel_ran_and_whether_its_code_used_tenso
     text = BenchPage(run, [run]).path_sentence()
     assert "the Turing tensor-core kernel in 1 case (with tensor cores in its code)" in text
     assert "the portable kernel in 1 case (without tensor cores in its code)" in text
+    # our kernel held to the portable path, the T4's fallback: whether its code had tensor cores is said too
+    bf.rows = [dataclasses.replace(r, kernel_path="portable", tensor_cores=False) if r.impl == "triton-portable" else r
+               for r in bf.rows]
+    bf.rows += [dataclasses.replace(r, impl="triton-portable", kernel_path="portable", tensor_cores=False)
+                for r in bf.rows if r.impl == "triton"]
+    run = load_run(write_run(tmp_path / "p", "t4-1", device="Tesla T4", bench=bf, phases=("bench",)))
+    held = BenchPage(run, [run]).path_sentence().split("Triton (ours, portable path) ran ")[1]
+    n = sum(r.impl == "triton-portable" and r.status == "ok" for r in bf.rows)
+    assert held.startswith(f"the portable kernel in {n} cases (without tensor cores in its code).")
     # Gluon rows by their kernel's public name, the steps of one kernel counted together
     bf.rows = [dataclasses.replace(r, kernel_path="gluon", kernel_step="g11" if r.seq_len == 512 else "g15",
                                    tensor_cores=True) if r.impl == "triton" else r for r in bf.rows]

@@ -12,6 +12,21 @@ from .common import FUSED, BenchSection
 from .words import call_then_words
 
 
+def _kernels_used(rows: pd.DataFrame) -> str:
+    """'the Gluon tile kernel in 6 cases (with tensor cores in its code)' for each kernel `rows` (bench rows that ran,
+    with kernel_path) ran, by public name: the Gluon steps of one kernel together."""
+    parts = []
+    steps = rows["kernel_step"] if "kernel_step" in rows else pd.Series(None, index=rows.index, dtype=object)
+    names = [kernel_name(p, s if isinstance(s, str) else None) for p, s in zip(rows["kernel_path"], steps)]
+    for name, g in rows.groupby(pd.Series(names, index=rows.index), sort=False):
+        tc = g["tensor_cores"].dropna() if "tensor_cores" in g else pd.Series(dtype=bool)
+        use = ("with tensor cores in its code" if len(tc) and tc.all() else
+               "without tensor cores in its code" if len(tc) and not tc.any() else
+               f"with tensor cores in {int(tc.sum())} of {len(tc)}" if len(tc) else "tensor-core use not recorded")
+        parts.append(f"the {escape.text(name)} in {plural(len(g), 'case')} ({use})")
+    return join(parts)
+
+
 class Cases(BenchSection):
     """The run's cases, their clocks, the kernel our rows ran and SDPA's own choice."""
 
@@ -192,18 +207,15 @@ class Cases(BenchSection):
         ours = df[(df["impl"] == FUSED) & (df["status"] == "ok") & df["kernel_path"].notna()]
         if ours.empty:
             return ""
-        parts = []
-        # By public name (the Gluon steps of one kernel together): 'the Gluon tile kernel in 6 cases'.
-        steps = ours["kernel_step"] if "kernel_step" in ours else pd.Series(None, index=ours.index, dtype=object)
-        names = [kernel_name(p, s if isinstance(s, str) else None) for p, s in zip(ours["kernel_path"], steps)]
-        for name, g in ours.groupby(pd.Series(names, index=ours.index), sort=False):
-            tc = g["tensor_cores"].dropna() if "tensor_cores" in g else pd.Series(dtype=bool)
-            use = ("with tensor cores in its code" if len(tc) and tc.all() else
-                   "without tensor cores in its code" if len(tc) and not tc.any() else
-                   f"with tensor cores in {int(tc.sum())} of {len(tc)}" if len(tc) else "tensor-core use not recorded")
-            parts.append(f"the {escape.text(name)} in {plural(len(g), 'case')} ({use})")
-        return (f"Which kernel ran, from each row: {join(parts)}. The code is read from the compiled kernel that ran "
-                "(`kernels/aot.py`), so a GPU where Triton compiles matrix multiplies without tensor cores says so here.")
+        text = (f"Which kernel ran, from each row: {_kernels_used(ours)}. The code is read from the compiled kernel "
+                "that ran (`kernels/aot.py`), so a GPU where Triton compiles matrix multiplies without tensor cores says "
+                "so here.")
+        # Our kernel held to the portable path is the T4's fallback: whether Triton gave it tensor cores there is the
+        # question the Turing kernel exists to answer.
+        held = df[(df["impl"] == "triton-portable") & (df["status"] == "ok") & df["kernel_path"].notna()]
+        if not held.empty:
+            text += f" {impl_label('triton-portable')} ran {_kernels_used(held)}."
+        return text
 
     def backend_choice(self) -> str:
         """Which backend PyTorch chose when none was forced."""
