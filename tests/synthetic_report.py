@@ -69,7 +69,7 @@ def kernel(case, impl, launch, name, ms, **kw) -> KernelRow:
 
 def profile_file(run_id: str, triton_grid=SM_COUNT, triton_l1=8e4, triton_shared=4e6, math_tensor_flops=0.0,
                  tensor_flops_counted=True, clock_ratio=1.02, with_clock_check=True, naive_dram=1.2e9,
-                 triton_dram=1.3e7, our_clock_config=None) -> ProfileFile:
+                 triton_dram=1.3e7, our_clock_config=None, triton_kernel="_hopper_fwd_ws_persistent") -> ProfileFile:
     """naive (two GEMMs and a softmax), sdpa-math (FP32 GEMMs, a softmax with tensor-pipe instructions) and our
     kernel (one launch) at B=2, H=8, N=2048, d=64, fp16."""
     shape = dict(batch=2, heads=8, seq_len=2048, head_dim=64, dtype="float16", causal=False)
@@ -100,7 +100,7 @@ def profile_file(run_id: str, triton_grid=SM_COUNT, triton_l1=8e4, triton_shared
                        flops_fp32=fm / 2, flops_tensor=tensor(math_tensor_flops / 2), tensor_inst=0.0, l1_bytes=4e8,
                        l2_bytes=5e8, shared_bytes=1.2e9)]
     impl("triton", 0.05, triton_dram, 1e8, triton_l1, tensor(fm), 1, "BLOCK_M=128 BLOCK_N=128 warps=4 stages=2 maxnreg=none")
-    kernels.append(kernel("main-triton", "triton", 0, "_hopper_fwd_ws_persistent", 0.05, flops_tensor=tensor(fm),
+    kernels.append(kernel("main-triton", "triton", 0, triton_kernel, 0.05, flops_tensor=tensor(fm),
                           tensor_inst=4e5, l1_bytes=triton_l1, l2_bytes=1e8, shared_bytes=triton_shared,
                           dram_read_bytes=triton_dram * 0.9, block_size=384, grid_size=triton_grid,
                           registers_per_thread=168, smem_per_block_bytes=115000, block_limit_registers=1,

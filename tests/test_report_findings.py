@@ -473,7 +473,10 @@ def test_a_disagreement_says_when_the_two_clocks_ran_different_tile_configs(tmp_
 def test_reread_text_reconciles_each_level(tmp_path):
     tma = text(_profile(tmp_path / "a").bytes_gap_explained())
     assert "loads bypass L1" in tma and "a TMA copy reaches shared memory through L2 alone" in tma
-    assert "in L1 and L2" not in tma
+    assert "in L1 and L2" not in tma and "as TMA copies do" in tma
+    # a kernel whose name says nothing of TMA (the Turing kernel: a T4 has no TMA) is not said to copy by it
+    turing = text(_profile(tmp_path / "t", triton_kernel="_attn_fwd_turing").bytes_gap_explained())
+    assert "loads bypass L1" in turing and "TMA copies do" not in turing
     lsu = text(_profile(tmp_path / "b", triton_l1=1.5e8).bytes_gap_explained())
     assert "The L1 counter saw" in lsu and "L1 served the rest" in lsu
 

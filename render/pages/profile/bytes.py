@@ -13,6 +13,7 @@ from ...fmt import known
 from ...tables import table_html
 from ...vocab import ELEMENT_BYTES, MATERIALISING, impl_label, join
 from .data import ProfileData, _esc, _shape_id
+from .roofline import Roofline
 
 
 class Bytes(ProfileData):
@@ -129,7 +130,10 @@ class Bytes(ProfileData):
         _, why_l1 = self._level_bytes(r, k, "l1")
         l1, l2, dram = r["l1_bytes"], r["l2_bytes"], r["dram_read_bytes"]
         if why_l1 == "bypassed":
-            out.append(f"Its loads bypass L1 (the L1 counter saw {fmt.bytes_(l1)}), as TMA copies do.")
+            # TMA named only where a kernel's name says it copies that way (Roofline.names_tma): a T4 has none.
+            tma = "kernel_name" in k and any(Roofline.names_tma(n) for n in k["kernel_name"].dropna())
+            how = ", as TMA copies do" if tma else ""
+            out.append(f"Its loads bypass L1 (the L1 counter saw {fmt.bytes_(l1)}){how}.")
         elif known(l1):
             out.append(f"The L1 counter saw {fmt.ratio(l1 / requests)} those requests.")
         if known(l2):
