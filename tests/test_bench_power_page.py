@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import json
 
 import synthetic_report as S
 from render.pages.bench import BenchPage
+from render.runs import load_run
 
 
 def _with_power(rows, readings, limit=700.0):
@@ -61,11 +63,20 @@ def test_the_words_turn_when_ours_is_the_leaner_and_below_the_limit(tmp_path):
     assert "The driver held both at about the same clock" in words
 
 
-def test_a_run_without_the_power_case_has_no_section(tmp_path):
+def test_a_run_without_the_power_case_says_why_under_its_heading(tmp_path):
+    # The section stays (the glossary links to it) and says why it is empty: the phase's own note where it wrote one.
     run = S.make(tmp_path, bench=S.bench_rows())
     page = BenchPage(run, [run])
     assert not page.power_rows() and page.power_finding() == "" and page.power_table() == "" and \
         page.power_figure() == ""
+    assert "did not run the power case" in page.power_absent()
+    path = next(run.path.glob("bench.json*"))
+    data = json.loads(path.read_text())
+    data["notes"] = ["Power at the limit: not measured, this GPU has no energy counter."]
+    path.write_text(json.dumps(data))
+    page = BenchPage(load_run(run.path), [])
+    assert page.power_absent() == ("This run has no power measurement. Power at the limit: not measured, this GPU "
+                                   "has no energy counter.")
 
 
 def test_without_a_clock_the_energy_is_not_split(tmp_path):

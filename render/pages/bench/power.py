@@ -62,6 +62,16 @@ class Power(BenchSection):
         """Whether this run measured the power case (runs before schema 9 did not)."""
         return not self._power.empty
 
+    def power_absent(self) -> str:
+        """Why this run has no power case, for the section that stays so that links to it (the glossary's) hold:
+        the bench phase's own note where it wrote one (no energy counter, no case of ours, the budget spent), else
+        that the run predates the power case."""
+        notes = [n for n in (getattr(self.data, "notes", None) or []) if n.startswith("Power at the limit")]
+        if notes:
+            return f"This run has no power measurement. {escape.text(notes[0])}"
+        return ("This run has no power measurement: its bench phase did not run the power case (runs collected "
+                "before schema 9 had none).")
+
     def power_row(self, impl: str, shape, dtype: str, causal: bool, n: int) -> pd.Series | None:
         """The power phase's row of `impl` at one case (shape as (batch, heads, head_dim)), None where it did not run it."""
         t = self._power
