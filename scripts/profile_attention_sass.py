@@ -1,4 +1,4 @@
-"""Issue 41: ours and FlashAttention-4 at one shape, instruction by instruction, from Nsight Compute.
+"""Ours and FlashAttention-4 at one shape, instruction by instruction, from Nsight Compute.
 
 Profiles one call of each implementation (after calls that compile and warm it) with the SourceCounters,
 InstructionStats and WarpStateStats sections, and writes under --out, per implementation: the SASS source

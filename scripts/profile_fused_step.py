@@ -1,4 +1,4 @@
-"""Issue 44: what each kernel of the fused decode step spends its time on, from Nsight Compute.
+"""What each kernel of the fused decode step spends its time on, from Nsight Compute.
 
 Runs one eager step of the fused step (kernels/decode/gpt2_fused.py, the kernels the graph variant replays)
 under `ncu`, after steps that compile and warm it, and writes under --out: the raw metrics (raw.csv) and

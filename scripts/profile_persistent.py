@@ -1,4 +1,4 @@
-"""Issue 44: where the persistent decode step's warps wait, from Nsight Compute's PC sampling.
+"""Where the persistent decode step's warps wait, from Nsight Compute's PC sampling.
 
 Runs one eager step of the persistent kernel (kernels/decode/persistent_step.py) under `ncu` after a step
 that compiles and warms it, then writes, under --out: the report (persistent.ncu-rep), its details page

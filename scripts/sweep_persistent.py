@@ -1,4 +1,4 @@
-"""Issue 44: the persistent decode step beside the graph step, per tiling, on one GPU, in one process.
+"""The persistent decode step beside the graph step, per tiling, on one GPU, in one process.
 
 For each model it builds our bf16 graph step (the decode phase's 'graph' variant) and the persistent step
 at each candidate tiling (kernels/decode/persistent_step.CANDIDATE_TILINGS), each captured in a CUDA graph

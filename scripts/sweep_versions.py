@@ -1,4 +1,4 @@
-"""Issue 41: Gluon versions timed beside FlashAttention-4 and SDPA at chosen shapes, on one GPU, in one process.
+"""Gluon versions timed beside FlashAttention-4 and SDPA at chosen shapes, on one GPU, in one process.
 
 A version here is a record of kernels/attention/gluon_versions.py (g3, g11, ...), launched as
 gluon_attention(version=...) launches it. Every output is first checked against SDPA's (the
@@ -7,7 +7,7 @@ Device time is the project's one clock (collect/timing.py: L2 flushed, the GPU s
 host issues the call), as the bench phase takes it. Rows go to --out after each one, so a timeout
 loses nothing; --budget-s turns the cases left after it into `skipped` rows, and a step that has not returned
 after --hang-s (a kernel stuck on a barrier) ends the process with its name in the results. Each candidate's row
-prints FlashAttention-4's time over its own and, issue 41's measure, the fastest yardstick's (> 1: ours faster).
+prints FlashAttention-4's time over its own and, the goal's measure, the fastest yardstick's (> 1: ours faster).
 
     python3 scripts/sweep_versions.py --out $OUT/sweep.json            # on the H200
     python3 scripts/sweep_versions.py --check-cpu                      # no GPU: compile the versions for sm90
@@ -391,7 +391,7 @@ def sdpa_reference(q, k, v, causal):
 
 def against_yardsticks(impl, median_ms, yard_ms):
     """A timed row's ratios: every row after FlashAttention-4's gets its time over the row's own (a yardstick's time is
-    kept in `yard_ms` for the rows after it), and a candidate, issue 41's measure, the fastest yardstick's (> 1: the
+    kept in `yard_ms` for the rows after it), and a candidate, the goal's measure, the fastest yardstick's (> 1: the
     candidate is faster)."""
     out = {"fa4_over_ours": yard_ms["fa4"] / median_ms} if "fa4" in yard_ms and impl != "fa4" else {}
     if impl in YARDSTICKS:
