@@ -154,20 +154,15 @@ def label_choices(m: Manifest, cfg: CollectConfig, rehearsal: str | None, cap) -
 def _has_skipped_rows(path: Path) -> bool:
     """Whether a complete phase's file still holds rows skipped for time: --resume measures those."""
     try:
-        data = read_json(path)
+        return _skipped_in(read_json(path))
     except DataFileError:
         return False
+
+
+def _skipped_in(data) -> bool:
+    """Whether a phase file's parsed JSON holds a row skipped for time."""
     return any(isinstance(v, list) and any(isinstance(r, dict) and r.get("status") == "skipped" for r in v)
                for v in data.values()) if isinstance(data, dict) else False
-
-
-def _reads_back(path: Path) -> bool:
-    """Whether a phase's file reads whole: one the manifest calls complete may have been cut or replaced since."""
-    try:
-        read_json(path)
-    except DataFileError:
-        return False
-    return True
 
 
 def check_same_gpu(m: Manifest, device, run_dir: Path) -> None:
@@ -182,7 +177,7 @@ def _tool_never_ran(saved: dict | None) -> bool:
     """Whether a phase file says its tool could not run at all (a profile without ncu, or without access to the
     counters: a file-level status other than ok, with the fix to apply): its rows only say why, none holds a
     measurement, so a later collect of the phase writes over it, as that fix tells the user to do."""
-    return bool(saved) and saved.get("status") not in (None, "ok") and bool(saved.get("fix"))
+    return isinstance(saved, dict) and saved.get("status") not in (None, "ok") and bool(saved.get("fix"))
 
 
 def saved_rows_for(name: str, path: Path, prev: PhaseRecord | None, cfg: CollectConfig, run_id: str) -> dict | None:
@@ -294,9 +289,13 @@ def _already_complete(name: str, manifest: Manifest, cfg: CollectConfig, run_dir
     """--resume: the phase finished in an earlier collect of this profile, its file reads back whole (one that
     does not is then refused by name, and kept), it has no rows skipped for time, and its tool ran."""
     prev = next((p for p in manifest.phases if p.name == name), None)
-    path = run_dir / filename(name)
-    return bool(cfg.resume and prev is not None and prev.status == "complete" and prev.profile == cfg.profile
-                and _reads_back(path) and not _has_skipped_rows(path) and not _tool_never_ran(read_json(path)))
+    if not (cfg.resume and prev is not None and prev.status == "complete" and prev.profile == cfg.profile):
+        return False
+    try:  # read once: one the manifest calls complete may have been cut or replaced since
+        data = read_json(run_dir / filename(name))
+    except DataFileError:
+        return False
+    return not _skipped_in(data) and not _tool_never_ran(data)
 
 
 def start_compile_pool(phases: list[str], cfg: CollectConfig, manifest: Manifest, run_id: str, run_dir: Path):

@@ -176,14 +176,18 @@ class HardwarePage(Page):
                   for p in (c.sweep or [c])]
         return pd.DataFrame({"sm_clock_mhz": clocks}, dtype=float)
 
+    @cached_property
+    def _reading_sources(self) -> list[tuple[str, pd.DataFrame]]:
+        """(label, rows) of every source of timed calls' clock readings, read once for the table and the sentence."""
+        return [(CEILINGS_LABEL, self._ceiling_readings())] + [
+            (label, self.run.frame(phase, table)) for label, phase, table in TIMED_READINGS if self.run.has(phase)]
+
     def clock_readings(self) -> pd.DataFrame:
         """Per source of timed calls: how many measurements read the SM clock, the lowest and highest median reading,
         the highest single reading, and how many medians print above the device's reported maximum."""
         top = getattr(self.device, "sm_clock_max_mhz", None)
-        sources = [(CEILINGS_LABEL, self._ceiling_readings())]
-        sources += [(label, self.run.frame(phase, table)) for label, phase, table in TIMED_READINGS if self.run.has(phase)]
         rows = []
-        for label, df in sources:
+        for label, df in self._reading_sources:
             med = pd.to_numeric(df.get("sm_clock_mhz", pd.Series(dtype=float)), errors="coerce").dropna()
             if med.empty:
                 continue
@@ -222,8 +226,7 @@ class HardwarePage(Page):
     def overshoot_sentence(self) -> str:
         """Where readings pass the device's reported maximum: by how much (the words every page shares), and that
         this is the rest's own clock, not a misreading; '' where none does."""
-        all_rows = pd.concat([self._ceiling_readings(), *(self.run.frame(p, t) for _, p, t in TIMED_READINGS
-                                                          if self.run.has(p))], ignore_index=True)
+        all_rows = pd.concat([df for _, df in self._reading_sources], ignore_index=True)
         words = overshoot_words(all_rows, self.device)
         if not words:
             top = getattr(self.device, "sm_clock_max_mhz", None)

@@ -43,6 +43,12 @@ def _shape_text(b, h, d, dtype, causal, n=None) -> str:
     return f"B={b}, H={h}, {ns}d={d}, {dtype_short(dtype)}, {'causal' if causal else 'non-causal'}"
 
 
+
+def _headline_case(f: pd.DataFrame, impl: str, b: int, h: int, n: int, d: int, dtype: str = "float16") -> pd.DataFrame:
+    """Bench rows of `impl` at one non-causal case: the headline table's cases (fp16 unless told)."""
+    return f[(f["impl"] == impl) & (f["dtype"] == dtype) & ~f["causal"].astype(bool) & (f["batch"] == b)
+             & (f["heads"] == h) & (f["seq_len"] == n) & (f["head_dim"] == d)]
+
 class HomePage(Page):
     slug = "home"
     phase = "env"
@@ -303,9 +309,8 @@ class HomePage(Page):
         b = self._bench
         if not known(mhz) or b.empty or "sm_clock_mhz" not in b:
             return ""
-        same = b[(b["impl"] == FUSED) & (b["batch"] == case["batch"]) & (b["heads"] == case["heads"])
-                 & (b["seq_len"] == case["seq_len"]) & (b["head_dim"] == case["head_dim"])
-                 & (b["dtype"] == case["dtype"]) & (b["causal"] == False)]  # noqa: E712
+        same = _headline_case(b, FUSED, case["batch"], case["heads"], case["seq_len"], case["head_dim"],
+                              case["dtype"])
         timed = same["sm_clock_mhz"].dropna()
         if timed.empty:
             return ""
@@ -553,10 +558,7 @@ class HomePage(Page):
         """A headline cell with no TFLOP/s: what the row's status says ('unsupported on this GPU' where the
         implementation cannot run here, e.g. FlashAttention-4 before compute capability 8.0), else 'not measured'."""
         f = self.run.frame("bench", "rows")  # every row, not only those that ran (self._bench)
-        if f.empty:
-            return "not measured"
-        f = f[(f["impl"] == impl) & (f["dtype"] == "float16") & (f["causal"] == False) & (f["batch"] == b)  # noqa: E712
-              & (f["heads"] == h) & (f["seq_len"] == n) & (f["head_dim"] == d)]
+        f = _headline_case(f, impl, b, h, n, d) if not f.empty else f
         status = set(f["status"]) if "status" in f else set()
         return ("unsupported on this GPU" if status == {"unsupported"} else "out of memory" if status == {"oom"}
                 else "not measured")
