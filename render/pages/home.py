@@ -18,8 +18,8 @@ from collect.schema.occupancy import limits_from_device, occupancy
 from .. import escape, fmt, limits, model
 from ..fmt import known
 from ..tables import table_html
-from ..bench_data import rivals
-from ..clock_reading import overshoot_words
+from ..bench_data import BenchData, rivals
+from ..clock_reading import overshoot_words, timed_reading
 from ..decode_memory import idle_share, own_decode_rows
 from ..vocab import (CLOCK_GAP, ELEMENT_BYTES, EVEN, INT8_PAIRS, STUDY, STUDY_N, clock_caveat, clock_gap, decode_float,
                      decode_words, dtype_short, floor_pace, impl_color, impl_label, join, kernel_name, plural,
@@ -302,24 +302,24 @@ class HomePage(Page):
         return "not profiled"
 
     def _profiled_clock_words(self, case, kernel) -> str:
-        """Where Nsight Compute read our kernel's SM clock more than CLOCK_GAP from the one the bench phase read before
-        the same case's timed calls: both clocks, since a unit's share is of the cycles at the profiler's clock (the
-        Profiling page gives the share the timing implies at the other)."""
+        """Where Nsight Compute read our kernel's SM clock more than CLOCK_GAP from the one read before the same case's
+        timed calls (the Profiling page's rule, clock_reading.timed_reading): both clocks, since a unit's share is of
+        the cycles at the profiler's clock (the Profiling page gives the share the timing implies at the other)."""
         mhz = kernel.get("sm_clock_mhz") if hasattr(kernel, "get") else None
-        b = self._bench
-        if not known(mhz) or b.empty or "sm_clock_mhz" not in b:
+        if not known(mhz):
             return ""
-        same = _headline_case(b, FUSED, case["batch"], case["heads"], case["seq_len"], case["head_dim"],
-                              case["dtype"])
-        timed = same["sm_clock_mhz"].dropna()
-        if timed.empty:
-            return ""
-        gap = clock_gap(float(timed.iloc[0]), float(mhz))
+        shape = (case["batch"], case["heads"], case["seq_len"], case["head_dim"], case["dtype"], False)
+        timed = timed_reading(self.run, self._bench_data, FUSED, shape, case["case_id"])
+        gap = clock_gap(timed[1], float(mhz)) if timed else None
         if gap is None or gap <= CLOCK_GAP:
             return ""
         return (f", a share of its cycles at the {fmt.num(float(mhz), 4)} MHz Nsight Compute read, against "
-                f"{fmt.num(float(timed.iloc[0]), 4)} MHz before its timed calls; the Profiling page gives the "
+                f"{fmt.num(timed[1], 4)} MHz before its timed calls; the Profiling page gives the "
                 "share at that clock")
+
+    @cached_property
+    def _bench_data(self) -> BenchData:
+        return BenchData(self.run)
 
     def occupancy_headline(self) -> str:
         link = "[Profiling](profiling.md)"

@@ -11,6 +11,7 @@ from collect.schema.limiter import BUSY_PCT, NEAR_PTS, STALL_PREFIX, UNITS, UNIT
 
 from ... import escape, fmt, limits
 from ...bench_data import BenchData
+from ...clock_reading import timed_reading
 from ...fmt import known
 from ...tables import table_html
 from ...vocab import (CLOCK_GAP, MATERIALISING, clock_gap, impl_label, join, limiter_words, masking, stall_lead,
@@ -320,7 +321,7 @@ class Limiter(ProfileData):
         if im.empty or k.empty or im["kernels"].iloc[0] != 1 or "sm_clock_mhz" not in k:
             return None
         k_ms, k_mhz = k["duration_ms"].iloc[0], k["sm_clock_mhz"].iloc[0]
-        timed = self._timed_call(row["impl"], row["shape"], row["case_id"])
+        timed = timed_reading(self.run, self._bench, row["impl"], row["shape"], row["case_id"])
         if timed is None or not all(known(x) and x > 0 for x in (k_ms, k_mhz)):
             return None
         ms, mhz, bench = timed
@@ -334,21 +335,6 @@ class Limiter(ProfileData):
     def _bench(self) -> BenchData:
         """The run's bench rows, built once: every limiter row's timed clock asks for them."""
         return BenchData(self.run)
-
-    def _timed_call(self, impl: str, shape, case_id) -> tuple[float, float, bool] | None:
-        """(median time in ms, median SM clock read in MHz, whether by the bench phase) of the call of `impl` at
-        `shape`: the bench phase's row, else the profile phase's clock check of the same call; None where neither
-        recorded both."""
-        b, h, n, d, dt, c = shape
-        bench = self._bench
-        t = bench.by_n((b, h, d), dt, c, impl) if not bench.rows.empty else bench.rows
-        if n in t.index and "sm_clock_mhz" in t and all(known(t.loc[n, f]) for f in ("latency_ms_median", "sm_clock_mhz")):
-            return float(t.loc[n, "latency_ms_median"]), float(t.loc[n, "sm_clock_mhz"]), True
-        cc = self.run.frame("profile", "clock_check")
-        cc = cc[cc["case_id"] == case_id] if "sm_clock_mhz" in cc else cc.iloc[0:0]
-        if cc.empty or not all(known(cc[f].iloc[0]) and cc[f].iloc[0] > 0 for f in ("device_ms", "sm_clock_mhz")):
-            return None
-        return float(cc["device_ms"].iloc[0]), float(cc["sm_clock_mhz"].iloc[0]), False
 
     @staticmethod
     def _timed_where(ts: list[TimedClock]) -> str:
