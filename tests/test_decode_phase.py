@@ -498,6 +498,31 @@ def test_the_compiled_loop_runs_between_the_graph_steps_check_and_the_eager_loop
                                                      "int8-dequant", "hf-eager"]
 
 
+def test_the_eager_loops_check_waits_behind_every_compiled_key_row_and_our_graph_sweeps(monkeypatch):
+    # On a host whose CPU runs the host-bound loops slowly, the check's eager loops took the time gpt2-xl's compiled
+    # key row needed (runs h100-20261206b and c); the order puts the rows the headline and figures need first.
+    from collect.decode import phase as driver
+
+    names, real_stage = [], driver.stage
+
+    def recorded(phase_name, what):
+        names.append(what)
+        return real_stage(phase_name, what)
+
+    monkeypatch.setattr(driver, "stage", recorded)
+    second = dataclasses.replace(PLAN.models[0], name="tiny-2", agreement_variants=("persistent",))
+    plan = dataclasses.replace(PLAN, models=(PLAN.models[0], second))
+    result = phase.collect_decode("cpu-test", plan, "cpu", 1e9, "test constant")
+    assert {(a.model, a.variant) for a in result.agreement if a.status == "ok"} >= {("tiny", "hf-eager"),
+                                                                                  ("tiny-2", "persistent")}
+    at = {n: i for i, n in enumerate(names)}
+    eager_check = at["tiny agreement, eager loops"]
+    assert "tiny-2 agreement, eager loops" not in at  # the second model checks only our graph step
+    assert at["tiny-2 compiled transformers"] < at["host profile of transformers' loops"] < eager_check
+    assert at["tiny-2 sweep, CUDA-graph steps"] < eager_check < at["tiny sweep, other loops"]
+    assert at["tiny-2 sweep, other loops"] < at["tiny sweep, host-bound rows"]
+
+
 def test_a_compiled_check_whose_row_was_skipped_is_skipped_not_compiled(monkeypatch):
     # The check reuses the row's compiled session; without it, it would pay a cold compile of its own.
     from collect.decode import phase as driver

@@ -79,14 +79,16 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
         models.append(m)
     # In order of what the report needs most, since a spent budget skips whatever is left: the key
     # shapes; the agreement check of our CUDA-graph steps (seconds for every model); transformers' compiled
-    # loop at the agreement's shape, what a user would pick (a cold compile, its session reused by the check);
-    # the check's eager and host-bound loops; the host profile; the compiled loop's other key shapes; the
-    # sweeps (our CUDA-graph steps first), and last the sweeps' host-bound rows (transformers' eager loop: its
-    # step time is the host's at every context, and its rows cost the most). Run h200-20261203k, with 107 s,
-    # spent 20 s on the eager loops' check before the compiled loop, whose key rows its 40 s reserve then
-    # skipped. In this order, with
-    # the same 107 s (H200, 2026-12-03, env and decode alone), gpt2's compiled row ran (1.12 ms a step after a
-    # 15.5 s compile) and every agreement row with it; 46 rows were skipped, most of them sweeps, against 37.
+    # loop at the agreement's shape, what a user would pick (a cold compile, its session reused by the check, which
+    # is also what compares our steps with transformers); the compiled loop's other key shapes; the host profile; our
+    # CUDA-graph steps' sweeps; the check's eager and host-bound loops; the other loops' sweeps, and last the sweeps'
+    # host-bound rows (transformers' eager loop: its step time is the host's at every context, and its rows cost the
+    # most). Run h200-20261203k, with 107 s, spent 20 s on the eager loops' check before the compiled loop, whose key
+    # rows its 40 s reserve then skipped; moved behind it, gpt2's compiled row ran (1.12 ms a step after a 15.5 s
+    # compile, same 107 s, H200, 2026-12-03). On H100 hosts whose CPU ran the host-bound loops 1.3-2.7x slower (runs
+    # h100-20261206b and c, not committed) the check's eager loops (26 s) still came before gpt2-xl's compiled key
+    # row, which the reserve then skipped; they now wait behind the rows the report's headline and figures need.
+    # On a host that fits every row (runs h200-20261205d and f) the order changes nothing but the stage times.
     # A compiled session is kept for the agreement only where the check compares a compiled variant.
     keep = {id(m): _agreement_shape(m, plan) if any(sp.compiled and m.plan.checks(v) for v, sp in env.specs.items())
             else None for m in models}
@@ -120,16 +122,12 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
             m.sessions.clear()
             _clean(env, full=True)  # the kept session outlived the collections that froze it
     for m in models:
-        if later.get(id(m)):
-            with stage("decode", f"{m.info.name} agreement, eager loops"):
-                _agreement_rows(m, plan, env, result, refs[id(m)], later[id(m)])
-    if models:
-        with stage("decode", "host profile of transformers' loops"):
-            _host_profile_rows(models[0], *models[0].plan.key_shapes[0], env, result)
-    for m in models:
         with stage("decode", f"{m.info.name} compiled transformers"):
             _rows(m, [k for k in m.plan.key_shapes if k != keep[id(m)]], plan, env, result, key=True,
                   which=lambda sp: sp.compiled)
+    if models:
+        with stage("decode", "host profile of transformers' loops"):
+            _host_profile_rows(models[0], *models[0].plan.key_shapes[0], env, result)
     # Our CUDA-graph steps' sweep rows before the other variants' (the eager loops, the dequantizing one): they are
     # what the context and batch figures are for, and a second each. Run h200-20261204f's budget ran out a third of
     # the way through gpt2's sweep shape by shape, leaving no batch sweep at all.
@@ -138,6 +136,11 @@ def collect_decode(run_id: str, plan: Plan, device, bandwidth: float | None, ban
             with stage("decode", f"{m.info.name} sweep, {'CUDA-graph steps' if graph else 'other loops'}"):
                 _rows(m, m.plan.sweep_shapes, plan, env, result, key=False,
                       which=lambda sp: not sp.host_bound and sp.graph == graph)
+        if graph:
+            for m in models:
+                if later.get(id(m)):
+                    with stage("decode", f"{m.info.name} agreement, eager loops"):
+                        _agreement_rows(m, plan, env, result, refs[id(m)], later[id(m)])
     for m in models:
         with stage("decode", f"{m.info.name} sweep, host-bound rows"):
             _rows(m, m.plan.sweep_shapes, plan, env, result, key=False, which=lambda sp: sp.host_bound)

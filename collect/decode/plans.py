@@ -28,9 +28,9 @@ GRAPH_STEP = "fused"
 # (nearly all of it the host-bound transformers loop), compiled transformers 26 for gpt2's two key
 # shapes and about 28 for gpt2-xl's one (cold torch.compile, the largest items), the sweeps the rest.
 # Work runs in order of need (collect/decode/phase.py): key shapes, the agreement of our CUDA-graph steps,
-# compiled transformers at the agreement's shape, the agreement of the eager loops, the other compiled
-# rows, sweeps (our CUDA-graph steps first), the sweeps' host-bound rows; past the budget the rows left are written as skipped, and a
-# compiled row starts only with COMPILE_RESERVE_S left. At 165 s the whole collect took 553 s on 2026-11-30 (the other
+# compiled transformers at the agreement's shape, the other compiled rows, the host profile, our CUDA-graph steps'
+# sweeps, the agreement of the eager loops, the other sweeps, the sweeps' host-bound rows; past the budget the rows
+# left are written as skipped, and a compiled row starts only with COMPILE_RESERVE_S left. At 165 s the whole collect took 553 s on 2026-11-30 (the other
 # phases had grown), over the 9 minutes. At 140 s (run h200-20261130j, 530 s in all on a slow host)
 # the phase skipped 13 sweep rows, among them int8-graph rows the report needs at every sweep
 # shape; 150 s with the host-bound rows last leaves only those to a slow host's cut.
