@@ -149,3 +149,30 @@ def test_the_rendered_clock_section_carries_both_readings():
     assert clocks.index("nvidia-smi reported") < clocks.index("<td>env-start</td>") < clocks.index("<td>Benchmarks</td>")
     assert "Every other page judges" not in md  # Correctness and Reproduce judge no kernel against a roof
     assert "<td>Registers per SM</td><td>65,536</td>" in md  # a count printed as every other table prints counts
+
+
+def test_every_tensor_peak_clock_multiplies_out_to_its_datasheets_figure():
+    from collect.schema import datasheets
+
+    assert set(datasheets.TENSOR_PEAK) == set(datasheets.known_keys())
+    for key, (mhz, per_sm) in datasheets.TENSOR_PEAK.items():
+        sheet = datasheets.by_key(key)
+        # The sheets print their peaks to two or three figures (65 TFLOP/s for the T4), so within 0.5%.
+        assert abs(sheet.sm_count * per_sm * mhz * 1e6 / sheet.fp16_tensor_flops_per_s - 1) < 5e-3, key
+
+
+def test_the_datasheets_peak_says_its_clock_and_what_the_same_sms_issue_at_the_devices_maximum():
+    import dataclasses
+
+    page = _page()
+    note = html.unescape(page.datasheet_note())
+    assert "132 SMs × 4,096 FLOP a clock each × 1,830 MHz = 989 TFLOP/s" in note
+    assert "the same SMs would issue 1,070 TFLOP/s, 8.20% more than that figure, so a matmul" in note
+    # A device whose maximum prints as the peak's clock has nothing to compare; a sheet the table lacks, no arithmetic.
+    page.run.manifest.device = dataclasses.replace(page.device, sm_clock_max_mhz=1830.0)
+    page.__dict__.pop("device", None)
+    assert "would issue" not in page.datasheet_note()
+    assert "= 989 TFLOP/s" in html.unescape(page.datasheet_note())
+    page.run.manifest.datasheet = dataclasses.replace(page.sheet, key="unknown-gpu")
+    page.__dict__.pop("sheet", None)
+    assert page.peak_clock_note() == "" and "FLOP a clock" not in page.datasheet_note()

@@ -32,6 +32,24 @@ _SHEETS = [
 ]
 
 
+# The SM clock each datasheet's dense fp16 tensor-core peak is counted at, and the dense fp16 FLOP (fp32 accumulate)
+# one SM's tensor cores issue a clock, from the architecture whitepapers: the peak is SMs x that x the clock (989 TFLOP/s
+# = 132 x 4,096 x 1,830 MHz). The clock is the one at which the figures multiply out to the datasheet's peak. On the T4,
+# A10, L4 and A100 it is the card's boost clock; on Hopper it is below the device's maximum SM clock (1,980 MHz on the
+# SXM parts), so a matmul timed at that maximum can pass "the datasheet's peak" without passing its SMs' rate.
+TENSOR_PEAK = {  # key: (MHz, FLOP per SM per clock)
+    "h200-sxm": (1830.0, 4096), "h100-pcie": (1620.0, 4096), "h100-sxm": (1830.0, 4096),
+    "a100-80gb": (1410.0, 2048), "a100-40gb": (1410.0, 2048), "a10": (1695.0, 1024), "l4": (2040.0, 1024),
+    "t4": (1590.0, 1024),
+}
+
+
+def tensor_peak_clock(sheet: DatasheetCeilings | None) -> tuple[float, int] | None:
+    """(the SM clock in MHz the sheet's dense fp16 tensor peak is counted at, dense FLOP per SM per clock), or None
+    for a sheet this table does not know."""
+    return TENSOR_PEAK.get(sheet.key) if sheet is not None else None
+
+
 def lookup(device_name: str) -> DatasheetCeilings | None:
     """First matching entry; order matters (H100 PCIe before H100, A100 80GB before A100)."""
     for row in _SHEETS:

@@ -94,6 +94,27 @@ class HardwarePage(Page):
                        "memory, can be its limit.")
         return " ".join(out[:3])
 
+    def peak_clock_note(self) -> str:
+        """The arithmetic behind the datasheet's tensor-core peak (SMs x FLOP per SM per clock x the clock it is counted
+        at) and, where the device's maximum SM clock differs, the same SMs' rate at that maximum; '' for a sheet whose
+        clock the table does not hold."""
+        peak, s = datasheets.tensor_peak_clock(self.sheet), self.sheet
+        if peak is None or not s.fp16_tensor_flops_per_s:
+            return ""
+        mhz, per_sm = peak
+        text = (f"Its dense fp16 tensor-core peak is {fmt.count(s.sm_count)} SMs × {fmt.count(per_sm)} FLOP a clock each "
+                f"× {fmt.num(mhz, 4)} MHz = {fmt.flops(s.fp16_tensor_flops_per_s)}: the clock at which the whitepaper's "
+                "rate per SM multiplies out to the datasheet's figure (`collect/schema/datasheets.py`).")
+        top = getattr(self.device, "sm_clock_max_mhz", None)
+        if fmt.known(top) and top and fmt.num(mhz, 4) != fmt.num(top, 4):
+            more = top > mhz
+            text += (f" At the {fmt.num(top, 4)} MHz maximum SM clock this device reports, the same SMs would issue "
+                     f"{fmt.num(s.fp16_tensor_flops_per_s * top / mhz / 1e12)} TFLOP/s, "
+                     f"{fmt.pct(100 * abs(top / mhz - 1))} {'more' if more else 'less'} than that figure"
+                     + (", so a matmul running near that clock could pass the datasheet's peak without passing its SMs' "
+                        "own rate." if more else "."))
+        return text
+
     def unmeasured_roofs(self) -> str:
         """Which cache roofs this run did not measure, where some were not."""
         missing = [ROOFS[k][2] for k in ("l2", "smem") if self.ceilings.roof(k).source != "measured"]
@@ -264,6 +285,8 @@ class HardwarePage(Page):
                     "to compare.\n")
         text = (f"Vendor's figures are for the **{escape.text(self.sheet.marketing_name)}**; source: "
                 f"{escape.text(self.sheet.source)}.")
+        if self.peak_clock_note():
+            text += " " + self.peak_clock_note()
         d = self.run.manifest.device
         if d is not None and d.l2_bytes and self.sheet.l2_bytes and abs(d.l2_bytes / self.sheet.l2_bytes - 1) > 0.05:
             # The pages that reason about what fits in L2 use the device's own figure.
