@@ -11,7 +11,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import device_choices, fa4_precompile
+from . import device_choices, fa4_precompile, spin_clock
 from .budget import TIME_LIMIT_S, collect_deadline
 from .context import PhaseUnsupported, RunContext
 from .jsonio import remove_stale_temp_files, write_json_atomic
@@ -362,6 +362,7 @@ def _run_phase(name: str, cfg: CollectConfig, manifest: Manifest, run_id: str, r
         scale = ctx.budget_scale()
         ctx.deadline = collect_deadline(collect_start, cfg.time_limit(), scale)
         ctx.reserved_after_s = reserved_seconds(later, cfg.profile, scale)
+    spin_clock.reset_methods()
     try:
         result = phase_module(name).run(ctx)
         if name == "env":
@@ -377,6 +378,7 @@ def _run_phase(name: str, cfg: CollectConfig, manifest: Manifest, run_id: str, r
         _flush(ctx, name)
         _stopped(rec, path, name, "interrupted (Ctrl-C)")
         rec.duration_s = round(time.perf_counter() - t0, 2)
+        rec.sm_clock_method = _clock_method(prev, saved)
         save()
         raise
     except BaseException as exc:  # noqa: BLE001 - one phase's crash must not lose the others
@@ -385,9 +387,15 @@ def _run_phase(name: str, cfg: CollectConfig, manifest: Manifest, run_id: str, r
         _stopped(rec, path, name, f"{type(exc).__name__}: {exc}\n" + "".join(traceback.format_exc(limit=6))[-4000:])
         print(f"collect: {name} FAILED: {type(exc).__name__}: {exc}", file=sys.stderr)
     rec.duration_s = round(time.perf_counter() - t0, 2)
+    rec.sm_clock_method = _clock_method(prev, saved)
     save()
     print(f"collect: {name}: {rec.status} in {rec.duration_s:.1f} s", file=sys.stderr)
     return failed
+
+
+def _clock_method(prev: PhaseRecord | None, saved) -> str | None:
+    """How this phase's timed calls read the SM clock, counting the rows a resumed phase kept from its last run."""
+    return spin_clock.methods_used(prev.sm_clock_method if prev is not None and saved is not None else None)
 
 
 def _flush(ctx: RunContext, name: str) -> None:

@@ -94,7 +94,24 @@ def _works() -> bool:
         return False
 
 
+# The ways timed calls read their clock since the last reset_methods(): the runner records them per phase.
+_methods: set[str] = set()
+
+
 def stamped_spins(n: int) -> StampedSpins | None:
     """Slots for `n` stamped spins, or None where the kernel cannot run here (the caller then spins with
-    torch.cuda._sleep and reads the clock from its events)."""
-    return StampedSpins(n, _kernel()) if _works() else None
+    torch.cuda._sleep and reads the clock from its events). Either way the method is noted for methods_used."""
+    works = _works()
+    _methods.add("counters" if works else "events")
+    return StampedSpins(n, _kernel()) if works else None
+
+
+def reset_methods() -> None:
+    _methods.clear()
+
+
+def methods_used(before: str | None = None) -> str | None:
+    """How the timed calls since reset_methods() read the SM clock, as PhaseRecord.sm_clock_method says it: 'counters',
+    'events', 'both', or None where none was timed. `before`: the method of rows a resumed phase kept."""
+    seen = set(_methods) | ({"counters", "events"} if before == "both" else {before} if before else set())
+    return None if not seen else seen.pop() if len(seen) == 1 else "both"

@@ -62,6 +62,8 @@ def manifest() -> dict:
         c["mem_clock_mhz"] = 5001.0
         c["power_w"] = min(c.get("power_w") or 30.0, 70.0)
     m["datasheet"] = dataclasses.asdict(lookup("Tesla T4"))
+    for p in m["phases"]:  # a run collected now reads the clock from the stamped spin's counters
+        p["sm_clock_method"] = "counters" if p.get("sm_clock_method") else None
     scale = {"copy_bandwidth": 0.08, "l2_bandwidth": 0.1, "smem_bandwidth": 0.1, "matmul_fp16": 0.055,
              "matmul_fp32": 0.15}
     ceilings = []

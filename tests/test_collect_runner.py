@@ -230,3 +230,54 @@ def test_the_time_limit_is_a_flag_with_profile_defaults(capsys):
     assert fit_budget(50.0, None) == 50.0 and fit_budget(None, None) is None
     assert fit_budget(50.0, 130.0, now=100.0) == 30.0 and fit_budget(None, 130.0, now=100.0) == 30.0
     assert fit_budget(50.0, 130.0, now=200.0) == 1.0  # past the limit: the phase still writes its skipped cases
+
+
+def test_each_phase_records_how_its_timed_calls_read_the_clock(tmp_path, fake_gpu, monkeypatch):
+    """A phase that timed calls records the spin's method (counters where the stamped spin runs, events where it
+    cannot be built); one that timed none records nothing; a resumed phase's kept rows count with the new ones."""
+    from collect import spin_clock
+
+    works = {"now": False}
+    monkeypatch.setattr(spin_clock, "_works", lambda: works["now"])
+
+    def timed(ctx):  # where the stamped spin cannot run, stamped_spins is None and the events read the clock
+        assert spin_clock.stamped_spins(4) is None
+        return {"schema_version": SCHEMA_VERSION, "run_id": ctx.run_id, "rows": [{"x": 1, "status": "skipped"}]}
+
+    untimed = types.SimpleNamespace(run=lambda ctx: {"schema_version": SCHEMA_VERSION, "run_id": ctx.run_id,
+                                                     "rows": [{"x": 1}]})
+    monkeypatch.setattr(runner, "phase_module", lambda name: types.SimpleNamespace(run=timed) if name == "bench"
+                        else untimed)
+    cfg = dict(out=tmp_path, run_id="t-clock", phases=["bench", "correctness"])
+    runner.run_collect(runner.CollectConfig(**cfg))
+    method = lambda: {p["name"]: p.get("sm_clock_method") for p in  # noqa: E731
+                      json.loads((tmp_path / "t-clock" / "manifest.json").read_text())["phases"]}
+    assert method() == {"bench": "events", "correctness": None}
+    works["now"] = True
+    monkeypatch.setattr(spin_clock, "StampedSpins", lambda n, kernel: object())
+    monkeypatch.setattr(spin_clock, "_kernel", lambda: None)
+
+    def timed_again(ctx):
+        assert ctx.saved and spin_clock.stamped_spins(4) is not None
+        return {"schema_version": SCHEMA_VERSION, "run_id": ctx.run_id, "rows": [{"x": 1, "status": "ok"}]}
+
+    monkeypatch.setattr(runner, "phase_module", lambda name: types.SimpleNamespace(run=timed_again) if name == "bench"
+                        else untimed)
+    runner.run_collect(runner.CollectConfig(**cfg, resume=True))  # the bench rows it skipped, now with the counters
+    assert method()["bench"] == "both"
+
+
+def test_the_clock_method_of_older_runs_comes_from_when_each_phase_started():
+    from collect.schema.migrate import to_version_11
+
+    phases = [dict(name="bench", status="complete", started_utc="2026-12-05T22:40:00+00:00"),
+              dict(name="decode", status="complete", started_utc="2026-12-06T05:00:00+00:00"),
+              dict(name="iterations", status="failed", started_utc="2026-12-06T05:00:00+00:00"),
+              dict(name="correctness", status="complete", started_utc="2026-12-06T05:00:00+00:00")]
+    doc = to_version_11({"schema_version": 10, "run_id": "r", "created_utc": "2026-12-05T22:38:00+00:00",
+                         "phases": phases})
+    assert doc["schema_version"] == 11
+    assert [p.get("sm_clock_method") for p in doc["phases"]] == ["events", "counters", None, None]
+    assert to_version_11(doc) == doc  # idempotent
+    rows = {"schema_version": 10, "run_id": "r", "rows": []}  # a phase file has no phases to mark
+    assert to_version_11(rows) == {"schema_version": 11, "run_id": "r", "rows": []}

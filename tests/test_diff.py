@@ -290,7 +290,7 @@ def test_a_case_of_unrecorded_pace_is_held_to_its_class_and_an_old_noise_file_st
     path = tmp_path / "h200.json"
     path.write_text(json.dumps(old))
     read = read_noise(path)
-    assert read.schema_version == SCHEMA_VERSION == 10 and {c.host_bound for c in read.classes} == {None}
+    assert read.schema_version == SCHEMA_VERSION == 11 and {c.host_bound for c in read.classes} == {None}
     d = compare(cases("a", paced_rows(70)), cases("b", paced_rows(71, gpu_f=0.97)), read, FAST)
     assert {c.floor_source for c in d.cases} == {"measured"}
 
@@ -301,9 +301,9 @@ def test_the_schema_8_step_changes_only_the_version():
     before = {"schema_version": 7, "classes": [{"phase": "bench", "impl": "triton", "floor": 1.1}]}
     out = migrate.to_version_8(json.loads(json.dumps(before)))
     assert out == {**before, "schema_version": 8} and migrate.to_version_8(json.loads(json.dumps(out))) == out
-    # schemas 9 (the bench rows' power at the limit) and 10 (the persistent step's traced split) add optional fields
-    # only: the latest step changes the version alone
-    assert migrate.LATEST(json.loads(json.dumps(before))) == {**before, "schema_version": 10} and SCHEMA_VERSION == 10
+    # schemas 9 (the bench rows' power at the limit), 10 (the persistent step's traced split) and 11 (each phase's
+    # clock method, in manifests only) add optional fields: on any other file the latest step changes the version alone
+    assert migrate.LATEST(json.loads(json.dumps(before))) == {**before, "schema_version": 11} and SCHEMA_VERSION == 11
 
 
 def test_a_compacted_file_migrates_in_place_and_stays_compressed_the_way_compact_writes_it(tmp_path):

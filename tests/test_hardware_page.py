@@ -94,14 +94,24 @@ def test_readings_under_the_maximum_are_said_to_stay_under_it():
     assert set(page.clock_readings()["above"]) == {0}
 
 
-def test_the_clock_method_is_the_one_the_runs_collect_used():
+def test_the_clock_method_is_the_one_each_phase_recorded():
     page = _narrated()
-    # created before the spin stamped its own counters (collect/spin_clock.py did not exist at its commit)
+    phases = page.run.manifest.phases
+    # the committed runs were collected before the spin stamped its own counters: their phases say events
+    assert {p.sm_clock_method for p in phases if p.name in ("env", "bench", "decode")} == {"events"}
     before = page.clock_method()
-    assert "collected before the spin read its own counters" in before and "CUDA events" in before
-    page.run.manifest.created_utc = "2026-12-07T10:00:00+00:00"
+    assert "requested" not in before and "asked to wait over its time between two CUDA events" in before
+    assert "before that change, or on a GPU where the spin could not be built" in before
+    for p in phases:
+        p.sm_clock_method = "counters" if p.sm_clock_method else None
     after = page.clock_method()
-    assert "This run read it from the spin's own cycle counter (`clock64`)" in after and "collected before" not in after
+    assert after.startswith("This run read it from the spin's own cycle counter (`clock64`)") and "events" not in after
+    next(p for p in phases if p.name == "bench").sm_clock_method = "both"
+    mixed = page.clock_method()
+    assert "bench partly from each (a phase resumed after the change)" in mixed and "from the spin's own counters" in mixed
+    for p in phases:
+        p.sm_clock_method = None
+    assert page.clock_method() == "This run does not record how its timed calls read the SM clock."
 
 
 def test_what_the_profiler_did_with_the_clocks_comes_from_its_recorded_flags():

@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 # A row that could not be measured keeps its place with one of these and a reason.
 # `skipped`: a case not run for time (a budget), with the reason.

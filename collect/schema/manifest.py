@@ -10,6 +10,10 @@ from .common import (BYTES, BYTES_PER_S, CLOCK_MHZ, COUNT, FLOP_PER_S, GIT_COMMI
 # The ceilings the env phase measures (collect/env.py), by name; pages look each one up.
 CEILINGS = ("copy_bandwidth", "l2_bandwidth", "smem_bandwidth", "matmul_fp16", "matmul_bf16", "matmul_fp32")
 ORIGINS = ("measured", "published")
+# How the spin before each timed call read the SM clock (collect/spin_clock.py): 'counters', its own clock64 over the
+# GPU's globaltimer; 'events', torch.cuda._sleep's requested cycles over the time between two CUDA events (runs
+# before the stamped spin, or a GPU where it cannot be built); 'both' where a resumed phase's rows used each.
+SM_CLOCK_METHODS = ("counters", "events", "both")
 
 
 @strict
@@ -136,6 +140,10 @@ class PhaseRecord:
     profile: str | None = doc("Profile the phase ran under.", None, choices=PROFILES)
     git_commit: str | None = doc("Commit of the code that ran this phase (a run's phases may come from "
                                  "different collect invocations).", None, pattern=GIT_COMMIT)
+    sm_clock_method: str | None = doc("How the spin before this phase's timed calls read the SM clock: 'counters' "
+                                      "(the spin's clock64 over the GPU's globaltimer), 'events' (its requested cycles "
+                                      "over CUDA-event time, which counts its launch in) or 'both'; null where the "
+                                      "phase timed no call.", None, choices=SM_CLOCK_METHODS)
 
 
 @strict

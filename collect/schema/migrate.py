@@ -7,6 +7,7 @@ import copy
 import json
 import sys
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 
 from .reader import GZIP_SUFFIX, inflate, pack
@@ -133,12 +134,38 @@ def to_version_10(doc: dict) -> dict:
     return doc
 
 
+# When the stamped spin (collect/spin_clock.py) came in: phases started from then on read the SM clock from its
+# counters, earlier ones from CUDA events (its commit's time; no run was collected from a checkout without it since).
+STAMPED_SPIN_SINCE = "2026-12-06T04:50:41+00:00"
+# The phases whose timed calls read the clock in the spin before each (collect/timing.device_time).
+CLOCKED_PHASES = ("env", "bench", "iterations", "decode", "profile")
+
+
+def to_version_11(doc: dict) -> dict:
+    """Any file of schema version 10 (older ones through the steps above): version 11 records, per phase of a
+    manifest, how its timed calls read the SM clock (sm_clock_method). Older runs did not record it; a phase that
+    times calls and left rows gets it from when it started (counters from the stamped spin's commit on, events
+    before), the rest none."""
+    doc = to_version_10(doc)
+    if doc.get("schema_version") != 10:
+        return doc
+    doc["schema_version"] = 11
+    if isinstance(doc.get("phases"), list) and "run_id" in doc and doc.get("origin", "measured") == "measured":
+        since = datetime.fromisoformat(STAMPED_SPIN_SINCE)
+        for rec in (r for r in doc["phases"] if isinstance(r, dict)):
+            started = rec.get("started_utc") or doc.get("created_utc")
+            if (rec.get("name") in CLOCKED_PHASES and isinstance(started, str)
+                    and rec.get("status") in ("complete", "partial") and "sm_clock_method" not in rec):
+                rec["sm_clock_method"] = "counters" if datetime.fromisoformat(started) >= since else "events"
+    return doc
+
+
 # The step that brings any older file to the current version.
-LATEST = to_version_10
+LATEST = to_version_11
 
 MIGRATIONS = {f.__name__: f for f in (rename_decode_hf_variant, decode_int8_comparison_series, to_version_2,
                                       to_version_3, to_version_4, to_version_5, to_version_6, to_version_7,
-                                      to_version_8, to_version_9, to_version_10)}
+                                      to_version_8, to_version_9, to_version_10, to_version_11)}
 
 
 def main(argv: list[str]) -> int:

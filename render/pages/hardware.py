@@ -21,11 +21,6 @@ SOURCE_WORDS = {"measured": "measured", "datasheet": "datasheet (not measured in
                 "architectural": "architectural rate (not measured in this run)", "missing": "not known"}
 
 
-# From this moment (the commit that added collect/spin_clock.py) the spin before each timed call reads its own cycle
-# counter over the GPU's timer; a run created before it read the spin's requested cycles over CUDA-event time. The
-# data do not record which, so a run's creation time tells (render/clock_reading.py dates the change the same way).
-STAMPED_SPIN_SINCE = datetime(2026, 12, 6, 4, 50, 41, tzinfo=timezone.utc)
-
 # Where a run keeps the SM clock read in the spin before each timed call: (label, phase, table). Each row holds the
 # median of its calls' readings (sm_clock_mhz) and, where recorded, the highest single one (sm_clock_max_mhz). The
 # profile phase's kernels are left out: their clock is Nsight Compute's, read over the kernel, not before it.
@@ -221,16 +216,28 @@ class HardwarePage(Page):
         return pd.DataFrame(rows, columns=["source", "n", "lo", "hi", "top", "above"])
 
     def clock_method(self) -> str:
-        """How this run's timed calls read the SM clock: the spin's own counters, or (runs before them) its requested
-        cycles over CUDA-event time, which counts the spin's launch in."""
-        if self.run.created >= STAMPED_SPIN_SINCE:
-            return ("This run read it from the spin's own cycle counter (`clock64`) over the GPU's nanosecond timer "
-                    "(`globaltimer`), both stamped as the spin starts and ends (where that spin cannot be built, "
-                    "collect falls back to the older reading: its requested cycles over CUDA-event time).")
-        return ("This run was collected before the spin read its own counters: its readings are the cycles the spin "
-                "was asked to wait over its time between two CUDA events, which counts the spin's launch in and so "
-                "reads low before short calls. Runs collected since read the spin's own cycle counter (`clock64`) "
-                "over the GPU's nanosecond timer (`globaltimer`).")
+        """How this run's timed calls read the SM clock, as each phase recorded it (PhaseRecord.sm_clock_method): the
+        spin's own counters, or its requested cycles over CUDA-event time, which counts the spin's launch in."""
+        by = {}
+        for rec in self.run.manifest.phases:
+            if rec.sm_clock_method:
+                by.setdefault(rec.sm_clock_method, []).append(rec.name)
+        counters = ("the spin's own cycle counter (`clock64`) over the GPU's nanosecond timer (`globaltimer`), both "
+                    "stamped as the spin starts and ends")
+        events = ("the cycles the spin was asked to wait over its time between two CUDA events, which counts the "
+                  "spin's launch in and so reads low before short calls")
+        if not by:
+            return "This run does not record how its timed calls read the SM clock."
+        if set(by) == {"counters"}:
+            return f"This run read it from {counters}."
+        if set(by) == {"events"}:
+            return (f"This run read it as {events}. Collect now reads {counters}, wherever that spin can be built; this "
+                    "run was collected before that change, or on a GPU where the spin could not be built.")
+        said = {"counters": "from the spin's own counters", "events": "from CUDA events",
+                "both": "partly from each (a phase resumed after the change)"}
+        parts = [f"{join(names)} {said[m]}" for m, names in by.items()]
+        return (f"This run's phases read it in two ways: {'; '.join(parts)}. The counters are {counters}; the events "
+                f"read {events}.")
 
     def readings_table(self) -> str:
         df = self.clock_readings()
