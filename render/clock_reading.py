@@ -1,8 +1,8 @@
 """How far a phase's SM clock readings can stand from the calls' own clocks, from the readings themselves.
 
-A clock reading is taken in the spin just before each timed call, never during the call (collect/timing.py). Runs from
-2026-12-06 on read it from the spin's own counters (collect/spin_clock.py); earlier runs estimated it from the spin's
-requested cycles over its elapsed time between CUDA events. Both read above the device's reported maximum SM clock on an
+A clock reading is taken in the spin just before each timed call, never during the call (collect/timing.py). Each
+phase records how (PhaseRecord.sm_clock_method): the spin's own counters (collect/spin_clock.py) or, in runs before them,
+the spin's requested cycles over its elapsed time between CUDA events. Both read above the device's reported maximum SM clock on an
 H100 (up to about 5%). A probe there (2026-12-06, scripts/probe_spin_clock.py) found the counters right and the rest's
 clock really past that maximum: a 1 s spin read 1,980.0 MHz by the GPU timer and 1,979.6 by the host's clock; in the
 bench's loop the GPU timer agreed with CUDA events within 0.1% while the readings cycled over 1,965, 2,025, 2,055 and

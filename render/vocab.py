@@ -56,8 +56,9 @@ STUDY_N = 2048
 
 # Two times within this factor either way are "on par": timing noise on a busy GPU is a few percent.
 EVEN = 1.05
-# Two calls compared whose median SM clocks differ by more than this share: a compute-bound call's
-# time scales about inversely with its clock, so the pages name such comparisons.
+# Two calls compared whose median SM clock readings differ by more than this share: a compute-bound call is quicker at a
+# higher clock, so the pages name such comparisons (by which call read higher, not by how much: a reading is of the
+# rest before the call, and times follow it far less than inversely, Hardware page).
 CLOCK_GAP = 0.03
 
 
@@ -189,27 +190,21 @@ def case_versus(s: float, sp: tuple[float, float] | None, other: str) -> str:
     return words.replace("on par", f"on par with {other}", 1) if words.startswith("on par") else f"{words} than {other}"
 
 
-def at_equal_clocks(ratio: float, clock, reference) -> float | None:
-    """The speed ratio (the other's time over ours) of two calls whose median SM clocks (ours `clock`, theirs
-    `reference`) lie more than CLOCK_GAP apart, as it would be at equal clocks; None where they lie closer or a
-    clock was not recorded. A compute-bound call's time scales about inversely with its clock: at the other's
-    clock ours would take clock/reference times as long. The one rule every page's equal-clock caveat uses."""
+def clocks_apart(clock, reference) -> bool:
+    """Whether two calls' median SM clock readings lie more than CLOCK_GAP apart. Only a mark: a reading is the clock of
+    the rest before a call, not the call's own (collect/timing.py, render/clock_reading.py), so no ratio is rescaled
+    by it; a run's own readings and times show how little the one follows the other (Hardware page)."""
     gap = clock_gap(clock, reference)
-    if gap is None or gap <= CLOCK_GAP:
-        return None
-    return ratio * reference / clock
+    return gap is not None and gap > CLOCK_GAP
 
 
-def clock_caveat(ratio: float, clock, reference, who: str = "") -> str:
-    """' at a higher clock, 1.08× slower at equal clocks': where two calls' clocks lie apart (at_equal_clocks), which
-    had the higher clock, and the verdict at equal clocks where it differs from the one as run; '' otherwise. `who`
-    names our call where the clause follows another's name ('ours'), so it is not read as theirs. The words Home's
-    headline table and Device comparison's history cells share."""
-    even = at_equal_clocks(ratio, clock, reference)
-    if even is None:
+def clock_caveat(clock, reference, who: str = "") -> str:
+    """' at a higher clock reading': where two calls' clock readings lie apart (clocks_apart), which call had the
+    higher one; '' otherwise. `who` names our call where the clause follows another's name ('ours'), so it is not read
+    as theirs. The words Home's headline table and Device comparison's history cells share."""
+    if not clocks_apart(clock, reference):
         return ""
-    text = f" {who + ' ' if who else ''}at a {'higher' if clock > reference else 'lower'} clock"
-    return text + (f", {speedup_words(even)} at equal clocks" if side(even) != side(ratio) else "")
+    return f" {who + ' ' if who else ''}at a {'higher' if clock > reference else 'lower'} clock reading"
 
 
 class DecodeWords(NamedTuple):

@@ -186,3 +186,27 @@ def test_the_datasheets_peak_says_its_clock_and_what_the_same_sms_issue_at_the_d
     page.run.manifest.datasheet = dataclasses.replace(page.sheet, key="unknown-gpu")
     page.__dict__.pop("sheet", None)
     assert page.peak_clock_note() == "" and "FLOP a clock" not in page.datasheet_note()
+
+
+def test_how_far_times_follow_the_readings_is_read_from_the_widest_spread_of_readings(monkeypatch):
+    import pandas as pd
+
+    page = _narrated()
+    said = html.unescape(page.readings_against_times())
+    rows = page.run.frame("bench", "rows").copy()
+    f = rows[(rows["status"] == "ok") & rows["sm_clock_min_mhz"].notna()]
+    r = f.loc[(f["sm_clock_max_mhz"] / f["sm_clock_min_mhz"]).idxmax()]
+    s = r["latency_samples_ms"]
+    c, t = r["sm_clock_max_mhz"] / r["sm_clock_min_mhz"] - 1, max(s) / min(s) - 1
+    assert (f"ran from {fmt.num(r['sm_clock_min_mhz'], 4)} to {fmt.num(r['sm_clock_max_mhz'], 4)} MHz while its "
+            f"{len(s)} calls took {fmt.ms(min(s))} to {fmt.ms(max(s))}: the slowest {fmt.pct(100 * t)} over the "
+            "quickest") in said
+    assert ("far less than" if t < c / 2 else "less than" if t < c else "as much as") in said
+    # times that spread as widely as the readings are said so
+    rows.at[r.name, "latency_samples_ms"] = [min(s)] * (len(s) - 1) + [min(s) * (1 + 2 * c)]
+    real = page.run.frame
+    monkeypatch.setattr(page.run, "frame", lambda phase, table: rows if (phase, table) == ("bench", "rows")
+                        else real(phase, table))
+    assert "as much as" in page.readings_against_times()
+    monkeypatch.setattr(page.run, "frame", lambda phase, table: pd.DataFrame())
+    assert page.readings_against_times() == ""

@@ -816,15 +816,14 @@ def test_a_ratio_near_the_floor_prints_the_side_it_falls_on():
     assert "0.8697×" in _with_bench_and_profile(f).crosscheck_table()
 
 
-def test_the_clock_gap_says_which_way_it_pushes_the_ratio():
-    # v2-ws at N=16384: 630/617.5 = 1.020, ours at 1,800 MHz against 1,980: ours had the lower clock.
+def test_the_clock_gap_says_which_way_it_may_lean_the_ratio_and_not_by_how_much():
+    # v2-ws at N=16384: 630/617.5 = 1.020, ours read 1,800 MHz against 1,980: theirs read higher.
     low = html.unescape(page_for(_clocked(sample_file(), 1800.0)).goal_finding())
-    assert "The higher clock was theirs, so the ratio there, 1.02×, understates ours" in low
-    assert f"about {fmt.ratio(630 / 617.5 * 1980 / 1800)}" in low and "floor" not in low
-    # ours at 2,400 MHz: at equal clocks 1.02 x 1980/2400 = 0.842, under the 0.870 floor
+    assert ("The higher reading was theirs, so the ratio there may understate ours; a reading is of the rest before "
+            "each call, so it does not say by how much.") in low
     high = html.unescape(page_for(_clocked(sample_file(), 2400.0)).goal_finding())
-    assert "The higher clock was ours, so the ratio there, 1.02×, flatters ours" in high
-    assert f"about {fmt.ratio(630 / 617.5 * 1980 / 2400)}, below the 0.870× floor" in high
+    assert "The higher reading was ours, so the ratio there may flatter ours" in high
+    assert "equal clocks" not in low + high and "floor" not in high.split("The higher reading")[1]
 
 
 def test_the_ceiling_finding_names_the_masking_and_the_clocks_behind_the_shares():

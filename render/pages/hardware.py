@@ -14,7 +14,7 @@ from ..ceilings import BANDWIDTH_KEYS, COMPUTE_KEYS, ROOFS, Ceilings
 from ..clock_reading import overshoot_words
 from ..figures import PALETTE
 from ..tables import table_html
-from ..vocab import CLOCK_GAP, ELEMENT_BYTES, STUDY, STUDY_N, dtype_short, join, masking
+from ..vocab import CLOCK_GAP, ELEMENT_BYTES, STUDY, STUDY_N, dtype_short, impl_label, join, masking, plural
 from .base import Page
 
 SOURCE_WORDS = {"measured": "measured", "datasheet": "datasheet (not measured in this run)",
@@ -250,6 +250,38 @@ class HardwarePage(Page):
                                "above": "Medians above the reported maximum"},
                           {"n": fmt.count, "lo": mhz, "hi": mhz, "top": mhz,
                            "above": lambda v: fmt.count(v) if fmt.known(v) else "n/a"})
+
+    def readings_against_times(self) -> str:
+        """Whether the calls' times follow their clock readings, from the bench rows that keep every call's time: in how
+        many measurements the readings spread (lowest to highest) wider than the times, and the widest spread of
+        readings beside its times'. Were a call's time inversely proportional to its reading, the two would match.
+        This is why no page rescales a ratio by two calls' readings (vocab.clocks_apart)."""
+        f = self.run.frame("bench", "rows")
+        need = ("sm_clock_min_mhz", "sm_clock_max_mhz", "latency_samples_ms", "n_timed_runs")
+        if f.empty or not set(need) <= set(f.columns):
+            return ""
+        f = f[(f["status"] == "ok") & f["sm_clock_min_mhz"].notna() & f["sm_clock_max_mhz"].notna()
+              & f["latency_samples_ms"].notna()]
+        every = f[[isinstance(s, list) and len(s) == n and min(s) > 0
+                   for s, n in zip(f["latency_samples_ms"], f["n_timed_runs"])]]
+        if every.empty:
+            return ""
+        clocks = every["sm_clock_max_mhz"] / every["sm_clock_min_mhz"] - 1
+        times = every["latency_samples_ms"].map(lambda s: max(s) / min(s) - 1)
+        r = every.loc[clocks.idxmax()]
+        c, t = clocks[r.name], times[r.name]
+        # Were each call's time inversely proportional to its reading, the slowest over the quickest would be at least
+        # the highest reading over the lowest.
+        how = "far less than" if t < c / 2 else "less than" if t < c else "as much as"
+        samples = r["latency_samples_ms"]
+        return (f"The widest spread of readings within one measurement of the bench phase, {impl_label(r['impl'])} at "
+                f"B={int(r['batch'])}, H={int(r['heads'])}, N={int(r['seq_len'])}, d={int(r['head_dim'])}, "
+                f"{dtype_short(r['dtype'])}, {masking(r['causal'])}, ran from {fmt.num(r['sm_clock_min_mhz'], 4)} to "
+                f"{fmt.num(r['sm_clock_max_mhz'], 4)} MHz while its {fmt.count(len(samples))} calls took "
+                f"{fmt.ms(min(samples))} to {fmt.ms(max(samples))}: the slowest {fmt.pct(100 * t)} over the quickest, "
+                f"{how} the {fmt.pct(100 * c)} a time inversely proportional to the reading would spread. A reading "
+                "is of the rest before a call, so no page rescales a comparison by two calls' readings; where they lie "
+                "apart it says which call read higher.")
 
     def overshoot_sentence(self) -> str:
         """Where readings pass the device's reported maximum: by how much (the words every page shares), and that

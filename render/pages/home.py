@@ -547,8 +547,7 @@ class HomePage(Page):
         for impl in ("sdpa-cudnn", "sdpa-flash", "fa4"):
             t = self._tflops(impl, b, h, n, d)
             # ours against theirs, by TFLOP/s: the same FLOP count, so their time over ours
-            caveat = self._clock_caveat(ours / t, clock, self._headline_value(impl, b, h, n, d, "sm_clock_mhz")) \
-                if t and ours else ""
+            caveat = clock_caveat(clock, self._headline_value(impl, b, h, n, d, "sm_clock_mhz")) if t and ours else ""
             cells["clock_caveat"] |= bool(caveat)
             cells[impl] = (f"{fmt.num(t)} TFLOP/s; ours {speedup_words(ours / t)}{caveat}" if t and ours else
                            f"{fmt.num(t)} TFLOP/s" if t else self._not_timed(impl, b, h, n, d))
@@ -563,13 +562,6 @@ class HomePage(Page):
         return ("unsupported on this GPU" if status == {"unsupported"} else "out of memory" if status == {"oom"}
                 else "not measured")
 
-    @staticmethod
-    def _clock_caveat(ratio: float, clock: float | None, theirs: float | None) -> str:
-        """Where the two calls ran at median SM clocks far enough apart that the Benchmarks page gives its comparison
-        an equal-clock caveat (vocab.at_equal_clocks, the rule that page uses), the cell says so: which call had the
-        higher clock, and the verdict at equal clocks where it differs from the one at the clocks they ran at."""
-        return clock_caveat(ratio, clock, theirs)
-
     def headline_table(self) -> str:
         """Our kernel's TFLOP/s at each head_dim beside the ceilings and SDPA's backends, then decode against its
         floor for each model: the numbers the findings stand on."""
@@ -580,10 +572,10 @@ class HomePage(Page):
             caption = ("TFLOP/s: 4·B·H·N²·d FLOP over the bench phase's median device time; the ceilings are the "
                        f"Hardware page's; on par: within {fmt.pct(100 * (EVEN - 1), 0)} either way")
             if any(r["clock_caveat"] for r in rows):
-                caption += (f"; at a higher (lower) clock: ours had a median SM clock reading more than "
-                            f"{fmt.pct(100 * CLOCK_GAP, 0)} above (below) theirs; a compute-bound call's time scales "
-                            "about inversely with its clock, so the verdict at equal clocks follows where it differs, "
-                            "as on the Benchmarks page")
+                caption += (f"; at a higher (lower) clock reading: ours had a median SM clock reading more than "
+                            f"{fmt.pct(100 * CLOCK_GAP, 0)} above (below) theirs, a lean the verdict may owe to the "
+                            "clock; a reading is of the rest before each call, so it does not say by how much "
+                            "(Hardware page)")
                 # A gap no wider than the rest's own swing past the maximum says little about the calls: named beside the marks.
                 error = overshoot_words(self._bench[self._bench["status"] == "ok"], self.run.manifest.device)
                 caption += f". {error.strip().rstrip('.')}" if error else ""

@@ -6,8 +6,8 @@ import pandas as pd
 from ... import escape, fmt
 from ...bench_data import distinct_sdpa
 from ...clock_reading import overshoot
-from ...vocab import (CLOCK_GAP, IMPL_LABELS, at_equal_clocks, clock_gap, dtype_short, facet_label, impl_label,
-                      is_rival, join, kernel_name, plural, shape_label, side, speedup_words)
+from ...vocab import (CLOCK_GAP, IMPL_LABELS, clock_gap, clocks_apart, dtype_short, facet_label, impl_label,
+                      is_rival, join, kernel_name, plural, shape_label, speedup_words)
 from .common import FUSED, BenchSection
 from .words import call_then_words
 
@@ -158,45 +158,42 @@ class Cases(BenchSection):
                         ratio = fast.loc[n, "latency_ms_median"] / ours_t[n]
                         pairs.append((gap, a, b, shape, dtype, causal, int(n), self._sdpa_label(fast.loc[n]), ratio,
                                       fast.loc[n, "impl"]))
-        # The comparisons whose clocks lie apart are those with a ratio at equal clocks (vocab.at_equal_clocks,
-        # which Home's headline table asks of its cells too).
-        apart = [(*x, even) for x in pairs if (even := at_equal_clocks(x[8], x[1], x[2])) is not None]
+        # The comparisons whose clock readings lie apart (vocab.clocks_apart, which Home's headline table asks of its
+        # cells too). No ratio is rescaled by them: a reading is of the rest before the call.
+        apart = [x for x in pairs if clocks_apart(x[1], x[2])]
         if not apart:
             return ""
-        _, a, b, shape, dtype, causal, n, who, ratio, _, even = max(apart, key=lambda x: x[0])
-        flips = sum(side(x[8]) != side(x[10]) for x in apart)
+        _, a, b, shape, dtype, causal, n, who, ratio, _ = max(apart, key=lambda x: x[0])
+        leaning = sum((x[1] > x[2]) == (x[8] >= 1) for x in apart)
         text = (f" In {len(apart)} of {plural(len(pairs), 'comparison')} with the fastest other implementation the two "
-                f"calls' median SM clocks differ by more than {fmt.pct(100 * CLOCK_GAP, 2)}. The widest gap is at "
-                f"{facet_label(dtype, causal)}, {shape_label(shape)}, N={n}, ours at {fmt.num(a, 4)} MHz against "
-                f"{who}'s {fmt.num(b, 4)} MHz. By the inverse-clock model (a compute-bound call's time taken to scale "
-                f"inversely with its clock, its cycles per call fixed), ours, {'ahead on' if a > b else 'behind on'} "
-                f"the clock there, would be {speedup_words(even)} at equal clocks, where the medians make it "
-                f"{speedup_words(ratio)}.")
-        if flips:
-            text += (f" By that model, {flips} of these {len(apart)} verdicts would change at equal clocks; the tables "
-                     "below give the verdicts at the clocks the calls ran at.")
+                f"calls' median SM clock readings differ by more than {fmt.pct(100 * CLOCK_GAP, 2)}. The widest gap is "
+                f"at {facet_label(dtype, causal)}, {shape_label(shape)}, N={n}, ours at {fmt.num(a, 4)} MHz against "
+                f"{who}'s {fmt.num(b, 4)} MHz, where the medians make ours {speedup_words(ratio)}. In {leaning} of the "
+                f"{len(apart)} the call with the higher reading was also the quicker. A reading is of the rest before "
+                "each call, not of the call, and the [Hardware](hardware.md#clocks-seen) page shows how little this run's "
+                "times follow it, so no verdict is rescaled by the readings; the tables give the verdicts as timed.")
         text += self._cycles_back_to_back(apart)
         if self.power_rows():
             # A gap between two calls can be the kernels' own doing: at the power limit the driver sets each one's
-            # clock by the energy it spends per cycle, and then equal clocks are a case that never runs.
+            # clock by the energy it spends per cycle, so a comparison at one clock is a case that never runs.
             text += (" Where a call holds the board at its power limit, its clock is partly its own doing (the "
                      "driver lowers it by the power the kernel draws: [At the power limit](#at-the-power-limit)), so "
                      "the verdict at the clocks the calls ran at is the one a user gets.")
         return text
 
     def _cycles_back_to_back(self, apart: list[tuple]) -> str:
-        """Where the power phase ran one of the comparisons whose clocks lie apart back to back (both calls), the cycle
-        ratio it measured there beside the rested one the inverse-clock model reads: the model holds each call's cycles
-        per call fixed, and back to back they need not be. '' where it ran none of them."""
+        """Where the power phase ran one of the comparisons whose clock readings lie apart back to back (both calls),
+        the cycle ratio it measured there (time times the clock nvidia-smi read during the loop) beside the one the
+        rested calls' readings give. '' where it ran none of them."""
         for x in sorted(apart, key=lambda x: -x[0]):
-            _, _, _, shape, dtype, causal, n, who, _, rival, even = x
+            _, _, _, shape, dtype, causal, n, who, _, rival = x
             ours, theirs = (self.power_cycles(i, shape, dtype, causal, n) for i in (FUSED, rival))
             if ours is None or theirs is None:
                 continue
             return (f" The power phase ran one of these cases back to back, {facet_label(dtype, causal)}, "
                     f"{shape_label(shape)}, N={n}: there ours needed {fmt.ratio(ours[0] / theirs[0])} {who}'s cycles "
-                    f"per call (time times clock), against the {fmt.ratio(ours[1] / theirs[1])} of the rested calls "
-                    "the model reads.")
+                    f"per call (time times clock), against the {fmt.ratio(ours[1] / theirs[1])} the rested calls' "
+                    "readings give.")
         return ""
 
     def path_sentence(self) -> str:

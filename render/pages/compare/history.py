@@ -120,14 +120,14 @@ class History(CompareSection):
 
     @staticmethod
     def _clock_mark(r, key: str, col: str) -> str:
-        """Where ours and the opponent of column `col` ran at median SM clocks more than CLOCK_GAP apart, the cell says
-        so as Home's headline table does, by its one rule (vocab.at_equal_clocks), so that a ratio between clocks is
-        not read as one between kernels (run h200-20261203i at d=128: ours at 1899 MHz, FlashAttention-4 at 1677):
-        which call had the higher clock, and the verdict at equal clocks where it differs from the one as run."""
+        """Where ours and the opponent of column `col` had median SM clock readings more than CLOCK_GAP apart, the cell
+        says which was higher, as Home's headline table does (vocab.clock_caveat), so that a ratio between clocks is not
+        read as one between kernels without a warning (run h200-20261203i at d=128: ours read 1899 MHz,
+        FlashAttention-4 1677)."""
         if not known(r[col]):
             return ""
-        # "ours": after "against X", a bare "at a higher clock" would read as X's
-        words = clock_caveat(float(r[col]), r[f"{key}_mhz_ours"], r[f"{col}_mhz"], who="ours")
+        # "ours": after "against X", a bare "at a higher clock reading" would read as X's
+        words = clock_caveat(r[f"{key}_mhz_ours"], r[f"{col}_mhz"], who="ours")
         return f";{words}" if words else ""
 
     def _clock_marked(self) -> bool:
@@ -270,11 +270,10 @@ class History(CompareSection):
                         f"{every} timed, so its columns follow our kernel while the fastest other changes; where "
                         f"{yard} was itself the fastest other, its cell points to the one beside")
         if self._clock_marked():
-            caption += (f"; at a higher (lower) clock: ours had a median SM clock reading more than "
-                        f"{fmt.pct(100 * CLOCK_GAP, 0)} above (below) the other's; a compute-bound call's time scales "
-                        "about inversely with its clock, so the verdict at equal clocks follows where it differs from "
-                        f"the one at the clocks read (on par: within {fmt.pct(100 * (EVEN - 1), 0)} either "
-                        "way), as on Home")
+            caption += (f"; at a higher (lower) clock reading: ours had a median SM clock reading more than "
+                        f"{fmt.pct(100 * CLOCK_GAP, 0)} above (below) the other's, a lean the verdict may owe to the "
+                        "clock; a reading is of the rest before each call, so it does not say by how much (Hardware "
+                        f"page; on par: within {fmt.pct(100 * (EVEN - 1), 0)} either way), as on Home")
             caption += self._marked_overshoot()
         return table_html(pd.DataFrame(out), cols, caption=caption)
 

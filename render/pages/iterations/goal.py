@@ -12,7 +12,7 @@ from ...figures import PALETTE
 from ...tables import table_html
 from ...vocab import DTYPE_SHORT as SHORT
 from ...clock_reading import overshoot_words
-from ...vocab import CLOCK_GAP, at_equal_clocks, clock_gap, impl_label, join, masking, plural, version_kernel
+from ...vocab import CLOCK_GAP, clock_gap, impl_label, join, masking, plural, version_kernel
 from .common import NOISE_BAND, GoalCase, IterationsSection, goal_ratio_text, share, where_ran
 
 # What the ratio table's Kernel column says of an implementation that is not ours, by its row kind: FlashAttention-4
@@ -96,25 +96,16 @@ class Goal(IterationsSection):
                 f"implementation had median SM clock readings more than {share(CLOCK_GAP)} apart (clocks are read, never set). "
                 f"The widest gap is at {self.label(c)}: ours at {fmt.num(a, 4)} MHz, "
                 f"{escape.text(impl_label(sdpa))} at {fmt.num(b, 4)} MHz.")
-        return (text + " " + self._at_equal_clocks(self.ratio(final, *c), a, b)
+        return (text + " " + self._reading_lean(a, b)
                 + overshoot_words(self.ok, self.run.manifest.device))
 
-    def _at_equal_clocks(self, r: float | None, ours: float, theirs: float) -> str:
-        """Which way a clock gap pushes one ratio, and the ratio at equal clocks if time scaled inversely with the
-        clock (a compute-bound call's about does), with what that would do to the goal's floor."""
-        even = at_equal_clocks(r, ours, theirs) if r is not None else None  # every page's one equal-clock rule
-        if even is None:
-            return ""
-        goal = self.data.goal_ratio
-        floor = goal - NOISE_BAND
+    def _reading_lean(self, ours: float, theirs: float) -> str:
+        """Which way a clock-reading gap may lean the ratio there, without a size: a reading is of the rest before each
+        call, not of the call (vocab.clocks_apart)."""
         favours = "ours" if ours > theirs else "theirs"
-        text = (f"The higher clock was {favours}, so the ratio there, {goal_ratio_text(r, goal)}, "
-                f"{'flatters ours' if favours == 'ours' else 'understates ours'}: at equal clocks, if time scales "
-                f"inversely with the clock as a compute-bound call's about does, it would be about "
-                f"{goal_ratio_text(even, goal)}")
-        if (r < floor) != (even < floor):
-            text += f", {'below' if even < floor else 'above'} the {fmt.ratio(floor)} floor"
-        return text + "."
+        return (f"The higher reading was {favours}, so the ratio there may "
+                f"{'flatter ours' if favours == 'ours' else 'understate ours'}; a reading is of the rest before each "
+                "call, so it does not say by how much.")
 
     def tflops_figure(self) -> str:
         """Versions along x, TFLOP/s up; one line per N; dashed: fastest other; dotted: matmul ceiling."""
