@@ -69,11 +69,16 @@ def max_n_s_fits(cache_bytes: int, e: int = 2, heads: int = 1) -> int:
 
 
 def max_n_before_oom(memory_bytes: int, heads: int, e: int = 2, live_s_tensors: float = 2) -> int:
-    """Largest N at which the naive path's score tensors for all heads still fit in memory.
+    """Largest N at which `live_s_tensors` score-sized tensors (heads*e*N^2 bytes each) fit in memory together.
 
-    PyTorch holds the scores and the softmax output at once, hence two live tensors of heads*e*N^2
-    (a measured multiple may be fractional); everything else on the device is ignored, so the real
-    limit is lower.
+    How many are live at the naive path's peak is its code's doing, so the caller gives the count. As written
+    (kernels/attention/portable.naive_attention) the scores stay alive, a named variable, while softmax writes its
+    output in fp32 and the cast writes that back in the input dtype: 2e + 4 bytes an element, four score-sized
+    tensors in fp16. In bf16 PyTorch's softmax first copies the scores to fp32 (its fused half-to-float kernel takes
+    fp16 only), so at the softmax the scores, that copy and the fp32 output are live: e + 8 bytes, five. The measured
+    peaks of every naive bench row are exactly those multiples. The default, two (the scores and the softmax output
+    in the input dtype), is the fewest an out-of-place softmax holds; a measured multiple may be fractional.
+    Everything else on the device is ignored, so the real limit is lower.
     """
     if live_s_tensors <= 0:
         raise ValueError(f"live_s_tensors must be positive, got {live_s_tensors}")

@@ -187,8 +187,9 @@ def test_the_two_tested_rows_of_one_shape_are_named_as_one_shape_in_two_dtypes(t
     assert "in the other 30 they ran different kernels, so the count does not apply" in first
 
 
-def test_a_ratio_past_what_a_mask_gives_is_put_down_to_the_clocks_it_ran_at(tmp_path):
-    # The unmasked call throttled to 1714 MHz against 1919 masked: its time grows, the ratio passes 2x.
+def test_a_ratio_past_what_a_mask_gives_names_a_higher_masked_reading_but_never_rescales_by_it(tmp_path):
+    # The unmasked call read 1714 MHz against 1919 masked: the ratio passes 2x. A reading is the rest's clock, not the
+    # call's, so the page names the gap as a possible cause and takes no ratio to "one clock".
     def throttle(rows):
         pair = _rows_at(rows, "triton", 16384)
         pair[True].latency_ms_median = pair[False].latency_ms_median / 2.03
@@ -203,10 +204,14 @@ def test_a_ratio_past_what_a_mask_gives_is_put_down_to_the_clocks_it_ran_at(tmp_
     t = text(page.causal_finding())
     assert "In 1 of 32 rows the unmasked and masked Triton calls had median SM clock readings more than 3.0% apart" in t
     assert "1,714 MHz unmasked against 1,919 MHz masked" in t
-    assert "The masked call's higher clock, not the mask, accounts for the excess" in t and "about 1.81×" in t
+    assert ("The masked call's clock reading was the higher, 1,919 MHz against 1,714 MHz unmasked (12.0% apart): "
+            "that may account for the excess, but the readings cannot say by how much, since they are of the rest "
+            "before each call, not of the call.") in t
     table = text(page.causal_table())
-    assert ("1,714 / 1,919 MHz, 12.0% apart; about 1.81× at one clock: the clocks, not the mask, put the ratio "
-            "above 2×") in table
+    assert ("1,714 / 1,919 MHz, 12.0% apart; the masked call's reading is the higher, which may account for the ratio "
+            "above 2×, by how much the readings cannot say") in table
+    for said in (t, table):
+        assert "one clock" not in said and "1.81" not in said and "accounts for the excess" not in said
     assert "within 3.0%" in table
     assert "1 run at SM clocks too far apart to compare" in page.causal_finding()
 
@@ -226,28 +231,35 @@ def _past_two_between_kernels(tmp_path, unmasked_mhz, masked_mhz):
                       & (page.causal["n"] == 16384)].iloc[0]
     assert row["verdict"] == "different kernels with and without the mask" and row["measured"] > 2
     t = text(page.causal_finding())
-    return t[t.index("At N=16384 (B=4, H=32, d=128, bf16) the measured ratio of 2.030×"):], text(page.causal_table())
+    # "At N=16384 (...)", or "In that row" where the pair's readings are the widest apart
+    return t[t.index("the measured ratio of 2.030×"):], text(page.causal_table())
 
 
-def test_a_ratio_past_two_is_taken_to_one_clock_even_where_the_clocks_lie_close(tmp_path):
+def test_a_ratio_past_two_is_put_down_to_the_readings_only_where_the_masked_one_is_more_than_the_gap_higher(tmp_path):
     # The committed H200 run's N=32768 row: 2.030x at 1818.2 MHz unmasked against 1858.6 masked, 2.2% apart (inside
-    # CLOCK_GAP), is 1.986x at one clock: the clocks account for the excess even though they are not "apart".
+    # CLOCK_GAP). Rescaled, it read "1.99x at one clock: the clocks, not the mask, put the ratio above 2x"; the readings
+    # cannot carry that, and a gap under the page's own threshold is not one it names.
     close, table = _past_two_between_kernels(tmp_path / "a", 1818.2, 1858.6)
-    assert ("The two calls ran different kernels, and the masked call's higher clock, not the mask, accounts for the "
-            "excess: at one clock the ratio would be about 1.99×, under 2×.") in close
-    assert "do not account" not in close
-    # The table's clock cell says the same as the sentence, not only that the clocks lie close.
-    assert "within 3.0%; about 1.99× at one clock: the clocks, not the mask, put the ratio above 2×" in table
-    # The same gap the other way round takes the ratio further past two: then the clocks do not account for it.
+    assert ("The two calls ran different kernels, and the clock readings do not account for it: the masked call's "
+            "reading (1,859 MHz) was not more than 3.0% above the unmasked call's (1,818 MHz).") in close
+    assert "within 3.0%; the readings do not account for the ratio above 2×" in table
+    # The same gap the other way round: the masked reading is the lower, and they do not account for it either.
     reversed_, table = _past_two_between_kernels(tmp_path / "b", 1858.6, 1818.2)
-    assert ("The two calls ran different kernels, and their clocks do not account for it: at one clock the ratio "
-            "would still be about 2.08×.") in reversed_
-    assert "accounts for the excess" not in reversed_
-    assert "within 3.0%; about 2.08× at one clock: still above 2×" in table
+    assert "the clock readings do not account for it: the masked call's reading (1,818 MHz)" in reversed_
+    # Masked more than CLOCK_GAP higher: named with both readings and the gap, and no more than "may".
+    higher, table_h = _past_two_between_kernels(tmp_path / "d", 1800.0, 1900.0)
+    assert ("The two calls ran different kernels, and the masked call's clock reading was the higher, 1,900 MHz "
+            "against 1,800 MHz unmasked (5.56% apart): that may account for the excess, but the readings cannot say "
+            "by how much") in higher
+    assert "the masked call's reading is the higher, which may account for the ratio above 2×" in table_h
+    for said in (close, table, reversed_, higher, table_h):
+        assert "one clock" not in said
+    for said in (close, reversed_, higher):  # the rescaled ratios the old rule printed
+        assert "1.99×" not in said and "2.08×" not in said
     # Without both clocks the page cannot tell, and says so rather than guessing either way.
     unknown, table = _past_two_between_kernels(tmp_path / "c", None, 1858.6)
     assert "their SM clocks were not both recorded, so whether the clocks account for it is unknown" in unknown
-    assert "accounts for the excess" not in unknown and "do not account" not in unknown
+    assert "may account" not in unknown and "do not account" not in unknown
 
 
 def test_sdpa_flash_slower_with_the_mask_is_flagged_in_the_table_and_the_prose(tmp_path):
@@ -587,31 +599,75 @@ def test_a_shape_naive_did_not_run_at_borrows_its_measured_peak_and_says_it_did_
     assert "did not run at B=4, H=32, d=128 in this run" in page.traffic_finding((4, 32, 128))
 
 
-def test_the_memory_limit_holds_the_most_score_tensors_any_dtype_held(tmp_path):
-    # The synthetic naive holds 3 score tensors in both dtypes: one count, no dtype named.
+def _scaled_naive(by: dict):
+    """A bench edit that multiplies each dtype's naive peaks by by[dtype]."""
+    def edit(rows):
+        for r in rows:
+            if r.impl == "naive" and r.dtype in by and r.status == "ok":
+                r.peak_mem_bytes = int(r.peak_mem_bytes * by[r.dtype])
+    return edit
+
+
+def test_the_memory_verdict_holds_the_measured_peaks_to_the_model_of_the_code(tmp_path):
+    # The synthetic naive holds 3 score tensors in both dtypes; the code as written holds 4 in fp16 and 5 in bf16.
     same = _bench_edited(tmp_path / "a", lambda rows: None)
     lim = {r["shape"]: r for r in same.limits}[(4, 32, 128)]
-    assert lim["live"] == pytest.approx(3.0) and " in bf16" not in same.limits_finding()
     heads, memory = 128, same.device.memory_bytes
+    assert lim["live"] == pytest.approx(3.0) and lim["modelled"] == {"float16": 4.0, "bfloat16": 5.0}
+    # The model's limit is the most it holds (bf16's 5), not two live tensors.
+    assert lim["oom_model"] == model.max_n_before_oom(memory, heads, 2, 5.0) != model.max_n_before_oom(memory, heads)
+    said = text(same.limits_finding())
+    assert ("with the model's 5 score-sized tensors (bf16's, the most) it fits up to "
+            f"N={lim['oom_model']:,}, so this is not consistent with the model: naive's measured peak held 3.00 in "
+            "fp16 and 3.00 in bf16 score-sized tensors, against the model's 4 in fp16 and 5 in bf16") in said
+    assert "two live" not in said and "<td>3.00</td>" in same.limits_table()
+    assert "model: live S tensors, 4 in fp16 and 5 in bf16; the most of them" in text(same.limits_table())
+    # Peaks that hold the model's counts are consistent with it.
+    match = _bench_edited(tmp_path / "b", _scaled_naive({"float16": 4 / 3, "bfloat16": 5 / 3}))
+    said = text(match.limits_finding())
+    assert ("so this is consistent with the model, and so are naive's measured peaks (4.00 in fp16 and 5.00 in "
+            "bf16)") in said and "not consistent" not in said
+    # One dtype off: only it is named, and the limit does not move where the most held is the model's most.
+    one = _bench_edited(tmp_path / "c", _scaled_naive({"bfloat16": 5 / 3}))
+    said = text(one.limits_finding())
+    assert ("not consistent with the model: naive's measured peak held 3.00 in fp16 score-sized tensors, against the "
+            "model's 4 in fp16.") in said
+    assert "<td>5.00 in bf16 (3.00 in fp16)</td>" in one.limits_table()
 
-    def scaled(dtype, by):
-        def edit(rows):
-            for r in rows:
-                if r.impl == "naive" and r.dtype == dtype and r.status == "ok":
-                    r.peak_mem_bytes = int(r.peak_mem_bytes * by)
-        return edit
-    # bf16 holding 5 against fp16's 3: the limit is set by bf16's count and says whose it is, whichever dtype's
-    # row comes first at the longest length.
-    for dtype, other in (("bfloat16", "float16"), ("float16", "bfloat16")):
-        page = _bench_edited(tmp_path / dtype, scaled(dtype, 5 / 3))
-        lim = {r["shape"]: r for r in page.limits}[(4, 32, 128)]
-        assert lim["live"] == pytest.approx(5.0) and lim["live_dtype"] == dtype
-        assert lim["oom_live"] == model.max_n_before_oom(memory, heads, 2, 5.0)
-        short, long_ = {"bfloat16": "bf16", "float16": "fp16"}[dtype], {"bfloat16": "bf16", "float16": "fp16"}[other]
-        said = text(page.limits_finding())
-        assert (f"naive's measured peak at its longest successful length was 5.00 score-sized tensors in {short} "
-                f"(3.00 in {long_}), and with that many the limit moves to N={lim['oom_live']:,}") in said
-        assert f"<td>5.00 in {short} (3.00 in {long_})</td>" in page.limits_table()
+
+def test_the_memory_verdict_says_where_a_dtype_ran_out_within_or_ran_past_its_modelled_limit(tmp_path):
+    def oom_early(rows):
+        _scaled_naive({"float16": 4 / 3, "bfloat16": 5 / 3})(rows)
+        for r in rows:
+            if r.impl == "naive" and r.dtype == "float16" and r.heads == 32 and r.seq_len == 4096:
+                r.status, r.peak_mem_bytes = "oom", None
+    page = _bench_edited(tmp_path / "a", oom_early)
+    own = model.max_n_before_oom(page.device.memory_bytes, 128, 2, 4.0)
+    said = text(page.limits_finding())
+    assert ("Naive first ran out of memory at N=4,096; with the model's 5 score-sized tensors (bf16's, the most) it "
+            "fits up to") in said
+    assert f"not consistent with the model: in fp16 it ran out at N=4,096, within the N={own:,} the model allows" in said
+
+    def ran_long(rows):
+        _scaled_naive({"float16": 4 / 3, "bfloat16": 5 / 3})(rows)
+        for r in rows:
+            if r.impl == "naive" and r.dtype == "float16" and r.heads == 32 and r.seq_len == 16384:
+                r.status, r.reason, r.peak_mem_bytes = "ok", None, 4 * 128 * 2 * 16384 ** 2
+    said = text(_bench_edited(tmp_path / "b", ran_long).limits_finding())
+    assert f"in fp16 it ran at N=16,384, past the N={own:,} the model allows" in said
+
+
+def test_the_model_sentence_names_only_the_dtypes_naive_ran_in(tmp_path):
+    both = text(_bench_edited(tmp_path / "a", lambda rows: None).limits_finding())
+    assert ("As naive's code is written, its peak holds the scores beside the fp32 softmax output and one more tensor: "
+            "in fp16 the cast of that output back to fp16, 4 score-sized tensors in all; in bf16 an fp32 copy of the "
+            "scores, which PyTorch's softmax makes first") in both
+    fp16 = _bench_edited(tmp_path / "b", lambda rows: rows.__setitem__(slice(None), [
+        r for r in rows if not (r.impl == "naive" and r.dtype == "bfloat16")]))
+    said = text(fp16.limits_finding())
+    assert "4 score-sized tensors in all." in said and "in bf16 an fp32 copy" not in said
+    assert "with the model's 4 score-sized tensors it fits up to" in said
+    assert "model: live S tensors, 4 in fp16)" in text(fp16.limits_table())
 
 
 def test_the_l2_size_says_whose_it_is_and_whether_the_datasheets_moves_a_length(tmp_path):

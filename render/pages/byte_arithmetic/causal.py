@@ -6,28 +6,53 @@ from functools import cached_property
 import pandas as pd
 
 from ... import fmt, model
+from ...clock_reading import overshoot_words
 from ...tables import table_html
 from ...vocab import CLOCK_GAP, dtype_short, join, plural, path_label, shape_label
 from .causal_verdicts import (CLOCKS_APART, DIFFERENT_KERNELS, MASK_MAX, VERDICTS, causal_verdict, compare_calls,
                               flash_verdict, mask_clock_gap, too_far_apart)
 from .common import BytesSection
 
+# Why a reading cannot size what a clock gap did to a ratio: it is the clock of the rest before the call
+# (render/clock_reading.py), it swings by several percent from call to call, and times follow readings far less than
+# inversely (the Hardware page). So no ratio is taken to one clock; a gap is only named.
+READINGS_ARE_THE_REST = "they are of the rest before each call, not of the call"
+
+
+def _known(x) -> bool:
+    return x is not None and x == x
+
+
+def _masked_reading_higher(w) -> bool | None:
+    """Whether the masked call's clock reading lay more than CLOCK_GAP above the unmasked call's, the one way a clock
+    gap could lift the ratio past what a mask can give; None where either reading was not recorded."""
+    if not (_known(w["clk_f"]) and _known(w["clk_c"])) or not w["clk_f"]:
+        return None
+    return w["clk_c"] / w["clk_f"] - 1 > CLOCK_GAP
+
 
 def _clock_note(w) -> str:
-    """The table's clock cell: the two Triton calls' SM clocks where they ran more than CLOCK_GAP apart, and, for a
-    ratio above what a mask can give, the ratio at one clock (as the finding below the table takes it, whatever the
-    gap), so the cell and the sentence read the same."""
+    """The table's clock cell: the two Triton calls' SM clock readings where they lay more than CLOCK_GAP apart, and,
+    for a ratio above what a mask can give, whether the readings could account for it, in the words of the finding
+    below the table."""
     gap = w["clock_gap"]
-    if gap is None or gap != gap:
+    if not _known(gap):
         return "not recorded"
     note = (f"within {fmt.pct(100 * CLOCK_GAP, 2)}" if gap <= CLOCK_GAP else
             f"{fmt.num(w['clk_f'], 4)} / {fmt.num(w['clk_c'], 4)} MHz, {fmt.pct(100 * gap)} apart")
     if w["measured"] > MASK_MAX:
-        one_clock = w["measured"] * w["clk_f"] / w["clk_c"]
-        note += (f"; about {fmt.ratio(one_clock)} at one clock: "
-                 + (f"the clocks, not the mask, put the ratio above {MASK_MAX:g}×" if one_clock <= MASK_MAX else
-                    f"still above {MASK_MAX:g}×"))
+        note += (f"; the masked call's reading is the higher, which may account for the ratio above {MASK_MAX:g}×, "
+                 "by how much the readings cannot say" if _masked_reading_higher(w) else
+                 f"; the readings do not account for the ratio above {MASK_MAX:g}×")
     return note
+
+
+def _predicted_cell(w) -> str:
+    """The prediction with the counts it divides: one head's key-block visits without the mask over those with it,
+    so a reader can check it against the tiles rather than against 2T/(T+1), which holds only for square tiles."""
+    if not _known(w["predicted"]):
+        return "n/a"
+    return f"{fmt.ratio(w['predicted'])} ({int(w['all_blocks'])} / {int(w['visited'])})"
 
 
 def _counted(verdict: str, n: int) -> str:
@@ -78,6 +103,7 @@ class Causal(BytesSection):
                         "t": -(-n // bm) if bm else None, "bm": bm, "bn": bn, "same_config": cfg_c == cfg_f,
                         "diag": model.causal_diagonal_visits(n, bm, bn) if pred else None,
                         "visited": model.causal_blocks_visited(n, bm, bn)[0] if pred else None,
+                        "all_blocks": model.causal_blocks_visited(n, bm, bn)[1] if pred else None,
                         "tiles": shape[0] * shape[1] * -(-n // bm) if bm else None,
                         "most_visits": -(-n // bn) if bn else None,
                         "flash": fl[0], "flash_verdict": flash_verdict(fl[0], fl[1], too_far_apart(mask_clock_gap(fl[2], fl[3]))),
@@ -85,7 +111,7 @@ class Causal(BytesSection):
                         "verdict": causal_verdict(measured, pred, bool(overlap), same_path, apart),
                     })
         return pd.DataFrame(out, columns=["shape", "dtype", "n", "measured", "predicted", "paths", "t", "bm", "bn",
-                                          "same_config", "diag", "visited", "tiles", "most_visits", "flash", "flash_verdict",
+                                          "same_config", "diag", "visited", "all_blocks", "tiles", "most_visits", "flash", "flash_verdict",
                                           "overlap", "clk_f", "clk_c", "clock_gap", "clocks_apart", "verdict"])
 
     def _timed(self, shape, dtype, causal, impl: str = "triton") -> pd.DataFrame:
@@ -116,16 +142,32 @@ class Causal(BytesSection):
                        blocks=[f"{int(a)}×{int(b)}" if a == a and a else "not recorded" for a, b in zip(df["bm"], df["bn"])])
         r = lambda v: "n/a" if v is None or v != v else fmt.ratio(v)  # noqa: E731
         df = df.assign(paths=df["paths"].fillna("not recorded"), clocks=[_clock_note(x) for _, x in df.iterrows()],
-                       flash_verdict=df["flash_verdict"].fillna("n/a"))
+                       flash_verdict=df["flash_verdict"].fillna("n/a"),
+                       predicted_cell=[_predicted_cell(x) for _, x in df.iterrows()])
         columns = {"shape_l": "Shape", "dt": "dtype", "n": "N", "paths": "path (unmasked / masked)",
                    "blocks": "BLOCK_M×BLOCK_N (causal)",
-                   "t": "T query blocks", "predicted": "predicted (key blocks: all / visited)", "measured": "Triton measured",
-                   "verdict": "the block count", "clocks": "Triton's SM clocks (unmasked / masked)",
+                   "t": "T query blocks", "predicted_cell": "predicted (key blocks: all / visited)",
+                   "measured": "Triton measured",
+                   "verdict": "the block count", "clocks": "Triton's SM clock readings (unmasked / masked)",
                    "flash": "FlashAttention-2 (SDPA) measured", "flash_verdict": "FlashAttention-2 (SDPA): the mask"}
         if not self.flash_measured:  # two columns of n/a say nothing: the page's text says FlashAttention-2 did not run
             columns = {k: v for k, v in columns.items() if k not in ("flash", "flash_verdict")}
+        # A ratio just past the bound must not print as the bound itself ('2.00×') beside a cell that says it is above.
+        past = lambda v: "n/a" if v is None or v != v else fmt.ratio_vs(v, MASK_MAX)  # noqa: E731
         return table_html(df, columns,
-                          {"predicted": r, "measured": r, "flash": r, "t": lambda v: "n/a" if v != v or v is None else int(v)})
+                          {"measured": past, "flash": r, "t": lambda v: "n/a" if v != v or v is None else int(v)},
+                          caption=self._causal_caption(df))
+
+    @staticmethod
+    def _causal_caption(df: pd.DataFrame) -> str:
+        """What the predicted column divides: the count on the tiles the masked call used, which is 2T/(T+1) only
+        where those tiles are square."""
+        known = df[df["predicted"].notna()]
+        square = bool((known["bm"] == known["bn"]).all())
+        return ("Predicted: the key blocks one head's T query blocks visit without the mask over those they visit "
+                "with it (all / visited), counted on the masked call's BLOCK_M×BLOCK_N tiles"
+                + ("." if square else
+                   "; where BLOCK_M and BLOCK_N differ, it is not 2T/(T+1) for the row's T."))
 
     def causal_finding(self) -> str:
         """The block count checked against every row: which rows it explains and which it does not."""
@@ -184,10 +226,11 @@ class Causal(BytesSection):
         return " ".join(out)
 
     def _clock_sentences(self, df: pd.DataFrame) -> list[str]:
-        """Which rows compare Triton calls run at SM clocks more than CLOCK_GAP apart, the widest gap, and, for
-        any ratio above what a mask can give, whether the clocks account for it."""
+        """Which rows compare Triton calls whose SM clock readings lay more than CLOCK_GAP apart, the widest gap, and,
+        for any ratio above what a mask can give, whether the readings could account for it; where the readings pass
+        the device's reported maximum, the clause that says what a reading is."""
         out = []
-        known = [(g, i) for i, g in zip(df.index, df["clock_gap"]) if g is not None and g == g]
+        known = [(g, i) for i, g in zip(df.index, df["clock_gap"]) if _known(g)]
         apart = [(g, i) for g, i in known if g > CLOCK_GAP]
         if apart:
             g, i = max(apart)
@@ -196,36 +239,43 @@ class Causal(BytesSection):
                        f"median SM clock readings more than {fmt.pct(100 * CLOCK_GAP, 2)} apart (clocks are read, never set; "
                        f"the table marks them), widest at {self._row_label(w)}: {fmt.num(w['clk_f'], 4)} MHz unmasked "
                        f"against {fmt.num(w['clk_c'], 4)} MHz masked.")
-            out.append("A compute-bound call's time scales about inversely with its clock, so those ratios carry the "
-                       "gap and are not read as the mask's saving.")
+            out.append("A call's time can follow its clock, so those ratios may carry the gap, and they are not read "
+                       "as the mask's saving.")
         widest = max(apart)[1] if apart else None
         for i, w in df[df["measured"] > MASK_MAX].iterrows():
             # Three decimals: a ratio just past the bound must not print as the bound itself ('2.00×').
             label = (f"{'In that row' if i == widest else 'At ' + self._row_label(w)} the measured ratio of "
                      f"{w['measured']:.3f}× is more than the {MASK_MAX:g}× any mask can give, since skipping "
                      "tiles at most halves the work")
-            out.append(f"{label}. {self._one_clock_clause(w)}")
+            out.append(f"{label}. {self._past_two_clause(w)}")
+        if out:
+            words = overshoot_words(self._compared_readings(df), self.device).strip()
+            out += [words] if words else []
         return out
 
+    def _compared_readings(self, df: pd.DataFrame) -> pd.DataFrame:
+        """The Triton rows the causal table compares, masked and unmasked, with their clock readings."""
+        t = self.bench.ok
+        t = t[t["impl"] == "triton"]
+        keys = set(zip(df["shape"], df["dtype"], df["n"]))
+        return t[[k in keys for k in zip(t["shape"], t["dtype"], t["seq_len"])]]
+
     @staticmethod
-    def _one_clock_clause(w) -> str:
-        """Whether the two calls' clocks account for a ratio past MASK_MAX: the ratio taken to one clock, computed
-        wherever both clocks were recorded, however close they lie (a gap under CLOCK_GAP can still carry a ratio
-        just past the bound back under it)."""
+    def _past_two_clause(w) -> str:
+        """Whether the two calls' clock readings could account for a ratio past MASK_MAX: only a masked call read more
+        than CLOCK_GAP faster could, and even then the readings cannot size it, so no ratio is rescaled by them."""
         lead = "The two calls ran different kernels, and " if w["verdict"] == DIFFERENT_KERNELS else ""
-        clk_f, clk_c = w["clk_f"], w["clk_c"]
-        if clk_f is None or clk_c is None or clk_f != clk_f or clk_c != clk_c or not clk_c:
+        higher = _masked_reading_higher(w)
+        if higher is None:
             said = "their SM clocks were not both recorded, so whether the clocks account for it is unknown."
+        elif higher:
+            said = (f"the masked call's clock reading was the higher, {fmt.num(w['clk_c'], 4)} MHz against "
+                    f"{fmt.num(w['clk_f'], 4)} MHz unmasked ({fmt.pct(100 * w['clock_gap'])} apart): that may account "
+                    f"for the excess, but the readings cannot say by how much, since {READINGS_ARE_THE_REST}.")
         else:
-            # A compute-bound call's time scales about inversely with its clock: at the unmasked call's clock the
-            # masked call would take clk_c / clk_f times as long.
-            one_clock = w["measured"] * clk_f / clk_c
-            at_one = fmt.ratio_vs(one_clock, MASK_MAX)
-            # one_clock <= MASK_MAX < measured only where clk_c > clk_f: the clock that carries the excess is the
-            # masked call's.
-            said = (f"the masked call's higher clock, not the mask, accounts for the excess: at one clock the ratio "
-                    f"would be about {at_one}, under {MASK_MAX:g}×." if one_clock <= MASK_MAX else
-                    f"their clocks do not account for it: at one clock the ratio would still be about {at_one}.")
+            said = (f"the clock readings do not account for it: the masked call's reading ({fmt.num(w['clk_c'], 4)} MHz) was "
+                    f"not more than {fmt.pct(100 * CLOCK_GAP, 2)} above the unmasked call's "
+                    f"({fmt.num(w['clk_f'], 4)} MHz).")
         return lead + said if lead else said[0].upper() + said[1:]
 
     def _flash_sentences(self, df: pd.DataFrame) -> list[str]:

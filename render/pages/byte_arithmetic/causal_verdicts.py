@@ -15,8 +15,8 @@ MASK_MAX = 2.0
 # Where the causal and non-causal calls ran different kernels (the path rules choose by length and
 # mask), their ratio is not the mask's saving, and the block count is not asked about it.
 DIFFERENT_KERNELS = "different kernels with and without the mask"
-# A compute-bound call's time scales about inversely with its SM clock (read, never set): where the two calls
-# ran at clocks more than CLOCK_GAP apart, their ratio carries that gap, and the count is not asked about it.
+# A call's time can follow its SM clock (read in the rest before the call, never set): where the two calls' readings
+# lie more than CLOCK_GAP apart, their ratio may carry that gap, and the count is not asked about it.
 CLOCKS_APART = "at SM clocks too far apart to compare"
 VERDICTS = ("as predicted", "short of the block count", "within the timing spread", "slower with the mask",
             "beats the block count", DIFFERENT_KERNELS, CLOCKS_APART)

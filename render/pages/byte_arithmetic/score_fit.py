@@ -11,6 +11,36 @@ from ...vocab import dtype_short, join, plural, shape_label
 from .common import E, BytesSection, l2_fits
 
 
+# What the naive code as written keeps live at its peak, in bytes an element of one score matrix (the count
+# model.max_n_before_oom takes is this over E): the scores, a named variable alive to the end, beside softmax's fp32
+# output (4) and its cast back to the input dtype (E); in bf16 PyTorch's softmax first copies the scores to fp32
+# (its fused half-to-float kernel takes fp16 only), so at the softmax the scores, that copy and the output are live.
+NAIVE_PEAK_BYTES = {"float16": E + 4 + E, "bfloat16": E + 4 + 4}
+
+
+def modelled_live(dtypes) -> dict[str, float]:
+    """Score-sized tensors live at naive's peak by the model, per dtype it knows among `dtypes`."""
+    return {dt: NAIVE_PEAK_BYTES[dt] / E for dt in dtypes if dt in NAIVE_PEAK_BYTES}
+
+
+def _per_dtype(counts: dict[str, float], f=fmt.num) -> str:
+    """'4.00 in fp16 and 5.00 in bf16': measured counts per dtype, or the model's with f=_count."""
+    return join([f"{f(v)} in {dtype_short(dt)}" for dt, v in counts.items()])
+
+
+def _count(v: float) -> str:
+    """A count of whole tensors, as the model gives it: '4', not '4.00'."""
+    return f"{v:g}"
+
+
+def _most(modelled: dict[str, float]) -> str:
+    """The model's count that sets the limit: 'the model's 5 score-sized tensors (bf16's, the most)'."""
+    top = max(modelled.values())
+    whose = [dtype_short(dt) for dt, v in modelled.items() if v == top]
+    return (f"the model's {_count(top)} score-sized tensors"
+            + (f" ({join(whose)}'s, the most)" if len(modelled) > len(whose) else ""))
+
+
 def _live_dtypes(r: dict) -> str:
     """Which dtype's peak held the most score-sized tensors, and what the others held, where the dtypes differ as
     printed: ' in bf16 (4.00 in fp16)'; empty where they agree."""
@@ -49,6 +79,7 @@ class ScoreFit(BytesSection):
         for counts in measured.values():
             for dtype, v in counts.items():
                 borrowed[dtype] = max(v, borrowed.get(dtype, v))
+        every = rows[rows["impl"] == "naive"]
         for shape in self.shapes():
             heads = shape[0] * shape[1]
             naive = rows[(rows["shape"] == shape) & (rows["impl"] == "naive")]
@@ -56,10 +87,21 @@ class ScoreFit(BytesSection):
             ran = sorted(set(naive[naive["status"] == "ok"]["seq_len"]))
             by_dtype = measured.get(shape, borrowed)
             live = max(by_dtype.values()) if by_dtype else None
+            # The model's count per dtype naive ran in here (else anywhere in the run); the most of them sets the
+            # limit, so it holds for every dtype.
+            modelled = modelled_live(dict.fromkeys((naive if not naive.empty else every)["dtype"]))
             out.append({
                 "shape": shape, "heads": heads,
                 **l2_fits(l2, heads),
-                "oom_model": model.max_n_before_oom(mem, heads, E) if mem else None,
+                "modelled": modelled,
+                "oom_model": (model.max_n_before_oom(mem, heads, E, max(modelled.values()))
+                              if mem and modelled else None),
+                # each dtype's own limit, which its own runs are held to
+                "oom_by_dtype": {dt: model.max_n_before_oom(mem, heads, E, v) for dt, v in modelled.items()} if mem
+                else {},
+                "by_dtype_runs": {dt: (min(g.loc[g["status"] == "oom", "seq_len"], default=None),
+                                       max(g.loc[g["status"] == "ok", "seq_len"], default=None))
+                                  for dt, g in naive.groupby("dtype", sort=False)},
                 # the most any dtype held, so the limit it sets holds for all of them
                 "live": live, "live_by_dtype": by_dtype,
                 "live_dtype": next((dt for dt, v in by_dtype.items() if v == live), None),
@@ -82,21 +124,41 @@ class ScoreFit(BytesSection):
         return table_html(pd.DataFrame(rows), {
             "shape": "Shape", "heads": "B·H heads", "l2_one": "S of one head fits L2 up to N",
             "l2_all": "S of all heads fit L2 up to N", "l2_p32": "fp32 P of all heads fits L2 up to N",
-            "oom_model": "naive fits memory up to N (two live S tensors)",
+            "oom_model": self._model_header(),
             "live_note": "naive peak / one S tensor (measured, per dtype)",
             "oom_live": "naive fits up to N (the most tensors any dtype held)",
             "seen": "naive first out of memory"},
             {"l2_one": n_or, "l2_all": n_or, "l2_p32": n_or, "oom_model": n_or, "oom_live": n_or,
              "live_note": lambda v: "n/a" if v is None or v != v else v})
 
+    def _model_header(self) -> str:
+        """The model column's header, with the counts the model gives for the dtypes the run swept."""
+        counts = {dt: v for r in self.limits for dt, v in r["modelled"].items()}
+        return (f"naive fits memory up to N (model: live S tensors, {_per_dtype(counts, _count)}"
+                + ("; the most of them)" if len(set(counts.values())) > 1 else ")"))
+
+    @staticmethod
+    def _model_sentence(modelled: dict[str, float]) -> str:
+        """What the model holds live, as naive's code allocates it, per dtype the run swept."""
+        words = {"float16": "in fp16 the cast of that output back to fp16",
+                 "bfloat16": "in bf16 an fp32 copy of the scores, which PyTorch's softmax makes first (its fused "
+                             "half-to-float kernel takes fp16 only)"}
+        parts = [f"{words[dt]}, {_count(v)}{' score-sized tensors in all' if i == 0 else ''}"
+                 for i, (dt, v) in enumerate(modelled.items())]
+        return ("As naive's code is written, its peak holds the scores beside the fp32 softmax output and one more "
+                f"tensor: {'; '.join(parts)}.")
+
     def limits_finding(self) -> str:
         """Where the cache and memory limits meet the measured naive calls; a shape naive did not run at is named
         once, and the table carries its limits."""
-        parts, absent = [], []
+        parts, absent, described = [], [], False
         for r in self.limits:
             if r["first_oom"] is None and r["longest_ran"] is None:
                 absent.append(r)
                 continue
+            if r["modelled"] and not described:  # the model once, before the first limit it sets
+                parts.append(self._model_sentence(r["modelled"]))
+                described = True
             parts += self._l2_sentence(r) + self._memory_sentence(r)
         if absent:
             live = absent[0]["live"]  # every shape naive did not run at borrows the same counts
@@ -133,24 +195,40 @@ class ScoreFit(BytesSection):
 
     @staticmethod
     def _memory_sentence(r: dict) -> list[str]:
-        """The first out-of-memory length, or the longest run, against the memory the model says naive needs."""
+        """The first out-of-memory length, or the longest run, against the memory the model says naive needs, and
+        whether the measured peaks held the model's count: the verdict names whatever disagrees."""
         if r["oom_model"] is None:
             return []
-        first, longest = r["first_oom"], r["longest_ran"]
+        first, longest, limit = r["first_oom"], r["longest_ran"], r["oom_model"]
+        wrong = ScoreFit._disagreements(r)
+        measured = (f", and so are naive's measured peaks ({_per_dtype(r['live_by_dtype'])})"
+                    if r["live_here"] and r["live_by_dtype"] else "")
+        verdict = (f"consistent with the model{measured}" if not wrong else
+                   f"not consistent with the model: {'; '.join(wrong)}")
         if first is None:
-            limit = r["oom_live"] or r["oom_model"]
-            verdict = (f"the sweep stopped at N={longest:,}, short of it" if longest <= limit else
-                       f"yet naive ran at N={longest:,}, so it held fewer score tensors at once")
-            held = (f"with the {fmt.num(r['live'])} score-sized tensors its peak held{_live_dtypes(r)}"
-                    if r["oom_live"] else "with two live score tensors")
-            return [f"The model {held} lets naive run up to N={limit:,}; {verdict}."]
-        if first > r["oom_model"]:
-            agree = "consistent with the model"
-        else:
-            agree = "earlier than that model allows"
-            if r["live"]:
-                agree += (f": naive's measured peak at its longest successful length was {fmt.num(r['live'])} "
-                          f"score-sized tensors{_live_dtypes(r)}, and with that many the limit moves to "
-                          f"N={r['oom_live']:,}")
-        return [f"Naive first ran out of memory at N={first:,}; two live score tensors would fit up to "
-                f"N={r['oom_model']:,}, so this is {agree}."]
+            return [f"With {_most(r['modelled'])}, naive fits memory up to N={limit:,} at this shape; the sweep "
+                    f"stopped at N={longest:,}, {'short of it' if longest <= limit else 'past it'}: {verdict}."]
+        return [f"Naive first ran out of memory at N={first:,}; with {_most(r['modelled'])} it fits up to "
+                f"N={limit:,}, so this is {verdict}."]
+
+    @staticmethod
+    def _disagreements(r: dict) -> list[str]:
+        """Where the measurements part from the model: a measured peak that held another count than the model's (as
+        printed), a dtype that ran out of memory within its modelled limit, or one that ran past it."""
+        out = []
+        measured = r["live_by_dtype"] if r["live_here"] else {}
+        off = {dt: v for dt, v in measured.items()
+               if dt in r["modelled"] and fmt.num(v) != fmt.num(r["modelled"][dt])}
+        if off:
+            out.append(f"naive's measured peak held {_per_dtype(off)} score-sized tensors, against the model's "
+                       f"{_per_dtype({dt: r['modelled'][dt] for dt in off}, _count)}"
+                       # the limit moves only where the most any dtype held is not the model's most
+                       + (f", and with the most any dtype held the limit moves to N={r['oom_live']:,}"
+                          if r["oom_live"] and r["oom_live"] != r["oom_model"] else ""))
+        for dt, (first, longest) in r["by_dtype_runs"].items():
+            own = r["oom_by_dtype"].get(dt)
+            if own is not None and first is not None and first <= own:
+                out.append(f"in {dtype_short(dt)} it ran out at N={first:,}, within the N={own:,} the model allows")
+            if own is not None and longest is not None and longest > own:
+                out.append(f"in {dtype_short(dt)} it ran at N={longest:,}, past the N={own:,} the model allows")
+        return out

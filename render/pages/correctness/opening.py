@@ -10,6 +10,12 @@ from .rounding import rounding_verdict
 from .common import PORTABLE, CorrectnessSection, as_text, sci
 
 
+def _step_key(step: str) -> tuple:
+    """g9 before g10: a step's number, not its spelling, orders it."""
+    m = re.fullmatch(r"([a-z]+)(\d+)", step)
+    return (m.group(1), int(m.group(2))) if m else (step, 0)
+
+
 class Opening(CorrectnessSection):
     """The opening findings, the grid's summary, the path it ran and its ragged lengths."""
 
@@ -191,16 +197,47 @@ class Opening(CorrectnessSection):
                 f"dtypes{where}: {verdict}." + "\n\n" + table_html(self.with_kernel(a), cols, self._FMT_WITH_KERNEL))
 
     def ragged_lengths(self) -> str:
-        """The grid's lengths that no tile divides (every tile size is a power of two of at least 16), and apart from
-        them those only the cases added for the large-shape routes run at."""
+        """The grid's lengths that no tile divides (every tile size the kernels take, the 192-row query tile of the
+        warp-specialized Gluon steps included, is a multiple of 16), apart from them those only the cases added for
+        the large-shape routes run at, and the query tiles that are not powers of two, which leave a ragged last
+        tile at power-of-two lengths too."""
         ragged = lambda df: sorted(n for n in set(df["seq_len"]) if n % 16) if not df.empty else []  # noqa: E731
         odd = ragged(self.regular)
         extra = [n for n in ragged(self.added) if n not in odd]
         also = (f" The cases added to reach the kernel routes of larger shapes (below) add the ragged "
                 f"length{'s' if len(extra) > 1 else ''} {join(extra)}, which the grid does not include."
                 if extra else "")
+        also += self._odd_tiles()
         if not odd:
             return ("Every length in this run's grid is a multiple of 16, so the masked tail tile may never have run in "
                     "it: this grid does not test it." + also)
         return (f"The lengths {join(odd)} in this run's grid are not multiples of 16, the smallest tile, so no tile "
                 "size divides them and the masked tail tile runs in every one of those cases." + also)
+
+    def _odd_tiles(self) -> str:
+        """' The 192-row query tile of ... is not a power of two: ...': each query tile (BLOCK_M) a case ran with that
+        is not a power of two, which kernels took it and at which lengths, and whether any of those lengths is a
+        multiple of 16 that only such a tile leaves ragged; '' where every tile that ran is a power of two."""
+        tiles: dict[int, dict] = {}
+        for _, r in self.grid.iterrows():
+            m = re.search(r"BLOCK_M=(\d+)", as_text(r.get("config")))
+            bm = int(m.group(1)) if m else 0
+            if bm and bm & (bm - 1):  # not a power of two
+                t = tiles.setdefault(bm, {"kernels": {}, "ns": set()})
+                step = as_text(r.get("kernel_step"))
+                name = kernel_name(r["kernel_path"], step or None) if as_text(r.get("kernel_path")) else "kernel"
+                t["kernels"].setdefault(name, set()).update([step] if step else [])
+                t["ns"].add(int(r["seq_len"]))
+        out = []
+        for bm, t in sorted(tiles.items()):
+            ns = sorted(t["ns"])
+            only = [n for n in ns if n % 16 == 0 and n % bm]
+            whose = join([name + (f" (step{'s' if len(steps) > 1 else ''} {join(sorted(steps, key=_step_key))})"
+                                  if steps else "") for name, steps in t["kernels"].items()])
+            out.append(f" The {bm}-row query tile of the {whose} is not a power of two, so it leaves "
+                       "a ragged last tile at power-of-two lengths too; "
+                       + (f"in this run's cases it ran at N={join(ns)}, and at N={join(only)} only it leaves one."
+                          if only else
+                          f"in this run's cases it ran only at N={join(ns)}, which no tile divides."
+                          if all(n % 16 for n in ns) else f"in this run's cases it ran at N={join(ns)}."))
+        return "".join(out)

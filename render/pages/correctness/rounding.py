@@ -209,10 +209,15 @@ class Rounding(CorrectnessSection):
         causal = c[c["causal"] == True]  # noqa: E712
         spread = _worst_query_spread(causal["worst_query"])
         if spread["worst_q_lower"] is not None:
+            latest = int(spread["worst_q_max"])
             out.append(f"The largest error of a causal case sits at query {spread['worst_q_lower']} or earlier in "
                        f"{spread['worst_q_upto']} of {len(causal)} cases and never later than query "
-                       f"{spread['worst_q_max']}, in cases of up to {int(causal['seq_len'].max())} queries: where the "
-                       "largest outputs are, since an early query averages only a few V rows.")
+                       f"{latest}, in cases of up to {int(causal['seq_len'].max())} queries.")
+            # The run records where the largest error sits, not the outputs' size there: the cause is a likely
+            # one, and the sentence says so.
+            out.append(f"The run records where, not why; a likely reason is that a causal query q averages only q + 1 "
+                       f"V rows (query {latest} averages {latest + 1}), and an average of few rows cancels less, "
+                       "leaving the early queries' outputs, and the rounding error that scales with them, the largest.")
         return " ".join(out)
 
     def study_comparison(self) -> str:
