@@ -198,9 +198,9 @@ def test_how_far_times_follow_the_readings_is_read_from_the_widest_spread_of_rea
     r = f.loc[(f["sm_clock_max_mhz"] / f["sm_clock_min_mhz"]).idxmax()]
     s = r["latency_samples_ms"]
     c, t = r["sm_clock_max_mhz"] / r["sm_clock_min_mhz"] - 1, max(s) / min(s) - 1
-    assert (f"ran from {fmt.num(r['sm_clock_min_mhz'], 4)} to {fmt.num(r['sm_clock_max_mhz'], 4)} MHz while its "
-            f"{len(s)} calls took {fmt.ms(min(s))} to {fmt.ms(max(s))}: the slowest {fmt.pct(100 * t)} over the "
-            "quickest") in said
+    assert (f"from {fmt.num(r['sm_clock_min_mhz'], 4)} to {fmt.num(r['sm_clock_max_mhz'], 4)} MHz, "
+            f"{fmt.pct(100 * c)} apart. Its {len(s)} calls took {fmt.ms(min(s))} to {fmt.ms(max(s))}, the slowest "
+            f"{fmt.pct(100 * t)} over the quickest") in said
     assert ("far less than" if t < c / 2 else "less than" if t < c else "as much as") in said
     # times that spread as widely as the readings are said so
     rows.at[r.name, "latency_samples_ms"] = [min(s)] * (len(s) - 1) + [min(s) * (1 + 2 * c)]

@@ -274,14 +274,15 @@ class HardwarePage(Page):
         # the highest reading over the lowest.
         how = "far less than" if t < c / 2 else "less than" if t < c else "as much as"
         samples = r["latency_samples_ms"]
-        return (f"The widest spread of readings within one measurement of the bench phase, {impl_label(r['impl'])} at "
-                f"B={int(r['batch'])}, H={int(r['heads'])}, N={int(r['seq_len'])}, d={int(r['head_dim'])}, "
-                f"{dtype_short(r['dtype'])}, {masking(r['causal'])}, ran from {fmt.num(r['sm_clock_min_mhz'], 4)} to "
-                f"{fmt.num(r['sm_clock_max_mhz'], 4)} MHz while its {fmt.count(len(samples))} calls took "
-                f"{fmt.ms(min(samples))} to {fmt.ms(max(samples))}: the slowest {fmt.pct(100 * t)} over the quickest, "
-                f"{how} the {fmt.pct(100 * c)} a time inversely proportional to the reading would spread. A reading "
-                "is of the rest before a call, so no page rescales a comparison by two calls' readings; where they lie "
-                "apart it says which call read higher.")
+        return (f"The widest spread of readings within one measurement of the bench phase was "
+                f"{impl_label(r['impl'])}'s at B={int(r['batch'])}, H={int(r['heads'])}, N={int(r['seq_len'])}, "
+                f"d={int(r['head_dim'])}, {dtype_short(r['dtype'])}, {masking(r['causal'])}: from "
+                f"{fmt.num(r['sm_clock_min_mhz'], 4)} to {fmt.num(r['sm_clock_max_mhz'], 4)} MHz, "
+                f"{fmt.pct(100 * c)} apart. Its {fmt.count(len(samples))} calls took {fmt.ms(min(samples))} to "
+                f"{fmt.ms(max(samples))}, the slowest {fmt.pct(100 * t)} over the quickest: {how} the readings' "
+                "spread, which times inversely proportional to the readings would at least match. A reading is of the "
+                "rest before a call, so no page rescales a comparison by two calls' readings; where they lie apart it "
+                "says which call read higher.")
 
     def overshoot_sentence(self) -> str:
         """Where readings pass the device's reported maximum: by how much (the words every page shares), and that
