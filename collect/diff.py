@@ -315,8 +315,8 @@ def compare(a: RunCases, b: RunCases, noise: NoiseFloorFile | None = None, cfg: 
 def _notes(d: DiffFile, a: RunCases, b: RunCases, noise: NoiseFloorFile | None, defaulted: int) -> list[str]:
     notes = []
     if not d.same_device:
-        notes.append(f"{a.run_id} ran on {a.device} and {b.run_id} on {b.device}: the ratios compare two GPUs, not a "
-                     "change of code, so no case is called faster or slower.")
+        notes.append(f"{a.run_id} ran on {a.device} and {b.run_id} on {b.device}: the ratios compare two GPUs, and "
+                     "carry any change of code between the two runs as well, so no case is called faster or slower.")
     medians = sum(c.basis == "medians" for c in d.cases)
     if medians:
         which = [r.run_id for r in (a, b) if not any(c.samples for c in r.cases.values())]

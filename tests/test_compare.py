@@ -251,6 +251,8 @@ def test_across_two_gpus_the_diff_section_says_so_once_and_describes_no_verdict_
     assert not page.diff.same_device and {c.verdict for c in page.diff_cases} == {"ratio only"}
     summary = page.diff_summary()
     assert summary.count("two GPUs") == 1 and any("two GPUs" in n for n in page.diff.notes)
+    # the predecessor ships another kernel version, so a ratio across two GPUs is never only the GPUs'
+    assert "not a change of code" not in summary and "carry the change of code as well (`v1-old` to `v2-new`" in summary
     method = page.diff_method()
     assert "A verdict needs two runs of one GPU, which these two are not" in method
     assert "above" not in method  # nothing above holds a verdict or a floor to point to
@@ -598,3 +600,25 @@ def test_ours_moving_as_much_as_the_unchanged_implementations_is_the_machines_sh
     words = BeforeAfter._beside_unchanged(types.SimpleNamespace(diff_cases=[*mine, *stayed]), mine)
     assert "ours moved beyond what moved them" in words and "about as much" not in words
     assert BeforeAfter._beside_unchanged(types.SimpleNamespace(diff_cases=mine), mine) == ""  # nothing to set beside
+
+
+def test_the_decode_chart_names_panels_whose_runs_ran_different_steps_and_those_the_host_paces():
+    from render.pages.compare import ComparePage
+    from render.runs import load_runs
+
+    runs = load_runs(ROOT / "data")
+    page = ComparePage(runs[-1], runs, [])
+    caption = html.unescape(page.decode_figure())
+    steps = {}
+    for r in runs:
+        d = r.phase("decode")
+        if d is None:
+            continue
+        for row in d.rows:
+            if row.model == "gpt2" and row.variant == "persistent" and row.status == "ok" and row.step_impl:
+                steps.setdefault(row.step_impl, set()).add(r.id)
+    if len(steps) > 1:  # the committed runs hold both persistent steps
+        assert "the bf16, persistent step panel's runs ran different steps (" in caption.lower()
+        for impl, ids in steps.items():
+            assert f"{impl} in {len(ids)} run" in caption
+    assert "time the host's CPU as much as the GPU" in caption and "transformers loop" in caption

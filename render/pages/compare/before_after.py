@@ -53,8 +53,11 @@ class BeforeAfter(CompareSection):
         out = [f"The narrated run `{b}` ships kernel version `{vb}`; the newest earlier run with another version is "
                f"`{a}` (`{va}`)."]
         if not d.same_device:
+            # The predecessor ships another kernel version by its choice (run_diff.predecessor): across two GPUs
+            # each ratio carries both changes, and neither can be told apart from the other.
             out.append(f"It ran on {escape.text(d.device_a)}, this run on {escape.text(d.device_b)}: the ratios below "
-                       "compare two GPUs, not a change of code, so no case is called faster or slower.")
+                       f"compare two GPUs and carry the change of code as well (`{va}` to `{vb}`, and whatever else "
+                       "changed between the two commits), so no case is called faster or slower.")
         elif not d.cases:
             out.append("The two runs share no case measured in both.")
         else:

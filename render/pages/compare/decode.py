@@ -7,11 +7,17 @@ import plotly.graph_objects as go
 from ... import escape, fmt
 from ...decode_memory import memory_is_own, own_decode_rows
 from ...figures import PALETTE
-from ...vocab import DECODE_VARIANTS, decode_float, decode_words, join
+from ...vocab import DECODE_VARIANTS, HOST_BOUND, decode_float, decode_words, join, plural
 from .charts import Charts
 from .common import Device
 
 INT8_VARIANTS = ("int8-dequant", "int8-graph", "int8-kernel")
+
+
+def _runs(ids: list[str]) -> str:
+    """'3 runs, a, b and c', or, past three, '26 runs, a to z' (in the order the runs were collected)."""
+    named = join(ids) if len(ids) <= 3 else f"{ids[0]} to {ids[-1]}"
+    return f"{plural(len(ids), 'run')}, {named}"
 
 
 class Decode(Charts):
@@ -69,7 +75,39 @@ class Decode(Charts):
         return self._line_figure(
             "decode-step", panels, series, "context", "step_ms_median", "context (prompt tokens)", "step time (ms)",
             "context %{x}<br>%{y:.3g} ms per step", "Median time of one decode step against context, log-log, per "
-            "decode variant, at each device's sweep batch (hover for the model and batch).", xlog=True)
+            "decode variant, at each device's sweep batch (hover for the model and batch)."
+            + self._panel_caveats(panels), xlog=True)
+
+    def _panel_caveats(self, panels) -> str:
+        """What keeps a panel from comparing one kernel on two GPUs: devices whose rows of the variant ran different
+        steps (the persistent variant runs the warp-specialized step where it can), and panels whose steps kept the
+        GPU busy for less than 1/HOST_BOUND of the step on some device, which time that host's CPU as much as the GPU."""
+        steps, hosted = [], []
+        for v, title in panels:
+            ran = {}
+            for d in self.devices:
+                df = self._decode_rows(d)
+                df = df[(df["variant"] == v) & df["step_ms_median"].notna()] if not df.empty else df
+                if df.empty:
+                    continue
+                impls = df["step_impl"].dropna() if "step_impl" in df else []
+                if len(impls):
+                    ran.setdefault(str(impls.mode().iloc[0]), []).append(d.run.id)
+                busy = (df["kernel_ms_per_step"] / df["step_ms_median"]).dropna() if "kernel_ms_per_step" in df else []
+                if len(busy) and busy.median() < 1 / HOST_BOUND and title not in hosted:
+                    hosted.append(title)
+            if len(ran) > 1:
+                steps.append(f"the {title} panel's runs ran different steps ("
+                             + "; ".join(f"{escape.text(k)} in {_runs(ds)}" for k, ds in ran.items())
+                             + "), so its lines differ by kernel as well as by device")
+        text = ""
+        if steps:
+            text += " " + "; ".join(steps)[0].upper() + "; ".join(steps)[1:] + "."
+        if hosted:
+            text += (f" In the {join(hosted)} panel{'s' if len(hosted) > 1 else ''} the GPU was busy for less than "
+                     f"{fmt.pct(100 / HOST_BOUND, 2)} of a step on some device: those lines time the host's CPU as much "
+                     "as the GPU, and two runs on one GPU can differ there by the host alone.")
+        return text
 
     def _int8(self, dev: Device) -> dict | None:
         """At the shape with the largest bf16 cache where an int8 variant ran too: sizes and peaks."""
