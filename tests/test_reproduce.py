@@ -178,3 +178,22 @@ def test_a_part_a_completed_phase_left_out_is_said_in_its_files_words():
     for rec in run.manifest.phases:
         if not getattr(run.phase(rec.name), "reason", None):
             assert f"The {rec.name} phase" not in said
+
+
+def test_the_commands_install_the_packages_and_name_the_versions_the_run_recorded():
+    from pathlib import Path
+
+    from render.pages.reproduce import ReproducePage
+    from render.runs import load_runs
+
+    runs = load_runs(Path(__file__).resolve().parent.parent / "data")
+    run = next(r for r in runs if r.id == "h200-20261206a")
+    import html
+
+    text = html.unescape(ReproducePage(run, runs).commands()).replace("&#95;", "_")
+    assert "pip install -e '.[collect,fa4]'" in text
+    sw = run.manifest.software
+    assert f"torch {sw['torch']}, triton {sw['triton']}, transformers {sw['transformers']}" in text
+    assert "ncu on PATH" in text
+    run.manifest.software = {}
+    assert "this run's versions" not in ReproducePage(run, runs).commands()

@@ -25,6 +25,9 @@ class ReproducePage(Page):
         unknown = "<commit unknown: the collecting tree had no git metadata>"
         by_commit = phase_commits(m)
         lines = ["git clone <this repository> && cd <it>",
+                 "pip install -e '.[collect,fa4]'   # torch, triton, transformers and FlashAttention-4 (fa4: sm80 and newer)",
+                 *self._versions_line(),
+                 "# Nsight Compute's ncu on PATH for the profile phase (without it that phase records why and measures nothing)",
                  "# on another kind of GPU, leave out --run-id (RUN_ID): the collect names the run after that GPU,"
                  " and REPORT_RUN below takes that name"]
         named = self.rerun_phases()
@@ -51,6 +54,14 @@ class ReproducePage(Page):
                           f"python -m collect {' '.join(phases)} --profile {m.profile} --run-id {self.run.id}"]
         lines.append(f"REPORT_RUN={self.run.id} make serve")
         return escape.code_block("\n".join(lines), "bash") + "\n"  # the command is data: a fence in it must not end the block
+
+    def _versions_line(self) -> list[str]:
+        """'# this run's versions: torch 2.11.0+cu130, ...': what the run recorded of the packages that set its numbers,
+        so a rebuild can match them (pip's resolution may pick newer ones); none where it recorded none."""
+        sw = self.run.manifest.software
+        keys = ("torch", "triton", "transformers", "flash-attn-4", "ncu")
+        said = [f"{k} {str(sw[k]).split(' ')[0]}" for k in keys if sw.get(k)]
+        return [f"# this run's versions: {', '.join(said)}; pin them to rebuild it as it was"] if said else []
 
     def notes(self) -> str:
         """What the collector (or whoever corrected the run) left in the manifest for the reader."""
