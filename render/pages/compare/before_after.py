@@ -164,12 +164,13 @@ class BeforeAfter(CompareSection):
         as the rule the diff applied where it gave verdicts, as the rule for two runs of one GPU where it gave none
         (two GPUs), and the ratio's interval as the runs kept their samples."""
         make = "Compare any two runs yourself with `make diff A=<run-id> B=<run-id>`"
-        tail = ("prints them as a table, each case with its pace and its floor, and writes them as JSON (its format "
-                "is on the [Data format](data-format.md) page).")
+        tail = ("prints the cases that changed as a table, each with its pace and its floor (`--all` lists every case), "
+                "and writes them all as JSON (its format is on the [Data format](data-format.md) page).")
         rule = ("the noise floor of its class (implementation × head size × mask) and its pace (host-bound or "
                 "GPU-bound; the class's alone where a run recorded no pace or the repeats hold too few cases of it): "
                 "how far repeat runs of one commit on the same GPU sit apart, measured by `python -m collect noise` "
-                "into `data/noise/`.")
+                "into `data/noise/` for the classes its repeat runs hold; any other class, as the decode and "
+                "iterations cases where the repeats hold only bench cases, is held to a default floor.")
         cases = self.diff_cases
         if not cases:
             return (f"{make}: each case both runs measured gets the ratio of its median times (B's over A's, so below "
