@@ -1455,7 +1455,17 @@ def test_agreement_names_what_was_not_compared_and_sets_disagreements_against_th
         a.max_top1_logit_diff = 0.03
     within = write(tmp_path / "b", f).agreement_finding()
     assert "In every one of the 1 row with disagreements outside near-ties" in within
-    assert "lie within the rounding noise these computations show" in within and "larger margin" not in within
+    assert "no disagreement is wider than the rounding seen where it agreed" in within and "larger margin" not in within
+    assert "hints at rounding rather than proves it" in within
+    # a variant under the 99% goal is named under it, and the rounding words do not excuse it
+    for a in f.agreement:
+        a.agreement, a.disagreements = 0.985, 15
+    under = write(tmp_path / "c", f).agreement_finding()
+    assert "; under the 99% goal: " in under and "(15 disagreements)" in under
+    assert "a variant under the goal stays under it" in under
+    for a in f.agreement:
+        a.agreement = 0.995
+    assert "every one at or above the 99% goal" in write(tmp_path / "d", f).agreement_finding()
 
 
 def test_the_microbenchmark_is_set_beside_the_int8_attention_inside_the_step(tmp_path):
@@ -1559,3 +1569,21 @@ def test_a_whole_call_that_ran_but_was_not_compared_says_why(tmp_path):
     assert ("Not compared: transformers&#x27; model.generate, whose whole calls cannot be fed the reference's tokens "
             "one position at a time.") in text or ("Not compared: transformers' model.generate, whose whole calls "
                                                    "cannot be fed the reference's tokens one position at a time.") in text
+
+
+def test_a_row_that_did_not_run_names_no_step_in_the_rows_table():
+    import re
+
+    from committed import latest_run
+    from render.pages.decode import DecodePage
+
+    run = latest_run(prefix="h200")
+    page = DecodePage(run, [run])
+    bad = page.rows[(page.rows["model"] == "gpt2") & (page.rows["status"] == "unsupported")]
+    if bad.empty:
+        return
+    table = page.rows_table("gpt2")
+    for r in bad.itertuples():
+        label = re.escape(page.label(r.variant))
+        row = re.search(rf"<tr><td>{r.batch}</td><td>{r.context}</td><td>{label}</td><td>([^<]*)</td>", table)
+        assert row and row.group(1) == "", row

@@ -8,7 +8,7 @@ from collect.schema.decode import VARIANTS
 from ... import escape, fmt
 from ...tables import table_html
 from ...vocab import join, plural
-from .data import WHOLE_CALL_VARIANTS, DecodeData, _ok
+from .data import AGREEMENT_TARGET, WHOLE_CALL_VARIANTS, DecodeData, _ok
 
 
 class Agreement(DecodeData):
@@ -88,10 +88,21 @@ class Agreement(DecodeData):
             unchecked = self._not_compared_words(model, rest)
             out.append(f"- **{escape.text(model)}**, {self._positions_words(g)}, against {escape.text(ref)}: outside "
                        f"near-ties the {plural(len(g), 'variant')} compared agree at "
-                       f"{fmt.pct(100 * worst.agreement, 4)} or more (lowest: {lowest}). "
+                       f"{fmt.pct(100 * worst.agreement, 4)} or more (lowest: {lowest}){self._target_words(g)}. "
                        f"Near-ties are {fmt.pct(100 * ties)} of the positions at most.{unchecked}")
         noise = self._noise_words(a)
         return "\n".join(out) + "\n" + (f"\n{noise}\n" if noise else "")
+
+    def _target_words(self, g: pd.DataFrame) -> str:
+        """', under the 99% goal: X (12 disagreements)' for the variants of one model below AGREEMENT_TARGET; ', every
+        one at or above the 99% goal' otherwise."""
+        under = g[g["agreement"] < AGREEMENT_TARGET]
+        goal = fmt.pct(100 * AGREEMENT_TARGET, 2)
+        if under.empty:
+            return f", every one at or above the {goal} goal"
+        named = join(f"{escape.text(self.named(r.variant))} ({plural(int(r.disagreements), 'disagreement')})"
+                     if _ok(r.disagreements) else escape.text(self.named(r.variant)) for r in under.itertuples())
+        return f"; under the {goal} goal: {named}"
 
     @staticmethod
     def _positions_words(g: pd.DataFrame) -> str:
@@ -117,12 +128,15 @@ class Agreement(DecodeData):
         if len(within) == len(d):
             return (f"In every one of the {plural(len(d), 'row')} with disagreements outside near-ties, even the largest "
                     "margin at a disagreement is smaller than the largest change of the top logit at positions where the "
-                    "variant agreed: those disagreements, too, lie within the rounding noise these computations show.")
+                    "variant agreed: no disagreement is wider than the rounding seen where it agreed. That compares two "
+                    "maxima, so it hints at rounding rather than proves it"
+                    + (", and a variant under the goal stays under it." if (a["agreement"] < AGREEMENT_TARGET).any()
+                       else "."))
         beyond = d.drop(within.index)
         names = join(f"{escape.text(self.named(r.variant))} on {escape.text(r.model)}" for r in beyond.itertuples())
         return (f"Of the {plural(len(d), 'row')} with disagreements outside near-ties, {len(within)} have every "
-                "disagreement's margin below the largest change of their top logit where they agreed (within the "
-                f"rounding noise these computations show); {names} disagreed at a larger margin than that.")
+                "disagreement's margin below the largest change of their top logit where they agreed (no wider than "
+                f"the rounding seen where they agreed); {names} disagreed at a larger margin than that.")
 
     def agreement_table(self) -> str:
         a = self.agreement

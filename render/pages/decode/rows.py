@@ -48,6 +48,8 @@ class Rows(DecodeData):
                    "repeat one token, which makes matching tokens a weaker check)")
         caption += (f"; peak memory covers the timed steps; for {self.label(whole.iloc[0].variant)}, a whole call, its "
                     "prefill included" if len(whole) else "")
+        # A row that did not run computed no step: its step_impl names the one asked for (data.NOT_RUN), not one that ran.
+        f.loc[f["status"] != "ok", "step_impl"] = None
         f["variant"] = f["variant"].map(self.label)
         rest = (f"\n{plural(skipped, 'more row')} of {escape.text(model)} {'was' if skipped == 1 else 'were'} skipped "
                 "for time: see [Rows that did not run](#rows-that-did-not-run).\n" if skipped else "")
