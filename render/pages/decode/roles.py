@@ -20,12 +20,21 @@ from .data import DecodeData, ROLE_BYTES_APART, ROLE_EVEN, _ok
 # bytes do not set the excess. A set of roles whose excess correlates with their bytes by FOLLOWS or more grows
 # with them.
 SAME_BYTES, TWINS_APART, FOLLOWS = 1.02, 0.5, 0.5
+# ...and only where it rises with them in order: the excess's rank correlation with the bytes at least IN_ORDER
+# (run h200-20261206a, gpt2's persistent step: the qkv product, with fewer bytes than either MLP product, paid more
+# than both; the two ends alone had made the five correlate, and with any one left out too).
+IN_ORDER = 0.9
+# A traced persistent step's span that outlasts its timed loop is laid to the trace's own timer reads only where it
+# also outlasts the untraced kernel under the profiler by more than TRACE_SLOWER (run h200-20261206a, gpt2-xl: a
+# traced span of 3.171 ms against the profiled untraced kernel's 3.178 ms; the gap to the loop was the profiler's).
+TRACE_SLOWER = 1.01
 # The persistent step's traced operations: where one SM finished at least LATE_SM_MOST of them last, it is late
 # most of the time (its place in the plan, or the SM). Where it finished LATE_SM_OVER_CHANCE times the operations a
 # late SM drawn at random would give one SM (operations / SMs), and at least LATE_SM_FEWEST, it is late far more
 # often than chance (run h100-20261205b: 12 of 61 gpt2 operations on 132 SMs, where chance gives one SM 0.46; a
 # fixed share of 20% had called that "not often"). Without the SM count, LATE_SM_OFTEN of them stands in.
 LATE_SM_MOST, LATE_SM_OVER_CHANCE, LATE_SM_FEWEST, LATE_SM_OFTEN = 0.5, 5.0, 3, 0.2
+_COUNT = {1: "one", 2: "two", 3: "three", 4: "four"}
 
 
 def _correlates(bytes_: pd.Series, over: pd.Series) -> bool:
@@ -34,12 +43,21 @@ def _correlates(bytes_: pd.Series, over: pd.Series) -> bool:
     return float(np.corrcoef(bytes_.astype(float), over.astype(float))[0, 1]) >= FOLLOWS
 
 
+def _rank_correlation(bytes_: pd.Series, over: pd.Series) -> float:
+    """Spearman's: the correlation of the two series' ranks (ties at their mean rank)."""
+    a, b = bytes_.astype(float).rank(), over.astype(float).rank()
+    if a.nunique() < 2 or b.nunique() < 2:
+        return float("nan")
+    return float(np.corrcoef(a, b)[0, 1])
+
+
 def _follows(bytes_: pd.Series, over: pd.Series) -> bool:
     """Whether the excess grows with the bytes across the roles: their correlation, where both vary, holding with
     any one role left out too. One role far below the rest makes five points correlate on its own: gpt2-xl's
     persistent step (run h200-20261205a) paid 4.5 µs on the output projection and 22-26 µs on the other four,
-    whose bytes ran from 3.6 to 6.1 µs with no trend (0.87 with all five)."""
-    if not _correlates(bytes_, over):
+    whose bytes ran from 3.6 to 6.1 µs with no trend (0.87 with all five). And the excess must rise with the bytes
+    in order (IN_ORDER), not only at the two ends."""
+    if not _correlates(bytes_, over) or not _rank_correlation(bytes_, over) >= IN_ORDER:
         return False
     return len(bytes_) < 4 or all(_correlates(bytes_.drop(i), over.drop(i)) for i in bytes_.index)
 
@@ -97,10 +115,21 @@ class Roles(DecodeData):
             out.append(f"- **{escape.text(model)}, batch {b}, context {c}, {escape.text(self.short(variant))}.** Each {unit} "
                        f"takes {fmt.num(lo.over_us_each)} µs ({self.role_words(lo.role)}) to "
                        f"{fmt.num(hi.over_us_each)} µs ({self.role_words(hi.role)}) longer than "
-                       f"reading its bytes at copy bandwidth would. Over the step that is {fmt.ms(over_ms)} of its "
-                       f"{fmt.ms(step.step_ms_median)}." + self._role_spread_words(g, unit)
+                       f"reading its bytes at copy bandwidth would.{self._prefetch_words(step)} Over the step "
+                       f"that is {fmt.ms(over_ms)} of its {fmt.ms(step.step_ms_median)}." + self._role_spread_words(g, unit)
                        + self._head_apart_words(g, model, b) + self._split_words(whole, step))
         return "\n".join(out) + "\n" if out else ""
+
+    @staticmethod
+    def _prefetch_words(step) -> str:
+        """For the warp-specialized persistent step: why an operation's span is not its cost beyond its own bytes
+        (its producer warp reads later operations' weights ahead, during earlier operations' spans)."""
+        if getattr(step, "step_impl", None) != "persistent-ws":
+            return ""
+        return (" (Here that is a span, not a cost beyond its own bytes: the producer warp reads later operations' "
+                "weights ahead, during earlier operations' spans, so a span can hold less than its own bytes' "
+                "reading, or more; this sets the operation's span of the critical path against its bytes at copy "
+                "bandwidth, not against what it moved in that span.)")
 
     def _head_apart_words(self, g: pd.DataFrame, model: str, batch: int) -> str:
         """Where the LM head pays well above every layer kernel (ROLE_EVEN): what else it does besides its
@@ -136,10 +165,11 @@ class Roles(DecodeData):
         # The trace reads the GPU's timer at every tile, which can slow the step: its parts then sum past the timed
         # step, so they are given as shares of the traced span, and the reader is told why the two differ.
         slower = total > step.step_ms_median and fmt.ms(total) != fmt.ms(step.step_ms_median)
-        traced = (f" (the traced step ran slower than the timed loop, likely for the trace's own timer reads: its "
-                  f"span is {fmt.ratio(total / step.step_ms_median)} the timed step, so the parts below are shares of "
-                  "the traced span, not of the timed step)" if slower else "")
-        out = (f" Its traced operations span {fmt.ms(total)}{traced}; {fmt.ms(handoff)} of that "
+        traced = self._slower_words(total, step) if slower else ""
+        # A cause judged against the untraced kernel is a sentence of its own (a figure or two more).
+        own = traced.startswith(",")
+        lead = f". Of that span, {fmt.ms(handoff)}" if own else f"; {fmt.ms(handoff)} of that"
+        out = (f" Its traced operations span {fmt.ms(total)}{traced}{lead} "
                f"({fmt.pct(100 * handoff / total)}) passes before the median SM has its first tile of an operation "
                "under way: the hand-off from the operation before (the counter's release and the polls that see it, "
                f"the input rows, the LayerNorm). Summed over the operations, the median SM then works {fmt.ms(work)} "
@@ -153,6 +183,12 @@ class Roles(DecodeData):
                         "before them or the waits for the last SM after them.",
                 "late": " The wait for the last SM is the largest of the three: the operations end unevenly across "
                         "the SMs."}[largest]
+        parts = {"handoff": ("the hand-off", handoff), "work": ("the median SM's work", work),
+                 "late": ("the wait for the last SM", late)}
+        others = [parts[k] for k in parts if k != largest]
+        if sum(v for _, v in others) > parts[largest][1]:
+            out = (out[:-1] + f", though {others[0][0]} and {others[1][0]} together take more "
+                   f"({fmt.ms(sum(v for _, v in others))} against {fmt.ms(parts[largest][1])}).")
         share = getattr(step, "last_sm_share", None)
         ops = float(g["kernels_per_step"].sum())
         if _ok(share) and ops >= 2:
@@ -166,6 +202,33 @@ class Roles(DecodeData):
                 why = "no SM is late often; the last to finish changes from operation to operation."
             out += f" One SM finished {last} of the {ops:.0f} operations last: {why}"
         return out
+
+    def _untraced_ms(self, step) -> float | None:
+        """The untraced persistent kernel's time per step under the profiler (its kernel class), where known."""
+        c = self.classes
+        if c.empty or "kernel_class" not in c:
+            return None
+        f = c[(c["model"] == step.model) & (c["variant"] == step.variant) & (c["batch"] == step.batch)
+              & (c["context"] == step.context) & (c["kernel_class"] == "persistent step")]
+        ms = float(f["ms_per_step"].sum()) if len(f) else float("nan")
+        return ms if _ok(ms) and ms > 0 else None
+
+    def _slower_words(self, total: float, step) -> str:
+        """Why the traced span outlasts the timed loop: the trace's timer reads only where it also outlasts the
+        untraced kernel under the profiler (TRACE_SLOWER); where it does not, the gap is the profiler's."""
+        times = f"{fmt.ratio(total / step.step_ms_median)} the timed step"
+        shares = "so the parts below are shares of the traced span, not of the timed step)"
+        untraced = self._untraced_ms(step)
+        if untraced is None:
+            return (f" (the traced step ran slower than the timed loop, likely for the trace's own timer reads: its "
+                    f"span is {times}, {shares}")
+        shares = shares[:-1]
+        if total > TRACE_SLOWER * untraced:
+            return (f", {times} and {fmt.ratio(total / untraced)} the untraced kernel's {fmt.ms(untraced)} under the "
+                    f"profiler: the trace's own timer reads slowed it, {shares}")
+        near = "no longer than" if total <= untraced else f"within {fmt.pct(100 * (TRACE_SLOWER - 1))} of"
+        return (f", {times} but {near} the untraced kernel's {fmt.ms(untraced)} under the profiler: the gap to the "
+                f"timed loop is the profiler's, which slows the kernels a little, not the trace's, {shares}")
 
     def _often_late(self, last: int, ops: float) -> bool:
         """Whether one SM finishing `last` of `ops` operations last is far more than chance (LATE_SM_OVER_CHANCE)."""
@@ -212,12 +275,29 @@ class Roles(DecodeData):
                     f"all five, so not all of it is a fixed cost per {unit}.")
         spread = f"it varies by {unit}, from {fmt.num(over.min())} to {fmt.num(over.max())} µs"
         if _correlates(g["bytes_us_each"], over):
-            # A trend over all five that some single role makes on its own: named, so a reader can see which.
-            alone = [f"the {self.role_words(g.loc[i, 'role'])}" for i in g.index
-                     if not _correlates(g["bytes_us_each"].drop(i), over.drop(i))]
-            return (f" Across a layer's five {unit}s the excess rises with the bytes, but the trend rests on "
-                    f"{join(alone, 'or')} alone: without {'it' if len(alone) == 1 else 'any one of them'} the excess "
-                    f"does not follow the bytes, so the bytes alone do not set it: {spread}.")
+            # A trend over all five that some single role makes on its own: named, so a reader can see which; the
+            # range then said is that of the roles left without them.
+            alone = [i for i in g.index if not _correlates(g["bytes_us_each"].drop(i), over.drop(i))]
+            rest = over.drop(alone)
+            if alone and len(rest) >= 2:
+                named = [f"the {self.role_words(g.loc[i, 'role'])}" for i in alone]
+                theirs = join([f"{n} {fmt.num(over[i])} µs" for n, i in zip(named, alone)], "and")
+                return (f" Across a layer's five {unit}s the excess rises with the bytes, but the trend rests on "
+                        f"{join(named, 'or')} alone: without {'it' if len(alone) == 1 else 'any one of them'} the "
+                        f"excess does not follow the bytes, so the bytes alone do not set it: it varies by {unit}, "
+                        f"from {fmt.num(rest.min())} to {fmt.num(rest.max())} µs over the other "
+                        f"{_COUNT.get(len(rest), str(len(rest)))} ({theirs}).")
+            # A trend with no one role making it, yet not in the bytes' order: the pair most out of it, named.
+            flip = max(((x, y) for x in g.itertuples() for y in g.itertuples()
+                        if x.bytes_us_each < y.bytes_us_each and x.over_us_each > y.over_us_each),
+                       key=lambda xy: xy[0].over_us_each - xy[1].over_us_each, default=None)
+            if flip is not None:
+                x, y = flip
+                return (f" Across a layer's five {unit}s the excess does not rise with the bytes in order: the "
+                        f"{self.role_words(x.role)} reads fewer bytes than the {self.role_words(y.role)} yet pays "
+                        f"{fmt.num(x.over_us_each)} µs above them against {fmt.num(y.over_us_each)} µs, so the excess "
+                        f"varies by {unit}, not with its bytes: from {fmt.num(over.min())} to "
+                        f"{fmt.num(over.max())} µs.")
         return f" Across a layer's five {unit}s the excess does not follow the bytes: {spread}."
 
     @staticmethod
@@ -237,6 +317,15 @@ class Roles(DecodeData):
                     best = (gap, *sorted((x, y), key=lambda r: -r.over_us_each))
         return None if best is None else best[1:]
 
+    def _has_spans(self) -> bool:
+        r = self.roles
+        return not r.empty and bool((r["variant"] == "persistent").any())
+
+    def role_table_title(self) -> str:
+        """The role table's title: the persistent step's rows, where present, are its traced operations' spans."""
+        return ("Every kernel role of the profiled fused graph steps"
+                + (" and the persistent step's traced operations" if self._has_spans() else ""))
+
     def role_table(self) -> str:
         r = self._role_frame.copy()
         if r.empty:
@@ -246,8 +335,10 @@ class Roles(DecodeData):
         r["does"] = [self.ROLE_WORDS.get(x, x) for x in r["role"]]  # plain: the table escapes its cells
         opt = lambda fn: (lambda x: "" if not _ok(x) else fn(x))  # noqa: E731
         us = opt(lambda x: f"{fmt.num(x)} µs")
+        spans = self._has_spans()
         columns = {"shape": "Shape", "does": "Kernel (persistent step: operation)", "kernels_per_step": "Per step",
-                   "us_each": "GPU time each", "bytes_us_each": "Its bytes at copy bandwidth",
+                   "us_each": ("GPU time each (persistent step: the operation's span of the critical path)" if spans
+                               else "GPU time each"), "bytes_us_each": "Its bytes at copy bandwidth",
                    "over_us_each": "Above its bytes"}
         formats = {"kernels_per_step": opt(lambda x: f"{x:.0f}"), "us_each": us, "bytes_us_each": us,
                    "over_us_each": us}
