@@ -12,7 +12,7 @@ from .data import WHOLE_CALL_VARIANTS, DecodeData, _ok, inset_titles
 
 
 WHOLE_CALL = "whole model.generate call, prefill included"
-# The warp-specialized persistent step holds its copy of the weights and a little scratch; the graph step holds small
+# The warp-specialized persistent step holds its copy of the weights and scratch for the attention; the graph step holds small
 # buffers of its own that it does not. What run h100-20261205a's persistent steps held beyond its graph steps was 0.17%
 # less (gpt2) and 0.08% more (gpt2-xl) than that copy; an extra further from the copy than this share is not it.
 WS_COPY_NEAR = 0.05
@@ -135,7 +135,8 @@ class Memory(DecodeData):
             return ""
         return (f", about a second copy of every weight but the LM head ({fmt.bytes_(copy)}): the warp-specialized "
                 "step keeps one, its matrices transposed for its TMA copies (the model keeps the originals for the "
-                "prefill), and a little scratch for the attention's partial results. That step reads the LM head in "
+                f"prefill); the remainder, {'' if more >= copy else '−'}{fmt.bytes_(abs(more - copy))}, is its scratch "
+                "for the attention's partial results less the graph step's own buffers. That step reads the LM head in "
                 f"place from the model's matrix, so its copy is less than the {fmt.bytes_(w)} of weights a step reads")
 
     @staticmethod
