@@ -622,3 +622,19 @@ def test_the_decode_chart_names_panels_whose_runs_ran_different_steps_and_those_
         for impl, ids in steps.items():
             assert f"{impl} in {len(ids)} run" in caption
     assert "time the host's CPU as much as the GPU" in caption and "transformers loop" in caption
+
+
+def test_the_history_figure_outlines_runs_on_another_gpu_than_most():
+    from render.runs import load_runs
+
+    runs = load_runs(ROOT / "data")
+    page = ComparePage(runs[-1], runs, [])
+    fig = page.history_figure()
+    devices = set(page.history["device"])
+    if len(devices) < 2:
+        return
+    usual = page.history["device"].mode().iloc[0]
+    assert f"outlined: runs on another GPU than most runs' ({usual})" in html.unescape(fig)
+    widths = [w for t in plot_data(fig) if t.get("marker", {}).get("symbol") != "circle-open"
+              for w in t["marker"]["line"]["width"]]
+    assert 2 in widths and 0 in widths

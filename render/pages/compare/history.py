@@ -287,6 +287,8 @@ class History(CompareSection):
             return ""
         versions = list(dict.fromkeys(f["version"]))
         whos = list(dict.fromkeys(w for k, *_ in self.HISTORY_CASES for w in f[f"{k}_who"].dropna()))
+        # Runs on a GPU other than most runs' are outlined: a version's markers on two GPUs are not run-to-run spread.
+        usual = f["device"].mode().iloc[0] if f["device"].nunique() > 1 else None
         fig = go.Figure()
         for j, (key, b, h, d) in enumerate(self.HISTORY_CASES):
             g = f[f[key].notna()]
@@ -303,7 +305,9 @@ class History(CompareSection):
                     continue
                 name = (f"d={d} (B={b}, H={h}), against the fastest other: {impl_label(who)}" if who else
                         f"d={d} (B={b}, H={h}), against {impl_label(self.yardstick)} ({self._every_run()} timed it)")
-                marker = (dict(size=9, color=PALETTE[j * 3], symbol=self.SYMBOLS[whos.index(who) % len(self.SYMBOLS)])
+                marker = (dict(size=9, color=PALETTE[j * 3], symbol=self.SYMBOLS[whos.index(who) % len(self.SYMBOLS)],
+                               line=dict(color=PALETTE[7], width=[2 if usual and dv != usual else 0
+                                                                  for dv in s["device"]]))
                           if who else dict(size=14, color=PALETTE[j * 3], symbol="circle-open", line=dict(width=1.5)))
                 ends = s[[f"{col}_p10", f"{col}_p90"]].astype(float)
                 err = dict(type="data", symmetric=False, thickness=1, width=3,
@@ -320,9 +324,11 @@ class History(CompareSection):
         fig.update_yaxes(title_text="other's time over ours (×)")
         yard = (f"; open rings: against {impl_label(self.yardstick)}, which {self._every_run()} timed, where it was "
                 "not the fastest other" if self._yard_columns else "")
+        others = (f"; outlined: runs on another GPU than most runs' ({escape.plot(usual)}): "
+                  f"{escape.plot(join(sorted(set(f.loc[f['device'] != usual, 'device']))))}" if usual else "")
         return self.figure("history", fig, "Our kernel against the fastest other implementation, one marker per committed "
                                            "run, grouped by the kernel version it ran, its shape telling which "
-                                           f"implementation was the fastest other{yard}; bars span {SPREAD_WORDS}; "
+                                           f"implementation was the fastest other{yard}{others}; bars span {SPREAD_WORDS}; "
                                            "above the dashed line ours is faster. fp16, non-causal, the longest N "
                                            "both ran.", height=420)
 
