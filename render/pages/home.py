@@ -304,7 +304,7 @@ class HomePage(Page):
     def _profiled_clock_words(self, case, kernel) -> str:
         """Where Nsight Compute read our kernel's SM clock more than CLOCK_GAP from the one read before the same case's
         timed calls (the Profiling page's rule, clock_reading.timed_reading): both clocks, since a unit's share is of
-        the cycles at the profiler's clock (the Profiling page gives the share the timing implies at the other)."""
+        the cycles at the profiler's clock, and a reading before a call is not the call's clock to carry it to."""
         mhz = kernel.get("sm_clock_mhz") if hasattr(kernel, "get") else None
         if not known(mhz):
             return ""
@@ -314,8 +314,7 @@ class HomePage(Page):
         if gap is None or gap <= CLOCK_GAP:
             return ""
         return (f", a share of its cycles at the {fmt.num(float(mhz), 4)} MHz Nsight Compute read, against "
-                f"{fmt.num(timed[1], 4)} MHz before its timed calls; the Profiling page gives the "
-                "share at that clock")
+                f"{fmt.num(timed[1], 4)} MHz read before its timed calls")
 
     @cached_property
     def _bench_data(self) -> BenchData:

@@ -183,17 +183,16 @@ class Cases(BenchSection):
 
     def _cycles_back_to_back(self, apart: list[tuple]) -> str:
         """Where the power phase ran one of the comparisons whose clock readings lie apart back to back (both calls),
-        the cycle ratio it measured there (time times the clock nvidia-smi read during the loop) beside the one the
-        rested calls' readings give. '' where it ran none of them."""
+        the cycle ratio it measured there: time times the clock nvidia-smi read during the loop, a clock of the calls
+        themselves. '' where it ran none of them."""
         for x in sorted(apart, key=lambda x: -x[0]):
             _, _, _, shape, dtype, causal, n, who, _, rival = x
             ours, theirs = (self.power_cycles(i, shape, dtype, causal, n) for i in (FUSED, rival))
             if ours is None or theirs is None:
                 continue
             return (f" The power phase ran one of these cases back to back, {facet_label(dtype, causal)}, "
-                    f"{shape_label(shape)}, N={n}: there ours needed {fmt.ratio(ours[0] / theirs[0])} {who}'s cycles "
-                    f"per call (time times clock), against the {fmt.ratio(ours[1] / theirs[1])} the rested calls' "
-                    "readings give.")
+                    f"{shape_label(shape)}, N={n}, where nvidia-smi read the clock during the calls: there ours needed "
+                    f"{fmt.ratio(ours / theirs)} {who}'s cycles per call (time times that clock).")
         return ""
 
     def path_sentence(self) -> str:

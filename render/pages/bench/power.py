@@ -82,17 +82,14 @@ class Power(BenchSection):
                 & (t["dtype"] == dtype) & (t["causal"] == causal) & (t["seq_len"] == n)]
         return None if row.empty else row.iloc[0]
 
-    def power_cycles(self, impl: str, shape, dtype: str, causal: bool, n: int) -> tuple[float, float] | None:
-        """(cycles per call back to back, cycles per call rested), in Mcycles, of `impl` at one case of the power phase:
-        its back-to-back time times the clock the driver held, and its rested device time times the clock read for it.
-        None where the power phase did not run that case for it, or a clock is missing."""
+    def power_cycles(self, impl: str, shape, dtype: str, causal: bool, n: int) -> float | None:
+        """Cycles per call back to back, in Mcycles, of `impl` at one case of the power phase: its back-to-back time
+        times the clock the driver held during the loop (a clock of the calls, unlike a rested call's reading, which is
+        of the rest before it). None where the power phase did not run that case for it."""
         r = self.power_row(impl, shape, dtype, causal, n)
-        if r is None:
+        if r is None or not fmt.known(r["mcycles"]):
             return None
-        rested = r["latency_ms_median"] * r["sm_clock_mhz"] / 1e3 if fmt.known(r.get("sm_clock_mhz")) else None
-        if not (fmt.known(r["mcycles"]) and fmt.known(rested)):
-            return None
-        return float(r["mcycles"]), float(rested)
+        return float(r["mcycles"])
 
     def _ours_and_rival(self):
         t = self._power

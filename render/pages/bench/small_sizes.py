@@ -112,7 +112,7 @@ class SmallSizes(BenchSection):
                f"least {fmt.pct(100 / HOST_BOUND, 2)} of the device time), this page calls the call host-bound at that "
                "size."]
         if hb.empty:
-            out.append(f"No case is host-bound here: at every N from {ns[0]} to {ns[-1]} the GPU sets the pace.")
+            out.append(f"No case is host-bound here by that rule, at any N from {ns[0]} to {ns[-1]}.")
             out.append(self._unrested(c))
             return " ".join(x for x in out if x)
         out.append(f"Host-bound cases: {self._host_bound_by_shape(hb)} (each in at least one dtype and masking).")
@@ -124,7 +124,7 @@ class SmallSizes(BenchSection):
         out.append(why + host_beside_loop(worst["host_ms"], worst["loop_ms"]) + ".")
         free = [n for n in ns if n > hb["seq_len"].max()]
         if free:
-            out.append(f"From N={free[0]} on, no implementation is host-bound: the GPU sets the pace.")
+            out.append(f"From N={free[0]} on, no implementation is host-bound by that rule.")
             out.append(self._unrested(c[c["seq_len"] >= free[0]]))
         fused = hb[hb["impl"] == FUSED]
         for shape, g in fused.groupby("shape", sort=False):

@@ -221,8 +221,9 @@ class Goal(IterationsSection):
                 "natural roof to compare against. " + " ".join(p for p in parts if p))
 
     def _ceiling_clocks(self, dtype: str, ceil: float, calls: list) -> str:
-        """Where the attention calls ran at a clock more than CLOCK_GAP from the matmul's, their shares of it per clock
-        cycle: a rate measured at a higher clock is no roof per cycle, and a share above 100% per cycle says so."""
+        """Where the attention calls' clock readings lie more than CLOCK_GAP from the matmul's, which read higher: the
+        shares above are of the rate as measured, and no share is rescaled per cycle, since a reading is of the rest
+        before a call, not of the call (vocab.clocks_apart)."""
         at = self.ceiling_clock(dtype)
         calls = [(n, t, c) for n, t, c in calls if c is not None]
         if at is None or not calls or all((clock_gap(c, at) or 0) <= CLOCK_GAP for _, _, c in calls):
@@ -232,14 +233,11 @@ class Goal(IterationsSection):
         d = SHORT.get(dtype, dtype)
         one = len(calls) == 1
         mhz = join(f"{fmt.num(c, 4)} MHz ({escape.text(impl_label(n))})" for n, _, c in calls)
-        per_cycle = [(n, t * 1e12 / ceil * at / c) for n, t, c in calls]
-        text = (f"The {d} call{'' if one else 's'} had {'a ' if one else ''}median SM clock reading{'' if one else 's'} of "
-                f"{mhz}, the {d} matmul at {fmt.num(at, 4)} MHz. Per clock cycle, "
-                + join(f"{escape.text(impl_label(n))} did {fmt.pct(100 * x)}" for n, x in per_cycle)
-                + f" of the {d} matmul's work")
-        over = [n for n, x in per_cycle if x > 1]
-        if over:
-            text += (f": per cycle {join(escape.text(impl_label(n)) for n in over)} "
-                     f"{'does' if len(over) == 1 else 'do'} more than the matmul did, so the measured rate is the best "
-                     "the device reached at its own clock, not a roof for calls at a lower one")
-        return text + "."
+        lower = all(c < at for _, _, c in calls)
+        higher = all(c > at for _, _, c in calls)
+        lean = ("lower than the matmul's, so the shares may understate what the calls do per cycle" if lower else
+                "higher than the matmul's, so the shares may overstate what the calls do per cycle" if higher else
+                "on both sides of the matmul's")
+        return (f"The {d} call{'' if one else 's'} had {'a ' if one else ''}median SM clock reading{'' if one else 's'} "
+                f"of {mhz}, the {d} matmul {fmt.num(at, 4)} MHz: {lean}. A reading is of the rest before a call, not "
+                "of the call, so the shares are not rescaled by it.")

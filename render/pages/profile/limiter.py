@@ -30,14 +30,13 @@ SM_CYCLE_UNITS = ("tensor pipe", "exponential (XU) pipe", "FMA pipe", "ALU pipe"
 
 @dataclass(frozen=True)
 class TimedClock:
-    """A busy share as profiled beside the share the same call's timing implies at the clock read for it there."""
+    """A busy share as profiled beside the SM clock read for the same call's timed calls, where the two clocks lie
+    apart."""
 
     unit: str            # the busiest unit ('tensor pipe')
     pct: float           # its busy share as profiled, percent
     profiled_mhz: float  # the SM clock Nsight Compute read over the kernel
-    ms: float            # the call's timed length (median)
     mhz: float           # the SM clock read for the timed calls (in the rest before each)
-    share: float         # pct carried to that clock and length: the same busy cycles over ms x mhz, percent
     bench: bool          # timed by the bench phase (the Benchmarks page); else by the profile phase's clock check
 
 
@@ -304,13 +303,12 @@ class Limiter(ProfileData):
                 "this schedule looks like when it works, not by itself a sign of synchronisation to remove.")
 
     def timed_clock(self, row) -> TimedClock | None:
-        """A limiter row's busiest unit as profiled, beside the share the call's timing implies at the SM clock read for
-        it, where the two clocks lie more than CLOCK_GAP apart (vocab.clock_gap). The unit's busy cycles are a count of
-        work; its share is of the cycles the kernel took under the profiler (its time there times the clock Nsight
-        Compute read, sm__cycles_elapsed.avg.per_second); over the timed length at the timed clock reading, the same
-        busy cycles fill pct x (profiled ms x profiled MHz) / (timed ms x timed MHz). Only for a unit counted in SM
-        cycles, and a call of one kernel (the timing covers the whole call). The timing is the Benchmarks page's where
-        the bench phase timed the case, else the profile phase's clock check of the same call. None otherwise."""
+        """A limiter row's busiest unit as profiled, beside the SM clock read before the same case's timed calls, where
+        that reading lies more than CLOCK_GAP from the clock Nsight Compute read over the kernel
+        (sm__cycles_elapsed.avg.per_second). Only for a unit counted in SM cycles, and a call of one kernel. The
+        share is not carried to the reading: a reading is of the rest before a call, not of the call
+        (vocab.clocks_apart). The reading is the Benchmarks page's where the bench phase timed the case, else the
+        profile phase's clock check of the same call. None otherwise."""
         v = row["v"]
         if v is None or v.busiest_pct is None or v.busiest not in SM_CYCLE_UNITS:
             return None
@@ -320,16 +318,15 @@ class Limiter(ProfileData):
         k = k[k["launch"] == row["launch"]] if not k.empty else k
         if im.empty or k.empty or im["kernels"].iloc[0] != 1 or "sm_clock_mhz" not in k:
             return None
-        k_ms, k_mhz = k["duration_ms"].iloc[0], k["sm_clock_mhz"].iloc[0]
+        k_mhz = k["sm_clock_mhz"].iloc[0]
         timed = timed_reading(self.run, self._bench, row["impl"], row["shape"], row["case_id"])
-        if timed is None or not all(known(x) and x > 0 for x in (k_ms, k_mhz)):
+        if timed is None or not (known(k_mhz) and k_mhz > 0):
             return None
-        ms, mhz, bench = timed
+        _, mhz, bench = timed
         gap = clock_gap(mhz, k_mhz)
         if gap is None or gap <= CLOCK_GAP:
             return None
-        return TimedClock(v.busiest, v.busiest_pct, float(k_mhz), float(ms), float(mhz),
-                          v.busiest_pct * k_ms * k_mhz / (ms * mhz), bench)
+        return TimedClock(v.busiest, v.busiest_pct, float(k_mhz), float(mhz), bench)
 
     @cached_property
     def _bench(self) -> BenchData:
@@ -343,18 +340,17 @@ class Limiter(ProfileData):
                 if not any(t.bench for t in ts) else "our timing")
 
     def timed_clock_words(self, rows, each: list[str] | None = None, who: str = "") -> str:
-        """Sentences on busy shares said as profiled, for the rows (limiter rows) whose timing ran at another clock
-        (timed_clock): that each is a share of the cycles at the clock the profiler read, then the share the same work
-        would fill at the clock read for the timed calls, had they run at it. `each`: per row, the masking that tells
-        two rows apart; `who`: whose share it is, named with its figure, where the sentence before did not print it
-        ('FlashAttention-4's'). '' where no row has one."""
+        """Sentences on busy shares said as profiled, for the rows (limiter rows) whose timed calls read another clock
+        (timed_clock): that each is a share of the cycles at the clock the profiler read over the kernel, beside the
+        reading taken before the timed calls, and why the share is not carried to it. `each`: per row, the masking
+        that tells two rows apart; `who`: whose share it is, named with its figure, where the sentence before did not
+        print it ('FlashAttention-4's'). '' where no row has one."""
         pairs = [(t, m) for t, m in zip((self.timed_clock(r) for r in rows), each or [""] * len(rows)) if t]
         if not pairs:
             return ""
         ts = [t for t, _ in pairs]
         two = len(ts) > 1
         named = len(rows) > 1  # the rows are told apart by their maskings wherever several were said
-        unit = ts[0].unit if len({t.unit for t in ts}) == 1 else "busiest unit"
         mhz = lambda x: f"{fmt.num(x, 4)} MHz"  # noqa: E731
         of = lambda f: join(f(t) + (f" {m}" if named and m else "") for t, m in pairs)  # noqa: E731
         if who:
@@ -362,16 +358,13 @@ class Limiter(ProfileData):
         else:
             subject = ("These shares are" if two else f"The {pairs[0][1]} share is" if named and pairs[0][1]
                        else "That share is")
-        fill = join(fmt.pct(t.share) for t in ts) + " of the cycles"
-        if named and two:
-            fill += f" ({join(m for _, m in pairs)})"
         where = self._timed_where(ts)
         return (f"{subject} of the kernel as profiled: {'shares' if two else 'a share'} of the cycles "
                 f"{'each' if two else 'it'} took at the SM clock Nsight Compute read over it "
                 f"({of(lambda t: mhz(t.profiled_mhz))}). {where[0].upper()}{where[1:]} read "
                 f"{of(lambda t: mhz(t.mhz))} before the timed call{'s' if two else ''} of the same case"
-                f"{'s' if two else ''}; had {'they' if two else 'it'} run at {'those clocks' if two else 'that clock'}, "
-                f"{'their' if two else 'its'} timed length would leave the {unit} busy for {fill} with the same work.")
+                f"{'s' if two else ''}, in the rest before each call rather than over it, so the "
+                f"share{'s are' if two else ' is'} not carried to that reading.")
 
     def _unchecked_by_hotspots(self, row) -> str:
         """After barrier_design, where this run has no SASS hot spots for the kernel: the barrier waits are the
