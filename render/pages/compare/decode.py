@@ -98,7 +98,7 @@ class Decode(Charts):
                     hosted.append(title)
             if len(ran) > 1:
                 steps.append(f"the {title} panel's runs ran different steps ("
-                             + "; ".join(f"{escape.text(k)} in {_runs(ds)}" for k, ds in ran.items())
+                             + "; ".join(f"{k} in {_runs(ds)}" for k, ds in ran.items())  # raw: _render escapes
                              + "), so its lines differ by kernel as well as by device")
         text = ""
         if steps:

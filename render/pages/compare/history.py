@@ -324,8 +324,9 @@ class History(CompareSection):
         fig.update_yaxes(title_text="other's time over ours (×)")
         yard = (f"; open rings: against {impl_label(self.yardstick)}, which {self._every_run()} timed, where it was "
                 "not the fastest other" if self._yard_columns else "")
-        others = (f"; outlined: runs on another GPU than most runs' ({escape.plot(usual)}): "
-                  f"{escape.plot(join(sorted(set(f.loc[f['device'] != usual, 'device']))))}" if usual else "")
+        # Raw text: figure_html escapes the caption once.
+        others = (f"; outlined: runs on another GPU than most runs' ({usual}): "
+                  f"{join(sorted(set(f.loc[f['device'] != usual, 'device'])))}" if usual else "")
         return self.figure("history", fig, "Our kernel against the fastest other implementation, one marker per committed "
                                            "run, grouped by the kernel version it ran, its shape telling which "
                                            f"implementation was the fastest other{yard}{others}; bars span {SPREAD_WORDS}; "
