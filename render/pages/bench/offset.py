@@ -7,7 +7,7 @@ from functools import cached_property
 import pandas as pd
 
 from ... import fmt
-from ...profiler_clock import CLOCKS_SAME, SHORT_CALL_MS, profiler_slowdowns
+from ...profiler_clock import CLOCKS_SAME, SHORT_CALL_MS, profiled_clocks, profiler_slowdowns
 from ...vocab import EVEN, facet_label, impl_label, plural, shape_label, side, speedup_words, versus
 from .common import FUSED, BenchSection
 
@@ -96,8 +96,18 @@ class Offset(BenchSection):
                  f"{self._threshold_words()}, so the tables mark their verdicts *indicative*.")
         return text + self._ncu_disagrees()
 
-    @staticmethod
-    def _slower_words(slower: pd.DataFrame) -> str:
+    def _kept_low(self) -> int:
+        """How many of the short calls the offset keeps also read a profiled SM clock more than CLOCKS_SAME below the
+        reading before their timed calls, yet took no longer: what tells the left-out calls apart is their kernel time,
+        not their reading."""
+        kept = self._short[~self._short["slower"].astype(bool)]
+        ncu = profiled_clocks(self.run)
+        if kept.empty or ncu.empty or "sm_clock_mhz" not in kept:
+            return 0
+        ratio = kept["case_id"].map(ncu) / kept["sm_clock_mhz"] - 1
+        return int((ratio < -CLOCKS_SAME).sum())
+
+    def _slower_words(self, slower: pd.DataFrame) -> str:
         """'2 calls that ran slower under Nsight Compute than on our clock: ...', with what showed it for each and
         why such a call's gap is not the offset; ends its own sentences."""
         n = len(slower)
@@ -111,8 +121,12 @@ class Offset(BenchSection):
         if neg:
             why.append(f"{who(neg)} read shorter on our clock than under the profiler")
         if clock:
-            why.append(f"{who(clock)} ran there at an SM clock more than {band} below the timed one, "
-                       f"{'its' if clock == 1 else 'their'} kernel time grown with it")
+            low = self._kept_low()
+            why.append(f"{who(clock)} took longer there by as much as the SM clock Nsight Compute read over "
+                       f"{'it' if clock == 1 else 'them'}, more than {band} below the reading before the timed calls, "
+                       "predicts"
+                       + (f" ({plural(low, 'other call')} read as low a clock there and took no longer: a reading "
+                          "before a call is not the call's clock)" if low else ""))
         gaps = "that call's gap measures" if n == 1 else "those calls' gaps measure"
         return (f"{plural(n, 'call')} that ran slower under Nsight Compute than on our clock: {', and '.join(why)}. An "
                 "offset cannot be negative (the events bracket the kernel), and a lower clock lengthens the kernel "
