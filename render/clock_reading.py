@@ -50,16 +50,16 @@ def overshoot_words(rows: pd.DataFrame, device, where: str = "") -> str:
             "calls' own clocks.")
 
 
-def timed_reading(run: Run, bench: BenchData, impl: str, shape, case_id) -> tuple[float, float, bool] | None:
-    """(median time in ms, median SM clock read in MHz, whether by the bench phase) of the call of `impl` at `shape`
-    (batch, heads, seq_len, head_dim, dtype, causal): the bench phase's row, else the profile phase's clock check of
-    the same call (`case_id`); None where neither recorded both."""
+def timed_reading(run: Run, bench: BenchData, impl: str, shape, case_id) -> tuple[float, bool] | None:
+    """(median SM clock read in MHz, whether by the bench phase) before the timed calls of `impl` at `shape` (batch,
+    heads, seq_len, head_dim, dtype, causal): the bench phase's row, else the profile phase's clock check of the same
+    call (`case_id`); None where neither recorded one."""
     b, h, n, d, dt, c = shape
     t = bench.by_n((b, h, d), dt, c, impl) if not bench.rows.empty else bench.rows
-    if n in t.index and "sm_clock_mhz" in t and all(fmt.known(t.loc[n, f]) for f in ("latency_ms_median", "sm_clock_mhz")):
-        return float(t.loc[n, "latency_ms_median"]), float(t.loc[n, "sm_clock_mhz"]), True
+    if n in t.index and "sm_clock_mhz" in t and fmt.known(t.loc[n, "sm_clock_mhz"]):
+        return float(t.loc[n, "sm_clock_mhz"]), True
     cc = run.frame("profile", "clock_check")
     cc = cc[cc["case_id"] == case_id] if "sm_clock_mhz" in cc else cc.iloc[0:0]
-    if cc.empty or not all(fmt.known(cc[f].iloc[0]) and cc[f].iloc[0] > 0 for f in ("device_ms", "sm_clock_mhz")):
+    if cc.empty or not (fmt.known(cc["sm_clock_mhz"].iloc[0]) and cc["sm_clock_mhz"].iloc[0] > 0):
         return None
-    return float(cc["device_ms"].iloc[0]), float(cc["sm_clock_mhz"].iloc[0]), False
+    return float(cc["sm_clock_mhz"].iloc[0]), False

@@ -1,7 +1,6 @@
 """Hardware & ceilings: what the GPU is, what its datasheet promises, what it sustains."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from functools import cached_property
 
 import pandas as pd
@@ -14,7 +13,7 @@ from ..ceilings import BANDWIDTH_KEYS, COMPUTE_KEYS, ROOFS, Ceilings
 from ..clock_reading import overshoot_words
 from ..figures import PALETTE
 from ..tables import table_html
-from ..vocab import CLOCK_GAP, ELEMENT_BYTES, STUDY, STUDY_N, dtype_short, impl_label, join, masking, plural
+from ..vocab import CLOCK_GAP, ELEMENT_BYTES, STUDY, STUDY_N, dtype_short, impl_label, join, masking
 from .base import Page
 
 SOURCE_WORDS = {"measured": "measured", "datasheet": "datasheet (not measured in this run)",
@@ -252,10 +251,10 @@ class HardwarePage(Page):
                            "above": lambda v: fmt.count(v) if fmt.known(v) else "n/a"})
 
     def readings_against_times(self) -> str:
-        """Whether the calls' times follow their clock readings, from the bench rows that keep every call's time: in how
-        many measurements the readings spread (lowest to highest) wider than the times, and the widest spread of
-        readings beside its times'. Were a call's time inversely proportional to its reading, the two would match.
-        This is why no page rescales a ratio by two calls' readings (vocab.clocks_apart)."""
+        """Whether the calls' times follow their clock readings, from the bench rows that keep every call's time: the
+        measurement whose readings spread widest (lowest to highest), beside its calls' times. Were a call's time
+        inversely proportional to its reading, the times would spread at least as far. This is why no page rescales a
+        ratio by two calls' readings (vocab.clocks_apart)."""
         f = self.run.frame("bench", "rows")
         need = ("sm_clock_min_mhz", "sm_clock_max_mhz", "latency_samples_ms", "n_timed_runs")
         if f.empty or not set(need) <= set(f.columns):
@@ -275,7 +274,7 @@ class HardwarePage(Page):
         how = "far less than" if t < c / 2 else "less than" if t < c else "as much as"
         samples = r["latency_samples_ms"]
         return (f"The widest spread of readings within one measurement of the bench phase was "
-                f"{impl_label(r['impl'])}'s at B={int(r['batch'])}, H={int(r['heads'])}, N={int(r['seq_len'])}, "
+                f"{escape.text(impl_label(r['impl']))}'s at B={int(r['batch'])}, H={int(r['heads'])}, N={int(r['seq_len'])}, "
                 f"d={int(r['head_dim'])}, {dtype_short(r['dtype'])}, {masking(r['causal'])}: from "
                 f"{fmt.num(r['sm_clock_min_mhz'], 4)} to {fmt.num(r['sm_clock_max_mhz'], 4)} MHz, "
                 f"{fmt.pct(100 * c)} apart. Its {fmt.count(len(samples))} calls took {fmt.ms(min(samples))} to "
@@ -314,9 +313,9 @@ class HardwarePage(Page):
         text += (f" The {join(label for label, _ in low)} ceiling{'' if one else 's'} {'was' if one else 'were'} "
                  f"read at {join(fmt.num(mhz, 4) for _, mhz in low)} MHz, more than {fmt.pct(100 * CLOCK_GAP, 1)} "
                  f"below the device's reported maximum of {fmt.num(top, 4)} MHz.")
-        return text + (" A matmul's rate follows the SM clock, so "
-                       f"{'that ceiling is a rate' if one else 'those ceilings are rates'} at a lower clock, not the "
-                       "chip's at its maximum.")
+        return text + (" A matmul's rate follows the SM clock, and a call runs no faster than the rest before it "
+                       f"(Clocks seen, below), so {'that ceiling is' if one else 'those ceilings are'} likely "
+                       f"{'a rate' if one else 'rates'} at a lower clock, not the chip's at its maximum.")
 
     def datasheet_note(self) -> str:
         if self.sheet is None:
@@ -325,8 +324,9 @@ class HardwarePage(Page):
                     "to compare.\n")
         text = (f"Vendor's figures are for the **{escape.text(self.sheet.marketing_name)}**; source: "
                 f"{escape.text(self.sheet.source)}.")
-        if self.peak_clock_note():
-            text += " " + self.peak_clock_note()
+        peak = self.peak_clock_note()
+        if peak:
+            text += " " + peak
         d = self.run.manifest.device
         if d is not None and d.l2_bytes and self.sheet.l2_bytes and abs(d.l2_bytes / self.sheet.l2_bytes - 1) > 0.05:
             # The pages that reason about what fits in L2 use the device's own figure.

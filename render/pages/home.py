@@ -21,8 +21,8 @@ from ..tables import table_html
 from ..bench_data import BenchData, rivals
 from ..clock_reading import overshoot_words, timed_reading
 from ..decode_memory import idle_share, own_decode_rows
-from ..vocab import (CLOCK_GAP, ELEMENT_BYTES, EVEN, INT8_PAIRS, STUDY, STUDY_N, clock_caveat, clock_gap, decode_float,
-                     decode_words, dtype_short, floor_pace, impl_color, impl_label, join, kernel_name, plural,
+from ..vocab import (CLOCK_GAP, ELEMENT_BYTES, EVEN, INT8_PAIRS, STUDY, STUDY_N, clock_caveat, clocks_apart,
+                     decode_float, decode_words, dtype_short, floor_pace, impl_color, impl_label, join, kernel_name, plural,
                      speedup_words, verdict_words, versus)
 from .base import Page
 
@@ -43,11 +43,11 @@ def _shape_text(b, h, d, dtype, causal, n=None) -> str:
     return f"B={b}, H={h}, {ns}d={d}, {dtype_short(dtype)}, {'causal' if causal else 'non-causal'}"
 
 
-
 def _headline_case(f: pd.DataFrame, impl: str, b: int, h: int, n: int, d: int, dtype: str = "float16") -> pd.DataFrame:
     """Bench rows of `impl` at one non-causal case: the headline table's cases (fp16 unless told)."""
     return f[(f["impl"] == impl) & (f["dtype"] == dtype) & ~f["causal"].astype(bool) & (f["batch"] == b)
              & (f["heads"] == h) & (f["seq_len"] == n) & (f["head_dim"] == d)]
+
 
 class HomePage(Page):
     slug = "home"
@@ -310,11 +310,10 @@ class HomePage(Page):
             return ""
         shape = (case["batch"], case["heads"], case["seq_len"], case["head_dim"], case["dtype"], False)
         timed = timed_reading(self.run, self._bench_data, FUSED, shape, case["case_id"])
-        gap = clock_gap(timed[1], float(mhz)) if timed else None
-        if gap is None or gap <= CLOCK_GAP:
+        if timed is None or not clocks_apart(timed[0], float(mhz)):
             return ""
         return (f", a share of its cycles at the {fmt.num(float(mhz), 4)} MHz Nsight Compute read, against "
-                f"{fmt.num(timed[1], 4)} MHz read before its timed calls")
+                f"{fmt.num(timed[0], 4)} MHz read before its timed calls")
 
     @cached_property
     def _bench_data(self) -> BenchData:

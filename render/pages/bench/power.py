@@ -16,7 +16,7 @@ from ... import escape, fmt
 from ...axes import log_ticks
 from ...figures import PALETTE
 from ...tables import table_html
-from ...vocab import facet_label, impl_color, impl_label, join, shape_label
+from ...vocab import facet_label, impl_label, join, shape_label
 from .common import FUSED, BenchSection
 
 # A board drawing at least this share of its enforced limit is at the limit: the driver holds it a few watts under.

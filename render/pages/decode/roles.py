@@ -165,9 +165,8 @@ class Roles(DecodeData):
         # The trace reads the GPU's timer at every tile, which can slow the step: its parts then sum past the timed
         # step, so they are given as shares of the traced span, and the reader is told why the two differ.
         slower = total > step.step_ms_median and fmt.ms(total) != fmt.ms(step.step_ms_median)
-        traced = self._slower_words(total, step) if slower else ""
-        # A cause judged against the untraced kernel is a sentence of its own (a figure or two more).
-        own = traced.startswith(",")
+        traced, own = self._slower_words(total, step) if slower else ("", False)
+        # A cause judged against the untraced kernel ends a sentence of its own (a figure or two more).
         lead = f". Of that span, {fmt.ms(handoff)}" if own else f"; {fmt.ms(handoff)} of that"
         out = (f" Its traced operations span {fmt.ms(total)}{traced}{lead} "
                f"({fmt.pct(100 * handoff / total)}) passes before the median SM has its first tile of an operation "
@@ -213,22 +212,22 @@ class Roles(DecodeData):
         ms = float(f["ms_per_step"].sum()) if len(f) else float("nan")
         return ms if _ok(ms) and ms > 0 else None
 
-    def _slower_words(self, total: float, step) -> str:
-        """Why the traced span outlasts the timed loop: the trace's timer reads only where it also outlasts the
+    def _slower_words(self, total: float, step) -> tuple[str, bool]:
+        """Why the traced span outlasts the timed loop, and whether the words end a sentence of their own (where they
+        judge the span against the untraced kernel): the trace's timer reads only where the span also outlasts the
         untraced kernel under the profiler (TRACE_SLOWER); where it does not, the gap is the profiler's."""
         times = f"{fmt.ratio(total / step.step_ms_median)} the timed step"
-        shares = "so the parts below are shares of the traced span, not of the timed step)"
+        shares = "so the parts below are shares of the traced span, not of the timed step"
         untraced = self._untraced_ms(step)
         if untraced is None:
             return (f" (the traced step ran slower than the timed loop, likely for the trace's own timer reads: its "
-                    f"span is {times}, {shares}")
-        shares = shares[:-1]
+                    f"span is {times}, {shares})"), False
         if total > TRACE_SLOWER * untraced:
             return (f", {times} and {fmt.ratio(total / untraced)} the untraced kernel's {fmt.ms(untraced)} under the "
-                    f"profiler: the trace's own timer reads slowed it, {shares}")
+                    f"profiler: the trace's own timer reads slowed it, {shares}"), True
         near = "no longer than" if total <= untraced else f"within {fmt.pct(100 * (TRACE_SLOWER - 1))} of"
         return (f", {times} but {near} the untraced kernel's {fmt.ms(untraced)} under the profiler: the gap to the "
-                f"timed loop is the profiler's, which slows the kernels a little, not the trace's, {shares}")
+                f"timed loop is the profiler's, which slows the kernels a little, not the trace's, {shares}"), True
 
     def _often_late(self, last: int, ops: float) -> bool:
         """Whether one SM finishing `last` of `ops` operations last is far more than chance (LATE_SM_OVER_CHANCE)."""

@@ -213,14 +213,14 @@ class Goal(IterationsSection):
                 bit += f" and {escape.text(impl_label(s[0]))} {fmt.pct(100 * s[1] * 1e12 / ceil)}"
             parts.append(bit + f" of the measured {fmt.flops(ceil)} matmul rate.")
             calls = [(name, tf, self.clock(name, case)) for name, tf in ((final, t), *([s] if s else [])) if tf is not None]
-            parts.append(self._ceiling_clocks(dtype, ceil, calls))
+            parts.append(self._ceiling_clocks(dtype, calls))
         if not parts:
             return "No measured matmul ceiling (or no non-causal case) in this run to set the attention rates against."
         return ("The FLOPs counted for attention are those of two matmuls per score tile, with a softmax between them "
                 "that the tensor cores do not do, so the measured rate of one large matmul (Hardware page) is the "
                 "natural roof to compare against. " + " ".join(p for p in parts if p))
 
-    def _ceiling_clocks(self, dtype: str, ceil: float, calls: list) -> str:
+    def _ceiling_clocks(self, dtype: str, calls: list) -> str:
         """Where the attention calls' clock readings lie more than CLOCK_GAP from the matmul's, which read higher: the
         shares above are of the rate as measured, and no share is rescaled per cycle, since a reading is of the rest
         before a call, not of the call (vocab.clocks_apart)."""

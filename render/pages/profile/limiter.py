@@ -14,7 +14,7 @@ from ...bench_data import BenchData
 from ...clock_reading import timed_reading
 from ...fmt import known
 from ...tables import table_html
-from ...vocab import (CLOCK_GAP, MATERIALISING, clock_gap, impl_label, join, limiter_words, masking, stall_lead,
+from ...vocab import (MATERIALISING, clocks_apart, impl_label, join, limiter_words, masking, stall_lead,
                       verdict_words)
 from .data import ProfileData, _esc, _step_words, count_word, shape_list, step_link
 from .roofline import LEVELS, level_name
@@ -322,9 +322,8 @@ class Limiter(ProfileData):
         timed = timed_reading(self.run, self._bench, row["impl"], row["shape"], row["case_id"])
         if timed is None or not (known(k_mhz) and k_mhz > 0):
             return None
-        _, mhz, bench = timed
-        gap = clock_gap(mhz, k_mhz)
-        if gap is None or gap <= CLOCK_GAP:
+        mhz, bench = timed
+        if not clocks_apart(mhz, k_mhz):
             return None
         return TimedClock(v.busiest, v.busiest_pct, float(k_mhz), float(mhz), bench)
 
