@@ -313,9 +313,10 @@ class HardwarePage(Page):
         text += (f" The {join(label for label, _ in low)} ceiling{'' if one else 's'} {'was' if one else 'were'} "
                  f"read at {join(fmt.num(mhz, 4) for _, mhz in low)} MHz, more than {fmt.pct(100 * CLOCK_GAP, 1)} "
                  f"below the device's reported maximum of {fmt.num(top, 4)} MHz.")
-        return text + (" A matmul's rate follows the SM clock, and a call runs no faster than the rest before it "
-                       f"(Clocks seen, below), so {'that ceiling is' if one else 'those ceilings are'} likely "
-                       f"{'a rate' if one else 'rates'} at a lower clock, not the chip's at its maximum.")
+        return text + (" A matmul's rate follows the SM clock, so "
+                       f"{'that ceiling is' if one else 'those ceilings are'} likely {'a rate' if one else 'rates'} at a "
+                       "lower clock, not the chip's at its maximum (the readings are of the rest before each call: "
+                       "[Clocks seen](#clocks-seen)).")
 
     def datasheet_note(self) -> str:
         if self.sheet is None:
